@@ -1,0 +1,413 @@
+//! Subcommands: each opens the repository, finds the hole and prints a table or JSON.
+//! Any failure is one line on stderr and exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Value, json};
+
+use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::SourcedText;
+use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
+use keyhole::hole::{self, Hole};
+use keyhole::repo::{self, RepoIndex};
+use keyhole::sample;
+use keyhole::token::{Keep, Tokenizer, TokenizerKind};
+
+#[derive(Parser)]
+#[command(name = "keyhole", version, about = "Explore repository-level prompts for code completion")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List RLPG's 62 prompt proposals for a hole: source, context type, applicability, tokens.
+    Proposals {
+        #[command(flatten)]
+        at: HoleArgs,
+    },
+    /// Print the prompt composed from one proposal (62 = the default context alone).
+    Prompt {
+        #[command(flatten)]
+        at: HoleArgs,
+        /// Proposal id, 0..=62.
+        #[arg(long, default_value_t = DEFAULT_ID)]
+        proposal: usize,
+    },
+    /// List RLPG's sampled holes of a repository.
+    Holes {
+        repo: PathBuf,
+        /// At most this many holes, drawn at random with --seed.
+        #[arg(long)]
+        cap: Option<usize>,
+        #[arg(long, default_value_t = 9)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        cache: CacheArgs,
+    },
+    /// Index a repository and report what was found.
+    Index {
+        repo: PathBuf,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        cache: CacheArgs,
+    },
+}
+
+#[derive(Args)]
+struct CacheArgs {
+    /// Do not read or write the on-disk index cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Args)]
+struct HoleArgs {
+    /// Repository root.
+    repo: PathBuf,
+    /// FILE:LINE:COL, FILE relative to REPO, LINE and COL 1-based.
+    position: String,
+    /// Total prompt budget in tokens.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    budget: usize,
+    /// Tokenizer the budget is counted in: code, r50k_base, p50k_base, cl100k_base.
+    #[arg(long, default_value = "code")]
+    tokenizer: TokenizerKind,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("keyhole: {}", one_line(&err));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(err: &anyhow::Error) -> String {
+    err.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => {
+            let repo = sample::materialize().context("cannot write the bundled sample repository")?;
+            let at = HoleArgs {
+                repo,
+                position: sample::DEMO_HOLE.to_string(),
+                budget: compose::DEFAULT_BUDGET,
+                tokenizer: TokenizerKind::Code,
+                json: false,
+                cache: CacheArgs { no_cache: false },
+            };
+            proposals_command(&at)
+        }
+        Some(Command::Proposals { at }) => proposals_command(&at),
+        Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
+        Some(Command::Holes { repo, cap, seed, json, cache }) => holes_command(&repo, cap, seed, json, &cache),
+        Some(Command::Index { repo, json, cache }) => index_command(&repo, json, &cache),
+    }
+}
+
+fn open(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
+    let cache_dir = if cache.no_cache { None } else { repo::default_cache_dir() };
+    let index = RepoIndex::open(repo, cache_dir.as_deref())?;
+    for warning in index.warnings.iter().take(5) {
+        eprintln!("warning: {warning}");
+    }
+    if index.warnings.len() > 5 {
+        eprintln!("warning: ... and {} more (keyhole index --json lists them)", index.warnings.len() - 5);
+    }
+    Ok(index)
+}
+
+/// The opened repository, the hole, and the tokenizer of a hole command.
+struct Session {
+    index: RepoIndex,
+    hole: Hole,
+    tokenizer: &'static dyn Tokenizer,
+}
+
+impl Session {
+    fn open(at: &HoleArgs) -> Result<Session> {
+        let index = open(&at.repo, &at.cache)?;
+        let hole = Hole::parse(&index, &at.position)?;
+        Ok(Session { index, hole, tokenizer: at.tokenizer.tokenizer() })
+    }
+
+    fn build(&self, spec: proposals::ProposalSpec, budget: usize) -> ProposalContext {
+        let req = Request {
+            index: &self.index,
+            hole: &self.hole,
+            tokenizer: self.tokenizer,
+            allocation: compose::proposal_allocation(budget, spec.share),
+        };
+        proposals::build(spec, &req)
+    }
+
+    fn path(&self, file: usize) -> &str {
+        &self.index.files[file].path
+    }
+}
+
+fn proposals_command(at: &HoleArgs) -> Result<()> {
+    let session = Session::open(at)?;
+    let rows: Vec<(ProposalContext, Prompt)> = proposals::specs()
+        .into_iter()
+        .map(|spec| {
+            let proposal = session.build(spec, at.budget);
+            let prompt = compose::compose(&session.index, &session.hole, Some(&proposal), session.tokenizer, at.budget);
+            (proposal, prompt)
+        })
+        .collect();
+    let default = compose::compose(&session.index, &session.hole, None, session.tokenizer, at.budget);
+    if at.json {
+        println!("{}", serde_json::to_string_pretty(&proposals_json(&session, at, &rows, &default))?);
+    } else {
+        print_proposals(&session, at, &rows, &default);
+    }
+    Ok(())
+}
+
+fn proposal_segment(prompt: &Prompt) -> Option<&compose::Segment> {
+    prompt.segment(|k| matches!(k, SegmentKind::Proposal { .. }))
+}
+
+/// Files whose text survived into the prompt, best-ranked first.
+fn files_used(proposal: &ProposalContext, prompt: &Prompt) -> Vec<usize> {
+    let in_prompt = proposal_segment(prompt).map(|s| s.text.files()).unwrap_or_default();
+    proposal.ranked_files.iter().copied().filter(|f| in_prompt.contains(f)).collect()
+}
+
+fn default_segment(prompt: &Prompt) -> &compose::Segment {
+    prompt.segment(|k| matches!(k, SegmentKind::Default)).expect("every prompt has a default segment")
+}
+
+fn cut_name(cut: Option<Keep>) -> &'static str {
+    match cut {
+        None => "-",
+        Some(Keep::Start) => "start",
+        Some(Keep::End) => "end",
+    }
+}
+
+fn print_proposals(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, Prompt)], default: &Prompt) {
+    let hole = &session.hole;
+    println!("repository  {}", session.index.root.display());
+    println!("hole        {}", hole.display(&session.index));
+    println!("line        {}", session.index.files[hole.file].line_text(hole.line).trim());
+    println!("target      {}", hole.target.as_deref().unwrap_or("(unknown)"));
+    println!("budget      {} {} tokens", at.budget, session.tokenizer.name());
+    println!();
+    println!("{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used", "id", "source", "type", "app", "tokens", "alloc", "cut");
+    let applicable = rows.iter().filter(|(p, _)| p.applicable()).count();
+    for (proposal, prompt) in rows {
+        let spec = proposal.spec;
+        let seg = proposal_segment(prompt);
+        let files: Vec<&str> = files_used(proposal, prompt).into_iter().map(|f| file_name(session.path(f))).collect();
+        println!(
+            "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
+            spec.id,
+            spec.source.name(),
+            spec.context_type.abbreviation(),
+            if proposal.applicable() { "yes" } else { "no" },
+            seg.map_or(0, |s| s.tokens),
+            compose::proposal_allocation(at.budget, spec.share),
+            cut_name(seg.and_then(|s| s.cut)),
+            summarize(&files, 3),
+        );
+    }
+    let seg = default_segment(default);
+    println!(
+        "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
+        DEFAULT_ID,
+        "default",
+        "-",
+        "yes",
+        seg.tokens,
+        seg.allocated,
+        cut_name(seg.cut),
+        file_name(session.path(hole.file))
+    );
+    println!();
+    println!("{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one.");
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn summarize(items: &[&str], shown: usize) -> String {
+    let mut text = items.iter().take(shown).copied().collect::<Vec<_>>().join(", ");
+    if items.len() > shown {
+        text.push_str(&format!(" +{}", items.len() - shown));
+    }
+    text
+}
+
+fn hole_json(session: &Session) -> Value {
+    let hole = &session.hole;
+    json!({
+        "file": session.path(hole.file),
+        "line": hole.line + 1,
+        "column": hole.column + 1,
+        "target": hole.target,
+    })
+}
+
+fn proposals_json(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, Prompt)], default: &Prompt) -> Value {
+    let proposals: Vec<Value> = rows
+        .iter()
+        .map(|(proposal, prompt)| {
+            let spec = proposal.spec;
+            let seg = proposal_segment(prompt);
+            let used: Vec<&str> = files_used(proposal, prompt).into_iter().map(|f| session.path(f)).collect();
+            json!({
+                "id": spec.id,
+                "source": spec.source,
+                "context_type": spec.context_type,
+                "applicable": proposal.applicable(),
+                "tokens": seg.map_or(0, |s| s.tokens),
+                "full_tokens": seg.map_or(0, |s| s.full_tokens),
+                "allocated": compose::proposal_allocation(at.budget, spec.share),
+                "truncated": seg.is_some_and(|s| s.cut.is_some()),
+                "cut": seg.and_then(|s| s.cut),
+                "files": used,
+                "ranked_files": proposal.ranked_files.iter().map(|&f| session.path(f)).collect::<Vec<_>>(),
+                "default_tokens": default_segment(prompt).tokens,
+            })
+        })
+        .collect();
+    let seg = default_segment(default);
+    json!({
+        "repository": session.index.root,
+        "hole": hole_json(session),
+        "tokenizer": session.tokenizer.name(),
+        "budget": at.budget,
+        "proposals": proposals,
+        "default": { "id": DEFAULT_ID, "tokens": seg.tokens, "truncated": seg.cut.is_some(), "cut": seg.cut },
+    })
+}
+
+fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
+    if id > DEFAULT_ID {
+        anyhow::bail!("--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)");
+    }
+    let session = Session::open(at)?;
+    let proposal = (id != DEFAULT_ID).then(|| session.build(proposals::specs()[id], at.budget));
+    let prompt = compose::compose(&session.index, &session.hole, proposal.as_ref(), session.tokenizer, at.budget);
+    if let Some(p) = proposal.as_ref().filter(|p| !p.applicable()) {
+        eprintln!("note: proposal {} is not applicable here; the prompt is the default context alone", p.spec.id);
+    }
+    if at.json {
+        println!("{}", serde_json::to_string_pretty(&prompt_json(&session, &prompt))?);
+    } else {
+        print!("{}", prompt.text());
+    }
+    Ok(())
+}
+
+fn prompt_json(session: &Session, prompt: &Prompt) -> Value {
+    let segments: Vec<Value> = prompt
+        .segments
+        .iter()
+        .map(|s| {
+            json!({
+                "kind": s.kind,
+                "text": s.text.text,
+                "tokens": s.tokens,
+                "allocated": s.allocated,
+                "full_tokens": s.full_tokens,
+                "truncated": s.cut.is_some(),
+                "cut": s.cut,
+                "pieces": pieces_json(session, &s.text),
+            })
+        })
+        .collect();
+    json!({
+        "hole": hole_json(session),
+        "proposal_id": prompt.proposal_id,
+        "tokenizer": prompt.tokenizer,
+        "budget": prompt.budget,
+        "tokens": prompt.tokens(session.tokenizer),
+        "text": prompt.text(),
+        "segments": segments,
+    })
+}
+
+/// Provenance of each piece: the file and 1-based line range it came from.
+fn pieces_json(session: &Session, text: &SourcedText) -> Vec<Value> {
+    text.pieces
+        .iter()
+        .map(|p| match p.origin {
+            Some(o) => {
+                let file = &session.index.files[o.file];
+                let last = (o.span.end as usize).saturating_sub(1).max(o.span.start as usize);
+                json!({
+                    "start": p.range.start, "end": p.range.end,
+                    "file": file.path,
+                    "lines": [file.line_of(o.span.start as usize) + 1, file.line_of(last) + 1],
+                })
+            }
+            None => json!({ "start": p.range.start, "end": p.range.end, "file": null }),
+        })
+        .collect()
+}
+
+fn holes_command(repo: &Path, cap: Option<usize>, seed: u64, json: bool, cache: &CacheArgs) -> Result<()> {
+    let index = open(repo, cache)?;
+    let holes = hole::sample_holes(&index, cap, seed);
+    if json {
+        let rows: Vec<Value> = holes
+            .iter()
+            .map(|h| json!({ "file": index.files[h.file].path, "line": h.line + 1, "column": h.column + 1, "target": h.target }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({ "holes": rows }))?);
+    } else {
+        for h in &holes {
+            println!("{}\t{}", h.display(&index), h.target.as_deref().unwrap_or(""));
+        }
+        eprintln!("{} holes", holes.len());
+    }
+    Ok(())
+}
+
+fn index_command(repo: &Path, json: bool, cache: &CacheArgs) -> Result<()> {
+    let index = open(repo, cache)?;
+    let lines: usize = index.files.iter().map(|f| f.line_count()).sum();
+    let duplicates = index.graph.duplicated.iter().filter(|&&d| d).count();
+    let errors: u32 = index.files.iter().map(|f| f.facts.syntax_errors).sum();
+    if json {
+        let value = json!({
+            "repository": index.root,
+            "files": index.files.len(),
+            "lines": lines,
+            "duplicated_files": duplicates,
+            "syntax_errors": errors,
+            "cache": index.cache,
+            "warnings": index.warnings,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("repository  {}", index.root.display());
+        println!("files       {} ({lines} lines, {duplicates} with exact copies, {errors} syntax errors)", index.files.len());
+        println!("cache       {} reused, {} parsed", index.cache.reused, index.cache.parsed);
+        println!("warnings    {}", index.warnings.len());
+    }
+    Ok(())
+}

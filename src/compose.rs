@@ -1,0 +1,132 @@
+//! The prompt composer (RLPG section 2.3): the proposal context first, then a newline, then the
+//! default context (the code before the hole). The proposal gets its share of the budget; what
+//! it leaves unused goes to the default context. Each part is cut to fit from its own end.
+
+use serde::Serialize;
+
+use crate::context::SourcedText;
+use crate::context::proposals::{DEFAULT_ID, ProposalContext};
+use crate::hole::Hole;
+use crate::lang::Span;
+use crate::repo::RepoIndex;
+use crate::token::{Keep, Tokenizer};
+
+/// RLPG's total prompt length in tokens (section 3.2).
+pub const DEFAULT_BUDGET: usize = 4072;
+
+/// The separator between proposal context and default context (B.5: newline).
+const SEPARATOR: &str = "\n";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SegmentKind {
+    Proposal { id: usize },
+    Separator,
+    Default,
+}
+
+/// One part of a prompt.
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub kind: SegmentKind,
+    pub text: SourcedText,
+    pub tokens: usize,
+    /// Tokens this segment was allowed.
+    pub allocated: usize,
+    /// Which end was cut off, if the segment did not fit.
+    pub cut: Option<Keep>,
+    /// Tokens before truncation.
+    pub full_tokens: usize,
+}
+
+impl Segment {
+    fn fit(kind: SegmentKind, full: &SourcedText, tok: &dyn Tokenizer, allocated: usize, keep: Keep) -> Segment {
+        let full_tokens = tok.count(&full.text);
+        let (text, tokens) = full.truncate(tok, allocated, keep);
+        let cut = (tokens < full_tokens).then_some(match keep {
+            Keep::Start => Keep::End,
+            Keep::End => Keep::Start,
+        });
+        Segment { kind, text, tokens, allocated, cut, full_tokens }
+    }
+}
+
+/// A composed prompt: segments in order, with the budget they shared.
+#[derive(Clone, Debug)]
+pub struct Prompt {
+    pub segments: Vec<Segment>,
+    pub budget: usize,
+    pub tokenizer: &'static str,
+    /// The proposal the prompt was built with (`DEFAULT_ID` for the default context alone).
+    pub proposal_id: usize,
+}
+
+impl Prompt {
+    pub fn text(&self) -> String {
+        self.segments.iter().map(|s| s.text.text.as_str()).collect()
+    }
+
+    /// Tokens of the whole prompt, counted as one text.
+    pub fn tokens(&self, tok: &dyn Tokenizer) -> usize {
+        tok.count(&self.text())
+    }
+
+    pub fn segment(&self, kind: fn(&SegmentKind) -> bool) -> Option<&Segment> {
+        self.segments.iter().find(|s| kind(&s.kind))
+    }
+}
+
+/// The default context: all code before the hole in the current file.
+pub fn default_context(index: &RepoIndex, hole: &Hole) -> SourcedText {
+    let mut text = SourcedText::default();
+    text.push_span(index, hole.file, Span::new(0, hole.offset));
+    text
+}
+
+/// Compose the prompt for `hole` from `proposal` (none: default context alone) within `budget`
+/// tokens of `tok`.
+pub fn compose(
+    index: &RepoIndex,
+    hole: &Hole,
+    proposal: Option<&ProposalContext>,
+    tok: &dyn Tokenizer,
+    budget: usize,
+) -> Prompt {
+    let mut segments = Vec::new();
+    let mut used = 0;
+    if let Some(p) = proposal.filter(|p| p.applicable()) {
+        let allocated = proposal_allocation(budget, p.spec.share);
+        let segment = Segment::fit(SegmentKind::Proposal { id: p.spec.id }, &p.context, tok, allocated, p.spec.source.keep());
+        if segment.tokens > 0 {
+            used += segment.tokens;
+            segments.push(segment);
+            let mut sep = SourcedText::default();
+            sep.push_plain(SEPARATOR);
+            let sep_tokens = tok.count(SEPARATOR).min(budget - used);
+            let sep = Segment::fit(SegmentKind::Separator, &sep, tok, sep_tokens, Keep::Start);
+            used += sep.tokens;
+            segments.push(sep);
+        }
+    }
+    let full_default = default_context(index, hole);
+    let mut default = Segment::fit(SegmentKind::Default, &full_default, tok, budget - used, Keep::End);
+    // BPE can merge across segment boundaries in either direction; if the joined prompt counts
+    // more than the budget, the default context gives up the excess.
+    loop {
+        let joined: String = segments.iter().map(|s| s.text.text.as_str()).chain([default.text.text.as_str()]).collect();
+        let excess = tok.count(&joined).saturating_sub(budget);
+        if excess == 0 || default.tokens == 0 {
+            break;
+        }
+        let allocated = default.allocated;
+        default = Segment::fit(SegmentKind::Default, &full_default, tok, default.tokens.saturating_sub(excess), Keep::End);
+        default.allocated = allocated;
+    }
+    segments.push(default);
+    Prompt { segments, budget, tokenizer: tok.name(), proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id) }
+}
+
+/// Tokens given to a proposal with budget share `share`.
+pub fn proposal_allocation(budget: usize, share: f64) -> usize {
+    (budget as f64 * share).floor() as usize
+}

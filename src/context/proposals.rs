@@ -1,0 +1,462 @@
+//! RLPG's repo-level prompt proposals (paper section 2.1, appendix B): a prompt source (where
+//! in the repository to look) crossed with a prompt context type (what to take from there).
+//! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5.
+
+use serde::Serialize;
+
+use super::SourcedText;
+use crate::hole::Hole;
+use crate::lang::Span;
+use crate::repo::{FileId, RepoIndex};
+use crate::token::{Keep, Tokenizer};
+
+/// Where a proposal takes its context from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSource {
+    Current,
+    ParentClass,
+    Import,
+    Sibling,
+    SimilarName,
+    ChildClass,
+    ImportOfSibling,
+    ImportOfSimilarName,
+    ImportOfParentClass,
+    ImportOfChildClass,
+}
+
+/// What a proposal takes from its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ContextType {
+    #[serde(rename = "PL")]
+    PostLines,
+    #[serde(rename = "I")]
+    Identifiers,
+    #[serde(rename = "TI")]
+    TypeIdentifiers,
+    #[serde(rename = "FD")]
+    FieldDeclarations,
+    #[serde(rename = "SL")]
+    StringLiterals,
+    #[serde(rename = "MN")]
+    MethodNames,
+    #[serde(rename = "MNB")]
+    MethodNamesAndBodies,
+}
+
+impl PromptSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Current => "current",
+            Self::ParentClass => "parent_class",
+            Self::Import => "import",
+            Self::Sibling => "sibling",
+            Self::SimilarName => "similar_name",
+            Self::ChildClass => "child_class",
+            Self::ImportOfSibling => "import_of_sibling",
+            Self::ImportOfSimilarName => "import_of_similar_name",
+            Self::ImportOfParentClass => "import_of_parent_class",
+            Self::ImportOfChildClass => "import_of_child_class",
+        }
+    }
+
+    /// Truncation per appendix B.3. Its two sentences disagree about Current; the authors'
+    /// code settles it: Current (post lines and the other types, taken after the hole) and
+    /// Parent Class keep their beginning; every other source keeps its end, and since files are
+    /// laid out best-ranked last (as in the authors' code), the lowest-ranked files go first.
+    pub fn keep(self) -> Keep {
+        match self {
+            Self::Current | Self::ParentClass => Keep::Start,
+            _ => Keep::End,
+        }
+    }
+}
+
+impl ContextType {
+    pub fn abbreviation(self) -> &'static str {
+        match self {
+            Self::PostLines => "PL",
+            Self::Identifiers => "I",
+            Self::TypeIdentifiers => "TI",
+            Self::FieldDeclarations => "FD",
+            Self::StringLiterals => "SL",
+            Self::MethodNames => "MN",
+            Self::MethodNamesAndBodies => "MNB",
+        }
+    }
+}
+
+/// One of the 62 proposals.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ProposalSpec {
+    pub id: usize,
+    pub source: PromptSource,
+    pub context_type: ContextType,
+    /// Share of the total budget allocated to the proposal context (B.4: 0.5, or 0.25/0.5/0.75
+    /// for post lines).
+    pub share: f64,
+}
+
+/// Id of the default context (Table 7's "Codex": code before the hole, no proposal).
+pub const DEFAULT_ID: usize = 62;
+pub const PROPOSAL_COUNT: usize = 62;
+
+/// The six context types every source but Current offers, in Table 7's order.
+const OTHER_TYPES: [ContextType; 6] = [
+    ContextType::MethodNamesAndBodies,
+    ContextType::MethodNames,
+    ContextType::Identifiers,
+    ContextType::TypeIdentifiers,
+    ContextType::StringLiterals,
+    ContextType::FieldDeclarations,
+];
+
+const OTHER_SOURCES: [PromptSource; 9] = [
+    PromptSource::ParentClass,
+    PromptSource::Import,
+    PromptSource::Sibling,
+    PromptSource::SimilarName,
+    PromptSource::ChildClass,
+    PromptSource::ImportOfSibling,
+    PromptSource::ImportOfSimilarName,
+    PromptSource::ImportOfParentClass,
+    PromptSource::ImportOfChildClass,
+];
+
+/// All 62 proposals in Table 7's order; `specs()[id].id == id`.
+pub fn specs() -> Vec<ProposalSpec> {
+    use ContextType::*;
+    let mut all = Vec::with_capacity(PROPOSAL_COUNT);
+    let mut add = |source, context_type, share| {
+        all.push(ProposalSpec { id: all.len(), source, context_type, share });
+    };
+    for t in [MethodNames, Identifiers, TypeIdentifiers, StringLiterals, FieldDeclarations] {
+        add(PromptSource::Current, t, 0.5);
+    }
+    for share in [0.25, 0.5, 0.75] {
+        add(PromptSource::Current, PostLines, share);
+    }
+    for source in OTHER_SOURCES {
+        for t in OTHER_TYPES {
+            add(source, t, 0.5);
+        }
+    }
+    all
+}
+
+/// The context a proposal offers for one hole, before the composer fits it to the budget.
+#[derive(Clone, Debug)]
+pub struct ProposalContext {
+    pub spec: ProposalSpec,
+    pub context: SourcedText,
+    /// Files the source ranked, best first (those that gave context and those that did not).
+    pub ranked_files: Vec<FileId>,
+}
+
+impl ProposalContext {
+    /// RLPG calls a proposal applicable when it yields any context.
+    pub fn applicable(&self) -> bool {
+        !self.context.is_empty()
+    }
+}
+
+/// What the builders need besides the spec.
+pub struct Request<'a> {
+    pub index: &'a RepoIndex,
+    pub hole: &'a Hole,
+    pub tokenizer: &'a dyn Tokenizer,
+    /// Tokens the composer will allow the proposal context.
+    pub allocation: usize,
+}
+
+/// Build the context of proposal `spec` for the request's hole.
+pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
+    let (context, ranked_files) = match spec.source {
+        PromptSource::Current => (current_context(spec.context_type, req), vec![req.hole.file]),
+        PromptSource::ParentClass => parent_context(spec.context_type, req),
+        source => {
+            let files = rank_files(source, req);
+            (multi_file_context(&files, spec.context_type, req), files)
+        }
+    };
+    ProposalContext { spec, context, ranked_files }
+}
+
+/// Build every proposal for one hole, in id order.
+pub fn build_all(req: &Request) -> Vec<ProposalContext> {
+    specs().into_iter().map(|spec| build(spec, req)).collect()
+}
+
+// ----- Current file ---------------------------------------------------------------------------
+
+/// Current: post lines are the lines after the hole line; other types are taken from after the
+/// hole line first and only when there are none from before the hole (B.3).
+fn current_context(context_type: ContextType, req: &Request) -> SourcedText {
+    let index = req.index;
+    let file = &index.files[req.hole.file];
+    let after_line = file.line_start(req.hole.line + 1);
+    if context_type == ContextType::PostLines {
+        let mut text = SourcedText::default();
+        if after_line < file.text.len() {
+            text.push_span(index, req.hole.file, Span::new(after_line, file.text.len()));
+        }
+        return text;
+    }
+    let spans = item_spans(index, req.hole.file, context_type);
+    let after: Vec<Span> = spans.iter().copied().filter(|s| s.start as usize >= after_line).collect();
+    if !after.is_empty() {
+        return join_items(req, req.hole.file, &after, Keep::Start);
+    }
+    let before: Vec<Span> = spans.iter().copied().filter(|s| (s.end as usize) <= req.hole.offset).collect();
+    // Items before the hole keep the ones nearest to it, as the authors' code does.
+    join_items(req, req.hole.file, &before, Keep::End)
+}
+
+// ----- Parent class ---------------------------------------------------------------------------
+
+/// Parent Class: the file of the parent of the class declared nearest above the hole, as
+/// `[Parent] context` followed by a line with `[CurrentClass]` (B.5 class_name formatting).
+fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec<FileId>) {
+    let index = req.index;
+    let file = &index.files[req.hole.file];
+    let nearest = index.graph.parents[req.hole.file]
+        .iter()
+        .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
+        .max_by_key(|link| link.class_name_span.start);
+    let Some(link) = nearest else { return (SourcedText::default(), Vec::new()) };
+    let items = file_items(req, link.file, context_type);
+    if items.is_empty() {
+        return (items, vec![link.file]);
+    }
+    let mut text = SourcedText::default();
+    text.push_plain(&format!("[{}] ", link.parent_name));
+    text.append(items);
+    push_current_class(&mut text, req);
+    (text, vec![link.file])
+}
+
+/// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any.
+fn push_current_class(text: &mut SourcedText, req: &Request) {
+    let file = &req.index.files[req.hole.file];
+    let current = file
+        .facts
+        .types
+        .iter()
+        .filter(|t| file.line_of(t.name_span.start as usize) < req.hole.line)
+        .max_by_key(|t| t.name_span.start);
+    if let Some(class) = current {
+        text.push_plain(&format!("\n[{}]", class.name));
+    }
+}
+
+// ----- Sources with ranked lists of files -----------------------------------------------------
+
+/// Context from a ranked list of files: `[FileName] context` per file, files taken best first
+/// until the allocation is filled, laid out best last so it sits nearest the code (authors'
+/// code), then the current class line. Each file alone is first cut to the allocation.
+fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request) -> SourcedText {
+    let mut parts = Vec::new();
+    let mut total = 0;
+    for &file in files {
+        if total >= req.allocation {
+            break;
+        }
+        let items = file_items(req, file, context_type);
+        if items.is_empty() {
+            // The authors' code added a bare `[FileName]` here; a label without context is
+            // noise, and it would make every listed file count as "applicable".
+            continue;
+        }
+        let mut part = SourcedText::default();
+        part.push_plain(&format!("[{}] ", req.index.files[file].stem()));
+        part.append(items);
+        let (part, tokens) = part.truncate(req.tokenizer, req.allocation, Keep::Start);
+        total += tokens;
+        parts.push(part);
+    }
+    let mut text = SourcedText::default();
+    for (i, part) in parts.into_iter().rev().enumerate() {
+        if i > 0 {
+            text.push_plain(" ");
+        }
+        text.append(part);
+    }
+    if !text.is_empty() {
+        push_current_class(&mut text, req);
+    }
+    text
+}
+
+/// Table 6's file ranking for every source that returns a list of files.
+fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
+    let index = req.index;
+    let graph = &index.graph;
+    let id = req.hole.file;
+    let ranked = match source {
+        PromptSource::Import => rank_imports(req),
+        PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),
+        PromptSource::SimilarName => rank_by_common_imports(req, graph.similar_names(&index.files, id)),
+        PromptSource::ChildClass => rank_by_common_imports(req, graph.children[id].clone()),
+        PromptSource::ImportOfSibling => rank_imports_by_frequency(req, &graph.siblings(&index.files, id)),
+        PromptSource::ImportOfSimilarName => rank_imports_by_frequency(req, &graph.similar_names(&index.files, id)),
+        PromptSource::ImportOfParentClass => {
+            let parents: Vec<FileId> = graph.parents[id].iter().map(|l| l.file).collect();
+            rank_imports_by_frequency(req, &parents)
+        }
+        PromptSource::ImportOfChildClass => rank_imports_by_frequency(req, &graph.children[id]),
+        PromptSource::Current | PromptSource::ParentClass => unreachable!("single-file sources"),
+    };
+    // The current file never feeds another source: its text holds the hole's answer.
+    ranked.into_iter().filter(|&f| f != id).collect()
+}
+
+/// Distance in lines from the hole to the nearest usage of each import of the current file.
+/// A usage on the hole line counts only if it is visible before the hole; the rest of that line
+/// is the answer. Imports never used come last.
+fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
+    let index = req.index;
+    let file = &index.files[req.hole.file];
+    let prefix = &file.text[file.line_start(req.hole.line)..req.hole.offset];
+    index.graph.imports[req.hole.file]
+        .iter()
+        .map(|import| {
+            let visible_on_hole_line =
+                index.files[import.file].facts.types.iter().any(|t| t.top_level && prefix.contains(t.name.as_str()));
+            let distance = import
+                .usage_lines
+                .iter()
+                .filter(|&&l| l as usize != req.hole.line || visible_on_hole_line)
+                .map(|&l| (l as usize).abs_diff(req.hole.line))
+                .min()
+                .unwrap_or(usize::MAX);
+            (import.file, distance)
+        })
+        .collect()
+}
+
+/// Import: import files ranked by how close their nearest usage is to the hole.
+fn rank_imports(req: &Request) -> Vec<FileId> {
+    let mut distances = import_distances(req);
+    distances.sort_by_key(|&(file, d)| (d, file));
+    distances.into_iter().map(|(f, _)| f).collect()
+}
+
+/// Sibling, Similar Name, Child Class: files sharing an import with the current file, ranked by
+/// how close to the hole the nearest shared import is used, ties broken by the number of shared
+/// imports; files sharing none follow in path order (the authors' code falls back to all of
+/// them when none shares an import).
+fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
+    let distances = import_distances(req);
+    let graph = &req.index.graph;
+    let mut keyed: Vec<(usize, std::cmp::Reverse<usize>, FileId)> = candidates
+        .into_iter()
+        .map(|candidate| {
+            let theirs: Vec<FileId> = graph.imports[candidate].iter().map(|i| i.file).collect();
+            let shared: Vec<usize> =
+                distances.iter().filter(|(f, _)| theirs.contains(f)).map(|&(_, d)| d).collect();
+            let nearest = shared.iter().copied().min().unwrap_or(usize::MAX);
+            (nearest, std::cmp::Reverse(shared.len()), candidate)
+        })
+        .collect();
+    keyed.sort();
+    keyed.into_iter().map(|(_, _, f)| f).collect()
+}
+
+/// Import of X: the files X import, ranked by how many of the X files import each.
+fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
+    let mut counts: Vec<(FileId, usize)> = Vec::new();
+    for &file in of {
+        for import in &req.index.graph.imports[file] {
+            match counts.iter_mut().find(|(f, _)| *f == import.file) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((import.file, 1)),
+            }
+        }
+    }
+    counts.sort_by_key(|&(file, n)| (std::cmp::Reverse(n), file));
+    counts.into_iter().map(|(f, _)| f).collect()
+}
+
+// ----- What a file offers for each context type ----------------------------------------------
+
+/// Spans of a file's items of one context type (not post lines, not bodies).
+fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec<Span> {
+    let facts = &index.files[file].facts;
+    match context_type {
+        ContextType::Identifiers => facts.identifiers.clone(),
+        ContextType::TypeIdentifiers => facts.type_identifiers.clone(),
+        ContextType::FieldDeclarations => facts.field_declarations.clone(),
+        ContextType::StringLiterals => facts.string_literals.clone(),
+        ContextType::MethodNames => facts.methods.iter().map(|m| m.signature).collect(),
+        ContextType::MethodNamesAndBodies => facts.methods.iter().map(|m| m.with_body).collect(),
+        ContextType::PostLines => Vec::new(),
+    }
+}
+
+/// Everything of `context_type` in another file, items joined by spaces (B.5: "all" of them).
+/// Method bodies get `[name]` before each (class_method_name) and, as in the authors' code, an
+/// equal share of the allocation each.
+fn file_items(req: &Request, file: FileId, context_type: ContextType) -> SourcedText {
+    if context_type != ContextType::MethodNamesAndBodies {
+        let spans = item_spans(req.index, file, context_type);
+        return join_items(req, file, &spans, Keep::Start);
+    }
+    let methods = &req.index.files[file].facts.methods;
+    let share = req.allocation / methods.len().max(1);
+    let mut text = SourcedText::default();
+    for (i, method) in methods.iter().enumerate() {
+        if i > 0 {
+            text.push_plain(" ");
+        }
+        text.push_plain("[");
+        text.push_span(req.index, file, method.name);
+        text.push_plain("] ");
+        let mut body = SourcedText::default();
+        body.push_span(req.index, file, method.with_body);
+        text.append(body.truncate(req.tokenizer, share, Keep::Start).0);
+    }
+    text
+}
+
+/// Items joined by single spaces. Only as many items as can matter are joined: enough from the
+/// kept end to exceed the allocation, checked in tokens, so huge files cost no more than
+/// small ones.
+fn join_items(req: &Request, file: FileId, spans: &[Span], keep: Keep) -> SourcedText {
+    let mut byte_limit = req.allocation.max(16) * 8;
+    loop {
+        let chosen = take_from_end(spans, keep, byte_limit);
+        let mut text = SourcedText::default();
+        for (i, span) in chosen.iter().enumerate() {
+            if i > 0 {
+                text.push_plain(" ");
+            }
+            text.push_span(req.index, file, *span);
+        }
+        if chosen.len() == spans.len() || req.tokenizer.count(&text.text) > req.allocation {
+            return text;
+        }
+        byte_limit *= 4;
+    }
+}
+
+/// The items at the kept end of `spans` whose text adds up to at least `byte_limit` bytes.
+fn take_from_end(spans: &[Span], keep: Keep, byte_limit: usize) -> &[Span] {
+    let mut bytes = 0;
+    let mut n = 0;
+    let iter: Box<dyn Iterator<Item = &Span>> = match keep {
+        Keep::Start => Box::new(spans.iter()),
+        Keep::End => Box::new(spans.iter().rev()),
+    };
+    for span in iter {
+        if bytes >= byte_limit {
+            break;
+        }
+        bytes += span.range().len() + 1;
+        n += 1;
+    }
+    match keep {
+        Keep::Start => &spans[..n],
+        Keep::End => &spans[spans.len() - n..],
+    }
+}

@@ -1,0 +1,108 @@
+//! Holes: a cursor position in a file, with the text that truly follows it when known, and
+//! RLPG's hole sampling (paper section 3.1, appendix A.1).
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::lang;
+use crate::repo::{FileId, RepoIndex};
+
+/// A position to complete: file, 0-based line and 0-based character column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Hole {
+    pub file: FileId,
+    pub line: usize,
+    pub column: usize,
+    /// Byte offset of the hole in the file's text.
+    pub offset: usize,
+    /// The rest of the line after the hole (RLPG's target), when it is known.
+    pub target: Option<String>,
+}
+
+/// Why a position does not name a hole; every message names the file and position.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum HoleError {
+    #[error("{0}: no such source file in the repository")]
+    NoSuchFile(String),
+    #[error("{file}:{line}: line out of range (the file has {lines} lines)")]
+    LineOutOfRange { file: String, line: usize, lines: usize },
+    #[error("{file}:{line}:{column}: column out of range (the line has {chars} characters)")]
+    ColumnOutOfRange { file: String, line: usize, column: usize, chars: usize },
+    #[error("'{0}': expected FILE:LINE:COL with 1-based LINE and COL")]
+    BadPosition(String),
+}
+
+impl Hole {
+    /// The hole at 1-based `line` and `column` of `path`, as editors and compilers count;
+    /// column `chars + 1` is the end of the line. The target is the rest of that line.
+    pub fn at(index: &RepoIndex, path: &str, line: usize, column: usize) -> Result<Hole, HoleError> {
+        let file_id = index.file_id(path).ok_or_else(|| HoleError::NoSuchFile(path.to_string()))?;
+        let file = &index.files[file_id];
+        if line == 0 || line > file.line_count() {
+            return Err(HoleError::LineOutOfRange { file: path.into(), line, lines: file.line_count() });
+        }
+        let text = file.line_text(line - 1);
+        let chars = text.chars().count();
+        if column == 0 || column > chars + 1 {
+            return Err(HoleError::ColumnOutOfRange { file: path.into(), line, column, chars });
+        }
+        Ok(Self::in_line(index, file_id, line - 1, column - 1))
+    }
+
+    /// Parse `FILE:LINE:COL` and find that hole.
+    pub fn parse(index: &RepoIndex, spec: &str) -> Result<Hole, HoleError> {
+        let bad = || HoleError::BadPosition(spec.to_string());
+        let (rest, column) = spec.rsplit_once(':').ok_or_else(bad)?;
+        let (path, line) = rest.rsplit_once(':').ok_or_else(bad)?;
+        let line = line.parse().map_err(|_| bad())?;
+        let column = column.parse().map_err(|_| bad())?;
+        Self::at(index, path, line, column)
+    }
+
+    /// The hole at 0-based `line` and character `column` (already checked to be in range).
+    fn in_line(index: &RepoIndex, file: FileId, line: usize, column: usize) -> Hole {
+        let source = &index.files[file];
+        let text = source.line_text(line);
+        let byte_in_line = text.char_indices().nth(column).map_or(text.len(), |(b, _)| b);
+        let target = text[byte_in_line..].trim_end().to_string();
+        Hole { file, line, column, offset: source.line_start(line) + byte_in_line, target: Some(target) }
+    }
+
+    /// The 1-based `FILE:LINE:COL` of this hole.
+    pub fn display(&self, index: &RepoIndex) -> String {
+        format!("{}:{}:{}", index.files[self.file].path, self.line + 1, self.column + 1)
+    }
+}
+
+/// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
+/// that have no exact copy elsewhere, with the hole at the middle character of the trimmed line
+/// and the rest of the line as the target. With `cap`, at most that many are drawn at random
+/// with `seed` (RLPG capped each repository at 10,000); the result is in file/line order.
+pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
+    let mut holes = Vec::new();
+    for (id, file) in index.files.iter().enumerate() {
+        let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else { continue };
+        if index.graph.duplicated[id] {
+            continue;
+        }
+        for line in 0..file.line_count() {
+            let text = file.line_text(line);
+            let trimmed = text.trim();
+            if trimmed.is_empty() || language.is_comment_line(trimmed) {
+                continue;
+            }
+            let indent = text[..text.len() - text.trim_start().len()].chars().count();
+            let middle = indent + trimmed.chars().count() / 2;
+            holes.push(Hole::in_line(index, id, line, middle));
+        }
+    }
+    if let Some(cap) = cap.filter(|&c| c < holes.len()) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        holes.shuffle(&mut rng);
+        holes.truncate(cap);
+        holes.sort_by_key(|h| (h.file, h.line));
+    }
+    holes
+}

@@ -1,0 +1,311 @@
+//! Java facts through tree-sitter-java, in one pass over the syntax tree.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tree_sitter::{Node, Parser, Tree, TreeCursor};
+
+use super::{FileFacts, ImportDecl, Language, MethodDecl, Span, TypeDecl, TypeKind};
+
+pub struct Java;
+
+thread_local! {
+    // A parser is cheap to reuse and not Sync, so each worker thread keeps its own.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Parse Java source; `None` only if tree-sitter refuses the language (a build problem).
+pub fn parse(source: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser.set_language(&tree_sitter_java::LANGUAGE.into()).ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(source, None)
+    })
+}
+
+impl Language for Java {
+    fn name(&self) -> &'static str {
+        "java"
+    }
+
+    fn handles(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "java")
+    }
+
+    fn extract(&self, source: &str) -> FileFacts {
+        match parse(source) {
+            Some(tree) => Extractor::new(source).run(&tree),
+            None => FileFacts::default(),
+        }
+    }
+
+    /// RLPG's hole sampler skips lines that start with `/` or `*` once trimmed (javadoc,
+    /// block and line comments).
+    fn is_comment_line(&self, trimmed: &str) -> bool {
+        trimmed.starts_with('/') || trimmed.starts_with('*')
+    }
+}
+
+struct Extractor<'a> {
+    source: &'a str,
+    facts: FileFacts,
+    usages: BTreeMap<&'a str, Vec<u32>>,
+}
+
+fn span(node: Node) -> Span {
+    Span::new(node.start_byte(), node.end_byte())
+}
+
+impl<'a> Extractor<'a> {
+    fn new(source: &'a str) -> Self {
+        Extractor { source, facts: FileFacts::default(), usages: BTreeMap::new() }
+    }
+
+    fn text(&self, node: Node) -> &'a str {
+        &self.source[node.byte_range()]
+    }
+
+    /// Depth-first walk without recursion, so deeply nested code cannot overflow the stack.
+    fn run(mut self, tree: &Tree) -> FileFacts {
+        let mut cursor: TreeCursor = tree.walk();
+        // Depth at which we entered an import or package declaration, if inside one.
+        let mut header_depth: Option<usize> = None;
+        let mut depth = 0usize;
+        loop {
+            let node = cursor.node();
+            let in_header = header_depth.is_some();
+            if self.visit(node, in_header) {
+                header_depth = Some(depth);
+            }
+            if cursor.goto_first_child() {
+                depth += 1;
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return self.finish();
+                }
+                depth -= 1;
+                if header_depth == Some(depth) {
+                    header_depth = None;
+                }
+            }
+            if header_depth == Some(depth) {
+                header_depth = None;
+            }
+        }
+    }
+
+    /// Record what `node` contributes; returns true when it starts an import/package header.
+    fn visit(&mut self, node: Node, in_header: bool) -> bool {
+        if node.is_error() || node.is_missing() {
+            self.facts.syntax_errors += 1;
+        }
+        match node.kind() {
+            "package_declaration" => {
+                self.facts.package = node
+                    .named_children(&mut node.walk())
+                    .find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"))
+                    .map(|c| self.text(c).to_string());
+                return true;
+            }
+            "import_declaration" => {
+                self.import(node);
+                return true;
+            }
+            "class_declaration" => self.type_decl(node, TypeKind::Class),
+            "interface_declaration" => self.type_decl(node, TypeKind::Interface),
+            "enum_declaration" => self.type_decl(node, TypeKind::Enum),
+            "record_declaration" => self.type_decl(node, TypeKind::Record),
+            "method_declaration" => self.method(node),
+            "field_declaration" => self.facts.field_declarations.push(span(node)),
+            "string_literal" => self.facts.string_literals.push(span(node)),
+            "identifier" => {
+                self.facts.identifiers.push(span(node));
+                self.usage(node, in_header);
+            }
+            "type_identifier" => {
+                self.facts.type_identifiers.push(span(node));
+                self.usage(node, in_header);
+            }
+            _ => {}
+        }
+        false
+    }
+
+    fn usage(&mut self, node: Node, in_header: bool) {
+        if in_header {
+            return;
+        }
+        let line = node.start_position().row as u32;
+        let lines = self.usages.entry(self.text(node)).or_default();
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+    }
+
+    fn import(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let path = children.iter().find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"));
+        if let Some(path) = path {
+            self.facts.imports.push(ImportDecl {
+                path: self.text(*path).split_whitespace().collect(),
+                wildcard: children.iter().any(|c| c.kind() == "asterisk"),
+                is_static: children.iter().any(|c| c.kind() == "static"),
+            });
+        }
+    }
+
+    fn type_decl(&mut self, node: Node, kind: TypeKind) {
+        let Some(name) = node.child_by_field_name("name") else { return };
+        let superclass = node
+            .child_by_field_name("superclass")
+            .and_then(|s| s.named_child(0))
+            .map(|t| simple_type_name(self.text(t)).to_string());
+        self.facts.types.push(TypeDecl {
+            name: self.text(name).to_string(),
+            kind,
+            name_span: span(name),
+            superclass,
+            top_level: node.parent().is_some_and(|p| p.kind() == "program"),
+        });
+    }
+
+    fn method(&mut self, node: Node) {
+        let Some(name) = node.child_by_field_name("name") else { return };
+        let start = signature_start(node);
+        let body = node.child_by_field_name("body");
+        let sig_end = body.map_or(node.end_byte(), |b| b.start_byte());
+        let sig_end = start.max(trim_end(self.source, start, sig_end));
+        self.facts.methods.push(MethodDecl {
+            name: span(name),
+            signature: Span::new(start, sig_end),
+            with_body: Span::new(start, node.end_byte()),
+        });
+    }
+
+    fn finish(mut self) -> FileFacts {
+        self.facts.name_usages =
+            self.usages.into_iter().map(|(name, lines)| (name.to_string(), lines)).collect();
+        self.facts
+    }
+}
+
+/// `Map<K, V>` → `Map`, `java.util.List` → `List`.
+fn simple_type_name(text: &str) -> &str {
+    let base = text.split('<').next().unwrap_or(text).trim();
+    base.rsplit('.').next().unwrap_or(base).trim()
+}
+
+/// Where a method's signature starts: after its annotations (the paper's example signature
+/// is `public void InitializeToAssignment(int[] a)`).
+fn signature_start(method: Node) -> usize {
+    let mut cursor = method.walk();
+    for child in method.children(&mut cursor) {
+        if child.kind() != "modifiers" {
+            return child.start_byte();
+        }
+        let mut inner = child.walk();
+        let keyword = child
+            .children(&mut inner)
+            .find(|m| !matches!(m.kind(), "marker_annotation" | "annotation" | "line_comment" | "block_comment"));
+        if let Some(keyword) = keyword {
+            return keyword.start_byte();
+        }
+    }
+    method.start_byte()
+}
+
+fn trim_end(source: &str, start: usize, end: usize) -> usize {
+    start + source[start..end].trim_end().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = r#"package com.acme.shop;
+
+import java.util.List;
+import com.acme.shop.model.*;
+import static com.acme.shop.util.TextUtil.slug;
+
+/** An order service. */
+public class OrderService extends BaseService<Order> implements Service {
+    private static final String PREFIX = "order-";
+    private final OrderRepository repository;
+
+    @Override
+    public Order find(long id) {
+        return repository.findById(id);
+    }
+
+    abstract void close();
+
+    static class Helper {}
+}
+"#;
+
+    fn text(span: Span) -> &'static str {
+        &SOURCE[span.range()]
+    }
+
+    #[test]
+    fn extracts_package_imports_and_types() {
+        let facts = Java.extract(SOURCE);
+        assert_eq!(facts.package.as_deref(), Some("com.acme.shop"));
+        let imports: Vec<_> = facts.imports.iter().map(|i| (i.path.as_str(), i.wildcard, i.is_static)).collect();
+        assert_eq!(
+            imports,
+            vec![
+                ("java.util.List", false, false),
+                ("com.acme.shop.model", true, false),
+                ("com.acme.shop.util.TextUtil.slug", false, true)
+            ]
+        );
+        let types: Vec<_> =
+            facts.types.iter().map(|t| (t.name.as_str(), t.superclass.as_deref(), t.top_level)).collect();
+        assert_eq!(types, vec![("OrderService", Some("BaseService"), true), ("Helper", None, false)]);
+        assert_eq!(facts.syntax_errors, 0);
+    }
+
+    #[test]
+    fn extracts_members_literals_and_signatures() {
+        let facts = Java.extract(SOURCE);
+        let fields: Vec<_> = facts.field_declarations.iter().map(|s| text(*s)).collect();
+        assert_eq!(
+            fields,
+            vec!["private static final String PREFIX = \"order-\";", "private final OrderRepository repository;"]
+        );
+        assert_eq!(text(facts.string_literals[0]), "\"order-\"");
+        let sigs: Vec<_> = facts.methods.iter().map(|m| text(m.signature)).collect();
+        assert_eq!(sigs, vec!["public Order find(long id)", "abstract void close();"]);
+        assert!(text(facts.methods[0].with_body).ends_with("findById(id);\n    }"));
+        assert_eq!(text(facts.methods[0].name), "find");
+    }
+
+    #[test]
+    fn usages_leave_out_import_and_package_lines() {
+        let facts = Java.extract(SOURCE);
+        assert_eq!(facts.usages_of("Order"), &[7, 12]);
+        assert_eq!(facts.usages_of("List"), &[] as &[u32]);
+        assert_eq!(facts.usages_of("repository"), &[10, 13]);
+    }
+
+    #[test]
+    fn broken_code_still_yields_facts() {
+        let facts = Java.extract("class A { void f( { int x = ; } String s = \"hi\"; ");
+        assert!(facts.syntax_errors > 0);
+        assert_eq!(facts.types[0].name, "A");
+        assert!(Java.extract("\u{0}\u{1}{{{{((((").syntax_errors > 0);
+    }
+}

@@ -1,0 +1,13 @@
+//! keyhole: explore repository-level prompts for code completion.
+//!
+//! Data flows through the modules in this order: a repository is indexed ([`repo`], with the
+//! language seam in [`lang`]); a [`hole`] is chosen; [`context`] builds every candidate context
+//! (RLPG's prompt proposals first); [`compose`] fits one into a token budget ([`token`]).
+
+pub mod compose;
+pub mod context;
+pub mod hole;
+pub mod lang;
+pub mod repo;
+pub mod sample;
+pub mod token;

@@ -1,0 +1,7 @@
+//! The `keyhole` command line.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,157 @@
+//! The repository index: every source file with its text and facts, and the repository graph
+//! RLPG's prompt sources walk (paper appendix A.2). Built once per open, cached on disk.
+
+mod cache;
+mod graph;
+mod scan;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+pub use cache::default_cache_dir;
+pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
+pub use scan::MAX_FILE_BYTES;
+
+use crate::lang::{self, FileFacts};
+
+/// Index of a file in [`RepoIndex::files`].
+pub type FileId = usize;
+
+/// One indexed source file.
+pub struct SourceFile {
+    /// Path relative to the repository root, '/'-separated.
+    pub path: String,
+    pub text: String,
+    /// Byte offset where each line starts.
+    pub line_starts: Vec<u32>,
+    pub hash: [u8; 32],
+    pub facts: FileFacts,
+}
+
+impl SourceFile {
+    fn new(path: String, text: String, hash: [u8; 32], facts: FileFacts) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
+            .collect();
+        SourceFile { path, text, line_starts, hash, facts }
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// 0-based line containing byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.line_starts.partition_point(|&s| s as usize <= offset) - 1
+    }
+
+    /// Byte offset where 0-based `line` starts (the end of the text past the last line).
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts.get(line).map_or(self.text.len(), |&s| s as usize)
+    }
+
+    /// Text of 0-based `line` without its line break.
+    pub fn line_text(&self, line: usize) -> &str {
+        let start = self.line_start(line);
+        let end = self.line_start(line + 1).min(self.text.len());
+        self.text[start..end].trim_end_matches(['\n', '\r'])
+    }
+
+    /// File name without extension: `src/a/OrderService.java` → `OrderService`.
+    pub fn stem(&self) -> &str {
+        let name = self.path.rsplit('/').next().unwrap_or(&self.path);
+        name.split('.').next().unwrap_or(name)
+    }
+
+    /// Directory part of the path ("" at the root).
+    pub fn dir(&self) -> &str {
+        self.path.rsplit_once('/').map_or("", |(d, _)| d)
+    }
+}
+
+/// How the last open used the on-disk cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CacheReport {
+    /// Files whose facts came from the cache.
+    pub reused: usize,
+    /// Files parsed afresh.
+    pub parsed: usize,
+    /// Where the cache lives, if caching is on.
+    pub path: Option<PathBuf>,
+}
+
+/// Everything keyhole knows about a repository.
+pub struct RepoIndex {
+    pub root: PathBuf,
+    pub files: Vec<SourceFile>,
+    pub graph: RepoGraph,
+    /// Files skipped and cache problems, one line each; the index is usable regardless.
+    pub warnings: Vec<String>,
+    pub cache: CacheReport,
+}
+
+/// Why a repository could not be opened at all.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}: no such directory")]
+    Missing(PathBuf),
+    #[error("{0}: not a directory")]
+    NotADirectory(PathBuf),
+}
+
+impl RepoIndex {
+    /// Index the repository at `root`, reusing and refreshing the cache in `cache_dir` (none:
+    /// no cache). Unreadable, binary, non-UTF-8 and huge files are skipped with a warning.
+    pub fn open(root: &Path, cache_dir: Option<&Path>) -> Result<RepoIndex, OpenError> {
+        if !root.exists() {
+            return Err(OpenError::Missing(root.to_path_buf()));
+        }
+        if !root.is_dir() {
+            return Err(OpenError::NotADirectory(root.to_path_buf()));
+        }
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let mut warnings = Vec::new();
+        let found = scan::find_sources(&root, &mut warnings);
+        let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
+        let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
+        let results: Vec<_> = jobs.into_par_iter().map(|(cached, found)| index_file(found, cached)).collect();
+
+        let mut files = Vec::with_capacity(results.len());
+        let mut report = CacheReport { path: cache.path().map(Path::to_path_buf), ..Default::default() };
+        for result in results {
+            match result {
+                Ok((file, reused)) => {
+                    if reused {
+                        report.reused += 1
+                    } else {
+                        report.parsed += 1
+                    }
+                    files.push(file);
+                }
+                Err(skip) => warnings.push(format!("skipped {skip}")),
+            }
+        }
+        if report.parsed > 0 || cache.had_stale_entries() {
+            cache.store(&files, &mut warnings);
+        }
+        let graph = RepoGraph::build(&files);
+        Ok(RepoIndex { root, files, graph, warnings, cache: report })
+    }
+
+    /// The file at a repository-relative path.
+    pub fn file_id(&self, path: &str) -> Option<FileId> {
+        self.graph.by_path.get(path.trim_start_matches("./")).copied()
+    }
+}
+
+/// Read, hash and (unless the cache has this content) parse one file.
+fn index_file(found: scan::Found, cached: Option<cache::Entry>) -> Result<(SourceFile, bool), scan::SkipReason> {
+    let text = scan::read_source(&found)?;
+    let hash = *blake3::hash(text.as_bytes()).as_bytes();
+    if let Some(entry) = cached.filter(|e| e.hash == hash) {
+        return Ok((SourceFile::new(found.rel, text, hash, entry.facts), true));
+    }
+    let facts = lang::for_path(&found.abs).map(|l| l.extract(&text)).unwrap_or_default();
+    Ok((SourceFile::new(found.rel, text, hash, facts), false))
+}
