@@ -96,7 +96,7 @@ pub fn compose(
     let mut used = 0;
     if let Some(p) = proposal.filter(|p| p.applicable()) {
         let allocated = proposal_allocation(budget, p.spec.share);
-        let segment = Segment::fit(SegmentKind::Proposal { id: p.spec.id }, &p.context, tok, allocated, p.spec.source.keep());
+        let segment = Segment::fit(SegmentKind::Proposal { id: p.spec.id }, &p.context, tok, allocated, p.keep);
         if segment.tokens > 0 {
             used += segment.tokens;
             segments.push(segment);

@@ -152,6 +152,8 @@ pub struct ProposalContext {
     pub context: SourcedText,
     /// Files the source ranked, best first (those that gave context and those that did not).
     pub ranked_files: Vec<FileId>,
+    /// Which end survives when the context is longer than its allocation (B.3).
+    pub keep: Keep,
 }
 
 impl ProposalContext {
@@ -172,15 +174,23 @@ pub struct Request<'a> {
 
 /// Build the context of proposal `spec` for the request's hole.
 pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
+    let mut keep = spec.source.keep();
     let (context, ranked_files) = match spec.source {
-        PromptSource::Current => (current_context(spec.context_type, req), vec![req.hole.file]),
+        PromptSource::Current => {
+            let (context, from_before_hole) = current_context(spec.context_type, req);
+            if from_before_hole {
+                // Items from before the hole keep those nearest to it, as the authors' code does.
+                keep = Keep::End;
+            }
+            (context, vec![req.hole.file])
+        }
         PromptSource::ParentClass => parent_context(spec.context_type, req),
         source => {
             let files = rank_files(source, req);
             (multi_file_context(&files, spec.context_type, req), files)
         }
     };
-    ProposalContext { spec, context, ranked_files }
+    ProposalContext { spec, context, ranked_files, keep }
 }
 
 /// Build every proposal for one hole, in id order.
@@ -191,8 +201,9 @@ pub fn build_all(req: &Request) -> Vec<ProposalContext> {
 // ----- Current file ---------------------------------------------------------------------------
 
 /// Current: post lines are the lines after the hole line; other types are taken from after the
-/// hole line first and only when there are none from before the hole (B.3).
-fn current_context(context_type: ContextType, req: &Request) -> SourcedText {
+/// hole line first and only when there are none from before the hole (B.3). Says whether the
+/// context came from before the hole.
+fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let after_line = file.line_start(req.hole.line + 1);
@@ -201,16 +212,15 @@ fn current_context(context_type: ContextType, req: &Request) -> SourcedText {
         if after_line < file.text.len() {
             text.push_span(index, req.hole.file, Span::new(after_line, file.text.len()));
         }
-        return text;
+        return (text, false);
     }
     let spans = item_spans(index, req.hole.file, context_type);
     let after: Vec<Span> = spans.iter().copied().filter(|s| s.start as usize >= after_line).collect();
     if !after.is_empty() {
-        return join_items(req, req.hole.file, &after, Keep::Start);
+        return (join_items(req, req.hole.file, &after, Keep::Start), false);
     }
     let before: Vec<Span> = spans.iter().copied().filter(|s| (s.end as usize) <= req.hole.offset).collect();
-    // Items before the hole keep the ones nearest to it, as the authors' code does.
-    join_items(req, req.hole.file, &before, Keep::End)
+    (join_items(req, req.hole.file, &before, Keep::End), true)
 }
 
 // ----- Parent class ---------------------------------------------------------------------------

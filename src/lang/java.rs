@@ -298,7 +298,7 @@ public class OrderService extends BaseService<Order> implements Service {
         let facts = Java.extract(SOURCE);
         assert_eq!(facts.usages_of("Order"), &[7, 12]);
         assert_eq!(facts.usages_of("List"), &[] as &[u32]);
-        assert_eq!(facts.usages_of("repository"), &[10, 13]);
+        assert_eq!(facts.usages_of("repository"), &[9, 13]);
     }
 
     #[test]

@@ -31,8 +31,10 @@ pub struct SourceFile {
 
 impl SourceFile {
     fn new(path: String, text: String, hash: [u8; 32], facts: FileFacts) -> Self {
+        // A final line break ends the last line; it does not start another.
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
+            .filter(|&start| start == 0 || (start as usize) < text.len())
             .collect();
         SourceFile { path, text, line_starts, hash, facts }
     }

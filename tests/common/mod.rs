@@ -1,0 +1,52 @@
+//! Shared fixtures: the bundled sample repository and helpers to build proposals on it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::proposals::{self, ProposalContext, Request};
+use keyhole::hole::Hole;
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+
+pub const SHOP: &str = "src/main/java/com/acme/shop/";
+
+pub fn sample_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo")
+}
+
+/// The sample repository, indexed once per test binary, without a cache.
+pub static SAMPLE: LazyLock<RepoIndex> = LazyLock::new(|| RepoIndex::open(&sample_path(), None).expect("sample opens"));
+
+/// The hole at `FILE:LINE:COL`, FILE relative to the shop package directory.
+pub fn hole(spec: &str) -> Hole {
+    Hole::parse(&SAMPLE, &format!("{SHOP}{spec}")).expect("hole in range")
+}
+
+/// Proposal `id` for `hole`, composed into a prompt of `budget` code tokens.
+pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prompt) {
+    let tokenizer = TokenizerKind::Code.tokenizer();
+    let spec = proposals::specs()[id];
+    let req = Request { index: &SAMPLE, hole, tokenizer, allocation: compose::proposal_allocation(budget, spec.share) };
+    let context = proposals::build(spec, &req);
+    let prompt = compose::compose(&SAMPLE, hole, Some(&context), tokenizer, budget);
+    (context, prompt)
+}
+
+/// The proposal part of the composed prompt ("" when not applicable).
+pub fn proposal_text(hole: &Hole, id: usize, budget: usize) -> String {
+    let (_, prompt) = proposal(hole, id, budget);
+    prompt
+        .segments
+        .iter()
+        .find(|s| matches!(s.kind, SegmentKind::Proposal { .. }))
+        .map(|s| s.text.text.clone())
+        .unwrap_or_default()
+}
+
+/// File names (no directories) of the files a proposal ranked, best first.
+pub fn ranked_names(hole: &Hole, id: usize) -> Vec<String> {
+    let (context, _) = proposal(hole, id, 4072);
+    context.ranked_files.iter().map(|&f| SAMPLE.files[f].stem().to_string()).collect()
+}
