@@ -17,7 +17,11 @@ use keyhole::sample;
 use keyhole::token::{Keep, Tokenizer, TokenizerKind};
 
 #[derive(Parser)]
-#[command(name = "keyhole", version, about = "Explore repository-level prompts for code completion")]
+#[command(
+    name = "keyhole",
+    version,
+    about = "Explore repository-level prompts for code completion"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -88,7 +92,27 @@ struct HoleArgs {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) if !err.use_stderr() => {
+            // --help and --version
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            // Usage errors stay on one line too; `keyhole --help` has the rest.
+            let rendered = err.to_string();
+            eprintln!(
+                "keyhole: {}",
+                rendered
+                    .lines()
+                    .next()
+                    .unwrap_or("invalid arguments")
+                    .trim_start_matches("error: ")
+            );
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -100,13 +124,17 @@ pub fn main() -> ExitCode {
 
 /// The error and its causes on one line.
 fn one_line(err: &anyhow::Error) -> String {
-    err.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
+    err.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None => {
-            let repo = sample::materialize().context("cannot write the bundled sample repository")?;
+            let repo =
+                sample::materialize().context("cannot write the bundled sample repository")?;
             let at = HoleArgs {
                 repo,
                 position: sample::DEMO_HOLE.to_string(),
@@ -119,19 +147,32 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Proposals { at }) => proposals_command(&at),
         Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
-        Some(Command::Holes { repo, cap, seed, json, cache }) => holes_command(&repo, cap, seed, json, &cache),
+        Some(Command::Holes {
+            repo,
+            cap,
+            seed,
+            json,
+            cache,
+        }) => holes_command(&repo, cap, seed, json, &cache),
         Some(Command::Index { repo, json, cache }) => index_command(&repo, json, &cache),
     }
 }
 
 fn open(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
-    let cache_dir = if cache.no_cache { None } else { repo::default_cache_dir() };
+    let cache_dir = if cache.no_cache {
+        None
+    } else {
+        repo::default_cache_dir()
+    };
     let index = RepoIndex::open(repo, cache_dir.as_deref())?;
     for warning in index.warnings.iter().take(5) {
         eprintln!("warning: {warning}");
     }
     if index.warnings.len() > 5 {
-        eprintln!("warning: ... and {} more (keyhole index --json lists them)", index.warnings.len() - 5);
+        eprintln!(
+            "warning: ... and {} more (keyhole index --json lists them)",
+            index.warnings.len() - 5
+        );
     }
     Ok(index)
 }
@@ -147,7 +188,11 @@ impl Session {
     fn open(at: &HoleArgs) -> Result<Session> {
         let index = open(&at.repo, &at.cache)?;
         let hole = Hole::parse(&index, &at.position)?;
-        Ok(Session { index, hole, tokenizer: at.tokenizer.tokenizer() })
+        Ok(Session {
+            index,
+            hole,
+            tokenizer: at.tokenizer.tokenizer(),
+        })
     }
 
     fn build(&self, spec: proposals::ProposalSpec, budget: usize) -> ProposalContext {
@@ -171,13 +216,28 @@ fn proposals_command(at: &HoleArgs) -> Result<()> {
         .into_iter()
         .map(|spec| {
             let proposal = session.build(spec, at.budget);
-            let prompt = compose::compose(&session.index, &session.hole, Some(&proposal), session.tokenizer, at.budget);
+            let prompt = compose::compose(
+                &session.index,
+                &session.hole,
+                Some(&proposal),
+                session.tokenizer,
+                at.budget,
+            );
             (proposal, prompt)
         })
         .collect();
-    let default = compose::compose(&session.index, &session.hole, None, session.tokenizer, at.budget);
+    let default = compose::compose(
+        &session.index,
+        &session.hole,
+        None,
+        session.tokenizer,
+        at.budget,
+    );
     if at.json {
-        println!("{}", serde_json::to_string_pretty(&proposals_json(&session, at, &rows, &default))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&proposals_json(&session, at, &rows, &default))?
+        );
     } else {
         print_proposals(&session, at, &rows, &default);
     }
@@ -190,12 +250,21 @@ fn proposal_segment(prompt: &Prompt) -> Option<&compose::Segment> {
 
 /// Files whose text survived into the prompt, best-ranked first.
 fn files_used(proposal: &ProposalContext, prompt: &Prompt) -> Vec<usize> {
-    let in_prompt = proposal_segment(prompt).map(|s| s.text.files()).unwrap_or_default();
-    proposal.ranked_files.iter().copied().filter(|f| in_prompt.contains(f)).collect()
+    let in_prompt = proposal_segment(prompt)
+        .map(|s| s.text.files())
+        .unwrap_or_default();
+    proposal
+        .ranked_files
+        .iter()
+        .copied()
+        .filter(|f| in_prompt.contains(f))
+        .collect()
 }
 
 fn default_segment(prompt: &Prompt) -> &compose::Segment {
-    prompt.segment(|k| matches!(k, SegmentKind::Default)).expect("every prompt has a default segment")
+    prompt
+        .segment(|k| matches!(k, SegmentKind::Default))
+        .expect("every prompt has a default segment")
 }
 
 fn cut_name(cut: Option<Keep>) -> &'static str {
@@ -206,20 +275,41 @@ fn cut_name(cut: Option<Keep>) -> &'static str {
     }
 }
 
-fn print_proposals(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, Prompt)], default: &Prompt) {
+fn print_proposals(
+    session: &Session,
+    at: &HoleArgs,
+    rows: &[(ProposalContext, Prompt)],
+    default: &Prompt,
+) {
     let hole = &session.hole;
     println!("repository  {}", session.index.root.display());
     println!("hole        {}", hole.display(&session.index));
-    println!("line        {}", session.index.files[hole.file].line_text(hole.line).trim());
-    println!("target      {}", hole.target.as_deref().unwrap_or("(unknown)"));
-    println!("budget      {} {} tokens", at.budget, session.tokenizer.name());
+    println!(
+        "line        {}",
+        session.index.files[hole.file].line_text(hole.line).trim()
+    );
+    println!(
+        "target      {}",
+        hole.target.as_deref().unwrap_or("(unknown)")
+    );
+    println!(
+        "budget      {} {} tokens",
+        at.budget,
+        session.tokenizer.name()
+    );
     println!();
-    println!("{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used", "id", "source", "type", "app", "tokens", "alloc", "cut");
+    println!(
+        "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
+        "id", "source", "type", "app", "tokens", "alloc", "cut"
+    );
     let applicable = rows.iter().filter(|(p, _)| p.applicable()).count();
     for (proposal, prompt) in rows {
         let spec = proposal.spec;
         let seg = proposal_segment(prompt);
-        let files: Vec<&str> = files_used(proposal, prompt).into_iter().map(|f| file_name(session.path(f))).collect();
+        let files: Vec<&str> = files_used(proposal, prompt)
+            .into_iter()
+            .map(|f| file_name(session.path(f)))
+            .collect();
         println!(
             "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
             spec.id,
@@ -245,7 +335,9 @@ fn print_proposals(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, P
         file_name(session.path(hole.file))
     );
     println!();
-    println!("{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one.");
+    println!(
+        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one."
+    );
 }
 
 fn file_name(path: &str) -> &str {
@@ -253,7 +345,12 @@ fn file_name(path: &str) -> &str {
 }
 
 fn summarize(items: &[&str], shown: usize) -> String {
-    let mut text = items.iter().take(shown).copied().collect::<Vec<_>>().join(", ");
+    let mut text = items
+        .iter()
+        .take(shown)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
     if items.len() > shown {
         text.push_str(&format!(" +{}", items.len() - shown));
     }
@@ -270,7 +367,12 @@ fn hole_json(session: &Session) -> Value {
     })
 }
 
-fn proposals_json(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, Prompt)], default: &Prompt) -> Value {
+fn proposals_json(
+    session: &Session,
+    at: &HoleArgs,
+    rows: &[(ProposalContext, Prompt)],
+    default: &Prompt,
+) -> Value {
     let proposals: Vec<Value> = rows
         .iter()
         .map(|(proposal, prompt)| {
@@ -306,16 +408,30 @@ fn proposals_json(session: &Session, at: &HoleArgs, rows: &[(ProposalContext, Pr
 
 fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
     if id > DEFAULT_ID {
-        anyhow::bail!("--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)");
+        anyhow::bail!(
+            "--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)"
+        );
     }
     let session = Session::open(at)?;
     let proposal = (id != DEFAULT_ID).then(|| session.build(proposals::specs()[id], at.budget));
-    let prompt = compose::compose(&session.index, &session.hole, proposal.as_ref(), session.tokenizer, at.budget);
+    let prompt = compose::compose(
+        &session.index,
+        &session.hole,
+        proposal.as_ref(),
+        session.tokenizer,
+        at.budget,
+    );
     if let Some(p) = proposal.as_ref().filter(|p| !p.applicable()) {
-        eprintln!("note: proposal {} is not applicable here; the prompt is the default context alone", p.spec.id);
+        eprintln!(
+            "note: proposal {} is not applicable here; the prompt is the default context alone",
+            p.spec.id
+        );
     }
     if at.json {
-        println!("{}", serde_json::to_string_pretty(&prompt_json(&session, &prompt))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&prompt_json(&session, &prompt))?
+        );
     } else {
         print!("{}", prompt.text());
     }
@@ -357,7 +473,9 @@ fn pieces_json(session: &Session, text: &SourcedText) -> Vec<Value> {
         .map(|p| match p.origin {
             Some(o) => {
                 let file = &session.index.files[o.file];
-                let last = (o.span.end as usize).saturating_sub(1).max(o.span.start as usize);
+                let last = (o.span.end as usize)
+                    .saturating_sub(1)
+                    .max(o.span.start as usize);
                 json!({
                     "start": p.range.start, "end": p.range.end,
                     "file": file.path,
@@ -369,7 +487,13 @@ fn pieces_json(session: &Session, text: &SourcedText) -> Vec<Value> {
         .collect()
 }
 
-fn holes_command(repo: &Path, cap: Option<usize>, seed: u64, json: bool, cache: &CacheArgs) -> Result<()> {
+fn holes_command(
+    repo: &Path,
+    cap: Option<usize>,
+    seed: u64,
+    json: bool,
+    cache: &CacheArgs,
+) -> Result<()> {
     let index = open(repo, cache)?;
     let holes = hole::sample_holes(&index, cap, seed);
     if json {
@@ -377,10 +501,17 @@ fn holes_command(repo: &Path, cap: Option<usize>, seed: u64, json: bool, cache: 
             .iter()
             .map(|h| json!({ "file": index.files[h.file].path, "line": h.line + 1, "column": h.column + 1, "target": h.target }))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({ "holes": rows }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "holes": rows }))?
+        );
     } else {
         for h in &holes {
-            println!("{}\t{}", h.display(&index), h.target.as_deref().unwrap_or(""));
+            println!(
+                "{}\t{}",
+                h.display(&index),
+                h.target.as_deref().unwrap_or("")
+            );
         }
         eprintln!("{} holes", holes.len());
     }
@@ -405,8 +536,14 @@ fn index_command(repo: &Path, json: bool, cache: &CacheArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         println!("repository  {}", index.root.display());
-        println!("files       {} ({lines} lines, {duplicates} with exact copies, {errors} syntax errors)", index.files.len());
-        println!("cache       {} reused, {} parsed", index.cache.reused, index.cache.parsed);
+        println!(
+            "files       {} ({lines} lines, {duplicates} with exact copies, {errors} syntax errors)",
+            index.files.len()
+        );
+        println!(
+            "cache       {} reused, {} parsed",
+            index.cache.reused, index.cache.parsed
+        );
         println!("warnings    {}", index.warnings.len());
     }
     Ok(())

@@ -40,14 +40,27 @@ pub struct Segment {
 }
 
 impl Segment {
-    fn fit(kind: SegmentKind, full: &SourcedText, tok: &dyn Tokenizer, allocated: usize, keep: Keep) -> Segment {
+    fn fit(
+        kind: SegmentKind,
+        full: &SourcedText,
+        tok: &dyn Tokenizer,
+        allocated: usize,
+        keep: Keep,
+    ) -> Segment {
         let full_tokens = tok.count(&full.text);
         let (text, tokens) = full.truncate(tok, allocated, keep);
         let cut = (tokens < full_tokens).then_some(match keep {
             Keep::Start => Keep::End,
             Keep::End => Keep::Start,
         });
-        Segment { kind, text, tokens, allocated, cut, full_tokens }
+        Segment {
+            kind,
+            text,
+            tokens,
+            allocated,
+            cut,
+            full_tokens,
+        }
     }
 }
 
@@ -96,7 +109,13 @@ pub fn compose(
     let mut used = 0;
     if let Some(p) = proposal.filter(|p| p.applicable()) {
         let allocated = proposal_allocation(budget, p.spec.share);
-        let segment = Segment::fit(SegmentKind::Proposal { id: p.spec.id }, &p.context, tok, allocated, p.keep);
+        let segment = Segment::fit(
+            SegmentKind::Proposal { id: p.spec.id },
+            &p.context,
+            tok,
+            allocated,
+            p.keep,
+        );
         if segment.tokens > 0 {
             used += segment.tokens;
             segments.push(segment);
@@ -109,21 +128,42 @@ pub fn compose(
         }
     }
     let full_default = default_context(index, hole);
-    let mut default = Segment::fit(SegmentKind::Default, &full_default, tok, budget - used, Keep::End);
+    let mut default = Segment::fit(
+        SegmentKind::Default,
+        &full_default,
+        tok,
+        budget - used,
+        Keep::End,
+    );
     // BPE can merge across segment boundaries in either direction; if the joined prompt counts
     // more than the budget, the default context gives up the excess.
     loop {
-        let joined: String = segments.iter().map(|s| s.text.text.as_str()).chain([default.text.text.as_str()]).collect();
+        let joined: String = segments
+            .iter()
+            .map(|s| s.text.text.as_str())
+            .chain([default.text.text.as_str()])
+            .collect();
         let excess = tok.count(&joined).saturating_sub(budget);
         if excess == 0 || default.tokens == 0 {
             break;
         }
         let allocated = default.allocated;
-        default = Segment::fit(SegmentKind::Default, &full_default, tok, default.tokens.saturating_sub(excess), Keep::End);
+        default = Segment::fit(
+            SegmentKind::Default,
+            &full_default,
+            tok,
+            default.tokens.saturating_sub(excess),
+            Keep::End,
+        );
         default.allocated = allocated;
     }
     segments.push(default);
-    Prompt { segments, budget, tokenizer: tok.name(), proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id) }
+    Prompt {
+        segments,
+        budget,
+        tokenizer: tok.name(),
+        proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id),
+    }
 }
 
 /// Tokens given to a proposal with budget share `share`.

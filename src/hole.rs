@@ -27,9 +27,18 @@ pub enum HoleError {
     #[error("{0}: no such source file in the repository")]
     NoSuchFile(String),
     #[error("{file}:{line}: line out of range (the file has {lines} lines)")]
-    LineOutOfRange { file: String, line: usize, lines: usize },
+    LineOutOfRange {
+        file: String,
+        line: usize,
+        lines: usize,
+    },
     #[error("{file}:{line}:{column}: column out of range (the line has {chars} characters)")]
-    ColumnOutOfRange { file: String, line: usize, column: usize, chars: usize },
+    ColumnOutOfRange {
+        file: String,
+        line: usize,
+        column: usize,
+        chars: usize,
+    },
     #[error("'{0}': expected FILE:LINE:COL with 1-based LINE and COL")]
     BadPosition(String),
 }
@@ -37,16 +46,32 @@ pub enum HoleError {
 impl Hole {
     /// The hole at 1-based `line` and `column` of `path`, as editors and compilers count;
     /// column `chars + 1` is the end of the line. The target is the rest of that line.
-    pub fn at(index: &RepoIndex, path: &str, line: usize, column: usize) -> Result<Hole, HoleError> {
-        let file_id = index.file_id(path).ok_or_else(|| HoleError::NoSuchFile(path.to_string()))?;
+    pub fn at(
+        index: &RepoIndex,
+        path: &str,
+        line: usize,
+        column: usize,
+    ) -> Result<Hole, HoleError> {
+        let file_id = index
+            .file_id(path)
+            .ok_or_else(|| HoleError::NoSuchFile(path.to_string()))?;
         let file = &index.files[file_id];
         if line == 0 || line > file.line_count() {
-            return Err(HoleError::LineOutOfRange { file: path.into(), line, lines: file.line_count() });
+            return Err(HoleError::LineOutOfRange {
+                file: path.into(),
+                line,
+                lines: file.line_count(),
+            });
         }
         let text = file.line_text(line - 1);
         let chars = text.chars().count();
         if column == 0 || column > chars + 1 {
-            return Err(HoleError::ColumnOutOfRange { file: path.into(), line, column, chars });
+            return Err(HoleError::ColumnOutOfRange {
+                file: path.into(),
+                line,
+                column,
+                chars,
+            });
         }
         Ok(Self::in_line(index, file_id, line - 1, column - 1))
     }
@@ -65,14 +90,28 @@ impl Hole {
     fn in_line(index: &RepoIndex, file: FileId, line: usize, column: usize) -> Hole {
         let source = &index.files[file];
         let text = source.line_text(line);
-        let byte_in_line = text.char_indices().nth(column).map_or(text.len(), |(b, _)| b);
+        let byte_in_line = text
+            .char_indices()
+            .nth(column)
+            .map_or(text.len(), |(b, _)| b);
         let target = text[byte_in_line..].trim_end().to_string();
-        Hole { file, line, column, offset: source.line_start(line) + byte_in_line, target: Some(target) }
+        Hole {
+            file,
+            line,
+            column,
+            offset: source.line_start(line) + byte_in_line,
+            target: Some(target),
+        }
     }
 
     /// The 1-based `FILE:LINE:COL` of this hole.
     pub fn display(&self, index: &RepoIndex) -> String {
-        format!("{}:{}:{}", index.files[self.file].path, self.line + 1, self.column + 1)
+        format!(
+            "{}:{}:{}",
+            index.files[self.file].path,
+            self.line + 1,
+            self.column + 1
+        )
     }
 }
 
@@ -83,7 +122,9 @@ impl Hole {
 pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
     let mut holes = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
-        let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else { continue };
+        let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else {
+            continue;
+        };
         if index.graph.duplicated[id] {
             continue;
         }

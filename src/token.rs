@@ -36,7 +36,8 @@ pub enum TokenizerKind {
 }
 
 impl TokenizerKind {
-    pub const ALL: [TokenizerKind; 4] = [Self::Code, Self::R50kBase, Self::P50kBase, Self::Cl100kBase];
+    pub const ALL: [TokenizerKind; 4] =
+        [Self::Code, Self::R50kBase, Self::P50kBase, Self::Cl100kBase];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -62,10 +63,13 @@ impl TokenizerKind {
 impl FromStr for TokenizerKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-            format!("unknown tokenizer '{s}' (known: {})", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown tokenizer '{s}' (known: {})", names.join(", "))
+            })
     }
 }
 
@@ -137,9 +141,18 @@ pub struct Bpe {
     load: fn() -> &'static CoreBPE,
 }
 
-static R50K: Bpe = Bpe { name: "r50k_base", load: tiktoken_rs::r50k_base_singleton };
-static P50K: Bpe = Bpe { name: "p50k_base", load: tiktoken_rs::p50k_base_singleton };
-static CL100K: Bpe = Bpe { name: "cl100k_base", load: tiktoken_rs::cl100k_base_singleton };
+static R50K: Bpe = Bpe {
+    name: "r50k_base",
+    load: tiktoken_rs::r50k_base_singleton,
+};
+static P50K: Bpe = Bpe {
+    name: "p50k_base",
+    load: tiktoken_rs::p50k_base_singleton,
+};
+static CL100K: Bpe = Bpe {
+    name: "cl100k_base",
+    load: tiktoken_rs::cl100k_base_singleton,
+};
 
 impl Tokenizer for Bpe {
     fn name(&self) -> &'static str {
@@ -175,13 +188,24 @@ pub enum Keep {
 
 /// The longest part of `text` of at most `max_tokens` tokens, kept from the given end:
 /// returns the byte range kept and its token count.
-pub fn truncate(tok: &dyn Tokenizer, text: &str, max_tokens: usize, keep: Keep) -> (std::ops::Range<usize>, usize) {
+pub fn truncate(
+    tok: &dyn Tokenizer,
+    text: &str,
+    max_tokens: usize,
+    keep: Keep,
+) -> (std::ops::Range<usize>, usize) {
     let ends = tok.token_ends(text);
     if ends.len() <= max_tokens {
         return (0..text.len(), ends.len());
     }
     let mut range = match keep {
-        Keep::Start => 0..if max_tokens == 0 { 0 } else { ends[max_tokens - 1] },
+        Keep::Start => {
+            0..if max_tokens == 0 {
+                0
+            } else {
+                ends[max_tokens - 1]
+            }
+        }
         Keep::End => ends[ends.len() - max_tokens - 1]..text.len(),
     };
     // A BPE token may end inside a character; move the cut to a character boundary, inward.
@@ -225,7 +249,10 @@ mod tests {
     fn code_tokenizer_splits_identifiers_operators_and_newlines() {
         assert_eq!(
             pieces("if (a >= 10) {\n  x_1 += \"é\";"),
-            vec!["if", " ", "(", "a", " ", ">=", " ", "10", ")", " ", "{", "\n", "  ", "x_1", " ", "+=", " ", "\"", "é", "\"", ";"]
+            vec![
+                "if", " ", "(", "a", " ", ">=", " ", "10", ")", " ", "{", "\n", "  ", "x_1", " ",
+                "+=", " ", "\"", "é", "\"", ";"
+            ]
         );
     }
 
@@ -233,7 +260,10 @@ mod tests {
     fn newline_never_merges_so_counts_add_up() {
         let (a, b) = ("foo(bar)  ", "  baz;");
         let joined = format!("{a}\n{b}");
-        assert_eq!(CodeTokenizer.count(&joined), CodeTokenizer.count(a) + 1 + CodeTokenizer.count(b));
+        assert_eq!(
+            CodeTokenizer.count(&joined),
+            CodeTokenizer.count(a) + 1 + CodeTokenizer.count(b)
+        );
     }
 
     #[test]

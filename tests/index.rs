@@ -24,7 +24,11 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     let root = dir.path();
     write(root, "src/Good.java", b"class Good { int x = 1; }\n");
     write(root, "src/Binary.java", b"class B {\0\0\0}");
-    write(root, "src/Latin1.java", b"class L { String s = \"caf\xe9\"; }");
+    write(
+        root,
+        "src/Latin1.java",
+        b"class L { String s = \"caf\xe9\"; }",
+    );
     write(root, "src/Huge.java", &vec![b'a'; 2 << 20]);
     write(root, "src/Broken.java", b"class { void ( { int = ; ]]] ");
     write(root, "build/Generated.java", b"class Generated {}");
@@ -33,7 +37,11 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     let index = RepoIndex::open(root, None).unwrap();
     assert_eq!(paths(&index), ["src/Broken.java", "src/Good.java"]);
     let warnings = index.warnings.join("\n");
-    for name in ["src/Binary.java: binary", "src/Latin1.java: not valid UTF-8", "src/Huge.java: larger than"] {
+    for name in [
+        "src/Binary.java: binary",
+        "src/Latin1.java: not valid UTF-8",
+        "src/Huge.java: larger than",
+    ] {
         assert!(warnings.contains(name), "missing '{name}' in:\n{warnings}");
     }
     assert!(index.files[0].facts.syntax_errors > 0);
@@ -53,7 +61,9 @@ fn symlink_loops_and_unreadable_directories_do_not_stop_indexing() {
 #[test]
 fn missing_root_and_empty_repository() {
     let dir = tempfile::tempdir().unwrap();
-    let err = RepoIndex::open(&dir.path().join("nope"), None).err().unwrap();
+    let err = RepoIndex::open(&dir.path().join("nope"), None)
+        .err()
+        .unwrap();
     assert!(err.to_string().ends_with("nope: no such directory"));
     let index = RepoIndex::open(dir.path(), None).unwrap();
     assert!(index.files.is_empty());
@@ -71,9 +81,17 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     let second = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!((second.cache.reused, second.cache.parsed), (2, 0));
     assert_eq!(second.files[0].facts, first.files[0].facts);
-    assert_eq!(second.graph.children[1], vec![0], "graph rebuilt from cached facts");
+    assert_eq!(
+        second.graph.children[1],
+        vec![0],
+        "graph rebuilt from cached facts"
+    );
 
-    write(repo.path(), "p/B.java", b"package p; class B { int changed; }");
+    write(
+        repo.path(),
+        "p/B.java",
+        b"package p; class B { int changed; }",
+    );
     let third = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!((third.cache.reused, third.cache.parsed), (1, 1));
 
@@ -84,7 +102,14 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     fs::write(&cache_file, bytes).unwrap();
     let fourth = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!((fourth.cache.reused, fourth.cache.parsed), (0, 2));
-    assert!(fourth.warnings.iter().any(|w| w.contains("corrupt") && w.contains("rebuilding")), "{:?}", fourth.warnings);
+    assert!(
+        fourth
+            .warnings
+            .iter()
+            .any(|w| w.contains("corrupt") && w.contains("rebuilding")),
+        "{:?}",
+        fourth.warnings
+    );
     let fifth = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!(fifth.cache.reused, 2, "the rebuilt cache is good again");
 }
@@ -98,32 +123,62 @@ fn an_unwritable_cache_is_reported_and_indexing_goes_on() {
     let blocker = tempfile::NamedTempFile::new().unwrap();
     let index = RepoIndex::open(repo.path(), Some(blocker.path())).unwrap();
     assert_eq!(index.files.len(), 1);
-    assert!(index.warnings.iter().any(|w| w.contains("cannot write") && w.contains("without a cache")), "{:?}", index.warnings);
+    assert!(
+        index
+            .warnings
+            .iter()
+            .any(|w| w.contains("cannot write") && w.contains("without a cache")),
+        "{:?}",
+        index.warnings
+    );
 }
 
 #[test]
 fn holes_are_rlpg_lines_with_the_hole_in_the_middle() {
     let dir = tempfile::tempdir().unwrap();
-    let source = "package p;\n\n/**\n * Doc.\n */\nclass A {\n    // note\n    int total = 42;\n}\n";
+    let source =
+        "package p;\n\n/**\n * Doc.\n */\nclass A {\n    // note\n    int total = 42;\n}\n";
     write(dir.path(), "p/A.java", source.as_bytes());
     let index = RepoIndex::open(dir.path(), None).unwrap();
     let holes = sample_holes(&index, None, 9);
-    let shown: Vec<(usize, usize, &str)> = holes.iter().map(|h| (h.line + 1, h.column + 1, h.target.as_deref().unwrap())).collect();
+    let shown: Vec<(usize, usize, &str)> = holes
+        .iter()
+        .map(|h| (h.line + 1, h.column + 1, h.target.as_deref().unwrap()))
+        .collect();
     // "int total = 42;" has 15 characters: the hole is at index 7 of it, after the indent.
-    assert_eq!(shown, [(1, 6, "ge p;"), (6, 5, "s A {"), (8, 12, "al = 42;"), (9, 1, "}")]);
+    assert_eq!(
+        shown,
+        [
+            (1, 6, "ge p;"),
+            (6, 5, "s A {"),
+            (8, 12, "al = 42;"),
+            (9, 1, "}")
+        ]
+    );
 }
 
 #[test]
 fn holes_skip_duplicated_files_and_respect_the_cap_and_seed() {
     let index = &*common::SAMPLE;
     let all = sample_holes(index, None, 9);
-    assert!(all.iter().all(|h| !index.files[h.file].path.contains("TextUtil")));
+    assert!(
+        all.iter()
+            .all(|h| !index.files[h.file].path.contains("TextUtil"))
+    );
     assert!(all.len() > 1000, "{}", all.len());
     let capped = sample_holes(index, Some(50), 9);
     assert_eq!(capped.len(), 50);
-    assert_eq!(capped, sample_holes(index, Some(50), 9), "same seed, same holes");
+    assert_eq!(
+        capped,
+        sample_holes(index, Some(50), 9),
+        "same seed, same holes"
+    );
     assert_ne!(capped, sample_holes(index, Some(50), 10));
-    assert!(capped.windows(2).all(|w| (w[0].file, w[0].line) < (w[1].file, w[1].line)));
+    assert!(
+        capped
+            .windows(2)
+            .all(|w| (w[0].file, w[0].line) < (w[1].file, w[1].line))
+    );
 }
 
 #[test]
@@ -135,12 +190,24 @@ fn positions_are_checked_and_errors_name_them() {
     let end = Hole::parse(index, &format!("{file}:12:31")).unwrap();
     assert_eq!(end.target.as_deref(), Some(""));
     let err = |spec: String| Hole::parse(index, &spec).unwrap_err();
-    assert!(matches!(err(format!("{file}:12:32")), HoleError::ColumnOutOfRange { chars: 30, .. }));
+    assert!(matches!(
+        err(format!("{file}:12:32")),
+        HoleError::ColumnOutOfRange { chars: 30, .. }
+    ));
     assert_eq!(
         err(format!("{file}:999:1")).to_string(),
         format!("{file}:999: line out of range (the file has 84 lines)")
     );
-    assert_eq!(err("Nope.java:1:1".into()).to_string(), "Nope.java: no such source file in the repository");
-    assert!(matches!(err(format!("{file}:x:1")), HoleError::BadPosition(_)));
-    assert!(matches!(err(format!("{file}:0:1")), HoleError::LineOutOfRange { .. }));
+    assert_eq!(
+        err("Nope.java:1:1".into()).to_string(),
+        "Nope.java: no such source file in the repository"
+    );
+    assert!(matches!(
+        err(format!("{file}:x:1")),
+        HoleError::BadPosition(_)
+    ));
+    assert!(matches!(
+        err(format!("{file}:0:1")),
+        HoleError::LineOutOfRange { .. }
+    ));
 }

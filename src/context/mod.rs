@@ -47,7 +47,10 @@ impl SourcedText {
 
     /// Append the text of `span` in `file`.
     pub fn push_span(&mut self, index: &RepoIndex, file: FileId, span: Span) {
-        self.push(&index.files[file].text[span.range()], Some(Origin { file, span }));
+        self.push(
+            &index.files[file].text[span.range()],
+            Some(Origin { file, span }),
+        );
     }
 
     fn push(&mut self, text: &str, origin: Option<Origin>) {
@@ -56,7 +59,10 @@ impl SourcedText {
         }
         let start = self.text.len();
         self.text.push_str(text);
-        self.pieces.push(Piece { range: start..self.text.len(), origin });
+        self.pieces.push(Piece {
+            range: start..self.text.len(),
+            origin,
+        });
     }
 
     /// Append another sourced text after this one.
@@ -72,7 +78,10 @@ impl SourcedText {
     /// The part `range` of this text, with pieces clipped and their file spans narrowed to the
     /// bytes kept.
     pub fn slice(&self, range: Range<usize>) -> SourcedText {
-        let mut out = SourcedText { text: self.text[range.clone()].to_string(), pieces: Vec::new() };
+        let mut out = SourcedText {
+            text: self.text[range.clone()].to_string(),
+            pieces: Vec::new(),
+        };
         for piece in &self.pieces {
             let start = piece.range.start.max(range.start);
             let end = piece.range.end.min(range.end);
@@ -86,14 +95,22 @@ impl SourcedText {
                     o.span.start as usize + (end - piece.range.start),
                 ),
             });
-            out.pieces.push(Piece { range: start - range.start..end - range.start, origin });
+            out.pieces.push(Piece {
+                range: start - range.start..end - range.start,
+                origin,
+            });
         }
         out
     }
 
     /// At most `max_tokens` tokens of this text, kept from the given end: the kept text and its
     /// token count.
-    pub fn truncate(&self, tok: &dyn Tokenizer, max_tokens: usize, keep: Keep) -> (SourcedText, usize) {
+    pub fn truncate(
+        &self,
+        tok: &dyn Tokenizer,
+        max_tokens: usize,
+        keep: Keep,
+    ) -> (SourcedText, usize) {
         let (range, count) = token::truncate(tok, &self.text, max_tokens, keep);
         if range.len() == self.text.len() {
             return (self.clone(), count);

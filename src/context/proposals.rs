@@ -129,9 +129,20 @@ pub fn specs() -> Vec<ProposalSpec> {
     use ContextType::*;
     let mut all = Vec::with_capacity(PROPOSAL_COUNT);
     let mut add = |source, context_type, share| {
-        all.push(ProposalSpec { id: all.len(), source, context_type, share });
+        all.push(ProposalSpec {
+            id: all.len(),
+            source,
+            context_type,
+            share,
+        });
     };
-    for t in [MethodNames, Identifiers, TypeIdentifiers, StringLiterals, FieldDeclarations] {
+    for t in [
+        MethodNames,
+        Identifiers,
+        TypeIdentifiers,
+        StringLiterals,
+        FieldDeclarations,
+    ] {
         add(PromptSource::Current, t, 0.5);
     }
     for share in [0.25, 0.5, 0.75] {
@@ -190,7 +201,12 @@ pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
             (multi_file_context(&files, spec.context_type, req), files)
         }
     };
-    ProposalContext { spec, context, ranked_files, keep }
+    ProposalContext {
+        spec,
+        context,
+        ranked_files,
+        keep,
+    }
 }
 
 /// Build every proposal for one hole, in id order.
@@ -215,11 +231,19 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
         return (text, false);
     }
     let spans = item_spans(index, req.hole.file, context_type);
-    let after: Vec<Span> = spans.iter().copied().filter(|s| s.start as usize >= after_line).collect();
+    let after: Vec<Span> = spans
+        .iter()
+        .copied()
+        .filter(|s| s.start as usize >= after_line)
+        .collect();
     if !after.is_empty() {
         return (join_items(req, req.hole.file, &after, Keep::Start), false);
     }
-    let before: Vec<Span> = spans.iter().copied().filter(|s| (s.end as usize) <= req.hole.offset).collect();
+    let before: Vec<Span> = spans
+        .iter()
+        .copied()
+        .filter(|s| (s.end as usize) <= req.hole.offset)
+        .collect();
     (join_items(req, req.hole.file, &before, Keep::End), true)
 }
 
@@ -234,7 +258,9 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
         .iter()
         .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
         .max_by_key(|link| link.class_name_span.start);
-    let Some(link) = nearest else { return (SourcedText::default(), Vec::new()) };
+    let Some(link) = nearest else {
+        return (SourcedText::default(), Vec::new());
+    };
     let items = file_items(req, link.file, context_type);
     if items.is_empty() {
         return (items, vec![link.file]);
@@ -306,10 +332,16 @@ fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
     let ranked = match source {
         PromptSource::Import => rank_imports(req),
         PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),
-        PromptSource::SimilarName => rank_by_common_imports(req, graph.similar_names(&index.files, id)),
+        PromptSource::SimilarName => {
+            rank_by_common_imports(req, graph.similar_names(&index.files, id))
+        }
         PromptSource::ChildClass => rank_by_common_imports(req, graph.children[id].clone()),
-        PromptSource::ImportOfSibling => rank_imports_by_frequency(req, &graph.siblings(&index.files, id)),
-        PromptSource::ImportOfSimilarName => rank_imports_by_frequency(req, &graph.similar_names(&index.files, id)),
+        PromptSource::ImportOfSibling => {
+            rank_imports_by_frequency(req, &graph.siblings(&index.files, id))
+        }
+        PromptSource::ImportOfSimilarName => {
+            rank_imports_by_frequency(req, &graph.similar_names(&index.files, id))
+        }
         PromptSource::ImportOfParentClass => {
             let parents: Vec<FileId> = graph.parents[id].iter().map(|l| l.file).collect();
             rank_imports_by_frequency(req, &parents)
@@ -331,8 +363,11 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
     index.graph.imports[req.hole.file]
         .iter()
         .map(|import| {
-            let visible_on_hole_line =
-                index.files[import.file].facts.types.iter().any(|t| t.top_level && prefix.contains(t.name.as_str()));
+            let visible_on_hole_line = index.files[import.file]
+                .facts
+                .types
+                .iter()
+                .any(|t| t.top_level && prefix.contains(t.name.as_str()));
             let distance = import
                 .usage_lines
                 .iter()
@@ -363,8 +398,11 @@ fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId>
         .into_iter()
         .map(|candidate| {
             let theirs: Vec<FileId> = graph.imports[candidate].iter().map(|i| i.file).collect();
-            let shared: Vec<usize> =
-                distances.iter().filter(|(f, _)| theirs.contains(f)).map(|&(_, d)| d).collect();
+            let shared: Vec<usize> = distances
+                .iter()
+                .filter(|(f, _)| theirs.contains(f))
+                .map(|&(_, d)| d)
+                .collect();
             let nearest = shared.iter().copied().min().unwrap_or(usize::MAX);
             (nearest, std::cmp::Reverse(shared.len()), candidate)
         })

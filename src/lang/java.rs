@@ -21,7 +21,9 @@ pub fn parse(source: &str) -> Option<Tree> {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let mut parser = Parser::new();
-            parser.set_language(&tree_sitter_java::LANGUAGE.into()).ok()?;
+            parser
+                .set_language(&tree_sitter_java::LANGUAGE.into())
+                .ok()?;
             *slot = Some(parser);
         }
         slot.as_mut()?.parse(source, None)
@@ -63,7 +65,11 @@ fn span(node: Node) -> Span {
 
 impl<'a> Extractor<'a> {
     fn new(source: &'a str) -> Self {
-        Extractor { source, facts: FileFacts::default(), usages: BTreeMap::new() }
+        Extractor {
+            source,
+            facts: FileFacts::default(),
+            usages: BTreeMap::new(),
+        }
     }
 
     fn text(&self, node: Node) -> &'a str {
@@ -155,7 +161,9 @@ impl<'a> Extractor<'a> {
     fn import(&mut self, node: Node) {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.children(&mut cursor).collect();
-        let path = children.iter().find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"));
+        let path = children
+            .iter()
+            .find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"));
         if let Some(path) = path {
             self.facts.imports.push(ImportDecl {
                 path: self.text(*path).split_whitespace().collect(),
@@ -166,7 +174,9 @@ impl<'a> Extractor<'a> {
     }
 
     fn type_decl(&mut self, node: Node, kind: TypeKind) {
-        let Some(name) = node.child_by_field_name("name") else { return };
+        let Some(name) = node.child_by_field_name("name") else {
+            return;
+        };
         let superclass = node
             .child_by_field_name("superclass")
             .and_then(|s| s.named_child(0))
@@ -181,7 +191,9 @@ impl<'a> Extractor<'a> {
     }
 
     fn method(&mut self, node: Node) {
-        let Some(name) = node.child_by_field_name("name") else { return };
+        let Some(name) = node.child_by_field_name("name") else {
+            return;
+        };
         let start = signature_start(node);
         let body = node.child_by_field_name("body");
         let sig_end = body.map_or(node.end_byte(), |b| b.start_byte());
@@ -194,8 +206,11 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        self.facts.name_usages =
-            self.usages.into_iter().map(|(name, lines)| (name.to_string(), lines)).collect();
+        self.facts.name_usages = self
+            .usages
+            .into_iter()
+            .map(|(name, lines)| (name.to_string(), lines))
+            .collect();
         self.facts
     }
 }
@@ -215,9 +230,12 @@ fn signature_start(method: Node) -> usize {
             return child.start_byte();
         }
         let mut inner = child.walk();
-        let keyword = child
-            .children(&mut inner)
-            .find(|m| !matches!(m.kind(), "marker_annotation" | "annotation" | "line_comment" | "block_comment"));
+        let keyword = child.children(&mut inner).find(|m| {
+            !matches!(
+                m.kind(),
+                "marker_annotation" | "annotation" | "line_comment" | "block_comment"
+            )
+        });
         if let Some(keyword) = keyword {
             return keyword.start_byte();
         }
@@ -263,7 +281,11 @@ public class OrderService extends BaseService<Order> implements Service {
     fn extracts_package_imports_and_types() {
         let facts = Java.extract(SOURCE);
         assert_eq!(facts.package.as_deref(), Some("com.acme.shop"));
-        let imports: Vec<_> = facts.imports.iter().map(|i| (i.path.as_str(), i.wildcard, i.is_static)).collect();
+        let imports: Vec<_> = facts
+            .imports
+            .iter()
+            .map(|i| (i.path.as_str(), i.wildcard, i.is_static))
+            .collect();
         assert_eq!(
             imports,
             vec![
@@ -272,9 +294,18 @@ public class OrderService extends BaseService<Order> implements Service {
                 ("com.acme.shop.util.TextUtil.slug", false, true)
             ]
         );
-        let types: Vec<_> =
-            facts.types.iter().map(|t| (t.name.as_str(), t.superclass.as_deref(), t.top_level)).collect();
-        assert_eq!(types, vec![("OrderService", Some("BaseService"), true), ("Helper", None, false)]);
+        let types: Vec<_> = facts
+            .types
+            .iter()
+            .map(|t| (t.name.as_str(), t.superclass.as_deref(), t.top_level))
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                ("OrderService", Some("BaseService"), true),
+                ("Helper", None, false)
+            ]
+        );
         assert_eq!(facts.syntax_errors, 0);
     }
 
@@ -284,11 +315,17 @@ public class OrderService extends BaseService<Order> implements Service {
         let fields: Vec<_> = facts.field_declarations.iter().map(|s| text(*s)).collect();
         assert_eq!(
             fields,
-            vec!["private static final String PREFIX = \"order-\";", "private final OrderRepository repository;"]
+            vec![
+                "private static final String PREFIX = \"order-\";",
+                "private final OrderRepository repository;"
+            ]
         );
         assert_eq!(text(facts.string_literals[0]), "\"order-\"");
         let sigs: Vec<_> = facts.methods.iter().map(|m| text(m.signature)).collect();
-        assert_eq!(sigs, vec!["public Order find(long id)", "abstract void close();"]);
+        assert_eq!(
+            sigs,
+            vec!["public Order find(long id)", "abstract void close();"]
+        );
         assert!(text(facts.methods[0].with_body).ends_with("findById(id);\n    }"));
         assert_eq!(text(facts.methods[0].name), "find");
     }

@@ -60,7 +60,10 @@ impl Cache {
     /// The cache for `root`, empty when there is none yet or it cannot be used.
     pub fn load(root: &Path, dir: Option<&Path>, warnings: &mut Vec<String>) -> Cache {
         let Some(dir) = dir else {
-            return Cache { path: None, entries: HashMap::new() };
+            return Cache {
+                path: None,
+                entries: HashMap::new(),
+            };
         };
         let key = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
         let path = dir.join("index").join(format!("{}.bin", &key[..32]));
@@ -72,7 +75,10 @@ impl Cache {
             Err(_) => Vec::new(),
         };
         let entries = entries.into_iter().map(|e| (e.path.clone(), e)).collect();
-        Cache { path: Some(path), entries }
+        Cache {
+            path: Some(path),
+            entries,
+        }
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -93,7 +99,10 @@ impl Cache {
     pub fn store(&self, files: &[SourceFile], warnings: &mut Vec<String>) {
         let Some(path) = &self.path else { return };
         if let Err(err) = write(path, files) {
-            warnings.push(format!("cache {}: cannot write ({err}); running without a cache", path.display()));
+            warnings.push(format!(
+                "cache {}: cannot write ({err}); running without a cache",
+                path.display()
+            ));
         }
     }
 }
@@ -106,7 +115,8 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     if blake3::hash(payload).as_bytes() != sum {
         return Err("checksum mismatch (corrupt)");
     }
-    let payload: Payload = postcard::from_bytes(payload).map_err(|_| "does not decode (corrupt)")?;
+    let payload: Payload =
+        postcard::from_bytes(payload).map_err(|_| "does not decode (corrupt)")?;
     if payload.version != FORMAT_VERSION {
         return Err("written by another version");
     }
@@ -116,7 +126,14 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
 fn write(path: &Path, files: &[SourceFile]) -> std::io::Result<()> {
     let payload = PayloadRef {
         version: FORMAT_VERSION,
-        entries: files.iter().map(|f| EntryRef { path: &f.path, hash: &f.hash, facts: &f.facts }).collect(),
+        entries: files
+            .iter()
+            .map(|f| EntryRef {
+                path: &f.path,
+                hash: &f.hash,
+                facts: &f.facts,
+            })
+            .collect(),
     };
     let bytes = postcard::to_stdvec(&payload).map_err(std::io::Error::other)?;
     let dir = path.parent().expect("cache path has a parent");
@@ -130,7 +147,11 @@ fn write(path: &Path, files: &[SourceFile]) -> std::io::Result<()> {
 
 /// A fresh file next to the target, so the rename stays on one filesystem.
 fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    let name = format!(".tmp-{}-{:?}", std::process::id(), std::thread::current().id());
+    let name = format!(
+        ".tmp-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    );
     let path = dir.join(name.replace(['(', ')'], ""));
     let file = std::fs::File::create(&path)?;
     Ok((path, file))

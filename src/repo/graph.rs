@@ -76,7 +76,11 @@ pub fn name_parts(stem: &str) -> Vec<String> {
 impl RepoGraph {
     pub fn build(files: &[SourceFile]) -> RepoGraph {
         let mut graph = RepoGraph {
-            by_path: files.iter().enumerate().map(|(i, f)| (f.path.clone(), i)).collect(),
+            by_path: files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.path.clone(), i))
+                .collect(),
             types: HashMap::new(),
             classes: HashMap::new(),
             dirs: HashMap::new(),
@@ -88,7 +92,11 @@ impl RepoGraph {
         };
         for (id, file) in files.iter().enumerate() {
             graph.add_declarations(id, file);
-            graph.dirs.entry(file.dir().to_string()).or_default().push(id);
+            graph
+                .dirs
+                .entry(file.dir().to_string())
+                .or_default()
+                .push(id);
             let mut parts = name_parts(file.stem());
             parts.sort();
             parts.dedup();
@@ -96,8 +104,16 @@ impl RepoGraph {
                 graph.parts.entry(part).or_default().push(id);
             }
         }
-        graph.imports = files.iter().enumerate().map(|(id, f)| graph.resolve_imports(id, f)).collect();
-        graph.parents = files.iter().enumerate().map(|(id, f)| graph.resolve_parents(id, f)).collect();
+        graph.imports = files
+            .iter()
+            .enumerate()
+            .map(|(id, f)| graph.resolve_imports(id, f))
+            .collect();
+        graph.parents = files
+            .iter()
+            .enumerate()
+            .map(|(id, f)| graph.resolve_parents(id, f))
+            .collect();
         for (child, links) in graph.parents.iter().enumerate() {
             for link in links {
                 if !graph.children[link.file].contains(&child) {
@@ -120,7 +136,9 @@ impl RepoGraph {
             let fq = qualify(file.facts.package.as_deref(), &decl.name);
             // When two files claim one name (a copied file), the one whose path matches its
             // package wins, as javac would have it.
-            let conventional = file.path.ends_with(&format!("{}.java", fq.replace('.', "/")));
+            let conventional = file
+                .path
+                .ends_with(&format!("{}.java", fq.replace('.', "/")));
             if conventional || !self.types.contains_key(&fq) {
                 self.types.insert(fq, id);
             }
@@ -140,7 +158,11 @@ impl RepoGraph {
                     existing.usage_lines.sort_unstable();
                     existing.usage_lines.dedup();
                 }
-                None => found.push(Import { file: target, kind, usage_lines: lines.to_vec() }),
+                None => found.push(Import {
+                    file: target,
+                    kind,
+                    usage_lines: lines.to_vec(),
+                }),
             }
         };
         for import in &facts.imports {
@@ -184,13 +206,19 @@ impl RepoGraph {
             .filter_map(|decl| {
                 let parent_name = decl.superclass.as_ref()?;
                 let candidates = self.classes.get(parent_name)?;
-                let preferred = self.types.get(&qualify(file.facts.package.as_deref(), parent_name));
+                let preferred = self
+                    .types
+                    .get(&qualify(file.facts.package.as_deref(), parent_name));
                 let target = preferred
                     .copied()
                     .filter(|t| *t != id)
                     .or_else(|| candidates.iter().copied().find(|c| imported.contains(c)))
                     .or_else(|| candidates.iter().copied().find(|&c| c != id))?;
-                Some(ParentLink { class_name_span: decl.name_span, parent_name: parent_name.clone(), file: target })
+                Some(ParentLink {
+                    class_name_span: decl.name_span,
+                    parent_name: parent_name.clone(),
+                    file: target,
+                })
             })
             .collect()
     }
@@ -209,7 +237,11 @@ impl RepoGraph {
 
     /// Other files in the same directory, in path order.
     pub fn siblings(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
-        self.dirs[files[id].dir()].iter().copied().filter(|&f| f != id).collect()
+        self.dirs[files[id].dir()]
+            .iter()
+            .copied()
+            .filter(|&f| f != id)
+            .collect()
     }
 
     /// Other files whose names share a part with this one's, in path order.
@@ -245,7 +277,10 @@ mod tests {
     #[test]
     fn names_split_on_camel_case_acronyms_and_underscores() {
         assert_eq!(name_parts("OrderService"), ["order", "service"]);
-        assert_eq!(name_parts("XMLHttpOrder_service2"), ["xml", "http", "order", "service2"]);
+        assert_eq!(
+            name_parts("XMLHttpOrder_service2"),
+            ["xml", "http", "order", "service2"]
+        );
         assert_eq!(name_parts("order_repository"), ["order", "repository"]);
         assert_eq!(name_parts("IOUtils"), ["io", "utils"]);
     }

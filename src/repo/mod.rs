@@ -36,7 +36,13 @@ impl SourceFile {
             .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
             .filter(|&start| start == 0 || (start as usize) < text.len())
             .collect();
-        SourceFile { path, text, line_starts, hash, facts }
+        SourceFile {
+            path,
+            text,
+            line_starts,
+            hash,
+            facts,
+        }
     }
 
     pub fn line_count(&self) -> usize {
@@ -50,7 +56,9 @@ impl SourceFile {
 
     /// Byte offset where 0-based `line` starts (the end of the text past the last line).
     pub fn line_start(&self, line: usize) -> usize {
-        self.line_starts.get(line).map_or(self.text.len(), |&s| s as usize)
+        self.line_starts
+            .get(line)
+            .map_or(self.text.len(), |&s| s as usize)
     }
 
     /// Text of 0-based `line` without its line break.
@@ -117,10 +125,16 @@ impl RepoIndex {
         let found = scan::find_sources(&root, &mut warnings);
         let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
-        let results: Vec<_> = jobs.into_par_iter().map(|(cached, found)| index_file(found, cached)).collect();
+        let results: Vec<_> = jobs
+            .into_par_iter()
+            .map(|(cached, found)| index_file(found, cached))
+            .collect();
 
         let mut files = Vec::with_capacity(results.len());
-        let mut report = CacheReport { path: cache.path().map(Path::to_path_buf), ..Default::default() };
+        let mut report = CacheReport {
+            path: cache.path().map(Path::to_path_buf),
+            ..Default::default()
+        };
         for result in results {
             match result {
                 Ok((file, reused)) => {
@@ -138,22 +152,36 @@ impl RepoIndex {
             cache.store(&files, &mut warnings);
         }
         let graph = RepoGraph::build(&files);
-        Ok(RepoIndex { root, files, graph, warnings, cache: report })
+        Ok(RepoIndex {
+            root,
+            files,
+            graph,
+            warnings,
+            cache: report,
+        })
     }
 
     /// The file at a repository-relative path.
     pub fn file_id(&self, path: &str) -> Option<FileId> {
-        self.graph.by_path.get(path.trim_start_matches("./")).copied()
+        self.graph
+            .by_path
+            .get(path.trim_start_matches("./"))
+            .copied()
     }
 }
 
 /// Read, hash and (unless the cache has this content) parse one file.
-fn index_file(found: scan::Found, cached: Option<cache::Entry>) -> Result<(SourceFile, bool), scan::SkipReason> {
+fn index_file(
+    found: scan::Found,
+    cached: Option<cache::Entry>,
+) -> Result<(SourceFile, bool), scan::SkipReason> {
     let text = scan::read_source(&found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
     if let Some(entry) = cached.filter(|e| e.hash == hash) {
         return Ok((SourceFile::new(found.rel, text, hash, entry.facts), true));
     }
-    let facts = lang::for_path(&found.abs).map(|l| l.extract(&text)).unwrap_or_default();
+    let facts = lang::for_path(&found.abs)
+        .map(|l| l.extract(&text))
+        .unwrap_or_default();
     Ok((SourceFile::new(found.rel, text, hash, facts), false))
 }

@@ -37,9 +37,18 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
         if !entry.file_type().is_some_and(|t| t.is_file()) || lang::for_path(path).is_none() {
             continue;
         }
-        let Ok(rel) = path.strip_prefix(root) else { continue };
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-        found.push(Found { rel, abs: path.to_path_buf() });
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        found.push(Found {
+            rel,
+            abs: path.to_path_buf(),
+        });
     }
     found
 }
@@ -59,11 +68,13 @@ pub enum SkipReason {
 
 /// Read a source file as text, or say why not.
 pub fn read_source(found: &Found) -> Result<String, SkipReason> {
-    let meta = std::fs::metadata(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
+    let meta =
+        std::fs::metadata(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(SkipReason::TooLarge(found.rel.clone()));
     }
-    let bytes = std::fs::read(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
+    let bytes =
+        std::fs::read(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
     if bytes.contains(&0) {
         return Err(SkipReason::Binary(found.rel.clone()));
     }

@@ -17,7 +17,8 @@ pub fn sample_path() -> PathBuf {
 }
 
 /// The sample repository, indexed once per test binary, without a cache.
-pub static SAMPLE: LazyLock<RepoIndex> = LazyLock::new(|| RepoIndex::open(&sample_path(), None).expect("sample opens"));
+pub static SAMPLE: LazyLock<RepoIndex> =
+    LazyLock::new(|| RepoIndex::open(&sample_path(), None).expect("sample opens"));
 
 /// The hole at `FILE:LINE:COL`, FILE relative to the shop package directory.
 pub fn hole(spec: &str) -> Hole {
@@ -28,7 +29,12 @@ pub fn hole(spec: &str) -> Hole {
 pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prompt) {
     let tokenizer = TokenizerKind::Code.tokenizer();
     let spec = proposals::specs()[id];
-    let req = Request { index: &SAMPLE, hole, tokenizer, allocation: compose::proposal_allocation(budget, spec.share) };
+    let req = Request {
+        index: &SAMPLE,
+        hole,
+        tokenizer,
+        allocation: compose::proposal_allocation(budget, spec.share),
+    };
     let context = proposals::build(spec, &req);
     let prompt = compose::compose(&SAMPLE, hole, Some(&context), tokenizer, budget);
     (context, prompt)
@@ -48,5 +54,9 @@ pub fn proposal_text(hole: &Hole, id: usize, budget: usize) -> String {
 /// File names (no directories) of the files a proposal ranked, best first.
 pub fn ranked_names(hole: &Hole, id: usize) -> Vec<String> {
     let (context, _) = proposal(hole, id, 4072);
-    context.ranked_files.iter().map(|&f| SAMPLE.files[f].stem().to_string()).collect()
+    context
+        .ranked_files
+        .iter()
+        .map(|&f| SAMPLE.files[f].stem().to_string())
+        .collect()
 }

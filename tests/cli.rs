@@ -1,0 +1,162 @@
+//! The command line as a user runs it: output shape, and one-line errors with exit code 2.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const DEMO: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
+
+fn keyhole(args: &[&str]) -> Output {
+    let scratch = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .env("KEYHOLE_CACHE_DIR", scratch.path().join("cache"))
+        .env("XDG_DATA_HOME", scratch.path().join("data"))
+        .output()
+        .unwrap()
+}
+
+fn sample() -> String {
+    common::sample_path().to_string_lossy().into_owned()
+}
+
+fn stdout_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn one_line_error(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+#[test]
+fn proposals_json_lists_all_62_rows() {
+    let json = stdout_json(&keyhole(&["proposals", &sample(), DEMO, "--json"]));
+    let rows = json["proposals"].as_array().unwrap();
+    assert_eq!(rows.len(), 62);
+    assert_eq!(rows[14]["id"], 14);
+    assert_eq!(rows[14]["source"], "import");
+    assert_eq!(rows[14]["context_type"], "MNB");
+    assert_eq!(rows[32]["source"], "child_class");
+    assert_eq!(
+        rows[32]["applicable"], false,
+        "nothing extends OrderService"
+    );
+    assert_eq!(
+        rows[8]["files"][0],
+        "src/main/java/com/acme/shop/service/BaseService.java"
+    );
+    for row in rows {
+        assert!(row["tokens"].as_u64().unwrap() <= row["allocated"].as_u64().unwrap());
+        assert_eq!(
+            row["applicable"].as_bool().unwrap(),
+            row["tokens"].as_u64().unwrap() > 0
+        );
+    }
+    assert_eq!(json["hole"]["target"], "findByCustomerId(customerId);");
+}
+
+#[test]
+fn prompt_prints_the_composed_text_and_its_segments() {
+    let plain = keyhole(&[
+        "prompt",
+        &sample(),
+        DEMO,
+        "--proposal",
+        "9",
+        "--budget",
+        "300",
+    ]);
+    let json = stdout_json(&keyhole(&[
+        "prompt",
+        &sample(),
+        DEMO,
+        "--proposal",
+        "9",
+        "--budget",
+        "300",
+        "--json",
+    ]));
+    assert_eq!(
+        String::from_utf8(plain.stdout).unwrap(),
+        json["text"].as_str().unwrap()
+    );
+    let segments = json["segments"].as_array().unwrap();
+    let kinds: Vec<&str> = segments
+        .iter()
+        .map(|s| s["kind"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["proposal", "separator", "default"]);
+    assert!(json["tokens"].as_u64().unwrap() <= 300);
+    let first_piece = &segments[0]["pieces"][1];
+    assert_eq!(
+        first_piece["file"],
+        "src/main/java/com/acme/shop/service/BaseService.java"
+    );
+    assert!(
+        json["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("return orderRepository.")
+    );
+}
+
+#[test]
+fn no_arguments_prints_the_demo_table_from_the_embedded_sample() {
+    let output = keyhole(&[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("target      findByCustomerId(customerId);"));
+    assert!(text.contains(" 62  default"));
+    assert!(text.contains("of 62 proposals applicable"));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    let err = one_line_error(&keyhole(&["proposals", "/no/such/repo", DEMO]));
+    assert!(err.contains("/no/such/repo: no such directory"), "{err}");
+    let err = one_line_error(&keyhole(&["proposals", &sample(), "Missing.java:1:1"]));
+    assert!(err.contains("Missing.java: no such source file"), "{err}");
+    let err = one_line_error(&keyhole(&[
+        "proposals",
+        &sample(),
+        &DEMO.replace(":94:32", ":94:99"),
+    ]));
+    assert!(
+        err.contains("OrderService.java:94:99: column out of range"),
+        "{err}"
+    );
+    let err = one_line_error(&keyhole(&["proposals", &sample(), "OrderService.java"]));
+    assert!(err.contains("expected FILE:LINE:COL"), "{err}");
+    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--proposal", "63"]));
+    assert!(err.contains("--proposal 63"), "{err}");
+    let err = one_line_error(&keyhole(&[
+        "proposals",
+        &sample(),
+        DEMO,
+        "--tokenizer",
+        "gpt9",
+    ]));
+    assert!(err.contains("unknown tokenizer 'gpt9'"), "{err}");
+}
+
+#[test]
+fn holes_lists_sampled_positions() {
+    let json = stdout_json(&keyhole(&["holes", &sample(), "--cap", "5", "--json"]));
+    let holes = json["holes"].as_array().unwrap();
+    assert_eq!(holes.len(), 5);
+    assert!(holes.iter().all(|h| h["line"].as_u64().unwrap() >= 1));
+}

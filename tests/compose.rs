@@ -1,0 +1,104 @@
+//! The composer: budgets are never exceeded and the proposal's unused share goes, exactly, to
+//! the default context — for any hole, proposal, budget and tokenizer.
+
+mod common;
+
+use common::SAMPLE;
+use keyhole::compose::{self, SegmentKind};
+use keyhole::context::proposals::{self, Request};
+use keyhole::hole::sample_holes;
+use keyhole::token::TokenizerKind;
+use proptest::prelude::*;
+
+fn tokenizers() -> impl Strategy<Value = TokenizerKind> {
+    prop_oneof![
+        8 => Just(TokenizerKind::Code),
+        1 => Just(TokenizerKind::P50kBase),
+        1 => Just(TokenizerKind::Cl100kBase),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prompts_fit_the_budget_and_reallocation_is_exact(
+        hole_pick in any::<prop::sample::Index>(),
+        id in 0usize..=62,
+        budget in 0usize..3000,
+        kind in tokenizers(),
+    ) {
+        let holes = sample_holes(&SAMPLE, None, 9);
+        let hole = hole_pick.get(&holes);
+        let tok = kind.tokenizer();
+        let proposal = (id < 62).then(|| {
+            let spec = proposals::specs()[id];
+            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share) };
+            proposals::build(spec, &req)
+        });
+        let prompt = compose::compose(&SAMPLE, hole, proposal.as_ref(), tok, budget);
+
+        prop_assert!(prompt.tokens(tok) <= budget, "{} > {budget}", prompt.tokens(tok));
+        let mut spent = 0;
+        for segment in &prompt.segments {
+            prop_assert!(segment.tokens <= segment.allocated);
+            prop_assert_eq!(tok.count(&segment.text.text), segment.tokens);
+            if !matches!(segment.kind, SegmentKind::Default) {
+                spent += segment.tokens;
+            }
+            // Provenance stays inside the file and matches the text exactly.
+            for piece in &segment.text.pieces {
+                if let Some(origin) = piece.origin {
+                    let file = &SAMPLE.files[origin.file].text;
+                    prop_assert!(origin.span.end as usize <= file.len());
+                    prop_assert_eq!(&file[origin.span.range()], &segment.text.text[piece.range.clone()]);
+                }
+            }
+        }
+        let default = prompt.segments.last().unwrap();
+        prop_assert!(matches!(default.kind, SegmentKind::Default));
+        // Whatever the proposal leaves unused is the default context's.
+        prop_assert_eq!(default.allocated, budget - spent);
+        // The default context is the code right before the hole, cut from the start.
+        let before = &SAMPLE.files[hole.file].text[..hole.offset];
+        prop_assert!(before.ends_with(&default.text.text));
+        if let Some(p) = proposal.as_ref().filter(|p| p.applicable()) {
+            let seg = &prompt.segments[0];
+            prop_assert!(seg.tokens <= compose::proposal_allocation(budget, p.spec.share));
+        }
+    }
+}
+
+#[test]
+fn a_short_proposal_hands_its_unused_tokens_to_the_default_context() {
+    let hole = common::hole("service/OrderService.java:94:32");
+    let (_, prompt) = common::proposal(&hole, 3, 1000);
+    let [proposal, separator, default] = &prompt.segments[..] else {
+        panic!("three segments")
+    };
+    assert_eq!(
+        (proposal.tokens, proposal.allocated, proposal.cut),
+        (18, 500, None)
+    );
+    assert_eq!(separator.text.text, "\n");
+    assert_eq!(default.allocated, 1000 - 18 - 1);
+    assert_eq!(
+        default.tokens, default.allocated,
+        "the file before the hole is longer than that"
+    );
+    assert!(default.cut.is_some());
+    assert_eq!(
+        prompt.tokens(keyhole::token::TokenizerKind::Code.tokenizer()),
+        1000
+    );
+}
+
+#[test]
+fn the_default_context_alone_is_the_code_before_the_hole() {
+    let hole = common::hole("model/Entity.java:14:13");
+    let prompt = compose::compose(&SAMPLE, &hole, None, TokenizerKind::Code.tokenizer(), 4072);
+    assert_eq!(prompt.segments.len(), 1);
+    let text = prompt.text();
+    assert!(text.starts_with("package com.acme.shop.model;\n"));
+    assert!(text.ends_with("public abstract class Entity {\n\n    private "));
+}
