@@ -87,6 +87,46 @@ impl Prompt {
     pub fn segment(&self, kind: fn(&SegmentKind) -> bool) -> Option<&Segment> {
         self.segments.iter().find(|s| kind(&s.kind))
     }
+
+    /// Check the promises a prompt makes: it fits its budget, each segment fits its allocation
+    /// and counts what it says, the default context gets exactly what the others left, and every
+    /// piece's provenance lies inside its file and is that file's text. Used by tests and by the
+    /// corpus sweep (`cargo run --release --example sweep`).
+    pub fn validate(&self, index: &RepoIndex, tok: &dyn Tokenizer) -> Result<(), String> {
+        let total = self.tokens(tok);
+        if total > self.budget {
+            return Err(format!("prompt has {total} tokens, budget {}", self.budget));
+        }
+        let mut spent = 0;
+        for segment in &self.segments {
+            let counted = tok.count(&segment.text.text);
+            if segment.tokens > segment.allocated || counted != segment.tokens {
+                return Err(format!(
+                    "{:?}: {} tokens ({counted} counted) for {} allocated",
+                    segment.kind, segment.tokens, segment.allocated
+                ));
+            }
+            if segment.kind == SegmentKind::Default && segment.allocated != self.budget - spent {
+                return Err(format!(
+                    "default context got {} of the {} left",
+                    segment.allocated,
+                    self.budget - spent
+                ));
+            }
+            spent += segment.tokens;
+            for piece in &segment.text.pieces {
+                let Some(origin) = piece.origin else { continue };
+                let file = &index.files[origin.file].text;
+                if file.get(origin.span.range()) != segment.text.text.get(piece.range.clone()) {
+                    return Err(format!(
+                        "piece {:?} does not match {}",
+                        piece.range, index.files[origin.file].path
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The default context: all code before the hole in the current file.

@@ -1,8 +1,8 @@
 //! Holes: a cursor position in a file, with the text that truly follows it when known, and
 //! RLPG's hole sampling (paper section 3.1, appendix A.1).
 
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -113,6 +113,22 @@ impl Hole {
             self.column + 1
         )
     }
+}
+
+/// Holes everywhere, for robustness sweeps: every line of every file (blank and comment lines
+/// included), at `columns_per_line` columns drawn with `seed` from the start to the end of line.
+pub fn every_line(index: &RepoIndex, columns_per_line: usize, seed: u64) -> Vec<Hole> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut holes = Vec::new();
+    for (id, file) in index.files.iter().enumerate() {
+        for line in 0..file.line_count() {
+            let chars = file.line_text(line).chars().count();
+            for _ in 0..columns_per_line {
+                holes.push(Hole::in_line(index, id, line, rng.random_range(0..=chars)));
+            }
+        }
+    }
+    holes
 }
 
 /// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
