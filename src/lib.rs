@@ -8,6 +8,7 @@ pub mod compose;
 pub mod context;
 pub mod hole;
 pub mod lang;
+pub mod model;
 pub mod repo;
 pub mod sample;
 pub mod token;

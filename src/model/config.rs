@@ -1,0 +1,287 @@
+//! Backend configuration: the TOML file in the config directory, with flags to override.
+//!
+//! `backends.toml` holds one `[[backend]]` table per backend. The embedded backend is built in
+//! and always listed first. API keys never appear here: a backend names the environment
+//! variable that holds its key, and the key is read only when a request is sent.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::CompletionRequest;
+pub use super::http::build_http;
+
+/// Environment variable that replaces the platform's config directory.
+pub const CONFIG_DIR_ENV: &str = "KEYHOLE_CONFIG_DIR";
+/// The backends file, inside the config directory.
+pub const BACKENDS_FILE: &str = "backends.toml";
+/// Name (and kind) of the built-in offline backend.
+pub const EMBEDDED: &str = "embedded";
+/// Placeholder for the prompt in a chat backend's user message.
+pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
+/// Placeholder for the code after the hole in a chat backend's user message.
+pub const SUFFIX_PLACEHOLDER: &str = "{suffix}";
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a code completion engine. You answer with code only, without explanations or markdown.";
+pub const DEFAULT_USER_TEMPLATE: &str =
+    "Complete the code at the end of this prompt. Answer with the missing code only.\n\n{prompt}";
+
+/// Which server protocol a backend speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackendKind {
+    #[serde(rename = "embedded")]
+    Embedded,
+    /// `/v1/completions` (vLLM, llama.cpp, LM Studio, TGI, OpenAI).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// `/v1/chat/completions`, with the prompt wrapped in an instruction.
+    #[serde(rename = "openai_chat")]
+    OpenAiChat,
+    /// Ollama's `/api/generate`.
+    #[serde(rename = "ollama")]
+    Ollama,
+    /// llama.cpp's native `/completion`, `/infill` and `/tokenize`.
+    #[serde(rename = "llamacpp")]
+    LlamaCpp,
+}
+
+/// One backend as configured. Generation settings that are set replace the request's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendConfig {
+    pub name: String,
+    pub kind: BackendKind,
+    /// Server root, without `/v1`: e.g. `http://localhost:8080`.
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The NAME of the environment variable holding the API key (sent as a bearer token).
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<usize>,
+    pub stop: Option<Vec<String>>,
+    /// Limit on a whole request: connecting, retries and reading the answer.
+    #[serde(default = "default_deadline_secs")]
+    pub deadline_secs: u64,
+    /// Requests in flight at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// Retries after 429 and 5xx answers.
+    #[serde(default = "default_retries")]
+    pub retries: u32,
+    /// Whether the server honours `n > 1` (OpenAI kinds only; llama.cpp's `/v1` rejects it).
+    pub supports_n: Option<bool>,
+    /// Chat backends: the system message.
+    pub system_prompt: Option<String>,
+    /// Chat backends: the user message, with `{prompt}` (and optionally `{suffix}`).
+    pub user_template: Option<String>,
+}
+
+fn default_deadline_secs() -> u64 {
+    60
+}
+
+fn default_concurrency() -> usize {
+    4
+}
+
+fn default_retries() -> u32 {
+    3
+}
+
+impl BackendConfig {
+    /// The built-in offline backend.
+    pub fn embedded() -> Self {
+        BackendConfig {
+            name: EMBEDDED.to_string(),
+            kind: BackendKind::Embedded,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            stop: None,
+            deadline_secs: default_deadline_secs(),
+            concurrency: default_concurrency(),
+            retries: default_retries(),
+            supports_n: None,
+            system_prompt: None,
+            user_template: None,
+        }
+    }
+
+    /// Whether one request can ask for several samples.
+    pub fn supports_n(&self) -> bool {
+        matches!(self.kind, BackendKind::OpenAi | BackendKind::OpenAiChat)
+            && self.supports_n.unwrap_or(true)
+    }
+
+    /// `request` with this backend's configured generation settings in place of its own.
+    pub fn apply(&self, request: &CompletionRequest) -> CompletionRequest {
+        CompletionRequest {
+            temperature: self.temperature.unwrap_or(request.temperature),
+            max_tokens: self.max_tokens.unwrap_or(request.max_tokens),
+            stop: self.stop.clone().unwrap_or_else(|| request.stop.clone()),
+            ..request.clone()
+        }
+    }
+
+    /// The first problem with this entry, as (key, message).
+    fn problem(&self) -> Option<(&'static str, String)> {
+        let http = self.kind != BackendKind::Embedded;
+        let needs_model = matches!(
+            self.kind,
+            BackendKind::OpenAi | BackendKind::OpenAiChat | BackendKind::Ollama
+        );
+        if self.name.trim().is_empty() {
+            Some(("name", "must not be empty".into()))
+        } else if self.name == EMBEDDED {
+            Some((
+                "name",
+                format!("`{EMBEDDED}` is the built-in backend's name"),
+            ))
+        } else if http && self.base_url.is_none() {
+            Some(("base_url", "is required for HTTP backends".into()))
+        } else if let Some(problem) = self.base_url.as_deref().and_then(url_problem) {
+            Some(("base_url", problem))
+        } else if needs_model && self.model.is_none() {
+            Some(("model", "is required for this kind".into()))
+        } else if self.concurrency == 0 {
+            Some(("concurrency", "must be at least 1".into()))
+        } else if self.deadline_secs == 0 {
+            Some(("deadline_secs", "must be at least 1".into()))
+        } else if self
+            .user_template
+            .as_ref()
+            .is_some_and(|t| !t.contains(PROMPT_PLACEHOLDER))
+        {
+            Some((
+                "user_template",
+                format!("must contain {PROMPT_PLACEHOLDER}"),
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// Why `url` cannot be a server root; the URL itself is not echoed (it may hold secrets).
+fn url_problem(url: &str) -> Option<String> {
+    match reqwest::Url::parse(url) {
+        Err(e) => Some(format!("is not a valid URL ({e})")),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => Some("must be http or https".into()),
+        Ok(_) => None,
+    }
+}
+
+/// A backends file that cannot be used.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("cannot read {}: {detail}", path.display())]
+    Read { path: PathBuf, detail: String },
+    #[error("{}, line {line}{}: {message}", path.display(), key.as_ref().map(|k| format!(", key `{k}`")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        key: Option<String>,
+        message: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendsFile {
+    #[serde(default)]
+    backend: Vec<toml::Spanned<BackendConfig>>,
+}
+
+/// The config directory: `$KEYHOLE_CONFIG_DIR`, else the platform's.
+pub fn config_dir() -> Option<PathBuf> {
+    match std::env::var_os(CONFIG_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => Some(dir.into()),
+        _ => {
+            directories::ProjectDirs::from("", "", "keyhole").map(|d| d.config_dir().to_path_buf())
+        }
+    }
+}
+
+/// Where `backends.toml` is looked for.
+pub fn backends_path() -> Option<PathBuf> {
+    config_dir().map(|dir| dir.join(BACKENDS_FILE))
+}
+
+/// The embedded backend followed by those in `path` (a missing file configures none).
+pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            });
+        }
+    };
+    let invalid = |offset: usize, key: Option<String>, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: line_of(&text, offset),
+        key,
+        message,
+    };
+    let file: BackendsFile = toml::from_str(&text).map_err(|e| {
+        let offset = e.span().map_or(0, |span| span.start);
+        invalid(offset, key_at(&text, offset), e.message().to_string())
+    })?;
+    let mut names = HashSet::new();
+    let mut backends = vec![BackendConfig::embedded()];
+    for entry in file.backend {
+        let table = entry.span().start;
+        let config = entry.into_inner();
+        let problem = config.problem().or_else(|| {
+            (!names.insert(config.name.clone()))
+                .then(|| ("name", format!("`{}` is configured twice", config.name)))
+        });
+        if let Some((key, message)) = problem {
+            let at = key_offset(&text, table, key).unwrap_or(table);
+            return Err(invalid(at, Some(key.to_string()), message));
+        }
+        backends.push(config);
+    }
+    Ok(backends)
+}
+
+/// 1-based line number of byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line holding byte `offset`.
+fn line_at(text: &str, offset: usize) -> &str {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    &text[start..end]
+}
+
+/// The key assigned on the line holding byte `offset`, if that line is `key = value`.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let line = line_at(text, offset).trim_start();
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && !line.starts_with('[')).then(|| key.to_string())
+}
+
+/// Where `key` is assigned in the table starting at `table` (toml's span for a table covers
+/// only its header), so errors point at the offending line.
+fn key_offset(text: &str, table: usize, key: &str) -> Option<usize> {
+    let mut offset = table;
+    for (i, line) in text[table..].split_inclusive('\n').enumerate() {
+        if i > 0 && line.trim_start().starts_with('[') {
+            return None;
+        }
+        if key_at(line, 0).as_deref() == Some(key) {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
+}

@@ -1,0 +1,379 @@
+//! Plumbing every protocol shares: the API key, retries, deadline, concurrency limit, size
+//! bound, stream framing and error messages.
+
+use std::future::Future;
+use std::time::Duration;
+
+use reqwest::{Response, StatusCode, Url};
+use serde_json::Value;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::model::BackendError;
+use crate::model::config::BackendConfig;
+
+/// Answers larger than this are refused, so a runaway server cannot exhaust memory.
+pub const MAX_ANSWER_BYTES: usize = 8 << 20;
+/// The longest wait before a retry, whatever Retry-After asks for.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(30);
+/// Wait before the first retry when the server does not say; doubles each time.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// How much of an error answer goes into an error message.
+const DETAIL_CHARS: usize = 300;
+
+/// How a streamed answer is cut into events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// Server-sent events: `data: {...}` lines, optionally ending with `data: [DONE]`.
+    Sse,
+    /// One JSON object per line.
+    Ndjson,
+}
+
+/// One server: where it is, how to reach it and within which limits.
+pub(super) struct Transport {
+    backend: String,
+    base: Url,
+    client: reqwest::Client,
+    api_key_env: Option<String>,
+    deadline: Duration,
+    retries: u32,
+    limiter: Semaphore,
+}
+
+impl Transport {
+    pub fn new(config: &BackendConfig) -> Result<Self, BackendError> {
+        let config_error = |detail: String| BackendError::Config {
+            backend: config.name.clone(),
+            detail,
+        };
+        let base_url = config
+            .base_url
+            .as_deref()
+            .ok_or_else(|| config_error("base_url is not set".into()))?;
+        let base = Url::parse(base_url)
+            .map_err(|e| config_error(format!("base_url is not a valid URL ({e})")))?;
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| config_error(format!("cannot set up HTTP: {}", cause(&e))))?;
+        Ok(Transport {
+            backend: config.name.clone(),
+            base,
+            client,
+            api_key_env: config.api_key_env.clone(),
+            deadline: Duration::from_secs(config.deadline_secs),
+            retries: config.retries,
+            limiter: Semaphore::new(config.concurrency.max(1)),
+        })
+    }
+
+    /// `path` under the base URL, keeping the base's own path prefix and query.
+    pub fn endpoint(&self, path: &str) -> Endpoint<'_> {
+        let mut url = self.base.clone();
+        url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
+        let shown = redacted(&url);
+        Endpoint {
+            transport: self,
+            url,
+            shown,
+        }
+    }
+
+    /// The key, read from the environment now so that it is never stored.
+    fn api_key(&self) -> Result<Option<String>, BackendError> {
+        let Some(var) = &self.api_key_env else {
+            return Ok(None);
+        };
+        std::env::var(var)
+            .map(Some)
+            .map_err(|_| BackendError::Config {
+                backend: self.backend.clone(),
+                detail: format!("the API key variable {var} is not set"),
+            })
+    }
+}
+
+/// One URL of a server; its errors name the backend and the URL without secrets.
+pub(super) struct Endpoint<'a> {
+    transport: &'a Transport,
+    url: Url,
+    shown: String,
+}
+
+impl Endpoint<'_> {
+    /// POST `body` and read one JSON answer.
+    pub async fn json(&self, body: &Value) -> Result<Value, BackendError> {
+        self.within_deadline(async {
+            let (mut response, _permit) = self.send(body).await?;
+            let mut answer = Vec::new();
+            while let Some(chunk) = self.next_chunk(&mut response, answer.len()).await? {
+                answer.extend_from_slice(chunk.as_ref());
+            }
+            self.parse(&answer)
+        })
+        .await
+    }
+
+    /// POST `body` and hand each streamed event to `on_event`, which says whether it was the
+    /// last; a stream that ends before that is truncated.
+    pub async fn stream(
+        &self,
+        body: &Value,
+        framing: Framing,
+        mut on_event: impl FnMut(&Value) -> Result<bool, String> + Send,
+    ) -> Result<(), BackendError> {
+        self.within_deadline(async {
+            let (mut response, _permit) = self.send(body).await?;
+            let mut lines = Lines::default();
+            let mut read = 0;
+            while let Some(chunk) = self.next_chunk(&mut response, read).await? {
+                read += chunk.as_ref().len();
+                for line in lines.push(chunk.as_ref()) {
+                    if self.event(&line, framing, &mut on_event)? {
+                        return Ok(());
+                    }
+                }
+            }
+            if self.event(&lines.rest(), framing, &mut on_event)? {
+                return Ok(());
+            }
+            Err(self.truncated("the connection closed before the end of the stream".into()))
+        })
+        .await
+    }
+
+    /// Handles one line of a stream; true when it ends the stream.
+    fn event(
+        &self,
+        line: &str,
+        framing: Framing,
+        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
+    ) -> Result<bool, BackendError> {
+        let payload = match framing {
+            Framing::Ndjson => line.trim(),
+            // Other SSE fields (event:, id:, comments) carry nothing we use.
+            Framing::Sse => line.strip_prefix("data:").map_or("", str::trim),
+        };
+        match payload {
+            "" => Ok(false),
+            "[DONE]" if framing == Framing::Sse => Ok(true),
+            _ => on_event(&self.parse(payload.as_bytes())?).map_err(|d| self.malformed(d)),
+        }
+    }
+
+    /// Parses JSON, treating an `error` object as the failure it reports.
+    fn parse(&self, bytes: &[u8]) -> Result<Value, BackendError> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| self.malformed(format!("invalid JSON: {e}")))?;
+        match value.get("error") {
+            Some(error) => Err(self.malformed(format!("server error: {}", error_text(error)))),
+            None => Ok(value),
+        }
+    }
+
+    /// The next piece of the body, given how much was read before; enforces the size bound.
+    async fn next_chunk(
+        &self,
+        response: &mut Response,
+        read: usize,
+    ) -> Result<Option<impl AsRef<[u8]>>, BackendError> {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|e| self.truncated(cause(&e)))?;
+        match chunk {
+            Some(chunk) if read + chunk.len() > MAX_ANSWER_BYTES => Err(self.too_large()),
+            chunk => Ok(chunk),
+        }
+    }
+
+    /// Sends with retries on 429 and 5xx; holds a concurrency permit while a request is open.
+    async fn send(&self, body: &Value) -> Result<(Response, SemaphorePermit<'_>), BackendError> {
+        let key = self.transport.api_key()?;
+        let mut attempt = 0;
+        loop {
+            let permit = self
+                .transport
+                .limiter
+                .acquire()
+                .await
+                .expect("the limiter is never closed");
+            let mut request = self.transport.client.post(self.url.clone()).json(body);
+            if let Some(key) = &key {
+                request = request.bearer_auth(key);
+            }
+            let response = request.send().await.map_err(|e| self.connect_error(&e))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok((response, permit));
+            }
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            if !retryable || attempt >= self.transport.retries {
+                return Err(self.status_error(response, key.as_deref()).await);
+            }
+            let wait = retry_wait(&response, attempt);
+            drop((response, permit));
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn within_deadline<T>(
+        &self,
+        work: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        tokio::time::timeout(self.transport.deadline, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(BackendError::Deadline {
+                    backend: self.transport.backend.clone(),
+                    url: self.shown.clone(),
+                    seconds: self.transport.deadline.as_secs(),
+                })
+            })
+    }
+
+    /// The error for an unsuccessful status, with what the server said (minus the key).
+    async fn status_error(&self, mut response: Response, key: Option<&str>) -> BackendError {
+        let status = response.status();
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return BackendError::RateLimited {
+                backend: self.transport.backend.clone(),
+                url: self.shown.clone(),
+            };
+        }
+        let mut answer = Vec::new();
+        while let Ok(Some(chunk)) = self.next_chunk(&mut response, answer.len()).await {
+            answer.extend_from_slice(chunk.as_ref());
+        }
+        let mut detail = answer_detail(&answer);
+        if let Some(key) = key.filter(|k| !k.is_empty()) {
+            detail = detail.replace(key, "[redacted]");
+        }
+        BackendError::Status {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+            status: status.as_u16(),
+            detail,
+        }
+    }
+
+    fn connect_error(&self, error: &reqwest::Error) -> BackendError {
+        BackendError::Connect {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+            detail: cause(error),
+        }
+    }
+
+    pub fn malformed(&self, detail: String) -> BackendError {
+        BackendError::Malformed {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+            detail,
+        }
+    }
+
+    fn truncated(&self, detail: String) -> BackendError {
+        BackendError::TruncatedStream {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+            detail,
+        }
+    }
+
+    fn too_large(&self) -> BackendError {
+        BackendError::TooLarge {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+            limit: MAX_ANSWER_BYTES,
+        }
+    }
+
+    pub fn empty(&self) -> BackendError {
+        BackendError::EmptyChoices {
+            backend: self.transport.backend.clone(),
+            url: self.shown.clone(),
+        }
+    }
+}
+
+/// Splits a byte stream into lines; a line is only decoded once complete, so multi-byte
+/// characters split across chunks survive.
+#[derive(Default)]
+struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    /// Adds a chunk and returns the lines it completed.
+    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.pending.extend_from_slice(chunk);
+        let Some(last) = self.pending.iter().rposition(|&b| b == b'\n') else {
+            return Vec::new();
+        };
+        let rest = self.pending.split_off(last + 1);
+        let complete = std::mem::replace(&mut self.pending, rest);
+        String::from_utf8_lossy(&complete)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// What follows the last newline (an NDJSON stream need not end with one).
+    fn rest(self) -> String {
+        String::from_utf8_lossy(&self.pending).into_owned()
+    }
+}
+
+/// Retry-After in seconds where given, else exponential backoff; capped either way.
+fn retry_wait(response: &Response, attempt: u32) -> Duration {
+    let asked = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    asked
+        .unwrap_or_else(|| FIRST_BACKOFF.saturating_mul(2u32.saturating_pow(attempt)))
+        .min(MAX_RETRY_WAIT)
+}
+
+/// `url` without user info, query or fragment, which may hold secrets.
+fn redacted(url: &Url) -> String {
+    let mut url = url.clone();
+    // Fails only for URLs that cannot have user info, which then have none to strip.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}
+
+/// The innermost cause of an error: the OS or protocol failure, without the URL reqwest adds.
+fn cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = error;
+    while let Some(source) = inner.source() {
+        inner = source;
+    }
+    inner.to_string()
+}
+
+/// What an error answer says: its `error` message where it is JSON, else its text; shortened.
+fn answer_detail(answer: &[u8]) -> String {
+    let text = String::from_utf8_lossy(answer);
+    let said = match serde_json::from_str::<Value>(&text) {
+        Ok(value) => value
+            .get("error")
+            .map_or_else(|| value.to_string(), error_text),
+        Err(_) => text.trim().to_string(),
+    };
+    said.chars().take(DETAIL_CHARS).collect()
+}
+
+/// The message of an `error` field, which servers send as a string or as `{message: ...}`.
+fn error_text(error: &Value) -> String {
+    match error.get("message").unwrap_or(error) {
+        Value::String(message) => message.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,161 @@
+//! Completion backends: the embedded offline model and HTTP servers behind one trait.
+//!
+//! A request is a composed prompt (plus an optional suffix for fill-in-the-middle); a backend
+//! returns one or more completions. Requests are futures: dropping one cancels it, which is how
+//! the TUI abandons completions when the hole moves.
+
+pub mod config;
+pub mod http;
+pub mod ngram;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// RLPG's completion length (section 3.2).
+pub const DEFAULT_MAX_TOKENS: usize = 24;
+
+/// What to complete and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompletionRequest {
+    pub prompt: String,
+    /// Code after the hole, for backends that fill in the middle.
+    pub suffix: Option<String>,
+    pub max_tokens: usize,
+    /// 0 means greedy.
+    pub temperature: f32,
+    pub seed: Option<u64>,
+    /// Generation stops before any of these; RLPG stops at a newline.
+    pub stop: Vec<String>,
+    /// Number of samples wanted from this one prompt.
+    pub n: usize,
+    /// Repository path of the file being completed, so the embedded model can leave it out of
+    /// its repository statistics (it must never see the answer). HTTP backends ignore it.
+    pub current_file: Option<String>,
+}
+
+impl CompletionRequest {
+    /// A greedy single-line request, as in RLPG.
+    pub fn single_line(prompt: String) -> Self {
+        CompletionRequest {
+            prompt,
+            suffix: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+            temperature: 0.0,
+            seed: None,
+            stop: vec!["\n".to_string()],
+            n: 1,
+            current_file: None,
+        }
+    }
+}
+
+/// One completion.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Completion {
+    pub text: String,
+    /// Wall time of the request that produced it.
+    pub latency: Duration,
+}
+
+/// A piece of streamed text for completion `index` of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delta {
+    pub index: usize,
+    pub text: String,
+}
+
+/// How a backend's token counts relate to what the model really sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenCounting {
+    /// Counted with the model's own tokenizer: budgets are exact.
+    Exact,
+    /// Counted with a stand-in tokenizer: budgets are approximate.
+    Approximate,
+}
+
+/// Everything that can go wrong talking to a backend. Messages name the backend and the URL
+/// (never a key) and say what failed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum BackendError {
+    #[error("{backend}: cannot connect to {url}: {detail}")]
+    Connect {
+        backend: String,
+        url: String,
+        detail: String,
+    },
+    #[error("{backend}: no answer from {url} within {seconds} s")]
+    Deadline {
+        backend: String,
+        url: String,
+        seconds: u64,
+    },
+    #[error("{backend}: {url} answered {status}: {detail}")]
+    Status {
+        backend: String,
+        url: String,
+        status: u16,
+        detail: String,
+    },
+    #[error("{backend}: {url} is rate limiting (429) and retries ran out")]
+    RateLimited { backend: String, url: String },
+    #[error("{backend}: {url} sent a malformed answer: {detail}")]
+    Malformed {
+        backend: String,
+        url: String,
+        detail: String,
+    },
+    #[error("{backend}: the stream from {url} ended early: {detail}")]
+    TruncatedStream {
+        backend: String,
+        url: String,
+        detail: String,
+    },
+    #[error("{backend}: {url} returned no completions")]
+    EmptyChoices { backend: String, url: String },
+    #[error("{backend}: the answer from {url} exceeds {limit} bytes")]
+    TooLarge {
+        backend: String,
+        url: String,
+        limit: usize,
+    },
+    #[error("{backend}: {detail}")]
+    Config { backend: String, detail: String },
+}
+
+/// A completion backend.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// The name the user configured (or "embedded").
+    fn name(&self) -> &str;
+
+    /// Whether prompt budgets counted for this backend are exact.
+    fn counting(&self) -> TokenCounting;
+
+    /// Complete `request.n` times. Streamed text, where the backend streams, goes to `deltas`
+    /// as it arrives; the returned completions are the final texts.
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        deltas: Option<&UnboundedSender<Delta>>,
+    ) -> Result<Vec<Completion>, BackendError>;
+
+    /// Count tokens with the backend's own tokenizer, where it exposes one.
+    async fn count_tokens(&self, _text: &str) -> Option<Result<usize, BackendError>> {
+        None
+    }
+}
+
+/// Cut `text` before the first stop sequence, if any occurs.
+pub fn apply_stop(text: &str, stop: &[String]) -> String {
+    let end = stop
+        .iter()
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| text.find(s.as_str()))
+        .min()
+        .unwrap_or(text.len());
+    text[..end].to_string()
+}

@@ -1,0 +1,524 @@
+//! The embedded offline model: a token n-gram language model of code that answers instantly.
+//!
+//! Two sources of statistics are combined at every step:
+//! - the prompt itself: the longest earlier occurrence of the current context inside the
+//!   prompt predicts what follows, so context placed in the prompt changes the completion the
+//!   way in-context copying does in a large model;
+//! - the repository minus the current file: a suffix array over the repository's tokens,
+//!   read backwards, finds the longest matching context of any length and the tokens that
+//!   followed it. The current file is left out so the model never sees the answer.
+//!
+//! Model tokens are keyhole's code tokens with a space before a token glued to it (`" x"`), so
+//! an n-gram spans more code; indentation stays a token of its own.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{
+    Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
+};
+use crate::repo::RepoIndex;
+use crate::token::{CodeTokenizer, Tokenizer};
+
+/// Longest context, in model tokens, either source matches.
+const MAX_ORDER: usize = 24;
+/// Continuations read from a suffix-array range at most (evenly spread over larger ranges).
+const MAX_CONTINUATIONS: usize = 256;
+/// In-prompt evidence counts this much more than repository evidence of the same order.
+const PROMPT_WEIGHT: f64 = 2.0;
+/// Token id marking the boundary between files in the repository stream.
+const BOUNDARY: u32 = 0;
+
+/// Split text into model tokens.
+pub fn model_tokens(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    let mut start = 0;
+    let mut pending_space: Option<usize> = None;
+    for end in CodeTokenizer.token_ends(text) {
+        let piece = &text[start..end];
+        let at_line_start = out.last().is_none_or(|t| t.ends_with('\n'));
+        if piece.starts_with([' ', '\t']) && !at_line_start {
+            pending_space = Some(start);
+        } else if let Some(space_start) = pending_space.take() {
+            if piece.starts_with(['\n', '\r']) {
+                out.push(&text[space_start..start]);
+                out.push(piece);
+            } else {
+                out.push(&text[space_start..end]);
+            }
+        } else {
+            out.push(piece);
+        }
+        start = end;
+    }
+    if let Some(space_start) = pending_space {
+        out.push(&text[space_start..]);
+    }
+    out
+}
+
+/// Token strings and their ids. Id 0 is the file boundary.
+#[derive(Default)]
+struct Vocabulary {
+    ids: FxHashMap<Box<str>, u32>,
+    strings: Vec<Box<str>>,
+}
+
+impl Vocabulary {
+    fn new() -> Self {
+        let mut v = Vocabulary::default();
+        v.strings.push("".into());
+        v
+    }
+
+    fn intern(&mut self, token: &str) -> u32 {
+        if let Some(&id) = self.ids.get(token) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(token.into());
+        self.ids.insert(token.into(), id);
+        id
+    }
+
+    fn get(&self, token: &str) -> Option<u32> {
+        self.ids.get(token).copied()
+    }
+}
+
+/// Repository statistics: every file's tokens in one stream and a suffix array over it.
+pub struct RepoModel {
+    vocab: Vocabulary,
+    /// All files' tokens, each file followed by `BOUNDARY`.
+    stream: Vec<u32>,
+    /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
+    /// before `p` read backwards.
+    by_context: Vec<u32>,
+    /// Each file's range in the stream, by repository path.
+    files: FxHashMap<String, Range<u32>>,
+    /// How often each token occurs, for the last resort.
+    unigram: Vec<u32>,
+}
+
+impl RepoModel {
+    /// Build from every file of an index (a second or so for a large repository).
+    pub fn build(index: &RepoIndex) -> RepoModel {
+        let mut vocab = Vocabulary::new();
+        let mut stream = vec![BOUNDARY];
+        let mut files = FxHashMap::default();
+        for file in &index.files {
+            let start = stream.len() as u32;
+            stream.extend(
+                model_tokens(&file.text)
+                    .into_iter()
+                    .map(|t| vocab.intern(t)),
+            );
+            files.insert(file.path.clone(), start..stream.len() as u32);
+            stream.push(BOUNDARY);
+        }
+        let mut by_context: Vec<u32> = (1..stream.len() as u32)
+            .filter(|&p| stream[p as usize] != BOUNDARY)
+            .collect();
+        by_context.par_sort_unstable_by(|&a, &b| backward(&stream, a).cmp(backward(&stream, b)));
+        let mut unigram = vec![0u32; vocab.strings.len()];
+        for &t in &stream {
+            unigram[t as usize] += 1;
+        }
+        RepoModel {
+            vocab,
+            stream,
+            by_context,
+            files,
+            unigram,
+        }
+    }
+
+    /// The longest suffix of `context` found in the repository outside `exclude`, with the
+    /// tokens that followed it there: (matched order, [(token, count)]).
+    fn continuations(
+        &self,
+        context: &[u32],
+        exclude: &Range<u32>,
+        max_order: usize,
+    ) -> (usize, Vec<(u32, u32)>) {
+        let mut range = 0..self.by_context.len();
+        let mut order = 0;
+        for k in 1..=max_order.min(context.len()).min(MAX_ORDER) {
+            let want = context[context.len() - k];
+            if want == NOT_IN_REPO {
+                break;
+            }
+            let slice = &self.by_context[range.clone()];
+            let token_at = |p: u32| self.back_token(p, k);
+            let lo = slice.partition_point(|&p| token_at(p) < Some(want));
+            let hi = slice.partition_point(|&p| token_at(p) <= Some(want));
+            let narrowed = range.start + lo..range.start + hi;
+            if !self.has_outside(&narrowed, exclude) {
+                break;
+            }
+            range = narrowed;
+            order = k;
+        }
+        (order, self.count_next(range, exclude))
+    }
+
+    /// The token `k` places before position `p`, or `None` past a file boundary.
+    fn back_token(&self, p: u32, k: usize) -> Option<u32> {
+        let idx = (p as usize).checked_sub(k)?;
+        let t = self.stream[idx];
+        (t != BOUNDARY).then_some(t)
+    }
+
+    fn has_outside(&self, range: &Range<usize>, exclude: &Range<u32>) -> bool {
+        if range.is_empty() {
+            return false;
+        }
+        if range.len() > exclude.len() {
+            return true;
+        }
+        self.by_context[range.clone()]
+            .iter()
+            .any(|p| !exclude.contains(p))
+    }
+
+    fn count_next(&self, range: Range<usize>, exclude: &Range<u32>) -> Vec<(u32, u32)> {
+        let step = range.len().div_ceil(MAX_CONTINUATIONS).max(1);
+        let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
+        for &p in self.by_context[range].iter().step_by(step) {
+            if !exclude.contains(&p) {
+                *counts.entry(self.stream[p as usize]).or_default() += 1;
+            }
+        }
+        counts.into_iter().collect()
+    }
+}
+
+/// Marks a prompt token the repository never saw.
+const NOT_IN_REPO: u32 = u32::MAX;
+
+/// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
+fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
+    stream[..p as usize]
+        .iter()
+        .rev()
+        .take(MAX_ORDER)
+        .take_while(|&&t| t != BOUNDARY)
+        .copied()
+}
+
+/// One request's view: prompt tokens (plus what has been generated) with their strings.
+struct Sequence<'a> {
+    repo: &'a RepoModel,
+    /// Token ids: repository ids where the repository knows the token, local ids above.
+    ids: Vec<u32>,
+    /// Strings of local tokens, by `id - local_base`.
+    local: Vec<String>,
+    local_ids: FxHashMap<String, u32>,
+    /// Positions `j` by the token before them (`ids[j - 1]`), for in-prompt matching.
+    after: FxHashMap<u32, Vec<usize>>,
+}
+
+const LOCAL_BASE: u32 = 1 << 31;
+
+impl<'a> Sequence<'a> {
+    fn new(repo: &'a RepoModel, tokens: &[&str]) -> Self {
+        let mut seq = Sequence {
+            repo,
+            ids: Vec::new(),
+            local: Vec::new(),
+            local_ids: FxHashMap::default(),
+            after: FxHashMap::default(),
+        };
+        for t in tokens {
+            let id = seq.id_of(t);
+            seq.push(id);
+        }
+        seq
+    }
+
+    fn id_of(&mut self, token: &str) -> u32 {
+        if let Some(id) = self.repo.vocab.get(token) {
+            return id;
+        }
+        if let Some(&id) = self.local_ids.get(token) {
+            return id;
+        }
+        let id = LOCAL_BASE + self.local.len() as u32;
+        self.local.push(token.to_string());
+        self.local_ids.insert(token.to_string(), id);
+        id
+    }
+
+    fn text(&self, id: u32) -> &str {
+        if id >= LOCAL_BASE {
+            &self.local[(id - LOCAL_BASE) as usize]
+        } else {
+            &self.repo.vocab.strings[id as usize]
+        }
+    }
+
+    fn push(&mut self, id: u32) {
+        if let Some(&prev) = self.ids.last() {
+            self.after.entry(prev).or_default().push(self.ids.len());
+        }
+        self.ids.push(id);
+    }
+
+    /// Ids as the repository sees them (local tokens are unknown there).
+    fn repo_view(&self, k: usize) -> Vec<u32> {
+        let start = self.ids.len().saturating_sub(k);
+        self.ids[start..]
+            .iter()
+            .map(|&i| if i >= LOCAL_BASE { NOT_IN_REPO } else { i })
+            .collect()
+    }
+
+    /// The longest earlier occurrence in the sequence of its own end, with what followed it.
+    fn prompt_continuations(&self, max_order: usize) -> (usize, Vec<(u32, u32)>) {
+        let n = self.ids.len();
+        let Some(&last) = self.ids.last().filter(|_| max_order > 0) else {
+            return (0, Vec::new());
+        };
+        let Some(positions) = self.after.get(&last) else {
+            return (0, Vec::new());
+        };
+        let mut best = 0;
+        let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
+        for &j in positions.iter().filter(|&&j| j < n) {
+            let mut len = 1;
+            while len < max_order.min(MAX_ORDER)
+                && len < j
+                && self.ids[j - 1 - len] == self.ids[n - 1 - len]
+            {
+                len += 1;
+            }
+            if len > best {
+                best = len;
+                counts.clear();
+            }
+            if len == best {
+                *counts.entry(self.ids[j]).or_default() += 1;
+            }
+        }
+        (best, counts.into_iter().collect())
+    }
+
+    /// Scores of candidate next tokens, combining prompt and repository at their longest
+    /// matches; with `prefix`, only tokens that start with it (backing off to shorter contexts
+    /// until some do).
+    fn candidates(&self, exclude: &Range<u32>, prefix: Option<&str>) -> Vec<(u32, f64)> {
+        let mut max_order = MAX_ORDER;
+        loop {
+            let (lp, prompt) = self.prompt_continuations(max_order);
+            let (lr, repo) =
+                self.repo
+                    .continuations(&self.repo_view(max_order), exclude, max_order);
+            let mut scores: FxHashMap<u32, f64> = FxHashMap::default();
+            add_evidence(&mut scores, &prompt, lp, PROMPT_WEIGHT);
+            add_evidence(&mut scores, &repo, lr, 1.0);
+            let fits = |&(id, _): &(u32, f64)| prefix.is_none_or(|p| self.text(id).starts_with(p));
+            let mut kept: Vec<(u32, f64)> = scores.into_iter().filter(fits).collect();
+            if !kept.is_empty() {
+                kept.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                return kept;
+            }
+            if lp.max(lr) == 0 {
+                return prefix
+                    .map(|p| self.unigram_with_prefix(p))
+                    .unwrap_or_default();
+            }
+            max_order = lp.max(lr) - 1;
+        }
+    }
+
+    /// Last resort for a partial word: the most frequent known tokens that complete it.
+    fn unigram_with_prefix(&self, prefix: &str) -> Vec<(u32, f64)> {
+        let mut found: FxHashMap<u32, f64> = FxHashMap::default();
+        for &id in &self.ids {
+            if self.text(id).starts_with(prefix) && self.text(id) != prefix {
+                *found.entry(id).or_default() += PROMPT_WEIGHT;
+            }
+        }
+        if found.is_empty() {
+            for (id, s) in self.repo.vocab.strings.iter().enumerate() {
+                if s.starts_with(prefix) && s.len() > prefix.len() {
+                    found.insert(id as u32, f64::from(self.repo.unigram[id]));
+                }
+            }
+        }
+        let mut out: Vec<(u32, f64)> = found.into_iter().collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+/// Longer matches are much stronger evidence: a match of order `k` weighs `k²`.
+fn add_evidence(
+    scores: &mut FxHashMap<u32, f64>,
+    counts: &[(u32, u32)],
+    order: usize,
+    weight: f64,
+) {
+    let total: u32 = counts.iter().map(|&(_, c)| c).sum();
+    if order == 0 || total == 0 {
+        return;
+    }
+    let w = weight * (order * order) as f64;
+    for &(id, c) in counts {
+        *scores.entry(id).or_default() += w * f64::from(c) / f64::from(total);
+    }
+}
+
+/// The embedded model as a completion backend.
+pub struct EmbeddedModel {
+    repo: Arc<RepoModel>,
+}
+
+impl EmbeddedModel {
+    pub fn new(index: &RepoIndex) -> Self {
+        EmbeddedModel {
+            repo: Arc::new(RepoModel::build(index)),
+        }
+    }
+
+    /// One completion of `request.prompt`; `sample` picks the sample's seed offset.
+    pub fn generate(&self, request: &CompletionRequest, sample: u64) -> String {
+        let tokens = model_tokens(&request.prompt);
+        let (context, prefix) = split_partial(&tokens);
+        let mut seq = Sequence::new(&self.repo, context);
+        let exclude = request
+            .current_file
+            .as_ref()
+            .and_then(|f| self.repo.files.get(f))
+            .cloned()
+            .unwrap_or(0..0);
+        let mut rng = ChaCha8Rng::seed_from_u64(request.seed.unwrap_or(0).wrapping_add(sample));
+        let mut out = String::new();
+        let mut prefix = prefix.map(str::to_string);
+        for _ in 0..request.max_tokens {
+            let candidates = seq.candidates(&exclude, prefix.as_deref());
+            let Some(id) = pick(&candidates, request.temperature, &mut rng) else {
+                break;
+            };
+            let text = seq.text(id).to_string();
+            out.push_str(&text[prefix.take().map_or(0, |p| p.len())..]);
+            if text.contains('\n')
+                || request
+                    .stop
+                    .iter()
+                    .any(|s| !s.is_empty() && out.contains(s.as_str()))
+            {
+                break;
+            }
+            seq.push(id);
+        }
+        apply_stop(&out, &request.stop)
+    }
+}
+
+/// A trailing partial word (or space) of the prompt becomes a constraint on the first token:
+/// a hole in the middle of `findByCus|tomerId` must continue the word, not start a new one.
+fn split_partial<'t>(tokens: &'t [&'t str]) -> (&'t [&'t str], Option<&'t str>) {
+    match tokens.split_last() {
+        Some((last, rest))
+            if last.ends_with(|c: char| {
+                c.is_alphanumeric() || c == '_' || c == '$' || c == ' ' || c == '\t'
+            }) =>
+        {
+            (rest, Some(*last))
+        }
+        _ => (tokens, None),
+    }
+}
+
+/// The best candidate, or one drawn with probability ∝ score^(1/temperature).
+fn pick(candidates: &[(u32, f64)], temperature: f32, rng: &mut ChaCha8Rng) -> Option<u32> {
+    if temperature <= 0.0 || candidates.len() < 2 {
+        return candidates.first().map(|c| c.0);
+    }
+    let weights: Vec<f64> = candidates
+        .iter()
+        .map(|c| c.1.powf(1.0 / f64::from(temperature)))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut x = rng.random::<f64>() * total;
+    for (c, w) in candidates.iter().zip(&weights) {
+        if x < *w {
+            return Some(c.0);
+        }
+        x -= w;
+    }
+    candidates.last().map(|c| c.0)
+}
+
+#[async_trait]
+impl Backend for EmbeddedModel {
+    fn name(&self) -> &str {
+        "embedded"
+    }
+
+    fn counting(&self) -> TokenCounting {
+        TokenCounting::Exact
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        deltas: Option<&UnboundedSender<Delta>>,
+    ) -> Result<Vec<Completion>, BackendError> {
+        let mut out = Vec::with_capacity(request.n.max(1));
+        for index in 0..request.n.max(1) {
+            let started = Instant::now();
+            let text = self.generate(request, index as u64);
+            if let Some(tx) = deltas {
+                let _ = tx.send(Delta {
+                    index,
+                    text: text.clone(),
+                });
+            }
+            out.push(Completion {
+                text,
+                latency: started.elapsed(),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
+        Some(Ok(CodeTokenizer.count(text)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spaces_glue_to_the_next_token_but_indentation_stands_alone() {
+        assert_eq!(
+            model_tokens("    return a + b;\n  x"),
+            ["    ", "return", " a", " +", " b", ";", "\n", "  ", "x"]
+        );
+        assert_eq!(model_tokens("a = \n"), ["a", " =", " ", "\n"]);
+        assert_eq!(model_tokens("f(x) "), ["f", "(", "x", ")", " "]);
+    }
+
+    #[test]
+    fn a_partial_word_constrains_the_first_token() {
+        let tokens = model_tokens("return findByCus");
+        assert_eq!(
+            split_partial(&tokens),
+            (&["return"][..], Some(" findByCus"))
+        );
+        let tokens = model_tokens("repo.");
+        assert_eq!(split_partial(&tokens).1, None);
+    }
+}

@@ -1,0 +1,317 @@
+//! Each HTTP protocol against a loopback server speaking it: request bodies, parsed answers,
+//! streaming, several samples per prompt and token counting.
+
+mod backends_support;
+
+use std::time::Duration;
+
+use backends_support::{Reply, Server, complete_streaming, config, request, sse, texts};
+use keyhole::model::config::{BackendKind, build_http};
+use keyhole::model::{Delta, TokenCounting};
+use serde_json::json;
+
+fn delta(index: usize, text: &str) -> Delta {
+    Delta {
+        index,
+        text: text.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn openai_sends_all_settings_in_one_request_and_orders_choices() {
+    let server = Server::start(|_, _| {
+        let choices = json!([{"index": 1, "text": "2;\nnext"}, {"index": 0, "text": "1;"}]);
+        Reply::Json(200, json!({ "choices": choices }))
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let mut req = request(2);
+    req.suffix = Some("\nreturn x;".to_string());
+    let completions = backend.complete(&req, None).await.unwrap();
+
+    assert_eq!(
+        texts(&completions),
+        ["1;", "2;"],
+        "ordered by index, cut at the stop"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].path, "/v1/completions");
+    assert_eq!(
+        requests[0].body,
+        json!({
+            "model": "test-model", "prompt": "int x = ", "suffix": "\nreturn x;", "max_tokens": 17,
+            "temperature": 0.5, "stop": ["\n"], "n": 2, "seed": 7, "stream": false,
+        })
+    );
+    assert_eq!(requests[0].headers.get("authorization"), None);
+}
+
+#[tokio::test]
+async fn openai_leaves_out_unset_suffix_and_seed_and_applies_config_settings() {
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"choices": [{"text": "1;]"}]}))).await;
+    let mut cfg = config(BackendKind::OpenAi, &server.base);
+    cfg.temperature = Some(0.0);
+    cfg.max_tokens = Some(5);
+    cfg.stop = Some(vec!["]".to_string()]);
+    let backend = build_http(&cfg).unwrap();
+    let mut req = request(1);
+    req.seed = None;
+    let completions = backend.complete(&req, None).await.unwrap();
+
+    assert_eq!(texts(&completions), ["1;"]);
+    let body = server.body();
+    assert_eq!(body.get("suffix"), None);
+    assert_eq!(body.get("seed"), None);
+    assert_eq!(
+        (&body["max_tokens"], &body["temperature"], &body["stop"]),
+        (&json!(5), &json!(0.0), &json!(["]"]))
+    );
+}
+
+#[tokio::test]
+async fn openai_streams_deltas_per_choice_up_to_the_stop() {
+    let mut pieces = sse(&[
+        json!({"choices": [{"index": 0, "text": "fo"}, {"index": 1, "text": "ba"}]}),
+        json!({"choices": [{"index": 0, "text": "o\nzzz"}]}),
+        json!({"choices": [{"index": 1, "text": "r"}]}),
+    ]);
+    // A line split across writes, and an SSE comment, must not confuse the reader.
+    let last = pieces.remove(2);
+    let (head, tail) = last.split_at(9);
+    pieces.splice(
+        2..2,
+        [
+            ": keep-alive\n\n".to_string(),
+            head.to_string(),
+            tail.to_string(),
+        ],
+    );
+    let server = Server::start(move |_, _| Reply::Stream(pieces.clone())).await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let (completions, deltas) = complete_streaming(backend.as_ref(), &request(2))
+        .await
+        .unwrap();
+
+    assert_eq!(completions, ["foo", "bar"]);
+    assert_eq!(
+        deltas,
+        [delta(0, "fo"), delta(1, "ba"), delta(0, "o"), delta(1, "r")]
+    );
+    assert_eq!(server.body()["stream"], json!(true));
+}
+
+#[tokio::test]
+async fn openai_chat_wraps_the_prompt_in_an_instruction() {
+    let server = Server::start(|_, _| {
+        Reply::Json(
+            200,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "1;"}}]}),
+        )
+    })
+    .await;
+    let mut cfg = config(BackendKind::OpenAiChat, &server.base);
+    cfg.system_prompt = Some("Be terse.".to_string());
+    cfg.user_template = Some("Before:\n{prompt}\nAfter:\n{suffix}".to_string());
+    let backend = build_http(&cfg).unwrap();
+    let mut req = request(1);
+    req.suffix = Some("return x;".to_string());
+    let completions = backend.complete(&req, None).await.unwrap();
+
+    assert_eq!(texts(&completions), ["1;"]);
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/v1/chat/completions");
+    let body = &requests[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "Be terse."},
+            {"role": "user", "content": "Before:\nint x = \nAfter:\nreturn x;"},
+        ])
+    );
+    assert_eq!(body.get("prompt"), None);
+    assert_eq!(
+        (&body["model"], &body["n"], &body["max_tokens"]),
+        (&json!("test-model"), &json!(1), &json!(17))
+    );
+}
+
+#[tokio::test]
+async fn openai_chat_streams_delta_content_and_uses_the_default_instruction() {
+    let events = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "42"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": ";"}, "finish_reason": "stop"}]}),
+    ]);
+    let server = Server::start(move |_, _| Reply::Stream(events.clone())).await;
+    let backend = build_http(&config(BackendKind::OpenAiChat, &server.base)).unwrap();
+    let (completions, deltas) = complete_streaming(backend.as_ref(), &request(1))
+        .await
+        .unwrap();
+
+    assert_eq!(completions, ["42;"]);
+    assert_eq!(deltas, [delta(0, "42"), delta(0, ";")]);
+    let user = server.body()["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        user.starts_with("Complete the code at the end of this prompt.")
+            && user.ends_with("\n\nint x = ")
+    );
+}
+
+#[tokio::test]
+async fn without_n_support_samples_are_separate_concurrent_requests_within_the_limit() {
+    let server = Server::start(|request, _| {
+        let seed = request.body["seed"].as_u64().unwrap();
+        let text = format!("s{seed}");
+        Reply::After(
+            Duration::from_millis(100),
+            Box::new(Reply::Json(200, json!({"choices": [{"text": text}]}))),
+        )
+    })
+    .await;
+    let mut cfg = config(BackendKind::OpenAi, &server.base);
+    cfg.supports_n = Some(false);
+    cfg.concurrency = 2;
+    let backend = build_http(&cfg).unwrap();
+    let completions = backend.complete(&request(4), None).await.unwrap();
+
+    assert_eq!(
+        texts(&completions),
+        ["s7", "s8", "s9", "s10"],
+        "seeds offset per sample"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().all(|r| r.body["n"] == json!(1)));
+    assert_eq!(server.most_in_flight(), 2);
+}
+
+#[tokio::test]
+async fn ollama_generates_raw_and_fills_in_the_middle_through_the_template() {
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"response": "1;\nfoo", "done": true}))).await;
+    let backend = build_http(&config(BackendKind::Ollama, &server.base)).unwrap();
+    let mut req = request(1);
+    assert_eq!(texts(&backend.complete(&req, None).await.unwrap()), ["1;"]);
+    req.suffix = Some("return x;".to_string());
+    backend.complete(&req, None).await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/api/generate");
+    let options = json!({"temperature": 0.5, "num_predict": 17, "stop": ["\n"], "seed": 7});
+    assert_eq!(
+        requests[0].body,
+        json!({"model": "test-model", "prompt": "int x = ", "raw": true, "stream": false, "options": options})
+    );
+    assert_eq!(
+        (&requests[1].body["suffix"], &requests[1].body["raw"]),
+        (&json!("return x;"), &json!(false))
+    );
+}
+
+#[tokio::test]
+async fn ollama_streams_ndjson_and_makes_one_request_per_sample() {
+    let server = Server::start(|request, _| {
+        let seed = request.body["options"]["seed"].as_u64().unwrap();
+        let lines = [
+            json!({"response": format!("s{seed}"), "done": false}).to_string() + "\n",
+            json!({"response": ";", "done": false}).to_string() + "\n",
+            // The last line need not end with a newline.
+            json!({"response": "", "done": true}).to_string(),
+        ];
+        Reply::Stream(lines.to_vec())
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::Ollama, &server.base)).unwrap();
+    let (completions, mut deltas) = complete_streaming(backend.as_ref(), &request(2))
+        .await
+        .unwrap();
+
+    assert_eq!(completions, ["s7;", "s8;"]);
+    deltas.sort_by_key(|d| d.index);
+    assert_eq!(
+        deltas,
+        [delta(0, "s7"), delta(0, ";"), delta(1, "s8"), delta(1, ";")]
+    );
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn llamacpp_completes_and_infills() {
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"content": "1;\n", "stop": true}))).await;
+    let backend = build_http(&config(BackendKind::LlamaCpp, &server.base)).unwrap();
+    let mut req = request(1);
+    assert_eq!(texts(&backend.complete(&req, None).await.unwrap()), ["1;"]);
+    req.suffix = Some("return x;".to_string());
+    req.seed = None;
+    backend.complete(&req, None).await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(requests[0].path, "/completion");
+    assert_eq!(
+        requests[0].body,
+        json!({"prompt": "int x = ", "n_predict": 17, "temperature": 0.5, "stop": ["\n"], "seed": 7, "stream": false})
+    );
+    assert_eq!(requests[1].path, "/infill");
+    assert_eq!(
+        requests[1].body,
+        json!({
+            "input_prefix": "int x = ", "input_suffix": "return x;", "n_predict": 17,
+            "temperature": 0.5, "stop": ["\n"], "stream": false,
+        })
+    );
+}
+
+#[tokio::test]
+async fn llamacpp_streams_until_stop_and_counts_tokens_exactly() {
+    let server = Server::start(|request, _| match request.path.as_str() {
+        "/tokenize" => Reply::Json(200, json!({"tokens": [1, 2, 3]})),
+        _ => {
+            let events = [
+                json!({"content": "a", "stop": false}),
+                json!({"content": "b", "stop": true}),
+            ];
+            Reply::Stream(events.iter().map(|e| format!("data: {e}\n\n")).collect())
+        }
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::LlamaCpp, &server.base)).unwrap();
+    let (completions, deltas) = complete_streaming(backend.as_ref(), &request(1))
+        .await
+        .unwrap();
+    assert_eq!(completions, ["ab"]);
+    assert_eq!(deltas, [delta(0, "a"), delta(0, "b")]);
+
+    assert_eq!(backend.counting(), TokenCounting::Exact);
+    assert_eq!(backend.count_tokens("int x").await, Some(Ok(3)));
+    let tokenize = server.requests().pop().unwrap();
+    assert_eq!(
+        (tokenize.path.as_str(), tokenize.body),
+        ("/tokenize", json!({"content": "int x"}))
+    );
+}
+
+#[tokio::test]
+async fn openai_counting_is_exact_only_for_models_tiktoken_knows() {
+    let mut cfg = config(BackendKind::OpenAi, "http://127.0.0.1:9");
+    cfg.model = Some("gpt-3.5-turbo-instruct".to_string());
+    let known = build_http(&cfg).unwrap();
+    assert_eq!(known.counting(), TokenCounting::Exact);
+    assert_eq!(known.count_tokens("hello world").await, Some(Ok(2)));
+
+    cfg.model = Some("qwen2.5-coder:7b".to_string());
+    let unknown = build_http(&cfg).unwrap();
+    assert_eq!(unknown.counting(), TokenCounting::Approximate);
+    assert_eq!(unknown.count_tokens("hello world").await, None);
+    assert_eq!(
+        build_http(&config(BackendKind::Ollama, "http://127.0.0.1:9"))
+            .unwrap()
+            .counting(),
+        TokenCounting::Approximate
+    );
+}
