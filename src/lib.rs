@@ -2,13 +2,17 @@
 //!
 //! Data flows through the modules in this order: a repository is indexed ([`repo`], with the
 //! language seam in [`lang`]); a [`hole`] is chosen; [`context`] builds every candidate context
-//! (RLPG's prompt proposals first); [`compose`] fits one into a token budget ([`token`]).
+//! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
+//! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
+//! completion against the truth.
 
 pub mod compose;
 pub mod context;
 pub mod hole;
 pub mod lang;
+pub mod metrics;
 pub mod model;
+pub mod rank;
 pub mod repo;
 pub mod sample;
 pub mod token;

@@ -33,11 +33,29 @@ pub enum TokenizerKind {
     P50kBase,
     /// GPT-3.5/GPT-4's BPE.
     Cl100kBase,
+    /// GPT-4o's BPE.
+    O200kBase,
 }
 
 impl TokenizerKind {
-    pub const ALL: [TokenizerKind; 4] =
-        [Self::Code, Self::R50kBase, Self::P50kBase, Self::Cl100kBase];
+    pub const ALL: [TokenizerKind; 5] = [
+        Self::Code,
+        Self::R50kBase,
+        Self::P50kBase,
+        Self::Cl100kBase,
+        Self::O200kBase,
+    ];
+
+    /// The BPE an OpenAI model name uses, if tiktoken knows the model.
+    pub fn for_model(model: &str) -> Option<TokenizerKind> {
+        use tiktoken_rs::tokenizer::Tokenizer as T;
+        match tiktoken_rs::tokenizer::get_tokenizer(model)? {
+            T::O200kBase | T::O200kHarmony => Some(Self::O200kBase),
+            T::Cl100kBase => Some(Self::Cl100kBase),
+            T::P50kBase | T::P50kEdit => Some(Self::P50kBase),
+            T::R50kBase | T::Gpt2 => Some(Self::R50kBase),
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +63,7 @@ impl TokenizerKind {
             Self::R50kBase => "r50k_base",
             Self::P50kBase => "p50k_base",
             Self::Cl100kBase => "cl100k_base",
+            Self::O200kBase => "o200k_base",
         }
     }
 
@@ -56,6 +75,7 @@ impl TokenizerKind {
             Self::R50kBase => &R50K,
             Self::P50kBase => &P50K,
             Self::Cl100kBase => &CL100K,
+            Self::O200kBase => &O200K,
         }
     }
 }
@@ -152,6 +172,10 @@ static P50K: Bpe = Bpe {
 static CL100K: Bpe = Bpe {
     name: "cl100k_base",
     load: tiktoken_rs::cl100k_base_singleton,
+};
+static O200K: Bpe = Bpe {
+    name: "o200k_base",
+    load: tiktoken_rs::o200k_base_singleton,
 };
 
 impl Tokenizer for Bpe {

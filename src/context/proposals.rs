@@ -98,6 +98,21 @@ pub struct ProposalSpec {
     pub share: f64,
 }
 
+impl ProposalSpec {
+    /// `import MNB`, `current PL 25%`: how the proposal is named to people.
+    pub fn label(&self) -> String {
+        let base = format!(
+            "{} {}",
+            self.source.name(),
+            self.context_type.abbreviation()
+        );
+        match self.context_type {
+            ContextType::PostLines => format!("{base} {}%", (self.share * 100.0).round()),
+            _ => base,
+        }
+    }
+}
+
 /// Id of the default context (Table 7's "Codex": code before the hole, no proposal).
 pub const DEFAULT_ID: usize = 62;
 pub const PROPOSAL_COUNT: usize = 62;

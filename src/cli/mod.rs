@@ -1,6 +1,8 @@
 //! Subcommands: each opens the repository, finds the hole and prints a table or JSON.
 //! Any failure is one line on stderr and exit code 2.
 
+mod complete;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,6 +44,11 @@ enum Command {
         #[arg(long, default_value_t = DEFAULT_ID)]
         proposal: usize,
     },
+    /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
+    /// several samples of one prompt.
+    Complete(complete::CompleteArgs),
+    /// List the configured completion backends.
+    Backends,
     /// List RLPG's sampled holes of a repository.
     Holes {
         repo: PathBuf,
@@ -81,9 +88,10 @@ struct HoleArgs {
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
     budget: usize,
-    /// Tokenizer the budget is counted in: code, r50k_base, p50k_base, cl100k_base.
-    #[arg(long, default_value = "code")]
-    tokenizer: TokenizerKind,
+    /// Tokenizer the budget is counted in: code, r50k_base, p50k_base, cl100k_base,
+    /// o200k_base [default: the backend's, else code].
+    #[arg(long)]
+    tokenizer: Option<TokenizerKind>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -139,7 +147,7 @@ fn run(cli: Cli) -> Result<()> {
                 repo,
                 position: sample::DEMO_HOLE.to_string(),
                 budget: compose::DEFAULT_BUDGET,
-                tokenizer: TokenizerKind::Code,
+                tokenizer: None,
                 json: false,
                 cache: CacheArgs { no_cache: false },
             };
@@ -147,6 +155,8 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Proposals { at }) => proposals_command(&at),
         Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
+        Some(Command::Complete(args)) => complete::complete_command(&args),
+        Some(Command::Backends) => complete::backends_command(),
         Some(Command::Holes {
             repo,
             cap,
@@ -185,13 +195,15 @@ struct Session {
 }
 
 impl Session {
-    fn open(at: &HoleArgs) -> Result<Session> {
+    /// Open the repository and find the hole; budgets count in `--tokenizer`, else `fallback`.
+    fn open(at: &HoleArgs, fallback: TokenizerKind) -> Result<Session> {
         let index = open(&at.repo, &at.cache)?;
         let hole = Hole::parse(&index, &at.position)?;
+        let tokenizer = at.tokenizer.unwrap_or(fallback).tokenizer();
         Ok(Session {
             index,
             hole,
-            tokenizer: at.tokenizer.tokenizer(),
+            tokenizer,
         })
     }
 
@@ -211,7 +223,7 @@ impl Session {
 }
 
 fn proposals_command(at: &HoleArgs) -> Result<()> {
-    let session = Session::open(at)?;
+    let session = Session::open(at, TokenizerKind::Code)?;
     let rows: Vec<(ProposalContext, Prompt)> = proposals::specs()
         .into_iter()
         .map(|spec| {
@@ -412,7 +424,7 @@ fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
             "--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)"
         );
     }
-    let session = Session::open(at)?;
+    let session = Session::open(at, TokenizerKind::Code)?;
     let proposal = (id != DEFAULT_ID).then(|| session.build(proposals::specs()[id], at.budget));
     let prompt = compose::compose(
         &session.index,

@@ -1,0 +1,360 @@
+//! `keyhole complete` and `keyhole backends`.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use super::{HoleArgs, Session, hole_json};
+use keyhole::compose::{self, Prompt};
+use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
+use keyhole::metrics;
+use keyhole::model::config::{self, BackendConfig, BackendKind};
+use keyhole::model::ngram::EmbeddedModel;
+use keyhole::model::{Backend, Completion, CompletionRequest, TokenCounting};
+use keyhole::rank::{FixedRanker, Ranker};
+use keyhole::token::TokenizerKind;
+
+#[derive(Args)]
+pub struct CompleteArgs {
+    #[command(flatten)]
+    at: HoleArgs,
+    /// Proposal ids to complete with (62 = default context); repeatable. Without it, the k
+    /// best-ranked candidates.
+    #[arg(long = "proposal")]
+    proposals: Vec<usize>,
+    /// Number of candidates to complete with, one completion each.
+    #[arg(short = 'k', default_value_t = 3)]
+    k: usize,
+    /// Instead, draw this many samples from the first candidate's prompt.
+    #[arg(long)]
+    samples: Option<usize>,
+    /// Sampling temperature [default: 0, or 0.8 with --samples].
+    #[arg(long)]
+    temperature: Option<f32>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Backend name from backends.toml (`keyhole backends` lists them).
+    #[arg(long, default_value = config::EMBEDDED)]
+    backend: String,
+    /// Override the backend's base URL.
+    #[arg(long)]
+    url: Option<String>,
+    /// Override the backend's model.
+    #[arg(long)]
+    model: Option<String>,
+    /// Most tokens to generate.
+    #[arg(long)]
+    max_tokens: Option<usize>,
+}
+
+/// The configured backend entries (the embedded one first).
+fn configured() -> Result<Vec<BackendConfig>> {
+    match config::backends_path() {
+        Some(path) => Ok(config::load_backends(&path)?),
+        None => Ok(vec![BackendConfig::embedded()]),
+    }
+}
+
+pub fn backends_command() -> Result<()> {
+    if let Some(path) = config::backends_path() {
+        println!("config  {}", path.display());
+    }
+    for b in configured()? {
+        let key = match &b.api_key_env {
+            Some(var) if std::env::var_os(var).is_some() => format!("key from ${var} (set)"),
+            Some(var) => format!("key from ${var} (NOT set)"),
+            None => "no key".to_string(),
+        };
+        let url = b.base_url.as_deref().unwrap_or("-");
+        let model = b.model.as_deref().unwrap_or("-");
+        println!(
+            "{:<16} {:<12} {url:<32} {model:<24} {key}",
+            b.name,
+            format!("{:?}", b.kind).to_lowercase()
+        );
+    }
+    Ok(())
+}
+
+/// The chosen backend entry with flag overrides applied.
+fn chosen(args: &CompleteArgs) -> Result<BackendConfig> {
+    let mut entry = configured()?
+        .into_iter()
+        .find(|b| b.name == args.backend)
+        .with_context(|| {
+            format!(
+                "--backend {}: no such backend (see `keyhole backends`)",
+                args.backend
+            )
+        })?;
+    if args.url.is_some() {
+        entry.base_url.clone_from(&args.url);
+    }
+    if args.model.is_some() {
+        entry.model.clone_from(&args.model);
+    }
+    if args.max_tokens.is_some() {
+        entry.max_tokens = args.max_tokens;
+    }
+    Ok(entry)
+}
+
+/// The tokenizer that counts like the backend's model, where keyhole has it.
+fn backend_tokenizer(entry: &BackendConfig) -> TokenizerKind {
+    match entry.kind {
+        BackendKind::Embedded => TokenizerKind::Code,
+        _ => entry
+            .model
+            .as_deref()
+            .and_then(TokenizerKind::for_model)
+            .unwrap_or(TokenizerKind::Code),
+    }
+}
+
+/// One prompt to send and the candidate it came from.
+struct Attempt {
+    id: usize,
+    prompt: Prompt,
+}
+
+pub fn complete_command(args: &CompleteArgs) -> Result<()> {
+    let entry = chosen(args)?;
+    let session = Session::open(&args.at, backend_tokenizer(&entry))?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let backend: Box<dyn Backend> = match entry.kind {
+        BackendKind::Embedded => Box::new(EmbeddedModel::new(&session.index)),
+        _ => config::build_http(&entry)?,
+    };
+    let attempts = runtime.block_on(attempts(args, &session, backend.as_ref()))?;
+    let base = CompletionRequest {
+        temperature: args
+            .temperature
+            .unwrap_or(if args.samples.is_some() { 0.8 } else { 0.0 }),
+        seed: args.seed,
+        n: args.samples.unwrap_or(1).max(1),
+        current_file: Some(session.path(session.hole.file).to_string()),
+        ..CompletionRequest::single_line(String::new())
+    };
+    let requests: Vec<CompletionRequest> = attempts
+        .iter()
+        .map(|a| {
+            entry.apply(&CompletionRequest {
+                prompt: a.prompt.text(),
+                ..base.clone()
+            })
+        })
+        .collect();
+    let results = runtime.block_on(join_all(requests.iter().map(|r| backend.complete(r, None))));
+    if results.iter().all(Result::is_err) {
+        let first = results
+            .into_iter()
+            .find_map(Result::err)
+            .expect("all failed");
+        bail!(first);
+    }
+    let rows: Vec<Row> = attempts
+        .iter()
+        .zip(results)
+        .flat_map(|(attempt, result)| match result {
+            Ok(completions) => completions
+                .into_iter()
+                .map(|c| Row::done(attempt, c, &session))
+                .collect(),
+            Err(err) => vec![Row {
+                id: attempt.id,
+                tokens: attempt.prompt.tokens(session.tokenizer),
+                outcome: Err(err.to_string()),
+            }],
+        })
+        .collect();
+    if args.at.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows_json(&session, &entry, backend.counting(), &rows))?
+        );
+    } else {
+        print_rows(&session, &entry, backend.counting(), &rows);
+    }
+    Ok(())
+}
+
+/// The prompts to complete: the given proposals, or the k best-ranked candidates (one, for
+/// samples), each fitted to the budget.
+async fn attempts(
+    args: &CompleteArgs,
+    session: &Session,
+    backend: &dyn Backend,
+) -> Result<Vec<Attempt>> {
+    let budget = args.at.budget;
+    let all: Vec<ProposalContext> = proposals::specs()
+        .into_iter()
+        .map(|spec| session.build(spec, budget))
+        .collect();
+    let ids: Vec<usize> = if args.proposals.is_empty() {
+        let k = if args.samples.is_some() {
+            1
+        } else {
+            args.k.max(1)
+        };
+        FixedRanker
+            .rank(&all)
+            .into_iter()
+            .take(k)
+            .map(|r| r.id)
+            .collect()
+    } else {
+        if let Some(bad) = args.proposals.iter().find(|&&id| id > DEFAULT_ID) {
+            bail!(
+                "--proposal {bad}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)"
+            );
+        }
+        args.proposals.clone()
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        let proposal = all.get(id).filter(|p| p.applicable());
+        out.push(Attempt {
+            id,
+            prompt: fit(session, proposal, budget, backend).await?,
+        });
+    }
+    Ok(out)
+}
+
+/// Compose within `budget`; where the backend counts tokens itself (llama.cpp's /tokenize),
+/// check the prompt with it and shrink the budget until the backend agrees it fits.
+async fn fit(
+    session: &Session,
+    proposal: Option<&ProposalContext>,
+    budget: usize,
+    backend: &dyn Backend,
+) -> Result<Prompt> {
+    let mut local_budget = budget;
+    for _ in 0..4 {
+        let prompt = compose::compose(
+            &session.index,
+            &session.hole,
+            proposal,
+            session.tokenizer,
+            local_budget,
+        );
+        let Some(count) = backend.count_tokens(&prompt.text()).await else {
+            return Ok(prompt);
+        };
+        let count = count?;
+        if count <= budget {
+            return Ok(prompt);
+        }
+        local_budget = local_budget.saturating_sub(count - budget + count / 50 + 1);
+    }
+    bail!(
+        "{}: the prompt does not fit {budget} tokens of the backend's tokenizer",
+        backend.name()
+    )
+}
+
+struct Row {
+    id: usize,
+    tokens: usize,
+    outcome: Result<(Completion, Option<metrics::Scores>), String>,
+}
+
+impl Row {
+    fn done(attempt: &Attempt, completion: Completion, session: &Session) -> Row {
+        let scores = session
+            .hole
+            .target
+            .as_deref()
+            .map(|t| metrics::score(&completion.text, t));
+        Row {
+            id: attempt.id,
+            tokens: attempt.prompt.tokens(session.tokenizer),
+            outcome: Ok((completion, scores)),
+        }
+    }
+}
+
+fn candidate_name(id: usize) -> String {
+    match proposals::specs().get(id) {
+        Some(spec) => format!("{id} {}", spec.label()),
+        None => format!("{id} default"),
+    }
+}
+
+fn counting_note(counting: TokenCounting, tokenizer: &str) -> String {
+    match counting {
+        TokenCounting::Exact => format!("{tokenizer} tokens, exact"),
+        TokenCounting::Approximate => format!("{tokenizer} tokens, approximate for this model"),
+    }
+}
+
+fn print_rows(session: &Session, entry: &BackendConfig, counting: TokenCounting, rows: &[Row]) {
+    println!("hole     {}", session.hole.display(&session.index));
+    println!(
+        "target   {}",
+        session.hole.target.as_deref().unwrap_or("(unknown)")
+    );
+    println!(
+        "backend  {} ({})",
+        entry.name,
+        counting_note(counting, session.tokenizer.name())
+    );
+    println!();
+    println!(
+        "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5}  completion",
+        "#", "candidate", "tokens", "ms", "EM", "ES"
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let name = candidate_name(row.id);
+        match &row.outcome {
+            Ok((c, scores)) => println!(
+                "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5}  {}",
+                i + 1,
+                row.tokens,
+                c.latency.as_secs_f64() * 1000.0,
+                scores.map_or("", |s| if s.exact_match { "✓" } else { "✗" }),
+                scores.map_or(String::new(), |s| format!("{:.2}", s.edit_similarity)),
+                c.text
+            ),
+            Err(err) => println!("{:>2}  {name:<30} {:>6}  error: {err}", i + 1, row.tokens),
+        }
+    }
+}
+
+fn rows_json(
+    session: &Session,
+    entry: &BackendConfig,
+    counting: TokenCounting,
+    rows: &[Row],
+) -> Value {
+    let completions: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let spec = proposals::specs().get(row.id).copied();
+            let mut value = json!({
+                "proposal_id": row.id,
+                "source": spec.map_or(json!("default"), |s| json!(s.source)),
+                "context_type": spec.map(|s| s.context_type),
+                "prompt_tokens": row.tokens,
+            });
+            match &row.outcome {
+                Ok((c, scores)) => {
+                    value["text"] = json!(c.text);
+                    value["latency_ms"] = json!(c.latency.as_secs_f64() * 1000.0);
+                    value["exact_match"] = json!(scores.map(|s| s.exact_match));
+                    value["edit_similarity"] = json!(scores.map(|s| s.edit_similarity));
+                }
+                Err(err) => value["error"] = json!(err),
+            }
+            value
+        })
+        .collect();
+    json!({
+        "hole": hole_json(session),
+        "backend": entry.name,
+        "tokenizer": session.tokenizer.name(),
+        "token_counting": counting,
+        "completions": completions,
+    })
+}
