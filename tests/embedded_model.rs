@@ -30,7 +30,7 @@ fn complete(hole: &Hole, id: Option<usize>) -> String {
 
 #[test]
 fn context_with_the_answer_turns_a_miss_into_an_exact_match() {
-    // BaseController.requireParam: `if (value == null || TextUtil.isBlank(value)) {`, and
+    // BaseController.requireParam: `if (TextUtil.isBlank(value)) {`, and
     // TextUtil's method bodies (Import, MNB) show `isBlank(value)` in use.
     let h = hole("web/BaseController.java:24:24");
     assert_eq!(h.target.as_deref(), Some("Blank(value)) {"));
