@@ -8,6 +8,7 @@
 
 pub mod compose;
 pub mod context;
+pub mod eval;
 pub mod hole;
 pub mod lang;
 pub mod metrics;

@@ -9,11 +9,9 @@ use super::{HoleArgs, Session, hole_json};
 use keyhole::compose::{self, Prompt};
 use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use keyhole::metrics;
-use keyhole::model::config::{self, BackendConfig, BackendKind};
-use keyhole::model::ngram::EmbeddedModel;
-use keyhole::model::{Backend, Completion, CompletionRequest, TokenCounting};
+use keyhole::model::config::{self, BackendConfig};
+use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
 use keyhole::rank::{FixedRanker, Ranker};
-use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
 pub struct CompleteArgs {
@@ -34,6 +32,13 @@ pub struct CompleteArgs {
     temperature: Option<f32>,
     #[arg(long)]
     seed: Option<u64>,
+    #[command(flatten)]
+    backend: BackendArgs,
+}
+
+/// Which backend to use, with overrides of its configured settings.
+#[derive(Args)]
+pub(super) struct BackendArgs {
     /// Backend name from backends.toml (`keyhole backends` lists them).
     #[arg(long, default_value = config::EMBEDDED)]
     backend: String,
@@ -49,7 +54,7 @@ pub struct CompleteArgs {
 }
 
 /// The configured backend entries (the embedded one first).
-fn configured() -> Result<Vec<BackendConfig>> {
+pub(super) fn configured() -> Result<Vec<BackendConfig>> {
     match config::backends_path() {
         Some(path) => Ok(config::load_backends(&path)?),
         None => Ok(vec![BackendConfig::embedded()]),
@@ -77,38 +82,28 @@ pub fn backends_command() -> Result<()> {
     Ok(())
 }
 
-/// The chosen backend entry with flag overrides applied.
-fn chosen(args: &CompleteArgs) -> Result<BackendConfig> {
-    let mut entry = configured()?
-        .into_iter()
-        .find(|b| b.name == args.backend)
-        .with_context(|| {
-            format!(
-                "--backend {}: no such backend (see `keyhole backends`)",
-                args.backend
-            )
-        })?;
-    if args.url.is_some() {
-        entry.base_url.clone_from(&args.url);
-    }
-    if args.model.is_some() {
-        entry.model.clone_from(&args.model);
-    }
-    if args.max_tokens.is_some() {
-        entry.max_tokens = args.max_tokens;
-    }
-    Ok(entry)
-}
-
-/// The tokenizer that counts like the backend's model, where keyhole has it.
-fn backend_tokenizer(entry: &BackendConfig) -> TokenizerKind {
-    match entry.kind {
-        BackendKind::Embedded => TokenizerKind::Code,
-        _ => entry
-            .model
-            .as_deref()
-            .and_then(TokenizerKind::for_model)
-            .unwrap_or(TokenizerKind::Code),
+impl BackendArgs {
+    /// The chosen backend entry with flag overrides applied.
+    pub(super) fn entry(&self) -> Result<BackendConfig> {
+        let mut entry = configured()?
+            .into_iter()
+            .find(|b| b.name == self.backend)
+            .with_context(|| {
+                format!(
+                    "--backend {}: no such backend (see `keyhole backends`)",
+                    self.backend
+                )
+            })?;
+        if self.url.is_some() {
+            entry.base_url.clone_from(&self.url);
+        }
+        if self.model.is_some() {
+            entry.model.clone_from(&self.model);
+        }
+        if self.max_tokens.is_some() {
+            entry.max_tokens = self.max_tokens;
+        }
+        Ok(entry)
     }
 }
 
@@ -119,13 +114,10 @@ struct Attempt {
 }
 
 pub fn complete_command(args: &CompleteArgs) -> Result<()> {
-    let entry = chosen(args)?;
-    let session = Session::open(&args.at, backend_tokenizer(&entry))?;
+    let entry = args.backend.entry()?;
+    let session = Session::open(&args.at, entry.tokenizer())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let backend: Box<dyn Backend> = match entry.kind {
-        BackendKind::Embedded => Box::new(EmbeddedModel::new(&session.index)),
-        _ => config::build_http(&entry)?,
-    };
+    let backend = model::build_backend(&entry, &session.index)?;
     let attempts = runtime.block_on(attempts(args, &session, backend.as_ref()))?;
     let base = CompletionRequest {
         temperature: args

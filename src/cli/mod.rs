@@ -2,6 +2,7 @@
 //! Any failure is one line on stderr and exit code 2.
 
 mod complete;
+mod eval;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -49,6 +50,8 @@ enum Command {
     Complete(complete::CompleteArgs),
     /// List the configured completion backends.
     Backends,
+    /// Run RLPG's evaluation protocol on repositories and write labels and a report.
+    Eval(eval::EvalArgs),
     /// List RLPG's sampled holes of a repository.
     Holes {
         repo: PathBuf,
@@ -157,6 +160,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
         Some(Command::Complete(args)) => complete::complete_command(&args),
         Some(Command::Backends) => complete::backends_command(),
+        Some(Command::Eval(args)) => eval::eval_command(&args),
         Some(Command::Holes {
             repo,
             cap,

@@ -115,6 +115,20 @@ impl BackendConfig {
             && self.supports_n.unwrap_or(true)
     }
 
+    /// The tokenizer that counts like this backend's model, where keyhole has it (otherwise
+    /// keyhole's code tokenizer, and counts are approximate).
+    pub fn tokenizer(&self) -> crate::token::TokenizerKind {
+        use crate::token::TokenizerKind;
+        match self.kind {
+            BackendKind::Embedded => TokenizerKind::Code,
+            _ => self
+                .model
+                .as_deref()
+                .and_then(TokenizerKind::for_model)
+                .unwrap_or(TokenizerKind::Code),
+        }
+    }
+
     /// `request` with this backend's configured generation settings in place of its own.
     pub fn apply(&self, request: &CompletionRequest) -> CompletionRequest {
         CompletionRequest {

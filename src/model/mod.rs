@@ -149,6 +149,17 @@ pub trait Backend: Send + Sync {
     }
 }
 
+/// The backend a config entry describes; the embedded model learns from `index`.
+pub fn build_backend(
+    entry: &config::BackendConfig,
+    index: &crate::repo::RepoIndex,
+) -> Result<Box<dyn Backend>, BackendError> {
+    match entry.kind {
+        config::BackendKind::Embedded => Ok(Box::new(ngram::EmbeddedModel::new(index))),
+        _ => config::build_http(entry),
+    }
+}
+
 /// Cut `text` before the first stop sequence, if any occurs.
 pub fn apply_stop(text: &str, stop: &[String]) -> String {
     let end = stop

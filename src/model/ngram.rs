@@ -377,7 +377,8 @@ fn add_evidence(
     }
 }
 
-/// The embedded model as a completion backend.
+/// The embedded model as a completion backend (cheap to clone: the statistics are shared).
+#[derive(Clone)]
 pub struct EmbeddedModel {
     repo: Arc<RepoModel>,
 }
@@ -474,20 +475,33 @@ impl Backend for EmbeddedModel {
         request: &CompletionRequest,
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
-        let mut out = Vec::with_capacity(request.n.max(1));
-        for index in 0..request.n.max(1) {
-            let started = Instant::now();
-            let text = self.generate(request, index as u64);
-            if let Some(tx) = deltas {
+        // Generation is CPU work: run it off the async workers so input and network stay
+        // responsive, and so several requests use several cores.
+        let (model, owned) = (self.clone(), request.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            (0..owned.n.max(1))
+                .map(|index| {
+                    let started = Instant::now();
+                    let text = model.generate(&owned, index as u64);
+                    Completion {
+                        text,
+                        latency: started.elapsed(),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|err| BackendError::Config {
+            backend: "embedded".into(),
+            detail: format!("generation failed: {err}"),
+        })?;
+        if let Some(tx) = deltas {
+            for (index, completion) in out.iter().enumerate() {
                 let _ = tx.send(Delta {
                     index,
-                    text: text.clone(),
+                    text: completion.text.clone(),
                 });
             }
-            out.push(Completion {
-                text,
-                latency: started.elapsed(),
-            });
         }
         Ok(out)
     }

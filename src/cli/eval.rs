@@ -1,0 +1,109 @@
+//! `keyhole eval`: RLPG's protocol over repositories, label files, and the report.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::complete::BackendArgs;
+use keyhole::compose;
+use keyhole::eval::labels::{self, LabelFile};
+use keyhole::eval::report;
+use keyhole::eval::runner::{EvalOptions, RepoRun};
+use keyhole::model;
+use keyhole::repo::{self, RepoIndex};
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Repositories to evaluate (their directory names name them in reports).
+    #[arg(required = true)]
+    repos: Vec<PathBuf>,
+    /// Holes per repository at most, drawn with --seed (RLPG's cap is 10,000).
+    #[arg(long, default_value_t = 10_000)]
+    holes: usize,
+    #[arg(long, default_value_t = 9)]
+    seed: u64,
+    /// Where label files (labels/REPO.jsonl), report.md, report.json and plots/ go.
+    #[arg(long, default_value = "keyhole-eval")]
+    out: PathBuf,
+    /// Repositories of the training split (comma-separated names); the fixed proposal is
+    /// chosen on them and the others are the test split.
+    #[arg(long, value_delimiter = ',')]
+    train: Vec<String>,
+    /// Total prompt budget in tokens.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    budget: usize,
+    /// Completions in flight at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    #[command(flatten)]
+    backend: BackendArgs,
+}
+
+fn repository_name(path: &std::path::Path) -> String {
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    canonical.file_name().map_or_else(
+        || "repository".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+pub fn eval_command(args: &EvalArgs) -> Result<()> {
+    let entry = args.backend.entry()?;
+    let tokenizer = entry.tokenizer().tokenizer();
+    let options = EvalOptions {
+        holes: Some(args.holes),
+        seed: args.seed,
+        budget: args.budget,
+        concurrency: args.concurrency,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let label_dir = args.out.join("labels");
+    for path in &args.repos {
+        let name = repository_name(path);
+        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let backend = model::build_backend(&entry, &index)?;
+        let label_path = label_dir.join(format!("{name}.jsonl"));
+        let (mut labels, _) =
+            LabelFile::open(&label_path).with_context(|| format!("{}", label_path.display()))?;
+        let progress = progress_bar(&name);
+        let run = RepoRun {
+            repository: &name,
+            index: &index,
+            tokenizer,
+            backend: backend.as_ref(),
+            options: &options,
+        };
+        let stats = runtime.block_on(run.run(&mut labels, &progress))?;
+        progress.finish_and_clear();
+        eprintln!(
+            "{name}: {} holes ({} from an earlier run, {} completed now)",
+            stats.holes, stats.resumed, stats.completed
+        );
+    }
+    let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
+    let report = report::build(&rows, &args.train, args.seed);
+    report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
+    println!(
+        "{}",
+        std::fs::read_to_string(args.out.join("report.md")).unwrap_or_default()
+    );
+    eprintln!(
+        "labels in {}, report in {}",
+        label_dir.display(),
+        args.out.join("report.md").display()
+    );
+    Ok(())
+}
+
+fn progress_bar(name: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    let style =
+        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} holes  {per_sec}  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(name.to_string());
+    bar
+}

@@ -1,0 +1,52 @@
+//! RLPG's evaluation protocol on real repositories: for every sampled hole, complete with the
+//! default context and with every applicable proposal, and record one label row each.
+//! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`report`] turns them into
+//! the paper's tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
+
+pub mod interop;
+pub mod labels;
+pub mod report;
+pub mod runner;
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::proposals::PROPOSAL_COUNT;
+
+/// Rows per hole: every proposal plus the default context.
+pub const ROWS_PER_HOLE: usize = PROPOSAL_COUNT + 1;
+
+/// One hole × one proposal (id 62: the default context).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelRow {
+    /// `repository/file:line:column`, unique across a run.
+    pub hole_id: String,
+    pub repository: String,
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based.
+    pub column: usize,
+    pub proposal_id: usize,
+    /// Whether the proposal yielded any context; inapplicable rows are not completed.
+    pub applicable: bool,
+    /// Exact match after stripping trailing whitespace (RLPG's success).
+    pub success: bool,
+    pub edit_similarity: f64,
+    pub edit_distance: usize,
+    pub prediction: String,
+    pub target: String,
+    /// Tokens of the proposal context in the prompt (0 for the default context).
+    pub proposal_tokens: usize,
+    /// Tokens of the default context in the prompt.
+    pub default_tokens: usize,
+    pub proposal_truncated: bool,
+    pub default_truncated: bool,
+    pub backend: String,
+    /// Why the completion failed, if the backend failed (the row then counts as a miss).
+    pub error: Option<String>,
+}
+
+/// The stable id of a hole.
+pub fn hole_id(repository: &str, file: &str, line: usize, column: usize) -> String {
+    format!("{repository}/{file}:{line}:{column}")
+}

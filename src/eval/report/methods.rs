@@ -1,0 +1,144 @@
+//! Methods: each orders a hole's candidates. Its first applicable candidate is the prompt it
+//! picks (RLPG's methods, top-1); its first k are k attempts (success@k, Figure 2 top).
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use super::holes::{HoleRows, percent};
+use crate::context::SourcedText;
+use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, ProposalSpec, specs};
+use crate::eval::ROWS_PER_HOLE;
+use crate::rank::Ranker;
+
+/// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
+pub type RankFn<'a> = Box<dyn Fn(&HoleRows) -> Vec<usize> + 'a>;
+
+pub(super) struct Method<'a> {
+    pub name: String,
+    pub rank: RankFn<'a>,
+}
+
+/// What a method does on one hole.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Attempts {
+    /// The candidate it picks.
+    pub top: usize,
+    /// Position of its first successful candidate.
+    pub first_hit: Option<usize>,
+}
+
+impl Attempts {
+    pub fn success_at(&self, k: usize) -> bool {
+        self.first_hit.is_some_and(|i| i < k)
+    }
+}
+
+/// Follow `order` on `hole`: applicable candidates, without repeats; a method that offers
+/// none gets the default context, as RLPG's prompt is when the proposal context is empty.
+pub(super) fn attempts(order: Vec<usize>, hole: &HoleRows) -> Attempts {
+    let mut seen = [false; ROWS_PER_HOLE];
+    let mut tried: Vec<usize> = order
+        .into_iter()
+        .filter(|&id| id < ROWS_PER_HOLE && hole.applicable(id))
+        .filter(|&id| !std::mem::replace(&mut seen[id], true))
+        .collect();
+    if tried.is_empty() {
+        tried.push(DEFAULT_ID);
+    }
+    Attempts {
+        top: tried[0],
+        first_hit: tried.iter().position(|&id| hole.succeeded(id)),
+    }
+}
+
+/// Codex in the paper: the default context alone.
+pub(super) fn default_context() -> RankFn<'static> {
+    Box::new(|_| vec![DEFAULT_ID])
+}
+
+/// The upper bound: a successful candidate whenever there is one.
+pub(super) fn oracle() -> RankFn<'static> {
+    Box::new(|hole| {
+        hole.applicable_ids()
+            .filter(|&id| hole.succeeded(id))
+            .collect()
+    })
+}
+
+/// A random applicable proposal per hole, drawn from `seed` and the hole id, so that a hole's
+/// draw does not depend on which other holes are in the run.
+pub(super) fn random(seed: u64) -> RankFn<'static> {
+    Box::new(move |hole| {
+        let mut ids: Vec<usize> = hole
+            .applicable_ids()
+            .filter(|&id| id != DEFAULT_ID)
+            .collect();
+        let hash = blake3::hash(hole.hole_id.as_bytes());
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(&hash.as_bytes()[..8]);
+        ids.shuffle(&mut ChaCha8Rng::seed_from_u64(
+            seed ^ u64::from_le_bytes(bytes),
+        ));
+        ids.push(DEFAULT_ID);
+        ids
+    })
+}
+
+/// Proposals with their success rate as RLPG's fixed prompt proposal on `holes` (the proposal
+/// where applicable, the default context elsewhere), best first; ties keep id order.
+pub(super) fn fixed_order(holes: &[&HoleRows]) -> Vec<(usize, f64)> {
+    let mut order: Vec<(usize, f64)> = (0..PROPOSAL_COUNT)
+        .map(|id| {
+            let hits = holes
+                .iter()
+                .filter(|h| attempts(vec![id, DEFAULT_ID], h).success_at(1))
+                .count();
+            (id, percent(hits, holes.len()))
+        })
+        .collect();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1));
+    order
+}
+
+/// The fixed prompt proposal: the best of `order`, else the default context; further attempts
+/// follow `order` (as the paper's Figure 2 does for the fixed proposal).
+pub(super) fn fixed_proposal(order: Vec<usize>) -> RankFn<'static> {
+    Box::new(move |_| {
+        let (best, rest) = order.split_first().expect("there are proposals");
+        [*best, DEFAULT_ID]
+            .into_iter()
+            .chain(rest.iter().copied())
+            .collect()
+    })
+}
+
+/// Rank with a keyhole [`Ranker`]. Label rows keep no context text, so the ranker sees
+/// stand-ins that carry only applicability; rankers that read the text need a [`RankFn`] of
+/// their own.
+pub fn by_ranker<'r>(ranker: &'r dyn Ranker) -> impl Fn(&HoleRows) -> Vec<usize> + 'r {
+    move |hole| {
+        let stand_ins: Vec<ProposalContext> = specs()
+            .into_iter()
+            .map(|spec| stand_in(spec, hole.applicable(spec.id)))
+            .collect();
+        ranker.rank(&stand_ins).into_iter().map(|r| r.id).collect()
+    }
+}
+
+fn stand_in(spec: ProposalSpec, applicable: bool) -> ProposalContext {
+    let text = if applicable {
+        spec.label()
+    } else {
+        String::new()
+    };
+    ProposalContext {
+        spec,
+        context: SourcedText {
+            text,
+            pieces: Vec::new(),
+        },
+        ranked_files: Vec::new(),
+        keep: spec.source.keep(),
+    }
+}

@@ -1,0 +1,280 @@
+//! Running the protocol on one repository: sample holes, build every proposal's prompt,
+//! complete them with bounded concurrency, and append the rows hole by hole.
+
+use futures_util::stream::{self, StreamExt};
+use indicatif::ProgressBar;
+use rayon::prelude::*;
+
+use super::labels::LabelFile;
+use super::{LabelRow, hole_id};
+use crate::compose::{self, Prompt, SegmentKind};
+use crate::context::proposals::{self, DEFAULT_ID, Request};
+use crate::hole::{Hole, sample_holes};
+use crate::metrics;
+use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::repo::RepoIndex;
+use crate::token::Tokenizer;
+
+/// Holes whose prompts are built together (in parallel) before their completions run.
+const CHUNK: usize = 16;
+/// Consecutive holes whose completions all failed before the run gives up.
+const MAX_FAILED_HOLES: usize = 8;
+
+/// How to run the protocol.
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// Holes per repository at most (RLPG capped at 10,000).
+    pub holes: Option<usize>,
+    pub seed: u64,
+    pub budget: usize,
+    /// Completions in flight at once.
+    pub concurrency: usize,
+}
+
+/// One repository's run.
+pub struct RepoRun<'a> {
+    pub repository: &'a str,
+    pub index: &'a RepoIndex,
+    pub tokenizer: &'a dyn Tokenizer,
+    pub backend: &'a dyn Backend,
+    pub options: &'a EvalOptions,
+}
+
+/// What a run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    pub holes: usize,
+    /// Holes already in the label file from an earlier run.
+    pub resumed: usize,
+    pub completed: usize,
+}
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("cannot write {path}: {source}")]
+    Labels {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// A prompt to complete for a hole, or `None` when the proposal is not applicable.
+type HolePrompts = Vec<(usize, Option<Prompt>)>;
+
+impl RepoRun<'_> {
+    /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
+    /// are in. Transient backend failures leave the hole for the next run.
+    pub async fn run(
+        &self,
+        labels: &mut LabelFile,
+        progress: &ProgressBar,
+    ) -> Result<RunStats, RunError> {
+        let holes = sample_holes(self.index, self.options.holes, self.options.seed);
+        let todo: Vec<&Hole> = holes
+            .iter()
+            .filter(|h| !labels.is_done(&self.id(h)))
+            .collect();
+        let mut stats = RunStats {
+            holes: holes.len(),
+            resumed: holes.len() - todo.len(),
+            completed: 0,
+        };
+        progress.set_length(holes.len() as u64);
+        progress.set_position(stats.resumed as u64);
+        let mut failed_in_a_row = 0;
+        for chunk in todo.chunks(CHUNK) {
+            let prompts: Vec<HolePrompts> = chunk.par_iter().map(|h| self.prompts(h)).collect();
+            let outcomes = self.complete_all(chunk, &prompts).await;
+            for ((hole, prompts), outcome) in chunk.iter().zip(&prompts).zip(outcomes) {
+                match outcome {
+                    Ok(predictions) => {
+                        let rows = self.rows(hole, prompts, predictions);
+                        labels
+                            .append_hole(&rows)
+                            .map_err(|source| RunError::Labels {
+                                path: labels.path().display().to_string(),
+                                source,
+                            })?;
+                        stats.completed += 1;
+                        failed_in_a_row = 0;
+                    }
+                    Err(err) => {
+                        failed_in_a_row += 1;
+                        if failed_in_a_row >= MAX_FAILED_HOLES {
+                            return Err(err.into());
+                        }
+                    }
+                }
+                progress.inc(1);
+            }
+        }
+        Ok(stats)
+    }
+
+    fn id(&self, hole: &Hole) -> String {
+        hole_id(
+            self.repository,
+            &self.index.files[hole.file].path,
+            hole.line + 1,
+            hole.column + 1,
+        )
+    }
+
+    /// The default prompt and every proposal's (RLPG builds all 62 for every hole).
+    fn prompts(&self, hole: &Hole) -> HolePrompts {
+        let mut out: HolePrompts = proposals::specs()
+            .into_iter()
+            .map(|spec| {
+                let allocation = compose::proposal_allocation(self.options.budget, spec.share);
+                let req = Request {
+                    index: self.index,
+                    hole,
+                    tokenizer: self.tokenizer,
+                    allocation,
+                };
+                let proposal = proposals::build(spec, &req);
+                let prompt = proposal.applicable().then(|| {
+                    compose::compose(
+                        self.index,
+                        hole,
+                        Some(&proposal),
+                        self.tokenizer,
+                        self.options.budget,
+                    )
+                });
+                (spec.id, prompt)
+            })
+            .collect();
+        out.push((
+            DEFAULT_ID,
+            Some(compose::compose(
+                self.index,
+                hole,
+                None,
+                self.tokenizer,
+                self.options.budget,
+            )),
+        ));
+        out
+    }
+
+    /// Complete every applicable prompt of a chunk; per hole, its predictions by proposal id
+    /// (an error text for prompts the server refused), or the transient error that stopped it.
+    async fn complete_all(
+        &self,
+        chunk: &[&Hole],
+        prompts: &[HolePrompts],
+    ) -> Vec<Result<Vec<(usize, Prediction)>, BackendError>> {
+        let jobs = chunk
+            .iter()
+            .zip(prompts)
+            .enumerate()
+            .flat_map(|(h, (hole, list))| {
+                list.iter()
+                    .filter_map(move |(id, p)| p.as_ref().map(|p| (h, *id, self.request(hole, p))))
+            });
+        let done: Vec<(usize, usize, Result<Prediction, BackendError>)> = stream::iter(jobs)
+            .map(|(h, id, request)| async move { (h, id, self.predict(&request).await) })
+            .buffer_unordered(self.options.concurrency.max(1))
+            .collect()
+            .await;
+        let mut per_hole: Vec<Result<Vec<(usize, Prediction)>, BackendError>> =
+            vec![Ok(Vec::new()); chunk.len()];
+        for (h, id, result) in done {
+            match (result, &mut per_hole[h]) {
+                (Ok(prediction), Ok(list)) => list.push((id, prediction)),
+                (Err(err), slot) => *slot = Err(err),
+                (Ok(_), Err(_)) => {}
+            }
+        }
+        per_hole
+    }
+
+    fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
+        CompletionRequest {
+            current_file: Some(self.index.files[hole.file].path.clone()),
+            ..CompletionRequest::single_line(prompt.text())
+        }
+    }
+
+    /// The completion, or the refusal of a prompt (a 4xx), which a retry would not change.
+    async fn predict(&self, request: &CompletionRequest) -> Result<Prediction, BackendError> {
+        match self.backend.complete(request, None).await {
+            Ok(completions) => Ok(Prediction::Text(
+                completions
+                    .into_iter()
+                    .next()
+                    .map(|c| c.text)
+                    .unwrap_or_default(),
+            )),
+            Err(BackendError::Status { status, .. })
+                if (400..500).contains(&status) && status != 429 =>
+            {
+                Ok(Prediction::Refused(format!("status {status}")))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn rows(
+        &self,
+        hole: &Hole,
+        prompts: &HolePrompts,
+        mut predictions: Vec<(usize, Prediction)>,
+    ) -> Vec<LabelRow> {
+        let target = hole.target.clone().unwrap_or_default();
+        let file = &self.index.files[hole.file].path;
+        prompts
+            .iter()
+            .map(|(id, prompt)| {
+                let prediction = predictions
+                    .iter()
+                    .position(|(p, _)| p == id)
+                    .map(|i| predictions.swap_remove(i).1);
+                let (text, error) = match prediction {
+                    Some(Prediction::Text(t)) => (t, None),
+                    Some(Prediction::Refused(why)) => (String::new(), Some(why)),
+                    None => (String::new(), None),
+                };
+                let scores = metrics::score(&text, &target);
+                let segment =
+                    |kind: fn(&SegmentKind) -> bool| prompt.as_ref().and_then(|p| p.segment(kind));
+                let proposal = segment(|k| matches!(k, SegmentKind::Proposal { .. }));
+                let default = segment(|k| matches!(k, SegmentKind::Default));
+                LabelRow {
+                    hole_id: self.id(hole),
+                    repository: self.repository.to_string(),
+                    file: file.clone(),
+                    line: hole.line + 1,
+                    column: hole.column + 1,
+                    proposal_id: *id,
+                    applicable: prompt.is_some(),
+                    success: prompt.is_some() && error.is_none() && scores.exact_match,
+                    edit_similarity: if prompt.is_some() {
+                        scores.edit_similarity
+                    } else {
+                        0.0
+                    },
+                    edit_distance: scores.edit_distance,
+                    prediction: text,
+                    target: target.clone(),
+                    proposal_tokens: proposal.map_or(0, |s| s.tokens),
+                    default_tokens: default.map_or(0, |s| s.tokens),
+                    proposal_truncated: proposal.is_some_and(|s| s.cut.is_some()),
+                    default_truncated: default.is_some_and(|s| s.cut.is_some()),
+                    backend: self.backend.name().to_string(),
+                    error,
+                }
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Prediction {
+    Text(String),
+    Refused(String),
+}
