@@ -160,3 +160,43 @@ fn holes_lists_sampled_positions() {
     assert_eq!(holes.len(), 5);
     assert!(holes.iter().all(|h| h["line"].as_u64().unwrap() >= 1));
 }
+
+#[test]
+fn exported_holes_run_as_a_task_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.jsonl");
+    let out = dir.path().join("results.jsonl");
+    let exported = keyhole(&[
+        "holes",
+        &sample(),
+        "--cap",
+        "12",
+        "--export",
+        file.to_str().unwrap(),
+    ]);
+    assert!(exported.status.success());
+    let run = keyhole(&[
+        "tasks",
+        file.to_str().unwrap(),
+        "--repo",
+        &sample(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        String::from_utf8(run.stdout)
+            .unwrap()
+            .starts_with("12 tasks, backend embedded: exact match")
+    );
+    let results = std::fs::read_to_string(out).unwrap();
+    assert_eq!(results.lines().count(), 12);
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"prompt\": \"x\"}\n").unwrap();
+    let err = one_line_error(&keyhole(&["tasks", bad.to_str().unwrap()]));
+    assert!(err.contains("bad.jsonl:1:"), "{err}");
+}

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::SourcedText;
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
+use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
 use keyhole::repo::{self, RepoIndex};
 use keyhole::sample;
@@ -53,18 +54,9 @@ enum Command {
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
     Eval(eval::EvalArgs),
     /// List RLPG's sampled holes of a repository.
-    Holes {
-        repo: PathBuf,
-        /// At most this many holes, drawn at random with --seed.
-        #[arg(long)]
-        cap: Option<usize>,
-        #[arg(long, default_value_t = 9)]
-        seed: u64,
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        cache: CacheArgs,
-    },
+    Holes(HolesArgs),
+    /// Complete the tasks of a RepoEval or CrossCodeEval task file and score them.
+    Tasks(complete::TasksArgs),
     /// Index a repository and report what was found.
     Index {
         repo: PathBuf,
@@ -73,6 +65,26 @@ enum Command {
         #[command(flatten)]
         cache: CacheArgs,
     },
+}
+
+#[derive(Args)]
+struct HolesArgs {
+    repo: PathBuf,
+    /// At most this many holes, drawn at random with --seed.
+    #[arg(long)]
+    cap: Option<usize>,
+    #[arg(long, default_value_t = 9)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+    /// Write the holes as a CrossCodeEval-style task file (prompt: the default context).
+    #[arg(long)]
+    export: Option<PathBuf>,
+    /// Budget of the exported prompts, in code tokens.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    budget: usize,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 #[derive(Args)]
@@ -161,13 +173,8 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Complete(args)) => complete::complete_command(&args),
         Some(Command::Backends) => complete::backends_command(),
         Some(Command::Eval(args)) => eval::eval_command(&args),
-        Some(Command::Holes {
-            repo,
-            cap,
-            seed,
-            json,
-            cache,
-        }) => holes_command(&repo, cap, seed, json, &cache),
+        Some(Command::Holes(args)) => holes_command(&args),
+        Some(Command::Tasks(args)) => complete::tasks_command(&args),
         Some(Command::Index { repo, json, cache }) => index_command(&repo, json, &cache),
     }
 }
@@ -503,16 +510,24 @@ fn pieces_json(session: &Session, text: &SourcedText) -> Vec<Value> {
         .collect()
 }
 
-fn holes_command(
-    repo: &Path,
-    cap: Option<usize>,
-    seed: u64,
-    json: bool,
-    cache: &CacheArgs,
-) -> Result<()> {
-    let index = open(repo, cache)?;
-    let holes = hole::sample_holes(&index, cap, seed);
-    if json {
+fn holes_command(args: &HolesArgs) -> Result<()> {
+    let index = open(&args.repo, &args.cache)?;
+    let holes = hole::sample_holes(&index, args.cap, args.seed);
+    if let Some(path) = &args.export {
+        let name = index
+            .root
+            .file_name()
+            .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
+        let tok = TokenizerKind::Code.tokenizer();
+        let rows = holes.iter().map(|h| {
+            let prompt = compose::compose(&index, h, None, tok, args.budget).text();
+            interop::export_row(&index, &name, h, &prompt)
+        });
+        interop::write_jsonl(path, rows).with_context(|| format!("{}", path.display()))?;
+        eprintln!("{} tasks written to {}", holes.len(), path.display());
+        return Ok(());
+    }
+    if args.json {
         let rows: Vec<Value> = holes
             .iter()
             .map(|h| json!({ "file": index.files[h.file].path, "line": h.line + 1, "column": h.column + 1, "target": h.target }))

@@ -25,7 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::RepoIndex;
+use crate::repo::{RepoIndex, SourceFile};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -109,12 +109,12 @@ pub struct RepoModel {
 }
 
 impl RepoModel {
-    /// Build from every file of an index (a second or so for a large repository).
-    pub fn build(index: &RepoIndex) -> RepoModel {
+    /// Build from a repository's files (a second or so for a large repository).
+    pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
         let mut vocab = Vocabulary::new();
         let mut stream = vec![BOUNDARY];
         let mut files = FxHashMap::default();
-        for file in &index.files {
+        for file in files_of_repo {
             let start = stream.len() as u32;
             stream.extend(
                 model_tokens(&file.text)
@@ -386,7 +386,15 @@ pub struct EmbeddedModel {
 impl EmbeddedModel {
     pub fn new(index: &RepoIndex) -> Self {
         EmbeddedModel {
-            repo: Arc::new(RepoModel::build(index)),
+            repo: Arc::new(RepoModel::build(&index.files)),
+        }
+    }
+
+    /// A model that knows no repository and learns from its prompts alone (for task files
+    /// from benchmarks whose repositories are not at hand).
+    pub fn without_repository() -> Self {
+        EmbeddedModel {
+            repo: Arc::new(RepoModel::build(&[])),
         }
     }
 
