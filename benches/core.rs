@@ -1,0 +1,125 @@
+//! Criterion benchmarks of keyhole's core paths (see BENCHMARKS.md).
+//!
+//! Runs on the bundled sample repository and, when the directory exists, on the repository named
+//! by `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`) with small sample sizes.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use keyhole::compose::compose;
+use keyhole::context::proposals::{Request, build_all};
+use keyhole::hole::sample_holes;
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+use rayon::prelude::*;
+use tree_sitter::Parser;
+
+const ALLOCATION: usize = 2036;
+const BUDGET: usize = 4072;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// The bare tree-sitter parse, one parser per rayon thread.
+fn bare_parse(source: &str) -> Option<tree_sitter::Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_java::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(source, None)
+    })
+}
+
+fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
+    let mut group = c.benchmark_group(name);
+    if large {
+        group
+            .sample_size(10)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(10));
+    }
+
+    group.bench_function("index_cold", |b| {
+        b.iter_batched(
+            || tempfile::tempdir().expect("temp dir"),
+            |dir| {
+                let index = RepoIndex::open(root, Some(dir.path())).expect("open");
+                // Returned so that dropping the index and removing the directory is not timed.
+                (index, dir)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+
+    let cache = tempfile::tempdir().expect("temp dir");
+    let index = RepoIndex::open(root, Some(cache.path())).expect("open");
+    group.bench_function("index_warm", |b| {
+        b.iter_with_large_drop(|| {
+            let index = RepoIndex::open(root, Some(cache.path())).expect("open");
+            debug_assert_eq!(index.cache.parsed, 0);
+            index
+        })
+    });
+
+    // The same files, read beforehand; only the parse is timed.
+    let texts: Vec<&str> = index.files.iter().map(|f| f.text.as_str()).collect();
+    group.bench_function("bare_parse", |b| {
+        b.iter_with_large_drop(|| texts.par_iter().map(|t| bare_parse(t)).collect::<Vec<_>>())
+    });
+
+    // One hole from the same sample the latency bench uses (300 holes, seed 9): the middle one.
+    let holes = sample_holes(&index, Some(300), 9);
+    let hole = &holes[holes.len() / 2];
+    let tokenizer = TokenizerKind::Code.tokenizer();
+    let req = Request {
+        index: &index,
+        hole,
+        tokenizer,
+        allocation: ALLOCATION,
+    };
+    group.bench_function("proposals_all_one_hole", |b| {
+        b.iter_with_large_drop(|| build_all(&req))
+    });
+
+    // One prompt, from the applicable proposal with the most context.
+    let proposals = build_all(&req);
+    let proposal = proposals
+        .iter()
+        .filter(|p| p.applicable())
+        .max_by_key(|p| p.context.text.len())
+        .expect("an applicable proposal");
+    group.bench_function("compose_one_prompt", |b| {
+        b.iter_with_large_drop(|| compose(&index, hole, Some(proposal), tokenizer, BUDGET))
+    });
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
+    bench_repo(c, "sample", &sample, false);
+    let corpus = std::env::var_os("KEYHOLE_BENCH_REPO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/corpus/guava-libraries"));
+    if corpus.is_dir() {
+        let name = corpus
+            .file_name()
+            .map_or("repo".into(), |n| n.to_string_lossy().into_owned());
+        bench_repo(c, &name, &corpus, true);
+    } else {
+        println!(
+            "note: {} not found; skipping it (set KEYHOLE_BENCH_REPO)",
+            corpus.display()
+        );
+    }
+}
+
+criterion_group!(core, benches);
+criterion_main!(core);
