@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
-use keyhole::compose::compose;
+use keyhole::compose::Composer;
 use keyhole::context::proposals::{Request, build_all};
 use keyhole::hole::sample_holes;
 use keyhole::lang::{self, FileFacts};
@@ -313,11 +313,10 @@ fn measure(name: &str, root: &Path) -> Row {
         let proposals = build_all(&req);
         let built = start.elapsed();
         assert_eq!(proposals.len(), 62);
+        let composer = Composer::new(&index, hole, tokenizer, BUDGET);
         let mut tokens = 0;
         for p in &proposals {
-            tokens += compose(&index, hole, Some(p), tokenizer, BUDGET)
-                .segments
-                .len();
+            tokens += composer.compose(Some(p)).segments.len();
         }
         let total = start.elapsed();
         per_hole.push(total);

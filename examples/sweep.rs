@@ -34,6 +34,7 @@ fn main() {
     for hole in &holes {
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             let mut problems = Vec::new();
+            let composer = compose::Composer::new(&index, hole, tok, compose::DEFAULT_BUDGET);
             for spec in proposals::specs() {
                 let allocation = compose::proposal_allocation(compose::DEFAULT_BUDGET, spec.share);
                 let req = Request {
@@ -43,8 +44,7 @@ fn main() {
                     allocation,
                 };
                 let proposal = proposals::build(spec, &req);
-                let prompt =
-                    compose::compose(&index, hole, Some(&proposal), tok, compose::DEFAULT_BUDGET);
+                let prompt = composer.compose(Some(&proposal));
                 if let Err(why) = prompt.validate(&index, tok) {
                     problems.push(format!("proposal {}: {why}", spec.id));
                 }

@@ -9,7 +9,7 @@ use crate::context::proposals::{DEFAULT_ID, ProposalContext};
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::RepoIndex;
-use crate::token::{Keep, Tokenizer};
+use crate::token::{self, Keep, Tokenizer};
 
 /// RLPG's total prompt length in tokens (section 3.2).
 pub const DEFAULT_BUDGET: usize = 4072;
@@ -35,11 +35,10 @@ pub struct Segment {
     pub allocated: usize,
     /// Which end was cut off, if the segment did not fit.
     pub cut: Option<Keep>,
-    /// Tokens before truncation.
-    pub full_tokens: usize,
 }
 
 impl Segment {
+    /// `full` cut to `allocated` tokens from its `keep` end.
     fn fit(
         kind: SegmentKind,
         full: &SourcedText,
@@ -47,20 +46,22 @@ impl Segment {
         allocated: usize,
         keep: Keep,
     ) -> Segment {
-        let full_tokens = tok.count(&full.text);
         let (text, tokens) = full.truncate(tok, allocated, keep);
-        let cut = (tokens < full_tokens).then_some(match keep {
-            Keep::Start => Keep::End,
-            Keep::End => Keep::Start,
-        });
+        let cut = (text.text.len() < full.text.len()).then_some(opposite(keep));
         Segment {
             kind,
             text,
             tokens,
             allocated,
             cut,
-            full_tokens,
         }
+    }
+}
+
+fn opposite(keep: Keep) -> Keep {
+    match keep {
+        Keep::Start => Keep::End,
+        Keep::End => Keep::Start,
     }
 }
 
@@ -145,64 +146,115 @@ pub fn compose(
     tok: &dyn Tokenizer,
     budget: usize,
 ) -> Prompt {
-    let mut segments = Vec::new();
-    let mut used = 0;
-    if let Some(p) = proposal.filter(|p| p.applicable()) {
-        let allocated = proposal_allocation(budget, p.spec.share);
-        let segment = Segment::fit(
-            SegmentKind::Proposal { id: p.spec.id },
-            &p.context,
+    Composer::new(index, hole, tok, budget).compose(proposal)
+}
+
+/// Composes any number of prompts for one hole, tokenizing the code before the hole once.
+pub struct Composer<'a> {
+    tok: &'a dyn Tokenizer,
+    budget: usize,
+    /// The end of the code before the hole that any prompt of this budget could keep.
+    default: SourcedText,
+    default_ends: Vec<usize>,
+    /// Whether `default` is all the code before the hole.
+    default_whole: bool,
+}
+
+impl<'a> Composer<'a> {
+    pub fn new(index: &RepoIndex, hole: &Hole, tok: &'a dyn Tokenizer, budget: usize) -> Self {
+        let full = default_context(index, hole);
+        let window = token::truncate(tok, &full.text, budget, Keep::End).0;
+        // Keep one token more than the budget so the cut can be found by its token ends.
+        let start = if window.start == 0 {
+            0
+        } else {
+            window.start.saturating_sub(64)
+        };
+        let start = (0..=start)
+            .rev()
+            .find(|&i| full.text.is_char_boundary(i))
+            .unwrap_or(0);
+        let default = if start == 0 {
+            full
+        } else {
+            full.slice(start..full.text.len())
+        };
+        let default_ends = tok.token_ends(&default.text);
+        Composer {
             tok,
-            allocated,
-            p.keep,
-        );
-        if segment.tokens > 0 {
-            used += segment.tokens;
-            segments.push(segment);
-            let mut sep = SourcedText::default();
-            sep.push_plain(SEPARATOR);
-            let sep_tokens = tok.count(SEPARATOR).min(budget - used);
-            let sep = Segment::fit(SegmentKind::Separator, &sep, tok, sep_tokens, Keep::Start);
-            used += sep.tokens;
-            segments.push(sep);
+            budget,
+            default_whole: start == 0,
+            default,
+            default_ends,
         }
     }
-    let full_default = default_context(index, hole);
-    let mut default = Segment::fit(
-        SegmentKind::Default,
-        &full_default,
-        tok,
-        budget - used,
-        Keep::End,
-    );
-    // BPE can merge across segment boundaries in either direction; if the joined prompt counts
-    // more than the budget, the default context gives up the excess.
-    loop {
-        let joined: String = segments
-            .iter()
-            .map(|s| s.text.text.as_str())
-            .chain([default.text.text.as_str()])
-            .collect();
-        let excess = tok.count(&joined).saturating_sub(budget);
-        if excess == 0 || default.tokens == 0 {
-            break;
+
+    pub fn compose(&self, proposal: Option<&ProposalContext>) -> Prompt {
+        let (tok, budget) = (self.tok, self.budget);
+        let mut segments = Vec::new();
+        let mut used = 0;
+        if let Some(p) = proposal.filter(|p| p.applicable()) {
+            let allocated = proposal_allocation(budget, p.spec.share);
+            let segment = Segment::fit(
+                SegmentKind::Proposal { id: p.spec.id },
+                &p.context,
+                tok,
+                allocated,
+                p.keep,
+            );
+            if segment.tokens > 0 {
+                used += segment.tokens;
+                segments.push(segment);
+                let mut sep = SourcedText::default();
+                sep.push_plain(SEPARATOR);
+                let sep_tokens = tok.count(SEPARATOR).min(budget - used);
+                let sep = Segment::fit(SegmentKind::Separator, &sep, tok, sep_tokens, Keep::Start);
+                used += sep.tokens;
+                segments.push(sep);
+            }
         }
-        let allocated = default.allocated;
-        default = Segment::fit(
-            SegmentKind::Default,
-            &full_default,
-            tok,
-            default.tokens.saturating_sub(excess),
+        let allocated = budget - used;
+        let mut default = self.default_segment(allocated, allocated);
+        // BPE can merge across segment boundaries in either direction; if the joined prompt
+        // counts more than the budget, the default context gives up the excess.
+        while !tok.stable_boundaries() && default.tokens > 0 {
+            let joined: String = segments
+                .iter()
+                .map(|s| s.text.text.as_str())
+                .chain([default.text.text.as_str()])
+                .collect();
+            let excess = tok.count(&joined).saturating_sub(budget);
+            if excess == 0 {
+                break;
+            }
+            default = self.default_segment(default.tokens.saturating_sub(excess), allocated);
+        }
+        segments.push(default);
+        Prompt {
+            segments,
+            budget,
+            tokenizer: tok.name(),
+            proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id),
+        }
+    }
+
+    /// The default context cut to `tokens`, reported against its allocation.
+    fn default_segment(&self, tokens: usize, allocated: usize) -> Segment {
+        let (range, tokens) = token::truncate_at(
+            self.tok,
+            &self.default.text,
+            &self.default_ends,
+            tokens,
             Keep::End,
         );
-        default.allocated = allocated;
-    }
-    segments.push(default);
-    Prompt {
-        segments,
-        budget,
-        tokenizer: tok.name(),
-        proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id),
+        let cut = (range.start > 0 || !self.default_whole).then_some(Keep::Start);
+        Segment {
+            kind: SegmentKind::Default,
+            text: self.default.slice(range),
+            tokens,
+            allocated,
+            cut,
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! tokenizer reports where its tokens end in the text; truncation then cuts at a token boundary
 //! and recounts, which keeps budgets exact even for byte-level BPE.
 
+use std::ops::Range;
 use std::str::FromStr;
 
 use serde::Serialize;
@@ -18,6 +19,11 @@ pub trait Tokenizer: Send + Sync {
     /// Number of tokens in `text`.
     fn count(&self, text: &str) -> usize {
         self.token_ends(text).len()
+    }
+    /// Whether any run of whole tokens re-tokenizes to exactly those tokens, and joining texts
+    /// with a line break never adds tokens. Then cuts need no recount (BPE needs one).
+    fn stable_boundaries(&self) -> bool {
+        false
     }
 }
 
@@ -109,6 +115,12 @@ const OPERATORS_2: [&str; 18] = [
 impl Tokenizer for CodeTokenizer {
     fn name(&self) -> &'static str {
         "code"
+    }
+
+    /// Tokens are maximal runs and a line break never merges except `\r` + `\n` (which only
+    /// makes fewer tokens), so cuts at token ends are exact.
+    fn stable_boundaries(&self) -> bool {
+        true
     }
 
     fn token_ends(&self, text: &str) -> Vec<usize> {
@@ -217,8 +229,53 @@ pub fn truncate(
     text: &str,
     max_tokens: usize,
     keep: Keep,
-) -> (std::ops::Range<usize>, usize) {
-    let ends = tok.token_ends(text);
+) -> (Range<usize>, usize) {
+    if let Some(result) = truncate_in_window(tok, text, max_tokens, keep) {
+        return result;
+    }
+    truncate_at(tok, text, &tok.token_ends(text), max_tokens, keep)
+}
+
+/// Bytes of text looked at first when only `max` tokens from one end are wanted: generous for
+/// code, and the result is verified, so a rare very long token only costs the full pass.
+fn window_bytes(max_tokens: usize) -> usize {
+    max_tokens * 16 + 1024
+}
+
+/// Truncation of a long text tokenizing only its kept end, when that end has more than
+/// enough tokens; `None` when the whole text must be looked at.
+fn truncate_in_window(
+    tok: &dyn Tokenizer,
+    text: &str,
+    max_tokens: usize,
+    keep: Keep,
+) -> Option<(Range<usize>, usize)> {
+    let size = window_bytes(max_tokens);
+    if text.len() <= size {
+        return None;
+    }
+    let window = match keep {
+        Keep::Start => 0..floor_char_boundary(text, size),
+        Keep::End => ceil_char_boundary(text, text.len() - size)..text.len(),
+    };
+    let part = &text[window.clone()];
+    let ends = tok.token_ends(part);
+    // One token beyond what is kept, so a token the window edge split is never kept.
+    if ends.len() <= max_tokens + 1 {
+        return None;
+    }
+    let (range, count) = truncate_at(tok, part, &ends, max_tokens, keep);
+    Some((range.start + window.start..range.end + window.start, count))
+}
+
+/// Truncation of `text` whose token ends are `ends`.
+pub fn truncate_at(
+    tok: &dyn Tokenizer,
+    text: &str,
+    ends: &[usize],
+    max_tokens: usize,
+    keep: Keep,
+) -> (Range<usize>, usize) {
     if ends.len() <= max_tokens {
         return (0..text.len(), ends.len());
     }
@@ -232,17 +289,16 @@ pub fn truncate(
         }
         Keep::End => ends[ends.len() - max_tokens - 1]..text.len(),
     };
+    if tok.stable_boundaries() {
+        return (range, max_tokens);
+    }
     // A BPE token may end inside a character; move the cut to a character boundary, inward.
     loop {
-        while !text.is_char_boundary(range.start) {
-            range.start += 1;
-        }
-        while !text.is_char_boundary(range.end) {
-            range.end -= 1;
-        }
+        range.start = ceil_char_boundary(text, range.start);
+        range.end = floor_char_boundary(text, range.end).max(range.start);
         let count = tok.count(&text[range.clone()]);
         if count <= max_tokens || range.is_empty() {
-            return (range.clone(), count);
+            return (range, count);
         }
         // Re-tokenizing a cut piece can (rarely, for BPE) give more tokens: shave one more byte.
         match keep {
@@ -250,6 +306,20 @@ pub fn truncate(
             Keep::End => range.start += 1,
         }
     }
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 #[cfg(test)]
@@ -299,6 +369,29 @@ mod tests {
         assert_eq!((&text[r], n), ("beta gamma", 3));
         let (r, n) = truncate(&CodeTokenizer, text, 0, Keep::End);
         assert_eq!((&text[r], n), ("", 0));
+    }
+
+    #[test]
+    fn the_window_shortcut_cuts_where_the_full_text_would() {
+        let text = "    int total = count(a, b) >>= 2; // ünïcode\r\n".repeat(400);
+        for tok in [
+            TokenizerKind::Code.tokenizer(),
+            TokenizerKind::Cl100kBase.tokenizer(),
+        ] {
+            let ends = tok.token_ends(&text);
+            for max in [0, 1, 7, 100, 900] {
+                for keep in [Keep::Start, Keep::End] {
+                    let fast = truncate(tok, &text, max, keep);
+                    assert_eq!(
+                        fast,
+                        truncate_at(tok, &text, &ends, max, keep),
+                        "{} {max} {keep:?}",
+                        tok.name()
+                    );
+                    assert_eq!(tok.count(&text[fast.0.clone()]), fast.1);
+                }
+            }
+        }
     }
 
     #[test]

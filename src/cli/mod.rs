@@ -235,27 +235,17 @@ impl Session {
 
 fn proposals_command(at: &HoleArgs) -> Result<()> {
     let session = Session::open(at, TokenizerKind::Code)?;
+    let composer =
+        compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
     let rows: Vec<(ProposalContext, Prompt)> = proposals::specs()
         .into_iter()
         .map(|spec| {
             let proposal = session.build(spec, at.budget);
-            let prompt = compose::compose(
-                &session.index,
-                &session.hole,
-                Some(&proposal),
-                session.tokenizer,
-                at.budget,
-            );
+            let prompt = composer.compose(Some(&proposal));
             (proposal, prompt)
         })
         .collect();
-    let default = compose::compose(
-        &session.index,
-        &session.hole,
-        None,
-        session.tokenizer,
-        at.budget,
-    );
+    let default = composer.compose(None);
     if at.json {
         println!(
             "{}",
@@ -408,7 +398,7 @@ fn proposals_json(
                 "context_type": spec.context_type,
                 "applicable": proposal.applicable(),
                 "tokens": seg.map_or(0, |s| s.tokens),
-                "full_tokens": seg.map_or(0, |s| s.full_tokens),
+                "full_tokens": session.tokenizer.count(&proposal.context.text),
                 "allocated": compose::proposal_allocation(at.budget, spec.share),
                 "truncated": seg.is_some_and(|s| s.cut.is_some()),
                 "cut": seg.and_then(|s| s.cut),
@@ -471,7 +461,6 @@ fn prompt_json(session: &Session, prompt: &Prompt) -> Value {
                 "text": s.text.text,
                 "tokens": s.tokens,
                 "allocated": s.allocated,
-                "full_tokens": s.full_tokens,
                 "truncated": s.cut.is_some(),
                 "cut": s.cut,
                 "pieces": pieces_json(session, &s.text),

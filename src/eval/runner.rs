@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::labels::LabelFile;
 use super::{LabelRow, hole_id};
-use crate::compose::{self, Prompt, SegmentKind};
+use crate::compose::{self, Composer, Prompt, SegmentKind};
 use crate::context::proposals::{self, DEFAULT_ID, Request};
 use crate::hole::{Hole, sample_holes};
 use crate::metrics;
@@ -125,6 +125,7 @@ impl RepoRun<'_> {
 
     /// The default prompt and every proposal's (RLPG builds all 62 for every hole).
     fn prompts(&self, hole: &Hole) -> HolePrompts {
+        let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
         let mut out: HolePrompts = proposals::specs()
             .into_iter()
             .map(|spec| {
@@ -136,28 +137,13 @@ impl RepoRun<'_> {
                     allocation,
                 };
                 let proposal = proposals::build(spec, &req);
-                let prompt = proposal.applicable().then(|| {
-                    compose::compose(
-                        self.index,
-                        hole,
-                        Some(&proposal),
-                        self.tokenizer,
-                        self.options.budget,
-                    )
-                });
+                let prompt = proposal
+                    .applicable()
+                    .then(|| composer.compose(Some(&proposal)));
                 (spec.id, prompt)
             })
             .collect();
-        out.push((
-            DEFAULT_ID,
-            Some(compose::compose(
-                self.index,
-                hole,
-                None,
-                self.tokenizer,
-                self.options.budget,
-            )),
-        ));
+        out.push((DEFAULT_ID, Some(composer.compose(None))));
         out
     }
 

@@ -95,15 +95,15 @@ impl Cache {
         !self.entries.is_empty()
     }
 
-    /// Write the facts of `files`, atomically (temp file + rename).
-    pub fn store(&self, files: &[SourceFile], warnings: &mut Vec<String>) {
-        let Some(path) = &self.path else { return };
-        if let Err(err) = write(path, files) {
-            warnings.push(format!(
+    /// Write the facts of `files`, atomically (temp file + rename); a warning if it fails.
+    pub fn store(&self, files: &[SourceFile]) -> Option<String> {
+        let path = self.path.as_ref()?;
+        write(path, files).err().map(|err| {
+            format!(
                 "cache {}: cannot write ({err}); running without a cache",
                 path.display()
-            ));
-        }
+            )
+        })
     }
 }
 
@@ -138,11 +138,17 @@ fn write(path: &Path, files: &[SourceFile]) -> std::io::Result<()> {
     let bytes = postcard::to_stdvec(&payload).map_err(std::io::Error::other)?;
     let dir = path.parent().expect("cache path has a parent");
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile_in(dir)?;
-    tmp.1.write_all(blake3::hash(&bytes).as_bytes())?;
-    tmp.1.write_all(&bytes)?;
-    tmp.1.sync_all()?;
-    std::fs::rename(&tmp.0, path)
+    let (tmp_path, mut tmp) = tempfile_in(dir)?;
+    // No fsync: a cache torn by a crash fails its checksum and is rebuilt, so durability is
+    // not worth the time on every open.
+    let written = tmp
+        .write_all(blake3::hash(&bytes).as_bytes())
+        .and_then(|()| tmp.write_all(&bytes))
+        .and_then(|()| std::fs::rename(&tmp_path, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    written
 }
 
 /// A fresh file next to the target, so the rename stays on one filesystem.

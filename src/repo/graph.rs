@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::{FileId, SourceFile};
 use crate::lang::{Span, TypeKind};
 
@@ -105,12 +107,12 @@ impl RepoGraph {
             }
         }
         graph.imports = files
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(id, f)| graph.resolve_imports(id, f))
             .collect();
         graph.parents = files
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(id, f)| graph.resolve_parents(id, f))
             .collect();

@@ -148,10 +148,13 @@ impl RepoIndex {
                 Err(skip) => warnings.push(format!("skipped {skip}")),
             }
         }
-        if report.parsed > 0 || cache.had_stale_entries() {
-            cache.store(&files, &mut warnings);
-        }
-        let graph = RepoGraph::build(&files);
+        // The cache is written while the graph is built: both only read the files.
+        let must_store = report.parsed > 0 || cache.had_stale_entries();
+        let (graph, store_warning) = rayon::join(
+            || RepoGraph::build(&files),
+            || must_store.then(|| cache.store(&files)).flatten(),
+        );
+        warnings.extend(store_warning);
         Ok(RepoIndex {
             root,
             files,
