@@ -3,7 +3,6 @@
 //! Runs on the bundled sample repository and, when the directory exists, on the repository named
 //! by `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`) with small sample sizes.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -14,29 +13,9 @@ use keyhole::hole::sample_holes;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use rayon::prelude::*;
-use tree_sitter::Parser;
 
 const ALLOCATION: usize = 2036;
 const BUDGET: usize = 4072;
-
-thread_local! {
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
-
-/// The bare tree-sitter parse, one parser per rayon thread.
-fn bare_parse(source: &str) -> Option<tree_sitter::Tree> {
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_java::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(source, None)
-    })
-}
 
 fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     let mut group = c.benchmark_group(name);
@@ -72,7 +51,12 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     // The same files, read beforehand; only the parse is timed.
     let texts: Vec<&str> = index.files.iter().map(|f| f.text.as_str()).collect();
     group.bench_function("bare_parse", |b| {
-        b.iter_with_large_drop(|| texts.par_iter().map(|t| bare_parse(t)).collect::<Vec<_>>())
+        b.iter_with_large_drop(|| {
+            texts
+                .par_iter()
+                .map(|t| keyhole::lang::java::parse(t))
+                .collect::<Vec<_>>()
+        })
     });
 
     // One hole from the same sample the latency bench uses (300 holes, seed 9): the middle one.

@@ -6,7 +6,6 @@
 //! timings are the median of 5 interleaved rounds after one untimed open. A breakdown of the index build is printed after the table,
 //! measured with public APIs only (the steps `RepoIndex::open` takes, re-run one at a time).
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -19,7 +18,6 @@ use keyhole::repo::{MAX_FILE_BYTES, RepoGraph, RepoIndex};
 use keyhole::token::TokenizerKind;
 use rayon::prelude::*;
 use serde::Deserialize;
-use tree_sitter::Parser;
 
 const THREADS: usize = 2;
 const RUNS: usize = 5;
@@ -27,25 +25,6 @@ const HOLES: usize = 300;
 const SEED: u64 = 9;
 const ALLOCATION: usize = 2036;
 const BUDGET: usize = 4072;
-
-thread_local! {
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
-
-/// The bare tree-sitter parse, one parser per thread, as keyhole's Java module does it.
-fn bare_parse(source: &str) -> Option<tree_sitter::Tree> {
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_java::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(source, None)
-    })
-}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -179,7 +158,7 @@ fn measure(name: &str, root: &Path) -> Row {
         let (t, trees) = time(|| {
             texts
                 .par_iter()
-                .map(|t| bare_parse(t).is_some())
+                .map(|t| keyhole::lang::java::parse(t).is_some())
                 .filter(|&ok| ok)
                 .count()
         });

@@ -9,6 +9,8 @@
 pub mod compose;
 pub mod context;
 pub mod eval;
+pub mod explain;
+pub mod feedback;
 pub mod hole;
 pub mod lang;
 pub mod metrics;

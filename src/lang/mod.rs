@@ -2,7 +2,7 @@
 //! [`Language`]. Java is the first implementation; another language adds a module here and an
 //! entry in [`for_path`], and the rest of the program stays as it is.
 
-mod java;
+pub mod java;
 
 use std::path::Path;
 

@@ -1,0 +1,216 @@
+//! A ranker that learns from the completions people pick. Each candidate's score is its pick
+//! rate, smoothed toward its [`FixedRanker`] score as if it had been shown [`PRIOR_SHOWS`]
+//! times and picked at that rate: a fresh ranker ranks exactly as the fixed one, and evidence
+//! takes over as picks accumulate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{FixedRanker, Ranked, Ranker};
+use crate::context::proposals::ProposalContext;
+use crate::feedback;
+
+/// How many shows the fixed prior is worth. A power of two, so a fresh ranker's scores are
+/// the fixed ranker's to the bit.
+pub const PRIOR_SHOWS: f64 = 4.0;
+
+/// Version of the saved state; a file of another version is ignored.
+const VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Counts {
+    picks: u64,
+    shown: u64,
+}
+
+/// What `save` writes: `{"version": 1, "candidates": {"6": {"picks": 2, "shown": 5}, ...}}`.
+#[derive(Serialize, Deserialize)]
+struct State {
+    version: u32,
+    candidates: BTreeMap<usize, Counts>,
+}
+
+/// Pick counts per candidate id, ranking by smoothed pick rate.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OnlineRanker {
+    counts: BTreeMap<usize, Counts>,
+}
+
+impl OnlineRanker {
+    /// Learn from one pick: every candidate in `shown` was shown once, `picked` was chosen
+    /// (and counts as shown even if missing from `shown`).
+    pub fn record_pick(&mut self, shown: &[usize], picked: usize) {
+        let shown: BTreeSet<usize> = shown.iter().copied().chain([picked]).collect();
+        for id in shown {
+            self.counts.entry(id).or_default().shown += 1;
+        }
+        self.counts.entry(picked).or_default().picks += 1;
+    }
+
+    /// The ranker saved at `path`; a fresh one if there is none. A file that cannot be read or
+    /// understood also gives a fresh ranker, with a one-line warning naming the file.
+    pub fn load(path: &Path) -> (Self, Option<String>) {
+        match Self::read(path) {
+            Ok(ranker) => (ranker, None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Self::default(), None),
+            Err(e) => {
+                let warning = format!(
+                    "ignoring ranker state {}: {e}; starting fresh",
+                    path.display()
+                );
+                (Self::default(), Some(warning))
+            }
+        }
+    }
+
+    fn read(path: &Path) -> io::Result<Self> {
+        let state: State = serde_json::from_slice(&std::fs::read(path)?)?;
+        if state.version != VERSION {
+            return Err(io::Error::other(format!(
+                "version {} (expected {VERSION})",
+                state.version
+            )));
+        }
+        Ok(OnlineRanker {
+            counts: state.candidates,
+        })
+    }
+
+    /// Save atomically: a crash leaves the previous state or this one.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let state = State {
+            version: VERSION,
+            candidates: self.counts.clone(),
+        };
+        feedback::create_parent(path)?;
+        feedback::write_atomic(path, &serde_json::to_vec_pretty(&state)?)
+    }
+
+    fn score(&self, id: usize, prior: f64) -> f64 {
+        let c = self.counts.get(&id).copied().unwrap_or_default();
+        (c.picks as f64 + PRIOR_SHOWS * prior) / (c.shown as f64 + PRIOR_SHOWS)
+    }
+}
+
+impl Ranker for OnlineRanker {
+    fn name(&self) -> &'static str {
+        "online"
+    }
+
+    fn rank(&self, proposals: &[ProposalContext]) -> Vec<Ranked> {
+        let mut ranked: Vec<Ranked> = FixedRanker
+            .rank(proposals)
+            .into_iter()
+            .map(|r| Ranked {
+                id: r.id,
+                score: self.score(r.id, r.score),
+            })
+            .collect();
+        // Stable: equal scores keep the fixed order.
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+        ranked
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::SourcedText;
+    use crate::context::proposals::specs;
+    use crate::token::Keep;
+
+    /// Every proposal, each applicable.
+    fn all_applicable() -> Vec<ProposalContext> {
+        specs()
+            .into_iter()
+            .map(|spec| {
+                let mut context = SourcedText::default();
+                context.push_plain("context");
+                ProposalContext {
+                    spec,
+                    context,
+                    ranked_files: Vec::new(),
+                    keep: Keep::Start,
+                }
+            })
+            .collect()
+    }
+
+    fn ids(ranked: &[Ranked]) -> Vec<usize> {
+        ranked.iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn fresh_ranks_as_fixed() {
+        let proposals = all_applicable();
+        let fixed = FixedRanker.rank(&proposals);
+        assert_eq!(OnlineRanker::default().rank(&proposals), fixed);
+        assert_eq!(
+            ids(&OnlineRanker::default().rank(&proposals[..3])),
+            ids(&FixedRanker.rank(&proposals[..3]))
+        );
+    }
+
+    #[test]
+    fn repeated_picks_move_a_candidate_up() {
+        let proposals = all_applicable();
+        let mut ranker = OnlineRanker::default();
+        let shown = ids(&FixedRanker.rank(&proposals)[..5]);
+        let last = shown[4];
+        let mut places = Vec::new();
+        for _ in 0..4 {
+            ranker.record_pick(&shown, last);
+            places.push(
+                ids(&ranker.rank(&proposals))
+                    .iter()
+                    .position(|&id| id == last),
+            );
+        }
+        assert!(places.windows(2).all(|w| w[1] <= w[0]), "{places:?}");
+        assert_eq!(places.last(), Some(&Some(0)), "{places:?}");
+    }
+
+    #[test]
+    fn save_load_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/ranker.json");
+        let mut ranker = OnlineRanker::default();
+        ranker.record_pick(&[6, 7, 62], 62);
+        ranker.record_pick(&[6, 14], 14);
+        ranker.save(&path).unwrap();
+        let (loaded, warning) = OnlineRanker::load(&path);
+        assert_eq!(warning, None);
+        assert_eq!(loaded, ranker);
+        let saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(saved["version"], 1);
+        assert_eq!(saved["candidates"]["6"]["shown"], 2);
+    }
+
+    #[test]
+    fn missing_file_is_fresh_without_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ranker, warning) = OnlineRanker::load(&dir.path().join("none.json"));
+        assert_eq!((ranker, warning), (OnlineRanker::default(), None));
+    }
+
+    #[test]
+    fn corrupt_or_foreign_file_is_fresh_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ranker.json");
+        for content in [
+            "{\"version\": 1, \"candid",
+            "{\"version\": 9, \"candidates\": {}}",
+        ] {
+            std::fs::write(&path, content).unwrap();
+            let (ranker, warning) = OnlineRanker::load(&path);
+            assert_eq!(ranker, OnlineRanker::default());
+            let warning = warning.expect("a warning");
+            assert!(warning.contains(&path.display().to_string()), "{warning}");
+            assert!(!warning.contains('\n'), "{warning}");
+        }
+    }
+}
