@@ -19,3 +19,4 @@ pub mod rank;
 pub mod repo;
 pub mod sample;
 pub mod token;
+pub mod tui;

@@ -4,6 +4,7 @@
 mod complete;
 mod eval;
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -26,9 +27,14 @@ use keyhole::token::{Keep, Tokenizer, TokenizerKind};
     version,
     about = "Explore repository-level prompts for code completion"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Repository to open in the terminal UI [default: the bundled sample].
+    repo: Option<PathBuf>,
+    /// FILE or FILE:LINE:COL to open at.
+    position: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -57,6 +63,18 @@ enum Command {
     Holes(HolesArgs),
     /// Complete the tasks of a RepoEval or CrossCodeEval task file and score them.
     Tasks(complete::TasksArgs),
+    /// Draw a main state of the UI on the bundled sample without a terminal.
+    Render {
+        /// start, candidates, prompt, completions or help.
+        #[arg(long, default_value = "start")]
+        state: String,
+        #[arg(long, value_enum, default_value = "svg")]
+        format: keyhole::tui::Format,
+        #[arg(long, default_value_t = 120)]
+        width: u16,
+        #[arg(long, default_value_t = 40)]
+        height: u16,
+    },
     /// Index a repository and report what was found.
     Index {
         repo: PathBuf,
@@ -155,12 +173,21 @@ fn one_line(err: &anyhow::Error) -> String {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        None if std::io::stdout().is_terminal() => keyhole::tui::run(cli.repo, cli.position),
         None => {
-            let repo =
-                sample::materialize().context("cannot write the bundled sample repository")?;
+            // Not a terminal (piped, CI): print what the UI would open on, as a table.
+            let repo = match cli.repo {
+                Some(repo) => repo,
+                None => {
+                    sample::materialize().context("cannot write the bundled sample repository")?
+                }
+            };
+            let position = cli
+                .position
+                .unwrap_or_else(|| sample::DEMO_HOLE.to_string());
             let at = HoleArgs {
                 repo,
-                position: sample::DEMO_HOLE.to_string(),
+                position,
                 budget: compose::DEFAULT_BUDGET,
                 tokenizer: None,
                 json: false,
@@ -174,6 +201,18 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Backends) => complete::backends_command(),
         Some(Command::Eval(args)) => eval::eval_command(&args),
         Some(Command::Holes(args)) => holes_command(&args),
+        Some(Command::Render {
+            state,
+            format,
+            width,
+            height,
+        }) => {
+            print!(
+                "{}",
+                keyhole::tui::render_fixture(&state, format, width, height)?
+            );
+            Ok(())
+        }
         Some(Command::Tasks(args)) => complete::tasks_command(&args),
         Some(Command::Index { repo, json, cache }) => index_command(&repo, json, &cache),
     }

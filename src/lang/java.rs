@@ -1,9 +1,10 @@
 //! Java facts through tree-sitter-java, in one pass over the syntax tree.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
+use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Parser, Tree, TreeCursor};
 
 use super::{FileFacts, ImportDecl, Language, MethodDecl, Span, TypeDecl, TypeKind};
@@ -53,10 +54,51 @@ impl Language for Java {
     }
 }
 
+/// Ids of the node kinds the extractor looks at.
+struct Kinds {
+    identifier: u16,
+    type_identifier: u16,
+    string_literal: u16,
+    field_declaration: u16,
+    method_declaration: u16,
+    import_declaration: u16,
+    package_declaration: u16,
+    types: [(u16, TypeKind); 4],
+}
+
+impl Kinds {
+    fn type_kind(&self, id: u16) -> Option<TypeKind> {
+        self.types
+            .iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, kind)| *kind)
+    }
+}
+
+static KINDS: LazyLock<Kinds> = LazyLock::new(|| {
+    let language: tree_sitter::Language = tree_sitter_java::LANGUAGE.into();
+    let id = |name: &str| language.id_for_node_kind(name, true);
+    Kinds {
+        identifier: id("identifier"),
+        type_identifier: id("type_identifier"),
+        string_literal: id("string_literal"),
+        field_declaration: id("field_declaration"),
+        method_declaration: id("method_declaration"),
+        import_declaration: id("import_declaration"),
+        package_declaration: id("package_declaration"),
+        types: [
+            (id("class_declaration"), TypeKind::Class),
+            (id("interface_declaration"), TypeKind::Interface),
+            (id("enum_declaration"), TypeKind::Enum),
+            (id("record_declaration"), TypeKind::Record),
+        ],
+    }
+});
+
 struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
-    usages: BTreeMap<&'a str, Vec<u32>>,
+    usages: FxHashMap<&'a str, Vec<u32>>,
 }
 
 fn span(node: Node) -> Span {
@@ -68,7 +110,7 @@ impl<'a> Extractor<'a> {
         Extractor {
             source,
             facts: FileFacts::default(),
-            usages: BTreeMap::new(),
+            usages: FxHashMap::default(),
         }
     }
 
@@ -115,34 +157,32 @@ impl<'a> Extractor<'a> {
         if node.is_error() || node.is_missing() {
             self.facts.syntax_errors += 1;
         }
-        match node.kind() {
-            "package_declaration" => {
-                self.facts.package = node
-                    .named_children(&mut node.walk())
-                    .find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"))
-                    .map(|c| self.text(c).to_string());
-                return true;
-            }
-            "import_declaration" => {
-                self.import(node);
-                return true;
-            }
-            "class_declaration" => self.type_decl(node, TypeKind::Class),
-            "interface_declaration" => self.type_decl(node, TypeKind::Interface),
-            "enum_declaration" => self.type_decl(node, TypeKind::Enum),
-            "record_declaration" => self.type_decl(node, TypeKind::Record),
-            "method_declaration" => self.method(node),
-            "field_declaration" => self.facts.field_declarations.push(span(node)),
-            "string_literal" => self.facts.string_literals.push(span(node)),
-            "identifier" => {
-                self.facts.identifiers.push(span(node));
-                self.usage(node, in_header);
-            }
-            "type_identifier" => {
-                self.facts.type_identifiers.push(span(node));
-                self.usage(node, in_header);
-            }
-            _ => {}
+        // Node kinds are compared by id: this runs for every node of every file.
+        let k = &*KINDS;
+        let id = node.kind_id();
+        if id == k.identifier {
+            self.facts.identifiers.push(span(node));
+            self.usage(node, in_header);
+        } else if id == k.type_identifier {
+            self.facts.type_identifiers.push(span(node));
+            self.usage(node, in_header);
+        } else if id == k.string_literal {
+            self.facts.string_literals.push(span(node));
+        } else if id == k.field_declaration {
+            self.facts.field_declarations.push(span(node));
+        } else if id == k.method_declaration {
+            self.method(node);
+        } else if let Some(kind) = k.type_kind(id) {
+            self.type_decl(node, kind);
+        } else if id == k.import_declaration {
+            self.import(node);
+            return true;
+        } else if id == k.package_declaration {
+            self.facts.package = node
+                .named_children(&mut node.walk())
+                .find(|c| matches!(c.kind(), "scoped_identifier" | "identifier"))
+                .map(|c| self.text(c).to_string());
+            return true;
         }
         false
     }
@@ -206,11 +246,14 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        self.facts.name_usages = self
+        let mut usages: Vec<(String, Vec<u32>)> = self
             .usages
             .into_iter()
             .map(|(name, lines)| (name.to_string(), lines))
             .collect();
+        // Sorted by name: `usages_of` looks names up by binary search.
+        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.facts.name_usages = usages;
         self.facts
     }
 }

@@ -1,0 +1,87 @@
+//! The application: state plus the effect driver and the action channel they share. The
+//! terminal loop, `render_fixture` and the headless tests drive the same `App`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+
+use super::driver::{Driver, Outcome};
+use super::keymap::Keymap;
+use super::state::{self, Action, Effect, State};
+use super::theme::Theme;
+
+pub struct App {
+    pub state: State,
+    driver: Driver,
+    tx: UnboundedSender<Action>,
+    rx: UnboundedReceiver<Action>,
+}
+
+impl App {
+    /// Must be called inside a tokio runtime (the driver spawns tasks).
+    pub fn new(keymap: Keymap, theme: Theme) -> App {
+        let (tx, rx) = mpsc::unbounded_channel();
+        App {
+            state: State::new(keymap, theme),
+            driver: Driver::new(tx.clone()),
+            tx,
+            rx,
+        }
+    }
+
+    /// Start indexing `root`; the hole follows as an action when the index is ready.
+    pub fn open(&mut self, root: PathBuf, position: Option<String>) {
+        self.run_effects(vec![Effect::Index { root, position }]);
+    }
+
+    /// A sender into the action channel (what tests and other producers use).
+    pub fn sender(&self) -> UnboundedSender<Action> {
+        self.tx.clone()
+    }
+
+    /// Apply one action and run its effects; returns what only the terminal loop can do.
+    pub fn dispatch(&mut self, action: Action) -> Vec<Outcome> {
+        let effects = state::update(&mut self.state, action);
+        self.run_effects(effects)
+    }
+
+    fn run_effects(&mut self, effects: Vec<Effect>) -> Vec<Outcome> {
+        effects
+            .into_iter()
+            .map(|e| self.driver.run(e))
+            .filter(|o| *o != Outcome::Continue)
+            .collect()
+    }
+
+    /// The next action from the channel.
+    pub async fn next(&mut self) -> Option<Action> {
+        self.rx.recv().await
+    }
+
+    /// A queued action, without waiting.
+    pub fn try_next(&mut self) -> Option<Action> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Process actions until nothing is in flight and the channel is empty; fail after `limit`.
+    pub async fn settle(&mut self, limit: Duration) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            while let Some(action) = self.try_next() {
+                self.dispatch(action);
+            }
+            if !self.state.busy() {
+                return Ok(());
+            }
+            let action = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .map_err(|_| {
+                    anyhow::anyhow!("still busy after {limit:?}: {}", self.state.status)
+                })?;
+            if let Some(action) = action {
+                self.dispatch(action);
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Syntax highlighting with syntect, converted to ratatui styles here (syntect-tui pins an older
+//! ratatui).
+
+use std::sync::OnceLock;
+
+use ratatui::style::{Color, Modifier, Style};
+use syntect::easy::HighlightLines;
+use syntect::highlighting::{FontStyle, ThemeSet};
+use syntect::parsing::SyntaxSet;
+
+/// One source line as styled runs.
+pub type StyledLine = Vec<(Style, String)>;
+
+fn sets() -> &'static (SyntaxSet, ThemeSet) {
+    static SETS: OnceLock<(SyntaxSet, ThemeSet)> = OnceLock::new();
+    SETS.get_or_init(|| {
+        (
+            SyntaxSet::load_defaults_newlines(),
+            ThemeSet::load_defaults(),
+        )
+    })
+}
+
+/// Highlight a whole file (syntect's state runs from the top). Unknown syntaxes or themes give
+/// plain lines.
+pub fn file(path: &str, text: &str, theme: &str) -> Vec<StyledLine> {
+    let (syntaxes, themes) = sets();
+    let ext = path.rsplit('.').next().unwrap_or("");
+    let syntax = syntaxes.find_syntax_by_extension(ext);
+    let (Some(syntax), Some(theme)) = (syntax, themes.themes.get(theme)) else {
+        return text
+            .lines()
+            .map(|l| vec![(Style::default(), l.to_string())])
+            .collect();
+    };
+    let mut lines = HighlightLines::new(syntax, theme);
+    text.lines()
+        .map(|line| {
+            let with_newline = format!("{line}\n");
+            lines
+                .highlight_line(&with_newline, syntaxes)
+                .map(|runs| {
+                    runs.into_iter()
+                        .map(|(s, t)| (style(s), t.trim_end_matches('\n').to_string()))
+                        .filter(|(_, t)| !t.is_empty())
+                        .collect()
+                })
+                .unwrap_or_else(|_| vec![(Style::default(), line.to_string())])
+        })
+        .collect()
+}
+
+/// Foreground and font style only: the pane's background stays the theme's.
+fn style(s: syntect::highlighting::Style) -> Style {
+    let fg = s.foreground;
+    let mut style = Style::default().fg(Color::Rgb(fg.r, fg.g, fg.b));
+    for (font, modifier) in [
+        (FontStyle::BOLD, Modifier::BOLD),
+        (FontStyle::ITALIC, Modifier::ITALIC),
+        (FontStyle::UNDERLINE, Modifier::UNDERLINED),
+    ] {
+        if s.font_style.contains(font) {
+            style = style.add_modifier(modifier);
+        }
+    }
+    style
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn java_gets_colours_and_unknown_files_stay_plain() {
+        let lines = super::file("A.java", "class A {}\n", "base16-ocean.dark");
+        assert!(lines[0].len() > 1);
+        let plain = super::file("a.unknown", "x y\n", "base16-ocean.dark");
+        assert_eq!(plain[0].len(), 1);
+    }
+}

@@ -1,0 +1,225 @@
+//! The terminal UI: a pure state machine (`state`), an effect driver on tokio (`driver`), one
+//! loop that drains actions then draws (`run`), rendering as a function of state (`ui`), keymaps
+//! and themes as data, and headless rendering of named states to text or SVG (`render_fixture`).
+
+pub mod app;
+pub mod driver;
+pub mod highlight;
+pub mod keymap;
+pub mod state;
+pub mod svg;
+pub mod theme;
+pub mod ui;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use crossterm::event::EventStream;
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseButton, MouseEventKind};
+use ratatui::crossterm::execute;
+use ratatui::layout::{Position, Rect};
+
+use app::App;
+use driver::Outcome;
+use keymap::Keymap;
+use state::{Action, Command, Pane};
+use theme::Theme;
+
+/// Output of `render_fixture`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Svg,
+    Txt,
+}
+
+/// The main states `render_fixture` knows.
+pub const FIXTURES: [&str; 5] = ["start", "candidates", "prompt", "completions", "help"];
+
+/// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
+pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()> {
+    let (root, position) = match repo {
+        Some(root) => (root, position),
+        None => (
+            crate::sample::materialize().context("cannot unpack the bundled sample")?,
+            Some(crate::sample::DEMO_HOLE.to_string()),
+        ),
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let config = crate::model::config::config_dir();
+    let (keymap, keymap_warning) = Keymap::load(config.as_deref());
+    let (theme, theme_warning) = Theme::load(config.as_deref());
+    // ratatui::init also restores the terminal on panic.
+    let mut terminal = ratatui::init();
+    let result = runtime.block_on(async {
+        let mut app = App::new(keymap, theme);
+        if let Some(warning) = keymap_warning.or(theme_warning) {
+            app.state.status = warning;
+        }
+        app.open(root, position);
+        event_loop(&mut terminal, &mut app).await
+    });
+    let _ = set_mouse(false);
+    ratatui::restore();
+    result
+}
+
+/// Draw; wait for input, an action or a spinner tick; apply everything queued; repeat.
+async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> anyhow::Result<()> {
+    let mut events = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut panes: Vec<(Pane, Rect)> = Vec::new();
+    set_mouse(app.state.mouse)?;
+    loop {
+        terminal.draw(|f| panes = ui::draw(f, &app.state))?;
+        let mut outcomes = Vec::new();
+        tokio::select! {
+            Some(Ok(ev)) = events.next() => {
+                if let Some(action) = event_action(app, &ev, &panes) {
+                    outcomes.extend(app.dispatch(action));
+                }
+            }
+            Some(action) = app.next() => outcomes.extend(app.dispatch(action)),
+            _ = tick.tick(), if app.state.busy() => outcomes.extend(app.dispatch(Action::Tick)),
+        }
+        while let Some(action) = app.try_next() {
+            outcomes.extend(app.dispatch(action));
+        }
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Quit => return Ok(()),
+                Outcome::SetMouse(on) => set_mouse(on)?,
+                Outcome::Suspend => {
+                    suspend()?;
+                    *terminal = ratatui::init();
+                    set_mouse(app.state.mouse)?;
+                }
+                Outcome::Continue => {}
+            }
+        }
+    }
+}
+
+fn set_mouse(on: bool) -> anyhow::Result<()> {
+    if on {
+        execute!(std::io::stdout(), event::EnableMouseCapture)?;
+    } else {
+        execute!(std::io::stdout(), event::DisableMouseCapture)?;
+    }
+    Ok(())
+}
+
+/// Give the terminal back and stop until the shell continues the process (Ctrl-Z).
+fn suspend() -> anyhow::Result<()> {
+    set_mouse(false)?;
+    ratatui::restore();
+    #[cfg(unix)]
+    std::process::Command::new("kill")
+        .args(["-TSTP", &std::process::id().to_string()])
+        .status()?;
+    Ok(())
+}
+
+/// Keys through the keymap (or the focused text field); left clicks and the wheel by pane.
+fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Action> {
+    match event {
+        Event::Key(key) if key.kind == KeyEventKind::Press => state::key_action(&app.state, *key),
+        Event::Mouse(m) if app.state.mouse => {
+            let at = Position::new(m.column, m.row);
+            let (pane, rect) = panes.iter().find(|(_, r)| r.contains(at))?;
+            match m.kind {
+                MouseEventKind::Down(MouseButton::Left) => Some(Action::Click {
+                    pane: *pane,
+                    row: m.row - rect.y,
+                    col: m.column - rect.x,
+                    width: rect.width,
+                    height: rect.height,
+                }),
+                MouseEventKind::ScrollDown => Some(Action::Command(Command::Down)),
+                MouseEventKind::ScrollUp => Some(Action::Command(Command::Up)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Render a named main state of the bundled sample headlessly, as SVG or plain text.
+pub fn render_fixture(
+    state: &str,
+    format: Format,
+    width: u16,
+    height: u16,
+) -> anyhow::Result<String> {
+    if !FIXTURES.contains(&state) {
+        bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
+    }
+    let root = crate::sample::materialize().context("cannot unpack the bundled sample")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        app.open(root, Some(crate::sample::DEMO_HOLE.to_string()));
+        drive_to(&mut app, state).await?;
+        let mut terminal = Terminal::new(TestBackend::new(width, height))?;
+        terminal.draw(|f| {
+            ui::draw(f, &app.state);
+        })?;
+        let buffer = terminal.backend().buffer();
+        Ok(match format {
+            Format::Svg => svg::render(buffer, app.state.theme.background),
+            Format::Txt => text(buffer),
+        })
+    })
+}
+
+/// Send the commands a user would to reach state `name`, letting results arrive in between.
+async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
+    const LIMIT: Duration = Duration::from_secs(120);
+    if name == "start" {
+        // The first frame after indexing: the hole shown, candidates still being built.
+        while app.state.index.is_none() {
+            let action = app.next().await.context("the driver stopped")?;
+            app.dispatch(action);
+        }
+        return Ok(());
+    }
+    app.settle(LIMIT).await?;
+    let commands: &[Command] = match name {
+        "candidates" => &[Command::FocusNext, Command::Down, Command::Select],
+        "prompt" => &[Command::FocusNext, Command::FocusNext],
+        "completions" => &[Command::Run, Command::Explain],
+        _ => &[Command::Help],
+    };
+    for &command in commands {
+        app.dispatch(Action::Command(command));
+        app.settle(LIMIT).await?;
+    }
+    pin_latency(app);
+    Ok(())
+}
+
+/// Latency varies run to run; fixtures show 0 ms so snapshots and screenshots are stable.
+fn pin_latency(app: &mut App) {
+    for card in &mut app.state.cards {
+        if let Ok(done) = &mut card.outcome {
+            done.latency_ms = 0;
+        }
+    }
+}
+
+/// A buffer as plain text, one line per row, trailing spaces trimmed.
+pub fn text(buffer: &ratatui::buffer::Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in 0..area.height {
+        let row: String = (0..area.width).map(|x| buffer[(x, y)].symbol()).collect();
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,953 @@
+//! The pure core: application state, the actions that change it and the effects it asks for.
+//! `update` does no IO; the driver runs effects and feeds their results back as actions.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fuzzy_matcher::FuzzyMatcher;
+use fuzzy_matcher::skim::SkimMatcherV2;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use serde::Deserialize;
+
+use super::highlight::{self, StyledLine};
+use super::keymap::Keymap;
+use super::theme::Theme;
+use super::ui::{self, scroll_top};
+use crate::compose::{Prompt, SegmentKind};
+use crate::explain::{self, ExplainedSpan};
+use crate::feedback;
+use crate::hole::Hole;
+use crate::metrics::Scores;
+use crate::model::Backend;
+use crate::repo::{FileId, RepoIndex};
+
+pub const DEFAULT_K: usize = 3;
+/// The most cards side by side (and the pick keys 1..5).
+pub const MAX_K: usize = 5;
+const PAGE: isize = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Source,
+    Candidates,
+    Prompt,
+    Completions,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 4] = [
+        Pane::Source,
+        Pane::Candidates,
+        Pane::Prompt,
+        Pane::Completions,
+    ];
+
+    fn step(self, by: isize) -> Pane {
+        let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
+        Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
+    }
+}
+
+/// What a key can be bound to (keymaps name these in snake_case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    Quit,
+    Help,
+    FocusNext,
+    FocusPrev,
+    Zoom,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Confirm,
+    Select,
+    Run,
+    Cancel,
+    #[serde(rename = "pick_1")]
+    Pick1,
+    #[serde(rename = "pick_2")]
+    Pick2,
+    #[serde(rename = "pick_3")]
+    Pick3,
+    #[serde(rename = "pick_4")]
+    Pick4,
+    #[serde(rename = "pick_5")]
+    Pick5,
+    Explain,
+    Apply,
+    Filter,
+    Picker,
+    MoreK,
+    FewerK,
+    ToggleMouse,
+    Suspend,
+}
+
+/// One candidate context, ranked, with the prompt it composes to.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub id: usize,
+    pub label: String,
+    pub source: &'static str,
+    pub context_type: &'static str,
+    /// The ranker's score; `None` when the ranker left it out (not applicable).
+    pub score: Option<f64>,
+    pub applicable: bool,
+    pub prompt: Prompt,
+}
+
+impl Candidate {
+    /// Tokens of the candidate's own context in the prompt (the default context's for the
+    /// default candidate).
+    pub fn tokens(&self) -> usize {
+        let own = |k: &SegmentKind| !matches!(k, SegmentKind::Separator);
+        self.prompt.segment(own).map_or(0, |s| s.tokens)
+    }
+}
+
+/// One completion card.
+#[derive(Clone, Debug)]
+pub struct Card {
+    pub candidate: usize,
+    pub outcome: Result<Finished, String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub text: String,
+    pub latency_ms: u128,
+    pub scores: Scores,
+    /// ERROR or missing nodes inside the completion when parsed in place.
+    pub syntax_errors: usize,
+}
+
+/// The hole the candidates and completions belong to; results for an older generation are
+/// dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HoleView {
+    pub hole: Hole,
+    pub generation: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    /// Typing the candidate filter.
+    Filter,
+    /// Fuzzy file picker: query and the cursor in its matches.
+    Picker {
+        query: String,
+        cursor: usize,
+    },
+    /// Waiting for y before writing the focused completion into the file.
+    ConfirmApply,
+}
+
+pub enum Action {
+    Command(Command),
+    /// A key typed while a text field or question has the focus.
+    Input(KeyEvent),
+    /// A mouse click, relative to the pane's inner area of the given size.
+    Click {
+        pane: Pane,
+        row: u16,
+        col: u16,
+        width: u16,
+        height: u16,
+    },
+    Tick,
+    Indexed(Result<Indexed, String>),
+    Analysed {
+        generation: u64,
+        candidates: Vec<Candidate>,
+    },
+    Completed {
+        generation: u64,
+        cards: Vec<Card>,
+    },
+    /// A one-line report from the driver (pick logged, file written, errors).
+    Message(String),
+}
+
+pub struct Indexed {
+    pub index: Arc<RepoIndex>,
+    pub backend: Arc<dyn Backend>,
+    pub hole: Hole,
+}
+
+pub enum Effect {
+    Index {
+        root: PathBuf,
+        position: Option<String>,
+    },
+    Analyse {
+        index: Arc<RepoIndex>,
+        hole: Hole,
+        generation: u64,
+    },
+    Complete(CompleteJob),
+    CancelCompletions,
+    Pick {
+        pick: feedback::Pick,
+        picked: usize,
+    },
+    Apply {
+        path: PathBuf,
+        hash: [u8; 32],
+        offset: usize,
+        replace: usize,
+        text: String,
+    },
+    SetMouse(bool),
+    Suspend,
+    Quit,
+}
+
+/// Everything a completion run needs, owned, so it can move into a task.
+pub struct CompleteJob {
+    pub generation: u64,
+    pub backend: Arc<dyn Backend>,
+    /// (candidate id, prompt text), one card each.
+    pub prompts: Vec<(usize, String)>,
+    pub current_file: String,
+    pub file_text: String,
+    pub offset: usize,
+    pub target: String,
+}
+
+pub struct State {
+    pub keymap: Keymap,
+    pub theme: Theme,
+    pub index: Option<Arc<RepoIndex>>,
+    pub backend: Option<Arc<dyn Backend>>,
+    pub view: Option<HoleView>,
+    /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
+    pub file: FileId,
+    pub lines: Vec<StyledLine>,
+    pub cursor: (usize, usize),
+    pub candidates: Vec<Candidate>,
+    pub candidate_cursor: usize,
+    pub selected: BTreeSet<usize>,
+    pub filter: String,
+    pub prompt_scroll: usize,
+    pub cards: Vec<Card>,
+    pub card_cursor: usize,
+    pub running: bool,
+    pub explained: Option<Vec<ExplainedSpan>>,
+    pub k: usize,
+    pub focus: Pane,
+    pub zoomed: bool,
+    pub help: bool,
+    pub mode: Mode,
+    pub mouse: bool,
+    pub tick: usize,
+    pub status: String,
+    pub quit: bool,
+}
+
+impl State {
+    pub fn new(keymap: Keymap, theme: Theme) -> State {
+        State {
+            keymap,
+            theme,
+            index: None,
+            backend: None,
+            view: None,
+            file: 0,
+            lines: Vec::new(),
+            cursor: (0, 0),
+            candidates: Vec::new(),
+            candidate_cursor: 0,
+            selected: BTreeSet::new(),
+            filter: String::new(),
+            prompt_scroll: 0,
+            cards: Vec::new(),
+            card_cursor: 0,
+            running: false,
+            explained: None,
+            k: DEFAULT_K,
+            focus: Pane::Source,
+            zoomed: false,
+            help: false,
+            mode: Mode::Normal,
+            mouse: true,
+            tick: 0,
+            status: "indexing…".into(),
+            quit: false,
+        }
+    }
+
+    /// Whether something is in flight (the loop ticks the spinner only then).
+    pub fn busy(&self) -> bool {
+        self.running || self.index.is_none() && !self.failed() || self.analysing()
+    }
+
+    fn failed(&self) -> bool {
+        self.status.starts_with(OPEN_FAILED)
+    }
+
+    pub fn analysing(&self) -> bool {
+        self.view.is_some() && self.candidates.is_empty()
+    }
+
+    /// Indices into `candidates` that pass the filter, in rank order.
+    pub fn visible(&self) -> Vec<usize> {
+        let matcher = SkimMatcherV2::default();
+        (0..self.candidates.len())
+            .filter(|&i| {
+                self.filter.is_empty()
+                    || matcher
+                        .fuzzy_match(&self.candidates[i].label, &self.filter)
+                        .is_some()
+            })
+            .collect()
+    }
+
+    pub fn focused_candidate(&self) -> Option<&Candidate> {
+        let visible = self.visible();
+        visible
+            .get(self.candidate_cursor.min(visible.len().saturating_sub(1)))
+            .map(|&i| &self.candidates[i])
+    }
+
+    pub fn candidate(&self, id: usize) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// The prompt in the prompt pane: the explained card's, else the focused candidate's.
+    pub fn shown_prompt(&self) -> Option<&Prompt> {
+        let card = self
+            .explained
+            .as_ref()
+            .and_then(|_| self.cards.get(self.card_cursor));
+        match card {
+            Some(card) => self.candidate(card.candidate).map(|c| &c.prompt),
+            None => self.focused_candidate().map(|c| &c.prompt),
+        }
+    }
+
+    /// Files matching the picker query, best first.
+    pub fn picker_matches(&self, query: &str) -> Vec<FileId> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, FileId)> = index
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(id, f)| matcher.fuzzy_match(&f.path, query).map(|s| (s, id)))
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, id)| id).collect()
+    }
+
+    fn line_chars(&self, line: usize) -> usize {
+        self.index
+            .as_ref()
+            .map_or(0, |i| i.files[self.file].line_text(line).chars().count())
+    }
+
+    fn line_count(&self) -> usize {
+        self.index
+            .as_ref()
+            .map_or(0, |i| i.files[self.file].line_count())
+    }
+}
+
+const OPEN_FAILED: &str = "cannot open the repository";
+
+/// Apply one action; return the effects it asks for.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Command(command) => command_effects(state, command),
+        Action::Input(key) => input(state, key),
+        Action::Click {
+            pane,
+            row,
+            col,
+            width,
+            height,
+        } => click(state, pane, (row, col), (width, height)),
+        Action::Tick => {
+            state.tick = state.tick.wrapping_add(1);
+            vec![]
+        }
+        Action::Indexed(Ok(indexed)) => {
+            state.index = Some(indexed.index);
+            state.backend = Some(indexed.backend);
+            set_hole(state, indexed.hole)
+        }
+        Action::Indexed(Err(e)) => {
+            state.status = format!("{OPEN_FAILED}: {e}");
+            vec![]
+        }
+        Action::Analysed {
+            generation,
+            candidates,
+        } => {
+            if current(state, generation) {
+                state.candidates = candidates;
+                state.candidate_cursor = 0;
+                state.prompt_scroll = 0;
+                state.status = format!("{} candidates ranked", state.candidates.len());
+            }
+            vec![]
+        }
+        Action::Completed { generation, cards } => {
+            if current(state, generation) && state.running {
+                state.cards = cards;
+                state.card_cursor = 0;
+                state.running = false;
+                state.status = "completions ready: Enter or 1..k picks, e explains".into();
+            }
+            vec![]
+        }
+        Action::Message(text) => {
+            state.status = text;
+            vec![]
+        }
+    }
+}
+
+fn current(state: &State, generation: u64) -> bool {
+    state
+        .view
+        .as_ref()
+        .is_some_and(|v| v.generation == generation)
+}
+
+/// Move the hole: show its file, recompute the candidates, drop stale results.
+fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
+    let Some(index) = state.index.clone() else {
+        return vec![];
+    };
+    let generation = state.view.as_ref().map_or(0, |v| v.generation + 1);
+    show_file(state, hole.file);
+    state.cursor = (hole.line, hole.column);
+    state.view = Some(HoleView {
+        hole: hole.clone(),
+        generation,
+    });
+    state.candidates.clear();
+    state.selected.clear();
+    state.cards.clear();
+    state.explained = None;
+    state.running = false;
+    state.status = format!("hole {} · ranking candidates…", hole.display(&index));
+    vec![
+        Effect::CancelCompletions,
+        Effect::Analyse {
+            index,
+            hole,
+            generation,
+        },
+    ]
+}
+
+fn show_file(state: &mut State, file: FileId) {
+    let Some(index) = &state.index else { return };
+    let source = &index.files[file];
+    state.lines = highlight::file(&source.path, &source.text, &state.theme.code);
+    state.file = file;
+    state.cursor = (0, 0);
+}
+
+fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
+    if state.help && !matches!(command, Command::Quit | Command::Suspend) {
+        state.help = false;
+        return vec![];
+    }
+    match command {
+        Command::Quit => {
+            state.quit = true;
+            vec![Effect::CancelCompletions, Effect::Quit]
+        }
+        Command::Help => {
+            state.help = true;
+            vec![]
+        }
+        Command::FocusNext => {
+            state.focus = state.focus.step(1);
+            vec![]
+        }
+        Command::FocusPrev => {
+            state.focus = state.focus.step(-1);
+            vec![]
+        }
+        Command::Zoom => {
+            state.zoomed = !state.zoomed;
+            vec![]
+        }
+        Command::Up => move_vertical(state, -1),
+        Command::Down => move_vertical(state, 1),
+        Command::PageUp => move_vertical(state, -PAGE),
+        Command::PageDown => move_vertical(state, PAGE),
+        Command::Top => move_vertical(state, isize::MIN / 2),
+        Command::Bottom => move_vertical(state, isize::MAX / 2),
+        Command::Left => move_horizontal(state, -1),
+        Command::Right => move_horizontal(state, 1),
+        Command::Confirm => confirm(state),
+        Command::Select => {
+            if let Some(id) = state.focused_candidate().map(|c| c.id)
+                && !state.selected.remove(&id)
+            {
+                state.selected.insert(id);
+            }
+            vec![]
+        }
+        Command::Run => run(state),
+        Command::Cancel => cancel(state),
+        Command::Pick1 => pick(state, 0),
+        Command::Pick2 => pick(state, 1),
+        Command::Pick3 => pick(state, 2),
+        Command::Pick4 => pick(state, 3),
+        Command::Pick5 => pick(state, 4),
+        Command::Explain => explain_card(state),
+        Command::Apply => {
+            if focused_card(state).is_some() {
+                state.mode = Mode::ConfirmApply;
+                state.status = "write this completion into the file? y/n".into();
+            }
+            vec![]
+        }
+        Command::Filter => {
+            state.mode = Mode::Filter;
+            state.focus = Pane::Candidates;
+            vec![]
+        }
+        Command::Picker => {
+            state.mode = Mode::Picker {
+                query: String::new(),
+                cursor: 0,
+            };
+            vec![]
+        }
+        Command::MoreK => set_k(state, (state.k + 1).min(MAX_K)),
+        Command::FewerK => set_k(state, state.k.saturating_sub(1).max(1)),
+        Command::ToggleMouse => {
+            state.mouse = !state.mouse;
+            vec![Effect::SetMouse(state.mouse)]
+        }
+        Command::Suspend => vec![Effect::Suspend],
+    }
+}
+
+fn set_k(state: &mut State, k: usize) -> Vec<Effect> {
+    state.k = k;
+    state.status = format!("k = {k}");
+    vec![]
+}
+
+fn clamp_add(value: usize, delta: isize, len: usize) -> usize {
+    (value as isize)
+        .saturating_add(delta)
+        .clamp(0, len.saturating_sub(1) as isize) as usize
+}
+
+fn move_vertical(state: &mut State, delta: isize) -> Vec<Effect> {
+    match state.focus {
+        Pane::Source => {
+            let line = clamp_add(state.cursor.0, delta, state.line_count());
+            state.cursor = (line, state.cursor.1.min(state.line_chars(line)));
+        }
+        Pane::Candidates => {
+            let len = state.visible().len();
+            state.candidate_cursor = clamp_add(state.candidate_cursor, delta, len);
+            state.prompt_scroll = 0;
+            state.explained = None;
+        }
+        Pane::Prompt => {
+            let len = state.shown_prompt().map_or(0, |p| p.text().lines().count());
+            state.prompt_scroll = clamp_add(state.prompt_scroll, delta, len);
+        }
+        Pane::Completions => {}
+    }
+    vec![]
+}
+
+fn move_horizontal(state: &mut State, delta: isize) -> Vec<Effect> {
+    match state.focus {
+        Pane::Source => {
+            let chars = state.line_chars(state.cursor.0);
+            state.cursor.1 = clamp_add(state.cursor.1, delta, chars + 1);
+        }
+        Pane::Completions => {
+            state.card_cursor = clamp_add(state.card_cursor, delta, state.cards.len());
+            state.explained = None;
+        }
+        Pane::Candidates | Pane::Prompt => {}
+    }
+    vec![]
+}
+
+fn confirm(state: &mut State) -> Vec<Effect> {
+    match state.focus {
+        Pane::Source => hole_at_cursor(state),
+        Pane::Candidates | Pane::Prompt => run(state),
+        Pane::Completions => pick(state, state.card_cursor),
+    }
+}
+
+fn hole_at_cursor(state: &mut State) -> Vec<Effect> {
+    let Some(index) = state.index.clone() else {
+        return vec![];
+    };
+    let path = &index.files[state.file].path;
+    match Hole::at(&index, path, state.cursor.0 + 1, state.cursor.1 + 1) {
+        Ok(hole) => set_hole(state, hole),
+        Err(e) => {
+            state.status = e.to_string();
+            vec![]
+        }
+    }
+}
+
+/// The candidates to complete with: the selected ones, else the focused one and the next best
+/// applicable ones up to k.
+fn run_ids(state: &State) -> Vec<usize> {
+    if !state.selected.is_empty() {
+        return state.selected.iter().copied().take(MAX_K).collect();
+    }
+    let first = state.focused_candidate().map(|c| c.id);
+    let rest = state
+        .candidates
+        .iter()
+        .filter(|c| c.applicable)
+        .map(|c| c.id);
+    let mut ids = Vec::new();
+    for id in first.into_iter().chain(rest) {
+        if !ids.contains(&id) && ids.len() < state.k {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+fn run(state: &mut State) -> Vec<Effect> {
+    let ids = run_ids(state);
+    let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
+    else {
+        return vec![];
+    };
+    if ids.is_empty() {
+        return vec![];
+    }
+    let hole = &view.hole;
+    let file = &index.files[hole.file];
+    let job = CompleteJob {
+        generation: view.generation,
+        backend: backend.clone(),
+        prompts: ids
+            .iter()
+            .filter_map(|&id| state.candidate(id).map(|c| (id, c.prompt.text())))
+            .collect(),
+        current_file: file.path.clone(),
+        file_text: file.text.clone(),
+        offset: hole.offset,
+        target: hole.target.clone().unwrap_or_default(),
+    };
+    state.running = true;
+    state.cards.clear();
+    state.explained = None;
+    state.focus = Pane::Completions;
+    state.status = format!("completing with {} candidates… Esc cancels", ids.len());
+    vec![Effect::CancelCompletions, Effect::Complete(job)]
+}
+
+fn cancel(state: &mut State) -> Vec<Effect> {
+    if state.running {
+        state.running = false;
+        state.status = "completions cancelled".into();
+        return vec![Effect::CancelCompletions];
+    }
+    state.explained = None;
+    state.zoomed = false;
+    vec![]
+}
+
+fn focused_card(state: &State) -> Option<&Finished> {
+    state
+        .cards
+        .get(state.card_cursor)
+        .and_then(|c| c.outcome.as_ref().ok())
+}
+
+fn pick(state: &mut State, n: usize) -> Vec<Effect> {
+    let (Some(index), Some(view)) = (&state.index, &state.view) else {
+        return vec![];
+    };
+    let Some(card) = state.cards.get(n).filter(|c| c.outcome.is_ok()) else {
+        return vec![];
+    };
+    let prompt = state.candidate(card.candidate).map(|c| c.prompt.text());
+    let pick = feedback::Pick {
+        hole: view.hole.display(index),
+        candidates: state.cards.iter().map(|c| c.candidate).collect(),
+        prompt_hash: feedback::prompt_hash(prompt.as_deref().unwrap_or("")),
+        completions: state
+            .cards
+            .iter()
+            .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
+            .collect(),
+        picked: n,
+        // The driver stamps the time: update stays free of clocks.
+        unix_time: 0,
+    };
+    let picked = card.candidate;
+    state.card_cursor = n;
+    state.status = format!("picked completion {} (candidate {picked})…", n + 1);
+    vec![Effect::Pick { pick, picked }]
+}
+
+fn explain_card(state: &mut State) -> Vec<Effect> {
+    let Some(card) = state.cards.get(state.card_cursor) else {
+        return vec![];
+    };
+    let (Ok(done), Some(candidate)) = (&card.outcome, state.candidate(card.candidate)) else {
+        return vec![];
+    };
+    let spans = explain::explain(&candidate.prompt, &done.text);
+    let unexplained: usize = spans
+        .iter()
+        .filter(|s| s.prompt.is_none())
+        .map(|s| done.text[s.completion.clone()].chars().count())
+        .sum();
+    let nothing = match unexplained {
+        0 => String::new(),
+        n => format!("; nothing in the prompt explains {n} chars"),
+    };
+    let status = format!(
+        "completion {} came from candidate {} ({}): {:.0}% copied from the prompt{nothing}",
+        state.card_cursor + 1,
+        candidate.id,
+        candidate.label,
+        explain::explained_fraction(&spans) * 100.0,
+    );
+    let scroll = first_explained_line(&candidate.prompt, &spans);
+    state.status = status;
+    state.prompt_scroll = scroll;
+    state.explained = Some(spans);
+    vec![]
+}
+
+/// Scroll so the first copied span shows, with two lines above it.
+fn first_explained_line(prompt: &Prompt, spans: &[ExplainedSpan]) -> usize {
+    let start = spans
+        .iter()
+        .find_map(|s| s.prompt.as_ref().map(|r| r.start));
+    start.map_or(0, |at| {
+        prompt.text()[..at].matches('\n').count().saturating_sub(2)
+    })
+}
+
+/// Keys typed into the filter, the picker or the apply question.
+fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    match state.mode.clone() {
+        Mode::Normal => vec![],
+        Mode::Filter => {
+            match key.code {
+                KeyCode::Enter | KeyCode::Esc => state.mode = Mode::Normal,
+                code => edit_text(&mut state.filter, code),
+            }
+            state.candidate_cursor = 0;
+            vec![]
+        }
+        Mode::Picker { query, cursor } => picker_input(state, query, cursor, key.code),
+        Mode::ConfirmApply => {
+            state.mode = Mode::Normal;
+            if key.code == KeyCode::Char('y') {
+                return apply(state);
+            }
+            state.status = "not applied".into();
+            vec![]
+        }
+    }
+}
+
+fn edit_text(text: &mut String, code: KeyCode) {
+    match code {
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        KeyCode::Char(c) => text.push(c),
+        _ => {}
+    }
+}
+
+fn picker_input(state: &mut State, mut query: String, cursor: usize, code: KeyCode) -> Vec<Effect> {
+    let matches = state.picker_matches(&query);
+    match code {
+        KeyCode::Esc => state.mode = Mode::Normal,
+        KeyCode::Enter => {
+            state.mode = Mode::Normal;
+            if let Some(&file) = matches.get(cursor) {
+                show_file(state, file);
+                state.focus = Pane::Source;
+            }
+        }
+        KeyCode::Up | KeyCode::Down => {
+            let delta = if code == KeyCode::Up { -1 } else { 1 };
+            let cursor = clamp_add(cursor, delta, matches.len());
+            state.mode = Mode::Picker { query, cursor };
+        }
+        code => {
+            edit_text(&mut query, code);
+            state.mode = Mode::Picker { query, cursor: 0 };
+        }
+    }
+    vec![]
+}
+
+fn apply(state: &mut State) -> Vec<Effect> {
+    let (Some(index), Some(view), Some(done)) = (&state.index, &state.view, focused_card(state))
+    else {
+        return vec![];
+    };
+    let file = &index.files[view.hole.file];
+    let effect = Effect::Apply {
+        path: index.root.join(&file.path),
+        hash: file.hash,
+        offset: view.hole.offset,
+        replace: view.hole.target.as_ref().map_or(0, String::len),
+        text: done.text.clone(),
+    };
+    state.status = format!("writing the completion into {}…", file.path);
+    vec![effect]
+}
+
+fn click(state: &mut State, pane: Pane, at: (u16, u16), size: (u16, u16)) -> Vec<Effect> {
+    let ((row, col), (width, height)) = (at, size);
+    state.focus = pane;
+    let (row, height) = (row as usize, height as usize);
+    match pane {
+        Pane::Source => {
+            let line = scroll_top(state.cursor.0, height) + row;
+            if line < state.line_count() {
+                let left = ui::source::first_column(state.cursor.1, width);
+                let col = left + col.saturating_sub(ui::source::GUTTER) as usize;
+                state.cursor = (line, col.min(state.line_chars(line)));
+            }
+        }
+        Pane::Candidates => {
+            // The list has one header row.
+            let visible = state.visible().len();
+            if let Some(row) = row.checked_sub(1) {
+                let at = scroll_top(state.candidate_cursor, height.saturating_sub(1)) + row;
+                if at < visible {
+                    state.candidate_cursor = at;
+                    state.explained = None;
+                }
+            }
+        }
+        Pane::Prompt | Pane::Completions => {}
+    }
+    vec![]
+}
+
+/// How a key is read in the current mode: text fields take raw keys, else the keymap decides.
+pub fn key_action(state: &State, key: KeyEvent) -> Option<Action> {
+    match state.mode {
+        Mode::Normal => state.keymap.lookup(key).map(Action::Command),
+        _ => Some(Action::Input(key)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::crossterm::event::KeyModifiers;
+
+    fn state() -> State {
+        State::new(Keymap::builtin(), Theme::dark())
+    }
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn focus_cycles_both_ways_and_help_swallows_the_next_key() {
+        let mut s = state();
+        update(&mut s, Action::Command(Command::FocusPrev));
+        assert_eq!(s.focus, Pane::Completions);
+        update(&mut s, Action::Command(Command::FocusNext));
+        assert_eq!(s.focus, Pane::Source);
+        update(&mut s, Action::Command(Command::Help));
+        assert!(s.help);
+        update(&mut s, Action::Command(Command::FocusNext));
+        assert!(!s.help);
+        assert_eq!(s.focus, Pane::Source);
+    }
+
+    #[test]
+    fn k_stays_within_bounds() {
+        let mut s = state();
+        for _ in 0..10 {
+            update(&mut s, Action::Command(Command::MoreK));
+        }
+        assert_eq!(s.k, MAX_K);
+        for _ in 0..10 {
+            update(&mut s, Action::Command(Command::FewerK));
+        }
+        assert_eq!(s.k, 1);
+    }
+
+    #[test]
+    fn filter_mode_takes_raw_keys_until_enter() {
+        let mut s = state();
+        update(&mut s, Action::Command(Command::Filter));
+        assert!(matches!(key_action(&s, key('q')), Some(Action::Input(_))));
+        for c in "mnb".chars() {
+            update(&mut s, Action::Input(key(c)));
+        }
+        update(&mut s, Action::Input(KeyEvent::from(KeyCode::Enter)));
+        assert_eq!(s.filter, "mnb");
+        assert_eq!(s.mode, Mode::Normal);
+        assert!(matches!(
+            key_action(&s, key('q')),
+            Some(Action::Command(Command::Quit))
+        ));
+    }
+
+    #[test]
+    fn results_for_another_hole_are_dropped() {
+        let mut s = state();
+        let effects = update(
+            &mut s,
+            Action::Analysed {
+                generation: 7,
+                candidates: vec![],
+            },
+        );
+        assert!(effects.is_empty());
+        assert!(s.candidates.is_empty());
+        update(
+            &mut s,
+            Action::Completed {
+                generation: 7,
+                cards: vec![],
+            },
+        );
+        assert!(!s.running);
+    }
+
+    #[test]
+    fn quit_cancels_and_quits_and_mouse_toggles() {
+        let mut s = state();
+        let effects = update(&mut s, Action::Command(Command::Quit));
+        assert!(matches!(
+            effects[..],
+            [Effect::CancelCompletions, Effect::Quit]
+        ));
+        let effects = update(&mut s, Action::Command(Command::ToggleMouse));
+        assert!(matches!(effects[..], [Effect::SetMouse(false)]));
+    }
+}

@@ -1,0 +1,123 @@
+//! Themes by meaning: widgets ask for a role (hole, budget_warn, proposal...), never a colour.
+
+use std::path::Path;
+
+use ratatui::style::Color;
+use serde::Deserialize;
+
+const DARK: &str = include_str!("../../themes/dark.toml");
+const LIGHT: &str = include_str!("../../themes/light.toml");
+/// The user's theme, in keyhole's config directory; it may set only some roles.
+pub const USER_FILE: &str = "theme.toml";
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Theme {
+    /// The syntect theme for code.
+    pub code: String,
+    #[serde(with = "color")]
+    pub text: Color,
+    #[serde(with = "color")]
+    pub muted: Color,
+    #[serde(with = "color")]
+    pub border: Color,
+    #[serde(with = "color")]
+    pub border_focus: Color,
+    #[serde(with = "color")]
+    pub title: Color,
+    #[serde(with = "color")]
+    pub hole: Color,
+    #[serde(with = "color")]
+    pub target: Color,
+    #[serde(with = "color")]
+    pub selected: Color,
+    #[serde(with = "color")]
+    pub cursor_bg: Color,
+    #[serde(with = "color")]
+    pub score: Color,
+    #[serde(with = "color")]
+    pub budget_ok: Color,
+    #[serde(with = "color")]
+    pub budget_warn: Color,
+    #[serde(with = "color")]
+    pub budget_over: Color,
+    #[serde(with = "color")]
+    pub proposal: Color,
+    #[serde(with = "color")]
+    pub default_context: Color,
+    #[serde(with = "color")]
+    pub formatting: Color,
+    #[serde(with = "color")]
+    pub explain: Color,
+    #[serde(with = "color")]
+    pub diff: Color,
+    #[serde(with = "color")]
+    pub good: Color,
+    #[serde(with = "color")]
+    pub bad: Color,
+    #[serde(with = "color")]
+    pub background: Color,
+}
+
+impl Theme {
+    pub fn dark() -> Theme {
+        toml::from_str(DARK).expect("embedded dark theme parses")
+    }
+
+    pub fn light() -> Theme {
+        toml::from_str(LIGHT).expect("embedded light theme parses")
+    }
+
+    /// The dark theme with the user's roles laid over it; a bad file is reported, not fatal.
+    pub fn load(config_dir: Option<&Path>) -> (Theme, Option<String>) {
+        let Some(path) = config_dir
+            .map(|d| d.join(USER_FILE))
+            .filter(|p| p.is_file())
+        else {
+            return (Theme::dark(), None);
+        };
+        let merged = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|user| overlay(DARK, &user));
+        match merged {
+            Ok(theme) => (theme, None),
+            Err(e) => (Theme::dark(), Some(format!("{}: {e}", path.display()))),
+        }
+    }
+}
+
+/// `base` with the keys of `user` replaced (a user file may name `base = "light"`).
+fn overlay(base: &str, user: &str) -> Result<Theme, String> {
+    let user: toml::Table = toml::from_str(user).map_err(|e| e.to_string())?;
+    let base = match user.get("base").and_then(|b| b.as_str()) {
+        Some("light") => LIGHT,
+        _ => base,
+    };
+    let mut table: toml::Table = toml::from_str(base).map_err(|e| e.to_string())?;
+    table.extend(user.into_iter().filter(|(k, _)| k != "base"));
+    table.try_into().map_err(|e: toml::de::Error| e.to_string())
+}
+
+mod color {
+    use ratatui::style::Color;
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Color, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse()
+            .map_err(|_| serde::de::Error::custom(format!("'{text}' is not a colour")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_themes_parse_and_user_roles_overlay() {
+        assert_ne!(Theme::dark().background, Theme::light().background);
+        let t = overlay(DARK, "base = \"light\"\nhole = \"red\"\n").unwrap();
+        assert_eq!(t.hole, Color::Red);
+        assert_eq!(t.background, Theme::light().background);
+        assert!(overlay(DARK, "hole = \"nope\"").is_err());
+    }
+}

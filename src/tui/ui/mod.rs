@@ -1,0 +1,202 @@
+//! Rendering: a function of borrowed state, one file per pane. `draw` returns each pane's inner
+//! rectangle so the loop can hit-test mouse clicks against the frame that was shown.
+
+pub mod candidates;
+pub mod completions;
+pub mod overlay;
+pub mod prompt;
+pub mod source;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Paragraph};
+
+use super::state::{Mode, Pane, State};
+
+const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+
+/// First visible row of a list of `height` rows that keeps `cursor` in the middle.
+pub fn scroll_top(cursor: usize, height: usize) -> usize {
+    cursor.saturating_sub(height / 2)
+}
+
+pub fn spinner(state: &State) -> &'static str {
+    SPINNER[state.tick % SPINNER.len()]
+}
+
+pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
+    let theme = &state.theme;
+    frame.render_widget(
+        Block::new().style(Style::new().bg(theme.background).fg(theme.text)),
+        frame.area(),
+    );
+    let [header, body, status, hints] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(frame.area());
+    frame.render_widget(header_line(state), header);
+    frame.render_widget(status_line(state), status);
+    frame.render_widget(hint_line(state), hints);
+    let mut inner = Vec::new();
+    for (pane, area) in pane_areas(state, body) {
+        let block = pane_block(state, pane);
+        let content = block.inner(area);
+        frame.render_widget(block, area);
+        match pane {
+            Pane::Source => source::draw(frame, content, state),
+            Pane::Candidates => candidates::draw(frame, content, state),
+            Pane::Prompt => prompt::draw(frame, content, state),
+            Pane::Completions => completions::draw(frame, content, state),
+        }
+        inner.push((pane, content));
+    }
+    if let Mode::Picker { query, cursor } = &state.mode {
+        overlay::picker(frame, state, query, *cursor);
+    }
+    if state.help {
+        overlay::help(frame, state);
+    }
+    inner
+}
+
+/// Source | candidates over the prompt over the completions; a zoomed pane takes everything.
+fn pane_areas(state: &State, body: Rect) -> Vec<(Pane, Rect)> {
+    if state.zoomed {
+        return vec![(state.focus, body)];
+    }
+    let [top, middle, bottom] = Layout::vertical([
+        Constraint::Percentage(40),
+        Constraint::Percentage(35),
+        Constraint::Percentage(25),
+    ])
+    .areas(body);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
+    vec![
+        (Pane::Source, left),
+        (Pane::Candidates, right),
+        (Pane::Prompt, middle),
+        (Pane::Completions, bottom),
+    ]
+}
+
+fn pane_block(state: &State, pane: Pane) -> Block<'static> {
+    let theme = &state.theme;
+    let focused = state.focus == pane;
+    let title = match pane {
+        Pane::Source => source::title(state),
+        Pane::Candidates => candidates::title(state),
+        Pane::Prompt => prompt::title(state),
+        Pane::Completions => completions::title(state),
+    };
+    let (border, kind, title_style) = if focused {
+        let bold = Style::new().fg(theme.title).add_modifier(Modifier::BOLD);
+        (theme.border_focus, BorderType::Thick, bold)
+    } else {
+        (
+            theme.border,
+            BorderType::Plain,
+            Style::new().fg(theme.title),
+        )
+    };
+    Block::bordered()
+        .border_type(kind)
+        .border_style(Style::new().fg(border))
+        .title(Span::styled(format!(" {title} "), title_style))
+}
+
+fn header_line(state: &State) -> Paragraph<'static> {
+    let theme = &state.theme;
+    let hole = match (&state.index, &state.view) {
+        (Some(index), Some(view)) => view.hole.display(index),
+        _ => "—".into(),
+    };
+    let backend = state.backend.as_ref().map_or("—", |b| b.name()).to_string();
+    Paragraph::new(Line::from(vec![
+        Span::styled(
+            " keyhole ",
+            Style::new().fg(theme.background).bg(theme.title),
+        ),
+        Span::styled(format!("  hole {hole}"), Style::new().fg(theme.hole)),
+        Span::styled(
+            format!("   backend {backend} · ranker fixed · k={}", state.k),
+            Style::new().fg(theme.muted),
+        ),
+    ]))
+}
+
+fn status_line(state: &State) -> Paragraph<'static> {
+    let theme = &state.theme;
+    let spin = if state.busy() { spinner(state) } else { " " };
+    Paragraph::new(Line::from(vec![
+        Span::styled(format!(" {spin} "), Style::new().fg(theme.explain)),
+        Span::styled(state.status.clone(), Style::new().fg(theme.text)),
+    ]))
+}
+
+/// The hint bar, generated from the live keymap (or the keys of the focused text field).
+fn hint_line(state: &State) -> Paragraph<'static> {
+    let theme = &state.theme;
+    let key = Style::new().fg(theme.background).bg(theme.muted);
+    let desc = Style::new().fg(theme.muted);
+    let fixed = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, d)| (k.to_string(), d.to_string()))
+            .collect()
+    };
+    let pairs = match state.mode {
+        Mode::Normal => state
+            .keymap
+            .hints()
+            .into_iter()
+            .map(|(k, d)| (k, d.to_string()))
+            .collect(),
+        Mode::Filter => fixed(&[("type", "filter"), ("enter/esc", "done")]),
+        Mode::Picker { .. } => fixed(&[
+            ("type", "find a file"),
+            ("up/down", "choose"),
+            ("enter", "open"),
+            ("esc", "close"),
+        ]),
+        Mode::ConfirmApply => fixed(&[("y", "write the file"), ("any other", "keep it")]),
+    };
+    let spans: Vec<Span> = pairs
+        .into_iter()
+        .flat_map(|(k, d)| {
+            [
+                Span::styled(format!(" {k} "), key),
+                Span::styled(format!(" {d}  "), desc),
+            ]
+        })
+        .collect();
+    Paragraph::new(Line::from(spans))
+}
+
+/// A bar of `width` cells filled to `fraction`, in eighths of a cell.
+pub fn bar(fraction: f64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = (fraction.clamp(0.0, 1.0) * (width * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if !eighths.is_multiple_of(8) {
+        s.push(PARTS[eighths % 8]);
+    }
+    let used = s.chars().count();
+    s + &"·".repeat(width - used)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bars_fill_by_eighths_and_keep_their_width() {
+        assert_eq!(super::bar(0.0, 4), "····");
+        assert_eq!(super::bar(1.0, 4), "████");
+        assert_eq!(super::bar(0.5, 4), "██··");
+        assert_eq!(super::bar(0.53, 4).chars().count(), 4);
+    }
+}

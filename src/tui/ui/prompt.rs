@@ -1,0 +1,152 @@
+//! The prompt pane: token budget bars per segment over the prompt text, coloured by where each
+//! byte came from, with the spans a completion copied highlighted.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::bar;
+use super::source::group;
+use crate::compose::{Prompt, Segment, SegmentKind};
+use crate::token::Keep;
+use crate::tui::state::State;
+use crate::tui::theme::Theme;
+
+/// A segment using this share of its allocation is drawn amber; a cut one red.
+const WARN_AT: f64 = 0.9;
+const BAR_WIDTH: usize = 20;
+
+pub fn title(state: &State) -> String {
+    match state.shown_prompt() {
+        Some(p) => {
+            let used: usize = p.segments.iter().map(|s| s.tokens).sum();
+            let explained = if state.explained.is_some() {
+                " · explained spans highlighted"
+            } else {
+                ""
+            };
+            format!(
+                "prompt · {used}/{} tokens ({}){explained}",
+                p.budget, p.tokenizer
+            )
+        }
+        None => "prompt".into(),
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let Some(prompt) = state.shown_prompt() else {
+        return;
+    };
+    let bars: Vec<Line> = prompt
+        .segments
+        .iter()
+        .filter(|s| s.kind != SegmentKind::Separator)
+        .map(|s| budget_line(&state.theme, s, prompt.budget))
+        .collect();
+    let [top, text] =
+        Layout::vertical([Constraint::Length(bars.len() as u16), Constraint::Min(0)]).areas(area);
+    frame.render_widget(Paragraph::new(bars), top);
+    frame.render_widget(Paragraph::new(text_lines(state, prompt, text.height)), text);
+}
+
+/// "cand 7  ██████····  812/1628 of 4072  ✂ cut at start".
+fn budget_line(theme: &Theme, segment: &Segment, budget: usize) -> Line<'static> {
+    let fraction = segment.tokens as f64 / segment.allocated.max(1) as f64;
+    let colour = if segment.cut.is_some() {
+        theme.budget_over
+    } else if fraction >= WARN_AT {
+        theme.budget_warn
+    } else {
+        theme.budget_ok
+    };
+    let cut = match segment.cut {
+        Some(Keep::Start) => "  ✂ cut at start",
+        Some(Keep::End) => "  ✂ cut at end",
+        None => "",
+    };
+    let name = match segment.kind {
+        SegmentKind::Proposal { id } => format!("cand {id}"),
+        SegmentKind::Separator => "separator".into(),
+        SegmentKind::Default => "default".into(),
+    };
+    Line::from(vec![
+        Span::styled(
+            format!("{name:<10}"),
+            Style::new().fg(segment_colour(theme, segment.kind)),
+        ),
+        Span::styled(bar(fraction, BAR_WIDTH), Style::new().fg(colour)),
+        Span::styled(
+            format!("  {}/{} of {budget}", segment.tokens, segment.allocated),
+            Style::new().fg(theme.muted),
+        ),
+        Span::styled(cut, Style::new().fg(theme.budget_over)),
+    ])
+}
+
+fn segment_colour(theme: &Theme, kind: SegmentKind) -> Color {
+    match kind {
+        SegmentKind::Proposal { .. } => theme.proposal,
+        SegmentKind::Separator => theme.formatting,
+        SegmentKind::Default => theme.default_context,
+    }
+}
+
+/// The style of prompt byte `at`: its segment's colour, keyhole's formatting (no origin) in the
+/// formatting colour, explained bytes highlighted.
+fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
+    let theme = &state.theme;
+    let mut start = 0;
+    let mut style = Style::new().fg(theme.text);
+    for segment in &prompt.segments {
+        let end = start + segment.text.text.len();
+        if at < end {
+            let local = at - start;
+            let formatting = segment
+                .text
+                .pieces
+                .iter()
+                .any(|p| p.range.contains(&local) && p.origin.is_none());
+            style = Style::new().fg(if formatting {
+                theme.formatting
+            } else {
+                segment_colour(theme, segment.kind)
+            });
+            break;
+        }
+        start = end;
+    }
+    let explained = state
+        .explained
+        .iter()
+        .flatten()
+        .any(|s| s.prompt.as_ref().is_some_and(|r| r.contains(&at)));
+    if explained {
+        style = style
+            .bg(theme.explain)
+            .fg(theme.background)
+            .add_modifier(Modifier::BOLD);
+    }
+    style
+}
+
+fn text_lines(state: &State, prompt: &Prompt, height: u16) -> Vec<Line<'static>> {
+    let text = prompt.text();
+    let mut offset = 0;
+    let mut lines = Vec::new();
+    for (n, line) in text.split('\n').enumerate() {
+        if lines.len() == height as usize {
+            break;
+        }
+        if n >= state.prompt_scroll {
+            let cells = line
+                .char_indices()
+                .map(|(i, c)| (style_at(state, prompt, offset + i), c));
+            lines.push(Line::from(group(cells)));
+        }
+        offset += line.len() + 1;
+    }
+    lines
+}

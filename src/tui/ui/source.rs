@@ -1,0 +1,117 @@
+//! The source pane: the current file, highlighted, with the hole and its target marked.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::scroll_top;
+use crate::tui::state::State;
+
+/// Columns taken by the line numbers.
+pub const GUTTER: u16 = 6;
+
+pub fn title(state: &State) -> String {
+    match &state.index {
+        Some(index) => {
+            let path = &index.files[state.file].path;
+            let name = path.rsplit('/').next().unwrap_or(path);
+            format!("{name}  {}:{}", state.cursor.0 + 1, state.cursor.1 + 1)
+        }
+        None => "source".into(),
+    }
+}
+
+/// First shown column: long lines scroll so the cursor stays 8 cells from the right edge.
+pub fn first_column(cursor: usize, width: u16) -> usize {
+    let text_width = width.saturating_sub(GUTTER) as usize;
+    cursor.saturating_sub(text_width.saturating_sub(8))
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    let theme = &state.theme;
+    if state.index.is_none() {
+        let text = format!("{} indexing the repository…", super::spinner(state));
+        frame.render_widget(
+            Paragraph::new(text).style(Style::new().fg(theme.muted)),
+            area,
+        );
+        return;
+    }
+    let hole = state
+        .view
+        .as_ref()
+        .map(|v| &v.hole)
+        .filter(|h| h.file == state.file);
+    let top = scroll_top(state.cursor.0, area.height as usize);
+    let left = first_column(state.cursor.1, area.width);
+    let lines: Vec<Line> = state
+        .lines
+        .iter()
+        .enumerate()
+        .skip(top)
+        .take(area.height as usize)
+        .map(|(n, runs)| {
+            let hole_col = hole.filter(|h| h.line == n).map(|h| h.column);
+            let cursor_col = (state.cursor.0 == n).then_some(state.cursor.1);
+            let number = if hole_col.is_some() {
+                theme.hole
+            } else {
+                theme.muted
+            };
+            let mut spans = vec![Span::styled(
+                format!("{:>5} ", n + 1),
+                Style::new().fg(number),
+            )];
+            let cells = marked(state, runs, hole_col, cursor_col);
+            spans.extend(group(cells.into_iter().skip(left)));
+            Line::from(spans)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The line's cells, with the target (from the hole on) faded, the hole cell marked and the
+/// cursor cell shown. Per character, so marks may fall inside a highlighted run.
+fn marked(
+    state: &State,
+    runs: &[(Style, String)],
+    hole: Option<usize>,
+    cursor: Option<usize>,
+) -> Vec<(Style, char)> {
+    let theme = &state.theme;
+    let mut cells: Vec<(Style, char)> = runs
+        .iter()
+        .flat_map(|(style, text)| text.chars().map(move |c| (*style, c)))
+        .collect();
+    // Marks may sit one past the end of the line.
+    let end = hole.max(cursor).map_or(0, |c| c + 1);
+    while cells.len() < end {
+        cells.push((Style::new(), ' '));
+    }
+    for (i, (style, _)) in cells.iter_mut().enumerate() {
+        if hole.is_some_and(|h| i >= h) {
+            *style = Style::new().fg(theme.target).add_modifier(Modifier::ITALIC);
+        }
+        if hole == Some(i) {
+            *style = style.bg(theme.hole).fg(theme.background);
+        }
+        if cursor == Some(i) && cursor != hole {
+            *style = style.bg(theme.cursor_bg).add_modifier(Modifier::UNDERLINED);
+        }
+    }
+    cells
+}
+
+/// Consecutive cells of one style become one span.
+pub fn group(cells: impl IntoIterator<Item = (Style, char)>) -> Vec<Span<'static>> {
+    let mut spans: Vec<Span> = Vec::new();
+    for (style, c) in cells {
+        match spans.last_mut() {
+            Some(last) if last.style == style => last.content.to_mut().push(c),
+            _ => spans.push(Span::styled(c.to_string(), style)),
+        }
+    }
+    spans
+}

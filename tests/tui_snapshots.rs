@@ -1,0 +1,44 @@
+//! Whole-frame snapshots of each main state on a fixed-size TestBackend, and the SVG
+//! screenshots generated from the same fixtures so they never go stale.
+
+use keyhole::tui::{FIXTURES, Format, render_fixture};
+
+const WIDTH: u16 = 120;
+const HEIGHT: u16 = 40;
+
+#[test]
+fn every_main_state_matches_its_snapshot() {
+    for name in FIXTURES {
+        let text = render_fixture(name, Format::Txt, WIDTH, HEIGHT).unwrap();
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// screenshots/<state>.svg must equal a fresh rendering. A missing file, or any file when
+/// KEYHOLE_BLESS is set, is written instead.
+#[test]
+fn screenshots_are_current() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bless = std::env::var_os("KEYHOLE_BLESS").is_some();
+    let mut stale = Vec::new();
+    for name in FIXTURES {
+        let svg = render_fixture(name, Format::Svg, WIDTH, HEIGHT).unwrap();
+        let path = dir.join(format!("{name}.svg"));
+        match std::fs::read_to_string(&path) {
+            Ok(old) if old == svg => {}
+            Ok(_) if !bless => stale.push(name),
+            _ => std::fs::write(&path, svg).unwrap(),
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "screenshots {stale:?} are stale: rerun with KEYHOLE_BLESS=1 to regenerate"
+    );
+}
+
+#[test]
+fn unknown_states_are_refused() {
+    let err = render_fixture("nope", Format::Txt, WIDTH, HEIGHT).unwrap_err();
+    assert!(err.to_string().contains("candidates"));
+}
