@@ -6,6 +6,7 @@ mod graph;
 mod scan;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -114,6 +115,16 @@ impl RepoIndex {
     /// Index the repository at `root`, reusing and refreshing the cache in `cache_dir` (none:
     /// no cache). Unreadable, binary, non-UTF-8 and huge files are skipped with a warning.
     pub fn open(root: &Path, cache_dir: Option<&Path>) -> Result<RepoIndex, OpenError> {
+        Self::open_with_progress(root, cache_dir, &|_, _| {})
+    }
+
+    /// [`RepoIndex::open`], calling `progress(files done, files found)` as files are indexed
+    /// (from worker threads, so it must be cheap and thread-safe).
+    pub fn open_with_progress(
+        root: &Path,
+        cache_dir: Option<&Path>,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<RepoIndex, OpenError> {
         if !root.exists() {
             return Err(OpenError::Missing(root.to_path_buf()));
         }
@@ -125,9 +136,15 @@ impl RepoIndex {
         let found = scan::find_sources(&root, &mut warnings);
         let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
+        let (total, done) = (jobs.len(), AtomicUsize::new(0));
+        progress(0, total);
         let results: Vec<_> = jobs
             .into_par_iter()
-            .map(|(cached, found)| index_file(found, cached))
+            .map(|(cached, found)| {
+                let result = index_file(found, cached);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                result
+            })
             .collect();
 
         let mut files = Vec::with_capacity(results.len());
