@@ -67,7 +67,7 @@ fn proposals_json_lists_all_62_rows() {
 
 #[test]
 fn prompt_prints_the_composed_text_and_its_segments() {
-    let plain = keyhole(&[
+    let args = [
         "prompt",
         &sample(),
         DEMO,
@@ -75,17 +75,11 @@ fn prompt_prints_the_composed_text_and_its_segments() {
         "9",
         "--budget",
         "300",
-    ]);
-    let json = stdout_json(&keyhole(&[
-        "prompt",
-        &sample(),
-        DEMO,
-        "--proposal",
-        "9",
-        "--budget",
-        "300",
-        "--json",
-    ]));
+    ]
+    .map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let plain = keyhole(&args);
+    let json = stdout_json(&keyhole(&[args.as_slice(), &["--json"]].concat()));
     assert_eq!(
         String::from_utf8(plain.stdout).unwrap(),
         json["text"].as_str().unwrap()

@@ -82,20 +82,15 @@ async fn sampling_is_seeded_and_gives_several_candidates() {
     req.temperature = 1.0;
     req.n = 6;
     req.seed = Some(7);
-    let first: Vec<String> = MODEL
-        .complete(&req, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
-    let again: Vec<String> = MODEL
-        .complete(&req, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
+    let texts = || async {
+        let completions = MODEL.complete(&req, None).await.unwrap();
+        completions
+            .into_iter()
+            .map(|c| c.text)
+            .collect::<Vec<String>>()
+    };
+    let first = texts().await;
+    let again = texts().await;
     assert_eq!(first.len(), 6);
     assert_eq!(first, again, "same seed, same samples");
     let distinct: std::collections::BTreeSet<_> = first.iter().collect();
