@@ -20,7 +20,10 @@ const SEPARATOR: &str = "\n";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SegmentKind {
-    Proposal { id: usize },
+    /// A candidate's context: an RLPG proposal or a retrieved context, by candidate id.
+    Proposal {
+        id: usize,
+    },
     Separator,
     Default,
 }
@@ -190,18 +193,27 @@ impl<'a> Composer<'a> {
     }
 
     pub fn compose(&self, proposal: Option<&ProposalContext>) -> Prompt {
+        match proposal {
+            Some(p) => self.compose_context(p.spec.id, &p.context, p.spec.share, p.keep),
+            None => self.compose_context(DEFAULT_ID, &SourcedText::default(), 0.0, Keep::Start),
+        }
+    }
+
+    /// Compose candidate `id`'s `context` (any kind: a proposal's, a retrieved one's) with
+    /// `share` of the budget, cut from its `keep` end, followed by the default context.
+    pub fn compose_context(
+        &self,
+        id: usize,
+        context: &SourcedText,
+        share: f64,
+        keep: Keep,
+    ) -> Prompt {
         let (tok, budget) = (self.tok, self.budget);
         let mut segments = Vec::new();
         let mut used = 0;
-        if let Some(p) = proposal.filter(|p| p.applicable()) {
-            let allocated = proposal_allocation(budget, p.spec.share);
-            let segment = Segment::fit(
-                SegmentKind::Proposal { id: p.spec.id },
-                &p.context,
-                tok,
-                allocated,
-                p.keep,
-            );
+        if !context.is_empty() {
+            let allocated = proposal_allocation(budget, share);
+            let segment = Segment::fit(SegmentKind::Proposal { id }, context, tok, allocated, keep);
             if segment.tokens > 0 {
                 used += segment.tokens;
                 segments.push(segment);
@@ -234,7 +246,7 @@ impl<'a> Composer<'a> {
             segments,
             budget,
             tokenizer: tok.name(),
-            proposal_id: proposal.map_or(DEFAULT_ID, |p| p.spec.id),
+            proposal_id: id,
         }
     }
 

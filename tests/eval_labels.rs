@@ -28,6 +28,7 @@ fn row(hole: &str, id: usize) -> LabelRow {
         default_truncated: false,
         backend: "embedded".into(),
         error: None,
+        bm25: None,
     }
 }
 

@@ -38,6 +38,7 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         default_truncated: false,
         backend: "test".into(),
         error: None,
+        bm25: None,
     }
 }
 
@@ -168,9 +169,13 @@ fn methods_on_the_test_split() {
         [
             "default",
             "oracle",
-            "random",
+            "random context",
+            "random proposal",
+            "file-level BM25",
+            "identifier usage",
             "fixed proposal",
-            "fixed ranking"
+            "fixed ranking",
+            "RLPG-BM25"
         ]
     );
     let rate = |name| {
@@ -185,7 +190,7 @@ fn methods_on_the_test_split() {
     // FixedRanker puts current PL 50% (id 6) first: it hits on b1, b2 and c1.
     assert_eq!(rate("fixed ranking"), (60.0, 75.0));
     // The random pick only matters on b1 (10 misses, 6 hits).
-    let (random, _) = rate("random");
+    let (random, _) = rate("random proposal");
     assert!(random == 40.0 || random == 60.0, "{random}");
 }
 
@@ -196,7 +201,7 @@ fn random_method_is_seeded() {
     let picks: Vec<f64> = (0..16)
         .map(|seed| {
             let report = report::build(&rows(), &train(), seed);
-            method(&report, "random").success.hole_wise
+            method(&report, "random proposal").success.hole_wise
         })
         .collect();
     assert!(picks.contains(&40.0) && picks.contains(&60.0), "{picks:?}");
@@ -281,18 +286,18 @@ fn repository_table_has_every_method() {
     };
     let a = repo("a");
     assert_eq!((a.split.as_str(), a.holes), ("train", 2));
-    // default, oracle, (random), fixed proposal, fixed ranking
+    // default, oracle, (four baselines), fixed proposal, fixed ranking
     assert_eq!(
-        (a.success[0], a.success[1], a.success[3], a.success[4]),
+        (a.success[0], a.success[1], a.success[6], a.success[7]),
         (0.0, 100.0, 100.0, 0.0)
     );
     let b = repo("b");
     assert_eq!((b.split.as_str(), b.holes), ("test", 4));
     assert_eq!(
-        (b.success[0], b.success[1], b.success[3], b.success[4]),
+        (b.success[0], b.success[1], b.success[6], b.success[7]),
         (25.0, 50.0, 25.0, 50.0)
     );
-    assert_eq!(repo("c").success, vec![100.0; 5]);
+    assert_eq!(repo("c").success, vec![100.0; 9]);
 }
 
 #[test]
@@ -309,8 +314,8 @@ fn further_methods_plug_in_as_rankings() {
         method(&report, "oracle or nothing").success,
         method(&report, "oracle").success
     );
-    assert_eq!(report.success_at_k.len(), 7);
-    assert_eq!(report.repositories[0].success.len(), 7);
+    assert_eq!(report.success_at_k.len(), 11);
+    assert_eq!(report.repositories[0].success.len(), 11);
 }
 
 #[test]

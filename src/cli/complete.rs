@@ -268,10 +268,7 @@ impl Row {
 }
 
 fn candidate_name(id: usize) -> String {
-    match proposals::specs().get(id) {
-        Some(spec) => format!("{id} {}", spec.label()),
-        None => format!("{id} default"),
-    }
+    format!("{id} {}", keyhole::context::candidate_label(id))
 }
 
 fn counting_note(counting: TokenCounting, tokenizer: &str) -> String {

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::complete::BackendArgs;
 use keyhole::compose;
+use keyhole::context::retrieval::Retrieval;
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::report;
 use keyhole::eval::runner::{EvalOptions, RepoRun};
@@ -68,11 +69,13 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let (mut labels, _) =
             LabelFile::open(&label_path).with_context(|| format!("{}", label_path.display()))?;
         let progress = progress_bar(&name);
+        let retrieval = Retrieval::new(&index);
         let run = RepoRun {
             repository: &name,
             index: &index,
             tokenizer,
             backend: backend.as_ref(),
+            retrieval: &retrieval,
             options: &options,
         };
         let stats = runtime.block_on(run.run(&mut labels, &progress))?;

@@ -4,6 +4,20 @@
 //! candidate of the same shape.
 
 pub mod proposals;
+pub mod retrieval;
+
+/// How a candidate id is named to people: `import MNB`, `default context`, `file-level BM25`.
+pub fn candidate_label(id: usize) -> String {
+    match id {
+        proposals::DEFAULT_ID => "default context".into(),
+        retrieval::FILE_BM25_ID => "file-level BM25".into(),
+        retrieval::IDENTIFIER_USAGE_ID => "identifier usage".into(),
+        retrieval::RANDOM_CONTEXT_ID => "random context".into(),
+        id => proposals::specs()
+            .get(id)
+            .map_or_else(|| format!("candidate {id}"), |s| s.label()),
+    }
+}
 
 use std::ops::Range;
 

@@ -10,12 +10,17 @@ pub mod runner;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::proposals::PROPOSAL_COUNT;
+use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT};
+use crate::context::retrieval::RANDOM_CONTEXT_ID;
 
-/// Rows per hole: every proposal plus the default context.
-pub const ROWS_PER_HOLE: usize = PROPOSAL_COUNT + 1;
+/// Rows per hole: every proposal, the default context and the retrieval baselines.
+pub const ROWS_PER_HOLE: usize = RANDOM_CONTEXT_ID + 1;
+/// RLPG's candidates (the oracle's choice): the proposals and the default context.
+pub const RLPG_CANDIDATES: usize = DEFAULT_ID + 1;
+const _: () = assert!(RLPG_CANDIDATES == PROPOSAL_COUNT + 1);
 
-/// One hole × one proposal (id 62: the default context).
+/// One hole × one candidate: proposals 0–61, the default context 62, and the retrieval
+/// baselines 63 (file-level BM25), 64 (identifier usage), 65 (random context).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabelRow {
     /// `repository/file:line:column`, unique across a run.
@@ -44,6 +49,9 @@ pub struct LabelRow {
     pub backend: String,
     /// Why the completion failed, if the backend failed (the row then counts as a miss).
     pub error: Option<String>,
+    /// BM25 score of the proposal context against the hole window (RLPG-BM25's ranking).
+    #[serde(default)]
+    pub bm25: Option<f64>,
 }
 
 /// The stable id of a hole.

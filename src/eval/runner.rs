@@ -8,12 +8,15 @@ use rayon::prelude::*;
 use super::labels::LabelFile;
 use super::{LabelRow, hole_id};
 use crate::compose::{self, Composer, Prompt, SegmentKind};
-use crate::context::proposals::{self, DEFAULT_ID, Request};
+use crate::context::proposals::{self, DEFAULT_ID, ProposalContext, Request};
+use crate::context::retrieval::{
+    self, Bm25, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval,
+};
 use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::repo::RepoIndex;
-use crate::token::Tokenizer;
+use crate::token::{Keep, Tokenizer};
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
@@ -37,6 +40,8 @@ pub struct RepoRun<'a> {
     pub index: &'a RepoIndex,
     pub tokenizer: &'a dyn Tokenizer,
     pub backend: &'a dyn Backend,
+    /// The repository's retrieval indexes, for the baselines.
+    pub retrieval: &'a Retrieval,
     pub options: &'a EvalOptions,
 }
 
@@ -61,8 +66,15 @@ pub enum RunError {
     },
 }
 
-/// A prompt to complete for a hole, or `None` when the proposal is not applicable.
-type HolePrompts = Vec<(usize, Option<Prompt>)>;
+/// A candidate's prompt for a hole (`None` when the candidate is not applicable), and the
+/// BM25 score of its context against the hole window (RLPG-BM25; proposals only).
+struct HolePrompt {
+    id: usize,
+    prompt: Option<Prompt>,
+    bm25: Option<f64>,
+}
+
+type HolePrompts = Vec<HolePrompt>;
 
 impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
@@ -126,7 +138,7 @@ impl RepoRun<'_> {
     /// The default prompt and every proposal's (RLPG builds all 62 for every hole).
     fn prompts(&self, hole: &Hole) -> HolePrompts {
         let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
-        let mut out: HolePrompts = proposals::specs()
+        let built: Vec<ProposalContext> = proposals::specs()
             .into_iter()
             .map(|spec| {
                 let allocation = compose::proposal_allocation(self.options.budget, spec.share);
@@ -136,15 +148,55 @@ impl RepoRun<'_> {
                     tokenizer: self.tokenizer,
                     allocation,
                 };
-                let proposal = proposals::build(spec, &req);
-                let prompt = proposal
-                    .applicable()
-                    .then(|| composer.compose(Some(&proposal)));
-                (spec.id, prompt)
+                proposals::build(spec, &req)
             })
             .collect();
-        out.push((DEFAULT_ID, Some(composer.compose(None))));
+        let bm25 = Bm25::new(built.iter().map(|p| p.context.text.as_str()))
+            .scores(&retrieval::hole_window(self.index, hole));
+        let mut out: HolePrompts = built
+            .iter()
+            .zip(bm25)
+            .map(|(p, score)| {
+                let prompt = p.applicable().then(|| composer.compose(Some(p)));
+                HolePrompt {
+                    id: p.spec.id,
+                    bm25: prompt.as_ref().map(|_| score),
+                    prompt,
+                }
+            })
+            .collect();
+        out.push(HolePrompt {
+            id: DEFAULT_ID,
+            prompt: Some(composer.compose(None)),
+            bm25: None,
+        });
+        out.extend(self.baselines(hole, &composer));
         out
+    }
+
+    /// RLPG's retrieval baselines, each with half the budget.
+    fn baselines(&self, hole: &Hole, composer: &Composer) -> Vec<HolePrompt> {
+        let req = retrieval::Request {
+            index: self.index,
+            hole,
+            tokenizer: self.tokenizer,
+            allocation: compose::proposal_allocation(self.options.budget, 0.5),
+            seed: self.options.seed,
+        };
+        let contexts = [
+            (FILE_BM25_ID, self.retrieval.file_bm25(&req)),
+            (IDENTIFIER_USAGE_ID, self.retrieval.identifier_usage(&req)),
+            (RANDOM_CONTEXT_ID, self.retrieval.random_context(&req)),
+        ];
+        contexts
+            .into_iter()
+            .map(|(id, context)| HolePrompt {
+                id,
+                prompt: (!context.is_empty())
+                    .then(|| composer.compose_context(id, &context, 0.5, Keep::Start)),
+                bm25: None,
+            })
+            .collect()
     }
 
     /// Complete every applicable prompt of a chunk; per hole, its predictions by proposal id
@@ -159,8 +211,9 @@ impl RepoRun<'_> {
             .zip(prompts)
             .enumerate()
             .flat_map(|(h, (hole, list))| {
-                list.iter()
-                    .filter_map(move |(id, p)| p.as_ref().map(|p| (h, *id, self.request(hole, p))))
+                list.iter().filter_map(move |c| {
+                    c.prompt.as_ref().map(|p| (h, c.id, self.request(hole, p)))
+                })
             });
         let done: Vec<(usize, usize, Result<Prediction, BackendError>)> = stream::iter(jobs)
             .map(|(h, id, request)| async move { (h, id, self.predict(&request).await) })
@@ -215,7 +268,7 @@ impl RepoRun<'_> {
         let file = &self.index.files[hole.file].path;
         prompts
             .iter()
-            .map(|(id, prompt)| {
+            .map(|HolePrompt { id, prompt, bm25 }| {
                 let prediction = predictions
                     .iter()
                     .position(|(p, _)| p == id)
@@ -253,6 +306,7 @@ impl RepoRun<'_> {
                     default_truncated: default.is_some_and(|s| s.cut.is_some()),
                     backend: self.backend.name().to_string(),
                     error,
+                    bm25: *bm25,
                 }
             })
             .collect()

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::holes::{HoleRows, percent};
 use crate::context::SourcedText;
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, ProposalSpec, specs};
-use crate::eval::ROWS_PER_HOLE;
+use crate::eval::{RLPG_CANDIDATES, ROWS_PER_HOLE};
 use crate::rank::Ranker;
 
 /// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
@@ -57,11 +57,33 @@ pub(super) fn default_context() -> RankFn<'static> {
     Box::new(|_| vec![DEFAULT_ID])
 }
 
-/// The upper bound: a successful candidate whenever there is one.
+/// The upper bound: a successful RLPG candidate (a proposal or the default context)
+/// whenever there is one.
 pub(super) fn oracle() -> RankFn<'static> {
     Box::new(|hole| {
         hole.applicable_ids()
-            .filter(|&id| hole.succeeded(id))
+            .filter(|&id| id < RLPG_CANDIDATES && hole.succeeded(id))
+            .collect()
+    })
+}
+
+/// One candidate where it applies, the default context elsewhere (the retrieval baselines).
+pub(super) fn single(id: usize) -> RankFn<'static> {
+    Box::new(move |_| vec![id, DEFAULT_ID])
+}
+
+/// RLPG-BM25: the proposals ranked by the BM25 score of their context against the hole
+/// window, then the default context.
+pub(super) fn rlpg_bm25() -> RankFn<'static> {
+    Box::new(|hole| {
+        let mut scored: Vec<(usize, f64)> = (0..PROPOSAL_COUNT)
+            .filter_map(|id| Some((id, hole.row(id)?.bm25?)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored
+            .into_iter()
+            .map(|(id, _)| id)
+            .chain([DEFAULT_ID])
             .collect()
     })
 }
@@ -72,7 +94,7 @@ pub(super) fn random(seed: u64) -> RankFn<'static> {
     Box::new(move |hole| {
         let mut ids: Vec<usize> = hole
             .applicable_ids()
-            .filter(|&id| id != DEFAULT_ID)
+            .filter(|&id| id < PROPOSAL_COUNT)
             .collect();
         let hash = blake3::hash(hole.hole_id.as_bytes());
         let mut bytes = [0; 8];

@@ -21,7 +21,8 @@ use serde::Serialize;
 pub use holes::{HoleRows, Rate};
 pub use methods::{RankFn, by_ranker};
 
-use crate::context::proposals::{DEFAULT_ID, ProposalSpec, specs};
+use crate::context::proposals::{ProposalSpec, specs};
+use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID};
 use crate::eval::{LabelRow, ROWS_PER_HOLE};
 use crate::rank::FixedRanker;
 use holes::{gain, percent};
@@ -204,12 +205,16 @@ impl<'a> Builder<'a> {
         let mut all_methods = vec![
             method("default", methods::default_context()),
             method("oracle", methods::oracle()),
-            method("random", methods::random(self.seed)),
+            method("random context", methods::single(RANDOM_CONTEXT_ID)),
+            method("random proposal", methods::random(self.seed)),
+            method("file-level BM25", methods::single(FILE_BM25_ID)),
+            method("identifier usage", methods::single(IDENTIFIER_USAGE_ID)),
             method(
                 "fixed proposal",
                 methods::fixed_proposal(order.iter().map(|&(id, _)| id).collect()),
             ),
             method("fixed ranking", Box::new(by_ranker(&FixedRanker))),
+            method("RLPG-BM25", methods::rlpg_bm25()),
         ];
         all_methods.extend(self.extra);
         let eval = Eval::new(&holes, &all_methods);
@@ -523,8 +528,5 @@ pub fn write(report: &Report, dir: &Path) -> io::Result<()> {
 
 /// How the report names candidate `id`.
 fn label(id: usize) -> String {
-    if id == DEFAULT_ID {
-        return "default context".into();
-    }
-    specs()[id].label()
+    crate::context::candidate_label(id)
 }

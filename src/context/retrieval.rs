@@ -1,0 +1,266 @@
+//! RLPG's non-proposal baselines (section 3.2, methods 5–9; appendix C.3): contexts retrieved
+//! from the repository without prompt proposals, and BM25, which also ranks proposals
+//! (RLPG-BM25). Each context takes half the budget, like a proposal.
+
+use rand::SeedableRng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
+
+use super::SourcedText;
+use crate::hole::Hole;
+use crate::lang::Span;
+use crate::repo::{FileId, RepoIndex};
+use crate::token::{Keep, Tokenizer};
+
+/// Candidate ids after the 62 proposals and the default context (62).
+pub const FILE_BM25_ID: usize = 63;
+pub const IDENTIFIER_USAGE_ID: usize = 64;
+pub const RANDOM_CONTEXT_ID: usize = 65;
+/// Lines above and below a usage in an identifier usage window.
+const USAGE_WINDOW: usize = 2;
+
+/// Words BM25 compares: identifiers, keywords and numbers, as written.
+pub fn terms(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Okapi BM25 with the defaults of the `rank-bm25` package RLPG used (k1 1.5, b 0.75, and
+/// negative idf replaced by 0.25 × the mean idf).
+pub struct Bm25 {
+    postings: FxHashMap<String, Vec<(usize, u32)>>,
+    idf: FxHashMap<String, f64>,
+    doc_len: Vec<f64>,
+    mean_len: f64,
+}
+
+const K1: f64 = 1.5;
+const B: f64 = 0.75;
+const EPSILON: f64 = 0.25;
+
+impl Bm25 {
+    pub fn new<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
+        let mut postings: FxHashMap<String, Vec<(usize, u32)>> = FxHashMap::default();
+        let mut doc_len = Vec::new();
+        for (doc, text) in docs.into_iter().enumerate() {
+            let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
+            for term in terms(text) {
+                *tf.entry(term).or_default() += 1;
+            }
+            doc_len.push(tf.values().sum::<u32>() as f64);
+            for (term, n) in tf {
+                postings.entry(term.to_string()).or_default().push((doc, n));
+            }
+        }
+        let n = doc_len.len() as f64;
+        let mut idf: FxHashMap<String, f64> = postings
+            .iter()
+            .map(|(t, p)| {
+                (
+                    t.clone(),
+                    ((n - p.len() as f64 + 0.5) / (p.len() as f64 + 0.5)).ln(),
+                )
+            })
+            .collect();
+        let mean_idf = idf.values().sum::<f64>() / idf.len().max(1) as f64;
+        for value in idf.values_mut().filter(|v| **v < 0.0) {
+            *value = EPSILON * mean_idf;
+        }
+        let mean_len = doc_len.iter().sum::<f64>() / n.max(1.0);
+        Bm25 {
+            postings,
+            idf,
+            doc_len,
+            mean_len,
+        }
+    }
+
+    /// Every document's score for `query`.
+    pub fn scores(&self, query: &str) -> Vec<f64> {
+        let mut scores = vec![0.0; self.doc_len.len()];
+        for term in terms(query) {
+            let (Some(postings), Some(idf)) = (self.postings.get(term), self.idf.get(term)) else {
+                continue;
+            };
+            for &(doc, tf) in postings {
+                let tf = f64::from(tf);
+                let norm = K1 * (1.0 - B + B * self.doc_len[doc] / self.mean_len.max(1.0));
+                scores[doc] += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+}
+
+/// RLPG's hole window: two lines before the hole line, the hole line up to the hole, and two
+/// lines after it.
+pub fn hole_window(index: &RepoIndex, hole: &Hole) -> String {
+    let file = &index.files[hole.file];
+    let start = file.line_start(hole.line.saturating_sub(2));
+    let after = file.line_start(hole.line + 1);
+    let end = file.line_start(hole.line + 3);
+    format!(
+        "{}\n{}",
+        &file.text[start..hole.offset],
+        &file.text[after..end]
+    )
+}
+
+/// What the baselines share for one repository: BM25 over its files.
+pub struct Retrieval {
+    files: Bm25,
+}
+
+/// What one baseline needs for one hole.
+pub struct Request<'a> {
+    pub index: &'a RepoIndex,
+    pub hole: &'a Hole,
+    pub tokenizer: &'a dyn Tokenizer,
+    pub allocation: usize,
+    /// Seeds the random choices (combined with the hole's position).
+    pub seed: u64,
+}
+
+impl Retrieval {
+    pub fn new(index: &RepoIndex) -> Retrieval {
+        Retrieval {
+            files: Bm25::new(index.files.iter().map(|f| f.text.as_str())),
+        }
+    }
+
+    /// File-level BM25: whole other files, most similar to the hole window first, until the
+    /// allocation is filled; cut from the back (C.3).
+    pub fn file_bm25(&self, req: &Request) -> SourcedText {
+        let scores = self.files.scores(&hole_window(req.index, req.hole));
+        let mut ranked: Vec<FileId> = (0..scores.len())
+            .filter(|&f| f != req.hole.file && scores[f] > 0.0)
+            .collect();
+        ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let spans = ranked
+            .into_iter()
+            .map(|f| (f, Span::new(0, req.index.files[f].text.len())));
+        fill(req, spans)
+    }
+
+    /// Identifier usage (random): windows of two lines around every usage of the identifier
+    /// nearest before the hole, in random order; the next nearest identifier when one has no
+    /// usage outside the hole's lines.
+    pub fn identifier_usage(&self, req: &Request) -> SourcedText {
+        let file = &req.index.files[req.hole.file];
+        let mut seen: Vec<&str> = Vec::new();
+        let before_hole = file
+            .facts
+            .identifiers
+            .iter()
+            .rev()
+            .filter(|s| (s.end as usize) <= req.hole.offset);
+        for span in before_hole {
+            let name = &file.text[span.range()];
+            if seen.contains(&name) {
+                continue;
+            }
+            seen.push(name);
+            let mut windows = usage_windows(req, name);
+            if !windows.is_empty() {
+                windows.shuffle(&mut rng(req));
+                return fill(req, windows.into_iter());
+            }
+        }
+        SourcedText::default()
+    }
+
+    /// Random: a random line of a random file and everything after it (the hole's lines left
+    /// out when the current file is drawn).
+    pub fn random_context(&self, req: &Request) -> SourcedText {
+        let mut rng = rng(req);
+        let ids: Vec<FileId> = (0..req.index.files.len()).collect();
+        let Some(&f) = ids.choose(&mut rng) else {
+            return SourcedText::default();
+        };
+        let file = &req.index.files[f];
+        let line = (0..file.line_count())
+            .collect::<Vec<_>>()
+            .choose(&mut rng)
+            .copied()
+            .unwrap_or(0);
+        let mut start = file.line_start(line);
+        if f == req.hole.file && line <= req.hole.line + USAGE_WINDOW {
+            start = file.line_start(req.hole.line + USAGE_WINDOW + 1);
+        }
+        fill(req, std::iter::once((f, Span::new(start, file.text.len()))))
+    }
+}
+
+fn rng(req: &Request) -> ChaCha8Rng {
+    let position = (req.hole.file as u64) << 32 | req.hole.line as u64;
+    ChaCha8Rng::seed_from_u64(req.seed ^ position.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// Usage windows of `name` in the repository, leaving out any that touch the hole's line.
+fn usage_windows(req: &Request, name: &str) -> Vec<(FileId, Span)> {
+    let mut windows = Vec::new();
+    for (id, file) in req.index.files.iter().enumerate() {
+        for &line in file.facts.usages_of(name) {
+            let line = line as usize;
+            let (first, last) = (line.saturating_sub(USAGE_WINDOW), line + USAGE_WINDOW);
+            if id == req.hole.file && first <= req.hole.line && req.hole.line <= last {
+                continue;
+            }
+            windows.push((
+                id,
+                Span::new(file.line_start(first), file.line_start(last + 1)),
+            ));
+        }
+    }
+    windows
+}
+
+/// Spans taken in order, each on its own lines, until the allocation is filled; the last one
+/// is cut from the back to fit.
+fn fill(req: &Request, spans: impl Iterator<Item = (FileId, Span)>) -> SourcedText {
+    let mut text = SourcedText::default();
+    let mut used = 0;
+    for (file, span) in spans {
+        let separator = usize::from(!text.is_empty() && !text.text.ends_with('\n'));
+        let Some(room) = req
+            .allocation
+            .checked_sub(used + separator)
+            .filter(|&r| r > 0)
+        else {
+            break;
+        };
+        if separator == 1 {
+            text.push_plain("\n");
+            used += 1;
+        }
+        let mut piece = SourcedText::default();
+        piece.push_span(req.index, file, span);
+        let (piece, tokens) = piece.truncate(req.tokenizer, room, Keep::Start);
+        used += tokens;
+        text.append(piece);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bm25_prefers_documents_sharing_rare_terms() {
+        let bm25 = Bm25::new([
+            "order repository save",
+            "customer name email",
+            "order order total",
+            "misc",
+        ]);
+        let s = bm25.scores("save order");
+        assert!(s[0] > s[2] && s[2] > s[1], "{s:?}");
+        assert_eq!(s[3], 0.0);
+        assert_eq!(
+            terms("a.b(c_d, $e1)").collect::<Vec<_>>(),
+            ["a", "b", "c_d", "$e1"]
+        );
+    }
+}
