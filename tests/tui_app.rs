@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use keyhole::tui::app::App;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command, Pane};
+use keyhole::tui::state::{Action, Command, Pane, key_action};
 use keyhole::tui::theme::Theme;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -86,4 +87,76 @@ async fn filter_narrows_the_candidates() {
             .iter()
             .all(|&i| app.state.candidates[i].label.contains("sibling"))
     );
+}
+
+/// Wait for the next action and apply it (re-ranking keeps no spinner, so `settle` would not).
+async fn next(app: &mut App) {
+    let action = tokio::time::timeout(LIMIT, app.next()).await.unwrap();
+    app.dispatch(action.unwrap());
+}
+
+fn press(app: &mut App, key: KeyEvent) {
+    if let Some(action) = key_action(&app.state, key) {
+        app.dispatch(action);
+    }
+}
+
+#[tokio::test]
+async fn an_edited_prompt_runs_as_one_more_scored_card() {
+    let mut app = opened().await;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let k = app.state.cards.len();
+    press(&mut app, KeyEvent::from(KeyCode::Char('i')));
+    let original = app.state.editor.as_ref().unwrap().tokens;
+    for c in " // edited".chars() {
+        press(&mut app, KeyEvent::from(KeyCode::Char(c)));
+    }
+    let editor = app.state.editor.as_ref().unwrap();
+    assert!(editor.tokens > original, "the count follows the edit");
+    assert!(keyhole::tui::ui::prompt::title(&app.state).contains("editing cand"));
+    press(
+        &mut app,
+        KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
+    );
+    assert!(app.state.editor.is_none() && app.state.running);
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.cards.len(), k + 1, "one more card");
+    let card = app.state.cards.last().unwrap();
+    assert!(card.edited.as_deref().unwrap().contains("// edited"));
+    let done = card.outcome.as_ref().unwrap();
+    assert!((0.0..=1.0).contains(&done.scores.edit_similarity));
+    assert_eq!(app.state.card_cursor, k);
+}
+
+#[tokio::test]
+async fn opening_reports_indexing_progress() {
+    let root = keyhole::sample::materialize().unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark());
+    app.open(root, None);
+    let mut statuses = Vec::new();
+    while app.state.index.is_none() {
+        let action = app.next().await.unwrap();
+        app.dispatch(action);
+        statuses.push(app.state.status.clone());
+    }
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.starts_with("indexing ") && s.ends_with(" files") && s.contains('/')),
+        "{statuses:?}"
+    );
+}
+
+#[tokio::test]
+async fn cycling_the_ranker_re_ranks_and_names_it() {
+    let mut app = opened().await;
+    press(&mut app, KeyEvent::from(KeyCode::Char('o')));
+    next(&mut app).await;
+    let title = keyhole::tui::ui::candidates::title(&app.state);
+    assert!(title.contains("ranker online"), "{title}");
+    assert!(app.state.status.contains("re-ranked by the online ranker"));
+    assert_eq!(app.state.candidates.len(), 63);
+    press(&mut app, KeyEvent::from(KeyCode::Char('o')));
+    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker fixed"));
 }

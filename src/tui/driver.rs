@@ -9,25 +9,35 @@ use futures_util::future::join_all;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::state::{Action, Candidate, Card, CompleteJob, Effect, Finished, Indexed};
+use super::state::{
+    Action, Candidate, Card, CompleteJob, Effect, Finished, Indexed, RankerChoice, apply_ranking,
+};
 use crate::compose::{self, Composer};
-use crate::context::proposals::{self, Request};
+use crate::context::proposals::{self, ProposalContext, Request};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest};
 use crate::rank::online::OnlineRanker;
-use crate::rank::{FixedRanker, Ranker};
+use crate::rank::{FixedRanker, Ranked, Ranker};
 use crate::repo::RepoIndex;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
 const RANKER_FILE: &str = "online-ranker.json";
 
 /// Open the repository and find the hole (a bare path: its first line; none: the first file).
-pub fn index(root: &Path, position: Option<&str>) -> anyhow::Result<Indexed> {
+/// `progress(done, total)` runs on worker threads as files are indexed.
+pub fn index(
+    root: &Path,
+    position: Option<&str>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> anyhow::Result<Indexed> {
     let cache = crate::repo::default_cache_dir();
-    let index = RepoIndex::open(root, cache.as_deref())?;
+    let index = RepoIndex::open_with_progress(root, cache.as_deref(), progress)?;
+    for warning in &index.warnings {
+        tracing::warn!(%warning, "index");
+    }
     anyhow::ensure!(
         !index.files.is_empty(),
         "{}: no source files",
@@ -46,9 +56,40 @@ pub fn index(root: &Path, position: Option<&str>) -> anyhow::Result<Indexed> {
     })
 }
 
-/// Every proposal for the hole with its composed prompt: ranked ones first in rank order, then
-/// the ones the ranker left out.
-pub fn candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
+/// Report about every hundredth file (and the last), so a huge repository does not flood the
+/// action channel.
+fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
+    if done == total || done.is_multiple_of((total / 100).max(1)) {
+        let _ = tx.send(Action::Progress { done, total });
+    }
+}
+
+/// The order `choice` gives the proposals. The online ranker is read from the data directory,
+/// where picks teach it; a missing or unreadable one ranks like a fresh one.
+pub fn ranking(choice: RankerChoice, proposals: &[ProposalContext]) -> Vec<Ranked> {
+    match choice {
+        RankerChoice::Fixed => FixedRanker.rank(proposals),
+        RankerChoice::Online => {
+            let path = feedback::data_dir().map(|d| d.join(RANKER_FILE));
+            let (ranker, warning) = path.map_or_else(
+                || (OnlineRanker::default(), None),
+                |p| OnlineRanker::load(&p),
+            );
+            if let Some(warning) = warning {
+                tracing::warn!(%warning, "online ranker");
+            }
+            ranker.rank(proposals)
+        }
+    }
+}
+
+/// Every proposal for the hole with its composed prompt, in `ranker` order (the ones it left out
+/// last), and the proposals themselves for later re-ranking.
+pub fn candidates(
+    index: &RepoIndex,
+    hole: &Hole,
+    ranker: RankerChoice,
+) -> (Vec<Candidate>, Vec<ProposalContext>) {
     let budget = compose::DEFAULT_BUDGET;
     let tokenizer = BackendConfig::embedded().tokenizer().tokenizer();
     let built: Vec<_> = proposals::specs()
@@ -64,39 +105,30 @@ pub fn candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
         })
         .collect();
     let composer = Composer::new(index, hole, tokenizer, budget);
-    let ranked = FixedRanker.rank(&built);
-    let candidate = |id: usize, score: Option<f64>| match built.iter().find(|p| p.spec.id == id) {
-        Some(p) => Candidate {
-            id,
+    let mut out: Vec<Candidate> = built
+        .iter()
+        .map(|p| Candidate {
+            id: p.spec.id,
             label: p.spec.label(),
             source: p.spec.source.name(),
             context_type: p.spec.context_type.abbreviation(),
-            score,
+            score: None,
             applicable: p.applicable(),
             prompt: composer.compose(Some(p)),
-        },
-        // The default context alone has no proposal.
-        None => Candidate {
-            id,
-            label: "default context".into(),
-            source: "current",
-            context_type: "default",
-            score,
-            applicable: true,
-            prompt: composer.compose(None),
-        },
-    };
-    let mut out: Vec<Candidate> = ranked
-        .iter()
-        .map(|r| candidate(r.id, Some(r.score)))
+        })
         .collect();
-    out.extend(
-        built
-            .iter()
-            .filter(|p| !ranked.iter().any(|r| r.id == p.spec.id))
-            .map(|p| candidate(p.spec.id, None)),
-    );
-    out
+    // The default context alone has no proposal.
+    out.push(Candidate {
+        id: proposals::DEFAULT_ID,
+        label: "default context".into(),
+        source: "current",
+        context_type: "default",
+        score: None,
+        applicable: true,
+        prompt: composer.compose(None),
+    });
+    apply_ranking(&mut out, &ranking(ranker, &built));
+    (out, built)
 }
 
 /// Ask the backend for one completion per prompt, concurrently, and score each.
@@ -113,10 +145,14 @@ pub async fn complete(job: &CompleteJob) -> Vec<Card> {
     job.prompts
         .iter()
         .zip(results)
-        .map(|((id, _), result)| Card {
+        .map(|((id, prompt), result)| Card {
             candidate: *id,
+            edited: job.edited.then(|| prompt.clone()),
             outcome: result
-                .map_err(|e| e.to_string())
+                .map_err(|e| {
+                    tracing::warn!(candidate = id, error = %e, "backend");
+                    e.to_string()
+                })
                 .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
                 .map(|c| Finished {
                     scores: metrics::score(&c.text, &job.target),
@@ -158,6 +194,17 @@ pub fn syntax_errors(job: &CompleteJob, completion: &str) -> usize {
     count
 }
 
+/// The hole and hashes only: prompts and completions stay out of the log.
+fn log_pick(pick: &feedback::Pick) {
+    tracing::info!(
+        hole = %pick.hole,
+        picked = pick.picked,
+        candidates = ?pick.candidates,
+        prompt_hash = %pick.prompt_hash,
+        "pick"
+    );
+}
+
 /// Log the pick and teach the online ranker; says where it went or what failed.
 fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
     let Some(dir) = feedback::data_dir() else {
@@ -166,7 +213,9 @@ fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
     pick.unix_time = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    log_pick(&pick);
     if let Err(e) = feedback::append_pick(&dir.join(FEEDBACK_FILE), &pick) {
+        tracing::warn!(error = %e, "cannot log the pick");
         return format!("cannot log the pick: {e}");
     }
     let path = dir.join(RANKER_FILE);
@@ -185,7 +234,9 @@ fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
 }
 
 fn apply(path: &Path, hash: &[u8; 32], offset: usize, replace: usize, text: &str) -> String {
-    match feedback::apply_completion(path, hash, offset, replace, text) {
+    let result = feedback::apply_completion(path, hash, offset, replace, text);
+    tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
+    match result {
         Ok(()) => format!("wrote the completion into {}", path.display()),
         Err(e) => e.to_string(),
     }
@@ -221,16 +272,40 @@ impl Driver {
 
     pub fn run(&mut self, effect: Effect) -> Outcome {
         match effect {
-            Effect::Index { root, position } => self.blocking(move || {
-                Action::Indexed(index(&root, position.as_deref()).map_err(|e| format!("{e:#}")))
-            }),
+            Effect::Index { root, position } => {
+                let tx = self.tx.clone();
+                self.blocking(move || {
+                    let progress = |done, total| report_progress(&tx, done, total);
+                    let indexed = index(&root, position.as_deref(), &progress);
+                    Action::Indexed(indexed.map_err(|e| {
+                        let error = format!("{e:#}");
+                        tracing::error!(root = %root.display(), %error, "open");
+                        error
+                    }))
+                })
+            }
             Effect::Analyse {
                 index,
                 hole,
                 generation,
-            } => self.blocking(move || Action::Analysed {
+                ranker,
+            } => self.blocking(move || {
+                let (candidates, proposals) = candidates(&index, &hole, ranker);
+                Action::Analysed {
+                    generation,
+                    candidates,
+                    proposals: Arc::new(proposals),
+                    ranker,
+                }
+            }),
+            Effect::Rank {
+                proposals,
                 generation,
-                candidates: candidates(&index, &hole),
+                ranker,
+            } => self.blocking(move || Action::Ranked {
+                generation,
+                ranker,
+                ranked: ranking(ranker, &proposals),
             }),
             Effect::Complete(job) => {
                 self.cancel();
@@ -265,5 +340,33 @@ impl Driver {
         if let Some(task) = self.running.take() {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn a_logged_pick_names_the_hole_but_not_the_completions() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(Mutex::new(file.reopen().unwrap()))
+            .with_ansi(false)
+            .finish();
+        let pick = feedback::Pick {
+            hole: "A.java:3:9".into(),
+            candidates: vec![6, 62],
+            prompt_hash: feedback::prompt_hash("secret prompt"),
+            completions: vec!["secretCompletion()".into(), String::new()],
+            picked: 0,
+            unix_time: 0,
+        };
+        tracing::subscriber::with_default(subscriber, || log_pick(&pick));
+        let log = std::fs::read_to_string(file.path()).unwrap();
+        assert!(log.contains("A.java:3:9") && log.contains(&pick.prompt_hash));
+        assert!(!log.contains("secret"), "{log}");
     }
 }

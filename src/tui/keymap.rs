@@ -7,6 +7,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
 use super::state::Command;
+use crate::model::config;
 
 const DEFAULT: &str = include_str!("../../keymaps/default.toml");
 const VIM: &str = include_str!("../../keymaps/vim.toml");
@@ -26,7 +27,7 @@ pub struct Binding {
 #[derive(Debug, Deserialize)]
 struct File {
     #[serde(default)]
-    bind: Vec<Binding>,
+    bind: Vec<toml::Spanned<Binding>>,
 }
 
 #[derive(Clone, Debug)]
@@ -61,11 +62,18 @@ impl Keymap {
         map
     }
 
-    /// Add a layer: its bindings replace earlier ones on the same key.
+    /// Add a layer: its bindings replace earlier ones on the same key. Errors are one line
+    /// naming the line and key: the status bar shows them.
     fn layer(&mut self, text: &str) -> Result<(), String> {
-        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
-        for b in file.bind {
-            parse_key(&b.on).ok_or_else(|| format!("unknown key '{}'", b.on))?;
+        let file: File = toml::from_str(text).map_err(|e| config::toml_error_line(text, &e))?;
+        for entry in file.bind {
+            let table = entry.span().start;
+            let b = entry.into_inner();
+            if parse_key(&b.on).is_none() {
+                let at = config::key_offset(text, table, "on").unwrap_or(table);
+                let message = format!("unknown key '{}'", b.on);
+                return Err(config::problem_line(text, at, Some("on"), &message));
+            }
             self.bindings.retain(|old| old.on != b.on);
             self.bindings.push(b);
         }
@@ -171,6 +179,11 @@ mod tests {
         assert_eq!(map.lookup(j), Some(Command::Down));
         assert_eq!(map.lookup(down), Some(Command::Down));
         assert!(map.keys_for(Command::Help).contains('?'));
+        assert!(
+            map.hints().iter().any(|(keys, _)| keys == "i"),
+            "edit is hinted"
+        );
+        assert_eq!(map.keys_for(Command::CycleRanker), "o");
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod app;
 pub mod driver;
 pub mod highlight;
 pub mod keymap;
+pub mod log;
 pub mod state;
 pub mod svg;
 pub mod theme;
@@ -52,11 +53,12 @@ pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()
     let config = crate::model::config::config_dir();
     let (keymap, keymap_warning) = Keymap::load(config.as_deref());
     let (theme, theme_warning) = Theme::load(config.as_deref());
+    let log_warning = log::init().err().map(|e| format!("{e:#}"));
     // ratatui::init also restores the terminal on panic.
     let mut terminal = ratatui::init();
     let result = runtime.block_on(async {
         let mut app = App::new(keymap, theme);
-        if let Some(warning) = keymap_warning.or(theme_warning) {
+        if let Some(warning) = keymap_warning.or(theme_warning).or(log_warning) {
             app.state.status = warning;
         }
         app.open(root, position);

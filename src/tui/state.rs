@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
 use serde::Deserialize;
 
 use super::highlight::{self, StyledLine};
@@ -15,12 +17,15 @@ use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
 use crate::compose::{Prompt, SegmentKind};
+use crate::context::proposals::ProposalContext;
 use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
 use crate::model::Backend;
+use crate::rank::Ranked;
 use crate::repo::{FileId, RepoIndex};
+use crate::token::{Tokenizer, TokenizerKind};
 
 pub const DEFAULT_K: usize = 3;
 /// The most cards side by side (and the pick keys 1..5).
@@ -88,6 +93,33 @@ pub enum Command {
     FewerK,
     ToggleMouse,
     Suspend,
+    /// Edit the focused candidate's prompt in place.
+    Edit,
+    CycleRanker,
+}
+
+/// Which ranker orders the candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankerChoice {
+    Fixed,
+    /// Learnt from picks, loaded from the data directory.
+    Online,
+}
+
+impl RankerChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankerChoice::Fixed => "fixed",
+            RankerChoice::Online => "online",
+        }
+    }
+
+    fn next(self) -> RankerChoice {
+        match self {
+            RankerChoice::Fixed => RankerChoice::Online,
+            RankerChoice::Online => RankerChoice::Fixed,
+        }
+    }
 }
 
 /// One candidate context, ranked, with the prompt it composes to.
@@ -116,6 +148,8 @@ impl Candidate {
 #[derive(Clone, Debug)]
 pub struct Card {
     pub candidate: usize,
+    /// The prompt text when the user edited the candidate's prompt before running it.
+    pub edited: Option<String>,
     pub outcome: Result<Finished, String>,
 }
 
@@ -148,6 +182,49 @@ pub enum Mode {
     },
     /// Waiting for y before writing the focused completion into the file.
     ConfirmApply,
+    /// Editing a prompt in `State::editor`.
+    Edit,
+}
+
+/// A candidate's prompt being edited, with its live token count.
+pub struct Editor {
+    pub textarea: TextArea<'static>,
+    pub candidate: usize,
+    pub budget: usize,
+    pub tokenizer: &'static dyn Tokenizer,
+    pub tokens: usize,
+}
+
+impl Editor {
+    fn new(candidate: &Candidate, theme: &Theme) -> Editor {
+        let prompt = &candidate.prompt;
+        let tokenizer = TokenizerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == prompt.tokenizer)
+            .unwrap_or(TokenizerKind::Code)
+            .tokenizer();
+        let text = prompt.text();
+        let mut textarea = TextArea::new(text.split('\n').map(String::from).collect());
+        textarea.set_style(Style::new().fg(theme.text));
+        textarea.set_cursor_line_style(Style::new().bg(theme.selected));
+        Editor {
+            textarea,
+            candidate: candidate.id,
+            budget: prompt.budget,
+            tokenizer,
+            tokens: tokenizer.count(&text),
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.textarea.lines().join("\n")
+    }
+
+    fn input(&mut self, key: KeyEvent) {
+        if self.textarea.input(key) {
+            self.tokens = self.tokenizer.count(&self.text());
+        }
+    }
 }
 
 pub enum Action {
@@ -163,10 +240,25 @@ pub enum Action {
         height: u16,
     },
     Tick,
+    /// Files indexed so far, of those found, while the repository opens.
+    Progress {
+        done: usize,
+        total: usize,
+    },
     Indexed(Result<Indexed, String>),
     Analysed {
         generation: u64,
         candidates: Vec<Candidate>,
+        /// What the ranker ranks, kept so a ranker change re-ranks without rebuilding.
+        proposals: Arc<Vec<ProposalContext>>,
+        /// The ranker that ordered `candidates`.
+        ranker: RankerChoice,
+    },
+    /// A new order of the candidates from `ranker`.
+    Ranked {
+        generation: u64,
+        ranker: RankerChoice,
+        ranked: Vec<Ranked>,
     },
     Completed {
         generation: u64,
@@ -191,6 +283,12 @@ pub enum Effect {
         index: Arc<RepoIndex>,
         hole: Hole,
         generation: u64,
+        ranker: RankerChoice,
+    },
+    Rank {
+        proposals: Arc<Vec<ProposalContext>>,
+        generation: u64,
+        ranker: RankerChoice,
     },
     Complete(CompleteJob),
     CancelCompletions,
@@ -220,6 +318,8 @@ pub struct CompleteJob {
     pub file_text: String,
     pub offset: usize,
     pub target: String,
+    /// The prompts are user edits: their cards join the ones shown instead of replacing them.
+    pub edited: bool,
 }
 
 pub struct State {
@@ -233,6 +333,8 @@ pub struct State {
     pub lines: Vec<StyledLine>,
     pub cursor: (usize, usize),
     pub candidates: Vec<Candidate>,
+    pub proposals: Arc<Vec<ProposalContext>>,
+    pub ranker: RankerChoice,
     pub candidate_cursor: usize,
     pub selected: BTreeSet<usize>,
     pub filter: String,
@@ -246,6 +348,7 @@ pub struct State {
     pub zoomed: bool,
     pub help: bool,
     pub mode: Mode,
+    pub editor: Option<Editor>,
     pub mouse: bool,
     pub tick: usize,
     pub status: String,
@@ -264,6 +367,8 @@ impl State {
             lines: Vec::new(),
             cursor: (0, 0),
             candidates: Vec::new(),
+            proposals: Arc::default(),
+            ranker: RankerChoice::Fixed,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
             filter: String::new(),
@@ -277,6 +382,7 @@ impl State {
             zoomed: false,
             help: false,
             mode: Mode::Normal,
+            editor: None,
             mouse: true,
             tick: 0,
             status: "indexing…".into(),
@@ -380,6 +486,12 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.tick = state.tick.wrapping_add(1);
             vec![]
         }
+        Action::Progress { done, total } => {
+            if state.index.is_none() {
+                state.status = format!("indexing {done}/{total} files");
+            }
+            vec![]
+        }
         Action::Indexed(Ok(indexed)) => {
             state.index = Some(indexed.index);
             state.backend = Some(indexed.backend);
@@ -392,19 +504,40 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Analysed {
             generation,
             candidates,
+            proposals,
+            ranker,
         } => {
-            if current(state, generation) {
-                state.candidates = candidates;
+            if !current(state, generation) {
+                return vec![];
+            }
+            state.candidates = candidates;
+            state.proposals = proposals;
+            state.candidate_cursor = 0;
+            state.prompt_scroll = 0;
+            state.status = format!("{} candidates ranked", state.candidates.len());
+            // The ranker changed while the candidates were being built.
+            if ranker == state.ranker {
+                return vec![];
+            }
+            rank(state)
+        }
+        Action::Ranked {
+            generation,
+            ranker,
+            ranked,
+        } => {
+            // A later choice may have overtaken this ranking.
+            if current(state, generation) && ranker == state.ranker {
+                apply_ranking(&mut state.candidates, &ranked);
                 state.candidate_cursor = 0;
                 state.prompt_scroll = 0;
-                state.status = format!("{} candidates ranked", state.candidates.len());
+                state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
             }
             vec![]
         }
         Action::Completed { generation, cards } => {
             if current(state, generation) && state.running {
-                state.cards = cards;
-                state.card_cursor = 0;
+                show_cards(state, cards);
                 state.running = false;
                 state.status = "completions ready: Enter or 1..k picks, e explains".into();
             }
@@ -414,6 +547,29 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.status = text;
             vec![]
         }
+    }
+}
+
+/// Score and order the candidates as `ranked` says; the ones it left out follow, unscored, by id.
+pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
+    let place = |id: usize| ranked.iter().position(|r| r.id == id);
+    for c in candidates.iter_mut() {
+        c.score = place(c.id).map(|i| ranked[i].score);
+    }
+    candidates.sort_by_key(|c| (place(c.id).unwrap_or(usize::MAX), c.id));
+}
+
+/// Edited cards join the ones shown (the oldest go past MAX_K) and take the focus; a normal run
+/// replaces them.
+fn show_cards(state: &mut State, cards: Vec<Card>) {
+    if cards.iter().any(|c| c.edited.is_some()) {
+        state.cards.extend(cards);
+        let extra = state.cards.len().saturating_sub(MAX_K);
+        state.cards.drain(..extra);
+        state.card_cursor = state.cards.len() - 1;
+    } else {
+        state.cards = cards;
+        state.card_cursor = 0;
     }
 }
 
@@ -430,7 +586,10 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         return vec![];
     };
     let generation = state.view.as_ref().map_or(0, |v| v.generation + 1);
-    show_file(state, hole.file);
+    // Highlighting a large file is the slow part of a move; within the file it is unchanged.
+    if state.lines.is_empty() || hole.file != state.file {
+        show_file(state, hole.file);
+    }
     state.cursor = (hole.line, hole.column);
     state.view = Some(HoleView {
         hole: hole.clone(),
@@ -448,6 +607,7 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
             index,
             hole,
             generation,
+            ranker: state.ranker,
         },
     ]
 }
@@ -537,6 +697,41 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
             vec![Effect::SetMouse(state.mouse)]
         }
         Command::Suspend => vec![Effect::Suspend],
+        Command::Edit => open_editor(state),
+        Command::CycleRanker => cycle_ranker(state),
+    }
+}
+
+fn open_editor(state: &mut State) -> Vec<Effect> {
+    let Some(editor) = state
+        .focused_candidate()
+        .map(|c| Editor::new(c, &state.theme))
+    else {
+        return vec![];
+    };
+    state.status = format!("editing the prompt of candidate {}", editor.candidate);
+    state.editor = Some(editor);
+    state.mode = Mode::Edit;
+    state.focus = Pane::Prompt;
+    vec![]
+}
+
+fn cycle_ranker(state: &mut State) -> Vec<Effect> {
+    state.ranker = state.ranker.next();
+    state.status = format!("ranker {}", state.ranker.name());
+    rank(state)
+}
+
+/// Re-rank the candidates shown with the chosen ranker (candidates still being built get it
+/// when they arrive).
+fn rank(state: &State) -> Vec<Effect> {
+    match &state.view {
+        Some(view) if !state.candidates.is_empty() => vec![Effect::Rank {
+            proposals: state.proposals.clone(),
+            generation: view.generation,
+            ranker: state.ranker,
+        }],
+        _ => vec![],
     }
 }
 
@@ -632,12 +827,26 @@ fn run_ids(state: &State) -> Vec<usize> {
 }
 
 fn run(state: &mut State) -> Vec<Effect> {
-    let ids = run_ids(state);
+    let prompts: Vec<(usize, String)> = run_ids(state)
+        .into_iter()
+        .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
+        .collect();
+    let count = prompts.len();
+    let effects = start_completion(state, prompts, false);
+    if !effects.is_empty() {
+        state.cards.clear();
+        state.status = format!("completing with {count} candidates… Esc cancels");
+    }
+    effects
+}
+
+/// Start completing `prompts` (candidate id, prompt text) for the current hole.
+fn start_completion(state: &mut State, prompts: Vec<(usize, String)>, edited: bool) -> Vec<Effect> {
     let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
     else {
         return vec![];
     };
-    if ids.is_empty() {
+    if prompts.is_empty() {
         return vec![];
     }
     let hole = &view.hole;
@@ -645,20 +854,16 @@ fn run(state: &mut State) -> Vec<Effect> {
     let job = CompleteJob {
         generation: view.generation,
         backend: backend.clone(),
-        prompts: ids
-            .iter()
-            .filter_map(|&id| state.candidate(id).map(|c| (id, c.prompt.text())))
-            .collect(),
+        prompts,
         current_file: file.path.clone(),
         file_text: file.text.clone(),
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
+        edited,
     };
     state.running = true;
-    state.cards.clear();
     state.explained = None;
     state.focus = Pane::Completions;
-    state.status = format!("completing with {} candidates… Esc cancels", ids.len());
     vec![Effect::CancelCompletions, Effect::Complete(job)]
 }
 
@@ -687,7 +892,10 @@ fn pick(state: &mut State, n: usize) -> Vec<Effect> {
     let Some(card) = state.cards.get(n).filter(|c| c.outcome.is_ok()) else {
         return vec![];
     };
-    let prompt = state.candidate(card.candidate).map(|c| c.prompt.text());
+    let prompt = card
+        .edited
+        .clone()
+        .or_else(|| state.candidate(card.candidate).map(|c| c.prompt.text()));
     let pick = feedback::Pick {
         hole: view.hole.display(index),
         candidates: state.cards.iter().map(|c| c.candidate).collect(),
@@ -711,6 +919,10 @@ fn explain_card(state: &mut State) -> Vec<Effect> {
     let Some(card) = state.cards.get(state.card_cursor) else {
         return vec![];
     };
+    if card.edited.is_some() {
+        state.status = "an edited prompt has no segments to explain".into();
+        return vec![];
+    }
     let (Ok(done), Some(candidate)) = (&card.outcome, state.candidate(card.candidate)) else {
         return vec![];
     };
@@ -769,7 +981,37 @@ fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             state.status = "not applied".into();
             vec![]
         }
+        Mode::Edit => edit_input(state, key),
     }
+}
+
+/// Ctrl-S in the editor: run the edited prompt.
+pub const SUBMIT_EDIT: char = 's';
+
+/// Esc leaves the prompt as it was, Ctrl-S completes with the edit, other keys edit.
+fn edit_input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    let Some(editor) = &mut state.editor else {
+        state.mode = Mode::Normal;
+        return vec![];
+    };
+    let submit =
+        key.code == KeyCode::Char(SUBMIT_EDIT) && key.modifiers.contains(KeyModifiers::CONTROL);
+    if key.code != KeyCode::Esc && !submit {
+        editor.input(key);
+        return vec![];
+    }
+    let prompt = (editor.candidate, editor.text());
+    state.editor = None;
+    state.mode = Mode::Normal;
+    if !submit {
+        state.status = "edit discarded".into();
+        return vec![];
+    }
+    let effects = start_completion(state, vec![prompt], true);
+    if !effects.is_empty() {
+        state.status = "completing with the edited prompt… Esc cancels".into();
+    }
+    effects
 }
 
 fn edit_text(text: &mut String, code: KeyCode) {
@@ -925,6 +1167,8 @@ mod tests {
             Action::Analysed {
                 generation: 7,
                 candidates: vec![],
+                proposals: Arc::default(),
+                ranker: RankerChoice::Fixed,
             },
         );
         assert!(effects.is_empty());
@@ -937,6 +1181,153 @@ mod tests {
             },
         );
         assert!(!s.running);
+    }
+
+    fn candidate(id: usize) -> Candidate {
+        Candidate {
+            id,
+            label: format!("cand {id}"),
+            source: "current",
+            context_type: "default",
+            score: None,
+            applicable: true,
+            prompt: Prompt {
+                segments: vec![],
+                budget: 10,
+                tokenizer: "code",
+                proposal_id: id,
+            },
+        }
+    }
+
+    fn ctrl(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+    }
+
+    #[test]
+    fn ranking_orders_and_scores_and_puts_the_unranked_last_by_id() {
+        let mut cands: Vec<Candidate> = [4, 1, 2, 3].into_iter().map(candidate).collect();
+        let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked { id, score });
+        apply_ranking(&mut cands, &ranked);
+        let order: Vec<_> = cands.iter().map(|c| (c.id, c.score)).collect();
+        assert_eq!(
+            order,
+            [(3, Some(0.9)), (1, Some(0.5)), (2, None), (4, None)]
+        );
+    }
+
+    #[test]
+    fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
+        let mut s = state();
+        s.view = Some(HoleView {
+            hole: Hole {
+                file: 0,
+                line: 0,
+                column: 0,
+                offset: 0,
+                target: None,
+            },
+            generation: 2,
+        });
+        s.candidates = vec![candidate(1), candidate(2)];
+        let effects = update(&mut s, Action::Command(Command::CycleRanker));
+        assert_eq!(s.ranker, RankerChoice::Online);
+        assert!(matches!(
+            effects[..],
+            [Effect::Rank {
+                generation: 2,
+                ranker: RankerChoice::Online,
+                ..
+            }]
+        ));
+        let ranked = |ranker, first| Action::Ranked {
+            generation: 2,
+            ranker,
+            ranked: vec![Ranked {
+                id: first,
+                score: 1.0,
+            }],
+        };
+        update(&mut s, ranked(RankerChoice::Fixed, 1));
+        assert_eq!(s.candidates[0].id, 1, "the fixed ranking was overtaken");
+        update(&mut s, ranked(RankerChoice::Online, 2));
+        assert_eq!(s.candidates[0].id, 2);
+        assert_eq!(s.candidates[0].score, Some(1.0));
+        update(&mut s, Action::Command(Command::CycleRanker));
+        assert_eq!(s.ranker, RankerChoice::Fixed);
+        let built_by = |ranker| Action::Analysed {
+            generation: 2,
+            candidates: vec![candidate(1)],
+            proposals: Arc::default(),
+            ranker,
+        };
+        assert!(update(&mut s, built_by(RankerChoice::Fixed)).is_empty());
+        assert!(matches!(
+            update(&mut s, built_by(RankerChoice::Online))[..],
+            [Effect::Rank {
+                ranker: RankerChoice::Fixed,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn the_editor_counts_tokens_and_esc_discards_it() {
+        let mut s = state();
+        s.candidates = vec![candidate(7)];
+        assert!(matches!(
+            key_action(&s, key('i')),
+            Some(Action::Command(Command::Edit))
+        ));
+        update(&mut s, Action::Command(Command::Edit));
+        assert_eq!((s.mode.clone(), s.focus), (Mode::Edit, Pane::Prompt));
+        for c in "int x".chars() {
+            update(&mut s, Action::Input(key(c)));
+        }
+        let editor = s.editor.as_ref().unwrap();
+        assert_eq!((editor.text().as_str(), editor.candidate), ("int x", 7));
+        let tokens = TokenizerKind::Code.tokenizer().count("int x");
+        assert_eq!(editor.tokens, tokens);
+        assert!(ui::prompt::title(&s).contains(&format!("{tokens}/10 tokens")));
+        update(&mut s, Action::Input(KeyEvent::from(KeyCode::Esc)));
+        assert!(s.editor.is_none() && s.mode == Mode::Normal);
+        assert_eq!(s.candidates[0].prompt.text(), "", "the prompt is unchanged");
+    }
+
+    #[test]
+    fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
+        let mut s = state();
+        s.candidates = vec![candidate(7)];
+        update(&mut s, Action::Command(Command::Edit));
+        // No backend yet: nothing runs, but the editor still closes.
+        assert!(update(&mut s, Action::Input(ctrl(SUBMIT_EDIT))).is_empty());
+        assert_eq!(s.mode, Mode::Normal);
+        let card = |edited: Option<&str>| Card {
+            candidate: 7,
+            edited: edited.map(String::from),
+            outcome: Err("offline".into()),
+        };
+        s.cards = (0..MAX_K).map(|_| card(None)).collect();
+        show_cards(&mut s, vec![card(Some("edit"))]);
+        assert_eq!(s.cards.len(), MAX_K);
+        assert_eq!(s.card_cursor, MAX_K - 1);
+        assert!(s.cards[MAX_K - 1].edited.is_some());
+        show_cards(&mut s, vec![card(None)]);
+        assert_eq!((s.cards.len(), s.card_cursor), (1, 0));
+    }
+
+    #[test]
+    fn progress_shows_until_the_index_is_ready() {
+        let mut s = state();
+        update(
+            &mut s,
+            Action::Progress {
+                done: 812,
+                total: 1581,
+            },
+        );
+        assert_eq!(s.status, "indexing 812/1581 files");
+        assert!(s.busy());
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub fn title(state: &State) -> String {
         n => format!(" · {n} selected"),
     };
     format!(
-        "candidates {}/{} · ranker fixed{selected}{filter}",
+        "candidates {}/{} · ranker {}{selected}{filter}",
         state.visible().len(),
-        state.candidates.len()
+        state.candidates.len(),
+        state.ranker.name()
     )
 }
 

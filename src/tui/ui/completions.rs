@@ -48,13 +48,15 @@ fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card
     } else {
         theme.border
     };
-    let label = state
-        .candidate(card.candidate)
-        .map_or(String::new(), |c| c.label.clone());
+    let label = match (&card.edited, state.candidate(card.candidate)) {
+        (Some(_), _) => format!("edited from cand {}", card.candidate),
+        (None, Some(c)) => format!("cand {} {}", card.candidate, c.label),
+        (None, None) => format!("cand {}", card.candidate),
+    };
     let block = Block::bordered()
         .border_style(Style::new().fg(border))
         .title(Span::styled(
-            format!(" {} · cand {} {label} ", n + 1, card.candidate),
+            format!(" {} · {label} ", n + 1),
             Style::new().fg(theme.title),
         ));
     let lines = match &card.outcome {

@@ -124,7 +124,11 @@ fn header_line(state: &State) -> Paragraph<'static> {
         ),
         Span::styled(format!("  hole {hole}"), Style::new().fg(theme.hole)),
         Span::styled(
-            format!("   backend {backend} · ranker fixed · k={}", state.k),
+            format!(
+                "   backend {backend} · ranker {} · k={}",
+                state.ranker.name(),
+                state.k
+            ),
             Style::new().fg(theme.muted),
         ),
     ]))
@@ -165,6 +169,11 @@ fn hint_line(state: &State) -> Paragraph<'static> {
             ("esc", "close"),
         ]),
         Mode::ConfirmApply => fixed(&[("y", "write the file"), ("any other", "keep it")]),
+        Mode::Edit => fixed(&[
+            ("type", "edit the prompt"),
+            ("ctrl-s", "complete with it"),
+            ("esc", "discard"),
+        ]),
     };
     let spans: Vec<Span> = pairs
         .into_iter()

@@ -11,7 +11,7 @@ use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
 use crate::token::Keep;
-use crate::tui::state::State;
+use crate::tui::state::{Editor, State};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -19,6 +19,9 @@ const WARN_AT: f64 = 0.9;
 const BAR_WIDTH: usize = 20;
 
 pub fn title(state: &State) -> String {
+    if let Some(editor) = &state.editor {
+        return edit_title(editor);
+    }
     match state.shown_prompt() {
         Some(p) => {
             let used: usize = p.segments.iter().map(|s| s.tokens).sum();
@@ -36,7 +39,27 @@ pub fn title(state: &State) -> String {
     }
 }
 
+/// "editing cand 7 · 1630/4072 tokens (code)", flagged when the edit is over budget.
+fn edit_title(editor: &Editor) -> String {
+    let over = if editor.tokens > editor.budget {
+        " · over budget"
+    } else {
+        ""
+    };
+    format!(
+        "editing cand {} · {}/{} tokens ({}){over}",
+        editor.candidate,
+        editor.tokens,
+        editor.budget,
+        editor.tokenizer.name()
+    )
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
+    if let Some(editor) = &state.editor {
+        frame.render_widget(&editor.textarea, area);
+        return;
+    }
     let Some(prompt) = state.shown_prompt() else {
         return;
     };

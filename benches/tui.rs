@@ -1,0 +1,92 @@
+//! Key press to finished frame on a large repository: `update` (with its effects started) plus a
+//! full draw on a 200x60 TestBackend, over 500 keys that move the hole, scroll, switch panes and
+//! type a filter. Prints p50/p99/max and asserts nothing (the target is p99 ≤ 16 ms).
+//!
+//! KEYHOLE_BENCH_REPO names the repository (default /work/corpus/guava-libraries); the bench
+//! skips, saying so, where it is absent.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use keyhole::tui::app::App;
+use keyhole::tui::keymap::Keymap;
+use keyhole::tui::state::key_action;
+use keyhole::tui::theme::Theme;
+use keyhole::tui::ui;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+
+const DEFAULT_REPO: &str = "/work/corpus/guava-libraries";
+/// A large file of guava; other repositories open at their first file.
+const FILE: &str = "guava/src/com/google/common/collect/ImmutableMap.java";
+const KEYS: usize = 500;
+const SETTLE: Duration = Duration::from_secs(300);
+
+fn main() {
+    let root = std::env::var_os("KEYHOLE_BENCH_REPO").map_or(DEFAULT_REPO.into(), PathBuf::from);
+    if !root.is_dir() {
+        println!("tui bench skipped: {} is absent", root.display());
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let mut times = runtime.block_on(bench(root));
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "tui key→frame, {} keys, 200x60: p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+        times.len(),
+        ms(at(0.5)),
+        ms(at(0.99)),
+        ms(times[times.len() - 1]),
+    );
+}
+
+/// One round of keys: move and place the hole in the source, scroll and filter the candidates,
+/// scroll the prompt, and back to the source.
+fn round() -> Vec<KeyEvent> {
+    let mut codes = vec![KeyCode::Down; 5];
+    codes.extend([KeyCode::Right; 3]);
+    codes.extend([KeyCode::Enter, KeyCode::PageDown, KeyCode::Tab]);
+    codes.extend([KeyCode::Down; 3]);
+    codes.extend("/sib".chars().map(KeyCode::Char));
+    codes.extend([KeyCode::Backspace; 3]);
+    codes.extend([
+        KeyCode::Enter,
+        KeyCode::Tab,
+        KeyCode::PageDown,
+        KeyCode::Down,
+    ]);
+    codes.extend([KeyCode::Tab, KeyCode::Tab]);
+    codes.into_iter().map(KeyEvent::from).collect()
+}
+
+async fn bench(root: PathBuf) -> Vec<Duration> {
+    let position = root.join(FILE).is_file().then(|| FILE.to_string());
+    println!("opening {} at {position:?}…", root.display());
+    let mut app = App::new(Keymap::builtin(), Theme::dark());
+    app.open(root, position);
+    app.settle(SETTLE).await.expect("the repository opens");
+    let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("a test terminal");
+    let mut draw = |app: &App| {
+        terminal
+            .draw(|f| {
+                ui::draw(f, &app.state);
+            })
+            .expect("a frame");
+    };
+    draw(&app);
+    let mut times = Vec::with_capacity(KEYS);
+    for key in round().into_iter().cycle().take(KEYS) {
+        let start = Instant::now();
+        if let Some(action) = key_action(&app.state, key) {
+            app.dispatch(action);
+        }
+        draw(&app);
+        times.push(start.elapsed());
+        // Results (a moved hole's candidates) arrive between keys, as in the terminal loop.
+        app.settle(SETTLE).await.expect("results arrive");
+    }
+    times
+}
