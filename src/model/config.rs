@@ -263,6 +263,23 @@ pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
     Ok(backends)
 }
 
+/// A TOML error in a user file, on one line: `line N, key `k`: message`.
+pub(crate) fn toml_error_line(text: &str, error: &toml::de::Error) -> String {
+    let offset = error.span().map_or(0, |span| span.start);
+    problem_line(
+        text,
+        offset,
+        key_at(text, offset).as_deref(),
+        error.message(),
+    )
+}
+
+/// A problem at byte `offset` of a user file, on one line: `line N, key `k`: message`.
+pub(crate) fn problem_line(text: &str, offset: usize, key: Option<&str>, message: &str) -> String {
+    let key = key.map(|k| format!(", key `{k}`")).unwrap_or_default();
+    format!("line {}{key}: {message}", line_of(text, offset))
+}
+
 /// 1-based line number of byte `offset`.
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
@@ -286,7 +303,7 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 
 /// Where `key` is assigned in the table starting at `table` (toml's span for a table covers
 /// only its header), so errors point at the offending line.
-fn key_offset(text: &str, table: usize, key: &str) -> Option<usize> {
+pub(crate) fn key_offset(text: &str, table: usize, key: &str) -> Option<usize> {
     let mut offset = table;
     for (i, line) in text[table..].split_inclusive('\n').enumerate() {
         if i > 0 && line.trim_start().starts_with('[') {

@@ -5,6 +5,8 @@ use std::path::Path;
 use ratatui::style::Color;
 use serde::Deserialize;
 
+use crate::model::config;
+
 const DARK: &str = include_str!("../../themes/dark.toml");
 const LIGHT: &str = include_str!("../../themes/light.toml");
 /// The user's theme, in keyhole's config directory; it may set only some roles.
@@ -85,15 +87,23 @@ impl Theme {
     }
 }
 
-/// `base` with the keys of `user` replaced (a user file may name `base = "light"`).
+/// `base` with the keys of `user` replaced (a user file may name `base = "light"`). Errors
+/// are one line naming the line and key: the status bar shows them.
 fn overlay(base: &str, user: &str) -> Result<Theme, String> {
-    let user: toml::Table = toml::from_str(user).map_err(|e| e.to_string())?;
-    let base = match user.get("base").and_then(|b| b.as_str()) {
+    let roles: toml::Table = toml::from_str(user).map_err(|e| config::toml_error_line(user, &e))?;
+    let base = match roles.get("base").and_then(|b| b.as_str()) {
         Some("light") => LIGHT,
         _ => base,
     };
     let mut table: toml::Table = toml::from_str(base).map_err(|e| e.to_string())?;
-    table.extend(user.into_iter().filter(|(k, _)| k != "base"));
+    for (key, value) in roles.into_iter().filter(|(k, _)| k != "base") {
+        table.insert(key.clone(), value);
+        // Checked role by role: the merged table has no positions to point at.
+        if let Err(e) = table.clone().try_into::<Theme>() {
+            let at = config::key_offset(user, 0, &key).unwrap_or(0);
+            return Err(config::problem_line(user, at, Some(&key), e.message()));
+        }
+    }
     table.try_into().map_err(|e: toml::de::Error| e.to_string())
 }
 

@@ -90,6 +90,14 @@ impl Transport {
                 detail: format!("the API key variable {var} is not set"),
             })
     }
+
+    /// `text` without the API key: what a server says may quote the request's key back.
+    fn redact(&self, text: String) -> String {
+        match self.api_key() {
+            Ok(Some(key)) if !key.is_empty() => text.replace(&key, "[redacted]"),
+            _ => text,
+        }
+    }
 }
 
 /// One URL of a server; its errors name the backend and the URL without secrets.
@@ -208,7 +216,7 @@ impl Endpoint<'_> {
             }
             let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
             if !retryable || attempt >= self.transport.retries {
-                return Err(self.status_error(response, key.as_deref()).await);
+                return Err(self.status_error(response).await);
             }
             let wait = retry_wait(&response, attempt);
             drop((response, permit));
@@ -233,7 +241,7 @@ impl Endpoint<'_> {
     }
 
     /// The error for an unsuccessful status, with what the server said (minus the key).
-    async fn status_error(&self, mut response: Response, key: Option<&str>) -> BackendError {
+    async fn status_error(&self, mut response: Response) -> BackendError {
         let status = response.status();
         if status == StatusCode::TOO_MANY_REQUESTS {
             return BackendError::RateLimited {
@@ -245,15 +253,13 @@ impl Endpoint<'_> {
         while let Ok(Some(chunk)) = self.next_chunk(&mut response, answer.len()).await {
             answer.extend_from_slice(chunk.as_ref());
         }
-        let mut detail = answer_detail(&answer);
-        if let Some(key) = key.filter(|k| !k.is_empty()) {
-            detail = detail.replace(key, "[redacted]");
-        }
+        let detail = self.transport.redact(answer_detail(&answer));
         BackendError::Status {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
             status: status.as_u16(),
-            detail,
+            // Shortened only now: a key across the cut would leave its start unredacted.
+            detail: detail.chars().take(DETAIL_CHARS).collect(),
         }
     }
 
@@ -269,7 +275,7 @@ impl Endpoint<'_> {
         BackendError::Malformed {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
-            detail,
+            detail: self.transport.redact(detail),
         }
     }
 
@@ -358,16 +364,15 @@ fn cause(error: &(dyn std::error::Error + 'static)) -> String {
     inner.to_string()
 }
 
-/// What an error answer says: its `error` message where it is JSON, else its text; shortened.
+/// What an error answer says: its `error` message where it is JSON, else its text.
 fn answer_detail(answer: &[u8]) -> String {
     let text = String::from_utf8_lossy(answer);
-    let said = match serde_json::from_str::<Value>(&text) {
+    match serde_json::from_str::<Value>(&text) {
         Ok(value) => value
             .get("error")
             .map_or_else(|| value.to_string(), error_text),
         Err(_) => text.trim().to_string(),
-    };
-    said.chars().take(DETAIL_CHARS).collect()
+    }
 }
 
 /// The message of an `error` field, which servers send as a string or as `{message: ...}`.

@@ -1,0 +1,327 @@
+//! Bad input gets a clear message and the rest keeps working: huge, deeply nested and broken
+//! files, positions outside the repository or past the end, empty repositories, unreadable
+//! files, keymap and theme files that do not parse, and the inputs the fuzzer found.
+//! (A backends.toml with a wrong type is covered by tests/backends_config.rs.)
+
+mod reliability_support;
+
+use std::path::{Path, PathBuf};
+
+use keyhole::compose::DEFAULT_BUDGET;
+use keyhole::hole::{Hole, every_line};
+use keyhole::lang::{Java, Language};
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+use keyhole::tui::keymap::{self, Keymap};
+use keyhole::tui::theme::{self, Theme};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use reliability_support::fuzz_checks::{self, write};
+use reliability_support::{keyhole, one_line_error, stdout};
+use serde_json::Value;
+
+/// Five lines; line 4 has 19 characters.
+const GOOD: &str = "package p;\n\nclass Good {\n    int total = 42;\n}\n";
+
+/// A scratch directory with `files` written under its `repo/`.
+fn repo_with(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    for (rel, content) in files {
+        write(&repo, rel, content);
+    }
+    (scratch, repo)
+}
+
+fn arg(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn proposal_rows(output: &std::process::Output) -> usize {
+    let json: Value = serde_json::from_str(&stdout(output)).unwrap();
+    json["proposals"].as_array().unwrap().len()
+}
+
+#[test]
+fn a_ten_megabyte_line_is_skipped_with_a_warning_naming_it() {
+    let mut huge = b"class Huge { String s = \"".to_vec();
+    huge.resize(10 << 20, b'x');
+    huge.extend_from_slice(b"\"; }");
+    let (scratch, repo) =
+        repo_with(&[("src/Good.java", GOOD.as_bytes()), ("src/Huge.java", &huge)]);
+    let out = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "src/Good.java:4:9", "--json"],
+        &[],
+    );
+    assert_eq!(proposal_rows(&out), 62);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: skipped src/Huge.java: larger than"),
+        "{stderr}"
+    );
+    // The skipped file holds no hole: the warning, then a one-line error.
+    let out = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "src/Huge.java:1:1"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[0].contains("skipped src/Huge.java"), "{stderr}");
+    assert_eq!(
+        lines[1..],
+        ["keyhole: src/Huge.java: no such source file in the repository"]
+    );
+}
+
+const DEPTH: usize = 50_000;
+
+/// 50,000 nested parentheses in an expression and 50,000 nested blocks in a method.
+fn deeply_nested() -> String {
+    format!(
+        "class Deep {{\n    int x = {}1{};\n    void f() {{\n{}{}\n    }}\n}}\n",
+        "(".repeat(DEPTH),
+        ")".repeat(DEPTH),
+        "{".repeat(DEPTH),
+        "}".repeat(DEPTH)
+    )
+}
+
+#[test]
+fn deep_nesting_fits_in_a_default_thread_stack() {
+    let source = deeply_nested();
+    let (_scratch, repo) = repo_with(&[("Deep.java", source.as_bytes())]);
+    // The default stack of a spawned thread; the main test thread may have more.
+    let worker = std::thread::Builder::new().stack_size(2 << 20);
+    let handle = worker.spawn(move || {
+        let facts = Java.extract(&source);
+        assert_eq!(facts.types[0].name, "Deep");
+        assert_eq!(facts.syntax_errors, 0);
+        let index = RepoIndex::open(&repo, None).unwrap();
+        let hole = Hole::at(&index, "Deep.java", 4, 100).unwrap();
+        fuzz_checks::compose_all(&index, &hole, TokenizerKind::Code, DEFAULT_BUDGET);
+    });
+    handle.unwrap().join().expect("no stack overflow, no panic");
+}
+
+/// Every `;` opens a block and every `)` is gone: errors on nearly every line.
+fn break_syntax(text: &str) -> String {
+    text.replace(';', " {").replace(')', "")
+}
+
+#[test]
+fn syntax_errors_everywhere_still_give_62_valid_prompts() {
+    let sample = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
+    let sample = RepoIndex::open(&sample, None).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    for file in &sample.files {
+        write(scratch.path(), &file.path, break_syntax(&file.text));
+    }
+    let broken = RepoIndex::open(scratch.path(), None).unwrap();
+    assert_eq!(broken.files.len(), sample.files.len());
+    assert!(broken.files.iter().all(|f| f.facts.syntax_errors > 0));
+
+    let holes = every_line(&broken, 1, 7);
+    for hole in holes.iter().step_by((holes.len() / 40).max(1)) {
+        fuzz_checks::compose_all(&broken, hole, TokenizerKind::Code, DEFAULT_BUDGET);
+    }
+    let position = format!("{}:2:1", broken.files[0].path);
+    let out = keyhole(
+        scratch.path(),
+        &[
+            "proposals",
+            arg(scratch.path()),
+            &position,
+            "--json",
+            "--no-cache",
+        ],
+        &[],
+    );
+    assert_eq!(proposal_rows(&out), 62);
+}
+
+#[test]
+fn positions_outside_the_repository_are_one_line_errors_naming_them() {
+    let (scratch, repo) = repo_with(&[("A.java", GOOD.as_bytes())]);
+    write(scratch.path(), "x.java", "class X {}\n");
+    let absolute = scratch.path().join("x.java");
+    for file in ["../x.java", arg(&absolute)] {
+        for command in ["proposals", "prompt"] {
+            let position = format!("{file}:1:1");
+            let out = keyhole(scratch.path(), &[command, arg(&repo), &position], &[]);
+            let err = one_line_error(&out);
+            assert!(
+                err.contains(&format!("{file}: no such source file")),
+                "{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn holes_past_the_end_of_a_line_or_file_are_exit_code_2_and_one_line() {
+    let (scratch, repo) = repo_with(&[("A.java", GOOD.as_bytes())]);
+    let run = |position: &str| keyhole(scratch.path(), &["proposals", arg(&repo), position], &[]);
+    stdout(&run("A.java:4:20")); // just past the last character: the end of the line
+    for (position, says) in [
+        (
+            "A.java:4:21",
+            "A.java:4:21: column out of range (the line has 19 characters)",
+        ),
+        ("A.java:4:0", "A.java:4:0: column out of range"),
+        (
+            "A.java:6:1",
+            "A.java:6: line out of range (the file has 5 lines)",
+        ),
+        ("A.java:0:1", "A.java:0: line out of range"),
+        ("A.java:99999999999999999999:1", "expected FILE:LINE:COL"),
+    ] {
+        let err = one_line_error(&run(position));
+        assert!(err.contains(says), "{position}: {err}");
+    }
+}
+
+#[test]
+fn an_empty_repository_has_no_files_and_no_holes() {
+    let (scratch, repo) = repo_with(&[]);
+    let out = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "A.java:1:1"],
+        &[],
+    );
+    assert!(one_line_error(&out).contains("A.java: no such source file in the repository"));
+    let out = keyhole(scratch.path(), &["holes", arg(&repo)], &[]);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "0 holes\n");
+    let out = keyhole(scratch.path(), &["holes", arg(&repo), "--json"], &[]);
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["holes"], serde_json::json!([]));
+}
+
+#[cfg(unix)]
+#[test]
+fn unreadable_files_are_skipped_with_a_warning_naming_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_scratch, repo) =
+        repo_with(&[("A.java", GOOD.as_bytes()), ("Locked.java", b"class L {}")]);
+    let locked = repo.join("Locked.java");
+    let set_mode =
+        |mode| std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).unwrap();
+    set_mode(0o000);
+    // Root (as in many CI containers) reads files whatever their mode: nothing to test then.
+    if std::fs::read(&locked).is_ok() {
+        set_mode(0o644);
+        eprintln!(
+            "skipped: this user can read {} despite mode 000",
+            locked.display()
+        );
+        return;
+    }
+    let index = RepoIndex::open(&repo, None).unwrap();
+    set_mode(0o644);
+    let paths: Vec<&str> = index.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["A.java"]);
+    assert!(
+        index
+            .warnings
+            .iter()
+            .any(|w| w.contains("Locked.java: cannot read")),
+        "{:?}",
+        index.warnings
+    );
+}
+
+/// Writes `text` as `file` in a fresh config directory and loads it with `load`; the warning
+/// must be one line naming the file, the line and the key.
+fn assert_config_warning<T>(
+    file: &str,
+    text: &str,
+    load: fn(Option<&Path>) -> (T, Option<String>),
+    line: usize,
+    key: &str,
+) -> T {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), file, text);
+    let (loaded, warning) = load(Some(dir.path()));
+    let warning = warning.unwrap_or_else(|| panic!("no warning for {text:?}"));
+    let path = dir.path().join(file);
+    assert_eq!(warning.lines().count(), 1, "{warning}");
+    assert!(
+        warning.starts_with(&path.display().to_string()),
+        "{warning}"
+    );
+    assert!(warning.contains(&format!("line {line}")), "{warning}");
+    assert!(warning.contains(&format!("`{key}`")), "{warning}");
+    loaded
+}
+
+#[test]
+fn a_bad_keymap_file_is_named_with_line_and_key_and_the_defaults_stay() {
+    let quit = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+    for (text, line, key) in [
+        ("[[bind]]\non = \"x\"\nrun = 5\ndesc = \"d\"\n", 3, "run"),
+        (
+            "[[bind]]\non = \"x\"\nrun = \"explode\"\ndesc = \"d\"\n",
+            3,
+            "run",
+        ),
+        (
+            "[[bind]]\n\non = \"nope\"\nrun = \"quit\"\ndesc = \"d\"\n",
+            3,
+            "on",
+        ),
+        (
+            "[[bind]]\non = \"x\"\nrun = \"quit\"\ndesc = \"d\"\nhint = \"yes\"\n",
+            5,
+            "hint",
+        ),
+    ] {
+        let map = assert_config_warning(keymap::USER_FILE, text, Keymap::load, line, key);
+        assert_eq!(map.lookup(quit), Some(keyhole::tui::state::Command::Quit));
+    }
+}
+
+#[test]
+fn a_bad_theme_file_is_named_with_line_and_key_and_the_default_stays() {
+    for (text, line, key) in [
+        ("base = \"light\"\nhole = \"nope\"\n", 2, "hole"),
+        ("\n\nhole = 5\n", 3, "hole"),
+        ("hole = \"red\"\ncode = [1]\n", 2, "code"),
+    ] {
+        let theme = assert_config_warning(theme::USER_FILE, text, Theme::load, line, key);
+        assert_eq!(theme.background, Theme::dark().background);
+    }
+}
+
+/// Header bytes of a compose input: line, column and budget (little-endian u16s), tokenizer.
+fn compose_input(line: u16, column: u16, budget: u16, tokenizer: u8, text: &str) -> Vec<u8> {
+    let mut input = [line, column, budget]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect::<Vec<u8>>();
+    input.push(tokenizer);
+    input.extend_from_slice(text.as_bytes());
+    input
+}
+
+/// The fuzz runs found no failing input; these keep awkward shapes checked on every test run
+/// (empty, line endings, multi-byte characters at the hole, a zero budget, BPE tokenizers).
+#[test]
+fn fuzz_invariants_hold_on_awkward_inputs() {
+    let texts = [
+        "",
+        "class A {\r    int x;\r}\r",
+        "\u{feff}package p;\r\n\r\nclass Ü {\r\n    String s = \"日本語\";\r\n}",
+        "class A { void f( { int x = ; } String s = \"hi\"; ",
+        "\u{0}\u{1}{{{{((((\u{fffd}",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        fuzz_checks::check_extract(text.as_bytes());
+        let i = i as u16;
+        for (budget, tokenizer) in [(0, 0), (1, 3), (4072, 4)] {
+            fuzz_checks::check_compose(&compose_input(i, 7 * i + 3, budget, tokenizer, text));
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The invariants the fuzz targets check, shared with the regression tests that replay what
+//! the fuzzer found (fuzz/fuzz_targets/*.rs include this file by path).
+#![allow(dead_code)] // each fuzz target uses one check
+
+use std::path::Path;
+
+use keyhole::compose::{self, Composer};
+use keyhole::context::proposals::{self, PROPOSAL_COUNT, Request};
+use keyhole::hole::Hole;
+use keyhole::lang::{FileFacts, Java, Language, Span};
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+
+/// Where the fuzzed file and its fixed sibling live in the scratch repository.
+const FUZZED: &str = "p/Fuzz.java";
+const SIBLING: &str = "p/Sibling.java";
+const SIBLING_TEXT: &str = "package p;\n\nimport p.Fuzz;\n\npublic class Sibling extends Fuzz {\n    private int count = 1;\n\n    String name() {\n        return \"sibling\" + count;\n    }\n}\n";
+
+/// Bytes of a compose input that choose the hole, budget and tokenizer; the rest is the file.
+const HEADER: usize = 7;
+
+/// Extraction from any text: no panic, spans inside the text on char boundaries, usages sorted.
+pub fn check_extract(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let facts = Java.extract(&text);
+    check_facts(&text, &facts);
+}
+
+fn check_facts(text: &str, facts: &FileFacts) {
+    let spans = facts
+        .identifiers
+        .iter()
+        .chain(&facts.type_identifiers)
+        .chain(&facts.field_declarations)
+        .chain(&facts.string_literals)
+        .chain(facts.types.iter().map(|t| &t.name_span))
+        .chain(
+            facts
+                .methods
+                .iter()
+                .flat_map(|m| [&m.name, &m.signature, &m.with_body]),
+        );
+    for span in spans {
+        check_span(text, *span);
+    }
+    // tree-sitter counts rows by '\n' alone.
+    let last_row = text.matches('\n').count() as u32;
+    for pair in facts.name_usages.windows(2) {
+        assert!(pair[0].0 < pair[1].0, "name_usages not sorted: {pair:?}");
+    }
+    for (name, used_on) in &facts.name_usages {
+        assert!(
+            used_on.windows(2).all(|w| w[0] < w[1]),
+            "{name}: {used_on:?}"
+        );
+        assert!(
+            used_on.iter().all(|&l| l <= last_row),
+            "{name}: {used_on:?}"
+        );
+        assert_eq!(facts.usages_of(name), used_on.as_slice());
+    }
+}
+
+fn check_span(text: &str, span: Span) {
+    assert!(span.start <= span.end, "{span:?} is reversed");
+    assert!(
+        text.get(span.range()).is_some(),
+        "{span:?} is outside the text ({} bytes) or splits a character",
+        text.len()
+    );
+}
+
+/// One fuzzed file beside a fixed sibling; a hole chosen by the input; every proposal and the
+/// default context composed within the input's budget must validate.
+pub fn check_compose(data: &[u8]) {
+    let mut header = [0u8; HEADER];
+    let split = data.len().min(HEADER);
+    header[..split].copy_from_slice(&data[..split]);
+    let text = String::from_utf8_lossy(&data[split..]).replace('\0', "");
+    let dir = tempfile::tempdir().expect("scratch directory");
+    write(dir.path(), FUZZED, &text);
+    write(dir.path(), SIBLING, SIBLING_TEXT);
+    let index = RepoIndex::open(dir.path(), None).expect("the scratch repository opens");
+
+    let pick = |i: usize| u16::from_le_bytes([header[i], header[i + 1]]) as usize;
+    let hole = hole_at(&index, pick(0), pick(2));
+    let budget = pick(4) % (compose::DEFAULT_BUDGET + 1);
+    let kind = TokenizerKind::ALL[header[6] as usize % TokenizerKind::ALL.len()];
+    compose_all(&index, &hole, kind, budget);
+}
+
+/// Writes `content` at `rel` under `root`, creating directories.
+pub fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("a directory")).expect("mkdir");
+    std::fs::write(path, content).expect("write");
+}
+
+/// A hole in the fuzzed file (the sibling when the fuzzed one was skipped), anywhere from the
+/// start of a line to just past its end.
+fn hole_at(index: &RepoIndex, line_pick: usize, column_pick: usize) -> Hole {
+    let path = [FUZZED, SIBLING]
+        .into_iter()
+        .find(|p| index.file_id(p).is_some())
+        .expect("the sibling is always indexed");
+    let file = &index.files[index.file_id(path).expect("indexed")];
+    let line = line_pick % file.line_count() + 1;
+    let chars = file.line_text(line - 1).chars().count();
+    let column = column_pick % (chars + 1) + 1;
+    Hole::at(index, path, line, column).expect("a position inside the file is a hole")
+}
+
+/// Builds all 62 proposals for `hole` and checks every composed prompt, the default included.
+pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: usize) {
+    let tok = kind.tokenizer();
+    let composer = Composer::new(index, hole, tok, budget);
+    let specs = proposals::specs();
+    assert_eq!(specs.len(), PROPOSAL_COUNT);
+    for spec in specs {
+        let req = Request {
+            index,
+            hole,
+            tokenizer: tok,
+            allocation: compose::proposal_allocation(budget, spec.share),
+        };
+        let context = proposals::build(spec, &req);
+        let prompt = composer.compose(Some(&context));
+        if let Err(e) = prompt.validate(index, tok) {
+            panic!(
+                "proposal {} ({}), budget {budget}: {e}",
+                spec.id,
+                kind.name()
+            );
+        }
+    }
+    if let Err(e) = composer.compose(None).validate(index, tok) {
+        panic!("default context ({}), budget {budget}: {e}", kind.name());
+    }
+}

@@ -1,0 +1,38 @@
+//! Helpers shared by the reliability tests: the real binary with every directory it writes to
+//! in a scratch directory, and the fuzz invariants.
+#![allow(dead_code)] // each test binary uses a different part
+
+pub mod fuzz_checks;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the real binary with its config, cache and data directories under `scratch`.
+pub fn keyhole(scratch: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .env("KEYHOLE_CONFIG_DIR", scratch.join("config"))
+        .env("KEYHOLE_CACHE_DIR", scratch.join("cache"))
+        .env("KEYHOLE_DATA_DIR", scratch.join("data"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("the keyhole binary runs")
+}
+
+/// The message of a failed command, checked to be one line with exit code 2.
+pub fn one_line_error(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+/// Stdout of a successful command.
+pub fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
