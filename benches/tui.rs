@@ -30,7 +30,13 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let mut times = runtime.block_on(bench(root));
+    let timed = runtime.block_on(bench(root));
+    let mut slowest = timed.clone();
+    slowest.sort_by_key(|(_, t)| std::cmp::Reverse(*t));
+    for (key, time) in slowest.iter().take(8) {
+        println!("  slow: {key:?} {:.2} ms", time.as_secs_f64() * 1e3);
+    }
+    let mut times: Vec<Duration> = timed.into_iter().map(|(_, t)| t).collect();
     times.sort();
     let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -62,7 +68,8 @@ fn round() -> Vec<KeyEvent> {
     codes.into_iter().map(KeyEvent::from).collect()
 }
 
-async fn bench(root: PathBuf) -> Vec<Duration> {
+/// Each key with the time from its press to its finished frame.
+async fn bench(root: PathBuf) -> Vec<(KeyCode, Duration)> {
     let position = root.join(FILE).is_file().then(|| FILE.to_string());
     println!("opening {} at {position:?}…", root.display());
     let mut app = App::new(Keymap::builtin(), Theme::dark());
@@ -84,7 +91,7 @@ async fn bench(root: PathBuf) -> Vec<Duration> {
             app.dispatch(action);
         }
         draw(&app);
-        times.push(start.elapsed());
+        times.push((key.code, start.elapsed()));
         // Results (a moved hole's candidates) arrive between keys, as in the terminal loop.
         app.settle(SETTLE).await.expect("results arrive");
     }
