@@ -249,15 +249,19 @@ mod tests {
 
     #[test]
     fn bm25_prefers_documents_sharing_rare_terms() {
-        let bm25 = Bm25::new([
+        let docs = [
             "order repository save",
             "customer name email",
             "order order total",
             "misc",
-        ]);
-        let s = bm25.scores("save order");
+            "other words",
+            "more",
+        ];
+        let s = Bm25::new(docs).scores("save order");
         assert!(s[0] > s[2] && s[2] > s[1], "{s:?}");
         assert_eq!(s[3], 0.0);
+        // As in rank-bm25, a term in half of the documents has an idf of zero.
+        assert_eq!(Bm25::new(["a x", "b", "a", "c"]).scores("a"), [0.0; 4]);
         assert_eq!(
             terms("a.b(c_d, $e1)").collect::<Vec<_>>(),
             ["a", "b", "c_d", "$e1"]
