@@ -1,11 +1,12 @@
 //! Syntax highlighting with syntect, converted to ratatui styles here (syntect-tui pins an older
 //! ratatui).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use ratatui::style::{Color, Modifier, Style};
 use syntect::easy::HighlightLines;
-use syntect::highlighting::{FontStyle, ThemeSet};
+use syntect::highlighting::{FontStyle, Theme, ThemeSet};
 use syntect::parsing::SyntaxSet;
 
 /// One source line as styled runs.
@@ -21,19 +22,32 @@ fn sets() -> &'static (SyntaxSet, ThemeSet) {
     })
 }
 
+/// A syntect theme by built-in name, or a `.tmTheme` file by path (read once per process).
+fn code_theme(name: &str) -> Option<Theme> {
+    if let Some(theme) = sets().1.themes.get(name) {
+        return Some(theme.clone());
+    }
+    static FILES: OnceLock<Mutex<HashMap<String, Option<Theme>>>> = OnceLock::new();
+    let mut files = FILES.get_or_init(Mutex::default).lock().ok()?;
+    files
+        .entry(name.to_string())
+        .or_insert_with(|| ThemeSet::get_theme(name).ok())
+        .clone()
+}
+
 /// Highlight a whole file (syntect's state runs from the top). Unknown syntaxes or themes give
 /// plain lines.
 pub fn file(path: &str, text: &str, theme: &str) -> Vec<StyledLine> {
-    let (syntaxes, themes) = sets();
+    let syntaxes = &sets().0;
     let ext = path.rsplit('.').next().unwrap_or("");
     let syntax = syntaxes.find_syntax_by_extension(ext);
-    let (Some(syntax), Some(theme)) = (syntax, themes.themes.get(theme)) else {
+    let (Some(syntax), Some(theme)) = (syntax, code_theme(theme)) else {
         return text
             .lines()
             .map(|l| vec![(Style::default(), l.to_string())])
             .collect();
     };
-    let mut lines = HighlightLines::new(syntax, theme);
+    let mut lines = HighlightLines::new(syntax, &theme);
     text.lines()
         .map(|line| {
             let with_newline = format!("{line}\n");
@@ -74,5 +88,28 @@ mod tests {
         assert!(lines[0].len() > 1);
         let plain = super::file("a.unknown", "x y\n", "base16-ocean.dark");
         assert_eq!(plain[0].len(), 1);
+    }
+
+    #[test]
+    fn a_tm_theme_file_can_colour_the_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("red.tmTheme");
+        let plist = r#"<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict><key>name</key><string>Red</string><key>settings</key><array>
+<dict><key>settings</key><dict><key>foreground</key><string>#FF0000</string>
+<key>background</key><string>#000000</string></dict></dict></array></dict></plist>"#;
+        std::fs::write(&path, plist).unwrap();
+        let lines = super::file("A.java", "class A {}\n", path.to_str().unwrap());
+        let red = ratatui::style::Color::Rgb(255, 0, 0);
+        assert!(
+            lines[0].iter().all(|(style, _)| style.fg == Some(red)),
+            "{lines:?}"
+        );
+        let missing = super::file("A.java", "class A {}\n", "/no/such.tmTheme");
+        assert_eq!(
+            missing[0].len(),
+            1,
+            "an unreadable theme leaves the code plain"
+        );
     }
 }
