@@ -18,7 +18,7 @@ use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::config::BackendConfig;
-use crate::model::{self, CompletionRequest};
+use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::online::OnlineRanker;
 use crate::rank::{FixedRanker, Ranked, Ranker};
 use crate::repo::RepoIndex;
@@ -132,7 +132,8 @@ pub fn candidates(
 }
 
 /// Ask the backend for one completion per prompt, concurrently, and score each.
-pub async fn complete(job: &CompleteJob) -> Vec<Card> {
+/// Complete every prompt of `job` at once; streamed text goes to `stream` as it arrives.
+pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>>) -> Vec<Card> {
     let requests: Vec<CompletionRequest> = job
         .prompts
         .iter()
@@ -141,7 +142,24 @@ pub async fn complete(job: &CompleteJob) -> Vec<Card> {
             ..CompletionRequest::single_line(prompt.clone())
         })
         .collect();
-    let results = join_all(requests.iter().map(|r| job.backend.complete(r, None))).await;
+    let results = join_all(requests.iter().enumerate().map(|(card, r)| async move {
+        let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
+        let forward = async {
+            while let Some(delta) = received.recv().await {
+                if let Some(ui) = stream {
+                    let _ = ui.send(Action::Streamed {
+                        generation: job.generation,
+                        card,
+                        text: delta.text,
+                    });
+                }
+            }
+        };
+        // The request owns the sender: when it finishes, the channel closes and forwarding ends.
+        let request = async move { job.backend.complete(r, Some(&deltas)).await };
+        tokio::join!(request, forward).0
+    }))
+    .await;
     job.prompts
         .iter()
         .zip(results)
@@ -311,7 +329,7 @@ impl Driver {
                 self.cancel();
                 let tx = self.tx.clone();
                 self.running = Some(tokio::spawn(async move {
-                    let cards = complete(&job).await;
+                    let cards = complete(&job, Some(&tx)).await;
                     let generation = job.generation;
                     let _ = tx.send(Action::Completed { generation, cards });
                 }));

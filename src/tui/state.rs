@@ -260,6 +260,12 @@ pub enum Action {
         ranker: RankerChoice,
         ranked: Vec<Ranked>,
     },
+    /// Text streamed so far for card slot `card` of a running completion.
+    Streamed {
+        generation: u64,
+        card: usize,
+        text: String,
+    },
     Completed {
         generation: u64,
         cards: Vec<Card>,
@@ -342,6 +348,8 @@ pub struct State {
     pub cards: Vec<Card>,
     pub card_cursor: usize,
     pub running: bool,
+    /// Text streamed so far by each request of the running completion, by card slot.
+    pub streamed: Vec<String>,
     pub explained: Option<Vec<ExplainedSpan>>,
     pub k: usize,
     pub focus: Pane,
@@ -374,6 +382,7 @@ impl State {
             filter: String::new(),
             prompt_scroll: 0,
             cards: Vec::new(),
+            streamed: Vec::new(),
             card_cursor: 0,
             running: false,
             explained: None,
@@ -535,8 +544,22 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
+        Action::Streamed {
+            generation,
+            card,
+            text,
+        } => {
+            if current(state, generation) && state.running {
+                if state.streamed.len() <= card {
+                    state.streamed.resize(card + 1, String::new());
+                }
+                state.streamed[card].push_str(&text);
+            }
+            vec![]
+        }
         Action::Completed { generation, cards } => {
             if current(state, generation) && state.running {
+                state.streamed.clear();
                 show_cards(state, cards);
                 state.running = false;
                 state.status = "completions ready: Enter or 1..k picks, e explains".into();
@@ -862,6 +885,7 @@ fn start_completion(state: &mut State, prompts: Vec<(usize, String)>, edited: bo
         edited,
     };
     state.running = true;
+    state.streamed.clear();
     state.explained = None;
     state.focus = Pane::Completions;
     vec![Effect::CancelCompletions, Effect::Complete(job)]
@@ -1157,6 +1181,40 @@ mod tests {
             key_action(&s, key('q')),
             Some(Action::Command(Command::Quit))
         ));
+    }
+
+    #[test]
+    fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
+        let mut s = state();
+        let hole = Hole {
+            file: 0,
+            line: 0,
+            column: 0,
+            offset: 0,
+            target: None,
+        };
+        s.view = Some(HoleView {
+            hole,
+            generation: 3,
+        });
+        s.running = true;
+        let streamed = |generation, card, text: &str| Action::Streamed {
+            generation,
+            card,
+            text: text.into(),
+        };
+        update(&mut s, streamed(3, 1, "find"));
+        update(&mut s, streamed(3, 1, "ById("));
+        update(&mut s, streamed(2, 0, "stale"));
+        assert_eq!(s.streamed, ["", "findById("]);
+        update(
+            &mut s,
+            Action::Completed {
+                generation: 3,
+                cards: vec![],
+            },
+        );
+        assert!(!s.running && s.streamed.is_empty());
     }
 
     #[test]

@@ -20,12 +20,11 @@ pub fn title(state: &State) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
-    let note = if state.running {
-        Some((
-            format!("{} completing… Esc cancels", super::spinner(state)),
-            theme.explain,
-        ))
-    } else if state.cards.is_empty() {
+    if state.running {
+        frame.render_widget(streaming(state), area);
+        return;
+    }
+    let note = if state.cards.is_empty() {
         let hint = "r (or Enter on a candidate) completes with the top k candidates";
         Some((hint.to_string(), theme.muted))
     } else {
@@ -39,6 +38,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     for (n, (card, &rect)) in state.cards.iter().zip(areas.iter()).enumerate() {
         draw_card(frame, rect, state, n, card);
     }
+}
+
+/// The spinner, and the text each request has streamed so far.
+fn streaming(state: &State) -> Paragraph<'static> {
+    let theme = &state.theme;
+    let head = Line::styled(
+        format!("{} completing… Esc cancels", super::spinner(state)),
+        Style::new().fg(theme.explain),
+    );
+    let partial = state
+        .streamed
+        .iter()
+        .enumerate()
+        .filter(|(_, text)| !text.is_empty())
+        .map(|(n, text)| Line::styled(format!("{} · {text}", n + 1), Style::new().fg(theme.muted)));
+    Paragraph::new(std::iter::once(head).chain(partial).collect::<Vec<_>>())
 }
 
 fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card) {
