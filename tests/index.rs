@@ -123,14 +123,7 @@ fn an_unwritable_cache_is_reported_and_indexing_goes_on() {
     let blocker = tempfile::NamedTempFile::new().unwrap();
     let index = RepoIndex::open(repo.path(), Some(blocker.path())).unwrap();
     assert_eq!(index.files.len(), 1);
-    assert!(
-        index
-            .warnings
-            .iter()
-            .any(|w| w.contains("cannot write") && w.contains("without a cache")),
-        "{:?}",
-        index.warnings
-    );
+    assert_ran_without_cache(&index);
 }
 
 #[test]
@@ -210,4 +203,42 @@ fn positions_are_checked_and_errors_name_them() {
         err(format!("{file}:0:1")),
         HoleError::LineOutOfRange { .. }
     ));
+}
+
+/// The index says, in one warning, that it could not write its cache and went on without it.
+fn assert_ran_without_cache(index: &RepoIndex) {
+    assert!(
+        index
+            .warnings
+            .iter()
+            .any(|w| w.contains("cannot write") && w.contains("without a cache")),
+        "{:?}",
+        index.warnings
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_cache_directory_is_reported_and_indexing_goes_on() {
+    let cache = tempfile::tempdir().unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(cache.path())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    let index = RepoIndex::open(&common::sample_path(), Some(cache.path()));
+    let entries = std::fs::read_dir(cache.path().join("index"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let _ = std::process::Command::new("umount")
+        .arg(cache.path())
+        .status();
+    let index = index.unwrap();
+    assert_eq!(index.files.len(), 38);
+    assert_ran_without_cache(&index);
+    assert_eq!(entries, 0, "a failed write leaves no partial file behind");
 }
