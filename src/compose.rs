@@ -152,6 +152,14 @@ pub fn compose(
     Composer::new(index, hole, tok, budget).compose(proposal)
 }
 
+/// One candidate context of a composed prompt and the tokens it may take.
+pub struct Part<'c> {
+    pub id: usize,
+    pub context: &'c SourcedText,
+    pub allocated: usize,
+    pub keep: Keep,
+}
+
 /// Composes any number of prompts for one hole, tokenizing the code before the hole once.
 pub struct Composer<'a> {
     tok: &'a dyn Tokenizer,
@@ -192,6 +200,10 @@ impl<'a> Composer<'a> {
         }
     }
 
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     pub fn compose(&self, proposal: Option<&ProposalContext>) -> Prompt {
         match proposal {
             Some(p) => self.compose_context(p.spec.id, &p.context, p.spec.share, p.keep),
@@ -208,12 +220,26 @@ impl<'a> Composer<'a> {
         share: f64,
         keep: Keep,
     ) -> Prompt {
+        let part = Part {
+            id,
+            context,
+            allocated: proposal_allocation(self.budget, share),
+            keep,
+        };
+        self.compose_parts(&[part])
+    }
+
+    /// Compose several candidates' contexts (appendix D.4), each cut to its own allocation and
+    /// followed by a separator, in the order given, then the default context. The prompt is
+    /// named after the last part, the one nearest the code.
+    pub fn compose_parts(&self, parts: &[Part]) -> Prompt {
         let (tok, budget) = (self.tok, self.budget);
         let mut segments = Vec::new();
         let mut used = 0;
-        if !context.is_empty() {
-            let allocated = proposal_allocation(budget, share);
-            let segment = Segment::fit(SegmentKind::Proposal { id }, context, tok, allocated, keep);
+        for part in parts.iter().filter(|p| !p.context.is_empty()) {
+            let allocated = part.allocated.min(budget - used);
+            let kind = SegmentKind::Proposal { id: part.id };
+            let segment = Segment::fit(kind, part.context, tok, allocated, part.keep);
             if segment.tokens > 0 {
                 used += segment.tokens;
                 segments.push(segment);
@@ -246,7 +272,7 @@ impl<'a> Composer<'a> {
             segments,
             budget,
             tokenizer: tok.name(),
-            proposal_id: id,
+            proposal_id: parts.last().map_or(DEFAULT_ID, |p| p.id),
         }
     }
 

@@ -163,3 +163,31 @@ pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hol
     }
     holes
 }
+
+/// RLPG's hole window (section 2.2) in its parts: the two lines before the hole line, the hole
+/// line up to the hole, and the two lines after it. The rest of the hole line is left out: it
+/// is the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HoleWindow<'a> {
+    pub before: &'a str,
+    pub prefix: &'a str,
+    pub after: &'a str,
+}
+
+impl<'a> HoleWindow<'a> {
+    pub fn of(index: &'a RepoIndex, hole: &Hole) -> HoleWindow<'a> {
+        let file = &index.files[hole.file];
+        let line_start = file.line_start(hole.line);
+        let after_start = file.line_start(hole.line + 1);
+        HoleWindow {
+            before: &file.text[file.line_start(hole.line.saturating_sub(2))..line_start],
+            prefix: &file.text[line_start..hole.offset],
+            after: &file.text[after_start..file.line_start(hole.line + 3)],
+        }
+    }
+
+    /// The window as one text: the lines before, the prefix, a line break, the lines after.
+    pub fn text(&self) -> String {
+        format!("{}{}\n{}", self.before, self.prefix, self.after)
+    }
+}

@@ -11,7 +11,7 @@ use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use keyhole::metrics;
 use keyhole::model::config::{self, BackendConfig};
 use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
-use keyhole::rank::{FixedRanker, Ranker};
+use keyhole::rank::{FixedRanker, RankInput, Ranker};
 
 #[derive(Args)]
 pub struct CompleteArgs {
@@ -190,7 +190,7 @@ async fn attempts(
             args.k.max(1)
         };
         FixedRanker
-            .rank(&all)
+            .rank(&RankInput::new(&session.index, &session.hole, &all))
             .into_iter()
             .take(k)
             .map(|r| r.id)

@@ -1,5 +1,6 @@
 //! `keyhole eval`: RLPG's protocol over repositories, label files, and the report.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -9,10 +10,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::complete::BackendArgs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
+use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels::{self, LabelFile};
-use keyhole::eval::report;
+use keyhole::eval::report::{self, HoleRows};
 use keyhole::eval::runner::{EvalOptions, RepoRun};
 use keyhole::model;
+use keyhole::model::config::BackendConfig;
+use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::{self, RepoIndex};
 
 #[derive(Args)]
@@ -40,6 +44,14 @@ pub struct EvalArgs {
     concurrency: usize,
     #[command(flatten)]
     backend: BackendArgs,
+    /// The classifier whose RLPG-H and RLPG-R rankings become report rows [default: the
+    /// bundled one].
+    #[arg(long)]
+    classifier: Option<PathBuf>,
+    /// Compositions of the classifier's top-l proposals to complete on the test holes
+    /// (appendix D.4; comma-separated, l > 1); none with an empty value.
+    #[arg(long, value_delimiter = ',', default_value = "2,5")]
+    compose: Vec<usize>,
 }
 
 fn repository_name(path: &std::path::Path) -> String {
@@ -86,8 +98,35 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         );
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
-    let report = report::build(&rows, &args.train, args.seed);
+    let classifier = match &args.classifier {
+        Some(path) => Classifier::load(path)?,
+        None => Classifier::bundled(),
+    };
+    let holes = report::group_holes(&rows);
+    let classified = runtime.block_on(classify(args, &entry, &classifier, &holes))?;
+    let mut builder = report::Builder::new(&rows, &args.train, args.seed);
+    for variant in [Variant::H, Variant::R]
+        .into_iter()
+        .filter(|&v| classifier.has(v))
+    {
+        let by_hole: HashMap<&str, &[usize]> = classified
+            .iter()
+            .filter_map(|c| {
+                let ranking = c.rankings.iter().find(|r| r.0 == variant)?;
+                Some((c.hole_id.as_str(), ranking.1.as_slice()))
+            })
+            .collect();
+        builder = builder.add_ranking(variant.name(), move |h| {
+            by_hole
+                .get(h.hole_id)
+                .map_or_else(Vec::new, |ids| ids.to_vec())
+        });
+    }
+    let report = builder.build();
     report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
+    let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
+    let table = classified::composition_table(&classified, &by_id);
+    append_compositions(&args.out, &table)?;
     println!(
         "{}",
         std::fs::read_to_string(args.out.join("report.md")).unwrap_or_default()
@@ -98,6 +137,58 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         args.out.join("report.md").display()
     );
     Ok(())
+}
+
+/// RLPG-H and RLPG-R on the holes the method tables cover (the test split, or every hole
+/// without one), with their compositions; holes of repositories not named on the command line
+/// cannot be rebuilt and are left out.
+async fn classify(
+    args: &EvalArgs,
+    entry: &BackendConfig,
+    classifier: &Classifier,
+    holes: &[HoleRows<'_>],
+) -> Result<Vec<Classified>> {
+    let in_scope =
+        |h: &&HoleRows| args.train.is_empty() || !args.train.iter().any(|t| t == h.repository);
+    let run = ClassifierEval {
+        classifier,
+        variants: vec![Variant::H, Variant::R],
+        compositions: args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        tokenizer: entry.tokenizer().tokenizer(),
+        budget: args.budget,
+        concurrency: args.concurrency,
+    };
+    let mut out = Vec::new();
+    for path in &args.repos {
+        let name = repository_name(path);
+        let mine: Vec<&HoleRows> = holes
+            .iter()
+            .filter(in_scope)
+            .filter(|h| h.repository == name)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        eprintln!("{name}: ranking {} holes with the classifier…", mine.len());
+        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let backend = model::build_backend(entry, &index)?;
+        out.extend(run.run(&index, &mine, backend.as_ref()).await);
+    }
+    Ok(out)
+}
+
+/// Table 10 goes at the end of report.md and into compositions.json.
+fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRow]) -> Result<()> {
+    if table.is_empty() {
+        return Ok(());
+    }
+    let md = out.join("report.md");
+    let mut text = std::fs::read_to_string(&md).with_context(|| format!("{}", md.display()))?;
+    text.push_str(&classified::composition_markdown(table));
+    std::fs::write(&md, text).with_context(|| format!("{}", md.display()))?;
+    let json = out.join("compositions.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(table)?)
+        .with_context(|| format!("{}", json.display()))
 }
 
 fn progress_bar(name: &str) -> ProgressBar {

@@ -3,6 +3,7 @@
 
 mod complete;
 mod eval;
+mod train;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ use keyhole::context::SourcedText;
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
+use keyhole::rank::classifier::Classifier;
+use keyhole::rank::online::OnlineRanker;
+use keyhole::rank::{RankInput, Ranked, RankerKind, Rankers};
 use keyhole::repo::{self, RepoIndex};
 use keyhole::sample;
 use keyhole::token::{Keep, Tokenizer, TokenizerKind};
@@ -43,6 +47,8 @@ enum Command {
     Proposals {
         #[command(flatten)]
         at: HoleArgs,
+        #[command(flatten)]
+        rank: RankArgs,
     },
     /// Print the prompt composed from one proposal (62 = the default context alone).
     Prompt {
@@ -59,6 +65,8 @@ enum Command {
     Backends,
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
     Eval(eval::EvalArgs),
+    /// Train the prompt proposal classifier (RLPG-H or RLPG-R) on evaluation label files.
+    Train(train::TrainArgs),
     /// List RLPG's sampled holes of a repository.
     Holes(HolesArgs),
     /// Complete the tasks of a RepoEval or CrossCodeEval task file and score them.
@@ -103,6 +111,32 @@ struct HolesArgs {
     budget: usize,
     #[command(flatten)]
     cache: CacheArgs,
+}
+
+/// How to rank the candidates of a hole.
+#[derive(Args)]
+struct RankArgs {
+    #[arg(long, value_enum, default_value = "rlpg-h")]
+    ranker: RankerKind,
+    /// A classifier written by `keyhole train` [default: the bundled one].
+    #[arg(long)]
+    classifier: Option<PathBuf>,
+}
+
+impl RankArgs {
+    /// The chosen ranker's order of the hole's candidates.
+    fn rank(&self, input: &RankInput) -> Result<Vec<Ranked>> {
+        let classifier = match &self.classifier {
+            Some(path) => Classifier::load(path)?,
+            None => Classifier::bundled(),
+        };
+        let (online, warning) = OnlineRanker::load_saved();
+        if let Some(warning) = warning {
+            eprintln!("warning: {warning}");
+        }
+        let rankers = Rankers { classifier, online };
+        Ok(rankers.get(self.ranker)?.rank(input))
+    }
 }
 
 #[derive(Args)]
@@ -193,13 +227,18 @@ fn run(cli: Cli) -> Result<()> {
                 json: false,
                 cache: CacheArgs { no_cache: false },
             };
-            proposals_command(&at)
+            let rank = RankArgs {
+                ranker: RankerKind::RlpgH,
+                classifier: None,
+            };
+            proposals_command(&at, &rank)
         }
-        Some(Command::Proposals { at }) => proposals_command(&at),
+        Some(Command::Proposals { at, rank }) => proposals_command(&at, &rank),
         Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
         Some(Command::Complete(args)) => complete::complete_command(&args),
         Some(Command::Backends) => complete::backends_command(),
         Some(Command::Eval(args)) => eval::eval_command(&args),
+        Some(Command::Train(args)) => train::train_command(&args),
         Some(Command::Holes(args)) => holes_command(&args),
         Some(Command::Render {
             state,
@@ -272,28 +311,62 @@ impl Session {
     }
 }
 
-fn proposals_command(at: &HoleArgs) -> Result<()> {
+fn proposals_command(at: &HoleArgs, rank: &RankArgs) -> Result<()> {
     let session = Session::open(at, TokenizerKind::Code)?;
     let composer =
         compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
-    let rows: Vec<(ProposalContext, Prompt)> = proposals::specs()
+    let built =
+        proposals::build_for_budget(&session.index, &session.hole, session.tokenizer, at.budget);
+    let ranking = rank.rank(&RankInput::new(&session.index, &session.hole, &built))?;
+    let rows: Vec<(ProposalContext, Prompt)> = built
         .into_iter()
-        .map(|spec| {
-            let proposal = session.build(spec, at.budget);
+        .map(|proposal| {
             let prompt = composer.compose(Some(&proposal));
             (proposal, prompt)
         })
         .collect();
-    let default = composer.compose(None);
+    let listing = Listing {
+        rows,
+        default: composer.compose(None),
+        ranker: rank.ranker,
+        ranking,
+    };
     if at.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&proposals_json(&session, at, &rows, &default))?
+            serde_json::to_string_pretty(&proposals_json(&session, at, &listing))?
         );
     } else {
-        print_proposals(&session, at, &rows, &default);
+        print_proposals(&session, at, &listing);
     }
     Ok(())
+}
+
+/// A hole's candidates with their prompts and the chosen ranker's order.
+struct Listing {
+    /// The 62 proposals in id order.
+    rows: Vec<(ProposalContext, Prompt)>,
+    default: Prompt,
+    ranker: RankerKind,
+    /// The applicable candidates and the default context, best first.
+    ranking: Vec<Ranked>,
+}
+
+impl Listing {
+    /// Rank (1-based) and score of candidate `id`; none for an inapplicable proposal.
+    fn place(&self, id: usize) -> Option<(usize, f64)> {
+        self.ranking
+            .iter()
+            .position(|r| r.id == id)
+            .map(|i| (i + 1, self.ranking[i].score))
+    }
+
+    /// Ranked candidates best first, then the inapplicable ones in id order.
+    fn order(&self) -> Vec<usize> {
+        let ranked = self.ranking.iter().map(|r| r.id);
+        let rest = (0..PROPOSAL_COUNT).filter(|&id| self.place(id).is_none());
+        ranked.chain(rest).collect()
+    }
 }
 
 fn proposal_segment(prompt: &Prompt) -> Option<&compose::Segment> {
@@ -327,12 +400,7 @@ fn cut_name(cut: Option<Keep>) -> &'static str {
     }
 }
 
-fn print_proposals(
-    session: &Session,
-    at: &HoleArgs,
-    rows: &[(ProposalContext, Prompt)],
-    default: &Prompt,
-) {
+fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) {
     let hole = &session.hole;
     println!("repository  {}", session.index.root.display());
     println!("hole        {}", hole.display(&session.index));
@@ -349,33 +417,60 @@ fn print_proposals(
         at.budget,
         session.tokenizer.name()
     );
+    println!("ranker      {}", listing.ranker.name());
     println!();
     println!(
-        "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
-        "id", "source", "type", "app", "tokens", "alloc", "cut"
+        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
+        "rank", "score", "id", "source", "type", "app", "tokens", "alloc", "cut"
     );
-    let applicable = rows.iter().filter(|(p, _)| p.applicable()).count();
-    for (proposal, prompt) in rows {
-        let spec = proposal.spec;
-        let seg = proposal_segment(prompt);
-        let files: Vec<&str> = files_used(proposal, prompt)
-            .into_iter()
-            .map(|f| file_name(session.path(f)))
-            .collect();
-        println!(
-            "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
-            spec.id,
-            spec.source.name(),
-            spec.context_type.abbreviation(),
-            if proposal.applicable() { "yes" } else { "no" },
-            seg.map_or(0, |s| s.tokens),
-            compose::proposal_allocation(at.budget, spec.share),
-            cut_name(seg.and_then(|s| s.cut)),
-            summarize(&files, 3),
-        );
+    for id in listing.order() {
+        let (rank, score) = listing
+            .place(id)
+            .map_or(("-".into(), "-".into()), |(r, s)| {
+                (r.to_string(), format!("{s:.3}"))
+            });
+        let row = match listing.rows.get(id) {
+            Some((proposal, prompt)) => proposal_row(session, at, proposal, prompt),
+            None => default_row(session, &listing.default),
+        };
+        println!("{rank:>4} {score:>6}  {row}");
     }
-    let seg = default_segment(default);
+    let applicable = listing.rows.iter().filter(|(p, _)| p.applicable()).count();
+    println!();
     println!(
+        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one."
+    );
+}
+
+/// One proposal's columns from `id` on.
+fn proposal_row(
+    session: &Session,
+    at: &HoleArgs,
+    proposal: &ProposalContext,
+    prompt: &Prompt,
+) -> String {
+    let spec = proposal.spec;
+    let seg = proposal_segment(prompt);
+    let files: Vec<&str> = files_used(proposal, prompt)
+        .into_iter()
+        .map(|f| file_name(session.path(f)))
+        .collect();
+    format!(
+        "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
+        spec.id,
+        spec.source.name(),
+        spec.context_type.abbreviation(),
+        if proposal.applicable() { "yes" } else { "no" },
+        seg.map_or(0, |s| s.tokens),
+        compose::proposal_allocation(at.budget, spec.share),
+        cut_name(seg.and_then(|s| s.cut)),
+        summarize(&files, 3),
+    )
+}
+
+fn default_row(session: &Session, default: &Prompt) -> String {
+    let seg = default_segment(default);
+    format!(
         "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
         DEFAULT_ID,
         "default",
@@ -384,12 +479,8 @@ fn print_proposals(
         seg.tokens,
         seg.allocated,
         cut_name(seg.cut),
-        file_name(session.path(hole.file))
-    );
-    println!();
-    println!(
-        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one."
-    );
+        file_name(session.path(session.hole.file))
+    )
 }
 
 fn file_name(path: &str) -> &str {
@@ -419,23 +510,27 @@ fn hole_json(session: &Session) -> Value {
     })
 }
 
-fn proposals_json(
-    session: &Session,
-    at: &HoleArgs,
-    rows: &[(ProposalContext, Prompt)],
-    default: &Prompt,
-) -> Value {
-    let proposals: Vec<Value> = rows
+fn proposals_json(session: &Session, at: &HoleArgs, listing: &Listing) -> Value {
+    let place = |id| {
+        listing
+            .place(id)
+            .map_or((Value::Null, Value::Null), |(r, s)| (json!(r), json!(s)))
+    };
+    let proposals: Vec<Value> = listing
+        .rows
         .iter()
         .map(|(proposal, prompt)| {
             let spec = proposal.spec;
             let seg = proposal_segment(prompt);
             let used: Vec<&str> = files_used(proposal, prompt).into_iter().map(|f| session.path(f)).collect();
+            let (rank, score) = place(spec.id);
             json!({
                 "id": spec.id,
                 "source": spec.source,
                 "context_type": spec.context_type,
                 "applicable": proposal.applicable(),
+                "rank": rank,
+                "score": score,
                 "tokens": seg.map_or(0, |s| s.tokens),
                 "full_tokens": session.tokenizer.count(&proposal.context.text),
                 "allocated": compose::proposal_allocation(at.budget, spec.share),
@@ -447,14 +542,17 @@ fn proposals_json(
             })
         })
         .collect();
-    let seg = default_segment(default);
+    let seg = default_segment(&listing.default);
+    let (rank, score) = place(DEFAULT_ID);
     json!({
         "repository": session.index.root,
         "hole": hole_json(session),
         "tokenizer": session.tokenizer.name(),
         "budget": at.budget,
+        "ranker": listing.ranker,
+        "ranking": listing.ranking.iter().map(|r| r.id).collect::<Vec<_>>(),
         "proposals": proposals,
-        "default": { "id": DEFAULT_ID, "tokens": seg.tokens, "truncated": seg.cut.is_some(), "cut": seg.cut },
+        "default": { "id": DEFAULT_ID, "rank": rank, "score": score, "tokens": seg.tokens, "truncated": seg.cut.is_some(), "cut": seg.cut },
     })
 }
 

@@ -229,6 +229,28 @@ pub fn build_all(req: &Request) -> Vec<ProposalContext> {
     specs().into_iter().map(|spec| build(spec, req)).collect()
 }
 
+/// Build every proposal for one hole, in id order, each allocated its share of `budget` as
+/// the composer will allocate it.
+pub fn build_for_budget(
+    index: &RepoIndex,
+    hole: &Hole,
+    tokenizer: &dyn Tokenizer,
+    budget: usize,
+) -> Vec<ProposalContext> {
+    specs()
+        .into_iter()
+        .map(|spec| {
+            let req = Request {
+                index,
+                hole,
+                tokenizer,
+                allocation: crate::compose::proposal_allocation(budget, spec.share),
+            };
+            build(spec, &req)
+        })
+        .collect()
+}
+
 // ----- Current file ---------------------------------------------------------------------------
 
 /// Current: post lines are the lines after the hole line; other types are taken from after the

@@ -111,6 +111,25 @@ fn rewrite(path: &Path, rows: &[LabelRow]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Every complete row of the label files named: files as they are, directories by their
+/// `*.jsonl` files (an evaluation's output directory by its `labels/`).
+pub fn read_all(paths: &[PathBuf]) -> io::Result<Vec<LabelRow>> {
+    let mut rows = Vec::new();
+    for path in paths {
+        let read = if path.join("labels").is_dir() {
+            read_dir(&path.join("labels"))
+        } else if path.is_dir() {
+            read_dir(path)
+        } else {
+            read_complete(path).map(|(rows, _)| rows)
+        };
+        rows.extend(
+            read.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?,
+        );
+    }
+    Ok(rows)
+}
+
 /// Every complete row of the label files in `dir` (for reports).
 pub fn read_dir(dir: &Path) -> io::Result<Vec<LabelRow>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?

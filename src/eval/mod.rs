@@ -3,6 +3,7 @@
 //! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`report`] turns them into
 //! the paper's tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
 
+pub mod classified;
 pub mod interop;
 pub mod labels;
 pub mod report;

@@ -1,11 +1,16 @@
 //! Rankers order the candidate contexts of a hole; every view (CLI, reports, TUI) ranks through
 //! [`Ranker`]. The default context is a candidate like the others (id 62).
 
+pub mod bm25;
+pub mod classifier;
 pub mod online;
 
 use serde::Serialize;
 
+use crate::compose::{Composer, Part, Prompt};
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext};
+use crate::hole::{Hole, HoleWindow};
+use crate::repo::RepoIndex;
 
 /// A candidate's place in a ranking.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -14,10 +19,92 @@ pub struct Ranked {
     pub score: f64,
 }
 
+/// What a ranker may look at for one hole: the code around it and every proposal's context.
+#[derive(Clone, Copy)]
+pub struct RankInput<'a> {
+    pub window: HoleWindow<'a>,
+    /// The file up to the hole: the default context's material.
+    pub before_hole: &'a str,
+    /// All 62 proposals in id order, applicable or not.
+    pub proposals: &'a [ProposalContext],
+}
+
+impl<'a> RankInput<'a> {
+    pub fn new(index: &'a RepoIndex, hole: &Hole, proposals: &'a [ProposalContext]) -> Self {
+        RankInput {
+            window: HoleWindow::of(index, hole),
+            before_hole: &index.files[hole.file].text[..hole.offset],
+            proposals,
+        }
+    }
+
+    /// Whether candidate `id` (a proposal or the default context) can be used for this hole.
+    pub fn applicable(&self, id: usize) -> bool {
+        id == DEFAULT_ID
+            || self
+                .proposals
+                .iter()
+                .any(|p| p.spec.id == id && p.applicable())
+    }
+}
+
 /// Orders the applicable proposals of one hole, plus the default context, best first.
 pub trait Ranker {
     fn name(&self) -> &'static str;
-    fn rank(&self, proposals: &[ProposalContext]) -> Vec<Ranked>;
+    fn rank(&self, input: &RankInput) -> Vec<Ranked>;
+}
+
+/// The rankers a person can choose between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RankerKind {
+    /// RLPG-H: the classifier reading the hole window.
+    RlpgH,
+    /// RLPG-R: the classifier attending from the hole window to each candidate's context.
+    RlpgR,
+    /// RLPG-BM25: proposals by the BM25 similarity of their context to the hole window.
+    Bm25,
+    /// The same order for every hole.
+    Fixed,
+    /// The fixed order moved by the completions people picked.
+    Online,
+}
+
+impl RankerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RankerKind::RlpgH => "RLPG-H",
+            RankerKind::RlpgR => "RLPG-R",
+            RankerKind::Bm25 => "BM25",
+            RankerKind::Fixed => "fixed",
+            RankerKind::Online => "online",
+        }
+    }
+}
+
+/// What the rankers need loaded: the classifier's weights and the online ranker's picks.
+pub struct Rankers {
+    pub classifier: classifier::Classifier,
+    pub online: online::OnlineRanker,
+}
+
+impl Rankers {
+    /// The ranker of `kind`; a classifier head the model lacks is an error naming the file.
+    pub fn get(&self, kind: RankerKind) -> Result<Box<dyn Ranker + '_>, classifier::ModelError> {
+        Ok(match kind {
+            RankerKind::RlpgH => Box::new(self.classifier.ranker(classifier::Variant::H)?),
+            RankerKind::RlpgR => Box::new(self.classifier.ranker(classifier::Variant::R)?),
+            RankerKind::Bm25 => Box::new(bm25::Bm25Ranker),
+            RankerKind::Fixed => Box::new(FixedRanker),
+            RankerKind::Online => Box::new(self.online.clone()),
+        })
+    }
+}
+
+/// Scored candidates, best first; ties keep id order.
+fn sorted(mut ranked: Vec<Ranked>) -> Vec<Ranked> {
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+    ranked
 }
 
 /// A fixed prior order, the same for every hole (RLPG's "fixed prompt proposal" baseline,
@@ -32,7 +119,7 @@ pub struct FixedRanker;
 const FIXED_LEADERS: [usize; 4] = [6, 7, 5, DEFAULT_ID];
 
 impl FixedRanker {
-    fn order() -> impl Iterator<Item = usize> {
+    pub(crate) fn order() -> impl Iterator<Item = usize> {
         FIXED_LEADERS
             .into_iter()
             .chain((0..PROPOSAL_COUNT).filter(|id| !FIXED_LEADERS.contains(id)))
@@ -44,11 +131,8 @@ impl Ranker for FixedRanker {
         "fixed"
     }
 
-    fn rank(&self, proposals: &[ProposalContext]) -> Vec<Ranked> {
-        let applicable = |id: usize| {
-            id == DEFAULT_ID || proposals.iter().any(|p| p.spec.id == id && p.applicable())
-        };
-        let order: Vec<usize> = Self::order().filter(|&id| applicable(id)).collect();
+    fn rank(&self, input: &RankInput) -> Vec<Ranked> {
+        let order: Vec<usize> = Self::order().filter(|&id| input.applicable(id)).collect();
         let n = order.len() as f64;
         order
             .into_iter()
@@ -59,4 +143,45 @@ impl Ranker for FixedRanker {
             })
             .collect()
     }
+}
+
+/// Share of the budget the top-l proposals divide between them when l > 1 (appendix D.4 divides
+/// "the total context length" by normalized probability; keyhole divides the share one proposal
+/// would get, so that the default context keeps its half as in every other prompt).
+const COMPOSED_SHARE: f64 = 0.5;
+
+/// The prompt from the `l` best candidates of `ranked` (appendix D.4): each gets a part of
+/// [`COMPOSED_SHARE`] in proportion to its normalized score, the best placed nearest the code.
+/// With l = 1 the single proposal keeps its own share, so it is the ranker's usual prompt. The
+/// default context, if ranked among them, adds nothing but its allocation goes back to it.
+pub fn compose_top(
+    composer: &Composer,
+    ranked: &[Ranked],
+    proposals: &[ProposalContext],
+    l: usize,
+) -> Prompt {
+    let top = &ranked[..l.min(ranked.len())];
+    let total: f64 = top.iter().map(|r| r.score.max(0.0)).sum();
+    let budget = (composer.budget() as f64 * COMPOSED_SHARE).floor();
+    let parts: Vec<Part> = top
+        .iter()
+        .rev()
+        .filter_map(|r| {
+            let proposal = proposals.iter().find(|p| p.spec.id == r.id)?;
+            let allocated = if top.len() == 1 {
+                crate::compose::proposal_allocation(composer.budget(), proposal.spec.share)
+            } else if total > 0.0 {
+                (budget * r.score.max(0.0) / total).floor() as usize
+            } else {
+                (budget / top.len() as f64).floor() as usize
+            };
+            Some(Part {
+                id: r.id,
+                context: &proposal.context,
+                allocated,
+                keep: proposal.keep,
+            })
+        })
+        .collect();
+    composer.compose_parts(&parts)
 }

@@ -9,13 +9,15 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{FixedRanker, Ranked, Ranker};
-use crate::context::proposals::ProposalContext;
+use super::{FixedRanker, RankInput, Ranked, Ranker};
 use crate::feedback;
 
 /// How many shows the fixed prior is worth. A power of two, so a fresh ranker's scores are
 /// the fixed ranker's to the bit.
 pub const PRIOR_SHOWS: f64 = 4.0;
+
+/// Where the ranker is kept, in the data directory.
+pub const FILE: &str = "online-ranker.json";
 
 /// Version of the saved state; a file of another version is ignored.
 const VERSION: u32 = 1;
@@ -66,6 +68,15 @@ impl OnlineRanker {
         }
     }
 
+    /// The ranker kept in the data directory (a fresh one without a data directory), and a
+    /// warning if its file was unusable.
+    pub fn load_saved() -> (Self, Option<String>) {
+        feedback::data_dir().map_or_else(
+            || (Self::default(), None),
+            |dir| Self::load(&dir.join(FILE)),
+        )
+    }
+
     fn read(path: &Path) -> io::Result<Self> {
         let state: State = serde_json::from_slice(&std::fs::read(path)?)?;
         if state.version != VERSION {
@@ -100,9 +111,9 @@ impl Ranker for OnlineRanker {
         "online"
     }
 
-    fn rank(&self, proposals: &[ProposalContext]) -> Vec<Ranked> {
+    fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         let mut ranked: Vec<Ranked> = FixedRanker
-            .rank(proposals)
+            .rank(input)
             .into_iter()
             .map(|r| Ranked {
                 id: r.id,
@@ -119,8 +130,22 @@ impl Ranker for OnlineRanker {
 mod tests {
     use super::*;
     use crate::context::SourcedText;
-    use crate::context::proposals::specs;
+    use crate::context::proposals::{ProposalContext, specs};
+    use crate::hole::HoleWindow;
     use crate::token::Keep;
+
+    fn input(proposals: &[ProposalContext]) -> RankInput<'_> {
+        let window = HoleWindow {
+            before: "",
+            prefix: "",
+            after: "",
+        };
+        RankInput {
+            window,
+            before_hole: "",
+            proposals,
+        }
+    }
 
     /// Every proposal, each applicable.
     fn all_applicable() -> Vec<ProposalContext> {
@@ -146,11 +171,11 @@ mod tests {
     #[test]
     fn fresh_ranks_as_fixed() {
         let proposals = all_applicable();
-        let fixed = FixedRanker.rank(&proposals);
-        assert_eq!(OnlineRanker::default().rank(&proposals), fixed);
+        let fixed = FixedRanker.rank(&input(&proposals));
+        assert_eq!(OnlineRanker::default().rank(&input(&proposals)), fixed);
         assert_eq!(
-            ids(&OnlineRanker::default().rank(&proposals[..3])),
-            ids(&FixedRanker.rank(&proposals[..3]))
+            ids(&OnlineRanker::default().rank(&input(&proposals[..3]))),
+            ids(&FixedRanker.rank(&input(&proposals[..3])))
         );
     }
 
@@ -158,13 +183,13 @@ mod tests {
     fn repeated_picks_move_a_candidate_up() {
         let proposals = all_applicable();
         let mut ranker = OnlineRanker::default();
-        let shown = ids(&FixedRanker.rank(&proposals)[..5]);
+        let shown = ids(&FixedRanker.rank(&input(&proposals))[..5]);
         let last = shown[4];
         let mut places = Vec::new();
         for _ in 0..4 {
             ranker.record_pick(&shown, last);
             places.push(
-                ids(&ranker.rank(&proposals))
+                ids(&ranker.rank(&input(&proposals)))
                     .iter()
                     .position(|&id| id == last),
             );

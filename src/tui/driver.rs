@@ -13,18 +13,17 @@ use super::state::{
     Action, Candidate, Card, CompleteJob, Effect, Finished, Indexed, RankerChoice, apply_ranking,
 };
 use crate::compose::{self, Composer};
-use crate::context::proposals::{self, ProposalContext, Request};
+use crate::context::proposals::{self, ProposalContext};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
-use crate::rank::online::OnlineRanker;
-use crate::rank::{FixedRanker, Ranked, Ranker};
+use crate::rank::online::{self, OnlineRanker};
+use crate::rank::{FixedRanker, RankInput, Ranked, Ranker};
 use crate::repo::RepoIndex;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
-const RANKER_FILE: &str = "online-ranker.json";
 
 /// Open the repository and find the hole (a bare path: its first line; none: the first file).
 /// `progress(done, total)` runs on worker threads as files are indexed.
@@ -66,19 +65,15 @@ fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
 
 /// The order `choice` gives the proposals. The online ranker is read from the data directory,
 /// where picks teach it; a missing or unreadable one ranks like a fresh one.
-pub fn ranking(choice: RankerChoice, proposals: &[ProposalContext]) -> Vec<Ranked> {
+pub fn ranking(choice: RankerChoice, input: &RankInput) -> Vec<Ranked> {
     match choice {
-        RankerChoice::Fixed => FixedRanker.rank(proposals),
+        RankerChoice::Fixed => FixedRanker.rank(input),
         RankerChoice::Online => {
-            let path = feedback::data_dir().map(|d| d.join(RANKER_FILE));
-            let (ranker, warning) = path.map_or_else(
-                || (OnlineRanker::default(), None),
-                |p| OnlineRanker::load(&p),
-            );
+            let (ranker, warning) = OnlineRanker::load_saved();
             if let Some(warning) = warning {
                 tracing::warn!(%warning, "online ranker");
             }
-            ranker.rank(proposals)
+            ranker.rank(input)
         }
     }
 }
@@ -92,18 +87,7 @@ pub fn candidates(
 ) -> (Vec<Candidate>, Vec<ProposalContext>) {
     let budget = compose::DEFAULT_BUDGET;
     let tokenizer = BackendConfig::embedded().tokenizer().tokenizer();
-    let built: Vec<_> = proposals::specs()
-        .into_iter()
-        .map(|spec| {
-            let req = Request {
-                index,
-                hole,
-                tokenizer,
-                allocation: compose::proposal_allocation(budget, spec.share),
-            };
-            proposals::build(spec, &req)
-        })
-        .collect();
+    let built = proposals::build_for_budget(index, hole, tokenizer, budget);
     let composer = Composer::new(index, hole, tokenizer, budget);
     let mut out: Vec<Candidate> = built
         .iter()
@@ -127,7 +111,10 @@ pub fn candidates(
         applicable: true,
         prompt: composer.compose(None),
     });
-    apply_ranking(&mut out, &ranking(ranker, &built));
+    apply_ranking(
+        &mut out,
+        &ranking(ranker, &RankInput::new(index, hole, &built)),
+    );
     (out, built)
 }
 
@@ -236,7 +223,7 @@ fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
         tracing::warn!(error = %e, "cannot log the pick");
         return format!("cannot log the pick: {e}");
     }
-    let path = dir.join(RANKER_FILE);
+    let path = dir.join(online::FILE);
     let (mut ranker, warning) = OnlineRanker::load(&path);
     ranker.record_pick(&pick.candidates, picked);
     match ranker.save(&path) {
@@ -317,13 +304,15 @@ impl Driver {
                 }
             }),
             Effect::Rank {
+                index,
+                hole,
                 proposals,
                 generation,
                 ranker,
             } => self.blocking(move || Action::Ranked {
                 generation,
                 ranker,
-                ranked: ranking(ranker, &proposals),
+                ranked: ranking(ranker, &RankInput::new(&index, &hole, &proposals)),
             }),
             Effect::Complete(job) => {
                 self.cancel();

@@ -292,6 +292,8 @@ pub enum Effect {
         ranker: RankerChoice,
     },
     Rank {
+        index: Arc<RepoIndex>,
+        hole: Hole,
         proposals: Arc<Vec<ProposalContext>>,
         generation: u64,
         ranker: RankerChoice,
@@ -748,8 +750,10 @@ fn cycle_ranker(state: &mut State) -> Vec<Effect> {
 /// Re-rank the candidates shown with the chosen ranker (candidates still being built get it
 /// when they arrive).
 fn rank(state: &State) -> Vec<Effect> {
-    match &state.view {
-        Some(view) if !state.candidates.is_empty() => vec![Effect::Rank {
+    match (&state.view, &state.index) {
+        (Some(view), Some(index)) if !state.candidates.is_empty() => vec![Effect::Rank {
+            index: index.clone(),
+            hole: view.hole.clone(),
             proposals: state.proposals.clone(),
             generation: view.generation,
             ranker: state.ranker,

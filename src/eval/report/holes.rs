@@ -42,7 +42,7 @@ impl<'a> HoleRows<'a> {
 }
 
 /// Group rows by hole, in hole id order; rows with an unknown proposal id are ignored.
-pub(super) fn group(rows: &[LabelRow]) -> Vec<HoleRows<'_>> {
+pub fn group(rows: &[LabelRow]) -> Vec<HoleRows<'_>> {
     let mut holes: BTreeMap<&str, HoleRows> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.proposal_id < ROWS_PER_HOLE) {
         let hole = holes.entry(&row.hole_id).or_insert_with(|| HoleRows {

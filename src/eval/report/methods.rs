@@ -9,7 +9,8 @@ use super::holes::{HoleRows, percent};
 use crate::context::SourcedText;
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, ProposalSpec, specs};
 use crate::eval::{RLPG_CANDIDATES, ROWS_PER_HOLE};
-use crate::rank::Ranker;
+use crate::hole::HoleWindow;
+use crate::rank::{RankInput, Ranker};
 
 /// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
 pub type RankFn<'a> = Box<dyn Fn(&HoleRows) -> Vec<usize> + 'a>;
@@ -136,15 +137,25 @@ pub(super) fn fixed_proposal(order: Vec<usize>) -> RankFn<'static> {
 }
 
 /// Rank with a keyhole [`Ranker`]. Label rows keep no context text, so the ranker sees
-/// stand-ins that carry only applicability; rankers that read the text need a [`RankFn`] of
-/// their own.
+/// stand-ins that carry only applicability, and no hole window; rankers that read them need a
+/// [`RankFn`] of their own.
 pub fn by_ranker<'r>(ranker: &'r dyn Ranker) -> impl Fn(&HoleRows) -> Vec<usize> + 'r {
     move |hole| {
         let stand_ins: Vec<ProposalContext> = specs()
             .into_iter()
             .map(|spec| stand_in(spec, hole.applicable(spec.id)))
             .collect();
-        ranker.rank(&stand_ins).into_iter().map(|r| r.id).collect()
+        let window = HoleWindow {
+            before: "",
+            prefix: "",
+            after: "",
+        };
+        let input = RankInput {
+            window,
+            before_hole: "",
+            proposals: &stand_ins,
+        };
+        ranker.rank(&input).into_iter().map(|r| r.id).collect()
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use holes::{HoleRows, Rate};
+pub use holes::{HoleRows, Rate, group as group_holes};
 pub use methods::{RankFn, by_ranker};
 
 use crate::context::proposals::{ProposalSpec, specs};

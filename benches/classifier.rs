@@ -1,0 +1,65 @@
+//! Criterion benchmark of the prompt proposal classifier (issue target: scoring all candidates
+//! of one hole ≤ 5 ms on one core). Run with `RAYON_NUM_THREADS=1` so candle's kernels use one
+//! core; proposals are built beforehand, as the UI and CLI have them already when they rank.
+//!
+//! Holes come from `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`) when it
+//! exists, else from the bundled sample repository.
+
+use std::path::PathBuf;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::proposals::{ProposalContext, build_for_budget};
+use keyhole::hole::{Hole, sample_holes};
+use keyhole::rank::RankInput;
+use keyhole::rank::classifier::{Classifier, Variant};
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+
+const HOLES: usize = 50;
+const BUDGET: usize = 4072;
+
+fn repo() -> PathBuf {
+    let large = PathBuf::from(
+        std::env::var("KEYHOLE_BENCH_REPO").unwrap_or("/work/corpus/guava-libraries".into()),
+    );
+    if large.is_dir() {
+        large
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo")
+    }
+}
+
+fn scoring(c: &mut Criterion) {
+    let root = repo();
+    let index =
+        RepoIndex::open(&root, keyhole::repo::default_cache_dir().as_deref()).expect("open");
+    let tokenizer = TokenizerKind::Code.tokenizer();
+    let holes: Vec<(Hole, Vec<ProposalContext>)> = sample_holes(&index, Some(HOLES), 9)
+        .into_iter()
+        .map(|h| {
+            let built = build_for_budget(&index, &h, tokenizer, BUDGET);
+            (h, built)
+        })
+        .collect();
+    let classifier = Classifier::bundled();
+    let mut group = c.benchmark_group(format!(
+        "classifier/{}",
+        root.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    for variant in [Variant::H, Variant::R] {
+        group.bench_function(format!("{} per hole", variant.name()), |b| {
+            let mut i = 0;
+            b.iter(|| {
+                let (hole, built) = &holes[i % holes.len()];
+                i += 1;
+                classifier
+                    .probabilities(variant, &RankInput::new(&index, hole, built))
+                    .expect("scores")
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, scoring);
+criterion_main!(benches);

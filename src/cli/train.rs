@@ -1,0 +1,142 @@
+//! `keyhole train`: fit RLPG-H or RLPG-R on evaluation label files.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use keyhole::compose;
+use keyhole::eval::labels;
+use keyhole::rank::classifier::Variant;
+use keyhole::rank::classifier::dataset::Rebuild;
+use keyhole::rank::classifier::train::{self, TrainOptions, TrainReport};
+use keyhole::token::TokenizerKind;
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// Label files, or directories of them (an `eval --out` directory works).
+    #[arg(required = true)]
+    labels: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "h")]
+    variant: Variant,
+    /// Where to write the model; its report goes beside it (FILE.report.md and .json).
+    #[arg(long, default_value = "keyhole-classifier.safetensors")]
+    out: PathBuf,
+    /// The directory holding the labelled repositories, each under the name the labels give it.
+    #[arg(long)]
+    corpus: PathBuf,
+    /// Repositories held out for early stopping (comma-separated) [default: the repository of
+    /// the last label file].
+    #[arg(long, value_delimiter = ',')]
+    validation: Vec<String>,
+    /// RLPG-R's starting model, whose encoder it keeps [default: --out if it exists, else the
+    /// bundled model].
+    #[arg(long)]
+    start: Option<PathBuf>,
+    #[arg(long, default_value_t = 40)]
+    max_epochs: usize,
+    #[arg(long, default_value_t = 5)]
+    patience: usize,
+    #[arg(long, default_value_t = 9)]
+    seed: u64,
+    /// The budget the labels were made with.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    budget: usize,
+}
+
+pub fn train_command(args: &TrainArgs) -> Result<()> {
+    let rows = labels::read_all(&args.labels)?;
+    let Some(last) = rows.last() else {
+        bail!("no label rows in {}", show(&args.labels));
+    };
+    let validation = if args.validation.is_empty() {
+        vec![last.repository.clone()]
+    } else {
+        args.validation.clone()
+    };
+    let rebuild = Rebuild {
+        corpus: &args.corpus,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        budget: args.budget,
+        with_contexts: args.variant == Variant::R,
+    };
+    eprintln!("rebuilding the inputs of the labelled holes…");
+    let built = rebuild.examples(&rows);
+    for line in built.skipped.iter().take(5) {
+        eprintln!("skipped: {line}");
+    }
+    if built.skipped.len() > 5 {
+        eprintln!("skipped {} more", built.skipped.len() - 5);
+    }
+    let start = args
+        .start
+        .clone()
+        .or_else(|| args.out.exists().then(|| args.out.clone()));
+    let options = TrainOptions {
+        variant: args.variant,
+        validation,
+        max_epochs: args.max_epochs,
+        patience: args.patience,
+        seed: args.seed,
+    };
+    let report = train::train(
+        &built.examples,
+        &options,
+        start.as_deref(),
+        &args.out,
+        &|e| {
+            eprintln!(
+                "epoch {:>2}: train loss {:.4}, validation loss {:.4}, top-1 success {:.2}%",
+                e.epoch, e.train_loss, e.validation_loss, e.validation_success
+            );
+        },
+    )?;
+    write_report(&report, &args.out)?;
+    println!("{}", markdown(&report));
+    eprintln!("model in {}", args.out.display());
+    Ok(())
+}
+
+fn show(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    names.join(", ")
+}
+
+fn write_report(report: &TrainReport, out: &std::path::Path) -> Result<()> {
+    let json = out.with_extension("report.json");
+    let md = out.with_extension("report.md");
+    std::fs::write(&json, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    std::fs::write(&md, markdown(report)).with_context(|| format!("cannot write {}", md.display()))
+}
+
+fn markdown(r: &TrainReport) -> String {
+    let mut out = format!(
+        "# {} training report\n\nTrained on {} ({} holes), validated on {} ({} holes), \
+         {:.0} s, {} trained parameters; best epoch {} of {}.\n\n\
+         | On validation holes | Top-1 success |\n| --- | --- |\n\
+         | {} | {:.2}% |\n| default context | {:.2}% |\n| fixed ranking | {:.2}% |\n| oracle | {:.2}% |\n\n\
+         | Epoch | Train loss | Validation loss | Validation success |\n| --- | --- | --- | --- |\n",
+        r.variant,
+        r.train_repositories.join(", "),
+        r.train_holes,
+        r.validation_repositories.join(", "),
+        r.validation_holes,
+        r.seconds,
+        r.trained_parameters,
+        r.best_epoch,
+        r.epochs.len(),
+        r.variant,
+        r.validation.model,
+        r.validation.default,
+        r.validation.fixed,
+        r.validation.oracle,
+    );
+    for e in &r.epochs {
+        out += &format!(
+            "| {} | {:.4} | {:.4} | {:.2}% |\n",
+            e.epoch, e.train_loss, e.validation_loss, e.validation_success
+        );
+    }
+    out
+}

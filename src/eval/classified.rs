@@ -1,0 +1,224 @@
+//! The classifier in the evaluation (section 3.2 methods 10–11, appendix D.4): RLPG-H and
+//! RLPG-R rank every labelled hole, whose inputs are rebuilt from the repository (label rows
+//! keep no context text), and the prompts composed from their top-l proposals are completed by
+//! the backend (Table 10). Rankings pick among the labelled rows; compositions need new
+//! completions.
+
+use std::collections::HashMap;
+
+use futures_util::stream::{self, StreamExt};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::RLPG_CANDIDATES;
+use super::report::HoleRows;
+use crate::compose::{Composer, Prompt};
+use crate::context::proposals::{DEFAULT_ID, build_for_budget};
+use crate::hole::Hole;
+use crate::metrics;
+use crate::model::{Backend, CompletionRequest};
+use crate::rank::classifier::{Classifier, Variant};
+use crate::rank::{RankInput, Ranker, compose_top};
+use crate::repo::RepoIndex;
+use crate::token::Tokenizer;
+
+/// What to run.
+pub struct ClassifierEval<'a> {
+    pub classifier: &'a Classifier,
+    pub variants: Vec<Variant>,
+    /// Compositions to complete, l > 1 (l = 1 is the ranking's own row).
+    pub compositions: Vec<usize>,
+    pub tokenizer: &'a dyn Tokenizer,
+    pub budget: usize,
+    pub concurrency: usize,
+}
+
+/// One hole's results.
+pub struct Classified {
+    pub hole_id: String,
+    /// Per variant, the candidate ids best first.
+    pub rankings: Vec<(Variant, Vec<usize>)>,
+    /// Per variant and l, whether the composed prompt's completion matched.
+    pub compositions: Vec<(Variant, usize, bool)>,
+}
+
+/// A hole's composed prompts waiting for their completions.
+struct Pending {
+    classified: Classified,
+    target: String,
+    current_file: String,
+    prompts: Vec<(Variant, usize, Prompt)>,
+}
+
+impl ClassifierEval<'_> {
+    /// Rank and compose every hole of `holes` (all from the repository `index`); holes that no
+    /// longer exist in the repository are left out.
+    pub async fn run(
+        &self,
+        index: &RepoIndex,
+        holes: &[&HoleRows<'_>],
+        backend: &dyn Backend,
+    ) -> Vec<Classified> {
+        let pending: Vec<Pending> = holes
+            .par_iter()
+            .filter_map(|h| self.prepare(index, h))
+            .collect();
+        stream::iter(pending)
+            .map(|p| self.complete(p, backend))
+            .buffer_unordered(self.concurrency.max(1))
+            .collect()
+            .await
+    }
+
+    fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
+        let row = (0..RLPG_CANDIDATES).find_map(|id| rows.row(id))?;
+        let hole = Hole::at(index, &row.file, row.line, row.column).ok()?;
+        let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget);
+        let input = RankInput::new(index, &hole, &proposals);
+        let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
+        let mut rankings = Vec::new();
+        let mut prompts = Vec::new();
+        for &variant in &self.variants {
+            let Ok(ranker) = self.classifier.ranker(variant) else {
+                continue;
+            };
+            let ranked = ranker.rank(&input);
+            for &l in &self.compositions {
+                prompts.push((variant, l, compose_top(&composer, &ranked, &proposals, l)));
+            }
+            rankings.push((variant, ranked.iter().map(|r| r.id).collect()));
+        }
+        Some(Pending {
+            classified: Classified {
+                hole_id: rows.hole_id.to_string(),
+                rankings,
+                compositions: Vec::new(),
+            },
+            target: hole.target.unwrap_or_default(),
+            current_file: index.files[hole.file].path.clone(),
+            prompts,
+        })
+    }
+
+    /// A backend failure counts as a miss, as it does in the label rows.
+    async fn complete(&self, mut pending: Pending, backend: &dyn Backend) -> Classified {
+        for (variant, l, prompt) in &pending.prompts {
+            let request = CompletionRequest {
+                current_file: Some(pending.current_file.clone()),
+                ..CompletionRequest::single_line(prompt.text())
+            };
+            let text = match backend.complete(&request, None).await {
+                Ok(completions) => completions.into_iter().next().map(|c| c.text),
+                Err(_) => None,
+            };
+            let hit = text.is_some_and(|t| metrics::score(&t, &pending.target).exact_match);
+            pending.classified.compositions.push((*variant, *l, hit));
+        }
+        pending.classified
+    }
+}
+
+/// Table 10: the success rate of each composition, hole-wise, against the default context on
+/// the same holes.
+#[derive(Debug, Serialize)]
+pub struct CompositionRow {
+    pub method: String,
+    pub l: usize,
+    pub holes: usize,
+    pub success: f64,
+    pub default: f64,
+}
+
+/// Rows for l = 1 (the ranking's pick, from the label rows) and each composition.
+pub fn composition_table(
+    results: &[Classified],
+    holes: &HashMap<&str, &HoleRows>,
+) -> Vec<CompositionRow> {
+    let percent = |hits: usize, n: usize| 100.0 * hits as f64 / n.max(1) as f64;
+    let scored: Vec<(&Classified, &HoleRows)> = results
+        .iter()
+        .filter_map(|c| Some((c, *holes.get(c.hole_id.as_str())?)))
+        .collect();
+    let n = scored.len();
+    let default = percent(
+        scored
+            .iter()
+            .filter(|(_, h)| h.succeeded(DEFAULT_ID))
+            .count(),
+        n,
+    );
+    let mut rows = Vec::new();
+    let variants: Vec<Variant> = results
+        .first()
+        .map_or(Vec::new(), |c| c.rankings.iter().map(|r| r.0).collect());
+    for variant in variants {
+        let top_hits = scored
+            .iter()
+            .filter(|(c, h)| {
+                c.rankings
+                    .iter()
+                    .find(|r| r.0 == variant)
+                    .and_then(|r| r.1.first())
+                    .is_some_and(|&id| h.succeeded(id))
+            })
+            .count();
+        rows.push(CompositionRow {
+            method: variant.name().into(),
+            l: 1,
+            holes: n,
+            success: percent(top_hits, n),
+            default,
+        });
+        let mut ls: Vec<usize> = scored
+            .iter()
+            .flat_map(|(c, _)| {
+                c.compositions
+                    .iter()
+                    .filter(|x| x.0 == variant)
+                    .map(|x| x.1)
+            })
+            .collect();
+        ls.sort_unstable();
+        ls.dedup();
+        for l in ls {
+            let hits = scored
+                .iter()
+                .filter(|(c, _)| {
+                    c.compositions
+                        .iter()
+                        .any(|x| x.0 == variant && x.1 == l && x.2)
+                })
+                .count();
+            rows.push(CompositionRow {
+                method: variant.name().into(),
+                l,
+                holes: n,
+                success: percent(hits, n),
+                default,
+            });
+        }
+    }
+    rows
+}
+
+/// Table 10 as markdown.
+pub fn composition_markdown(rows: &[CompositionRow]) -> String {
+    let mut out = String::from(
+        "\n## Composition of the top-l proposals (Table 10)\n\n\
+         The top l candidates of the classifier share half the budget in proportion to their \
+         normalized probabilities (appendix D.4); l = 1 is the classifier's own pick.\n\n\
+         | Method | l | Holes | Success (hole) | Default (hole) | Rel. ↑ |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for r in rows {
+        let gain = if r.default > 0.0 {
+            format!("{:+.2}%", 100.0 * (r.success - r.default) / r.default)
+        } else {
+            "-".into()
+        };
+        out += &format!(
+            "| {} | {} | {} | {:.2}% | {:.2}% | {gain} |\n",
+            r.method, r.l, r.holes, r.success, r.default
+        );
+    }
+    out
+}

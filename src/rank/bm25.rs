@@ -1,0 +1,39 @@
+//! RLPG-BM25 (section 3.2, method 6) as a ranker: the applicable proposals ordered by the BM25
+//! score of their context against the hole window, then the default context.
+
+use super::{RankInput, Ranked, Ranker, sorted};
+use crate::context::proposals::DEFAULT_ID;
+use crate::context::retrieval::Bm25;
+
+pub struct Bm25Ranker;
+
+impl Ranker for Bm25Ranker {
+    fn name(&self) -> &'static str {
+        "BM25"
+    }
+
+    /// BM25 is fitted over the hole's 62 proposal contexts, as the paper's baseline is; the
+    /// default context ranks last with score 0.
+    fn rank(&self, input: &RankInput) -> Vec<Ranked> {
+        let scores = Bm25::new(input.proposals.iter().map(|p| p.context.text.as_str()))
+            .scores(&input.window.text());
+        let applicable = input
+            .proposals
+            .iter()
+            .zip(scores)
+            .filter(|(p, _)| p.applicable());
+        let mut ranked = sorted(
+            applicable
+                .map(|(p, score)| Ranked {
+                    id: p.spec.id,
+                    score,
+                })
+                .collect(),
+        );
+        ranked.push(Ranked {
+            id: DEFAULT_ID,
+            score: 0.0,
+        });
+        ranked
+    }
+}

@@ -1,0 +1,214 @@
+//! What the default encoder reads: hashed sub-tokens. Code is split into identifiers, numbers
+//! and punctuation; an identifier counts as itself and as each of its camelCase / snake_case
+//! parts, lowercased, so `getUserName` shares features with `userName`. Each sub-token is
+//! hashed into one of [`BUCKETS`] embedding rows (row 0 is padding).
+
+use crate::hole::HoleWindow;
+use crate::token::Keep;
+
+/// Embedding rows of the hashed encoder.
+pub const BUCKETS: usize = 1 << 12;
+/// The padding id; its mask weight is 0.
+pub const PAD: u32 = 0;
+/// Sub-tokens per hole-window part.
+pub const PART_LEN: usize = 48;
+/// Sub-tokens at the end of the hole-line prefix that form a part of their own: what is
+/// typed right before the cursor says most about what comes next.
+pub const TAIL_LEN: usize = 4;
+/// The hole window's parts: lines before, hole-line prefix, its tail, lines after.
+pub const PARTS: usize = 4;
+/// A candidate context is read as `CHUNKS` chunks of `CHUNK_LEN` sub-tokens from the end that
+/// survives truncation (the attention keys of RLPG-R).
+pub const CHUNKS: usize = 16;
+pub const CHUNK_LEN: usize = 16;
+/// Bytes of a context read from its kept end: enough for `CHUNKS * CHUNK_LEN` sub-tokens of
+/// ordinary code without tokenizing the whole context.
+const CONTEXT_BYTES: usize = 4096;
+
+/// Calls `emit` with the id of every sub-token of `text`, in order.
+pub fn subtokens(text: &str, mut emit: impl FnMut(u32)) {
+    let mut chars = text.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if c.is_alphanumeric() || c == '_' || c == '$' {
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, c)) = chars.peek() {
+                if !(c.is_alphanumeric() || c == '_' || c == '$') {
+                    break;
+                }
+                end = i + c.len_utf8();
+                chars.next();
+            }
+            word(&text[start..end], &mut emit);
+        } else if !c.is_whitespace() {
+            let mut buf = [0; 4];
+            emit(bucket(c.encode_utf8(&mut buf).as_bytes()));
+        }
+    }
+}
+
+/// A word: numbers all map to one id; identifiers give themselves and their parts.
+fn word(word: &str, emit: &mut impl FnMut(u32)) {
+    if word.starts_with(|c: char| c.is_ascii_digit()) {
+        emit(bucket(b"0"));
+        return;
+    }
+    let lower = word.to_lowercase();
+    emit(bucket(lower.as_bytes()));
+    let parts = split_identifier(word);
+    if parts.len() > 1 {
+        for part in parts {
+            emit(bucket(part.to_lowercase().as_bytes()));
+        }
+    }
+}
+
+/// `getHTTPResponse_code` → `get`, `HTTP`, `Response`, `code`.
+fn split_identifier(word: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if c == '_' || c == '$' {
+            parts.push(&word[start..i]);
+            start = i + c.len_utf8();
+            continue;
+        }
+        let prev = k.checked_sub(1).map(|p| chars[p].1);
+        let next = chars.get(k + 1).map(|n| n.1);
+        let lower_to_upper =
+            prev.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) && c.is_uppercase();
+        let acronym_end = prev.is_some_and(char::is_uppercase)
+            && c.is_uppercase()
+            && next.is_some_and(char::is_lowercase);
+        if (lower_to_upper || acronym_end) && i > start {
+            parts.push(&word[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&word[start..]);
+    parts.retain(|p| !p.is_empty());
+    parts
+}
+
+/// FNV-1a, written out because the shipped model's rows depend on it: it must never change
+/// with a dependency's version.
+fn bucket(bytes: &[u8]) -> u32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    1 + (hash % (BUCKETS as u64 - 1)) as u32
+}
+
+fn ids(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    subtokens(text, |id| out.push(id));
+    out
+}
+
+/// Up to `len` ids from the `keep` end of `ids`, padded to `len`.
+fn padded(ids: &[u32], len: usize, keep: Keep) -> impl Iterator<Item = u32> + '_ {
+    let taken = match keep {
+        Keep::Start => &ids[..ids.len().min(len)],
+        Keep::End => &ids[ids.len().saturating_sub(len)..],
+    };
+    taken
+        .iter()
+        .copied()
+        .chain(std::iter::repeat(PAD))
+        .take(len)
+}
+
+/// The hole window's [`PARTS`] parts, each [`PART_LEN`] ids (the tail part padded too).
+pub fn hole_ids(window: &HoleWindow) -> Vec<u32> {
+    let prefix = ids(window.prefix);
+    let tail = &prefix[prefix.len().saturating_sub(TAIL_LEN)..];
+    let mut out = Vec::with_capacity(PARTS * PART_LEN);
+    out.extend(padded(&ids(window.before), PART_LEN, Keep::End));
+    out.extend(padded(&prefix, PART_LEN, Keep::End));
+    out.extend(padded(tail, PART_LEN, Keep::End));
+    out.extend(padded(&ids(window.after), PART_LEN, Keep::Start));
+    out
+}
+
+/// A context's sub-tokens nearest its kept end, at most `CHUNKS * CHUNK_LEN`, in text order
+/// (unpadded: an empty context gives none).
+pub fn context_ids(text: &str, keep: Keep) -> Vec<u32> {
+    let window = match keep {
+        Keep::Start => &text[..floor_boundary(text, CONTEXT_BYTES.min(text.len()))],
+        Keep::End => &text[ceil_boundary(text, text.len().saturating_sub(CONTEXT_BYTES))..],
+    };
+    let all = ids(window);
+    let n = CHUNKS * CHUNK_LEN;
+    match keep {
+        Keep::Start => all[..all.len().min(n)].to_vec(),
+        Keep::End => all[all.len().saturating_sub(n)..].to_vec(),
+    }
+}
+
+/// Context ids laid out as [`CHUNKS`] × [`CHUNK_LEN`], padded at the end.
+pub fn chunked(ids: &[u32]) -> impl Iterator<Item = u32> + '_ {
+    padded(ids, CHUNKS * CHUNK_LEN, Keep::Start)
+}
+
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_share_their_parts() {
+        assert_eq!(
+            split_identifier("getHTTPResponse_code"),
+            ["get", "HTTP", "Response", "code"]
+        );
+        assert_eq!(split_identifier("x"), ["x"]);
+        let user = ids("userName");
+        let getter = ids("getUserName()");
+        assert!(
+            user.iter()
+                .all(|id| getter.contains(id) || *id == ids("username")[0])
+        );
+        assert!(getter.contains(&bucket(b"name")));
+        assert_eq!(ids("12 345"), ids("7 8"));
+        assert!(ids("a.b").contains(&bucket(b".")));
+        assert!(ids("").is_empty() && ids(" \n\t").is_empty());
+    }
+
+    #[test]
+    fn ids_are_never_padding_and_stay_in_range() {
+        for text in ["ü", "日本語", "a$b", "__", "0x1F", "{}"] {
+            assert!(
+                ids(text)
+                    .iter()
+                    .all(|&id| id != PAD && (id as usize) < BUCKETS)
+            );
+        }
+    }
+
+    #[test]
+    fn contexts_keep_the_end_that_survives_truncation() {
+        let text: String = (0..1000).map(|i| format!("w{i} ")).collect();
+        let end = context_ids(&text, Keep::End);
+        let start = context_ids(&text, Keep::Start);
+        assert_eq!(end.len(), CHUNKS * CHUNK_LEN);
+        assert_eq!(end.last(), ids("w999").last());
+        assert_eq!(start.first(), ids("w0").first());
+        assert!(context_ids("", Keep::End).is_empty());
+        assert_eq!(chunked(&[5]).collect::<Vec<_>>().len(), CHUNKS * CHUNK_LEN);
+    }
+}

@@ -1,0 +1,401 @@
+//! Training a classifier on label files (appendix C): Adam, learning rate 3e-4, batches of 64,
+//! RLPG's masked loss; repositories split into training and validation, early stopping on the
+//! validation success of the top-ranked candidate.
+//!
+//! RLPG-H trains the encoder with its head (keyhole's encoder is trained from scratch, where the
+//! paper froze CodeBERT). RLPG-R then freezes that encoder, as the paper freezes F_phi, and
+//! trains its own head; it starts from a model file that already has an encoder.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use candle_core::{DType, Device, Tensor, Var};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::dataset::Example;
+use super::features::{CHUNK_LEN, CHUNKS, PART_LEN, PARTS};
+use super::network::{HashedEncoder, HeadH, HeadR, masked_bce};
+use super::{BUNDLED, Variant};
+use crate::context::proposals::DEFAULT_ID;
+use crate::eval::RLPG_CANDIDATES;
+use crate::rank::FixedRanker;
+
+/// Paper, appendix C.
+const LEARNING_RATE: f64 = 3e-4;
+const BATCH: usize = 64;
+
+#[derive(Clone, Debug)]
+pub struct TrainOptions {
+    pub variant: Variant,
+    /// Repositories held out for early stopping.
+    pub validation: Vec<String>,
+    pub max_epochs: usize,
+    /// Epochs without a better validation success before stopping.
+    pub patience: usize,
+    /// Orders the batches (weight initialisation and dropout use candle's unseeded RNG).
+    pub seed: u64,
+}
+
+/// How one epoch went.
+#[derive(Clone, Debug, Serialize)]
+pub struct Epoch {
+    pub epoch: usize,
+    pub train_loss: f64,
+    pub validation_loss: f64,
+    /// Percent of validation holes where the top-ranked candidate succeeded.
+    pub validation_success: f64,
+}
+
+/// What `keyhole train` writes next to the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrainReport {
+    pub variant: &'static str,
+    pub train_repositories: Vec<String>,
+    pub validation_repositories: Vec<String>,
+    pub train_holes: usize,
+    pub validation_holes: usize,
+    pub epochs: Vec<Epoch>,
+    pub best_epoch: usize,
+    /// On the validation holes, percent: the model's top candidate, and for comparison the
+    /// default context, the fixed ranking's top candidate and the oracle.
+    pub validation: Comparison,
+    pub seconds: f64,
+    pub trained_parameters: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub model: f64,
+    pub default: f64,
+    pub fixed: f64,
+    pub oracle: f64,
+}
+
+/// The networks being trained and the variables the optimiser moves.
+struct Model {
+    vars: VarMap,
+    encoder: HashedEncoder,
+    h: Option<HeadH>,
+    r: Option<HeadR>,
+    trained: Vec<Var>,
+}
+
+impl Model {
+    /// A fresh encoder and RLPG-H head, or for RLPG-R the encoder (and any RLPG-H head) of
+    /// `start` (the bundled model when `None`) with a fresh RLPG-R head.
+    fn new(variant: Variant, start: Option<&Path>) -> Result<Model> {
+        let mut vars = VarMap::new();
+        let vb = VarBuilder::from_varmap(&vars, DType::F32, &Device::Cpu);
+        let encoder = HashedEncoder::new(vb.pp("encoder"))?;
+        if variant == Variant::H {
+            let h = Some(HeadH::new(vb.pp("h"))?);
+            let trained = vars.all_vars();
+            return Ok(Model {
+                vars,
+                encoder,
+                h,
+                r: None,
+                trained,
+            });
+        }
+        let saved = match start {
+            Some(path) => candle_core::safetensors::load(path, &Device::Cpu)
+                .with_context(|| format!("{}: cannot read the starting model", path.display()))?,
+            None => candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
+        };
+        // Keep the start's RLPG-H head, if it has one, so the written model still offers it.
+        let h = match saved.contains_key("h.out.weight") {
+            true => Some(HeadH::new(vb.pp("h"))?),
+            false => None,
+        };
+        let kept: BTreeSet<String> = vars.data().lock().expect("vars").keys().cloned().collect();
+        let missing: Vec<&String> = kept
+            .iter()
+            .filter(|name| !saved.contains_key(*name))
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "the starting model has no {} (is it a keyhole classifier?)",
+                missing[0]
+            );
+        }
+        vars.set(saved.iter().filter(|(name, _)| kept.contains(*name)))
+            .context("the starting model does not fit this keyhole")?;
+        let r = Some(HeadR::new(vb.pp("r"))?);
+        let trained = vars
+            .data()
+            .lock()
+            .expect("vars")
+            .iter()
+            .filter(|(name, _)| !kept.contains(*name))
+            .map(|(_, var)| var.clone())
+            .collect();
+        Ok(Model {
+            vars,
+            encoder,
+            h,
+            r,
+            trained,
+        })
+    }
+
+    fn logits(&self, batch: &Batch, train: bool) -> candle_core::Result<Tensor> {
+        let holes = self.encoder.holes(&batch.holes)?;
+        match (&self.r, &batch.contexts) {
+            (Some(r), Some(contexts)) => {
+                let b = batch.holes.dim(0)?;
+                let (chunks, present) = self.encoder.chunks(contexts)?;
+                r.forward(
+                    &holes.detach(),
+                    &chunks.reshape((b, RLPG_CANDIDATES, CHUNKS, super::network::E))?,
+                    &present.reshape((b, RLPG_CANDIDATES, CHUNKS))?,
+                    train,
+                )
+            }
+            (_, _) => match &self.h {
+                Some(h) => h.forward(&holes, train),
+                None => candle_core::bail!("no RLPG-H head"),
+            },
+        }
+    }
+
+    fn snapshot(&self) -> Result<HashMap<String, Tensor>> {
+        let data = self.vars.data().lock().expect("vars");
+        data.iter()
+            .map(|(name, var)| Ok((name.clone(), var.as_tensor().copy()?)))
+            .collect()
+    }
+
+    fn restore(&mut self, snapshot: &HashMap<String, Tensor>) -> Result<()> {
+        Ok(self.vars.set(snapshot.iter())?)
+    }
+}
+
+/// One batch as tensors.
+struct Batch {
+    holes: Tensor,
+    contexts: Option<Tensor>,
+    labels: Tensor,
+    mask: Tensor,
+}
+
+impl Batch {
+    fn of(examples: &[&Example], with_contexts: bool) -> candle_core::Result<Batch> {
+        let b = examples.len();
+        let dev = &Device::Cpu;
+        let flat = |f: &dyn Fn(&Example) -> &[f32]| -> Vec<f32> {
+            examples.iter().flat_map(|e| f(e).iter().copied()).collect()
+        };
+        let holes: Vec<u32> = examples
+            .iter()
+            .flat_map(|e| e.hole.iter().copied())
+            .collect();
+        let contexts = with_contexts.then(|| {
+            let ids: Vec<u32> = examples
+                .iter()
+                .flat_map(|e| e.contexts.iter().flat_map(|c| super::features::chunked(c)))
+                .collect();
+            Tensor::from_vec(ids, (b * RLPG_CANDIDATES, CHUNKS * CHUNK_LEN), dev)
+        });
+        Ok(Batch {
+            holes: Tensor::from_vec(holes, (b, PARTS * PART_LEN), dev)?,
+            contexts: contexts.transpose()?,
+            labels: Tensor::from_vec(flat(&|e| &e.labels), (b, RLPG_CANDIDATES), dev)?,
+            mask: Tensor::from_vec(flat(&|e| &e.mask), (b, RLPG_CANDIDATES), dev)?,
+        })
+    }
+}
+
+/// Train `options.variant` on `examples`, starting (for RLPG-R) from the model at `start`, and
+/// write the model to `out` (atomically) with its report beside it.
+pub fn train(
+    examples: &[Example],
+    options: &TrainOptions,
+    start: Option<&Path>,
+    out: &Path,
+    progress: &dyn Fn(&Epoch),
+) -> Result<TrainReport> {
+    let began = Instant::now();
+    let (train, validation): (Vec<&Example>, Vec<&Example>) = examples
+        .iter()
+        .partition(|e| !options.validation.contains(&e.repository));
+    if train.is_empty() || validation.is_empty() {
+        bail!(
+            "need holes for training and for validation (validation repositories: {}; found {} and {})",
+            options.validation.join(", "),
+            train.len(),
+            validation.len()
+        );
+    }
+    let mut model = Model::new(options.variant, start)?;
+    let with_contexts = options.variant == Variant::R;
+    let params = ParamsAdamW {
+        lr: LEARNING_RATE,
+        weight_decay: 0.0,
+        ..ParamsAdamW::default()
+    };
+    let mut optimizer = AdamW::new(model.trained.clone(), params)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    let mut order = train.clone();
+    let mut epochs = Vec::new();
+    let mut best: Option<(Epoch, HashMap<String, Tensor>)> = None;
+    for epoch in 1..=options.max_epochs {
+        order.shuffle(&mut rng);
+        let mut losses = Vec::new();
+        for chunk in order.chunks(BATCH) {
+            let batch = Batch::of(chunk, with_contexts)?;
+            let loss = masked_bce(&model.logits(&batch, true)?, &batch.labels, &batch.mask)?;
+            optimizer.backward_step(&loss)?;
+            losses.push(f64::from(loss.to_scalar::<f32>()?));
+        }
+        let (validation_loss, validation_success) = evaluate(&model, &validation, with_contexts)?;
+        let stats = Epoch {
+            epoch,
+            train_loss: losses.iter().sum::<f64>() / losses.len().max(1) as f64,
+            validation_loss,
+            validation_success,
+        };
+        progress(&stats);
+        epochs.push(stats.clone());
+        let better = best.as_ref().is_none_or(|(b, _)| {
+            (stats.validation_success, -stats.validation_loss)
+                > (b.validation_success, -b.validation_loss)
+        });
+        if better {
+            best = Some((stats, model.snapshot()?));
+        } else if epoch - best.as_ref().map_or(0, |(b, _)| b.epoch) >= options.patience {
+            break;
+        }
+    }
+    let (best_epoch, weights) = best.expect("at least one epoch");
+    model.restore(&weights)?;
+    save(&weights, out)?;
+    let report = TrainReport {
+        variant: options.variant.name(),
+        train_repositories: repositories(&train),
+        validation_repositories: repositories(&validation),
+        train_holes: train.len(),
+        validation_holes: validation.len(),
+        epochs,
+        best_epoch: best_epoch.epoch,
+        validation: compare(best_epoch.validation_success, &validation),
+        seconds: began.elapsed().as_secs_f64(),
+        trained_parameters: model.trained.iter().map(|v| v.elem_count()).sum(),
+    };
+    Ok(report)
+}
+
+/// Mean masked loss and top-1 success (percent) on `examples`, without dropout.
+fn evaluate(model: &Model, examples: &[&Example], with_contexts: bool) -> Result<(f64, f64)> {
+    let (mut loss, mut hits) = (0.0, 0);
+    for chunk in examples.chunks(BATCH) {
+        let batch = Batch::of(chunk, with_contexts)?;
+        let logits = model.logits(&batch, false)?;
+        loss += f64::from(masked_bce(&logits, &batch.labels, &batch.mask)?.to_scalar::<f32>()?)
+            * chunk.len() as f64;
+        for (example, scores) in chunk.iter().zip(logits.to_vec2::<f32>()?) {
+            let top = (0..RLPG_CANDIDATES)
+                .filter(|&id| example.mask[id] > 0.0)
+                .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)))
+                .unwrap_or(DEFAULT_ID);
+            hits += usize::from(example.labels[top] > 0.0);
+        }
+    }
+    let n = examples.len().max(1) as f64;
+    Ok((loss / n, 100.0 * hits as f64 / n))
+}
+
+fn compare(model: f64, examples: &[&Example]) -> Comparison {
+    let rate = |hit: &dyn Fn(&Example) -> bool| {
+        100.0 * examples.iter().filter(|e| hit(e)).count() as f64 / examples.len().max(1) as f64
+    };
+    Comparison {
+        model,
+        default: rate(&|e| e.labels[DEFAULT_ID] > 0.0),
+        fixed: rate(&|e| {
+            let top = FixedRanker::order()
+                .find(|&id| e.mask[id] > 0.0)
+                .unwrap_or(DEFAULT_ID);
+            e.labels[top] > 0.0
+        }),
+        oracle: rate(&|e| e.labels.iter().any(|&l| l > 0.0)),
+    }
+}
+
+fn repositories(examples: &[&Example]) -> Vec<String> {
+    let names: BTreeSet<&str> = examples.iter().map(|e| e.repository.as_str()).collect();
+    names.into_iter().map(str::to_string).collect()
+}
+
+/// Write the weights next to `out` and rename them into place, so a crash never leaves a
+/// half-written model.
+fn save(weights: &HashMap<String, Tensor>, out: &Path) -> Result<()> {
+    crate::feedback::create_parent(out)?;
+    let partial = out.with_extension("safetensors.partial");
+    candle_core::safetensors::save(weights, &partial)
+        .with_context(|| format!("cannot write {}", partial.display()))?;
+    std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hole::HoleWindow;
+    use crate::rank::classifier::features;
+
+    /// Holes whose line says `alpha` succeed with proposal 6 only; `beta`, with proposal 20 only.
+    fn synthetic(repository: &str, n: usize) -> Vec<Example> {
+        (0..n)
+            .map(|i| {
+                let (word, winner) = if i % 2 == 0 {
+                    ("alpha", 6)
+                } else {
+                    ("beta", 20)
+                };
+                let prefix = format!("int x{i} = {word}(");
+                let window = HoleWindow {
+                    before: "class A {\n",
+                    prefix: &prefix,
+                    after: "}\n",
+                };
+                let mut labels = vec![0.0; RLPG_CANDIDATES];
+                labels[winner] = 1.0;
+                Example {
+                    repository: repository.into(),
+                    hole: features::hole_ids(&window),
+                    contexts: Vec::new(),
+                    mask: vec![1.0; RLPG_CANDIDATES],
+                    labels,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rlpg_h_learns_which_proposal_a_hole_needs() {
+        let mut examples = synthetic("train", 1024);
+        examples.extend(synthetic("valid", 128));
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("model.safetensors");
+        let options = TrainOptions {
+            variant: Variant::H,
+            validation: vec!["valid".into()],
+            max_epochs: 80,
+            patience: 8,
+            seed: 1,
+        };
+        let report = train(&examples, &options, None, &out, &|_| {}).unwrap();
+        // The fixed order cannot tell the two kinds of hole apart; the classifier must.
+        assert_eq!(report.validation.fixed, 50.0);
+        assert!(report.validation.model > 95.0, "{report:?}");
+        let loaded = crate::rank::classifier::Classifier::load(&out).unwrap();
+        assert!(loaded.has(Variant::H) && !loaded.has(Variant::R));
+        assert!(!out.with_extension("safetensors.partial").exists());
+    }
+}
