@@ -41,7 +41,9 @@ fn hole_after(index: &RepoIndex, path: &str, marker: &str) -> Hole {
 
 fn expected(index: &RepoIndex, path: &str, marker: &str) -> Option<String> {
     let hole = hole_after(index, path, marker);
-    TypedHole::new(index, &hole).expected().map(|e| e.text.clone())
+    TypedHole::new(index, &hole)
+        .expected()
+        .map(|e| e.text.clone())
 }
 
 const ORDER: &str = "package shop;
@@ -74,13 +76,14 @@ public class Service extends BaseService {
         return order;
     }
 
-    void update(Customer c) {
+    void update(Customer c, int[] values) {
         this.current = current;
         process(current, c);
         Order made = new Order(c);
         audit(current);
         String text = Format.describe(current);
         int size = text.length() + made.hashCode();
+        boolean empty = !text.isEmpty() && values[size] > 0;
         var inferred = current;
     }
 
@@ -143,6 +146,10 @@ fn expected_type_of_declarations_assignments_and_returns() {
         Some("Order")
     );
     assert_eq!(expected(&index, SVC, "return ").as_deref(), Some("Order"));
+    // Conditions and array indexes.
+    assert_eq!(expected(&index, SVC, "= !").as_deref(), Some("boolean"));
+    assert_eq!(expected(&index, SVC, "&& ").as_deref(), Some("boolean"));
+    assert_eq!(expected(&index, SVC, "values[").as_deref(), Some("int"));
     // `this.x = ` resolves the field's declared type.
     assert_eq!(
         expected(&index, SVC, "this.current = ").as_deref(),
@@ -158,10 +165,7 @@ fn expected_type_of_call_arguments() {
         expected(&index, SVC, "process(current, ").as_deref(),
         Some("Customer")
     );
-    assert_eq!(
-        expected(&index, SVC, "process(").as_deref(),
-        Some("Order")
-    );
+    assert_eq!(expected(&index, SVC, "process(").as_deref(), Some("Order"));
     // A method of the parent class.
     assert_eq!(expected(&index, SVC, "audit(").as_deref(), Some("Order"));
     // A static method of a class imported from another package.
@@ -234,7 +238,11 @@ fn headers_match_the_type_then_related_types_in_locality_order() {
     let names: Vec<&str> = headers.iter().map(|h| h.name.as_str()).collect();
     // Locals nearest first, then the class's fields and methods in order, inherited ones;
     // the parameter of Customer type only leads to an Order through a member, so it is last.
-    assert_eq!(names, ["made", "current", "find", "lookup", "c"], "{headers:?}");
+    assert_eq!(
+        names,
+        ["made", "current", "find", "lookup", "c"],
+        "{headers:?}"
+    );
     assert!(headers[..4].iter().all(|h| h.score == 1.0));
     assert!(headers[4].score > 0.0 && headers[4].score < 1.0);
     let text = typed.contexts()[1].1.text.clone();
@@ -253,7 +261,10 @@ fn headers_are_cut_to_ten() {
         "package shop;\n\npublic class Many {{\n{methods}    void use(Customer c) {{\n        Order o = \n    }}\n}}\n"
     );
     let (_dir, index) = repo(&[
-        ("src/shop/Order.java", "package shop;\npublic class Order {}\n"),
+        (
+            "src/shop/Order.java",
+            "package shop;\npublic class Order {}\n",
+        ),
         (
             "src/shop/Customer.java",
             "package shop;\npublic class Customer { Order last; }\n",
@@ -338,14 +349,18 @@ fn assert_provenance(index: &RepoIndex, text: &SourcedText) {
 #[test]
 fn error_report_names_errors_inside_the_completion_only() {
     // The file is broken elsewhere too (the field line): that error is not the completion's.
-    let text = "class A {\n    int broken = ;\n    int f(int x) {\n        return x + 1;\n    }\n}\n";
+    let text =
+        "class A {\n    int broken = ;\n    int f(int x) {\n        return x + 1;\n    }\n}\n";
     let offset = text.find("x + 1;").expect("hole");
     let target = "x + 1;".len();
     let path = "A.java";
     assert_eq!(completion_errors(path, text, offset, target, "x * 2;"), []);
     let errors = completion_errors(path, text, offset, target, "x * 2));");
     assert!(!errors.is_empty());
-    assert!(errors.iter().all(|e| e.line == 4 && e.column >= 16), "{errors:?}");
+    assert!(
+        errors.iter().all(|e| e.line == 4 && e.column >= 16),
+        "{errors:?}"
+    );
     assert!(errors[0].message.contains(')'), "{errors:?}");
     let missing = completion_errors(path, text, offset, target, "f(x;");
     assert!(!missing.is_empty(), "{missing:?}");
@@ -360,7 +375,10 @@ fn broken_files_never_panic() {
             "Broken.java",
             "class A extends { void f( { int x = ; return new (\n\"unterminated\n/* open comment\n",
         ),
-        ("Weird.java", "\u{0}{{{{(((( class class class Ω x = 'ab\n\tfoo(bar(, \"\"\" text\n"),
+        (
+            "Weird.java",
+            "\u{0}{{{{(((( class class class Ω x = 'ab\n\tfoo(bar(, \"\"\" text\n",
+        ),
         ("Empty.java", ""),
         ("Deep.java", &"class A { ".repeat(300)),
     ]);

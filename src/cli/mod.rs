@@ -531,7 +531,9 @@ fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
     if id > DEFAULT_ID {
         let composer =
             compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
-        let row = typed_candidates(&session, &composer).into_iter().find(|r| r.id == id);
+        let row = typed_candidates(&session, &composer)
+            .into_iter()
+            .find(|r| r.id == id);
         let row = row.expect("both typed-hole candidates are built");
         if row.context.is_empty() {
             eprintln!(

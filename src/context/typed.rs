@@ -373,9 +373,12 @@ impl<'a> TypedHole<'a> {
                 .supertypes
                 .iter()
                 .chain(outline.fields.iter().map(|f| &f.type_name))
-                .chain(outline.methods.iter().flat_map(|m| {
-                    m.return_type.iter().chain(m.params.iter())
-                }));
+                .chain(
+                    outline
+                        .methods
+                        .iter()
+                        .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
+                );
             for written in mentioned {
                 for name in type_names(written) {
                     if let Some(found) = self.resolve(t.file, name) {
@@ -394,7 +397,10 @@ impl<'a> TypedHole<'a> {
         let Some(expected) = &self.expected else {
             return out;
         };
-        out.push_plain(&format!("// Expected type at the hole: {}\n", expected.text));
+        out.push_plain(&format!(
+            "// Expected type at the hole: {}\n",
+            expected.text
+        ));
         let types = self.relevant_types();
         if !types.is_empty() {
             out.push_plain("// Relevant type definitions:\n");
@@ -535,8 +541,7 @@ impl<'a> TypedHole<'a> {
             let Some(returns) = method.return_type.as_ref().filter(|r| *r != "void") else {
                 continue;
             };
-            if keep(method.is_static, method.is_private) && !self.holds_hole(t.file, method.decl)
-            {
+            if keep(method.is_static, method.is_private) && !self.holds_hole(t.file, method.decl) {
                 found.push((
                     method.decl.start,
                     Entry {
@@ -570,7 +575,8 @@ impl<'a> TypedHole<'a> {
     /// 1.0 when the entry's type is consistent with a target; [`RELATED_SCORE`] when its type
     /// is a repository type with an instance field or method of a target type.
     fn score(&self, entry: &Entry, targets: &[Target]) -> f64 {
-        let direct = |written: &str, file| targets.iter().any(|t| self.consistent(written, file, t));
+        let direct =
+            |written: &str, file| targets.iter().any(|t| self.consistent(written, file, t));
         if direct(&entry.type_name, entry.file) {
             return 1.0;
         }

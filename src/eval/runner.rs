@@ -210,11 +210,13 @@ impl RepoRun<'_> {
             })
             .collect();
         let typed = TypedHole::new(self.index, hole).contexts();
-        out.extend(typed.into_iter().map(|(id, context)| HolePrompt {
-            id,
-            prompt: (!context.is_empty())
-                .then(|| composer.compose_context(id, &context, typed::SHARE, typed::KEEP)),
-            bm25: None,
+        out.extend(typed.into_iter().map(|(id, context)| {
+            HolePrompt {
+                id,
+                prompt: (!context.is_empty())
+                    .then(|| composer.compose_context(id, &context, typed::SHARE, typed::KEEP)),
+                bm25: None,
+            }
         }));
         out
     }

@@ -102,9 +102,7 @@ fn type_outline(node: Node, kind: TypeKind, source: &str) -> TypeOutline {
                         .extend(field_outline(member, source, in_interface));
                 }
                 "method_declaration" | "constructor_declaration" => {
-                    outline
-                        .methods
-                        .extend(method_outline(member, source));
+                    outline.methods.extend(method_outline(member, source));
                 }
                 "enum_constant" => outline.constants.push(constant_span(member)),
                 _ => {}
@@ -134,9 +132,7 @@ fn supertypes(node: Node, source: &str) -> Vec<String> {
 
 fn has_modifier(node: Node, keyword: &str) -> bool {
     let mut cursor = node.walk();
-    let modifiers = node
-        .children(&mut cursor)
-        .find(|c| c.kind() == "modifiers");
+    let modifiers = node.children(&mut cursor).find(|c| c.kind() == "modifiers");
     modifiers.is_some_and(|m| {
         let mut inner = m.walk();
         m.children(&mut inner).any(|k| k.kind() == keyword)
@@ -385,6 +381,11 @@ fn expectation(mut node: Node, source: &str) -> Option<Expectation> {
             "field_access" if is("field") => node = parent,
             "method_invocation" if is("name") => node = parent,
             "ternary_expression" if is("condition") => return boolean(),
+            "unary_expression" => {
+                let op = parent.child_by_field_name("operator").map(|o| o.kind());
+                return (op == Some("!")).then(boolean).flatten();
+            }
+            "array_access" if is("index") => return Some(Expectation::Type("int".into())),
             "ternary_expression" => node = parent,
             "binary_expression" => {
                 let op = parent.child_by_field_name("operator").map(|o| o.kind());
