@@ -173,6 +173,8 @@ fn methods_on_the_test_split() {
             "random proposal",
             "file-level BM25",
             "identifier usage",
+            "typed-hole types",
+            "typed-hole headers",
             "fixed proposal",
             "fixed ranking",
             "RLPG-BM25"
@@ -286,18 +288,18 @@ fn repository_table_has_every_method() {
     };
     let a = repo("a");
     assert_eq!((a.split.as_str(), a.holes), ("train", 2));
-    // default, oracle, (four baselines), fixed proposal, fixed ranking
+    // default, oracle, (four baselines, two typed-hole contexts), fixed proposal, fixed ranking
     assert_eq!(
-        (a.success[0], a.success[1], a.success[6], a.success[7]),
+        (a.success[0], a.success[1], a.success[8], a.success[9]),
         (0.0, 100.0, 100.0, 0.0)
     );
     let b = repo("b");
     assert_eq!((b.split.as_str(), b.holes), ("test", 4));
     assert_eq!(
-        (b.success[0], b.success[1], b.success[6], b.success[7]),
+        (b.success[0], b.success[1], b.success[8], b.success[9]),
         (25.0, 50.0, 25.0, 50.0)
     );
-    assert_eq!(repo("c").success, vec![100.0; 9]);
+    assert_eq!(repo("c").success, vec![100.0; 11]);
 }
 
 #[test]
@@ -314,8 +316,8 @@ fn further_methods_plug_in_as_rankings() {
         method(&report, "oracle or nothing").success,
         method(&report, "oracle").success
     );
-    assert_eq!(report.success_at_k.len(), 11);
-    assert_eq!(report.repositories[0].success.len(), 11);
+    assert_eq!(report.success_at_k.len(), 13);
+    assert_eq!(report.repositories[0].success.len(), 13);
 }
 
 #[test]

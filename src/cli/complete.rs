@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::{HoleArgs, Session, hole_json};
 use keyhole::compose::{self, Prompt};
 use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
+use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
 use keyhole::model::config::{self, BackendConfig};
 use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
@@ -157,6 +158,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
                 id: attempt.id,
                 tokens: attempt.prompt.tokens(session.tokenizer),
                 outcome: Err(err.to_string()),
+                syntax_errors: Vec::new(),
             }],
         })
         .collect();
@@ -250,6 +252,8 @@ struct Row {
     id: usize,
     tokens: usize,
     outcome: Result<(Completion, Option<metrics::Scores>), String>,
+    /// Syntax errors inside the completion, put in place of the target.
+    syntax_errors: Vec<CompletionError>,
 }
 
 impl Row {
@@ -262,6 +266,11 @@ impl Row {
         Row {
             id: attempt.id,
             tokens: attempt.prompt.tokens(session.tokenizer),
+            syntax_errors: typed::hole_completion_errors(
+                &session.index,
+                &session.hole,
+                &completion.text,
+            ),
             outcome: Ok((completion, scores)),
         }
     }
@@ -291,22 +300,33 @@ fn print_rows(session: &Session, entry: &BackendConfig, counting: TokenCounting,
     );
     println!();
     println!(
-        "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5}  completion",
-        "#", "candidate", "tokens", "ms", "EM", "ES"
+        "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5} {:>3}  completion",
+        "#", "candidate", "tokens", "ms", "EM", "ES", "SYN"
     );
     for (i, row) in rows.iter().enumerate() {
         let name = candidate_name(row.id);
         match &row.outcome {
             Ok((c, scores)) => println!(
-                "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5}  {}",
+                "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {}",
                 i + 1,
                 row.tokens,
                 c.latency.as_secs_f64() * 1000.0,
                 scores.map_or("", |s| if s.exact_match { "✓" } else { "✗" }),
                 scores.map_or(String::new(), |s| format!("{:.2}", s.edit_similarity)),
+                row.syntax_errors.len(),
                 c.text
             ),
             Err(err) => println!("{:>2}  {name:<30} {:>6}  error: {err}", i + 1, row.tokens),
+        }
+    }
+    // ChatLSP's error round reports where each completion breaks the file's syntax.
+    for (i, row) in rows.iter().enumerate() {
+        if let Some(first) = row.syntax_errors.first() {
+            println!(
+                "note: #{} has {} syntax error(s) in the completion, first at {first}",
+                i + 1,
+                row.syntax_errors.len()
+            );
         }
     }
 }
@@ -329,6 +349,7 @@ fn rows_json(
             });
             match &row.outcome {
                 Ok((c, scores)) => {
+                    value["syntax_errors"] = json!(row.syntax_errors);
                     value["text"] = json!(c.text);
                     value["latency_ms"] = json!(c.latency.as_secs_f64() * 1000.0);
                     value["exact_match"] = json!(scores.map(|s| s.exact_match));

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::SourcedText;
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
+use keyhole::context::typed::{self, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole};
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
 use keyhole::rank::classifier::Classifier;
@@ -50,12 +51,13 @@ enum Command {
         #[command(flatten)]
         rank: RankArgs,
     },
-    /// Print the prompt composed from one proposal (62 = the default context alone).
+    /// Print the prompt composed from one proposal (62 = the default context alone) or
+    /// typed-hole candidate (71, 72).
     Prompt {
         #[command(flatten)]
         at: HoleArgs,
-        /// Proposal id, 0..=62.
-        #[arg(long, default_value_t = DEFAULT_ID)]
+        /// Candidate id: a proposal 0..=62, or 71/72 (typed-hole types/headers).
+        #[arg(long, visible_alias = "id", default_value_t = DEFAULT_ID)]
         proposal: usize,
     },
     /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
@@ -331,13 +333,14 @@ fn proposals_command(at: &HoleArgs, rank: &RankArgs) -> Result<()> {
         ranker: rank.ranker,
         ranking,
     };
+    let typed_rows = typed_candidates(&session, &composer);
     if at.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&proposals_json(&session, at, &listing))?
-        );
+        let mut value = proposals_json(&session, at, &listing);
+        value["typed"] = typed_json(&session, &typed_rows);
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_proposals(&session, at, &listing);
+        print_typed(&session, at, &typed_rows);
     }
     Ok(())
 }
@@ -367,6 +370,66 @@ impl Listing {
         let rest = (0..PROPOSAL_COUNT).filter(|&id| self.place(id).is_none());
         ranked.chain(rest).collect()
     }
+}
+
+/// A typed-hole candidate for the session's hole: id, context and composed prompt.
+struct TypedRow {
+    id: usize,
+    context: SourcedText,
+    prompt: Prompt,
+}
+
+/// Candidates 71 and 72, composed like the proposals.
+fn typed_candidates(session: &Session, composer: &compose::Composer) -> Vec<TypedRow> {
+    TypedHole::new(&session.index, &session.hole)
+        .contexts()
+        .into_iter()
+        .map(|(id, context)| TypedRow {
+            id,
+            prompt: composer.compose_context(id, &context, typed::SHARE, typed::KEEP),
+            context,
+        })
+        .collect()
+}
+
+fn print_typed(session: &Session, at: &HoleArgs, rows: &[TypedRow]) {
+    for row in rows {
+        let seg = proposal_segment(&row.prompt);
+        let files: Vec<&str> = row
+            .context
+            .files()
+            .into_iter()
+            .map(|f| file_name(session.path(f)))
+            .collect();
+        println!(
+            "{:>3}  {:<28} {:<4} {:>6} {:>6}  {:<5}  {}",
+            row.id,
+            keyhole::context::candidate_label(row.id),
+            if row.context.is_empty() { "no" } else { "yes" },
+            seg.map_or(0, |s| s.tokens),
+            compose::proposal_allocation(at.budget, typed::SHARE),
+            cut_name(seg.and_then(|s| s.cut)),
+            summarize(&files, 3),
+        );
+    }
+}
+
+fn typed_json(session: &Session, rows: &[TypedRow]) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let seg = proposal_segment(&row.prompt);
+            json!({
+                "id": row.id,
+                "label": keyhole::context::candidate_label(row.id),
+                "applicable": !row.context.is_empty(),
+                "tokens": seg.map_or(0, |s| s.tokens),
+                "truncated": seg.is_some_and(|s| s.cut.is_some()),
+                "files": row.context.files().into_iter().map(|f| session.path(f)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!(rows)
 }
 
 fn proposal_segment(prompt: &Prompt) -> Option<&compose::Segment> {
@@ -557,12 +620,26 @@ fn proposals_json(session: &Session, at: &HoleArgs, listing: &Listing) -> Value 
 }
 
 fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
-    if id > DEFAULT_ID {
+    if id > DEFAULT_ID && !matches!(id, TYPED_TYPES_ID | TYPED_HEADERS_ID) {
         anyhow::bail!(
-            "--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)"
+            "--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context), typed-hole candidates are {TYPED_TYPES_ID} and {TYPED_HEADERS_ID}"
         );
     }
     let session = Session::open(at, TokenizerKind::Code)?;
+    if id > DEFAULT_ID {
+        let composer =
+            compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
+        let row = typed_candidates(&session, &composer)
+            .into_iter()
+            .find(|r| r.id == id);
+        let row = row.expect("both typed-hole candidates are built");
+        if row.context.is_empty() {
+            eprintln!(
+                "note: candidate {id} is not applicable here; the prompt is the default context alone"
+            );
+        }
+        return print_prompt(&session, at, &row.prompt);
+    }
     let proposal = (id != DEFAULT_ID).then(|| session.build(proposals::specs()[id], at.budget));
     let prompt = compose::compose(
         &session.index,
@@ -577,10 +654,14 @@ fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
             p.spec.id
         );
     }
+    print_prompt(&session, at, &prompt)
+}
+
+fn print_prompt(session: &Session, at: &HoleArgs, prompt: &Prompt) -> Result<()> {
     if at.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&prompt_json(&session, &prompt))?
+            serde_json::to_string_pretty(&prompt_json(session, prompt))?
         );
     } else {
         print!("{}", prompt.text());

@@ -5,6 +5,7 @@
 
 pub mod proposals;
 pub mod retrieval;
+pub mod typed;
 
 /// How a candidate id is named to people: `import MNB`, `default context`, `file-level BM25`.
 pub fn candidate_label(id: usize) -> String {
@@ -13,6 +14,8 @@ pub fn candidate_label(id: usize) -> String {
         retrieval::FILE_BM25_ID => "file-level BM25".into(),
         retrieval::IDENTIFIER_USAGE_ID => "identifier usage".into(),
         retrieval::RANDOM_CONTEXT_ID => "random context".into(),
+        typed::TYPED_TYPES_ID => "typed-hole types".into(),
+        typed::TYPED_HEADERS_ID => "typed-hole headers".into(),
         id => proposals::specs()
             .get(id)
             .map_or_else(|| format!("candidate {id}"), |s| s.label()),

@@ -12,16 +12,18 @@ pub mod runner;
 use serde::{Deserialize, Serialize};
 
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT};
-use crate::context::retrieval::RANDOM_CONTEXT_ID;
+use crate::context::typed::TYPED_HEADERS_ID;
 
-/// Rows per hole: every proposal, the default context and the retrieval baselines.
-pub const ROWS_PER_HOLE: usize = RANDOM_CONTEXT_ID + 1;
+/// Rows per hole: every proposal, the default context, the retrieval baselines and methods,
+/// and the typed-hole candidates (the last id).
+pub const ROWS_PER_HOLE: usize = TYPED_HEADERS_ID + 1;
 /// RLPG's candidates (the oracle's choice): the proposals and the default context.
 pub const RLPG_CANDIDATES: usize = DEFAULT_ID + 1;
 const _: () = assert!(RLPG_CANDIDATES == PROPOSAL_COUNT + 1);
 
-/// One hole × one candidate: proposals 0–61, the default context 62, and the retrieval
-/// baselines 63 (file-level BM25), 64 (identifier usage), 65 (random context).
+/// One hole × one candidate: proposals 0–61, the default context 62, the retrieval
+/// baselines 63 (file-level BM25), 64 (identifier usage), 65 (random context), and the
+/// typed-hole candidates 71 (types) and 72 (headers).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabelRow {
     /// `repository/file:line:column`, unique across a run.

@@ -6,12 +6,13 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use super::labels::LabelFile;
-use super::{LabelRow, hole_id};
+use super::{LabelRow, ROWS_PER_HOLE, hole_id};
 use crate::compose::{self, Composer, Prompt, SegmentKind};
 use crate::context::proposals::{self, DEFAULT_ID, ProposalContext, Request};
 use crate::context::retrieval::{
     self, Bm25, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval,
 };
+use crate::context::typed::{self, TypedHole};
 use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
@@ -171,10 +172,21 @@ impl RepoRun<'_> {
             bm25: None,
         });
         out.extend(self.baselines(hole, &composer));
+        // Every hole has a row per id; an id with no candidate in this build is not applicable.
+        for id in 0..ROWS_PER_HOLE {
+            if !out.iter().any(|p| p.id == id) {
+                out.push(HolePrompt {
+                    id,
+                    prompt: None,
+                    bm25: None,
+                });
+            }
+        }
+        out.sort_by_key(|p| p.id);
         out
     }
 
-    /// RLPG's retrieval baselines, each with half the budget.
+    /// RLPG's retrieval baselines and the typed-hole candidates, each with half the budget.
     fn baselines(&self, hole: &Hole, composer: &Composer) -> Vec<HolePrompt> {
         let req = retrieval::Request {
             index: self.index,
@@ -188,7 +200,7 @@ impl RepoRun<'_> {
             (IDENTIFIER_USAGE_ID, self.retrieval.identifier_usage(&req)),
             (RANDOM_CONTEXT_ID, self.retrieval.random_context(&req)),
         ];
-        contexts
+        let mut out: Vec<HolePrompt> = contexts
             .into_iter()
             .map(|(id, context)| HolePrompt {
                 id,
@@ -196,7 +208,17 @@ impl RepoRun<'_> {
                     .then(|| composer.compose_context(id, &context, 0.5, Keep::Start)),
                 bm25: None,
             })
-            .collect()
+            .collect();
+        let typed = TypedHole::new(self.index, hole).contexts();
+        out.extend(typed.into_iter().map(|(id, context)| {
+            HolePrompt {
+                id,
+                prompt: (!context.is_empty())
+                    .then(|| composer.compose_context(id, &context, typed::SHARE, typed::KEEP)),
+                bm25: None,
+            }
+        }));
+        out
     }
 
     /// Complete every applicable prompt of a chunk; per hole, its predictions by proposal id

@@ -7,7 +7,10 @@ use std::sync::LazyLock;
 use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Parser, Tree, TreeCursor};
 
-use super::{FileFacts, ImportDecl, Language, MethodDecl, Span, TypeDecl, TypeKind};
+use super::java_typed;
+use super::{
+    FileFacts, HoleSyntax, ImportDecl, Language, MethodDecl, Span, SyntaxError, TypeDecl, TypeKind,
+};
 
 pub struct Java;
 
@@ -42,7 +45,11 @@ impl Language for Java {
 
     fn extract(&self, source: &str) -> FileFacts {
         match parse(source) {
-            Some(tree) => Extractor::new(source).run(&tree),
+            Some(tree) => {
+                let mut facts = Extractor::new(source).run(&tree);
+                facts.outline = java_typed::outline(tree.root_node(), source);
+                facts
+            }
             None => FileFacts::default(),
         }
     }
@@ -51,6 +58,14 @@ impl Language for Java {
     /// block and line comments).
     fn is_comment_line(&self, trimmed: &str) -> bool {
         trimmed.starts_with('/') || trimmed.starts_with('*')
+    }
+
+    fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax {
+        java_typed::hole_syntax(source, hole)
+    }
+
+    fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
+        parse(source).map_or_else(Vec::new, |tree| java_typed::errors(&tree, source, within))
     }
 }
 
@@ -101,7 +116,7 @@ struct Extractor<'a> {
     usages: FxHashMap<&'a str, Vec<u32>>,
 }
 
-fn span(node: Node) -> Span {
+pub(super) fn span(node: Node) -> Span {
     Span::new(node.start_byte(), node.end_byte())
 }
 
@@ -234,14 +249,11 @@ impl<'a> Extractor<'a> {
         let Some(name) = node.child_by_field_name("name") else {
             return;
         };
-        let start = signature_start(node);
-        let body = node.child_by_field_name("body");
-        let sig_end = body.map_or(node.end_byte(), |b| b.start_byte());
-        let sig_end = start.max(trim_end(self.source, start, sig_end));
+        let signature = header_span(node, self.source);
         self.facts.methods.push(MethodDecl {
             name: span(name),
-            signature: Span::new(start, sig_end),
-            with_body: Span::new(start, node.end_byte()),
+            signature,
+            with_body: Span::new(signature.start as usize, node.end_byte()),
         });
     }
 
@@ -258,15 +270,24 @@ impl<'a> Extractor<'a> {
     }
 }
 
+/// A declaration from its first modifier to the start of its body, trimmed: a method's
+/// signature, a type's header.
+pub(super) fn header_span(node: Node, source: &str) -> Span {
+    let start = signature_start(node);
+    let body = node.child_by_field_name("body");
+    let end = body.map_or(node.end_byte(), |b| b.start_byte());
+    Span::new(start, start.max(trim_end(source, start, end)))
+}
+
 /// `Map<K, V>` → `Map`, `java.util.List` → `List`.
-fn simple_type_name(text: &str) -> &str {
+pub(super) fn simple_type_name(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text).trim();
     base.rsplit('.').next().unwrap_or(base).trim()
 }
 
 /// Where a method's signature starts: after its annotations (the paper's example signature
 /// is `public void InitializeToAssignment(int[] a)`).
-fn signature_start(method: Node) -> usize {
+pub(super) fn signature_start(method: Node) -> usize {
     let mut cursor = method.walk();
     for child in method.children(&mut cursor) {
         if child.kind() != "modifiers" {

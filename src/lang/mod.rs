@@ -3,7 +3,9 @@
 //! entry in [`for_path`], and the rest of the program stays as it is.
 
 pub mod java;
+mod java_typed;
 
+use std::ops::Range;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -86,6 +88,140 @@ pub struct FileFacts {
     pub name_usages: Vec<(String, Vec<u32>)>,
     /// Number of syntax errors the parser recovered from.
     pub syntax_errors: u32,
+    /// Every declared type with its members, for typed-hole context.
+    pub outline: Vec<TypeOutline>,
+}
+
+/// A declared type as a language server sees it: its header and its members' declarations,
+/// bodies left out (what ChatLSP's type definitions are made of).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeOutline {
+    pub name: String,
+    pub kind: TypeKind,
+    /// From the first modifier (annotations left out) to the opening brace, trimmed.
+    pub header: Span,
+    /// The whole declaration.
+    pub decl: Span,
+    /// Type names after `extends` and `implements`, as written.
+    pub supertypes: Vec<String>,
+    /// Enum constants with their arguments.
+    pub constants: Vec<Span>,
+    pub fields: Vec<FieldOutline>,
+    /// Methods and constructors.
+    pub methods: Vec<MethodOutline>,
+}
+
+/// One field declaration (all its names).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldOutline {
+    /// From the first modifier to the end of the type.
+    pub head: Span,
+    pub type_name: String,
+    /// Each declared name and its span.
+    pub names: Vec<(String, Span)>,
+    pub decl: Span,
+    pub is_static: bool,
+    pub is_private: bool,
+}
+
+/// One method or constructor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodOutline {
+    pub name: String,
+    /// Modifiers to the end of the parameters and throws clause.
+    pub signature: Span,
+    pub decl: Span,
+    /// `None` for a constructor.
+    pub return_type: Option<String>,
+    /// Parameter types, the last one's element type for varargs.
+    pub params: Vec<String>,
+    pub varargs: bool,
+    pub is_static: bool,
+    pub is_private: bool,
+}
+
+impl MethodOutline {
+    /// Whether a call with at least `arity` arguments can reach this method.
+    pub fn accepts(&self, arity: usize) -> bool {
+        self.params.len() >= arity || self.varargs
+    }
+
+    /// The type of argument `position`.
+    pub fn param(&self, position: usize) -> Option<&str> {
+        let last = self.params.len().checked_sub(1)?;
+        match self.params.get(position) {
+            Some(p) => Some(p),
+            None if self.varargs => Some(&self.params[last]),
+            None => None,
+        }
+    }
+}
+
+/// What the syntax tree says about a hole: the types of its file, where its expected type
+/// comes from, and the variables in scope. Spans are in [`HoleSyntax::text`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HoleSyntax {
+    /// The analysed text: the source with a placeholder written at the hole.
+    pub text: String,
+    /// Where the placeholder and what closes it were inserted (empty if nothing was).
+    pub inserted: Range<usize>,
+    pub outline: Vec<TypeOutline>,
+    pub expected: Option<Expectation>,
+    /// Names of the types around the hole, innermost first.
+    pub enclosing_types: Vec<String>,
+    /// Parameters and locals declared before the hole, nearest first.
+    pub locals: Vec<Local>,
+    /// Whether the hole is in static code (no `this`).
+    pub is_static: bool,
+}
+
+/// Where the expected type of a hole comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// Written in the syntax: a declaration's type, the enclosing method's return type, a
+    /// condition's `boolean`.
+    Type(String),
+    /// The type of the variable assigned: a local, parameter or field (`this.x`: a field only).
+    Variable { name: String, field_only: bool },
+    /// Argument `position` of a call of `name` with at least `arity` arguments.
+    Argument {
+        receiver: Receiver,
+        name: String,
+        position: usize,
+        arity: usize,
+    },
+    /// Argument `position` of `new type_name(...)` with at least `arity` arguments.
+    Constructor {
+        type_name: String,
+        position: usize,
+        arity: usize,
+    },
+}
+
+/// What a method is called on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Receiver {
+    /// No receiver, or `this`.
+    Current,
+    Super,
+    /// A name: a variable, a field or a type.
+    Name(String),
+}
+
+/// A parameter or local variable with a declared type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Local {
+    pub name: String,
+    pub type_name: String,
+    pub type_span: Span,
+    pub name_span: Span,
+}
+
+/// A syntax error: where it is and what the parser saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SyntaxError {
+    pub span: Span,
+    pub message: String,
 }
 
 impl FileFacts {
@@ -106,6 +242,11 @@ pub trait Language: Send + Sync {
     fn extract(&self, source: &str) -> FileFacts;
     /// Whether a trimmed, non-empty line counts as a comment for hole sampling.
     fn is_comment_line(&self, trimmed: &str) -> bool;
+    /// Analyse the hole at byte `hole` of `source`, the current file with the rest of the
+    /// hole's line cut away. Never panics, whatever the text.
+    fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax;
+    /// Syntax errors of `source` that overlap `within`, clipped to it.
+    fn syntax_errors(&self, source: &str, within: Range<usize>) -> Vec<SyntaxError>;
 }
 
 static JAVA: Java = Java;

@@ -15,7 +15,7 @@ use super::SourceFile;
 use crate::lang::FileFacts;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 2;
 
 /// The platform cache directory for keyhole (`KEYHOLE_CACHE_DIR` overrides it).
 pub fn default_cache_dir() -> Option<PathBuf> {

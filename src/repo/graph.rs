@@ -187,6 +187,11 @@ impl RepoGraph {
         found
     }
 
+    /// The file declaring the top-level type with this fully qualified name.
+    pub fn file_of_type(&self, qualified: &str) -> Option<FileId> {
+        self.types.get(qualified).copied()
+    }
+
     /// `a.b.Outer.Inner.member` → the file of `a.b.Outer.Inner` or else of `a.b.Outer`.
     fn longest_type_prefix(&self, path: &str) -> Option<FileId> {
         let mut prefix = path;

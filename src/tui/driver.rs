@@ -169,34 +169,16 @@ pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>
         .collect()
 }
 
-/// Parse the file with the completion in place of the target; count the error and missing
-/// nodes that touch the completion.
+/// Syntax errors inside the completion, put in place of the target.
 pub fn syntax_errors(job: &CompleteJob, completion: &str) -> usize {
-    let end = (job.offset + job.target.len()).min(job.file_text.len());
-    let text = format!(
-        "{}{completion}{}",
-        &job.file_text[..job.offset],
-        &job.file_text[end..]
-    );
-    let Some(tree) = crate::lang::java::parse(&text) else {
-        return 0;
-    };
-    let span = job.offset..job.offset + completion.len().max(1);
-    let mut count = 0;
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        let r = node.byte_range();
-        let touches = r.start <= span.end && r.end >= span.start;
-        if !touches || !(node.has_error() || node.is_missing()) {
-            continue;
-        }
-        if node.is_error() || node.is_missing() {
-            count += 1;
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    count
+    crate::context::typed::completion_errors(
+        &job.current_file,
+        &job.file_text,
+        job.offset,
+        job.target.len(),
+        completion,
+    )
+    .len()
 }
 
 /// The hole and hashes only: prompts and completions stay out of the log.

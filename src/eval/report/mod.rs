@@ -23,6 +23,7 @@ pub use methods::{RankFn, by_ranker};
 
 use crate::context::proposals::{ProposalSpec, specs};
 use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID};
+use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
 use crate::eval::{LabelRow, ROWS_PER_HOLE};
 use crate::rank::FixedRanker;
 use holes::{gain, percent};
@@ -209,6 +210,8 @@ impl<'a> Builder<'a> {
             method("random proposal", methods::random(self.seed)),
             method("file-level BM25", methods::single(FILE_BM25_ID)),
             method("identifier usage", methods::single(IDENTIFIER_USAGE_ID)),
+            method("typed-hole types", methods::single(TYPED_TYPES_ID)),
+            method("typed-hole headers", methods::single(TYPED_HEADERS_ID)),
             method(
                 "fixed proposal",
                 methods::fixed_proposal(order.iter().map(|&(id, _)| id).collect()),

@@ -1,0 +1,918 @@
+//! Typed-hole static context, after ChatLSP (Blinn et al., "Statically Contextualizing Large
+//! Language Models with Typed Holes", OOPSLA 2024, sections 2.5–2.7), for Java:
+//!
+//! - the expected type at the hole (from the syntax tree: a declaration's type, an assigned
+//!   variable's or field's type, the enclosing method's return type, a called method's
+//!   parameter type) and the definitions of the repository types it names, followed through
+//!   their supertypes, field types and method types up to [`TYPE_DEPTH`] hops (candidate 71);
+//! - the headers of the values in scope whose type produces a target type, scored and cut to
+//!   [`MAX_HEADERS`] (candidate 72);
+//! - the syntax errors inside a completion ([`completion_errors`], ChatLSP's error round).
+//!
+//! The hole's line is cut at the hole before anything is read: the rest of it is the target.
+
+use std::collections::VecDeque;
+use std::path::Path;
+
+use super::SourcedText;
+use crate::hole::Hole;
+use crate::lang::{self, Expectation, HoleSyntax, Local, Receiver, Span, TypeOutline};
+use crate::repo::{FileId, RepoIndex};
+use crate::token::Keep;
+
+/// Candidate ids after RLPG's baselines and the retrieval methods (63–70).
+pub const TYPED_TYPES_ID: usize = 71;
+pub const TYPED_HEADERS_ID: usize = 72;
+/// Budget share of each typed-hole context, like RLPG's proposals.
+pub const SHARE: f64 = 0.5;
+/// Both contexts put what matters most first: the expected type, the nearest definitions, the
+/// best headers.
+pub const KEEP: Keep = Keep::Start;
+/// Hops followed from the expected type's definitions (hop 0) to the types they mention.
+/// ChatLSP follows aliases until base types; Java class graphs rarely end, so this bounds it.
+pub const TYPE_DEPTH: usize = 2;
+/// ChatLSP's cut of the scored headers: score above 0, at most 10 (section 2.6).
+pub const MAX_HEADERS: usize = 10;
+/// Superclass and interface levels followed for inherited members and subtyping.
+const PARENT_DEPTH: usize = 4;
+/// ChatLSP scores every entry 1.0; an entry that only reaches a target through one member
+/// (a "product type with a component consistent with the target") ranks after direct matches.
+const RELATED_SCORE: f64 = 0.5;
+
+/// A declared type: a file and the index of the type in that file's outline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeRef {
+    pub file: FileId,
+    pub index: usize,
+}
+
+/// The type expected at the hole, as written, and the file whose imports give its names
+/// meaning (a parameter type is read in the called method's file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectedType {
+    pub text: String,
+    pub file: FileId,
+}
+
+/// A value in scope, formatted as a declaration, with its score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    pub name: String,
+    /// The value's type (a method's return type).
+    pub type_name: String,
+    pub score: f64,
+    pub text: SourcedText,
+}
+
+/// How an entry of the typing context is declared.
+#[derive(Clone, Copy)]
+enum Declaration<'s> {
+    Local(&'s Local),
+    /// A type's field (index) and one of its names (index).
+    Field(TypeRef, usize, usize),
+    Method(TypeRef, usize),
+}
+
+/// An entry of the typing context: its type and where it is declared.
+struct Entry<'s> {
+    name: String,
+    type_name: String,
+    /// The file the type is written in.
+    file: FileId,
+    declaration: Declaration<'s>,
+    /// The type declaring it, when that is not the innermost type around the hole.
+    owner: Option<String>,
+}
+
+/// A target type of the header search.
+struct Target {
+    text: String,
+    definition: Option<TypeRef>,
+}
+
+/// Everything typed-hole context knows about one hole.
+pub struct TypedHole<'a> {
+    index: &'a RepoIndex,
+    hole: &'a Hole,
+    syntax: HoleSyntax,
+    /// Bytes of the current file left out after the hole: the rest of its line.
+    gap: usize,
+    enclosing: Vec<TypeRef>,
+    expected: Option<ExpectedType>,
+}
+
+impl<'a> TypedHole<'a> {
+    /// Analyse the hole's file (its line cut at the hole) and find the expected type.
+    pub fn new(index: &'a RepoIndex, hole: &'a Hole) -> TypedHole<'a> {
+        let file = &index.files[hole.file];
+        let offset = hole.offset.min(file.text.len());
+        let line_end = file.text[offset..]
+            .find('\n')
+            .map_or(file.text.len(), |i| offset + i);
+        let cut = format!("{}{}", &file.text[..offset], &file.text[line_end..]);
+        let syntax = lang::for_path(Path::new(&file.path))
+            .map(|l| l.hole_syntax(&cut, offset))
+            .unwrap_or_default();
+        let mut typed = TypedHole {
+            index,
+            hole,
+            gap: line_end - offset,
+            enclosing: Vec::new(),
+            expected: None,
+            syntax,
+        };
+        typed.enclosing = typed
+            .syntax
+            .enclosing_types
+            .iter()
+            .filter_map(|name| typed.find(hole.file, name))
+            .collect();
+        typed.expected = typed.expected_type_of_syntax();
+        typed
+    }
+
+    /// Both candidates' contexts by id; an empty context is not applicable.
+    pub fn contexts(&self) -> [(usize, SourcedText); 2] {
+        [
+            (TYPED_TYPES_ID, self.types_context()),
+            (TYPED_HEADERS_ID, self.headers_context()),
+        ]
+    }
+
+    /// The type expected at the hole, if the syntax and the repository say.
+    pub fn expected(&self) -> Option<&ExpectedType> {
+        self.expected.as_ref()
+    }
+
+    // ----- Files, outlines and names ---------------------------------------------------------
+
+    fn outline(&self, file: FileId) -> &[TypeOutline] {
+        if file == self.hole.file {
+            &self.syntax.outline
+        } else {
+            &self.index.files[file].facts.outline
+        }
+    }
+
+    fn type_at(&self, t: TypeRef) -> &TypeOutline {
+        &self.outline(t.file)[t.index]
+    }
+
+    fn find(&self, file: FileId, name: &str) -> Option<TypeRef> {
+        let index = self.outline(file).iter().position(|t| t.name == name)?;
+        Some(TypeRef { file, index })
+    }
+
+    /// The repository type a type name written in `from` refers to: one declared in that file,
+    /// imported by name, of the same package, or imported with a wildcard, as javac looks.
+    pub fn resolve(&self, from: FileId, written: &str) -> Option<TypeRef> {
+        let name = erasure(written);
+        if name.contains('.') {
+            return self.resolve_qualified(name).or_else(|| {
+                let (outer, inner) = name.rsplit_once('.')?;
+                self.find(self.resolve(from, outer)?.file, inner)
+            });
+        }
+        if let Some(found) = self.find(from, name) {
+            return Some(found);
+        }
+        let facts = &self.index.files[from].facts;
+        let imports = facts.imports.iter().filter(|i| !i.is_static);
+        for import in imports.clone().filter(|i| !i.wildcard) {
+            if import.path.rsplit('.').next() == Some(name) {
+                return self.resolve_qualified(&import.path);
+            }
+        }
+        let same_package = match &facts.package {
+            Some(p) => format!("{p}.{name}"),
+            None => name.to_string(),
+        };
+        std::iter::once(same_package)
+            .chain(
+                imports
+                    .filter(|i| i.wildcard)
+                    .map(|i| format!("{}.{name}", i.path)),
+            )
+            .find_map(|q| self.resolve_qualified(&q))
+    }
+
+    /// `a.b.C` or `a.b.C.Inner`.
+    fn resolve_qualified(&self, path: &str) -> Option<TypeRef> {
+        let (outer, simple) = path.rsplit_once('.').unwrap_or(("", path));
+        match self.index.graph.file_of_type(path) {
+            Some(file) => self.find(file, simple),
+            None if !outer.is_empty() => self.find(self.resolve_qualified(outer)?.file, simple),
+            None => None,
+        }
+    }
+
+    /// A type and its supertypes in the repository, nearest first, each once.
+    fn lineage(&self, start: TypeRef) -> Vec<TypeRef> {
+        let mut out = vec![start];
+        let mut level = vec![start];
+        for _ in 0..PARENT_DEPTH {
+            let mut next = Vec::new();
+            for t in level {
+                for written in &self.type_at(t).supertypes {
+                    match self.resolve(t.file, written) {
+                        Some(parent) if !out.contains(&parent) => {
+                            out.push(parent);
+                            next.push(parent);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            level = next;
+        }
+        out
+    }
+
+    /// The enclosing types and their supertypes.
+    fn enclosing_lineage(&self) -> Vec<TypeRef> {
+        let mut out: Vec<TypeRef> = Vec::new();
+        for &t in &self.enclosing {
+            for s in self.lineage(t) {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    // ----- Expected type ---------------------------------------------------------------------
+
+    fn expected_type_of_syntax(&self) -> Option<ExpectedType> {
+        let here = self.hole.file;
+        let typed = |text: &str, file| ExpectedType {
+            text: text.to_string(),
+            file,
+        };
+        match self.syntax.expected.as_ref()? {
+            Expectation::Type(text) => Some(typed(text, here)),
+            Expectation::Variable { name, field_only } => {
+                let local = self.syntax.locals.iter().find(|l| &l.name == name);
+                match local.filter(|_| !field_only) {
+                    Some(local) => Some(typed(&local.type_name, here)),
+                    None => self
+                        .field_type(&self.enclosing_lineage(), name)
+                        .map(|(t, file)| typed(&t, file)),
+                }
+            }
+            Expectation::Argument {
+                receiver,
+                name,
+                position,
+                arity,
+            } => {
+                let types = self.receiver_types(receiver)?;
+                self.parameter_type(&types, name, *position, *arity)
+            }
+            Expectation::Constructor {
+                type_name,
+                position,
+                arity,
+            } => {
+                let t = self.resolve(here, type_name)?;
+                let name = self.type_at(t).name.clone();
+                self.parameter_type(&[t], &name, *position, *arity)
+            }
+        }
+    }
+
+    /// The declared type of field `name` in the first of `types` that has it.
+    fn field_type(&self, types: &[TypeRef], name: &str) -> Option<(String, FileId)> {
+        types.iter().find_map(|&t| {
+            self.type_at(t)
+                .fields
+                .iter()
+                .find(|f| f.names.iter().any(|(n, _)| n == name))
+                .map(|f| (f.type_name.clone(), t.file))
+        })
+    }
+
+    /// The types whose methods a call on `receiver` may reach, nearest first.
+    fn receiver_types(&self, receiver: &Receiver) -> Option<Vec<TypeRef>> {
+        match receiver {
+            Receiver::Current => Some(self.enclosing_lineage()),
+            Receiver::Super => {
+                let innermost = *self.enclosing.first()?;
+                Some(self.lineage(innermost).split_off(1))
+            }
+            Receiver::Name(name) => {
+                let local = self.syntax.locals.iter().find(|l| &l.name == name);
+                let declared = match local {
+                    Some(l) => Some((l.type_name.clone(), self.hole.file)),
+                    None => self.field_type(&self.enclosing_lineage(), name),
+                };
+                let t = match declared {
+                    Some((type_name, file)) => self.resolve(file, &type_name)?,
+                    // Not a variable: a type, for a static call.
+                    None => self.resolve(self.hole.file, name)?,
+                };
+                Some(self.lineage(t))
+            }
+        }
+    }
+
+    /// Parameter `position` of the first method `name` (constructors: the type's name) that a
+    /// call with at least `arity` arguments reaches; one taking exactly `arity` arguments
+    /// wins. The rest of the hole's line is unseen, so the call may have more arguments.
+    fn parameter_type(
+        &self,
+        types: &[TypeRef],
+        name: &str,
+        position: usize,
+        arity: usize,
+    ) -> Option<ExpectedType> {
+        let candidates: Vec<(TypeRef, &lang::MethodOutline)> = types
+            .iter()
+            .flat_map(|&t| self.type_at(t).methods.iter().map(move |m| (t, m)))
+            .filter(|(_, m)| m.name == name && m.accepts(arity))
+            .collect();
+        let (t, method) = candidates
+            .iter()
+            .find(|(_, m)| m.params.len() == arity)
+            .or_else(|| candidates.first())?;
+        Some(ExpectedType {
+            text: method.param(position)?.to_string(),
+            file: t.file,
+        })
+    }
+
+    // ----- Relevant type definitions ---------------------------------------------------------
+
+    /// Repository types the expected type names, then the types their definitions mention,
+    /// breadth first to [`TYPE_DEPTH`] hops, each once (cycles end there), with their hop.
+    pub fn relevant_types(&self) -> Vec<(TypeRef, usize)> {
+        let Some(expected) = &self.expected else {
+            return Vec::new();
+        };
+        let mut seen: Vec<TypeRef> = Vec::new();
+        let mut queue: VecDeque<(TypeRef, usize)> = VecDeque::new();
+        let mut visit = |t: TypeRef, hop: usize, queue: &mut VecDeque<(TypeRef, usize)>| {
+            if !seen.contains(&t) {
+                seen.push(t);
+                queue.push_back((t, hop));
+            }
+        };
+        for name in type_names(&expected.text) {
+            if let Some(t) = self.resolve(expected.file, name) {
+                visit(t, 0, &mut queue);
+            }
+        }
+        let mut out = Vec::new();
+        while let Some((t, hop)) = queue.pop_front() {
+            out.push((t, hop));
+            if hop == TYPE_DEPTH {
+                continue;
+            }
+            let outline = self.type_at(t);
+            let mentioned = outline
+                .supertypes
+                .iter()
+                .chain(outline.fields.iter().map(|f| &f.type_name))
+                .chain(
+                    outline
+                        .methods
+                        .iter()
+                        .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
+                );
+            for written in mentioned {
+                for name in type_names(written) {
+                    if let Some(found) = self.resolve(t.file, name) {
+                        visit(found, hop + 1, &mut queue);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Candidate 71: the expected type, then the relevant definitions as code with bodies
+    /// left out (ChatLSP reproduces definitions in their concrete syntax).
+    pub fn types_context(&self) -> SourcedText {
+        let mut out = SourcedText::default();
+        let Some(expected) = &self.expected else {
+            return out;
+        };
+        out.push_plain(&format!(
+            "// Expected type at the hole: {}\n",
+            expected.text
+        ));
+        let types = self.relevant_types();
+        if !types.is_empty() {
+            out.push_plain("// Relevant type definitions:\n");
+        }
+        for (t, _) in types {
+            self.push_definition(&mut out, t);
+        }
+        out
+    }
+
+    fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
+        let outline = self.type_at(t);
+        self.push_span(out, t.file, outline.header);
+        out.push_plain(" {\n");
+        for (i, constant) in outline.constants.iter().enumerate() {
+            out.push_plain(if i == 0 { "    " } else { ", " });
+            self.push_span(out, t.file, *constant);
+        }
+        if !outline.constants.is_empty() {
+            out.push_plain(";\n");
+        }
+        for (f, field) in outline.fields.iter().enumerate() {
+            if self.holds_hole(t.file, field.decl) {
+                continue;
+            }
+            out.push_plain("    ");
+            self.push_field(out, t, f, None);
+            out.push_plain("\n");
+        }
+        for (m, method) in outline.methods.iter().enumerate() {
+            if !self.holds_hole(t.file, method.decl) {
+                out.push_plain("    ");
+                self.push_method(out, t, m);
+                out.push_plain("\n");
+            }
+        }
+        out.push_plain("}\n");
+    }
+
+    // ----- Relevant headers ------------------------------------------------------------------
+
+    /// ChatLSP's target types: the expected type and its components (type arguments, array
+    /// elements), base types left out (section 2.6.1).
+    fn targets(&self) -> Vec<Target> {
+        let Some(expected) = &self.expected else {
+            return Vec::new();
+        };
+        std::iter::once(expected.text.as_str())
+            .chain(components(&expected.text))
+            .filter(|t| !is_base_type(t) && !is_type_variable(t))
+            .map(|t| Target {
+                text: normalize(t),
+                definition: self.resolve(expected.file, t),
+            })
+            .collect()
+    }
+
+    /// The typing context in order of locality: locals nearest first, the members of the
+    /// enclosing types, inherited members, then static members of imported types.
+    fn typing_context(&self) -> Vec<Entry<'_>> {
+        let mut entries: Vec<Entry> = self
+            .syntax
+            .locals
+            .iter()
+            .map(|l| Entry {
+                name: l.name.clone(),
+                type_name: l.type_name.clone(),
+                file: self.hole.file,
+                declaration: Declaration::Local(l),
+                owner: None,
+            })
+            .collect();
+        let innermost = self.enclosing.first().copied();
+        for t in self.enclosing_lineage() {
+            let own = self.enclosing.contains(&t);
+            let owner = (Some(t) != innermost).then(|| self.type_at(t).name.clone());
+            let statics_only = own && self.syntax.is_static;
+            entries.extend(self.members(t, owner, |static_, private| {
+                (own || !private) && (static_ || !statics_only)
+            }));
+        }
+        for (t, member) in self.imported_types() {
+            let owner = Some(self.type_at(t).name.clone());
+            entries.extend(
+                self.members(t, owner, |static_, private| static_ && !private)
+                    .filter(|e| member.as_ref().is_none_or(|m| &e.name == m)),
+            );
+        }
+        entries
+    }
+
+    /// Repository types the current file imports (single-type and static imports), with the
+    /// member a static import names.
+    fn imported_types(&self) -> Vec<(TypeRef, Option<String>)> {
+        let facts = &self.index.files[self.hole.file].facts;
+        let mut out = Vec::new();
+        for import in facts.imports.iter().filter(|i| !i.wildcard || i.is_static) {
+            let found = if import.is_static && !import.wildcard {
+                import.path.rsplit_once('.').and_then(|(ty, member)| {
+                    Some((self.resolve_qualified(ty)?, Some(member.to_string())))
+                })
+            } else {
+                self.resolve_qualified(&import.path).map(|t| (t, None))
+            };
+            out.extend(found.filter(|(t, _)| !self.enclosing.contains(t)));
+        }
+        out
+    }
+
+    /// The fields and methods with a value type of `t` that `keep(is_static, is_private)`
+    /// admits, in declaration order, the one holding the hole left out.
+    fn members(
+        &self,
+        t: TypeRef,
+        owner: Option<String>,
+        keep: impl Fn(bool, bool) -> bool,
+    ) -> impl Iterator<Item = Entry<'_>> {
+        let outline = self.type_at(t);
+        let mut found: Vec<(u32, Entry)> = Vec::new();
+        for (f, field) in outline.fields.iter().enumerate() {
+            if !keep(field.is_static, field.is_private) || self.holds_hole(t.file, field.decl) {
+                continue;
+            }
+            for (n, (name, _)) in field.names.iter().enumerate() {
+                found.push((
+                    field.decl.start,
+                    Entry {
+                        name: name.clone(),
+                        type_name: field.type_name.clone(),
+                        file: t.file,
+                        declaration: Declaration::Field(t, f, n),
+                        owner: owner.clone(),
+                    },
+                ));
+            }
+        }
+        for (m, method) in outline.methods.iter().enumerate() {
+            let Some(returns) = method.return_type.as_ref().filter(|r| *r != "void") else {
+                continue;
+            };
+            if keep(method.is_static, method.is_private) && !self.holds_hole(t.file, method.decl) {
+                found.push((
+                    method.decl.start,
+                    Entry {
+                        name: method.name.clone(),
+                        type_name: returns.clone(),
+                        file: t.file,
+                        declaration: Declaration::Method(t, m),
+                        owner: owner.clone(),
+                    },
+                ));
+            }
+        }
+        found.sort_by_key(|(start, _)| *start);
+        found.into_iter().map(|(_, e)| e)
+    }
+
+    /// Whether a value of type `written` (in `file`) is consistent with `target`: the same
+    /// type, the same class with other type arguments, or a repository subtype of it.
+    fn consistent(&self, written: &str, file: FileId, target: &Target) -> bool {
+        if normalize(written) == target.text {
+            return true;
+        }
+        let found = self.resolve(file, written);
+        match (found, target.definition) {
+            (Some(t), Some(def)) => self.lineage(t).contains(&def),
+            (None, None) => simple_name(written) == simple_name(&target.text),
+            _ => false,
+        }
+    }
+
+    /// 1.0 when the entry's type is consistent with a target; [`RELATED_SCORE`] when its type
+    /// is a repository type with an instance field or method of a target type.
+    fn score(&self, entry: &Entry, targets: &[Target]) -> f64 {
+        let direct =
+            |written: &str, file| targets.iter().any(|t| self.consistent(written, file, t));
+        if direct(&entry.type_name, entry.file) {
+            return 1.0;
+        }
+        let Some(t) = self.resolve(entry.file, &entry.type_name) else {
+            return 0.0;
+        };
+        let outline = self.type_at(t);
+        let via_field = outline
+            .fields
+            .iter()
+            .filter(|f| !f.is_static && !f.is_private)
+            .any(|f| direct(&f.type_name, t.file));
+        let via_method = outline
+            .methods
+            .iter()
+            .filter(|m| !m.is_static && !m.is_private)
+            .filter_map(|m| m.return_type.as_deref())
+            .any(|r| direct(r, t.file));
+        if via_field || via_method {
+            RELATED_SCORE
+        } else {
+            0.0
+        }
+    }
+
+    /// The scored headers, best first and stable in locality order among equals, cut as
+    /// ChatLSP cuts them.
+    pub fn headers(&self) -> Vec<Header> {
+        let targets = self.targets();
+        if targets.is_empty() {
+            return Vec::new();
+        }
+        let mut scored: Vec<(f64, Entry)> = self
+            .typing_context()
+            .into_iter()
+            .map(|e| (self.score(&e, &targets), e))
+            .filter(|(score, _)| *score > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored
+            .into_iter()
+            .take(MAX_HEADERS)
+            .map(|(score, entry)| Header {
+                text: self.format_entry(&entry),
+                name: entry.name,
+                type_name: entry.type_name,
+                score,
+            })
+            .collect()
+    }
+
+    /// Candidate 72: ChatLSP's header list, one declaration per line.
+    pub fn headers_context(&self) -> SourcedText {
+        let mut out = SourcedText::default();
+        let headers = self.headers();
+        if headers.is_empty() {
+            return out;
+        }
+        out.push_plain("// Consider using these variables relevant to the expected type:\n");
+        for header in headers {
+            out.append(header.text);
+            out.push_plain("\n");
+        }
+        out
+    }
+
+    fn format_entry(&self, entry: &Entry) -> SourcedText {
+        let mut out = SourcedText::default();
+        match entry.declaration {
+            Declaration::Local(local) => {
+                self.push_span(&mut out, self.hole.file, local.type_span);
+                out.push_plain(" ");
+                self.push_span(&mut out, self.hole.file, local.name_span);
+                out.push_plain(";");
+            }
+            Declaration::Field(t, f, n) => self.push_field(&mut out, t, f, Some(n)),
+            Declaration::Method(t, m) => self.push_method(&mut out, t, m),
+        }
+        if let Some(owner) = &entry.owner {
+            out.push_plain(&format!(" // {owner}"));
+        }
+        out
+    }
+
+    // ----- Formatting with provenance --------------------------------------------------------
+
+    /// `private final Long id;`: the field's head and its names (name `only`, if given).
+    fn push_field(&self, out: &mut SourcedText, t: TypeRef, field: usize, only: Option<usize>) {
+        let field = &self.type_at(t).fields[field];
+        self.push_span(out, t.file, field.head);
+        let names = field
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| only.is_none_or(|o| o == *n));
+        for (i, (_, (_, span))) in names.enumerate() {
+            out.push_plain(if i == 0 { " " } else { ", " });
+            self.push_span(out, t.file, *span);
+        }
+        out.push_plain(";");
+    }
+
+    /// A method's signature as a declaration without body.
+    fn push_method(&self, out: &mut SourcedText, t: TypeRef, method: usize) {
+        let signature = self.type_at(t).methods[method].signature;
+        self.push_span(out, t.file, signature);
+        if !self.span_text(t.file, signature).ends_with(';') {
+            out.push_plain(";");
+        }
+    }
+
+    fn span_text(&self, file: FileId, span: Span) -> &str {
+        if file == self.hole.file {
+            &self.syntax.text[span.range()]
+        } else {
+            &self.index.files[file].text[span.range()]
+        }
+    }
+
+    /// Whether `span` of `file` holds the hole (its declaration is being written).
+    fn holds_hole(&self, file: FileId, span: Span) -> bool {
+        let at = self.syntax.inserted.start;
+        file == self.hole.file && (span.start as usize) <= at && at < span.end as usize
+    }
+
+    /// Append `span` of `file` with its provenance. Spans of the current file are in the
+    /// analysed text: what was inserted at the hole is left out, and what follows maps back
+    /// past the cut rest of the line.
+    fn push_span(&self, out: &mut SourcedText, file: FileId, span: Span) {
+        if file != self.hole.file {
+            out.push_span(self.index, file, span);
+            return;
+        }
+        let inserted = &self.syntax.inserted;
+        let range = span.range();
+        let before = range.start..range.end.min(inserted.start);
+        if !before.is_empty() {
+            out.push_span(self.index, file, Span::new(before.start, before.end));
+        }
+        let after = range.start.max(inserted.end)..range.end;
+        if !after.is_empty() {
+            let shift = |p: usize| p - inserted.len() + self.gap;
+            out.push_span(
+                self.index,
+                file,
+                Span::new(shift(after.start), shift(after.end)),
+            );
+        }
+    }
+}
+
+// ----- Type text ------------------------------------------------------------------------------
+
+/// `java.util.List<Order>[]` → `java.util.List`; annotations and varargs dots left out.
+fn erasure(written: &str) -> &str {
+    let name = written
+        .split_whitespace()
+        .find(|w| !w.starts_with('@'))
+        .unwrap_or_default();
+    let end = name.find(['<', '[']).unwrap_or(name.len());
+    name[..end].trim_end_matches('.')
+}
+
+/// `a.b.Order` → `Order`.
+fn simple_name(written: &str) -> &str {
+    let name = erasure(written);
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// A type without whitespace, for comparing.
+fn normalize(written: &str) -> String {
+    written.split_whitespace().collect()
+}
+
+/// The top-level type arguments and the array element type of a type.
+fn components(written: &str) -> Vec<&str> {
+    let written = written.trim();
+    if let Some(element) = written.strip_suffix("[]") {
+        return vec![element.trim()];
+    }
+    let (Some(open), Some(close)) = (written.find('<'), written.rfind('>')) else {
+        return Vec::new();
+    };
+    if close <= open {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, open + 1);
+    for (i, c) in written[..close].char_indices().skip(open + 1) {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(&written[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&written[start..close]);
+    out.into_iter()
+        .map(|a| {
+            let a = a.trim();
+            // `? extends Order` targets Order; a bare `?` is no type.
+            a.rsplit_once(' ').map_or(a, |(_, bound)| bound)
+        })
+        .filter(|a| !a.is_empty() && *a != "?")
+        .collect()
+}
+
+/// Every type name in a written type: `Map<Long, List<Order>>` → `Map`, `Long`, `List`, `Order`.
+fn type_names(written: &str) -> impl Iterator<Item = &str> {
+    written
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'))
+        .filter(|w| w.chars().next().is_some_and(char::is_alphabetic))
+        .filter(|w| !matches!(*w, "extends" | "super") && !w.starts_with('@'))
+}
+
+/// Types ChatLSP leaves out of the targets: primitives and the standard library's most
+/// common types, which would make incidental matches everywhere.
+fn is_base_type(written: &str) -> bool {
+    matches!(
+        simple_name(written),
+        "boolean"
+            | "byte"
+            | "char"
+            | "short"
+            | "int"
+            | "long"
+            | "float"
+            | "double"
+            | "void"
+            | "var"
+            | "String"
+            | "Object"
+            | "Boolean"
+            | "Byte"
+            | "Character"
+            | "Short"
+            | "Integer"
+            | "Long"
+            | "Float"
+            | "Double"
+    )
+}
+
+/// `T`, `E`, `K2`: by convention a type variable, which says nothing about a value.
+fn is_type_variable(written: &str) -> bool {
+    let name = erasure(written);
+    name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+}
+
+// ----- Error round ----------------------------------------------------------------------------
+
+/// A syntax error inside a completion, at a 1-based line and character column of the file
+/// with the completion in place.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CompletionError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for CompletionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{} {}", self.line, self.column, self.message)
+    }
+}
+
+/// ChatLSP's error round (section 2.7), syntax only: put `completion` in place of the
+/// `replaced` bytes at `offset` of the file at `path` and report the errors inside it. Files
+/// of a language keyhole does not know have none.
+pub fn completion_errors(
+    path: &str,
+    file_text: &str,
+    offset: usize,
+    replaced: usize,
+    completion: &str,
+) -> Vec<CompletionError> {
+    let Some(language) = lang::for_path(Path::new(path)) else {
+        return Vec::new();
+    };
+    let offset = offset.min(file_text.len());
+    let end = (offset + replaced).min(file_text.len());
+    if !file_text.is_char_boundary(offset) || !file_text.is_char_boundary(end) {
+        return Vec::new();
+    }
+    let text = format!("{}{completion}{}", &file_text[..offset], &file_text[end..]);
+    language
+        .syntax_errors(&text, offset..offset + completion.len())
+        .into_iter()
+        .map(|e| {
+            let at = e.span.start as usize;
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            CompletionError {
+                line: text[..at].matches('\n').count() + 1,
+                column: text[line_start..at].chars().count() + 1,
+                message: e.message,
+            }
+        })
+        .collect()
+}
+
+/// [`completion_errors`] for a completion of `hole` that replaces its target.
+pub fn hole_completion_errors(
+    index: &RepoIndex,
+    hole: &Hole,
+    completion: &str,
+) -> Vec<CompletionError> {
+    let file = &index.files[hole.file];
+    let replaced = hole.target.as_ref().map_or(0, String::len);
+    completion_errors(&file.path, &file.text, hole.offset, replaced, completion)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_text_helpers() {
+        assert_eq!(erasure("java.util.List<Order>[]"), "java.util.List");
+        assert_eq!(erasure("@Nullable Order"), "Order");
+        assert_eq!(erasure("Order.Builder"), "Order.Builder");
+        assert_eq!(simple_name("a.b.Order"), "Order");
+        assert_eq!(
+            components("Map<Long, List<Order>>"),
+            ["Long", "List<Order>"]
+        );
+        assert_eq!(components("Order[]"), ["Order"]);
+        assert_eq!(components("List<? extends Money>"), ["Money"]);
+        assert_eq!(components("List<?>"), Vec::<&str>::new());
+        assert_eq!(
+            type_names("Map<Long, List<? extends a.Order>>").collect::<Vec<_>>(),
+            ["Map", "Long", "List", "a.Order"]
+        );
+        assert!(is_base_type("int") && is_base_type("java.lang.String"));
+        assert!(!is_base_type("Order"));
+    }
+}

@@ -1,0 +1,652 @@
+//! Java syntax for typed-hole context (ChatLSP, paper sections 2.5–2.7): type outlines
+//! (headers and member declarations, bodies left out), what the syntax around a hole says
+//! about its expected type and scope, and the syntax errors inside a completion.
+//!
+//! Java has no hole syntax, so the hole is emulated as ChatLSP's TypeScript port does (section
+//! 3.1): a placeholder expression is written at the hole, with the brackets still open before
+//! it closed, and the placeholder's place in the syntax tree gives the expected type.
+
+use std::ops::Range;
+
+use tree_sitter::{Node, Tree};
+
+use super::java::{header_span, parse, signature_start, span};
+use super::{
+    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, SyntaxError,
+    TypeKind, TypeOutline,
+};
+
+// ----- Outlines -------------------------------------------------------------------------------
+
+fn type_kind(kind: &str) -> Option<TypeKind> {
+    match kind {
+        "class_declaration" => Some(TypeKind::Class),
+        "interface_declaration" => Some(TypeKind::Interface),
+        "enum_declaration" => Some(TypeKind::Enum),
+        "record_declaration" => Some(TypeKind::Record),
+        _ => None,
+    }
+}
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+fn text<'a>(node: Node, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// A type as written, whitespace runs made single spaces: `Map<Long,\n Integer>` →
+/// `Map<Long, Integer>`.
+fn type_text(node: Node, source: &str) -> String {
+    text(node, source)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Parts of a type body that hold members too: what error recovery wrapped, and an enum's
+/// declarations after its constants.
+fn is_body_part(node: Node) -> bool {
+    node.is_error() || node.kind() == "enum_body_declarations"
+}
+
+/// Every type declared at the top level or in another type's body, in source order.
+pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
+    let mut types = Vec::new();
+    // An explicit stack of bodies to look in: deep nesting cannot overflow the call stack.
+    let mut bodies = vec![root];
+    while let Some(body) = bodies.pop() {
+        for child in named_children(body) {
+            if let Some(kind) = type_kind(child.kind()) {
+                types.push(type_outline(child, kind, source));
+                bodies.extend(child.child_by_field_name("body"));
+            } else if is_body_part(child) {
+                bodies.push(child);
+            }
+        }
+    }
+    types.sort_by_key(|t| t.decl.start);
+    types
+}
+
+fn type_outline(node: Node, kind: TypeKind, source: &str) -> TypeOutline {
+    let mut outline = TypeOutline {
+        name: node
+            .child_by_field_name("name")
+            .map_or_else(String::new, |n| text(n, source).to_string()),
+        kind,
+        header: header_span(node, source),
+        decl: span(node),
+        supertypes: supertypes(node, source),
+        constants: Vec::new(),
+        fields: Vec::new(),
+        methods: Vec::new(),
+    };
+    let in_interface = kind == TypeKind::Interface;
+    let Some(body) = node.child_by_field_name("body") else {
+        return outline;
+    };
+    for member in named_children(body) {
+        let parts = if is_body_part(member) {
+            named_children(member)
+        } else {
+            vec![member]
+        };
+        for member in parts {
+            match member.kind() {
+                "field_declaration" | "constant_declaration" => {
+                    outline
+                        .fields
+                        .extend(field_outline(member, source, in_interface));
+                }
+                "method_declaration" | "constructor_declaration" => {
+                    outline.methods.extend(method_outline(member, source));
+                }
+                "enum_constant" => outline.constants.push(constant_span(member)),
+                _ => {}
+            }
+        }
+    }
+    outline
+}
+
+/// The types after `extends` and `implements`.
+fn supertypes(node: Node, source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in named_children(node) {
+        let types = match part.kind() {
+            "superclass" => named_children(part),
+            "super_interfaces" | "extends_interfaces" => named_children(part)
+                .into_iter()
+                .filter(|l| l.kind() == "type_list")
+                .flat_map(named_children)
+                .collect(),
+            _ => continue,
+        };
+        out.extend(types.into_iter().map(|t| type_text(t, source)));
+    }
+    out
+}
+
+fn has_modifier(node: Node, keyword: &str) -> bool {
+    let mut cursor = node.walk();
+    let modifiers = node.children(&mut cursor).find(|c| c.kind() == "modifiers");
+    modifiers.is_some_and(|m| {
+        let mut inner = m.walk();
+        m.children(&mut inner).any(|k| k.kind() == keyword)
+    })
+}
+
+fn field_outline(node: Node, source: &str, in_interface: bool) -> Option<FieldOutline> {
+    let ty = node.child_by_field_name("type")?;
+    let mut cursor = node.walk();
+    let names = node
+        .children_by_field_name("declarator", &mut cursor)
+        .filter_map(|d| d.child_by_field_name("name"))
+        .map(|n| (text(n, source).to_string(), span(n)))
+        .collect();
+    Some(FieldOutline {
+        head: Span::new(signature_start(node), ty.end_byte()),
+        type_name: type_text(ty, source),
+        names,
+        decl: span(node),
+        is_static: in_interface || has_modifier(node, "static"),
+        is_private: has_modifier(node, "private"),
+    })
+}
+
+fn method_outline(node: Node, source: &str) -> Option<MethodOutline> {
+    let name = node.child_by_field_name("name")?;
+    let mut params = Vec::new();
+    let mut varargs = false;
+    for param in node
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default()
+    {
+        match param.kind() {
+            "formal_parameter" => params.extend(
+                param
+                    .child_by_field_name("type")
+                    .map(|t| type_text(t, source)),
+            ),
+            "spread_parameter" => {
+                varargs = true;
+                params.extend(
+                    named_children(param)
+                        .into_iter()
+                        .find(|c| !c.kind().contains("annotation") && !is_declaration_part(*c))
+                        .map(|t| type_text(t, source)),
+                );
+            }
+            _ => {}
+        }
+    }
+    Some(MethodOutline {
+        name: text(name, source).to_string(),
+        signature: header_span(node, source),
+        decl: span(node),
+        return_type: node
+            .child_by_field_name("type")
+            .map(|t| type_text(t, source)),
+        params,
+        varargs,
+        is_static: has_modifier(node, "static"),
+        is_private: has_modifier(node, "private"),
+    })
+}
+
+fn is_declaration_part(node: Node) -> bool {
+    matches!(node.kind(), "modifiers" | "variable_declarator")
+}
+
+/// An enum constant with its arguments, without a class body.
+fn constant_span(node: Node) -> Span {
+    let end = node
+        .child_by_field_name("arguments")
+        .or_else(|| node.child_by_field_name("name"))
+        .map_or(node.end_byte(), |n| n.end_byte());
+    Span::new(node.start_byte(), end)
+}
+
+// ----- The hole -------------------------------------------------------------------------------
+
+/// The placeholder expression written at the hole.
+const PLACEHOLDER: &str = "keyholeHole__";
+
+/// Keywords an expression may follow directly: a hole right after one gets a space first.
+const KEYWORDS_BEFORE_EXPRESSION: [&str; 7] =
+    ["return", "new", "throw", "case", "yield", "assert", "else"];
+
+/// Where the hole's prefix ends, lexically.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lexical {
+    Code,
+    LineComment,
+    BlockComment,
+    String,
+    TextBlock,
+    Char,
+}
+
+/// The lexical state at the end of `prefix` and the brackets still open there.
+fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
+    let bytes = prefix.as_bytes();
+    let at = |i: usize, s: &[u8]| bytes[i..].starts_with(s);
+    let mut state = Lexical::Code;
+    let mut open: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match state {
+            Lexical::Code => match b {
+                b'/' if at(i, b"//") => state = Lexical::LineComment,
+                b'/' if at(i, b"/*") => {
+                    state = Lexical::BlockComment;
+                    i += 1;
+                }
+                b'"' if at(i, b"\"\"\"") => {
+                    state = Lexical::TextBlock;
+                    i += 2;
+                }
+                b'"' => state = Lexical::String,
+                b'\'' => state = Lexical::Char,
+                b'(' | b'[' | b'{' => open.push(b),
+                b')' | b']' | b'}' => {
+                    let opener = match b {
+                        b')' => b'(',
+                        b']' => b'[',
+                        _ => b'{',
+                    };
+                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
+                        open.truncate(pos);
+                    }
+                }
+                _ => {}
+            },
+            Lexical::LineComment if b == b'\n' => state = Lexical::Code,
+            Lexical::BlockComment if at(i, b"*/") => {
+                state = Lexical::Code;
+                i += 1;
+            }
+            Lexical::String | Lexical::Char | Lexical::TextBlock if b == b'\\' => i += 1,
+            Lexical::String if b == b'"' || b == b'\n' => state = Lexical::Code,
+            Lexical::Char if b == b'\'' || b == b'\n' => state = Lexical::Code,
+            Lexical::TextBlock if at(i, b"\"\"\"") => {
+                state = Lexical::Code;
+                i += 2;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (state, open)
+}
+
+/// `source` with the placeholder written at `hole`, the literal it is in closed and the
+/// brackets open since the innermost `{` closed, then `;`. Returns the text, the inserted
+/// range and the placeholder's range; `None` inside a comment, where nothing is expected.
+fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
+    let prefix = &source[..hole];
+    let (state, open) = scan(prefix);
+    let mut insert = String::new();
+    let word_start = prefix
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .map_or(0, |i| i + 1);
+    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[word_start..]) {
+        insert.push(' ');
+    }
+    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
+    insert.push_str(PLACEHOLDER);
+    match state {
+        Lexical::LineComment | Lexical::BlockComment => return None,
+        Lexical::String => insert.push('"'),
+        Lexical::Char => insert.push('\''),
+        Lexical::TextBlock => insert.push_str("\"\"\""),
+        Lexical::Code => {}
+    }
+    for &opener in open.iter().rev().take_while(|&&o| o != b'{') {
+        insert.push(if opener == b'(' { ')' } else { ']' });
+    }
+    insert.push(';');
+    let text = format!("{prefix}{insert}{}", &source[hole..]);
+    Some((text, hole..hole + insert.len(), placeholder))
+}
+
+pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
+    let mut hole = hole.min(source.len());
+    while !source.is_char_boundary(hole) {
+        hole -= 1;
+    }
+    let (text, inserted, placeholder) =
+        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
+    let Some(tree) = parse(&text) else {
+        return HoleSyntax::default();
+    };
+    let root = tree.root_node();
+    let at = root
+        .descendant_for_byte_range(placeholder.start, placeholder.end)
+        .map(expression_at)
+        .unwrap_or(root);
+    let expected = (!placeholder.is_empty())
+        .then(|| expectation(at, &text))
+        .flatten();
+    HoleSyntax {
+        outline: outline(root, &text),
+        expected,
+        enclosing_types: ancestors(at)
+            .filter(|a| type_kind(a.kind()).is_some())
+            .filter_map(|a| a.child_by_field_name("name"))
+            .map(|n| text[n.byte_range()].to_string())
+            .collect(),
+        locals: locals(at, &text),
+        is_static: in_static_code(at),
+        text,
+        inserted,
+    }
+}
+
+fn ancestors(node: Node) -> impl Iterator<Item = Node> {
+    std::iter::successors(node.parent(), |n| n.parent())
+}
+
+/// The expression the placeholder is: string contents are their literal.
+fn expression_at(mut node: Node) -> Node {
+    while !node.is_named() || matches!(node.kind(), "string_fragment" | "escape_sequence") {
+        match node.parent() {
+            Some(parent) => node = parent,
+            None => break,
+        }
+    }
+    node
+}
+
+fn boolean() -> Option<Expectation> {
+    Some(Expectation::Type("boolean".into()))
+}
+
+/// Walk up from the expression at the hole through expressions it ends, to the place that
+/// says what type it must have.
+fn expectation(mut node: Node, source: &str) -> Option<Expectation> {
+    loop {
+        let parent = node.parent()?;
+        let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+        match parent.kind() {
+            "parenthesized_expression" => match parent.parent().map(|g| g.kind()) {
+                Some("if_statement" | "while_statement" | "do_statement") => return boolean(),
+                _ => node = parent,
+            },
+            "field_access" if is("field") => node = parent,
+            "method_invocation" if is("name") => node = parent,
+            "ternary_expression" if is("condition") => return boolean(),
+            "unary_expression" => {
+                let op = parent.child_by_field_name("operator").map(|o| o.kind());
+                return (op == Some("!")).then(boolean).flatten();
+            }
+            "array_access" if is("index") => return Some(Expectation::Type("int".into())),
+            "ternary_expression" => node = parent,
+            "binary_expression" => {
+                let op = parent.child_by_field_name("operator").map(|o| o.kind());
+                return matches!(op, Some("&&" | "||")).then(boolean).flatten();
+            }
+            "variable_declarator" if is("value") => {
+                let ty = parent.parent()?.child_by_field_name("type")?;
+                let ty = type_text(ty, source);
+                return (ty != "var").then_some(Expectation::Type(ty));
+            }
+            "assignment_expression" if is("right") => {
+                let op = parent.child_by_field_name("operator")?;
+                return (op.kind() == "=")
+                    .then(|| assigned(parent.child_by_field_name("left")?, source))
+                    .flatten();
+            }
+            "return_statement" => return return_type(parent, source),
+            "argument_list" => return argument(parent, node, source),
+            _ => return None,
+        }
+    }
+}
+
+/// `x = ` and `this.x = `: the variable whose type is expected.
+fn assigned(left: Node, source: &str) -> Option<Expectation> {
+    match left.kind() {
+        "identifier" => Some(Expectation::Variable {
+            name: text(left, source).into(),
+            field_only: false,
+        }),
+        "field_access" if left.child_by_field_name("object")?.kind() == "this" => {
+            Some(Expectation::Variable {
+                name: text(left.child_by_field_name("field")?, source).into(),
+                field_only: true,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The return type of the method the `return` is in (none in a lambda or constructor).
+fn return_type(statement: Node, source: &str) -> Option<Expectation> {
+    let method = ancestors(statement).find(|a| {
+        matches!(
+            a.kind(),
+            "method_declaration" | "lambda_expression" | "constructor_declaration" | "class_body"
+        )
+    })?;
+    let ty = method
+        .child_by_field_name("type")
+        .filter(|_| method.kind() == "method_declaration")?;
+    let ty = type_text(ty, source);
+    (ty != "void").then_some(Expectation::Type(ty))
+}
+
+/// Argument `node` of the call that `list` belongs to.
+fn argument(list: Node, node: Node, source: &str) -> Option<Expectation> {
+    let arguments: Vec<Node> = named_children(list)
+        .into_iter()
+        .filter(|c| !c.kind().ends_with("comment"))
+        .collect();
+    let position = arguments.iter().position(|a| *a == node)?;
+    let arity = arguments.len();
+    let call = list.parent()?;
+    match call.kind() {
+        "method_invocation" => {
+            let receiver = match call.child_by_field_name("object") {
+                None => Receiver::Current,
+                Some(o) if o.kind() == "this" => Receiver::Current,
+                Some(o) if o.kind() == "super" => Receiver::Super,
+                Some(o) if o.kind() == "identifier" => Receiver::Name(text(o, source).into()),
+                Some(o)
+                    if o.kind() == "field_access"
+                        && o.child_by_field_name("object")?.kind() == "this" =>
+                {
+                    Receiver::Name(text(o.child_by_field_name("field")?, source).into())
+                }
+                Some(_) => return None,
+            };
+            Some(Expectation::Argument {
+                receiver,
+                name: text(call.child_by_field_name("name")?, source).into(),
+                position,
+                arity,
+            })
+        }
+        "object_creation_expression" => Some(Expectation::Constructor {
+            type_name: type_text(call.child_by_field_name("type")?, source),
+            position,
+            arity,
+        }),
+        "explicit_constructor_invocation" => {
+            let class = ancestors(call).find(|a| a.kind() == "class_declaration")?;
+            let type_name = if call.child_by_field_name("constructor")?.kind() == "super" {
+                let superclass = class.child_by_field_name("superclass")?;
+                type_text(*named_children(superclass).first()?, source)
+            } else {
+                text(class.child_by_field_name("name")?, source).into()
+            };
+            Some(Expectation::Constructor {
+                type_name,
+                position,
+                arity,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Parameters and locals with declared types visible at `at`, nearest first.
+fn locals(at: Node, source: &str) -> Vec<Local> {
+    let mut out = Vec::new();
+    let mut child = at;
+    for scope in ancestors(at) {
+        match scope.kind() {
+            "block" | "constructor_body" | "switch_block_statement_group" => {
+                let before = named_children(scope)
+                    .into_iter()
+                    .filter(|s| s.end_byte() <= child.start_byte());
+                for statement in before.rev() {
+                    if statement.kind() == "local_variable_declaration" {
+                        out.extend(declared(statement, source).into_iter().rev());
+                    }
+                }
+            }
+            "for_statement" => {
+                let init = scope.child_by_field_name("init");
+                if let Some(init) = init.filter(|i| *i != child) {
+                    out.extend(declared(init, source).into_iter().rev());
+                }
+            }
+            "method_declaration"
+            | "constructor_declaration"
+            | "lambda_expression"
+            | "catch_clause"
+            | "enhanced_for_statement" => out.extend(parameters(scope, source)),
+            "resource_specification" => {
+                let before = named_children(scope)
+                    .into_iter()
+                    .filter(|s| s.end_byte() <= child.start_byte());
+                out.extend(before.rev().filter_map(|r| local(r, source)));
+            }
+            _ => {}
+        }
+        child = scope;
+    }
+    out
+}
+
+/// The variables of a declaration, in order; none for `var`.
+fn declared(declaration: Node, source: &str) -> Vec<Local> {
+    let Some(ty) = declaration.child_by_field_name("type") else {
+        return Vec::new();
+    };
+    let mut cursor = declaration.walk();
+    declaration
+        .children_by_field_name("declarator", &mut cursor)
+        .filter_map(|d| d.child_by_field_name("name"))
+        .filter_map(|name| typed_local(ty, name, source))
+        .collect()
+}
+
+/// A node with `type` and `name` fields as a local.
+fn local(node: Node, source: &str) -> Option<Local> {
+    typed_local(
+        node.child_by_field_name("type")?,
+        node.child_by_field_name("name")?,
+        source,
+    )
+}
+
+fn typed_local(ty: Node, name: Node, source: &str) -> Option<Local> {
+    let type_name = type_text(ty, source);
+    (type_name != "var").then(|| Local {
+        name: text(name, source).into(),
+        type_name,
+        type_span: span(ty),
+        name_span: span(name),
+    })
+}
+
+/// The declared parameters of a method, constructor, lambda, catch clause or for-each loop.
+fn parameters(scope: Node, source: &str) -> Vec<Local> {
+    match scope.kind() {
+        "catch_clause" => named_children(scope)
+            .into_iter()
+            .filter(|c| c.kind() == "catch_formal_parameter")
+            .filter_map(|p| {
+                let ty = named_children(p)
+                    .into_iter()
+                    .find(|c| c.kind() == "catch_type")?;
+                typed_local(ty, p.child_by_field_name("name")?, source)
+            })
+            .collect(),
+        "enhanced_for_statement" => local(scope, source).into_iter().collect(),
+        _ => scope
+            .child_by_field_name("parameters")
+            .map(named_children)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.kind() == "formal_parameter")
+            .filter_map(|p| local(p, source))
+            .collect(),
+    }
+}
+
+/// Whether the code at `node` has no `this`: a static method, initializer or field.
+fn in_static_code(node: Node) -> bool {
+    ancestors(node)
+        .find(|a| {
+            matches!(
+                a.kind(),
+                "method_declaration"
+                    | "constructor_declaration"
+                    | "static_initializer"
+                    | "field_declaration"
+                    | "class_body"
+            )
+        })
+        .is_some_and(|a| a.kind() == "static_initializer" || has_modifier(a, "static"))
+}
+
+// ----- Syntax errors --------------------------------------------------------------------------
+
+/// Error and missing nodes overlapping `within`, clipped to it, in text order.
+pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<SyntaxError> {
+    let mut found = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        let r = node.byte_range();
+        let touches = r.start <= within.end && r.end >= within.start;
+        if !touches || !(node.has_error() || node.is_missing()) {
+            continue;
+        }
+        if node.is_missing() {
+            found.push(SyntaxError {
+                span: Span::new(r.start, r.start),
+                message: format!("missing `{}`", node.kind()),
+            });
+        } else if node.is_error() {
+            let clipped = r.start.max(within.start)..r.end.min(within.end);
+            if clipped.start < clipped.end || r.is_empty() {
+                found.push(SyntaxError {
+                    span: Span::new(clipped.start, clipped.end.max(clipped.start)),
+                    message: format!("unexpected `{}`", excerpt(&source[clipped])),
+                });
+            }
+        } else {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    found.sort_by_key(|e| e.span.start);
+    found
+}
+
+/// The first line of `text`, trimmed, at most 24 characters.
+fn excerpt(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default();
+    match line.char_indices().nth(24) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}

@@ -1,0 +1,452 @@
+//! Typed-hole context (ChatLSP): expected types, relevant type definitions, relevant headers
+//! and the error report, on small repositories written here and on the bundled sample.
+
+mod common;
+
+use std::path::Path;
+
+use keyhole::compose::Composer;
+use keyhole::context::SourcedText;
+use keyhole::context::typed::{
+    MAX_HEADERS, TYPE_DEPTH, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole, completion_errors,
+};
+use keyhole::hole::{self, Hole};
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+
+/// A repository of `files` (path, text) in a temporary directory.
+fn repo(files: &[(&str, &str)]) -> (tempfile::TempDir, RepoIndex) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let index = RepoIndex::open(dir.path(), None).expect("open");
+    (dir, index)
+}
+
+/// The hole right after the first occurrence of `marker` in `path`.
+fn hole_after(index: &RepoIndex, path: &str, marker: &str) -> Hole {
+    let file = &index.files[index.file_id(path).expect("file")];
+    let line = (0..file.line_count())
+        .find(|&l| file.line_text(l).contains(marker))
+        .unwrap_or_else(|| panic!("{marker} not in {path}"));
+    let text = file.line_text(line);
+    let column = text[..text.find(marker).expect("marker") + marker.len()]
+        .chars()
+        .count();
+    Hole::at(index, path, line + 1, column + 1).expect("hole")
+}
+
+fn expected(index: &RepoIndex, path: &str, marker: &str) -> Option<String> {
+    let hole = hole_after(index, path, marker);
+    TypedHole::new(index, &hole)
+        .expected()
+        .map(|e| e.text.clone())
+}
+
+const ORDER: &str = "package shop;
+
+import java.util.List;
+
+public class Order extends Entity {
+    private Customer customer;
+    private List<Line> lines;
+
+    public Order(Customer customer) {
+        this.customer = customer;
+    }
+
+    public Customer getCustomer() {
+        return customer;
+    }
+}
+";
+
+const SERVICE: &str = "package shop;
+
+import util.Format;
+
+public class Service extends BaseService {
+    private Order current;
+
+    public Order find(long id) {
+        Order order = lookup(id);
+        return order;
+    }
+
+    void update(Customer c, int[] values) {
+        this.current = current;
+        process(current, c);
+        Order made = new Order(c);
+        audit(current);
+        String text = Format.describe(current);
+        int size = text.length() + made.hashCode();
+        boolean empty = !text.isEmpty() && values[size] > 0;
+        var inferred = current;
+    }
+
+    private Order lookup(long id) {
+        return null;
+    }
+
+    private void process(Order o, Customer c) {
+    }
+}
+";
+
+fn shop() -> (tempfile::TempDir, RepoIndex) {
+    repo(&[
+        ("src/shop/Order.java", ORDER),
+        ("src/shop/Service.java", SERVICE),
+        (
+            "src/shop/Entity.java",
+            "package shop;\n\npublic abstract class Entity {\n    protected Long id;\n}\n",
+        ),
+        (
+            "src/shop/Customer.java",
+            "package shop;\n\npublic class Customer {\n    private Order lastOrder;\n    public Order getLastOrder() { return lastOrder; }\n}\n",
+        ),
+        (
+            "src/shop/Line.java",
+            "package shop;\n\npublic class Line {\n    Product product;\n}\n",
+        ),
+        (
+            "src/shop/Product.java",
+            "package shop;\n\npublic class Product {\n    Supplier supplier;\n}\n",
+        ),
+        (
+            "src/shop/Supplier.java",
+            "package shop;\n\npublic class Supplier {\n}\n",
+        ),
+        (
+            "src/shop/BaseService.java",
+            "package shop;\n\npublic class BaseService {\n    protected void audit(Order order) {}\n}\n",
+        ),
+        (
+            "src/util/Format.java",
+            "package util;\n\nimport shop.Order;\n\npublic final class Format {\n    public static String describe(Order order) { return \"\"; }\n}\n",
+        ),
+    ])
+}
+
+const SVC: &str = "src/shop/Service.java";
+
+#[test]
+fn expected_type_of_declarations_assignments_and_returns() {
+    let (_dir, index) = shop();
+    assert_eq!(
+        expected(&index, SVC, "Order order = ").as_deref(),
+        Some("Order")
+    );
+    // Mid-identifier: the hole completes the initializer all the same.
+    assert_eq!(
+        expected(&index, SVC, "Order order = look").as_deref(),
+        Some("Order")
+    );
+    assert_eq!(expected(&index, SVC, "return ").as_deref(), Some("Order"));
+    // Conditions and array indexes.
+    assert_eq!(expected(&index, SVC, "= !").as_deref(), Some("boolean"));
+    assert_eq!(expected(&index, SVC, "&& ").as_deref(), Some("boolean"));
+    assert_eq!(expected(&index, SVC, "values[").as_deref(), Some("int"));
+    // `this.x = ` resolves the field's declared type.
+    assert_eq!(
+        expected(&index, SVC, "this.current = ").as_deref(),
+        Some("Order")
+    );
+}
+
+#[test]
+fn expected_type_of_call_arguments() {
+    let (_dir, index) = shop();
+    // A method of the current class, by name and argument position.
+    assert_eq!(
+        expected(&index, SVC, "process(current, ").as_deref(),
+        Some("Customer")
+    );
+    assert_eq!(expected(&index, SVC, "process(").as_deref(), Some("Order"));
+    // A method of the parent class.
+    assert_eq!(expected(&index, SVC, "audit(").as_deref(), Some("Order"));
+    // A static method of a class imported from another package.
+    assert_eq!(
+        expected(&index, SVC, "Format.describe(").as_deref(),
+        Some("Order")
+    );
+    // A constructor of a class of the same package.
+    assert_eq!(
+        expected(&index, SVC, "new Order(").as_deref(),
+        Some("Customer")
+    );
+}
+
+#[test]
+fn no_expected_type_no_candidates() {
+    let (_dir, index) = shop();
+    for marker in ["text.length() + ", "var inferred = ", "void update("] {
+        let hole = hole_after(&index, SVC, marker);
+        let typed = TypedHole::new(&index, &hole);
+        assert_eq!(typed.expected(), None, "{marker}");
+        for (_, context) in typed.contexts() {
+            assert!(context.is_empty(), "{marker}: {}", context.text);
+        }
+    }
+}
+
+#[test]
+fn relevant_types_follow_members_to_the_depth_limit_once_each() {
+    let (_dir, index) = shop();
+    let hole = hole_after(&index, SVC, "Order order = ");
+    let typed = TypedHole::new(&index, &hole);
+    let found: Vec<(String, usize)> = typed
+        .relevant_types()
+        .into_iter()
+        .map(|(t, hop)| (index.files[t.file].stem().to_string(), hop))
+        .collect();
+    let hop = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, h)| *h);
+    assert_eq!(hop("Order"), Some(0));
+    // Supertype, field type and the type argument of a field type: one hop.
+    assert_eq!(hop("Entity"), Some(1));
+    assert_eq!(hop("Customer"), Some(1));
+    assert_eq!(hop("Line"), Some(1));
+    assert_eq!(hop("Product"), Some(2));
+    // Three hops away: past the limit.
+    assert_eq!(TYPE_DEPTH, 2);
+    assert_eq!(hop("Supplier"), None);
+    // Customer mentions Order again: the cycle ends, every type is listed once.
+    let mut names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), found.len(), "{found:?}");
+
+    let text = typed.contexts()[0].1.text.clone();
+    assert!(
+        text.starts_with("// Expected type at the hole: Order\n"),
+        "{text}"
+    );
+    assert!(text.contains("public class Order extends Entity {\n    private Customer customer;\n    private List<Line> lines;\n    public Order(Customer customer);\n    public Customer getCustomer();\n}\n"), "{text}");
+    // Bodies are left out.
+    assert!(!text.contains("return customer"), "{text}");
+}
+
+#[test]
+fn headers_match_the_type_then_related_types_in_locality_order() {
+    let (_dir, index) = shop();
+    let hole = hole_after(&index, SVC, "audit(");
+    let typed = TypedHole::new(&index, &hole);
+    let headers = typed.headers();
+    let names: Vec<&str> = headers.iter().map(|h| h.name.as_str()).collect();
+    // Locals nearest first, then the class's fields and methods in order, inherited ones;
+    // the parameter of Customer type only leads to an Order through a member, so it is last.
+    assert_eq!(
+        names,
+        ["made", "current", "find", "lookup", "c"],
+        "{headers:?}"
+    );
+    assert!(headers[..4].iter().all(|h| h.score == 1.0));
+    assert!(headers[4].score > 0.0 && headers[4].score < 1.0);
+    let text = typed.contexts()[1].1.text.clone();
+    assert_eq!(
+        text,
+        "// Consider using these variables relevant to the expected type:\nOrder made;\nprivate Order current;\npublic Order find(long id);\nprivate Order lookup(long id);\nCustomer c;\n"
+    );
+}
+
+#[test]
+fn headers_are_cut_to_ten() {
+    let methods: String = (0..14)
+        .map(|i| format!("    Order make{i}() {{ return null; }}\n"))
+        .collect();
+    let service = format!(
+        "package shop;\n\npublic class Many {{\n{methods}    void use(Customer c) {{\n        Order o = \n    }}\n}}\n"
+    );
+    let (_dir, index) = repo(&[
+        (
+            "src/shop/Order.java",
+            "package shop;\npublic class Order {}\n",
+        ),
+        (
+            "src/shop/Customer.java",
+            "package shop;\npublic class Customer { Order last; }\n",
+        ),
+        ("src/shop/Many.java", &service),
+    ]);
+    let hole = hole_after(&index, "src/shop/Many.java", "Order o = ");
+    let headers = TypedHole::new(&index, &hole).headers();
+    assert_eq!(headers.len(), MAX_HEADERS);
+    let names: Vec<&str> = headers.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names[0], "make0");
+    assert_eq!(names[9], "make9");
+    // The related parameter scores less than every direct match, so the cut drops it.
+    assert!(!names.contains(&"c"));
+}
+
+#[test]
+fn the_rest_of_the_hole_line_never_reaches_the_context() {
+    let (_dir, index) = shop();
+    // A declaration after the hole on the hole's line is part of the target: the field `b`
+    // would be both a definition member and a header if the line were read whole.
+    let (_counter_dir, counter) = repo(&[(
+        "Counter.java",
+        "public class Counter {\n    Counter next;\n    Counter a = null; Counter b = null;\n}\n",
+    )]);
+    let hole = hole_after(&counter, "Counter.java", "Counter a = ");
+    let typed = TypedHole::new(&counter, &hole);
+    assert_eq!(typed.expected().map(|e| e.text.as_str()), Some("Counter"));
+    assert_no_leak(&counter, &hole);
+    let names: Vec<String> = typed.headers().into_iter().map(|h| h.name).collect();
+    assert_eq!(names, ["next"]);
+    for hole in hole::every_line(&index, 3, 7) {
+        assert_no_leak(&index, &hole);
+    }
+}
+
+/// Both contexts of `hole` have true provenance, take nothing from the rest of the hole's
+/// line, and compose into valid prompts.
+fn assert_no_leak(index: &RepoIndex, hole: &Hole) {
+    let tok = TokenizerKind::Code.tokenizer();
+    let file = &index.files[hole.file];
+    let line_end = file.line_start(hole.line + 1);
+    let rest = &file.text[hole.offset..line_end];
+    for (id, context) in TypedHole::new(index, hole).contexts() {
+        assert_provenance(index, &context);
+        for origin in context.pieces.iter().filter_map(|p| p.origin) {
+            let span = origin.span.range();
+            let leaks = origin.file == hole.file && span.end > hole.offset && span.start < line_end;
+            assert!(
+                !leaks || rest.trim().is_empty(),
+                "{id} at {}: {:?}",
+                hole.display(index),
+                &file.text[span]
+            );
+        }
+        assert!(
+            rest.trim().len() < 12 || !context.text.contains(rest.trim()),
+            "{id} at {}",
+            hole.display(index)
+        );
+        let prompt = Composer::new(index, hole, tok, 512).compose_context(
+            id,
+            &context,
+            0.5,
+            keyhole::token::Keep::Start,
+        );
+        prompt.validate(index, tok).expect("valid prompt");
+    }
+}
+
+fn assert_provenance(index: &RepoIndex, text: &SourcedText) {
+    for piece in &text.pieces {
+        if let Some(origin) = piece.origin {
+            assert_eq!(
+                &index.files[origin.file].text[origin.span.range()],
+                &text.text[piece.range.clone()]
+            );
+        }
+    }
+}
+
+#[test]
+fn error_report_names_errors_inside_the_completion_only() {
+    // The file is broken elsewhere too (the field line): that error is not the completion's.
+    let text =
+        "class A {\n    int broken = ;\n    int f(int x) {\n        return x + 1;\n    }\n}\n";
+    let offset = text.find("x + 1;").expect("hole");
+    let target = "x + 1;".len();
+    let path = "A.java";
+    assert_eq!(completion_errors(path, text, offset, target, "x * 2;"), []);
+    let errors = completion_errors(path, text, offset, target, "x * 2));");
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|e| e.line == 4 && e.column >= 16),
+        "{errors:?}"
+    );
+    assert!(errors[0].message.contains(')'), "{errors:?}");
+    let missing = completion_errors(path, text, offset, target, "f(x;");
+    assert!(!missing.is_empty(), "{missing:?}");
+    // Files of unknown languages have no syntax to check.
+    assert_eq!(completion_errors("a.txt", text, offset, target, ")))"), []);
+}
+
+#[test]
+fn broken_files_never_panic() {
+    let (_dir, index) = repo(&[
+        (
+            "Broken.java",
+            "class A extends { void f( { int x = ; return new (\n\"unterminated\n/* open comment\n",
+        ),
+        (
+            "Weird.java",
+            "\u{0}{{{{(((( class class class Ω x = 'ab\n\tfoo(bar(, \"\"\" text\n",
+        ),
+        ("Empty.java", ""),
+        ("Deep.java", &"class A { ".repeat(300)),
+    ]);
+    for hole in hole::every_line(&index, 8, 3) {
+        let typed = TypedHole::new(&index, &hole);
+        for (_, context) in typed.contexts() {
+            assert_provenance(&index, &context);
+        }
+        let _ = keyhole::context::typed::hole_completion_errors(&index, &hole, "x) {{ \"");
+    }
+}
+
+#[test]
+fn sample_repo_hole_gets_types_and_headers() {
+    let hole = common::hole("service/OrderService.java:39:29");
+    let typed = TypedHole::new(&common::SAMPLE, &hole);
+    let [(types_id, types), (headers_id, headers)] = typed.contexts();
+    assert_eq!((types_id, headers_id), (TYPED_TYPES_ID, TYPED_HEADERS_ID));
+    assert!(
+        types
+            .text
+            .starts_with("// Expected type at the hole: Customer\n// Relevant type definitions:\npublic class Customer extends Entity {\n"),
+        "{}",
+        types.text
+    );
+    let files: Vec<&str> = types
+        .files()
+        .into_iter()
+        .map(|f| common::SAMPLE.files[f].stem())
+        .collect();
+    assert_eq!(&files[..2], ["Customer", "Entity"]);
+    assert!(
+        headers
+            .text
+            .contains("private Customer loadCustomer(Long customerId);"),
+        "{}",
+        headers.text
+    );
+    assert_eq!(
+        keyhole::context::candidate_label(TYPED_TYPES_ID),
+        "typed-hole types"
+    );
+}
+
+/// How often each candidate applies on a real repository (run with `--ignored`; set
+/// KEYHOLE_TYPED_REPO to choose it, default /work/corpus/commons-io).
+#[test]
+#[ignore]
+fn applicability_on_a_real_repository() {
+    let root = std::env::var("KEYHOLE_TYPED_REPO").unwrap_or("/work/corpus/commons-io".into());
+    let index = RepoIndex::open(Path::new(&root), None).expect("open");
+    let holes = hole::sample_holes(&index, Some(3000), 9);
+    let (mut types, mut headers, mut definitions) = (0, 0, 0);
+    for hole in &holes {
+        let typed = TypedHole::new(&index, hole);
+        let [(_, t), (_, h)] = typed.contexts();
+        types += usize::from(!t.is_empty());
+        headers += usize::from(!h.is_empty());
+        definitions += usize::from(!typed.relevant_types().is_empty());
+        assert_provenance(&index, &t);
+        assert_provenance(&index, &h);
+    }
+    let pct = |n: usize| 100.0 * n as f64 / holes.len().max(1) as f64;
+    println!(
+        "{root}: {} holes; typed-hole types applicable {:.1}% (with repository definitions {:.1}%), headers {:.1}%",
+        holes.len(),
+        pct(types),
+        pct(definitions),
+        pct(headers)
+    );
+}
