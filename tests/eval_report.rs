@@ -39,6 +39,9 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         backend: "test".into(),
         error: None,
         bm25: None,
+        retrieval_score: None,
+        retrieval_jaccard: None,
+        why_not: None,
     }
 }
 

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::complete::BackendArgs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::WindowIndex;
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::report;
 use keyhole::eval::runner::{EvalOptions, RepoRun};
@@ -70,12 +71,14 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             LabelFile::open(&label_path).with_context(|| format!("{}", label_path.display()))?;
         let progress = progress_bar(&name);
         let retrieval = Retrieval::new(&index);
+        let windows = WindowIndex::new(&index);
         let run = RepoRun {
             repository: &name,
             index: &index,
             tokenizer,
             backend: backend.as_ref(),
             retrieval: &retrieval,
+            windows: &windows,
             options: &options,
         };
         let stats = runtime.block_on(run.run(&mut labels, &progress))?;
