@@ -14,6 +14,7 @@ use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::report;
 use keyhole::eval::runner::{EvalOptions, RepoRun};
 use keyhole::model;
+use keyhole::rank::bandit;
 use keyhole::repo::{self, RepoIndex};
 
 #[derive(Args)]
@@ -90,6 +91,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let report = report::build(&rows, &args.train, args.seed);
+    save_procc_bandit(&rows, &args.train);
     report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
     println!(
         "{}",
@@ -101,6 +103,22 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         args.out.join("report.md").display()
     );
     Ok(())
+}
+
+/// Keep ProCC's bandit, trained on these rows as the report trains it, in the data directory
+/// for later picks; a failure to save is a warning, the report stands.
+fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], train: &[String]) {
+    let Some(dir) = keyhole::feedback::data_dir() else {
+        return;
+    };
+    let path = dir.join(bandit::FILE);
+    match report::train_procc(rows, train).save(&path) {
+        Ok(()) => eprintln!("ProCC bandit saved to {}", path.display()),
+        Err(e) => eprintln!(
+            "warning: cannot save the ProCC bandit to {}: {e}",
+            path.display()
+        ),
+    }
 }
 
 fn progress_bar(name: &str) -> ProgressBar {

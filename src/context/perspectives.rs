@@ -36,7 +36,7 @@ pub const LAST_ID: usize = SUMMARY_ID;
 /// ProCC's arms, in the order of the bandit's features.
 pub const PROCC_IDS: [usize; 3] = [LEXICAL_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// RepoCoder's iterations by default (the paper's main comparison is one against two).
-pub const DEFAULT_ITERATIONS: usize = 2;
+pub const DEFAULT_ITERATIONS: u16 = 2;
 /// Share of the budget for every candidate built here.
 pub const SHARE: f64 = 0.5;
 /// Tokens a summary may take.
