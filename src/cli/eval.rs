@@ -40,6 +40,10 @@ pub struct EvalArgs {
     /// Completions in flight at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
+    /// Keep ProCC's bandit, as trained for the report, in the data directory, where
+    /// `keyhole proposals` reads it to pick a perspective (it is always written to --out).
+    #[arg(long)]
+    keep_bandit: bool,
     #[command(flatten)]
     backend: BackendArgs,
 }
@@ -91,7 +95,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let report = report::build(&rows, &args.train, args.seed);
-    save_procc_bandit(&rows, &args.train);
+    save_procc_bandit(&rows, args)?;
     report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
     println!(
         "{}",
@@ -105,20 +109,23 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
-/// Keep ProCC's bandit, trained on these rows as the report trains it, in the data directory
-/// for later picks; a failure to save is a warning, the report stands.
-fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], train: &[String]) {
-    let Some(dir) = keyhole::feedback::data_dir() else {
-        return;
-    };
-    let path = dir.join(bandit::FILE);
-    match report::train_procc(rows, train).save(&path) {
-        Ok(()) => eprintln!("ProCC bandit saved to {}", path.display()),
-        Err(e) => eprintln!(
-            "warning: cannot save the ProCC bandit to {}: {e}",
-            path.display()
-        ),
+/// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
+/// with --keep-bandit, into the data directory.
+fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Result<()> {
+    let bandit = report::train_procc(rows, &args.train);
+    let path = args.out.join(bandit::FILE);
+    bandit
+        .save(&path)
+        .with_context(|| format!("{}", path.display()))?;
+    if args.keep_bandit {
+        let dir = keyhole::feedback::data_dir().context("no data directory for --keep-bandit")?;
+        let path = dir.join(bandit::FILE);
+        bandit
+            .save(&path)
+            .with_context(|| format!("{}", path.display()))?;
+        eprintln!("ProCC bandit kept in {}", path.display());
     }
+    Ok(())
 }
 
 fn progress_bar(name: &str) -> ProgressBar {

@@ -21,6 +21,7 @@ use keyhole::context::windows::WindowIndex;
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
 use keyhole::model::{self, Backend};
+use keyhole::rank::bandit;
 use keyhole::repo::{self, RepoIndex};
 use keyhole::sample;
 use keyhole::token::{Keep, Tokenizer, TokenizerKind};
@@ -365,10 +366,17 @@ fn proposals_command(at: &HoleArgs, backend: &complete::BackendArgs) -> Result<(
     if at.json {
         let mut json = proposals_json(&session, at, &rows, &default);
         json["retrieved"] = retrieved_json(&session, &retrieved);
+        json["procc_pick"] = json!(procc_pick(&retrieved));
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_proposals(&session, at, &rows, &default);
         print_retrieved(&session, at, &retrieved);
+        if let Some(id) = procc_pick(&retrieved) {
+            println!(
+                "ProCC (LinUCB) picks {id} {}.",
+                keyhole::context::candidate_label(id)
+            );
+        }
     }
     Ok(())
 }
@@ -376,6 +384,25 @@ fn proposals_command(at: &HoleArgs, backend: &complete::BackendArgs) -> Result<(
 /// Tokens and cut of a candidate's context in its prompt.
 fn context_segment(prompt: Option<&Prompt>) -> Option<&compose::Segment> {
     prompt.and_then(proposal_segment)
+}
+
+/// ProCC's pick among its perspectives by the bandit kept in the data directory (see
+/// `keyhole eval --keep-bandit`), with a warning about an unreadable state; none without one.
+fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Option<usize> {
+    let path = keyhole::feedback::data_dir()?.join(bandit::FILE);
+    if !path.exists() {
+        return None;
+    }
+    let (bandit, warning) = bandit::LinUcb::load(&path);
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
+    let features = perspectives::PROCC_IDS.map(|id| {
+        let (c, _) = rows.iter().find(|(c, _)| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
+    });
+    let arm = bandit.choose(&bandit::context(features), features.map(|f| f.is_some()))?;
+    Some(perspectives::PROCC_IDS[arm])
 }
 
 fn print_retrieved(session: &Session, at: &HoleArgs, rows: &[(Candidate, Option<Prompt>)]) {
