@@ -130,7 +130,7 @@ impl<'a> Perspectives<'a> {
             self.retrieve(
                 hole,
                 REPOCODER_ID,
-                &repocoder_query(self.index, hole),
+                repocoder_query(self.index, hole),
                 Similarity::Jaccard,
             ),
             self.retrieve(

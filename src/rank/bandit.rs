@@ -185,12 +185,13 @@ fn solve(mut a: [[f64; FEATURES]; FEATURES], mut v: [f64; FEATURES]) -> [f64; FE
             .unwrap_or(col);
         a.swap(col, pivot);
         v.swap(col, pivot);
+        let (pivot_row, pivot_v) = (a[col], v[col]);
         for row in col + 1..FEATURES {
-            let factor = a[row][col] / a[col][col];
-            for k in col..FEATURES {
-                a[row][k] -= factor * a[col][k];
+            let factor = a[row][col] / pivot_row[col];
+            for (cell, p) in a[row].iter_mut().zip(&pivot_row).skip(col) {
+                *cell -= factor * p;
             }
-            v[row] -= factor * v[col];
+            v[row] -= factor * pivot_v;
         }
     }
     let mut x = [0.0; FEATURES];

@@ -580,10 +580,12 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
         .collect()
 }
 
+/// Every candidate with rows (ids a run did not write, such as reserved ones, are left out).
 fn proposal_rows(holes: &[HoleRows]) -> Vec<ProposalRow> {
     counts(holes)
         .into_iter()
         .enumerate()
+        .filter(|&(id, _)| holes.iter().any(|h| h.row(id).is_some()))
         .map(|(id, (applicable, successes))| ProposalRow {
             id,
             label: label(id),
