@@ -216,7 +216,7 @@ async fn attempts(
     };
     let retrieved: Vec<Candidate> = if ids.iter().any(|&id| id > DEFAULT_ID) {
         let immediate = ids.iter().all(|&id| super::immediate(id));
-        session.retrieved(&args.at, backend, immediate)?
+        session.retrieved(&args.at, backend, immediate).await?
     } else {
         Vec::new()
     };

@@ -287,7 +287,7 @@ impl Session {
 
     /// The retrieved candidates 63-70 within `budget`, asking `backend` for what they need;
     /// only those that need nothing from it where `immediate`.
-    fn retrieved(
+    async fn retrieved(
         &self,
         at: &HoleArgs,
         backend: &dyn Backend,
@@ -307,14 +307,22 @@ impl Session {
             return Ok(perspectives.immediate(&self.hole));
         }
         let composer = compose::Composer::new(&self.index, &self.hole, self.tokenizer, at.budget);
+        let iterations = usize::from(at.iterations);
+        Ok(
+            perspectives::build_all(&perspectives, &self.hole, &composer, backend, iterations)
+                .await?,
+        )
+    }
+
+    /// [`Session::retrieved`] outside an async context.
+    fn retrieved_now(
+        &self,
+        at: &HoleArgs,
+        backend: &dyn Backend,
+        immediate: bool,
+    ) -> Result<Vec<Candidate>> {
         let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-        Ok(runtime.block_on(perspectives::build_all(
-            &perspectives,
-            &self.hole,
-            &composer,
-            backend,
-            usize::from(at.iterations),
-        ))?)
+        runtime.block_on(self.retrieved(at, backend, immediate))
     }
 }
 
@@ -356,7 +364,7 @@ fn proposals_command(at: &HoleArgs, backend: &complete::BackendArgs) -> Result<(
         .collect();
     let default = composer.compose(None);
     let retrieved: Vec<(Candidate, Option<Prompt>)> = session
-        .retrieved(at, backend.as_ref(), false)?
+        .retrieved_now(at, backend.as_ref(), false)?
         .into_iter()
         .map(|c| {
             let prompt = c.compose(&composer);
@@ -658,7 +666,7 @@ fn prompt_command(at: &HoleArgs, id: usize, backend: &complete::BackendArgs) -> 
         (composer.compose(None), None)
     } else {
         let candidate = session
-            .retrieved(at, backend.as_ref(), immediate(id))?
+            .retrieved_now(at, backend.as_ref(), immediate(id))?
             .into_iter()
             .find(|c| c.id == id)
             .context("every retrieved candidate is built")?;
