@@ -138,6 +138,41 @@ async fn openai_chat_wraps_the_prompt_in_an_instruction() {
 }
 
 #[tokio::test]
+async fn only_chat_backends_follow_instructions_which_they_get_as_written() {
+    let server = Server::start(|_, _| {
+        Reply::Json(
+            200,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "It sums."}}]}),
+        )
+    })
+    .await;
+    let chat = build_http(&config(BackendKind::OpenAiChat, &server.base)).unwrap();
+    assert!(chat.follows_instructions());
+    for kind in [
+        BackendKind::OpenAi,
+        BackendKind::Ollama,
+        BackendKind::LlamaCpp,
+    ] {
+        assert!(
+            !build_http(&config(kind, &server.base))
+                .unwrap()
+                .follows_instructions()
+        );
+    }
+    let embedded = keyhole::model::ngram::EmbeddedModel::without_repository();
+    assert!(!keyhole::model::Backend::follows_instructions(&embedded));
+    let mut req = request(1);
+    req.prompt = "This code snippet of\nint x = a + b;\nmeans".to_string();
+    req.instruction = true;
+    let completions = chat.complete(&req, None).await.unwrap();
+    assert_eq!(texts(&completions), ["It sums."]);
+    assert_eq!(
+        server.body()["messages"],
+        json!([{"role": "user", "content": "This code snippet of\nint x = a + b;\nmeans"}])
+    );
+}
+
+#[tokio::test]
 async fn openai_chat_streams_delta_content_and_uses_the_default_instruction() {
     let events = sse(&[
         json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}),

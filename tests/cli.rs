@@ -31,6 +31,15 @@ fn stdout_json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
 fn one_line_error(output: &Output) -> String {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr.clone()).unwrap();
@@ -135,8 +144,8 @@ fn bad_input_is_one_line_and_exit_code_2() {
     );
     let err = one_line_error(&keyhole(&["proposals", &sample(), "OrderService.java"]));
     assert!(err.contains("expected FILE:LINE:COL"), "{err}");
-    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--proposal", "63"]));
-    assert!(err.contains("--proposal 63"), "{err}");
+    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--id", "99"]));
+    assert!(err.contains("--id 99"), "{err}");
     let err = one_line_error(&keyhole(&[
         "proposals",
         &sample(),
@@ -193,4 +202,68 @@ fn exported_holes_run_as_a_task_file() {
     std::fs::write(&bad, "{\"prompt\": \"x\"}\n").unwrap();
     let err = one_line_error(&keyhole(&["tasks", bad.to_str().unwrap()]));
     assert!(err.contains("bad.jsonl:1:"), "{err}");
+}
+
+#[test]
+fn proposals_lists_the_retrieved_candidates_after_the_default_context() {
+    let text = stdout(&keyhole(&["proposals", &sample(), DEMO]));
+    for (id, label) in [
+        (63, "file-level BM25"),
+        (66, "RepoCoder"),
+        (67, "RepoCoder iter 2"),
+        (68, "ProCC lexical"),
+        (69, "ProCC hypothetical line"),
+    ] {
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id}  {label}")))
+            .unwrap_or_else(|| panic!("no row {id} in\n{text}"));
+        assert!(row.contains(" yes "), "{row}");
+    }
+    let summary = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("70  ProCC summary"))
+        .unwrap();
+    assert!(
+        summary.contains(" no ") && summary.contains("does not follow instructions"),
+        "{summary}"
+    );
+
+    let json = stdout_json(&keyhole(&["proposals", &sample(), DEMO, "--json"]));
+    let rows = json["retrieved"].as_array().unwrap();
+    let ids: Vec<u64> = rows.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (63..=70).collect::<Vec<u64>>());
+    let repocoder = &rows[3];
+    assert!(repocoder["score"].as_f64().unwrap() > 0.0);
+    assert!(repocoder["tokens"].as_u64().unwrap() <= 2036);
+    assert_eq!(rows[7]["applicable"], false);
+    assert!(rows[7]["why_not"].as_str().unwrap().contains("embedded"));
+}
+
+#[test]
+fn prompt_takes_a_retrieved_candidate_by_id() {
+    let text = stdout(&keyhole(&["prompt", &sample(), DEMO, "--id", "66"]));
+    assert!(
+        text.starts_with("// Here are some relevant code fragments from other files of the repo:"),
+        "{text}"
+    );
+    assert!(text.ends_with("        return orderRepository."), "{text}");
+    let json = stdout_json(&keyhole(&[
+        "prompt",
+        &sample(),
+        DEMO,
+        "--id",
+        "67",
+        "--json",
+    ]));
+    assert_eq!(json["proposal_id"], 67);
+    let output = keyhole(&["prompt", &sample(), DEMO, "--id", "70"]);
+    assert!(output.status.success());
+    let note = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        note.contains("not applicable") && note.contains("does not follow instructions"),
+        "{note}"
+    );
+    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--id", "71"]));
+    assert!(err.contains("--id 71") && err.contains("0 to 70"), "{err}");
 }

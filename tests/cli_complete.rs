@@ -26,6 +26,16 @@ async fn keyhole(args: Vec<String>, config_dir: &std::path::Path, env: &[(&str, 
     command.output().await.unwrap()
 }
 
+/// The JSON a successful run printed.
+fn success_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn embedded_completions_offline_with_scores() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,12 +50,7 @@ async fn embedded_completions_offline_with_scores() {
         "--json",
     ];
     let out = keyhole(args.map(String::from).to_vec(), dir.path(), &[]).await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = success_json(&out);
     let rows = json["completions"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(
@@ -63,6 +68,29 @@ async fn embedded_completions_offline_with_scores() {
         (json!(62), json!(false))
     );
     assert_eq!(json["token_counting"], "exact");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retrieved_candidates_complete_by_id_including_those_that_need_a_completion_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "complete".to_string(),
+        sample(),
+        HOLE.to_string(),
+        "--json".into(),
+    ];
+    for id in ["63", "66", "67", "68", "69"] {
+        args.extend(["--id".to_string(), id.to_string()]);
+    }
+    let out = keyhole(args, dir.path(), &[]).await;
+    let json = success_json(&out);
+    let rows = json["completions"].as_array().unwrap();
+    let ids: Vec<u64> = rows
+        .iter()
+        .map(|r| r["proposal_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [63, 66, 67, 68, 69]);
+    assert!(rows.iter().all(|r| r["text"].is_string()), "{rows:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use keyhole::eval::labels::{LabelFile, read_dir};
-use keyhole::eval::{LabelRow, ROWS_PER_HOLE};
+use keyhole::eval::{LabelRow, WRITTEN_ROWS};
 
 fn row(hole: &str, id: usize) -> LabelRow {
     LabelRow {
@@ -29,11 +29,14 @@ fn row(hole: &str, id: usize) -> LabelRow {
         backend: "embedded".into(),
         error: None,
         bm25: None,
+        retrieval_score: None,
+        retrieval_jaccard: None,
+        why_not: None,
     }
 }
 
 fn hole(name: &str) -> Vec<LabelRow> {
-    (0..ROWS_PER_HOLE).map(|id| row(name, id)).collect()
+    (0..WRITTEN_ROWS).map(|id| row(name, id)).collect()
 }
 
 #[test]
@@ -57,13 +60,40 @@ fn an_interrupted_write_is_dropped_and_the_hole_redone() {
     drop(file);
 
     let (labels, rows) = LabelFile::open(&path).unwrap();
-    assert_eq!(rows.len(), 2 * ROWS_PER_HOLE);
+    assert_eq!(rows.len(), 2 * WRITTEN_ROWS);
     assert!(labels.is_done("r/A.java:1:1") && labels.is_done("r/A.java:2:1"));
     assert!(!labels.is_done("r/A.java:3:1"));
     assert_eq!(
         read_dir(dir.path()).unwrap(),
         rows,
         "the file itself was repaired"
+    );
+}
+
+#[test]
+fn a_label_file_of_an_older_version_with_fewer_rows_per_hole_stays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    // Before RepoCoder and ProCC, a hole had 66 rows (ids 0-65), and rows had no retrieval
+    // fields at all.
+    let mut text = String::new();
+    for name in ["r/A.java:1:1", "r/A.java:2:1"] {
+        for r in &hole(name)[..66] {
+            let mut value = serde_json::to_value(r).unwrap();
+            for key in ["retrieval_score", "retrieval_jaccard", "why_not"] {
+                value.as_object_mut().unwrap().remove(key);
+            }
+            text.push_str(&format!("{value}\n"));
+        }
+    }
+    std::fs::write(&path, &text).unwrap();
+    let (labels, rows) = LabelFile::open(&path).unwrap();
+    assert_eq!(rows.len(), 2 * 66);
+    assert!(labels.is_done("r/A.java:1:1") && labels.is_done("r/A.java:2:1"));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "left as it was"
     );
 }
 
@@ -97,7 +127,7 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
     };
     let mut child = keyhole(&args).spawn().unwrap();
     let started = Instant::now();
-    while label_rows(&labels) < 3 * ROWS_PER_HOLE && started.elapsed() < Duration::from_secs(120) {
+    while label_rows(&labels) < 3 * WRITTEN_ROWS && started.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap(); // SIGKILL
@@ -107,7 +137,7 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
         .lines()
         .filter(|l| serde_json::from_str::<LabelRow>(l).is_ok())
         .collect();
-    assert!(finished_before.len() >= 3 * ROWS_PER_HOLE);
+    assert!(finished_before.len() >= 3 * WRITTEN_ROWS);
 
     let status = keyhole(&args).status().unwrap();
     assert!(status.success());
@@ -122,10 +152,10 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
     }
     assert_eq!(per_hole.len(), 60, "every hole, once");
     assert!(
-        per_hole.values().all(|ids| ids.len() == ROWS_PER_HOLE),
+        per_hole.values().all(|ids| ids.len() == WRITTEN_ROWS),
         "no hole redone or half-written"
     );
-    let complete_before = (finished_before.len() / ROWS_PER_HOLE) * ROWS_PER_HOLE;
+    let complete_before = (finished_before.len() / WRITTEN_ROWS) * WRITTEN_ROWS;
     let kept: Vec<&str> = after.lines().take(complete_before).collect();
     assert_eq!(
         kept,

@@ -39,6 +39,9 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         backend: "test".into(),
         error: None,
         bm25: None,
+        retrieval_score: None,
+        retrieval_jaccard: None,
+        why_not: None,
     }
 }
 
@@ -177,7 +180,13 @@ fn methods_on_the_test_split() {
             "typed-hole headers",
             "fixed proposal",
             "fixed ranking",
-            "RLPG-BM25"
+            "RLPG-BM25",
+            "RepoCoder",
+            "RepoCoder iter 2",
+            "ProCC lexical",
+            "ProCC hypothetical line",
+            "ProCC summary",
+            "ProCC (LinUCB)",
         ]
     );
     let rate = |name| {
@@ -299,7 +308,7 @@ fn repository_table_has_every_method() {
         (b.success[0], b.success[1], b.success[8], b.success[9]),
         (25.0, 50.0, 25.0, 50.0)
     );
-    assert_eq!(repo("c").success, vec![100.0; 11]);
+    assert_eq!(repo("c").success, vec![100.0; 17]);
 }
 
 #[test]
@@ -316,8 +325,8 @@ fn further_methods_plug_in_as_rankings() {
         method(&report, "oracle or nothing").success,
         method(&report, "oracle").success
     );
-    assert_eq!(report.success_at_k.len(), 13);
-    assert_eq!(report.repositories[0].success.len(), 13);
+    assert_eq!(report.success_at_k.len(), 19);
+    assert_eq!(report.repositories[0].success.len(), 19);
 }
 
 #[test]
@@ -326,9 +335,10 @@ fn without_a_training_split_the_choice_is_made_on_all_holes() {
     assert_eq!(report.fixed_proposal.chosen_on, "all");
     assert_eq!(report.fixed_proposal.holes, 7);
     assert_eq!(report.summary.method_scope, "test repositories");
-    assert_eq!(report.notes.len(), 2, "{:?}", report.notes);
+    assert_eq!(report.notes.len(), 3, "{:?}", report.notes);
     assert!(report.notes[0].contains("zzz"));
     assert!(report.notes[1].contains("chosen on all holes"));
+    assert!(report.notes[2].contains("ProCC (LinUCB) learned online over all holes"));
     assert!(!report.splits.iter().any(|s| s.split == "train"));
 }
 
@@ -389,4 +399,70 @@ fn write_produces_markdown_json_and_svg() {
         assert_eq!(svg.matches("<svg").count(), 1);
         assert!(md.contains(&format!("(plots/{plot})")), "{plot} not linked");
     }
+}
+
+/// A hole where ProCC's perspectives 68-70 applied with the given (score, Jaccard) and
+/// successes, the summary not applicable (with why) where it has no features.
+fn procc_hole(repo: &str, n: usize, arms: [(Option<(f64, f64)>, bool); 3]) -> Vec<LabelRow> {
+    let mut rows = hole(repo, n, false, &[]);
+    for (id, (features, success)) in [68, 69, 70].into_iter().zip(arms) {
+        let r = &mut rows[id];
+        match features {
+            Some((score, jaccard)) => {
+                (r.applicable, r.success) = (true, success);
+                (r.retrieval_score, r.retrieval_jaccard) = (Some(score), Some(jaccard));
+            }
+            None => r.why_not = Some("backend `embedded` does not follow instructions".into()),
+        }
+    }
+    rows
+}
+
+#[test]
+fn procc_linucb_learns_on_the_training_split_and_picks_on_the_test_split() {
+    // The hypothetical line (69) pays on every hole; the lexical perspective (68) never does.
+    let hole_of = |repo: &str, n: usize| {
+        let f = (n % 7) as f64 / 10.0;
+        procc_hole(
+            repo,
+            n,
+            [
+                (Some((0.3 + f, 0.2)), false),
+                (Some((0.2, 0.3 + f)), true),
+                (None, false),
+            ],
+        )
+    };
+    let rows: Vec<LabelRow> = (1..=40)
+        .map(|n| hole_of("a", n))
+        .chain((1..=10).map(|n| hole_of("t", n)))
+        .flatten()
+        .collect();
+    let report = report::build(&rows, &train(), 9);
+    assert!(close(
+        method(&report, "ProCC (LinUCB)").success.hole_wise,
+        100.0
+    ));
+    assert!(close(
+        method(&report, "ProCC lexical").success.hole_wise,
+        0.0
+    ));
+    assert!(close(
+        method(&report, "ProCC hypothetical line").success.hole_wise,
+        100.0
+    ));
+    for name in ["RepoCoder", "RepoCoder iter 2", "ProCC summary"] {
+        assert!(report.methods.iter().any(|m| m.name == name), "{name}");
+    }
+    assert!(
+        report.notes.iter().any(
+            |n| n.contains("ProCC summary is not applicable on 50 holes")
+                && n.contains("does not follow instructions")
+        ),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.notes.iter().any(|n| n.contains("40 training holes")));
+    let trained = report::train_procc(&rows, &train());
+    assert_eq!(trained.pulls().iter().sum::<u64>(), 40);
 }

@@ -6,7 +6,8 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use super::{HoleArgs, Session, hole_json};
-use keyhole::compose::{self, Prompt};
+use keyhole::compose::{Composer, Prompt};
+use keyhole::context::perspectives::Candidate;
 use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
@@ -18,10 +19,10 @@ use keyhole::rank::{FixedRanker, RankInput, Ranker};
 pub struct CompleteArgs {
     #[command(flatten)]
     at: HoleArgs,
-    /// Proposal ids to complete with (62 = default context); repeatable. Without it, the k
-    /// best-ranked candidates.
-    #[arg(long = "proposal")]
-    proposals: Vec<usize>,
+    /// Candidate ids to complete with (proposals 0-61, the default context 62, retrieved
+    /// 63-70); repeatable. Without it, the k best-ranked candidates.
+    #[arg(long = "id", visible_alias = "proposal")]
+    ids: Vec<usize>,
     /// Number of candidates to complete with, one completion each.
     #[arg(short = 'k', default_value_t = 3)]
     k: usize,
@@ -52,6 +53,18 @@ pub(super) struct BackendArgs {
     /// Most tokens to generate.
     #[arg(long)]
     max_tokens: Option<usize>,
+}
+
+impl Default for BackendArgs {
+    /// The embedded backend as configured.
+    fn default() -> Self {
+        BackendArgs {
+            backend: config::EMBEDDED.to_string(),
+            url: None,
+            model: None,
+            max_tokens: None,
+        }
+    }
 }
 
 /// The configured backend entries (the embedded one first).
@@ -173,7 +186,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     Ok(())
 }
 
-/// The prompts to complete: the given proposals, or the k best-ranked candidates (one, for
+/// The prompts to complete: the given candidates, or the k best-ranked ones (one, for
 /// samples), each fitted to the budget.
 async fn attempts(
     args: &CompleteArgs,
@@ -185,7 +198,7 @@ async fn attempts(
         .into_iter()
         .map(|spec| session.build(spec, budget))
         .collect();
-    let ids: Vec<usize> = if args.proposals.is_empty() {
+    let ids: Vec<usize> = if args.ids.is_empty() {
         let k = if args.samples.is_some() {
             1
         } else {
@@ -198,20 +211,30 @@ async fn attempts(
             .map(|r| r.id)
             .collect()
     } else {
-        if let Some(bad) = args.proposals.iter().find(|&&id| id > DEFAULT_ID) {
-            bail!(
-                "--proposal {bad}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context)"
-            );
+        for &id in &args.ids {
+            super::check_id("--id", id)?;
         }
-        args.proposals.clone()
+        args.ids.clone()
+    };
+    let retrieved: Vec<Candidate> = if ids.iter().any(|&id| id > DEFAULT_ID) {
+        let immediate = ids.iter().all(|&id| super::immediate(id));
+        session.retrieved(&args.at, backend, immediate).await?
+    } else {
+        Vec::new()
     };
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let proposal = all.get(id).filter(|p| p.applicable());
-        out.push(Attempt {
-            id,
-            prompt: fit(session, proposal, budget, backend).await?,
-        });
+        let candidate = retrieved.iter().find(|c| c.id == id && c.applicable());
+        let prompt = fit(session, budget, backend, |composer| {
+            match (proposal, candidate) {
+                (Some(p), _) => composer.compose(Some(p)),
+                (_, Some(c)) => c.compose(composer).expect("an applicable candidate"),
+                _ => composer.compose(None),
+            }
+        })
+        .await?;
+        out.push(Attempt { id, prompt });
     }
     Ok(out)
 }
@@ -220,19 +243,19 @@ async fn attempts(
 /// check the prompt with it and shrink the budget until the backend agrees it fits.
 async fn fit(
     session: &Session,
-    proposal: Option<&ProposalContext>,
     budget: usize,
     backend: &dyn Backend,
+    compose: impl Fn(&Composer) -> Prompt,
 ) -> Result<Prompt> {
     let mut local_budget = budget;
     for _ in 0..4 {
-        let prompt = compose::compose(
+        let composer = Composer::new(
             &session.index,
             &session.hole,
-            proposal,
             session.tokenizer,
             local_budget,
         );
+        let prompt = compose(&composer);
         let Some(count) = backend.count_tokens(&prompt.text()).await else {
             return Ok(prompt);
         };

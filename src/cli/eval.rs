@@ -10,12 +10,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::complete::BackendArgs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::WindowIndex;
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::report::{self, HoleRows};
 use keyhole::eval::runner::{EvalOptions, RepoRun};
 use keyhole::model;
 use keyhole::model::config::BackendConfig;
+use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::{self, RepoIndex};
 
@@ -42,6 +44,10 @@ pub struct EvalArgs {
     /// Completions in flight at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
+    /// Keep ProCC's bandit, as trained for the report, in the data directory, where
+    /// `keyhole proposals` reads it to pick a perspective (it is always written to --out).
+    #[arg(long)]
+    keep_bandit: bool,
     #[command(flatten)]
     backend: BackendArgs,
     /// The classifier whose RLPG-H and RLPG-R rankings become report rows [default: the
@@ -82,12 +88,14 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             LabelFile::open(&label_path).with_context(|| format!("{}", label_path.display()))?;
         let progress = progress_bar(&name);
         let retrieval = Retrieval::new(&index);
+        let windows = WindowIndex::new(&index);
         let run = RepoRun {
             repository: &name,
             index: &index,
             tokenizer,
             backend: backend.as_ref(),
             retrieval: &retrieval,
+            windows: &windows,
             options: &options,
         };
         let stats = runtime.block_on(run.run(&mut labels, &progress))?;
@@ -123,6 +131,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         });
     }
     let report = builder.build();
+    save_procc_bandit(&rows, args)?;
     report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
     let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
     let table = classified::composition_table(&classified, &by_id);
@@ -189,6 +198,25 @@ fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRo
     let json = out.join("compositions.json");
     std::fs::write(&json, serde_json::to_vec_pretty(table)?)
         .with_context(|| format!("{}", json.display()))
+}
+
+/// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
+/// with --keep-bandit, into the data directory.
+fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Result<()> {
+    let bandit = report::train_procc(rows, &args.train);
+    let path = args.out.join(bandit::FILE);
+    bandit
+        .save(&path)
+        .with_context(|| format!("{}", path.display()))?;
+    if args.keep_bandit {
+        let dir = keyhole::feedback::data_dir().context("no data directory for --keep-bandit")?;
+        let path = dir.join(bandit::FILE);
+        bandit
+            .save(&path)
+            .with_context(|| format!("{}", path.display()))?;
+        eprintln!("ProCC bandit kept in {}", path.display());
+    }
+    Ok(())
 }
 
 fn progress_bar(name: &str) -> ProgressBar {

@@ -15,10 +15,14 @@ use serde_json::{Value, json};
 
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::SourcedText;
+use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
-use keyhole::context::typed::{self, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole};
+use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::WindowIndex;
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
+use keyhole::model::{self, Backend};
+use keyhole::rank::bandit;
 use keyhole::rank::classifier::Classifier;
 use keyhole::rank::online::OnlineRanker;
 use keyhole::rank::{RankInput, Ranked, RankerKind, Rankers};
@@ -44,21 +48,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List RLPG's 62 prompt proposals for a hole: source, context type, applicability, tokens.
+    /// List RLPG's 62 prompt proposals for a hole (source, context type, applicability,
+    /// tokens), the default context, and the retrieved candidates 63-70.
     Proposals {
         #[command(flatten)]
         at: HoleArgs,
         #[command(flatten)]
+        backend: complete::BackendArgs,
+        #[command(flatten)]
         rank: RankArgs,
     },
-    /// Print the prompt composed from one proposal (62 = the default context alone) or
-    /// typed-hole candidate (71, 72).
+    /// Print the prompt composed from one candidate (62 = the default context alone).
     Prompt {
         #[command(flatten)]
         at: HoleArgs,
-        /// Candidate id: a proposal 0..=62, or 71/72 (typed-hole types/headers).
-        #[arg(long, visible_alias = "id", default_value_t = DEFAULT_ID)]
-        proposal: usize,
+        /// Candidate id, 0..=70: proposals 0-61, the default context 62, retrieved 63-70.
+        #[arg(long, visible_alias = "proposal", default_value_t = DEFAULT_ID)]
+        id: usize,
+        #[command(flatten)]
+        backend: complete::BackendArgs,
     },
     /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
     /// several samples of one prompt.
@@ -164,6 +172,9 @@ struct HoleArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// RepoCoder's retrieval-generation iterations for candidate 67 (its last iteration).
+    #[arg(long, default_value_t = perspectives::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u16).range(2..))]
+    iterations: u16,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -227,16 +238,17 @@ fn run(cli: Cli) -> Result<()> {
                 budget: compose::DEFAULT_BUDGET,
                 tokenizer: None,
                 json: false,
+                iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },
             };
             let rank = RankArgs {
                 ranker: RankerKind::RlpgH,
                 classifier: None,
             };
-            proposals_command(&at, &rank)
+            proposals_command(&at, &complete::BackendArgs::default(), &rank)
         }
-        Some(Command::Proposals { at, rank }) => proposals_command(&at, &rank),
-        Some(Command::Prompt { at, proposal }) => prompt_command(&at, proposal),
+        Some(Command::Proposals { at, backend, rank }) => proposals_command(&at, &backend, &rank),
+        Some(Command::Prompt { at, id, backend }) => prompt_command(&at, id, &backend),
         Some(Command::Complete(args)) => complete::complete_command(&args),
         Some(Command::Backends) => complete::backends_command(),
         Some(Command::Eval(args)) => eval::eval_command(&args),
@@ -311,10 +323,78 @@ impl Session {
     fn path(&self, file: usize) -> &str {
         &self.index.files[file].path
     }
+
+    /// The retrieved candidates 63-70 within `budget`, asking `backend` for what they need;
+    /// only those that need nothing from it where `immediate`.
+    async fn retrieved(
+        &self,
+        at: &HoleArgs,
+        backend: &dyn Backend,
+        immediate: bool,
+    ) -> Result<Vec<Candidate>> {
+        let retrieval = Retrieval::new(&self.index);
+        let windows = WindowIndex::new(&self.index);
+        let perspectives = Perspectives {
+            index: &self.index,
+            retrieval: &retrieval,
+            windows: &windows,
+            tokenizer: self.tokenizer,
+            budget: at.budget,
+            seed: RETRIEVAL_SEED,
+        };
+        if immediate {
+            return Ok(perspectives.immediate(&self.hole));
+        }
+        let composer = compose::Composer::new(&self.index, &self.hole, self.tokenizer, at.budget);
+        let iterations = usize::from(at.iterations);
+        Ok(
+            perspectives::build_all(&perspectives, &self.hole, &composer, backend, iterations)
+                .await?,
+        )
+    }
+
+    /// [`Session::retrieved`] outside an async context.
+    fn retrieved_now(
+        &self,
+        at: &HoleArgs,
+        backend: &dyn Backend,
+        immediate: bool,
+    ) -> Result<Vec<Candidate>> {
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        runtime.block_on(self.retrieved(at, backend, immediate))
+    }
 }
 
-fn proposals_command(at: &HoleArgs, rank: &RankArgs) -> Result<()> {
-    let session = Session::open(at, TokenizerKind::Code)?;
+/// Seed of the random baselines outside evaluations (the evaluation's default seed).
+const RETRIEVAL_SEED: u64 = 9;
+
+/// The backend of a hole command and the session opened with its tokenizer.
+fn open_with_backend(
+    at: &HoleArgs,
+    args: &complete::BackendArgs,
+) -> Result<(Session, Box<dyn Backend>)> {
+    let entry = args.entry()?;
+    let session = Session::open(at, entry.tokenizer())?;
+    let backend = model::build_backend(&entry, &session.index)?;
+    Ok((session, backend))
+}
+
+/// Whether candidate `id` is built without the backend.
+fn immediate(id: usize) -> bool {
+    ![
+        perspectives::REPOCODER_ITERATION_ID,
+        perspectives::HYPOTHETICAL_LINE_ID,
+        perspectives::SUMMARY_ID,
+    ]
+    .contains(&id)
+}
+
+fn proposals_command(
+    at: &HoleArgs,
+    backend: &complete::BackendArgs,
+    rank: &RankArgs,
+) -> Result<()> {
+    let (session, backend) = open_with_backend(at, backend)?;
     let composer =
         compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
     let built =
@@ -333,14 +413,28 @@ fn proposals_command(at: &HoleArgs, rank: &RankArgs) -> Result<()> {
         ranker: rank.ranker,
         ranking,
     };
-    let typed_rows = typed_candidates(&session, &composer);
+    let retrieved: Vec<(Candidate, Option<Prompt>)> = session
+        .retrieved_now(at, backend.as_ref(), false)?
+        .into_iter()
+        .map(|c| {
+            let prompt = c.compose(&composer);
+            (c, prompt)
+        })
+        .collect();
     if at.json {
-        let mut value = proposals_json(&session, at, &listing);
-        value["typed"] = typed_json(&session, &typed_rows);
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        let mut json = proposals_json(&session, at, &listing);
+        json["retrieved"] = retrieved_json(&session, &retrieved);
+        json["procc_pick"] = json!(procc_pick(&retrieved));
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print_proposals(&session, at, &listing);
-        print_typed(&session, at, &typed_rows);
+        print_retrieved(&session, at, &retrieved);
+        if let Some(id) = procc_pick(&retrieved) {
+            println!(
+                "ProCC (LinUCB) picks {id} {}.",
+                keyhole::context::candidate_label(id)
+            );
+        }
     }
     Ok(())
 }
@@ -372,64 +466,92 @@ impl Listing {
     }
 }
 
-/// A typed-hole candidate for the session's hole: id, context and composed prompt.
-struct TypedRow {
-    id: usize,
-    context: SourcedText,
-    prompt: Prompt,
+/// Tokens and cut of a candidate's context in its prompt.
+fn context_segment(prompt: Option<&Prompt>) -> Option<&compose::Segment> {
+    prompt.and_then(proposal_segment)
 }
 
-/// Candidates 71 and 72, composed like the proposals.
-fn typed_candidates(session: &Session, composer: &compose::Composer) -> Vec<TypedRow> {
-    TypedHole::new(&session.index, &session.hole)
-        .contexts()
-        .into_iter()
-        .map(|(id, context)| TypedRow {
-            id,
-            prompt: composer.compose_context(id, &context, typed::SHARE, typed::KEEP),
-            context,
-        })
-        .collect()
+/// ProCC's pick among its perspectives by the bandit kept in the data directory (see
+/// `keyhole eval --keep-bandit`), with a warning about an unreadable state; none without one.
+fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Option<usize> {
+    let path = keyhole::feedback::data_dir()?.join(bandit::FILE);
+    if !path.exists() {
+        return None;
+    }
+    let (bandit, warning) = bandit::LinUcb::load(&path);
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
+    let features = perspectives::PROCC_IDS.map(|id| {
+        let (c, _) = rows.iter().find(|(c, _)| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
+    });
+    let arm = bandit.choose(&bandit::context(features), features.map(|f| f.is_some()))?;
+    Some(perspectives::PROCC_IDS[arm])
 }
 
-fn print_typed(session: &Session, at: &HoleArgs, rows: &[TypedRow]) {
-    for row in rows {
-        let seg = proposal_segment(&row.prompt);
-        let files: Vec<&str> = row
-            .context
-            .files()
+fn print_retrieved(session: &Session, at: &HoleArgs, rows: &[(Candidate, Option<Prompt>)]) {
+    println!();
+    println!(
+        "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  files used (best first) or why not",
+        "id", "retrieved", "app", "tokens", "alloc", "cut", "score"
+    );
+    for (candidate, prompt) in rows {
+        let seg = context_segment(prompt.as_ref());
+        let files: Vec<&str> = seg
+            .map(|s| s.text.files())
+            .unwrap_or_default()
             .into_iter()
+            .rev()
             .map(|f| file_name(session.path(f)))
             .collect();
         println!(
-            "{:>3}  {:<28} {:<4} {:>6} {:>6}  {:<5}  {}",
-            row.id,
-            keyhole::context::candidate_label(row.id),
-            if row.context.is_empty() { "no" } else { "yes" },
+            "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
+            candidate.id,
+            keyhole::context::candidate_label(candidate.id),
+            if candidate.applicable() { "yes" } else { "no" },
             seg.map_or(0, |s| s.tokens),
-            compose::proposal_allocation(at.budget, typed::SHARE),
+            compose::proposal_allocation(at.budget, perspectives::SHARE),
             cut_name(seg.and_then(|s| s.cut)),
-            summarize(&files, 3),
+            candidate
+                .score
+                .map_or_else(|| "-".into(), |s| format!("{s:.3}")),
+            candidate
+                .why_not
+                .clone()
+                .unwrap_or_else(|| summarize(&files, 3)),
         );
     }
 }
 
-fn typed_json(session: &Session, rows: &[TypedRow]) -> Value {
+fn retrieved_json(session: &Session, rows: &[(Candidate, Option<Prompt>)]) -> Value {
     let rows: Vec<Value> = rows
         .iter()
-        .map(|row| {
-            let seg = proposal_segment(&row.prompt);
+        .map(|(candidate, prompt)| {
+            let seg = context_segment(prompt.as_ref());
+            let files: Vec<&str> = seg
+                .map(|s| s.text.files())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|f| session.path(f))
+                .collect();
             json!({
-                "id": row.id,
-                "label": keyhole::context::candidate_label(row.id),
-                "applicable": !row.context.is_empty(),
+                "id": candidate.id,
+                "label": keyhole::context::candidate_label(candidate.id),
+                "applicable": candidate.applicable(),
+                "why_not": candidate.why_not,
                 "tokens": seg.map_or(0, |s| s.tokens),
+                "full_tokens": session.tokenizer.count(&candidate.context.text),
+                "allocated": seg.map(|s| s.allocated),
                 "truncated": seg.is_some_and(|s| s.cut.is_some()),
-                "files": row.context.files().into_iter().map(|f| session.path(f)).collect::<Vec<_>>(),
+                "score": candidate.score,
+                "jaccard": candidate.jaccard,
+                "files": files,
+                "default_tokens": prompt.as_ref().map(|p| default_segment(p).tokens),
             })
         })
         .collect();
-    json!(rows)
+    Value::Array(rows)
 }
 
 fn proposal_segment(prompt: &Prompt) -> Option<&compose::Segment> {
@@ -501,7 +623,7 @@ fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) {
     let applicable = listing.rows.iter().filter(|(p, _)| p.applicable()).count();
     println!();
     println!(
-        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --proposal ID` shows one."
+        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one."
     );
 }
 
@@ -619,49 +741,59 @@ fn proposals_json(session: &Session, at: &HoleArgs, listing: &Listing) -> Value 
     })
 }
 
-fn prompt_command(at: &HoleArgs, id: usize) -> Result<()> {
-    if id > DEFAULT_ID && !matches!(id, TYPED_TYPES_ID | TYPED_HEADERS_ID) {
+/// The error for a candidate id out of range.
+fn check_id(flag: &str, id: usize) -> Result<()> {
+    if id > perspectives::LAST_ID {
         anyhow::bail!(
-            "--proposal {id}: proposal ids run from 0 to {DEFAULT_ID} ({DEFAULT_ID} is the default context), typed-hole candidates are {TYPED_TYPES_ID} and {TYPED_HEADERS_ID}"
+            "{flag} {id}: candidate ids run from 0 to {}: proposals 0-{}, the default context {DEFAULT_ID}, retrieved {}-{}",
+            perspectives::LAST_ID,
+            PROPOSAL_COUNT - 1,
+            perspectives::FIRST_ID,
+            perspectives::LAST_ID
         );
     }
-    let session = Session::open(at, TokenizerKind::Code)?;
-    if id > DEFAULT_ID {
-        let composer =
-            compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
-        let row = typed_candidates(&session, &composer)
-            .into_iter()
-            .find(|r| r.id == id);
-        let row = row.expect("both typed-hole candidates are built");
-        if row.context.is_empty() {
-            eprintln!(
-                "note: candidate {id} is not applicable here; the prompt is the default context alone"
-            );
-        }
-        return print_prompt(&session, at, &row.prompt);
-    }
-    let proposal = (id != DEFAULT_ID).then(|| session.build(proposals::specs()[id], at.budget));
-    let prompt = compose::compose(
-        &session.index,
-        &session.hole,
-        proposal.as_ref(),
-        session.tokenizer,
-        at.budget,
-    );
-    if let Some(p) = proposal.as_ref().filter(|p| !p.applicable()) {
-        eprintln!(
-            "note: proposal {} is not applicable here; the prompt is the default context alone",
-            p.spec.id
-        );
-    }
-    print_prompt(&session, at, &prompt)
+    Ok(())
 }
 
-fn print_prompt(session: &Session, at: &HoleArgs, prompt: &Prompt) -> Result<()> {
+fn prompt_command(at: &HoleArgs, id: usize, backend: &complete::BackendArgs) -> Result<()> {
+    check_id("--id", id)?;
+    let (session, backend) = open_with_backend(at, backend)?;
+    let composer =
+        compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
+    let (prompt, why_not) = if id < DEFAULT_ID {
+        let proposal = session.build(proposals::specs()[id], at.budget);
+        let why_not = (!proposal.applicable()).then(String::new);
+        (composer.compose(Some(&proposal)), why_not)
+    } else if id == DEFAULT_ID {
+        (composer.compose(None), None)
+    } else {
+        let candidate = session
+            .retrieved_now(at, backend.as_ref(), immediate(id))?
+            .into_iter()
+            .find(|c| c.id == id)
+            .context("every retrieved candidate is built")?;
+        match candidate.compose(&composer) {
+            Some(prompt) => (prompt, None),
+            None => (
+                composer.compose(None),
+                Some(candidate.why_not.unwrap_or_default()),
+            ),
+        }
+    };
+    if let Some(why) = why_not {
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({why})")
+        };
+        eprintln!(
+            "note: candidate {id} is not applicable here{why}; the prompt is the default context alone"
+        );
+    }
     if at.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&prompt_json(session, prompt))?
+            serde_json::to_string_pretty(&prompt_json(&session, &prompt))?
         );
     } else {
         print!("{}", prompt.text());

@@ -1,25 +1,26 @@
 //! Context candidates: text for the prompt that remembers where every piece came from.
 //!
-//! RLPG's 62 prompt proposals live in [`proposals`]; retrieval methods will be further kinds of
-//! candidate of the same shape.
+//! RLPG's 62 prompt proposals live in [`proposals`]; retrieved candidates of the same shape
+//! (RLPG's baselines, RepoCoder, ProCC's perspectives) in [`perspectives`], built on
+//! [`retrieval`] and [`windows`].
 
+pub mod perspectives;
 pub mod proposals;
 pub mod retrieval;
 pub mod typed;
+pub mod windows;
 
-/// How a candidate id is named to people: `import MNB`, `default context`, `file-level BM25`.
+/// How a candidate id is named to people: `import MNB`, `default context`, `RepoCoder`.
 pub fn candidate_label(id: usize) -> String {
-    match id {
-        proposals::DEFAULT_ID => "default context".into(),
-        retrieval::FILE_BM25_ID => "file-level BM25".into(),
-        retrieval::IDENTIFIER_USAGE_ID => "identifier usage".into(),
-        retrieval::RANDOM_CONTEXT_ID => "random context".into(),
-        typed::TYPED_TYPES_ID => "typed-hole types".into(),
-        typed::TYPED_HEADERS_ID => "typed-hole headers".into(),
-        id => proposals::specs()
-            .get(id)
-            .map_or_else(|| format!("candidate {id}"), |s| s.label()),
+    if id == proposals::DEFAULT_ID {
+        return "default context".into();
     }
+    if let Some(label) = perspectives::label(id) {
+        return label.into();
+    }
+    proposals::specs()
+        .get(id)
+        .map_or_else(|| format!("candidate {id}"), |s| s.label())
 }
 
 use std::ops::Range;

@@ -3,13 +3,15 @@
 //! The rows of one hole are appended in a single write and synced before the next hole
 //! starts. On reopening, rows of a hole that did not get all its rows (a kill in the middle of
 //! a write) are dropped, so the hole is redone whole and nothing finished is redone or lost.
+//! "All its rows" is as many as the fullest hole of the file has: a file written by an older
+//! version, with fewer candidates per hole, stays whole.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use super::{LabelRow, ROWS_PER_HOLE};
+use super::LabelRow;
 
 /// An open label file that appends whole holes.
 pub struct LabelFile {
@@ -85,9 +87,10 @@ fn read_complete(path: &Path) -> io::Result<(Vec<LabelRow>, bool)> {
     for row in &rows {
         *per_hole.entry(&row.hole_id).or_default() += 1;
     }
+    let full = per_hole.values().copied().max().unwrap_or(0);
     let incomplete: HashSet<String> = per_hole
         .into_iter()
-        .filter(|(_, n)| *n < ROWS_PER_HOLE)
+        .filter(|(_, n)| *n < full)
         .map(|(id, _)| id.to_string())
         .collect();
     if !incomplete.is_empty() {

@@ -11,19 +11,25 @@ pub mod runner;
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::perspectives;
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT};
 use crate::context::typed::TYPED_HEADERS_ID;
 
-/// Rows per hole: every proposal, the default context, the retrieval baselines and methods,
-/// and the typed-hole candidates (the last id).
+/// Candidate ids a report reads: every proposal, the default context, the retrieved
+/// candidates (63–70) and the typed-hole candidates (71, 72). A hole may have fewer rows
+/// (label files of older runs): a missing row counts as inapplicable.
 pub const ROWS_PER_HOLE: usize = TYPED_HEADERS_ID + 1;
+/// Rows this version's runner writes per hole: ids 0 to the last retrieved candidate.
+pub const WRITTEN_ROWS: usize = perspectives::LAST_ID + 1;
+const _: () = assert!(WRITTEN_ROWS <= ROWS_PER_HOLE);
 /// RLPG's candidates (the oracle's choice): the proposals and the default context.
 pub const RLPG_CANDIDATES: usize = DEFAULT_ID + 1;
 const _: () = assert!(RLPG_CANDIDATES == PROPOSAL_COUNT + 1);
 
-/// One hole × one candidate: proposals 0–61, the default context 62, the retrieval
-/// baselines 63 (file-level BM25), 64 (identifier usage), 65 (random context), and the
-/// typed-hole candidates 71 (types) and 72 (headers).
+/// One hole × one candidate: proposals 0–61, the default context 62, the retrieval baselines
+/// 63 (file-level BM25), 64 (identifier usage), 65 (random context), RepoCoder 66 (iteration 1)
+/// and 67 (iteration 2), ProCC's perspectives 68 (lexical), 69 (hypothetical line) and 70
+/// (summary), and the typed-hole candidates 71 (types) and 72 (headers).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabelRow {
     /// `repository/file:line:column`, unique across a run.
@@ -55,6 +61,15 @@ pub struct LabelRow {
     /// BM25 score of the proposal context against the hole window (RLPG-BM25's ranking).
     #[serde(default)]
     pub bm25: Option<f64>,
+    /// Similarity of the best retrieved window to the query (RepoCoder, ProCC).
+    #[serde(default)]
+    pub retrieval_score: Option<f64>,
+    /// Jaccard similarity of the best retrieved window and the code around the hole (ProCC).
+    #[serde(default)]
+    pub retrieval_jaccard: Option<f64>,
+    /// Why the candidate cannot apply at all, where there is more to say than "no context".
+    #[serde(default)]
+    pub why_not: Option<String>,
 }
 
 /// The stable id of a hole.

@@ -1,23 +1,30 @@
-//! Running the protocol on one repository: sample holes, build every proposal's prompt,
+//! Running the protocol on one repository: sample holes, build every candidate's prompt,
 //! complete them with bounded concurrency, and append the rows hole by hole.
+//!
+//! A chunk of holes runs in two stages: the first completes every prompt that needs nothing
+//! from the backend, together with what the later candidates need written first (ProCC's
+//! hypothetical line and summary); the second builds and completes the candidates that
+//! depend on those texts (RepoCoder's second iteration, which retrieves with the first
+//! iteration's completion, and ProCC's hypothetical line and summary).
 
 use futures_util::stream::{self, StreamExt};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use super::labels::LabelFile;
-use super::{LabelRow, ROWS_PER_HOLE, hole_id};
-use crate::compose::{self, Composer, Prompt, SegmentKind};
-use crate::context::proposals::{self, DEFAULT_ID, ProposalContext, Request};
-use crate::context::retrieval::{
-    self, Bm25, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval,
+use super::{LabelRow, hole_id};
+use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::context::perspectives::{
+    self, Candidate, HYPOTHETICAL_LINE_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
 };
-use crate::context::typed::{self, TypedHole};
+use crate::context::proposals::{self, DEFAULT_ID, ProposalContext};
+use crate::context::retrieval::{self, Bm25, Retrieval};
+use crate::context::windows::WindowIndex;
 use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::repo::RepoIndex;
-use crate::token::{Keep, Tokenizer};
+use crate::token::Tokenizer;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
@@ -41,8 +48,9 @@ pub struct RepoRun<'a> {
     pub index: &'a RepoIndex,
     pub tokenizer: &'a dyn Tokenizer,
     pub backend: &'a dyn Backend,
-    /// The repository's retrieval indexes, for the baselines.
+    /// The repository's retrieval indexes, for the retrieved candidates.
     pub retrieval: &'a Retrieval,
+    pub windows: &'a WindowIndex,
     pub options: &'a EvalOptions,
 }
 
@@ -67,15 +75,55 @@ pub enum RunError {
     },
 }
 
-/// A candidate's prompt for a hole (`None` when the candidate is not applicable), and the
-/// BM25 score of its context against the hole window (RLPG-BM25; proposals only).
+/// A candidate's prompt for a hole (`None` when the candidate is not applicable), with what
+/// the report ranks by: the BM25 score of a proposal's context against the hole window
+/// (RLPG-BM25), a retrieved candidate's similarities (ProCC's bandit).
 struct HolePrompt {
     id: usize,
     prompt: Option<Prompt>,
     bm25: Option<f64>,
+    retrieval_score: Option<f64>,
+    retrieval_jaccard: Option<f64>,
+    why_not: Option<String>,
 }
 
-type HolePrompts = Vec<HolePrompt>;
+impl HolePrompt {
+    fn retrieved(candidate: Candidate, composer: &Composer) -> HolePrompt {
+        HolePrompt {
+            id: candidate.id,
+            prompt: candidate.compose(composer),
+            bm25: None,
+            retrieval_score: candidate.score,
+            retrieval_jaccard: candidate.jaccard,
+            why_not: candidate.why_not,
+        }
+    }
+}
+
+/// A text the backend writes for a hole before a later candidate can be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Draft {
+    HypotheticalLine,
+    Summary,
+}
+
+/// What one completion job is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    Candidate(usize),
+    Draft(Draft),
+}
+
+/// One hole's first stage: its composer, the prompts that need nothing from the backend, and
+/// the drafts to write.
+struct FirstStage<'a> {
+    composer: Composer<'a>,
+    prompts: Vec<HolePrompt>,
+    drafts: Vec<(Draft, CompletionRequest)>,
+}
+
+/// Per hole of a chunk: its completions by job, or the transient error that stopped it.
+type Outcomes = Vec<Result<Vec<(Job, Prediction)>, BackendError>>;
 
 impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
@@ -99,12 +147,9 @@ impl RepoRun<'_> {
         progress.set_position(stats.resumed as u64);
         let mut failed_in_a_row = 0;
         for chunk in todo.chunks(CHUNK) {
-            let prompts: Vec<HolePrompts> = chunk.par_iter().map(|h| self.prompts(h)).collect();
-            let outcomes = self.complete_all(chunk, &prompts).await;
-            for ((hole, prompts), outcome) in chunk.iter().zip(&prompts).zip(outcomes) {
+            for outcome in self.run_chunk(chunk).await {
                 match outcome {
-                    Ok(predictions) => {
-                        let rows = self.rows(hole, prompts, predictions);
+                    Ok(rows) => {
                         labels
                             .append_hole(&rows)
                             .map_err(|source| RunError::Labels {
@@ -127,6 +172,53 @@ impl RepoRun<'_> {
         Ok(stats)
     }
 
+    /// Both stages for a chunk of holes: per hole, its rows or the error that stopped it.
+    async fn run_chunk(&self, chunk: &[&Hole]) -> Vec<Result<Vec<LabelRow>, BackendError>> {
+        let firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
+        let jobs = firsts.iter().enumerate().flat_map(|(h, first)| {
+            let prompts = first.prompts.iter().filter_map(move |c| {
+                let prompt = c.prompt.as_ref()?;
+                Some((h, Job::Candidate(c.id), self.request(chunk[h], prompt)))
+            });
+            let drafts = first
+                .drafts
+                .iter()
+                .map(move |(draft, request)| (h, Job::Draft(*draft), request.clone()));
+            prompts.chain(drafts)
+        });
+        let first_outcomes = self.complete_all(jobs.collect(), chunk.len()).await;
+        let seconds: Vec<Option<Vec<HolePrompt>>> = chunk
+            .par_iter()
+            .zip(&firsts)
+            .zip(&first_outcomes)
+            .map(|((hole, first), outcome)| {
+                let done = outcome.as_ref().ok()?;
+                Some(self.second_stage(hole, &first.composer, done))
+            })
+            .collect();
+        let jobs = seconds.iter().enumerate().flat_map(|(h, second)| {
+            second.iter().flatten().filter_map(move |c| {
+                let prompt = c.prompt.as_ref()?;
+                Some((h, Job::Candidate(c.id), self.request(chunk[h], prompt)))
+            })
+        });
+        let second_outcomes = self.complete_all(jobs.collect(), chunk.len()).await;
+        chunk
+            .iter()
+            .zip(firsts)
+            .zip(seconds)
+            .zip(first_outcomes.into_iter().zip(second_outcomes))
+            .map(|(((hole, first), second), outcomes)| {
+                let (mut done, more) = (outcomes.0?, outcomes.1?);
+                done.extend(more);
+                let mut prompts = first.prompts;
+                prompts.extend(second.unwrap_or_default());
+                prompts.sort_by_key(|p| p.id);
+                Ok(self.rows(hole, &prompts, done))
+            })
+            .collect()
+    }
+
     fn id(&self, hole: &Hole) -> String {
         hole_id(
             self.repository,
@@ -136,25 +228,26 @@ impl RepoRun<'_> {
         )
     }
 
-    /// The default prompt and every proposal's (RLPG builds all 62 for every hole).
-    fn prompts(&self, hole: &Hole) -> HolePrompts {
+    fn perspectives(&self) -> Perspectives<'_> {
+        Perspectives {
+            index: self.index,
+            retrieval: self.retrieval,
+            windows: self.windows,
+            tokenizer: self.tokenizer,
+            budget: self.options.budget,
+            seed: self.options.seed,
+        }
+    }
+
+    /// The default prompt, every proposal's (RLPG builds all 62 for every hole), the retrieved
+    /// candidates that need nothing from the backend, and the drafts the others need.
+    fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
         let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
-        let built: Vec<ProposalContext> = proposals::specs()
-            .into_iter()
-            .map(|spec| {
-                let allocation = compose::proposal_allocation(self.options.budget, spec.share);
-                let req = Request {
-                    index: self.index,
-                    hole,
-                    tokenizer: self.tokenizer,
-                    allocation,
-                };
-                proposals::build(spec, &req)
-            })
-            .collect();
+        let built: Vec<ProposalContext> =
+            proposals::build_for_budget(self.index, hole, self.tokenizer, self.options.budget);
         let bm25 = Bm25::new(built.iter().map(|p| p.context.text.as_str()))
             .scores(&retrieval::hole_window(self.index, hole));
-        let mut out: HolePrompts = built
+        let mut prompts: Vec<HolePrompt> = built
             .iter()
             .zip(bm25)
             .map(|(p, score)| {
@@ -163,90 +256,104 @@ impl RepoRun<'_> {
                     id: p.spec.id,
                     bm25: prompt.as_ref().map(|_| score),
                     prompt,
+                    retrieval_score: None,
+                    retrieval_jaccard: None,
+                    why_not: None,
                 }
             })
             .collect();
-        out.push(HolePrompt {
+        prompts.push(HolePrompt {
             id: DEFAULT_ID,
             prompt: Some(composer.compose(None)),
             bm25: None,
+            retrieval_score: None,
+            retrieval_jaccard: None,
+            why_not: None,
         });
-        out.extend(self.baselines(hole, &composer));
-        // Every hole has a row per id; an id with no candidate in this build is not applicable.
-        for id in 0..ROWS_PER_HOLE {
-            if !out.iter().any(|p| p.id == id) {
-                out.push(HolePrompt {
-                    id,
-                    prompt: None,
-                    bm25: None,
-                });
-            }
+        prompts.extend(
+            self.perspectives()
+                .immediate(hole)
+                .into_iter()
+                .map(|c| HolePrompt::retrieved(c, &composer)),
+        );
+        let mut drafts = vec![(
+            Draft::HypotheticalLine,
+            perspectives::hypothetical_request(self.index, hole, &composer),
+        )];
+        if self.backend.follows_instructions() {
+            drafts.push((
+                Draft::Summary,
+                perspectives::summary_request(self.index, hole),
+            ));
         }
-        out.sort_by_key(|p| p.id);
-        out
+        FirstStage {
+            composer,
+            prompts,
+            drafts,
+        }
     }
 
-    /// RLPG's retrieval baselines and the typed-hole candidates, each with half the budget.
-    fn baselines(&self, hole: &Hole, composer: &Composer) -> Vec<HolePrompt> {
-        let req = retrieval::Request {
-            index: self.index,
-            hole,
-            tokenizer: self.tokenizer,
-            allocation: compose::proposal_allocation(self.options.budget, 0.5),
-            seed: self.options.seed,
-        };
-        let contexts = [
-            (FILE_BM25_ID, self.retrieval.file_bm25(&req)),
-            (IDENTIFIER_USAGE_ID, self.retrieval.identifier_usage(&req)),
-            (RANDOM_CONTEXT_ID, self.retrieval.random_context(&req)),
-        ];
-        let mut out: Vec<HolePrompt> = contexts
-            .into_iter()
-            .map(|(id, context)| HolePrompt {
-                id,
-                prompt: (!context.is_empty())
-                    .then(|| composer.compose_context(id, &context, 0.5, Keep::Start)),
-                bm25: None,
+    /// The candidates built from the first stage's completions: RepoCoder's second iteration
+    /// (from RepoCoder's first completion, or the default context's where RepoCoder found
+    /// nothing, as RepoCoder's prompt then is the code alone), the hypothetical line and the
+    /// summary.
+    fn second_stage(
+        &self,
+        hole: &Hole,
+        composer: &Composer,
+        done: &[(Job, Prediction)],
+    ) -> Vec<HolePrompt> {
+        let text = |job: Job| {
+            done.iter().find(|(j, _)| *j == job).map(|(_, p)| match p {
+                Prediction::Text(t) => Ok(t.as_str()),
+                Prediction::Refused(why) => Err(why.clone()),
             })
-            .collect();
-        let typed = TypedHole::new(self.index, hole).contexts();
-        out.extend(typed.into_iter().map(|(id, context)| {
-            HolePrompt {
-                id,
-                prompt: (!context.is_empty())
-                    .then(|| composer.compose_context(id, &context, typed::SHARE, typed::KEEP)),
-                bm25: None,
-            }
-        }));
-        out
+        };
+        let refused = |id: usize, why: String| Candidate {
+            id,
+            why_not: Some(format!("the backend refused the request it needs: {why}")),
+            ..Candidate::default()
+        };
+        let perspectives = self.perspectives();
+        let first = text(Job::Candidate(REPOCODER_ID))
+            .or_else(|| text(Job::Candidate(DEFAULT_ID)))
+            .unwrap_or(Ok(""));
+        let iteration = match first {
+            Ok(previous) => perspectives.repocoder_iteration(hole, previous),
+            Err(why) => refused(perspectives::REPOCODER_ITERATION_ID, why),
+        };
+        let hypothetical = match text(Job::Draft(Draft::HypotheticalLine)).unwrap_or(Ok("")) {
+            Ok(line) => perspectives.hypothetical_line(hole, line),
+            Err(why) => refused(HYPOTHETICAL_LINE_ID, why),
+        };
+        let summary = match text(Job::Draft(Draft::Summary)) {
+            Some(Ok(summary)) => perspectives.summary(hole, summary),
+            Some(Err(why)) => refused(SUMMARY_ID, why),
+            None => perspectives::summary_not_applicable(self.backend),
+        };
+        [iteration, hypothetical, summary]
+            .into_iter()
+            .map(|c| HolePrompt::retrieved(c, composer))
+            .collect()
     }
 
-    /// Complete every applicable prompt of a chunk; per hole, its predictions by proposal id
-    /// (an error text for prompts the server refused), or the transient error that stopped it.
+    /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions
+    /// by job (an error text for requests the server refused), or the transient error that
+    /// stopped it.
     async fn complete_all(
         &self,
-        chunk: &[&Hole],
-        prompts: &[HolePrompts],
-    ) -> Vec<Result<Vec<(usize, Prediction)>, BackendError>> {
-        let jobs = chunk
-            .iter()
-            .zip(prompts)
-            .enumerate()
-            .flat_map(|(h, (hole, list))| {
-                list.iter().filter_map(move |c| {
-                    c.prompt.as_ref().map(|p| (h, c.id, self.request(hole, p)))
-                })
-            });
-        let done: Vec<(usize, usize, Result<Prediction, BackendError>)> = stream::iter(jobs)
-            .map(|(h, id, request)| async move { (h, id, self.predict(&request).await) })
+        jobs: Vec<(usize, Job, CompletionRequest)>,
+        holes: usize,
+    ) -> Outcomes {
+        let done: Vec<(usize, Job, Result<Prediction, BackendError>)> = stream::iter(jobs)
+            .map(|(h, job, request)| async move { (h, job, self.predict(&request).await) })
             .buffer_unordered(self.options.concurrency.max(1))
             .collect()
             .await;
-        let mut per_hole: Vec<Result<Vec<(usize, Prediction)>, BackendError>> =
-            vec![Ok(Vec::new()); chunk.len()];
-        for (h, id, result) in done {
+        let mut per_hole: Outcomes = vec![Ok(Vec::new()); holes];
+        for (h, job, result) in done {
             match (result, &mut per_hole[h]) {
-                (Ok(prediction), Ok(list)) => list.push((id, prediction)),
+                (Ok(prediction), Ok(list)) => list.push((job, prediction)),
                 (Err(err), slot) => *slot = Err(err),
                 (Ok(_), Err(_)) => {}
             }
@@ -255,22 +362,13 @@ impl RepoRun<'_> {
     }
 
     fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
-        CompletionRequest {
-            current_file: Some(self.index.files[hole.file].path.clone()),
-            ..CompletionRequest::single_line(prompt.text())
-        }
+        perspectives::line_request(self.index, hole, prompt)
     }
 
     /// The completion, or the refusal of a prompt (a 4xx), which a retry would not change.
     async fn predict(&self, request: &CompletionRequest) -> Result<Prediction, BackendError> {
-        match self.backend.complete(request, None).await {
-            Ok(completions) => Ok(Prediction::Text(
-                completions
-                    .into_iter()
-                    .next()
-                    .map(|c| c.text)
-                    .unwrap_or_default(),
-            )),
+        match perspectives::first_completion(self.backend, request).await {
+            Ok(text) => Ok(Prediction::Text(text)),
             Err(BackendError::Status { status, .. })
                 if (400..500).contains(&status) && status != 429 =>
             {
@@ -283,17 +381,18 @@ impl RepoRun<'_> {
     fn rows(
         &self,
         hole: &Hole,
-        prompts: &HolePrompts,
-        mut predictions: Vec<(usize, Prediction)>,
+        prompts: &[HolePrompt],
+        mut predictions: Vec<(Job, Prediction)>,
     ) -> Vec<LabelRow> {
         let target = hole.target.clone().unwrap_or_default();
         let file = &self.index.files[hole.file].path;
         prompts
             .iter()
-            .map(|HolePrompt { id, prompt, bm25 }| {
+            .map(|p| {
+                let HolePrompt { id, prompt, .. } = p;
                 let prediction = predictions
                     .iter()
-                    .position(|(p, _)| p == id)
+                    .position(|(job, _)| *job == Job::Candidate(*id))
                     .map(|i| predictions.swap_remove(i).1);
                 let (text, error) = match prediction {
                     Some(Prediction::Text(t)) => (t, None),
@@ -328,7 +427,10 @@ impl RepoRun<'_> {
                     default_truncated: default.is_some_and(|s| s.cut.is_some()),
                     backend: self.backend.name().to_string(),
                     error,
-                    bm25: *bm25,
+                    bm25: p.bm25,
+                    retrieval_score: p.retrieval_score,
+                    retrieval_jaccard: p.retrieval_jaccard,
+                    why_not: p.why_not.clone(),
                 }
             })
             .collect()

@@ -34,6 +34,10 @@ pub struct CompletionRequest {
     /// Repository path of the file being completed, so the embedded model can leave it out of
     /// its repository statistics (it must never see the answer). HTTP backends ignore it.
     pub current_file: Option<String>,
+    /// The prompt is an instruction to answer as written, not code to continue: chat backends
+    /// send it alone, without the completion instruction they wrap code in. Only for backends
+    /// that [follow instructions](Backend::follows_instructions).
+    pub instruction: bool,
 }
 
 impl CompletionRequest {
@@ -48,6 +52,7 @@ impl CompletionRequest {
             stop: vec!["\n".to_string()],
             n: 1,
             current_file: None,
+            instruction: false,
         }
     }
 }
@@ -134,6 +139,13 @@ pub trait Backend: Send + Sync {
 
     /// Whether prompt budgets counted for this backend are exact.
     fn counting(&self) -> TokenCounting;
+
+    /// Whether the backend answers natural-language instructions (chat models); one that only
+    /// continues text (the embedded n-gram model, plain completion endpoints) cannot, say,
+    /// summarise code.
+    fn follows_instructions(&self) -> bool {
+        false
+    }
 
     /// Complete `request.n` times. Streamed text, where the backend streams, goes to `deltas`
     /// as it arrives; the returned completions are the final texts.

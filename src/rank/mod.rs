@@ -1,6 +1,7 @@
 //! Rankers order the candidate contexts of a hole; every view (CLI, reports, TUI) ranks through
 //! [`Ranker`]. The default context is a candidate like the others (id 62).
 
+pub mod bandit;
 pub mod bm25;
 pub mod classifier;
 pub mod online;

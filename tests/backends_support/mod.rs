@@ -249,6 +249,7 @@ pub fn request(n: usize) -> CompletionRequest {
         stop: vec!["\n".to_string()],
         n,
         current_file: None,
+        instruction: false,
     }
 }
 

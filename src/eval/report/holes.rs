@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::context::proposals::DEFAULT_ID;
-use crate::eval::{LabelRow, ROWS_PER_HOLE};
+use crate::eval::{LabelRow, ROWS_PER_HOLE, WRITTEN_ROWS};
 
 /// The label rows of one hole, by proposal id (a missing row counts as inapplicable).
 pub struct HoleRows<'a> {
@@ -36,8 +36,9 @@ impl<'a> HoleRows<'a> {
         (0..ROWS_PER_HOLE).filter(|&id| self.applicable(id))
     }
 
+    /// Whether the hole has every row this version writes.
     pub(super) fn is_complete(&self) -> bool {
-        self.by_id.iter().all(Option::is_some)
+        self.by_id[..WRITTEN_ROWS].iter().all(Option::is_some)
     }
 }
 

@@ -1,15 +1,19 @@
 //! Methods: each orders a hole's candidates. Its first applicable candidate is the prompt it
 //! picks (RLPG's methods, top-1); its first k are k attempts (success@k, Figure 2 top).
 
+use std::collections::HashMap;
+
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::holes::{HoleRows, percent};
 use crate::context::SourcedText;
+use crate::context::perspectives::PROCC_IDS;
 use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, ProposalSpec, specs};
 use crate::eval::{RLPG_CANDIDATES, ROWS_PER_HOLE};
 use crate::hole::HoleWindow;
+use crate::rank::bandit::{self, ARMS, Context, LinUcb};
 use crate::rank::{RankInput, Ranker};
 
 /// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
@@ -133,6 +137,51 @@ pub(super) fn fixed_proposal(order: Vec<usize>) -> RankFn<'static> {
             .into_iter()
             .chain(rest.iter().copied())
             .collect()
+    })
+}
+
+/// ProCC's bandit context of a hole, and which perspectives applied there.
+fn procc_context(hole: &HoleRows) -> (Context, [bool; ARMS]) {
+    let features = PROCC_IDS.map(|id| {
+        let row = hole.row(id).filter(|_| hole.applicable(id))?;
+        Some((
+            row.retrieval_score.unwrap_or(0.0),
+            row.retrieval_jaccard.unwrap_or(0.0),
+        ))
+    });
+    (bandit::context(features), features.map(|f| f.is_some()))
+}
+
+/// Run `bandit` over `holes` in order: its pick per hole (a candidate id; none where no
+/// perspective applied), learning from each pick's exact match once it is made when `learn`
+/// (ProCC's online adaptive selection).
+pub(super) fn procc_picks<'h>(
+    bandit: &mut LinUcb,
+    holes: impl IntoIterator<Item = &'h HoleRows<'h>>,
+    learn: bool,
+) -> Vec<(&'h str, usize)> {
+    let mut picks = Vec::new();
+    for hole in holes {
+        let (x, available) = procc_context(hole);
+        let Some(arm) = bandit.choose(&x, available) else {
+            continue;
+        };
+        let id = PROCC_IDS[arm];
+        if learn {
+            bandit.update(arm, &x, f64::from(u8::from(hole.succeeded(id))));
+        }
+        picks.push((hole.hole_id, id));
+    }
+    picks
+}
+
+/// ProCC (LinUCB): the perspective the bandit picked for the hole, the default context where
+/// it picked none.
+pub(super) fn picked(picks: HashMap<String, usize>) -> RankFn<'static> {
+    Box::new(move |hole| {
+        picks
+            .get(hole.hole_id)
+            .map_or(vec![DEFAULT_ID], |&id| vec![id, DEFAULT_ID])
     })
 }
 

@@ -3,15 +3,17 @@
 //! Every method is a ranking of a hole's candidates ([`RankFn`]): the candidate it picks is
 //! its first applicable one, and its first k are its k attempts for success@k. The built-in
 //! methods are the default context, the oracle, a random proposal, the fixed proposal chosen
-//! on the training repositories and keyhole's fixed ranking; later methods plug in through
-//! [`Builder::add_ranking`]. Repositories not named as training are the test split.
+//! on the training repositories, keyhole's fixed ranking, the retrieved candidates each alone
+//! (RLPG's baselines, RepoCoder, ProCC's perspectives) and ProCC's bandit over its
+//! perspectives; later methods plug in through [`Builder::add_ranking`]. Repositories not
+//! named as training are the test split.
 
 mod holes;
 mod markdown;
 mod methods;
 mod svg;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -21,11 +23,15 @@ use serde::Serialize;
 pub use holes::{HoleRows, Rate, group as group_holes};
 pub use methods::{RankFn, by_ranker};
 
+use crate::context::perspectives::{
+    HYPOTHETICAL_LINE_ID, LEXICAL_ID, REPOCODER_ID, REPOCODER_ITERATION_ID, SUMMARY_ID,
+};
 use crate::context::proposals::{ProposalSpec, specs};
 use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID};
 use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
 use crate::eval::{LabelRow, ROWS_PER_HOLE};
 use crate::rank::FixedRanker;
+use crate::rank::bandit::LinUcb;
 use holes::{gain, percent};
 use methods::{Attempts, Method};
 
@@ -203,6 +209,10 @@ impl<'a> Builder<'a> {
         let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
         let order = methods::fixed_order(&choice);
         let fixed = order[0];
+        let mut notes = split.notes.clone();
+        notes.extend(why_not_notes(&holes));
+        let (procc, procc_note) = procc_picks(&holes, &split);
+        notes.push(procc_note);
         let mut all_methods = vec![
             method("default", methods::default_context()),
             method("oracle", methods::oracle()),
@@ -218,12 +228,21 @@ impl<'a> Builder<'a> {
             ),
             method("fixed ranking", Box::new(by_ranker(&FixedRanker))),
             method("RLPG-BM25", methods::rlpg_bm25()),
+            method("RepoCoder", methods::single(REPOCODER_ID)),
+            method("RepoCoder iter 2", methods::single(REPOCODER_ITERATION_ID)),
+            method("ProCC lexical", methods::single(LEXICAL_ID)),
+            method(
+                "ProCC hypothetical line",
+                methods::single(HYPOTHETICAL_LINE_ID),
+            ),
+            method("ProCC summary", methods::single(SUMMARY_ID)),
+            method("ProCC (LinUCB)", methods::picked(procc)),
         ];
         all_methods.extend(self.extra);
         let eval = Eval::new(&holes, &all_methods);
         Report {
             summary: split.summary(self.rows, &holes, self.seed),
-            notes: split.notes.clone(),
+            notes,
             splits: split.table2(&eval),
             fixed_proposal: FixedChoice {
                 id: fixed.0,
@@ -240,6 +259,61 @@ impl<'a> Builder<'a> {
             repositories: eval.repo_rows(&split),
         }
     }
+}
+
+/// ProCC's bandit trained as the report trains it (see [`procc_picks`]), for use beyond the
+/// report.
+pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
+    let holes = holes::group(rows);
+    let split = Split::new(&holes, train);
+    let mut bandit = LinUcb::default();
+    methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
+    bandit
+}
+
+/// ProCC (LinUCB)'s pick per hole, and a note saying how it learned: online over the training
+/// holes in hole order, each pick made before its reward is seen, then frozen for the others;
+/// with no training split, online over all holes.
+fn procc_picks(holes: &[HoleRows], split: &Split) -> (HashMap<String, usize>, String) {
+    let mut bandit = LinUcb::default();
+    let mut picks = methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
+    let note = if split.train.is_empty() {
+        "ProCC (LinUCB) learned online over all holes in hole order, each pick made before its \
+         exact match was seen."
+            .to_string()
+    } else {
+        picks.extend(methods::procc_picks(
+            &mut bandit,
+            split.test.iter().map(|&i| &holes[i]),
+            false,
+        ));
+        format!(
+            "ProCC (LinUCB) learned online over the {} training holes in hole order, then \
+             picked on the test holes without learning.",
+            split.train.len()
+        )
+    };
+    let picks = picks
+        .into_iter()
+        .map(|(hole, id)| (hole.to_string(), id))
+        .collect();
+    (picks, note)
+}
+
+/// Why candidates could not apply, where the rows say: one note per candidate and reason.
+fn why_not_notes(holes: &[HoleRows]) -> Vec<String> {
+    let mut reasons: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+    for hole in holes {
+        for id in 0..ROWS_PER_HOLE {
+            if let Some(why) = hole.row(id).and_then(|r| r.why_not.as_deref()) {
+                *reasons.entry((id, why)).or_default() += 1;
+            }
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|((id, why), n)| format!("{} is not applicable on {n} holes: {why}.", label(id)))
+        .collect()
 }
 
 fn method<'a>(name: &str, rank: RankFn<'a>) -> Method<'a> {
@@ -306,6 +380,15 @@ impl Split {
             scope_name,
             notes,
         }
+    }
+
+    /// The holes ProCC's bandit learns from: the training split, else all holes.
+    fn learn_from(&self) -> impl Iterator<Item = usize> + '_ {
+        let all = self
+            .train
+            .is_empty()
+            .then(|| 0..self.train.len() + self.test.len());
+        self.train.iter().copied().chain(all.into_iter().flatten())
     }
 
     fn is_train(&self, repository: &str) -> bool {
@@ -500,10 +583,12 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
         .collect()
 }
 
+/// Every candidate with rows (ids a run did not write, such as reserved ones, are left out).
 fn proposal_rows(holes: &[HoleRows]) -> Vec<ProposalRow> {
     counts(holes)
         .into_iter()
         .enumerate()
+        .filter(|&(id, _)| holes.iter().any(|h| h.row(id).is_some()))
         .map(|(id, (applicable, successes))| ProposalRow {
             id,
             label: label(id),

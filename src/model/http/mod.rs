@@ -47,6 +47,11 @@ trait Protocol: Send + Sync {
         TokenCounting::Approximate
     }
 
+    /// Whether the protocol talks to a chat model that follows instructions.
+    fn follows_instructions(&self) -> bool {
+        false
+    }
+
     async fn count_tokens(
         &self,
         _transport: &Transport,
@@ -117,6 +122,10 @@ impl Backend for HttpBackend {
 
     fn counting(&self) -> TokenCounting {
         self.protocol.counting()
+    }
+
+    fn follows_instructions(&self) -> bool {
+        self.protocol.follows_instructions()
     }
 
     async fn complete(

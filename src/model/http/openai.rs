@@ -90,6 +90,9 @@ impl OpenAi {
 
 impl Instruction {
     fn messages(&self, request: &CompletionRequest) -> Value {
+        if request.instruction {
+            return json!([{"role": "user", "content": request.prompt}]);
+        }
         let user = self
             .user_template
             .replace(
@@ -136,6 +139,10 @@ impl Protocol for OpenAi {
 
     fn framing(&self) -> Framing {
         Framing::Sse
+    }
+
+    fn follows_instructions(&self) -> bool {
+        self.chat.is_some()
     }
 
     fn answer(&self, answer: &Value) -> Result<Vec<Piece>, String> {

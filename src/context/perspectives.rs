@@ -1,0 +1,345 @@
+//! Retrieved candidates beside RLPG's proposals, with ids after the default context (62):
+//! RLPG's baselines 63–65 ([`super::retrieval`]), RepoCoder 66–67 and ProCC's three
+//! perspectives 68–70, all searching RepoCoder's window database ([`super::windows`]). Each
+//! takes half the budget (RepoCoder: "half the prompt length"), like a proposal, and is
+//! composed the same way.
+//!
+//! Some candidates need the backend to write something first: RepoCoder's second iteration
+//! needs the first iteration's completion, the hypothetical line needs the line itself, the
+//! summary needs the summary. [`Perspectives`] builds every candidate from such texts;
+//! [`build_all`] asks the backend for them (the eval runner batches the same requests
+//! across holes itself).
+
+use super::SourcedText;
+use super::retrieval::{self, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
+use super::typed::{self, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole};
+use super::windows::{self, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
+use crate::compose::{self, Composer, Prompt};
+use crate::hole::Hole;
+use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::repo::RepoIndex;
+use crate::token::{Keep, Tokenizer};
+
+/// RepoCoder's first iteration: retrieval by the code before the hole.
+pub const REPOCODER_ID: usize = 66;
+/// RepoCoder's later iteration: retrieval by the code before the hole and the previous
+/// iteration's completion.
+pub const REPOCODER_ITERATION_ID: usize = 67;
+/// ProCC's lexical semantics perspective.
+pub const LEXICAL_ID: usize = 68;
+/// ProCC's hypothetical line perspective.
+pub const HYPOTHETICAL_LINE_ID: usize = 69;
+/// ProCC's code summarization perspective.
+pub const SUMMARY_ID: usize = 70;
+/// The first and last candidate built here.
+pub const FIRST_ID: usize = FILE_BM25_ID;
+pub const LAST_ID: usize = TYPED_HEADERS_ID;
+/// ProCC's arms, in the order of the bandit's features.
+pub const PROCC_IDS: [usize; 3] = [LEXICAL_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
+/// RepoCoder's iterations by default (the paper's main comparison is one against two).
+pub const DEFAULT_ITERATIONS: u16 = 2;
+/// Share of the budget for every candidate built here.
+pub const SHARE: f64 = 0.5;
+/// Tokens a summary may take.
+const SUMMARY_TOKENS: usize = 64;
+
+/// How each candidate is named to people.
+pub fn label(id: usize) -> Option<&'static str> {
+    Some(match id {
+        FILE_BM25_ID => "file-level BM25",
+        IDENTIFIER_USAGE_ID => "identifier usage",
+        RANDOM_CONTEXT_ID => "random context",
+        REPOCODER_ID => "RepoCoder",
+        REPOCODER_ITERATION_ID => "RepoCoder iter 2",
+        LEXICAL_ID => "ProCC lexical",
+        HYPOTHETICAL_LINE_ID => "ProCC hypothetical line",
+        SUMMARY_ID => "ProCC summary",
+        TYPED_TYPES_ID => "typed-hole types",
+        TYPED_HEADERS_ID => "typed-hole headers",
+        _ => return None,
+    })
+}
+
+/// One built candidate.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Candidate {
+    pub id: usize,
+    /// Empty when the candidate is not applicable.
+    pub context: SourcedText,
+    /// Similarity of the best retrieved window to the query (window-based candidates).
+    pub score: Option<f64>,
+    /// Jaccard similarity of the best retrieved window and the code around the hole (ProCC's
+    /// second bandit feature).
+    pub jaccard: Option<f64>,
+    /// Why the candidate cannot apply at all (rather than found nothing), for people.
+    pub why_not: Option<String>,
+}
+
+impl Candidate {
+    pub fn applicable(&self) -> bool {
+        !self.context.is_empty()
+    }
+
+    /// The candidate's prompt, `None` when it is not applicable. RepoCoder's layout puts the
+    /// best block last, so any cut takes the front.
+    pub fn compose(&self, composer: &Composer) -> Option<Prompt> {
+        let keep = match self.id {
+            FILE_BM25_ID | IDENTIFIER_USAGE_ID => Keep::Start,
+            TYPED_TYPES_ID | TYPED_HEADERS_ID => typed::KEEP,
+            _ => Keep::End,
+        };
+        self.applicable()
+            .then(|| composer.compose_context(self.id, &self.context, SHARE, keep))
+    }
+}
+
+/// ChatLSP's static context (candidates 71 and 72), saying why one does not apply.
+fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
+    let typed = TypedHole::new(index, hole);
+    let no_type = typed.expected().is_none();
+    typed
+        .contexts()
+        .into_iter()
+        .map(|(id, context)| {
+            let why_not = match (context.is_empty(), no_type) {
+                (false, _) => None,
+                (true, true) => Some("no expected type at the hole".to_string()),
+                (true, false) => Some("nothing in scope produces the expected type".to_string()),
+            };
+            Candidate {
+                id,
+                context,
+                why_not,
+                ..Candidate::default()
+            }
+        })
+        .collect()
+}
+
+/// What every candidate of a repository shares.
+pub struct Perspectives<'a> {
+    pub index: &'a RepoIndex,
+    pub retrieval: &'a Retrieval,
+    pub windows: &'a WindowIndex,
+    pub tokenizer: &'a dyn Tokenizer,
+    pub budget: usize,
+    /// Seeds the random choices of the baselines.
+    pub seed: u64,
+}
+
+impl<'a> Perspectives<'a> {
+    fn request<'h>(&self, hole: &'h Hole) -> retrieval::Request<'h>
+    where
+        'a: 'h,
+    {
+        retrieval::Request {
+            index: self.index,
+            hole,
+            tokenizer: self.tokenizer,
+            allocation: compose::proposal_allocation(self.budget, SHARE),
+            seed: self.seed,
+        }
+    }
+
+    /// The candidates that need nothing from the backend: 63–66 and 68.
+    pub fn immediate(&self, hole: &Hole) -> Vec<Candidate> {
+        let req = self.request(hole);
+        let plain = |id, context| Candidate {
+            id,
+            context,
+            ..Candidate::default()
+        };
+        vec![
+            plain(FILE_BM25_ID, self.retrieval.file_bm25(&req)),
+            plain(IDENTIFIER_USAGE_ID, self.retrieval.identifier_usage(&req)),
+            plain(RANDOM_CONTEXT_ID, self.retrieval.random_context(&req)),
+            self.retrieve(
+                hole,
+                REPOCODER_ID,
+                repocoder_query(self.index, hole),
+                Similarity::Jaccard,
+            ),
+            self.retrieve(
+                hole,
+                LEXICAL_ID,
+                &around_hole(self.index, hole),
+                Similarity::TfIdfCosine,
+            ),
+        ]
+        .into_iter()
+        .chain(typed_candidates(self.index, hole))
+        .collect()
+    }
+
+    /// RepoCoder's next iteration after one that completed the hole with `previous`.
+    pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> Candidate {
+        let query = iteration_query(self.index, hole, previous);
+        self.retrieve(hole, REPOCODER_ITERATION_ID, &query, Similarity::Jaccard)
+    }
+
+    /// ProCC's hypothetical line (HyDE): retrieval by the code before the hole followed by the
+    /// line the backend imagined for it. (ProCC also embeds a hypothetical line for every
+    /// database snippet; that is a completion per window, so windows stay as they are here.)
+    pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> Candidate {
+        let query = format!("{}{line}", repocoder_query(self.index, hole));
+        self.retrieve(hole, HYPOTHETICAL_LINE_ID, &query, Similarity::TfIdfCosine)
+    }
+
+    /// ProCC's code summarization: retrieval by the backend's summary of the code around the
+    /// hole (the windows are matched on the identifiers and words the summary names).
+    pub fn summary(&self, hole: &Hole, summary: &str) -> Candidate {
+        self.retrieve(hole, SUMMARY_ID, summary, Similarity::TfIdfCosine)
+    }
+
+    fn retrieve(&self, hole: &Hole, id: usize, query: &str, similarity: Similarity) -> Candidate {
+        let hits = self.windows.search(self.index, hole, query, similarity);
+        let (context, used) = self.windows.blocks(&self.request(hole), &hits);
+        let best = used.first().copied();
+        Candidate {
+            id,
+            context,
+            score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
+            jaccard: best.map(|w| self.windows.jaccard_with(w, &around_hole(self.index, hole))),
+            why_not: None,
+        }
+    }
+}
+
+/// The summary candidate for a backend that cannot be asked for a summary.
+pub fn summary_not_applicable(backend: &dyn Backend) -> Candidate {
+    Candidate {
+        id: SUMMARY_ID,
+        why_not: Some(format!(
+            "backend `{}` does not follow instructions, so it cannot summarise the code",
+            backend.name()
+        )),
+        ..Candidate::default()
+    }
+}
+
+/// The text of lines `first..` of the hole's file up to the hole.
+fn before_hole<'i>(index: &'i RepoIndex, hole: &Hole, first: usize) -> &'i str {
+    let file = &index.files[hole.file];
+    &file.text[file.line_start(first)..hole.offset]
+}
+
+/// RepoCoder's first query: the last [`WINDOW_LINES`] lines of the code before the hole.
+pub fn repocoder_query<'i>(index: &'i RepoIndex, hole: &Hole) -> &'i str {
+    before_hole(index, hole, windows::query_first_line(hole))
+}
+
+/// RepoCoder's query for iteration i > 1: the last S_w − S_s lines of the code before the hole
+/// continued by the first S_s lines of the previous completion (a completion here is the rest
+/// of the hole's line, so it continues the hole's line).
+pub fn iteration_query(index: &RepoIndex, hole: &Hole, previous: &str) -> String {
+    let first = (hole.line + 1).saturating_sub(WINDOW_LINES - WINDOW_STEP);
+    let generated: Vec<&str> = previous.lines().take(WINDOW_STEP).collect();
+    format!(
+        "{}{}",
+        before_hole(index, hole, first),
+        generated.join("\n")
+    )
+}
+
+/// The unfinished code around the hole (ProCC's X̂: prefix and suffix): RepoCoder's query
+/// lines and the [`WINDOW_STEP`] lines after the hole's line; the rest of the hole's line is
+/// the answer and is left out.
+pub fn around_hole(index: &RepoIndex, hole: &Hole) -> String {
+    format!(
+        "{}\n{}",
+        repocoder_query(index, hole),
+        after_hole(index, hole, WINDOW_STEP)
+    )
+}
+
+/// `lines` lines after the hole's line.
+fn after_hole<'i>(index: &'i RepoIndex, hole: &Hole, lines: usize) -> &'i str {
+    let file = &index.files[hole.file];
+    &file.text[file.line_start(hole.line + 1)..file.line_start(hole.line + 1 + lines)]
+}
+
+/// A greedy single-line request for `prompt` at the hole.
+pub fn line_request(index: &RepoIndex, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
+    CompletionRequest {
+        current_file: Some(index.files[hole.file].path.clone()),
+        ..CompletionRequest::single_line(prompt.text())
+    }
+}
+
+/// ProCC's request for the hypothetical line: the code before the hole (the default prompt)
+/// and the code after it as the suffix, for backends that fill in the middle (ProCC's
+/// `<PRE> [Prefix] <SUF> [Suffix] <MID>`).
+pub fn hypothetical_request(
+    index: &RepoIndex,
+    hole: &Hole,
+    composer: &Composer,
+) -> CompletionRequest {
+    CompletionRequest {
+        suffix: Some(after_hole(index, hole, WINDOW_LINES).to_string()),
+        ..line_request(index, hole, &composer.compose(None))
+    }
+}
+
+/// ProCC's summary instruction, "This code snippet of [code] means", for a backend that
+/// follows instructions.
+pub fn summary_request(index: &RepoIndex, hole: &Hole) -> CompletionRequest {
+    CompletionRequest {
+        prompt: format!("This code snippet of\n{}\nmeans", around_hole(index, hole)),
+        max_tokens: SUMMARY_TOKENS,
+        stop: Vec::new(),
+        instruction: true,
+        current_file: Some(index.files[hole.file].path.clone()),
+        ..CompletionRequest::single_line(String::new())
+    }
+}
+
+/// The first completion of `request`, empty if the backend returned none.
+pub async fn first_completion(
+    backend: &dyn Backend,
+    request: &CompletionRequest,
+) -> Result<String, BackendError> {
+    let completions = backend.complete(request, None).await?;
+    Ok(completions
+        .into_iter()
+        .next()
+        .map(|c| c.text)
+        .unwrap_or_default())
+}
+
+/// Every candidate 63–70 for one hole, asking `backend` for what they need; RepoCoder runs
+/// `iterations` iterations (at least 2), and candidate 67 is the last one.
+pub async fn build_all(
+    perspectives: &Perspectives<'_>,
+    hole: &Hole,
+    composer: &Composer<'_>,
+    backend: &dyn Backend,
+    iterations: usize,
+) -> Result<Vec<Candidate>, BackendError> {
+    let index = perspectives.index;
+    let mut all = perspectives.immediate(hole);
+    let first = all
+        .iter()
+        .find(|c| c.id == REPOCODER_ID)
+        .and_then(|c| c.compose(composer))
+        .unwrap_or_else(|| composer.compose(None));
+    let mut previous = first_completion(backend, &line_request(index, hole, &first)).await?;
+    let mut iteration = perspectives.repocoder_iteration(hole, &previous);
+    for _ in 2..iterations {
+        let prompt = iteration
+            .compose(composer)
+            .unwrap_or_else(|| composer.compose(None));
+        previous = first_completion(backend, &line_request(index, hole, &prompt)).await?;
+        iteration = perspectives.repocoder_iteration(hole, &previous);
+    }
+    all.push(iteration);
+    let line = first_completion(backend, &hypothetical_request(index, hole, composer)).await?;
+    all.push(perspectives.hypothetical_line(hole, &line));
+    all.push(if backend.follows_instructions() {
+        let summary = first_completion(backend, &summary_request(index, hole)).await?;
+        perspectives.summary(hole, &summary)
+    } else {
+        summary_not_applicable(backend)
+    });
+    all.sort_by_key(|c| c.id);
+    Ok(all)
+}

@@ -1,0 +1,318 @@
+//! RepoCoder and ProCC on the sample repository: the window database never shows the hole,
+//! prompts follow RepoCoder's layout within their budget, iteration 2 uses the completion, the
+//! summary needs a backend that follows instructions, and the bandit learns, persists and
+//! survives a corrupt file.
+
+mod common;
+
+use common::{SAMPLE, hole};
+use keyhole::compose::Composer;
+use keyhole::context::perspectives::{
+    self, Candidate, HYPOTHETICAL_LINE_ID, LEXICAL_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
+};
+use keyhole::context::retrieval::{Request, Retrieval};
+use keyhole::context::windows::{self, MAX_BLOCKS, Similarity, WindowIndex};
+use keyhole::hole::{Hole, sample_holes};
+use keyhole::model::ngram::EmbeddedModel;
+use keyhole::rank::bandit::{self, LinUcb};
+use keyhole::token::{Tokenizer, TokenizerKind};
+
+const DEMO: &str = "service/OrderService.java:94:32";
+
+fn perspectives<'a>(
+    retrieval: &'a Retrieval,
+    windows: &'a WindowIndex,
+    tokenizer: &'a dyn Tokenizer,
+    budget: usize,
+) -> Perspectives<'a> {
+    Perspectives {
+        index: &SAMPLE,
+        retrieval,
+        windows,
+        tokenizer,
+        budget,
+        seed: 9,
+    }
+}
+
+/// Every byte of `candidate` taken from the hole's file lies before the query's first line.
+fn assert_hole_hidden(h: &Hole, candidate: &Candidate) {
+    let file = &SAMPLE.files[h.file];
+    let limit = file.line_start(windows::query_first_line(h));
+    for origin in candidate.context.pieces.iter().filter_map(|p| p.origin) {
+        if origin.file == h.file {
+            assert!(
+                (origin.span.end as usize) <= limit,
+                "candidate {} shows bytes {:?} of {} at the hole {}:{}",
+                candidate.id,
+                origin.span,
+                file.path,
+                h.line + 1,
+                h.column + 1
+            );
+        }
+    }
+    // The hole's line may show only as a copy: in another file, or earlier in this one.
+    let line = file.line_text(h.line).trim();
+    if line.len() > 12 && candidate.context.text.contains(line) {
+        let elsewhere = file.text[..limit].contains(line)
+            || SAMPLE
+                .files
+                .iter()
+                .enumerate()
+                .any(|(f, other)| f != h.file && other.text.contains(line));
+        assert!(
+            elsewhere,
+            "candidate {} shows the hole's line {line:?}",
+            candidate.id
+        );
+    }
+}
+
+#[test]
+fn no_window_shows_the_hole_line_or_what_follows() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let tok = TokenizerKind::Code.tokenizer();
+    let p = perspectives(&retrieval, &windows, tok, 4072);
+    let holes = sample_holes(&SAMPLE, Some(150), 3);
+    let mut checked = 0;
+    for h in &holes {
+        let target = h.target.clone().unwrap_or_default();
+        let mut candidates = p.immediate(h);
+        // The worst case for leaking: the "generation" is the answer itself.
+        candidates.push(p.repocoder_iteration(h, &target));
+        candidates.push(p.hypothetical_line(h, &target));
+        for c in candidates.iter().filter(|c| c.id >= REPOCODER_ID) {
+            assert_hole_hidden(h, c);
+            checked += usize::from(c.applicable());
+        }
+    }
+    assert!(
+        checked > 400,
+        "only {checked} applicable candidates checked"
+    );
+}
+
+#[test]
+fn windows_of_the_current_file_end_before_the_query() {
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole(DEMO);
+    let query = perspectives::repocoder_query(&SAMPLE, &h);
+    let hits = windows.search(&SAMPLE, &h, query, Similarity::Jaccard);
+    assert!(!hits.is_empty());
+    let first_query_line = windows::query_first_line(&h) as u32;
+    for hit in &hits {
+        let w = windows.window(hit.window);
+        assert!(w.file != h.file || w.end <= first_query_line, "{w:?}");
+    }
+    assert!(
+        hits.iter()
+            .any(|hit| windows.window(hit.window).file == h.file),
+        "earlier windows of the current file stay (RepoCoder keeps them)"
+    );
+}
+
+/// The paths of the blocks of a RepoCoder prompt, first to last.
+fn block_paths(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == "// the below code fragment can be found in:")
+        .map(|w| w[1].trim_start_matches("// "))
+        .collect()
+}
+
+#[test]
+fn blocks_follow_repocoder_with_the_best_block_last() {
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole(DEMO);
+    let hits = windows.search(
+        &SAMPLE,
+        &h,
+        perspectives::repocoder_query(&SAMPLE, &h),
+        Similarity::Jaccard,
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    let req = Request {
+        index: &SAMPLE,
+        hole: &h,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        allocation: 2036,
+        seed: 9,
+    };
+    let (text, used) = windows.blocks(&req, &hits);
+    assert!(
+        text.text.starts_with(
+            "// Here are some relevant code fragments from other files of the repo:\n// -----"
+        ),
+        "{}",
+        text.text
+    );
+    assert_eq!(used[0], hits[0].window, "the best hit is taken first");
+    let paths = block_paths(&text.text);
+    assert_eq!(paths.len(), used.len());
+    let best = &SAMPLE.files[windows.window(hits[0].window).file].path;
+    assert_eq!(paths.last(), Some(&best.as_str()), "the best block is last");
+    // Every code line of a block is commented out, and taken from its file.
+    let first = windows.window(used[0]);
+    let line = SAMPLE.files[first.file].line_text(first.first as usize);
+    assert!(text.text.contains(&format!("// {line}\n")));
+}
+
+#[test]
+fn blocks_fit_their_budget_in_the_tokenizer_counted() {
+    let windows = WindowIndex::new(&SAMPLE);
+    let retrieval = Retrieval::new(&SAMPLE);
+    for kind in [TokenizerKind::Code, TokenizerKind::Cl100kBase] {
+        let tok = kind.tokenizer();
+        for budget in [200, 600, 1400, 4072] {
+            let p = perspectives(&retrieval, &windows, tok, budget);
+            for h in sample_holes(&SAMPLE, Some(12), 5) {
+                for c in p.immediate(&h).iter().filter(|c| c.id >= REPOCODER_ID) {
+                    let tokens = tok.count(&c.context.text);
+                    assert!(
+                        tokens <= budget / 2,
+                        "{} tokens of {:?} for an allocation of {}",
+                        tokens,
+                        kind,
+                        budget / 2
+                    );
+                    assert!(block_paths(&c.context.text).len() <= MAX_BLOCKS);
+                    let composer = Composer::new(&SAMPLE, &h, tok, budget);
+                    if let Some(prompt) = c.compose(&composer) {
+                        prompt.validate(&SAMPLE, tok).unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn iteration_two_retrieves_with_what_the_first_completion_adds() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let p = perspectives(&retrieval, &windows, TokenizerKind::Code.tokenizer(), 4072);
+    let h = hole(DEMO);
+    let target = h.target.clone().unwrap();
+    assert!(target.starts_with("findByCustomerId"), "{target}");
+    let first = p
+        .immediate(&h)
+        .into_iter()
+        .find(|c| c.id == REPOCODER_ID)
+        .unwrap();
+    let second = p.repocoder_iteration(&h, &target);
+    assert_ne!(second.context, first.context);
+    let query = perspectives::iteration_query(&SAMPLE, &h, &target);
+    assert!(query.ends_with("return orderRepository.findByCustomerId(customerId);"));
+    // The generated call moves the windows that use it up the ranking.
+    let rank_of_a_use = |previous: &str| {
+        let query = perspectives::iteration_query(&SAMPLE, &h, previous);
+        let hits = windows.search(&SAMPLE, &h, &query, Similarity::Jaccard);
+        hits.iter().position(|hit| {
+            let w = windows.window(hit.window);
+            let file = &SAMPLE.files[w.file];
+            let text =
+                &file.text[file.line_start(w.first as usize)..file.line_start(w.end as usize)];
+            text.contains("findByCustomerId")
+        })
+    };
+    let with = rank_of_a_use(&target).expect("a use among the hits");
+    assert!(
+        rank_of_a_use("").is_none_or(|without| with < without),
+        "rank {with} with the generation, {:?} without",
+        rank_of_a_use("")
+    );
+    assert_ne!(p.repocoder_iteration(&h, ""), second);
+}
+
+#[test]
+fn the_summary_needs_a_backend_that_follows_instructions() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let tok = TokenizerKind::Code.tokenizer();
+    let p = perspectives(&retrieval, &windows, tok, 4072);
+    let h = hole(DEMO);
+    let backend = EmbeddedModel::new(&SAMPLE);
+    let composer = Composer::new(&SAMPLE, &h, tok, 4072);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let all = runtime
+        .block_on(perspectives::build_all(&p, &h, &composer, &backend, 2))
+        .unwrap();
+    let ids: Vec<usize> = all.iter().map(|c| c.id).collect();
+    assert_eq!(ids, (63..=70).collect::<Vec<_>>());
+    let summary = &all[SUMMARY_ID - 63];
+    assert!(!summary.applicable());
+    let why = summary.why_not.as_deref().unwrap();
+    assert!(
+        why.contains("embedded") && why.contains("does not follow instructions"),
+        "{why}"
+    );
+    assert!(all[HYPOTHETICAL_LINE_ID - 63].applicable());
+    assert!(all[LEXICAL_ID - 63].applicable());
+    // A summary, where there is one, retrieves by its words.
+    let c = p.summary(&h, "finds the orders of a customer by the customer id");
+    assert!(c.applicable() && c.context.text.contains("customerId"));
+}
+
+/// A deterministic stream of contexts for the bandit.
+fn contexts(n: usize) -> impl Iterator<Item = bandit::Context> {
+    (0..n).map(|i| {
+        let f = |k: usize| ((i * 7919 + k * 104_729) % 1000) as f64 / 1000.0;
+        bandit::context([Some((f(1), f(2))), Some((f(3), f(4))), Some((f(5), f(6)))])
+    })
+}
+
+#[test]
+fn linucb_learns_to_prefer_the_arm_that_pays() {
+    let mut bandit = LinUcb::default();
+    let all = [true; 3];
+    // Arm 1 (hypothetical line) pays whenever it is picked; the others never do.
+    for x in contexts(300) {
+        let arm = bandit.choose(&x, all).unwrap();
+        bandit.update(arm, &x, if arm == 1 { 1.0 } else { 0.0 });
+    }
+    let picks: Vec<usize> = contexts(100)
+        .map(|x| bandit.choose(&x, all).unwrap())
+        .collect();
+    assert!(picks.iter().all(|&a| a == 1), "{picks:?}");
+    assert!(bandit.pulls()[1] > 250, "{:?}", bandit.pulls());
+    // An arm that is not available is never picked.
+    let x = contexts(1).next().unwrap();
+    assert_eq!(
+        bandit.choose(&x, [true, false, true]).map(|a| a != 1),
+        Some(true)
+    );
+    assert_eq!(bandit.choose(&x, [false; 3]), None);
+}
+
+#[test]
+fn linucb_persists_and_a_corrupt_file_gives_a_fresh_one_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join(bandit::FILE);
+    let mut trained = LinUcb::default();
+    for (i, x) in contexts(20).enumerate() {
+        trained.update(i % 3, &x, (i % 2) as f64);
+    }
+    trained.save(&path).unwrap();
+    let (loaded, warning) = LinUcb::load(&path);
+    assert_eq!(warning, None);
+    assert_eq!(loaded.pulls(), trained.pulls());
+    // JSON keeps the statistics to the last digit or so; the picks are the same.
+    for x in contexts(50) {
+        assert_eq!(loaded.choose(&x, [true; 3]), trained.choose(&x, [true; 3]));
+    }
+    assert_eq!(
+        LinUcb::load(&dir.path().join("none.json")),
+        (LinUcb::default(), None)
+    );
+    for content in ["{\"version\": 1, \"alp", "{\"version\": 7, \"alpha\": 0.1}"] {
+        std::fs::write(&path, content).unwrap();
+        let (bandit, warning) = LinUcb::load(&path);
+        assert_eq!(bandit, LinUcb::default());
+        let warning = warning.expect("a warning");
+        assert!(warning.contains(&path.display().to_string()), "{warning}");
+        assert!(!warning.contains('\n'), "{warning}");
+    }
+}
