@@ -76,7 +76,7 @@ fn the_table_shows_scores_best_first_and_names_the_ranker() {
     assert!(text.contains("ranker      RLPG-H"), "{text}");
     let scores: Vec<f64> = text
         .lines()
-        .skip_while(|l| !l.trim_start().starts_with("rank"))
+        .skip_while(|l| !l.trim_start().starts_with("rank  score"))
         .skip(1)
         .map_while(|l| l.split_whitespace().nth(1)?.parse().ok())
         .collect();

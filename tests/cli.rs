@@ -232,7 +232,7 @@ fn proposals_lists_the_retrieved_candidates_after_the_default_context() {
     let json = stdout_json(&keyhole(&["proposals", &sample(), DEMO, "--json"]));
     let rows = json["retrieved"].as_array().unwrap();
     let ids: Vec<u64> = rows.iter().map(|r| r["id"].as_u64().unwrap()).collect();
-    assert_eq!(ids, (63..=70).collect::<Vec<u64>>());
+    assert_eq!(ids, (63..=72).collect::<Vec<u64>>());
     let repocoder = &rows[3];
     assert!(repocoder["score"].as_f64().unwrap() > 0.0);
     assert!(repocoder["tokens"].as_u64().unwrap() <= 2036);
@@ -264,6 +264,6 @@ fn prompt_takes_a_retrieved_candidate_by_id() {
         note.contains("not applicable") && note.contains("does not follow instructions"),
         "{note}"
     );
-    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--id", "71"]));
-    assert!(err.contains("--id 71") && err.contains("0 to 70"), "{err}");
+    let err = one_line_error(&keyhole(&["prompt", &sample(), DEMO, "--id", "73"]));
+    assert!(err.contains("--id 73") && err.contains("0 to 72"), "{err}");
 }
