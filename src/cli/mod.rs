@@ -180,6 +180,7 @@ struct HoleArgs {
 }
 
 pub fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) if !err.use_stderr() => {
@@ -207,6 +208,16 @@ pub fn main() -> ExitCode {
             eprintln!("keyhole: {}", one_line(&err));
             ExitCode::from(2)
         }
+    }
+}
+
+/// Piped into `head`, keyhole should stop quietly when the reader leaves, as command-line tools
+/// do; Rust ignores SIGPIPE and would instead panic on the next print.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -115,11 +115,15 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     if blake3::hash(payload).as_bytes() != sum {
         return Err("checksum mismatch (corrupt)");
     }
-    let payload: Payload =
-        postcard::from_bytes(payload).map_err(|_| "does not decode (corrupt)")?;
-    if payload.version != FORMAT_VERSION {
+    // The version leads the payload; read it alone first, as another version's entries may
+    // not decode at all.
+    let (version, _) =
+        postcard::take_from_bytes::<u32>(payload).map_err(|_| "does not decode (corrupt)")?;
+    if version != FORMAT_VERSION {
         return Err("written by another version");
     }
+    let payload: Payload =
+        postcard::from_bytes(payload).map_err(|_| "does not decode (corrupt)")?;
     Ok(payload.entries)
 }
 
