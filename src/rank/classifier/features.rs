@@ -52,52 +52,80 @@ fn word(word: &str, emit: &mut impl FnMut(u32)) {
         emit(bucket(b"0"));
         return;
     }
-    let lower = word.to_lowercase();
-    emit(bucket(lower.as_bytes()));
-    let parts = split_identifier(word);
-    if parts.len() > 1 {
-        for part in parts {
-            emit(bucket(part.to_lowercase().as_bytes()));
+    emit(lowercase_bucket(word));
+    let mut parts = 0;
+    let mut first = None;
+    identifier_parts(word, |part| {
+        parts += 1;
+        match parts {
+            1 => first = Some(part),
+            2 => {
+                emit(lowercase_bucket(first.take().unwrap_or_default()));
+                emit(lowercase_bucket(part));
+            }
+            _ => emit(lowercase_bucket(part)),
         }
+    });
+}
+
+/// Calls `part` with each piece of an identifier: `getHTTPResponse_code` → `get`, `HTTP`,
+/// `Response`, `code`.
+fn identifier_parts<'w>(word: &'w str, mut part: impl FnMut(&'w str)) {
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        if c == '_' || c == '$' {
+            if i > start {
+                part(&word[start..i]);
+            }
+            start = i + c.len_utf8();
+        } else {
+            let lower_to_upper =
+                prev.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) && c.is_uppercase();
+            let acronym_end = prev.is_some_and(char::is_uppercase)
+                && c.is_uppercase()
+                && next.is_some_and(char::is_lowercase);
+            if (lower_to_upper || acronym_end) && i > start {
+                part(&word[start..i]);
+                start = i;
+            }
+        }
+        prev = Some(c);
+    }
+    if start < word.len() {
+        part(&word[start..]);
     }
 }
 
-/// `getHTTPResponse_code` → `get`, `HTTP`, `Response`, `code`.
-fn split_identifier(word: &str) -> Vec<&str> {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut parts = Vec::new();
-    let mut start = 0;
-    for (k, &(i, c)) in chars.iter().enumerate() {
-        if c == '_' || c == '$' {
-            parts.push(&word[start..i]);
-            start = i + c.len_utf8();
-            continue;
-        }
-        let prev = k.checked_sub(1).map(|p| chars[p].1);
-        let next = chars.get(k + 1).map(|n| n.1);
-        let lower_to_upper =
-            prev.is_some_and(|p| p.is_lowercase() || p.is_ascii_digit()) && c.is_uppercase();
-        let acronym_end = prev.is_some_and(char::is_uppercase)
-            && c.is_uppercase()
-            && next.is_some_and(char::is_lowercase);
-        if (lower_to_upper || acronym_end) && i > start {
-            parts.push(&word[start..i]);
-            start = i;
-        }
-    }
-    parts.push(&word[start..]);
-    parts.retain(|p| !p.is_empty());
-    parts
-}
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
 /// FNV-1a, written out because the shipped model's rows depend on it: it must never change
 /// with a dependency's version.
 fn bucket(bytes: &[u8]) -> u32 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    finish(bytes.iter().fold(FNV_OFFSET, |h, &b| fnv(h, b)))
+}
+
+/// [`bucket`] of the word lowercased, without building the lowercase string (this runs for
+/// every word of 63 contexts per hole).
+fn lowercase_bucket(word: &str) -> u32 {
+    let mut hash = FNV_OFFSET;
+    for c in word.chars().flat_map(char::to_lowercase) {
+        let mut buf = [0; 4];
+        for &b in c.encode_utf8(&mut buf).as_bytes() {
+            hash = fnv(hash, b);
+        }
     }
+    finish(hash)
+}
+
+fn fnv(hash: u64, byte: u8) -> u64 {
+    (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME)
+}
+
+fn finish(hash: u64) -> u32 {
     1 + (hash % (BUCKETS as u64 - 1)) as u32
 }
 
@@ -170,20 +198,26 @@ fn ceil_boundary(text: &str, mut i: usize) -> usize {
 mod tests {
     use super::*;
 
+    fn parts(word: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        identifier_parts(word, |p| out.push(p));
+        out
+    }
+
     #[test]
     fn identifiers_share_their_parts() {
         assert_eq!(
-            split_identifier("getHTTPResponse_code"),
+            parts("getHTTPResponse_code"),
             ["get", "HTTP", "Response", "code"]
         );
-        assert_eq!(split_identifier("x"), ["x"]);
-        let user = ids("userName");
+        assert_eq!(parts("x"), ["x"]);
+        assert_eq!(parts("_a__b_"), ["a", "b"]);
+        let user = [bucket(b"username"), bucket(b"user"), bucket(b"name")];
+        assert_eq!(ids("userName"), user);
         let getter = ids("getUserName()");
-        assert!(
-            user.iter()
-                .all(|id| getter.contains(id) || *id == ids("username")[0])
-        );
-        assert!(getter.contains(&bucket(b"name")));
+        assert!(getter.contains(&bucket(b"user")) && getter.contains(&bucket(b"name")));
+        assert_eq!(ids("x"), [bucket(b"x")], "a one-part word is not repeated");
+        assert_eq!(lowercase_bucket("ÄbC"), bucket("äbc".as_bytes()));
         assert_eq!(ids("12 345"), ids("7 8"));
         assert!(ids("a.b").contains(&bucket(b".")));
         assert!(ids("").is_empty() && ids(" \n\t").is_empty());
