@@ -5,33 +5,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::{keyhole, ok, sample};
 use serde_json::Value;
 
 const DEMO: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
-
-fn keyhole(args: &[&str], scratch: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_keyhole"))
-        .args(args)
-        .env("KEYHOLE_CACHE_DIR", scratch.join("cache"))
-        .env("XDG_DATA_HOME", scratch.join("data"))
-        .output()
-        .unwrap()
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn sample() -> String {
-    common::sample_path().to_string_lossy().into_owned()
-}
 
 #[test]
 fn every_ranker_sorts_the_applicable_candidates_by_its_score() {

@@ -131,15 +131,16 @@ struct RankArgs {
     /// A classifier written by `keyhole train` [default: the bundled one].
     #[arg(long)]
     classifier: Option<PathBuf>,
+    /// The local BERT-family model (config.json, model.safetensors, tokenizer.json) the
+    /// classifier was trained on with `keyhole train --encoder-dir`.
+    #[arg(long)]
+    encoder_dir: Option<PathBuf>,
 }
 
 impl RankArgs {
     /// The chosen ranker's order of the hole's candidates.
     fn rank(&self, input: &RankInput) -> Result<Vec<Ranked>> {
-        let classifier = match &self.classifier {
-            Some(path) => Classifier::load(path)?,
-            None => Classifier::bundled(),
-        };
+        let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
         let (online, warning) = OnlineRanker::load_saved();
         if let Some(warning) = warning {
             eprintln!("warning: {warning}");
@@ -255,6 +256,7 @@ fn run(cli: Cli) -> Result<()> {
             let rank = RankArgs {
                 ranker: RankerKind::RlpgH,
                 classifier: None,
+                encoder_dir: None,
             };
             proposals_command(&at, &complete::BackendArgs::default(), &rank)
         }

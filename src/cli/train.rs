@@ -8,6 +8,7 @@ use clap::Args;
 use keyhole::compose;
 use keyhole::eval::labels;
 use keyhole::rank::classifier::Variant;
+use keyhole::rank::classifier::bert::BertEncoder;
 use keyhole::rank::classifier::dataset::Rebuild;
 use keyhole::rank::classifier::train::{self, TrainOptions, TrainReport};
 use keyhole::token::TokenizerKind;
@@ -33,6 +34,11 @@ pub struct TrainArgs {
     /// bundled model].
     #[arg(long)]
     start: Option<PathBuf>,
+    /// A local BERT-family model directory (config.json, model.safetensors, tokenizer.json, as
+    /// Hugging Face ships CodeBERT) to use, frozen, as the encoder, as the paper does; ranking
+    /// with the model then needs the same directory.
+    #[arg(long)]
+    encoder_dir: Option<PathBuf>,
     #[arg(long, default_value_t = 40)]
     max_epochs: usize,
     #[arg(long, default_value_t = 5)]
@@ -45,6 +51,11 @@ pub struct TrainArgs {
 }
 
 pub fn train_command(args: &TrainArgs) -> Result<()> {
+    let encoder = args
+        .encoder_dir
+        .as_deref()
+        .map(BertEncoder::load)
+        .transpose()?;
     let rows = labels::read_all(&args.labels)?;
     let Some(last) = rows.last() else {
         bail!("no label rows in {}", show(&args.labels));
@@ -59,8 +70,15 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         tokenizer: TokenizerKind::Code.tokenizer(),
         budget: args.budget,
         with_contexts: args.variant == Variant::R,
+        encoder: encoder.as_ref(),
     };
-    eprintln!("rebuilding the inputs of the labelled holes…");
+    match &encoder {
+        Some(e) => eprintln!(
+            "rebuilding the inputs of the labelled holes and encoding them with {}…",
+            e.dir().display()
+        ),
+        None => eprintln!("rebuilding the inputs of the labelled holes…"),
+    }
     let built = rebuild.examples(&rows);
     for line in built.skipped.iter().take(5) {
         eprintln!("skipped: {line}");

@@ -1,7 +1,8 @@
 //! Shared fixtures: the bundled sample repository and helpers to build proposals on it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::LazyLock;
 
 use keyhole::compose::{self, Prompt, SegmentKind};
@@ -14,6 +15,31 @@ pub const SHOP: &str = "src/main/java/com/acme/shop/";
 
 pub fn sample_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo")
+}
+
+/// The sample repository's path as an argument.
+pub fn sample() -> String {
+    sample_path().to_string_lossy().into_owned()
+}
+
+/// `keyhole ARGS` with its cache and data directories under `scratch`.
+pub fn keyhole(args: &[&str], scratch: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .env("KEYHOLE_CACHE_DIR", scratch.join("cache"))
+        .env("XDG_DATA_HOME", scratch.join("data"))
+        .output()
+        .unwrap()
+}
+
+/// `output`, checked to come from a command that succeeded.
+pub fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }
 
 /// The sample repository, indexed once per test binary, without a cache.

@@ -1,34 +1,64 @@
 //! Training examples from evaluation label files: for every labelled hole, the classifier's
 //! inputs rebuilt from the repository (hole window, each candidate's context) and its targets
-//! (which candidates were applicable, which succeeded).
+//! (which candidates were applicable, which succeeded). With a BERT encoder the inputs are its
+//! [CLS] vectors, computed here once per distinct text (the encoder is frozen).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use super::features;
+use super::bert::BertEncoder;
+use super::{EncoderKind, WINDOW_KEEP, candidate_contexts, features};
 use crate::context::proposals::build_for_budget;
 use crate::eval::report::{HoleRows, group_holes};
 use crate::eval::{LabelRow, RLPG_CANDIDATES};
 use crate::hole::{Hole, HoleWindow};
 use crate::rank::RankInput;
 use crate::repo::RepoIndex;
-use crate::token::Tokenizer;
+use crate::token::{Keep, Tokenizer};
 
 /// One labelled hole, ready for the networks.
 pub struct Example {
     pub repository: String,
-    /// [`features::hole_ids`] of the hole window.
-    pub hole: Vec<u32>,
-    /// Each candidate's context sub-tokens, by id (empty when not applicable); only kept when
-    /// asked for, as RLPG-R needs them and they are large.
-    pub contexts: Vec<Vec<u32>>,
+    pub inputs: Inputs,
     /// 1 where the candidate was applicable.
     pub mask: Vec<f32>,
     /// 1 where it was applicable and its completion matched.
     pub labels: Vec<f32>,
 }
+
+/// A hole's inputs as the model's encoder reads them. Candidate contexts are only kept when
+/// asked for, as RLPG-R needs them and they are large; otherwise they are empty.
+pub enum Inputs {
+    Hashed {
+        /// [`features::hole_ids`] of the hole window.
+        hole: Vec<u32>,
+        /// Each candidate's [`features::context_ids`], by id (empty when not applicable).
+        contexts: Vec<Vec<u32>>,
+    },
+    Bert {
+        /// The hole window's [CLS] vector.
+        hole: Vec<f32>,
+        /// Each candidate context's [CLS] vector, by id (`None` when it has none); shared
+        /// between holes with the same context.
+        contexts: Vec<Option<Arc<[f32]>>>,
+    },
+}
+
+impl Inputs {
+    /// The encoder these inputs were made for.
+    pub fn encoder(&self) -> EncoderKind {
+        match self {
+            Inputs::Hashed { .. } => EncoderKind::Hashed,
+            Inputs::Bert { hole, .. } => EncoderKind::Bert { width: hole.len() },
+        }
+    }
+}
+
+/// Context vectors already computed, by text and kept end.
+type Encoded = Mutex<HashMap<(blake3::Hash, bool), Option<Arc<[f32]>>>>;
 
 /// How to rebuild the holes' inputs.
 pub struct Rebuild<'a> {
@@ -38,6 +68,8 @@ pub struct Rebuild<'a> {
     /// The budget the labels were made with (proposal contexts are cut to their share).
     pub budget: usize,
     pub with_contexts: bool,
+    /// Read code with this frozen BERT encoder instead of keyhole's hashed sub-tokens.
+    pub encoder: Option<&'a BertEncoder>,
 }
 
 /// What came out of a rebuild.
@@ -59,6 +91,7 @@ impl Rebuild<'_> {
             examples: Vec::new(),
             skipped: Vec::new(),
         };
+        let encoded = Encoded::default();
         for (name, holes) in by_repository {
             let path = self.corpus.join(name);
             let index = match RepoIndex::open(&path, crate::repo::default_cache_dir().as_deref()) {
@@ -68,8 +101,10 @@ impl Rebuild<'_> {
                     continue;
                 }
             };
-            let built: Vec<Result<Example, String>> =
-                holes.par_iter().map(|h| self.example(&index, h)).collect();
+            let built: Vec<Result<Example, String>> = holes
+                .par_iter()
+                .map(|h| self.example(&index, h, &encoded))
+                .collect();
             for result in built {
                 match result {
                     Ok(example) => out.examples.push(example),
@@ -80,23 +115,33 @@ impl Rebuild<'_> {
         out
     }
 
-    fn example(&self, index: &RepoIndex, rows: &HoleRows) -> Result<Example, String> {
+    fn example(
+        &self,
+        index: &RepoIndex,
+        rows: &HoleRows,
+        encoded: &Encoded,
+    ) -> Result<Example, String> {
         let any = (0..RLPG_CANDIDATES)
             .find_map(|id| rows.row(id))
             .ok_or_else(|| format!("{}: no rows", rows.hole_id))?;
         let hole = Hole::at(index, &any.file, any.line, any.column)
             .map_err(|e| format!("{}: {e}", rows.hole_id))?;
-        let contexts = if self.with_contexts {
-            let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget);
-            super::candidate_ids(&RankInput::new(index, &hole, &proposals))
-        } else {
-            Vec::new()
+        let proposals = match self.with_contexts {
+            true => build_for_budget(index, &hole, self.tokenizer, self.budget),
+            false => Vec::new(),
         };
+        let input = RankInput::new(index, &hole, &proposals);
+        let contexts = match self.with_contexts {
+            true => candidate_contexts(&input),
+            false => Vec::new(),
+        };
+        let inputs = self
+            .inputs(&input.window, &contexts, encoded)
+            .map_err(|e| format!("{}: {e}", rows.hole_id))?;
         let flag = |yes: bool| if yes { 1.0 } else { 0.0 };
         Ok(Example {
             repository: rows.repository.to_string(),
-            hole: features::hole_ids(&HoleWindow::of(index, &hole)),
-            contexts,
+            inputs,
             mask: (0..RLPG_CANDIDATES)
                 .map(|id| flag(rows.applicable(id)))
                 .collect(),
@@ -105,4 +150,45 @@ impl Rebuild<'_> {
                 .collect(),
         })
     }
+
+    fn inputs(
+        &self,
+        window: &HoleWindow,
+        contexts: &[(&str, Keep)],
+        encoded: &Encoded,
+    ) -> candle_core::Result<Inputs> {
+        let Some(encoder) = self.encoder else {
+            return Ok(Inputs::Hashed {
+                hole: features::hole_ids(window),
+                contexts: contexts
+                    .iter()
+                    .map(|&(text, keep)| features::context_ids(text, keep))
+                    .collect(),
+            });
+        };
+        Ok(Inputs::Bert {
+            hole: encoder.encode(&window.text(), WINDOW_KEEP)?,
+            contexts: contexts
+                .iter()
+                .map(|&(text, keep)| encode_once(encoder, encoded, text, keep))
+                .collect::<candle_core::Result<_>>()?,
+        })
+    }
+}
+
+/// `text`'s vector as [`BertEncoder::encode_context`], computed only the first time.
+fn encode_once(
+    encoder: &BertEncoder,
+    encoded: &Encoded,
+    text: &str,
+    keep: Keep,
+) -> candle_core::Result<Option<Arc<[f32]>>> {
+    let key = (blake3::hash(text.as_bytes()), keep == Keep::End);
+    if let Some(vector) = encoded.lock().expect("encoded").get(&key) {
+        return Ok(vector.clone());
+    }
+    // Not locked while encoding: two threads meeting the same new text both encode it.
+    let vector: Option<Arc<[f32]>> = encoder.encode_context(text, keep)?.map(Arc::from);
+    encoded.lock().expect("encoded").insert(key, vector.clone());
+    Ok(vector)
 }

@@ -163,15 +163,20 @@ pub fn hole_ids(window: &HoleWindow) -> Vec<u32> {
 /// A context's sub-tokens nearest its kept end, at most `CHUNKS * CHUNK_LEN`, in text order
 /// (unpadded: an empty context gives none).
 pub fn context_ids(text: &str, keep: Keep) -> Vec<u32> {
-    let window = match keep {
-        Keep::Start => &text[..floor_boundary(text, CONTEXT_BYTES.min(text.len()))],
-        Keep::End => &text[ceil_boundary(text, text.len().saturating_sub(CONTEXT_BYTES))..],
-    };
-    let all = ids(window);
+    let all = ids(kept_bytes(text, keep, CONTEXT_BYTES));
     let n = CHUNKS * CHUNK_LEN;
     match keep {
         Keep::Start => all[..all.len().min(n)].to_vec(),
         Keep::End => all[all.len().saturating_sub(n)..].to_vec(),
+    }
+}
+
+/// At most `bytes` bytes of `text` from its `keep` end (on character boundaries): enough to
+/// tokenize for a window of tokens without tokenizing a whole long context.
+pub fn kept_bytes(text: &str, keep: Keep, bytes: usize) -> &str {
+    match keep {
+        Keep::Start => &text[..floor_boundary(text, bytes.min(text.len()))],
+        Keep::End => &text[ceil_boundary(text, text.len().saturating_sub(bytes))..],
     }
 }
 

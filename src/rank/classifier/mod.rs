@@ -3,13 +3,18 @@
 //! yields the right line. Candidates are the 62 proposals and the default context.
 //!
 //! A model file holds the encoder and one or both heads. keyhole ships one trained on the
-//! development corpus ([`Classifier::bundled`]); `keyhole train` makes others.
+//! development corpus ([`Classifier::bundled`]); `keyhole train` makes others. A model trained
+//! on a local BERT-family encoder (`keyhole train --encoder-dir DIR`, the paper's frozen
+//! CodeBERT) holds only the heads and a tensor naming the encoder's width, and needs the same
+//! directory to rank.
 
+pub mod bert;
 pub mod dataset;
 mod features;
 mod network;
 pub mod train;
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
@@ -19,11 +24,14 @@ use serde::Serialize;
 use super::{RankInput, Ranked, Ranker, sorted};
 use crate::context::proposals::DEFAULT_ID;
 use crate::eval::RLPG_CANDIDATES;
+use crate::hole::HoleWindow;
 use crate::token::Keep;
-use network::{HashedEncoder, HeadH, HeadR};
+use bert::{BertEncoder, EncoderError};
+use network::{Dims, HashedEncoder, HeadH, HeadR};
 
 /// The model trained on the development corpus, shipped inside the binary.
 const BUNDLED: &[u8] = include_bytes!("bundled.safetensors");
+const BUNDLED_NAME: &str = "the bundled classifier";
 
 /// Which classifier: RLPG-H reads the hole window only, RLPG-R also each candidate's context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -48,6 +56,58 @@ impl Variant {
     }
 }
 
+/// The tensor that marks a model trained on a BERT encoder; its one value is the hidden size.
+const BERT_WIDTH: &str = "encoder.bert_width";
+/// Which end of the hole window a BERT encoder keeps when the window is too long: its start,
+/// the lines before and the code up to the hole.
+const WINDOW_KEEP: Keep = Keep::Start;
+
+/// Which F_phi a model reads code with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncoderKind {
+    /// keyhole's hashed sub-token encoder, trained with RLPG-H and stored in the model file.
+    Hashed,
+    /// A frozen BERT-family model of this hidden size, read from a local directory.
+    Bert { width: usize },
+}
+
+impl EncoderKind {
+    /// What a model file's tensors say.
+    fn of(tensors: &HashMap<String, Tensor>) -> candle_core::Result<EncoderKind> {
+        match tensors.get(BERT_WIDTH) {
+            None => Ok(EncoderKind::Hashed),
+            Some(t) => Ok(EncoderKind::Bert {
+                width: t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?[0] as usize,
+            }),
+        }
+    }
+
+    fn dims(self) -> Dims {
+        match self {
+            EncoderKind::Hashed => Dims::HASHED,
+            EncoderKind::Bert { width } => Dims::bert(width),
+        }
+    }
+
+    /// The marker tensor a model file of this kind carries, if any.
+    fn marker(self) -> candle_core::Result<Option<(String, Tensor)>> {
+        match self {
+            EncoderKind::Hashed => Ok(None),
+            EncoderKind::Bert { width } => Ok(Some((
+                BERT_WIDTH.to_string(),
+                Tensor::new(&[width as f32], &Device::Cpu)?,
+            ))),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            EncoderKind::Hashed => "keyhole's hashed encoder".into(),
+            EncoderKind::Bert { width } => format!("a BERT encoder of hidden size {width}"),
+        }
+    }
+}
+
 /// Why a model could not be used; each message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -59,12 +119,75 @@ pub enum ModelError {
         variant: &'static str,
         flag: &'static str,
     },
+    #[error(
+        "{file}: trained on a BERT encoder of hidden size {width}; pass its directory with --encoder-dir"
+    )]
+    NeedsEncoder { file: String, width: usize },
+    #[error("{file}: trained on {trained}, but --encoder-dir {dir} holds {found}")]
+    WrongEncoder {
+        file: String,
+        dir: String,
+        trained: String,
+        found: String,
+    },
+    #[error(transparent)]
+    Encoder(#[from] EncoderError),
+}
+
+/// F_phi as a loaded model uses it.
+enum Encoder {
+    Hashed(HashedEncoder),
+    Bert(Box<BertEncoder>),
+}
+
+impl Encoder {
+    /// The hole window's representation `[1, Dims::hole]`.
+    fn hole(&self, window: &HoleWindow) -> candle_core::Result<Tensor> {
+        let dev = &Device::Cpu;
+        match self {
+            Encoder::Hashed(e) => {
+                e.holes(&Tensor::new(features::hole_ids(window), dev)?.unsqueeze(0)?)
+            }
+            Encoder::Bert(e) => {
+                Tensor::new(e.encode(&window.text(), WINDOW_KEEP)?, dev)?.unsqueeze(0)
+            }
+        }
+    }
+
+    /// Every candidate's chunk vectors `[RLPG_CANDIDATES, c, Dims::chunk]` and their presence
+    /// `[RLPG_CANDIDATES, c]`.
+    fn contexts(&self, input: &RankInput) -> candle_core::Result<(Tensor, Tensor)> {
+        let contexts = candidate_contexts(input);
+        match self {
+            Encoder::Hashed(e) => {
+                let ids: Vec<u32> = contexts
+                    .iter()
+                    .flat_map(|&(text, keep)| {
+                        features::chunked(&features::context_ids(text, keep)).collect::<Vec<_>>()
+                    })
+                    .collect();
+                e.chunks(&Tensor::from_vec(
+                    ids,
+                    (RLPG_CANDIDATES, features::CHUNKS * features::CHUNK_LEN),
+                    &Device::Cpu,
+                )?)
+            }
+            Encoder::Bert(e) => {
+                let vectors = contexts
+                    .iter()
+                    .map(|&(text, keep)| e.encode_context(text, keep))
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                let borrowed: Vec<Option<&[f32]>> = vectors.iter().map(Option::as_deref).collect();
+                bert::context_chunks(&borrowed, e.width())
+            }
+        }
+    }
 }
 
 /// A loaded classifier: the encoder and whichever heads the file has.
 pub struct Classifier {
     source: String,
-    encoder: HashedEncoder,
+    encoder: Encoder,
     h: Option<HeadH>,
     r: Option<HeadR>,
 }
@@ -72,38 +195,84 @@ pub struct Classifier {
 impl Classifier {
     /// The model shipped with keyhole.
     pub fn bundled() -> Classifier {
-        Self::from_bytes(BUNDLED, "the bundled classifier")
+        Self::from_bytes(BUNDLED, BUNDLED_NAME, None)
             .expect("the bundled classifier is checked by the tests")
     }
 
-    /// A model written by `keyhole train`.
+    /// A model written by `keyhole train` with keyhole's own encoder.
     pub fn load(path: &Path) -> Result<Classifier, ModelError> {
+        Self::load_with(path, None)
+    }
+
+    /// A model written by `keyhole train`, reading code with the BERT encoder in
+    /// `encoder_dir` if it was trained on one (and only then may a directory be given).
+    pub fn load_with(path: &Path, encoder_dir: Option<&Path>) -> Result<Classifier, ModelError> {
         let file = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| ModelError::Unreadable {
             file: file.clone(),
             reason: e.to_string(),
         })?;
-        Self::from_bytes(&bytes, &file)
+        Self::from_bytes(&bytes, &file, encoder_dir)
     }
 
-    fn from_bytes(bytes: &[u8], source: &str) -> Result<Classifier, ModelError> {
+    /// The bundled model, or the one at `path`, with `encoder_dir` as [`Classifier::load_with`].
+    pub fn open(path: Option<&Path>, encoder_dir: Option<&Path>) -> Result<Classifier, ModelError> {
+        match path {
+            Some(path) => Self::load_with(path, encoder_dir),
+            None => Self::from_bytes(BUNDLED, BUNDLED_NAME, encoder_dir),
+        }
+    }
+
+    fn from_bytes(
+        bytes: &[u8],
+        source: &str,
+        encoder_dir: Option<&Path>,
+    ) -> Result<Classifier, ModelError> {
         let unreadable = |e: candle_core::Error| ModelError::Unreadable {
             file: source.to_string(),
             reason: e.to_string().lines().next().unwrap_or_default().to_string(),
         };
-        let vb = VarBuilder::from_slice_safetensors(bytes, DType::F32, &Device::Cpu)
-            .map_err(unreadable)?;
+        let tensors =
+            candle_core::safetensors::load_buffer(bytes, &Device::Cpu).map_err(unreadable)?;
+        let kind = EncoderKind::of(&tensors).map_err(unreadable)?;
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
         let h = match vb.contains_tensor("h.out.weight") {
-            true => Some(HeadH::new(vb.pp("h")).map_err(unreadable)?),
+            true => Some(HeadH::new(vb.pp("h"), kind.dims()).map_err(unreadable)?),
             false => None,
         };
         let r = match vb.contains_tensor("r.out_weight") {
-            true => Some(HeadR::new(vb.pp("r")).map_err(unreadable)?),
+            true => Some(HeadR::new(vb.pp("r"), kind.dims()).map_err(unreadable)?),
             false => None,
+        };
+        let encoder = match (kind, encoder_dir) {
+            (EncoderKind::Hashed, None) => {
+                Encoder::Hashed(HashedEncoder::new(vb.pp("encoder")).map_err(unreadable)?)
+            }
+            (EncoderKind::Bert { width }, None) => {
+                return Err(ModelError::NeedsEncoder {
+                    file: source.to_string(),
+                    width,
+                });
+            }
+            (_, Some(dir)) => {
+                let bert = BertEncoder::load(dir)?;
+                let found = EncoderKind::Bert {
+                    width: bert.width(),
+                };
+                if found != kind {
+                    return Err(ModelError::WrongEncoder {
+                        file: source.to_string(),
+                        dir: dir.display().to_string(),
+                        trained: kind.describe(),
+                        found: found.describe(),
+                    });
+                }
+                Encoder::Bert(Box::new(bert))
+            }
         };
         Ok(Classifier {
             source: source.to_string(),
-            encoder: HashedEncoder::new(vb.pp("encoder")).map_err(unreadable)?,
+            encoder,
             h,
             r,
         })
@@ -137,21 +306,11 @@ impl Classifier {
         variant: Variant,
         input: &RankInput,
     ) -> candle_core::Result<Vec<f32>> {
-        let holes = Tensor::new(features::hole_ids(&input.window), &Device::Cpu)?.unsqueeze(0)?;
-        let holes = self.encoder.holes(&holes)?;
+        let holes = self.encoder.hole(&input.window)?;
         let logits = match (variant, &self.h, &self.r) {
             (Variant::H, Some(h), _) => h.forward(&holes, false)?,
             (Variant::R, _, Some(r)) => {
-                let ids: Vec<u32> = candidate_ids(input)
-                    .iter()
-                    .flat_map(|ids| features::chunked(ids))
-                    .collect();
-                let ids = Tensor::from_vec(
-                    ids,
-                    (RLPG_CANDIDATES, features::CHUNKS * features::CHUNK_LEN),
-                    &Device::Cpu,
-                )?;
-                let (chunks, present) = self.encoder.chunks(&ids)?;
+                let (chunks, present) = self.encoder.contexts(input)?;
                 r.forward(&holes, &chunks.unsqueeze(0)?, &present.unsqueeze(0)?, false)?
             }
             _ => candle_core::bail!("no {} head", variant.name()),
@@ -160,17 +319,17 @@ impl Classifier {
     }
 }
 
-/// Each candidate's context sub-tokens for RLPG-R, in id order; the default context's material
-/// is the code before the hole.
-fn candidate_ids(input: &RankInput) -> Vec<Vec<u32>> {
-    let mut ids: Vec<Vec<u32>> = input
+/// Each candidate's context for RLPG-R and the end of it that survives truncation, in id
+/// order; the default context's material is the code before the hole.
+fn candidate_contexts<'a>(input: &RankInput<'a>) -> Vec<(&'a str, Keep)> {
+    let mut contexts: Vec<(&str, Keep)> = input
         .proposals
         .iter()
-        .map(|p| features::context_ids(&p.context.text, p.keep))
+        .map(|p| (p.context.text.as_str(), p.keep))
         .collect();
-    ids.resize(DEFAULT_ID, Vec::new());
-    ids.push(features::context_ids(input.before_hole, Keep::End));
-    ids
+    contexts.resize(DEFAULT_ID, ("", Keep::End));
+    contexts.push((input.before_hole, Keep::End));
+    contexts
 }
 
 /// Ranks by the classifier's probabilities.

@@ -1,5 +1,7 @@
-//! The networks, in candle, with dimensions smaller than the paper's so that training fits in
-//! minutes on two CPU cores (appendix C uses CodeBERT's 768; see each constant).
+//! The networks, in candle. With keyhole's own encoder the dimensions are smaller than the
+//! paper's so that training fits in minutes on two CPU cores (appendix C uses CodeBERT's 768;
+//! see each constant); with a local BERT-family encoder ([`super::bert`]) the heads take the
+//! paper's dimensions ([`Dims::bert`]).
 //!
 //! - [`HashedEncoder`]: F_phi of the paper, trained from scratch: mean-pooled hashed sub-token
 //!   embeddings per hole-window part, concatenated and projected to [`Z`].
@@ -17,16 +19,47 @@ use crate::eval::RLPG_CANDIDATES;
 pub const E: usize = 32;
 /// Hole-window representation width, the model dimension of RLPG-R (paper: 768).
 pub const Z: usize = 64;
-/// RLPG-H's hidden layer (paper: 512).
-const HIDDEN: usize = 64;
 /// Attention heads and per-head key/value width: the paper's τ = 4 and d_k = d_v = 32.
 const HEADS: usize = 4;
 const HEAD_DIM: usize = 32;
-/// RLPG-R's feed-forward width (paper: 2048).
-const FEED_FORWARD: usize = 4 * Z;
 /// Dropout while training (paper: 0.25).
 pub const DROPOUT: f32 = 0.25;
 const LAYER_NORM_EPS: f64 = 1e-5;
+
+/// The widths the heads are built with, which follow the encoder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dims {
+    /// Width of a hole-window representation: RLPG-H's input, RLPG-R's query and model width.
+    pub hole: usize,
+    /// Width of a context chunk vector: RLPG-R's keys and values.
+    pub chunk: usize,
+    /// RLPG-H's hidden layer.
+    pub hidden: usize,
+    /// RLPG-R's feed-forward layer.
+    pub feed_forward: usize,
+}
+
+impl Dims {
+    /// With [`HashedEncoder`]: hidden 64 and feed-forward 4 × [`Z`] where the paper has 512
+    /// and 2048, to train in minutes on two cores.
+    pub const HASHED: Dims = Dims {
+        hole: Z,
+        chunk: E,
+        hidden: 64,
+        feed_forward: 4 * Z,
+    };
+
+    /// With a frozen BERT of hidden size `width`: appendix C's W1 ∈ R^{512×768} and
+    /// feed-forward 2048 (the paper's CodeBERT has width 768).
+    pub fn bert(width: usize) -> Dims {
+        Dims {
+            hole: width,
+            chunk: width,
+            hidden: 512,
+            feed_forward: 2048,
+        }
+    }
+}
 
 /// Mean of the embeddings of each row of `ids` (`[n, len]`), padding left out: `[n, E]`.
 fn bag_means(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
@@ -92,14 +125,14 @@ pub struct HeadH {
 }
 
 impl HeadH {
-    pub fn new(vb: VarBuilder) -> Result<Self> {
+    pub fn new(vb: VarBuilder, dims: Dims) -> Result<Self> {
         Ok(HeadH {
-            hidden: linear(Z, HIDDEN, vb.pp("hidden"))?,
-            out: linear(HIDDEN, RLPG_CANDIDATES, vb.pp("out"))?,
+            hidden: linear(dims.hole, dims.hidden, vb.pp("hidden"))?,
+            out: linear(dims.hidden, RLPG_CANDIDATES, vb.pp("out"))?,
         })
     }
 
-    /// Logits `[b, RLPG_CANDIDATES]` from hole representations `[b, Z]`. The paper gives RLPG-H
+    /// Logits `[b, RLPG_CANDIDATES]` from hole representations `[b, Dims::hole]`. The paper gives RLPG-H
     /// no dropout; with an encoder trained from scratch on a few thousand holes it overfits
     /// within two epochs, so training drops out the hidden layer as RLPG-R's G block does.
     pub fn forward(&self, holes: &Tensor, train: bool) -> Result<Tensor> {
@@ -128,19 +161,19 @@ pub struct HeadR {
 }
 
 impl HeadR {
-    pub fn new(vb: VarBuilder) -> Result<Self> {
-        let width = HEADS * HEAD_DIM;
+    pub fn new(vb: VarBuilder, dims: Dims) -> Result<Self> {
+        let (width, model) = (HEADS * HEAD_DIM, dims.hole);
         Ok(HeadR {
-            query: linear(Z, width, vb.pp("query"))?,
-            key: linear(E, width, vb.pp("key"))?,
-            value: linear(E, width, vb.pp("value"))?,
-            combine: linear(width, Z, vb.pp("combine"))?,
-            norm1: layer_norm(Z, LAYER_NORM_EPS, vb.pp("norm1"))?,
-            feed1: linear(Z, FEED_FORWARD, vb.pp("feed1"))?,
-            feed2: linear(FEED_FORWARD, Z, vb.pp("feed2"))?,
-            norm2: layer_norm(Z, LAYER_NORM_EPS, vb.pp("norm2"))?,
+            query: linear(model, width, vb.pp("query"))?,
+            key: linear(dims.chunk, width, vb.pp("key"))?,
+            value: linear(dims.chunk, width, vb.pp("value"))?,
+            combine: linear(width, model, vb.pp("combine"))?,
+            norm1: layer_norm(model, LAYER_NORM_EPS, vb.pp("norm1"))?,
+            feed1: linear(model, dims.feed_forward, vb.pp("feed1"))?,
+            feed2: linear(dims.feed_forward, model, vb.pp("feed2"))?,
+            norm2: layer_norm(model, LAYER_NORM_EPS, vb.pp("norm2"))?,
             out_weight: vb.get_with_hints(
-                (RLPG_CANDIDATES, Z),
+                (RLPG_CANDIDATES, model),
                 "out_weight",
                 candle_nn::init::DEFAULT_KAIMING_NORMAL,
             )?,
@@ -152,9 +185,9 @@ impl HeadR {
         })
     }
 
-    /// Logits `[b, RLPG_CANDIDATES]` from hole representations `[b, Z]` and each candidate's
-    /// chunk vectors `[b, RLPG_CANDIDATES, CHUNKS, E]` with their presence `[b, RLPG_CANDIDATES,
-    /// CHUNKS]`. Dropout applies when `train`.
+    /// Logits `[b, RLPG_CANDIDATES]` from hole representations `[b, Dims::hole]` and each
+    /// candidate's `c` chunk vectors `[b, RLPG_CANDIDATES, c, Dims::chunk]` with their presence
+    /// `[b, RLPG_CANDIDATES, c]`. Dropout applies when `train`.
     pub fn forward(
         &self,
         holes: &Tensor,
@@ -162,7 +195,7 @@ impl HeadR {
         present: &Tensor,
         train: bool,
     ) -> Result<Tensor> {
-        let (b, m) = (holes.dim(0)?, RLPG_CANDIDATES);
+        let (b, m, c) = (holes.dim(0)?, RLPG_CANDIDATES, chunks.dim(2)?);
         let dropout = |x: Tensor| {
             if train {
                 ops::dropout(&x, DROPOUT)
@@ -170,7 +203,7 @@ impl HeadR {
                 Ok(x)
             }
         };
-        // Query [b, 1, H, 1, d]; keys and values [b, m, H, CHUNKS, d]. With one query per
+        // Query [b, 1, H, 1, d]; keys and values [b, m, H, c, d]. With one query per
         // candidate the products are broadcast sums rather than matrix products.
         let query = self
             .query
@@ -178,14 +211,14 @@ impl HeadR {
             .reshape((b, 1, HEADS, 1, HEAD_DIM))?;
         let heads = |proj: &Linear| -> Result<Tensor> {
             proj.forward(chunks)?
-                .reshape((b, m, CHUNKS, HEADS, HEAD_DIM))?
+                .reshape((b, m, c, HEADS, HEAD_DIM))?
                 .transpose(2, 3)
         };
         let (keys, values) = (heads(&self.key)?, heads(&self.value)?);
         let scores = (keys.broadcast_mul(&query)?.sum(D::Minus1)? / (HEAD_DIM as f64).sqrt())?;
         // Empty chunks get no attention; a context with none attends evenly to nothing useful
         // and is masked out of the loss anyway.
-        let blocked = ((present.reshape((b, m, 1, CHUNKS))? - 1.0)? * 1e9)?;
+        let blocked = ((present.reshape((b, m, 1, c))? - 1.0)? * 1e9)?;
         let weights = ops::softmax_last_dim(&scores.broadcast_add(&blocked)?.contiguous()?)?;
         let attended = values
             .broadcast_mul(&weights.unsqueeze(D::Minus1)?)?

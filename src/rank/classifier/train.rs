@@ -4,7 +4,9 @@
 //!
 //! RLPG-H trains the encoder with its head (keyhole's encoder is trained from scratch, where the
 //! paper froze CodeBERT). RLPG-R then freezes that encoder, as the paper freezes F_phi, and
-//! trains its own head; it starts from a model file that already has an encoder.
+//! trains its own head; it starts from a model file that already has an encoder. With a BERT
+//! encoder (examples made with [`super::dataset::Rebuild::encoder`]) both train only their
+//! head on the frozen [CLS] vectors, as in the paper.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -18,10 +20,11 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::dataset::Example;
+use super::bert::context_chunks;
+use super::dataset::{Example, Inputs};
 use super::features::{CHUNK_LEN, CHUNKS, PART_LEN, PARTS};
-use super::network::{HashedEncoder, HeadH, HeadR, masked_bce};
-use super::{BUNDLED, Variant};
+use super::network::{E, HashedEncoder, HeadH, HeadR, masked_bce};
+use super::{BUNDLED, BUNDLED_NAME, EncoderKind, Variant};
 use crate::context::proposals::DEFAULT_ID;
 use crate::eval::RLPG_CANDIDATES;
 use crate::rank::FixedRanker;
@@ -80,38 +83,64 @@ pub struct Comparison {
 /// The networks being trained and the variables the optimiser moves.
 struct Model {
     vars: VarMap,
-    encoder: HashedEncoder,
+    kind: EncoderKind,
+    /// keyhole's own encoder; a BERT encoder's vectors come with the examples.
+    encoder: Option<HashedEncoder>,
     h: Option<HeadH>,
     r: Option<HeadR>,
     trained: Vec<Var>,
 }
 
 impl Model {
-    /// A fresh encoder and RLPG-H head, or for RLPG-R the encoder (and any RLPG-H head) of
-    /// `start` (the bundled model when `None`) with a fresh RLPG-R head.
-    fn new(variant: Variant, start: Option<&Path>) -> Result<Model> {
+    /// A fresh encoder (unless `kind` is a BERT's) and RLPG-H head, or for RLPG-R the encoder
+    /// and any RLPG-H head of `start` with a fresh RLPG-R head. Without `start`, RLPG-R starts
+    /// from the bundled model, or with a BERT encoder from nothing.
+    fn new(variant: Variant, kind: EncoderKind, start: Option<&Path>) -> Result<Model> {
         let mut vars = VarMap::new();
         let vb = VarBuilder::from_varmap(&vars, DType::F32, &Device::Cpu);
-        let encoder = HashedEncoder::new(vb.pp("encoder"))?;
+        let encoder = match kind {
+            EncoderKind::Hashed => Some(HashedEncoder::new(vb.pp("encoder"))?),
+            EncoderKind::Bert { .. } => None,
+        };
         if variant == Variant::H {
-            let h = Some(HeadH::new(vb.pp("h"))?);
+            let h = Some(HeadH::new(vb.pp("h"), kind.dims())?);
             let trained = vars.all_vars();
             return Ok(Model {
                 vars,
+                kind,
                 encoder,
                 h,
                 r: None,
                 trained,
             });
         }
-        let saved = match start {
-            Some(path) => candle_core::safetensors::load(path, &Device::Cpu)
-                .with_context(|| format!("{}: cannot read the starting model", path.display()))?,
-            None => candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
+        let (saved, source) = match (start, kind) {
+            (Some(path), _) => (
+                candle_core::safetensors::load(path, &Device::Cpu).with_context(|| {
+                    format!("{}: cannot read the starting model", path.display())
+                })?,
+                path.display().to_string(),
+            ),
+            (None, EncoderKind::Hashed) => (
+                candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
+                BUNDLED_NAME.to_string(),
+            ),
+            (None, EncoderKind::Bert { .. }) => (HashMap::new(), String::new()),
         };
+        let saved_kind = match saved.is_empty() {
+            true => kind,
+            false => EncoderKind::of(&saved)?,
+        };
+        if saved_kind != kind {
+            bail!(
+                "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
+                saved_kind.describe(),
+                kind.describe()
+            );
+        }
         // Keep the start's RLPG-H head, if it has one, so the written model still offers it.
         let h = match saved.contains_key("h.out.weight") {
-            true => Some(HeadH::new(vb.pp("h"))?),
+            true => Some(HeadH::new(vb.pp("h"), kind.dims())?),
             false => None,
         };
         let kept: BTreeSet<String> = vars.data().lock().expect("vars").keys().cloned().collect();
@@ -127,7 +156,7 @@ impl Model {
         }
         vars.set(saved.iter().filter(|(name, _)| kept.contains(*name)))
             .context("the starting model does not fit this keyhole")?;
-        let r = Some(HeadR::new(vb.pp("r"))?);
+        let r = Some(HeadR::new(vb.pp("r"), kind.dims())?);
         let trained = vars
             .data()
             .lock()
@@ -138,6 +167,7 @@ impl Model {
             .collect();
         Ok(Model {
             vars,
+            kind,
             encoder,
             h,
             r,
@@ -146,22 +176,44 @@ impl Model {
     }
 
     fn logits(&self, batch: &Batch, train: bool) -> candle_core::Result<Tensor> {
-        let holes = self.encoder.holes(&batch.holes)?;
-        match (&self.r, &batch.contexts) {
-            (Some(r), Some(contexts)) => {
-                let b = batch.holes.dim(0)?;
-                let (chunks, present) = self.encoder.chunks(contexts)?;
-                r.forward(
-                    &holes.detach(),
-                    &chunks.reshape((b, RLPG_CANDIDATES, CHUNKS, super::network::E))?,
-                    &present.reshape((b, RLPG_CANDIDATES, CHUNKS))?,
-                    train,
-                )
+        let (holes, contexts) = self.encode(&batch.inputs)?;
+        match (&self.r, contexts) {
+            (Some(r), Some((chunks, present))) => {
+                r.forward(&holes.detach(), &chunks, &present, train)
             }
             (_, _) => match &self.h {
                 Some(h) => h.forward(&holes, train),
                 None => candle_core::bail!("no RLPG-H head"),
             },
+        }
+    }
+
+    /// Hole representations `[b, Dims::hole]` and, when the batch has contexts, the
+    /// candidates' chunk vectors `[b, RLPG_CANDIDATES, c, Dims::chunk]` and their presence
+    /// `[b, RLPG_CANDIDATES, c]`.
+    fn encode(
+        &self,
+        inputs: &BatchInputs,
+    ) -> candle_core::Result<(Tensor, Option<(Tensor, Tensor)>)> {
+        match (&self.encoder, inputs) {
+            (Some(encoder), BatchInputs::Ids { holes, contexts }) => {
+                let b = holes.dim(0)?;
+                let chunks = |ids: &Tensor| -> candle_core::Result<(Tensor, Tensor)> {
+                    let (chunks, present) = encoder.chunks(ids)?;
+                    Ok((
+                        chunks.reshape((b, RLPG_CANDIDATES, CHUNKS, E))?,
+                        present.reshape((b, RLPG_CANDIDATES, CHUNKS))?,
+                    ))
+                };
+                Ok((
+                    encoder.holes(holes)?,
+                    contexts.as_ref().map(chunks).transpose()?,
+                ))
+            }
+            (None, BatchInputs::Vectors { holes, contexts }) => {
+                Ok((holes.clone(), contexts.clone()))
+            }
+            _ => candle_core::bail!("the examples were not made for {}", self.kind.describe()),
         }
     }
 
@@ -179,37 +231,111 @@ impl Model {
 
 /// One batch as tensors.
 struct Batch {
-    holes: Tensor,
-    contexts: Option<Tensor>,
+    inputs: BatchInputs,
     labels: Tensor,
     mask: Tensor,
 }
 
+/// The examples' inputs, stacked.
+enum BatchInputs {
+    /// Hole ids `[b, PARTS * PART_LEN]` and context ids `[b * RLPG_CANDIDATES, CHUNKS *
+    /// CHUNK_LEN]`, for the hashed encoder to read.
+    Ids {
+        holes: Tensor,
+        contexts: Option<Tensor>,
+    },
+    /// A BERT's vectors, already as the heads read them (see [`Model::encode`]).
+    Vectors {
+        holes: Tensor,
+        contexts: Option<(Tensor, Tensor)>,
+    },
+}
+
 impl Batch {
-    fn of(examples: &[&Example], with_contexts: bool) -> candle_core::Result<Batch> {
+    fn of(
+        examples: &[&Example],
+        kind: EncoderKind,
+        with_contexts: bool,
+    ) -> candle_core::Result<Batch> {
         let b = examples.len();
         let dev = &Device::Cpu;
         let flat = |f: &dyn Fn(&Example) -> &[f32]| -> Vec<f32> {
             examples.iter().flat_map(|e| f(e).iter().copied()).collect()
         };
-        let holes: Vec<u32> = examples
-            .iter()
-            .flat_map(|e| e.hole.iter().copied())
-            .collect();
-        let contexts = with_contexts.then(|| {
-            let ids: Vec<u32> = examples
-                .iter()
-                .flat_map(|e| e.contexts.iter().flat_map(|c| super::features::chunked(c)))
-                .collect();
-            Tensor::from_vec(ids, (b * RLPG_CANDIDATES, CHUNKS * CHUNK_LEN), dev)
-        });
+        let inputs = match kind {
+            EncoderKind::Hashed => ids(examples, with_contexts)?,
+            EncoderKind::Bert { width } => vectors(examples, width, with_contexts)?,
+        };
         Ok(Batch {
-            holes: Tensor::from_vec(holes, (b, PARTS * PART_LEN), dev)?,
-            contexts: contexts.transpose()?,
+            inputs,
             labels: Tensor::from_vec(flat(&|e| &e.labels), (b, RLPG_CANDIDATES), dev)?,
             mask: Tensor::from_vec(flat(&|e| &e.mask), (b, RLPG_CANDIDATES), dev)?,
         })
     }
+}
+
+/// The examples' hole inputs, concatenated, and their candidates' context inputs, in order,
+/// as `pick` takes each example's inputs apart; `pick` gives `None` for inputs made for
+/// another encoder.
+fn unpack<'e, H: Copy + 'e, C: 'e>(
+    examples: &[&'e Example],
+    pick: impl Fn(&'e Inputs) -> Option<(&'e [H], &'e [C])>,
+) -> candle_core::Result<(Vec<H>, Vec<&'e C>)> {
+    let (mut holes, mut contexts) = (Vec::new(), Vec::new());
+    for example in examples {
+        let Some((hole, c)) = pick(&example.inputs) else {
+            candle_core::bail!("the examples were made for different encoders");
+        };
+        holes.extend_from_slice(hole);
+        contexts.extend(c);
+    }
+    Ok((holes, contexts))
+}
+
+fn ids(examples: &[&Example], with_contexts: bool) -> candle_core::Result<BatchInputs> {
+    let (b, dev) = (examples.len(), &Device::Cpu);
+    let (holes, contexts) = unpack(examples, |inputs| match inputs {
+        Inputs::Hashed { hole, contexts } => Some((hole.as_slice(), contexts.as_slice())),
+        Inputs::Bert { .. } => None,
+    })?;
+    let contexts = with_contexts.then(|| {
+        let ids: Vec<u32> = contexts
+            .iter()
+            .flat_map(|c| super::features::chunked(c))
+            .collect();
+        Tensor::from_vec(ids, (b * RLPG_CANDIDATES, CHUNKS * CHUNK_LEN), dev)
+    });
+    Ok(BatchInputs::Ids {
+        holes: Tensor::from_vec(holes, (b, PARTS * PART_LEN), dev)?,
+        contexts: contexts.transpose()?,
+    })
+}
+
+/// With a BERT encoder each candidate's context is one chunk: its [CLS] vector.
+fn vectors(
+    examples: &[&Example],
+    width: usize,
+    with_contexts: bool,
+) -> candle_core::Result<BatchInputs> {
+    let b = examples.len();
+    let (holes, contexts) = unpack(examples, |inputs| match inputs {
+        Inputs::Bert { hole, contexts } => Some((hole.as_slice(), contexts.as_slice())),
+        Inputs::Hashed { .. } => None,
+    })?;
+    let contexts = with_contexts
+        .then(|| -> candle_core::Result<(Tensor, Tensor)> {
+            let vectors: Vec<Option<&[f32]>> = contexts.iter().map(|c| c.as_deref()).collect();
+            let (chunks, present) = context_chunks(&vectors, width)?;
+            Ok((
+                chunks.reshape((b, RLPG_CANDIDATES, 1, width))?,
+                present.reshape((b, RLPG_CANDIDATES, 1))?,
+            ))
+        })
+        .transpose()?;
+    Ok(BatchInputs::Vectors {
+        holes: Tensor::from_vec(holes, (b, width), &Device::Cpu)?,
+        contexts,
+    })
 }
 
 /// Train `options.variant` on `examples`, starting (for RLPG-R) from the model at `start`, and
@@ -233,7 +359,8 @@ pub fn train(
             validation.len()
         );
     }
-    let mut model = Model::new(options.variant, start)?;
+    let kind = train[0].inputs.encoder();
+    let mut model = Model::new(options.variant, kind, start)?;
     let with_contexts = options.variant == Variant::R;
     let params = ParamsAdamW {
         lr: LEARNING_RATE,
@@ -249,7 +376,7 @@ pub fn train(
         order.shuffle(&mut rng);
         let mut losses = Vec::new();
         for chunk in order.chunks(BATCH) {
-            let batch = Batch::of(chunk, with_contexts)?;
+            let batch = Batch::of(chunk, kind, with_contexts)?;
             let loss = masked_bce(&model.logits(&batch, true)?, &batch.labels, &batch.mask)?;
             optimizer.backward_step(&loss)?;
             losses.push(f64::from(loss.to_scalar::<f32>()?));
@@ -275,7 +402,7 @@ pub fn train(
     }
     let (best_epoch, weights) = best.expect("at least one epoch");
     model.restore(&weights)?;
-    save(&weights, out)?;
+    save(&weights, kind, out)?;
     let report = TrainReport {
         variant: options.variant.name(),
         train_repositories: repositories(&train),
@@ -295,7 +422,7 @@ pub fn train(
 fn evaluate(model: &Model, examples: &[&Example], with_contexts: bool) -> Result<(f64, f64)> {
     let (mut loss, mut hits) = (0.0, 0);
     for chunk in examples.chunks(BATCH) {
-        let batch = Batch::of(chunk, with_contexts)?;
+        let batch = Batch::of(chunk, model.kind, with_contexts)?;
         let logits = model.logits(&batch, false)?;
         loss += f64::from(masked_bce(&logits, &batch.labels, &batch.mask)?.to_scalar::<f32>()?)
             * chunk.len() as f64;
@@ -333,12 +460,14 @@ fn repositories(examples: &[&Example]) -> Vec<String> {
     names.into_iter().map(str::to_string).collect()
 }
 
-/// Write the weights next to `out` and rename them into place, so a crash never leaves a
-/// half-written model.
-fn save(weights: &HashMap<String, Tensor>, out: &Path) -> Result<()> {
+/// Write the weights (and which encoder they need) next to `out` and rename them into place,
+/// so a crash never leaves a half-written model.
+fn save(weights: &HashMap<String, Tensor>, kind: EncoderKind, out: &Path) -> Result<()> {
     crate::feedback::create_parent(out)?;
     let partial = out.with_extension("safetensors.partial");
-    candle_core::safetensors::save(weights, &partial)
+    let mut weights = weights.clone();
+    weights.extend(kind.marker()?);
+    candle_core::safetensors::save(&weights, &partial)
         .with_context(|| format!("cannot write {}", partial.display()))?;
     std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))
 }
@@ -368,8 +497,10 @@ mod tests {
                 labels[winner] = 1.0;
                 Example {
                     repository: repository.into(),
-                    hole: features::hole_ids(&window),
-                    contexts: Vec::new(),
+                    inputs: Inputs::Hashed {
+                        hole: features::hole_ids(&window),
+                        contexts: Vec::new(),
+                    },
                     mask: vec![1.0; RLPG_CANDIDATES],
                     labels,
                 }
