@@ -163,13 +163,27 @@ pub fn hole_ids(window: &HoleWindow) -> Vec<u32> {
 /// A context's sub-tokens nearest its kept end, at most `CHUNKS * CHUNK_LEN`, in text order
 /// (unpadded: an empty context gives none).
 pub fn context_ids(text: &str, keep: Keep) -> Vec<u32> {
-    let all = ids(kept_bytes(text, keep, CONTEXT_BYTES));
     let n = CHUNKS * CHUNK_LEN;
+    // Most contexts give enough sub-tokens in a quarter of CONTEXT_BYTES; tokenize more only
+    // when they do not. A word cut at the window's edge changes only ids beyond the `n` kept
+    // (hence the margin), so the result is the same as tokenizing CONTEXT_BYTES at once.
+    let mut bytes = CONTEXT_BYTES / 4;
+    let all = loop {
+        let window = kept_bytes(text, keep, bytes);
+        let all = ids(window);
+        if all.len() > n + CUT_WORD_MARGIN || window.len() == text.len() || bytes >= CONTEXT_BYTES {
+            break all;
+        }
+        bytes *= 2;
+    };
     match keep {
         Keep::Start => all[..all.len().min(n)].to_vec(),
         Keep::End => all[all.len().saturating_sub(n)..].to_vec(),
     }
 }
+
+/// Sub-tokens one word cut at a window's edge can give (itself and its parts).
+const CUT_WORD_MARGIN: usize = 8;
 
 /// At most `bytes` bytes of `text` from its `keep` end (on character boundaries): enough to
 /// tokenize for a window of tokens without tokenizing a whole long context.
@@ -249,5 +263,23 @@ mod tests {
         assert_eq!(start.first(), ids("w0").first());
         assert!(context_ids("", Keep::End).is_empty());
         assert_eq!(chunked(&[5]).collect::<Vec<_>>().len(), CHUNKS * CHUNK_LEN);
+    }
+
+    /// The widening window gives what tokenizing CONTEXT_BYTES at once gives, on real code.
+    #[test]
+    fn the_widening_window_changes_nothing() {
+        let n = CHUNKS * CHUNK_LEN;
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sample-repo");
+        let index = crate::repo::RepoIndex::open(std::path::Path::new(dir), None).unwrap();
+        for file in &index.files {
+            for keep in [Keep::Start, Keep::End] {
+                let all = ids(kept_bytes(&file.text, keep, CONTEXT_BYTES));
+                let reference = match keep {
+                    Keep::Start => all[..all.len().min(n)].to_vec(),
+                    Keep::End => all[all.len().saturating_sub(n)..].to_vec(),
+                };
+                assert_eq!(context_ids(&file.text, keep), reference, "{}", file.path);
+            }
+        }
     }
 }
