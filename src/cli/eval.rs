@@ -54,6 +54,10 @@ pub struct EvalArgs {
     /// bundled one].
     #[arg(long)]
     classifier: Option<PathBuf>,
+    /// The local BERT-family encoder the classifier was trained with (`keyhole train
+    /// --encoder-dir`).
+    #[arg(long)]
+    encoder_dir: Option<PathBuf>,
     /// Compositions of the classifier's top-l proposals to complete on the test holes
     /// (appendix D.4; comma-separated, l > 1); none with an empty value.
     #[arg(long, value_delimiter = ',', default_value = "2,5")]
@@ -106,10 +110,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         );
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
-    let classifier = match &args.classifier {
-        Some(path) => Classifier::load(path)?,
-        None => Classifier::bundled(),
-    };
+    let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
     let holes = report::group_holes(&rows);
     let classified = runtime.block_on(classify(args, &entry, &classifier, &holes))?;
     let mut builder = report::Builder::new(&rows, &args.train, args.seed);
