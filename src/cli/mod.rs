@@ -340,7 +340,7 @@ impl Session {
             windows: &windows,
             tokenizer: self.tokenizer,
             budget: at.budget,
-            seed: RETRIEVAL_SEED,
+            seed: perspectives::DEFAULT_SEED,
         };
         if immediate {
             return Ok(perspectives.immediate(&self.hole));
@@ -364,9 +364,6 @@ impl Session {
         runtime.block_on(self.retrieved(at, backend, immediate))
     }
 }
-
-/// Seed of the random baselines outside evaluations (the evaluation's default seed).
-const RETRIEVAL_SEED: u64 = 9;
 
 /// The backend of a hole command and the session opened with its tokenizer.
 fn open_with_backend(
@@ -482,11 +479,8 @@ fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Option<usize> {
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");
     }
-    let features = perspectives::PROCC_IDS.map(|id| {
-        let (c, _) = rows.iter().find(|(c, _)| c.id == id && c.applicable())?;
-        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
-    });
-    let arm = bandit.choose(&bandit::context(features), features.map(|f| f.is_some()))?;
+    let (x, available) = perspectives::procc_context(rows.iter().map(|(c, _)| c));
+    let arm = bandit.choose(&x, available)?;
     Some(perspectives::PROCC_IDS[arm])
 }
 
