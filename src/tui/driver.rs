@@ -544,15 +544,10 @@ impl Driver {
                 ranker,
             } => {
                 let rankers = self.rankers.clone();
-                self.blocking(move || {
-                    match rankers.rank(ranker, &RankInput::new(&index, &hole, &proposals)) {
-                        Ok(ranked) => Action::Ranked {
-                            generation,
-                            ranker,
-                            ranked,
-                        },
-                        Err(e) => Action::Message(e),
-                    }
+                self.blocking(move || Action::Ranked {
+                    generation,
+                    ranker,
+                    ranked: rankers.rank(ranker, &RankInput::new(&index, &hole, &proposals)),
                 })
             }
             Effect::Complete(job) => {

@@ -300,11 +300,11 @@ pub enum Action {
         candidates: Vec<Candidate>,
         procc: Procc,
     },
-    /// A new order of the candidates from `ranker`.
+    /// A new order of the candidates from `ranker`, or why it cannot rank.
     Ranked {
         generation: u64,
         ranker: RankerKind,
-        ranked: Vec<Ranked>,
+        ranked: Result<Vec<Ranked>, String>,
     },
     /// Text streamed so far for card slot `card` of a running completion.
     Streamed {
@@ -623,11 +623,21 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             ranked,
         } => {
             // A later choice may have overtaken this ranking.
-            if current(state, generation) && ranker == state.ranker {
-                apply_ranking(&mut state.candidates, &ranked);
-                state.candidate_cursor = 0;
-                state.prompt_scroll = 0;
-                state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+            if !current(state, generation) || ranker != state.ranker {
+                return vec![];
+            }
+            match ranked {
+                Ok(ranked) => {
+                    apply_ranking(&mut state.candidates, &ranked);
+                    state.candidate_cursor = 0;
+                    state.prompt_scroll = 0;
+                    state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+                }
+                // Scores of the previous ranker would read as this one's.
+                Err(e) => {
+                    state.candidates.iter_mut().for_each(|c| c.score = None);
+                    state.status = format!("{} cannot rank: {e}", ranker.name());
+                }
             }
             vec![]
         }
@@ -672,9 +682,9 @@ fn analysed_status(state: &State) -> String {
     }
 }
 
-/// Score and order the candidates as `ranked` says. The retrieved candidates follow in id order
-/// (no ranker scores them, and their similarities are on another scale), then the ones the
-/// ranker left out, unscored, by id.
+/// Score and order the candidates as `ranked` says. RLPG's applicable candidates it left out
+/// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
+/// ranker scores them, and their similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
     let place = |id: usize| ranked.iter().position(|r| r.id == id);
     for c in candidates.iter_mut() {
@@ -682,8 +692,9 @@ pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
     }
     candidates.sort_by_key(|c| match place(c.id) {
         Some(at) => (0, at),
-        None if retrieved(c.id) => (1, c.id),
-        None => (2, c.id),
+        None if retrieved(c.id) => (2, c.id),
+        None if c.applicable() => (1, c.id),
+        None => (3, c.id),
     });
 }
 
@@ -1423,7 +1434,14 @@ mod tests {
 
     #[test]
     fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
-        let mut cands: Vec<Candidate> = [70, 4, 1, 63, 2, 3].into_iter().map(candidate).collect();
+        let not_applicable = |id| Candidate {
+            availability: Availability::NotApplicable(None),
+            ..candidate(id)
+        };
+        let mut cands: Vec<Candidate> =
+            [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
+        cands[1] = not_applicable(4);
+        cands[4] = not_applicable(2);
         let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked { id, score });
         apply_ranking(&mut cands, &ranked);
         let order: Vec<_> = cands.iter().map(|c| (c.id, c.score)).collect();
@@ -1432,6 +1450,7 @@ mod tests {
             [
                 (3, Some(0.9)),
                 (1, Some(0.5)),
+                (5, None),
                 (63, None),
                 (70, None),
                 (2, None),
@@ -1494,10 +1513,10 @@ mod tests {
         let ranked = |ranker, first| Action::Ranked {
             generation: 2,
             ranker,
-            ranked: vec![Ranked {
+            ranked: Ok(vec![Ranked {
                 id: first,
                 score: 1.0,
-            }],
+            }]),
         };
         update(&mut s, ranked(RankerKind::RlpgH, 1));
         assert_eq!(s.candidates[0].id, 1, "the RLPG-H ranking was overtaken");
@@ -1505,6 +1524,14 @@ mod tests {
         assert_eq!(s.candidates[0].id, 2);
         assert_eq!(s.candidates[0].score, Some(1.0));
         assert!(s.status.contains("RLPG-R"), "{}", s.status);
+        let failed = Action::Ranked {
+            generation: 2,
+            ranker: RankerKind::RlpgR,
+            ranked: Err("no RLPG-R head".into()),
+        };
+        update(&mut s, failed);
+        assert_eq!(s.candidates[0].score, None, "no score is shown as RLPG-R's");
+        assert!(s.status.contains("RLPG-R cannot rank: no RLPG-R head"));
         update(&mut s, Action::Command(Command::CycleRanker));
         assert_eq!(s.ranker, RankerKind::Bm25);
         let built_by = |ranker| Action::Analysed {
