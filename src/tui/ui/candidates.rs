@@ -12,6 +12,8 @@ use super::{bar, scroll_top};
 use crate::tui::state::{Availability, Candidate, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
+/// The least room worth showing a row's note in (narrower panes show it in the prompt title).
+const NOTE_MIN: usize = 12;
 /// Marks ProCC's pick among its perspectives.
 pub const PROCC_MARK: &str = "★";
 
@@ -56,7 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let header = Line::styled(
         format!(
-            "     # {:<w$} {:<20} {:<8} {:>5} ok",
+            "     # {:<w$} {:<19} {:<8} {:>5} ok",
             "score",
             "source",
             "type",
@@ -80,7 +82,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         let mut spans = row(state, c, best, base);
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let room = (area.width as usize).saturating_sub(used + 1);
-        if let Some(note) = note(state, c).filter(|_| room > 0) {
+        if let Some(note) = note(state, c).filter(|_| room >= NOTE_MIN) {
             let note: String = note.chars().take(room).collect();
             spans.push(Span::styled(format!(" {note}"), base.fg(theme.muted)));
         }
@@ -126,7 +128,7 @@ fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static
         Span::styled(format!("{mark}{:>4} ", c.id), base.fg(theme.explain)),
         Span::styled(score_bar, base.fg(colour)),
         Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
-        Span::styled(format!("{:<20.20} ", c.source), base.fg(theme.text)),
+        Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),
         Span::styled(format!("{:<8} ", c.context_type), base.fg(theme.proposal)),
         Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
