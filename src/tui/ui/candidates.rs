@@ -117,7 +117,7 @@ fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static
         (None, None) => (None, None, theme.score),
     };
     let score_bar = fraction.map_or_else(|| " ".repeat(SCORE_WIDTH), |f| bar(f, SCORE_WIDTH));
-    let score = value.map_or_else(|| "  —".into(), |s| format!("{s:.2}"));
+    let score = value.map_or_else(|| "  —".into(), four_wide);
     let (ok, ok_colour) = match &c.availability {
         Availability::Applicable if procc_pick(state) == Some(c.id) => (PROCC_MARK, theme.good),
         Availability::Applicable => ("✓", theme.good),
@@ -133,6 +133,16 @@ fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static
         Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
     ]
+}
+
+/// A score in four characters: probabilities and similarities to two decimals, BM25's larger
+/// scores to fewer.
+fn four_wide(score: f64) -> String {
+    match score.abs() {
+        a if a < 10.0 => format!("{score:.2}"),
+        a if a < 100.0 => format!("{score:.1}"),
+        _ => format!("{score:.0}"),
+    }
 }
 
 fn procc_pick(state: &State) -> Option<usize> {
