@@ -378,12 +378,7 @@ fn open_with_backend(
 
 /// Whether candidate `id` is built without the backend.
 fn immediate(id: usize) -> bool {
-    ![
-        perspectives::REPOCODER_ITERATION_ID,
-        perspectives::HYPOTHETICAL_LINE_ID,
-        perspectives::SUMMARY_ID,
-    ]
-    .contains(&id)
+    !perspectives::BACKEND_IDS.contains(&id)
 }
 
 fn proposals_command(

@@ -35,6 +35,8 @@ pub const SUMMARY_ID: usize = 70;
 /// The first and last candidate built here.
 pub const FIRST_ID: usize = FILE_BM25_ID;
 pub const LAST_ID: usize = TYPED_HEADERS_ID;
+/// The candidates that need the backend, in the order [`build_later`] returns them.
+pub const BACKEND_IDS: [usize; 3] = [REPOCODER_ITERATION_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// ProCC's arms, in the order of the bandit's features.
 pub const PROCC_IDS: [usize; 3] = [LEXICAL_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// RepoCoder's iterations by default (the paper's main comparison is one against two).

@@ -181,12 +181,7 @@ pub fn analyse(
         prompt: composer.compose(None),
     });
     candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
-    let later = [
-        perspectives::REPOCODER_ITERATION_ID,
-        perspectives::HYPOTHETICAL_LINE_ID,
-        perspectives::SUMMARY_ID,
-    ];
-    candidates.extend(later.map(|id| {
+    candidates.extend(perspectives::BACKEND_IDS.map(|id| {
         let prompt = composer.compose(None);
         retrieved_candidate(id, Availability::Building, None, prompt)
     }));
@@ -278,11 +273,7 @@ pub async fn retrieve_later(
                 why_not: Some(why.clone()),
                 ..Default::default()
             };
-            vec![
-                failed(perspectives::REPOCODER_ITERATION_ID),
-                failed(perspectives::HYPOTHETICAL_LINE_ID),
-                failed(perspectives::SUMMARY_ID),
-            ]
+            perspectives::BACKEND_IDS.map(failed).to_vec()
         }
     };
     let procc = procc_choice(immediate.iter().chain(&later));
