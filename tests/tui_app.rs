@@ -10,6 +10,8 @@ use keyhole::tui::theme::Theme;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 const LIMIT: Duration = Duration::from_secs(120);
+/// RLPG's 62 proposals, the default context and the retrieved candidates 63–72.
+const CANDIDATES: usize = 73;
 
 async fn opened() -> App {
     let root = keyhole::sample::materialize().unwrap();
@@ -23,7 +25,11 @@ async fn opened() -> App {
 async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
     let mut app = opened().await;
     let state = &app.state;
-    assert_eq!(state.candidates.len(), 63, "62 proposals and the default");
+    assert_eq!(
+        state.candidates.len(),
+        CANDIDATES,
+        "62 proposals, the default and 10 retrieved"
+    );
     assert!(state.candidates[0].score.is_some());
     let target = state.view.as_ref().unwrap().hole.target.clone().unwrap();
     assert!(!target.is_empty());
@@ -65,7 +71,7 @@ async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
     app.settle(LIMIT).await.unwrap();
     let hole = &app.state.view.as_ref().unwrap().hole;
     assert_eq!(hole.line + 1, 93);
-    assert_eq!(app.state.candidates.len(), 63);
+    assert_eq!(app.state.candidates.len(), CANDIDATES);
 }
 
 #[tokio::test]
@@ -81,7 +87,7 @@ async fn filter_narrows_the_candidates() {
         app.dispatch(key);
     }
     let visible = app.state.visible();
-    assert!(!visible.is_empty() && visible.len() < 63);
+    assert!(!visible.is_empty() && visible.len() < CANDIDATES);
     assert!(
         visible
             .iter()
@@ -151,12 +157,76 @@ async fn opening_reports_indexing_progress() {
 #[tokio::test]
 async fn cycling_the_ranker_re_ranks_and_names_it() {
     let mut app = opened().await;
+    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
+    let rlpg_h: Vec<_> = app.state.candidates.iter().map(|c| c.id).collect();
     press(&mut app, KeyEvent::from(KeyCode::Char('o')));
     next(&mut app).await;
     let title = keyhole::tui::ui::candidates::title(&app.state);
-    assert!(title.contains("ranker online"), "{title}");
-    assert!(app.state.status.contains("re-ranked by the online ranker"));
-    assert_eq!(app.state.candidates.len(), 63);
+    assert!(title.contains("ranker RLPG-R"), "{title}");
+    let status = &app.state.status;
+    assert_eq!(app.state.candidates.len(), CANDIDATES);
+    let rlpg_r: Vec<_> = app.state.candidates.iter().map(|c| c.id).collect();
+    if app.state.candidates[0].score.is_some() {
+        assert!(
+            status.contains("re-ranked by the RLPG-R ranker"),
+            "{status}"
+        );
+        assert_ne!(
+            rlpg_h, rlpg_r,
+            "the classifiers order the sample hole differently"
+        );
+    } else {
+        // A classifier without an RLPG-R head says so instead of showing RLPG-H's scores.
+        assert!(status.contains("RLPG-R cannot rank"), "{status}");
+    }
+    for name in ["BM25", "fixed", "online"] {
+        press(&mut app, KeyEvent::from(KeyCode::Char('o')));
+        next(&mut app).await;
+        assert!(app.state.status.contains(name), "{}", app.state.status);
+        assert!(app.state.candidates[0].score.is_some());
+    }
     press(&mut app, KeyEvent::from(KeyCode::Char('o')));
-    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker fixed"));
+    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
+}
+
+#[tokio::test]
+async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
+    let mut app = opened().await;
+    let state = &app.state;
+    assert!(
+        !state.retrieving(),
+        "the embedded backend built 67, 69 and 70"
+    );
+    let ids: Vec<usize> = state.candidates.iter().map(|c| c.id).collect();
+    let first_retrieved = ids.iter().position(|&id| id == 63).unwrap();
+    assert_eq!(
+        ids[first_retrieved..first_retrieved + 10],
+        [63, 64, 65, 66, 67, 68, 69, 70, 71, 72]
+    );
+    assert!(
+        state.candidates[..first_retrieved]
+            .iter()
+            .all(|c| c.score.is_some())
+    );
+    let summary = state.candidate(70).unwrap();
+    let why = keyhole::tui::ui::candidates::note(state, summary).unwrap();
+    assert!(why.contains("does not follow instructions"), "{why}");
+    assert!(state.candidate(66).unwrap().retrieval_score.is_some());
+    let pick = state.procc.as_ref().unwrap().pick.unwrap();
+    assert!((68..=70).contains(&pick));
+
+    // Select two retrieved candidates and complete with them.
+    app.dispatch(Action::Command(Command::FocusNext));
+    for _ in 0..first_retrieved + 3 {
+        app.dispatch(Action::Command(Command::Down));
+    }
+    assert_eq!(app.state.focused_candidate().unwrap().id, 66);
+    app.dispatch(Action::Command(Command::Select));
+    app.dispatch(Action::Command(Command::Down));
+    app.dispatch(Action::Command(Command::Select));
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let used: Vec<usize> = app.state.cards.iter().map(|c| c.candidate).collect();
+    assert_eq!(used, [66, 67]);
+    assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
 }

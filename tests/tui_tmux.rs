@@ -57,7 +57,7 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         bin,
     ]);
     let _session = Session;
-    wait_for("candidates 63/63", Duration::from_secs(60));
+    wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);
     wait_for("ES ", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "?"]);
@@ -71,7 +71,7 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         sleep(Duration::from_millis(200));
     }
     assert!(
-        !screen().contains("candidates 63/63"),
+        !screen().contains("candidates 73/73"),
         "keyhole did not quit"
     );
 }

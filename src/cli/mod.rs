@@ -353,7 +353,7 @@ impl Session {
             windows: &windows,
             tokenizer: self.tokenizer,
             budget: at.budget,
-            seed: RETRIEVAL_SEED,
+            seed: perspectives::DEFAULT_SEED,
         };
         if immediate {
             return Ok(perspectives.immediate(&self.hole));
@@ -378,9 +378,6 @@ impl Session {
     }
 }
 
-/// Seed of the random baselines outside evaluations (the evaluation's default seed).
-const RETRIEVAL_SEED: u64 = 9;
-
 /// The backend of a hole command and the session opened with its tokenizer.
 fn open_with_backend(
     at: &HoleArgs,
@@ -394,12 +391,7 @@ fn open_with_backend(
 
 /// Whether candidate `id` is built without the backend.
 fn immediate(id: usize) -> bool {
-    ![
-        perspectives::REPOCODER_ITERATION_ID,
-        perspectives::HYPOTHETICAL_LINE_ID,
-        perspectives::SUMMARY_ID,
-    ]
-    .contains(&id)
+    !perspectives::BACKEND_IDS.contains(&id)
 }
 
 fn proposals_command(
@@ -495,11 +487,8 @@ fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Option<usize> {
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");
     }
-    let features = perspectives::PROCC_IDS.map(|id| {
-        let (c, _) = rows.iter().find(|(c, _)| c.id == id && c.applicable())?;
-        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
-    });
-    let arm = bandit.choose(&bandit::context(features), features.map(|f| f.is_some()))?;
+    let (x, available) = perspectives::procc_context(rows.iter().map(|(c, _)| c));
+    let arm = bandit.choose(&x, available)?;
     Some(perspectives::PROCC_IDS[arm])
 }
 

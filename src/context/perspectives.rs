@@ -17,6 +17,7 @@ use super::windows::{self, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
 use crate::compose::{self, Composer, Prompt};
 use crate::hole::Hole;
 use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::rank::bandit;
 use crate::repo::RepoIndex;
 use crate::token::{Keep, Tokenizer};
 
@@ -34,12 +35,16 @@ pub const SUMMARY_ID: usize = 70;
 /// The first and last candidate built here.
 pub const FIRST_ID: usize = FILE_BM25_ID;
 pub const LAST_ID: usize = TYPED_HEADERS_ID;
+/// The candidates that need the backend, in the order [`build_later`] returns them.
+pub const BACKEND_IDS: [usize; 3] = [REPOCODER_ITERATION_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// ProCC's arms, in the order of the bandit's features.
 pub const PROCC_IDS: [usize; 3] = [LEXICAL_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// RepoCoder's iterations by default (the paper's main comparison is one against two).
 pub const DEFAULT_ITERATIONS: u16 = 2;
 /// Share of the budget for every candidate built here.
 pub const SHARE: f64 = 0.5;
+/// Seed of the random baseline outside evaluations (the evaluation's default seed).
+pub const DEFAULT_SEED: u64 = 9;
 /// Tokens a summary may take.
 const SUMMARY_TOKENS: usize = 64;
 
@@ -306,7 +311,7 @@ pub async fn first_completion(
         .unwrap_or_default())
 }
 
-/// Every candidate 63–70 for one hole, asking `backend` for what they need; RepoCoder runs
+/// Every candidate 63–72 for one hole, asking `backend` for what they need; RepoCoder runs
 /// `iterations` iterations (at least 2), and candidate 67 is the last one.
 pub async fn build_all(
     perspectives: &Perspectives<'_>,
@@ -315,9 +320,25 @@ pub async fn build_all(
     backend: &dyn Backend,
     iterations: usize,
 ) -> Result<Vec<Candidate>, BackendError> {
-    let index = perspectives.index;
     let mut all = perspectives.immediate(hole);
-    let first = all
+    let later = build_later(perspectives, hole, composer, backend, iterations, &all).await?;
+    all.extend(later);
+    all.sort_by_key(|c| c.id);
+    Ok(all)
+}
+
+/// The candidates that need the backend (67, 69, 70), given the `immediate` ones (RepoCoder's
+/// second iteration starts from the first's prompt), so a view can show those first.
+pub async fn build_later(
+    perspectives: &Perspectives<'_>,
+    hole: &Hole,
+    composer: &Composer<'_>,
+    backend: &dyn Backend,
+    iterations: usize,
+    immediate: &[Candidate],
+) -> Result<Vec<Candidate>, BackendError> {
+    let index = perspectives.index;
+    let first = immediate
         .iter()
         .find(|c| c.id == REPOCODER_ID)
         .and_then(|c| c.compose(composer))
@@ -331,15 +352,26 @@ pub async fn build_all(
         previous = first_completion(backend, &line_request(index, hole, &prompt)).await?;
         iteration = perspectives.repocoder_iteration(hole, &previous);
     }
-    all.push(iteration);
     let line = first_completion(backend, &hypothetical_request(index, hole, composer)).await?;
-    all.push(perspectives.hypothetical_line(hole, &line));
-    all.push(if backend.follows_instructions() {
+    let hypothetical = perspectives.hypothetical_line(hole, &line);
+    let summary = if backend.follows_instructions() {
         let summary = first_completion(backend, &summary_request(index, hole)).await?;
         perspectives.summary(hole, &summary)
     } else {
         summary_not_applicable(backend)
+    };
+    Ok(vec![iteration, hypothetical, summary])
+}
+
+/// ProCC's bandit context for a hole from its perspectives' candidates (each applicable one's
+/// best window similarity and Jaccard), and which perspectives applied.
+pub fn procc_context<'c>(
+    candidates: impl IntoIterator<Item = &'c Candidate>,
+) -> (bandit::Context, [bool; bandit::ARMS]) {
+    let candidates: Vec<&Candidate> = candidates.into_iter().collect();
+    let features = PROCC_IDS.map(|id| {
+        let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
     });
-    all.sort_by_key(|c| c.id);
-    Ok(all)
+    (bandit::context(features), features.map(|f| f.is_some()))
 }

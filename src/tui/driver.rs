@@ -2,7 +2,7 @@
 //! work itself is library calls; the functions here only shape their results for the state.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
@@ -10,18 +10,26 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::state::{
-    Action, Candidate, Card, CompleteJob, Effect, Finished, Indexed, RankerChoice, apply_ranking,
+    Action, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, Finished, Indexed,
+    Procc, SearchIndex, apply_ranking,
 };
-use crate::compose::{self, Composer};
+use crate::compose::{self, Composer, Prompt};
+use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
+use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
+use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
+use crate::context::windows::WindowIndex;
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::config::BackendConfig;
-use crate::model::{self, CompletionRequest, Delta};
+use crate::model::{self, Backend, CompletionRequest, Delta};
+use crate::rank::bandit::{self, LinUcb};
+use crate::rank::classifier::Classifier;
 use crate::rank::online::{self, OnlineRanker};
-use crate::rank::{FixedRanker, RankInput, Ranked, Ranker};
+use crate::rank::{RankInput, Ranked, RankerKind, Rankers};
 use crate::repo::RepoIndex;
+use crate::token::Tokenizer;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
 
@@ -48,8 +56,13 @@ pub fn index(
         None => Hole::at(&index, &index.files[0].path, 1, 1)?,
     };
     let backend = model::build_backend(&BackendConfig::embedded(), &index)?;
+    let search = SearchIndex {
+        retrieval: Retrieval::new(&index),
+        windows: WindowIndex::new(&index),
+    };
     Ok(Indexed {
         index: Arc::new(index),
+        search: Arc::new(search),
         backend: Arc::from(backend),
         hole,
     })
@@ -63,33 +76,84 @@ fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
     }
 }
 
-/// The order `choice` gives the proposals. The online ranker is read from the data directory,
-/// where picks teach it; a missing or unreadable one ranks like a fresh one.
-pub fn ranking(choice: RankerChoice, input: &RankInput) -> Vec<Ranked> {
-    match choice {
-        RankerChoice::Fixed => FixedRanker.rank(input),
-        RankerChoice::Online => {
-            let (ranker, warning) = OnlineRanker::load_saved();
+/// The rankers, loaded on first use: the bundled classifier once, not per key press, and the
+/// online ranker from the data directory, kept current by this session's picks.
+#[derive(Clone, Default)]
+pub struct SharedRankers(Arc<OnceLock<RwLock<Rankers>>>);
+
+impl SharedRankers {
+    fn loaded(&self) -> &RwLock<Rankers> {
+        self.0.get_or_init(|| {
+            let (online, warning) = OnlineRanker::load_saved();
             if let Some(warning) = warning {
                 tracing::warn!(%warning, "online ranker");
             }
-            ranker.rank(input)
-        }
+            RwLock::new(Rankers {
+                classifier: Classifier::bundled(),
+                online,
+            })
+        })
+    }
+
+    /// The order `kind` gives the proposals, or why it cannot rank.
+    pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, String> {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        let ranker = rankers.get(kind).map_err(|e| e.to_string())?;
+        Ok(ranker.rank(input))
+    }
+
+    /// Rank with the online ranker as a pick left it.
+    fn learnt(&self, online: OnlineRanker) {
+        let mut rankers = self
+            .loaded()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        rankers.online = online;
     }
 }
 
-/// Every proposal for the hole with its composed prompt, in `ranker` order (the ones it left out
-/// last), and the proposals themselves for later re-ranking.
-pub fn candidates(
+/// Every candidate of a hole that needs no backend, in ranker order.
+pub struct Analysis {
+    /// RLPG's proposals and the default context in `ranker` order (the ones it left out
+    /// last), the retrieved candidates among them, those needing the backend still building.
+    pub candidates: Vec<Candidate>,
+    /// What the ranker ranks.
+    pub proposals: Vec<ProposalContext>,
+    /// The retrieved candidates built so far (RepoCoder's second iteration starts from them).
+    pub retrieved: Vec<perspectives::Candidate>,
+    /// Why the ranker could not rank (the candidates are then in id order).
+    pub warning: Option<String>,
+}
+
+/// The tokenizer every TUI prompt is counted in (within `compose::DEFAULT_BUDGET`).
+fn tokenizer() -> &'static dyn Tokenizer {
+    BackendConfig::embedded().tokenizer().tokenizer()
+}
+
+/// The retrieval perspectives over the open repository.
+fn perspectives_of<'a>(index: &'a RepoIndex, search: &'a SearchIndex) -> Perspectives<'a> {
+    Perspectives {
+        index,
+        retrieval: &search.retrieval,
+        windows: &search.windows,
+        tokenizer: tokenizer(),
+        budget: compose::DEFAULT_BUDGET,
+        seed: perspectives::DEFAULT_SEED,
+    }
+}
+
+/// Build every candidate that needs no backend, with placeholders for those that do, ranked.
+pub fn analyse(
     index: &RepoIndex,
+    search: &SearchIndex,
     hole: &Hole,
-    ranker: RankerChoice,
-) -> (Vec<Candidate>, Vec<ProposalContext>) {
-    let budget = compose::DEFAULT_BUDGET;
-    let tokenizer = BackendConfig::embedded().tokenizer().tokenizer();
-    let built = proposals::build_for_budget(index, hole, tokenizer, budget);
-    let composer = Composer::new(index, hole, tokenizer, budget);
-    let mut out: Vec<Candidate> = built
+    ranker: RankerKind,
+    rankers: &SharedRankers,
+) -> Analysis {
+    let built = proposals::build_for_budget(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
+    let composer = Composer::new(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
+    let retrieved = perspectives_of(index, search).immediate(hole);
+    let mut candidates: Vec<Candidate> = built
         .iter()
         .map(|p| Candidate {
             id: p.spec.id,
@@ -97,25 +161,146 @@ pub fn candidates(
             source: p.spec.source.name(),
             context_type: p.spec.context_type.abbreviation(),
             score: None,
-            applicable: p.applicable(),
+            retrieval_score: None,
+            availability: match p.applicable() {
+                true => Availability::Applicable,
+                false => Availability::NotApplicable(None),
+            },
             prompt: composer.compose(Some(p)),
         })
         .collect();
     // The default context alone has no proposal.
-    out.push(Candidate {
+    candidates.push(Candidate {
         id: proposals::DEFAULT_ID,
         label: "default context".into(),
         source: "current",
         context_type: "default",
         score: None,
-        applicable: true,
+        retrieval_score: None,
+        availability: Availability::Applicable,
         prompt: composer.compose(None),
     });
-    apply_ranking(
-        &mut out,
-        &ranking(ranker, &RankInput::new(index, hole, &built)),
-    );
-    (out, built)
+    candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
+    candidates.extend(perspectives::BACKEND_IDS.map(|id| {
+        let prompt = composer.compose(None);
+        retrieved_candidate(id, Availability::Building, None, prompt)
+    }));
+    let ranking = rankers.rank(ranker, &RankInput::new(index, hole, &built));
+    apply_ranking(&mut candidates, ranking.as_deref().unwrap_or_default());
+    Analysis {
+        candidates,
+        proposals: built,
+        retrieved,
+        warning: ranking.err(),
+    }
+}
+
+/// How a retrieved candidate shows in the source and type columns.
+fn retrieved_kind(id: usize) -> (&'static str, &'static str) {
+    match id {
+        FILE_BM25_ID => ("retrieval", "BM25"),
+        IDENTIFIER_USAGE_ID => ("retrieval", "usage"),
+        RANDOM_CONTEXT_ID => ("retrieval", "random"),
+        perspectives::REPOCODER_ID => ("RepoCoder", "iter 1"),
+        perspectives::REPOCODER_ITERATION_ID => ("RepoCoder", "iter 2"),
+        perspectives::LEXICAL_ID => ("ProCC", "lexical"),
+        perspectives::HYPOTHETICAL_LINE_ID => ("ProCC", "hyp line"),
+        perspectives::SUMMARY_ID => ("ProCC", "summary"),
+        TYPED_TYPES_ID => ("typed hole", "types"),
+        TYPED_HEADERS_ID => ("typed hole", "headers"),
+        _ => ("retrieval", ""),
+    }
+}
+
+fn retrieved_candidate(
+    id: usize,
+    availability: Availability,
+    retrieval_score: Option<f64>,
+    prompt: Prompt,
+) -> Candidate {
+    let (source, context_type) = retrieved_kind(id);
+    Candidate {
+        id,
+        label: crate::context::candidate_label(id),
+        source,
+        context_type,
+        score: None,
+        retrieval_score,
+        availability,
+        prompt,
+    }
+}
+
+/// A built retrieved candidate as a row; one that does not apply keeps the default prompt.
+fn retrieved_row(built: &perspectives::Candidate, composer: &Composer) -> Candidate {
+    let availability = match built.applicable() {
+        true => Availability::Applicable,
+        false => Availability::NotApplicable(built.why_not.clone()),
+    };
+    let prompt = built
+        .compose(composer)
+        .unwrap_or_else(|| composer.compose(None));
+    retrieved_candidate(built.id, availability, built.score, prompt)
+}
+
+/// The retrieved candidates that need the backend, and ProCC's pick once all are built. A
+/// backend failure makes them not applicable, saying why.
+pub async fn retrieve_later(
+    index: &RepoIndex,
+    search: &SearchIndex,
+    backend: &dyn Backend,
+    hole: &Hole,
+    immediate: &[perspectives::Candidate],
+) -> (Vec<Candidate>, Procc) {
+    let composer = Composer::new(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
+    let iterations = usize::from(perspectives::DEFAULT_ITERATIONS);
+    let built = perspectives::build_later(
+        &perspectives_of(index, search),
+        hole,
+        &composer,
+        backend,
+        iterations,
+        immediate,
+    )
+    .await;
+    let later = match built {
+        Ok(later) => later,
+        Err(e) => {
+            tracing::warn!(error = %e, "retrieved candidates");
+            let why = format!("the backend failed: {e}");
+            let failed = |id| perspectives::Candidate {
+                id,
+                why_not: Some(why.clone()),
+                ..Default::default()
+            };
+            perspectives::BACKEND_IDS.map(failed).to_vec()
+        }
+    };
+    let procc = procc_choice(immediate.iter().chain(&later));
+    let rows = later.iter().map(|c| retrieved_row(c, &composer)).collect();
+    (rows, procc)
+}
+
+/// ProCC's pick by the bandit kept in the data directory; a fresh bandit (which picks the
+/// first applicable perspective and learns from there) where there is none.
+fn procc_choice<'c>(built: impl IntoIterator<Item = &'c perspectives::Candidate>) -> Procc {
+    let (context, available) = perspectives::procc_context(built);
+    let (bandit, warning) = load_bandit();
+    if let Some(warning) = warning {
+        tracing::warn!(%warning, "ProCC bandit");
+    }
+    Procc {
+        context,
+        available,
+        pick: bandit.choose(&context, available).map(|arm| PROCC_IDS[arm]),
+    }
+}
+
+fn load_bandit() -> (LinUcb, Option<String>) {
+    feedback::data_dir().map_or_else(
+        || (LinUcb::default(), None),
+        |dir| LinUcb::load(&dir.join(bandit::FILE)),
+    )
 }
 
 /// Ask the backend for one completion per prompt, concurrently, and score each.
@@ -192,8 +377,14 @@ fn log_pick(pick: &feedback::Pick) {
     );
 }
 
-/// Log the pick and teach the online ranker; says where it went or what failed.
-fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
+/// Log the pick, teach the online ranker and, for a ProCC perspective, the bandit; says where
+/// it went or what failed.
+fn record_pick(
+    mut pick: feedback::Pick,
+    picked: usize,
+    lesson: Option<BanditLesson>,
+    rankers: &SharedRankers,
+) -> String {
     let Some(dir) = feedback::data_dir() else {
         return "no data directory: pick not recorded".into();
     };
@@ -208,16 +399,36 @@ fn record_pick(mut pick: feedback::Pick, picked: usize) -> String {
     let path = dir.join(online::FILE);
     let (mut ranker, warning) = OnlineRanker::load(&path);
     ranker.record_pick(&pick.candidates, picked);
-    match ranker.save(&path) {
-        Ok(()) => warning.unwrap_or_else(|| {
-            format!(
-                "pick {} logged to {}; online ranker updated",
-                pick.picked + 1,
-                dir.display()
-            )
-        }),
-        Err(e) => format!("cannot save the online ranker: {e}"),
+    if let Err(e) = ranker.save(&path) {
+        return format!("cannot save the online ranker: {e}");
     }
+    rankers.learnt(ranker);
+    let taught = match lesson {
+        Some(lesson) => match teach_bandit(&dir.join(bandit::FILE), &lesson) {
+            Ok(()) => "; online ranker and ProCC bandit updated",
+            Err(e) => return format!("cannot save the ProCC bandit: {e}"),
+        },
+        None => "; online ranker updated",
+    };
+    warning.unwrap_or_else(|| {
+        format!(
+            "pick {} logged to {}{taught}",
+            pick.picked + 1,
+            dir.display()
+        )
+    })
+}
+
+/// Update the bandit saved at `path` with each reward of `lesson`.
+fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
+    let (mut bandit, warning) = LinUcb::load(path);
+    if let Some(warning) = warning {
+        tracing::warn!(%warning, "ProCC bandit");
+    }
+    for &(arm, reward) in &lesson.rewards {
+        bandit.update(arm, &lesson.context, reward);
+    }
+    bandit.save(path)
 }
 
 fn apply(path: &Path, hash: &[u8; 32], offset: usize, replace: usize, text: &str) -> String {
@@ -238,15 +449,22 @@ pub enum Outcome {
     SetMouse(bool),
 }
 
-/// Runs effects; owns the running completion task so it can be aborted.
+/// Runs effects; owns the running completion and analysis tasks so they can be aborted.
 pub struct Driver {
     tx: UnboundedSender<Action>,
+    rankers: SharedRankers,
     running: Option<JoinHandle<()>>,
+    analysing: Option<JoinHandle<()>>,
 }
 
 impl Driver {
     pub fn new(tx: UnboundedSender<Action>) -> Driver {
-        Driver { tx, running: None }
+        Driver {
+            tx,
+            rankers: SharedRankers::default(),
+            running: None,
+            analysing: None,
+        }
     }
 
     /// Blocking library work goes to tokio's blocking pool; its result comes back as an action.
@@ -273,29 +491,56 @@ impl Driver {
             }
             Effect::Analyse {
                 index,
+                search,
+                backend,
                 hole,
                 generation,
                 ranker,
-            } => self.blocking(move || {
-                let (candidates, proposals) = candidates(&index, &hole, ranker);
-                Action::Analysed {
-                    generation,
-                    candidates,
-                    proposals: Arc::new(proposals),
-                    ranker,
+            } => {
+                if let Some(task) = self.analysing.take() {
+                    task.abort();
                 }
-            }),
+                let (tx, rankers) = (self.tx.clone(), self.rankers.clone());
+                self.analysing = Some(tokio::spawn(async move {
+                    let job = (index.clone(), search.clone(), hole.clone());
+                    let analysis = tokio::task::spawn_blocking(move || {
+                        let (index, search, hole) = job;
+                        analyse(&index, &search, &hole, ranker, &rankers)
+                    });
+                    let Ok(analysis) = analysis.await else { return };
+                    let _ = tx.send(Action::Analysed {
+                        generation,
+                        candidates: analysis.candidates,
+                        proposals: Arc::new(analysis.proposals),
+                        ranker,
+                    });
+                    if let Some(warning) = analysis.warning {
+                        let _ = tx.send(Action::Message(warning));
+                    }
+                    let later =
+                        retrieve_later(&index, &search, &*backend, &hole, &analysis.retrieved);
+                    let (candidates, procc) = later.await;
+                    let _ = tx.send(Action::Retrieved {
+                        generation,
+                        candidates,
+                        procc,
+                    });
+                }));
+            }
             Effect::Rank {
                 index,
                 hole,
                 proposals,
                 generation,
                 ranker,
-            } => self.blocking(move || Action::Ranked {
-                generation,
-                ranker,
-                ranked: ranking(ranker, &RankInput::new(&index, &hole, &proposals)),
-            }),
+            } => {
+                let rankers = self.rankers.clone();
+                self.blocking(move || Action::Ranked {
+                    generation,
+                    ranker,
+                    ranked: rankers.rank(ranker, &RankInput::new(&index, &hole, &proposals)),
+                })
+            }
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
@@ -306,8 +551,13 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
-            Effect::Pick { pick, picked } => {
-                self.blocking(move || Action::Message(record_pick(pick, picked)))
+            Effect::Pick {
+                pick,
+                picked,
+                bandit,
+            } => {
+                let rankers = self.rankers.clone();
+                self.blocking(move || Action::Message(record_pick(pick, picked, bandit, &rankers)))
             }
             Effect::Apply {
                 path,

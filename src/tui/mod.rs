@@ -38,7 +38,14 @@ pub enum Format {
 }
 
 /// The main states `render_fixture` knows.
-pub const FIXTURES: [&str; 5] = ["start", "candidates", "prompt", "completions", "help"];
+pub const FIXTURES: [&str; 6] = [
+    "start",
+    "candidates",
+    "retrieved",
+    "prompt",
+    "completions",
+    "help",
+];
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
 pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()> {
@@ -191,6 +198,17 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     app.settle(LIMIT).await?;
+    if name == "retrieved" {
+        // The candidates pane scrolled to the retrieved candidates, ProCC's pick focused.
+        app.dispatch(Action::Command(Command::FocusNext));
+        let pick = app.state.procc.as_ref().and_then(|p| p.pick);
+        while app.state.focused_candidate().map(|c| c.id) != pick
+            && app.state.candidate_cursor + 1 < app.state.visible().len()
+        {
+            app.dispatch(Action::Command(Command::Down));
+        }
+        return Ok(());
+    }
     let commands: &[Command] = match name {
         "candidates" => &[Command::FocusNext, Command::Down, Command::Select],
         "prompt" => &[Command::FocusNext, Command::FocusNext],

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::ValueEnum;
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -17,13 +18,16 @@ use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
 use crate::compose::{Prompt, SegmentKind};
+use crate::context::perspectives::{self, PROCC_IDS};
 use crate::context::proposals::ProposalContext;
+use crate::context::retrieval::Retrieval;
+use crate::context::windows::WindowIndex;
 use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
 use crate::model::Backend;
-use crate::rank::Ranked;
+use crate::rank::{Ranked, RankerKind, bandit};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Tokenizer, TokenizerKind};
 
@@ -98,28 +102,21 @@ pub enum Command {
     CycleRanker,
 }
 
-/// Which ranker orders the candidates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RankerChoice {
-    Fixed,
-    /// Learnt from picks, loaded from the data directory.
-    Online,
+/// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
+pub fn next_ranker(kind: RankerKind) -> RankerKind {
+    let all = RankerKind::value_variants();
+    let at = all.iter().position(|&k| k == kind).unwrap_or(0);
+    all[(at + 1) % all.len()]
 }
 
-impl RankerChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            RankerChoice::Fixed => "fixed",
-            RankerChoice::Online => "online",
-        }
-    }
-
-    fn next(self) -> RankerChoice {
-        match self {
-            RankerChoice::Fixed => RankerChoice::Online,
-            RankerChoice::Online => RankerChoice::Fixed,
-        }
-    }
+/// Whether a candidate's prompt can be used yet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Availability {
+    Applicable,
+    /// Its context is empty for this hole; why, where it is known.
+    NotApplicable(Option<String>),
+    /// A retrieved candidate waiting for the backend (67, 69, 70).
+    Building,
 }
 
 /// One candidate context, ranked, with the prompt it composes to.
@@ -129,19 +126,62 @@ pub struct Candidate {
     pub label: String,
     pub source: &'static str,
     pub context_type: &'static str,
-    /// The ranker's score; `None` when the ranker left it out (not applicable).
+    /// The ranker's score; `None` when the ranker left it out (not applicable, or retrieved:
+    /// rankers order RLPG's candidates only).
     pub score: Option<f64>,
-    pub applicable: bool,
+    /// The similarity of the best retrieved window to its query (retrieved candidates that
+    /// search RepoCoder's windows).
+    pub retrieval_score: Option<f64>,
+    pub availability: Availability,
+    /// The prompt it composes to (the default context's while it is not applicable).
     pub prompt: Prompt,
 }
 
 impl Candidate {
+    pub fn applicable(&self) -> bool {
+        self.availability == Availability::Applicable
+    }
+
+    pub fn building(&self) -> bool {
+        self.availability == Availability::Building
+    }
+
     /// Tokens of the candidate's own context in the prompt (the default context's for the
-    /// default candidate).
+    /// default candidate); none while it does not apply.
     pub fn tokens(&self) -> usize {
         let own = |k: &SegmentKind| !matches!(k, SegmentKind::Separator);
-        self.prompt.segment(own).map_or(0, |s| s.tokens)
+        match self.applicable() {
+            true => self.prompt.segment(own).map_or(0, |s| s.tokens),
+            false => 0,
+        }
     }
+}
+
+/// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
+pub fn retrieved(id: usize) -> bool {
+    (perspectives::FIRST_ID..=perspectives::LAST_ID).contains(&id)
+}
+
+/// ProCC's choice among its perspectives (68–70) for the hole, kept to teach its bandit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Procc {
+    pub context: bandit::Context,
+    pub available: [bool; bandit::ARMS],
+    /// The candidate LinUCB picks; none when no perspective applies.
+    pub pick: Option<usize>,
+}
+
+/// What a pick teaches ProCC's bandit: in `context`, each (arm, reward).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BanditLesson {
+    pub context: bandit::Context,
+    pub rewards: Vec<(usize, f64)>,
+}
+
+/// What retrieval searches in the open repository, built once when it opens.
+pub struct SearchIndex {
+    pub retrieval: Retrieval,
+    pub windows: WindowIndex,
 }
 
 /// One completion card.
@@ -252,13 +292,19 @@ pub enum Action {
         /// What the ranker ranks, kept so a ranker change re-ranks without rebuilding.
         proposals: Arc<Vec<ProposalContext>>,
         /// The ranker that ordered `candidates`.
-        ranker: RankerChoice,
+        ranker: RankerKind,
     },
-    /// A new order of the candidates from `ranker`.
+    /// The retrieved candidates that needed the backend, built after the others.
+    Retrieved {
+        generation: u64,
+        candidates: Vec<Candidate>,
+        procc: Procc,
+    },
+    /// A new order of the candidates from `ranker`, or why it cannot rank.
     Ranked {
         generation: u64,
-        ranker: RankerChoice,
-        ranked: Vec<Ranked>,
+        ranker: RankerKind,
+        ranked: Result<Vec<Ranked>, String>,
     },
     /// Text streamed so far for card slot `card` of a running completion.
     Streamed {
@@ -276,6 +322,7 @@ pub enum Action {
 
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
+    pub search: Arc<SearchIndex>,
     pub backend: Arc<dyn Backend>,
     pub hole: Hole,
 }
@@ -285,24 +332,29 @@ pub enum Effect {
         root: PathBuf,
         position: Option<String>,
     },
+    /// Build and rank every candidate; the retrieved ones that need `backend` follow.
     Analyse {
         index: Arc<RepoIndex>,
+        search: Arc<SearchIndex>,
+        backend: Arc<dyn Backend>,
         hole: Hole,
         generation: u64,
-        ranker: RankerChoice,
+        ranker: RankerKind,
     },
     Rank {
         index: Arc<RepoIndex>,
         hole: Hole,
         proposals: Arc<Vec<ProposalContext>>,
         generation: u64,
-        ranker: RankerChoice,
+        ranker: RankerKind,
     },
     Complete(CompleteJob),
     CancelCompletions,
     Pick {
         pick: feedback::Pick,
         picked: usize,
+        /// Set when the picked completion came from one of ProCC's perspectives.
+        bandit: Option<BanditLesson>,
     },
     Apply {
         path: PathBuf,
@@ -334,6 +386,7 @@ pub struct State {
     pub keymap: Keymap,
     pub theme: Theme,
     pub index: Option<Arc<RepoIndex>>,
+    pub search: Option<Arc<SearchIndex>>,
     pub backend: Option<Arc<dyn Backend>>,
     pub view: Option<HoleView>,
     /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
@@ -342,7 +395,9 @@ pub struct State {
     pub cursor: (usize, usize),
     pub candidates: Vec<Candidate>,
     pub proposals: Arc<Vec<ProposalContext>>,
-    pub ranker: RankerChoice,
+    pub ranker: RankerKind,
+    /// ProCC's pick among the retrieved candidates, once they are all built.
+    pub procc: Option<Procc>,
     pub candidate_cursor: usize,
     pub selected: BTreeSet<usize>,
     pub filter: String,
@@ -371,6 +426,7 @@ impl State {
             keymap,
             theme,
             index: None,
+            search: None,
             backend: None,
             view: None,
             file: 0,
@@ -378,7 +434,8 @@ impl State {
             cursor: (0, 0),
             candidates: Vec::new(),
             proposals: Arc::default(),
-            ranker: RankerChoice::Fixed,
+            ranker: RankerKind::RlpgH,
+            procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
             filter: String::new(),
@@ -403,7 +460,15 @@ impl State {
 
     /// Whether something is in flight (the loop ticks the spinner only then).
     pub fn busy(&self) -> bool {
-        self.running || self.index.is_none() && !self.failed() || self.analysing()
+        self.running
+            || self.index.is_none() && !self.failed()
+            || self.analysing()
+            || self.retrieving()
+    }
+
+    /// Whether retrieved candidates are still waiting for the backend.
+    pub fn retrieving(&self) -> bool {
+        self.candidates.iter().any(Candidate::building)
     }
 
     fn failed(&self) -> bool {
@@ -505,6 +570,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Indexed(Ok(indexed)) => {
             state.index = Some(indexed.index);
+            state.search = Some(indexed.search);
             state.backend = Some(indexed.backend);
             set_hole(state, indexed.hole)
         }
@@ -525,12 +591,31 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.proposals = proposals;
             state.candidate_cursor = 0;
             state.prompt_scroll = 0;
-            state.status = format!("{} candidates ranked", state.candidates.len());
+            state.status = analysed_status(state);
             // The ranker changed while the candidates were being built.
             if ranker == state.ranker {
                 return vec![];
             }
             rank(state)
+        }
+        Action::Retrieved {
+            generation,
+            candidates,
+            procc,
+        } => {
+            if current(state, generation) {
+                for built in candidates {
+                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
+                        *row = built;
+                    }
+                }
+                state.status = match procc.pick {
+                    Some(id) => format!("retrieved candidates built · ProCC (LinUCB) picks {id}"),
+                    None => "retrieved candidates built · no ProCC perspective applies".into(),
+                };
+                state.procc = Some(procc);
+            }
+            vec![]
         }
         Action::Ranked {
             generation,
@@ -538,11 +623,21 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             ranked,
         } => {
             // A later choice may have overtaken this ranking.
-            if current(state, generation) && ranker == state.ranker {
-                apply_ranking(&mut state.candidates, &ranked);
-                state.candidate_cursor = 0;
-                state.prompt_scroll = 0;
-                state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+            if !current(state, generation) || ranker != state.ranker {
+                return vec![];
+            }
+            match ranked {
+                Ok(ranked) => {
+                    apply_ranking(&mut state.candidates, &ranked);
+                    state.candidate_cursor = 0;
+                    state.prompt_scroll = 0;
+                    state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+                }
+                // Scores of the previous ranker would read as this one's.
+                Err(e) => {
+                    state.candidates.iter_mut().for_each(|c| c.score = None);
+                    state.status = format!("{} cannot rank: {e}", ranker.name());
+                }
             }
             vec![]
         }
@@ -575,13 +670,32 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     }
 }
 
-/// Score and order the candidates as `ranked` says; the ones it left out follow, unscored, by id.
+fn analysed_status(state: &State) -> String {
+    let ranked = format!(
+        "{} candidates, ranked by {}",
+        state.candidates.len(),
+        state.ranker.name()
+    );
+    match state.candidates.iter().filter(|c| c.building()).count() {
+        0 => ranked,
+        n => format!("{ranked} · asking the backend for {n} retrieved candidates…"),
+    }
+}
+
+/// Score and order the candidates as `ranked` says. RLPG's applicable candidates it left out
+/// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
+/// ranker scores them, and their similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
     let place = |id: usize| ranked.iter().position(|r| r.id == id);
     for c in candidates.iter_mut() {
         c.score = place(c.id).map(|i| ranked[i].score);
     }
-    candidates.sort_by_key(|c| (place(c.id).unwrap_or(usize::MAX), c.id));
+    candidates.sort_by_key(|c| match place(c.id) {
+        Some(at) => (0, at),
+        None if retrieved(c.id) => (2, c.id),
+        None if c.applicable() => (1, c.id),
+        None => (3, c.id),
+    });
 }
 
 /// Edited cards join the ones shown (the oldest go past MAX_K) and take the focus; a normal run
@@ -607,7 +721,11 @@ fn current(state: &State, generation: u64) -> bool {
 
 /// Move the hole: show its file, recompute the candidates, drop stale results.
 fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
-    let Some(index) = state.index.clone() else {
+    let (Some(index), Some(search), Some(backend)) = (
+        state.index.clone(),
+        state.search.clone(),
+        state.backend.clone(),
+    ) else {
         return vec![];
     };
     let generation = state.view.as_ref().map_or(0, |v| v.generation + 1);
@@ -621,6 +739,7 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         generation,
     });
     state.candidates.clear();
+    state.procc = None;
     state.selected.clear();
     state.cards.clear();
     state.explained = None;
@@ -630,6 +749,8 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         Effect::CancelCompletions,
         Effect::Analyse {
             index,
+            search,
+            backend,
             hole,
             generation,
             ranker: state.ranker,
@@ -680,14 +801,7 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
         Command::Left => move_horizontal(state, -1),
         Command::Right => move_horizontal(state, 1),
         Command::Confirm => confirm(state),
-        Command::Select => {
-            if let Some(id) = state.focused_candidate().map(|c| c.id)
-                && !state.selected.remove(&id)
-            {
-                state.selected.insert(id);
-            }
-            vec![]
-        }
+        Command::Select => select(state),
         Command::Run => run(state),
         Command::Cancel => cancel(state),
         Command::Pick1 => pick(state, 0),
@@ -727,6 +841,20 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
     }
 }
 
+/// Toggle the focused candidate in the selection; one still being built cannot be chosen yet.
+fn select(state: &mut State) -> Vec<Effect> {
+    let Some(focused) = state.focused_candidate() else {
+        return vec![];
+    };
+    let id = focused.id;
+    if focused.building() {
+        state.status = format!("candidate {id} is still waiting for the backend");
+    } else if !state.selected.remove(&id) {
+        state.selected.insert(id);
+    }
+    vec![]
+}
+
 fn open_editor(state: &mut State) -> Vec<Effect> {
     let Some(editor) = state
         .focused_candidate()
@@ -742,8 +870,8 @@ fn open_editor(state: &mut State) -> Vec<Effect> {
 }
 
 fn cycle_ranker(state: &mut State) -> Vec<Effect> {
-    state.ranker = state.ranker.next();
-    state.status = format!("ranker {}", state.ranker.name());
+    state.ranker = next_ranker(state.ranker);
+    state.status = format!("ranking with {}…", state.ranker.name());
     rank(state)
 }
 
@@ -838,11 +966,14 @@ fn run_ids(state: &State) -> Vec<usize> {
     if !state.selected.is_empty() {
         return state.selected.iter().copied().take(MAX_K).collect();
     }
-    let first = state.focused_candidate().map(|c| c.id);
+    let first = state
+        .focused_candidate()
+        .filter(|c| !c.building())
+        .map(|c| c.id);
     let rest = state
         .candidates
         .iter()
-        .filter(|c| c.applicable)
+        .filter(|c| c.applicable())
         .map(|c| c.id);
     let mut ids = Vec::new();
     for id in first.into_iter().chain(rest) {
@@ -938,9 +1069,43 @@ fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         unix_time: 0,
     };
     let picked = card.candidate;
+    let bandit = card
+        .edited
+        .is_none()
+        .then(|| procc_lesson(state, picked))
+        .flatten();
     state.card_cursor = n;
     state.status = format!("picked completion {} (candidate {picked})…", n + 1);
-    vec![Effect::Pick { pick, picked }]
+    vec![Effect::Pick {
+        pick,
+        picked,
+        bandit,
+    }]
+}
+
+/// A pick of one of ProCC's perspectives rewards its arm 1 and the other perspectives whose
+/// completions were shown (and that applied) 0; other picks teach the bandit nothing.
+fn procc_lesson(state: &State, picked: usize) -> Option<BanditLesson> {
+    let procc = state.procc.as_ref()?;
+    if !PROCC_IDS.contains(&picked) {
+        return None;
+    }
+    let shown: BTreeSet<usize> = state
+        .cards
+        .iter()
+        .filter(|c| c.edited.is_none())
+        .map(|c| c.candidate)
+        .collect();
+    let rewards = PROCC_IDS
+        .iter()
+        .enumerate()
+        .filter(|&(arm, id)| procc.available[arm] && shown.contains(id))
+        .map(|(arm, &id)| (arm, f64::from(u8::from(id == picked))))
+        .collect();
+    Some(BanditLesson {
+        context: procc.context,
+        rewards,
+    })
 }
 
 fn explain_card(state: &mut State) -> Vec<Effect> {
@@ -1230,7 +1395,7 @@ mod tests {
                 generation: 7,
                 candidates: vec![],
                 proposals: Arc::default(),
-                ranker: RankerChoice::Fixed,
+                ranker: RankerKind::RlpgH,
             },
         );
         assert!(effects.is_empty());
@@ -1252,7 +1417,8 @@ mod tests {
             source: "current",
             context_type: "default",
             score: None,
-            applicable: true,
+            retrieval_score: None,
+            availability: Availability::Applicable,
             prompt: Prompt {
                 segments: vec![],
                 budget: 10,
@@ -1267,20 +1433,42 @@ mod tests {
     }
 
     #[test]
-    fn ranking_orders_and_scores_and_puts_the_unranked_last_by_id() {
-        let mut cands: Vec<Candidate> = [4, 1, 2, 3].into_iter().map(candidate).collect();
+    fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
+        let not_applicable = |id| Candidate {
+            availability: Availability::NotApplicable(None),
+            ..candidate(id)
+        };
+        let mut cands: Vec<Candidate> =
+            [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
+        cands[1] = not_applicable(4);
+        cands[4] = not_applicable(2);
         let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked { id, score });
         apply_ranking(&mut cands, &ranked);
         let order: Vec<_> = cands.iter().map(|c| (c.id, c.score)).collect();
         assert_eq!(
             order,
-            [(3, Some(0.9)), (1, Some(0.5)), (2, None), (4, None)]
+            [
+                (3, Some(0.9)),
+                (1, Some(0.5)),
+                (5, None),
+                (63, None),
+                (70, None),
+                (2, None),
+                (4, None)
+            ]
         );
     }
 
-    #[test]
-    fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
+    /// A state with a one-file repository open.
+    fn opened() -> State {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("A.java"), "class A {}\n").unwrap();
         let mut s = state();
+        s.index = Some(Arc::new(RepoIndex::open(dir.path(), None).unwrap()));
+        s
+    }
+
+    fn at_hole(s: &mut State, generation: u64) {
         s.view = Some(HoleView {
             hole: Hole {
                 file: 0,
@@ -1289,50 +1477,193 @@ mod tests {
                 offset: 0,
                 target: None,
             },
-            generation: 2,
+            generation,
         });
+    }
+
+    #[test]
+    fn the_ranker_cycles_through_every_kind_from_rlpg_h() {
+        let mut s = state();
+        assert_eq!(s.ranker, RankerKind::RlpgH, "RLPG-H ranks by default");
+        let mut seen = vec![s.ranker];
+        for _ in 0..5 {
+            update(&mut s, Action::Command(Command::CycleRanker));
+            seen.push(s.ranker);
+        }
+        use RankerKind::*;
+        assert_eq!(seen, [RlpgH, RlpgR, Bm25, Fixed, Online, RlpgH]);
+        assert!(ui::candidates::title(&s).contains("ranker RLPG-H"));
+    }
+
+    #[test]
+    fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
+        let mut s = opened();
+        at_hole(&mut s, 2);
         s.candidates = vec![candidate(1), candidate(2)];
         let effects = update(&mut s, Action::Command(Command::CycleRanker));
-        assert_eq!(s.ranker, RankerChoice::Online);
+        assert_eq!(s.ranker, RankerKind::RlpgR);
         assert!(matches!(
             effects[..],
             [Effect::Rank {
                 generation: 2,
-                ranker: RankerChoice::Online,
+                ranker: RankerKind::RlpgR,
                 ..
             }]
         ));
         let ranked = |ranker, first| Action::Ranked {
             generation: 2,
             ranker,
-            ranked: vec![Ranked {
+            ranked: Ok(vec![Ranked {
                 id: first,
                 score: 1.0,
-            }],
+            }]),
         };
-        update(&mut s, ranked(RankerChoice::Fixed, 1));
-        assert_eq!(s.candidates[0].id, 1, "the fixed ranking was overtaken");
-        update(&mut s, ranked(RankerChoice::Online, 2));
+        update(&mut s, ranked(RankerKind::RlpgH, 1));
+        assert_eq!(s.candidates[0].id, 1, "the RLPG-H ranking was overtaken");
+        update(&mut s, ranked(RankerKind::RlpgR, 2));
         assert_eq!(s.candidates[0].id, 2);
         assert_eq!(s.candidates[0].score, Some(1.0));
+        assert!(s.status.contains("RLPG-R"), "{}", s.status);
+        let failed = Action::Ranked {
+            generation: 2,
+            ranker: RankerKind::RlpgR,
+            ranked: Err("no RLPG-R head".into()),
+        };
+        update(&mut s, failed);
+        assert_eq!(s.candidates[0].score, None, "no score is shown as RLPG-R's");
+        assert!(s.status.contains("RLPG-R cannot rank: no RLPG-R head"));
         update(&mut s, Action::Command(Command::CycleRanker));
-        assert_eq!(s.ranker, RankerChoice::Fixed);
+        assert_eq!(s.ranker, RankerKind::Bm25);
         let built_by = |ranker| Action::Analysed {
             generation: 2,
             candidates: vec![candidate(1)],
             proposals: Arc::default(),
             ranker,
         };
-        assert!(update(&mut s, built_by(RankerChoice::Fixed)).is_empty());
+        assert!(update(&mut s, built_by(RankerKind::Bm25)).is_empty());
         assert!(matches!(
-            update(&mut s, built_by(RankerChoice::Online))[..],
+            update(&mut s, built_by(RankerKind::RlpgR))[..],
             [Effect::Rank {
-                ranker: RankerChoice::Fixed,
+                ranker: RankerKind::Bm25,
                 ..
             }]
         ));
     }
 
+    fn waiting(id: usize) -> Candidate {
+        Candidate {
+            availability: Availability::Building,
+            ..candidate(id)
+        }
+    }
+
+    fn procc(pick: Option<usize>) -> Procc {
+        Procc {
+            context: bandit::context([Some((0.5, 0.25)), Some((0.4, 0.2)), None]),
+            available: [true, true, false],
+            pick,
+        }
+    }
+
+    #[test]
+    fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
+        let mut s = opened();
+        at_hole(&mut s, 4);
+        let analysed = vec![candidate(6), candidate(68), waiting(69), waiting(70)];
+        update(
+            &mut s,
+            Action::Analysed {
+                generation: 4,
+                candidates: analysed,
+                proposals: Arc::default(),
+                ranker: RankerKind::RlpgH,
+            },
+        );
+        assert!(
+            s.retrieving() && s.busy(),
+            "the spinner runs while they build"
+        );
+        assert!(
+            s.status.contains("asking the backend for 2"),
+            "{}",
+            s.status
+        );
+        // Input is not blocked: the cursor moves, but a waiting row cannot be chosen yet.
+        update(&mut s, Action::Command(Command::FocusNext));
+        update(&mut s, Action::Command(Command::Bottom));
+        assert_eq!(s.focused_candidate().unwrap().id, 70);
+        update(&mut s, Action::Command(Command::Select));
+        assert!(s.selected.is_empty() && s.status.contains("waiting"));
+        assert!(ui::prompt::title(&s).contains("waiting for the backend"));
+        s.k = MAX_K;
+        assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
+
+        let built = |id, availability| Candidate {
+            availability,
+            retrieval_score: Some(0.5),
+            ..candidate(id)
+        };
+        let why = "backend `embedded` does not follow instructions".to_string();
+        let retrieved = |generation| Action::Retrieved {
+            generation,
+            candidates: vec![
+                built(69, Availability::Applicable),
+                built(70, Availability::NotApplicable(Some(why.clone()))),
+            ],
+            procc: procc(Some(69)),
+        };
+        update(&mut s, retrieved(3));
+        assert!(s.retrieving(), "a stale hole's candidates are dropped");
+        update(&mut s, retrieved(4));
+        assert!(!s.retrieving() && !s.busy());
+        let ids: Vec<_> = s.candidates.iter().map(|c| c.id).collect();
+        assert_eq!(ids, [6, 68, 69, 70], "rows keep their places");
+        assert!(s.candidate(69).unwrap().applicable());
+        assert!(ui::prompt::title(&s).contains(&why), "why not shows");
+        assert!(ui::candidates::title(&s).contains("ProCC ★69"));
+        assert!(s.status.contains("ProCC (LinUCB) picks 69"));
+        update(&mut s, Action::Command(Command::Up));
+        update(&mut s, Action::Command(Command::Select));
+        assert!(s.selected.contains(&69));
+    }
+
+    fn card(candidate: usize) -> Card {
+        Card {
+            candidate,
+            edited: None,
+            outcome: Ok(Finished {
+                text: format!("c{candidate}"),
+                latency_ms: 0,
+                scores: crate::metrics::score("a", "a"),
+                syntax_errors: 0,
+            }),
+        }
+    }
+
+    fn lesson_of(effects: &[Effect]) -> Option<BanditLesson> {
+        match effects {
+            [Effect::Pick { bandit, .. }] => bandit.clone(),
+            _ => panic!("a pick effect"),
+        }
+    }
+
+    #[test]
+    fn picking_a_procc_perspective_rewards_its_arm_and_the_shown_others_nothing() {
+        let mut s = opened();
+        at_hole(&mut s, 1);
+        s.procc = Some(procc(Some(68)));
+        // 70 was not available, 6 is RLPG's: neither is taught.
+        s.cards = [68, 69, 70, 6].map(card).to_vec();
+        let lesson = lesson_of(&update(&mut s, Action::Command(Command::Pick2))).unwrap();
+        assert_eq!(lesson.rewards, [(0, 0.0), (1, 1.0)]);
+        assert_eq!(lesson.context, procc(None).context);
+        let effects = update(&mut s, Action::Command(Command::Pick4));
+        assert_eq!(
+            lesson_of(&effects),
+            None,
+            "an RLPG pick leaves the bandit alone"
+        );
+    }
     #[test]
     fn the_editor_counts_tokens_and_esc_discards_it() {
         let mut s = state();

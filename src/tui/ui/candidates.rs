@@ -1,4 +1,6 @@
-//! The candidates pane: every proposal in rank order with its score, source, type and size.
+//! The candidates pane: RLPG's proposals in rank order with the ranker's score, then the
+//! retrieved candidates with their retrieval score, each with source, type, size and whether it
+//! applies (and why not, on a wide pane).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,9 +9,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{bar, scroll_top};
-use crate::tui::state::{Mode, State};
+use crate::tui::state::{Availability, Candidate, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
+/// The least room worth showing a row's note in (narrower panes show it in the prompt title).
+const NOTE_MIN: usize = 12;
+/// Marks ProCC's pick among its perspectives.
+pub const PROCC_MARK: &str = "★";
 
 pub fn title(state: &State) -> String {
     let filter = match (&state.mode, state.filter.is_empty()) {
@@ -21,8 +27,12 @@ pub fn title(state: &State) -> String {
         0 => String::new(),
         n => format!(" · {n} selected"),
     };
+    let procc = match state.procc.as_ref().and_then(|p| p.pick) {
+        Some(id) => format!(" · ProCC {PROCC_MARK}{id}"),
+        None => String::new(),
+    };
     format!(
-        "candidates {}/{} · ranker {}{selected}{filter}",
+        "candidates {}/{} · ranker {}{procc}{selected}{filter}",
         state.visible().len(),
         state.candidates.len(),
         state.ranker.name()
@@ -48,7 +58,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let header = Line::styled(
         format!(
-            "     # {:<w$} {:<20} {:<7} {:>5} ok",
+            "     # {:<w$} {:<19} {:<8} {:>5} ok",
             "score",
             "source",
             "type",
@@ -60,6 +70,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let visible = state.visible();
     let rows = area.height.saturating_sub(1) as usize;
     let top = scroll_top(state.candidate_cursor, rows);
+    let best = best_score(state);
     let mut lines = vec![header];
     for (pos, &i) in visible.iter().enumerate().skip(top).take(rows) {
         let c = &state.candidates[i];
@@ -68,29 +79,84 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         } else {
             Style::new()
         };
-        let mark = if state.selected.contains(&c.id) {
-            "●"
-        } else {
-            " "
-        };
-        let (score_bar, score) = match c.score {
-            Some(s) => (bar(s, SCORE_WIDTH), format!("{s:.2}")),
-            None => (" ".repeat(SCORE_WIDTH), "  —".into()),
-        };
-        let (ok, ok_colour) = if c.applicable {
-            ("✓", theme.good)
-        } else {
-            ("·", theme.muted)
-        };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{mark}{:>4} ", c.id), base.fg(theme.explain)),
-            Span::styled(score_bar, base.fg(theme.score)),
-            Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
-            Span::styled(format!("{:<20} ", c.source), base.fg(theme.text)),
-            Span::styled(format!("{:<7} ", c.context_type), base.fg(theme.proposal)),
-            Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
-            Span::styled(ok, base.fg(ok_colour)),
-        ]));
+        let mut spans = row(state, c, best, base);
+        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        let room = (area.width as usize).saturating_sub(used + 1);
+        if let Some(note) = note(state, c).filter(|_| room >= NOTE_MIN) {
+            let note: String = note.chars().take(room).collect();
+            spans.push(Span::styled(format!(" {note}"), base.fg(theme.muted)));
+        }
+        lines.push(Line::from(spans));
     }
     frame.render_widget(Paragraph::new(lines), area);
+}
+
+/// The ranker's best score: its bars are drawn relative to it, since scores differ in scale by
+/// ranker (probabilities, BM25).
+fn best_score(state: &State) -> f64 {
+    let best = state
+        .candidates
+        .iter()
+        .filter_map(|c| c.score)
+        .fold(0.0, f64::max);
+    if best > 0.0 { best } else { 1.0 }
+}
+
+/// id, score bar and value, source, type, tokens and whether it applies. A retrieved
+/// candidate shows its retrieval similarity (0..1) in another colour: no ranker scores it.
+fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static>> {
+    let theme = &state.theme;
+    let mark = if state.selected.contains(&c.id) {
+        "●"
+    } else {
+        " "
+    };
+    let (fraction, value, colour) = match (c.score, c.retrieval_score) {
+        (Some(s), _) => (Some(s / best), Some(s), theme.score),
+        (None, Some(s)) => (Some(s), Some(s), theme.explain),
+        (None, None) => (None, None, theme.score),
+    };
+    let score_bar = fraction.map_or_else(|| " ".repeat(SCORE_WIDTH), |f| bar(f, SCORE_WIDTH));
+    let score = value.map_or_else(|| "  —".into(), four_wide);
+    let (ok, ok_colour) = match &c.availability {
+        Availability::Applicable if procc_pick(state) == Some(c.id) => (PROCC_MARK, theme.good),
+        Availability::Applicable => ("✓", theme.good),
+        Availability::NotApplicable(_) => ("·", theme.muted),
+        Availability::Building => (super::spinner(state), theme.muted),
+    };
+    vec![
+        Span::styled(format!("{mark}{:>4} ", c.id), base.fg(theme.explain)),
+        Span::styled(score_bar, base.fg(colour)),
+        Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
+        Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),
+        Span::styled(format!("{:<8} ", c.context_type), base.fg(theme.proposal)),
+        Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
+        Span::styled(ok, base.fg(ok_colour)),
+    ]
+}
+
+/// A score in four characters: probabilities and similarities to two decimals, BM25's larger
+/// scores to fewer.
+fn four_wide(score: f64) -> String {
+    match score.abs() {
+        a if a < 10.0 => format!("{score:.2}"),
+        a if a < 100.0 => format!("{score:.1}"),
+        _ => format!("{score:.0}"),
+    }
+}
+
+fn procc_pick(state: &State) -> Option<usize> {
+    state.procc.as_ref().and_then(|p| p.pick)
+}
+
+/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick.
+pub fn note(state: &State, c: &Candidate) -> Option<String> {
+    match &c.availability {
+        Availability::NotApplicable(why) => why.clone(),
+        Availability::Building => Some("waiting for the backend".into()),
+        Availability::Applicable if procc_pick(state) == Some(c.id) => {
+            Some("ProCC (LinUCB) pick".into())
+        }
+        Availability::Applicable => None,
+    }
 }

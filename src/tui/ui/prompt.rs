@@ -11,7 +11,7 @@ use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
 use crate::token::Keep;
-use crate::tui::state::{Editor, State};
+use crate::tui::state::{Availability, Editor, State};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -21,6 +21,19 @@ const BAR_WIDTH: usize = 20;
 pub fn title(state: &State) -> String {
     if let Some(editor) = &state.editor {
         return edit_title(editor);
+    }
+    if state.explained.is_none()
+        && let Some(c) = state.focused_candidate()
+    {
+        match &c.availability {
+            Availability::NotApplicable(Some(why)) => {
+                return format!("candidate {} does not apply: {why}", c.id);
+            }
+            Availability::Building => {
+                return format!("candidate {} is waiting for the backend", c.id);
+            }
+            _ => {}
+        }
     }
     match state.shown_prompt() {
         Some(p) => {

@@ -1,0 +1,65 @@
+//! A pick in the TUI teaches both learners: the online ranker and, for a completion from one of
+//! ProCC's perspectives, its LinUCB bandit, both saved in the data directory. Its own test
+//! binary, since it points KEYHOLE_DATA_DIR at a temporary directory for the whole process.
+
+use std::time::Duration;
+
+use keyhole::context::perspectives::PROCC_IDS;
+use keyhole::rank::bandit::{self, LinUcb};
+use keyhole::tui::app::App;
+use keyhole::tui::keymap::Keymap;
+use keyhole::tui::state::{Action, Command};
+use keyhole::tui::theme::Theme;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+#[test]
+fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
+    let data = tempfile::tempdir().unwrap();
+    // SAFETY: set before any other thread of this test binary starts.
+    unsafe { std::env::set_var("KEYHOLE_DATA_DIR", data.path()) };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let root = keyhole::sample::materialize().unwrap();
+        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+        app.settle(LIMIT).await.unwrap();
+        let procc = app
+            .state
+            .procc
+            .clone()
+            .expect("ProCC chose among its perspectives");
+        let shown: Vec<usize> = PROCC_IDS
+            .into_iter()
+            .filter(|&id| app.state.candidate(id).unwrap().applicable())
+            .collect();
+        assert!(shown.len() >= 2, "the sample hole has {shown:?}");
+        app.state.selected.extend(&shown);
+        app.dispatch(Action::Command(Command::Run));
+        app.settle(LIMIT).await.unwrap();
+        // Pick the completion of the second perspective shown.
+        app.dispatch(Action::Command(Command::Pick2));
+        let action = tokio::time::timeout(LIMIT, app.next()).await.unwrap();
+        app.dispatch(action.unwrap());
+        let status = &app.state.status;
+        assert!(status.contains("ProCC bandit updated"), "{status}");
+
+        let (saved, warning) = LinUcb::load(&data.path().join(bandit::FILE));
+        assert_eq!(warning, None);
+        let pulls = saved.pulls();
+        for (arm, id) in PROCC_IDS.into_iter().enumerate() {
+            let expected = u64::from(shown.contains(&id) && procc.available[arm]);
+            assert_eq!(pulls[arm], expected, "arm {arm} (candidate {id})");
+        }
+        let picked_arm = PROCC_IDS.iter().position(|&id| id == shown[1]);
+        assert_eq!(
+            saved.choose(&procc.context, procc.available),
+            picked_arm,
+            "rewarded 1, the picked perspective now leads at this hole"
+        );
+        let online = std::fs::read_to_string(data.path().join("online-ranker.json")).unwrap();
+        assert!(online.contains(&format!("\"{}\"", shown[1])), "{online}");
+        let log = std::fs::read_to_string(data.path().join("feedback.jsonl")).unwrap();
+        assert_eq!(log.lines().count(), 1);
+    });
+}
