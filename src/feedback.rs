@@ -121,6 +121,27 @@ fn check_range(
     }
 }
 
+/// Learned state kept in a file: what `read` makes of `path`; the default when there is no
+/// file; the default and a one-line warning naming the file (and `what` it is) when the file
+/// cannot be read or understood, so a damaged file never stops the app.
+pub fn load_state<T: Default>(
+    path: &Path,
+    what: &str,
+    read: impl FnOnce(&Path) -> io::Result<T>,
+) -> (T, Option<String>) {
+    match read(path) {
+        Ok(state) => (state, None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (T::default(), None),
+        Err(e) => {
+            let warning = format!(
+                "ignoring {what} state {}: {e}; starting fresh",
+                path.display()
+            );
+            (T::default(), Some(warning))
+        }
+    }
+}
+
 /// Replace the file at `path` with `bytes` so that readers and crashes see the old file or the
 /// new one, never a mix: write a temporary file beside it, sync, rename over it. An existing
 /// file keeps its permissions, and a symlink keeps pointing at the replaced file.

@@ -133,17 +133,7 @@ impl LinUcb {
     /// The bandit saved at `path`; a fresh one if there is none. A file that cannot be read or
     /// understood also gives a fresh bandit, with a one-line warning naming the file.
     pub fn load(path: &Path) -> (Self, Option<String>) {
-        match Self::read(path) {
-            Ok(bandit) => (bandit, None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Self::default(), None),
-            Err(e) => {
-                let warning = format!(
-                    "ignoring ProCC bandit state {}: {e}; starting fresh",
-                    path.display()
-                );
-                (Self::default(), Some(warning))
-            }
-        }
+        feedback::load_state(path, "ProCC bandit", Self::read)
     }
 
     fn read(path: &Path) -> io::Result<Self> {

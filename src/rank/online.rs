@@ -55,17 +55,7 @@ impl OnlineRanker {
     /// The ranker saved at `path`; a fresh one if there is none. A file that cannot be read or
     /// understood also gives a fresh ranker, with a one-line warning naming the file.
     pub fn load(path: &Path) -> (Self, Option<String>) {
-        match Self::read(path) {
-            Ok(ranker) => (ranker, None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Self::default(), None),
-            Err(e) => {
-                let warning = format!(
-                    "ignoring ranker state {}: {e}; starting fresh",
-                    path.display()
-                );
-                (Self::default(), Some(warning))
-            }
-        }
+        feedback::load_state(path, "ranker", Self::read)
     }
 
     /// The ranker kept in the data directory (a fresh one without a data directory), and a
