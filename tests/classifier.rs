@@ -182,3 +182,40 @@ fn a_model_trained_on_label_files_ranks_proposals() {
         assert!(!json["ranking"].as_array().unwrap().is_empty());
     }
 }
+
+#[test]
+fn complete_takes_the_top_k_of_the_chosen_ranker() {
+    let scratch = tempfile::tempdir().unwrap();
+    for ranker in ["rlpg-h", "bm25"] {
+        let listing = ok(keyhole(
+            &["proposals", &sample(), DEMO, "--json", "--ranker", ranker],
+            scratch.path(),
+        ));
+        let listing: Value = serde_json::from_slice(&listing.stdout).unwrap();
+        let best: Vec<u64> = listing["ranking"].as_array().unwrap()[..3]
+            .iter()
+            .map(|id| id.as_u64().unwrap())
+            .collect();
+        let done = ok(keyhole(
+            &[
+                "complete",
+                &sample(),
+                DEMO,
+                "--json",
+                "-k",
+                "3",
+                "--ranker",
+                ranker,
+            ],
+            scratch.path(),
+        ));
+        let done: Value = serde_json::from_slice(&done.stdout).unwrap();
+        let used: Vec<u64> = done["completions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["proposal_id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(used, best, "{ranker}");
+    }
+}

@@ -5,7 +5,7 @@ use clap::Args;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use super::{HoleArgs, Session, hole_json};
+use super::{HoleArgs, RankArgs, Session, hole_json};
 use keyhole::compose::{Composer, Prompt};
 use keyhole::context::perspectives::Candidate;
 use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
@@ -13,14 +13,14 @@ use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
 use keyhole::model::config::{self, BackendConfig};
 use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
-use keyhole::rank::{FixedRanker, RankInput, Ranker};
+use keyhole::rank::RankInput;
 
 #[derive(Args)]
 pub struct CompleteArgs {
     #[command(flatten)]
     at: HoleArgs,
     /// Candidate ids to complete with (proposals 0-61, the default context 62, retrieved
-    /// 63-70); repeatable. Without it, the k best-ranked candidates.
+    /// 63-72); repeatable. Without it, the k best-ranked candidates.
     #[arg(long = "id", visible_alias = "proposal")]
     ids: Vec<usize>,
     /// Number of candidates to complete with, one completion each.
@@ -36,6 +36,8 @@ pub struct CompleteArgs {
     seed: Option<u64>,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    rank: RankArgs,
 }
 
 /// Which backend to use, with overrides of its configured settings.
@@ -194,18 +196,16 @@ async fn attempts(
     backend: &dyn Backend,
 ) -> Result<Vec<Attempt>> {
     let budget = args.at.budget;
-    let all: Vec<ProposalContext> = proposals::specs()
-        .into_iter()
-        .map(|spec| session.build(spec, budget))
-        .collect();
+    let all: Vec<ProposalContext> =
+        proposals::build_for_budget(&session.index, &session.hole, session.tokenizer, budget);
     let ids: Vec<usize> = if args.ids.is_empty() {
         let k = if args.samples.is_some() {
             1
         } else {
             args.k.max(1)
         };
-        FixedRanker
-            .rank(&RankInput::new(&session.index, &session.hole, &all))
+        args.rank
+            .rank(&RankInput::new(&session.index, &session.hole, &all))?
             .into_iter()
             .take(k)
             .map(|r| r.id)

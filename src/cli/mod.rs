@@ -125,7 +125,8 @@ struct HolesArgs {
 
 /// How to rank the candidates of a hole.
 #[derive(Args)]
-struct RankArgs {
+pub(super) struct RankArgs {
+    /// Which ranker orders the candidates (RLPG-H is the bundled classifier).
     #[arg(long, value_enum, default_value = "rlpg-h")]
     ranker: RankerKind,
     /// A classifier written by `keyhole train` [default: the bundled one].
