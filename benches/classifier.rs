@@ -5,6 +5,8 @@
 //! Holes come from `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`) when it
 //! exists, else from the bundled sample repository.
 
+mod support;
+
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -19,14 +21,7 @@ const HOLES: usize = 50;
 const BUDGET: usize = 4072;
 
 fn repo() -> PathBuf {
-    let large = PathBuf::from(
-        std::env::var("KEYHOLE_BENCH_REPO").unwrap_or("/work/corpus/guava-libraries".into()),
-    );
-    if large.is_dir() {
-        large
-    } else {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo")
-    }
+    support::large_repo().map_or_else(support::sample_repo, |(_, path)| path)
 }
 
 fn scoring(c: &mut Criterion) {

@@ -6,6 +6,8 @@
 //! timings are the median of 5 interleaved rounds after one untimed open. A breakdown of the index build is printed after the table,
 //! measured with public APIs only (the steps `RepoIndex::open` takes, re-run one at a time).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -329,25 +331,14 @@ fn measure(name: &str, root: &Path) -> Row {
 
 fn main() {
     // `cargo bench` passes `--bench`; no other arguments are understood.
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
-    let corpus = std::env::var_os("KEYHOLE_BENCH_REPO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/corpus/guava-libraries"));
+    let sample = support::sample_repo();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(THREADS)
         .build()
         .expect("rayon pool");
     let mut rows = vec![pool.install(|| measure("sample", &sample))];
-    if corpus.is_dir() {
-        let name = corpus
-            .file_name()
-            .map_or("repo".into(), |n| n.to_string_lossy().into_owned());
+    if let Some((name, corpus)) = support::large_repo() {
         rows.push(pool.install(|| measure(&name, &corpus)));
-    } else {
-        println!(
-            "note: {} not found; set KEYHOLE_BENCH_REPO to bench a larger repository",
-            corpus.display()
-        );
     }
 
     println!();

@@ -6,8 +6,10 @@
 //! Runs on the bundled sample repository and, when the directory exists, on the repository named
 //! by `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`).
 
+mod support;
+
 use std::cell::Cell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -66,21 +68,10 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
 }
 
 fn benches(c: &mut Criterion) {
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
+    let sample = support::sample_repo();
     bench_repo(c, "sample", &sample);
-    let corpus = std::env::var_os("KEYHOLE_BENCH_REPO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/corpus/guava-libraries"));
-    if corpus.is_dir() {
-        let name = corpus
-            .file_name()
-            .map_or("repo".into(), |n| n.to_string_lossy().into_owned());
+    if let Some((name, corpus)) = support::large_repo() {
         bench_repo(c, &name, &corpus);
-    } else {
-        println!(
-            "note: {} not found; skipping it (set KEYHOLE_BENCH_REPO)",
-            corpus.display()
-        );
     }
 }
 

@@ -5,6 +5,8 @@
 //! KEYHOLE_BENCH_REPO names the repository (default /work/corpus/guava-libraries); the bench
 //! skips, saying so, where it is absent.
 
+mod support;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -17,14 +19,13 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-const DEFAULT_REPO: &str = "/work/corpus/guava-libraries";
 /// A large file of guava; other repositories open at their first file.
 const FILE: &str = "guava/src/com/google/common/collect/ImmutableMap.java";
 const KEYS: usize = 500;
 const SETTLE: Duration = Duration::from_secs(300);
 
 fn main() {
-    let root = std::env::var_os("KEYHOLE_BENCH_REPO").map_or(DEFAULT_REPO.into(), PathBuf::from);
+    let root = support::large_repo_path();
     if !root.is_dir() {
         println!("tui bench skipped: {} is absent", root.display());
         return;
