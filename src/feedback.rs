@@ -142,6 +142,17 @@ pub fn load_state<T: Default>(
     }
 }
 
+/// A state file of another version than `expected` is an error that names both.
+pub fn check_version(found: u32, expected: u32) -> io::Result<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "version {found} (expected {expected})"
+        )))
+    }
+}
+
 /// Replace the file at `path` with `bytes` so that readers and crashes see the old file or the
 /// new one, never a mix: write a temporary file beside it, sync, rename over it. An existing
 /// file keeps its permissions, and a symlink keeps pointing at the replaced file.

@@ -138,12 +138,7 @@ impl LinUcb {
 
     fn read(path: &Path) -> io::Result<Self> {
         let state: State = serde_json::from_slice(&std::fs::read(path)?)?;
-        if state.version != VERSION {
-            return Err(io::Error::other(format!(
-                "version {} (expected {VERSION})",
-                state.version
-            )));
-        }
+        feedback::check_version(state.version, VERSION)?;
         Ok(LinUcb {
             alpha: state.alpha,
             arms: state.arms,

@@ -69,12 +69,7 @@ impl OnlineRanker {
 
     fn read(path: &Path) -> io::Result<Self> {
         let state: State = serde_json::from_slice(&std::fs::read(path)?)?;
-        if state.version != VERSION {
-            return Err(io::Error::other(format!(
-                "version {} (expected {VERSION})",
-                state.version
-            )));
-        }
+        feedback::check_version(state.version, VERSION)?;
         Ok(OnlineRanker {
             counts: state.candidates,
         })
