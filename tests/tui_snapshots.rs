@@ -1,4 +1,4 @@
-//! Whole-frame snapshots of each main state on a fixed-size TestBackend, and the SVG
+//! Whole-frame snapshots of each main state on a fixed-size TestBackend, and the SVG and PNG
 //! screenshots generated from the same fixtures so they never go stale.
 
 use keyhole::tui::{FIXTURES, Format, render_fixture};
@@ -10,12 +10,12 @@ const HEIGHT: u16 = 40;
 fn every_main_state_matches_its_snapshot() {
     for name in FIXTURES {
         let text = render_fixture(name, Format::Txt, WIDTH, HEIGHT).unwrap();
-        insta::assert_snapshot!(name, text);
+        insta::assert_snapshot!(name, String::from_utf8(text).unwrap());
     }
 }
 
-/// screenshots/<state>.svg must equal a fresh rendering. A missing file, or any file when
-/// KEYHOLE_BLESS is set, is written instead.
+/// screenshots/<state>.svg and .png must equal a fresh rendering. A missing file, or any file
+/// when KEYHOLE_BLESS is set, is written instead.
 #[test]
 fn screenshots_are_current() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
@@ -23,12 +23,14 @@ fn screenshots_are_current() {
     let bless = std::env::var_os("KEYHOLE_BLESS").is_some();
     let mut stale = Vec::new();
     for name in FIXTURES {
-        let svg = render_fixture(name, Format::Svg, WIDTH, HEIGHT).unwrap();
-        let path = dir.join(format!("{name}.svg"));
-        match std::fs::read_to_string(&path) {
-            Ok(old) if old == svg => {}
-            Ok(_) if !bless => stale.push(name),
-            _ => std::fs::write(&path, svg).unwrap(),
+        for (format, extension) in [(Format::Svg, "svg"), (Format::Png, "png")] {
+            let fresh = render_fixture(name, format, WIDTH, HEIGHT).unwrap();
+            let path = dir.join(format!("{name}.{extension}"));
+            match std::fs::read(&path) {
+                Ok(old) if old == fresh => {}
+                Ok(_) if !bless => stale.push(format!("{name}.{extension}")),
+                _ => std::fs::write(&path, fresh).unwrap(),
+            }
         }
     }
     assert!(

@@ -5,7 +5,7 @@ mod complete;
 mod eval;
 mod train;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -274,11 +274,10 @@ fn run(cli: Cli) -> Result<()> {
             width,
             height,
         }) => {
-            print!(
-                "{}",
-                keyhole::tui::render_fixture(&state, format, width, height)?
-            );
-            Ok(())
+            let bytes = keyhole::tui::render_fixture(&state, format, width, height)?;
+            std::io::stdout()
+                .write_all(&bytes)
+                .context("cannot write the rendering")
         }
         Some(Command::Tasks(args)) => complete::tasks_command(&args),
         Some(Command::Index { repo, json, cache }) => index_command(&repo, json, &cache),

@@ -1,12 +1,14 @@
 //! The terminal UI: a pure state machine (`state`), an effect driver on tokio (`driver`), one
 //! loop that drains actions then draws (`run`), rendering as a function of state (`ui`), keymaps
-//! and themes as data, and headless rendering of named states to text or SVG (`render_fixture`).
+//! and themes as data, and headless rendering of named states to text, SVG or PNG
+//! (`render_fixture`).
 
 pub mod app;
 pub mod driver;
 pub mod highlight;
 pub mod keymap;
 pub mod log;
+pub mod png;
 pub mod state;
 pub mod svg;
 pub mod theme;
@@ -34,6 +36,7 @@ use theme::Theme;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Svg,
+    Png,
     Txt,
 }
 
@@ -162,7 +165,7 @@ pub fn render_fixture(
     format: Format,
     width: u16,
     height: u16,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Vec<u8>> {
     if !FIXTURES.contains(&state) {
         bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
     }
@@ -179,9 +182,11 @@ pub fn render_fixture(
             ui::draw(f, &app.state);
         })?;
         let buffer = terminal.backend().buffer();
+        let background = app.state.theme.background;
         Ok(match format {
-            Format::Svg => svg::render(buffer, app.state.theme.background),
-            Format::Txt => text(buffer),
+            Format::Svg => svg::render(buffer, background).into_bytes(),
+            Format::Png => png::render(buffer, background),
+            Format::Txt => text(buffer).into_bytes(),
         })
     })
 }

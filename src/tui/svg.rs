@@ -6,6 +6,8 @@ use std::fmt::Write;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 
+use super::theme::rgb;
+
 const CELL_W: f64 = 8.4;
 const CELL_H: f64 = 18.0;
 const FONT: &str = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
@@ -109,30 +111,12 @@ fn text_style(buffer: &Buffer, x: u16, y: u16) -> (String, String) {
     (colours(buffer, x, y).0, attrs)
 }
 
-/// Colours as #rrggbb; named ones get the usual terminal values.
+/// Colours as #rrggbb, `reset` for the terminal's default.
 fn hex(color: Color, reset: &str) -> String {
-    let (r, g, b) = match color {
-        Color::Reset => return reset.to_string(),
-        Color::Rgb(r, g, b) => (r, g, b),
-        Color::Black => (0, 0, 0),
-        Color::Red => (205, 49, 49),
-        Color::Green => (13, 188, 121),
-        Color::Yellow => (229, 229, 16),
-        Color::Blue => (36, 114, 200),
-        Color::Magenta => (188, 63, 188),
-        Color::Cyan => (17, 168, 205),
-        Color::Gray => (204, 204, 204),
-        Color::DarkGray => (102, 102, 102),
-        Color::White => (255, 255, 255),
-        Color::LightRed => (241, 76, 76),
-        Color::LightGreen => (35, 209, 139),
-        Color::LightYellow => (245, 245, 67),
-        Color::LightBlue => (59, 142, 234),
-        Color::LightMagenta => (214, 112, 214),
-        Color::LightCyan => (41, 184, 219),
-        Color::Indexed(i) => (i, i, i),
-    };
-    format!("#{r:02x}{g:02x}{b:02x}")
+    match rgb(color) {
+        Some([r, g, b]) => format!("#{r:02x}{g:02x}{b:02x}"),
+        None => reset.to_string(),
+    }
 }
 
 fn escape(text: &str) -> String {

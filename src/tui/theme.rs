@@ -118,6 +118,32 @@ mod color {
     }
 }
 
+/// A colour's RGB value, `None` for the terminal's default; named colours get the usual
+/// terminal values (what screenshots draw them as).
+pub fn rgb(color: Color) -> Option<[u8; 3]> {
+    Some(match color {
+        Color::Reset => return None,
+        Color::Rgb(r, g, b) => [r, g, b],
+        Color::Black => [0, 0, 0],
+        Color::Red => [205, 49, 49],
+        Color::Green => [13, 188, 121],
+        Color::Yellow => [229, 229, 16],
+        Color::Blue => [36, 114, 200],
+        Color::Magenta => [188, 63, 188],
+        Color::Cyan => [17, 168, 205],
+        Color::Gray => [204, 204, 204],
+        Color::DarkGray => [102, 102, 102],
+        Color::White => [255, 255, 255],
+        Color::LightRed => [241, 76, 76],
+        Color::LightGreen => [35, 209, 139],
+        Color::LightYellow => [245, 245, 67],
+        Color::LightBlue => [59, 142, 234],
+        Color::LightMagenta => [214, 112, 214],
+        Color::LightCyan => [41, 184, 219],
+        Color::Indexed(i) => [i, i, i],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
