@@ -127,7 +127,12 @@ fn a_model_trained_on_label_files_ranks_proposals() {
         scratch.path(),
     ));
     let report = std::fs::read_to_string(eval_out.join("report.md")).unwrap();
-    for row in ["| RLPG-H |", "| RLPG-R |", "Table 10"] {
+    for row in [
+        "| RLPG-H |",
+        "| RLPG-R |",
+        "Table 10",
+        "rank the test repositories only",
+    ] {
         assert!(report.contains(row), "{row} missing from the report");
     }
     let model = scratch.path().join("model.safetensors");

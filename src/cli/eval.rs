@@ -114,6 +114,13 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let holes = report::group_holes(&rows);
     let classified = runtime.block_on(classify(args, &entry, &classifier, &holes))?;
     let mut builder = report::Builder::new(&rows, &args.train, args.seed);
+    if !args.train.is_empty() {
+        builder = builder.add_note(
+            "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
+             training data); in the per-repository table their training rows equal the default \
+             context.",
+        );
+    }
     for variant in [Variant::H, Variant::R]
         .into_iter()
         .filter(|&v| classifier.has(v))

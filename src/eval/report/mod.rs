@@ -177,6 +177,7 @@ pub struct Builder<'a> {
     train: Vec<String>,
     seed: u64,
     extra: Vec<Method<'a>>,
+    extra_notes: Vec<String>,
 }
 
 impl<'a> Builder<'a> {
@@ -187,7 +188,14 @@ impl<'a> Builder<'a> {
             train: train.to_vec(),
             seed,
             extra: Vec::new(),
+            extra_notes: Vec::new(),
         }
+    }
+
+    /// Add a caveat about how the added methods were obtained.
+    pub fn add_note(mut self, note: impl Into<String>) -> Self {
+        self.extra_notes.push(note.into());
+        self
     }
 
     /// Add a method that orders each hole's candidate ids, best first.
@@ -210,6 +218,7 @@ impl<'a> Builder<'a> {
         let order = methods::fixed_order(&choice);
         let fixed = order[0];
         let mut notes = split.notes.clone();
+        notes.extend(self.extra_notes);
         notes.extend(why_not_notes(&holes));
         let (procc, procc_note) = procc_picks(&holes, &split);
         notes.push(procc_note);
