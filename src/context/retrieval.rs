@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
 
 use super::SourcedText;
-use crate::hole::Hole;
+use crate::hole::{Hole, HoleWindow};
 use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Keep, Tokenizer};
@@ -96,15 +96,7 @@ impl Bm25 {
 /// RLPG's hole window: two lines before the hole line, the hole line up to the hole, and two
 /// lines after it.
 pub fn hole_window(index: &RepoIndex, hole: &Hole) -> String {
-    let file = &index.files[hole.file];
-    let start = file.line_start(hole.line.saturating_sub(2));
-    let after = file.line_start(hole.line + 1);
-    let end = file.line_start(hole.line + 3);
-    format!(
-        "{}\n{}",
-        &file.text[start..hole.offset],
-        &file.text[after..end]
-    )
+    HoleWindow::of(index, hole).text()
 }
 
 /// What the baselines share for one repository: BM25 over its files.

@@ -10,11 +10,10 @@ use futures_util::stream::{self, StreamExt};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::RLPG_CANDIDATES;
 use super::report::HoleRows;
 use crate::compose::{Composer, Prompt};
+use crate::context::perspectives::first_completion;
 use crate::context::proposals::{DEFAULT_ID, build_for_budget};
-use crate::hole::Hole;
 use crate::metrics;
 use crate::model::{Backend, CompletionRequest};
 use crate::rank::classifier::{Classifier, Variant};
@@ -71,8 +70,7 @@ impl ClassifierEval<'_> {
     }
 
     fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
-        let row = (0..RLPG_CANDIDATES).find_map(|id| rows.row(id))?;
-        let hole = Hole::at(index, &row.file, row.line, row.column).ok()?;
+        let hole = rows.hole(index).ok()?;
         let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget);
         let input = RankInput::new(index, &hole, &proposals);
         let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
@@ -107,10 +105,7 @@ impl ClassifierEval<'_> {
                 current_file: Some(pending.current_file.clone()),
                 ..CompletionRequest::single_line(prompt.text())
             };
-            let text = match backend.complete(&request, None).await {
-                Ok(completions) => completions.into_iter().next().map(|c| c.text),
-                Err(_) => None,
-            };
+            let text = first_completion(backend, &request).await.ok();
             let hit = text.is_some_and(|t| metrics::score(&t, &pending.target).exact_match);
             pending.classified.compositions.push((*variant, *l, hit));
         }

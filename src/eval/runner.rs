@@ -18,11 +18,12 @@ use crate::context::perspectives::{
     self, Candidate, HYPOTHETICAL_LINE_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
 };
 use crate::context::proposals::{self, DEFAULT_ID, ProposalContext};
-use crate::context::retrieval::{self, Bm25, Retrieval};
+use crate::context::retrieval::{self, Retrieval};
 use crate::context::windows::WindowIndex;
 use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::rank::bm25;
 use crate::repo::RepoIndex;
 use crate::token::Tokenizer;
 
@@ -245,8 +246,7 @@ impl RepoRun<'_> {
         let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
         let built: Vec<ProposalContext> =
             proposals::build_for_budget(self.index, hole, self.tokenizer, self.options.budget);
-        let bm25 = Bm25::new(built.iter().map(|p| p.context.text.as_str()))
-            .scores(&retrieval::hole_window(self.index, hole));
+        let bm25 = bm25::proposal_scores(&built, &retrieval::hole_window(self.index, hole));
         let mut prompts: Vec<HolePrompt> = built
             .iter()
             .zip(bm25)

@@ -2,10 +2,16 @@
 //! score of their context against the hole window, then the default context.
 
 use super::{RankInput, Ranked, Ranker, sorted};
-use crate::context::proposals::DEFAULT_ID;
+use crate::context::proposals::{DEFAULT_ID, ProposalContext};
 use crate::context::retrieval::Bm25;
 
 pub struct Bm25Ranker;
+
+/// Each proposal's BM25 score against the hole window `window`, BM25 fitted over the hole's
+/// proposal contexts as the paper's baseline is.
+pub fn proposal_scores(proposals: &[ProposalContext], window: &str) -> Vec<f64> {
+    Bm25::new(proposals.iter().map(|p| p.context.text.as_str())).scores(window)
+}
 
 impl Ranker for Bm25Ranker {
     fn name(&self) -> &'static str {
@@ -15,8 +21,7 @@ impl Ranker for Bm25Ranker {
     /// BM25 is fitted over the hole's 62 proposal contexts, as the paper's baseline is; the
     /// default context ranks last with score 0.
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
-        let scores = Bm25::new(input.proposals.iter().map(|p| p.context.text.as_str()))
-            .scores(&input.window.text());
+        let scores = proposal_scores(input.proposals, &input.window.text());
         let applicable = input
             .proposals
             .iter()

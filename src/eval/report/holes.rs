@@ -6,6 +6,8 @@ use serde::Serialize;
 
 use crate::context::proposals::DEFAULT_ID;
 use crate::eval::{LabelRow, ROWS_PER_HOLE, WRITTEN_ROWS};
+use crate::hole::Hole;
+use crate::repo::RepoIndex;
 
 /// The label rows of one hole, by proposal id (a missing row counts as inapplicable).
 pub struct HoleRows<'a> {
@@ -29,6 +31,18 @@ impl<'a> HoleRows<'a> {
     /// error (errors count as misses).
     pub fn succeeded(&self, id: usize) -> bool {
         self.applicable(id) && self.row(id).is_some_and(|r| r.success && r.error.is_none())
+    }
+
+    /// The labelled hole found again in `index` (its repository), or why it cannot be.
+    pub fn hole(&self, index: &RepoIndex) -> Result<Hole, String> {
+        let row = self
+            .by_id
+            .iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| format!("{}: no rows", self.hole_id))?;
+        Hole::at(index, &row.file, row.line, row.column)
+            .map_err(|e| format!("{}: {e}", self.hole_id))
     }
 
     /// Applicable candidates, proposals in id order, then the default context.

@@ -14,7 +14,7 @@ use super::{EncoderKind, WINDOW_KEEP, candidate_contexts, features};
 use crate::context::proposals::build_for_budget;
 use crate::eval::report::{HoleRows, group_holes};
 use crate::eval::{LabelRow, RLPG_CANDIDATES};
-use crate::hole::{Hole, HoleWindow};
+use crate::hole::HoleWindow;
 use crate::rank::RankInput;
 use crate::repo::RepoIndex;
 use crate::token::{Keep, Tokenizer};
@@ -121,11 +121,7 @@ impl Rebuild<'_> {
         rows: &HoleRows,
         encoded: &Encoded,
     ) -> Result<Example, String> {
-        let any = (0..RLPG_CANDIDATES)
-            .find_map(|id| rows.row(id))
-            .ok_or_else(|| format!("{}: no rows", rows.hole_id))?;
-        let hole = Hole::at(index, &any.file, any.line, any.column)
-            .map_err(|e| format!("{}: {e}", rows.hole_id))?;
+        let hole = rows.hole(index)?;
         let proposals = match self.with_contexts {
             true => build_for_budget(index, &hole, self.tokenizer, self.budget),
             false => Vec::new(),
