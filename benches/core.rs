@@ -8,10 +8,11 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use keyhole::compose::compose;
 use keyhole::context::proposals::{Request, build_all};
-use keyhole::hole::sample_holes;
+use keyhole::context::typed::TypedHole;
+use keyhole::hole::{Hole, sample_holes};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use rayon::prelude::*;
@@ -88,7 +89,71 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     group.finish();
 }
 
+/// Files nested `depth` deep three ways, with the hole where the nesting is deepest: one block
+/// per line inside a method, one class per line, and `depth` imports before a class.
+fn nested(shape: &str, depth: usize) -> (String, usize) {
+    let text = match shape {
+        "blocks" => format!(
+            "class Deep {{\n  void f() {{\n{}    int x = 1;\n{}  }}\n}}\n",
+            "{\n".repeat(depth),
+            "}\n".repeat(depth)
+        ),
+        "classes" => format!(
+            "{}    int x = 1;\n{}",
+            (0..depth)
+                .map(|i| format!("class C{i} {{\n"))
+                .collect::<String>(),
+            "}\n".repeat(depth)
+        ),
+        _ => format!(
+            "package p;\n{}class Deep {{\n    int x = 1;\n}}\n",
+            (0..depth)
+                .map(|i| format!("import q.T{i};\n"))
+                .collect::<String>()
+        ),
+    };
+    let line = text
+        .lines()
+        .position(|l| l.contains("int x"))
+        .expect("a hole line");
+    (text, line + 1)
+}
+
+/// Everything one hole needs from the syntax tree (facts of the file, 62 proposals, the
+/// typed-hole analysis) at growing nesting depths: linear, not quadratic, in the depth.
+fn bench_nesting(c: &mut Criterion) {
+    let mut group = c.benchmark_group("nesting");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let tokenizer = TokenizerKind::Code.tokenizer();
+    for shape in ["blocks", "classes", "imports"] {
+        for depth in [1_000, 4_000, 16_000, 32_000] {
+            let (text, line) = nested(shape, depth);
+            group.bench_function(BenchmarkId::new(shape, depth), |b| {
+                b.iter_with_large_drop(|| {
+                    let sources = vec![("Deep.java".to_string(), text.clone())];
+                    let index = RepoIndex::from_sources(Path::new("/nested"), sources);
+                    let hole = Hole::at(&index, "Deep.java", line, 5).expect("the hole");
+                    let req = Request {
+                        index: &index,
+                        hole: &hole,
+                        tokenizer,
+                        allocation: ALLOCATION,
+                    };
+                    let proposals = build_all(&req);
+                    let typed = TypedHole::new(&index, &hole).contexts();
+                    (proposals, typed, index)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    bench_nesting(c);
     let sample = support::sample_repo();
     bench_repo(c, "sample", &sample, false);
     if let Some((name, corpus)) = support::large_repo() {

@@ -181,10 +181,7 @@ impl<'a> Composer<'a> {
         } else {
             window.start.saturating_sub(64)
         };
-        let start = (0..=start)
-            .rev()
-            .find(|&i| full.text.is_char_boundary(i))
-            .unwrap_or(0);
+        let start = full.text.floor_char_boundary(start);
         let default = if start == 0 {
             full
         } else {

@@ -90,10 +90,7 @@ impl Hole {
     fn in_line(index: &RepoIndex, file: FileId, line: usize, column: usize) -> Hole {
         let source = &index.files[file];
         let text = source.line_text(line);
-        let byte_in_line = text
-            .char_indices()
-            .nth(column)
-            .map_or(text.len(), |(b, _)| b);
+        let byte_in_line = crate::text::byte_of_char(text, column);
         let target = text[byte_in_line..].trim_end().to_string();
         Hole {
             file,

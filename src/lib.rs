@@ -18,5 +18,6 @@ pub mod model;
 pub mod rank;
 pub mod repo;
 pub mod sample;
+pub mod text;
 pub mod token;
 pub mod tui;

@@ -255,8 +255,8 @@ fn truncate_in_window(
         return None;
     }
     let window = match keep {
-        Keep::Start => 0..floor_char_boundary(text, size),
-        Keep::End => ceil_char_boundary(text, text.len() - size)..text.len(),
+        Keep::Start => 0..text.floor_char_boundary(size),
+        Keep::End => text.ceil_char_boundary(text.len().saturating_sub(size))..text.len(),
     };
     let part = &text[window.clone()];
     let ends = tok.token_ends(part);
@@ -294,8 +294,8 @@ pub fn truncate_at(
     }
     // A BPE token may end inside a character; move the cut to a character boundary, inward.
     loop {
-        range.start = ceil_char_boundary(text, range.start);
-        range.end = floor_char_boundary(text, range.end).max(range.start);
+        range.start = text.ceil_char_boundary(range.start);
+        range.end = text.floor_char_boundary(range.end).max(range.start);
         let count = tok.count(&text[range.clone()]);
         if count <= max_tokens || range.is_empty() {
             return (range, count);
@@ -306,20 +306,6 @@ pub fn truncate_at(
             Keep::End => range.start += 1,
         }
     }
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]

@@ -295,6 +295,75 @@ fn a_bad_theme_file_is_named_with_line_and_key_and_the_default_stays() {
     }
 }
 
+/// Text real repositories hold: a byte-order mark, CRLF and lone CR line ends, arrows, quotes
+/// and dashes, a no-break space, combining marks and emoji, in code, strings and comments.
+const UNICODE_FILES: [(&str, &str); 2] = [
+    (
+        "p/Größe.java",
+        "\u{feff}package p;\r\n\r\n/** Größe → «Maß» – “quoted” ≤ 😀 */\r\npublic class Größe {\r\n    \
+         private int maß = 1; // e\u{301} and 👩‍💻\r\n    String arrow = \"a → b ≤ c\";\r\n    \
+         int total(int x) {\r\n        int y = x\u{a0}+ maß;\rint z = y;\r\n        \
+         return y + z; // «😀»\r\n    }\r\n}\r\n",
+    ),
+    (
+        "p/Täller.java",
+        "package p;\n\nclass Täller extends Größe {\n    String s = \"😀x\";\n    \
+         int twice() {\n        return total(2) * 2; // ≥ “twice”\n    }\n}\n",
+    ),
+];
+
+/// A hole right before or after any non-ASCII character, and at both ends of every line:
+/// all 62 proposals, the default context and the retrieved candidates 63–72 build and
+/// compose into valid prompts (the typed-hole probe once panicked after `→`).
+#[test]
+fn every_candidate_builds_next_to_non_ascii_characters() {
+    let sources = UNICODE_FILES.map(|(path, text)| (path.to_string(), text.to_string()));
+    let index = RepoIndex::from_sources(Path::new("/unicode"), sources.to_vec());
+    assert_eq!(index.files.len(), 2);
+    let mut holes = 0;
+    for file in &index.files {
+        for line in 0..file.line_count() {
+            let chars: Vec<char> = file.line_text(line).chars().collect();
+            let non_ascii = |i: usize| chars.get(i).is_some_and(|c| !c.is_ascii());
+            for column in 0..=chars.len() {
+                let next_to_one = non_ascii(column) || column > 0 && non_ascii(column - 1);
+                if !(next_to_one || column == 0 || column == chars.len()) {
+                    continue;
+                }
+                let hole = Hole::at(&index, &file.path, line + 1, column + 1).unwrap();
+                let tokenizer = [TokenizerKind::Code, TokenizerKind::R50kBase][holes % 2];
+                fuzz_checks::compose_all(&index, &hole, tokenizer, DEFAULT_BUDGET);
+                fuzz_checks::compose_retrieved(&index, &hole, tokenizer, DEFAULT_BUDGET);
+                holes += 1;
+            }
+        }
+    }
+    assert!(holes > 80, "only {holes} holes");
+}
+
+/// The report's case through the binary: a hole right after a byte-order mark.
+#[test]
+fn a_hole_after_a_byte_order_mark_lists_every_candidate() {
+    let (scratch, repo) = repo_with(&[("A.java", b"\xef\xbb\xbfpackage p;\nclass A {}\n")]);
+    let out = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "A.java:1:2", "--json"],
+        &[],
+    );
+    assert_eq!(proposal_rows(&out), 62);
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let retrieved = json["retrieved"].as_array().map_or(0, Vec::len);
+    assert_eq!(retrieved, 10, "{json}");
+    for id in ["63", "66", "71"] {
+        let out = keyhole(
+            scratch.path(),
+            &["prompt", arg(&repo), "A.java:1:2", "--id", id],
+            &[],
+        );
+        stdout(&out);
+    }
+}
+
 /// Header bytes of a compose input: line, column and budget (little-endian u16s), tokenizer.
 fn compose_input(line: u16, column: u16, budget: u16, tokenizer: u8, text: &str) -> Vec<u8> {
     let mut input = [line, column, budget]
@@ -316,12 +385,18 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
         "\u{feff}package p;\r\n\r\nclass Ü {\r\n    String s = \"日本語\";\r\n}",
         "class A { void f( { int x = ; } String s = \"hi\"; ",
         "\u{0}\u{1}{{{{((((\u{fffd}",
+        "class A { int a = b → c; String s = \"≤«\"; // “😀”\n}",
     ];
     for (i, text) in texts.iter().enumerate() {
         fuzz_checks::check_extract(text.as_bytes());
         let i = i as u16;
         for (budget, tokenizer) in [(0, 0), (1, 3), (4072, 4)] {
             fuzz_checks::check_compose(&compose_input(i, 7 * i + 3, budget, tokenizer, text));
+        }
+        for position in 0..text.len() as u32 {
+            let mut input = position.to_le_bytes().to_vec();
+            input.extend_from_slice(text.as_bytes());
+            fuzz_checks::check_typed(&input);
         }
     }
 }

@@ -105,7 +105,7 @@ impl<'a> TypedHole<'a> {
     /// Analyse the hole's file (its line cut at the hole) and find the expected type.
     pub fn new(index: &'a RepoIndex, hole: &'a Hole) -> TypedHole<'a> {
         let file = &index.files[hole.file];
-        let offset = hole.offset.min(file.text.len());
+        let offset = file.text.floor_char_boundary(hole.offset);
         let line_end = file.text[offset..]
             .find('\n')
             .map_or(file.text.len(), |i| offset + i);
@@ -765,7 +765,8 @@ fn components(written: &str) -> Vec<&str> {
     }
     let mut out = Vec::new();
     let (mut depth, mut start) = (0usize, open + 1);
-    for (i, c) in written[..close].char_indices().skip(open + 1) {
+    let arguments = written[open + 1..close].char_indices();
+    for (i, c) in arguments.map(|(i, c)| (open + 1 + i, c)) {
         match c {
             '<' => depth += 1,
             '>' => depth = depth.saturating_sub(1),

@@ -142,7 +142,7 @@ impl<'a> Extractor<'a> {
         loop {
             let node = cursor.node();
             let in_header = header_depth.is_some();
-            if self.visit(node, in_header) {
+            if self.visit(node, in_header, depth) {
                 header_depth = Some(depth);
             }
             if cursor.goto_first_child() {
@@ -167,8 +167,9 @@ impl<'a> Extractor<'a> {
         }
     }
 
-    /// Record what `node` contributes; returns true when it starts an import/package header.
-    fn visit(&mut self, node: Node, in_header: bool) -> bool {
+    /// Record what `node`, `depth` levels below the root, contributes; returns true when it
+    /// starts an import/package header.
+    fn visit(&mut self, node: Node, in_header: bool, depth: usize) -> bool {
         if node.is_error() || node.is_missing() {
             self.facts.syntax_errors += 1;
         }
@@ -188,7 +189,9 @@ impl<'a> Extractor<'a> {
         } else if id == k.method_declaration {
             self.method(node);
         } else if let Some(kind) = k.type_kind(id) {
-            self.type_decl(node, kind);
+            // The root is the `program` node; asking a node for its parent would search down
+            // from the root again, quadratic in nesting depth over a file.
+            self.type_decl(node, kind, depth == 1);
         } else if id == k.import_declaration {
             self.import(node);
             return true;
@@ -228,7 +231,7 @@ impl<'a> Extractor<'a> {
         }
     }
 
-    fn type_decl(&mut self, node: Node, kind: TypeKind) {
+    fn type_decl(&mut self, node: Node, kind: TypeKind, top_level: bool) {
         let Some(name) = node.child_by_field_name("name") else {
             return;
         };
@@ -241,7 +244,7 @@ impl<'a> Extractor<'a> {
             kind,
             name_span: span(name),
             superclass,
-            top_level: node.parent().is_some_and(|p| p.kind() == "program"),
+            top_level,
         });
     }
 

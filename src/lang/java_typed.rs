@@ -15,6 +15,7 @@ use super::{
     Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, SyntaxError,
     TypeKind, TypeOutline,
 };
+use crate::text::{clipped, identifier_start};
 
 // ----- Outlines -------------------------------------------------------------------------------
 
@@ -292,10 +293,7 @@ fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize
     let prefix = &source[..hole];
     let (state, open) = scan(prefix);
     let mut insert = String::new();
-    let word_start = prefix
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-        .map_or(0, |i| i + 1);
-    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[word_start..]) {
+    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
         insert.push(' ');
     }
     let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
@@ -316,83 +314,104 @@ fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize
 }
 
 pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
-    let mut hole = hole.min(source.len());
-    while !source.is_char_boundary(hole) {
-        hole -= 1;
-    }
+    let hole = source.floor_char_boundary(hole);
     let (text, inserted, placeholder) =
         probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
     let Some(tree) = parse(&text) else {
         return HoleSyntax::default();
     };
     let root = tree.root_node();
-    let at = root
+    let deepest = root
         .descendant_for_byte_range(placeholder.start, placeholder.end)
-        .map(expression_at)
         .unwrap_or(root);
+    let mut path = path_to(root, deepest);
+    expression_at(&mut path);
     let expected = (!placeholder.is_empty())
-        .then(|| expectation(at, &text))
+        .then(|| expectation(&path, &text))
         .flatten();
     HoleSyntax {
         outline: outline(root, &text),
         expected,
-        enclosing_types: ancestors(at)
+        enclosing_types: ancestors(&path)
             .filter(|a| type_kind(a.kind()).is_some())
             .filter_map(|a| a.child_by_field_name("name"))
             .map(|n| text[n.byte_range()].to_string())
             .collect(),
-        locals: locals(at, &text),
-        is_static: in_static_code(at),
+        locals: locals(&path, &text),
+        is_static: in_static_code(&path),
         text,
         inserted,
     }
 }
 
-fn ancestors(node: Node) -> impl Iterator<Item = Node> {
-    std::iter::successors(node.parent(), |n| n.parent())
-}
-
-/// The expression the placeholder is: string contents are their literal.
-fn expression_at(mut node: Node) -> Node {
-    while !node.is_named() || matches!(node.kind(), "string_fragment" | "escape_sequence") {
-        match node.parent() {
-            Some(parent) => node = parent,
+/// The nodes from `root` down to `node`, both included. tree-sitter keeps no parent links
+/// (`Node::parent` searches down from the root every time), so walking up with it is
+/// quadratic in nesting depth; the hole's analysis descends once and reads ancestors here.
+/// A path's last node is the one it leads to; a prefix of it is the path to an ancestor.
+fn path_to<'t>(root: Node<'t>, node: Node<'t>) -> Vec<Node<'t>> {
+    let mut path = vec![root];
+    let mut at = root;
+    while at != node {
+        match at.child_with_descendant(node) {
+            Some(child) => {
+                path.push(child);
+                at = child;
+            }
             None => break,
         }
     }
-    node
+    path
+}
+
+/// The ancestors of a path's last node, innermost first.
+fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
+    path[..path.len().saturating_sub(1)].iter().rev().copied()
+}
+
+/// Climb the path to the expression the placeholder is: string contents are their literal.
+fn expression_at(path: &mut Vec<Node>) {
+    while path.len() > 1 {
+        let node = path[path.len() - 1];
+        if node.is_named() && !matches!(node.kind(), "string_fragment" | "escape_sequence") {
+            break;
+        }
+        path.pop();
+    }
 }
 
 fn boolean() -> Option<Expectation> {
     Some(Expectation::Type("boolean".into()))
 }
 
-/// Walk up from the expression at the hole through expressions it ends, to the place that
-/// says what type it must have.
-fn expectation(mut node: Node, source: &str) -> Option<Expectation> {
+/// Walk up from the expression at the hole (the path's last node) through expressions it
+/// ends, to the place that says what type it must have.
+fn expectation(path: &[Node], source: &str) -> Option<Expectation> {
+    let mut at = path.len().checked_sub(1)?;
     loop {
-        let parent = node.parent()?;
+        let node = path[at];
+        let parent = path[at.checked_sub(1)?];
+        let grandparent = at.checked_sub(2).map(|g| path[g]);
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
         match parent.kind() {
-            "parenthesized_expression" => match parent.parent().map(|g| g.kind()) {
+            "parenthesized_expression" => match grandparent.map(|g| g.kind()) {
                 Some("if_statement" | "while_statement" | "do_statement") => return boolean(),
-                _ => node = parent,
+                _ => at -= 1,
             },
-            "field_access" if is("field") => node = parent,
-            "method_invocation" if is("name") => node = parent,
+            "field_access" if is("field") => at -= 1,
+            "method_invocation" if is("name") => at -= 1,
             "ternary_expression" if is("condition") => return boolean(),
             "unary_expression" => {
                 let op = parent.child_by_field_name("operator").map(|o| o.kind());
                 return (op == Some("!")).then(boolean).flatten();
             }
             "array_access" if is("index") => return Some(Expectation::Type("int".into())),
-            "ternary_expression" => node = parent,
+            "ternary_expression" => at -= 1,
             "binary_expression" => {
                 let op = parent.child_by_field_name("operator").map(|o| o.kind());
                 return matches!(op, Some("&&" | "||")).then(boolean).flatten();
             }
             "variable_declarator" if is("value") => {
-                let ty = parent.parent()?.child_by_field_name("type")?;
+                let ty = grandparent?.child_by_field_name("type")?;
                 let ty = type_text(ty, source);
                 return (ty != "var").then_some(Expectation::Type(ty));
             }
@@ -402,8 +421,8 @@ fn expectation(mut node: Node, source: &str) -> Option<Expectation> {
                     .then(|| assigned(parent.child_by_field_name("left")?, source))
                     .flatten();
             }
-            "return_statement" => return return_type(parent, source),
-            "argument_list" => return argument(parent, node, source),
+            "return_statement" => return return_type(&path[..at], source),
+            "argument_list" => return argument(&path[..at], node, source),
             _ => return None,
         }
     }
@@ -426,8 +445,9 @@ fn assigned(left: Node, source: &str) -> Option<Expectation> {
     }
 }
 
-/// The return type of the method the `return` is in (none in a lambda or constructor).
-fn return_type(statement: Node, source: &str) -> Option<Expectation> {
+/// The return type of the method the `return` (the path's last node) is in (none in a
+/// lambda or constructor).
+fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
     let method = ancestors(statement).find(|a| {
         matches!(
             a.kind(),
@@ -441,15 +461,16 @@ fn return_type(statement: Node, source: &str) -> Option<Expectation> {
     (ty != "void").then_some(Expectation::Type(ty))
 }
 
-/// Argument `node` of the call that `list` belongs to.
-fn argument(list: Node, node: Node, source: &str) -> Option<Expectation> {
+/// Argument `node` of the call whose argument list is the path's last node.
+fn argument(list_path: &[Node], node: Node, source: &str) -> Option<Expectation> {
+    let (&list, call_path) = list_path.split_last()?;
     let arguments: Vec<Node> = named_children(list)
         .into_iter()
         .filter(|c| !c.kind().ends_with("comment"))
         .collect();
     let position = arguments.iter().position(|a| *a == node)?;
     let arity = arguments.len();
-    let call = list.parent()?;
+    let call = *call_path.last()?;
     match call.kind() {
         "method_invocation" => {
             let receiver = match call.child_by_field_name("object") {
@@ -478,7 +499,7 @@ fn argument(list: Node, node: Node, source: &str) -> Option<Expectation> {
             arity,
         }),
         "explicit_constructor_invocation" => {
-            let class = ancestors(call).find(|a| a.kind() == "class_declaration")?;
+            let class = ancestors(call_path).find(|a| a.kind() == "class_declaration")?;
             let type_name = if call.child_by_field_name("constructor")?.kind() == "super" {
                 let superclass = class.child_by_field_name("superclass")?;
                 type_text(*named_children(superclass).first()?, source)
@@ -495,11 +516,13 @@ fn argument(list: Node, node: Node, source: &str) -> Option<Expectation> {
     }
 }
 
-/// Parameters and locals with declared types visible at `at`, nearest first.
-fn locals(at: Node, source: &str) -> Vec<Local> {
+/// Parameters and locals with declared types visible at the path's last node, nearest first.
+fn locals(path: &[Node], source: &str) -> Vec<Local> {
     let mut out = Vec::new();
-    let mut child = at;
-    for scope in ancestors(at) {
+    let Some(&(mut child)) = path.last() else {
+        return out;
+    };
+    for scope in ancestors(path) {
         match scope.kind() {
             "block" | "constructor_body" | "switch_block_statement_group" => {
                 let before = named_children(scope)
@@ -592,9 +615,10 @@ fn parameters(scope: Node, source: &str) -> Vec<Local> {
     }
 }
 
-/// Whether the code at `node` has no `this`: a static method, initializer or field.
-fn in_static_code(node: Node) -> bool {
-    ancestors(node)
+/// Whether the code at the path's last node has no `this`: a static method, initializer or
+/// field.
+fn in_static_code(path: &[Node]) -> bool {
+    ancestors(path)
         .find(|a| {
             matches!(
                 a.kind(),
@@ -612,6 +636,8 @@ fn in_static_code(node: Node) -> bool {
 
 /// Error and missing nodes overlapping `within`, clipped to it, in text order.
 pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<SyntaxError> {
+    // Whole characters only: a span that splits one could not be shown or sliced.
+    let within = source.floor_char_boundary(within.start)..source.ceil_char_boundary(within.end);
     let mut found = Vec::new();
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
@@ -626,11 +652,14 @@ pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<Syn
                 message: format!("missing `{}`", node.kind()),
             });
         } else if node.is_error() {
-            let clipped = r.start.max(within.start)..r.end.min(within.end);
-            if clipped.start < clipped.end || r.is_empty() {
+            let clipped_range = r.start.max(within.start)..r.end.min(within.end);
+            if clipped_range.start < clipped_range.end || r.is_empty() {
                 found.push(SyntaxError {
-                    span: Span::new(clipped.start, clipped.end.max(clipped.start)),
-                    message: format!("unexpected `{}`", excerpt(&source[clipped])),
+                    span: Span::new(
+                        clipped_range.start,
+                        clipped_range.end.max(clipped_range.start),
+                    ),
+                    message: format!("unexpected `{}`", excerpt(clipped(source, clipped_range))),
                 });
             }
         } else {
@@ -644,9 +673,5 @@ pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<Syn
 
 /// The first line of `text`, trimmed, at most 24 characters.
 fn excerpt(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or_default();
-    match line.char_indices().nth(24) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
-    }
+    crate::text::excerpt(text.trim().lines().next().unwrap_or_default(), 24)
 }

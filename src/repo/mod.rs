@@ -181,6 +181,28 @@ impl RepoIndex {
         })
     }
 
+    /// An index of files held in memory (repository-relative path, text), as if a repository
+    /// at `root` held them: for fuzzing and tests, which should not have to write files.
+    /// Files no language handles are left out, as a walk would leave them out.
+    pub fn from_sources(root: &Path, sources: Vec<(String, String)>) -> RepoIndex {
+        let files: Vec<SourceFile> = sources
+            .into_iter()
+            .filter_map(|(path, text)| {
+                let language = lang::for_path(Path::new(&path))?;
+                let hash = *blake3::hash(text.as_bytes()).as_bytes();
+                let facts = language.extract(&text);
+                Some(SourceFile::new(path, text, hash, facts))
+            })
+            .collect();
+        RepoIndex {
+            root: root.to_path_buf(),
+            graph: RepoGraph::build(&files),
+            files,
+            warnings: Vec::new(),
+            cache: CacheReport::default(),
+        }
+    }
+
     /// The file at a repository-relative path.
     pub fn file_id(&self, path: &str) -> Option<FileId> {
         self.graph

@@ -5,7 +5,10 @@
 use std::path::Path;
 
 use keyhole::compose::{self, Composer};
+use keyhole::context::perspectives::{self, Perspectives};
 use keyhole::context::proposals::{self, PROPOSAL_COUNT, Request};
+use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::WindowIndex;
 use keyhole::hole::Hole;
 use keyhole::lang::{FileFacts, Java, Language, Span};
 use keyhole::repo::RepoIndex;
@@ -70,23 +73,63 @@ fn check_span(text: &str, span: Span) {
     );
 }
 
-/// One fuzzed file beside a fixed sibling; a hole chosen by the input; every proposal and the
-/// default context composed within the input's budget must validate.
+/// One fuzzed file beside a fixed sibling (held in memory); a hole chosen by the input; every
+/// candidate, proposals and retrieved ones, composed within the input's budget must validate.
 pub fn check_compose(data: &[u8]) {
     let mut header = [0u8; HEADER];
     let split = data.len().min(HEADER);
     header[..split].copy_from_slice(&data[..split]);
     let text = String::from_utf8_lossy(&data[split..]).replace('\0', "");
-    let dir = tempfile::tempdir().expect("scratch directory");
-    write(dir.path(), FUZZED, &text);
-    write(dir.path(), SIBLING, SIBLING_TEXT);
-    let index = RepoIndex::open(dir.path(), None).expect("the scratch repository opens");
+    let index = RepoIndex::from_sources(
+        Path::new("/fuzz"),
+        vec![
+            (FUZZED.to_string(), text),
+            (SIBLING.to_string(), SIBLING_TEXT.to_string()),
+        ],
+    );
 
     let pick = |i: usize| u16::from_le_bytes([header[i], header[i + 1]]) as usize;
     let hole = hole_at(&index, pick(0), pick(2));
     let budget = pick(4) % (compose::DEFAULT_BUDGET + 1);
     let kind = TokenizerKind::ALL[header[6] as usize % TokenizerKind::ALL.len()];
     compose_all(&index, &hole, kind, budget);
+    compose_retrieved(&index, &hole, kind, budget);
+}
+
+/// Arbitrary text and a byte position in it (the first four bytes, little-endian): the
+/// typed-hole analysis never panics, and what it reports lies inside the text it analysed.
+pub fn check_typed(data: &[u8]) {
+    let split = data.len().min(4);
+    let mut position = [0u8; 4];
+    position[..split].copy_from_slice(&data[..split]);
+    let text = String::from_utf8_lossy(&data[split..]);
+    let hole = u32::from_le_bytes(position) as usize % (text.len() + 1);
+    let syntax = Java.hole_syntax(&text, hole);
+    if syntax.text.is_empty() {
+        return; // the parser gave up: nothing to check
+    }
+    assert!(
+        syntax.text.get(syntax.inserted.clone()).is_some(),
+        "inserted {:?} outside the analysed text or splitting a character",
+        syntax.inserted
+    );
+    let outline_spans = syntax.outline.iter().flat_map(|t| {
+        [t.header, t.decl]
+            .into_iter()
+            .chain(t.constants.iter().copied())
+            .chain(t.fields.iter().flat_map(|f| [f.head, f.decl]))
+            .chain(t.methods.iter().flat_map(|m| [m.signature, m.decl]))
+    });
+    let local_spans = syntax
+        .locals
+        .iter()
+        .flat_map(|l| [l.type_span, l.name_span]);
+    for span in outline_spans.chain(local_spans) {
+        check_span(&syntax.text, span);
+    }
+    for error in Java.syntax_errors(&text, hole..text.len()) {
+        check_span(&text, error.span);
+    }
 }
 
 /// Writes `content` at `rel` under `root`, creating directories.
@@ -135,5 +178,41 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
     }
     if let Err(e) = composer.compose(None).validate(index, tok) {
         panic!("default context ({}), budget {budget}: {e}", kind.name());
+    }
+}
+
+/// What a backend might answer, non-ASCII on purpose: the candidates built from completions
+/// (RepoCoder's second iteration, ProCC's hypothetical line and summary) search with it.
+const ANSWER: &str = "größe → total(«😀», e\u{301}) ≤ 1;";
+
+/// Builds every retrieved candidate (63–72) for `hole` and checks every composed prompt.
+pub fn compose_retrieved(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: usize) {
+    let tok = kind.tokenizer();
+    let (retrieval, windows) = (Retrieval::new(index), WindowIndex::new(index));
+    let perspectives = Perspectives {
+        index,
+        retrieval: &retrieval,
+        windows: &windows,
+        tokenizer: tok,
+        budget,
+        seed: perspectives::DEFAULT_SEED,
+    };
+    let composer = Composer::new(index, hole, tok, budget);
+    let mut candidates = perspectives.immediate(hole);
+    candidates.push(perspectives.repocoder_iteration(hole, ANSWER));
+    candidates.push(perspectives.hypothetical_line(hole, ANSWER));
+    candidates.push(perspectives.summary(hole, ANSWER));
+    assert_eq!(
+        candidates.len(),
+        perspectives::LAST_ID - perspectives::FIRST_ID + 1
+    );
+    for candidate in candidates {
+        if let Some(Err(e)) = candidate.compose(&composer).map(|p| p.validate(index, tok)) {
+            panic!(
+                "candidate {} ({}), budget {budget}: {e}",
+                candidate.id,
+                kind.name()
+            );
+        }
     }
 }

@@ -195,28 +195,14 @@ const CUT_WORD_MARGIN: usize = 8;
 /// tokenize for a window of tokens without tokenizing a whole long context.
 pub fn kept_bytes(text: &str, keep: Keep, bytes: usize) -> &str {
     match keep {
-        Keep::Start => &text[..floor_boundary(text, bytes.min(text.len()))],
-        Keep::End => &text[ceil_boundary(text, text.len().saturating_sub(bytes))..],
+        Keep::Start => &text[..text.floor_char_boundary(bytes)],
+        Keep::End => &text[text.ceil_char_boundary(text.len().saturating_sub(bytes))..],
     }
 }
 
 /// Context ids laid out as [`CHUNKS`] × [`CHUNK_LEN`], padded at the end.
 pub fn chunked(ids: &[u32]) -> impl Iterator<Item = u32> + '_ {
     padded(ids, CHUNKS * CHUNK_LEN, Keep::Start)
-}
-
-fn floor_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
