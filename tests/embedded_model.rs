@@ -99,3 +99,37 @@ async fn sampling_is_seeded_and_gives_several_candidates() {
         "temperature gives different samples: {first:?}"
     );
 }
+
+#[test]
+fn a_word_only_the_hole_line_holds_is_never_copied_from_it() {
+    // The hole splits an identifier that exists nowhere but on its own line; the vocabulary
+    // fallback for a partial word may only offer words the rest of the repository has.
+    let sources = vec![
+        (
+            "p/Counter.java".to_string(),
+            "package p;\n\nclass Counter {\n    int zqxCountOnlyHere = 0;\n}\n".to_string(),
+        ),
+        (
+            "p/Other.java".to_string(),
+            // Used after something the hole's line never has, so that only the vocabulary
+            // fallback can offer it.
+            "package p;\n\nclass Other {\n    void f() { zqxCountElsewhere(); }\n}\n".to_string(),
+        ),
+    ];
+    let index = keyhole::repo::RepoIndex::from_sources(std::path::Path::new("/leak"), sources);
+    let model = EmbeddedModel::new(&index);
+    let hole = Hole::at(&index, "p/Counter.java", 4, 15).unwrap();
+    assert_eq!(hole.target.as_deref(), Some("ntOnlyHere = 0;"));
+    let prompt = compose::compose(&index, &hole, None, TokenizerKind::Code.tokenizer(), 4072);
+    let mut request = CompletionRequest::single_line(prompt.text());
+    request.current_file = Some("p/Counter.java".to_string());
+    let completion = model.generate(&request, 0);
+    assert!(
+        !completion.starts_with("ntOnlyHere"),
+        "copied the answer: {completion:?}"
+    );
+    assert!(
+        completion.starts_with("ntElsewhere"),
+        "the word from another file: {completion:?}"
+    );
+}

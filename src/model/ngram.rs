@@ -332,25 +332,38 @@ impl<'a> Sequence<'a> {
             }
             if lp.max(lr) == 0 {
                 return prefix
-                    .map(|p| self.unigram_with_prefix(p))
+                    .map(|p| self.unigram_with_prefix(p, exclude))
                     .unwrap_or_default();
             }
             max_order = lp.max(lr) - 1;
         }
     }
 
-    /// Last resort for a partial word: the most frequent known tokens that complete it.
-    fn unigram_with_prefix(&self, prefix: &str) -> Vec<(u32, f64)> {
+    /// Last resort for a partial word: the tokens of the prompt that complete it, else the
+    /// repository's most frequent ones, counted outside the `exclude`d current file (a word
+    /// that only the hole's own line holds would otherwise be copied from the answer).
+    fn unigram_with_prefix(&self, prefix: &str, exclude: &Range<u32>) -> Vec<(u32, f64)> {
+        let completes = |s: &str| s.starts_with(prefix) && s.len() > prefix.len();
         let mut found: FxHashMap<u32, f64> = FxHashMap::default();
         for &id in &self.ids {
-            if self.text(id).starts_with(prefix) && self.text(id) != prefix {
+            if completes(self.text(id)) {
                 *found.entry(id).or_default() += PROMPT_WEIGHT;
             }
         }
         if found.is_empty() {
-            for (id, s) in self.repo.vocab.strings.iter().enumerate() {
-                if s.starts_with(prefix) && s.len() > prefix.len() {
-                    found.insert(id as u32, f64::from(self.repo.unigram[id]));
+            let repo = self.repo;
+            let mut in_current_file: FxHashMap<u32, u32> = FxHashMap::default();
+            for &id in &repo.stream[exclude.start as usize..exclude.end as usize] {
+                if completes(&repo.vocab.strings[id as usize]) {
+                    *in_current_file.entry(id).or_default() += 1;
+                }
+            }
+            for (id, s) in repo.vocab.strings.iter().enumerate() {
+                let id = id as u32;
+                let elsewhere = repo.unigram[id as usize]
+                    - in_current_file.get(&id).copied().unwrap_or_default();
+                if completes(s) && elsewhere > 0 {
+                    found.insert(id, f64::from(elsewhere));
                 }
             }
         }
