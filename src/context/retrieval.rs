@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::SourcedText;
 use crate::hole::{Hole, HoleWindow};
@@ -140,7 +140,7 @@ impl Retrieval {
     /// usage outside the hole's lines.
     pub fn identifier_usage(&self, req: &Request) -> SourcedText {
         let file = &req.index.files[req.hole.file];
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
         let before_hole = file
             .facts
             .identifiers
@@ -149,10 +149,9 @@ impl Retrieval {
             .filter(|s| (s.end as usize) <= req.hole.offset);
         for span in before_hole {
             let name = &file.text[span.range()];
-            if seen.contains(&name) {
+            if !seen.insert(name) {
                 continue;
             }
-            seen.push(name);
             let mut windows = usage_windows(req, name);
             if !windows.is_empty() {
                 windows.shuffle(&mut rng(req));

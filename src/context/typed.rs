@@ -35,6 +35,10 @@ pub const TYPE_DEPTH: usize = 2;
 pub const MAX_HEADERS: usize = 10;
 /// Superclass and interface levels followed for inherited members and subtyping.
 const PARENT_DEPTH: usize = 4;
+/// Enclosing types whose members are looked at, innermost first. Real code nests a few
+/// levels; thousands (a generated or hostile file) would make every member lookup scan them
+/// all, quadratic in the depth.
+const MAX_ENCLOSING: usize = 32;
 /// ChatLSP scores every entry 1.0; an entry that only reaches a target through one member
 /// (a "product type with a component consistent with the target") ranks after direct matches.
 const RELATED_SCORE: f64 = 0.5;
@@ -125,6 +129,7 @@ impl<'a> TypedHole<'a> {
             .syntax
             .enclosing_types
             .iter()
+            .take(MAX_ENCLOSING)
             .filter_map(|name| typed.find(hole.file, name))
             .collect();
         typed.expected = typed.expected_type_of_syntax();
