@@ -50,6 +50,21 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
 }
 
 #[tokio::test]
+async fn a_hole_after_non_ascii_text_builds_every_candidate() {
+    // Once, the typed-hole probe panicked here and the screen stayed under a spinner.
+    let dir = tempfile::tempdir().unwrap();
+    let text = "\u{feff}package p;\nclass A {\n    String s = \"→\"; int n = s.length();\n}\n";
+    std::fs::write(dir.path().join("A.java"), text).unwrap();
+    for position in ["A.java:1:2", "A.java:3:17", "A.java:3:18"] {
+        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        app.open(dir.path().to_path_buf(), Some(position.to_string()));
+        app.settle(LIMIT).await.unwrap();
+        assert_eq!(app.state.candidates.len(), CANDIDATES, "at {position}");
+        assert!(!app.state.busy(), "at {position}: {}", app.state.status);
+    }
+}
+
+#[tokio::test]
 async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
     let mut app = opened().await;
     app.dispatch(Action::Command(Command::Run));

@@ -1,10 +1,12 @@
 //! The effect driver: runs what `update` asks for on tokio and reports back as actions. The
 //! work itself is library calls; the functions here only shape their results for the state.
 
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use futures_util::FutureExt;
 use futures_util::future::join_all;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
@@ -440,6 +442,16 @@ fn apply(path: &Path, hash: &[u8; 32], offset: usize, replace: usize, text: &str
     }
 }
 
+/// What a panic said, for one line on the screen.
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    format!("internal error ({})", crate::text::excerpt(&text, 120))
+}
+
 /// What only the terminal loop can do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -467,11 +479,19 @@ impl Driver {
         }
     }
 
-    /// Blocking library work goes to tokio's blocking pool; its result comes back as an action.
-    fn blocking(&self, work: impl FnOnce() -> Action + Send + 'static) {
+    /// Blocking library work goes to tokio's blocking pool; its result comes back as an action,
+    /// and a panic in it as the action `failed` makes of its text (the screen must not wait
+    /// forever for a result that will never come).
+    fn blocking(
+        &self,
+        work: impl FnOnce() -> Action + Send + 'static,
+        failed: impl FnOnce(String) -> Action + Send + 'static,
+    ) {
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
-            let _ = tx.send(work());
+            let action = std::panic::catch_unwind(AssertUnwindSafe(work))
+                .unwrap_or_else(|payload| failed(panic_text(payload)));
+            let _ = tx.send(action);
         });
     }
 
@@ -479,15 +499,18 @@ impl Driver {
         match effect {
             Effect::Index { root, position } => {
                 let tx = self.tx.clone();
-                self.blocking(move || {
-                    let progress = |done, total| report_progress(&tx, done, total);
-                    let indexed = index(&root, position.as_deref(), &progress);
-                    Action::Indexed(indexed.map_err(|e| {
-                        let error = format!("{e:#}");
-                        tracing::error!(root = %root.display(), %error, "open");
-                        error
-                    }))
-                })
+                self.blocking(
+                    move || {
+                        let progress = |done, total| report_progress(&tx, done, total);
+                        let indexed = index(&root, position.as_deref(), &progress);
+                        Action::Indexed(indexed.map_err(|e| {
+                            let error = format!("{e:#}");
+                            tracing::error!(root = %root.display(), %error, "open");
+                            error
+                        }))
+                    },
+                    |error| Action::Indexed(Err(error)),
+                )
             }
             Effect::Analyse {
                 index,
@@ -507,7 +530,17 @@ impl Driver {
                         let (index, search, hole) = job;
                         analyse(&index, &search, &hole, ranker, &rankers)
                     });
-                    let Ok(analysis) = analysis.await else { return };
+                    let analysis = match analysis.await {
+                        Ok(analysis) => analysis,
+                        // Aborted because the hole moved: nobody waits for it.
+                        Err(e) if e.is_cancelled() => return,
+                        Err(e) => {
+                            let error = panic_text(e.into_panic());
+                            tracing::error!(hole = %hole.display(&index), %error, "analysis");
+                            let _ = tx.send(Action::AnalysisFailed { generation, error });
+                            return;
+                        }
+                    };
                     let _ = tx.send(Action::Analysed {
                         generation,
                         candidates: analysis.candidates,
@@ -535,17 +568,28 @@ impl Driver {
                 ranker,
             } => {
                 let rankers = self.rankers.clone();
-                self.blocking(move || Action::Ranked {
-                    generation,
-                    ranker,
-                    ranked: rankers.rank(ranker, &RankInput::new(&index, &hole, &proposals)),
-                })
+                self.blocking(
+                    move || Action::Ranked {
+                        generation,
+                        ranker,
+                        ranked: rankers.rank(ranker, &RankInput::new(&index, &hole, &proposals)),
+                    },
+                    move |error| Action::Ranked {
+                        generation,
+                        ranker,
+                        ranked: Err(error),
+                    },
+                )
             }
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
                 self.running = Some(tokio::spawn(async move {
-                    let cards = complete(&job, Some(&tx)).await;
+                    let run = AssertUnwindSafe(complete(&job, Some(&tx))).catch_unwind();
+                    let cards = run.await.unwrap_or_else(|payload| {
+                        let _ = tx.send(Action::Message(panic_text(payload)));
+                        Vec::new()
+                    });
                     let generation = job.generation;
                     let _ = tx.send(Action::Completed { generation, cards });
                 }));
@@ -557,7 +601,10 @@ impl Driver {
                 bandit,
             } => {
                 let rankers = self.rankers.clone();
-                self.blocking(move || Action::Message(record_pick(pick, picked, bandit, &rankers)))
+                self.blocking(
+                    move || Action::Message(record_pick(pick, picked, bandit, &rankers)),
+                    Action::Message,
+                )
             }
             Effect::Apply {
                 path,
@@ -565,9 +612,10 @@ impl Driver {
                 offset,
                 replace,
                 text,
-            } => {
-                self.blocking(move || Action::Message(apply(&path, &hash, offset, replace, &text)))
-            }
+            } => self.blocking(
+                move || Action::Message(apply(&path, &hash, offset, replace, &text)),
+                Action::Message,
+            ),
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,

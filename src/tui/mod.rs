@@ -66,6 +66,7 @@ pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()
     let log_warning = log::init().err().map(|e| format!("{e:#}"));
     // ratatui::init also restores the terminal on panic.
     let mut terminal = ratatui::init();
+    keep_the_terminal_through_background_panics();
     let result = runtime.block_on(async {
         let mut app = App::new(keymap, theme);
         if let Some(warning) = keymap_warning.or(theme_warning).or(log_warning) {
@@ -77,6 +78,21 @@ pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()
     let _ = set_mouse(false);
     ratatui::restore();
     result
+}
+
+/// A panic in a worker thread is caught by the driver and shown as a failed job, so it must
+/// not give the terminal back (ratatui's hook would, leaving a dead screen where `q` no longer
+/// reads as a key): it goes to the log. A panic on the UI thread still restores the terminal.
+fn keep_the_terminal_through_background_panics() {
+    let ui_thread = std::thread::current().id();
+    let restore_and_report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() == ui_thread {
+            restore_and_report(info);
+        } else {
+            tracing::error!(panic = %info, "worker thread");
+        }
+    }));
 }
 
 /// Draw; wait for input, an action or a spinner tick; apply everything queued; repeat.

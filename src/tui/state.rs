@@ -208,6 +208,8 @@ pub struct Finished {
 pub struct HoleView {
     pub hole: Hole,
     pub generation: u64,
+    /// Why the hole's candidates could not be built (an internal error, logged).
+    pub failed: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -293,6 +295,11 @@ pub enum Action {
         proposals: Arc<Vec<ProposalContext>>,
         /// The ranker that ordered `candidates`.
         ranker: RankerKind,
+    },
+    /// Building the candidates of hole `generation` failed (a bug: the driver caught a panic).
+    AnalysisFailed {
+        generation: u64,
+        error: String,
     },
     /// The retrieved candidates that needed the backend, built after the others.
     Retrieved {
@@ -476,7 +483,7 @@ impl State {
     }
 
     pub fn analysing(&self) -> bool {
-        self.view.is_some() && self.candidates.is_empty()
+        self.view.as_ref().is_some_and(|v| v.failed.is_none()) && self.candidates.is_empty()
     }
 
     /// Indices into `candidates` that pass the filter, in rank order.
@@ -576,6 +583,13 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Indexed(Err(e)) => {
             state.status = format!("{OPEN_FAILED}: {e}");
+            vec![]
+        }
+        Action::AnalysisFailed { generation, error } => {
+            if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
+                state.status = format!("cannot build the candidates: {error}");
+                view.failed = Some(error);
+            }
             vec![]
         }
         Action::Analysed {
@@ -737,6 +751,7 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.view = Some(HoleView {
         hole: hole.clone(),
         generation,
+        failed: None,
     });
     state.candidates.clear();
     state.procc = None;
@@ -1365,6 +1380,7 @@ mod tests {
         s.view = Some(HoleView {
             hole,
             generation: 3,
+            failed: None,
         });
         s.running = true;
         let streamed = |generation, card, text: &str| Action::Streamed {
@@ -1478,7 +1494,24 @@ mod tests {
                 target: None,
             },
             generation,
+            failed: None,
         });
+    }
+
+    #[test]
+    fn a_failed_analysis_stops_the_spinner_and_says_why() {
+        let mut s = opened();
+        at_hole(&mut s, 3);
+        assert!(s.busy(), "building the candidates");
+        let failed = |generation| Action::AnalysisFailed {
+            generation,
+            error: "internal error (boom)".into(),
+        };
+        update(&mut s, failed(2));
+        assert!(s.busy(), "a stale failure is ignored");
+        update(&mut s, failed(3));
+        assert!(!s.busy());
+        assert_eq!(s.status, "cannot build the candidates: internal error (boom)");
     }
 
     #[test]

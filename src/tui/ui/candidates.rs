@@ -42,13 +42,14 @@ pub fn title(state: &State) -> String {
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
     if state.candidates.is_empty() {
-        let text = if state.analysing() {
-            format!(
+        let failed = state.view.as_ref().and_then(|v| v.failed.as_deref());
+        let text = match failed {
+            Some(error) => format!("cannot build the candidates: {error}"),
+            None if state.analysing() => format!(
                 "{} building every candidate context…",
                 super::spinner(state)
-            )
-        } else {
-            String::new()
+            ),
+            None => String::new(),
         };
         frame.render_widget(
             Paragraph::new(text).style(Style::new().fg(theme.muted)),
