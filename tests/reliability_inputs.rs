@@ -320,6 +320,7 @@ fn every_candidate_builds_next_to_non_ascii_characters() {
     let sources = UNICODE_FILES.map(|(path, text)| (path.to_string(), text.to_string()));
     let index = RepoIndex::from_sources(Path::new("/unicode"), sources.to_vec());
     assert_eq!(index.files.len(), 2);
+    let searches = fuzz_checks::Searches::new(&index);
     let mut holes = 0;
     for file in &index.files {
         for line in 0..file.line_count() {
@@ -333,7 +334,7 @@ fn every_candidate_builds_next_to_non_ascii_characters() {
                 let hole = Hole::at(&index, &file.path, line + 1, column + 1).unwrap();
                 let tokenizer = [TokenizerKind::Code, TokenizerKind::R50kBase][holes % 2];
                 fuzz_checks::compose_all(&index, &hole, tokenizer, DEFAULT_BUDGET);
-                fuzz_checks::compose_retrieved(&index, &hole, tokenizer, DEFAULT_BUDGET);
+                fuzz_checks::compose_retrieved(&index, &searches, &hole, tokenizer, DEFAULT_BUDGET);
                 holes += 1;
             }
         }

@@ -1,5 +1,5 @@
-//! Arbitrary bytes as a repository file and a hole in it: every proposal composes into a
-//! prompt that keeps its promises (`Prompt::validate`).
+//! Arbitrary bytes as a repository file (held in memory) and a hole in it: every candidate,
+//! proposals and retrieved ones, composes into a prompt that keeps its promises.
 #![no_main]
 
 #[path = "../../tests/reliability_support/fuzz_checks.rs"]

@@ -93,7 +93,7 @@ pub fn check_compose(data: &[u8]) {
     let budget = pick(4) % (compose::DEFAULT_BUDGET + 1);
     let kind = TokenizerKind::ALL[header[6] as usize % TokenizerKind::ALL.len()];
     compose_all(&index, &hole, kind, budget);
-    compose_retrieved(&index, &hole, kind, budget);
+    compose_retrieved(&index, &Searches::new(&index), &hole, kind, budget);
 }
 
 /// Arbitrary text and a byte position in it (the first four bytes, little-endian): the
@@ -185,14 +185,34 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
 /// (RepoCoder's second iteration, ProCC's hypothetical line and summary) search with it.
 const ANSWER: &str = "größe → total(«😀», e\u{301}) ≤ 1;";
 
+/// The search indexes the retrieved candidates need, built once per repository.
+pub struct Searches {
+    pub retrieval: Retrieval,
+    pub windows: WindowIndex,
+}
+
+impl Searches {
+    pub fn new(index: &RepoIndex) -> Searches {
+        Searches {
+            retrieval: Retrieval::new(index),
+            windows: WindowIndex::new(index),
+        }
+    }
+}
+
 /// Builds every retrieved candidate (63–72) for `hole` and checks every composed prompt.
-pub fn compose_retrieved(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: usize) {
+pub fn compose_retrieved(
+    index: &RepoIndex,
+    searches: &Searches,
+    hole: &Hole,
+    kind: TokenizerKind,
+    budget: usize,
+) {
     let tok = kind.tokenizer();
-    let (retrieval, windows) = (Retrieval::new(index), WindowIndex::new(index));
     let perspectives = Perspectives {
         index,
-        retrieval: &retrieval,
-        windows: &windows,
+        retrieval: &searches.retrieval,
+        windows: &searches.windows,
         tokenizer: tok,
         budget,
         seed: perspectives::DEFAULT_SEED,
