@@ -1,13 +1,20 @@
 //! The headless app: the real reducer and effect driver on the bundled sample, driven through
 //! its action channel like the terminal loop drives it.
 
+mod backends_support;
+
 use std::time::Duration;
 
+use backends_support::{Reply, Server, config, sse};
+use keyhole::model::config::{BackendConfig, BackendKind};
+use keyhole::rank::RankerKind;
+use keyhole::rank::classifier::Classifier;
 use keyhole::tui::app::App;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command, Pane, key_action};
+use keyhole::tui::state::{Action, Command, Mode, Pane, Setup, key_action};
 use keyhole::tui::theme::Theme;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(120);
 /// RLPG's 62 proposals, the default context and the retrieved candidates 63–72.
@@ -244,4 +251,71 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
     let used: Vec<usize> = app.state.cards.iter().map(|c| c.candidate).collect();
     assert_eq!(used, [66, 67]);
     assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
+}
+
+#[tokio::test]
+async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
+    let server = Server::start(|_, _| {
+        Reply::Stream(sse(&[
+            json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
+        ]))
+    })
+    .await;
+    let served = BackendConfig {
+        name: "loopback".into(),
+        ..config(BackendKind::OpenAi, &server.base)
+    };
+    let setup = Setup {
+        backends: vec![BackendConfig::embedded(), served],
+        backend: 1,
+        budget: 2000,
+        tokenizer: None,
+    };
+    let tokenizer = setup.tokenizer().name();
+    let options = keyhole::tui::Options {
+        setup,
+        ranker: RankerKind::RlpgH,
+        classifier: Classifier::bundled(),
+    };
+    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
+    let root = keyhole::sample::materialize().unwrap();
+    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.candidates.len(), CANDIDATES);
+    let prompt = &app.state.candidates[0].prompt;
+    assert_eq!((prompt.budget, prompt.tokenizer), (2000, tokenizer));
+
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let texts = |app: &App| -> Vec<String> {
+        let cards = app.state.cards.iter();
+        cards
+            .map(|c| {
+                c.outcome
+                    .as_ref()
+                    .map_or_else(|e| e.clone(), |d| d.text.clone())
+            })
+            .collect()
+    };
+    assert_eq!(texts(&app), vec!["fromServer();"; app.state.k]);
+    let asked = server.requests().len();
+
+    // b, up, enter: the embedded model completes from now on.
+    app.dispatch(Action::Command(Command::Backends));
+    assert_eq!(app.state.mode, Mode::Backends { cursor: 1 });
+    press(&mut app, KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    press(&mut app, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.setup.backend, 0);
+    assert_eq!(app.state.backend.as_ref().unwrap().name(), "embedded");
+    assert_eq!(app.state.candidates.len(), CANDIDATES, "built again");
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.cards.len(), app.state.k);
+    assert!(!texts(&app).contains(&"fromServer();".to_string()));
+    assert_eq!(
+        server.requests().len(),
+        asked,
+        "the server is asked no more"
+    );
 }

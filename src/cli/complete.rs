@@ -92,7 +92,7 @@ pub fn backends_command() -> Result<()> {
         println!(
             "{:<16} {:<12} {url:<32} {model:<24} {key}",
             b.name,
-            format!("{:?}", b.kind).to_lowercase()
+            b.kind.name()
         );
     }
     Ok(())

@@ -44,6 +44,52 @@ struct Cli {
     repo: Option<PathBuf>,
     /// FILE or FILE:LINE:COL to open at.
     position: Option<String>,
+    #[command(flatten)]
+    ui: UiArgs,
+}
+
+/// What the UI completes with and how it ranks and counts: the choices of `complete`.
+#[derive(Args)]
+struct UiArgs {
+    #[command(flatten)]
+    backend: complete::BackendArgs,
+    #[command(flatten)]
+    rank: RankArgs,
+    /// Total prompt budget in tokens.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    budget: usize,
+    /// Tokenizer the budget is counted in [default: the backend's, else code].
+    #[arg(long)]
+    tokenizer: Option<TokenizerKind>,
+}
+
+impl UiArgs {
+    /// The UI's options; a bad backend, classifier or encoder is an error before the screen
+    /// is taken over.
+    fn options(&self) -> Result<keyhole::tui::Options> {
+        let chosen = self.backend.entry()?;
+        let mut backends = complete::configured()?;
+        let at = backends
+            .iter()
+            .position(|b| b.name == chosen.name)
+            .unwrap_or(0);
+        // Flag overrides (--url, --model, --max-tokens) apply to the chosen entry.
+        backends[at] = chosen;
+        let classifier = Classifier::open(
+            self.rank.classifier.as_deref(),
+            self.rank.encoder_dir.as_deref(),
+        )?;
+        Ok(keyhole::tui::Options {
+            setup: keyhole::tui::state::Setup {
+                backends,
+                backend: at,
+                budget: self.budget,
+                tokenizer: self.tokenizer,
+            },
+            ranker: self.rank.ranker,
+            classifier,
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -233,7 +279,10 @@ fn one_line(err: &anyhow::Error) -> String {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        None if std::io::stdout().is_terminal() => keyhole::tui::run(cli.repo, cli.position),
+        None if std::io::stdout().is_terminal() => {
+            let options = cli.ui.options()?;
+            keyhole::tui::run(cli.repo, cli.position, options)
+        }
         None => {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
             let repo = match cli.repo {
@@ -248,18 +297,13 @@ fn run(cli: Cli) -> Result<()> {
             let at = HoleArgs {
                 repo,
                 position,
-                budget: compose::DEFAULT_BUDGET,
-                tokenizer: None,
+                budget: cli.ui.budget,
+                tokenizer: cli.ui.tokenizer,
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },
             };
-            let rank = RankArgs {
-                ranker: RankerKind::RlpgH,
-                classifier: None,
-                encoder_dir: None,
-            };
-            proposals_command(&at, &complete::BackendArgs::default(), &rank)
+            proposals_command(&at, &cli.ui.backend, &cli.ui.rank)
         }
         Some(Command::Proposals { at, backend, rank }) => proposals_command(&at, &backend, &rank),
         Some(Command::Prompt { at, id, backend }) => prompt_command(&at, id, &backend),

@@ -45,6 +45,19 @@ pub enum BackendKind {
     LlamaCpp,
 }
 
+impl BackendKind {
+    /// The name `kind = ` takes in backends.toml.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Embedded => "embedded",
+            BackendKind::OpenAi => "openai",
+            BackendKind::OpenAiChat => "openai_chat",
+            BackendKind::Ollama => "ollama",
+            BackendKind::LlamaCpp => "llamacpp",
+        }
+    }
+}
+
 /// One backend as configured. Generation settings that are set replace the request's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -30,9 +30,28 @@ impl App {
         }
     }
 
+    /// An app with the backend, budget, ranker and classifier of `options`.
+    pub fn with_options(keymap: Keymap, theme: Theme, options: super::Options) -> App {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut state = State::new(keymap, theme);
+        state.setup = options.setup;
+        state.ranker = options.ranker;
+        App {
+            state,
+            driver: Driver::with_classifier(tx.clone(), options.classifier),
+            tx,
+            rx,
+        }
+    }
+
     /// Start indexing `root`; the hole follows as an action when the index is ready.
     pub fn open(&mut self, root: PathBuf, position: Option<String>) {
-        self.run_effects(vec![Effect::Index { root, position }]);
+        let backend = self.state.setup.entry().clone();
+        self.run_effects(vec![Effect::Index {
+            root,
+            position,
+            backend,
+        }]);
     }
 
     /// A sender into the action channel (what tests and other producers use).

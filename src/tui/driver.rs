@@ -15,7 +15,7 @@ use super::state::{
     Action, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, Finished, Indexed,
     Procc, SearchIndex, apply_ranking,
 };
-use crate::compose::{self, Composer, Prompt};
+use crate::compose::{Composer, Prompt};
 use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
 use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
@@ -35,11 +35,13 @@ use crate::token::Tokenizer;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
 
-/// Open the repository and find the hole (a bare path: its first line; none: the first file).
-/// `progress(done, total)` runs on worker threads as files are indexed.
+/// Open the repository, find the hole (a bare path: its first line; none: the first file)
+/// and build the backend that completes it. `progress(done, total)` runs on worker threads as
+/// files are indexed.
 pub fn index(
     root: &Path,
     position: Option<&str>,
+    backend: &BackendConfig,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> anyhow::Result<Indexed> {
     let cache = crate::repo::default_cache_dir();
@@ -57,7 +59,7 @@ pub fn index(
         Some(path) => Hole::at(&index, path, 1, 1)?,
         None => Hole::at(&index, &index.files[0].path, 1, 1)?,
     };
-    let backend = model::build_backend(&BackendConfig::embedded(), &index)?;
+    let backend = model::build_backend(backend, &index)?;
     let search = SearchIndex {
         retrieval: Retrieval::new(&index),
         windows: WindowIndex::new(&index),
@@ -85,16 +87,16 @@ pub struct SharedRankers(Arc<OnceLock<RwLock<Rankers>>>);
 
 impl SharedRankers {
     fn loaded(&self) -> &RwLock<Rankers> {
-        self.0.get_or_init(|| {
-            let (online, warning) = OnlineRanker::load_saved();
-            if let Some(warning) = warning {
-                tracing::warn!(%warning, "online ranker");
-            }
-            RwLock::new(Rankers {
-                classifier: Classifier::bundled(),
-                online,
-            })
-        })
+        self.0.get_or_init(|| Self::with(Classifier::bundled()))
+    }
+
+    /// The rankers with `classifier` behind RLPG-H and RLPG-R.
+    fn with(classifier: Classifier) -> RwLock<Rankers> {
+        let (online, warning) = OnlineRanker::load_saved();
+        if let Some(warning) = warning {
+            tracing::warn!(%warning, "online ranker");
+        }
+        RwLock::new(Rankers { classifier, online })
     }
 
     /// The order `kind` gives the proposals, or why it cannot rank.
@@ -127,34 +129,48 @@ pub struct Analysis {
     pub warning: Option<String>,
 }
 
-/// The tokenizer every TUI prompt is counted in (within `compose::DEFAULT_BUDGET`).
-fn tokenizer() -> &'static dyn Tokenizer {
-    BackendConfig::embedded().tokenizer().tokenizer()
+/// What the candidates of a hole are built from: the open repository, its search indexes and
+/// the budget, counted in the chosen backend's tokenizer.
+#[derive(Clone, Copy)]
+pub struct Building<'a> {
+    pub index: &'a RepoIndex,
+    pub search: &'a SearchIndex,
+    pub tokenizer: &'static dyn Tokenizer,
+    pub budget: usize,
 }
 
-/// The retrieval perspectives over the open repository.
-fn perspectives_of<'a>(index: &'a RepoIndex, search: &'a SearchIndex) -> Perspectives<'a> {
-    Perspectives {
-        index,
-        retrieval: &search.retrieval,
-        windows: &search.windows,
-        tokenizer: tokenizer(),
-        budget: compose::DEFAULT_BUDGET,
-        seed: perspectives::DEFAULT_SEED,
+impl<'a> Building<'a> {
+    /// The retrieval perspectives over the open repository.
+    fn perspectives(&self) -> Perspectives<'a> {
+        Perspectives {
+            index: self.index,
+            retrieval: &self.search.retrieval,
+            windows: &self.search.windows,
+            tokenizer: self.tokenizer,
+            budget: self.budget,
+            seed: perspectives::DEFAULT_SEED,
+        }
+    }
+
+    fn composer<'h>(&self, hole: &'h Hole) -> Composer<'h>
+    where
+        'a: 'h,
+    {
+        Composer::new(self.index, hole, self.tokenizer, self.budget)
     }
 }
 
 /// Build every candidate that needs no backend, with placeholders for those that do, ranked.
 pub fn analyse(
-    index: &RepoIndex,
-    search: &SearchIndex,
+    building: Building,
     hole: &Hole,
     ranker: RankerKind,
     rankers: &SharedRankers,
 ) -> Analysis {
-    let built = proposals::build_for_budget(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
-    let composer = Composer::new(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
-    let retrieved = perspectives_of(index, search).immediate(hole);
+    let index = building.index;
+    let built = proposals::build_for_budget(index, hole, building.tokenizer, building.budget);
+    let composer = building.composer(hole);
+    let retrieved = building.perspectives().immediate(hole);
     let mut candidates: Vec<Candidate> = built
         .iter()
         .map(|p| Candidate {
@@ -248,16 +264,15 @@ fn retrieved_row(built: &perspectives::Candidate, composer: &Composer) -> Candid
 /// The retrieved candidates that need the backend, and ProCC's pick once all are built. A
 /// backend failure makes them not applicable, saying why.
 pub async fn retrieve_later(
-    index: &RepoIndex,
-    search: &SearchIndex,
+    building: Building<'_>,
     backend: &dyn Backend,
     hole: &Hole,
     immediate: &[perspectives::Candidate],
 ) -> (Vec<Candidate>, Procc) {
-    let composer = Composer::new(index, hole, tokenizer(), compose::DEFAULT_BUDGET);
+    let composer = building.composer(hole);
     let iterations = usize::from(perspectives::DEFAULT_ITERATIONS);
     let built = perspectives::build_later(
-        &perspectives_of(index, search),
+        &building.perspectives(),
         hole,
         &composer,
         backend,
@@ -479,6 +494,17 @@ impl Driver {
         }
     }
 
+    /// A driver whose RLPG-H and RLPG-R rankers use `classifier` instead of the bundled one.
+    pub fn with_classifier(tx: UnboundedSender<Action>, classifier: Classifier) -> Driver {
+        let rankers = SharedRankers::default();
+        // Freshly made, so nothing has filled it yet.
+        let _ = rankers.0.set(SharedRankers::with(classifier));
+        Driver {
+            rankers,
+            ..Driver::new(tx)
+        }
+    }
+
     /// Blocking library work goes to tokio's blocking pool; its result comes back as an action,
     /// and a panic in it as the action `failed` makes of its text (the screen must not wait
     /// forever for a result that will never come).
@@ -497,12 +523,16 @@ impl Driver {
 
     pub fn run(&mut self, effect: Effect) -> Outcome {
         match effect {
-            Effect::Index { root, position } => {
+            Effect::Index {
+                root,
+                position,
+                backend,
+            } => {
                 let tx = self.tx.clone();
                 self.blocking(
                     move || {
                         let progress = |done, total| report_progress(&tx, done, total);
-                        let indexed = index(&root, position.as_deref(), &progress);
+                        let indexed = index(&root, position.as_deref(), &backend, &progress);
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
                             tracing::error!(root = %root.display(), %error, "open");
@@ -519,16 +549,25 @@ impl Driver {
                 hole,
                 generation,
                 ranker,
+                tokenizer,
+                budget,
             } => {
                 if let Some(task) = self.analysing.take() {
                     task.abort();
                 }
                 let (tx, rankers) = (self.tx.clone(), self.rankers.clone());
+                let tokenizer = tokenizer.tokenizer();
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (index.clone(), search.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
                         let (index, search, hole) = job;
-                        analyse(&index, &search, &hole, ranker, &rankers)
+                        let building = Building {
+                            index: &index,
+                            search: &search,
+                            tokenizer,
+                            budget,
+                        };
+                        analyse(building, &hole, ranker, &rankers)
                     });
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
@@ -550,8 +589,13 @@ impl Driver {
                     if let Some(warning) = analysis.warning {
                         let _ = tx.send(Action::Message(warning));
                     }
-                    let later =
-                        retrieve_later(&index, &search, &*backend, &hole, &analysis.retrieved);
+                    let building = Building {
+                        index: &index,
+                        search: &search,
+                        tokenizer,
+                        budget,
+                    };
+                    let later = retrieve_later(building, &*backend, &hole, &analysis.retrieved);
                     let (candidates, procc) = later.await;
                     let _ = tx.send(Action::Retrieved {
                         generation,
@@ -595,6 +639,22 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::SwitchBackend {
+                chosen,
+                entry,
+                index,
+            } => self.blocking(
+                move || {
+                    let backend = model::build_backend(&entry, &index)
+                        .map(Arc::from)
+                        .map_err(|e| e.to_string());
+                    Action::BackendSwitched { chosen, backend }
+                },
+                move |error| Action::BackendSwitched {
+                    chosen,
+                    backend: Err(error),
+                },
+            ),
             Effect::Pick {
                 pick,
                 picked,

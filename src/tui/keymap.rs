@@ -54,6 +54,14 @@ impl Keymap {
         (map, warning)
     }
 
+    /// The built-in bindings with the text of a user's keymap file laid over them, or the one
+    /// line that says what is wrong with it.
+    pub fn with_user_text(text: &str) -> Result<Keymap, String> {
+        let mut map = Keymap::builtin();
+        map.layer(text)?;
+        Ok(map)
+    }
+
     pub fn builtin() -> Keymap {
         let mut map = Keymap { bindings: vec![] };
         for text in [DEFAULT, VIM] {

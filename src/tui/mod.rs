@@ -50,8 +50,22 @@ pub const FIXTURES: [&str; 6] = [
     "help",
 ];
 
+/// What the UI starts with besides the repository: the choices `keyhole complete` takes.
+pub struct Options {
+    /// The backend, the budget and its tokenizer.
+    pub setup: state::Setup,
+    pub ranker: crate::rank::RankerKind,
+    /// The classifier behind RLPG-H and RLPG-R (loaded before the screen is taken, so a bad
+    /// file is a one-line error).
+    pub classifier: crate::rank::classifier::Classifier,
+}
+
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
-pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()> {
+pub fn run(
+    repo: Option<PathBuf>,
+    position: Option<String>,
+    options: Options,
+) -> anyhow::Result<()> {
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
@@ -68,7 +82,7 @@ pub fn run(repo: Option<PathBuf>, position: Option<String>) -> anyhow::Result<()
     let mut terminal = ratatui::init();
     keep_the_terminal_through_background_panics();
     let result = runtime.block_on(async {
-        let mut app = App::new(keymap, theme);
+        let mut app = App::with_options(keymap, theme, options);
         if let Some(warning) = keymap_warning.or(theme_warning).or(log_warning) {
             app.state.status = warning;
         }

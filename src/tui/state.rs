@@ -26,7 +26,8 @@ use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
-use crate::model::Backend;
+use crate::model::config::BackendConfig;
+use crate::model::{Backend, TokenCounting};
 use crate::rank::{Ranked, RankerKind, bandit};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Tokenizer, TokenizerKind};
@@ -100,6 +101,8 @@ pub enum Command {
     /// Edit the focused candidate's prompt in place.
     Edit,
     CycleRanker,
+    /// Choose the completion backend among the configured ones.
+    Backends,
 }
 
 /// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
@@ -212,6 +215,41 @@ pub struct HoleView {
     pub failed: Option<String>,
 }
 
+/// Which backend completes and how prompts are counted for it: what `keyhole complete`
+/// takes as flags, chosen on the command line and switched in the UI.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// Every configured backend, the embedded one first.
+    pub backends: Vec<BackendConfig>,
+    /// The one that completes.
+    pub backend: usize,
+    pub budget: usize,
+    /// The tokenizer budgets are counted in; `None`: the backend's own.
+    pub tokenizer: Option<TokenizerKind>,
+}
+
+impl Default for Setup {
+    /// The embedded model alone, RLPG's budget.
+    fn default() -> Setup {
+        Setup {
+            backends: vec![BackendConfig::embedded()],
+            backend: 0,
+            budget: crate::compose::DEFAULT_BUDGET,
+            tokenizer: None,
+        }
+    }
+}
+
+impl Setup {
+    pub fn entry(&self) -> &BackendConfig {
+        &self.backends[self.backend]
+    }
+
+    pub fn tokenizer(&self) -> TokenizerKind {
+        self.tokenizer.unwrap_or_else(|| self.entry().tokenizer())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
@@ -220,6 +258,10 @@ pub enum Mode {
     /// Fuzzy file picker: query and the cursor in its matches.
     Picker {
         query: String,
+        cursor: usize,
+    },
+    /// Choosing the completion backend: the cursor in `Setup::backends`.
+    Backends {
         cursor: usize,
     },
     /// Waiting for y before writing the focused completion into the file.
@@ -296,6 +338,11 @@ pub enum Action {
         /// The ranker that ordered `candidates`.
         ranker: RankerKind,
     },
+    /// Backend `chosen` of the setup is ready, or why it could not be built.
+    BackendSwitched {
+        chosen: usize,
+        backend: Result<Arc<dyn Backend>, String>,
+    },
     /// Building the candidates of hole `generation` failed (a bug: the driver caught a panic).
     AnalysisFailed {
         generation: u64,
@@ -335,11 +382,14 @@ pub struct Indexed {
 }
 
 pub enum Effect {
+    /// Open the repository and build `backend` for it.
     Index {
         root: PathBuf,
         position: Option<String>,
+        backend: BackendConfig,
     },
-    /// Build and rank every candidate; the retrieved ones that need `backend` follow.
+    /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
+    /// ones that need `backend` follow.
     Analyse {
         index: Arc<RepoIndex>,
         search: Arc<SearchIndex>,
@@ -347,6 +397,14 @@ pub enum Effect {
         hole: Hole,
         generation: u64,
         ranker: RankerKind,
+        tokenizer: TokenizerKind,
+        budget: usize,
+    },
+    /// Build backend `chosen` of the setup (a local model loads its file).
+    SwitchBackend {
+        chosen: usize,
+        entry: BackendConfig,
+        index: Arc<RepoIndex>,
     },
     Rank {
         index: Arc<RepoIndex>,
@@ -392,6 +450,9 @@ pub struct CompleteJob {
 pub struct State {
     pub keymap: Keymap,
     pub theme: Theme,
+    pub setup: Setup,
+    /// The backend of the setup being started, while it starts.
+    pub starting_backend: Option<usize>,
     pub index: Option<Arc<RepoIndex>>,
     pub search: Option<Arc<SearchIndex>>,
     pub backend: Option<Arc<dyn Backend>>,
@@ -432,6 +493,8 @@ impl State {
         State {
             keymap,
             theme,
+            setup: Setup::default(),
+            starting_backend: None,
             index: None,
             search: None,
             backend: None,
@@ -468,6 +531,7 @@ impl State {
     /// Whether something is in flight (the loop ticks the spinner only then).
     pub fn busy(&self) -> bool {
         self.running
+            || self.starting_backend.is_some()
             || self.index.is_none() && !self.failed()
             || self.analysing()
             || self.retrieving()
@@ -585,6 +649,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.status = format!("{OPEN_FAILED}: {e}");
             vec![]
         }
+        Action::BackendSwitched { chosen, backend } => switch_backend(state, chosen, backend),
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
                 state.status = format!("cannot build the candidates: {error}");
@@ -769,6 +834,8 @@ fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
             hole,
             generation,
             ranker: state.ranker,
+            tokenizer: state.setup.tokenizer(),
+            budget: state.setup.budget,
         },
     ]
 }
@@ -853,6 +920,12 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
         Command::Suspend => vec![Effect::Suspend],
         Command::Edit => open_editor(state),
         Command::CycleRanker => cycle_ranker(state),
+        Command::Backends => {
+            state.mode = Mode::Backends {
+                cursor: state.setup.backend,
+            };
+            vec![]
+        }
     }
 }
 
@@ -1181,6 +1254,7 @@ fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             vec![]
         }
         Mode::Picker { query, cursor } => picker_input(state, query, cursor, key.code),
+        Mode::Backends { cursor } => backends_input(state, cursor, key.code),
         Mode::ConfirmApply => {
             state.mode = Mode::Normal;
             if key.code == KeyCode::Char('y') {
@@ -1254,6 +1328,87 @@ fn picker_input(state: &mut State, mut query: String, cursor: usize, code: KeyCo
         }
     }
     vec![]
+}
+
+fn backends_input(state: &mut State, cursor: usize, code: KeyCode) -> Vec<Effect> {
+    match code {
+        KeyCode::Up | KeyCode::Down => {
+            let delta = if code == KeyCode::Up { -1 } else { 1 };
+            let cursor = clamp_add(cursor, delta, state.setup.backends.len());
+            state.mode = Mode::Backends { cursor };
+            vec![]
+        }
+        KeyCode::Enter => {
+            state.mode = Mode::Normal;
+            let (Some(index), Some(entry)) = (&state.index, state.setup.backends.get(cursor))
+            else {
+                return vec![];
+            };
+            if cursor == state.setup.backend {
+                return vec![];
+            }
+            state.status = format!("starting backend {}…", entry.name);
+            state.starting_backend = Some(cursor);
+            vec![Effect::SwitchBackend {
+                chosen: cursor,
+                entry: entry.clone(),
+                index: index.clone(),
+            }]
+        }
+        KeyCode::Esc => {
+            state.mode = Mode::Normal;
+            vec![]
+        }
+        _ => {
+            state.mode = Mode::Backends { cursor };
+            vec![]
+        }
+    }
+}
+
+/// The new backend completes from now on; the hole's candidates are built again, since
+/// budgets are counted in its tokenizer and ProCC's summary depends on what it can do.
+fn switch_backend(
+    state: &mut State,
+    chosen: usize,
+    backend: Result<Arc<dyn Backend>, String>,
+) -> Vec<Effect> {
+    state.starting_backend = None;
+    let backend = match backend {
+        Ok(backend) => backend,
+        Err(e) => {
+            state.status = format!("cannot switch the backend: {e}");
+            return vec![];
+        }
+    };
+    state.setup.backend = chosen;
+    state.backend = Some(backend);
+    let effects = match state.view.as_ref().map(|v| v.hole.clone()) {
+        Some(hole) => set_hole(state, hole),
+        None => vec![],
+    };
+    state.status = format!("completing with {}", backend_summary(state));
+    effects
+}
+
+/// "NAME (kind, model) · budgets exact in TOKENIZER" for the status line and the picker.
+pub fn backend_summary(state: &State) -> String {
+    let entry = state.setup.entry();
+    let model = entry
+        .model
+        .as_deref()
+        .map(|m| format!(", {m}"))
+        .unwrap_or_default();
+    let counting = match state.backend.as_ref().map(|b| b.counting()) {
+        Some(TokenCounting::Approximate) => "approximate",
+        _ => "exact",
+    };
+    format!(
+        "{} ({}{model}) · budgets {counting} in {}",
+        entry.name,
+        entry.kind.name(),
+        state.setup.tokenizer().name()
+    )
 }
 
 fn apply(state: &mut State) -> Vec<Effect> {
@@ -1499,6 +1654,36 @@ mod tests {
     }
 
     #[test]
+    fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
+        let mut s = opened();
+        at_hole(&mut s, 1);
+        s.candidates = vec![candidate(1)];
+        let mut other = BackendConfig::embedded();
+        other.name = "other".into();
+        s.setup.backends.push(other);
+        update(&mut s, Action::Command(Command::Backends));
+        assert_eq!(s.mode, Mode::Backends { cursor: 0 });
+        update(&mut s, Action::Input(KeyEvent::from(KeyCode::Down)));
+        let effects = update(&mut s, Action::Input(KeyEvent::from(KeyCode::Enter)));
+        assert!(matches!(
+            effects[..],
+            [Effect::SwitchBackend { chosen: 1, .. }]
+        ));
+        assert!(s.busy(), "starting it");
+        let failed = Action::BackendSwitched {
+            chosen: 1,
+            backend: Err("other: cannot read model.gguf".into()),
+        };
+        assert!(update(&mut s, failed).is_empty());
+        assert_eq!(s.setup.backend, 0);
+        assert!(!s.busy());
+        assert_eq!(
+            s.status,
+            "cannot switch the backend: other: cannot read model.gguf"
+        );
+    }
+
+    #[test]
     fn a_failed_analysis_stops_the_spinner_and_says_why() {
         let mut s = opened();
         at_hole(&mut s, 3);
@@ -1511,7 +1696,10 @@ mod tests {
         assert!(s.busy(), "a stale failure is ignored");
         update(&mut s, failed(3));
         assert!(!s.busy());
-        assert_eq!(s.status, "cannot build the candidates: internal error (boom)");
+        assert_eq!(
+            s.status,
+            "cannot build the candidates: internal error (boom)"
+        );
     }
 
     #[test]

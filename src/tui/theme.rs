@@ -69,6 +69,12 @@ impl Theme {
         toml::from_str(LIGHT).expect("embedded light theme parses")
     }
 
+    /// The theme the text of a user's theme file makes, or the one line that says what is
+    /// wrong with it.
+    pub fn from_user_text(user: &str) -> Result<Theme, String> {
+        overlay(DARK, user)
+    }
+
     /// The dark theme with the user's roles laid over it; a bad file is reported, not fatal.
     pub fn load(config_dir: Option<&Path>) -> (Theme, Option<String>) {
         let Some(path) = config_dir
@@ -79,7 +85,7 @@ impl Theme {
         };
         let merged = std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|user| overlay(DARK, &user));
+            .and_then(|user| Theme::from_user_text(&user));
         match merged {
             Ok(theme) => (theme, None),
             Err(e) => (Theme::dark(), Some(format!("{}: {e}", path.display()))),

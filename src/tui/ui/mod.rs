@@ -55,8 +55,10 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         }
         inner.push((pane, content));
     }
-    if let Mode::Picker { query, cursor } = &state.mode {
-        overlay::picker(frame, state, query, *cursor);
+    match &state.mode {
+        Mode::Picker { query, cursor } => overlay::picker(frame, state, query, *cursor),
+        Mode::Backends { cursor } => overlay::backends(frame, state, *cursor),
+        _ => {}
     }
     if state.help {
         overlay::help(frame, state);
@@ -167,6 +169,11 @@ fn hint_line(state: &State) -> Paragraph<'static> {
             ("up/down", "choose"),
             ("enter", "open"),
             ("esc", "close"),
+        ]),
+        Mode::Backends { .. } => fixed(&[
+            ("up/down", "choose"),
+            ("enter", "complete with it"),
+            ("esc", "keep the current one"),
         ]),
         Mode::ConfirmApply => fixed(&[("y", "write the file"), ("any other", "keep it")]),
         Mode::Edit => fixed(&[

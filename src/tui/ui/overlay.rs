@@ -1,4 +1,5 @@
-//! Overlays: the help table (from the live keymap) and the fuzzy file picker.
+//! Overlays: the help table (from the live keymap), the fuzzy file picker and the backend
+//! picker.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -88,6 +89,38 @@ pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
             Style::new()
         };
         lines.push(Line::styled(index.files[file].path.clone(), style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The configured backends; the current one is marked. Base URLs are left out: they can hold
+/// credentials, and the name says which server it is.
+pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let height = (state.setup.backends.len() as u16 + 4).min(area.height);
+    let rect = centered(area, area.width.saturating_sub(20).min(90), height);
+    let inner = panel(frame, state, rect, "complete with");
+    let mut lines = vec![Line::styled(
+        crate::tui::state::backend_summary(state),
+        Style::new().fg(theme.muted),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = super::scroll_top(cursor, rows);
+    for (n, entry) in state.setup.backends.iter().enumerate().skip(top).take(rows) {
+        let current = if n == state.setup.backend { "●" } else { " " };
+        let model = entry.model.as_deref().unwrap_or("");
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        let text = format!(
+            "{current} {:<20} {:<12} {model}",
+            entry.name,
+            entry.kind.name()
+        );
+        lines.push(Line::styled(text, style));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }

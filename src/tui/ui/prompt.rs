@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
+use crate::model::TokenCounting;
 use crate::token::Keep;
 use crate::tui::state::{Availability, Editor, State};
 use crate::tui::theme::Theme;
@@ -43,8 +44,13 @@ pub fn title(state: &State) -> String {
             } else {
                 ""
             };
+            // Counted with a stand-in for the backend's own tokenizer: say so.
+            let approximate = match state.backend.as_ref().map(|b| b.counting()) {
+                Some(TokenCounting::Approximate) => ", approximate",
+                _ => "",
+            };
             format!(
-                "prompt · {used}/{} tokens ({}){explained}",
+                "prompt · {used}/{} tokens ({}{approximate}){explained}",
                 p.budget, p.tokenizer
             )
         }
