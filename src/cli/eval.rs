@@ -131,7 +131,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         };
         let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
-        let stats = result.map_err(|stopped| stopped.error)?;
+        let stats = result?;
         eprintln!(
             "{name}: {} holes: {} complete ({} from an earlier run, {} now), {} failed",
             stats.holes,

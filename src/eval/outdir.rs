@@ -107,7 +107,14 @@ impl OutDir {
         std::fs::create_dir_all(root).map_err(io_error(root))?;
         let lock = lock(root)?;
         let settings_path = root.join(SETTINGS_FILE);
+        // Settings bind only rows: a run that wrote none (a wrong model, say) binds nothing.
+        let has_rows = labels::label_files(&root.join(LABEL_DIR)).is_ok_and(|files| {
+            files
+                .iter()
+                .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+        });
         match std::fs::read(&settings_path) {
+            Ok(_) if !has_rows => {}
             Ok(bytes) => {
                 let recorded: SettingsFile =
                     serde_json::from_slice(&bytes).map_err(|e| OutDirError::Io {
@@ -122,19 +129,12 @@ impl OutDir {
                     });
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let label_dir = root.join(LABEL_DIR);
-                let has_labels = labels::label_files(&label_dir).is_ok_and(|files| {
-                    files
-                        .iter()
-                        .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+            Err(e) if e.kind() == io::ErrorKind::NotFound && has_rows => {
+                return Err(OutDirError::Unrecorded {
+                    dir: root.display().to_string(),
                 });
-                if has_labels {
-                    return Err(OutDirError::Unrecorded {
-                        dir: root.display().to_string(),
-                    });
-                }
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(&settings_path)(e)),
         }
         let file = SettingsFile {

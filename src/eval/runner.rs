@@ -87,13 +87,6 @@ pub enum RunError {
     },
 }
 
-/// A run that stopped early, with what it had done.
-#[derive(Debug)]
-pub struct Stopped {
-    pub stats: RunStats,
-    pub error: RunError,
-}
-
 /// Failures in a row, of requests and of holes, and the decision to stop. A dead server fails
 /// every request at once and a hung one every request at its deadline, so `max` requests in a
 /// row stop a run after about max / concurrency deadlines; a server that fails some candidate
@@ -216,7 +209,7 @@ impl RepoRun<'_> {
         labels: &mut LabelFile,
         progress: &ProgressBar,
         failures: &mut Failures,
-    ) -> Result<RunStats, Stopped> {
+    ) -> Result<RunStats, RunError> {
         let holes = sample_holes(self.index, self.options.holes, self.options.seed);
         let todo: Vec<&Hole> = holes
             .iter()
@@ -230,12 +223,8 @@ impl RepoRun<'_> {
         progress.set_length(holes.len() as u64);
         progress.set_position(stats.resumed as u64);
         for chunk in todo.chunks(CHUNK) {
-            if let Err(error) = self
-                .run_chunk(chunk, labels, failures, progress, &mut stats)
-                .await
-            {
-                return Err(Stopped { stats, error });
-            }
+            self.run_chunk(chunk, labels, failures, progress, &mut stats)
+                .await?;
         }
         Ok(stats)
     }
