@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use backends_support::{Reply, Server};
 use keyhole::eval::{LabelRow, WRITTEN_ROWS};
-use reliability_support::{keyhole, one_line_error};
+use reliability_support::{keyhole, one_line_error, write_backends};
 use serde_json::json;
+use tempfile::TempDir;
 
 const BACKEND: &str = "srv";
 
@@ -24,14 +25,33 @@ fn sample() -> String {
     format!("{}/examples/sample-repo", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// backends.toml with one OpenAI-style backend at `base`: no retries, a 1 s deadline.
-fn write_backends(scratch: &Path, base: &str) {
-    let config = scratch.join("config");
-    std::fs::create_dir_all(&config).unwrap();
+/// A scratch directory whose backends file has one OpenAI-style backend at `base`: no
+/// retries, a 1 s deadline.
+fn scratch_for(base: &str) -> TempDir {
+    let scratch = tempfile::tempdir().unwrap();
     let toml = format!(
         "[[backend]]\nname = \"{BACKEND}\"\nkind = \"openai\"\nbase_url = \"{base}\"\nmodel = \"m\"\nretries = 0\ndeadline_secs = 1\n"
     );
-    std::fs::write(config.join("backends.toml"), toml).unwrap();
+    write_backends(scratch.path(), &toml);
+    scratch
+}
+
+/// A server that answers every request but those `fails` picks (by how many came before),
+/// which get `status`, and a scratch directory configured for it.
+async fn failing_when(
+    fails: impl Fn(usize) -> bool + Send + Sync + 'static,
+    status: u16,
+) -> (Server, TempDir) {
+    let server = Server::start(move |_, seen| {
+        if fails(seen) {
+            Reply::Json(status, json!({"error": "overloaded"}))
+        } else {
+            answer()
+        }
+    })
+    .await;
+    let scratch = scratch_for(&server.base);
+    (server, scratch)
 }
 
 fn answer() -> Reply {
@@ -106,8 +126,7 @@ async fn a_refused_key_or_an_unknown_model_stops_the_run_at_once() {
             )
         })
         .await;
-        let scratch = tempfile::tempdir().unwrap();
-        write_backends(scratch.path(), &server.base);
+        let scratch = scratch_for(&server.base);
         // The binary blocks this thread; the server runs on the runtime's worker threads.
         let output = eval_with_server(scratch.path(), 5);
         let message = one_line_error(&output);
@@ -139,8 +158,7 @@ async fn a_dead_server_stops_the_run_after_a_few_failures() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", listener.local_addr().unwrap())
     };
-    let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &base);
+    let scratch = scratch_for(&base);
     let output = eval_with_server(scratch.path(), 5);
     let message = one_line_error(&output);
     assert!(
@@ -163,8 +181,7 @@ async fn a_dead_server_stops_the_run_after_a_few_failures() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hung_server_stops_the_run_at_its_deadlines() {
     let server = Server::start(|_, _| Reply::Hang).await;
-    let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &server.base);
+    let scratch = scratch_for(&server.base);
     let output = eval_with_server(scratch.path(), 5);
     let message = one_line_error(&output);
     assert!(message.contains("8 failed requests in a row"), "{message}");
@@ -176,16 +193,7 @@ async fn a_hung_server_stops_the_run_at_its_deadlines() {
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_holes_get_no_rows_exit_2_and_a_rerun_retries_only_them() {
     // Three failures in a row early in the run: they fail the first hole only.
-    let server = Server::start(|_, seen| {
-        if (10..13).contains(&seen) {
-            Reply::Json(500, json!({"error": "overloaded"}))
-        } else {
-            answer()
-        }
-    })
-    .await;
-    let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &server.base);
+    let (server, scratch) = failing_when(|seen| (10..13).contains(&seen), 500).await;
     let output = eval_with_server(scratch.path(), 5);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
@@ -235,16 +243,7 @@ async fn failed_holes_get_no_rows_exit_2_and_a_rerun_retries_only_them() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_fails_now_and_then_costs_holes_not_the_run() {
     // Every 20th request fails: holes fail here and there, never 8 requests in a row.
-    let server = Server::start(|_, seen| {
-        if seen % 20 == 19 {
-            Reply::Json(503, json!({"error": "busy"}))
-        } else {
-            answer()
-        }
-    })
-    .await;
-    let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &server.base);
+    let (_server, scratch) = failing_when(|seen| seen % 20 == 19, 503).await;
     let output = eval(
         scratch.path(),
         6,
@@ -285,8 +284,7 @@ async fn a_second_run_into_the_same_directory_says_who_holds_it_and_a_dead_holde
         })
         .await
     };
-    let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &server.base);
+    let scratch = scratch_for(&server.base);
     let out = scratch.path().join("out");
     let mut first = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(["eval", &sample(), "--holes", "3", "--backend", BACKEND])
