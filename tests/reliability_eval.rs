@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use backends_support::{Reply, Server};
@@ -414,4 +414,40 @@ fn torn_writes_anywhere_are_repaired_on_the_first_resume_with_the_right_counts()
     .unwrap();
     assert_eq!(report["summary"]["holes"], 6, "{}", report["summary"]);
     assert_eq!(report["summary"]["incomplete_holes"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_composition_requests_are_left_out_of_table_10_not_counted_as_misses() {
+    // 0: answer; otherwise the status to answer with.
+    let status = Arc::new(AtomicU16::new(0));
+    let server = {
+        let status = status.clone();
+        Server::start(move |_, _| match status.load(Ordering::SeqCst) {
+            0 => answer(),
+            code => Reply::Json(code, json!({"error": "down"})),
+        })
+        .await
+    };
+    let scratch = scratch_for(&server.base);
+    let first = eval_with_server(scratch.path(), 3);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let labels = label_text(scratch.path());
+
+    // Every hole is labelled: only the classifier's compositions ask the server now.
+    status.store(500, Ordering::SeqCst);
+    let output = eval_with_server(scratch.path(), 3);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let last = last_line(&output);
+    assert!(
+        last.starts_with("keyhole: Table 10 leaves out 3 holes whose composition requests failed (the last: srv: "),
+        "{last}"
+    );
+    assert_eq!(label_text(scratch.path()), labels);
+
+    // After the per-repository lines, the one line that says why the run stopped.
+    status.store(401, Ordering::SeqCst);
+    let output = eval_with_server(scratch.path(), 3);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let last = last_line(&output);
+    assert!(last.contains("answered 401: down (eval stopped"), "{last}");
 }
