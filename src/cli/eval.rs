@@ -97,7 +97,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     }
     let out = OutDir::open(
         &args.out,
-        &label_settings(args, &entry, names.clone()),
+        &LabelSettings::new(names.clone(), &options, &entry),
         &report_settings(args),
     )?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -112,7 +112,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             .with_context(|| format!("{}", label_path.display()))?;
         if labels.removed_lines() > 0 {
             eprintln!(
-                "{name}: {} lines of holes cut short or written twice were moved to {}; those holes are redone",
+                "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
                 labels.removed_lines(),
                 labels::removed_path(&label_path).display()
             );
@@ -132,14 +132,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
         let stats = result?;
-        eprintln!(
-            "{name}: {} holes: {} complete ({} from an earlier run, {} now), {} failed",
-            stats.holes,
-            stats.resumed + stats.completed,
-            stats.resumed,
-            stats.completed,
-            stats.failed
-        );
+        eprintln!("{name}: {stats}");
         total.holes += stats.holes;
         total.failed += stats.failed;
         total.last_error = stats.last_error.or(total.last_error);
@@ -206,27 +199,6 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// What the label rows of this run depend on.
-fn label_settings(
-    args: &EvalArgs,
-    entry: &BackendConfig,
-    repositories: Vec<String>,
-) -> LabelSettings {
-    LabelSettings {
-        repositories,
-        holes: args.holes,
-        seed: args.seed,
-        budget: args.budget,
-        tokenizer: entry.tokenizer().name().to_string(),
-        backend: entry.name.clone(),
-        model: entry.model.clone(),
-        temperature: entry.temperature,
-        max_tokens: entry.max_tokens,
-        stop: entry.stop.clone(),
-        candidates: format!("0-{}", WRITTEN_ROWS - 1),
-    }
 }
 
 /// What the report of this run depends on beyond the rows.

@@ -196,7 +196,8 @@ fn blocks(parsed: &[Option<LabelRow>]) -> Vec<Block> {
         let continues = open
             && blocks.last().is_some_and(|b| {
                 let last = parsed[b.lines.end - 1].as_ref().expect("blocks hold rows");
-                last.hole_id == row.hole_id && last.proposal_id + 1 == row.proposal_id
+                last.hole_id == row.hole_id
+                    && last.proposal_id.checked_add(1) == Some(row.proposal_id)
             });
         if continues {
             let block = blocks.last_mut().expect("continues a block");

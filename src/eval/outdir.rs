@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::WRITTEN_ROWS;
 use super::labels;
+use super::runner::EvalOptions;
 use crate::feedback::write_atomic;
+use crate::model::config::BackendConfig;
 
 /// The settings file, in the output directory.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -29,7 +32,7 @@ pub struct LabelSettings {
     /// Repository names, as label files are named.
     pub repositories: Vec<String>,
     /// The cap on holes per repository.
-    pub holes: usize,
+    pub holes: Option<usize>,
     pub seed: u64,
     pub budget: usize,
     pub tokenizer: String,
@@ -41,6 +44,29 @@ pub struct LabelSettings {
     pub stop: Option<Vec<String>>,
     /// The candidate ids a hole gets a row for, e.g. `0-70`.
     pub candidates: String,
+}
+
+impl LabelSettings {
+    /// The settings of a run over `repositories` (by name) with `options` and `backend`.
+    pub fn new(
+        repositories: Vec<String>,
+        options: &EvalOptions,
+        backend: &BackendConfig,
+    ) -> LabelSettings {
+        LabelSettings {
+            repositories,
+            holes: options.holes,
+            seed: options.seed,
+            budget: options.budget,
+            tokenizer: backend.tokenizer().name().to_string(),
+            backend: backend.name.clone(),
+            model: backend.model.clone(),
+            temperature: backend.temperature,
+            max_tokens: backend.max_tokens,
+            stop: backend.stop.clone(),
+            candidates: format!("0-{}", WRITTEN_ROWS - 1),
+        }
+    }
 }
 
 /// What the report of an output directory was last made with; the report is rebuilt from all

@@ -66,6 +66,21 @@ pub struct RunStats {
     pub last_error: Option<BackendError>,
 }
 
+/// `N holes: C complete (R from an earlier run, K now), F failed`.
+impl std::fmt::Display for RunStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} holes: {} complete ({} from an earlier run, {} now), {} failed",
+            self.holes,
+            self.resumed + self.completed,
+            self.resumed,
+            self.completed,
+            self.failed
+        )
+    }
+}
+
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
