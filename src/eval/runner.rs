@@ -7,6 +7,8 @@
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
 //! iteration's completion, and ProCC's hypothetical line and summary).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::stream::{self, StreamExt};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
@@ -432,26 +434,36 @@ impl RepoRun<'_> {
     }
 
     /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions
-    /// by job, or the error that failed it. Stops as soon as `failures` says so, which drops
-    /// (cancels) the requests still in flight.
+    /// by job, or the error that failed it. A failed hole's jobs not yet sent are skipped (its
+    /// other answers would be thrown away); the run stops as soon as `failures` says so, which
+    /// drops (cancels) the requests still in flight.
     async fn complete_all(
         &self,
         jobs: Vec<(usize, Job, CompletionRequest)>,
         holes: usize,
         failures: &mut Failures,
     ) -> Result<Outcomes, RunError> {
+        let failed: Vec<AtomicBool> = (0..holes).map(|_| AtomicBool::new(false)).collect();
+        let failed = &failed;
         let mut done = stream::iter(jobs)
             .map(|(h, job, request)| async move {
+                if failed[h].load(Ordering::Relaxed) {
+                    return (h, job, None);
+                }
                 let result = perspectives::first_completion(self.backend, &request).await;
-                (h, job, result)
+                (h, job, Some(result))
             })
             .buffer_unordered(self.options.concurrency.max(1));
         let mut per_hole: Outcomes = vec![Ok(Vec::new()); holes];
         while let Some((h, job, result)) = done.next().await {
+            let Some(result) = result else { continue };
             failures.request(&result)?;
             match (result, &mut per_hole[h]) {
                 (Ok(text), Ok(list)) => list.push((job, text)),
-                (Err(err), slot) => *slot = Err(err),
+                (Err(err), slot) => {
+                    failed[h].store(true, Ordering::Relaxed);
+                    *slot = Err(err);
+                }
                 (Ok(_), Err(_)) => {}
             }
         }
