@@ -321,11 +321,17 @@ async fn a_second_run_into_the_same_directory_says_who_holds_it_and_a_dead_holde
     assert!(per_hole.values().all(|ids| ids.len() == WRITTEN_ROWS));
 }
 
+/// A scratch directory with an evaluation of `holes` holes by the embedded model in `out`.
+fn evaluated(holes: usize) -> TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    let first = eval(scratch.path(), holes, &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    scratch
+}
+
 #[test]
 fn resuming_with_other_settings_names_the_difference_and_changes_nothing() {
-    let scratch = tempfile::tempdir().unwrap();
-    let first = eval(scratch.path(), 3, &[]);
-    assert!(first.status.success(), "{}", stderr(&first));
+    let scratch = evaluated(3);
     let labels = label_text(scratch.path());
     let settings = std::fs::read_to_string(scratch.path().join("out/settings.json")).unwrap();
     assert!(settings.contains("\"budget\": 4072"), "{settings}");
@@ -350,9 +356,7 @@ fn resuming_with_other_settings_names_the_difference_and_changes_nothing() {
 
 #[test]
 fn an_output_directory_of_an_older_version_is_refused_and_left_as_it_is() {
-    let scratch = tempfile::tempdir().unwrap();
-    let first = eval(scratch.path(), 2, &[]);
-    assert!(first.status.success(), "{}", stderr(&first));
+    let scratch = evaluated(2);
     // What an older keyhole left: label files and no settings.
     std::fs::remove_file(scratch.path().join("out/settings.json")).unwrap();
     let labels = label_text(scratch.path());
@@ -367,9 +371,7 @@ fn an_output_directory_of_an_older_version_is_refused_and_left_as_it_is() {
 
 #[test]
 fn torn_writes_anywhere_are_repaired_on_the_first_resume_with_the_right_counts() {
-    let scratch = tempfile::tempdir().unwrap();
-    let first = eval(scratch.path(), 6, &[]);
-    assert!(first.status.success(), "{}", stderr(&first));
+    let scratch = evaluated(6);
     let text = label_text(scratch.path());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 6 * WRITTEN_ROWS);
