@@ -209,9 +209,15 @@ async fn failed_holes_get_no_rows_exit_2_and_a_rerun_retries_only_them() {
         "{last}"
     );
     assert!(last.contains("answered 500: overloaded"), "{last}");
+    let report = scratch.path().join("out/report.md");
+    let says_incomplete = || {
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .contains("Incomplete: 1 of 5 holes failed")
+    };
     assert!(
-        scratch.path().join("out/report.md").exists(),
-        "the report covers the complete holes"
+        says_incomplete(),
+        "the report covers the complete holes, and says so"
     );
     let before = label_text(scratch.path());
     let per_hole = rows_per_hole(&before);
@@ -227,6 +233,7 @@ async fn failed_holes_get_no_rows_exit_2_and_a_rerun_retries_only_them() {
         "{}",
         stderr(&output)
     );
+    assert!(!says_incomplete());
     let after = label_text(scratch.path());
     assert!(
         after.starts_with(&before),

@@ -150,6 +150,13 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
              context.",
         );
     }
+    if total.failed > 0 {
+        builder = builder.add_note(format!(
+            "Incomplete: {} of {} holes failed (backend errors) and are not in this report; \
+             running the same `keyhole eval` again completes them.",
+            total.failed, total.holes
+        ));
+    }
     for variant in [Variant::H, Variant::R]
         .into_iter()
         .filter(|&v| classifier.has(v))
