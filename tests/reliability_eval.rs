@@ -159,7 +159,9 @@ async fn a_dead_server_stops_the_run_after_a_few_failures() {
         format!("http://{}", listener.local_addr().unwrap())
     };
     let scratch = scratch_for(&base);
-    let output = eval_with_server(scratch.path(), 5);
+    // Each hole's first refused connection fails it and skips its other requests: more than 8
+    // holes, so that 8 failed requests come before the end.
+    let output = eval_with_server(scratch.path(), 10);
     let message = one_line_error(&output);
     assert!(
         message.contains(

@@ -105,9 +105,10 @@ pub enum RunError {
 }
 
 /// Failures in a row, of requests and of holes, and the decision to stop. A dead server fails
-/// every request at once and a hung one every request at its deadline, so `max` requests in a
-/// row stop a run after about max / concurrency deadlines; a server that fails some candidate
-/// of every hole (say, prompts longer than its context) is caught by `max` holes in a row.
+/// every request at once (about one per hole: a failed hole's other requests are skipped) and
+/// a hung one every request at its deadline, so `max` requests in a row stop a run within
+/// moments or after about max / concurrency deadlines; a server that fails some candidate of
+/// every hole (say, prompts longer than its context) is caught by `max` holes in a row.
 /// Shared by all the stages of an evaluation that send requests.
 #[derive(Debug)]
 pub struct Failures {
