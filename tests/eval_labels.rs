@@ -43,7 +43,7 @@ fn hole(name: &str) -> Vec<LabelRow> {
 fn an_interrupted_write_is_dropped_and_the_hole_redone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.jsonl");
-    let (mut labels, rows) = LabelFile::open(&path).unwrap();
+    let (mut labels, rows) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
     assert!(rows.is_empty());
     labels.append_hole(&hole("r/A.java:1:1")).unwrap();
     labels.append_hole(&hole("r/A.java:2:1")).unwrap();
@@ -59,7 +59,7 @@ fn an_interrupted_write_is_dropped_and_the_hole_redone() {
     write!(file, "{{\"hole_id\":\"r/A.ja").unwrap();
     drop(file);
 
-    let (labels, rows) = LabelFile::open(&path).unwrap();
+    let (labels, rows) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
     assert_eq!(rows.len(), 2 * WRITTEN_ROWS);
     assert!(labels.is_done("r/A.java:1:1") && labels.is_done("r/A.java:2:1"));
     assert!(!labels.is_done("r/A.java:3:1"));
@@ -87,7 +87,8 @@ fn a_label_file_of_an_older_version_with_fewer_rows_per_hole_stays_whole() {
         }
     }
     std::fs::write(&path, &text).unwrap();
-    let (labels, rows) = LabelFile::open(&path).unwrap();
+    assert_eq!(read_dir(dir.path()).unwrap().len(), 2 * 66, "read whole");
+    let (labels, rows) = LabelFile::open(&path, 66).unwrap();
     assert_eq!(rows.len(), 2 * 66);
     assert!(labels.is_done("r/A.java:1:1") && labels.is_done("r/A.java:2:1"));
     assert_eq!(
@@ -95,6 +96,49 @@ fn a_label_file_of_an_older_version_with_fewer_rows_per_hole_stays_whole() {
         text,
         "left as it was"
     );
+}
+
+#[test]
+fn a_hole_whose_rows_record_a_failed_request_is_no_label_and_is_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    // Older versions wrote a refused request as a row with an error.
+    let mut failed = hole("r/A.java:1:1");
+    failed[7].error = Some("status 401".into());
+    let (mut labels, _) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
+    labels.append_hole(&failed).unwrap();
+    labels.append_hole(&hole("r/A.java:2:1")).unwrap();
+    drop(labels);
+    let (mut labels, rows) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
+    assert!(!labels.is_done("r/A.java:1:1"));
+    assert!(rows.iter().all(|r| r.hole_id == "r/A.java:2:1"));
+    labels.append_hole(&hole("r/A.java:1:1")).unwrap();
+    drop(labels);
+    let rows = read_dir(dir.path()).unwrap();
+    assert_eq!(rows.len(), 2 * WRITTEN_ROWS);
+    assert!(rows.iter().all(|r| r.error.is_none()));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        3 * WRITTEN_ROWS,
+        "the old rows stay in the file"
+    );
+}
+
+#[test]
+fn a_last_row_without_its_line_break_does_not_run_into_the_next_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    let (mut labels, _) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
+    labels.append_hole(&hole("r/A.java:1:1")).unwrap();
+    drop(labels);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.trim_end()).unwrap();
+    let (mut labels, rows) = LabelFile::open(&path, WRITTEN_ROWS).unwrap();
+    assert_eq!(rows.len(), WRITTEN_ROWS);
+    labels.append_hole(&hole("r/A.java:2:1")).unwrap();
+    drop(labels);
+    assert_eq!(read_dir(dir.path()).unwrap().len(), 2 * WRITTEN_ROWS);
 }
 
 fn label_rows(path: &std::path::Path) -> usize {

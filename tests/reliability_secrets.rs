@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Output;
 
 use backends_support::{Recorded, Reply, Server};
-use reliability_support::keyhole;
+use reliability_support::{keyhole, write_backends};
 use serde_json::json;
 
 /// A variable no other test sets, and a key no file could hold by chance.
@@ -50,13 +50,11 @@ fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
-fn write_backends(scratch: &Path, base: &str) {
-    let config = scratch.join("config");
-    std::fs::create_dir_all(&config).unwrap();
+fn write_leaky_backend(scratch: &Path, base: &str) {
     let toml = format!(
         "[[backend]]\nname = \"leaky\"\nkind = \"openai\"\nbase_url = \"{base}\"\nmodel = \"gpt-3.5-turbo-instruct\"\napi_key_env = \"{KEY_VAR}\"\nretries = 0\ndeadline_secs = 5\n"
     );
-    std::fs::write(config.join("backends.toml"), toml).unwrap();
+    write_backends(scratch, &toml);
 }
 
 /// Runs `complete` and `eval --holes 5` against a server answering with `handler`, then
@@ -67,7 +65,7 @@ async fn run_and_check(
 ) -> [Output; 2] {
     let server = Server::start(handler).await;
     let scratch = tempfile::tempdir().unwrap();
-    write_backends(scratch.path(), &server.base);
+    write_leaky_backend(scratch.path(), &server.base);
     let out = scratch.path().join("out");
     let env = [(KEY_VAR, KEY)];
     // The binary blocks this thread; the server runs on the runtime's worker threads.

@@ -3,18 +3,21 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
+use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::complete::BackendArgs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
+use keyhole::eval::WRITTEN_ROWS;
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels::{self, LabelFile};
+use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use keyhole::eval::report::{self, HoleRows};
-use keyhole::eval::runner::{EvalOptions, RepoRun};
+use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
 use keyhole::model;
 use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
@@ -44,6 +47,10 @@ pub struct EvalArgs {
     /// Completions in flight at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
+    /// Stop after this many failed requests, or failed holes, in a row (a dead or hung
+    /// server; a wrong key, model or URL stops the run at the first answer).
+    #[arg(long, default_value_t = DEFAULT_MAX_FAILURES, value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
+    max_failures: usize,
     /// Keep ProCC's bandit, as trained for the report, in the data directory, where
     /// `keyhole proposals` reads it to pick a perspective (it is always written to --out).
     #[arg(long)]
@@ -81,20 +88,40 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         budget: args.budget,
         concurrency: args.concurrency,
     };
+    let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
+    if let Some(name) = names
+        .iter()
+        .find(|n| names.iter().filter(|m| m == n).count() > 1)
+    {
+        bail!("two repositories are named {name}: their label files would be one");
+    }
+    let out = OutDir::open(
+        &args.out,
+        &LabelSettings::new(names.clone(), &options, &entry),
+        &report_settings(args),
+    )?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let label_dir = args.out.join("labels");
-    for path in &args.repos {
-        let name = repository_name(path);
+    let label_dir = out.label_dir();
+    let mut failures = Failures::new(args.max_failures);
+    let mut total = RunStats::default();
+    for (path, name) in args.repos.iter().zip(&names) {
         let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
         let backend = model::build_backend(&entry, &index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));
-        let (mut labels, _) =
-            LabelFile::open(&label_path).with_context(|| format!("{}", label_path.display()))?;
-        let progress = progress_bar(&name);
+        let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
+            .with_context(|| format!("{}", label_path.display()))?;
+        if labels.removed_lines() > 0 {
+            eprintln!(
+                "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
+                labels.removed_lines(),
+                labels::removed_path(&label_path).display()
+            );
+        }
+        let progress = progress_bar(name);
         let retrieval = Retrieval::new(&index);
         let windows = WindowIndex::new(&index);
         let run = RepoRun {
-            repository: &name,
+            repository: name,
             index: &index,
             tokenizer,
             backend: backend.as_ref(),
@@ -102,17 +129,19 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             windows: &windows,
             options: &options,
         };
-        let stats = runtime.block_on(run.run(&mut labels, &progress))?;
+        let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
-        eprintln!(
-            "{name}: {} holes ({} from an earlier run, {} completed now)",
-            stats.holes, stats.resumed, stats.completed
-        );
+        let stats = result?;
+        eprintln!("{name}: {stats}");
+        total.holes += stats.holes;
+        total.failed += stats.failed;
+        total.last_error = stats.last_error.or(total.last_error);
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
     let holes = report::group_holes(&rows);
-    let classified = runtime.block_on(classify(args, &entry, &classifier, &holes))?;
+    let classified =
+        runtime.block_on(classify(args, &entry, &classifier, &holes, &mut failures))?;
     let mut builder = report::Builder::new(&rows, &args.train, args.seed);
     if !args.train.is_empty() {
         builder = builder.add_note(
@@ -120,6 +149,13 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
              training data); in the per-repository table their training rows equal the default \
              context.",
         );
+    }
+    if total.failed > 0 {
+        builder = builder.add_note(format!(
+            "Incomplete: {} of {} holes failed (backend errors) and are not in this report; \
+             running the same `keyhole eval` again completes them.",
+            total.failed, total.holes
+        ));
     }
     for variant in [Variant::H, Variant::R]
         .into_iter()
@@ -140,20 +176,50 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     }
     let report = builder.build();
     save_procc_bandit(&rows, args)?;
-    report::write(&report, &args.out).with_context(|| format!("{}", args.out.display()))?;
+    report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
     let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
     let table = classified::composition_table(&classified, &by_id);
-    append_compositions(&args.out, &table)?;
+    append_compositions(out.root(), &table)?;
     println!(
         "{}",
-        std::fs::read_to_string(args.out.join("report.md")).unwrap_or_default()
+        std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default()
     );
     eprintln!(
         "labels in {}, report in {}",
         label_dir.display(),
-        args.out.join("report.md").display()
+        out.root().join("report.md").display()
     );
+    // A partial run must not look like success: the report covers what completed, and the
+    // exit code says that something did not.
+    if let Some(last) = total.last_error {
+        bail!(
+            "{} of {} holes failed and have no label rows (the last: {last}); the report covers the complete ones, and running the same command again retries the failed ones",
+            total.failed,
+            total.holes
+        );
+    }
+    let uncomposed: Vec<&Classified> = classified.iter().filter(|c| c.failed.is_some()).collect();
+    if let Some(last) = uncomposed.last().and_then(|c| c.failed.as_ref()) {
+        bail!(
+            "Table 10 leaves out {} holes whose composition requests failed (the last: {last}); running the same command again completes them",
+            uncomposed.len()
+        );
+    }
     Ok(())
+}
+
+/// What the report of this run depends on beyond the rows.
+fn report_settings(args: &EvalArgs) -> ReportSettings {
+    let shown = |p: &std::path::Path| p.display().to_string();
+    ReportSettings {
+        classifier: args
+            .classifier
+            .as_deref()
+            .map_or_else(|| "bundled".to_string(), shown),
+        encoder_dir: args.encoder_dir.as_deref().map(shown),
+        train: args.train.clone(),
+        compose: args.compose.clone(),
+    }
 }
 
 /// RLPG-H and RLPG-R on the holes the method tables cover (the test split, or every hole
@@ -164,6 +230,7 @@ async fn classify(
     entry: &BackendConfig,
     classifier: &Classifier,
     holes: &[HoleRows<'_>],
+    failures: &mut Failures,
 ) -> Result<Vec<Classified>> {
     let in_scope =
         |h: &&HoleRows| args.train.is_empty() || !args.train.iter().any(|t| t == h.repository);
@@ -189,7 +256,7 @@ async fn classify(
         eprintln!("{name}: ranking {} holes with the classifier…", mine.len());
         let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
         let backend = model::build_backend(entry, &index)?;
-        out.extend(run.run(&index, &mine, backend.as_ref()).await);
+        out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }
     Ok(out)
 }

@@ -11,11 +11,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::report::HoleRows;
+use super::runner::{Failures, RunError};
 use crate::compose::{Composer, Prompt};
 use crate::context::perspectives::first_completion;
 use crate::context::proposals::{DEFAULT_ID, build_for_budget};
 use crate::metrics;
-use crate::model::{Backend, CompletionRequest};
+use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::classifier::{Classifier, Variant};
 use crate::rank::{RankInput, Ranker, compose_top};
 use crate::repo::RepoIndex;
@@ -39,6 +40,9 @@ pub struct Classified {
     pub rankings: Vec<(Variant, Vec<usize>)>,
     /// Per variant and l, whether the composed prompt's completion matched.
     pub compositions: Vec<(Variant, usize, bool)>,
+    /// The request that failed, if one did: the hole then has no compositions (Table 10 leaves
+    /// it out; a failure is no miss).
+    pub failed: Option<BackendError>,
 }
 
 /// A hole's composed prompts waiting for their completions.
@@ -51,22 +55,29 @@ struct Pending {
 
 impl ClassifierEval<'_> {
     /// Rank and compose every hole of `holes` (all from the repository `index`); holes that no
-    /// longer exist in the repository are left out.
+    /// longer exist in the repository are left out. Stops when `failures` says so.
     pub async fn run(
         &self,
         index: &RepoIndex,
         holes: &[&HoleRows<'_>],
         backend: &dyn Backend,
-    ) -> Vec<Classified> {
+        failures: &mut Failures,
+    ) -> Result<Vec<Classified>, RunError> {
         let pending: Vec<Pending> = holes
             .par_iter()
             .filter_map(|h| self.prepare(index, h))
             .collect();
-        stream::iter(pending)
+        let mut done = stream::iter(pending)
             .map(|p| self.complete(p, backend))
-            .buffer_unordered(self.concurrency.max(1))
-            .collect()
-            .await
+            .buffer_unordered(self.concurrency.max(1));
+        let mut out = Vec::new();
+        while let Some(classified) = done.next().await {
+            let failed = classified.failed.as_ref();
+            failures.request(&failed.map_or(Ok(()), |e| Err(e.clone())))?;
+            failures.hole(failed)?;
+            out.push(classified);
+        }
+        Ok(out)
     }
 
     fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
@@ -91,6 +102,7 @@ impl ClassifierEval<'_> {
                 hole_id: rows.hole_id.to_string(),
                 rankings,
                 compositions: Vec::new(),
+                failed: None,
             },
             target: hole.target.unwrap_or_default(),
             current_file: index.files[hole.file].path.clone(),
@@ -98,16 +110,24 @@ impl ClassifierEval<'_> {
         })
     }
 
-    /// A backend failure counts as a miss, as it does in the label rows.
+    /// The hole's compositions completed, or the first failed request.
     async fn complete(&self, mut pending: Pending, backend: &dyn Backend) -> Classified {
         for (variant, l, prompt) in &pending.prompts {
             let request = CompletionRequest {
                 current_file: Some(pending.current_file.clone()),
                 ..CompletionRequest::single_line(prompt.text())
             };
-            let text = first_completion(backend, &request).await.ok();
-            let hit = text.is_some_and(|t| metrics::score(&t, &pending.target).exact_match);
-            pending.classified.compositions.push((*variant, *l, hit));
+            match first_completion(backend, &request).await {
+                Ok(text) => {
+                    let hit = metrics::score(&text, &pending.target).exact_match;
+                    pending.classified.compositions.push((*variant, *l, hit));
+                }
+                Err(err) => {
+                    pending.classified.compositions.clear();
+                    pending.classified.failed = Some(err);
+                    break;
+                }
+            }
         }
         pending.classified
     }
@@ -124,7 +144,8 @@ pub struct CompositionRow {
     pub default: f64,
 }
 
-/// Rows for l = 1 (the ranking's pick, from the label rows) and each composition.
+/// Rows for l = 1 (the ranking's pick, from the label rows) and each composition, over the
+/// holes whose compositions all completed.
 pub fn composition_table(
     results: &[Classified],
     holes: &HashMap<&str, &HoleRows>,
@@ -132,6 +153,7 @@ pub fn composition_table(
     let percent = |hits: usize, n: usize| 100.0 * hits as f64 / n.max(1) as f64;
     let scored: Vec<(&Classified, &HoleRows)> = results
         .iter()
+        .filter(|c| c.failed.is_none())
         .filter_map(|c| Some((c, *holes.get(c.hole_id.as_str())?)))
         .collect();
     let n = scored.len();

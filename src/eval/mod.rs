@@ -1,11 +1,13 @@
 //! RLPG's evaluation protocol on real repositories: for every sampled hole, complete with the
 //! default context and with every applicable proposal, and record one label row each.
-//! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`report`] turns them into
-//! the paper's tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
+//! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`outdir`] keeps one run at
+//! a time in an output directory and its settings, [`report`] turns the rows into the paper's
+//! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
 
 pub mod classified;
 pub mod interop;
 pub mod labels;
+pub mod outdir;
 pub mod report;
 pub mod runner;
 
@@ -56,7 +58,8 @@ pub struct LabelRow {
     pub proposal_truncated: bool,
     pub default_truncated: bool,
     pub backend: String,
-    /// Why the completion failed, if the backend failed (the row then counts as a miss).
+    /// Why the completion failed. Only older versions wrote such rows: a failed request is no
+    /// label, so readers skip the holes that have one and a resumed run redoes them.
     pub error: Option<String>,
     /// BM25 score of the proposal context against the hole window (RLPG-BM25's ranking).
     #[serde(default)]

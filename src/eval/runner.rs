@@ -7,6 +7,8 @@
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
 //! iteration's completion, and ProCC's hypothetical line and summary).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures_util::stream::{self, StreamExt};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
@@ -14,9 +16,7 @@ use rayon::prelude::*;
 use super::labels::LabelFile;
 use super::{LabelRow, hole_id};
 use crate::compose::{Composer, Prompt, SegmentKind};
-use crate::context::perspectives::{
-    self, Candidate, HYPOTHETICAL_LINE_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
-};
+use crate::context::perspectives::{self, Candidate, Perspectives, REPOCODER_ID};
 use crate::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use crate::context::retrieval::{self, Retrieval};
 use crate::context::windows::WindowIndex;
@@ -29,8 +29,8 @@ use crate::token::Tokenizer;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
-/// Consecutive holes whose completions all failed before the run gives up.
-const MAX_FAILED_HOLES: usize = 8;
+/// Failed requests, or failed holes, in a row before a run stops ([`Failures`]).
+pub const DEFAULT_MAX_FAILURES: usize = 8;
 
 /// How to run the protocol.
 #[derive(Clone, Debug)]
@@ -56,24 +56,116 @@ pub struct RepoRun<'a> {
 }
 
 /// What a run did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunStats {
     pub holes: usize,
     /// Holes already in the label file from an earlier run.
     pub resumed: usize,
     pub completed: usize,
+    /// Holes with a failed request: they have no rows, and the next run retries them.
+    pub failed: usize,
+    /// Why the last failed hole failed.
+    pub last_error: Option<BackendError>,
+}
+
+/// `N holes: C complete (R from an earlier run, K now), F failed`.
+impl std::fmt::Display for RunStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} holes: {} complete ({} from an earlier run, {} now), {} failed",
+            self.holes,
+            self.resumed + self.completed,
+            self.resumed,
+            self.completed,
+            self.failed
+        )
+    }
 }
 
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error(transparent)]
-    Backend(#[from] BackendError),
+    /// No request can succeed: a wrong key, model or URL.
+    #[error(
+        "{0} (eval stopped: no request can succeed until the backend's key, model or URL is fixed)"
+    )]
+    Configuration(BackendError),
+    #[error("eval stopped after {count} failed {what} in a row; the last: {last}")]
+    Failing {
+        count: usize,
+        what: &'static str,
+        last: BackendError,
+    },
     #[error("cannot write {path}: {source}")]
     Labels {
         path: String,
         source: std::io::Error,
     },
+}
+
+/// Failures in a row, of requests and of holes, and the decision to stop. A dead server fails
+/// every request at once (about one per hole: a failed hole's other requests are skipped) and
+/// a hung one every request at its deadline, so `max` requests in a row stop a run within
+/// moments or after about max / concurrency deadlines; a server that fails some candidate of
+/// every hole (say, prompts longer than its context) is caught by `max` holes in a row.
+/// Shared by all the stages of an evaluation that send requests.
+#[derive(Debug)]
+pub struct Failures {
+    max: usize,
+    requests: usize,
+    holes: usize,
+}
+
+impl Failures {
+    pub fn new(max: usize) -> Failures {
+        Failures {
+            max: max.max(1),
+            requests: 0,
+            holes: 0,
+        }
+    }
+
+    /// Counts a request's outcome; an error when the run must stop.
+    pub fn request<T>(&mut self, result: &Result<T, BackendError>) -> Result<(), RunError> {
+        match result {
+            Ok(_) => {
+                self.requests = 0;
+                Ok(())
+            }
+            Err(err) if err.is_configuration() => Err(RunError::Configuration(err.clone())),
+            Err(err) => {
+                self.requests += 1;
+                self.check(self.requests, "requests", err)
+            }
+        }
+    }
+
+    /// Counts a hole's outcome (`Some` error when it failed); an error when the run must stop.
+    pub fn hole(&mut self, failed: Option<&BackendError>) -> Result<(), RunError> {
+        match failed {
+            None => {
+                self.holes = 0;
+                Ok(())
+            }
+            Some(err) => {
+                self.holes += 1;
+                self.check(self.holes, "holes", err)
+            }
+        }
+    }
+
+    fn check(&self, count: usize, what: &'static str, last: &BackendError) -> Result<(), RunError> {
+        if count >= self.max {
+            Err(RunError::Failing {
+                count,
+                what,
+                last: last.clone(),
+            })
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// A candidate's prompt for a hole (`None` when the candidate is not applicable), with what
@@ -123,16 +215,18 @@ struct FirstStage<'a> {
     drafts: Vec<(Draft, CompletionRequest)>,
 }
 
-/// Per hole of a chunk: its completions by job, or the transient error that stopped it.
-type Outcomes = Vec<Result<Vec<(Job, Prediction)>, BackendError>>;
+/// Per hole of a chunk: its completions by job, or the error that failed it.
+type Outcomes = Vec<Result<Vec<(Job, String)>, BackendError>>;
 
 impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
-    /// are in. Transient backend failures leave the hole for the next run.
+    /// are in. A hole with a failed request gets no rows (the next run retries it); the run
+    /// stops at once when no request can succeed, or when `failures` says so.
     pub async fn run(
         &self,
         labels: &mut LabelFile,
         progress: &ProgressBar,
+        failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
         let holes = sample_holes(self.index, self.options.holes, self.options.seed);
         let todo: Vec<&Hole> = holes
@@ -142,39 +236,26 @@ impl RepoRun<'_> {
         let mut stats = RunStats {
             holes: holes.len(),
             resumed: holes.len() - todo.len(),
-            completed: 0,
+            ..RunStats::default()
         };
         progress.set_length(holes.len() as u64);
         progress.set_position(stats.resumed as u64);
-        let mut failed_in_a_row = 0;
         for chunk in todo.chunks(CHUNK) {
-            for outcome in self.run_chunk(chunk).await {
-                match outcome {
-                    Ok(rows) => {
-                        labels
-                            .append_hole(&rows)
-                            .map_err(|source| RunError::Labels {
-                                path: labels.path().display().to_string(),
-                                source,
-                            })?;
-                        stats.completed += 1;
-                        failed_in_a_row = 0;
-                    }
-                    Err(err) => {
-                        failed_in_a_row += 1;
-                        if failed_in_a_row >= MAX_FAILED_HOLES {
-                            return Err(err.into());
-                        }
-                    }
-                }
-                progress.inc(1);
-            }
+            self.run_chunk(chunk, labels, failures, progress, &mut stats)
+                .await?;
         }
         Ok(stats)
     }
 
-    /// Both stages for a chunk of holes: per hole, its rows or the error that stopped it.
-    async fn run_chunk(&self, chunk: &[&Hole]) -> Vec<Result<Vec<LabelRow>, BackendError>> {
+    /// Both stages for a chunk of holes; writes the rows of each hole that completed.
+    async fn run_chunk(
+        &self,
+        chunk: &[&Hole],
+        labels: &mut LabelFile,
+        failures: &mut Failures,
+        progress: &ProgressBar,
+        stats: &mut RunStats,
+    ) -> Result<(), RunError> {
         let firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
         let jobs = firsts.iter().enumerate().flat_map(|(h, first)| {
             let prompts = first.prompts.iter().filter_map(move |c| {
@@ -187,7 +268,9 @@ impl RepoRun<'_> {
                 .map(move |(draft, request)| (h, Job::Draft(*draft), request.clone()));
             prompts.chain(drafts)
         });
-        let first_outcomes = self.complete_all(jobs.collect(), chunk.len()).await;
+        let first_outcomes = self
+            .complete_all(jobs.collect(), chunk.len(), failures)
+            .await?;
         let seconds: Vec<Option<Vec<HolePrompt>>> = chunk
             .par_iter()
             .zip(&firsts)
@@ -203,21 +286,45 @@ impl RepoRun<'_> {
                 Some((h, Job::Candidate(c.id), self.request(chunk[h], prompt)))
             })
         });
-        let second_outcomes = self.complete_all(jobs.collect(), chunk.len()).await;
-        chunk
-            .iter()
-            .zip(firsts)
-            .zip(seconds)
-            .zip(first_outcomes.into_iter().zip(second_outcomes))
-            .map(|(((hole, first), second), outcomes)| {
-                let (mut done, more) = (outcomes.0?, outcomes.1?);
-                done.extend(more);
-                let mut prompts = first.prompts;
-                prompts.extend(second.unwrap_or_default());
-                prompts.sort_by_key(|p| p.id);
-                Ok(self.rows(hole, &prompts, done))
-            })
-            .collect()
+        let second_outcomes = self
+            .complete_all(jobs.collect(), chunk.len(), failures)
+            .await?;
+        let outcomes = first_outcomes.into_iter().zip(second_outcomes);
+        let holes = chunk.iter().zip(firsts).zip(seconds).zip(outcomes);
+        // The chunk's complete holes are written even when a failure among them stops the run.
+        let mut stop = None;
+        for (((hole, first), second), (done, more)) in holes {
+            let completions = done.and_then(|mut done| {
+                done.extend(more?);
+                Ok(done)
+            });
+            let counted = match completions {
+                Ok(done) => {
+                    let mut prompts = first.prompts;
+                    prompts.extend(second.unwrap_or_default());
+                    prompts.sort_by_key(|p| p.id);
+                    labels
+                        .append_hole(&self.rows(hole, &prompts, done))
+                        .map_err(|source| RunError::Labels {
+                            path: labels.path().display().to_string(),
+                            source,
+                        })?;
+                    stats.completed += 1;
+                    failures.hole(None)
+                }
+                Err(err) => {
+                    stats.failed += 1;
+                    let counted = failures.hole(Some(&err));
+                    stats.last_error = Some(err);
+                    counted
+                }
+            };
+            if let Err(err) = counted {
+                stop.get_or_insert(err);
+            }
+            progress.inc(1);
+        }
+        stop.map_or(Ok(()), Err)
     }
 
     fn id(&self, hole: &Hole) -> String {
@@ -301,34 +408,24 @@ impl RepoRun<'_> {
         &self,
         hole: &Hole,
         composer: &Composer,
-        done: &[(Job, Prediction)],
+        done: &[(Job, String)],
     ) -> Vec<HolePrompt> {
         let text = |job: Job| {
-            done.iter().find(|(j, _)| *j == job).map(|(_, p)| match p {
-                Prediction::Text(t) => Ok(t.as_str()),
-                Prediction::Refused(why) => Err(why.clone()),
-            })
-        };
-        let refused = |id: usize, why: String| Candidate {
-            id,
-            why_not: Some(format!("the backend refused the request it needs: {why}")),
-            ..Candidate::default()
+            done.iter()
+                .find(|(j, _)| *j == job)
+                .map(|(_, t)| t.as_str())
         };
         let perspectives = self.perspectives();
         let first = text(Job::Candidate(REPOCODER_ID))
             .or_else(|| text(Job::Candidate(DEFAULT_ID)))
-            .unwrap_or(Ok(""));
-        let iteration = match first {
-            Ok(previous) => perspectives.repocoder_iteration(hole, previous),
-            Err(why) => refused(perspectives::REPOCODER_ITERATION_ID, why),
-        };
-        let hypothetical = match text(Job::Draft(Draft::HypotheticalLine)).unwrap_or(Ok("")) {
-            Ok(line) => perspectives.hypothetical_line(hole, line),
-            Err(why) => refused(HYPOTHETICAL_LINE_ID, why),
-        };
+            .unwrap_or("");
+        let iteration = perspectives.repocoder_iteration(hole, first);
+        let hypothetical = perspectives.hypothetical_line(
+            hole,
+            text(Job::Draft(Draft::HypotheticalLine)).unwrap_or(""),
+        );
         let summary = match text(Job::Draft(Draft::Summary)) {
-            Some(Ok(summary)) => perspectives.summary(hole, summary),
-            Some(Err(why)) => refused(SUMMARY_ID, why),
+            Some(summary) => perspectives.summary(hole, summary),
             None => perspectives::summary_not_applicable(self.backend),
         };
         [iteration, hypothetical, summary]
@@ -338,51 +435,51 @@ impl RepoRun<'_> {
     }
 
     /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions
-    /// by job (an error text for requests the server refused), or the transient error that
-    /// stopped it.
+    /// by job, or the error that failed it. A failed hole's jobs not yet sent are skipped (its
+    /// other answers would be thrown away); the run stops as soon as `failures` says so, which
+    /// drops (cancels) the requests still in flight.
     async fn complete_all(
         &self,
         jobs: Vec<(usize, Job, CompletionRequest)>,
         holes: usize,
-    ) -> Outcomes {
-        let done: Vec<(usize, Job, Result<Prediction, BackendError>)> = stream::iter(jobs)
-            .map(|(h, job, request)| async move { (h, job, self.predict(&request).await) })
-            .buffer_unordered(self.options.concurrency.max(1))
-            .collect()
-            .await;
+        failures: &mut Failures,
+    ) -> Result<Outcomes, RunError> {
+        let failed: Vec<AtomicBool> = (0..holes).map(|_| AtomicBool::new(false)).collect();
+        let failed = &failed;
+        let mut done = stream::iter(jobs)
+            .map(|(h, job, request)| async move {
+                if failed[h].load(Ordering::Relaxed) {
+                    return (h, job, None);
+                }
+                let result = perspectives::first_completion(self.backend, &request).await;
+                (h, job, Some(result))
+            })
+            .buffer_unordered(self.options.concurrency.max(1));
         let mut per_hole: Outcomes = vec![Ok(Vec::new()); holes];
-        for (h, job, result) in done {
+        while let Some((h, job, result)) = done.next().await {
+            let Some(result) = result else { continue };
+            failures.request(&result)?;
             match (result, &mut per_hole[h]) {
-                (Ok(prediction), Ok(list)) => list.push((job, prediction)),
-                (Err(err), slot) => *slot = Err(err),
+                (Ok(text), Ok(list)) => list.push((job, text)),
+                (Err(err), slot) => {
+                    failed[h].store(true, Ordering::Relaxed);
+                    *slot = Err(err);
+                }
                 (Ok(_), Err(_)) => {}
             }
         }
-        per_hole
+        Ok(per_hole)
     }
 
     fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
         perspectives::line_request(self.index, hole, prompt)
     }
 
-    /// The completion, or the refusal of a prompt (a 4xx), which a retry would not change.
-    async fn predict(&self, request: &CompletionRequest) -> Result<Prediction, BackendError> {
-        match perspectives::first_completion(self.backend, request).await {
-            Ok(text) => Ok(Prediction::Text(text)),
-            Err(BackendError::Status { status, .. })
-                if (400..500).contains(&status) && status != 429 =>
-            {
-                Ok(Prediction::Refused(format!("status {status}")))
-            }
-            Err(err) => Err(err),
-        }
-    }
-
     fn rows(
         &self,
         hole: &Hole,
         prompts: &[HolePrompt],
-        mut predictions: Vec<(Job, Prediction)>,
+        mut predictions: Vec<(Job, String)>,
     ) -> Vec<LabelRow> {
         let target = hole.target.clone().unwrap_or_default();
         let file = &self.index.files[hole.file].path;
@@ -394,11 +491,7 @@ impl RepoRun<'_> {
                     .iter()
                     .position(|(job, _)| *job == Job::Candidate(*id))
                     .map(|i| predictions.swap_remove(i).1);
-                let (text, error) = match prediction {
-                    Some(Prediction::Text(t)) => (t, None),
-                    Some(Prediction::Refused(why)) => (String::new(), Some(why)),
-                    None => (String::new(), None),
-                };
+                let text = prediction.unwrap_or_default();
                 let scores = metrics::score(&text, &target);
                 let segment =
                     |kind: fn(&SegmentKind) -> bool| prompt.as_ref().and_then(|p| p.segment(kind));
@@ -412,7 +505,7 @@ impl RepoRun<'_> {
                     column: hole.column + 1,
                     proposal_id: *id,
                     applicable: prompt.is_some(),
-                    success: prompt.is_some() && error.is_none() && scores.exact_match,
+                    success: prompt.is_some() && scores.exact_match,
                     edit_similarity: if prompt.is_some() {
                         scores.edit_similarity
                     } else {
@@ -426,7 +519,7 @@ impl RepoRun<'_> {
                     proposal_truncated: proposal.is_some_and(|s| s.cut.is_some()),
                     default_truncated: default.is_some_and(|s| s.cut.is_some()),
                     backend: self.backend.name().to_string(),
-                    error,
+                    error: None,
                     bm25: p.bm25,
                     retrieval_score: p.retrieval_score,
                     retrieval_jaccard: p.retrieval_jaccard,
@@ -435,10 +528,4 @@ impl RepoRun<'_> {
             })
             .collect()
     }
-}
-
-#[derive(Clone, Debug)]
-enum Prediction {
-    Text(String),
-    Refused(String),
 }

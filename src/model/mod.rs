@@ -131,6 +131,22 @@ pub enum BackendError {
     Config { backend: String, detail: String },
 }
 
+impl BackendError {
+    /// Whether no request to this backend can succeed until its configuration changes: the
+    /// server refuses the key (401, 403, 407) or knows no such model or endpoint (404, 410), or
+    /// the configuration itself is wrong (a key variable that is not set). Retrying, or sending
+    /// other prompts, cannot help.
+    pub fn is_configuration(&self) -> bool {
+        matches!(
+            self,
+            BackendError::Status {
+                status: 401 | 403 | 404 | 407 | 410,
+                ..
+            } | BackendError::Config { .. }
+        )
+    }
+}
+
 /// A completion backend.
 #[async_trait]
 pub trait Backend: Send + Sync {

@@ -19,6 +19,13 @@ pub fn keyhole(scratch: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("the keyhole binary runs")
 }
 
+/// Writes `toml` as the backends file of the config directory under `scratch`.
+pub fn write_backends(scratch: &Path, toml: &str) {
+    let config = scratch.join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("backends.toml"), toml).unwrap();
+}
+
 /// The message of a failed command, checked to be one line with exit code 2.
 pub fn one_line_error(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();

@@ -33,14 +33,13 @@ fn summary(report: &Report) -> String {
     let mut out = format!(
         "# keyhole evaluation report\n\n\
          {} holes from {} label rows; training repositories: {}; test repositories: {}.\n\
-         Rows with a backend error: {} (counted as misses). Holes missing rows: {}. \
+         Holes missing rows: {}. \
          Random seed: {}. Rates are percentages; \"Rel. ↑\" is the relative improvement over \
          the default context.\n",
         s.holes,
         s.rows,
         names(&s.train),
         names(&s.test),
-        s.errors,
         s.incomplete_holes,
         s.seed
     );

@@ -65,8 +65,6 @@ pub struct Report {
 pub struct Summary {
     pub holes: usize,
     pub rows: usize,
-    /// Rows whose backend failed; they count as misses.
-    pub errors: usize,
     /// Holes without all their rows; missing rows count as inapplicable.
     pub incomplete_holes: usize,
     pub train: Vec<String>,
@@ -412,7 +410,6 @@ impl Split {
         Summary {
             holes: holes.len(),
             rows: rows.len(),
-            errors: rows.iter().filter(|r| r.error.is_some()).count(),
             incomplete_holes: holes.iter().filter(|h| !h.is_complete()).count(),
             train: repos(&self.train),
             test: repos(&self.test),

@@ -1,0 +1,286 @@
+//! An evaluation's output directory: one run at a time (a lock), and the settings its label
+//! rows were made with (`settings.json`), so that a resumed run cannot mix rows made with other
+//! settings into them.
+//!
+//! The lock is an advisory `flock` on `eval.lock`, which the kernel releases when the process
+//! ends however it ends: a lock left by a killed run is simply taken. The file names the pid and
+//! host of the holder for the message the next run prints.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::WRITTEN_ROWS;
+use super::labels;
+use super::runner::EvalOptions;
+use crate::feedback::write_atomic;
+use crate::model::config::BackendConfig;
+
+/// The settings file, in the output directory.
+pub const SETTINGS_FILE: &str = "settings.json";
+/// The lock file, in the output directory.
+pub const LOCK_FILE: &str = "eval.lock";
+/// Label files, one per repository, under the output directory.
+pub const LABEL_DIR: &str = "labels";
+
+/// What the label rows of an output directory depend on; a run into the directory must use
+/// the same. (What only the report depends on, such as the classifier, is in [`ReportSettings`].)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabelSettings {
+    /// Repository names, as label files are named.
+    pub repositories: Vec<String>,
+    /// The cap on holes per repository.
+    pub holes: Option<usize>,
+    pub seed: u64,
+    pub budget: usize,
+    pub tokenizer: String,
+    pub backend: String,
+    pub model: Option<String>,
+    /// Generation settings the backend's entry sets (they replace the request's).
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<usize>,
+    pub stop: Option<Vec<String>>,
+    /// The candidate ids a hole gets a row for, e.g. `0-70`.
+    pub candidates: String,
+}
+
+impl LabelSettings {
+    /// The settings of a run over `repositories` (by name) with `options` and `backend`.
+    pub fn new(
+        repositories: Vec<String>,
+        options: &EvalOptions,
+        backend: &BackendConfig,
+    ) -> LabelSettings {
+        LabelSettings {
+            repositories,
+            holes: options.holes,
+            seed: options.seed,
+            budget: options.budget,
+            tokenizer: backend.tokenizer().name().to_string(),
+            backend: backend.name.clone(),
+            model: backend.model.clone(),
+            temperature: backend.temperature,
+            max_tokens: backend.max_tokens,
+            stop: backend.stop.clone(),
+            candidates: format!("0-{}", WRITTEN_ROWS - 1),
+        }
+    }
+}
+
+/// What the report of an output directory was last made with; the report is rebuilt from all
+/// the rows each run, so these may change between runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReportSettings {
+    /// The classifier file, or `bundled`.
+    pub classifier: String,
+    pub encoder_dir: Option<String>,
+    /// Repositories of the training split.
+    pub train: Vec<String>,
+    /// The compositions completed (Table 10).
+    pub compose: Vec<usize>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SettingsFile {
+    /// The keyhole version that wrote the file (for people; not compared).
+    written_by: String,
+    labels: LabelSettings,
+    report: ReportSettings,
+}
+
+/// Why an output directory cannot take this run.
+#[derive(Debug, thiserror::Error)]
+pub enum OutDirError {
+    #[error(
+        "{dir} is in use by another `keyhole eval` ({holder}); wait for it to finish or use another --out"
+    )]
+    Locked { dir: String, holder: String },
+    #[error(
+        "{dir} was made with {differences}; resume with the same settings or use another --out"
+    )]
+    Settings { dir: String, differences: String },
+    #[error(
+        "{dir} holds label files from an older keyhole that recorded no settings, so a resumed run could mix rows made with other settings; they are left as they are: use another --out (`keyhole train` still reads them)"
+    )]
+    Unrecorded { dir: String },
+    #[error("{path}: {detail}")]
+    Io { path: String, detail: String },
+}
+
+/// An output directory held by this run; dropping it releases the lock.
+pub struct OutDir {
+    root: PathBuf,
+    _lock: File,
+}
+
+impl OutDir {
+    /// Lock `root` (creating it), check that its rows were made with `labels` settings (or
+    /// that it has none yet), and record `labels` and `report` as its settings.
+    pub fn open(
+        root: &Path,
+        labels: &LabelSettings,
+        report: &ReportSettings,
+    ) -> Result<OutDir, OutDirError> {
+        let io_error = |path: &Path| {
+            let path = path.display().to_string();
+            move |e: io::Error| OutDirError::Io {
+                path,
+                detail: e.to_string(),
+            }
+        };
+        std::fs::create_dir_all(root).map_err(io_error(root))?;
+        let lock = lock(root)?;
+        let settings_path = root.join(SETTINGS_FILE);
+        // Settings bind only rows: a run that wrote none (a wrong model, say) binds nothing.
+        let has_rows = labels::label_files(&root.join(LABEL_DIR)).is_ok_and(|files| {
+            files
+                .iter()
+                .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+        });
+        match std::fs::read(&settings_path) {
+            Ok(_) if !has_rows => {}
+            Ok(bytes) => {
+                let recorded: SettingsFile =
+                    serde_json::from_slice(&bytes).map_err(|e| OutDirError::Io {
+                        path: settings_path.display().to_string(),
+                        detail: format!("not a settings file keyhole can read ({e})"),
+                    })?;
+                let differences = differences(&recorded.labels, labels);
+                if !differences.is_empty() {
+                    return Err(OutDirError::Settings {
+                        dir: root.display().to_string(),
+                        differences: differences.join(", "),
+                    });
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound && has_rows => {
+                return Err(OutDirError::Unrecorded {
+                    dir: root.display().to_string(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&settings_path)(e)),
+        }
+        let file = SettingsFile {
+            written_by: format!("keyhole {}", env!("CARGO_PKG_VERSION")),
+            labels: labels.clone(),
+            report: report.clone(),
+        };
+        let json = serde_json::to_vec_pretty(&file).expect("settings serialize");
+        write_atomic(&settings_path, &json).map_err(io_error(&settings_path))?;
+        Ok(OutDir {
+            root: root.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the label files are.
+    pub fn label_dir(&self) -> PathBuf {
+        self.root.join(LABEL_DIR)
+    }
+}
+
+/// Takes the lock of `root`, writing who holds it, or says who does.
+fn lock(root: &Path) -> Result<File, OutDirError> {
+    let path = root.join(LOCK_FILE);
+    let io_error = |e: io::Error| OutDirError::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_error)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            return Err(OutDirError::Locked {
+                dir: root.display().to_string(),
+                holder: if holder.is_empty() {
+                    "starting".to_string()
+                } else {
+                    holder.to_string()
+                },
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_error(e)),
+    }
+    let holder = format!("pid {} on {}\n", std::process::id(), host_name());
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(holder.as_bytes()))
+        .map_err(io_error)?;
+    Ok(file)
+}
+
+/// This machine's name, for telling a user where the run holding a lock is.
+fn host_name() -> String {
+    #[cfg(unix)]
+    {
+        let mut buf = [0u8; 256];
+        // SAFETY: the buffer is valid for its length; gethostname writes at most that many
+        // bytes and the result is read only up to the first NUL within the buffer.
+        let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+        if ok {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            if end > 0 {
+                return String::from_utf8_lossy(&buf[..end]).into_owned();
+            }
+        }
+    }
+    "this host".to_string()
+}
+
+/// The settings that differ, each as `--flag RECORDED, not NOW`.
+fn differences(recorded: &LabelSettings, now: &LabelSettings) -> Vec<String> {
+    let fields = |s: &LabelSettings| match serde_json::to_value(s).expect("settings serialize") {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("a struct serializes to a map"),
+    };
+    let (recorded, now) = (fields(recorded), fields(now));
+    recorded
+        .iter()
+        .filter(|(key, value)| now.get(key.as_str()) != Some(value))
+        .map(|(key, value)| {
+            let shown = |v: Option<&serde_json::Value>| match v {
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                Some(serde_json::Value::Null) | None => "none".to_string(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            };
+            format!(
+                "{} {}, not {}",
+                flag(key),
+                shown(Some(value)),
+                shown(now.get(key.as_str()))
+            )
+        })
+        .collect()
+}
+
+/// How a user sets a label setting.
+fn flag(key: &str) -> String {
+    match key {
+        "repositories" => "the repositories".to_string(),
+        "candidates" => "the candidates".to_string(),
+        "tokenizer" => "the tokenizer".to_string(),
+        "temperature" | "stop" => format!("the backend's {key}"),
+        _ => format!("--{}", key.replace('_', "-")),
+    }
+}
