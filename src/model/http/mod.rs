@@ -165,6 +165,7 @@ impl HttpBackend {
             first,
             stop: &request.stop,
             deltas,
+            transport: &self.transport,
         };
         if deltas.is_some() {
             endpoint
@@ -190,7 +191,9 @@ impl HttpBackend {
             .texts
             .into_values()
             .map(|(text, _)| Completion {
-                text: apply_stop(&text, &request.stop),
+                // A model may answer with the key (it may be in the training data): it must
+                // not reach the screen, label files or the feedback log.
+                text: self.transport.redact(&apply_stop(&text, &request.stop)),
                 latency,
             })
             .collect())
@@ -226,13 +229,15 @@ fn calls(request: &CompletionRequest, supports_n: bool) -> Vec<(usize, Completio
         .collect()
 }
 
-/// Completion texts by index, passed on as deltas up to the first stop sequence.
+/// Completion texts by index, passed on as deltas up to the first stop sequence, with the API
+/// key redacted.
 struct Texts<'a> {
-    /// Text so far, and how many bytes of it went out as deltas.
+    /// Text so far, and how many bytes of its redacted form went out as deltas.
     texts: BTreeMap<usize, (String, usize)>,
     first: usize,
     stop: &'a [String],
     deltas: Option<&'a UnboundedSender<Delta>>,
+    transport: &'a Transport,
 }
 
 impl Texts<'_> {
@@ -240,14 +245,17 @@ impl Texts<'_> {
         let (text, sent) = self.texts.entry(piece.index).or_default();
         text.push_str(&piece.text);
         let Some(deltas) = self.deltas else { return };
-        let visible = apply_stop(text, self.stop).len();
-        if visible > *sent {
+        let visible = apply_stop(text, self.stop);
+        // A tail that may be the start of the key waits for the text that decides it.
+        let settled = &visible[..self.transport.settled_len(&visible)];
+        let shown = self.transport.redact(settled);
+        if let Some(new) = shown.get(*sent..).filter(|new| !new.is_empty()) {
             // A closed receiver means nobody is listening any more; the final texts still count.
             let _ = deltas.send(Delta {
                 index: self.first + piece.index,
-                text: text[*sent..visible].to_string(),
+                text: new.to_string(),
             });
-            *sent = visible;
+            *sent = shown.len();
         }
     }
 }
