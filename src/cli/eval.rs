@@ -39,10 +39,10 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     train: Vec<String>,
     /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
     /// Completions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     /// Keep ProCC's bandit, as trained for the report, in the data directory, where
     /// `keyhole proposals` reads it to pick a perspective (it is always written to --out).
@@ -104,9 +104,11 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         };
         let stats = runtime.block_on(run.run(&mut labels, &progress))?;
         progress.finish_and_clear();
-        eprintln!(
+        errln!(
             "{name}: {} holes ({} from an earlier run, {} completed now)",
-            stats.holes, stats.resumed, stats.completed
+            stats.holes,
+            stats.resumed,
+            stats.completed
         );
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
@@ -144,11 +146,11 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
     let table = classified::composition_table(&classified, &by_id);
     append_compositions(&args.out, &table)?;
-    println!(
+    outln!(
         "{}",
         std::fs::read_to_string(args.out.join("report.md")).unwrap_or_default()
     );
-    eprintln!(
+    errln!(
         "labels in {}, report in {}",
         label_dir.display(),
         args.out.join("report.md").display()
@@ -186,7 +188,7 @@ async fn classify(
         if mine.is_empty() {
             continue;
         }
-        eprintln!("{name}: ranking {} holes with the classifier…", mine.len());
+        errln!("{name}: ranking {} holes with the classifier…", mine.len());
         let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
         let backend = model::build_backend(entry, &index)?;
         out.extend(run.run(&index, &mine, backend.as_ref()).await);
@@ -222,7 +224,7 @@ fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Resul
         bandit
             .save(&path)
             .with_context(|| format!("{}", path.display()))?;
-        eprintln!("ProCC bandit kept in {}", path.display());
+        errln!("ProCC bandit kept in {}", path.display());
     }
     Ok(())
 }
