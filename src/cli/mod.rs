@@ -648,8 +648,12 @@ fn cut_name(cut: Option<Keep>) -> &'static str {
 
 fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) -> Result<()> {
     let hole = &session.hole;
-    outln!("repository  {}", session.index.root.display());
-    outln!("hole        {}", hole.display(&session.index));
+    let root = session.index.root.to_string_lossy();
+    outln!("repository  {}", escape::controls(&root));
+    outln!(
+        "hole        {}",
+        escape::controls(&hole.display(&session.index))
+    );
     outln!(
         "line        {}",
         session.index.files[hole.file].line_text(hole.line).trim()
@@ -976,7 +980,10 @@ fn index_command(repo: &Path, json: bool, cache: &CacheArgs) -> Result<()> {
         });
         outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        outln!("repository  {}", index.root.display());
+        outln!(
+            "repository  {}",
+            escape::controls(&index.root.to_string_lossy())
+        );
         outln!(
             "files       {} ({lines} lines, {duplicates} with exact copies, {errors} syntax errors)",
             index.files.len()
