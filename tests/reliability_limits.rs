@@ -91,6 +91,15 @@ fn a_huge_budget_given_to_the_library_still_ends() {
 }
 
 #[test]
+fn render_sizes_out_of_range_given_to_the_library_are_errors() {
+    use keyhole::tui::{Format, render_fixture};
+    for (width, height) in [(0, 0), (120, 0), (u16::MAX, u16::MAX)] {
+        let err = render_fixture("start", Format::Png, width, height).unwrap_err();
+        assert!(err.to_string().starts_with("cannot render"), "{err}");
+    }
+}
+
+#[test]
 fn numbers_out_of_range_in_backends_toml_name_the_file_line_and_key() {
     for (line, expect) in [
         ("concurrency = 2305843009213693952", "concurrency"),

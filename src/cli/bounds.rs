@@ -5,6 +5,7 @@
 use keyhole::compose::MAX_BUDGET;
 use keyhole::context::perspectives;
 use keyhole::model::config::{MAX_CONCURRENCY, MAX_GENERATED_TOKENS, MAX_SAMPLES, MAX_TEMPERATURE};
+use keyhole::tui::{RENDER_HEIGHTS, RENDER_WIDTHS};
 
 /// `text` as a whole number in `min..=max`.
 fn whole(text: &str, min: usize, max: usize) -> Result<usize, String> {
@@ -54,15 +55,16 @@ pub fn epochs(text: &str) -> Result<usize, String> {
     whole(text, 1, 100_000)
 }
 
-/// Width of a rendered screen, in terminal cells; the layout needs some room, and a picture
-/// far larger than any terminal would only exhaust memory.
+/// Width of a rendered screen, in terminal cells.
 pub fn screen_width(text: &str) -> Result<u16, String> {
-    whole(text, 20, 500).map(|n| n as u16)
+    let (min, max) = RENDER_WIDTHS.into_inner();
+    whole(text, min.into(), max.into()).map(|n| n as u16)
 }
 
 /// Height of a rendered screen, in terminal cells.
 pub fn screen_height(text: &str) -> Result<u16, String> {
-    whole(text, 5, 200).map(|n| n as u16)
+    let (min, max) = RENDER_HEIGHTS.into_inner();
+    whole(text, min.into(), max.into()).map(|n| n as u16)
 }
 
 /// A sampling temperature: a finite number from 0 (greedy) to [`MAX_TEMPERATURE`].
