@@ -93,15 +93,15 @@ pub fn apply_completion(
     updated.extend_from_slice(&content[end..]);
     // The temporary file goes to the data directory, so that a process killed while writing
     // it leaves nothing in the user's source folder. A rename is atomic only within one
-    // filesystem, and across two it fails (it never copies): then the file is written beside
-    // the source after all, the one place where replacing it stays atomic.
+    // filesystem, and across two it fails (it never copies); then, or when the data directory
+    // cannot take the file, it is written beside the source after all, the one place where
+    // replacing it stays atomic.
     if let Some(dir) = data_dir().map(|d| d.join(APPLY_TEMP_DIR)) {
         remove_stale_temps(&dir);
         let staged = fs::create_dir_all(&dir)
             .and_then(|()| write_atomic_via(&resolved(path), &updated, &dir));
-        match staged {
-            Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {}
-            staged => return staged.map_err(io_error),
+        if staged.is_ok() {
+            return Ok(());
         }
     }
     write_atomic(path, &updated).map_err(io_error)

@@ -13,7 +13,7 @@ use keyhole::hole::Hole;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use reliability_support::fuzz_checks::write;
-use reliability_support::{keyhole, one_line_error, stdout};
+use reliability_support::{Tmpfs, keyhole, one_line_error, stdout};
 
 const HOLE: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
 const HUGE: &str = "4611686018427387904"; // 2^62
@@ -170,32 +170,11 @@ fn a_full_standard_output_or_error_is_an_error_not_a_panic() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A 64 KiB tmpfs, unmounted when dropped; none where mounting is not allowed.
-struct TinyDisk(PathBuf);
-
-impl TinyDisk {
-    fn mount(at: PathBuf) -> Option<TinyDisk> {
-        std::fs::create_dir_all(&at).unwrap();
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs", arg(&at)])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        mounted.then_some(TinyDisk(at))
-    }
-}
-
-impl Drop for TinyDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_full_disk_under_an_output_file_is_a_one_line_error() {
     let scratch = tempfile::tempdir().unwrap();
-    let Some(disk) = TinyDisk::mount(scratch.path().join("tiny")) else {
+    let Some(disk) = Tmpfs::mount(&scratch.path().join("tiny"), "64k") else {
         eprintln!("skipped: cannot mount a tmpfs here (not root?)");
         return;
     };

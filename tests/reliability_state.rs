@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 use keyhole::feedback::{Pick, append_pick, apply_completion};
 use keyhole::rank::online::OnlineRanker;
 
+mod reliability_support;
+use reliability_support::Tmpfs;
+
 /// Set in the child copy of this test binary: the directory to write into.
 const WRITER_DIR: &str = "KEYHOLE_TEST_STATE_WRITER";
 
@@ -160,4 +163,34 @@ fn kill_dash_nine_during_apply_leaves_nothing_in_the_source_folder() {
     assert!(next.wait().unwrap().success());
     assert_eq!(names_in(&staging), Vec::<String>::new());
     assert_eq!(names_in(&src), ["File.java"]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn apply_works_when_the_data_directory_is_on_another_filesystem_or_full() {
+    for size in ["64m", "4k"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let src = scratch.path().join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        let file = src.join("File.java");
+        std::fs::write(&file, version(0)).unwrap();
+        let Some(data) = Tmpfs::mount(&scratch.path().join("data"), size) else {
+            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+            return;
+        };
+        // The rename from the tmpfs fails (or the tmpfs is too small): staged beside instead.
+        let mut once = spawn_apply_writer(&file, &data.0, true);
+        assert!(once.wait().unwrap().success(), "{size}");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            version(1),
+            "{size}"
+        );
+        assert_eq!(names_in(&src), ["File.java"], "{size}");
+        assert_eq!(
+            names_in(&data.0.join("apply")),
+            Vec::<String>::new(),
+            "{size}"
+        );
+    }
 }
