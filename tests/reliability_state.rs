@@ -82,7 +82,7 @@ const APPLY_ONCE: &str = "KEYHOLE_TEST_APPLY_ONCE";
 /// Two versions of a source file, large enough that writing one takes a while.
 fn version(n: u64) -> String {
     let line = format!("// version {}\n", n % 2);
-    line.repeat(200_000)
+    line.repeat(1_000_000)
 }
 
 /// In the child: apply completions that swap the whole file between two versions until killed.
@@ -138,14 +138,15 @@ fn kill_dash_nine_during_apply_leaves_nothing_in_the_source_folder() {
     let staging = data.join("apply");
 
     let mut child = spawn_apply_writer(&file, &data, false);
-    // Kill it as soon as a temporary file is being written, or after a while regardless.
+    // Kill it while a temporary file is being written, wherever that is.
+    let writing = |dir: &Path| names_in(dir).iter().any(|n| n.ends_with(".tmp"));
     let started = Instant::now();
-    while names_in(&staging).is_empty() && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(1));
+    while !writing(&src) && !writing(&staging) && started.elapsed() < Duration::from_secs(60) {
+        std::hint::spin_loop();
     }
-    std::thread::sleep(Duration::from_millis(20));
     child.kill().unwrap();
     child.wait().unwrap();
+    assert!(writing(&staging), "killed while staging a file");
 
     assert_eq!(
         names_in(&src),
