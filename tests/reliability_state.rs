@@ -146,13 +146,13 @@ fn kill_dash_nine_during_apply_leaves_nothing_in_the_source_folder() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(writing(&staging), "killed while staging a file");
 
     assert_eq!(
         names_in(&src),
         ["File.java"],
         "nothing else in the user's folder"
     );
+    assert!(writing(&staging), "killed while staging a file");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
         text == version(0) || text == version(1),
