@@ -80,7 +80,7 @@ impl Transport {
     }
 
     /// The key, read from the environment now so that it is never stored.
-    fn api_key(&self) -> Result<Option<String>, BackendError> {
+    pub fn api_key(&self) -> Result<Option<String>, BackendError> {
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
@@ -93,20 +93,11 @@ impl Transport {
     }
 
     /// `text` without the API key in any form: what a server says may quote the request's key
-    /// back, and a model may even complete code with it.
-    pub fn redact(&self, text: &str) -> String {
+    /// back.
+    fn redact(&self, text: &str) -> String {
         match self.api_key() {
             Ok(Some(key)) => secret::redact_key(text, &key),
             _ => text.to_string(),
-        }
-    }
-
-    /// How much of a completion streamed so far can be shown: all but a tail that more text
-    /// could make into the key.
-    pub fn settled_len(&self, text: &str) -> usize {
-        match self.api_key() {
-            Ok(Some(key)) => secret::settled_len(text, &key),
-            _ => text.len(),
         }
     }
 }
