@@ -13,6 +13,8 @@ use crate::token::{self, Keep, Tokenizer};
 
 /// RLPG's total prompt length in tokens (section 3.2).
 pub const DEFAULT_BUDGET: usize = 4072;
+/// The largest budget keyhole accepts from a user: above any model's context window.
+pub const MAX_BUDGET: usize = 1 << 22;
 
 /// The separator between proposal context and default context (B.5: newline).
 const SEPARATOR: &str = "\n";

@@ -91,7 +91,58 @@ pub fn apply_completion(
     updated.extend_from_slice(&content[..offset]);
     updated.extend_from_slice(text.as_bytes());
     updated.extend_from_slice(&content[end..]);
+    // The temporary file goes to the data directory, so that a process killed while writing
+    // it leaves nothing in the user's source folder. A rename is atomic only within one
+    // filesystem, and across two it fails (it never copies); then, or when the data directory
+    // cannot take the file, it is written beside the source after all, the one place where
+    // replacing it stays atomic.
+    if let Some(dir) = data_dir().map(|d| d.join(APPLY_TEMP_DIR)) {
+        remove_stale_temps(&dir);
+        let staged = fs::create_dir_all(&dir)
+            .and_then(|()| write_atomic_via(&resolved(path), &updated, &dir));
+        if staged.is_ok() {
+            return Ok(());
+        }
+    }
     write_atomic(path, &updated).map_err(io_error)
+}
+
+/// Where apply stages its files, under the data directory.
+const APPLY_TEMP_DIR: &str = "apply";
+
+/// Removes the temporary files of processes that died while applying (their pid is in the
+/// name, see [`temp_path`]); those of live ones are still being written.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.rsplit('.').nth(1))
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !process_alive(pid)) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only asks whether the process exists; nothing is sent.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Without a cheap check, every such file is taken to be in use.
+#[cfg(not(unix))]
+fn process_alive(_: u32) -> bool {
+    true
 }
 
 /// The end of `replace` bytes from `offset`, if both ends lie on characters of `content`.
@@ -157,14 +208,21 @@ pub fn check_version(found: u32, expected: u32) -> io::Result<()> {
 /// new one, never a mix: write a temporary file beside it, sync, rename over it. An existing
 /// file keeps its permissions, and a symlink keeps pointing at the replaced file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let tmp = temp_path(&target);
-    let written = write_synced(&tmp, bytes, &target).and_then(|()| fs::rename(&tmp, &target));
+    let target = resolved(path);
+    write_atomic_via(&target, bytes, parent_dir(&target))
+}
+
+/// [`write_atomic`] of the `resolved` path `target` with the temporary file in `temp_dir`,
+/// which must be on the filesystem of `target` (or the rename fails with
+/// [`io::ErrorKind::CrossesDevices`]).
+fn write_atomic_via(target: &Path, bytes: &[u8], temp_dir: &Path) -> io::Result<()> {
+    let tmp = temp_path(target, temp_dir);
+    let written = write_synced(&tmp, bytes, target).and_then(|()| fs::rename(&tmp, target));
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     written?;
-    sync_dir(parent_dir(&target))
+    sync_dir(parent_dir(target))
 }
 
 fn write_synced(tmp: &Path, bytes: &[u8], target: &Path) -> io::Result<()> {
@@ -178,13 +236,13 @@ fn write_synced(tmp: &Path, bytes: &[u8], target: &Path) -> io::Result<()> {
     file.sync_all()
 }
 
-/// A fresh name beside `path` (same filesystem, so the rename is atomic). A leftover of that
-/// name can only come from a dead process that had our pid, so it may be overwritten.
-fn temp_path(path: &Path) -> PathBuf {
+/// A fresh name in `dir` for a file to replace `path` with. A leftover of that name can only
+/// come from a dead process that had our pid, so it may be overwritten.
+fn temp_path(path: &Path, dir: &Path) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+    dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()))
 }
 
 /// Make a rename in `dir` durable.
@@ -197,6 +255,11 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(not(unix))]
 fn sync_dir(_: &Path) -> io::Result<()> {
     Ok(())
+}
+
+/// The file a path names, through symlinks, so that replacing it leaves a symlink in place.
+fn resolved(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn parent_dir(path: &Path) -> &Path {

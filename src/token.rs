@@ -239,7 +239,7 @@ pub fn truncate(
 /// Bytes of text looked at first when only `max` tokens from one end are wanted: generous for
 /// code, and the result is verified, so a rare very long token only costs the full pass.
 fn window_bytes(max_tokens: usize) -> usize {
-    max_tokens * 16 + 1024
+    max_tokens.saturating_mul(16).saturating_add(1024)
 }
 
 /// Truncation of a long text tokenizing only its kept end, when that end has more than
@@ -261,7 +261,7 @@ fn truncate_in_window(
     let part = &text[window.clone()];
     let ends = tok.token_ends(part);
     // One token beyond what is kept, so a token the window edge split is never kept.
-    if ends.len() <= max_tokens + 1 {
+    if ends.len() <= max_tokens.saturating_add(1) {
         return None;
     }
     let (range, count) = truncate_at(tok, part, &ends, max_tokens, keep);

@@ -174,3 +174,68 @@ async fn an_echoed_key_in_an_error_event_is_redacted() {
     .await;
     assert!(stderr(&complete).contains("bad credentials: Bearer [redacted]"));
 }
+
+/// Forms of the key a server may echo: other cases, and percent-encoded (every byte, as some
+/// encoders do) with upper- and lowercase hex digits.
+fn key_forms() -> [String; 4] {
+    let encoded: String = KEY.bytes().map(|b| format!("%{b:02X}")).collect();
+    [
+        KEY.to_lowercase(),
+        KEY.to_uppercase(),
+        encoded.clone(),
+        encoded.to_lowercase(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_key_in_another_case_or_percent_encoded_is_redacted() {
+    let [complete, _] = run_and_check(|_, _| {
+        let forms = key_forms().join(" ");
+        Reply::Json(
+            401,
+            json!({"error": {"message": format!("bad key: {forms}")}}),
+        )
+    })
+    .await;
+    let stderr = stderr(&complete);
+    assert!(
+        stderr.contains("bad key: [redacted] [redacted] [redacted] [redacted]"),
+        "{stderr}"
+    );
+    for form in key_forms() {
+        assert!(!stderr.contains(&form[..12]), "{form} in {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_in_a_completion_is_replaced_before_it_is_printed_or_stored() {
+    // run_and_check finds no piece of the key on the screen, in label files or reports.
+    let [complete, eval] = run_and_check(|_, _| {
+        let text = format!("String key = \"{KEY}\"; // {}", KEY.to_lowercase());
+        Reply::Json(200, json!({"choices": [{"index": 0, "text": text}]}))
+    })
+    .await;
+    let out = String::from_utf8_lossy(&complete.stdout);
+    assert!(
+        out.contains("String key = \"[redacted]\"; // [redacted]"),
+        "{out}"
+    );
+    assert!(eval.status.success(), "{}", stderr(&eval));
+}
+
+#[test]
+fn keyhole_backends_masks_credentials_and_queries_in_urls() {
+    let scratch = tempfile::tempdir().unwrap();
+    write_backends(
+        scratch.path(),
+        "http://user:hunter2@127.0.0.1:9/v1?token=s3cret",
+    );
+    let out = keyhole(scratch.path(), &["backends"], &[(KEY_VAR, KEY)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("http://***@127.0.0.1:9/v1?***"), "{text}");
+    assert!(
+        !text.contains("hunter2") && !text.contains("s3cret"),
+        "{text}"
+    );
+}

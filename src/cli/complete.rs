@@ -12,6 +12,7 @@ use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
 use keyhole::model::config::{self, BackendConfig};
+use keyhole::model::secret;
 use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
 use keyhole::rank::RankInput;
 
@@ -24,13 +25,13 @@ pub struct CompleteArgs {
     #[arg(long = "id", visible_alias = "proposal")]
     ids: Vec<usize>,
     /// Number of candidates to complete with, one completion each.
-    #[arg(short = 'k', default_value_t = 3)]
+    #[arg(short = 'k', default_value_t = 3, value_parser = super::bounds::candidates)]
     k: usize,
     /// Instead, draw this many samples from the first candidate's prompt.
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::samples)]
     samples: Option<usize>,
     /// Sampling temperature [default: 0, or 0.8 with --samples].
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::temperature)]
     temperature: Option<f32>,
     #[arg(long)]
     seed: Option<u64>,
@@ -53,7 +54,7 @@ pub(super) struct BackendArgs {
     #[arg(long)]
     model: Option<String>,
     /// Most tokens to generate.
-    #[arg(long)]
+    #[arg(long, value_parser = super::bounds::generated_tokens)]
     max_tokens: Option<usize>,
 }
 
@@ -79,7 +80,7 @@ pub(super) fn configured() -> Result<Vec<BackendConfig>> {
 
 pub fn backends_command() -> Result<()> {
     if let Some(path) = config::backends_path() {
-        println!("config  {}", path.display());
+        outln!("config  {}", path.display());
     }
     for b in configured()? {
         let key = match &b.api_key_env {
@@ -87,9 +88,9 @@ pub fn backends_command() -> Result<()> {
             Some(var) => format!("key from ${var} (NOT set)"),
             None => "no key".to_string(),
         };
-        let url = b.base_url.as_deref().unwrap_or("-");
+        let url = b.base_url.as_deref().map_or("-".into(), secret::shown_url);
         let model = b.model.as_deref().unwrap_or("-");
-        println!(
+        outln!(
             "{:<16} {:<12} {url:<32} {model:<24} {key}",
             b.name,
             b.kind.name()
@@ -178,12 +179,12 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
         })
         .collect();
     if args.at.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&rows_json(&session, &entry, backend.counting(), &rows))?
         );
     } else {
-        print_rows(&session, &entry, backend.counting(), &rows);
+        print_rows(&session, &entry, backend.counting(), &rows)?;
     }
     Ok(())
 }
@@ -310,26 +311,37 @@ fn counting_note(counting: TokenCounting, tokenizer: &str) -> String {
     }
 }
 
-fn print_rows(session: &Session, entry: &BackendConfig, counting: TokenCounting, rows: &[Row]) {
-    println!("hole     {}", session.hole.display(&session.index));
-    println!(
+fn print_rows(
+    session: &Session,
+    entry: &BackendConfig,
+    counting: TokenCounting,
+    rows: &[Row],
+) -> Result<()> {
+    outln!("hole     {}", session.hole.display(&session.index));
+    outln!(
         "target   {}",
         session.hole.target.as_deref().unwrap_or("(unknown)")
     );
-    println!(
+    outln!(
         "backend  {} ({})",
         entry.name,
         counting_note(counting, session.tokenizer.name())
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5} {:>3}  completion",
-        "#", "candidate", "tokens", "ms", "EM", "ES", "SYN"
+        "#",
+        "candidate",
+        "tokens",
+        "ms",
+        "EM",
+        "ES",
+        "SYN"
     );
     for (i, row) in rows.iter().enumerate() {
         let name = candidate_name(row.id);
         match &row.outcome {
-            Ok((c, scores)) => println!(
+            Ok((c, scores)) => outln!(
                 "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {}",
                 i + 1,
                 row.tokens,
@@ -339,19 +351,20 @@ fn print_rows(session: &Session, entry: &BackendConfig, counting: TokenCounting,
                 row.syntax_errors.len(),
                 c.text
             ),
-            Err(err) => println!("{:>2}  {name:<30} {:>6}  error: {err}", i + 1, row.tokens),
+            Err(err) => outln!("{:>2}  {name:<30} {:>6}  error: {err}", i + 1, row.tokens),
         }
     }
     // ChatLSP's error round reports where each completion breaks the file's syntax.
     for (i, row) in rows.iter().enumerate() {
         if let Some(first) = row.syntax_errors.first() {
-            println!(
+            outln!(
                 "note: #{} has {} syntax error(s) in the completion, first at {first}",
                 i + 1,
                 row.syntax_errors.len()
             );
         }
     }
+    Ok(())
 }
 
 fn rows_json(
@@ -404,7 +417,7 @@ pub struct TasksArgs {
     #[arg(long)]
     out: Option<std::path::PathBuf>,
     /// Completions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     #[command(flatten)]
     backend: BackendArgs,
@@ -466,7 +479,7 @@ pub fn tasks_command(args: &TasksArgs) -> Result<()> {
         interop::write_jsonl(out, rows).with_context(|| format!("{}", out.display()))?;
     }
     let n = tasks.len().max(1) as f64;
-    println!(
+    outln!(
         "{} tasks, backend {}: exact match {:.2}%, edit similarity {:.2}%, {failed} failed",
         tasks.len(),
         entry.name,

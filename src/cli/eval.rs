@@ -42,10 +42,10 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     train: Vec<String>,
     /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
     /// Completions in flight at once.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row (a dead or hung
     /// server; a wrong key, model or URL stops the run at the first answer).
@@ -111,7 +111,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
             .with_context(|| format!("{}", label_path.display()))?;
         if labels.removed_lines() > 0 {
-            eprintln!(
+            errln!(
                 "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
                 labels.removed_lines(),
                 labels::removed_path(&label_path).display()
@@ -132,7 +132,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
         let stats = result?;
-        eprintln!("{name}: {stats}");
+        errln!("{name}: {stats}");
         total.holes += stats.holes;
         total.failed += stats.failed;
         total.last_error = stats.last_error.or(total.last_error);
@@ -180,11 +180,11 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
     let table = classified::composition_table(&classified, &by_id);
     append_compositions(out.root(), &table)?;
-    println!(
+    outln!(
         "{}",
         std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default()
     );
-    eprintln!(
+    errln!(
         "labels in {}, report in {}",
         label_dir.display(),
         out.root().join("report.md").display()
@@ -253,7 +253,7 @@ async fn classify(
         if mine.is_empty() {
             continue;
         }
-        eprintln!("{name}: ranking {} holes with the classifier…", mine.len());
+        errln!("{name}: ranking {} holes with the classifier…", mine.len());
         let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
         let backend = model::build_backend(entry, &index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
@@ -289,7 +289,7 @@ fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Resul
         bandit
             .save(&path)
             .with_context(|| format!("{}", path.display()))?;
-        eprintln!("ProCC bandit kept in {}", path.display());
+        errln!("ProCC bandit kept in {}", path.display());
     }
     Ok(())
 }

@@ -1,6 +1,33 @@
 //! Subcommands: each opens the repository, finds the hole and prints a table or JSON.
 //! Any failure is one line on stderr and exit code 2.
 
+/// `println!` that returns an error instead of panicking when standard output cannot be
+/// written (a full disk, say); a reader that closes a pipe still stops keyhole by SIGPIPE.
+macro_rules! outln {
+    () => {
+        crate::cli::write_out(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` that returns an error instead of panicking, as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        crate::cli::write_out(format_args!($($arg)*))?
+    };
+}
+
+/// `eprintln!` that returns an error instead of panicking when standard error cannot be
+/// written: the command stops with a non-zero exit code rather than go on unheard.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        crate::cli::write_err(format_args!($($arg)*))?
+    };
+}
+
+mod bounds;
 mod complete;
 mod eval;
 mod train;
@@ -19,6 +46,7 @@ use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
+use keyhole::escape;
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
 use keyhole::model::{self, Backend};
@@ -56,7 +84,7 @@ struct UiArgs {
     #[command(flatten)]
     rank: RankArgs,
     /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     budget: usize,
     /// Tokenizer the budget is counted in [default: the backend's, else code].
     #[arg(long)]
@@ -134,9 +162,9 @@ enum Command {
         state: String,
         #[arg(long, value_enum, default_value = "svg")]
         format: keyhole::tui::Format,
-        #[arg(long, default_value_t = 120)]
+        #[arg(long, default_value_t = 120, value_parser = bounds::screen_width)]
         width: u16,
-        #[arg(long, default_value_t = 40)]
+        #[arg(long, default_value_t = 40, value_parser = bounds::screen_height)]
         height: u16,
     },
     /// Index a repository and report what was found.
@@ -163,7 +191,7 @@ struct HolesArgs {
     #[arg(long)]
     export: Option<PathBuf>,
     /// Budget of the exported prompts, in code tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     budget: usize,
     #[command(flatten)]
     cache: CacheArgs,
@@ -190,7 +218,7 @@ impl RankArgs {
         let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
         let (online, warning) = OnlineRanker::load_saved();
         if let Some(warning) = warning {
-            eprintln!("warning: {warning}");
+            errln!("warning: {warning}");
         }
         let rankers = Rankers { classifier, online };
         Ok(rankers.get(self.ranker)?.rank(input))
@@ -211,7 +239,7 @@ struct HoleArgs {
     /// FILE:LINE:COL, FILE relative to REPO, LINE and COL 1-based.
     position: String,
     /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     budget: usize,
     /// Tokenizer the budget is counted in: code, r50k_base, p50k_base, cl100k_base,
     /// o200k_base [default: the backend's, else code].
@@ -221,7 +249,7 @@ struct HoleArgs {
     #[arg(long)]
     json: bool,
     /// RepoCoder's retrieval-generation iterations for candidate 67 (its last iteration).
-    #[arg(long, default_value_t = perspectives::DEFAULT_ITERATIONS, value_parser = clap::value_parser!(u16).range(2..))]
+    #[arg(long, default_value_t = perspectives::DEFAULT_ITERATIONS, value_parser = bounds::iterations)]
     iterations: u16,
     #[command(flatten)]
     cache: CacheArgs,
@@ -239,24 +267,41 @@ pub fn main() -> ExitCode {
         Err(err) => {
             // Usage errors stay on one line too; `keyhole --help` has the rest.
             let rendered = err.to_string();
-            eprintln!(
-                "keyhole: {}",
-                rendered
-                    .lines()
-                    .next()
-                    .unwrap_or("invalid arguments")
-                    .trim_start_matches("error: ")
-            );
-            return ExitCode::from(2);
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            return fail(first.trim_start_matches("error: "));
         }
     };
-    match run(cli) {
+    // Output still buffered when `run` returns must reach its reader too, or fail loudly.
+    let done = run(cli).and_then(|()| {
+        std::io::stdout()
+            .flush()
+            .context("cannot write to standard output")
+    });
+    match done {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("keyhole: {}", one_line(&err));
-            ExitCode::from(2)
-        }
+        Err(err) => fail(&one_line(&err)),
     }
+}
+
+/// Exit code 2 with `message` as the one line on standard error (if it can still be written).
+fn fail(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "keyhole: {}", escape::controls(message));
+    ExitCode::from(2)
+}
+
+/// Writes to standard output; see [`outln!`].
+fn write_out(args: std::fmt::Arguments) -> Result<()> {
+    std::io::stdout()
+        .write_fmt(args)
+        .context("cannot write to standard output")
+}
+
+/// Writes one message line to standard error, control characters escaped (they come from file
+/// names); see [`errln!`].
+fn write_err(args: std::fmt::Arguments) -> Result<()> {
+    let message = args.to_string();
+    writeln!(std::io::stderr(), "{}", escape::controls(&message))
+        .context("cannot write to standard error")
 }
 
 /// Piped into `head`, keyhole should stop quietly when the reader leaves, as command-line tools
@@ -336,10 +381,10 @@ fn open(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
     };
     let index = RepoIndex::open(repo, cache_dir.as_deref())?;
     for warning in index.warnings.iter().take(5) {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     if index.warnings.len() > 5 {
-        eprintln!(
+        errln!(
             "warning: ... and {} more (keyhole index --json lists them)",
             index.warnings.len() - 5
         );
@@ -473,13 +518,13 @@ fn proposals_command(
     if at.json {
         let mut json = proposals_json(&session, at, &listing);
         json["retrieved"] = retrieved_json(&session, &retrieved);
-        json["procc_pick"] = json!(procc_pick(&retrieved));
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        json["procc_pick"] = json!(procc_pick(&retrieved)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print_proposals(&session, at, &listing);
-        print_retrieved(&session, at, &retrieved);
-        if let Some(id) = procc_pick(&retrieved) {
-            println!(
+        print_proposals(&session, at, &listing)?;
+        print_retrieved(&session, at, &retrieved)?;
+        if let Some(id) = procc_pick(&retrieved)? {
+            outln!(
                 "ProCC (LinUCB) picks {id} {}.",
                 keyhole::context::candidate_label(id)
             );
@@ -522,25 +567,38 @@ fn context_segment(prompt: Option<&Prompt>) -> Option<&compose::Segment> {
 
 /// ProCC's pick among its perspectives by the bandit kept in the data directory (see
 /// `keyhole eval --keep-bandit`), with a warning about an unreadable state; none without one.
-fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Option<usize> {
-    let path = keyhole::feedback::data_dir()?.join(bandit::FILE);
+fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Result<Option<usize>> {
+    let Some(path) = keyhole::feedback::data_dir().map(|d| d.join(bandit::FILE)) else {
+        return Ok(None);
+    };
     if !path.exists() {
-        return None;
+        return Ok(None);
     }
     let (bandit, warning) = bandit::LinUcb::load(&path);
     if let Some(warning) = warning {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let (x, available) = perspectives::procc_context(rows.iter().map(|(c, _)| c));
-    let arm = bandit.choose(&x, available)?;
-    Some(perspectives::PROCC_IDS[arm])
+    Ok(bandit
+        .choose(&x, available)
+        .map(|arm| perspectives::PROCC_IDS[arm]))
 }
 
-fn print_retrieved(session: &Session, at: &HoleArgs, rows: &[(Candidate, Option<Prompt>)]) {
-    println!();
-    println!(
+fn print_retrieved(
+    session: &Session,
+    at: &HoleArgs,
+    rows: &[(Candidate, Option<Prompt>)],
+) -> Result<()> {
+    outln!();
+    outln!(
         "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  files used (best first) or why not",
-        "id", "retrieved", "app", "tokens", "alloc", "cut", "score"
+        "id",
+        "retrieved",
+        "app",
+        "tokens",
+        "alloc",
+        "cut",
+        "score"
     );
     for (candidate, prompt) in rows {
         let seg = context_segment(prompt.as_ref());
@@ -551,7 +609,7 @@ fn print_retrieved(session: &Session, at: &HoleArgs, rows: &[(Candidate, Option<
             .rev()
             .map(|f| file_name(session.path(f)))
             .collect();
-        println!(
+        outln!(
             "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
             candidate.id,
             keyhole::context::candidate_label(candidate.id),
@@ -568,6 +626,7 @@ fn print_retrieved(session: &Session, at: &HoleArgs, rows: &[(Candidate, Option<
                 .unwrap_or_else(|| summarize(&files, 3)),
         );
     }
+    Ok(())
 }
 
 fn retrieved_json(session: &Session, rows: &[(Candidate, Option<Prompt>)]) -> Value {
@@ -631,28 +690,40 @@ fn cut_name(cut: Option<Keep>) -> &'static str {
     }
 }
 
-fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) {
+fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) -> Result<()> {
     let hole = &session.hole;
-    println!("repository  {}", session.index.root.display());
-    println!("hole        {}", hole.display(&session.index));
-    println!(
+    let root = session.index.root.to_string_lossy();
+    outln!("repository  {}", escape::controls(&root));
+    outln!(
+        "hole        {}",
+        escape::controls(&hole.display(&session.index))
+    );
+    outln!(
         "line        {}",
         session.index.files[hole.file].line_text(hole.line).trim()
     );
-    println!(
+    outln!(
         "target      {}",
         hole.target.as_deref().unwrap_or("(unknown)")
     );
-    println!(
+    outln!(
         "budget      {} {} tokens",
         at.budget,
         session.tokenizer.name()
     );
-    println!("ranker      {}", listing.ranker.name());
-    println!();
-    println!(
+    outln!("ranker      {}", listing.ranker.name());
+    outln!();
+    outln!(
         "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
-        "rank", "score", "id", "source", "type", "app", "tokens", "alloc", "cut"
+        "rank",
+        "score",
+        "id",
+        "source",
+        "type",
+        "app",
+        "tokens",
+        "alloc",
+        "cut"
     );
     for id in listing.order() {
         let (rank, score) = listing
@@ -664,13 +735,14 @@ fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) {
             Some((proposal, prompt)) => proposal_row(session, at, proposal, prompt),
             None => default_row(session, &listing.default),
         };
-        println!("{rank:>4} {score:>6}  {row}");
+        outln!("{rank:>4} {score:>6}  {row}");
     }
     let applicable = listing.rows.iter().filter(|(p, _)| p.applicable()).count();
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one."
     );
+    Ok(())
 }
 
 /// One proposal's columns from `id` on.
@@ -832,17 +904,17 @@ fn prompt_command(at: &HoleArgs, id: usize, backend: &complete::BackendArgs) -> 
         } else {
             format!(" ({why})")
         };
-        eprintln!(
+        errln!(
             "note: candidate {id} is not applicable here{why}; the prompt is the default context alone"
         );
     }
     if at.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&prompt_json(&session, &prompt))?
         );
     } else {
-        print!("{}", prompt.text());
+        out!("{}", prompt.text());
     }
     Ok(())
 }
@@ -909,7 +981,7 @@ fn holes_command(args: &HolesArgs) -> Result<()> {
             interop::export_row(&index, &name, h, &prompt)
         });
         interop::write_jsonl(path, rows).with_context(|| format!("{}", path.display()))?;
-        eprintln!("{} tasks written to {}", holes.len(), path.display());
+        errln!("{} tasks written to {}", holes.len(), path.display());
         return Ok(());
     }
     if args.json {
@@ -917,19 +989,20 @@ fn holes_command(args: &HolesArgs) -> Result<()> {
             .iter()
             .map(|h| json!({ "file": index.files[h.file].path, "line": h.line + 1, "column": h.column + 1, "target": h.target }))
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!({ "holes": rows }))?
         );
     } else {
         for h in &holes {
-            println!(
+            // One hole a line, whatever the file is called.
+            outln!(
                 "{}\t{}",
-                h.display(&index),
+                escape::controls(&h.display(&index)),
                 h.target.as_deref().unwrap_or("")
             );
         }
-        eprintln!("{} holes", holes.len());
+        errln!("{} holes", holes.len());
     }
     Ok(())
 }
@@ -949,18 +1022,22 @@ fn index_command(repo: &Path, json: bool, cache: &CacheArgs) -> Result<()> {
             "cache": index.cache,
             "warnings": index.warnings,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!("repository  {}", index.root.display());
-        println!(
+        outln!(
+            "repository  {}",
+            escape::controls(&index.root.to_string_lossy())
+        );
+        outln!(
             "files       {} ({lines} lines, {duplicates} with exact copies, {errors} syntax errors)",
             index.files.len()
         );
-        println!(
+        outln!(
             "cache       {} reused, {} parsed",
-            index.cache.reused, index.cache.parsed
+            index.cache.reused,
+            index.cache.parsed
         );
-        println!("warnings    {}", index.warnings.len());
+        outln!("warnings    {}", index.warnings.len());
     }
     Ok(())
 }

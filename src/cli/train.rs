@@ -39,14 +39,14 @@ pub struct TrainArgs {
     /// with the model then needs the same directory.
     #[arg(long)]
     encoder_dir: Option<PathBuf>,
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 40, value_parser = super::bounds::epochs)]
     max_epochs: usize,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::bounds::epochs)]
     patience: usize,
     #[arg(long, default_value_t = 9)]
     seed: u64,
     /// The budget the labels were made with.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET)]
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
 }
 
@@ -73,18 +73,18 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         encoder: encoder.as_ref(),
     };
     match &encoder {
-        Some(e) => eprintln!(
+        Some(e) => errln!(
             "rebuilding the inputs of the labelled holes and encoding them with {}…",
             e.dir().display()
         ),
-        None => eprintln!("rebuilding the inputs of the labelled holes…"),
+        None => errln!("rebuilding the inputs of the labelled holes…"),
     }
     let built = rebuild.examples(&rows);
     for line in built.skipped.iter().take(5) {
-        eprintln!("skipped: {line}");
+        errln!("skipped: {line}");
     }
     if built.skipped.len() > 5 {
-        eprintln!("skipped {} more", built.skipped.len() - 5);
+        errln!("skipped {} more", built.skipped.len() - 5);
     }
     let start = args
         .start
@@ -103,15 +103,16 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         start.as_deref(),
         &args.out,
         &|e| {
-            eprintln!(
+            // Progress only: where it cannot be written, the report at the end fails loudly.
+            let _ = super::write_err(format_args!(
                 "epoch {:>2}: train loss {:.4}, validation loss {:.4}, top-1 success {:.2}%",
                 e.epoch, e.train_loss, e.validation_loss, e.validation_success
-            );
+            ));
         },
     )?;
     write_report(&report, &args.out)?;
-    println!("{}", markdown(&report));
-    eprintln!("model in {}", args.out.display());
+    outln!("{}", markdown(&report));
+    errln!("model in {}", args.out.display());
     Ok(())
 }
 

@@ -508,7 +508,8 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
 /// kept end to exceed the allocation, checked in tokens, so huge files cost no more than
 /// small ones.
 fn join_items(req: &Request, file: FileId, spans: &[Span], keep: Keep) -> SourcedText {
-    let mut byte_limit = req.allocation.max(16) * 8;
+    // Saturating: a huge allocation then takes every item at once instead of wrapping round.
+    let mut byte_limit = req.allocation.max(16).saturating_mul(8);
     loop {
         let chosen = take_from_end(spans, keep, byte_limit);
         let mut text = SourcedText::default();
@@ -521,7 +522,7 @@ fn join_items(req: &Request, file: FileId, spans: &[Span], keep: Keep) -> Source
         if chosen.len() == spans.len() || req.tokenizer.count(&text.text) > req.allocation {
             return text;
         }
-        byte_limit *= 4;
+        byte_limit = byte_limit.saturating_mul(4);
     }
 }
 

@@ -101,6 +101,15 @@ fn default_retries() -> u32 {
     3
 }
 
+/// Upper bounds of the numbers a user configures (or gives as flags): generous for any real
+/// server, small enough that no count overflows, allocates without end or waits for ever.
+pub const MAX_CONCURRENCY: usize = 256;
+pub const MAX_DEADLINE_SECS: u64 = 24 * 60 * 60;
+pub const MAX_RETRIES: u32 = 20;
+pub const MAX_GENERATED_TOKENS: usize = 1 << 16;
+pub const MAX_SAMPLES: usize = 128;
+pub const MAX_TEMPERATURE: f32 = 2.0;
+
 impl BackendConfig {
     /// The built-in offline backend.
     pub fn embedded() -> Self {
@@ -172,10 +181,34 @@ impl BackendConfig {
             Some(("base_url", problem))
         } else if needs_model && self.model.is_none() {
             Some(("model", "is required for this kind".into()))
-        } else if self.concurrency == 0 {
-            Some(("concurrency", "must be at least 1".into()))
-        } else if self.deadline_secs == 0 {
-            Some(("deadline_secs", "must be at least 1".into()))
+        } else if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {
+            Some((
+                "concurrency",
+                format!("must be from 1 to {MAX_CONCURRENCY}"),
+            ))
+        } else if !(1..=MAX_DEADLINE_SECS).contains(&self.deadline_secs) {
+            Some((
+                "deadline_secs",
+                format!("must be from 1 to {MAX_DEADLINE_SECS}"),
+            ))
+        } else if self.retries > MAX_RETRIES {
+            Some(("retries", format!("must be from 0 to {MAX_RETRIES}")))
+        } else if self
+            .max_tokens
+            .is_some_and(|n| !(1..=MAX_GENERATED_TOKENS).contains(&n))
+        {
+            Some((
+                "max_tokens",
+                format!("must be from 1 to {MAX_GENERATED_TOKENS}"),
+            ))
+        } else if self
+            .temperature
+            .is_some_and(|t| !(0.0..=MAX_TEMPERATURE).contains(&t))
+        {
+            Some((
+                "temperature",
+                format!("must be from 0 to {MAX_TEMPERATURE}"),
+            ))
         } else if self
             .user_template
             .as_ref()

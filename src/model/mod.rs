@@ -7,6 +7,7 @@
 pub mod config;
 pub mod http;
 pub mod ngram;
+pub mod secret;
 
 use std::time::Duration;
 

@@ -6,13 +6,16 @@
 //! reported and the index simply stays in memory.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::SourceFile;
-use crate::lang::FileFacts;
+use crate::lang::{FileFacts, MethodDecl, Span};
+
+/// The largest cache file read; a larger one is rebuilt.
+const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
 const FORMAT_VERSION: u32 = 2;
@@ -67,12 +70,16 @@ impl Cache {
         };
         let key = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
         let path = dir.join("index").join(format!("{}.bin", &key[..32]));
-        let entries = match std::fs::read(&path) {
-            Ok(bytes) => decode(&bytes).unwrap_or_else(|why| {
+        let entries = match read_bounded(&path) {
+            Ok(Some(bytes)) => decode(&bytes).unwrap_or_else(|why| {
                 warnings.push(format!("cache {}: {why}; rebuilding it", path.display()));
                 Vec::new()
             }),
-            Err(_) => Vec::new(),
+            Ok(None) => Vec::new(),
+            Err(why) => {
+                warnings.push(format!("cache {}: {why}; rebuilding it", path.display()));
+                Vec::new()
+            }
         };
         let entries = entries.into_iter().map(|e| (e.path.clone(), e)).collect();
         Cache {
@@ -105,6 +112,89 @@ impl Cache {
             )
         })
     }
+}
+
+/// The bytes of the cache file at `path`, none when there is no file yet. Only a regular file
+/// of at most [`MAX_CACHE_BYTES`] is read: a FIFO would block and `/dev/zero` never end.
+fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading waits for a writer, unless non-blocking.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read ({e})")),
+    };
+    // Checked on the opened file, so that it is the file that is read.
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Err("not a regular file".into()),
+        Err(e) => return Err(format!("cannot read ({e})")),
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CACHE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read ({e})"))?;
+    if bytes.len() as u64 > MAX_CACHE_BYTES {
+        return Err(format!("larger than {} MiB", MAX_CACHE_BYTES >> 20));
+    }
+    Ok(Some(bytes))
+}
+
+/// Whether cached `facts` can describe `text`: every span lies inside it on character
+/// boundaries and every line number is one of its lines. A cache that passes its checksum may
+/// still hold another text's facts (written by hand, or by a bug), and they are used to cut
+/// the text.
+pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
+    // Destructured in full so that a new field of the facts cannot be forgotten here.
+    let FileFacts {
+        package: _,
+        types,
+        imports: _,
+        identifiers,
+        type_identifiers,
+        field_declarations,
+        string_literals,
+        methods,
+        name_usages,
+        syntax_errors: _,
+        outline,
+    } = facts;
+    let mut spans: Vec<Span> = Vec::new();
+    spans.extend(types.iter().map(|t| t.name_span));
+    spans.extend(identifiers);
+    spans.extend(type_identifiers);
+    spans.extend(field_declarations);
+    spans.extend(string_literals);
+    for MethodDecl {
+        name,
+        signature,
+        with_body,
+    } in methods
+    {
+        spans.extend([*name, *signature, *with_body]);
+    }
+    for t in outline {
+        spans.extend([t.header, t.decl]);
+        spans.extend(&t.constants);
+        for field in &t.fields {
+            spans.extend([field.head, field.decl]);
+            spans.extend(field.names.iter().map(|(_, span)| *span));
+        }
+        spans.extend(t.methods.iter().flat_map(|m| [m.signature, m.decl]));
+    }
+    let span_fits = |span: &Span| {
+        span.start <= span.end
+            && text.is_char_boundary(span.start as usize)
+            && text.is_char_boundary(span.end as usize)
+    };
+    spans.iter().all(span_fits)
+        && name_usages
+            .iter()
+            .flat_map(|(_, lines)| lines)
+            .all(|&line| (line as usize) < line_count.max(1))
 }
 
 fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {

@@ -154,11 +154,18 @@ impl RepoIndex {
         };
         for result in results {
             match result {
-                Ok((file, reused)) => {
-                    if reused {
-                        report.reused += 1
-                    } else {
-                        report.parsed += 1
+                Ok((file, from)) => {
+                    match from {
+                        FactsFrom::Cache => report.reused += 1,
+                        FactsFrom::Parser => report.parsed += 1,
+                        FactsFrom::ParserOverBadCache => {
+                            warnings.push(format!(
+                                "cache {}: its facts of {} do not fit the file; parsed it again",
+                                report.path.as_deref().unwrap_or(Path::new("")).display(),
+                                file.path
+                            ));
+                            report.parsed += 1;
+                        }
                     }
                     files.push(file);
                 }
@@ -212,18 +219,36 @@ impl RepoIndex {
     }
 }
 
-/// Read, hash and (unless the cache has this content) parse one file.
+/// Where the facts of an indexed file came from.
+enum FactsFrom {
+    Cache,
+    Parser,
+    /// Parsed because the cached facts did not fit the text.
+    ParserOverBadCache,
+}
+
+/// Read, hash and (unless the cache has facts of this content) parse one file.
 fn index_file(
     found: scan::Found,
     cached: Option<cache::Entry>,
-) -> Result<(SourceFile, bool), scan::SkipReason> {
+) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
     let text = scan::read_source(&found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
-    if let Some(entry) = cached.filter(|e| e.hash == hash) {
-        return Ok((SourceFile::new(found.rel, text, hash, entry.facts), true));
+    let Some(entry) = cached.filter(|e| e.hash == hash) else {
+        return Ok((parsed(&found.abs, found.rel, text, hash), FactsFrom::Parser));
+    };
+    let file = SourceFile::new(found.rel, text, hash, entry.facts);
+    if cache::facts_fit(&file.facts, &file.text, file.line_count()) {
+        return Ok((file, FactsFrom::Cache));
     }
-    let facts = lang::for_path(&found.abs)
+    let file = parsed(&found.abs, file.path, file.text, hash);
+    Ok((file, FactsFrom::ParserOverBadCache))
+}
+
+/// The file with facts freshly extracted from its text.
+fn parsed(abs: &Path, rel: String, text: String, hash: [u8; 32]) -> SourceFile {
+    let facts = lang::for_path(abs)
         .map(|l| l.extract(&text))
         .unwrap_or_default();
-    Ok((SourceFile::new(found.rel, text, hash, facts), false))
+    SourceFile::new(rel, text, hash, facts)
 }

@@ -40,6 +40,11 @@ pub enum Format {
     Txt,
 }
 
+/// Screen sizes [`render_fixture`] draws, in cells: the layout needs some room, and a picture
+/// far larger than any terminal would only exhaust memory.
+pub const RENDER_WIDTHS: std::ops::RangeInclusive<u16> = 20..=500;
+pub const RENDER_HEIGHTS: std::ops::RangeInclusive<u16> = 5..=200;
+
 /// The main states `render_fixture` knows.
 pub const FIXTURES: [&str; 6] = [
     "start",
@@ -198,6 +203,11 @@ pub fn render_fixture(
 ) -> anyhow::Result<Vec<u8>> {
     if !FIXTURES.contains(&state) {
         bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
+    }
+    if !RENDER_WIDTHS.contains(&width) || !RENDER_HEIGHTS.contains(&height) {
+        bail!(
+            "cannot render {width}x{height} cells (widths {RENDER_WIDTHS:?}, heights {RENDER_HEIGHTS:?})"
+        );
     }
     let root = crate::sample::materialize().context("cannot unpack the bundled sample")?;
     let runtime = tokio::runtime::Builder::new_current_thread()

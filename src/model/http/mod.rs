@@ -19,7 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::{BackendConfig, BackendKind, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE};
 use super::{
-    Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
+    Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop, secret,
 };
 use transport::{Framing, Transport};
 pub use transport::{MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
@@ -159,12 +159,15 @@ impl HttpBackend {
     ) -> Result<Vec<Completion>, BackendError> {
         let start = Instant::now();
         let endpoint = self.transport.endpoint(self.protocol.path(request));
+        // Read for this call only, to keep it out of completions (see `Texts`).
+        let key = self.transport.api_key()?;
         let body = self.protocol.body(request, deltas.is_some());
         let mut texts = Texts {
             texts: BTreeMap::new(),
             first,
             stop: &request.stop,
             deltas,
+            key: key.as_deref(),
         };
         if deltas.is_some() {
             endpoint
@@ -190,7 +193,9 @@ impl HttpBackend {
             .texts
             .into_values()
             .map(|(text, _)| Completion {
-                text: apply_stop(&text, &request.stop),
+                // A model may answer with the key (it may be in the training data): it must
+                // not reach the screen, label files or the feedback log.
+                text: redact(&apply_stop(&text, &request.stop), key.as_deref()),
                 latency,
             })
             .collect())
@@ -226,13 +231,16 @@ fn calls(request: &CompletionRequest, supports_n: bool) -> Vec<(usize, Completio
         .collect()
 }
 
-/// Completion texts by index, passed on as deltas up to the first stop sequence.
+/// Completion texts by index, passed on as deltas up to the first stop sequence, with the API
+/// key redacted.
 struct Texts<'a> {
-    /// Text so far, and how many bytes of it went out as deltas.
+    /// Text so far, and how many bytes of its redacted form went out as deltas.
     texts: BTreeMap<usize, (String, usize)>,
     first: usize,
     stop: &'a [String],
     deltas: Option<&'a UnboundedSender<Delta>>,
+    /// The API key, redacted from the texts.
+    key: Option<&'a str>,
 }
 
 impl Texts<'_> {
@@ -240,15 +248,29 @@ impl Texts<'_> {
         let (text, sent) = self.texts.entry(piece.index).or_default();
         text.push_str(&piece.text);
         let Some(deltas) = self.deltas else { return };
-        let visible = apply_stop(text, self.stop).len();
-        if visible > *sent {
+        let visible = apply_stop(text, self.stop);
+        // A tail that may be the start of the key waits for the text that decides it.
+        let settled = match self.key {
+            Some(key) => &visible[..secret::settled_len(&visible, key)],
+            None => &visible,
+        };
+        let shown = redact(settled, self.key);
+        if let Some(new) = shown.get(*sent..).filter(|new| !new.is_empty()) {
             // A closed receiver means nobody is listening any more; the final texts still count.
             let _ = deltas.send(Delta {
                 index: self.first + piece.index,
-                text: text[*sent..visible].to_string(),
+                text: new.to_string(),
             });
-            *sent = visible;
+            *sent = shown.len();
         }
+    }
+}
+
+/// `text` without `key` in any form (see [`secret::redact_key`]).
+fn redact(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(key) => secret::redact_key(text, key),
+        None => text.to_string(),
     }
 }
 
@@ -269,4 +291,54 @@ fn single_text(answer: &Value, field: &str) -> Result<Vec<Piece>, String> {
         index: 0,
         text: text.to_string(),
     }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "sk-Kh7Rt2Lq9Zw4";
+
+    /// What the deltas show, piece by piece, and the final text.
+    fn stream(pieces: &[&str]) -> (Vec<String>, String) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let stop = vec!["\n".to_string()];
+        let mut texts = Texts {
+            texts: BTreeMap::new(),
+            first: 0,
+            stop: &stop,
+            deltas: Some(&tx),
+            key: Some(KEY),
+        };
+        for piece in pieces {
+            texts.add(Piece {
+                index: 0,
+                text: piece.to_string(),
+            });
+        }
+        let mut shown = Vec::new();
+        while let Ok(delta) = rx.try_recv() {
+            shown.push(delta.text);
+        }
+        let (text, _) = texts.texts.remove(&0).unwrap();
+        (shown, redact(&apply_stop(&text, &stop), Some(KEY)))
+    }
+
+    #[test]
+    fn a_key_streamed_in_pieces_never_reaches_the_deltas() {
+        let lower = KEY.to_lowercase();
+        let (shown, last) = stream(&[
+            "let k = \"sk-",
+            "Kh7Rt",
+            "2Lq9Zw4\"; ",
+            &lower[..6],
+            &lower[6..],
+            ";\n",
+        ]);
+        assert_eq!(shown.concat(), "let k = \"[redacted]\"; [redacted];");
+        assert_eq!(last, "let k = \"[redacted]\"; [redacted];");
+        // Text that turns out not to be the key is shown once it is clear.
+        let (shown, _) = stream(&["a sk-K", "x b"]);
+        assert_eq!(shown, ["a ", "sk-Kx b"]);
+    }
 }

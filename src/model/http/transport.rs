@@ -8,8 +8,8 @@ use reqwest::{Response, StatusCode, Url};
 use serde_json::Value;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::model::BackendError;
-use crate::model::config::BackendConfig;
+use crate::model::config::{BackendConfig, MAX_CONCURRENCY};
+use crate::model::{BackendError, secret};
 
 /// Answers larger than this are refused, so a runaway server cannot exhaust memory.
 pub const MAX_ANSWER_BYTES: usize = 8 << 20;
@@ -62,7 +62,8 @@ impl Transport {
             api_key_env: config.api_key_env.clone(),
             deadline: Duration::from_secs(config.deadline_secs),
             retries: config.retries,
-            limiter: Semaphore::new(config.concurrency.max(1)),
+            // Clamped as well as checked on load: Semaphore::new panics above MAX_PERMITS.
+            limiter: Semaphore::new(config.concurrency.clamp(1, MAX_CONCURRENCY)),
         })
     }
 
@@ -70,7 +71,7 @@ impl Transport {
     pub fn endpoint(&self, path: &str) -> Endpoint<'_> {
         let mut url = self.base.clone();
         url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
-        let shown = redacted(&url);
+        let shown = secret::shown_url(url.as_str());
         Endpoint {
             transport: self,
             url,
@@ -79,7 +80,7 @@ impl Transport {
     }
 
     /// The key, read from the environment now so that it is never stored.
-    fn api_key(&self) -> Result<Option<String>, BackendError> {
+    pub fn api_key(&self) -> Result<Option<String>, BackendError> {
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
@@ -91,11 +92,12 @@ impl Transport {
             })
     }
 
-    /// `text` without the API key: what a server says may quote the request's key back.
-    fn redact(&self, text: String) -> String {
+    /// `text` without the API key in any form: what a server says may quote the request's key
+    /// back.
+    fn redact(&self, text: &str) -> String {
         match self.api_key() {
-            Ok(Some(key)) if !key.is_empty() => text.replace(&key, "[redacted]"),
-            _ => text,
+            Ok(Some(key)) => secret::redact_key(text, &key),
+            _ => text.to_string(),
         }
     }
 }
@@ -253,7 +255,7 @@ impl Endpoint<'_> {
         while let Ok(Some(chunk)) = self.next_chunk(&mut response, answer.len()).await {
             answer.extend_from_slice(chunk.as_ref());
         }
-        let detail = self.transport.redact(answer_detail(&answer));
+        let detail = self.transport.redact(&answer_detail(&answer));
         BackendError::Status {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
@@ -275,7 +277,7 @@ impl Endpoint<'_> {
         BackendError::Malformed {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
-            detail: self.transport.redact(detail),
+            detail: self.transport.redact(&detail),
         }
     }
 
@@ -342,17 +344,6 @@ fn retry_wait(response: &Response, attempt: u32) -> Duration {
     asked
         .unwrap_or_else(|| FIRST_BACKOFF.saturating_mul(2u32.saturating_pow(attempt)))
         .min(MAX_RETRY_WAIT)
-}
-
-/// `url` without user info, query or fragment, which may hold secrets.
-fn redacted(url: &Url) -> String {
-    let mut url = url.clone();
-    // Fails only for URLs that cannot have user info, which then have none to strip.
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.set_query(None);
-    url.set_fragment(None);
-    url.to_string()
 }
 
 /// The innermost cause of an error: the OS or protocol failure, without the URL reqwest adds.
