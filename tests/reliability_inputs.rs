@@ -387,12 +387,22 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
         "class A { void f( { int x = ; } String s = \"hi\"; ",
         "\u{0}\u{1}{{{{((((\u{fffd}",
         "class A { int a = b → c; String s = \"≤«\"; // “😀”\n}",
+        "data: {\"choices\":[{\"index\":0,\"text\":\"→😀\"}]}\n\ndata: [DONE]\n",
+        "{\"response\":\"«x»\",\"done\":false}\n{\"response\":\"\",\"done\":true}",
+        "[[backend]]\nname = \"x\"\nkind = \"openai\"\nconcurrency = 99999999999999999999\n",
+        "[[bind]]\non = \"ctrl-☃\"\nrun = \"quit\"\ndesc = \"d\"\n",
     ];
     for (i, text) in texts.iter().enumerate() {
         fuzz_checks::check_extract(text.as_bytes());
         let i = i as u16;
         for (budget, tokenizer) in [(0, 0), (1, 3), (4072, 4)] {
             fuzz_checks::check_compose(&compose_input(i, 7 * i + 3, budget, tokenizer, text));
+        }
+        fuzz_checks::check_config(text.as_bytes());
+        for (pick, cut) in [(0, 1), (1, 2), (2, 3), (3, 5)] {
+            let mut stream = vec![pick, cut];
+            stream.extend_from_slice(text.as_bytes());
+            fuzz_checks::check_stream(&stream);
         }
         for position in 0..text.len() as u32 {
             let mut input = position.to_le_bytes().to_vec();

@@ -281,6 +281,12 @@ pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
             });
         }
     };
+    parse_backends(&text, path)
+}
+
+/// The embedded backend followed by those `text` configures, errors naming `path` (where the
+/// text was read from), the line and the key.
+pub fn parse_backends(text: &str, path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
     let invalid = |offset: usize, key: Option<String>, message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
         line: line_of(&text, offset),

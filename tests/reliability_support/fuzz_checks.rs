@@ -11,8 +11,12 @@ use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::hole::Hole;
 use keyhole::lang::{FileFacts, Java, Language, Span};
+use keyhole::model::config::{self, BackendConfig, BackendKind};
+use keyhole::model::http;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
+use keyhole::tui::keymap::Keymap;
+use keyhole::tui::theme::Theme;
 
 /// Where the fuzzed file and its fixed sibling live in the scratch repository.
 const FUZZED: &str = "p/Fuzz.java";
@@ -234,5 +238,54 @@ pub fn compose_retrieved(
                 kind.name()
             );
         }
+    }
+}
+
+/// The protocols whose streams are read, as the first input byte picks them.
+const STREAMING: [BackendKind; 4] = [
+    BackendKind::OpenAi,
+    BackendKind::OpenAiChat,
+    BackendKind::Ollama,
+    BackendKind::LlamaCpp,
+];
+
+/// A streamed answer (SSE or NDJSON, as the first byte's protocol frames it), cut into chunks
+/// where the second byte says: no panic, and the texts do not depend on where the chunks
+/// were cut (a character split across chunks is decoded whole).
+pub fn check_stream(data: &[u8]) {
+    let (Some(&pick), Some(&cut)) = (data.first(), data.get(1)) else {
+        return;
+    };
+    let body = &data[2..];
+    let config = BackendConfig {
+        name: "fuzz".into(),
+        kind: STREAMING[pick as usize % STREAMING.len()],
+        base_url: Some("http://127.0.0.1:9".into()),
+        model: Some("m".into()),
+        ..BackendConfig::embedded()
+    };
+    let whole = http::read_stream(&config, &[body]);
+    let step = usize::from(cut).max(1);
+    let chunks: Vec<&[u8]> = body.chunks(step).collect();
+    assert_eq!(
+        http::read_stream(&config, &chunks),
+        whole,
+        "chunks of {step} bytes read differently"
+    );
+}
+
+/// Any text as backends.toml, keymap.toml and theme.toml: no panic, and what is wrong is
+/// said on one line.
+pub fn check_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let one_line = |error: &str| assert_eq!(error.lines().count(), 1, "{error:?}");
+    if let Err(e) = config::parse_backends(&text, Path::new("backends.toml")) {
+        one_line(&e.to_string());
+    }
+    if let Err(e) = Keymap::with_user_text(&text) {
+        one_line(&e);
+    }
+    if let Err(e) = Theme::from_user_text(&text) {
+        one_line(&e);
     }
 }

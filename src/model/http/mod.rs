@@ -21,7 +21,7 @@ use super::config::{BackendConfig, BackendKind, DEFAULT_SYSTEM_PROMPT, DEFAULT_U
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop, secret,
 };
-use transport::{Framing, Transport};
+use transport::{Framing, StreamReader, Transport};
 pub use transport::{MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
 
 /// Text for completion `index` of one HTTP answer.
@@ -70,7 +70,45 @@ pub struct HttpBackend {
 
 /// The backend for an HTTP entry of the config; the embedded kind is built elsewhere.
 pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendError> {
-    let protocol: Box<dyn Protocol> = match config.kind {
+    let protocol = protocol(config)?;
+    let transport = Transport::new(config)?;
+    Ok(Box::new(HttpBackend {
+        config: config.clone(),
+        transport,
+        protocol,
+    }))
+}
+
+/// The texts of a streamed answer as the protocol of `config` reads them, the body arriving
+/// in `chunks`, or why it is malformed: the part of streaming that needs no server (the
+/// fuzz target drives it). A stream that stops without its end gives what came.
+pub fn read_stream(config: &BackendConfig, chunks: &[&[u8]]) -> Result<Vec<String>, String> {
+    let protocol = protocol(config).map_err(|e| e.to_string())?;
+    let mut reader = StreamReader::new(protocol.framing());
+    let mut texts: BTreeMap<usize, String> = BTreeMap::new();
+    let mut on_event = |event: &Value| {
+        let (pieces, done) = protocol.event(event)?;
+        for piece in pieces {
+            texts.entry(piece.index).or_default().push_str(&piece.text);
+        }
+        Ok(done)
+    };
+    let mut ended = false;
+    for chunk in chunks {
+        ended = reader.feed(chunk, &mut on_event)?;
+        if ended {
+            break;
+        }
+    }
+    if !ended {
+        reader.finish(&mut on_event)?;
+    }
+    Ok(texts.into_values().collect())
+}
+
+/// How the server of `config` is spoken to.
+fn protocol(config: &BackendConfig) -> Result<Box<dyn Protocol>, BackendError> {
+    Ok(match config.kind {
         BackendKind::Embedded => {
             return Err(config_error(
                 config,
@@ -91,13 +129,7 @@ pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendErr
         }
         BackendKind::Ollama => Box::new(ollama::Ollama::new(model(config)?)),
         BackendKind::LlamaCpp => Box::new(llamacpp::LlamaCpp),
-    };
-    let transport = Transport::new(config)?;
-    Ok(Box::new(HttpBackend {
-        config: config.clone(),
-        transport,
-        protocol,
-    }))
+    })
 }
 
 fn model(config: &BackendConfig) -> Result<String, BackendError> {

@@ -133,17 +133,19 @@ impl Endpoint<'_> {
     ) -> Result<(), BackendError> {
         self.within_deadline(async {
             let (mut response, _permit) = self.send(body).await?;
-            let mut lines = Lines::default();
+            let mut reader = StreamReader::new(framing);
             let mut read = 0;
             while let Some(chunk) = self.next_chunk(&mut response, read).await? {
                 read += chunk.as_ref().len();
-                for line in lines.push(chunk.as_ref()) {
-                    if self.event(&line, framing, &mut on_event)? {
-                        return Ok(());
-                    }
+                let ended = reader.feed(chunk.as_ref(), &mut on_event);
+                if ended.map_err(|d| self.malformed(d))? {
+                    return Ok(());
                 }
             }
-            if self.event(&lines.rest(), framing, &mut on_event)? {
+            if reader
+                .finish(&mut on_event)
+                .map_err(|d| self.malformed(d))?
+            {
                 return Ok(());
             }
             Err(self.truncated("the connection closed before the end of the stream".into()))
@@ -151,33 +153,9 @@ impl Endpoint<'_> {
         .await
     }
 
-    /// Handles one line of a stream; true when it ends the stream.
-    fn event(
-        &self,
-        line: &str,
-        framing: Framing,
-        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
-    ) -> Result<bool, BackendError> {
-        let payload = match framing {
-            Framing::Ndjson => line.trim(),
-            // Other SSE fields (event:, id:, comments) carry nothing we use.
-            Framing::Sse => line.strip_prefix("data:").map_or("", str::trim),
-        };
-        match payload {
-            "" => Ok(false),
-            "[DONE]" if framing == Framing::Sse => Ok(true),
-            _ => on_event(&self.parse(payload.as_bytes())?).map_err(|d| self.malformed(d)),
-        }
-    }
-
     /// Parses JSON, treating an `error` object as the failure it reports.
     fn parse(&self, bytes: &[u8]) -> Result<Value, BackendError> {
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|e| self.malformed(format!("invalid JSON: {e}")))?;
-        match value.get("error") {
-            Some(error) => Err(self.malformed(format!("server error: {}", error_text(error)))),
-            None => Ok(value),
-        }
+        parse_answer(bytes).map_err(|d| self.malformed(d))
     }
 
     /// The next piece of the body, given how much was read before; enforces the size bound.
@@ -305,31 +283,81 @@ impl Endpoint<'_> {
     }
 }
 
-/// Splits a byte stream into lines; a line is only decoded once complete, so multi-byte
-/// characters split across chunks survive.
-#[derive(Default)]
-struct Lines {
+/// Parses an answer or one streamed event, treating an `error` object as the failure it
+/// reports.
+fn parse_answer(bytes: &[u8]) -> Result<Value, String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    match value.get("error") {
+        Some(error) => Err(format!("server error: {}", error_text(error))),
+        None => Ok(value),
+    }
+}
+
+/// The half of reading a stream that needs no network: bytes in as they arrive, events out.
+/// A line is only decoded once complete, so multi-byte characters split across chunks
+/// survive.
+pub(super) struct StreamReader {
+    framing: Framing,
     pending: Vec<u8>,
 }
 
-impl Lines {
-    /// Adds a chunk and returns the lines it completed.
-    fn push(&mut self, chunk: &[u8]) -> Vec<String> {
+impl StreamReader {
+    pub(super) fn new(framing: Framing) -> StreamReader {
+        StreamReader {
+            framing,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Adds a chunk and hands each event it completes to `on_event`, which says whether it
+    /// was the last; true once the stream has ended.
+    pub(super) fn feed(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
+    ) -> Result<bool, String> {
+        // Only the new chunk can hold a newline not yet read: scanning all that is pending
+        // again would be quadratic in the length of a long line.
+        let before = self.pending.len();
         self.pending.extend_from_slice(chunk);
-        let Some(last) = self.pending.iter().rposition(|&b| b == b'\n') else {
-            return Vec::new();
+        let Some(last) = chunk.iter().rposition(|&b| b == b'\n').map(|i| before + i) else {
+            return Ok(false);
         };
         let rest = self.pending.split_off(last + 1);
         let complete = std::mem::replace(&mut self.pending, rest);
-        String::from_utf8_lossy(&complete)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        for line in String::from_utf8_lossy(&complete).lines() {
+            if self.line(line, on_event)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
-    /// What follows the last newline (an NDJSON stream need not end with one).
-    fn rest(self) -> String {
-        String::from_utf8_lossy(&self.pending).into_owned()
+    /// Reads what follows the last newline (an NDJSON stream need not end with one); true
+    /// when that ended the stream.
+    pub(super) fn finish(
+        self,
+        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
+    ) -> Result<bool, String> {
+        self.line(&String::from_utf8_lossy(&self.pending), on_event)
+    }
+
+    /// Handles one line; true when it ends the stream.
+    fn line(
+        &self,
+        line: &str,
+        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
+    ) -> Result<bool, String> {
+        let payload = match self.framing {
+            Framing::Ndjson => line.trim(),
+            // Other SSE fields (event:, id:, comments) carry nothing we use.
+            Framing::Sse => line.strip_prefix("data:").map_or("", str::trim),
+        };
+        match payload {
+            "" => Ok(false),
+            "[DONE]" if self.framing == Framing::Sse => Ok(true),
+            _ => on_event(&parse_answer(payload.as_bytes())?),
+        }
     }
 }
 
