@@ -226,7 +226,7 @@ async fn a_key_in_a_completion_is_replaced_before_it_is_printed_or_stored() {
 #[test]
 fn keyhole_backends_masks_credentials_and_queries_in_urls() {
     let scratch = tempfile::tempdir().unwrap();
-    write_backends(
+    write_leaky_backend(
         scratch.path(),
         "http://user:hunter2@127.0.0.1:9/v1?token=s3cret",
     );
