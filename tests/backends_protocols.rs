@@ -18,6 +18,31 @@ fn delta(index: usize, text: &str) -> Delta {
 }
 
 #[tokio::test]
+async fn a_base_url_ending_in_the_api_version_gets_it_once() {
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"choices": [{"index": 0, "text": "1;"}]})))
+            .await;
+    for (kind, base, path) in [
+        (BackendKind::OpenAi, "/v1", "/v1/completions"),
+        (BackendKind::OpenAiChat, "/v1/", "/v1/chat/completions"),
+        (BackendKind::OpenAi, "/proxy/v1", "/proxy/v1/completions"),
+        (BackendKind::OpenAi, "/proxy", "/proxy/v1/completions"),
+    ] {
+        let config = config(kind, &format!("{}{base}", server.base));
+        let _ = build_http(&config)
+            .unwrap()
+            .complete(&request(1), None)
+            .await;
+        let requests = server.requests();
+        assert_eq!(
+            requests.last().unwrap().path,
+            path,
+            "base_url ending {base}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn openai_sends_all_settings_in_one_request_and_orders_choices() {
     let server = Server::start(|_, _| {
         let choices = json!([{"index": 1, "text": "2;\nnext"}, {"index": 0, "text": "1;"}]);

@@ -67,10 +67,24 @@ impl Transport {
         })
     }
 
-    /// `path` under the base URL, keeping the base's own path prefix and query.
+    /// `path` under the base URL, keeping the base's own path prefix and query. A base that
+    /// already ends in the API version the path starts with (`http://host:8080/v1`, as
+    /// Continue, Tabby and the OpenAI SDK write it) does not get it twice.
     pub fn endpoint(&self, path: &str) -> Endpoint<'_> {
         let mut url = self.base.clone();
-        url.set_path(&format!("{}{path}", self.base.path().trim_end_matches('/')));
+        let prefix = self.base.path().trim_end_matches('/');
+        let version = path
+            .split('/')
+            .nth(1)
+            .filter(|v| {
+                v.len() > 1 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit())
+            })
+            .map(|v| format!("/{v}"));
+        let prefix = match version {
+            Some(v) if prefix.ends_with(&v) => &prefix[..prefix.len() - v.len()],
+            _ => prefix,
+        };
+        url.set_path(&format!("{prefix}{path}"));
         let shown = secret::shown_url(url.as_str());
         Endpoint {
             transport: self,
