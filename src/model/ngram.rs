@@ -12,7 +12,7 @@
 //! an n-gram spans more code; indentation stays a token of its own.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -100,8 +100,9 @@ pub struct RepoModel {
     /// All files' tokens, each file followed by `BOUNDARY`.
     stream: Vec<u32>,
     /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
-    /// before `p` read backwards.
-    by_context: Vec<u32>,
+    /// before `p` read backwards. Sorted on first use: the sort is most of the model's build
+    /// time, and commands that only show prompts never complete.
+    by_context: OnceLock<Vec<u32>>,
     /// Each file's range in the stream, by repository path.
     files: FxHashMap<String, Range<u32>>,
     /// How often each token occurs, for the last resort.
@@ -124,10 +125,6 @@ impl RepoModel {
             files.insert(file.path.clone(), start..stream.len() as u32);
             stream.push(BOUNDARY);
         }
-        let mut by_context: Vec<u32> = (1..stream.len() as u32)
-            .filter(|&p| stream[p as usize] != BOUNDARY)
-            .collect();
-        by_context.par_sort_unstable_by(|&a, &b| backward(&stream, a).cmp(backward(&stream, b)));
         let mut unigram = vec![0u32; vocab.strings.len()];
         for &t in &stream {
             unigram[t as usize] += 1;
@@ -135,10 +132,22 @@ impl RepoModel {
         RepoModel {
             vocab,
             stream,
-            by_context,
+            by_context: OnceLock::new(),
             files,
             unigram,
         }
+    }
+
+    fn by_context(&self) -> &[u32] {
+        self.by_context.get_or_init(|| {
+            let stream = &self.stream;
+            let mut by_context: Vec<u32> = (1..stream.len() as u32)
+                .filter(|&p| stream[p as usize] != BOUNDARY)
+                .collect();
+            by_context
+                .par_sort_unstable_by(|&a, &b| backward(stream, a).cmp(backward(stream, b)));
+            by_context
+        })
     }
 
     /// The longest suffix of `context` found in the repository outside `exclude`, with the
@@ -149,14 +158,15 @@ impl RepoModel {
         exclude: &Range<u32>,
         max_order: usize,
     ) -> (usize, Vec<(u32, u32)>) {
-        let mut range = 0..self.by_context.len();
+        let by_context = self.by_context();
+        let mut range = 0..by_context.len();
         let mut order = 0;
         for k in 1..=max_order.min(context.len()).min(MAX_ORDER) {
             let want = context[context.len() - k];
             if want == NOT_IN_REPO {
                 break;
             }
-            let slice = &self.by_context[range.clone()];
+            let slice = &by_context[range.clone()];
             let token_at = |p: u32| self.back_token(p, k);
             let lo = slice.partition_point(|&p| token_at(p) < Some(want));
             let hi = slice.partition_point(|&p| token_at(p) <= Some(want));
@@ -184,7 +194,7 @@ impl RepoModel {
         if range.len() > exclude.len() {
             return true;
         }
-        self.by_context[range.clone()]
+        self.by_context()[range.clone()]
             .iter()
             .any(|p| !exclude.contains(p))
     }
@@ -192,7 +202,7 @@ impl RepoModel {
     fn count_next(&self, range: Range<usize>, exclude: &Range<u32>) -> Vec<(u32, u32)> {
         let step = range.len().div_ceil(MAX_CONTINUATIONS).max(1);
         let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
-        for &p in self.by_context[range].iter().step_by(step) {
+        for &p in self.by_context()[range].iter().step_by(step) {
             if !exclude.contains(&p) {
                 *counts.entry(self.stream[p as usize]).or_default() += 1;
             }
