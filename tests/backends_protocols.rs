@@ -301,6 +301,35 @@ async fn ollama_streams_ndjson_and_makes_one_request_per_sample() {
 }
 
 #[tokio::test]
+async fn llamacpp_without_infill_completes_left_to_right_and_says_so_once() {
+    // llama-server answers 501 to /infill for a model without fill-in-the-middle tokens.
+    let server = Server::start(|request, _| match request.path.as_str() {
+        "/infill" => Reply::Json(
+            501,
+            json!({"error": {"code": 501, "message": "infill is not supported by this model"}}),
+        ),
+        _ => Reply::Json(200, json!({"content": "1;"})),
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::LlamaCpp, &server.base)).unwrap();
+    let mut req = request(1);
+    req.suffix = Some("\nreturn x;".to_string());
+    for _ in 0..2 {
+        let completions = backend.complete(&req, None).await.unwrap();
+        assert_eq!(texts(&completions), ["1;"]);
+    }
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/infill", "/completion", "/completion"]);
+    assert_eq!(server.requests()[1].body["prompt"], json!("int x = "));
+    let notices = backend.notices();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].contains("does not fill in the middle"),
+        "{notices:?}"
+    );
+}
+
+#[tokio::test]
 async fn llamacpp_completes_and_infills() {
     let server =
         Server::start(|_, _| Reply::Json(200, json!({"content": "1;\n", "stop": true}))).await;

@@ -186,6 +186,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     } else {
         print_rows(&session, &entry, backend.counting(), &rows)?;
     }
+    super::print_notices(backend.as_ref())?;
     Ok(())
 }
 

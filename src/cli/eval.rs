@@ -131,6 +131,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         };
         let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
+        super::print_notices(backend.as_ref())?;
         let stats = result?;
         errln!("{name}: {stats}");
         total.holes += stats.holes;

@@ -449,10 +449,11 @@ impl Session {
         }
         let composer = compose::Composer::new(&self.index, &self.hole, self.tokenizer, at.budget);
         let iterations = usize::from(at.iterations);
-        Ok(
+        let built =
             perspectives::build_all(&perspectives, &self.hole, &composer, backend, iterations)
-                .await?,
-        )
+                .await?;
+        print_notices(backend)?;
+        Ok(built)
     }
 
     /// [`Session::retrieved`] outside an async context.
@@ -465,6 +466,14 @@ impl Session {
         let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
         runtime.block_on(self.retrieved(at, backend, immediate))
     }
+}
+
+/// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.
+pub(super) fn print_notices(backend: &dyn Backend) -> Result<()> {
+    for notice in backend.notices() {
+        errln!("note: {notice}");
+    }
+    Ok(())
 }
 
 /// The backend of a hole command and the session opened with its tokenizer.

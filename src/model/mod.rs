@@ -176,6 +176,12 @@ pub trait Backend: Send + Sync {
     async fn count_tokens(&self, _text: &str) -> Option<Result<usize, BackendError>> {
         None
     }
+
+    /// What the backend changed about how it serves requests since it was built (a server
+    /// that turned out to lack fill-in-the-middle, say), once each, for the user to read.
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The backend a config entry describes; the embedded model learns from `index`.

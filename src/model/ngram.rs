@@ -144,8 +144,7 @@ impl RepoModel {
             let mut by_context: Vec<u32> = (1..stream.len() as u32)
                 .filter(|&p| stream[p as usize] != BOUNDARY)
                 .collect();
-            by_context
-                .par_sort_unstable_by(|&a, &b| backward(stream, a).cmp(backward(stream, b)));
+            by_context.par_sort_unstable_by(|&a, &b| backward(stream, a).cmp(backward(stream, b)));
             by_context
         })
     }

@@ -66,6 +66,9 @@ pub struct HttpBackend {
     config: BackendConfig,
     transport: Transport,
     protocol: Box<dyn Protocol>,
+    /// Set once the server answered 501 to a fill-in-the-middle request (llama.cpp's
+    /// `/infill` for a model without FIM tokens): requests go left to right from then on.
+    no_infill: std::sync::OnceLock<String>,
 }
 
 /// The backend for an HTTP entry of the config; the embedded kind is built elsewhere.
@@ -76,6 +79,7 @@ pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendErr
         config: config.clone(),
         transport,
         protocol,
+        no_infill: std::sync::OnceLock::new(),
     }))
 }
 
@@ -165,8 +169,40 @@ impl Backend for HttpBackend {
         request: &CompletionRequest,
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
-        let request = self.config.apply(request);
-        let calls = calls(&request, self.config.supports_n());
+        let mut request = self.config.apply(request);
+        if self.no_infill.get().is_some() {
+            request.suffix = None;
+        }
+        match self.complete_all(&request, deltas).await {
+            Err(BackendError::Status { status: 501, .. }) if request.suffix.is_some() => {
+                let _ = self.no_infill.set(format!(
+                    "{}: the server does not fill in the middle (it answered 501); prompts are completed left to right",
+                    self.config.name
+                ));
+                request.suffix = None;
+                self.complete_all(&request, deltas).await
+            }
+            result => result,
+        }
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
+        self.protocol.count_tokens(&self.transport, text).await
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.no_infill.get().cloned().into_iter().collect()
+    }
+}
+
+impl HttpBackend {
+    /// Every call that `request` needs, concurrently.
+    async fn complete_all(
+        &self,
+        request: &CompletionRequest,
+        deltas: Option<&UnboundedSender<Delta>>,
+    ) -> Result<Vec<Completion>, BackendError> {
+        let calls = calls(request, self.config.supports_n());
         let answers = try_join_all(
             calls
                 .iter()
@@ -176,12 +212,6 @@ impl Backend for HttpBackend {
         Ok(answers.into_iter().flatten().collect())
     }
 
-    async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
-        self.protocol.count_tokens(&self.transport, text).await
-    }
-}
-
-impl HttpBackend {
     /// One HTTP request; its completions are numbered from `first` in the deltas.
     async fn call(
         &self,

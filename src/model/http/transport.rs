@@ -188,7 +188,7 @@ impl Endpoint<'_> {
         }
     }
 
-    /// Sends with retries on 429 and 5xx; holds a concurrency permit while a request is open.
+    /// Sends with retries on 429 and 5xx (but 501); holds a concurrency permit while a request is open.
     async fn send(&self, body: &Value) -> Result<(Response, SemaphorePermit<'_>), BackendError> {
         let key = self.transport.api_key()?;
         let mut attempt = 0;
@@ -208,7 +208,10 @@ impl Endpoint<'_> {
             if status.is_success() {
                 return Ok((response, permit));
             }
-            let retryable = status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+            // 501 says the endpoint will never work (llama.cpp's /infill without FIM tokens):
+            // asking again only delays the fallback.
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS
+                || status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED;
             if !retryable || attempt >= self.transport.retries {
                 return Err(self.status_error(response).await);
             }
