@@ -163,6 +163,27 @@ async fn openai_chat_wraps_the_prompt_in_an_instruction() {
 }
 
 #[tokio::test]
+async fn a_chat_answer_in_a_code_fence_restating_the_line_becomes_its_code() {
+    let answer = "```java\nint x = compute();\nreturn x;\n```";
+    let server = Server::start(move |_, _| {
+        Reply::Json(
+            200,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]}),
+        )
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::OpenAiChat, &server.base)).unwrap();
+    let completions = backend.complete(&request(1), None).await.unwrap();
+    // The prompt ends in `int x = `; the newline stop applies after cleaning.
+    assert_eq!(texts(&completions), ["compute();"]);
+    assert_eq!(
+        server.body()["stop"],
+        json!([]),
+        "no stop sent to a chat model"
+    );
+}
+
+#[tokio::test]
 async fn only_chat_backends_follow_instructions_which_they_get_as_written() {
     let server = Server::start(|_, _| {
         Reply::Json(

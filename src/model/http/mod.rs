@@ -43,6 +43,11 @@ trait Protocol: Send + Sync {
     /// The text pieces of one streamed event, and whether it ends the stream.
     fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String>;
 
+    /// A whole answer to `request` as the code it holds, before stop sequences apply.
+    fn clean(&self, text: String, _request: &CompletionRequest) -> String {
+        text
+    }
+
     fn counting(&self) -> TokenCounting {
         TokenCounting::Approximate
     }
@@ -257,7 +262,10 @@ impl HttpBackend {
             .map(|(text, _)| Completion {
                 // A model may answer with the key (it may be in the training data): it must
                 // not reach the screen, label files or the feedback log.
-                text: redact(&apply_stop(&text, &request.stop), key.as_deref()),
+                text: redact(
+                    &apply_stop(&self.protocol.clean(text, request), &request.stop),
+                    key.as_deref(),
+                ),
                 latency,
             })
             .collect())

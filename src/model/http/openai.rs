@@ -118,11 +118,17 @@ impl Protocol for OpenAi {
     }
 
     fn body(&self, request: &CompletionRequest, stream: bool) -> Value {
+        // A chat model tends to open with a code fence: a newline stop would end its answer
+        // before the code. Its answer is cleaned first and cut at the stops here.
+        let stop: &[String] = match &self.chat {
+            Some(_) if !request.instruction => &[],
+            _ => &request.stop,
+        };
         let mut body = json!({
             "model": self.model,
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
-            "stop": request.stop,
+            "stop": stop,
             "n": request.n,
             "stream": stream,
         });
@@ -154,6 +160,13 @@ impl Protocol for OpenAi {
         Ok((self.choices(event, true)?, false))
     }
 
+    fn clean(&self, text: String, request: &CompletionRequest) -> String {
+        match self.chat {
+            Some(_) if !request.instruction => chat_code(&text, &request.prompt),
+            _ => text,
+        }
+    }
+
     fn counting(&self) -> TokenCounting {
         match self.tokenizer {
             Some(_) => TokenCounting::Exact,
@@ -168,5 +181,44 @@ impl Protocol for OpenAi {
     ) -> Option<Result<usize, BackendError>> {
         let bpe = tiktoken_rs::bpe_for_tokenizer(self.tokenizer?).ok()?;
         Some(Ok(bpe.count_ordinary(text)))
+    }
+}
+
+/// The code a chat model's answer holds: the inside of its first fenced block (the whole
+/// answer when it has none), without the part of the hole's line it restated.
+fn chat_code(answer: &str, prompt: &str) -> String {
+    let code = match answer.find("```") {
+        Some(open) => {
+            let after = &answer[open + 3..];
+            // The info string (```java) runs to the end of the fence's line.
+            let body = after.find('\n').map_or("", |i| &after[i + 1..]);
+            body.find("```").map_or(body, |close| &body[..close])
+        }
+        None => answer,
+    };
+    let typed = prompt.rsplit('\n').next().unwrap_or_default().trim_start();
+    let restated = code.trim_start();
+    match restated.strip_prefix(typed) {
+        Some(rest) if !typed.is_empty() => rest.to_string(),
+        _ => code.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chat_code;
+
+    #[test]
+    fn chat_answers_become_the_code_that_follows_the_prompt() {
+        let prompt = "class A {\n    int total = ";
+        assert_eq!(
+            chat_code("```java\nint total = a + b;\n```", prompt),
+            "a + b;\n"
+        );
+        assert_eq!(chat_code("Here:\n```\na + b;```", prompt), "a + b;");
+        assert_eq!(chat_code("a + b;", prompt), "a + b;");
+        assert_eq!(chat_code("    int total = 3;", prompt), "3;");
+        // Nothing typed on the hole's line: nothing to take off.
+        assert_eq!(chat_code("return 1;", "class A {\n"), "return 1;");
     }
 }
