@@ -170,3 +170,46 @@ async fn an_unreachable_server_is_one_line_naming_backend_and_url() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn backends_asks_each_server_for_its_models() {
+    let openai = Server::start(|request, _| match request.path.as_str() {
+        "/v1/models" => Reply::Json(
+            200,
+            json!({"data": [{"id": "coder-1b"}, {"id": "chat-7b"}]}),
+        ),
+        _ => Reply::Json(404, json!({})),
+    })
+    .await;
+    let ollama = Server::start(|request, _| match request.path.as_str() {
+        "/api/tags" => Reply::Json(200, json!({"models": [{"name": "codellama:7b"}]})),
+        _ => Reply::Json(404, json!({})),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"served\"\nkind = \"openai\"\nbase_url = \"{}/v1\"\nmodel = \"coder-1b\"\n\n\
+         [[backend]]\nname = \"wrong-model\"\nkind = \"ollama\"\nbase_url = \"{}\"\nmodel = \"starcoder\"\n\n\
+         [[backend]]\nname = \"gone\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\nmodel = \"m\"\n",
+        openai.base, ollama.base
+    );
+    std::fs::write(dir.path().join("backends.toml"), toml).unwrap();
+    let out = keyhole(vec!["backends".into()], dir.path(), &[]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let after = |name: &str| {
+        let lines: Vec<&str> = stdout.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with(name)).unwrap();
+        lines[at + 1].trim().to_string()
+    };
+    assert_eq!(after("embedded"), "built in: needs no server");
+    assert_eq!(after("served"), "answers; serves 2: coder-1b, chat-7b");
+    assert_eq!(
+        after("wrong-model"),
+        "answers; serves 1: codellama:7b (NOT starcoder)"
+    );
+    assert!(
+        after("gone").starts_with("no answer to the model list: gone: cannot connect"),
+        "{stdout}"
+    );
+}

@@ -78,11 +78,17 @@ pub(super) fn configured() -> Result<Vec<BackendConfig>> {
     }
 }
 
+/// How long `keyhole backends` waits for each server to list its models.
+const CHECK_SECS: u64 = 5;
+
 pub fn backends_command() -> Result<()> {
     if let Some(path) = config::backends_path() {
         outln!("config  {}", path.display());
     }
-    for b in configured()? {
+    let backends = configured()?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let checks = runtime.block_on(join_all(backends.iter().map(check_server)));
+    for (b, check) in backends.iter().zip(checks) {
         let key = match &b.api_key_env {
             Some(var) if std::env::var_os(var).is_some() => format!("key from ${var} (set)"),
             Some(var) => format!("key from ${var} (NOT set)"),
@@ -95,8 +101,43 @@ pub fn backends_command() -> Result<()> {
             b.name,
             b.kind.name()
         );
+        outln!("{:<16} {check}", "");
     }
     Ok(())
+}
+
+/// Whether a backend's server answers, and which models it lists (the configured one
+/// flagged when it is not among them), on one line.
+async fn check_server(entry: &BackendConfig) -> String {
+    if entry.kind == config::BackendKind::Embedded {
+        return "built in: needs no server".into();
+    }
+    let quick = BackendConfig {
+        deadline_secs: entry.deadline_secs.min(CHECK_SECS),
+        retries: 0,
+        ..entry.clone()
+    };
+    let backend = match model::http::build_http(&quick) {
+        Ok(backend) => backend,
+        Err(e) => return format!("not usable: {e}"),
+    };
+    match backend.models().await {
+        Some(Ok(models)) => {
+            let missing = entry
+                .model
+                .as_ref()
+                .filter(|m| !models.is_empty() && !models.contains(m))
+                .map(|m| format!(" (NOT {m})"))
+                .unwrap_or_default();
+            format!(
+                "answers; serves {}: {}{missing}",
+                models.len(),
+                models.join(", ")
+            )
+        }
+        Some(Err(e)) => format!("no answer to the model list: {e}"),
+        None => "answers nothing about its models".into(),
+    }
 }
 
 impl BackendArgs {

@@ -177,6 +177,11 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The models the backend's server says it serves, where it has a server to ask.
+    async fn models(&self) -> Option<Result<Vec<String>, BackendError>> {
+        None
+    }
+
     /// What the backend changed about how it serves requests since it was built (a server
     /// that turned out to lack fill-in-the-middle, say), once each, for the user to read.
     fn notices(&self) -> Vec<String> {

@@ -43,6 +43,15 @@ trait Protocol: Send + Sync {
     /// The text pieces of one streamed event, and whether it ends the stream.
     fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String>;
 
+    /// Where the server lists its models, and the names in that list.
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
+
+    fn model_names(&self, answer: &Value) -> Vec<String> {
+        names_at(answer, "data", "id")
+    }
+
     /// A whole answer to `request` as the code it holds, before stop sequences apply.
     fn clean(&self, text: String, _request: &CompletionRequest) -> String {
         text
@@ -198,6 +207,22 @@ impl Backend for HttpBackend {
     fn notices(&self) -> Vec<String> {
         self.no_infill.get().cloned().into_iter().collect()
     }
+
+    async fn models(&self) -> Option<Result<Vec<String>, BackendError>> {
+        let endpoint = self.transport.endpoint(self.protocol.models_path());
+        let answer = endpoint.get_json().await;
+        Some(answer.map(|a| self.protocol.model_names(&a)))
+    }
+}
+
+/// `answer[list][*][field]`, the strings of it: a server's model names.
+fn names_at(answer: &Value, list: &str, field: &str) -> Vec<String> {
+    let entries = answer.get(list).and_then(Value::as_array);
+    entries
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get(field).and_then(Value::as_str).map(str::to_string))
+        .collect()
 }
 
 impl HttpBackend {

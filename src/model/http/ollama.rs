@@ -17,6 +17,14 @@ impl Ollama {
 }
 
 impl Protocol for Ollama {
+    fn models_path(&self) -> &'static str {
+        "/api/tags"
+    }
+
+    fn model_names(&self, answer: &Value) -> Vec<String> {
+        super::names_at(answer, "models", "name")
+    }
+
     fn path(&self, _request: &CompletionRequest) -> &'static str {
         "/api/generate"
     }

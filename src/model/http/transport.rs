@@ -126,6 +126,16 @@ pub(super) struct Endpoint<'a> {
 impl Endpoint<'_> {
     /// POST `body` and read one JSON answer.
     pub async fn json(&self, body: &Value) -> Result<Value, BackendError> {
+        self.read_answer(Some(body)).await
+    }
+
+    /// GET the endpoint and read one JSON answer (a server's model list).
+    pub async fn get_json(&self) -> Result<Value, BackendError> {
+        self.read_answer(None).await
+    }
+
+    /// POST `body` (GET without one) and read one JSON answer.
+    async fn read_answer(&self, body: Option<&Value>) -> Result<Value, BackendError> {
         self.within_deadline(async {
             let (mut response, _permit) = self.send(body).await?;
             let mut answer = Vec::new();
@@ -146,7 +156,7 @@ impl Endpoint<'_> {
         mut on_event: impl FnMut(&Value) -> Result<bool, String> + Send,
     ) -> Result<(), BackendError> {
         self.within_deadline(async {
-            let (mut response, _permit) = self.send(body).await?;
+            let (mut response, _permit) = self.send(Some(body)).await?;
             let mut reader = StreamReader::new(framing);
             let mut read = 0;
             while let Some(chunk) = self.next_chunk(&mut response, read).await? {
@@ -188,8 +198,12 @@ impl Endpoint<'_> {
         }
     }
 
-    /// Sends with retries on 429 and 5xx (but 501); holds a concurrency permit while a request is open.
-    async fn send(&self, body: &Value) -> Result<(Response, SemaphorePermit<'_>), BackendError> {
+    /// Sends (a POST of `body`, or a GET without one) with retries on 429 and 5xx (but 501);
+    /// holds a concurrency permit while a request is open.
+    async fn send(
+        &self,
+        body: Option<&Value>,
+    ) -> Result<(Response, SemaphorePermit<'_>), BackendError> {
         let key = self.transport.api_key()?;
         let mut attempt = 0;
         loop {
@@ -199,7 +213,10 @@ impl Endpoint<'_> {
                 .acquire()
                 .await
                 .expect("the limiter is never closed");
-            let mut request = self.transport.client.post(self.url.clone()).json(body);
+            let mut request = match body {
+                Some(body) => self.transport.client.post(self.url.clone()).json(body),
+                None => self.transport.client.get(self.url.clone()),
+            };
             if let Some(key) = &key {
                 request = request.bearer_auth(key);
             }
