@@ -237,6 +237,22 @@ fn truncation_follows_the_chosen_prompt() {
 }
 
 #[test]
+fn edit_similarity_follows_the_chosen_prompt() {
+    // Here a hit has similarity 1 and a miss 0: the mean is the success rate.
+    let report = build();
+    for m in &report.methods {
+        assert!(
+            close(m.edit_similarity, m.success.hole_wise),
+            "{}: {} vs {}",
+            m.name,
+            m.edit_similarity,
+            m.success.hole_wise
+        );
+    }
+    assert!(method(&report, "oracle").edit_similarity > method(&report, "default").edit_similarity);
+}
+
+#[test]
 fn success_at_k_is_monotone_and_bounded_by_the_oracle() {
     let report = build();
     let oracle = method(&report, "oracle").success;

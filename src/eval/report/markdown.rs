@@ -104,6 +104,7 @@ fn methods(report: &Report) -> String {
             rel(m.gain.hole_wise),
             pct(m.success.repo_wise),
             rel(m.gain.repo_wise),
+            pct(m.edit_similarity),
         ]
     });
     let head = [
@@ -112,6 +113,7 @@ fn methods(report: &Report) -> String {
         "Rel. ↑ (hole)",
         "Success (repo)",
         "Rel. ↑ (repo)",
+        "Edit similarity (hole)",
     ];
     section("Methods (Tables 3 and 8)", &(intro + &table(&head, rows)))
 }

@@ -116,6 +116,9 @@ pub struct MethodRow {
     pub name: String,
     pub success: Rate,
     pub gain: Gain,
+    /// Mean edit similarity (percent) of the completion of the prompt it picks, hole-wise:
+    /// how close the misses came.
+    pub edit_similarity: f64,
     pub truncation: Truncation,
 }
 
@@ -497,10 +500,24 @@ impl<'h, 'r> Eval<'h, 'r> {
                     name: method.name.clone(),
                     success,
                     gain: Gain::over(success, default),
+                    edit_similarity: self.edit_similarity(m, scope),
                     truncation: self.truncation(m, scope),
                 }
             })
             .collect()
+    }
+
+    fn edit_similarity(&self, m: usize, scope: &[usize]) -> f64 {
+        let picked: Vec<f64> = scope
+            .iter()
+            .filter_map(|&i| self.holes[i].row(self.attempts[m][i].top))
+            // A failed request (rows of older versions) came no closer than a miss.
+            .map(|r| if r.error.is_some() { 0.0 } else { r.edit_similarity })
+            .collect();
+        match picked.len() {
+            0 => 0.0,
+            n => 100.0 * picked.iter().sum::<f64>() / n as f64,
+        }
     }
 
     fn truncation(&self, m: usize, scope: &[usize]) -> Truncation {
