@@ -55,6 +55,10 @@ pub(super) struct BackendArgs {
     /// Most tokens to generate.
     #[arg(long)]
     max_tokens: Option<usize>,
+    /// Run this GGUF model file in-process (a one-off local backend, or the path of the
+    /// local backend named by --backend).
+    #[arg(long, value_name = "FILE")]
+    model_path: Option<std::path::PathBuf>,
 }
 
 impl Default for BackendArgs {
@@ -65,6 +69,7 @@ impl Default for BackendArgs {
             url: None,
             model: None,
             max_tokens: None,
+            model_path: None,
         }
     }
 }
@@ -87,7 +92,8 @@ pub fn backends_command() -> Result<()> {
             Some(var) => format!("key from ${var} (NOT set)"),
             None => "no key".to_string(),
         };
-        let url = b.base_url.as_deref().unwrap_or("-");
+        let path = b.path.as_ref().map(|p| p.display().to_string());
+        let url = b.base_url.as_deref().or(path.as_deref()).unwrap_or("-");
         let model = b.model.as_deref().unwrap_or("-");
         println!(
             "{:<16} {:<12} {url:<32} {model:<24} {key}",
@@ -101,6 +107,11 @@ pub fn backends_command() -> Result<()> {
 impl BackendArgs {
     /// The chosen backend entry with flag overrides applied.
     pub(super) fn entry(&self) -> Result<BackendConfig> {
+        if let Some(path) = &self.model_path
+            && self.backend == config::EMBEDDED
+        {
+            return Ok(BackendConfig::local(path.clone()));
+        }
         let mut entry = configured()?
             .into_iter()
             .find(|b| b.name == self.backend)
@@ -119,6 +130,12 @@ impl BackendArgs {
         if self.max_tokens.is_some() {
             entry.max_tokens = self.max_tokens;
         }
+        if let Some(path) = &self.model_path {
+            if entry.kind != config::BackendKind::Local {
+                bail!("--model-path: backend `{}` is not a local one", entry.name);
+            }
+            entry.path = Some(path.clone());
+        }
         Ok(entry)
     }
 }
@@ -131,6 +148,8 @@ struct Attempt {
 
 pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     let entry = args.backend.entry()?;
+    // SAFETY: nothing has started a thread yet; opening the session starts rayon's.
+    unsafe { model::local::use_threads(&entry) };
     let session = Session::open(&args.at, entry.tokenizer())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let backend = model::build_backend(&entry, &session.index)?;
@@ -423,6 +442,7 @@ pub fn tasks_command(args: &TasksArgs) -> Result<()> {
             model::build_backend(&entry, &keyhole::repo::RepoIndex::open(repo, None)?)?
         }
         (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
+        (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),
         (None, _) => config::build_http(&entry)?,
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

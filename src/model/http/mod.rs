@@ -68,14 +68,11 @@ pub struct HttpBackend {
     protocol: Box<dyn Protocol>,
 }
 
-/// The backend for an HTTP entry of the config; the embedded kind is built elsewhere.
+/// The backend for an HTTP entry of the config; the embedded and local kinds are built elsewhere.
 pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendError> {
     let protocol: Box<dyn Protocol> = match config.kind {
-        BackendKind::Embedded => {
-            return Err(config_error(
-                config,
-                "the embedded backend is not an HTTP backend",
-            ));
+        BackendKind::Embedded | BackendKind::Local => {
+            return Err(config_error(config, "this kind is not an HTTP backend"));
         }
         BackendKind::OpenAi => Box::new(openai::OpenAi::completions(model(config)?)),
         BackendKind::OpenAiChat => {
