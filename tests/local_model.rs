@@ -244,10 +244,15 @@ fn request(prompt: &str, stop: &[&str], max_tokens: usize) -> CompletionRequest 
     }
 }
 
+async fn texts(backend: &LocalBackend, request: &CompletionRequest) -> Vec<String> {
+    let completions = backend.complete(request, None).await.unwrap();
+    completions.into_iter().map(|c| c.text).collect()
+}
+
 async fn text(backend: &LocalBackend, request: &CompletionRequest) -> String {
-    let mut completions = backend.complete(request, None).await.unwrap();
-    assert_eq!(completions.len(), 1);
-    completions.remove(0).text
+    let mut texts = texts(backend, request).await;
+    assert_eq!(texts.len(), 1);
+    texts.remove(0)
 }
 
 #[tokio::test]
@@ -321,20 +326,8 @@ async fn seeded_sampling_repeats_and_samples_differ() {
         n: 3,
         ..request("int i", &[], 12)
     };
-    let first: Vec<String> = backend
-        .complete(&sampled, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
-    let again: Vec<String> = backend
-        .complete(&sampled, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|c| c.text)
-        .collect();
+    let first = texts(&backend, &sampled).await;
+    let again = texts(&backend, &sampled).await;
     assert_eq!(first.len(), 3);
     assert_eq!(first, again);
     assert!(first[0] != first[1] || first[1] != first[2], "{first:?}");

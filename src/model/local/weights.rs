@@ -83,7 +83,7 @@ impl GgufFile {
         let slow = |info: &gguf_file::TensorInfo| {
             SLOW.contains(&info.ggml_dtype)
                 && info.shape.rank() == 2
-                && info.shape.dims()[1] % GgmlDType::Q8_0.block_size() == 0
+                && info.shape.dims()[1].is_multiple_of(GgmlDType::Q8_0.block_size())
         };
         if !self.content.tensor_infos.values().any(slow) {
             return Ok(self);
