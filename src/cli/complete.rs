@@ -56,6 +56,10 @@ pub(super) struct BackendArgs {
     /// Most tokens to generate.
     #[arg(long, value_parser = super::bounds::generated_tokens)]
     max_tokens: Option<usize>,
+    /// Run this GGUF model file in-process (a one-off local backend, or the path of the
+    /// local backend named by --backend).
+    #[arg(long, value_name = "FILE")]
+    model_path: Option<std::path::PathBuf>,
 }
 
 impl Default for BackendArgs {
@@ -66,6 +70,7 @@ impl Default for BackendArgs {
             url: None,
             model: None,
             max_tokens: None,
+            model_path: None,
         }
     }
 }
@@ -94,7 +99,13 @@ pub fn backends_command() -> Result<()> {
             Some(var) => format!("key from ${var} (NOT set)"),
             None => "no key".to_string(),
         };
-        let url = b.base_url.as_deref().map_or("-".into(), secret::shown_url);
+        let url = match (&b.base_url, &b.path) {
+            (Some(url), _) => secret::shown_url(url),
+            (None, Some(path)) => {
+                keyhole::escape::controls(&path.display().to_string()).into_owned()
+            }
+            (None, None) => "-".into(),
+        };
         let model = b.model.as_deref().unwrap_or("-");
         outln!(
             "{:<16} {:<12} {url:<32} {model:<24} {key}",
@@ -109,8 +120,15 @@ pub fn backends_command() -> Result<()> {
 /// Whether a backend's server answers, and which models it lists (the configured one
 /// flagged when it is not among them), on one line.
 async fn check_server(entry: &BackendConfig) -> String {
-    if entry.kind == config::BackendKind::Embedded {
-        return "built in: needs no server".into();
+    match (entry.kind, &entry.path) {
+        (config::BackendKind::Embedded, _) => return "built in: needs no server".into(),
+        (config::BackendKind::Local, Some(path)) if path.is_file() => {
+            return "runs in-process: the model file is there".into();
+        }
+        (config::BackendKind::Local, _) => {
+            return "runs in-process: NO model file at its path".into();
+        }
+        _ => {}
     }
     let quick = BackendConfig {
         deadline_secs: entry.deadline_secs.min(CHECK_SECS),
@@ -143,6 +161,11 @@ async fn check_server(entry: &BackendConfig) -> String {
 impl BackendArgs {
     /// The chosen backend entry with flag overrides applied.
     pub(super) fn entry(&self) -> Result<BackendConfig> {
+        if let Some(path) = &self.model_path
+            && self.backend == config::EMBEDDED
+        {
+            return Ok(BackendConfig::local(path.clone()));
+        }
         let mut entry = configured()?
             .into_iter()
             .find(|b| b.name == self.backend)
@@ -161,6 +184,12 @@ impl BackendArgs {
         if self.max_tokens.is_some() {
             entry.max_tokens = self.max_tokens;
         }
+        if let Some(path) = &self.model_path {
+            if entry.kind != config::BackendKind::Local {
+                bail!("--model-path: backend `{}` is not a local one", entry.name);
+            }
+            entry.path = Some(path.clone());
+        }
         Ok(entry)
     }
 }
@@ -173,6 +202,8 @@ struct Attempt {
 
 pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     let entry = args.backend.entry()?;
+    // SAFETY: nothing has started a thread yet; opening the session starts rayon's.
+    unsafe { model::local::use_threads(&entry) };
     let session = Session::open(&args.at, entry.tokenizer())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let backend = model::build_backend(&entry, &session.index)?;
@@ -478,6 +509,7 @@ pub fn tasks_command(args: &TasksArgs) -> Result<()> {
             model::build_backend(&entry, &keyhole::repo::RepoIndex::open(repo, None)?)?
         }
         (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
+        (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),
         (None, _) => config::build_http(&entry)?,
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -97,12 +97,18 @@ impl UiArgs {
     fn options(&self) -> Result<keyhole::tui::Options> {
         let chosen = self.backend.entry()?;
         let mut backends = complete::configured()?;
-        let at = backends
-            .iter()
-            .position(|b| b.name == chosen.name)
-            .unwrap_or(0);
-        // Flag overrides (--url, --model, --max-tokens) apply to the chosen entry.
-        backends[at] = chosen;
+        // Flag overrides (--url, --model, --model-path) apply to the chosen entry; a one-off
+        // local model joins the configured ones.
+        let at = match backends.iter().position(|b| b.name == chosen.name) {
+            Some(at) => {
+                backends[at] = chosen;
+                at
+            }
+            None => {
+                backends.push(chosen);
+                backends.len() - 1
+            }
+        };
         let classifier = Classifier::open(
             self.rank.classifier.as_deref(),
             self.rank.encoder_dir.as_deref(),

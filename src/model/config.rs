@@ -18,6 +18,8 @@ pub const CONFIG_DIR_ENV: &str = "KEYHOLE_CONFIG_DIR";
 pub const BACKENDS_FILE: &str = "backends.toml";
 /// Name (and kind) of the built-in offline backend.
 pub const EMBEDDED: &str = "embedded";
+/// Name of the one-off local backend that `--model-path` makes.
+pub const LOCAL: &str = "local";
 /// Placeholder for the prompt in a chat backend's user message.
 pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
 /// Placeholder for the code after the hole in a chat backend's user message.
@@ -43,6 +45,16 @@ pub enum BackendKind {
     /// llama.cpp's native `/completion`, `/infill` and `/tokenize`.
     #[serde(rename = "llamacpp")]
     LlamaCpp,
+    /// A GGUF model file run in-process (see [`super::local`]).
+    #[serde(rename = "local")]
+    Local,
+}
+
+impl BackendKind {
+    /// Whether the backend is a server reached over HTTP.
+    pub fn is_http(self) -> bool {
+        !matches!(self, BackendKind::Embedded | BackendKind::Local)
+    }
 }
 
 impl BackendKind {
@@ -54,6 +66,7 @@ impl BackendKind {
             BackendKind::OpenAiChat => "openai_chat",
             BackendKind::Ollama => "ollama",
             BackendKind::LlamaCpp => "llamacpp",
+            BackendKind::Local => "local",
         }
     }
 }
@@ -87,6 +100,10 @@ pub struct BackendConfig {
     pub system_prompt: Option<String>,
     /// Chat backends: the user message, with `{prompt}` (and optionally `{suffix}`).
     pub user_template: Option<String>,
+    /// Local backends: the GGUF model file.
+    pub path: Option<PathBuf>,
+    /// Local backends: compute threads [default: the machine's physical cores].
+    pub threads: Option<usize>,
 }
 
 fn default_deadline_secs() -> u64 {
@@ -128,6 +145,18 @@ impl BackendConfig {
             supports_n: None,
             system_prompt: None,
             user_template: None,
+            path: None,
+            threads: None,
+        }
+    }
+
+    /// A one-off local backend for the model file at `path` (`--model-path`).
+    pub fn local(path: PathBuf) -> Self {
+        BackendConfig {
+            name: LOCAL.to_string(),
+            kind: BackendKind::Local,
+            path: Some(path),
+            ..BackendConfig::embedded()
         }
     }
 
@@ -163,7 +192,7 @@ impl BackendConfig {
 
     /// The first problem with this entry, as (key, message).
     fn problem(&self) -> Option<(&'static str, String)> {
-        let http = self.kind != BackendKind::Embedded;
+        let http = self.kind.is_http();
         let needs_model = matches!(
             self.kind,
             BackendKind::OpenAi | BackendKind::OpenAiChat | BackendKind::Ollama
@@ -179,6 +208,13 @@ impl BackendConfig {
             Some(("base_url", "is required for HTTP backends".into()))
         } else if let Some(problem) = self.base_url.as_deref().and_then(url_problem) {
             Some(("base_url", problem))
+        } else if self.kind == BackendKind::Local && self.path.is_none() {
+            Some((
+                "path",
+                "is required for local backends (a GGUF file)".into(),
+            ))
+        } else if self.threads == Some(0) {
+            Some(("threads", "must be at least 1".into()))
         } else if needs_model && self.model.is_none() {
             Some(("model", "is required for this kind".into()))
         } else if !(1..=MAX_CONCURRENCY).contains(&self.concurrency) {

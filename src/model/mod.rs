@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod http;
+pub mod local;
 pub mod ngram;
 pub mod secret;
 
@@ -130,6 +131,13 @@ pub enum BackendError {
     },
     #[error("{backend}: {detail}")]
     Config { backend: String, detail: String },
+    /// A local model file that cannot be loaded or run.
+    #[error("{backend}: {}: {detail}", path.display())]
+    LocalModel {
+        backend: String,
+        path: std::path::PathBuf,
+        detail: String,
+    },
 }
 
 impl BackendError {
@@ -196,6 +204,7 @@ pub fn build_backend(
 ) -> Result<Box<dyn Backend>, BackendError> {
     match entry.kind {
         config::BackendKind::Embedded => Ok(Box::new(ngram::EmbeddedModel::new(index))),
+        config::BackendKind::Local => Ok(Box::new(local::LocalBackend::open(entry)?)),
         _ => config::build_http(entry),
     }
 }

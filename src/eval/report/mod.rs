@@ -512,7 +512,13 @@ impl<'h, 'r> Eval<'h, 'r> {
             .iter()
             .filter_map(|&i| self.holes[i].row(self.attempts[m][i].top))
             // A failed request (rows of older versions) came no closer than a miss.
-            .map(|r| if r.error.is_some() { 0.0 } else { r.edit_similarity })
+            .map(|r| {
+                if r.error.is_some() {
+                    0.0
+                } else {
+                    r.edit_similarity
+                }
+            })
             .collect();
         match picked.len() {
             0 => 0.0,

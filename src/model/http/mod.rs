@@ -85,7 +85,7 @@ pub struct HttpBackend {
     no_infill: std::sync::OnceLock<String>,
 }
 
-/// The backend for an HTTP entry of the config; the embedded kind is built elsewhere.
+/// The backend for an HTTP entry of the config; the embedded and local kinds are built elsewhere.
 pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendError> {
     let protocol = protocol(config)?;
     let transport = Transport::new(config)?;
@@ -127,11 +127,8 @@ pub fn read_stream(config: &BackendConfig, chunks: &[&[u8]]) -> Result<Vec<Strin
 /// How the server of `config` is spoken to.
 fn protocol(config: &BackendConfig) -> Result<Box<dyn Protocol>, BackendError> {
     Ok(match config.kind {
-        BackendKind::Embedded => {
-            return Err(config_error(
-                config,
-                "the embedded backend is not an HTTP backend",
-            ));
+        BackendKind::Embedded | BackendKind::Local => {
+            return Err(config_error(config, "this kind is not an HTTP backend"));
         }
         BackendKind::OpenAi => Box::new(openai::OpenAi::completions(model(config)?)),
         BackendKind::OpenAiChat => {

@@ -1,0 +1,412 @@
+//! A local neural backend: a quantized GGUF causal language model (llama family, Qwen2,
+//! Qwen3) run in-process with candle-transformers.
+//!
+//! The model loads once per process and file ([`shared`]) and is shared by every request
+//! behind one mutex: on a CPU one forward pass already uses every core, so requests taking
+//! turns lose nothing, and one KV cache is all the memory a model needs (qwen2's weights in
+//! candle-transformers cannot be cloned, so a copy per request is not on offer anyway).
+//! Generation runs on tokio's blocking threads so the async runtime keeps serving the UI;
+//! dropping the request's future sets a flag that generation checks between tokens.
+
+mod vocabulary;
+mod weights;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use candle_transformers::generation::LogitsProcessor;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::config::BackendConfig;
+use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
+pub use vocabulary::Fim;
+use vocabulary::Vocabulary;
+use weights::{GgufFile, Weights, one_line};
+
+/// Prompt tokens fed per forward pass: bounds the attention scores' memory on long prompts
+/// and lets a cancelled request stop between chunks.
+const PREFILL_CHUNK: usize = 512;
+
+/// A GGUF model file as a [`Backend`].
+pub struct LocalBackend {
+    config: BackendConfig,
+    model: Arc<LocalModel>,
+}
+
+/// A loaded model: weights, tokenizer and the longest sequence it attends to.
+pub struct LocalModel {
+    path: PathBuf,
+    architecture: String,
+    context_length: usize,
+    vocabulary: Vocabulary,
+    weights: Mutex<Weights>,
+}
+
+/// Models loaded in this process, by canonical path; a model lives while a backend holds it.
+static LOADED: LazyLock<Mutex<HashMap<PathBuf, Weak<LocalModel>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The model at `path`, loaded now unless this process already holds it.
+pub fn shared(path: &Path) -> Result<Arc<LocalModel>, String> {
+    let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(model) = loaded.get(&key).and_then(Weak::upgrade) {
+        return Ok(model);
+    }
+    let model = Arc::new(LocalModel::load(path)?);
+    loaded.insert(key, Arc::downgrade(&model));
+    Ok(model)
+}
+
+/// Sets the compute threads of candle (and rayon) from a local backend's `threads`, unless
+/// `CANDLE_NUM_THREADS` already says; candle reads the count from the environment only.
+///
+/// # Safety
+/// Changes the process environment: call it before the process starts any other thread.
+pub unsafe fn use_threads(config: &BackendConfig) {
+    if let Some(threads) = config.threads
+        && std::env::var_os("CANDLE_NUM_THREADS").is_none()
+    {
+        // SAFETY: the caller guarantees no other thread runs (and so reads the environment).
+        unsafe {
+            std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
+            std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+        }
+    }
+}
+
+impl LocalModel {
+    /// Reads the GGUF file at `path`: header, tokenizer, then weights.
+    pub fn load(path: &Path) -> Result<LocalModel, String> {
+        let file = GgufFile::open(path)?;
+        let architecture = file.architecture()?;
+        let context_length = file.context_length(&architecture);
+        let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
+        let weights = Weights::load(file, &architecture)?;
+        Ok(LocalModel {
+            path: path.to_path_buf(),
+            architecture,
+            context_length,
+            vocabulary,
+            weights: Mutex::new(weights),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `general.architecture` of the file.
+    pub fn architecture(&self) -> &str {
+        &self.architecture
+    }
+
+    /// The most tokens (prompt and completion) the model attends to.
+    pub fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    /// The FIM tokens of the vocabulary, if it has them.
+    pub fn fim(&self) -> Option<Fim> {
+        self.vocabulary.fim()
+    }
+
+    /// Exact token count of `text` in the model's tokenizer.
+    pub fn count_tokens(&self, text: &str) -> Result<usize, String> {
+        self.vocabulary.encode(text).map(|ids| ids.len())
+    }
+
+    /// The token ids the model sees for `request`, with room left for `max_tokens`: the
+    /// fill-in-the-middle layout (prefix, suffix, middle) when the request has a suffix and
+    /// the vocabulary FIM tokens, else the prompt alone. A prompt longer than the context
+    /// keeps its end (and the suffix its start), as the code nearest the hole matters most;
+    /// the returned flag says whether anything was cut.
+    pub fn prompt_ids(
+        &self,
+        request: &CompletionRequest,
+        max_tokens: usize,
+    ) -> Result<(Vec<u32>, bool), String> {
+        let vocabulary = &self.vocabulary;
+        let room = self.context_length.saturating_sub(max_tokens);
+        let mut ids: Vec<u32> = vocabulary.bos().into_iter().collect();
+        let prefix = vocabulary.encode(&request.prompt)?;
+        let suffix = request.suffix.as_deref().filter(|s| !s.is_empty());
+        let (prefix_keep, truncated) = match (vocabulary.fim(), suffix) {
+            (Some(fim), Some(suffix)) => {
+                let suffix = vocabulary.encode(suffix)?;
+                let room = room.saturating_sub(ids.len() + 3);
+                // The prefix gets at least three quarters of the room; the suffix the rest.
+                let prefix_keep = prefix
+                    .len()
+                    .min(room.saturating_sub(suffix.len()).max(room * 3 / 4));
+                let suffix_keep = suffix.len().min(room - prefix_keep);
+                ids.push(fim.prefix);
+                ids.extend(&prefix[prefix.len() - prefix_keep..]);
+                ids.push(fim.suffix);
+                ids.extend(&suffix[..suffix_keep]);
+                ids.push(fim.middle);
+                (prefix_keep, suffix_keep < suffix.len())
+            }
+            _ => {
+                let keep = prefix.len().min(room.saturating_sub(ids.len()));
+                ids.extend(&prefix[prefix.len() - keep..]);
+                (keep, false)
+            }
+        };
+        if ids.is_empty() {
+            // Nothing to condition on: start as after a document boundary.
+            ids.extend(vocabulary.eos());
+        }
+        if ids.is_empty() {
+            return Err("the prompt is empty and the vocabulary has no end-of-text token".into());
+        }
+        Ok((ids, truncated || prefix_keep < prefix.len()))
+    }
+
+    /// Runs `request` to the end (or until `cancel` is set), sending text to `deltas` as it
+    /// decodes. `None` when cancelled.
+    fn complete(
+        &self,
+        request: &CompletionRequest,
+        cancel: &AtomicBool,
+        deltas: Option<&UnboundedSender<Delta>>,
+    ) -> Result<Option<Vec<String>>, String> {
+        // Leave the prompt at least one token of the context.
+        let max_tokens = request.max_tokens.min(self.context_length - 1);
+        let (prompt, truncated) = self.prompt_ids(request, max_tokens)?;
+        if truncated {
+            tracing::warn!(
+                model = %self.path.display(),
+                context = self.context_length,
+                "the prompt is longer than the model's context; keeping its end"
+            );
+        }
+        let mut weights = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let seed = request.seed.unwrap_or_else(rand::random);
+        let temperature = (request.temperature > 0.0).then_some(f64::from(request.temperature));
+        let mut texts = Vec::with_capacity(request.n.max(1));
+        for index in 0..request.n.max(1) {
+            // Seeds are offset per sample so that seeded samples still differ.
+            let sampler = LogitsProcessor::new(seed.wrapping_add(index as u64), temperature, None);
+            let mut stream = Stream {
+                index,
+                sent: 0,
+                stop: &request.stop,
+                deltas,
+            };
+            let generation = Generation {
+                vocabulary: &self.vocabulary,
+                weights: &mut weights,
+                cancel,
+            };
+            match generation
+                .run(&prompt, sampler, max_tokens, &mut stream)
+                .map_err(|e| format!("generation failed: {}", one_line(&e)))?
+            {
+                Some(text) => texts.push(text),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(texts))
+    }
+}
+
+/// One sample's generation loop.
+struct Generation<'a> {
+    vocabulary: &'a Vocabulary,
+    weights: &'a mut Weights,
+    cancel: &'a AtomicBool,
+}
+
+impl Generation<'_> {
+    /// The completion of `prompt`: until an end token, a stop sequence or `max_tokens`.
+    fn run(
+        self,
+        prompt: &[u32],
+        mut sampler: LogitsProcessor,
+        max_tokens: usize,
+        stream: &mut Stream,
+    ) -> candle_core::Result<Option<String>> {
+        let cancelled = || self.cancel.load(Ordering::Relaxed);
+        self.weights.reset();
+        let mut position = 0;
+        let mut logits = None;
+        for chunk in prompt.chunks(PREFILL_CHUNK) {
+            if cancelled() {
+                return Ok(None);
+            }
+            logits = Some(self.weights.forward(chunk, position)?);
+            position += chunk.len();
+        }
+        let mut logits = logits.expect("a prompt has at least one token");
+        let mut generated = Vec::new();
+        let mut text = String::new();
+        while generated.len() < max_tokens {
+            if cancelled() {
+                return Ok(None);
+            }
+            let next = sampler.sample(&logits)?;
+            if self.vocabulary.ends(next) {
+                break;
+            }
+            generated.push(next);
+            text = self
+                .vocabulary
+                .decode(&generated)
+                .map_err(candle_core::Error::msg)?;
+            if stream.stopped(&text) {
+                break;
+            }
+            logits = self.weights.forward(&[next], position)?;
+            position += 1;
+        }
+        Ok(Some(stream.finish(&text)))
+    }
+}
+
+/// Passes a sample's text on as deltas, holding back what may still change: an incomplete
+/// UTF-8 character at the end (a character split across tokens decodes as U+FFFD until its
+/// last byte arrives) and a tail that may begin a stop sequence.
+struct Stream<'a> {
+    index: usize,
+    /// Bytes of the text already sent.
+    sent: usize,
+    stop: &'a [String],
+    deltas: Option<&'a UnboundedSender<Delta>>,
+}
+
+impl Stream<'_> {
+    /// Sends what of `text` is settled; true once `text` holds a stop sequence.
+    fn stopped(&mut self, text: &str) -> bool {
+        let cut = super::apply_stop(text, self.stop).len();
+        if cut < text.len() {
+            self.send(&text[..cut]);
+            return true;
+        }
+        let settled = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
+        let held = self
+            .stop
+            .iter()
+            .filter_map(|stop| {
+                (1..stop.len())
+                    .rev()
+                    .filter(|&n| stop.is_char_boundary(n))
+                    .find(|&n| settled.ends_with(&stop[..n]))
+            })
+            .max()
+            .unwrap_or(0);
+        self.send(&settled[..settled.len() - held]);
+        false
+    }
+
+    /// The final text of the sample, with what was held back sent.
+    fn finish(&mut self, text: &str) -> String {
+        let text = super::apply_stop(text, self.stop);
+        let text = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
+        self.send(text);
+        text.to_string()
+    }
+
+    fn send(&mut self, settled: &str) {
+        let Some(new) = settled.get(self.sent..).filter(|new| !new.is_empty()) else {
+            return;
+        };
+        if let Some(deltas) = self.deltas {
+            // A closed receiver means nobody listens any more; the final text still counts.
+            let _ = deltas.send(Delta {
+                index: self.index,
+                text: new.to_string(),
+            });
+        }
+        self.sent = settled.len();
+    }
+}
+
+/// Sets its flag when dropped: the request's future was dropped (or finished).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl LocalBackend {
+    /// The backend for a `kind = "local"` entry; loads its model unless already loaded.
+    pub fn open(config: &BackendConfig) -> Result<LocalBackend, BackendError> {
+        let path = config.path.clone().ok_or_else(|| BackendError::Config {
+            backend: config.name.clone(),
+            detail: "path (the GGUF model file) is not set".into(),
+        })?;
+        let model = shared(&path).map_err(|detail| BackendError::LocalModel {
+            backend: config.name.clone(),
+            path,
+            detail,
+        })?;
+        Ok(LocalBackend {
+            config: config.clone(),
+            model,
+        })
+    }
+
+    /// The loaded model.
+    pub fn model(&self) -> &LocalModel {
+        &self.model
+    }
+
+    fn error(&self, detail: String) -> BackendError {
+        BackendError::LocalModel {
+            backend: self.config.name.clone(),
+            path: self.model.path.clone(),
+            detail,
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for LocalBackend {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn counting(&self) -> TokenCounting {
+        TokenCounting::Exact
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        deltas: Option<&UnboundedSender<Delta>>,
+    ) -> Result<Vec<Completion>, BackendError> {
+        let start = Instant::now();
+        let request = self.config.apply(request);
+        let model = Arc::clone(&self.model);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
+        let deltas = deltas.cloned();
+        let texts =
+            tokio::task::spawn_blocking(move || model.complete(&request, &cancel, deltas.as_ref()))
+                .await
+                .map_err(|e| self.error(format!("generation stopped: {e}")))?
+                .map_err(|detail| self.error(detail))?
+                // Only a dropped future cancels, and then nobody reads this.
+                .unwrap_or_default();
+        let latency = start.elapsed();
+        Ok(texts
+            .into_iter()
+            .map(|text| Completion { text, latency })
+            .collect())
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
+        Some(
+            self.model
+                .count_tokens(text)
+                .map_err(|detail| self.error(detail)),
+        )
+    }
+}

@@ -1,0 +1,237 @@
+//! Reading a GGUF file into one of candle-transformers' quantized models, with a one-line
+//! reason for every file that cannot be used.
+
+use std::fs::File;
+use std::io::{BufReader, Cursor, Read, Seek};
+use std::path::Path;
+
+use candle_core::quantized::gguf_file::{self, Content, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use candle_transformers::models::{quantized_llama, quantized_qwen2, quantized_qwen3};
+
+/// The first bytes of every GGUF file.
+const MAGIC: &[u8; 4] = b"GGUF";
+
+/// A quantized causal language model with its KV cache.
+pub enum Weights {
+    /// Llama and everything in its GGUF layout (SmolLM, SmolLM2, Mistral, CodeLlama).
+    Llama(quantized_llama::ModelWeights),
+    Qwen2(quantized_qwen2::ModelWeights),
+    Qwen3(quantized_qwen3::ModelWeights),
+}
+
+/// The architectures keyhole runs, as `general.architecture` names them.
+const SUPPORTED: &str = "llama, qwen2, qwen3";
+
+/// Quantizations that candle 0.11 multiplies with scalar code only on x86 (it has no SIMD
+/// dot product for them): SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0.
+/// Matrices stored so are converted to Q8_0 at load, which keeps every value to within 8-bit
+/// rounding of the original at 1.7 times the memory.
+const SLOW: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1];
+
+/// Models whose matrices take at most this much memory as f32 run them as f32: candle
+/// multiplies f32 with an optimized GEMM, which on SmolLM2-135M fed a 1,000-token prompt
+/// 2.5 times faster than its quantized kernels (generation was 10% slower). Prompts are
+/// most of a completion's work, so small models trade memory for speed; larger ones keep
+/// their quantization.
+const F32_LIMIT: usize = 1 << 30;
+
+/// Where a model's tensors are read from: the file, or memory after a conversion.
+trait Source: Read + Seek {}
+impl<T: Read + Seek> Source for T {}
+
+/// A GGUF file's header, checked against the file's length, and the open file.
+pub struct GgufFile {
+    pub content: Content,
+    reader: Box<dyn Source>,
+}
+
+impl GgufFile {
+    /// Opens `path` and reads its header; the tensors are read by [`Weights::load`].
+    pub fn open(path: &Path) -> Result<GgufFile, String> {
+        let file = File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot open: {e}"),
+        })?;
+        let metadata = file.metadata().map_err(|e| e.to_string())?;
+        if metadata.is_dir() {
+            return Err("is a directory, not a GGUF file".into());
+        }
+        let length = metadata.len();
+        let mut reader = BufReader::new(file);
+        let mut magic = [0u8; 4];
+        if reader.read_exact(&mut magic).is_err() || &magic != MAGIC {
+            return Err("not a GGUF file (it does not start with `GGUF`)".into());
+        }
+        reader.rewind().map_err(|e| e.to_string())?;
+        let content = Content::read(&mut reader)
+            .map_err(|e| format!("truncated or damaged GGUF header: {}", one_line(&e)))?;
+        // A truncated download keeps a whole header: check that every tensor is there.
+        for (name, info) in &content.tensor_infos {
+            let bytes = info.shape.elem_count() / info.ggml_dtype.block_size()
+                * info.ggml_dtype.type_size();
+            let end = content.tensor_data_offset + info.offset + bytes as u64;
+            if end > length {
+                return Err(format!(
+                    "truncated: tensor `{name}` ends at byte {end} but the file has {length} bytes"
+                ));
+            }
+        }
+        Ok(GgufFile {
+            content,
+            reader: Box::new(reader),
+        })
+    }
+
+    /// The file with its matrices as they run fastest, in memory: all as f32 in a model
+    /// within [`F32_LIMIT`], else the [slow](SLOW) ones as Q8_0; unchanged when nothing
+    /// needs converting.
+    fn with_fast_matrices(mut self) -> candle_core::Result<GgufFile> {
+        let infos = &self.content.tensor_infos;
+        let small = infos
+            .values()
+            .map(|i| i.shape.elem_count() * 4)
+            .sum::<usize>()
+            <= F32_LIMIT;
+        let target = |info: &gguf_file::TensorInfo| {
+            let dtype = info.ggml_dtype;
+            let dims = info.shape.dims();
+            if dims.len() != 2 || matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
+            {
+                None
+            } else if small {
+                Some(GgmlDType::F32)
+            } else {
+                (SLOW.contains(&dtype) && dims[1].is_multiple_of(GgmlDType::Q8_0.block_size()))
+                    .then_some(GgmlDType::Q8_0)
+            }
+        };
+        if !infos.values().any(|info| target(info).is_some()) {
+            return Ok(self);
+        }
+        let mut tensors = Vec::with_capacity(self.content.tensor_infos.len());
+        for (name, info) in &self.content.tensor_infos {
+            let tensor = info.read(
+                &mut self.reader,
+                self.content.tensor_data_offset,
+                &Device::Cpu,
+            )?;
+            let tensor = match target(info) {
+                Some(dtype) => QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, dtype)?,
+                None => tensor,
+            };
+            tensors.push((name.as_str(), tensor));
+        }
+        // The writer aligns tensors to its own default; a recorded alignment would mislead.
+        let metadata: Vec<(&str, &Value)> = self
+            .content
+            .metadata
+            .iter()
+            .filter(|(key, _)| key.as_str() != "general.alignment")
+            .map(|(key, value)| (key.as_str(), value))
+            .collect();
+        let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+        let mut converted = Cursor::new(Vec::new());
+        gguf_file::write(&mut converted, &metadata, &refs)?;
+        drop(tensors);
+        converted.rewind()?;
+        Ok(GgufFile {
+            content: Content::read(&mut converted)?,
+            reader: Box::new(converted),
+        })
+    }
+
+    /// A metadata string.
+    pub fn string(&self, key: &str) -> Option<&str> {
+        self.content
+            .metadata
+            .get(key)
+            .and_then(|v| v.to_string().ok())
+            .map(String::as_str)
+    }
+
+    /// The architecture, checked to be one keyhole runs.
+    pub fn architecture(&self) -> Result<String, String> {
+        let arch = self
+            .string("general.architecture")
+            .ok_or("no general.architecture in the metadata")?;
+        match arch {
+            "llama" | "qwen2" | "qwen3" => Ok(arch.to_string()),
+            other => Err(format!(
+                "unsupported architecture `{other}` (keyhole runs {SUPPORTED})"
+            )),
+        }
+    }
+
+    /// The most tokens the model attends to: its training context, within the positions
+    /// candle's implementation precomputes.
+    pub fn context_length(&self, arch: &str) -> usize {
+        let trained = self
+            .content
+            .metadata
+            .get(&format!("{arch}.context_length"))
+            .and_then(|v: &Value| v.to_u32().ok())
+            .map_or(quantized_llama::MAX_SEQ_LEN, |n| n as usize);
+        match arch {
+            "llama" => trained.min(quantized_llama::MAX_SEQ_LEN),
+            _ => trained,
+        }
+        .max(2)
+    }
+}
+
+impl Weights {
+    /// The model in `file`, on the CPU.
+    pub fn load(file: GgufFile, arch: &str) -> Result<Weights, String> {
+        let GgufFile {
+            content,
+            mut reader,
+        } = file
+            .with_fast_matrices()
+            .map_err(|e| format!("cannot convert the matrices: {}", one_line(&e)))?;
+        let device = Device::Cpu;
+        let loaded = match arch {
+            "llama" => quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
+                .map(Weights::Llama),
+            "qwen2" => quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
+                .map(Weights::Qwen2),
+            "qwen3" => quantized_qwen3::ModelWeights::from_gguf(content, &mut reader, &device)
+                .map(Weights::Qwen3),
+            other => return Err(format!("unsupported architecture `{other}`")),
+        };
+        loaded.map_err(|e| format!("cannot load the {arch} weights: {}", one_line(&e)))
+    }
+
+    /// Forgets the previous sequence.
+    pub fn reset(&mut self) {
+        match self {
+            Weights::Llama(m) => m.clear_kv_cache(),
+            Weights::Qwen2(m) => m.clear_kv_cache(),
+            Weights::Qwen3(m) => m.clear_kv_cache(),
+        }
+    }
+
+    /// Feeds `ids` at `position` (tokens already in the cache) and returns the logits for
+    /// the token after the last one.
+    pub fn forward(&mut self, ids: &[u32], position: usize) -> candle_core::Result<Tensor> {
+        let input = Tensor::new(ids, &Device::Cpu)?.unsqueeze(0)?;
+        let logits = match self {
+            Weights::Llama(m) => m.forward(&input, position)?,
+            Weights::Qwen2(m) => m.forward(&input, position)?,
+            Weights::Qwen3(m) => m.forward(&input, position)?,
+        };
+        logits.squeeze(0)
+    }
+}
+
+/// A candle error on one line (some carry a backtrace or context on further lines).
+pub fn one_line(error: &candle_core::Error) -> String {
+    error
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}

@@ -1,0 +1,565 @@
+//! The local GGUF backend on a tiny llama that the test writes: loading, greedy and seeded
+//! sampling, stop rules, streaming, exact token counts, fill-in-the-middle layout, long
+//! prompts, and one-line errors for files that cannot be used.
+//!
+//! The model's layers carry small random weights, and its output matrix is built so that
+//! greedy decoding follows a chain of tokens (each token's embedding is the output row of its
+//! successor): the text it writes is known in advance, while every layer still runs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use keyhole::model::config::BackendConfig;
+use keyhole::model::local::LocalBackend;
+use keyhole::model::{Backend, BackendError, CompletionRequest, TokenCounting};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::mpsc;
+
+const EMBEDDING: usize = 32;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const LAYERS: usize = 2;
+const FEED_FORWARD: usize = 64;
+const CONTEXT: usize = 64;
+const HOLE: &str = "src/main/java/com/acme/shop/web/BaseController.java:24:24";
+
+/// Merges of the vocabulary: "return" and " x" become single tokens.
+const MERGES: [(&str, &str); 6] = [
+    ("r", "e"),
+    ("re", "t"),
+    ("ret", "u"),
+    ("retu", "r"),
+    ("retur", "n"),
+    ("Ġ", "x"),
+];
+const END: &str = "<|endoftext|>";
+const FIM: [&str; 3] = ["<fim_prefix>", "<fim_suffix>", "<fim_middle>"];
+
+/// The text greedy decoding writes after a prompt that ends in `i`: a space, an `é` split
+/// across two byte tokens, a newline, then end of text.
+const AFTER_I: &str = "nt éx;\n}";
+/// The tokens of that chain, in the byte-level alphabet.
+const CHAIN: [&str; 11] = ["i", "n", "t", "Ġ", "Ã", "©", "x", ";", "Ċ", "}", END];
+
+/// GPT-2's printable stand-in for each byte.
+fn byte_chars() -> Vec<char> {
+    let printable = |b: u32| {
+        (u32::from('!')..=u32::from('~')).contains(&b)
+            || (0xA1..=0xAC).contains(&b)
+            || (0xAE..=0xFF).contains(&b)
+    };
+    let mut shifted = 0;
+    (0..256u32)
+        .map(|b| {
+            if printable(b) {
+                char::from_u32(b).unwrap()
+            } else {
+                shifted += 1;
+                char::from_u32(255 + shifted).unwrap()
+            }
+        })
+        .collect()
+}
+
+struct Tiny {
+    architecture: &'static str,
+    fim: bool,
+    tokenizer: bool,
+    /// How the weight matrices are quantized.
+    matrices: GgmlDType,
+}
+
+impl Tiny {
+    const LLAMA: Tiny = Tiny {
+        architecture: "llama",
+        fim: true,
+        tokenizer: true,
+        matrices: GgmlDType::Q8_0,
+    };
+
+    fn vocabulary(&self) -> Vec<String> {
+        let mut tokens: Vec<String> = byte_chars().iter().map(char::to_string).collect();
+        tokens.extend(MERGES.iter().map(|(a, b)| format!("{a}{b}")));
+        tokens.push(END.to_string());
+        if self.fim {
+            tokens.extend(FIM.map(String::from));
+        }
+        tokens
+    }
+
+    /// Writes the model to `path`.
+    fn write(&self, path: &Path) {
+        let tokens = self.vocabulary();
+        let id: HashMap<&str, usize> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.as_str(), i))
+            .collect();
+        let vocab = tokens.len();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut random = |rows: usize, cols: usize, scale: f32| -> Vec<f32> {
+            (0..rows * cols)
+                .map(|_| scale * (rng.random::<f32>() * 2.0 - 1.0) * 1.7)
+                .collect()
+        };
+        let embedding = random(vocab, EMBEDDING, 1.0);
+        // Each output row is noise, except that a chain token's successor reads its embedding.
+        let mut output = random(vocab, EMBEDDING, 1.0);
+        for pair in CHAIN.windows(2) {
+            let (from, to) = (id[pair[0]], id[pair[1]]);
+            output[to * EMBEDDING..(to + 1) * EMBEDDING]
+                .copy_from_slice(&embedding[from * EMBEDDING..(from + 1) * EMBEDDING]);
+        }
+        let head = EMBEDDING / HEADS;
+        let tensor = |data: Vec<f32>, rows: usize, cols: usize, dtype: GgmlDType| {
+            let t = Tensor::from_vec(data, (rows, cols), &Device::Cpu).unwrap();
+            let t = if rows == 1 { t.squeeze(0).unwrap() } else { t };
+            QTensor::quantize(&t, dtype).unwrap()
+        };
+        let mut tensors = vec![
+            (
+                "token_embd.weight".to_string(),
+                tensor(embedding, vocab, EMBEDDING, GgmlDType::F32),
+            ),
+            (
+                "output.weight".to_string(),
+                tensor(output, vocab, EMBEDDING, self.matrices),
+            ),
+            (
+                "output_norm.weight".to_string(),
+                tensor(vec![1.0; EMBEDDING], 1, EMBEDDING, GgmlDType::F32),
+            ),
+        ];
+        for layer in 0..LAYERS {
+            let shapes = [
+                ("attn_q", EMBEDDING, EMBEDDING),
+                ("attn_k", KV_HEADS * head, EMBEDDING),
+                ("attn_v", KV_HEADS * head, EMBEDDING),
+                ("attn_output", EMBEDDING, EMBEDDING),
+                ("ffn_gate", FEED_FORWARD, EMBEDDING),
+                ("ffn_up", FEED_FORWARD, EMBEDDING),
+                ("ffn_down", EMBEDDING, FEED_FORWARD),
+            ];
+            for (name, rows, cols) in shapes {
+                let data = random(rows, cols, 0.02);
+                tensors.push((
+                    format!("blk.{layer}.{name}.weight"),
+                    tensor(data, rows, cols, self.matrices),
+                ));
+            }
+            for name in ["attn_norm", "ffn_norm"] {
+                tensors.push((
+                    format!("blk.{layer}.{name}.weight"),
+                    tensor(vec![1.0; EMBEDDING], 1, EMBEDDING, GgmlDType::F32),
+                ));
+            }
+        }
+        let arch = self.architecture;
+        let mut metadata: Vec<(String, Value)> = vec![
+            ("general.architecture".into(), Value::String(arch.into())),
+            (
+                format!("{arch}.attention.head_count"),
+                Value::U32(HEADS as u32),
+            ),
+            (
+                format!("{arch}.attention.head_count_kv"),
+                Value::U32(KV_HEADS as u32),
+            ),
+            (format!("{arch}.block_count"), Value::U32(LAYERS as u32)),
+            (
+                format!("{arch}.embedding_length"),
+                Value::U32(EMBEDDING as u32),
+            ),
+            (
+                format!("{arch}.rope.dimension_count"),
+                Value::U32(head as u32),
+            ),
+            (
+                format!("{arch}.attention.layer_norm_rms_epsilon"),
+                Value::F32(1e-5),
+            ),
+            (format!("{arch}.context_length"), Value::U32(CONTEXT as u32)),
+        ];
+        if self.tokenizer {
+            let strings =
+                |items: Vec<String>| Value::Array(items.into_iter().map(Value::String).collect());
+            let types = tokens
+                .iter()
+                .map(|t| {
+                    Value::I32(if t.starts_with('<') && t.len() > 1 {
+                        3
+                    } else {
+                        1
+                    })
+                })
+                .collect();
+            metadata.extend([
+                ("tokenizer.ggml.model".into(), Value::String("gpt2".into())),
+                ("tokenizer.ggml.pre".into(), Value::String("smollm".into())),
+                ("tokenizer.ggml.tokens".into(), strings(tokens.clone())),
+                (
+                    "tokenizer.ggml.merges".into(),
+                    strings(MERGES.iter().map(|(a, b)| format!("{a} {b}")).collect()),
+                ),
+                ("tokenizer.ggml.token_type".into(), Value::Array(types)),
+                (
+                    "tokenizer.ggml.eos_token_id".into(),
+                    Value::U32(id[END] as u32),
+                ),
+                (
+                    "tokenizer.ggml.bos_token_id".into(),
+                    Value::U32(id[END] as u32),
+                ),
+            ]);
+        }
+        let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let mut file = std::fs::File::create(path).unwrap();
+        gguf_file::write(&mut file, &metadata, &tensors).unwrap();
+    }
+}
+
+/// `spec` written into a fresh directory; the directory lives as long as the result.
+fn written(spec: &Tiny) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.gguf");
+    spec.write(&path);
+    (dir, path)
+}
+
+fn backend(path: &Path) -> LocalBackend {
+    LocalBackend::open(&BackendConfig::local(path.to_path_buf())).unwrap()
+}
+
+fn request(prompt: &str, stop: &[&str], max_tokens: usize) -> CompletionRequest {
+    CompletionRequest {
+        max_tokens,
+        stop: stop.iter().map(|s| s.to_string()).collect(),
+        ..CompletionRequest::single_line(prompt.to_string())
+    }
+}
+
+async fn texts(backend: &LocalBackend, request: &CompletionRequest) -> Vec<String> {
+    let completions = backend.complete(request, None).await.unwrap();
+    completions.into_iter().map(|c| c.text).collect()
+}
+
+async fn text(backend: &LocalBackend, request: &CompletionRequest) -> String {
+    let mut texts = texts(backend, request).await;
+    assert_eq!(texts.len(), 1);
+    texts.remove(0)
+}
+
+#[tokio::test]
+async fn greedy_decoding_is_deterministic_and_ends_at_end_of_text() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    assert_eq!(backend.model().architecture(), "llama");
+    assert_eq!(backend.model().context_length(), CONTEXT);
+    let unbounded = request("int i", &[], 40);
+    assert_eq!(text(&backend, &unbounded).await, AFTER_I);
+    assert_eq!(text(&backend, &unbounded).await, AFTER_I);
+}
+
+#[tokio::test]
+async fn q4_1_matrices_run_as_well() {
+    // candle has no SIMD kernel for Q4_1, so the backend converts such matrices at load.
+    let (_dir, path) = written(&Tiny {
+        matrices: GgmlDType::Q4_1,
+        ..Tiny::LLAMA
+    });
+    let backend = backend(&path);
+    assert_eq!(text(&backend, &request("int i", &[], 40)).await, AFTER_I);
+}
+
+#[tokio::test]
+async fn generation_stops_at_the_line_end_a_stop_sequence_or_max_tokens() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    let single_line = CompletionRequest::single_line("int i".to_string());
+    assert_eq!(text(&backend, &single_line).await, "nt éx;");
+    assert_eq!(text(&backend, &request("int i", &["éx"], 40)).await, "nt ");
+    assert_eq!(text(&backend, &request("int i", &[], 2)).await, "nt");
+    // Three tokens end inside the two-byte `é`: the incomplete character is dropped.
+    assert_eq!(text(&backend, &request("int i", &[], 4)).await, "nt ");
+}
+
+#[tokio::test]
+async fn streamed_deltas_add_up_to_the_text_and_never_split_a_character() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    let (sender, mut receiver) = mpsc::unbounded_channel();
+    let completions = backend
+        .complete(&request("int i", &["x;"], 40), Some(&sender))
+        .await
+        .unwrap();
+    drop(sender);
+    let mut deltas = Vec::new();
+    while let Some(delta) = receiver.recv().await {
+        assert_eq!(delta.index, 0);
+        deltas.push(delta.text);
+    }
+    assert_eq!(completions[0].text, "nt é");
+    assert_eq!(deltas.concat(), "nt é");
+    assert!(deltas.len() > 1, "{deltas:?}");
+    assert!(
+        deltas
+            .iter()
+            .all(|d| !d.contains(char::REPLACEMENT_CHARACTER)),
+        "{deltas:?}"
+    );
+}
+
+#[tokio::test]
+async fn seeded_sampling_repeats_and_samples_differ() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    // A high temperature flattens the chain's preference into noise.
+    let sampled = CompletionRequest {
+        temperature: 100.0,
+        seed: Some(11),
+        n: 3,
+        ..request("int i", &[], 12)
+    };
+    let first = texts(&backend, &sampled).await;
+    let again = texts(&backend, &sampled).await;
+    assert_eq!(first.len(), 3);
+    assert_eq!(first, again);
+    assert!(first[0] != first[1] || first[1] != first[2], "{first:?}");
+    assert!(first.iter().all(|t| t != AFTER_I), "{first:?}");
+}
+
+#[tokio::test]
+async fn token_counts_are_the_tokenizers_exactly() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    assert_eq!(backend.counting(), TokenCounting::Exact);
+    let count = |text: &'static str| {
+        let backend = &backend;
+        async move { backend.count_tokens(text).await.unwrap().unwrap() }
+    };
+    // "return" and " x" are merged tokens; ";" is a byte.
+    assert_eq!(count("return x;").await, 3);
+    // " é" is three bytes without merges; digits are split one by one (SmolLM's rule).
+    assert_eq!(count("return x; é").await, 6);
+    assert_eq!(count("x = 123").await, 7);
+    let (ids, truncated) = backend
+        .model()
+        .prompt_ids(&request("return x;", &[], 8), 8)
+        .unwrap();
+    assert_eq!((ids.len(), truncated), (3, false));
+}
+
+#[tokio::test]
+async fn a_suffix_is_laid_out_for_fill_in_the_middle_when_the_vocabulary_has_fim_tokens() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let model = backend(&path);
+    let model = model.model();
+    let fim = model.fim().expect("the vocabulary has FIM tokens");
+    let with_suffix = CompletionRequest {
+        suffix: Some(" x;".to_string()),
+        ..request("return", &[], 8)
+    };
+    let (ids, _) = model.prompt_ids(&with_suffix, 8).unwrap();
+    let x = model.count_tokens(" x").unwrap();
+    assert_eq!(x, 1);
+    assert_eq!(ids.len(), 6, "{ids:?}");
+    assert_eq!(
+        (ids[0], ids[2], ids[5]),
+        (fim.prefix, fim.suffix, fim.middle)
+    );
+    let (plain, _) = model.prompt_ids(&request("return", &[], 8), 8).unwrap();
+    assert_eq!(plain, vec![ids[1]]);
+
+    let (_dir, path) = written(&Tiny {
+        fim: false,
+        ..Tiny::LLAMA
+    });
+    let backend = backend(&path);
+    assert!(backend.model().fim().is_none());
+    let (ids, _) = backend.model().prompt_ids(&with_suffix, 8).unwrap();
+    assert_eq!(ids.len(), 1, "left to right without FIM tokens: {ids:?}");
+}
+
+#[tokio::test]
+async fn a_prompt_longer_than_the_context_keeps_its_end() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let backend = backend(&path);
+    let long = format!("{}int i", "return x;".repeat(40));
+    let full = backend.model().count_tokens(&long).unwrap();
+    assert!(full > CONTEXT);
+    let (ids, truncated) = backend
+        .model()
+        .prompt_ids(&request(&long, &[], 10), 10)
+        .unwrap();
+    assert!(truncated);
+    assert_eq!(ids.len(), CONTEXT - 10);
+    // The end survives, so the chain still continues from `i`.
+    assert_eq!(text(&backend, &request(&long, &["\n"], 10)).await, "nt éx;");
+}
+
+#[tokio::test]
+async fn a_model_loads_once_per_process() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let first = backend(&path);
+    let second = backend(&path);
+    assert!(std::ptr::eq(first.model(), second.model()));
+}
+
+#[test]
+fn bad_files_are_one_line_errors_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_model_dir, model) = written(&Tiny::LLAMA);
+    let bytes = std::fs::read(&model).unwrap();
+    let truncated = dir.path().join("truncated.gguf");
+    std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let header_only = dir.path().join("header.gguf");
+    std::fs::write(&header_only, &bytes[..40]).unwrap();
+    let text = dir.path().join("notes.gguf");
+    std::fs::write(&text, "these are not weights\n").unwrap();
+    let gpt2 = dir.path().join("gpt2.gguf");
+    Tiny {
+        architecture: "gpt2",
+        ..Tiny::LLAMA
+    }
+    .write(&gpt2);
+    let untokenized = dir.path().join("untokenized.gguf");
+    Tiny {
+        tokenizer: false,
+        ..Tiny::LLAMA
+    }
+    .write(&untokenized);
+    let cases = [
+        (dir.path().join("missing.gguf"), "no such file"),
+        (truncated, "truncated"),
+        (header_only, "truncated or damaged GGUF header"),
+        (text, "not a GGUF file"),
+        (gpt2, "unsupported architecture `gpt2`"),
+        (untokenized, "no tokenizer in the metadata"),
+    ];
+    for (path, reason) in cases {
+        let out = complete(&path, dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", path.display());
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+        assert!(stderr.contains(reason), "{reason}: {stderr}");
+    }
+}
+
+#[test]
+fn keyhole_complete_runs_a_model_file_with_exact_counts() {
+    let (dir, path) = written(&Tiny::LLAMA);
+    let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["backend"], "local");
+    assert_eq!(json["token_counting"], "exact");
+    let rows = json["completions"].as_array().unwrap();
+    assert!(rows[0]["text"].is_string(), "{rows:?}");
+}
+
+#[test]
+fn a_configured_local_backend_needs_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("backends.toml"),
+        "[[backend]]\nname = \"smol\"\nkind = \"local\"\nthreads = 2\n",
+    )
+    .unwrap();
+    let out = keyhole(&["backends"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 1, key `path`") || stderr.contains("key `path`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_configured_local_backend_completes() {
+    let (dir, path) = written(&Tiny::LLAMA);
+    std::fs::write(
+        dir.path().join("backends.toml"),
+        format!(
+            "[[backend]]\nname = \"smol\"\nkind = \"local\"\npath = \"{}\"\nthreads = 1\n",
+            path.display()
+        ),
+    )
+    .unwrap();
+    let listed = keyhole(&["backends"], dir.path());
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("local"));
+    let out = keyhole(
+        &[
+            "complete",
+            &sample(),
+            HOLE,
+            "--backend",
+            "smol",
+            "--id",
+            "62",
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["backend"], "smol");
+}
+
+#[tokio::test]
+async fn a_missing_file_is_a_local_model_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.gguf");
+    let error = LocalBackend::open(&BackendConfig::local(path.clone()))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(error, BackendError::LocalModel { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("local: {}: no such file", path.display())
+    );
+}
+
+fn sample() -> String {
+    format!("{}/examples/sample-repo", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn keyhole(args: &[&str], config: &Path) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .env("KEYHOLE_CONFIG_DIR", config)
+        .env("KEYHOLE_CACHE_DIR", config.join("cache"))
+        .env("XDG_DATA_HOME", config.join("data"))
+        .output()
+        .unwrap()
+}
+
+fn complete_with(model: &Path, config: &Path, extra: &[&str]) -> Output {
+    let model = model.display().to_string();
+    let mut args = vec!["complete", "--model-path", &model];
+    let sample = sample();
+    args.extend([sample.as_str(), HOLE]);
+    args.extend(extra);
+    keyhole(&args, config)
+}
+
+fn complete(model: &Path, config: &Path) -> Output {
+    complete_with(model, config, &["--id", "62"])
+}
