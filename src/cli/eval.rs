@@ -81,6 +81,8 @@ fn repository_name(path: &std::path::Path) -> String {
 
 pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let entry = args.backend.entry()?;
+    // SAFETY: nothing has started a thread yet.
+    unsafe { model::local::use_threads(&entry) };
     let tokenizer = entry.tokenizer().tokenizer();
     let options = EvalOptions {
         holes: Some(args.holes),

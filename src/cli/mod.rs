@@ -331,6 +331,8 @@ fn one_line(err: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None if std::io::stdout().is_terminal() => {
+            // SAFETY: nothing has started a thread yet.
+            unsafe { model::local::use_threads(&cli.ui.backend.entry()?) };
             let options = cli.ui.options()?;
             keyhole::tui::run(cli.repo, cli.position, options)
         }
