@@ -325,13 +325,13 @@ pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
 pub fn parse_backends(text: &str, path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
     let invalid = |offset: usize, key: Option<String>, message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
-        line: line_of(&text, offset),
+        line: line_of(text, offset),
         key,
         message,
     };
-    let file: BackendsFile = toml::from_str(&text).map_err(|e| {
+    let file: BackendsFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |span| span.start);
-        invalid(offset, key_at(&text, offset), e.message().to_string())
+        invalid(offset, key_at(text, offset), e.message().to_string())
     })?;
     let mut names = HashSet::new();
     let mut backends = vec![BackendConfig::embedded()];
@@ -343,7 +343,7 @@ pub fn parse_backends(text: &str, path: &Path) -> Result<Vec<BackendConfig>, Con
                 .then(|| ("name", format!("`{}` is configured twice", config.name)))
         });
         if let Some((key, message)) = problem {
-            let at = key_offset(&text, table, key).unwrap_or(table);
+            let at = key_offset(text, table, key).unwrap_or(table);
             return Err(invalid(at, Some(key.to_string()), message));
         }
         backends.push(config);
