@@ -129,7 +129,7 @@ impl UiArgs {
 #[derive(Subcommand)]
 enum Command {
     /// List RLPG's 62 prompt proposals for a hole (source, context type, applicability,
-    /// tokens), the default context, and the retrieved candidates 63-70.
+    /// tokens), the default context, and the retrieved candidates 63-72.
     Proposals {
         #[command(flatten)]
         at: HoleArgs,
@@ -142,7 +142,7 @@ enum Command {
     Prompt {
         #[command(flatten)]
         at: HoleArgs,
-        /// Candidate id, 0..=70: proposals 0-61, the default context 62, retrieved 63-70.
+        /// Candidate id, 0..=72: proposals 0-61, the default context 62, retrieved 63-72.
         #[arg(long, visible_alias = "proposal", default_value_t = DEFAULT_ID)]
         id: usize,
         #[command(flatten)]
@@ -434,7 +434,7 @@ impl Session {
         &self.index.files[file].path
     }
 
-    /// The retrieved candidates 63-70 within `budget`, asking `backend` for what they need;
+    /// The retrieved candidates 63-72 within `budget`, asking `backend` for what they need;
     /// only those that need nothing from it where `immediate`.
     async fn retrieved(
         &self,
