@@ -151,7 +151,7 @@ enum Command {
     /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
     /// several samples of one prompt.
     Complete(complete::CompleteArgs),
-    /// List the configured completion backends.
+    /// List the configured completion backends and ask each server which models it serves.
     Backends,
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
     Eval(eval::EvalArgs),
