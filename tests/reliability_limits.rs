@@ -231,6 +231,22 @@ fn a_cache_that_is_a_fifo_or_a_link_to_dev_zero_is_rebuilt_not_read() {
     }
 }
 
+#[cfg(unix)]
+#[test]
+fn a_backends_file_that_is_a_fifo_is_a_one_line_error_not_a_hang() {
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let fifo = std::ffi::CString::new(arg(&config.join("backends.toml"))).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let error = one_line_error(&keyhole(scratch.path(), &["backends"], &[]));
+    assert!(
+        error.contains("backends.toml: not a regular file"),
+        "{error}"
+    );
+}
+
 /// `bytes` with every occurrence of `from` replaced by `to` (same length).
 fn replace_bytes(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
     let mut n = 0;

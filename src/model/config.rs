@@ -307,6 +307,13 @@ pub fn backends_path() -> Option<PathBuf> {
 
 /// The embedded backend followed by those in `path` (a missing file configures none).
 pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
+    // A FIFO or a device would block the read or never end it.
+    if path.exists() && !path.is_file() {
+        return Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            detail: "not a regular file".into(),
+        });
+    }
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
