@@ -161,12 +161,17 @@ async fn check_server(entry: &BackendConfig) -> String {
 impl BackendArgs {
     /// The chosen backend entry with flag overrides applied.
     pub(super) fn entry(&self) -> Result<BackendConfig> {
+        self.entry_among(configured()?)
+    }
+
+    /// [`BackendArgs::entry`] among `configured` entries already read.
+    pub(super) fn entry_among(&self, configured: Vec<BackendConfig>) -> Result<BackendConfig> {
         if let Some(path) = &self.model_path
             && self.backend == config::EMBEDDED
         {
             return Ok(BackendConfig::local(path.clone()));
         }
-        let mut entry = configured()?
+        let mut entry = configured
             .into_iter()
             .find(|b| b.name == self.backend)
             .with_context(|| {

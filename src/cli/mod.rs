@@ -95,8 +95,8 @@ impl UiArgs {
     /// The UI's options; a bad backend, classifier or encoder is an error before the screen
     /// is taken over.
     fn options(&self) -> Result<keyhole::tui::Options> {
-        let chosen = self.backend.entry()?;
         let mut backends = complete::configured()?;
+        let chosen = self.backend.entry_among(backends.clone())?;
         // Flag overrides (--url, --model, --model-path) apply to the chosen entry; a one-off
         // local model joins the configured ones.
         let at = match backends.iter().position(|b| b.name == chosen.name) {
@@ -331,9 +331,9 @@ fn one_line(err: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None if std::io::stdout().is_terminal() => {
-            // SAFETY: nothing has started a thread yet.
-            unsafe { model::local::use_threads(&cli.ui.backend.entry()?) };
             let options = cli.ui.options()?;
+            // SAFETY: nothing has started a thread yet.
+            unsafe { model::local::use_threads(options.setup.entry()) };
             keyhole::tui::run(cli.repo, cli.position, options)
         }
         None => {
