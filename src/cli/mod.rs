@@ -457,11 +457,10 @@ impl Session {
         }
         let composer = compose::Composer::new(&self.index, &self.hole, self.tokenizer, at.budget);
         let iterations = usize::from(at.iterations);
-        let built =
+        Ok(
             perspectives::build_all(&perspectives, &self.hole, &composer, backend, iterations)
-                .await?;
-        print_notices(backend)?;
-        Ok(built)
+                .await?,
+        )
     }
 
     /// [`Session::retrieved`] outside an async context.
@@ -547,7 +546,7 @@ fn proposals_command(
             );
         }
     }
-    Ok(())
+    print_notices(backend.as_ref())
 }
 
 /// A hole's candidates with their prompts and the chosen ranker's order.
@@ -933,7 +932,7 @@ fn prompt_command(at: &HoleArgs, id: usize, backend: &complete::BackendArgs) -> 
     } else {
         out!("{}", prompt.text());
     }
-    Ok(())
+    print_notices(backend.as_ref())
 }
 
 fn prompt_json(session: &Session, prompt: &Prompt) -> Value {
