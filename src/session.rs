@@ -249,7 +249,7 @@ impl Session {
         &self,
         built: impl IntoIterator<Item = &'c perspectives::Candidate>,
     ) -> Procc {
-        let (context, available) = perspectives::procc_context(built);
+        let (context, available) = procc_context(built);
         let (bandit, warning) = self
             .learning
             .dirs()
@@ -643,6 +643,19 @@ fn log_pick(pick: &feedback::Pick) {
         prompt_hash = %pick.prompt_hash,
         "pick"
     );
+}
+
+/// ProCC's bandit context for a hole from its perspectives' candidates (each applicable one's
+/// best window similarity and Jaccard), and which perspectives applied.
+fn procc_context<'c>(
+    candidates: impl IntoIterator<Item = &'c perspectives::Candidate>,
+) -> (bandit::Context, [bool; bandit::ARMS]) {
+    let candidates: Vec<&perspectives::Candidate> = candidates.into_iter().collect();
+    let features = CandidateId::PROCC.map(|id| {
+        let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
+    });
+    (bandit::context(features), features.map(|f| f.is_some()))
 }
 
 /// Update the bandit saved at `path` with each reward of `lesson`.
