@@ -10,8 +10,9 @@ use keyhole::model::config::{BackendConfig, BackendKind};
 use keyhole::rank::RankerKind;
 use keyhole::rank::classifier::Classifier;
 use keyhole::tui::app::App;
+use keyhole::tui::driver::Outcome;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command, Mode, Pane, Setup, key_action};
+use keyhole::tui::state::{Action, Command, Mode, Pane, Phase, Setup, key_action};
 use keyhole::tui::theme::Theme;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -174,6 +175,47 @@ async fn opening_reports_indexing_progress() {
             .any(|s| s.starts_with("indexing ") && s.ends_with(" files") && s.contains('/')),
         "{statuses:?}"
     );
+    for stage in ["repository graph", "search indexes", "starting the backend"] {
+        assert!(
+            statuses.iter().any(|s| s.contains(stage)),
+            "{stage}: {statuses:?}"
+        );
+    }
+    // No position: a real hole of a central file, not the licence header at 1:1.
+    let state = &app.state;
+    let hole = &state.view.as_ref().unwrap().hole;
+    let index = state.index.as_ref().unwrap();
+    let line = index.files[hole.file].line_text(hole.line).trim();
+    assert!(hole.line > 0 && hole.column > 0, "{}", hole.display(index));
+    assert!(!line.starts_with("package") && !line.starts_with("import") && !line.starts_with("/*"));
+    assert!(!hole.target.as_deref().unwrap_or("").is_empty());
+}
+
+#[tokio::test]
+async fn a_position_past_the_end_leaves_the_ui_with_one_line() {
+    let root = keyhole::sample::materialize().unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark());
+    let path = keyhole::sample::DEMO_HOLE
+        .rsplit_once(':')
+        .unwrap()
+        .0
+        .rsplit_once(':')
+        .unwrap()
+        .0;
+    app.open(root, Some(format!("{path}:9999:1")));
+    let mut left = false;
+    while !left {
+        let action = app.next().await.unwrap();
+        left = app.dispatch(action).contains(&Outcome::Quit);
+    }
+    let Phase::Failed(error) = &app.state.phase else {
+        panic!("{:?}", app.state.phase);
+    };
+    assert!(
+        error.contains(&format!("{path}:9999: line out of range")),
+        "{error}"
+    );
+    assert!(!error.contains('\n'));
 }
 
 #[tokio::test]

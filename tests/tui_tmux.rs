@@ -13,34 +13,128 @@ fn tmux(args: &[&str]) -> String {
 }
 
 fn screen() -> String {
-    tmux(&["capture-pane", "-p", "-t", SESSION])
+    screen_of(SESSION)
+}
+
+fn screen_of(session: &str) -> String {
+    tmux(&["capture-pane", "-p", "-t", session])
 }
 
 /// Wait until the screen shows `text`; panics with the screen after `limit`.
 fn wait_for(text: &str, limit: Duration) {
+    wait_in(SESSION, text, limit)
+}
+
+fn wait_in(session: &str, text: &str, limit: Duration) {
     let start = Instant::now();
     while start.elapsed() < limit {
-        if screen().contains(text) {
+        if screen_of(session).contains(text) {
             return;
         }
         sleep(Duration::from_millis(200));
     }
-    panic!("'{text}' never appeared; the screen:\n{}", screen());
+    panic!(
+        "'{text}' never appeared; the screen:\n{}",
+        screen_of(session)
+    );
 }
 
 /// Kills the session even when an assertion fails.
-struct Session;
+struct Session(&'static str);
 
 impl Drop for Session {
     fn drop(&mut self) {
-        tmux(&["kill-session", "-t", SESSION]);
+        tmux(&["kill-session", "-t", self.0]);
     }
+}
+
+fn tmux_missing() -> bool {
+    let missing = Command::new("tmux").arg("-V").output().is_err();
+    if missing {
+        eprintln!("skipping: tmux is not installed");
+    }
+    missing
+}
+
+/// Run `script` in `sh` inside a fresh tmux session of `session` (80x24), with keyhole's
+/// directories in `home`; the session is killed when the guard drops.
+fn shell(session: &'static str, home: &std::path::Path, script: &str) -> Session {
+    tmux(&["kill-session", "-t", session]);
+    let env = |name: &str, dir: &str| format!("{name}={}", home.join(dir).display());
+    let script = format!(
+        "{} {} {} {script}; code=$?; echo; echo exit=$code; sleep 600",
+        env("KEYHOLE_CONFIG_DIR", "config"),
+        env("KEYHOLE_CACHE_DIR", "cache"),
+        env("KEYHOLE_DATA_DIR", "data"),
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    Session(session)
+}
+
+#[test]
+fn a_bad_position_is_one_line_and_exit_2_without_taking_the_screen() {
+    if tmux_missing() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    std::fs::write(repo.join("A.java"), "class A {\n}\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    let session = "keyhole-tui-bad-position";
+    let _guard = shell(
+        session,
+        home.path(),
+        &format!("{bin} {} A.java:9:1", repo.display()),
+    );
+    wait_in(session, "exit=", Duration::from_secs(30));
+    let screen = screen_of(session);
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "one error line, then the exit code:\n{screen}"
+    );
+    assert!(lines[0].contains("A.java:9: line out of range"), "{screen}");
+    assert_eq!(lines[1], "exit=2");
+}
+
+#[test]
+fn quit_while_indexing_returns_to_the_shell() {
+    if tmux_missing() {
+        return;
+    }
+    // Enough files that indexing is still going when q arrives.
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    for n in 0..3000 {
+        let body = format!("class C{n} {{\n  int f{n}() {{ return {n}; }}\n}}\n");
+        std::fs::write(repo.join(format!("C{n}.java")), body.repeat(20)).unwrap();
+    }
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    let session = "keyhole-tui-quit";
+    let _guard = shell(session, home.path(), &format!("{bin} {}", repo.display()));
+    wait_in(session, "indexing", Duration::from_secs(30));
+    tmux(&["send-keys", "-t", session, "q"]);
+    wait_in(session, "exit=0", Duration::from_secs(30));
 }
 
 #[test]
 fn opens_the_sample_completes_shows_help_and_quits() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("skipping: tmux is not installed");
+    if tmux_missing() {
         return;
     }
     tmux(&["kill-session", "-t", SESSION]);
@@ -56,7 +150,7 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         "40",
         bin,
     ]);
-    let _session = Session;
+    let _session = Session(SESSION);
     wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);
     wait_for("ES ", Duration::from_secs(60));

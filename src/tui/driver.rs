@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::state::{
     Action, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, Finished, Indexed,
-    Procc, SearchIndex, apply_ranking,
+    Procc, Progress, SearchIndex, Stage, apply_ranking,
 };
 use crate::compose::{Composer, Prompt};
 use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
@@ -35,17 +35,32 @@ use crate::token::Tokenizer;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
 
-/// Open the repository, find the hole (a bare path: its first line; none: the first file)
-/// and build the backend that completes it. `progress(done, total)` runs on worker threads as
-/// files are indexed.
+/// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
+/// central file) and build the backend that completes it. `progress` runs on worker threads
+/// as opening moves through its stages.
 pub fn index(
     root: &Path,
     position: Option<&str>,
     backend: &BackendConfig,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Indexed> {
     let cache = crate::repo::default_cache_dir();
-    let index = RepoIndex::open_with_progress(root, cache.as_deref(), progress)?;
+    let files = |done, total| {
+        progress(Progress {
+            stage: Stage::Files,
+            done,
+            total,
+        });
+        // The graph is built once the last file is in.
+        if done == total {
+            progress(Progress {
+                stage: Stage::Graph,
+                done,
+                total,
+            });
+        }
+    };
+    let index = RepoIndex::open_with_progress(root, cache.as_deref(), &files)?;
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
@@ -57,13 +72,23 @@ pub fn index(
     let hole = match position {
         Some(spec) if spec.contains(':') => Hole::parse(&index, spec)?,
         Some(path) => Hole::at(&index, path, 1, 1)?,
-        None => Hole::at(&index, &index.files[0].path, 1, 1)?,
+        None => first_hole(&index),
     };
-    let backend = model::build_backend(backend, &index)?;
+    let total = index.files.len();
+    let stage = |stage| {
+        progress(Progress {
+            stage,
+            done: total,
+            total,
+        })
+    };
+    stage(Stage::Search);
     let search = SearchIndex {
         retrieval: Retrieval::new(&index),
         windows: WindowIndex::new(&index),
     };
+    stage(Stage::Backend);
+    let backend = model::build_backend(backend, &index)?;
     Ok(Indexed {
         index: Arc::new(index),
         search: Arc::new(search),
@@ -72,11 +97,40 @@ pub fn index(
     })
 }
 
-/// Report about every hundredth file (and the last), so a huge repository does not flood the
-/// action channel.
-fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
-    if done == total || done.is_multiple_of((total / 100).max(1)) {
-        let _ = tx.send(Action::Progress { done, total });
+/// Where a repository opens without a position: the first of RLPG's sampled holes (past the
+/// package and import lines) in the file the most others import, so the first screen shows
+/// a hole worth completing rather than a licence header.
+pub fn first_hole(index: &RepoIndex) -> Hole {
+    let mut imported = vec![0usize; index.files.len()];
+    for import in index.graph.imports.iter().flatten() {
+        imported[import.file] += 1;
+    }
+    let central = (0..index.files.len())
+        .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
+        .unwrap_or(0);
+    let header = |h: &Hole| {
+        let line = index.files[h.file].line_text(h.line).trim_start();
+        line.starts_with("package ") || line.starts_with("import ")
+    };
+    crate::hole::sample_holes(index, None, 0)
+        .into_iter()
+        .filter(|h| h.file == central)
+        .find(|h| !header(h))
+        .unwrap_or(Hole {
+            file: central,
+            line: 0,
+            column: 0,
+            offset: 0,
+            target: Some(index.files[central].line_text(0).trim_end().to_string()),
+        })
+}
+
+/// Report about every hundredth file (and every stage change), so a huge repository does not
+/// flood the action channel.
+fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
+    let Progress { stage, done, total } = progress;
+    if stage != Stage::Files || done == total || done.is_multiple_of((total / 100).max(1)) {
+        let _ = tx.send(Action::Progress(progress));
     }
 }
 
@@ -531,7 +585,7 @@ impl Driver {
                 let tx = self.tx.clone();
                 self.blocking(
                     move || {
-                        let progress = |done, total| report_progress(&tx, done, total);
+                        let progress = |progress| report_progress(&tx, progress);
                         let indexed = index(&root, position.as_deref(), &backend, &progress);
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");

@@ -78,6 +78,7 @@ pub fn run(
             Some(crate::sample::DEMO_HOLE.to_string()),
         ),
     };
+    check_start(&root, position.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config = crate::model::config::config_dir();
     let (keymap, keymap_warning) = Keymap::load(config.as_deref());
@@ -92,11 +93,65 @@ pub fn run(
             app.state.status = warning;
         }
         app.open(root, position);
-        event_loop(&mut terminal, &mut app).await
+        event_loop(&mut terminal, &mut app).await?;
+        match app.state.phase {
+            state::Phase::Failed(e) => Err(anyhow::anyhow!(e)),
+            _ => Ok(()),
+        }
     });
     let _ = set_mouse(false);
     ratatui::restore();
+    // Indexing and analysis run on blocking threads that cannot be interrupted: leave them to
+    // the process's exit instead of waiting for them with the shell blanked.
+    runtime.shutdown_background();
     result
+}
+
+/// What can be told wrong before the screen is taken over: a repository that is not a
+/// directory, a position that is malformed, names no file or lies past its file's end. The
+/// index checks the rest (files it skips) once open; either way the error is one line.
+pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Result<()> {
+    use crate::hole::HoleError;
+    if !root.exists() {
+        bail!(crate::repo::OpenError::Missing(root.to_path_buf()));
+    }
+    if !root.is_dir() {
+        bail!(crate::repo::OpenError::NotADirectory(root.to_path_buf()));
+    }
+    let Some(spec) = position else {
+        return Ok(());
+    };
+    let (path, at) = match spec.contains(':') {
+        true => {
+            let (path, line, column) = crate::hole::split_position(spec)?;
+            (path, Some((line, column)))
+        }
+        false => (spec, None),
+    };
+    let no_file = || HoleError::NoSuchFile(path.to_string());
+    let text = std::fs::read_to_string(root.join(path)).map_err(|_| no_file())?;
+    let Some((line, column)) = at else {
+        return Ok(());
+    };
+    // As the index counts: a final line break ends the last line, an empty file has one.
+    let lines = text.lines().count().max(1);
+    if line == 0 || line > lines {
+        bail!(HoleError::LineOutOfRange {
+            file: path.into(),
+            line,
+            lines,
+        });
+    }
+    let chars = text.lines().nth(line - 1).unwrap_or("").chars().count();
+    if column == 0 || column > chars + 1 {
+        bail!(HoleError::ColumnOutOfRange {
+            file: path.into(),
+            line,
+            column,
+            chars,
+        });
+    }
+    Ok(())
 }
 
 /// A panic in a worker thread is caught by the driver and shown as a failed job, so it must

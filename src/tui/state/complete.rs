@@ -1,0 +1,231 @@
+//! Completing: which candidates run, the cards that come back, picks, explain and apply.
+
+use super::*;
+
+/// Edited cards join the ones shown (the oldest go past MAX_K) and take the focus; a normal run
+/// replaces them.
+pub(super) fn show_cards(state: &mut State, cards: Vec<Card>) {
+    if cards.iter().any(|c| c.edited.is_some()) {
+        state.cards.extend(cards);
+        let extra = state.cards.len().saturating_sub(MAX_K);
+        state.cards.drain(..extra);
+        state.card_cursor = state.cards.len() - 1;
+    } else {
+        state.cards = cards;
+        state.card_cursor = 0;
+    }
+}
+
+/// The candidates to complete with: the selected ones, else the focused one and the next best
+/// applicable ones up to k.
+pub(super) fn run_ids(state: &State) -> Vec<usize> {
+    if !state.selected.is_empty() {
+        return state.selected.iter().copied().take(MAX_K).collect();
+    }
+    let first = state
+        .focused_candidate()
+        .filter(|c| !c.building())
+        .map(|c| c.id);
+    let rest = state
+        .candidates
+        .iter()
+        .filter(|c| c.applicable())
+        .map(|c| c.id);
+    let mut ids = Vec::new();
+    for id in first.into_iter().chain(rest) {
+        if !ids.contains(&id) && ids.len() < state.k {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
+pub(super) fn run(state: &mut State) -> Vec<Effect> {
+    let prompts: Vec<(usize, String)> = run_ids(state)
+        .into_iter()
+        .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
+        .collect();
+    let count = prompts.len();
+    let effects = start_completion(state, prompts, false);
+    if !effects.is_empty() {
+        state.cards.clear();
+        state.status = format!("completing with {count} candidates… Esc cancels");
+    }
+    effects
+}
+
+/// Start completing `prompts` (candidate id, prompt text) for the current hole.
+pub(super) fn start_completion(
+    state: &mut State,
+    prompts: Vec<(usize, String)>,
+    edited: bool,
+) -> Vec<Effect> {
+    let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
+    else {
+        return vec![];
+    };
+    if prompts.is_empty() {
+        return vec![];
+    }
+    let hole = &view.hole;
+    let file = &index.files[hole.file];
+    let job = CompleteJob {
+        generation: view.generation,
+        backend: backend.clone(),
+        prompts,
+        current_file: file.path.clone(),
+        file_text: file.text.clone(),
+        offset: hole.offset,
+        target: hole.target.clone().unwrap_or_default(),
+        edited,
+    };
+    state.running = true;
+    state.streamed.clear();
+    state.explained = None;
+    state.focus = Pane::Completions;
+    vec![Effect::CancelCompletions, Effect::Complete(job)]
+}
+
+pub(super) fn cancel(state: &mut State) -> Vec<Effect> {
+    if state.running {
+        state.running = false;
+        state.status = "completions cancelled".into();
+        return vec![Effect::CancelCompletions];
+    }
+    state.explained = None;
+    state.zoomed = false;
+    vec![]
+}
+
+pub(super) fn focused_card(state: &State) -> Option<&Finished> {
+    state
+        .cards
+        .get(state.card_cursor)
+        .and_then(|c| c.outcome.as_ref().ok())
+}
+
+pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
+    let (Some(index), Some(view)) = (&state.index, &state.view) else {
+        return vec![];
+    };
+    let Some(card) = state.cards.get(n).filter(|c| c.outcome.is_ok()) else {
+        return vec![];
+    };
+    let prompt = card
+        .edited
+        .clone()
+        .or_else(|| state.candidate(card.candidate).map(|c| c.prompt.text()));
+    let pick = feedback::Pick {
+        hole: view.hole.display(index),
+        candidates: state.cards.iter().map(|c| c.candidate).collect(),
+        prompt_hash: feedback::prompt_hash(prompt.as_deref().unwrap_or("")),
+        completions: state
+            .cards
+            .iter()
+            .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
+            .collect(),
+        picked: n,
+        // The driver stamps the time: update stays free of clocks.
+        unix_time: 0,
+    };
+    let picked = card.candidate;
+    let bandit = card
+        .edited
+        .is_none()
+        .then(|| procc_lesson(state, picked))
+        .flatten();
+    state.card_cursor = n;
+    state.status = format!("picked completion {} (candidate {picked})…", n + 1);
+    vec![Effect::Pick {
+        pick,
+        picked,
+        bandit,
+    }]
+}
+
+/// A pick of one of ProCC's perspectives rewards its arm 1 and the other perspectives whose
+/// completions were shown (and that applied) 0; other picks teach the bandit nothing.
+pub(super) fn procc_lesson(state: &State, picked: usize) -> Option<BanditLesson> {
+    let procc = state.procc.as_ref()?;
+    if !PROCC_IDS.contains(&picked) {
+        return None;
+    }
+    let shown: BTreeSet<usize> = state
+        .cards
+        .iter()
+        .filter(|c| c.edited.is_none())
+        .map(|c| c.candidate)
+        .collect();
+    let rewards = PROCC_IDS
+        .iter()
+        .enumerate()
+        .filter(|&(arm, id)| procc.available[arm] && shown.contains(id))
+        .map(|(arm, &id)| (arm, f64::from(u8::from(id == picked))))
+        .collect();
+    Some(BanditLesson {
+        context: procc.context,
+        rewards,
+    })
+}
+
+pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
+    let Some(card) = state.cards.get(state.card_cursor) else {
+        return vec![];
+    };
+    if card.edited.is_some() {
+        state.status = "an edited prompt has no segments to explain".into();
+        return vec![];
+    }
+    let (Ok(done), Some(candidate)) = (&card.outcome, state.candidate(card.candidate)) else {
+        return vec![];
+    };
+    let spans = explain::explain(&candidate.prompt, &done.text);
+    let unexplained: usize = spans
+        .iter()
+        .filter(|s| s.prompt.is_none())
+        .map(|s| done.text[s.completion.clone()].chars().count())
+        .sum();
+    let nothing = match unexplained {
+        0 => String::new(),
+        n => format!("; nothing in the prompt explains {n} chars"),
+    };
+    let status = format!(
+        "completion {} came from candidate {} ({}): {:.0}% copied from the prompt{nothing}",
+        state.card_cursor + 1,
+        candidate.id,
+        candidate.label,
+        explain::explained_fraction(&spans) * 100.0,
+    );
+    let scroll = first_explained_line(&candidate.prompt, &spans);
+    state.status = status;
+    state.prompt_scroll = scroll;
+    state.explained = Some(spans);
+    vec![]
+}
+
+/// Scroll so the first copied span shows, with two lines above it.
+pub(super) fn first_explained_line(prompt: &Prompt, spans: &[ExplainedSpan]) -> usize {
+    let start = spans
+        .iter()
+        .find_map(|s| s.prompt.as_ref().map(|r| r.start));
+    start.map_or(0, |at| {
+        prompt.text()[..at].matches('\n').count().saturating_sub(2)
+    })
+}
+
+pub(super) fn apply(state: &mut State) -> Vec<Effect> {
+    let (Some(index), Some(view), Some(done)) = (&state.index, &state.view, focused_card(state))
+    else {
+        return vec![];
+    };
+    let file = &index.files[view.hole.file];
+    let effect = Effect::Apply {
+        path: index.root.join(&file.path),
+        hash: file.hash,
+        offset: view.hole.offset,
+        replace: view.hole.target.as_ref().map_or(0, String::len),
+        text: done.text.clone(),
+    };
+    state.status = format!("writing the completion into {}…", file.path);
+    vec![effect]
+}

@@ -1,0 +1,567 @@
+//! The pure core: application state, the actions that change it and the effects it asks for.
+//! `update` does no IO; the driver runs effects and feeds their results back as actions.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use fuzzy_matcher::FuzzyMatcher;
+use fuzzy_matcher::skim::SkimMatcherV2;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
+use serde::Deserialize;
+
+use super::highlight::{self, StyledLine};
+use super::keymap::Keymap;
+use super::theme::Theme;
+use super::ui::{self, scroll_top};
+use crate::compose::{Prompt, SegmentKind};
+use crate::context::perspectives::{self, PROCC_IDS};
+use crate::context::proposals::ProposalContext;
+use crate::context::retrieval::Retrieval;
+use crate::context::windows::WindowIndex;
+use crate::explain::{self, ExplainedSpan};
+use crate::feedback;
+use crate::hole::Hole;
+use crate::metrics::Scores;
+use crate::model::config::BackendConfig;
+use crate::model::{Backend, TokenCounting};
+use crate::rank::{Ranked, RankerKind, bandit};
+use crate::repo::{FileId, RepoIndex};
+use crate::token::{Tokenizer, TokenizerKind};
+
+mod candidate;
+mod complete;
+mod editor;
+mod input;
+mod messages;
+mod navigate;
+mod setup;
+#[cfg(test)]
+mod tests;
+
+pub use candidate::*;
+use complete::*;
+pub use editor::*;
+pub use input::*;
+pub use messages::*;
+use navigate::*;
+pub use setup::*;
+
+pub const DEFAULT_K: usize = 3;
+/// The most cards side by side (and the pick keys 1..5).
+pub const MAX_K: usize = 5;
+const PAGE: isize = 10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pane {
+    Source,
+    Candidates,
+    Prompt,
+    Completions,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 4] = [
+        Pane::Source,
+        Pane::Candidates,
+        Pane::Prompt,
+        Pane::Completions,
+    ];
+
+    fn step(self, by: isize) -> Pane {
+        let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
+        Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
+    }
+}
+
+/// Where opening the repository is: the screen shows progress, then the hole, or the UI
+/// leaves with the error (the CLI prints it as one line and exits 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Opening(Progress),
+    Ready,
+    Failed(String),
+}
+
+/// How far opening has come: the stage and, where it counts files, how many of how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub stage: Stage,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The stages of opening a repository, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Walking the tree and parsing each file (or taking its facts from the cache).
+    Files,
+    /// Building the repository graph, once every file is parsed.
+    Graph,
+    /// Building the retrieval and window indexes.
+    Search,
+    /// Starting the backend that completes.
+    Backend,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let Progress { done, total, .. } = self;
+        match self.stage {
+            Stage::Files => write!(f, "indexing {done}/{total} files"),
+            Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
+            Stage::Search => write!(f, "{total} files · building the search indexes"),
+            Stage::Backend => write!(f, "{total} files · starting the backend"),
+        }
+    }
+}
+
+pub struct State {
+    pub phase: Phase,
+    pub keymap: Keymap,
+    pub theme: Theme,
+    pub setup: Setup,
+    /// The backend of the setup being started, while it starts.
+    pub starting_backend: Option<usize>,
+    pub index: Option<Arc<RepoIndex>>,
+    pub search: Option<Arc<SearchIndex>>,
+    pub backend: Option<Arc<dyn Backend>>,
+    pub view: Option<HoleView>,
+    /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
+    pub file: FileId,
+    pub lines: Vec<StyledLine>,
+    pub cursor: (usize, usize),
+    pub candidates: Vec<Candidate>,
+    pub proposals: Arc<Vec<ProposalContext>>,
+    pub ranker: RankerKind,
+    /// ProCC's pick among the retrieved candidates, once they are all built.
+    pub procc: Option<Procc>,
+    pub candidate_cursor: usize,
+    pub selected: BTreeSet<usize>,
+    pub filter: String,
+    pub prompt_scroll: usize,
+    pub cards: Vec<Card>,
+    pub card_cursor: usize,
+    pub running: bool,
+    /// Text streamed so far by each request of the running completion, by card slot.
+    pub streamed: Vec<String>,
+    pub explained: Option<Vec<ExplainedSpan>>,
+    pub k: usize,
+    pub focus: Pane,
+    pub zoomed: bool,
+    pub help: bool,
+    pub mode: Mode,
+    pub editor: Option<Editor>,
+    pub mouse: bool,
+    pub tick: usize,
+    pub status: String,
+    pub quit: bool,
+}
+
+impl State {
+    pub fn new(keymap: Keymap, theme: Theme) -> State {
+        State {
+            phase: Phase::Opening(Progress {
+                stage: Stage::Files,
+                done: 0,
+                total: 0,
+            }),
+            keymap,
+            theme,
+            setup: Setup::default(),
+            starting_backend: None,
+            index: None,
+            search: None,
+            backend: None,
+            view: None,
+            file: 0,
+            lines: Vec::new(),
+            cursor: (0, 0),
+            candidates: Vec::new(),
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+            procc: None,
+            candidate_cursor: 0,
+            selected: BTreeSet::new(),
+            filter: String::new(),
+            prompt_scroll: 0,
+            cards: Vec::new(),
+            streamed: Vec::new(),
+            card_cursor: 0,
+            running: false,
+            explained: None,
+            k: DEFAULT_K,
+            focus: Pane::Source,
+            zoomed: false,
+            help: false,
+            mode: Mode::Normal,
+            editor: None,
+            mouse: true,
+            tick: 0,
+            status: "indexing…".into(),
+            quit: false,
+        }
+    }
+
+    /// Whether something is in flight (the loop ticks the spinner only then).
+    pub fn busy(&self) -> bool {
+        self.running
+            || self.starting_backend.is_some()
+            || matches!(self.phase, Phase::Opening(_))
+            || self.analysing()
+            || self.retrieving()
+    }
+
+    /// Whether retrieved candidates are still waiting for the backend.
+    pub fn retrieving(&self) -> bool {
+        self.candidates.iter().any(Candidate::building)
+    }
+
+    pub fn analysing(&self) -> bool {
+        self.view.as_ref().is_some_and(|v| v.failed.is_none()) && self.candidates.is_empty()
+    }
+
+    /// Indices into `candidates` that pass the filter, in rank order.
+    pub fn visible(&self) -> Vec<usize> {
+        let matcher = SkimMatcherV2::default();
+        (0..self.candidates.len())
+            .filter(|&i| {
+                self.filter.is_empty()
+                    || matcher
+                        .fuzzy_match(&self.candidates[i].label, &self.filter)
+                        .is_some()
+            })
+            .collect()
+    }
+
+    pub fn focused_candidate(&self) -> Option<&Candidate> {
+        let visible = self.visible();
+        visible
+            .get(self.candidate_cursor.min(visible.len().saturating_sub(1)))
+            .map(|&i| &self.candidates[i])
+    }
+
+    pub fn candidate(&self, id: usize) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// The prompt in the prompt pane: the explained card's, else the focused candidate's.
+    pub fn shown_prompt(&self) -> Option<&Prompt> {
+        let card = self
+            .explained
+            .as_ref()
+            .and_then(|_| self.cards.get(self.card_cursor));
+        match card {
+            Some(card) => self.candidate(card.candidate).map(|c| &c.prompt),
+            None => self.focused_candidate().map(|c| &c.prompt),
+        }
+    }
+
+    /// Files matching the picker query, best first.
+    pub fn picker_matches(&self, query: &str) -> Vec<FileId> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, FileId)> = index
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(id, f)| matcher.fuzzy_match(&f.path, query).map(|s| (s, id)))
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, id)| id).collect()
+    }
+
+    fn line_chars(&self, line: usize) -> usize {
+        self.index
+            .as_ref()
+            .map_or(0, |i| i.files[self.file].line_text(line).chars().count())
+    }
+
+    fn line_count(&self) -> usize {
+        self.index
+            .as_ref()
+            .map_or(0, |i| i.files[self.file].line_count())
+    }
+}
+
+/// Apply one action; return the effects it asks for.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Command(command) => command_effects(state, command),
+        Action::Input(key) => input(state, key),
+        Action::Click {
+            pane,
+            row,
+            col,
+            width,
+            height,
+        } => click(state, pane, (row, col), (width, height)),
+        Action::Tick => {
+            state.tick = state.tick.wrapping_add(1);
+            vec![]
+        }
+        Action::Progress(progress) => {
+            if matches!(state.phase, Phase::Opening(_)) {
+                state.phase = Phase::Opening(progress);
+                state.status = progress.to_string();
+            }
+            vec![]
+        }
+        Action::Indexed(Ok(indexed)) => {
+            state.phase = Phase::Ready;
+            state.index = Some(indexed.index);
+            state.search = Some(indexed.search);
+            state.backend = Some(indexed.backend);
+            set_hole(state, indexed.hole)
+        }
+        // Nothing to show without a repository: leave, and let the CLI say why.
+        Action::Indexed(Err(e)) => {
+            state.status = e.clone();
+            state.phase = Phase::Failed(e);
+            vec![Effect::Quit]
+        }
+        Action::BackendSwitched { chosen, backend } => switch_backend(state, chosen, backend),
+        Action::AnalysisFailed { generation, error } => {
+            if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
+                state.status = format!("cannot build the candidates: {error}");
+                view.failed = Some(error);
+            }
+            vec![]
+        }
+        Action::Analysed {
+            generation,
+            candidates,
+            proposals,
+            ranker,
+        } => {
+            if !current(state, generation) {
+                return vec![];
+            }
+            state.candidates = candidates;
+            state.proposals = proposals;
+            state.candidate_cursor = 0;
+            state.prompt_scroll = 0;
+            state.status = analysed_status(state);
+            // The ranker changed while the candidates were being built.
+            if ranker == state.ranker {
+                return vec![];
+            }
+            rank(state)
+        }
+        Action::Retrieved {
+            generation,
+            candidates,
+            procc,
+        } => {
+            if current(state, generation) {
+                for built in candidates {
+                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
+                        *row = built;
+                    }
+                }
+                state.status = match procc.pick {
+                    Some(id) => format!("retrieved candidates built · ProCC (LinUCB) picks {id}"),
+                    None => "retrieved candidates built · no ProCC perspective applies".into(),
+                };
+                state.procc = Some(procc);
+            }
+            vec![]
+        }
+        Action::Ranked {
+            generation,
+            ranker,
+            ranked,
+        } => {
+            // A later choice may have overtaken this ranking.
+            if !current(state, generation) || ranker != state.ranker {
+                return vec![];
+            }
+            match ranked {
+                Ok(ranked) => {
+                    apply_ranking(&mut state.candidates, &ranked);
+                    state.candidate_cursor = 0;
+                    state.prompt_scroll = 0;
+                    state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+                }
+                // Scores of the previous ranker would read as this one's.
+                Err(e) => {
+                    state.candidates.iter_mut().for_each(|c| c.score = None);
+                    state.status = format!("{} cannot rank: {e}", ranker.name());
+                }
+            }
+            vec![]
+        }
+        Action::Streamed {
+            generation,
+            card,
+            text,
+        } => {
+            if current(state, generation) && state.running {
+                if state.streamed.len() <= card {
+                    state.streamed.resize(card + 1, String::new());
+                }
+                state.streamed[card].push_str(&text);
+            }
+            vec![]
+        }
+        Action::Completed { generation, cards } => {
+            if current(state, generation) && state.running {
+                state.streamed.clear();
+                show_cards(state, cards);
+                state.running = false;
+                state.status = "completions ready: Enter or 1..k picks, e explains".into();
+            }
+            vec![]
+        }
+        Action::Message(text) => {
+            state.status = text;
+            vec![]
+        }
+    }
+}
+
+fn analysed_status(state: &State) -> String {
+    let ranked = format!(
+        "{} candidates, ranked by {}",
+        state.candidates.len(),
+        state.ranker.name()
+    );
+    match state.candidates.iter().filter(|c| c.building()).count() {
+        0 => ranked,
+        n => format!("{ranked} · asking the backend for {n} retrieved candidates…"),
+    }
+}
+
+fn current(state: &State, generation: u64) -> bool {
+    state
+        .view
+        .as_ref()
+        .is_some_and(|v| v.generation == generation)
+}
+
+fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
+    if state.help && !matches!(command, Command::Quit | Command::Suspend) {
+        state.help = false;
+        return vec![];
+    }
+    match command {
+        Command::Quit => {
+            state.quit = true;
+            vec![Effect::CancelCompletions, Effect::Quit]
+        }
+        Command::Help => {
+            state.help = true;
+            vec![]
+        }
+        Command::FocusNext => {
+            state.focus = state.focus.step(1);
+            vec![]
+        }
+        Command::FocusPrev => {
+            state.focus = state.focus.step(-1);
+            vec![]
+        }
+        Command::Zoom => {
+            state.zoomed = !state.zoomed;
+            vec![]
+        }
+        Command::Up => move_vertical(state, -1),
+        Command::Down => move_vertical(state, 1),
+        Command::PageUp => move_vertical(state, -PAGE),
+        Command::PageDown => move_vertical(state, PAGE),
+        Command::Top => move_vertical(state, isize::MIN / 2),
+        Command::Bottom => move_vertical(state, isize::MAX / 2),
+        Command::Left => move_horizontal(state, -1),
+        Command::Right => move_horizontal(state, 1),
+        Command::Confirm => confirm(state),
+        Command::Select => select(state),
+        Command::Run => run(state),
+        Command::Cancel => cancel(state),
+        Command::Pick1 => pick(state, 0),
+        Command::Pick2 => pick(state, 1),
+        Command::Pick3 => pick(state, 2),
+        Command::Pick4 => pick(state, 3),
+        Command::Pick5 => pick(state, 4),
+        Command::Explain => explain_card(state),
+        Command::Apply => {
+            if focused_card(state).is_some() {
+                state.mode = Mode::ConfirmApply;
+                state.status = "write this completion into the file? y/n".into();
+            }
+            vec![]
+        }
+        Command::Filter => {
+            state.mode = Mode::Filter;
+            state.focus = Pane::Candidates;
+            vec![]
+        }
+        Command::Picker => {
+            state.mode = Mode::Picker {
+                query: String::new(),
+                cursor: 0,
+            };
+            vec![]
+        }
+        Command::MoreK => set_k(state, (state.k + 1).min(MAX_K)),
+        Command::FewerK => set_k(state, state.k.saturating_sub(1).max(1)),
+        Command::ToggleMouse => {
+            state.mouse = !state.mouse;
+            vec![Effect::SetMouse(state.mouse)]
+        }
+        Command::Suspend => vec![Effect::Suspend],
+        Command::Edit => open_editor(state),
+        Command::CycleRanker => cycle_ranker(state),
+        Command::Backends => {
+            state.mode = Mode::Backends {
+                cursor: state.setup.backend,
+            };
+            vec![]
+        }
+    }
+}
+
+/// Toggle the focused candidate in the selection; one still being built cannot be chosen yet.
+fn select(state: &mut State) -> Vec<Effect> {
+    let Some(focused) = state.focused_candidate() else {
+        return vec![];
+    };
+    let id = focused.id;
+    if focused.building() {
+        state.status = format!("candidate {id} is still waiting for the backend");
+    } else if !state.selected.remove(&id) {
+        state.selected.insert(id);
+    }
+    vec![]
+}
+
+fn cycle_ranker(state: &mut State) -> Vec<Effect> {
+    state.ranker = next_ranker(state.ranker);
+    state.status = format!("ranking with {}…", state.ranker.name());
+    rank(state)
+}
+
+/// Re-rank the candidates shown with the chosen ranker (candidates still being built get it
+/// when they arrive).
+fn rank(state: &State) -> Vec<Effect> {
+    match (&state.view, &state.index) {
+        (Some(view), Some(index)) if !state.candidates.is_empty() => vec![Effect::Rank {
+            index: index.clone(),
+            hole: view.hole.clone(),
+            proposals: state.proposals.clone(),
+            generation: view.generation,
+            ranker: state.ranker,
+        }],
+        _ => vec![],
+    }
+}
+
+fn set_k(state: &mut State, k: usize) -> Vec<Effect> {
+    state.k = k;
+    state.status = format!("k = {k}");
+    vec![]
+}
