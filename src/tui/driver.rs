@@ -511,6 +511,40 @@ fn apply(path: &Path, hash: &[u8; 32], offset: usize, replace: usize, text: &str
     }
 }
 
+/// Write `text` to `keyhole-prompt-STEM.txt` in the working directory (`-2`, `-3`… when the
+/// name is taken: a file already there is never replaced); says where it went.
+fn save_prompt(stem: &str, text: &str) -> String {
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    save_prompt_in(&dir, stem, text)
+}
+
+fn save_prompt_in(dir: &Path, stem: &str, text: &str) -> String {
+    for n in 1..1000 {
+        let suffix = if n == 1 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let path = dir.join(format!("keyhole-prompt-{stem}{suffix}.txt"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        match file {
+            Ok(mut file) => {
+                use std::io::Write;
+                return match file.write_all(text.as_bytes()) {
+                    Ok(()) => format!("prompt saved to {}", path.display()),
+                    Err(e) => format!("cannot save the prompt to {}: {e}", path.display()),
+                };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return format!("cannot save the prompt to {}: {e}", path.display()),
+        }
+    }
+    format!("cannot save the prompt: keyhole-prompt-{stem}-*.txt all taken")
+}
+
 /// What a panic said, for one line on the screen.
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     let text = payload
@@ -528,6 +562,8 @@ pub enum Outcome {
     Quit,
     Suspend,
     SetMouse(bool),
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
@@ -731,6 +767,11 @@ impl Driver {
                 Action::Message,
             ),
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
+            Effect::Copy(text) => return Outcome::Copy(text),
+            Effect::SavePrompt { stem, text } => self.blocking(
+                move || Action::Message(save_prompt(&stem, &text)),
+                Action::Message,
+            ),
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,
         }
@@ -749,6 +790,18 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+
+    #[test]
+    fn a_saved_prompt_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = save_prompt_in(dir.path(), "A-1-1-c7", "one");
+        let second = save_prompt_in(dir.path(), "A-1-1-c7", "two");
+        assert!(first.ends_with("A-1-1-c7.txt"), "{first}");
+        assert!(second.ends_with("A-1-1-c7-2.txt"), "{second}");
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(read("keyhole-prompt-A-1-1-c7.txt"), "one");
+        assert_eq!(read("keyhole-prompt-A-1-1-c7-2.txt"), "two");
+    }
 
     #[test]
     fn a_logged_pick_names_the_hole_but_not_the_completions() {

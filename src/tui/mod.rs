@@ -194,6 +194,10 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
             match outcome {
                 Outcome::Quit => return Ok(()),
                 Outcome::SetMouse(on) => set_mouse(on)?,
+                Outcome::Copy(text) => execute!(
+                    std::io::stdout(),
+                    ratatui::crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+                )?,
                 Outcome::Suspend => {
                     suspend()?;
                     *terminal = ratatui::init();

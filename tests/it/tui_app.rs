@@ -54,7 +54,11 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
 
     app.dispatch(Action::Command(Command::Explain));
     assert!(app.state.explained.is_some());
-    assert!(app.state.status.contains("came from candidate"));
+    assert!(
+        app.state.status.contains("% copied from the prompt"),
+        "{}",
+        app.state.status
+    );
 }
 
 #[tokio::test]

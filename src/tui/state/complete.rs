@@ -1,5 +1,6 @@
 //! Completing: which candidates run, the cards that come back, picks, explain and apply.
 
+use super::provenance::{origin_text, segment_name};
 use super::*;
 
 /// Edited cards join the ones shown (the oldest go past MAX_K) and take the focus; a normal run
@@ -185,32 +186,43 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
         .filter(|s| s.prompt.is_none())
         .map(|s| done.text[s.completion.clone()].chars().count())
         .sum();
-    let nothing = match unexplained {
-        0 => String::new(),
-        n => format!("; nothing in the prompt explains {n} chars"),
-    };
-    let status = format!(
-        "completion {} came from candidate {} ({}): {:.0}% copied from the prompt{nothing}",
+    let mut status = format!(
+        "completion {}: {:.0}% copied from the prompt",
         state.card_cursor + 1,
-        candidate.id,
-        candidate.label,
         explain::explained_fraction(&spans) * 100.0,
     );
-    let scroll = first_explained_line(&candidate.prompt, &spans);
+    let longest = spans
+        .iter()
+        .filter(|s| s.prompt.is_some())
+        .max_by_key(|s| s.completion.len());
+    if let (Some(span), Some(index)) = (longest, &state.index) {
+        let chars = done.text[span.completion.clone()].chars().count();
+        let segment = span
+            .segment
+            .and_then(|i| candidate.prompt.segments.get(i))
+            .map_or_else(|| "the prompt".into(), |s| segment_name(s.kind));
+        let place = span.origin.map_or_else(
+            || "keyhole's own formatting".into(),
+            |o| origin_text(index, o),
+        );
+        status += &format!(" · longest ({chars} chars) from {segment} at {place}");
+    }
+    if unexplained > 0 {
+        status += &format!(" · {unexplained} chars not in the prompt");
+    }
+    let scroll = longest
+        .and_then(|s| s.prompt.as_ref())
+        .map_or(0, |r| explained_line(&candidate.prompt, r.start));
     state.status = status;
     state.prompt_scroll = scroll;
+    state.prompt_left = 0;
     state.explained = Some(spans);
     vec![]
 }
 
-/// Scroll so the first copied span shows, with two lines above it.
-pub(super) fn first_explained_line(prompt: &Prompt, spans: &[ExplainedSpan]) -> usize {
-    let start = spans
-        .iter()
-        .find_map(|s| s.prompt.as_ref().map(|r| r.start));
-    start.map_or(0, |at| {
-        prompt.text()[..at].matches('\n').count().saturating_sub(2)
-    })
+/// The prompt line to scroll to so that byte `at` shows, with two lines above it.
+pub(super) fn explained_line(prompt: &Prompt, at: usize) -> usize {
+    prompt.text()[..at].matches('\n').count().saturating_sub(2)
 }
 
 pub(super) fn apply(state: &mut State) -> Vec<Effect> {
@@ -228,4 +240,36 @@ pub(super) fn apply(state: &mut State) -> Vec<Effect> {
     };
     state.status = format!("writing the completion into {}…", file.path);
     vec![effect]
+}
+
+/// The prompt shown in the prompt pane as text, with a name for a file: "OrderService-94-32-c7".
+fn shown_prompt_text(state: &State) -> Option<(String, String)> {
+    let prompt = state.shown_prompt()?;
+    let (index, view) = (state.index.as_ref()?, state.view.as_ref()?);
+    let path = &index.files[view.hole.file].path;
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+    let hole = &view.hole;
+    let id = prompt.proposal_id;
+    let stem = format!("{stem}-{}-{}-c{id}", hole.line + 1, hole.column + 1);
+    Some((stem, prompt.text()))
+}
+
+pub(super) fn copy_prompt(state: &mut State) -> Vec<Effect> {
+    let Some((_, text)) = shown_prompt_text(state) else {
+        return vec![];
+    };
+    state.status = format!(
+        "prompt copied to the clipboard ({} bytes, OSC 52)",
+        text.len()
+    );
+    vec![Effect::Copy(text)]
+}
+
+pub(super) fn save_prompt(state: &mut State) -> Vec<Effect> {
+    let Some((stem, text)) = shown_prompt_text(state) else {
+        return vec![];
+    };
+    state.status = "saving the prompt…".into();
+    vec![Effect::SavePrompt { stem, text }]
 }

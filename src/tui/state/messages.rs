@@ -47,6 +47,12 @@ pub enum Command {
     CycleRanker,
     /// Choose the completion backend among the configured ones.
     Backends,
+    /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).
+    CopyPrompt,
+    /// Save the prompt shown to a file in the working directory.
+    SavePrompt,
+    /// Wrap long prompt lines, or scroll them sideways.
+    Wrap,
 }
 
 pub enum Action {
@@ -164,6 +170,13 @@ pub enum Effect {
         text: String,
     },
     SetMouse(bool),
+    /// Put text on the terminal's clipboard.
+    Copy(String),
+    /// Write a prompt to a new file named after `stem` in the working directory.
+    SavePrompt {
+        stem: String,
+        text: String,
+    },
     Suspend,
     Quit,
 }

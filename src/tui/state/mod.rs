@@ -38,6 +38,7 @@ mod editor;
 mod input;
 mod messages;
 mod navigate;
+pub mod provenance;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -143,6 +144,10 @@ pub struct State {
     pub selected: BTreeSet<usize>,
     pub filter: String,
     pub prompt_scroll: usize,
+    /// First column shown of the prompt's lines (long lines scroll sideways).
+    pub prompt_left: usize,
+    /// Long prompt lines wrap instead of scrolling sideways.
+    pub prompt_wrap: bool,
     pub cards: Vec<Card>,
     pub card_cursor: usize,
     pub running: bool,
@@ -188,6 +193,8 @@ impl State {
             selected: BTreeSet::new(),
             filter: String::new(),
             prompt_scroll: 0,
+            prompt_left: 0,
+            prompt_wrap: false,
             cards: Vec::new(),
             streamed: Vec::new(),
             card_cursor: 0,
@@ -346,6 +353,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.proposals = proposals;
             state.candidate_cursor = 0;
             state.prompt_scroll = 0;
+            state.prompt_left = 0;
             state.status = analysed_status(state);
             // The ranker changed while the candidates were being built.
             if ranker == state.ranker {
@@ -386,6 +394,8 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                     apply_ranking(&mut state.candidates, &ranked);
                     state.candidate_cursor = 0;
                     state.prompt_scroll = 0;
+                    state.prompt_left = 0;
+                    state.prompt_left = 0;
                     state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
                 }
                 // Scores of the previous ranker would read as this one's.
@@ -515,6 +525,13 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
         }
         Command::Suspend => vec![Effect::Suspend],
         Command::Edit => open_editor(state),
+        Command::CopyPrompt => copy_prompt(state),
+        Command::SavePrompt => save_prompt(state),
+        Command::Wrap => {
+            state.prompt_wrap = !state.prompt_wrap;
+            state.prompt_left = 0;
+            vec![]
+        }
         Command::CycleRanker => cycle_ranker(state),
         Command::Backends => {
             state.mode = Mode::Backends {

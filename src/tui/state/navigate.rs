@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// Columns the prompt scrolls sideways per key.
+const SIDEWAYS: isize = 8;
+
 /// Move the hole: show its file, recompute the candidates, drop stale results.
 pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     let (Some(index), Some(search), Some(backend)) = (
@@ -68,6 +71,7 @@ pub(super) fn move_vertical(state: &mut State, delta: isize) -> Vec<Effect> {
             let len = state.visible().len();
             state.candidate_cursor = clamp_add(state.candidate_cursor, delta, len);
             state.prompt_scroll = 0;
+            state.prompt_left = 0;
             state.explained = None;
         }
         Pane::Prompt => {
@@ -88,6 +92,10 @@ pub(super) fn move_horizontal(state: &mut State, delta: isize) -> Vec<Effect> {
         Pane::Completions => {
             state.card_cursor = clamp_add(state.card_cursor, delta, state.cards.len());
             state.explained = None;
+        }
+        Pane::Prompt if !state.prompt_wrap => {
+            let step = delta * SIDEWAYS;
+            state.prompt_left = (state.prompt_left as isize + step).max(0) as usize;
         }
         Pane::Candidates | Pane::Prompt => {}
     }

@@ -513,3 +513,117 @@ fn quit_cancels_and_quits_and_mouse_toggles() {
     let effects = update(&mut s, Action::Command(Command::ToggleMouse));
     assert!(matches!(effects[..], [Effect::SetMouse(false)]));
 }
+
+/// A state at a hole of a two-file repository whose candidate 7's prompt is B.java's line 2
+/// (a proposal) then A.java (the default context), with one finished card of `completion`.
+fn explained_state(completion: &str) -> State {
+    use crate::context::SourcedText;
+    use crate::lang::Span;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("A.java"), "class A {\n  int total() {\n}\n").unwrap();
+    std::fs::write(
+        dir.path().join("B.java"),
+        "class B {\n  int computeTotal(int x) {}\n}\n",
+    )
+    .unwrap();
+    let mut s = state();
+    let index = Arc::new(RepoIndex::open(dir.path(), None).unwrap());
+    let (a, b) = (
+        index.file_id("A.java").unwrap(),
+        index.file_id("B.java").unwrap(),
+    );
+    let segment = |kind, file: usize, range: std::ops::Range<usize>| {
+        let mut text = SourcedText::default();
+        text.push_span(&index, file, Span::new(range.start, range.end));
+        crate::compose::Segment {
+            kind,
+            tokens: 1,
+            allocated: 10,
+            cut: None,
+            text,
+        }
+    };
+    let b_line_2 = index.files[b].line_start(1)..index.files[b].line_start(2);
+    let prompt = Prompt {
+        segments: vec![
+            segment(SegmentKind::Proposal { id: 7 }, b, b_line_2),
+            segment(SegmentKind::Default, a, 0..index.files[a].text.len()),
+        ],
+        budget: 20,
+        tokenizer: "code",
+        proposal_id: 7,
+    };
+    s.index = Some(index);
+    s.phase = Phase::Ready;
+    at_hole(&mut s, 1);
+    s.candidates = vec![Candidate {
+        prompt,
+        ..candidate(7)
+    }];
+    s.cards = vec![Card {
+        candidate: 7,
+        edited: None,
+        outcome: Ok(Finished {
+            text: completion.into(),
+            latency_ms: 0,
+            scores: crate::metrics::score("a", "a"),
+            syntax_errors: 0,
+        }),
+    }];
+    s
+}
+
+#[test]
+fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
+    let mut s = explained_state("computeTotal(x)");
+    update(&mut s, Action::Command(Command::Explain));
+    assert!(
+        s.status
+            .contains("longest (13 chars) from proposal 7 (")
+            && s.status.contains("at B.java:2"),
+        "{}",
+        s.status
+    );
+    assert!(
+        s.status.contains("2 chars not in the prompt"),
+        "{}",
+        s.status
+    );
+    let mut s = explained_state("int total() {");
+    update(&mut s, Action::Command(Command::Explain));
+    assert!(
+        s.status.contains("from the default context at A.java:2"),
+        "{}",
+        s.status
+    );
+    assert!(s.explained.is_some());
+}
+
+#[test]
+fn the_prompt_copies_through_the_terminal_and_saves_under_the_hole_name() {
+    let mut s = explained_state("x");
+    let effects = update(&mut s, Action::Command(Command::CopyPrompt));
+    let text = s.candidates[0].prompt.text();
+    assert!(matches!(&effects[..], [Effect::Copy(t)] if *t == text));
+    let effects = update(&mut s, Action::Command(Command::SavePrompt));
+    assert!(
+        matches!(&effects[..], [Effect::SavePrompt { stem, text: t }] if stem == "A-1-1-c7" && *t == text),
+        "hole A.java:1:1, candidate 7"
+    );
+}
+
+#[test]
+fn long_prompt_lines_scroll_sideways_unless_wrapped() {
+    let mut s = explained_state("x");
+    s.focus = Pane::Prompt;
+    update(&mut s, Action::Command(Command::Right));
+    update(&mut s, Action::Command(Command::Right));
+    assert_eq!(s.prompt_left, 16);
+    update(&mut s, Action::Command(Command::Left));
+    assert_eq!(s.prompt_left, 8);
+    update(&mut s, Action::Command(Command::Wrap));
+    assert!(s.prompt_wrap);
+    assert_eq!(s.prompt_left, 0);
+    update(&mut s, Action::Command(Command::Right));
+    assert_eq!(s.prompt_left, 0, "wrapped lines have nothing to scroll");
+}
