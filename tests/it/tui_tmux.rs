@@ -60,12 +60,13 @@ fn tmux_missing() -> bool {
 /// directories in `home`; the session is killed when the guard drops.
 fn shell(session: &'static str, home: &std::path::Path, script: &str) -> Session {
     tmux(&["kill-session", "-t", session]);
-    let env = |name: &str, dir: &str| format!("{name}={}", home.join(dir).display());
+    let env: Vec<String> = crate::common::dirs_env(home)
+        .iter()
+        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .collect();
     let script = format!(
-        "{} {} {} {script}; code=$?; echo; echo exit=$code; sleep 600",
-        env("KEYHOLE_CONFIG_DIR", "config"),
-        env("KEYHOLE_CACHE_DIR", "cache"),
-        env("KEYHOLE_DATA_DIR", "data"),
+        "{} {script}; code=$?; echo; echo exit=$code; sleep 600",
+        env.join(" ")
     );
     tmux(&[
         "new-session",
@@ -139,7 +140,12 @@ fn opens_the_sample_completes_shows_help_and_quits() {
     }
     tmux(&["kill-session", "-t", SESSION]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
-    tmux(&[
+    let scratch = tempfile::tempdir().unwrap();
+    let dirs: Vec<String> = crate::common::dirs_env(scratch.path())
+        .iter()
+        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .collect();
+    let mut command = vec![
         "new-session",
         "-d",
         "-s",
@@ -148,8 +154,11 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         "120",
         "-y",
         "40",
-        bin,
-    ]);
+        "env",
+    ];
+    command.extend(dirs.iter().map(String::as_str));
+    command.push(bin);
+    tmux(&command);
     let _session = Session(SESSION);
     wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);

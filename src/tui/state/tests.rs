@@ -578,8 +578,7 @@ fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
     let mut s = explained_state("computeTotal(x)");
     update(&mut s, Action::Command(Command::Explain));
     assert!(
-        s.status
-            .contains("longest (13 chars) from proposal 7 (")
+        s.status.contains("longest (13 chars) from proposal 7 (")
             && s.status.contains("at B.java:2"),
         "{}",
         s.status
