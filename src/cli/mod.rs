@@ -91,6 +91,9 @@ struct UiArgs {
     /// Tokenizer the budget is counted in [default: the backend's, else code].
     #[arg(long)]
     tokenizer: Option<TokenizerKind>,
+    /// The UI's colours: dark or light [default: what theme.toml names, else dark].
+    #[arg(long, value_name = "NAME")]
+    theme: Option<String>,
 }
 
 impl UiArgs {
@@ -125,6 +128,7 @@ impl UiArgs {
             ranker: self.rank.ranker,
             classifier,
             dirs: dirs().clone(),
+            theme: self.theme.clone(),
         })
     }
 }

@@ -65,6 +65,8 @@ pub struct Options {
     pub classifier: crate::rank::classifier::Classifier,
     /// Where the config, the caches and what the UI learns are kept.
     pub dirs: crate::dirs::Dirs,
+    /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
+    pub theme: Option<String>,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
@@ -84,16 +86,27 @@ pub fn run(
     check_start(&root, position.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config = options.dirs.config.clone();
-    let (keymap, keymap_warning) = Keymap::load(config.as_deref());
-    let (theme, theme_warning) = Theme::load(config.as_deref());
+    let (theme, theme_warning) =
+        Theme::load(config.as_deref(), options.theme.as_deref()).map_err(anyhow::Error::msg)?;
+    let (keymap, keymap_warnings) = Keymap::load(config.as_deref());
     let log_warning = log::init(&options.dirs).err().map(|e| format!("{e:#}"));
+    let warnings: Vec<String> = keymap_warnings
+        .into_iter()
+        .chain(theme_warning)
+        .chain(log_warning)
+        .collect();
     // ratatui::init also restores the terminal on panic.
     let mut terminal = ratatui::init();
     keep_the_terminal_through_background_panics();
     let result = runtime.block_on(async {
         let mut app = App::with_options(keymap, theme, options);
-        if let Some(warning) = keymap_warning.or(theme_warning).or(log_warning) {
-            app.state.status = warning;
+        app.state.warning = match &warnings[..] {
+            [] => None,
+            [one] => Some(one.clone()),
+            [first, rest @ ..] => Some(format!("{first} (and {} more in the log)", rest.len())),
+        };
+        for warning in &warnings {
+            tracing::warn!(%warning, "config");
         }
         app.open(root, position);
         event_loop(&mut terminal, &mut app).await?;
@@ -181,6 +194,10 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
     loop {
         terminal.draw(|f| panes = ui::draw(f, &app.state))?;
         let mut outcomes = Vec::new();
+        let rows = pane_rows(&panes, app.state.pane_rows);
+        if rows != app.state.pane_rows {
+            outcomes.extend(app.dispatch(Action::Layout(rows)));
+        }
         tokio::select! {
             Some(Ok(ev)) = events.next() => {
                 if let Some(action) = event_action(app, &ev, &panes) {
@@ -232,6 +249,17 @@ fn suspend() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Rows of each pane drawn (`Pane::ALL` order); a pane not drawn (another is zoomed) keeps
+/// its last height.
+fn pane_rows(panes: &[(Pane, Rect)], mut rows: [u16; 4]) -> [u16; 4] {
+    for (pane, rect) in panes {
+        if let Some(at) = Pane::ALL.iter().position(|p| p == pane) {
+            rows[at] = rect.height;
+        }
+    }
+    rows
+}
+
 /// Keys through the keymap (or the focused text field); left clicks and the wheel by pane.
 fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Action> {
     match event {
@@ -247,8 +275,14 @@ fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Acti
                     width: rect.width,
                     height: rect.height,
                 }),
-                MouseEventKind::ScrollDown => Some(Action::Command(Command::Down)),
-                MouseEventKind::ScrollUp => Some(Action::Command(Command::Up)),
+                MouseEventKind::ScrollDown => Some(Action::Scroll {
+                    pane: *pane,
+                    command: Command::Down,
+                }),
+                MouseEventKind::ScrollUp => Some(Action::Scroll {
+                    pane: *pane,
+                    command: Command::Up,
+                }),
                 _ => None,
             }
         }

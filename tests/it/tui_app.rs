@@ -58,7 +58,7 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
     app.dispatch(Action::Command(Command::Explain));
     assert!(app.state.explained.is_some());
     assert!(
-        app.state.status.contains("% copied from the prompt"),
+        app.state.status.contains("% copied"),
         "{}",
         app.state.status
     );
@@ -330,6 +330,7 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         ranker: RankerKind::RlpgH,
         classifier: Classifier::bundled(),
         dirs: dirs.clone(),
+        theme: None,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();

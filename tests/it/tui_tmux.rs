@@ -163,11 +163,21 @@ fn opens_the_sample_completes_shows_help_and_quits() {
     wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);
     wait_for("ES ", Duration::from_secs(60));
+    // Shift-Tab (reported as BackTab with Shift held) goes back from the completions.
+    tmux(&["send-keys", "-t", SESSION, "BTab"]);
+    wait_for("┏ prompt", Duration::from_secs(10));
     tmux(&["send-keys", "-t", SESSION, "?"]);
-    wait_for("any key closes", Duration::from_secs(10));
-    // Any key closes the help; then q quits.
+    wait_for("Esc or ? closes", Duration::from_secs(10));
+    // Other keys leave the help open; Esc closes it; then q quits.
     tmux(&["send-keys", "-t", SESSION, "x"]);
     sleep(Duration::from_millis(300));
+    assert!(screen().contains("Esc or ? closes"), "{}", screen());
+    tmux(&["send-keys", "-t", SESSION, "Escape"]);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) && screen().contains("Esc or ? closes") {
+        sleep(Duration::from_millis(200));
+    }
+    assert!(!screen().contains("Esc or ? closes"), "help did not close");
     tmux(&["send-keys", "-t", SESSION, "q"]);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) && screen().contains("keyhole ") {

@@ -87,7 +87,11 @@ pub(super) fn start_completion(
     vec![Effect::CancelCompletions, Effect::Complete(job)]
 }
 
+/// Esc: dismiss a warning, else stop the running completions, else close what is open.
 pub(super) fn cancel(state: &mut State) -> Vec<Effect> {
+    if state.warning.take().is_some() {
+        return vec![];
+    }
     if state.running {
         state.running = false;
         state.status = "completions cancelled".into();
@@ -187,7 +191,7 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
         .map(|s| done.text[s.completion.clone()].chars().count())
         .sum();
     let mut status = format!(
-        "completion {}: {:.0}% copied from the prompt",
+        "completion {}: {:.0}% copied",
         state.card_cursor + 1,
         explain::explained_fraction(&spans) * 100.0,
     );
@@ -205,10 +209,10 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
             || "keyhole's own formatting".into(),
             |o| origin_text(index, o),
         );
-        status += &format!(" · longest ({chars} chars) from {segment} at {place}");
+        status += &format!(" · longest, {chars} chars: {place} in {segment}");
     }
     if unexplained > 0 {
-        status += &format!(" · {unexplained} chars not in the prompt");
+        status += &format!(" · {unexplained} chars not copied");
     }
     let scroll = longest
         .and_then(|s| s.prompt.as_ref())

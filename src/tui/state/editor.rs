@@ -36,7 +36,7 @@ impl Editor {
         self.textarea.lines().join("\n")
     }
 
-    fn input(&mut self, key: KeyEvent) {
+    pub(super) fn input(&mut self, key: KeyEvent) {
         if self.textarea.input(key) {
             self.tokens = self.tokenizer.count(&self.text());
         }
@@ -57,28 +57,18 @@ pub(super) fn open_editor(state: &mut State) -> Vec<Effect> {
     vec![]
 }
 
-/// Ctrl-S in the editor: run the edited prompt.
-pub const SUBMIT_EDIT: char = 's';
-
-/// Esc leaves the prompt as it was, Ctrl-S completes with the edit, other keys edit.
-pub(super) fn edit_input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
-    let Some(editor) = &mut state.editor else {
-        state.mode = Mode::Normal;
+/// Close the editor: `submit` completes with the edit (Ctrl-S by default), else it is
+/// discarded and the prompt stays as it was.
+pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    let Some(editor) = state.editor.take() else {
         return vec![];
     };
-    let submit =
-        key.code == KeyCode::Char(SUBMIT_EDIT) && key.modifiers.contains(KeyModifiers::CONTROL);
-    if key.code != KeyCode::Esc && !submit {
-        editor.input(key);
-        return vec![];
-    }
-    let prompt = (editor.candidate, editor.text());
-    state.editor = None;
-    state.mode = Mode::Normal;
     if !submit {
         state.status = "edit discarded".into();
         return vec![];
     }
+    let prompt = (editor.candidate, editor.text());
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {
         state.status = "completing with the edited prompt… Esc cancels".into();

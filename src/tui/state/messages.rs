@@ -53,6 +53,16 @@ pub enum Command {
     SavePrompt,
     /// Wrap long prompt lines, or scroll them sideways.
     Wrap,
+    /// Source pane: the start or the end of the cursor's line.
+    LineStart,
+    LineEnd,
+    /// Source pane: type a line number to go to.
+    GoToLine,
+    /// Source pane: type text to find in the file.
+    Search,
+    /// Source pane: the next or previous match of the last search.
+    NextMatch,
+    PrevMatch,
 }
 
 pub enum Action {
@@ -67,6 +77,13 @@ pub enum Action {
         width: u16,
         height: u16,
     },
+    /// The mouse wheel over `pane`: it scrolls whichever pane has the focus.
+    Scroll {
+        pane: Pane,
+        command: Command,
+    },
+    /// Rows of each pane as drawn (`Pane::ALL` order), when they change.
+    Layout([u16; 4]),
     Tick,
     /// How far opening the repository has come.
     Progress(Progress),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::Style;
 use ratatui_textarea::TextArea;
 use serde::Deserialize;
@@ -54,9 +54,9 @@ pub use setup::*;
 pub const DEFAULT_K: usize = 3;
 /// The most cards side by side (and the pick keys 1..5).
 pub const MAX_K: usize = 5;
-const PAGE: isize = 10;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Pane {
     Source,
     Candidates,
@@ -71,6 +71,16 @@ impl Pane {
         Pane::Prompt,
         Pane::Completions,
     ];
+
+    /// How help and titles name the pane.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Source => "source",
+            Pane::Candidates => "candidates",
+            Pane::Prompt => "prompt",
+            Pane::Completions => "completions",
+        }
+    }
 
     fn step(self, by: isize) -> Pane {
         let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
@@ -157,12 +167,20 @@ pub struct State {
     pub k: usize,
     pub focus: Pane,
     pub zoomed: bool,
-    pub help: bool,
     pub mode: Mode,
     pub editor: Option<Editor>,
     pub mouse: bool,
     pub tick: usize,
     pub status: String,
+    /// A problem with the user's files (keymap, theme, log): shown over the status until
+    /// dismissed, so it cannot scroll away unread.
+    pub warning: Option<String>,
+    /// The column the source cursor was last put in: moving up and down keeps to it.
+    pub column_goal: usize,
+    /// The last search in the source pane (n and N find it again).
+    pub search_query: String,
+    /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
+    pub pane_rows: [u16; 4],
     pub quit: bool,
 }
 
@@ -203,12 +221,15 @@ impl State {
             k: DEFAULT_K,
             focus: Pane::Source,
             zoomed: false,
-            help: false,
             mode: Mode::Normal,
             editor: None,
             mouse: true,
             tick: 0,
             status: "indexing…".into(),
+            warning: None,
+            column_goal: 0,
+            search_query: String::new(),
+            pane_rows: [10; 4],
             quit: false,
         }
     }
@@ -283,10 +304,14 @@ impl State {
         hits.into_iter().map(|(_, id)| id).collect()
     }
 
-    fn line_chars(&self, line: usize) -> usize {
+    fn line_text(&self, line: usize) -> &str {
         self.index
             .as_ref()
-            .map_or(0, |i| i.files[self.file].line_text(line).chars().count())
+            .map_or("", |i| i.files[self.file].line_text(line))
+    }
+
+    fn line_chars(&self, line: usize) -> usize {
+        self.line_text(line).chars().count()
     }
 
     fn line_count(&self) -> usize {
@@ -299,7 +324,17 @@ impl State {
 /// Apply one action; return the effects it asks for.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
+        // Quitting and suspending work in every mode.
+        Action::Command(command @ (Command::Quit | Command::Suspend)) => {
+            command_effects(state, command)
+        }
+        Action::Command(command) if state.mode != Mode::Normal => mode_command(state, command),
         Action::Command(command) => command_effects(state, command),
+        Action::Scroll { pane, command } => move_in(state, pane, command),
+        Action::Layout(rows) => {
+            state.pane_rows = rows;
+            vec![]
+        }
         Action::Input(key) => input(state, key),
         Action::Click {
             pane,
@@ -455,17 +490,13 @@ fn current(state: &State, generation: u64) -> bool {
 }
 
 fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
-    if state.help && !matches!(command, Command::Quit | Command::Suspend) {
-        state.help = false;
-        return vec![];
-    }
     match command {
         Command::Quit => {
             state.quit = true;
             vec![Effect::CancelCompletions, Effect::Quit]
         }
         Command::Help => {
-            state.help = true;
+            state.mode = Mode::Help { scroll: 0 };
             vec![]
         }
         Command::FocusNext => {
@@ -480,12 +511,26 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
             state.zoomed = !state.zoomed;
             vec![]
         }
-        Command::Up => move_vertical(state, -1),
-        Command::Down => move_vertical(state, 1),
-        Command::PageUp => move_vertical(state, -PAGE),
-        Command::PageDown => move_vertical(state, PAGE),
-        Command::Top => move_vertical(state, isize::MIN / 2),
-        Command::Bottom => move_vertical(state, isize::MAX / 2),
+        Command::Up
+        | Command::Down
+        | Command::PageUp
+        | Command::PageDown
+        | Command::Top
+        | Command::Bottom => move_in(state, state.focus, command),
+        Command::LineStart => line_start(state),
+        Command::LineEnd => line_end(state),
+        Command::GoToLine => {
+            state.mode = Mode::GoTo(String::new());
+            state.focus = Pane::Source;
+            vec![]
+        }
+        Command::Search => {
+            state.mode = Mode::Search(String::new());
+            state.focus = Pane::Source;
+            vec![]
+        }
+        Command::NextMatch => find(state, true),
+        Command::PrevMatch => find(state, false),
         Command::Left => move_horizontal(state, -1),
         Command::Right => move_horizontal(state, 1),
         Command::Confirm => confirm(state),

@@ -61,11 +61,20 @@ pub(super) fn clamp_add(value: usize, delta: isize, len: usize) -> usize {
         .clamp(0, len.saturating_sub(1) as isize) as usize
 }
 
-pub(super) fn move_vertical(state: &mut State, delta: isize) -> Vec<Effect> {
-    match state.focus {
+/// Rows a page moves in `pane`: its height as last drawn, less one row kept for context.
+pub(super) fn page(state: &State, pane: Pane) -> isize {
+    let rows = state.pane_rows[Pane::ALL.iter().position(|&p| p == pane).unwrap_or(0)];
+    (rows as isize - 1).max(1)
+}
+
+/// Move up or down in `pane` by `command` (a line, a page, to either end).
+pub(super) fn move_in(state: &mut State, pane: Pane, command: Command) -> Vec<Effect> {
+    let delta = step(command, page(state, pane));
+    match pane {
         Pane::Source => {
             let line = clamp_add(state.cursor.0, delta, state.line_count());
-            state.cursor = (line, state.cursor.1.min(state.line_chars(line)));
+            // The column the cursor was put in, where the line is long enough.
+            state.cursor = (line, state.column_goal.min(state.line_chars(line)));
         }
         Pane::Candidates => {
             let len = state.visible().len();
@@ -87,7 +96,7 @@ pub(super) fn move_horizontal(state: &mut State, delta: isize) -> Vec<Effect> {
     match state.focus {
         Pane::Source => {
             let chars = state.line_chars(state.cursor.0);
-            state.cursor.1 = clamp_add(state.cursor.1, delta, chars + 1);
+            set_column(state, clamp_add(state.cursor.1, delta, chars + 1));
         }
         Pane::Completions => {
             state.card_cursor = clamp_add(state.card_cursor, delta, state.cards.len());
@@ -99,6 +108,94 @@ pub(super) fn move_horizontal(state: &mut State, delta: isize) -> Vec<Effect> {
         }
         Pane::Candidates | Pane::Prompt => {}
     }
+    vec![]
+}
+
+/// Put the source cursor in `column` of its line, and remember it for moves up and down.
+fn set_column(state: &mut State, column: usize) {
+    state.cursor.1 = column;
+    state.column_goal = column;
+}
+
+/// Home and End in the source pane: the line's first non-blank character (its very first
+/// when already there) or one past its end.
+pub(super) fn line_start(state: &mut State) -> Vec<Effect> {
+    let indent = state
+        .line_text(state.cursor.0)
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .count();
+    let column = if state.cursor.1 == indent { 0 } else { indent };
+    set_column(state, column);
+    vec![]
+}
+
+pub(super) fn line_end(state: &mut State) -> Vec<Effect> {
+    set_column(state, state.line_chars(state.cursor.0));
+    vec![]
+}
+
+/// `:` then a 1-based line number: the source cursor goes there (the last line for a larger
+/// number).
+pub(super) fn go_to_line(state: &mut State, text: &str) -> Vec<Effect> {
+    match text.trim().parse::<usize>() {
+        Ok(line) if line > 0 && state.line_count() > 0 => {
+            let line = line.min(state.line_count()) - 1;
+            state.cursor = (line, state.column_goal.min(state.line_chars(line)));
+            state.focus = Pane::Source;
+        }
+        _ => state.status = format!("'{text}' is not a line number"),
+    }
+    vec![]
+}
+
+/// The next (or previous) match of the search in the file shown, from the cursor on,
+/// wrapping at the ends; case matters only when the query has a capital.
+pub(super) fn find(state: &mut State, forward: bool) -> Vec<Effect> {
+    let query = state.search_query.clone();
+    if query.is_empty() {
+        state.status = "nothing to search for: / searches".into();
+        return vec![];
+    }
+    let fold = !query.chars().any(char::is_uppercase);
+    let norm = |s: &str| {
+        if fold {
+            s.to_lowercase()
+        } else {
+            s.to_string()
+        }
+    };
+    let needle = norm(&query);
+    let lines = state.line_count();
+    let (line, column) = state.cursor;
+    // Every line once, the cursor's line last again for a match before the cursor.
+    for step in 0..=lines {
+        let at = match forward {
+            true => (line + step) % lines.max(1),
+            false => (line + lines * 2 - step) % lines.max(1),
+        };
+        let text = norm(state.line_text(at));
+        let columns: Vec<usize> = text
+            .match_indices(&needle)
+            .map(|(byte, _)| text[..byte].chars().count())
+            .collect();
+        let found = match (forward, step) {
+            (true, 0) => columns.into_iter().find(|&c| c > column),
+            (false, 0) => columns.into_iter().rev().find(|&c| c < column),
+            (true, s) if s == lines => columns.into_iter().find(|&c| c <= column),
+            (false, s) if s == lines => columns.into_iter().rev().find(|&c| c >= column),
+            (true, _) => columns.into_iter().next(),
+            (false, _) => columns.into_iter().next_back(),
+        };
+        if let Some(found) = found {
+            state.cursor = (at, found);
+            state.column_goal = found;
+            state.focus = Pane::Source;
+            state.status = format!("/{query}: line {}", at + 1);
+            return vec![];
+        }
+    }
+    state.status = format!("/{query}: not found in this file");
     vec![]
 }
 
@@ -124,35 +221,6 @@ pub(super) fn hole_at_cursor(state: &mut State) -> Vec<Effect> {
     }
 }
 
-pub(super) fn picker_input(
-    state: &mut State,
-    mut query: String,
-    cursor: usize,
-    code: KeyCode,
-) -> Vec<Effect> {
-    let matches = state.picker_matches(&query);
-    match code {
-        KeyCode::Esc => state.mode = Mode::Normal,
-        KeyCode::Enter => {
-            state.mode = Mode::Normal;
-            if let Some(&file) = matches.get(cursor) {
-                show_file(state, file);
-                state.focus = Pane::Source;
-            }
-        }
-        KeyCode::Up | KeyCode::Down => {
-            let delta = if code == KeyCode::Up { -1 } else { 1 };
-            let cursor = clamp_add(cursor, delta, matches.len());
-            state.mode = Mode::Picker { query, cursor };
-        }
-        code => {
-            edit_text(&mut query, code);
-            state.mode = Mode::Picker { query, cursor: 0 };
-        }
-    }
-    vec![]
-}
-
 pub(super) fn click(
     state: &mut State,
     pane: Pane,
@@ -169,6 +237,7 @@ pub(super) fn click(
                 let left = ui::source::first_column(state.cursor.1, width);
                 let col = left + col.saturating_sub(ui::source::GUTTER) as usize;
                 state.cursor = (line, col.min(state.line_chars(line)));
+                state.column_goal = state.cursor.1;
             }
         }
         Pane::Candidates => {

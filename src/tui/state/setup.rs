@@ -37,40 +37,22 @@ impl Setup {
     }
 }
 
-pub(super) fn backends_input(state: &mut State, cursor: usize, code: KeyCode) -> Vec<Effect> {
-    match code {
-        KeyCode::Up | KeyCode::Down => {
-            let delta = if code == KeyCode::Up { -1 } else { 1 };
-            let cursor = clamp_add(cursor, delta, state.setup.backends.len());
-            state.mode = Mode::Backends { cursor };
-            vec![]
-        }
-        KeyCode::Enter => {
-            state.mode = Mode::Normal;
-            let (Some(index), Some(entry)) = (&state.index, state.setup.backends.get(cursor))
-            else {
-                return vec![];
-            };
-            if cursor == state.setup.backend {
-                return vec![];
-            }
-            state.status = format!("starting backend {}…", entry.name);
-            state.starting_backend = Some(cursor);
-            vec![Effect::SwitchBackend {
-                chosen: cursor,
-                entry: entry.clone(),
-                index: index.clone(),
-            }]
-        }
-        KeyCode::Esc => {
-            state.mode = Mode::Normal;
-            vec![]
-        }
-        _ => {
-            state.mode = Mode::Backends { cursor };
-            vec![]
-        }
+/// Complete with backend `cursor` of the setup from now on (it starts in the background).
+pub(super) fn choose_backend(state: &mut State, cursor: usize) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    let (Some(index), Some(entry)) = (&state.index, state.setup.backends.get(cursor)) else {
+        return vec![];
+    };
+    if cursor == state.setup.backend {
+        return vec![];
     }
+    state.status = format!("starting backend {}…", entry.name);
+    state.starting_backend = Some(cursor);
+    vec![Effect::SwitchBackend {
+        chosen: cursor,
+        entry: entry.clone(),
+        index: index.clone(),
+    }]
 }
 
 /// The new backend completes from now on; the hole's candidates are built again, since

@@ -5,22 +5,46 @@ fn state() -> State {
     State::new(Keymap::builtin(), Theme::dark())
 }
 
+/// A key as the terminal loop reads it: through the mode's keymap layer.
+fn press(s: &mut State, key: KeyEvent) -> Vec<Effect> {
+    match key_action(s, key) {
+        Some(action) => update(s, action),
+        None => vec![],
+    }
+}
+
 fn key(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
 }
 
 #[test]
-fn focus_cycles_both_ways_and_help_swallows_the_next_key() {
+fn focus_cycles_both_ways_and_help_scrolls_and_closes_by_esc_or_question_mark() {
     let mut s = state();
     update(&mut s, Action::Command(Command::FocusPrev));
     assert_eq!(s.focus, Pane::Completions);
     update(&mut s, Action::Command(Command::FocusNext));
     assert_eq!(s.focus, Pane::Source);
-    update(&mut s, Action::Command(Command::Help));
-    assert!(s.help);
-    update(&mut s, Action::Command(Command::FocusNext));
-    assert!(!s.help);
-    assert_eq!(s.focus, Pane::Source);
+    for close in [KeyCode::Esc, KeyCode::Char('?')] {
+        update(&mut s, Action::Command(Command::Help));
+        assert_eq!(s.mode, Mode::Help { scroll: 0 });
+        // Other keys do not close it: they scroll it, or nothing.
+        for key in [KeyCode::Tab, KeyCode::Char('x')] {
+            assert!(key_action(&s, KeyEvent::from(key)).is_none());
+        }
+        for key in [KeyCode::Down, KeyCode::PageDown, KeyCode::Up] {
+            let action = key_action(&s, KeyEvent::from(key)).unwrap();
+            update(&mut s, action);
+        }
+        assert!(
+            matches!(s.mode, Mode::Help { scroll } if scroll > 1),
+            "{:?}",
+            s.mode
+        );
+        let action = key_action(&s, KeyEvent::from(close)).unwrap();
+        update(&mut s, action);
+        assert_eq!(s.mode, Mode::Normal);
+        assert_eq!(s.focus, Pane::Source);
+    }
 }
 
 #[test]
@@ -42,9 +66,9 @@ fn filter_mode_takes_raw_keys_until_enter() {
     update(&mut s, Action::Command(Command::Filter));
     assert!(matches!(key_action(&s, key('q')), Some(Action::Input(_))));
     for c in "mnb".chars() {
-        update(&mut s, Action::Input(key(c)));
+        press(&mut s, key(c));
     }
-    update(&mut s, Action::Input(KeyEvent::from(KeyCode::Enter)));
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
     assert_eq!(s.filter, "mnb");
     assert_eq!(s.mode, Mode::Normal);
     assert!(matches!(
@@ -194,8 +218,8 @@ fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
     s.setup.backends.push(other);
     update(&mut s, Action::Command(Command::Backends));
     assert_eq!(s.mode, Mode::Backends { cursor: 0 });
-    update(&mut s, Action::Input(KeyEvent::from(KeyCode::Down)));
-    let effects = update(&mut s, Action::Input(KeyEvent::from(KeyCode::Enter)));
+    press(&mut s, KeyEvent::from(KeyCode::Down));
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
     assert!(matches!(
         effects[..],
         [Effect::SwitchBackend { chosen: 1, .. }]
@@ -427,14 +451,14 @@ fn the_editor_counts_tokens_and_esc_discards_it() {
     update(&mut s, Action::Command(Command::Edit));
     assert_eq!((s.mode.clone(), s.focus), (Mode::Edit, Pane::Prompt));
     for c in "int x".chars() {
-        update(&mut s, Action::Input(key(c)));
+        press(&mut s, key(c));
     }
     let editor = s.editor.as_ref().unwrap();
     assert_eq!((editor.text().as_str(), editor.candidate), ("int x", 7));
     let tokens = TokenizerKind::Code.tokenizer().count("int x");
     assert_eq!(editor.tokens, tokens);
     assert!(ui::prompt::title(&s).contains(&format!("{tokens}/10 tokens")));
-    update(&mut s, Action::Input(KeyEvent::from(KeyCode::Esc)));
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
     assert!(s.editor.is_none() && s.mode == Mode::Normal);
     assert_eq!(s.candidates[0].prompt.text(), "", "the prompt is unchanged");
 }
@@ -445,7 +469,10 @@ fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
     s.candidates = vec![candidate(7)];
     update(&mut s, Action::Command(Command::Edit));
     // No backend yet: nothing runs, but the editor still closes.
-    assert!(update(&mut s, Action::Input(ctrl(SUBMIT_EDIT))).is_empty());
+    assert!(
+        key_action(&s, ctrl('s')).is_some_and(|a| matches!(a, Action::Command(Command::Confirm)))
+    );
+    assert!(update(&mut s, Action::Command(Command::Confirm)).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     let card = |edited: Option<&str>| Card {
         candidate: 7,
@@ -578,20 +605,17 @@ fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
     let mut s = explained_state("computeTotal(x)");
     update(&mut s, Action::Command(Command::Explain));
     assert!(
-        s.status.contains("longest (13 chars) from proposal 7 (")
-            && s.status.contains("at B.java:2"),
+        s.status
+            .contains("longest, 13 chars: B.java:2 in proposal 7 (")
+            && s.status.contains("87% copied"),
         "{}",
         s.status
     );
-    assert!(
-        s.status.contains("2 chars not in the prompt"),
-        "{}",
-        s.status
-    );
+    assert!(s.status.contains("2 chars not copied"), "{}", s.status);
     let mut s = explained_state("int total() {");
     update(&mut s, Action::Command(Command::Explain));
     assert!(
-        s.status.contains("from the default context at A.java:2"),
+        s.status.contains("A.java:2 in the default context"),
         "{}",
         s.status
     );
@@ -625,4 +649,121 @@ fn long_prompt_lines_scroll_sideways_unless_wrapped() {
     assert_eq!(s.prompt_left, 0);
     update(&mut s, Action::Command(Command::Right));
     assert_eq!(s.prompt_left, 0, "wrapped lines have nothing to scroll");
+}
+
+/// A state showing a 40-line file: line n (1-based) is "    int vN = N;" with a long line 3.
+fn navigable() -> State {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for n in 1..=40 {
+        match n {
+            3 => text.push_str("    int v3 = 3; // a much longer line than the others\n"),
+            _ => text.push_str(&format!("    int v{n} = {n};\n")),
+        }
+    }
+    std::fs::write(dir.path().join("A.java"), text).unwrap();
+    let mut s = state();
+    s.index = Some(Arc::new(RepoIndex::open(dir.path(), None).unwrap()));
+    s.phase = Phase::Ready;
+    s
+}
+
+fn type_text(s: &mut State, text: &str) {
+    for c in text.chars() {
+        press(s, key(c));
+    }
+}
+
+#[test]
+fn colon_goes_to_a_line_and_the_column_is_remembered() {
+    let mut s = navigable();
+    press(&mut s, key(':'));
+    assert!(matches!(s.mode, Mode::GoTo(_)));
+    type_text(&mut s, "3");
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!((s.mode.clone(), s.cursor.0), (Mode::Normal, 2));
+    press(&mut s, KeyEvent::from(KeyCode::End));
+    let end_of_3 = s.cursor.1;
+    assert!(end_of_3 > 30);
+    press(&mut s, KeyEvent::from(KeyCode::Down));
+    assert_eq!(
+        s.cursor,
+        (3, "    int v4 = 4;".len()),
+        "clamped to the shorter line"
+    );
+    press(&mut s, KeyEvent::from(KeyCode::Up));
+    assert_eq!(s.cursor, (2, end_of_3), "back in the column it was put in");
+    press(&mut s, KeyEvent::from(KeyCode::Home));
+    assert_eq!(s.cursor.1, 4, "Home: the indent first");
+    press(&mut s, KeyEvent::from(KeyCode::Home));
+    assert_eq!(s.cursor.1, 0, "then column 1");
+    press(&mut s, key(':'));
+    type_text(&mut s, "x");
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert!(
+        s.status.contains("'x' is not a line number"),
+        "{}",
+        s.status
+    );
+    press(&mut s, key('G'));
+    assert_eq!(s.cursor.0, 39, "G: the last line");
+    press(&mut s, key('g'));
+    assert_eq!(s.cursor.0, 0, "g: the first");
+}
+
+#[test]
+fn slash_searches_the_file_and_n_and_shift_n_wrap_around() {
+    let mut s = navigable();
+    s.cursor = (20, 0);
+    press(&mut s, key('/'));
+    type_text(&mut s, "V2");
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.search_query, "V2");
+    assert!(
+        s.status.contains("not found"),
+        "a capital makes it case-sensitive"
+    );
+    press(&mut s, key('/'));
+    type_text(&mut s, "v3");
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.cursor, (29, 8), "the next v3 after line 21 is v30");
+    press(&mut s, key('n'));
+    assert_eq!(s.cursor.0, 30, "v31");
+    press(&mut s, key('N'));
+    press(&mut s, key('N'));
+    assert_eq!(s.cursor.0, 2, "back past v30 to v3");
+    for _ in 0..11 {
+        press(&mut s, key('n'));
+    }
+    assert_eq!(s.cursor.0, 2, "v30 to v39, then round to v3 again");
+}
+
+#[test]
+fn pages_move_by_the_pane_height_and_the_wheel_scrolls_the_pane_under_it() {
+    let mut s = navigable();
+    update(&mut s, Action::Layout([12, 8, 5, 5]));
+    press(&mut s, KeyEvent::from(KeyCode::PageDown));
+    assert_eq!(s.cursor.0, 11, "a page of 12 rows keeps one for context");
+    s.candidates = (1..=20).map(candidate).collect();
+    let wheel = Action::Scroll {
+        pane: Pane::Candidates,
+        command: Command::Down,
+    };
+    update(&mut s, wheel);
+    assert_eq!(s.candidate_cursor, 1);
+    assert_eq!(
+        (s.focus, s.cursor.0),
+        (Pane::Source, 11),
+        "focus and source stay"
+    );
+}
+
+#[test]
+fn a_warning_stays_over_the_status_until_esc() {
+    let mut s = state();
+    s.warning = Some("keymap.toml: line 3, key `on`: unknown key 'nope'".into());
+    update(&mut s, Action::Message("picked".into()));
+    assert!(s.warning.is_some(), "messages do not replace it");
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert!(s.warning.is_none());
 }

@@ -13,7 +13,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph};
 
-use super::state::{Mode, Pane, State};
+use super::keymap::Layer;
+use super::state::{Command, Mode, Pane, State};
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
@@ -41,7 +42,7 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
     .areas(frame.area());
     frame.render_widget(header_line(state), header);
     frame.render_widget(status_line(state), status);
-    frame.render_widget(hint_line(state), hints);
+    frame.render_widget(hint_line(state, hints.width), hints);
     let mut inner = Vec::new();
     for (pane, area) in pane_areas(state, body) {
         let block = pane_block(state, pane);
@@ -58,10 +59,8 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
     match &state.mode {
         Mode::Picker { query, cursor } => overlay::picker(frame, state, query, *cursor),
         Mode::Backends { cursor } => overlay::backends(frame, state, *cursor),
+        Mode::Help { scroll } => overlay::help(frame, state, *scroll),
         _ => {}
-    }
-    if state.help {
-        overlay::help(frame, state);
     }
     inner
 }
@@ -136,61 +135,55 @@ fn header_line(state: &State) -> Paragraph<'static> {
     ]))
 }
 
+/// The spinner and the status; a text field being typed (go to line, search) takes its
+/// place, and a warning about the user's files shows over it until dismissed.
 fn status_line(state: &State) -> Paragraph<'static> {
     let theme = &state.theme;
     let spin = if state.busy() { spinner(state) } else { " " };
+    let (text, colour) = match (&state.mode, &state.warning) {
+        (Mode::GoTo(text), _) => (format!("go to line: {text}▏"), theme.explain),
+        (Mode::Search(text), _) => (format!("search: /{text}▏"), theme.explain),
+        (_, Some(warning)) => (format!("{warning}  (Esc dismisses)"), theme.bad),
+        _ => (state.status.clone(), theme.text),
+    };
     Paragraph::new(Line::from(vec![
         Span::styled(format!(" {spin} "), Style::new().fg(theme.explain)),
-        Span::styled(state.status.clone(), Style::new().fg(theme.text)),
+        Span::styled(text, Style::new().fg(colour)),
     ]))
 }
 
-/// The hint bar, generated from the live keymap (or the keys of the focused text field).
-fn hint_line(state: &State) -> Paragraph<'static> {
+/// The hint bar: the focused pane's hinted keys in the mode's layer, then the layer's and the
+/// shared ones, as many whole entries as fit in `width`, ending with help's key.
+fn hint_line(state: &State, width: u16) -> Paragraph<'static> {
     let theme = &state.theme;
     let key = Style::new().fg(theme.background).bg(theme.muted);
     let desc = Style::new().fg(theme.muted);
-    let fixed = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, d)| (k.to_string(), d.to_string()))
-            .collect()
+    let layer = state.mode.layer();
+    let help = state.keymap.keys_for(Layer::Normal, None, Command::Help);
+    let mut pairs = state.keymap.hints(layer, state.focus);
+    // Help's key goes last, where it is always seen.
+    pairs.retain(|(k, _)| *k != help);
+    let cell = |k: &str, d: &str| k.chars().count() + d.chars().count() + 5;
+    let tail = match layer == Layer::Normal && !help.is_empty() {
+        true => Some((help.clone(), "all keys")),
+        false => None,
     };
-    let pairs = match state.mode {
-        Mode::Normal => state
-            .keymap
-            .hints()
-            .into_iter()
-            .map(|(k, d)| (k, d.to_string()))
-            .collect(),
-        Mode::Filter => fixed(&[("type", "filter"), ("enter/esc", "done")]),
-        Mode::Picker { .. } => fixed(&[
-            ("type", "find a file"),
-            ("up/down", "choose"),
-            ("enter", "open"),
-            ("esc", "close"),
-        ]),
-        Mode::Backends { .. } => fixed(&[
-            ("up/down", "choose"),
-            ("enter", "complete with it"),
-            ("esc", "keep the current one"),
-        ]),
-        Mode::ConfirmApply => fixed(&[("y", "write the file"), ("any other", "keep it")]),
-        Mode::Edit => fixed(&[
-            ("type", "edit the prompt"),
-            ("ctrl-s", "complete with it"),
-            ("esc", "discard"),
-        ]),
-    };
-    let spans: Vec<Span> = pairs
-        .into_iter()
-        .flat_map(|(k, d)| {
-            [
-                Span::styled(format!(" {k} "), key),
-                Span::styled(format!(" {d}  "), desc),
-            ]
-        })
-        .collect();
+    let mut room = width as usize - tail.as_ref().map_or(0, |(k, d)| cell(k, d));
+    let mut spans = Vec::new();
+    for (k, d) in pairs
+        .iter()
+        .map(|(k, d)| (k.as_str(), *d))
+        .chain(tail.iter().map(|(k, d)| (k.as_str(), *d)))
+    {
+        let needed = cell(k, d);
+        let last = tail.as_ref().is_some_and(|(t, _)| t == k);
+        if needed > room && !last {
+            continue;
+        }
+        room = room.saturating_sub(needed);
+        spans.push(Span::styled(format!(" {k} "), key));
+        spans.push(Span::styled(format!(" {d}  "), desc));
+    }
     Paragraph::new(Line::from(spans))
 }
 
