@@ -173,6 +173,12 @@ impl SharedRankers {
         Ok(ranker.rank(input))
     }
 
+    /// How many picks the online ranker has learnt from.
+    fn online_picks(&self) -> u64 {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        rankers.online.picks()
+    }
+
     /// Rank with the online ranker as a pick left it.
     fn learnt(&self, online: OnlineRanker) {
         let mut rankers = self
@@ -642,10 +648,12 @@ impl Driver {
                 backend,
             } => {
                 let (tx, dirs) = (self.tx.clone(), self.rankers.dirs.clone());
+                let rankers = self.rankers.clone();
                 self.blocking(
                     move || {
                         let progress = |progress| report_progress(&tx, progress);
                         let indexed = index(&root, position.as_deref(), &backend, &dirs, &progress);
+                        let _ = tx.send(Action::OnlinePicks(rankers.online_picks()));
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
                             tracing::error!(root = %root.display(), %error, "open");
@@ -775,9 +783,13 @@ impl Driver {
                 picked,
                 bandit,
             } => {
-                let rankers = self.rankers.clone();
+                let (tx, rankers) = (self.tx.clone(), self.rankers.clone());
                 self.blocking(
-                    move || Action::Message(record_pick(pick, picked, bandit, &rankers)),
+                    move || {
+                        let said = record_pick(pick, picked, bandit, &rankers);
+                        let _ = tx.send(Action::OnlinePicks(rankers.online_picks()));
+                        Action::Message(said)
+                    },
                     Action::Message,
                 )
             }

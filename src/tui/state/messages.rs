@@ -128,6 +128,8 @@ pub enum Action {
         generation: u64,
         cards: Vec<Card>,
     },
+    /// How many picks the online ranker has learnt from.
+    OnlinePicks(u64),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }

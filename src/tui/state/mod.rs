@@ -148,6 +148,8 @@ pub struct State {
     pub candidates: Vec<Candidate>,
     pub proposals: Arc<Vec<ProposalContext>>,
     pub ranker: RankerKind,
+    /// How many picks the online ranker has learnt from.
+    pub online_picks: u64,
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
@@ -206,6 +208,7 @@ impl State {
             candidates: Vec::new(),
             proposals: Arc::default(),
             ranker: RankerKind::RlpgH,
+            online_picks: 0,
             procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
@@ -461,6 +464,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                 state.running = false;
                 state.status = "completions ready: Enter or 1..k picks, e explains".into();
             }
+            vec![]
+        }
+        Action::OnlinePicks(picks) => {
+            state.online_picks = picks;
             vec![]
         }
         Action::Message(text) => {

@@ -127,7 +127,7 @@ fn header_line(state: &State) -> Paragraph<'static> {
         Span::styled(
             format!(
                 "   backend {backend} · ranker {} · k={}",
-                state.ranker.name(),
+                candidates::ranker_name(state),
                 state.k
             ),
             Style::new().fg(theme.muted),

@@ -52,7 +52,7 @@ fn help_groups() -> Vec<(String, Layer, Option<Pane>)> {
 }
 
 /// What the abbreviations, marks and numbers on the screen mean.
-const LEGEND: [(&str, &str); 13] = [
+const LEGEND: [(&str, &str); 15] = [
     (
         "PL",
         "post lines: the lines after the hole (% of the budget)",
@@ -69,7 +69,18 @@ const LEGEND: [(&str, &str); 13] = [
         "the candidate applies here / does not (why: on a wide pane)",
     ),
     ("●", "selected: r completes the selected candidates"),
-    ("score", "the ranker's score, in the unit its header names"),
+    (
+        "P(success)",
+        "RLPG's probability the proposal completes the hole right",
+    ),
+    (
+        "bars",
+        "out of 1 (BM25: of the best score); retrieved: similarity",
+    ),
+    (
+        "pick rate",
+        "online: picks per showing, from the fixed order at first",
+    ),
     (
         "235/3054",
         "prompt pane: tokens a segment uses / tokens allotted to it",
