@@ -12,8 +12,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::state::{
-    Action, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, Finished, Indexed,
-    Procc, Progress, SearchIndex, Stage, apply_ranking,
+    Action, Applied, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, FileEdit,
+    Finished, Indexed, Procc, Progress, SearchIndex, Stage, apply_ranking,
 };
 use crate::compose::{Composer, Prompt};
 use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
@@ -31,7 +31,7 @@ use crate::rank::bandit::{self, LinUcb};
 use crate::rank::classifier::Classifier;
 use crate::rank::online::{self, OnlineRanker};
 use crate::rank::{RankInput, Ranked, RankerKind, Rankers};
-use crate::repo::RepoIndex;
+use crate::repo::{FileId, RepoIndex};
 use crate::token::Tokenizer;
 
 const FEEDBACK_FILE: &str = "feedback.jsonl";
@@ -520,21 +520,37 @@ fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
     bandit.save(path)
 }
 
-fn apply(
-    path: &Path,
-    hash: &[u8; 32],
-    offset: usize,
-    replace: usize,
-    text: &str,
-    dirs: &Dirs,
-) -> String {
-    let result =
-        feedback::apply_completion(path, hash, offset, replace, text, dirs.data.as_deref());
+/// Make `edit` on disk; the file's text afterwards and its hash, or why not (one line).
+fn write_edit(edit: &FileEdit, dirs: &Dirs) -> Result<(String, [u8; 32]), String> {
+    let FileEdit {
+        path,
+        hash,
+        offset,
+        replace,
+        text,
+    } = edit;
+    let data = dirs.data.as_deref();
+    let result = feedback::apply_completion(path, hash, *offset, *replace, text, data);
     tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
-    match result {
-        Ok(()) => format!("wrote the completion into {}", path.display()),
-        Err(e) => e.to_string(),
-    }
+    result.map_err(|e| e.to_string())?;
+    let now = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = *blake3::hash(now.as_bytes()).as_bytes();
+    Ok((now, hash))
+}
+
+/// Write a completion in; what comes back says how to take it out again.
+fn apply(file: FileId, edit: &FileEdit, original: String, dirs: &Dirs) -> Action {
+    let result = write_edit(edit, dirs).map(|(text, hash)| {
+        let undo = FileEdit {
+            path: edit.path.clone(),
+            hash,
+            offset: edit.offset,
+            replace: edit.text.len(),
+            text: original,
+        };
+        Some(Applied { file, text, undo })
+    });
+    Action::Written { file, result }
 }
 
 /// Write `text` to `keyhole-prompt-STEM.txt` in the working directory (`-2`, `-3`… when the
@@ -794,17 +810,29 @@ impl Driver {
                 )
             }
             Effect::Apply {
-                path,
-                hash,
-                offset,
-                replace,
-                text,
+                file,
+                edit,
+                original,
             } => {
                 let dirs = self.rankers.dirs.clone();
                 self.blocking(
-                    move || Action::Message(apply(&path, &hash, offset, replace, &text, &dirs)),
-                    Action::Message,
+                    move || apply(file, &edit, original, &dirs),
+                    move |error| Action::Written {
+                        file,
+                        result: Err(error),
+                    },
                 )
+            }
+            Effect::Undo { file, edit } => {
+                let dirs = self.rankers.dirs.clone();
+                let undo = move || Action::Written {
+                    file,
+                    result: write_edit(&edit, &dirs).map(|_| None),
+                };
+                self.blocking(undo, move |error| Action::Written {
+                    file,
+                    result: Err(error),
+                })
             }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Copy(text) => return Outcome::Copy(text),

@@ -75,6 +75,7 @@ pub fn run(
     position: Option<String>,
     options: Options,
 ) -> anyhow::Result<()> {
+    let shared_sample = repo.is_none();
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
@@ -100,6 +101,7 @@ pub fn run(
     keep_the_terminal_through_background_panics();
     let result = runtime.block_on(async {
         let mut app = App::with_options(keymap, theme, options);
+        app.state.shared_sample = shared_sample;
         app.state.warning = match &warnings[..] {
             [] => None,
             [one] => Some(one.clone()),

@@ -374,3 +374,104 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         "the server is asked no more"
     );
 }
+
+/// The app on `root` at `position`, completing through a loopback server that always answers
+/// `fromServer();`.
+async fn served_app(
+    root: std::path::PathBuf,
+    position: &str,
+    dirs: keyhole::dirs::Dirs,
+) -> (App, Server) {
+    let server = Server::start(|_, _| {
+        Reply::Stream(sse(&[
+            json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
+        ]))
+    })
+    .await;
+    let served = BackendConfig {
+        name: "loopback".into(),
+        ..config(BackendKind::OpenAi, &server.base)
+    };
+    let options = keyhole::tui::Options {
+        setup: Setup {
+            backends: vec![served],
+            backend: 0,
+            budget: 2000,
+            tokenizer: None,
+        },
+        ranker: RankerKind::RlpgH,
+        classifier: Classifier::bundled(),
+        dirs,
+        theme: None,
+    };
+    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
+    app.open(root, Some(position.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    (app, server)
+}
+
+#[tokio::test]
+async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
+    let (scratch, dirs) = scratch_dirs();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let before = "class A {\n    int f() {\n        return g();\n    }\n}\n";
+    std::fs::write(repo.join("A.java"), before).unwrap();
+    let (mut app, _server) = served_app(repo.clone(), "A.java:3:16", dirs).await;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.focus, Pane::Completions);
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    assert_eq!(app.state.mode, Mode::ConfirmApply);
+    let (line, path, old, new) = keyhole::tui::state::apply_preview(&app.state).unwrap();
+    assert_eq!((line, path.as_str()), (3, "A.java"));
+    assert_eq!(old, "        return g();");
+    assert_eq!(new, "        return fromServer();");
+    // n keeps the file as it is.
+    press(&mut app, KeyEvent::from(KeyCode::Char('n')));
+    assert_eq!(app.state.mode, Mode::Normal);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("A.java")).unwrap(),
+        before
+    );
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    press(&mut app, KeyEvent::from(KeyCode::Char('y')));
+    next(&mut app).await;
+    let written = std::fs::read_to_string(repo.join("A.java")).unwrap();
+    assert_eq!(
+        written,
+        before.replace("return g();", "return fromServer();")
+    );
+    let shown: String = app.state.lines[2].iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        shown.trim_end(),
+        "        return fromServer();",
+        "the source pane shows it"
+    );
+    press(&mut app, KeyEvent::from(KeyCode::Char('u')));
+    next(&mut app).await;
+    assert_eq!(
+        std::fs::read_to_string(repo.join("A.java")).unwrap(),
+        before
+    );
+    let shown: String = app.state.lines[2].iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(shown.trim_end(), "        return g();");
+    assert!(app.state.status.contains("undone"), "{}", app.state.status);
+}
+
+#[tokio::test]
+async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let (mut app, _server) = served_app(root.clone(), keyhole::sample::DEMO_HOLE, dirs).await;
+    app.state.shared_sample = true;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    assert_eq!(app.state.mode, Mode::Normal);
+    assert!(
+        app.state.status.contains("bundled sample"),
+        "{}",
+        app.state.status
+    );
+}

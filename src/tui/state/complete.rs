@@ -229,23 +229,6 @@ pub(super) fn explained_line(prompt: &Prompt, at: usize) -> usize {
     prompt.text()[..at].matches('\n').count().saturating_sub(2)
 }
 
-pub(super) fn apply(state: &mut State) -> Vec<Effect> {
-    let (Some(index), Some(view), Some(done)) = (&state.index, &state.view, focused_card(state))
-    else {
-        return vec![];
-    };
-    let file = &index.files[view.hole.file];
-    let effect = Effect::Apply {
-        path: index.root.join(&file.path),
-        hash: file.hash,
-        offset: view.hole.offset,
-        replace: view.hole.target.as_ref().map_or(0, String::len),
-        text: done.text.clone(),
-    };
-    state.status = format!("writing the completion into {}…", file.path);
-    vec![effect]
-}
-
 /// The prompt shown in the prompt pane as text, with a name for a file: "OrderService-94-32-c7".
 fn shown_prompt_text(state: &State) -> Option<(String, String)> {
     let prompt = state.shown_prompt()?;

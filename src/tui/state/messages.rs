@@ -47,6 +47,8 @@ pub enum Command {
     CycleRanker,
     /// Choose the completion backend among the configured ones.
     Backends,
+    /// Take back the last apply.
+    Undo,
     /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).
     CopyPrompt,
     /// Save the prompt shown to a file in the working directory.
@@ -130,6 +132,11 @@ pub enum Action {
     },
     /// How many picks the online ranker has learnt from.
     OnlinePicks(u64),
+    /// A completion was written into `file` (`Some`), or the last one undone (`None`).
+    Written {
+        file: FileId,
+        result: Result<Option<Applied>, String>,
+    },
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }
@@ -181,12 +188,16 @@ pub enum Effect {
         /// Set when the picked completion came from one of ProCC's perspectives.
         bandit: Option<BanditLesson>,
     },
+    /// Write a completion into `file` (the hole's target, `original`, is what undo puts back).
     Apply {
-        path: PathBuf,
-        hash: [u8; 32],
-        offset: usize,
-        replace: usize,
-        text: String,
+        file: FileId,
+        edit: FileEdit,
+        original: String,
+    },
+    /// Take an apply back.
+    Undo {
+        file: FileId,
+        edit: FileEdit,
     },
     SetMouse(bool),
     /// Put text on the terminal's clipboard.

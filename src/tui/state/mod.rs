@@ -32,6 +32,7 @@ use crate::rank::{Ranked, RankerKind, bandit};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Tokenizer, TokenizerKind};
 
+mod apply;
 mod candidate;
 mod complete;
 mod editor;
@@ -43,6 +44,8 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+use apply::*;
+pub use apply::{Applied, FileEdit, apply_preview};
 pub use candidate::*;
 use complete::*;
 pub use editor::*;
@@ -177,6 +180,10 @@ pub struct State {
     /// A problem with the user's files (keymap, theme, log): shown over the status until
     /// dismissed, so it cannot scroll away unread.
     pub warning: Option<String>,
+    /// The last completion written into a file, until undone.
+    pub applied: Option<Applied>,
+    /// The repository is the bundled sample, which apply leaves alone.
+    pub shared_sample: bool,
     /// The column the source cursor was last put in: moving up and down keeps to it.
     pub column_goal: usize,
     /// The last search in the source pane (n and N find it again).
@@ -230,6 +237,8 @@ impl State {
             tick: 0,
             status: "indexing…".into(),
             warning: None,
+            applied: None,
+            shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
             pane_rows: [10; 4],
@@ -466,6 +475,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
+        Action::Written { file, result } => written(state, file, result),
         Action::OnlinePicks(picks) => {
             state.online_picks = picks;
             vec![]
@@ -550,13 +560,8 @@ fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
         Command::Pick4 => pick(state, 3),
         Command::Pick5 => pick(state, 4),
         Command::Explain => explain_card(state),
-        Command::Apply => {
-            if focused_card(state).is_some() {
-                state.mode = Mode::ConfirmApply;
-                state.status = "write this completion into the file? y/n".into();
-            }
-            vec![]
-        }
+        Command::Apply => ask_apply(state),
+        Command::Undo => undo(state),
         Command::Filter => {
             state.mode = Mode::Filter;
             state.focus = Pane::Candidates;

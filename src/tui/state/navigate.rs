@@ -50,7 +50,12 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
 pub(super) fn show_file(state: &mut State, file: FileId) {
     let Some(index) = &state.index else { return };
     let source = &index.files[file];
-    state.lines = highlight::file(&source.path, &source.text, &state.theme.code);
+    // A file a completion was written into shows as it is on disk now.
+    let text = match &state.applied {
+        Some(applied) if applied.file == file => &applied.text,
+        _ => &source.text,
+    };
+    state.lines = highlight::file(&source.path, text, &state.theme.code);
     state.file = file;
     state.cursor = (0, 0);
 }
