@@ -23,7 +23,7 @@ pub enum Availability {
 /// One candidate context, ranked, with the prompt it composes to.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub id: usize,
+    pub id: CandidateId,
     pub label: String,
     pub source: &'static str,
     pub context_type: &'static str,
@@ -59,8 +59,8 @@ impl Candidate {
 }
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
-pub fn retrieved(id: usize) -> bool {
-    (perspectives::FIRST_ID..=perspectives::LAST_ID).contains(&id)
+pub fn retrieved(id: CandidateId) -> bool {
+    id >= CandidateId::FIRST_RETRIEVED
 }
 
 /// ProCC's choice among its perspectives (68–70) for the hole, kept to teach its bandit.
@@ -69,7 +69,7 @@ pub struct Procc {
     pub context: bandit::Context,
     pub available: [bool; bandit::ARMS],
     /// The candidate LinUCB picks; none when no perspective applies.
-    pub pick: Option<usize>,
+    pub pick: Option<CandidateId>,
 }
 
 /// What a pick teaches ProCC's bandit: in `context`, each (arm, reward).
@@ -88,7 +88,7 @@ pub struct SearchIndex {
 /// One completion card.
 #[derive(Clone, Debug)]
 pub struct Card {
-    pub candidate: usize,
+    pub candidate: CandidateId,
     /// The prompt text when the user edited the candidate's prompt before running it.
     pub edited: Option<String>,
     pub outcome: Result<Finished, String>,
@@ -117,14 +117,14 @@ pub struct HoleView {
 /// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
 /// ranker scores them, and their similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
-    let place = |id: usize| ranked.iter().position(|r| r.id == id);
+    let place = |id: CandidateId| ranked.iter().position(|r| r.id == id);
     for c in candidates.iter_mut() {
         c.score = place(c.id).map(|i| ranked[i].score);
     }
     candidates.sort_by_key(|c| match place(c.id) {
         Some(at) => (0, at),
-        None if retrieved(c.id) => (2, c.id),
-        None if c.applicable() => (1, c.id),
-        None => (3, c.id),
+        None if retrieved(c.id) => (2, c.id.index()),
+        None if c.applicable() => (1, c.id.index()),
+        None => (3, c.id.index()),
     });
 }

@@ -19,7 +19,7 @@ pub(super) fn show_cards(state: &mut State, cards: Vec<Card>) {
 
 /// The candidates to complete with: the selected ones, else the focused one and the next best
 /// applicable ones up to k.
-pub(super) fn run_ids(state: &State) -> Vec<usize> {
+pub(super) fn run_ids(state: &State) -> Vec<CandidateId> {
     if !state.selected.is_empty() {
         return state.selected.iter().copied().take(MAX_K).collect();
     }
@@ -42,7 +42,7 @@ pub(super) fn run_ids(state: &State) -> Vec<usize> {
 }
 
 pub(super) fn run(state: &mut State) -> Vec<Effect> {
-    let prompts: Vec<(usize, String)> = run_ids(state)
+    let prompts: Vec<(CandidateId, String)> = run_ids(state)
         .into_iter()
         .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
         .collect();
@@ -58,7 +58,7 @@ pub(super) fn run(state: &mut State) -> Vec<Effect> {
 /// Start completing `prompts` (candidate id, prompt text) for the current hole.
 pub(super) fn start_completion(
     state: &mut State,
-    prompts: Vec<(usize, String)>,
+    prompts: Vec<(CandidateId, String)>,
     edited: bool,
 ) -> Vec<Effect> {
     let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
@@ -129,7 +129,7 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
             .iter()
             .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
             .collect(),
-        picked: n,
+        picked: card.candidate,
         // The driver stamps the time: update stays free of clocks.
         unix_time: 0,
     };
@@ -141,27 +141,23 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         .flatten();
     state.card_cursor = n;
     state.status = format!("picked completion {} (candidate {picked})…", n + 1);
-    vec![Effect::Pick {
-        pick,
-        picked,
-        bandit,
-    }]
+    vec![Effect::Pick { pick, bandit }]
 }
 
 /// A pick of one of ProCC's perspectives rewards its arm 1 and the other perspectives whose
 /// completions were shown (and that applied) 0; other picks teach the bandit nothing.
-pub(super) fn procc_lesson(state: &State, picked: usize) -> Option<BanditLesson> {
+pub(super) fn procc_lesson(state: &State, picked: CandidateId) -> Option<BanditLesson> {
     let procc = state.procc.as_ref()?;
-    if !PROCC_IDS.contains(&picked) {
+    if !CandidateId::PROCC.contains(&picked) {
         return None;
     }
-    let shown: BTreeSet<usize> = state
+    let shown: BTreeSet<CandidateId> = state
         .cards
         .iter()
         .filter(|c| c.edited.is_none())
         .map(|c| c.candidate)
         .collect();
-    let rewards = PROCC_IDS
+    let rewards = CandidateId::PROCC
         .iter()
         .enumerate()
         .filter(|&(arm, id)| procc.available[arm] && shown.contains(id))

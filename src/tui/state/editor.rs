@@ -5,7 +5,7 @@ use super::*;
 /// A candidate's prompt being edited, with its live token count.
 pub struct Editor {
     pub textarea: TextArea<'static>,
-    pub candidate: usize,
+    pub candidate: CandidateId,
     pub budget: usize,
     pub tokenizer: &'static dyn Tokenizer,
     pub tokens: usize,

@@ -184,7 +184,6 @@ pub enum Effect {
     CancelCompletions,
     Pick {
         pick: feedback::Pick,
-        picked: usize,
         /// Set when the picked completion came from one of ProCC's perspectives.
         bandit: Option<BanditLesson>,
     },
@@ -216,7 +215,7 @@ pub struct CompleteJob {
     pub generation: u64,
     pub backend: Arc<dyn Backend>,
     /// (candidate id, prompt text), one card each.
-    pub prompts: Vec<(usize, String)>,
+    pub prompts: Vec<(CandidateId, String)>,
     pub current_file: String,
     pub file_text: String,
     pub offset: usize,

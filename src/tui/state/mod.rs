@@ -17,8 +17,8 @@ use super::highlight::{self, StyledLine};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
+use crate::candidate::CandidateId;
 use crate::compose::{Prompt, SegmentKind};
-use crate::context::perspectives::{self, PROCC_IDS};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::Retrieval;
 use crate::context::windows::WindowIndex;
@@ -156,7 +156,7 @@ pub struct State {
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
-    pub selected: BTreeSet<usize>,
+    pub selected: BTreeSet<CandidateId>,
     pub filter: String,
     pub prompt_scroll: usize,
     /// First column shown of the prompt's lines (long lines scroll sideways).
@@ -284,7 +284,7 @@ impl State {
             .map(|&i| &self.candidates[i])
     }
 
-    pub fn candidate(&self, id: usize) -> Option<&Candidate> {
+    pub fn candidate(&self, id: CandidateId) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.id == id)
     }
 

@@ -1,8 +1,9 @@
 //! Where prompt text came from, said to people: a segment by what it is, an origin as the
 //! file and lines it was copied from.
 
+use crate::candidate::Family;
 use crate::compose::SegmentKind;
-use crate::context::{Origin, SourcedText, candidate_label, proposals};
+use crate::context::{Origin, SourcedText};
 use crate::repo::{FileId, RepoIndex};
 
 /// "proposal 7 (import MNB)", "the default context", "retrieved candidate 68 (ProCC lexical)".
@@ -10,12 +11,13 @@ pub fn segment_name(kind: SegmentKind) -> String {
     match kind {
         SegmentKind::Default => "the default context".into(),
         SegmentKind::Separator => "a separator".into(),
-        SegmentKind::Proposal { id } if id < proposals::PROPOSAL_COUNT => {
-            format!("proposal {id} ({})", candidate_label(id))
-        }
-        SegmentKind::Proposal { id } => {
-            format!("retrieved candidate {id} ({})", candidate_label(id))
-        }
+        SegmentKind::Proposal { id } => match id.family() {
+            Family::Proposal => format!("proposal {id} ({})", id.label()),
+            Family::Default => "the default context".into(),
+            Family::Retrieved | Family::Typed => {
+                format!("retrieved candidate {id} ({})", id.label())
+            }
+        },
     }
 }
 

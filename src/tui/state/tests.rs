@@ -137,6 +137,7 @@ fn results_for_another_hole_are_dropped() {
 }
 
 fn candidate(id: usize) -> Candidate {
+    let id = CandidateId::nth(id);
     Candidate {
         id,
         label: format!("cand {id}"),
@@ -161,15 +162,19 @@ fn ctrl(c: char) -> KeyEvent {
 #[test]
 fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
     let not_applicable = |id| Candidate {
+        id: CandidateId::nth(id),
         availability: Availability::NotApplicable(None),
         ..candidate(id)
     };
     let mut cands: Vec<Candidate> = [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
     cands[1] = not_applicable(4);
     cands[4] = not_applicable(2);
-    let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked { id, score });
+    let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked {
+        id: CandidateId::nth(id),
+        score,
+    });
     apply_ranking(&mut cands, &ranked);
-    let order: Vec<_> = cands.iter().map(|c| (c.id, c.score)).collect();
+    let order: Vec<_> = cands.iter().map(|c| (c.id.index(), c.score)).collect();
     assert_eq!(
         order,
         [
@@ -290,7 +295,7 @@ fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
         generation: 2,
         ranker,
         ranked: Ok(vec![Ranked {
-            id: first,
+            id: CandidateId::nth(first),
             score: 1.0,
         }]),
     };
@@ -334,6 +339,7 @@ fn waiting(id: usize) -> Candidate {
 }
 
 fn procc(pick: Option<usize>) -> Procc {
+    let pick = pick.map(CandidateId::nth);
     Procc {
         context: bandit::context([Some((0.5, 0.25)), Some((0.4, 0.2)), None]),
         available: [true, true, false],
@@ -375,6 +381,7 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
 
     let built = |id, availability| Candidate {
+        id: CandidateId::nth(id),
         availability,
         retrieval_score: Some(0.5),
         ..candidate(id)
@@ -394,16 +401,17 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     assert!(!s.retrieving() && !s.busy());
     let ids: Vec<_> = s.candidates.iter().map(|c| c.id).collect();
     assert_eq!(ids, [6, 68, 69, 70], "rows keep their places");
-    assert!(s.candidate(69).unwrap().applicable());
+    assert!(s.candidate(CandidateId::nth(69)).unwrap().applicable());
     assert!(ui::prompt::title(&s).contains(&why), "why not shows");
     assert!(ui::candidates::title(&s).contains("ProCC ★69"));
     assert!(s.status.contains("ProCC (LinUCB) picks 69"));
     update(&mut s, Action::Command(Command::Up));
     update(&mut s, Action::Command(Command::Select));
-    assert!(s.selected.contains(&69));
+    assert!(s.selected.contains(&CandidateId::nth(69)));
 }
 
 fn card(candidate: usize) -> Card {
+    let candidate = CandidateId::nth(candidate);
     Card {
         candidate,
         edited: None,
@@ -454,7 +462,10 @@ fn the_editor_counts_tokens_and_esc_discards_it() {
         press(&mut s, key(c));
     }
     let editor = s.editor.as_ref().unwrap();
-    assert_eq!((editor.text().as_str(), editor.candidate), ("int x", 7));
+    assert_eq!(
+        (editor.text().as_str(), editor.candidate.index()),
+        ("int x", 7)
+    );
     let tokens = TokenizerKind::Code.tokenizer().count("int x");
     assert_eq!(editor.tokens, tokens);
     assert!(ui::prompt::title(&s).contains(&format!("{tokens}/10 tokens")));
@@ -475,7 +486,7 @@ fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
     assert!(update(&mut s, Action::Command(Command::Confirm)).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     let card = |edited: Option<&str>| Card {
-        candidate: 7,
+        candidate: CandidateId::nth(7),
         edited: edited.map(String::from),
         outcome: Err("offline".into()),
     };
@@ -573,12 +584,18 @@ fn explained_state(completion: &str) -> State {
     let b_line_2 = index.files[b].line_start(1)..index.files[b].line_start(2);
     let prompt = Prompt {
         segments: vec![
-            segment(SegmentKind::Proposal { id: 7 }, b, b_line_2),
+            segment(
+                SegmentKind::Proposal {
+                    id: CandidateId::nth(7),
+                },
+                b,
+                b_line_2,
+            ),
             segment(SegmentKind::Default, a, 0..index.files[a].text.len()),
         ],
         budget: 20,
         tokenizer: "code",
-        proposal_id: 7,
+        proposal_id: CandidateId::nth(7),
     };
     s.index = Some(index);
     s.phase = Phase::Ready;
@@ -588,7 +605,7 @@ fn explained_state(completion: &str) -> State {
         ..candidate(7)
     }];
     s.cards = vec![Card {
-        candidate: 7,
+        candidate: CandidateId::nth(7),
         edited: None,
         outcome: Ok(Finished {
             text: completion.into(),

@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{bar, scroll_top};
+use crate::candidate::CandidateId;
 use crate::rank::RankerKind;
 use crate::tui::state::{Availability, Candidate, Mode, State};
 
@@ -172,7 +173,7 @@ fn four_wide(score: f64) -> String {
     }
 }
 
-fn procc_pick(state: &State) -> Option<usize> {
+fn procc_pick(state: &State) -> Option<CandidateId> {
     state.procc.as_ref().and_then(|p| p.pick)
 }
 
@@ -196,7 +197,7 @@ mod tests {
 
     fn scored(score: f64) -> Candidate {
         Candidate {
-            id: 1,
+            id: CandidateId::nth(1),
             label: "cand 1".into(),
             source: "current",
             context_type: "PL",
@@ -207,7 +208,7 @@ mod tests {
                 segments: vec![],
                 budget: 10,
                 tokenizer: "code",
-                proposal_id: 1,
+                proposal_id: CandidateId::nth(1),
             },
         }
     }

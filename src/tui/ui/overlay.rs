@@ -51,22 +51,13 @@ fn help_groups() -> Vec<(String, Layer, Option<Pane>)> {
     groups
 }
 
-/// What the abbreviations, marks and numbers on the screen mean.
-const LEGEND: [(&str, &str); 15] = [
-    (
-        "PL",
-        "post lines: the lines after the hole (% of the budget)",
-    ),
-    ("I", "identifiers"),
-    ("TI", "type identifiers"),
-    ("FD", "field declarations"),
-    ("SL", "string literals"),
-    ("MN", "method names (signatures)"),
-    ("MNB", "method names and bodies"),
+/// What the marks and numbers on the screen mean (the context types' abbreviations come from
+/// the candidate catalogue).
+const LEGEND: [(&str, &str); 8] = [
     ("★", "ProCC's pick among its perspectives (a LinUCB bandit)"),
     (
         "✓ ·",
-        "the candidate applies here / does not (why: on a wide pane)",
+        "applies to this hole / does not (a wide pane says why)",
     ),
     ("●", "selected: r completes the selected candidates"),
     (
@@ -91,6 +82,21 @@ const LEGEND: [(&str, &str); 15] = [
     ),
 ];
 
+/// Each context type once, in the catalogue's order: (abbreviation, meaning).
+fn context_types() -> Vec<(&'static str, &'static str)> {
+    let mut types: Vec<(&str, &str)> = Vec::new();
+    for spec in crate::candidate::proposal_specs() {
+        let entry = (
+            spec.context_type.abbreviation(),
+            spec.context_type.meaning(),
+        );
+        if !types.contains(&entry) {
+            types.push(entry);
+        }
+    }
+    types
+}
+
 /// The help as lines: the keys of every mode and pane from the live keymap, in groups,
 /// then the legend.
 pub fn help_lines(state: &State) -> Vec<Line<'static>> {
@@ -111,11 +117,8 @@ pub fn help_lines(state: &State) -> Vec<Line<'static>> {
         lines.push(Line::default());
     }
     lines.push(Line::styled("legend", heading));
-    lines.extend(
-        LEGEND
-            .iter()
-            .map(|(k, d)| row(k.to_string(), d.to_string())),
-    );
+    let legend = context_types().into_iter().chain(LEGEND);
+    lines.extend(legend.map(|(k, d)| row(k.to_string(), d.to_string())));
     lines
 }
 
@@ -220,7 +223,7 @@ mod tests {
             let shown = groups.iter().any(|(_, l, p)| (*l, *p) == (b.mode, b.pane));
             assert!(shown, "{} ({}) is not in help", b.on, b.desc);
         }
-        for spec in crate::context::proposals::specs() {
+        for spec in crate::candidate::proposal_specs() {
             let abbreviation = format!(" {}  ", spec.context_type.abbreviation());
             assert!(
                 text.iter().any(|l| l.contains(&abbreviation)),
