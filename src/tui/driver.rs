@@ -817,6 +817,25 @@ impl Driver {
             }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Copy(text) => return Outcome::Copy(text),
+            Effect::Highlight {
+                shown,
+                path,
+                text,
+                theme,
+            } => {
+                let plain = super::highlight::plain(&text);
+                self.blocking(
+                    move || Action::Highlighted {
+                        shown,
+                        lines: super::highlight::file(&path, &text, &theme),
+                    },
+                    // Plain lines, rather than a spinner that never stops.
+                    move |_| Action::Highlighted {
+                        shown,
+                        lines: plain,
+                    },
+                )
+            }
             Effect::SavePrompt { stem, text } => self.blocking(
                 move || Action::Message(save_prompt(&stem, &text)),
                 Action::Message,

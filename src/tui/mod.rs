@@ -335,7 +335,7 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
     const LIMIT: Duration = Duration::from_secs(120);
     if name == "start" {
         // The first frame after indexing: the hole shown, candidates still being built.
-        while app.state.index.is_none() {
+        while app.state.index.is_none() || app.state.highlighting.is_some() {
             let action = app.next().await.context("the driver stopped")?;
             app.dispatch(action);
         }

@@ -448,7 +448,10 @@ async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
     );
     press(&mut app, KeyEvent::from(KeyCode::Char('a')));
     press(&mut app, KeyEvent::from(KeyCode::Char('y')));
-    next(&mut app).await;
+    while !app.state.status.starts_with("wrote") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
     let written = std::fs::read_to_string(repo.join("A.java")).unwrap();
     assert_eq!(
         written,
@@ -461,7 +464,10 @@ async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
         "the source pane shows it"
     );
     press(&mut app, KeyEvent::from(KeyCode::Char('u')));
-    next(&mut app).await;
+    while !app.state.status.starts_with("undone") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
     assert_eq!(
         std::fs::read_to_string(repo.join("A.java")).unwrap(),
         before

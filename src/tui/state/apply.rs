@@ -105,12 +105,13 @@ pub(super) fn written(
         None => format!("undone: {path} is as it was"),
     };
     state.applied = applied;
-    if state.file == file {
-        let cursor = state.cursor;
-        show_file(state, file);
-        state.cursor = cursor;
+    if state.file != file {
+        return vec![];
     }
-    vec![]
+    let cursor = state.cursor;
+    let effects = show_file(state, file);
+    state.cursor = cursor;
+    effects
 }
 
 /// `u`: put the file back as it was before the last apply.

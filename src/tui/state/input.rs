@@ -93,11 +93,11 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
         }
         (Mode::Picker { query, cursor }, Confirm) => {
             state.mode = Mode::Normal;
-            if let Some(&file) = state.picker_matches(&query).get(cursor) {
-                show_file(state, file);
-                state.focus = Pane::Source;
-            }
-            vec![]
+            let Some(&file) = state.picker_matches(&query).get(cursor) else {
+                return vec![];
+            };
+            state.focus = Pane::Source;
+            show_file(state, file)
         }
         (Mode::Picker { .. } | Mode::Backends { .. }, Cancel) => close(state),
         (Mode::Backends { cursor }, Up | Down) => {

@@ -132,6 +132,11 @@ pub enum Action {
     },
     /// How many picks the online ranker has learnt from.
     OnlinePicks(u64),
+    /// The source pane's `shown`th text, highlighted.
+    Highlighted {
+        shown: u64,
+        lines: Vec<StyledLine>,
+    },
     /// A completion was written into `file` (`Some`), or the last one undone (`None`).
     Written {
         file: FileId,
@@ -201,6 +206,14 @@ pub enum Effect {
     SetMouse(bool),
     /// Put text on the terminal's clipboard.
     Copy(String),
+    /// Highlight `text` of `path` with the syntect theme `theme`, for what the source pane
+    /// shows as its `shown`th text.
+    Highlight {
+        shown: u64,
+        path: String,
+        text: String,
+        theme: String,
+    },
     /// Write a prompt to a new file named after `stem` in the working directory.
     SavePrompt {
         stem: String,

@@ -180,6 +180,10 @@ pub struct State {
     /// A problem with the user's files (keymap, theme, log): shown over the status until
     /// dismissed, so it cannot scroll away unread.
     pub warning: Option<String>,
+    /// How many texts the source pane has shown; the one whose highlighted lines are being
+    /// made (its plain lines show meanwhile).
+    pub shown: u64,
+    pub highlighting: Option<u64>,
     /// The last completion written into a file, until undone.
     pub applied: Option<Applied>,
     /// The repository is the bundled sample, which apply leaves alone.
@@ -237,6 +241,8 @@ impl State {
             tick: 0,
             status: "indexing…".into(),
             warning: None,
+            shown: 0,
+            highlighting: None,
             applied: None,
             shared_sample: false,
             column_goal: 0,
@@ -251,6 +257,7 @@ impl State {
         self.running
             || self.starting_backend.is_some()
             || matches!(self.phase, Phase::Opening(_))
+            || self.highlighting.is_some()
             || self.analysing()
             || self.retrieving()
     }
@@ -476,6 +483,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::Written { file, result } => written(state, file, result),
+        Action::Highlighted { shown, lines } => {
+            highlighted(state, shown, lines);
+            vec![]
+        }
         Action::OnlinePicks(picks) => {
             state.online_picks = picks;
             vec![]

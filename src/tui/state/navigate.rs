@@ -15,9 +15,10 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         return vec![];
     };
     let generation = state.view.as_ref().map_or(0, |v| v.generation + 1);
-    // Highlighting a large file is the slow part of a move; within the file it is unchanged.
+    // Within the file the highlighting is unchanged.
+    let mut effects = vec![Effect::CancelCompletions];
     if state.lines.is_empty() || hole.file != state.file {
-        show_file(state, hole.file);
+        effects.extend(show_file(state, hole.file));
     }
     state.cursor = (hole.line, hole.column);
     state.view = Some(HoleView {
@@ -32,32 +33,51 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.explained = None;
     state.running = false;
     state.status = format!("hole {} · ranking candidates…", hole.display(&index));
-    vec![
-        Effect::CancelCompletions,
-        Effect::Analyse {
-            index,
-            search,
-            backend,
-            hole,
-            generation,
-            ranker: state.ranker,
-            tokenizer: state.setup.tokenizer(),
-            budget: state.setup.budget,
-        },
-    ]
+    effects.push(Effect::Analyse {
+        index,
+        search,
+        backend,
+        hole,
+        generation,
+        ranker: state.ranker,
+        tokenizer: state.setup.tokenizer(),
+        budget: state.setup.budget,
+    });
+    effects
 }
 
-pub(super) fn show_file(state: &mut State, file: FileId) {
-    let Some(index) = &state.index else { return };
+/// Show `file` in the source pane: its plain text at once, highlighted when the driver has
+/// run syntect over it (a large file takes long enough to stall a key press).
+pub(super) fn show_file(state: &mut State, file: FileId) -> Vec<Effect> {
+    let Some(index) = &state.index else {
+        return vec![];
+    };
     let source = &index.files[file];
     // A file a completion was written into shows as it is on disk now.
     let text = match &state.applied {
         Some(applied) if applied.file == file => &applied.text,
         _ => &source.text,
     };
-    state.lines = highlight::file(&source.path, text, &state.theme.code);
+    state.lines = highlight::plain(text);
+    let effect = Effect::Highlight {
+        shown: state.shown + 1,
+        path: source.path.clone(),
+        text: text.clone(),
+        theme: state.theme.code.clone(),
+    };
+    state.shown += 1;
+    state.highlighting = Some(state.shown);
     state.file = file;
     state.cursor = (0, 0);
+    vec![effect]
+}
+
+/// Highlighted lines arrived; they show if what they are for still shows.
+pub(super) fn highlighted(state: &mut State, shown: u64, lines: Vec<StyledLine>) {
+    if state.highlighting == Some(shown) {
+        state.lines = lines;
+        state.highlighting = None;
+    }
 }
 
 pub(super) fn clamp_add(value: usize, delta: isize, len: usize) -> usize {

@@ -784,3 +784,36 @@ fn a_warning_stays_over_the_status_until_esc() {
     press(&mut s, KeyEvent::from(KeyCode::Esc));
     assert!(s.warning.is_none());
 }
+
+#[test]
+fn a_file_shows_plain_at_once_and_highlighted_when_the_driver_has_done_it() {
+    let mut s = navigable();
+    let effects = update(&mut s, Action::Command(Command::Picker));
+    assert!(effects.is_empty());
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
+    let [Effect::Highlight { shown, text, .. }] = &effects[..] else {
+        panic!("the reducer asks for highlighting, it does not do it");
+    };
+    assert_eq!(s.lines.len(), 40, "plain lines meanwhile");
+    assert!(s.busy());
+    let lines = highlight::file("A.java", text, &s.theme.code);
+    // An older file's lines are dropped.
+    update(
+        &mut s,
+        Action::Highlighted {
+            shown: shown - 1,
+            lines: vec![],
+        },
+    );
+    assert_eq!(s.lines.len(), 40);
+    let shown = *shown;
+    update(
+        &mut s,
+        Action::Highlighted {
+            shown,
+            lines: lines.clone(),
+        },
+    );
+    assert_eq!(s.lines, lines);
+    assert!(!s.busy());
+}
