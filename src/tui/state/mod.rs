@@ -34,11 +34,13 @@ use crate::token::{Tokenizer, TokenizerKind};
 
 mod apply;
 mod candidate;
+mod commands;
 mod complete;
 mod editor;
 mod input;
 mod messages;
 mod navigate;
+mod phase;
 pub mod provenance;
 mod setup;
 #[cfg(test)]
@@ -47,11 +49,13 @@ mod tests;
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
 pub use candidate::*;
+use commands::*;
 use complete::*;
 pub use editor::*;
 pub use input::*;
 pub use messages::*;
 use navigate::*;
+pub use phase::*;
 pub use setup::*;
 
 pub const DEFAULT_K: usize = 3;
@@ -88,48 +92,6 @@ impl Pane {
     fn step(self, by: isize) -> Pane {
         let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
         Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
-    }
-}
-
-/// Where opening the repository is: the screen shows progress, then the hole, or the UI
-/// leaves with the error (the CLI prints it as one line and exits 2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Opening(Progress),
-    Ready,
-    Failed(String),
-}
-
-/// How far opening has come: the stage and, where it counts files, how many of how many.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Progress {
-    pub stage: Stage,
-    pub done: usize,
-    pub total: usize,
-}
-
-/// The stages of opening a repository, in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
-    /// Walking the tree and parsing each file (or taking its facts from the cache).
-    Files,
-    /// Building the repository graph, once every file is parsed.
-    Graph,
-    /// Building the retrieval and window indexes.
-    Search,
-    /// Starting the backend that completes.
-    Backend,
-}
-
-impl std::fmt::Display for Progress {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let Progress { done, total, .. } = self;
-        match self.stage {
-            Stage::Files => write!(f, "indexing {done}/{total} files"),
-            Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
-            Stage::Search => write!(f, "{total} files · building the search indexes"),
-            Stage::Backend => write!(f, "{total} files · starting the backend"),
-        }
     }
 }
 
@@ -515,138 +477,4 @@ fn current(state: &State, generation: u64) -> bool {
         .view
         .as_ref()
         .is_some_and(|v| v.generation == generation)
-}
-
-fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
-    match command {
-        Command::Quit => {
-            state.quit = true;
-            vec![Effect::CancelCompletions, Effect::Quit]
-        }
-        Command::Help => {
-            state.mode = Mode::Help { scroll: 0 };
-            vec![]
-        }
-        Command::FocusNext => {
-            state.focus = state.focus.step(1);
-            vec![]
-        }
-        Command::FocusPrev => {
-            state.focus = state.focus.step(-1);
-            vec![]
-        }
-        Command::Zoom => {
-            state.zoomed = !state.zoomed;
-            vec![]
-        }
-        Command::Up
-        | Command::Down
-        | Command::PageUp
-        | Command::PageDown
-        | Command::Top
-        | Command::Bottom => move_in(state, state.focus, command),
-        Command::LineStart => line_start(state),
-        Command::LineEnd => line_end(state),
-        Command::GoToLine => {
-            state.mode = Mode::GoTo(String::new());
-            state.focus = Pane::Source;
-            vec![]
-        }
-        Command::Search => {
-            state.mode = Mode::Search(String::new());
-            state.focus = Pane::Source;
-            vec![]
-        }
-        Command::NextMatch => find(state, true),
-        Command::PrevMatch => find(state, false),
-        Command::Left => move_horizontal(state, -1),
-        Command::Right => move_horizontal(state, 1),
-        Command::Confirm => confirm(state),
-        Command::Select => select(state),
-        Command::Run => run(state),
-        Command::Cancel => cancel(state),
-        Command::Pick1 => pick(state, 0),
-        Command::Pick2 => pick(state, 1),
-        Command::Pick3 => pick(state, 2),
-        Command::Pick4 => pick(state, 3),
-        Command::Pick5 => pick(state, 4),
-        Command::Explain => explain_card(state),
-        Command::Apply => ask_apply(state),
-        Command::Undo => undo(state),
-        Command::Filter => {
-            state.mode = Mode::Filter;
-            state.focus = Pane::Candidates;
-            vec![]
-        }
-        Command::Picker => {
-            state.mode = Mode::Picker {
-                query: String::new(),
-                cursor: 0,
-            };
-            vec![]
-        }
-        Command::MoreK => set_k(state, (state.k + 1).min(MAX_K)),
-        Command::FewerK => set_k(state, state.k.saturating_sub(1).max(1)),
-        Command::ToggleMouse => {
-            state.mouse = !state.mouse;
-            vec![Effect::SetMouse(state.mouse)]
-        }
-        Command::Suspend => vec![Effect::Suspend],
-        Command::Edit => open_editor(state),
-        Command::CopyPrompt => copy_prompt(state),
-        Command::SavePrompt => save_prompt(state),
-        Command::Wrap => {
-            state.prompt_wrap = !state.prompt_wrap;
-            state.prompt_left = 0;
-            vec![]
-        }
-        Command::CycleRanker => cycle_ranker(state),
-        Command::Backends => {
-            state.mode = Mode::Backends {
-                cursor: state.setup.backend,
-            };
-            vec![]
-        }
-    }
-}
-
-/// Toggle the focused candidate in the selection; one still being built cannot be chosen yet.
-fn select(state: &mut State) -> Vec<Effect> {
-    let Some(focused) = state.focused_candidate() else {
-        return vec![];
-    };
-    let id = focused.id;
-    if focused.building() {
-        state.status = format!("candidate {id} is still waiting for the backend");
-    } else if !state.selected.remove(&id) {
-        state.selected.insert(id);
-    }
-    vec![]
-}
-
-fn cycle_ranker(state: &mut State) -> Vec<Effect> {
-    state.ranker = next_ranker(state.ranker);
-    state.status = format!("ranking with {}…", state.ranker.name());
-    rank(state)
-}
-
-/// Re-rank the candidates shown with the chosen ranker (candidates still being built get it
-/// when they arrive).
-fn rank(state: &State) -> Vec<Effect> {
-    match (&state.view, &state.index) {
-        (Some(view), Some(index)) if !state.candidates.is_empty() => vec![Effect::Rank {
-            index: index.clone(),
-            hole: view.hole.clone(),
-            proposals: state.proposals.clone(),
-            generation: view.generation,
-            ranker: state.ranker,
-        }],
-        _ => vec![],
-    }
-}
-
-fn set_k(state: &mut State, k: usize) -> Vec<Effect> {
-    state.k = k;
-    state.status = format!("k = {k}");
-    vec![]
 }
