@@ -335,14 +335,22 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
     const LIMIT: Duration = Duration::from_secs(120);
     if name == "start" {
         // The first frame after indexing: the hole shown, candidates still being built.
-        while app.state.index.is_none() || app.state.highlighting.is_some() {
+        while app.state.index.is_none() {
             let action = app.next().await.context("the driver stopped")?;
             app.dispatch(action);
+        }
+        // With its highlighting; the candidates that may arrive first are left out, so the
+        // picture is the same every time.
+        while app.state.highlighting.is_some() {
+            let action = app.next().await.context("the driver stopped")?;
+            if let Action::Highlighted { .. } = action {
+                app.dispatch(action);
+            }
         }
         return Ok(());
     }
     app.settle(LIMIT).await?;
-    if name == "retrieved" {
+    if name == "retrieved" || name == "completions" {
         // The candidates pane scrolled to the retrieved candidates, ProCC's pick focused.
         app.dispatch(Action::Command(Command::FocusNext));
         let pick = app.state.procc.as_ref().and_then(|p| p.pick);
@@ -351,12 +359,23 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
         {
             app.dispatch(Action::Command(Command::Down));
         }
-        return Ok(());
+        if name == "retrieved" {
+            return Ok(());
+        }
     }
     let commands: &[Command] = match name {
         "candidates" => &[Command::FocusNext, Command::Down, Command::Select],
         "prompt" => &[Command::FocusNext, Command::FocusNext],
-        "completions" => &[Command::Run, Command::Explain],
+        // ProCC's pick and the ranker's best, side by side: their contexts differ, and so do
+        // their completions. The second is explained.
+        "completions" => &[
+            Command::Select,
+            Command::Top,
+            Command::Select,
+            Command::Run,
+            Command::Right,
+            Command::Explain,
+        ],
         _ => &[Command::Help],
     };
     for &command in commands {

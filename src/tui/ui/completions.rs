@@ -105,6 +105,7 @@ fn score_line(state: &State, done: &Finished) -> Line<'static> {
     };
     let (syntax, syntax_colour) = match done.syntax_errors {
         0 => ("syntax ok".to_string(), theme.good),
+        1 => ("syntax: 1 error".into(), theme.bad),
         e => (format!("syntax: {e} errors"), theme.bad),
     };
     Line::from(vec![
