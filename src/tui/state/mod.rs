@@ -18,17 +18,15 @@ use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
 use crate::candidate::CandidateId;
-use crate::compose::{Prompt, SegmentKind};
+use crate::compose::Prompt;
 use crate::context::proposals::ProposalContext;
-use crate::context::retrieval::Retrieval;
-use crate::context::windows::WindowIndex;
 use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
 use crate::model::config::BackendConfig;
 use crate::model::{Backend, TokenCounting};
-use crate::rank::{Ranked, RankerKind, bandit};
+use crate::rank::{Ranked, RankerKind};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Tokenizer, TokenizerKind};
 
@@ -46,6 +44,9 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+pub use crate::session::{
+    Availability, BanditLesson, Candidate, Procc, SearchIndex, apply_ranking, retrieved,
+};
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
 pub use candidate::*;

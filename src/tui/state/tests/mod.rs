@@ -1,4 +1,6 @@
 use super::*;
+use crate::compose::SegmentKind;
+use crate::rank::bandit;
 use ratatui::crossterm::event::KeyModifiers;
 
 fn state() -> State {
