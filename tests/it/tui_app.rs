@@ -319,16 +319,7 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
 
 #[tokio::test]
 async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
-    let server = Server::start(|_, _| {
-        Reply::Stream(sse(&[
-            json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
-        ]))
-    })
-    .await;
-    let served = BackendConfig {
-        name: "loopback".into(),
-        ..config(BackendKind::OpenAi, &server.base)
-    };
+    let (server, served) = loopback().await;
     let (_scratch, dirs) = scratch_dirs();
     let setup = Setup {
         backends: vec![BackendConfig::embedded(), served],
@@ -387,13 +378,8 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
     );
 }
 
-/// The app on `root` at `position`, completing through a loopback server that always answers
-/// `fromServer();`.
-async fn served_app(
-    root: std::path::PathBuf,
-    position: &str,
-    dirs: keyhole::dirs::Dirs,
-) -> (App, Server) {
+/// A loopback server that always answers `fromServer();`, and a backend entry for it.
+async fn loopback() -> (Server, BackendConfig) {
     let server = Server::start(|_, _| {
         Reply::Stream(sse(&[
             json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
@@ -404,6 +390,17 @@ async fn served_app(
         name: "loopback".into(),
         ..config(BackendKind::OpenAi, &server.base)
     };
+    (server, served)
+}
+
+/// The app on `root` at `position`, completing through a loopback server that always answers
+/// `fromServer();`.
+async fn served_app(
+    root: std::path::PathBuf,
+    position: &str,
+    dirs: keyhole::dirs::Dirs,
+) -> (App, Server) {
+    let (server, served) = loopback().await;
     let options = keyhole::tui::Options {
         setup: Setup {
             backends: vec![served],

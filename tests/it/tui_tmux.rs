@@ -1,6 +1,7 @@
 //! End to end in a real terminal: `keyhole` (no arguments) in tmux, driven with send-keys and
 //! read with capture-pane. Skips, saying so, where tmux is not installed.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -84,15 +85,23 @@ fn shell(session: &'static str, home: &std::path::Path, script: &str) -> Session
     Session(session)
 }
 
+/// A temporary home for keyhole's directories with `repo/` holding `files` (name, text).
+fn home_with_repo<N: AsRef<str>>(files: &[(N, String)]) -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    for (name, text) in files {
+        std::fs::write(repo.join(name.as_ref()), text).unwrap();
+    }
+    (home, repo)
+}
+
 #[test]
 fn a_bad_position_is_one_line_and_exit_2_without_taking_the_screen() {
     if tmux_missing() {
         return;
     }
-    let home = tempfile::tempdir().unwrap();
-    let repo = home.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    std::fs::write(repo.join("A.java"), "class A {\n}\n").unwrap();
+    let (home, repo) = home_with_repo(&[("A.java", "class A {\n}\n".into())]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let session = "keyhole-tui-bad-position";
     let _guard = shell(
@@ -118,13 +127,13 @@ fn quit_while_indexing_returns_to_the_shell() {
         return;
     }
     // Enough files that indexing is still going when q arrives.
-    let home = tempfile::tempdir().unwrap();
-    let repo = home.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    for n in 0..3000 {
-        let body = format!("class C{n} {{\n  int f{n}() {{ return {n}; }}\n}}\n");
-        std::fs::write(repo.join(format!("C{n}.java")), body.repeat(20)).unwrap();
-    }
+    let files: Vec<(String, String)> = (0..3000)
+        .map(|n| {
+            let body = format!("class C{n} {{\n  int f{n}() {{ return {n}; }}\n}}\n");
+            (format!("C{n}.java"), body.repeat(20))
+        })
+        .collect();
+    let (home, repo) = home_with_repo(&files);
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let session = "keyhole-tui-quit";
     let _guard = shell(session, home.path(), &format!("{bin} {}", repo.display()));

@@ -203,6 +203,31 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The change apply would make, before it asks: the hole's line as it is and as it would be.
+pub fn apply_question(frame: &mut Frame, state: &State) {
+    let Some((line, path, before, after)) = crate::tui::state::apply_preview(state) else {
+        return;
+    };
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(area, area.width.saturating_sub(4), 6.min(area.height));
+    let title = format!("write into {path}? y writes · n keeps it");
+    let inner = panel(frame, state, rect, &title);
+    let number = Style::new().fg(theme.muted);
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{line:>5} - "), number),
+            Span::styled(before, Style::new().fg(theme.bad)),
+        ]),
+        Line::from(vec![
+            Span::styled(format!("{line:>5} + "), number),
+            Span::styled(after, Style::new().fg(theme.good)),
+        ]),
+        Line::styled("  u undoes it afterwards", number),
+    ];
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,29 +257,4 @@ mod tests {
         }
         assert!(text.iter().any(|l| l.contains("★")));
     }
-}
-
-/// The change apply would make, before it asks: the hole's line as it is and as it would be.
-pub fn apply_question(frame: &mut Frame, state: &State) {
-    let Some((line, path, before, after)) = crate::tui::state::apply_preview(state) else {
-        return;
-    };
-    let theme = &state.theme;
-    let area = frame.area();
-    let rect = centered(area, area.width.saturating_sub(4), 6.min(area.height));
-    let title = format!("write into {path}? y writes · n keeps it");
-    let inner = panel(frame, state, rect, &title);
-    let number = Style::new().fg(theme.muted);
-    let lines = vec![
-        Line::from(vec![
-            Span::styled(format!("{line:>5} - "), number),
-            Span::styled(before, Style::new().fg(theme.bad)),
-        ]),
-        Line::from(vec![
-            Span::styled(format!("{line:>5} + "), number),
-            Span::styled(after, Style::new().fg(theme.good)),
-        ]),
-        Line::styled("  u undoes it afterwards", number),
-    ];
-    frame.render_widget(Paragraph::new(lines), inner);
 }
