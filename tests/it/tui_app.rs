@@ -49,7 +49,7 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
     app.sender().send(Action::Command(Command::Run)).unwrap();
     let action = app.next().await.unwrap();
     app.dispatch(action);
-    assert!(app.state.running, "completions run in a task");
+    assert!(app.state.running(), "completions run in a task");
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), app.state.k);
     assert_eq!(app.state.focus, Pane::Completions);
@@ -86,7 +86,7 @@ async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
     let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Run));
     app.dispatch(Action::Command(Command::Cancel));
-    assert!(!app.state.running);
+    assert!(!app.state.running());
     app.settle(LIMIT).await.unwrap();
     assert!(app.state.cards.is_empty(), "an aborted run reports nothing");
 
@@ -157,7 +157,7 @@ async fn an_edited_prompt_runs_as_one_more_scored_card() {
         &mut app,
         KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
     );
-    assert!(app.state.editor.is_none() && app.state.running);
+    assert!(app.state.editor.is_none() && app.state.running());
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), k + 1, "one more card");
     let card = app.state.cards.last().unwrap();

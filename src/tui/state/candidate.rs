@@ -10,6 +10,15 @@ pub fn next_ranker(kind: RankerKind) -> RankerKind {
     all[(at + 1) % all.len()]
 }
 
+/// What the completions pane is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CompletionPhase {
+    #[default]
+    Idle,
+    /// Requests in flight: the text each has streamed so far, by card slot.
+    Running { streamed: Vec<String> },
+}
+
 /// One completion card.
 #[derive(Clone, Debug)]
 pub struct Card {

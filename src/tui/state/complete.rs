@@ -80,8 +80,9 @@ pub(super) fn start_completion(
         target: hole.target.clone().unwrap_or_default(),
         edited,
     };
-    state.running = true;
-    state.streamed.clear();
+    state.completion = CompletionPhase::Running {
+        streamed: Vec::new(),
+    };
     state.explained = None;
     state.focus = Pane::Completions;
     vec![Effect::CancelCompletions, Effect::Complete(job)]
@@ -92,8 +93,8 @@ pub(super) fn cancel(state: &mut State) -> Vec<Effect> {
     if state.warning.take().is_some() {
         return vec![];
     }
-    if state.running {
-        state.running = false;
+    if state.running() {
+        state.completion = CompletionPhase::Idle;
         state.status = "completions cancelled".into();
         return vec![Effect::CancelCompletions];
     }

@@ -128,9 +128,7 @@ pub struct State {
     pub prompt_wrap: bool,
     pub cards: Vec<Card>,
     pub card_cursor: usize,
-    pub running: bool,
-    /// Text streamed so far by each request of the running completion, by card slot.
-    pub streamed: Vec<String>,
+    pub completion: CompletionPhase,
     pub explained: Option<Vec<ExplainedSpan>>,
     pub k: usize,
     pub focus: Pane,
@@ -191,9 +189,8 @@ impl State {
             prompt_left: 0,
             prompt_wrap: false,
             cards: Vec::new(),
-            streamed: Vec::new(),
             card_cursor: 0,
-            running: false,
+            completion: CompletionPhase::Idle,
             explained: None,
             k: DEFAULT_K,
             focus: Pane::Source,
@@ -217,12 +214,17 @@ impl State {
 
     /// Whether something is in flight (the loop ticks the spinner only then).
     pub fn busy(&self) -> bool {
-        self.running
+        self.running()
             || self.starting_backend.is_some()
             || matches!(self.phase, Phase::Opening(_))
             || self.highlighting.is_some()
             || self.analysing()
             || self.retrieving()
+    }
+
+    /// Whether completions are being asked for.
+    pub fn running(&self) -> bool {
+        matches!(self.completion, CompletionPhase::Running { .. })
     }
 
     /// Whether retrieved candidates are still waiting for the backend.
@@ -428,19 +430,21 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             card,
             text,
         } => {
-            if current(state, generation) && state.running {
-                if state.streamed.len() <= card {
-                    state.streamed.resize(card + 1, String::new());
+            if !current(state, generation) {
+                return vec![];
+            }
+            if let CompletionPhase::Running { streamed } = &mut state.completion {
+                if streamed.len() <= card {
+                    streamed.resize(card + 1, String::new());
                 }
-                state.streamed[card].push_str(&text);
+                streamed[card].push_str(&text);
             }
             vec![]
         }
         Action::Completed { generation, cards } => {
-            if current(state, generation) && state.running {
-                state.streamed.clear();
+            if current(state, generation) && state.running() {
                 show_cards(state, cards);
-                state.running = false;
+                state.completion = CompletionPhase::Idle;
                 state.status = "completions ready: Enter or 1..k picks, e explains".into();
             }
             vec![]

@@ -31,7 +31,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.selected.clear();
     state.cards.clear();
     state.explained = None;
-    state.running = false;
+    state.completion = CompletionPhase::Idle;
     state.status = format!("hole {} · ranking candidates…", hole.display(&index));
     effects.push(Effect::Analyse {
         index,

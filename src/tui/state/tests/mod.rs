@@ -94,7 +94,7 @@ fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
         generation: 3,
         failed: None,
     });
-    s.running = true;
+    s.completion = CompletionPhase::Running { streamed: vec![] };
     let streamed = |generation, card, text: &str| Action::Streamed {
         generation,
         card,
@@ -103,7 +103,10 @@ fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
     update(&mut s, streamed(3, 1, "find"));
     update(&mut s, streamed(3, 1, "ById("));
     update(&mut s, streamed(2, 0, "stale"));
-    assert_eq!(s.streamed, ["", "findById("]);
+    let streamed = CompletionPhase::Running {
+        streamed: vec!["".into(), "findById(".into()],
+    };
+    assert_eq!(s.completion, streamed);
     update(
         &mut s,
         Action::Completed {
@@ -111,7 +114,7 @@ fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
             cards: vec![],
         },
     );
-    assert!(!s.running && s.streamed.is_empty());
+    assert_eq!(s.completion, CompletionPhase::Idle);
 }
 
 #[test]
@@ -135,7 +138,7 @@ fn results_for_another_hole_are_dropped() {
             cards: vec![],
         },
     );
-    assert!(!s.running);
+    assert!(!s.running());
 }
 
 fn candidate(id: usize) -> Candidate {
