@@ -97,28 +97,32 @@ fn home_with_repo<N: AsRef<str>>(files: &[(N, String)]) -> (tempfile::TempDir, P
 }
 
 #[test]
-fn a_bad_position_is_one_line_and_exit_2_without_taking_the_screen() {
+fn bad_start_up_input_is_one_line_and_exit_2_without_taking_the_screen() {
     if tmux_missing() {
         return;
     }
     let (home, repo) = home_with_repo(&[("A.java", "class A {\n}\n".into())]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
-    let session = "keyhole-tui-bad-position";
-    let _guard = shell(
-        session,
-        home.path(),
-        &format!("{bin} {} A.java:9:1", repo.display()),
-    );
-    wait_in(session, "exit=", Duration::from_secs(30));
-    let screen = screen_of(session);
-    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(
-        lines.len(),
-        2,
-        "one error line, then the exit code:\n{screen}"
-    );
-    assert!(lines[0].contains("A.java:9: line out of range"), "{screen}");
-    assert_eq!(lines[1], "exit=2");
+    let repo = repo.display();
+    for (args, says) in [
+        (format!("{repo} A.java:9:1"), "A.java:9: line out of range"),
+        (format!("{repo} B.java:1:1"), "B.java: no such source file"),
+        (format!("{repo}/missing"), "missing: no such directory"),
+        (format!("{repo} --theme neon"), "unknown theme 'neon'"),
+    ] {
+        let session = "keyhole-tui-bad-start";
+        let _guard = shell(session, home.path(), &format!("{bin} {args}"));
+        wait_in(session, "exit=", Duration::from_secs(30));
+        let screen = screen_of(session);
+        let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(
+            lines.len(),
+            2,
+            "{args}: one line, then the exit code:\n{screen}"
+        );
+        assert!(lines[0].contains(says), "{args}: {screen}");
+        assert_eq!(lines[1], "exit=2", "{args}");
+    }
 }
 
 #[test]
