@@ -403,7 +403,7 @@ mod tests {
         let map = Keymap::builtin();
         let hints = map.hints(Layer::Normal, Pane::Source);
         let keys: Vec<&str> = hints.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys[..4], ["enter", ":", "/", "n"], "{keys:?}");
+        assert_eq!(keys[..4], ["enter", "ctrl-p", ":", "/"], "{keys:?}");
         let prompt = map.hints(Layer::Normal, Pane::Prompt);
         assert_eq!(prompt[0].0, "y");
     }
