@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    frame.render_widget(header_line(state), header);
+    frame.render_widget(header_line(state, header.width), header);
     frame.render_widget(status_line(state), status);
     frame.render_widget(hint_line(state, hints.width), hints);
     let mut inner = Vec::new();
@@ -112,27 +112,35 @@ fn pane_block(state: &State, pane: Pane) -> Block<'static> {
         .title(Span::styled(format!(" {title} "), title_style))
 }
 
-fn header_line(state: &State) -> Paragraph<'static> {
+/// keyhole, the hole, the backend, the ranker and k; on a narrow screen the hole's file goes
+/// by its name, so the rest still shows.
+fn header_line(state: &State, width: u16) -> Paragraph<'static> {
     let theme = &state.theme;
+    let backend = state.backend.as_ref().map_or("—", |b| b.name()).to_string();
+    let rest = format!(
+        "   backend {backend} · ranker {} · k={}",
+        candidates::ranker_name(state),
+        state.k
+    );
     let hole = match (&state.index, &state.view) {
-        (Some(index), Some(view)) => view.hole.display(index),
+        (Some(index), Some(view)) => {
+            let full = view.hole.display(index);
+            let room =
+                (width as usize).saturating_sub(" keyhole ".len() + 7 + rest.chars().count());
+            match full.rsplit_once('/') {
+                Some((_, short)) if full.chars().count() > room => short.to_string(),
+                _ => full,
+            }
+        }
         _ => "—".into(),
     };
-    let backend = state.backend.as_ref().map_or("—", |b| b.name()).to_string();
     Paragraph::new(Line::from(vec![
         Span::styled(
             " keyhole ",
             Style::new().fg(theme.background).bg(theme.title),
         ),
         Span::styled(format!("  hole {hole}"), Style::new().fg(theme.hole)),
-        Span::styled(
-            format!(
-                "   backend {backend} · ranker {} · k={}",
-                candidates::ranker_name(state),
-                state.k
-            ),
-            Style::new().fg(theme.muted),
-        ),
+        Span::styled(rest, Style::new().fg(theme.muted)),
     ]))
 }
 
@@ -202,6 +210,43 @@ pub fn bar(fraction: f64, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use crate::hole::Hole;
+    use crate::repo::RepoIndex;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::{HoleView, State};
+    use crate::tui::theme::Theme;
+
+    #[test]
+    fn a_narrow_header_names_the_holes_file_and_still_shows_the_ranker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = "src/main/java/com/example/deeply/nested/Name.java";
+        std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(path), "class Name {}\n").unwrap();
+        let index = RepoIndex::open(dir.path(), None).unwrap();
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.view = Some(HoleView {
+            hole: Hole::at(&index, path, 1, 7).unwrap(),
+            generation: 0,
+            failed: None,
+        });
+        state.index = Some(Arc::new(index));
+        let header = |width| {
+            let mut terminal = Terminal::new(TestBackend::new(width, 24)).unwrap();
+            terminal.draw(|f| drop(super::draw(f, &state))).unwrap();
+            let text = crate::tui::text(terminal.backend().buffer());
+            text.lines().next().unwrap().to_string()
+        };
+        let narrow = header(80);
+        assert!(narrow.contains("hole Name.java:1:7"), "{narrow}");
+        assert!(narrow.contains("ranker RLPG-H · k=3"), "{narrow}");
+        assert!(header(160).contains(&format!("hole {path}:1:7")));
+    }
+
     #[test]
     fn bars_fill_by_eighths_and_keep_their_width() {
         assert_eq!(super::bar(0.0, 4), "····");
