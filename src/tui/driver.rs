@@ -71,8 +71,9 @@ pub fn index(
             total,
         })
     };
+    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
     stage(Stage::Search);
-    let search = SearchIndex::new(&index);
+    let search = std::sync::OnceLock::from(SearchIndex::new(&index));
     stage(Stage::Backend);
     let backend = model::build_backend(backend, &index)?;
     Ok(Indexed {

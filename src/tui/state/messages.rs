@@ -148,7 +148,7 @@ pub enum Action {
 
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
-    pub search: Arc<SearchIndex>,
+    pub search: SharedSearch,
     pub backend: Arc<dyn Backend>,
     pub hole: Hole,
 }
@@ -164,7 +164,7 @@ pub enum Effect {
     /// ones that need `backend` follow.
     Analyse {
         index: Arc<RepoIndex>,
-        search: Arc<SearchIndex>,
+        search: SharedSearch,
         backend: Arc<dyn Backend>,
         hole: Hole,
         generation: u64,

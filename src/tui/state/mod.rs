@@ -45,7 +45,8 @@ mod setup;
 mod tests;
 
 pub use crate::session::{
-    Availability, BanditLesson, Candidate, Procc, SearchIndex, apply_ranking, retrieved,
+    Availability, BanditLesson, Candidate, Procc, SearchIndex, SharedSearch, apply_ranking,
+    retrieved,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
@@ -104,7 +105,7 @@ pub struct State {
     /// The backend of the setup being started, while it starts.
     pub starting_backend: Option<usize>,
     pub index: Option<Arc<RepoIndex>>,
-    pub search: Option<Arc<SearchIndex>>,
+    pub search: Option<SharedSearch>,
     pub backend: Option<Arc<dyn Backend>>,
     pub view: Option<HoleView>,
     /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
