@@ -328,7 +328,21 @@ impl Driver {
                         let progress = |progress| report_progress(&tx, progress);
                         let dirs = learning.dirs();
                         let indexed = index(&root, position.as_deref(), &backend, dirs, &progress);
-                        let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
+                        if let Ok(indexed) = &indexed {
+                            // The classifier and the online ranker load now, not on the
+                            // first key press.
+                            let total = indexed.index.files.len();
+                            let stage = Stage::Rankers;
+                            report_progress(
+                                &tx,
+                                Progress {
+                                    stage,
+                                    done: total,
+                                    total,
+                                },
+                            );
+                            let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
+                        }
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
                             tracing::error!(root = %root.display(), %error, "open");

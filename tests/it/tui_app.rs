@@ -185,7 +185,12 @@ async fn opening_reports_indexing_progress() {
             .any(|s| s.starts_with("indexing ") && s.ends_with(" files") && s.contains('/')),
         "{statuses:?}"
     );
-    for stage in ["repository graph", "search indexes", "starting the backend"] {
+    for stage in [
+        "repository graph",
+        "search indexes",
+        "starting the backend",
+        "loading the rankers",
+    ] {
         assert!(
             statuses.iter().any(|s| s.contains(stage)),
             "{stage}: {statuses:?}"

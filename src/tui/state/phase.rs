@@ -28,6 +28,8 @@ pub enum Stage {
     Search,
     /// Starting the backend that completes.
     Backend,
+    /// Loading the rankers: the classifier and the online ranker's picks.
+    Rankers,
 }
 
 impl std::fmt::Display for Progress {
@@ -38,6 +40,7 @@ impl std::fmt::Display for Progress {
             Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
             Stage::Search => write!(f, "{total} files · building the search indexes"),
             Stage::Backend => write!(f, "{total} files · starting the backend"),
+            Stage::Rankers => write!(f, "{total} files · loading the rankers"),
         }
     }
 }
