@@ -569,6 +569,12 @@ impl Learning {
         RwLock::new(Rankers { classifier, online })
     }
 
+    /// How many picks the online ranker has learnt from.
+    pub fn online_picks(&self) -> u64 {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        rankers.online.picks()
+    }
+
     /// The order `kind` gives the proposals, or why it cannot rank.
     pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, String> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
@@ -619,8 +625,8 @@ impl Learning {
         })
     }
 
-    /// Write a completion into the user's file (see [`feedback::apply_completion`]); says
-    /// what happened.
+    /// Write a completion into the user's file (see [`feedback::apply_completion`]); the
+    /// file's text afterwards, or why it was left alone.
     pub fn apply(
         &self,
         path: &Path,
@@ -628,14 +634,12 @@ impl Learning {
         offset: usize,
         replace: usize,
         text: &str,
-    ) -> String {
+    ) -> Result<String, String> {
         let staging = self.dirs.data.as_deref();
         let result = feedback::apply_completion(path, hash, offset, replace, text, staging);
         tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
-        match result {
-            Ok(()) => format!("wrote the completion into {}", path.display()),
-            Err(e) => e.to_string(),
-        }
+        result.map_err(|e| e.to_string())?;
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 

@@ -25,6 +25,9 @@ pub struct UiArgs {
     /// Tokenizer the budget is counted in [default: the backend's, else code].
     #[arg(long)]
     pub tokenizer: Option<TokenizerKind>,
+    /// The UI's colours: dark or light [default: what theme.toml names, else dark].
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
 }
 
 impl UiArgs {
@@ -59,6 +62,7 @@ impl UiArgs {
             ranker: self.rank.ranker,
             classifier,
             dirs: dirs().clone(),
+            theme: self.theme.clone(),
         })
     }
 }
