@@ -8,6 +8,8 @@ use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod scale;
+
 use super::complete::BackendArgs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
@@ -18,6 +20,7 @@ use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use keyhole::eval::report::{self, HoleRows};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
+use keyhole::eval::shard::Shard;
 use keyhole::model;
 use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
@@ -25,7 +28,10 @@ use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::{self, RepoIndex};
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<scale::EvalCommand>,
     /// Repositories to evaluate (their directory names name them in reports).
     #[arg(required = true)]
     repos: Vec<PathBuf>,
@@ -69,17 +75,32 @@ pub struct EvalArgs {
     /// (appendix D.4; comma-separated, l > 1); none with an empty value.
     #[arg(long, value_delimiter = ',', default_value = "2,5")]
     compose: Vec<usize>,
+    /// Label only shard I of N of the sampled holes (from 1; the same seed gives every
+    /// machine the same holes); `keyhole eval merge` puts the shards' --out directories
+    /// together.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Only rank and report on the rows there are (`keyhole eval merge`).
+    #[arg(skip)]
+    report_only: bool,
+}
+
+/// `path` made absolute, where it exists.
+fn canonical(path: &std::path::Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn repository_name(path: &std::path::Path) -> String {
-    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    canonical.file_name().map_or_else(
+    canonical(path).file_name().map_or_else(
         || "repository".to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
 }
 
 pub fn eval_command(args: &EvalArgs) -> Result<()> {
+    if let Some(command) = &args.command {
+        return scale::run(command);
+    }
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet.
     unsafe { model::local::use_threads(&entry) };
@@ -89,6 +110,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         seed: args.seed,
         budget: args.budget,
         concurrency: args.concurrency,
+        shard: args.shard.unwrap_or(Shard::WHOLE),
     };
     let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
     if let Some(name) = names
@@ -101,12 +123,15 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         &args.out,
         &LabelSettings::new(names.clone(), &options, &entry),
         &report_settings(args),
+        &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
     )?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
-    for (path, name) in args.repos.iter().zip(&names) {
+    // A merged directory is reported on, not labelled: its missing shards stay missing.
+    let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
+    for (path, name) in to_label {
         let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
         let backend = model::build_backend(&entry, &index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));

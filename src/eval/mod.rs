@@ -2,14 +2,17 @@
 //! default context and with every applicable proposal, and record one label row each.
 //! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`outdir`] keeps one run at
 //! a time in an output directory and its settings, [`report`] turns the rows into the paper's
-//! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
+//! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files. At scale, a run is
+//! cut into [`shard`]s on many machines and their directories are put together by [`merge`].
 
 pub mod classified;
 pub mod interop;
 pub mod labels;
+pub mod merge;
 pub mod outdir;
 pub mod report;
 pub mod runner;
+pub mod shard;
 
 use serde::{Deserialize, Serialize};
 

@@ -14,6 +14,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use super::labels::LabelFile;
+use super::shard::Shard;
 use super::{LabelRow, hole_id};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::perspectives::{self, Candidate, Perspectives, REPOCODER_ID};
@@ -41,6 +42,8 @@ pub struct EvalOptions {
     pub budget: usize,
     /// Completions in flight at once.
     pub concurrency: usize,
+    /// The part of the sampled holes to run.
+    pub shard: Shard,
 }
 
 /// One repository's run.
@@ -228,7 +231,7 @@ impl RepoRun<'_> {
         progress: &ProgressBar,
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
-        let holes = sample_holes(self.index, self.options.holes, self.options.seed);
+        let holes = self.holes();
         let todo: Vec<&Hole> = holes
             .iter()
             .filter(|h| !labels.is_done(&self.id(h)))
@@ -325,6 +328,12 @@ impl RepoRun<'_> {
             progress.inc(1);
         }
         stop.map_or(Ok(()), Err)
+    }
+
+    /// The holes this run labels: RLPG's sample, or this shard's part of it.
+    pub fn holes(&self) -> Vec<Hole> {
+        let sampled = sample_holes(self.index, self.options.holes, self.options.seed);
+        self.options.shard.select(sampled)
     }
 
     fn id(&self, hole: &Hole) -> String {
