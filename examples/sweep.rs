@@ -8,7 +8,7 @@
 //!
 //! The second form puts a hole right before and right after every non-ASCII character.
 
-#[path = "../tests/reliability_support/fuzz_checks.rs"]
+#[path = "../tests/it/reliability_support/fuzz_checks.rs"]
 mod fuzz_checks;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

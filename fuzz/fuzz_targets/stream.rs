@@ -2,7 +2,7 @@
 //! and the texts read do not depend on where the chunks were cut.
 #![no_main]
 
-#[path = "../../tests/reliability_support/fuzz_checks.rs"]
+#[path = "../../tests/it/reliability_support/fuzz_checks.rs"]
 mod fuzz_checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_checks::check_stream(data));

@@ -3,7 +3,7 @@
 //! inside the text on character boundaries.
 #![no_main]
 
-#[path = "../../tests/reliability_support/fuzz_checks.rs"]
+#[path = "../../tests/it/reliability_support/fuzz_checks.rs"]
 mod fuzz_checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_checks::check_typed(data));

@@ -1,7 +1,7 @@
 //! `keyhole complete` end to end: offline with the embedded model, and against a local
 //! OpenAI-compatible server configured in backends.toml with a key from the environment.
 
-mod backends_support;
+use crate::backends_support;
 
 use std::process::Output;
 

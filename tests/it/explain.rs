@@ -1,6 +1,6 @@
 //! Explaining completions against prompts composed on the sample repository.
 
-mod common;
+use crate::common;
 
 use common::{SAMPLE, hole, proposal};
 use keyhole::compose::{Prompt, SegmentKind};

@@ -1,6 +1,6 @@
 //! The command line as a user runs it: output shape, and one-line errors with exit code 2.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

@@ -1,7 +1,7 @@
 //! Faults become typed errors naming the backend and URL, never panics or hangs; retries
 //! honour Retry-After; API keys are sent but never shown.
 
-mod backends_support;
+use crate::backends_support;
 
 use std::time::{Duration, Instant};
 

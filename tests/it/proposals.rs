@@ -1,7 +1,7 @@
 //! RLPG's prompt proposals on the sample repository: every source and every context type, with
 //! exact expected text.
 
-mod common;
+use crate::common;
 
 use common::{SAMPLE, hole, proposal, proposal_text, ranked_names};
 use keyhole::context::proposals::{ContextType, PromptSource, specs};

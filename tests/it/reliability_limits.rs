@@ -2,7 +2,7 @@
 //! command line and in backends.toml, a full disk, cache files that are not files or describe
 //! other text, and file names holding control characters.
 
-mod reliability_support;
+use crate::reliability_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! The embedded model behaves like a language model that reads its prompt: context that holds
 //! the answer turns a miss into an exact match, and it never sees the line being completed.
 
-mod common;
+use crate::common;
 
 use std::sync::LazyLock;
 

@@ -3,7 +3,7 @@
 //! (config.json, model.safetensors with Hugging Face's tensor names, a word-level
 //! tokenizer.json) into a temporary directory.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Typed-hole context (ChatLSP): expected types, relevant type definitions, relevant headers
 //! and the error report, on small repositories written here and on the bundled sample.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

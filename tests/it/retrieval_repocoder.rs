@@ -3,7 +3,7 @@
 //! summary needs a backend that follows instructions, and the bandit learns, persists and
 //! survives a corrupt file.
 
-mod common;
+use crate::common;
 
 use common::{SAMPLE, hole};
 use keyhole::compose::Composer;
@@ -84,7 +84,7 @@ fn no_window_shows_the_hole_line_or_what_follows() {
         // The worst case for leaking: the "generation" is the answer itself.
         candidates.push(p.repocoder_iteration(h, &target));
         candidates.push(p.hypothetical_line(h, &target));
-        // Typed-hole context may show declarations above the hole (tests/typed_holes.rs checks
+        // Typed-hole context may show declarations above the hole (tests/it/typed_holes.rs checks
         // it never shows the hole's line); retrieved windows may not.
         let windowed = |c: &&Candidate| (REPOCODER_ID..TYPED_TYPES_ID).contains(&c.id);
         for c in candidates.iter().filter(windowed) {

@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 use keyhole::feedback::{Pick, append_pick, apply_completion};
 use keyhole::rank::online::OnlineRanker;
 
-mod reliability_support;
+use crate::reliability_support;
 use reliability_support::Tmpfs;
 
 /// Set in the child copy of this test binary: the directory to write into.
 const WRITER_DIR: &str = "KEYHOLE_TEST_STATE_WRITER";
 
-/// In the child: record picks and save the ranker as fast as possible until killed.
+/// In the child: record picks and save the ranker as fast as possible until killed. Not a test
+/// of its own: the kill test below runs it with `--ignored`.
 #[test]
+#[ignore = "child process of kill_dash_nine_while_writing_picks_and_the_ranker_loses_nothing_finished"]
 fn state_writer() {
-    let Some(dir) = std::env::var_os(WRITER_DIR) else {
-        return;
-    };
+    let dir = std::env::var_os(WRITER_DIR).expect("run by the kill test, which sets the directory");
     let dir = Path::new(&dir);
     let mut ranker = OnlineRanker::default();
     for n in 0u64.. {
@@ -42,7 +42,12 @@ fn state_writer() {
 fn kill_dash_nine_while_writing_picks_and_the_ranker_loses_nothing_finished() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "state_writer", "--nocapture"])
+        .args([
+            "--exact",
+            "reliability_state::state_writer",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(WRITER_DIR, dir.path())
         .spawn()
         .unwrap();
@@ -86,11 +91,11 @@ fn version(n: u64) -> String {
 }
 
 /// In the child: apply completions that swap the whole file between two versions until killed.
+/// Not a test of its own: the apply tests below run it with `--ignored`.
 #[test]
+#[ignore = "child process of the apply tests"]
 fn apply_writer() {
-    let Some(path) = std::env::var_os(APPLY_FILE) else {
-        return;
-    };
+    let path = std::env::var_os(APPLY_FILE).expect("run by an apply test, which sets the file");
     let path = Path::new(&path);
     let once = std::env::var_os(APPLY_ONCE).is_some();
     for n in 1u64.. {
@@ -106,7 +111,12 @@ fn apply_writer() {
 fn spawn_apply_writer(file: &Path, data: &Path, once: bool) -> std::process::Child {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["--exact", "apply_writer", "--nocapture"])
+        .args([
+            "--exact",
+            "reliability_state::apply_writer",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(APPLY_FILE, file)
         .env("KEYHOLE_DATA_DIR", data);
     if once {

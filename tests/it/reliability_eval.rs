@@ -3,8 +3,8 @@
 //! runs into one output directory; resuming with other settings; label files torn anywhere.
 //! A failed request is never a label row, and a run that did not complete exits 2.
 
-mod backends_support;
-mod reliability_support;
+use crate::backends_support;
+use crate::reliability_support;
 
 use std::collections::HashMap;
 use std::path::Path;

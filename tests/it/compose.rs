@@ -1,7 +1,7 @@
 //! The composer: budgets are never exceeded and the proposal's unused share goes, exactly, to
 //! the default context — for any hole, proposal, budget and tokenizer.
 
-mod common;
+use crate::common;
 
 use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};

@@ -1,6 +1,6 @@
 //! Indexing real trees: .gitignore, bad files, the cache, and hole sampling.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

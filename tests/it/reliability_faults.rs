@@ -1,8 +1,8 @@
-//! Faults tests/backends_faults.rs does not cover, both about time: a stream that stalls
+//! Faults tests/it/backends_faults.rs does not cover, both about time: a stream that stalls
 //! halfway and an answer trickling in a byte at a time. The deadline must end either cleanly.
 //! (Huge answers are covered there: `oversized_answers_are_refused_whole_or_streamed`.)
 
-mod backends_support;
+use crate::backends_support;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The headless app: the real reducer and effect driver on the bundled sample, driven through
 //! its action channel like the terminal loop drives it.
 
-mod backends_support;
+use crate::backends_support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! RLPG's retrieval baselines on the sample repository.
 
-mod common;
+use crate::common;
 
 use common::{SAMPLE, hole};
 use keyhole::context::SourcedText;

@@ -1,7 +1,7 @@
 //! Each HTTP protocol against a loopback server speaking it: request bodies, parsed answers,
 //! streaming, several samples per prompt and token counting.
 
-mod backends_support;
+use crate::backends_support;
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
 //! Bad input gets a clear message and the rest keeps working: huge, deeply nested and broken
 //! files, positions outside the repository or past the end, empty repositories, unreadable
 //! files, keymap and theme files that do not parse, and the inputs the fuzzer found.
-//! (A backends.toml with a wrong type is covered by tests/backends_config.rs.)
+//! (A backends.toml with a wrong type is covered by tests/it/backends_config.rs.)
 
-mod reliability_support;
+use crate::reliability_support;
 
 use std::path::{Path, PathBuf};
 

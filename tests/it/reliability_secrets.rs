@@ -2,8 +2,8 @@
 //! answer, fail, or echo the Authorization header back, and the API key must appear in no
 //! output and no file keyhole wrote (backends.toml names only the variable).
 
-mod backends_support;
-mod reliability_support;
+use crate::backends_support;
+use crate::reliability_support;
 
 use std::collections::HashSet;
 use std::path::Path;

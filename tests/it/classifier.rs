@@ -2,7 +2,7 @@
 //! ranker's score, `keyhole train` makes a model from label files that `proposals` can use,
 //! and bad model files give one-line errors naming them.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,0 +1,39 @@
+//! keyhole's integration tests, one module per area, in one binary (one link, not 27).
+//!
+//! Every test runs hermetically: child processes get their own temporary config, cache and
+//! data directories, and library calls are given directories explicitly.
+
+mod backends_support;
+mod common;
+mod reliability_support;
+
+mod backends_config;
+mod backends_faults;
+mod backends_protocols;
+mod classifier;
+mod classifier_bert;
+mod cli;
+mod cli_complete;
+mod compose;
+mod embedded_model;
+mod eval_interop;
+mod eval_labels;
+mod eval_report;
+mod explain;
+mod feedback;
+mod index;
+mod local_model;
+mod proposals;
+mod reliability_eval;
+mod reliability_faults;
+mod reliability_inputs;
+mod reliability_limits;
+mod reliability_secrets;
+mod reliability_state;
+mod retrieval;
+mod retrieval_repocoder;
+mod tui_app;
+mod tui_picks;
+mod tui_snapshots;
+mod tui_tmux;
+mod typed_holes;
