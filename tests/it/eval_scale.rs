@@ -1,13 +1,11 @@
 //! Label generation at scale through the real binary: shards of one run (`--shard I/N`) and
 //! `keyhole eval merge`.
 
-mod reliability_support;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::reliability_support::{keyhole, one_line_error};
 use keyhole::eval::LabelRow;
-use reliability_support::{keyhole, one_line_error};
 
 fn sample() -> String {
     format!("{}/examples/sample-repo", env!("CARGO_MANIFEST_DIR"))
