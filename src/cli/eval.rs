@@ -80,6 +80,15 @@ pub struct EvalArgs {
     /// together.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
+    /// Write the requests the run still needs to FILE (OpenAI Batch API input, which vLLM's
+    /// run_batch also reads) instead of sending them; holes take two rounds (RepoCoder's second
+    /// iteration and ProCC's hypothetical line and summary need first-round answers).
+    #[arg(long, value_name = "FILE")]
+    export_requests: Option<PathBuf>,
+    /// Label from the answers in these batch output files (comma-separated, or repeated)
+    /// instead of asking a server; a file cut short counts as far as it goes.
+    #[arg(long, value_name = "FILE", value_delimiter = ',')]
+    import_responses: Vec<PathBuf>,
     /// Only rank and report on the rows there are (`keyhole eval merge`).
     #[arg(skip)]
     report_only: bool,
@@ -125,6 +134,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         &report_settings(args),
         &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
     )?;
+    let mut batch = scale::Batch::open(args, &entry)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
@@ -156,7 +166,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             windows: &windows,
             options: &options,
         };
-        let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
+        let result = match &mut batch {
+            Some(batch) => batch.label(&run, &mut labels),
+            None => runtime
+                .block_on(run.run(&mut labels, &progress, &mut failures))
+                .map_err(Into::into),
+        };
         progress.finish_and_clear();
         super::print_notices(backend.as_ref())?;
         let stats = result?;
@@ -164,6 +179,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         total.holes += stats.holes;
         total.failed += stats.failed;
         total.last_error = stats.last_error.or(total.last_error);
+    }
+    // A batch run reports once every hole is answered.
+    if let Some(batch) = batch
+        && !batch.finish()?
+    {
+        return Ok(());
     }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
@@ -176,6 +197,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
              training data); in the per-repository table their training rows equal the default \
              context.",
+        );
+    }
+    if args.batch() {
+        builder = builder.add_note(
+            "Labelled from batch files: Table 10's compositions, which need completions of \
+             their own, are left out.",
         );
     }
     if total.failed > 0 {
@@ -265,7 +292,11 @@ async fn classify(
     let run = ClassifierEval {
         classifier,
         variants: vec![Variant::H, Variant::R],
-        compositions: args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        // Compositions are completed online; batch files do not carry them (yet).
+        compositions: match args.batch() {
+            true => Vec::new(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        },
         tokenizer: entry.tokenizer().tokenizer(),
         budget: args.budget,
         concurrency: args.concurrency,

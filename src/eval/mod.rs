@@ -3,8 +3,10 @@
 //! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`outdir`] keeps one run at
 //! a time in an output directory and its settings, [`report`] turns the rows into the paper's
 //! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files. At scale, a run is
-//! cut into [`shard`]s on many machines and their directories are put together by [`merge`].
+//! cut into [`shard`]s on many machines and their directories are put together by [`merge`];
+//! [`batch`] writes a run's requests for a serving engine's batch mode and reads the answers.
 
+pub mod batch;
 pub mod classified;
 pub mod interop;
 pub mod labels;

@@ -1,11 +1,14 @@
 //! Label generation at scale through the real binary: shards of one run (`--shard I/N`) and
-//! `keyhole eval merge`.
+//! `keyhole eval merge`; batch files exported, answered by a batch engine and imported.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::reliability_support::{keyhole, one_line_error};
 use keyhole::eval::LabelRow;
+use serde_json::{Value, json};
+
+use crate::backends_support::{Reply, Server};
+use crate::reliability_support::{keyhole, one_line_error, write_backends};
 
 fn sample() -> String {
     format!("{}/examples/sample-repo", env!("CARGO_MANIFEST_DIR"))
@@ -169,4 +172,251 @@ fn merge_refuses_directories_that_are_not_shards_of_one_run() {
     );
     let err = one_line_error(&output);
     assert!(err.contains("--shard 1/2, not 2/2"), "{err}");
+}
+
+/// The completion a loopback server gives for a request body: a function of the prompt, so that
+/// an online run and a batch run get the same answers to the same requests.
+fn completion(body: &Value) -> Value {
+    let prompt = body["messages"].to_string();
+    let text = format!("```java\nx{};\n```", prompt.len() % 7);
+    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
+}
+
+/// A scratch directory whose backend `srv` is an OpenAI-style chat model at `base` (a chat
+/// model also writes ProCC's summaries).
+fn chat_scratch(base: &str) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"srv\"\nkind = \"openai_chat\"\nbase_url = \"{base}\"\nmodel = \"m\"\nretries = 0\n"
+    );
+    write_backends(scratch.path(), &toml);
+    scratch
+}
+
+/// What a batch engine does with a request file (OpenAI's Batch API, vLLM's run_batch): sends
+/// each line's body to its url on the server, and writes the output file.
+async fn run_batch(server: &Server, requests: &Path, responses: &Path) {
+    let client = reqwest::Client::new();
+    let mut out = String::new();
+    for line in std::fs::read_to_string(requests).unwrap().lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["method"], "POST");
+        let url = format!("{}{}", server.base, line["url"].as_str().unwrap());
+        let answer = client.post(url).json(&line["body"]).send().await.unwrap();
+        let status = answer.status().as_u16();
+        let body: Value = answer.json().await.unwrap();
+        let output = json!({
+            "id": "batch_req_1",
+            "custom_id": line["custom_id"],
+            "response": {"status_code": status, "request_id": "r", "body": body},
+            "error": null,
+        });
+        out.push_str(&format!("{output}\n"));
+    }
+    std::fs::write(responses, out).unwrap();
+}
+
+/// The request bodies the server saw, as a sorted list.
+fn bodies(server: &Server, from: usize) -> Vec<String> {
+    let mut bodies: Vec<String> = server.requests()[from..]
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    bodies.sort();
+    bodies
+}
+
+fn custom_ids(path: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    lines
+        .map(|l| l["custom_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_files_label_as_an_online_run_does_and_resume_from_a_cut_response_file() {
+    let server = Server::start(|request, _| Reply::Json(200, completion(&request.body))).await;
+    let scratch = chat_scratch(&server.base);
+    let scratch = scratch.path();
+    let file = |name: &str| scratch.join(name).to_str().unwrap().to_string();
+    let run = |out: &str, extra: &[&str]| {
+        let sample = sample();
+        let out = file(out);
+        let mut args = vec!["eval", &sample, "--holes", "3", "--backend", "srv"];
+        args.extend(["--compose", "1", "--out", &out]);
+        args.extend(extra);
+        keyhole(scratch, &args, &[])
+    };
+
+    let online = run("online", &[]);
+    assert!(
+        online.status.success(),
+        "{}",
+        String::from_utf8_lossy(&online.stderr)
+    );
+    let online_bodies = bodies(&server, 0);
+    let seen = server.requests().len();
+
+    // Round 1: every candidate that needs nothing, and the drafts; no request is sent.
+    let export = run("batch", &["--export-requests", &file("round1.jsonl")]);
+    let stderr = String::from_utf8_lossy(&export.stderr);
+    assert!(export.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("for 3 holes") && stderr.contains("need a second round"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), seen, "nothing sent");
+    let round1: Vec<Value> = std::fs::read_to_string(file("round1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(round1.iter().all(|l| l["url"] == "/v1/chat/completions"));
+    assert!(round1.iter().all(|l| l["body"]["model"] == "m"));
+    let ids = custom_ids(&scratch.join("round1.jsonl"));
+    assert_eq!(ids.len(), round1.len(), "custom ids are unique");
+    assert!(ids.iter().any(|id| id.ends_with("#summary")));
+    assert!(
+        !ids.iter().any(|id| id.ends_with("#67")),
+        "RepoCoder's iteration 2 waits"
+    );
+    run_batch(
+        &server,
+        &scratch.join("round1.jsonl"),
+        &scratch.join("out1.jsonl"),
+    )
+    .await;
+
+    // Round 2: the candidates built from round 1's answers.
+    let import1 = ["--import-responses", &file("out1.jsonl")];
+    let export = run(
+        "batch",
+        &[&import1[..], &["--export-requests", &file("round2.jsonl")]].concat(),
+    );
+    let stderr = String::from_utf8_lossy(&export.stderr);
+    assert!(
+        stderr.contains("round 1: 0 requests for 0 holes"),
+        "{stderr}"
+    );
+    let ids = custom_ids(&scratch.join("round2.jsonl"));
+    let kinds: BTreeSet<&str> = ids
+        .iter()
+        .map(|id| id.rsplit('#').next().unwrap())
+        .collect();
+    assert_eq!(kinds, BTreeSet::from(["67", "69", "70"]));
+    run_batch(
+        &server,
+        &scratch.join("round2.jsonl"),
+        &scratch.join("out2.jsonl"),
+    )
+    .await;
+    let batch_bodies = bodies(&server, seen);
+
+    // Round 2's answers cut in the middle of a line: the holes answered in full are labelled,
+    // the run says what is missing, and exporting again asks for exactly that.
+    let whole = std::fs::read_to_string(file("out2.jsonl")).unwrap();
+    let cut_at = whole.len() / 2;
+    let cut_at = (cut_at..whole.len())
+        .find(|&i| whole.as_bytes()[i] == b'{')
+        .unwrap()
+        + 10;
+    std::fs::write(file("out2-cut.jsonl"), &whole[..cut_at]).unwrap();
+    let partial = format!("{},{}", file("out1.jsonl"), file("out2-cut.jsonl"));
+    let import = run("batch", &["--import-responses", &partial]);
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert_eq!(import.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.contains("have no answers in the response files yet"),
+        "{stderr}"
+    );
+    let labelled = holes(&scratch.join("batch"));
+    assert!(!labelled.is_empty() && labelled.len() < 3, "{labelled:?}");
+    let export = run(
+        "batch",
+        &[
+            "--import-responses",
+            &partial,
+            "--export-requests",
+            &file("rest.jsonl"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&export.stderr);
+    assert!(stderr.contains("its last line is cut short"), "{stderr}");
+    let answered = whole[..cut_at]
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok());
+    let answered: BTreeSet<String> = answered
+        .map(|l| l["custom_id"].as_str().unwrap().to_string())
+        .collect();
+    let rest = custom_ids(&scratch.join("rest.jsonl"));
+    let missing: BTreeSet<String> = custom_ids(&scratch.join("round2.jsonl"))
+        .difference(&answered)
+        .filter(|id| labelled.iter().all(|h| !id.starts_with(&format!("{h}#"))))
+        .cloned()
+        .collect();
+    assert_eq!(rest, missing);
+
+    // The whole file labels the rest: the rows an online run wrote, from the same requests.
+    let all = format!("{},{}", file("out1.jsonl"), file("out2.jsonl"));
+    let import = run("batch", &["--import-responses", &all]);
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let key = |r: &LabelRow| {
+        (
+            r.hole_id.clone(),
+            r.proposal_id,
+            r.applicable,
+            r.prediction.clone(),
+        )
+    };
+    let batch_rows: Vec<_> = rows(&scratch.join("batch")).iter().map(key).collect();
+    let mut online_rows: Vec<_> = rows(&scratch.join("online")).iter().map(key).collect();
+    let mut sorted_batch = batch_rows.clone();
+    sorted_batch.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    online_rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    assert_eq!(sorted_batch.len(), 3 * keyhole::eval::WRITTEN_ROWS);
+    assert_eq!(sorted_batch, online_rows);
+    assert_eq!(
+        batch_bodies, online_bodies,
+        "the same requests, online or in batch files"
+    );
+    let report = std::fs::read_to_string(scratch.join("batch/report.md")).unwrap();
+    assert!(report.contains("Labelled from batch files"), "{report}");
+}
+
+#[test]
+fn batch_files_need_an_openai_style_backend_and_well_formed_answers() {
+    let scratch = chat_scratch("http://127.0.0.1:9");
+    let scratch = scratch.path();
+    let sample = sample();
+    let out = scratch.join("out");
+    let out = out.to_str().unwrap();
+    let requests = scratch.join("requests.jsonl");
+    let requests = requests.to_str().unwrap();
+    let embedded = keyhole(
+        scratch,
+        &["eval", &sample, "--out", out, "--export-requests", requests],
+        &[],
+    );
+    let err = one_line_error(&embedded);
+    assert!(err.contains("kind openai or openai_chat"), "{err}");
+    assert!(!Path::new(requests).exists());
+
+    let answers = scratch.join("answers.jsonl");
+    let good = json!({"custom_id": "a#1", "response": {"status_code": 200, "body": completion(&json!({}))}});
+    std::fs::write(&answers, format!("{good}\n{{\"custom_id\": \n{good}\n")).unwrap();
+    let args = ["eval", &sample, "--out", out, "--backend", "srv"];
+    let import = ["--import-responses", answers.to_str().unwrap()];
+    let err = one_line_error(&keyhole(scratch, &[&args[..], &import].concat(), &[]));
+    assert!(err.contains("answers.jsonl:2: not JSON"), "{err}");
+    std::fs::write(&answers, format!("{good}\n{{\"id\": 1}}\n")).unwrap();
+    let err = one_line_error(&keyhole(scratch, &[&args[..], &import].concat(), &[]));
+    assert!(err.contains("answers.jsonl:2: no `custom_id`"), "{err}");
 }

@@ -1,13 +1,20 @@
-//! `keyhole eval merge`: the glue between the command line and [`keyhole::eval::merge`].
+//! `keyhole eval merge` and eval's batch files: the glue between the command line and
+//! [`keyhole::eval::merge`] and [`keyhole::eval::batch`].
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
 use super::{BackendArgs, EvalArgs, canonical, eval_command, repository_name};
+use keyhole::eval::batch::{BatchRun, BatchStats, Responses};
+use keyhole::eval::labels::LabelFile;
 use keyhole::eval::merge::{self, Merged};
-use keyhole::eval::runner::DEFAULT_MAX_FAILURES;
+use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, RepoRun, RunStats};
+use keyhole::model::config::BackendConfig;
+use keyhole::model::http::BatchCodec;
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
@@ -85,6 +92,8 @@ fn merge_command(
         compose: report.compose.clone(),
         shard: None,
         report_only: true,
+        export_requests: None,
+        import_responses: Vec::new(),
     })
 }
 
@@ -113,4 +122,103 @@ fn repositories(merged: &Merged, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(paths)
+}
+
+impl EvalArgs {
+    /// Whether the run is answered from batch files rather than a server.
+    pub(super) fn batch(&self) -> bool {
+        self.export_requests.is_some() || !self.import_responses.is_empty()
+    }
+}
+
+/// `--export-requests` and `--import-responses`: a run answered from batch files instead of
+/// a server.
+pub(super) struct Batch {
+    codec: BatchCodec,
+    responses: Responses,
+    /// Where the requests go, and the file they are written to until the run is done.
+    export: Option<(PathBuf, PathBuf, BufWriter<File>)>,
+    stats: BatchStats,
+}
+
+impl Batch {
+    /// The batch files of `args`, if it names any.
+    pub(super) fn open(args: &EvalArgs, entry: &BackendConfig) -> Result<Option<Batch>> {
+        if !args.batch() {
+            return Ok(None);
+        }
+        let codec = BatchCodec::new(entry)?;
+        let responses = Responses::read(&args.import_responses, &codec)?;
+        for file in &responses.cut {
+            errln!(
+                "{file}: its last line is cut short; its request is exported again (or import the whole file later)"
+            );
+        }
+        let export = match &args.export_requests {
+            Some(path) => {
+                let mut partial = path.as_os_str().to_owned();
+                partial.push(".partial");
+                let partial = PathBuf::from(partial);
+                let file =
+                    File::create(&partial).with_context(|| format!("{}", partial.display()))?;
+                Some((path.clone(), partial, BufWriter::new(file)))
+            }
+            None => None,
+        };
+        Ok(Some(Batch {
+            codec,
+            responses,
+            export,
+            stats: BatchStats::default(),
+        }))
+    }
+
+    /// Labels the holes of `run` the responses answer, and exports what the others need.
+    pub(super) fn label(&mut self, run: &RepoRun, labels: &mut LabelFile) -> Result<RunStats> {
+        let batch = BatchRun {
+            run,
+            codec: &self.codec,
+            responses: &self.responses,
+        };
+        let export = self.export.as_mut().map(|(_, _, w)| w as &mut dyn Write);
+        let stats = batch
+            .run(labels, export)
+            .with_context(|| format!("{}", labels.path().display()))?;
+        self.stats.add(&stats);
+        Ok(RunStats {
+            holes: stats.holes,
+            resumed: stats.resumed,
+            completed: stats.labelled,
+            ..RunStats::default()
+        })
+    }
+
+    /// Finishes the export; true when every hole is labelled (the report can be written).
+    pub(super) fn finish(self) -> Result<bool> {
+        if self.responses.failed > 0 {
+            errln!(
+                "{} answers in the response files are errors and their requests are asked again (the last: {})",
+                self.responses.failed,
+                self.responses.last_error.as_deref().unwrap_or_default()
+            );
+        }
+        let waiting = self.stats.waiting();
+        match self.export {
+            Some((path, partial, writer)) => {
+                let written = writer.into_inner().map_err(|e| e.into_error());
+                written
+                    .and_then(|file| file.sync_all())
+                    .and_then(|()| std::fs::rename(&partial, &path))
+                    .with_context(|| format!("{}", path.display()))?;
+                errln!("{}", self.stats.export_summary(&path));
+            }
+            None if waiting > 0 => bail!(
+                "{waiting} holes have no answers in the response files yet ({} of round 1, {} of round 2); --export-requests FILE writes their requests",
+                self.stats.first_holes,
+                self.stats.second_holes
+            ),
+            None => {}
+        }
+        Ok(waiting == 0)
+    }
 }

@@ -282,15 +282,88 @@ impl HttpBackend {
             .texts
             .into_values()
             .map(|(text, _)| Completion {
-                // A model may answer with the key (it may be in the training data): it must
-                // not reach the screen, label files or the feedback log.
-                text: redact(
-                    &apply_stop(&self.protocol.clean(text, request), &request.stop),
-                    key.as_deref(),
-                ),
+                text: finish(self.protocol.as_ref(), text, request, key.as_deref()),
                 latency,
             })
             .collect())
+    }
+}
+
+/// An answer's text as the code it holds: cleaned, cut at the first stop sequence, and without
+/// the key. A model may answer with the key (it may be in the training data): it must not reach
+/// the screen, label files or the feedback log.
+fn finish(
+    protocol: &dyn Protocol,
+    text: String,
+    request: &CompletionRequest,
+    key: Option<&str>,
+) -> String {
+    redact(
+        &apply_stop(&protocol.clean(text, request), &request.stop),
+        key,
+    )
+}
+
+/// Requests and answers of an OpenAI-style backend as batch files hold them (OpenAI's Batch
+/// API, vLLM's `run_batch`): the endpoint and body a request would be sent as, and the texts
+/// of an answer's body as the backend would have read them.
+pub struct BatchCodec {
+    config: BackendConfig,
+    protocol: Box<dyn Protocol>,
+    transport: Transport,
+}
+
+impl BatchCodec {
+    /// The codec of `config`, an `openai` or `openai_chat` entry (the kinds the batch formats
+    /// speak).
+    pub fn new(config: &BackendConfig) -> Result<BatchCodec, BackendError> {
+        if !matches!(config.kind, BackendKind::OpenAi | BackendKind::OpenAiChat) {
+            return Err(config_error(
+                config,
+                "batch files are OpenAI-style requests: use a backend of kind openai or openai_chat",
+            ));
+        }
+        Ok(BatchCodec {
+            config: config.clone(),
+            protocol: protocol(config)?,
+            transport: Transport::new(config)?,
+        })
+    }
+
+    /// The endpoint (`/v1/completions` or `/v1/chat/completions`) and the body `request` is
+    /// sent with, the entry's generation settings applied; one completion, unstreamed.
+    pub fn request(&self, request: &CompletionRequest) -> (&'static str, Value) {
+        let request = CompletionRequest {
+            n: 1,
+            ..self.config.apply(request)
+        };
+        (
+            self.protocol.path(&request),
+            self.protocol.body(&request, false),
+        )
+    }
+
+    /// The raw texts of an answer's body, in choice order, or why it holds none.
+    pub fn texts(&self, body: &Value) -> Result<Vec<String>, String> {
+        let mut pieces = self.protocol.answer(body)?;
+        if pieces.is_empty() {
+            return Err("no completions".to_string());
+        }
+        pieces.sort_by_key(|p| p.index);
+        Ok(pieces.into_iter().map(|p| p.text).collect())
+    }
+
+    /// A raw text of an answer to `request` as the backend would have returned it.
+    pub fn finish(&self, text: &str, request: &CompletionRequest) -> String {
+        let request = self.config.apply(request);
+        // Where the key's variable is not set here, no key can be redacted.
+        let key = self.transport.api_key().ok().flatten();
+        finish(
+            self.protocol.as_ref(),
+            text.to_string(),
+            &request,
+            key.as_deref(),
+        )
     }
 }
 
