@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod scale;
 
 use super::complete::BackendArgs;
+use super::dirs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
@@ -25,7 +26,7 @@ use keyhole::model;
 use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
-use keyhole::repo::{self, RepoIndex};
+use keyhole::repo::RepoIndex;
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -142,7 +143,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     // A merged directory is reported on, not labelled: its missing shards stay missing.
     let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
     for (path, name) in to_label {
-        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
         let backend = model::build_backend(&entry, &index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));
         let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
@@ -313,7 +314,7 @@ async fn classify(
             continue;
         }
         errln!("{name}: ranking {} holes with the classifier…", mine.len());
-        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
         let backend = model::build_backend(entry, &index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }
@@ -343,7 +344,10 @@ fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Resul
         .save(&path)
         .with_context(|| format!("{}", path.display()))?;
     if args.keep_bandit {
-        let dir = keyhole::feedback::data_dir().context("no data directory for --keep-bandit")?;
+        let dir = dirs()
+            .data
+            .clone()
+            .context("no data directory for --keep-bandit")?;
         let path = dir.join(bandit::FILE);
         bandit
             .save(&path)
