@@ -51,7 +51,7 @@ pub struct EvalArgs {
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
-    /// Completions in flight at once.
+    /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
     #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row (a dead or hung
@@ -119,7 +119,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         holes: Some(args.holes),
         seed: args.seed,
         budget: args.budget,
-        concurrency: args.concurrency,
+        concurrency: scale::in_flight(args.concurrency, &entry)?,
         shard: args.shard.unwrap_or(Shard::WHOLE),
     };
     let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();

@@ -420,3 +420,69 @@ fn batch_files_need_an_openai_style_backend_and_well_formed_answers() {
     let err = one_line_error(&keyhole(scratch, &[&args[..], &import].concat(), &[]));
     assert!(err.contains("answers.jsonl:2: no `custom_id`"), "{err}");
 }
+
+/// A scratch directory whose backend `srv` is an OpenAI-style completion server at `base`
+/// that allows `concurrency` requests at once.
+fn completions_scratch(base: &str, concurrency: usize) -> tempfile::TempDir {
+    let scratch = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"srv\"\nkind = \"openai\"\nbase_url = \"{base}\"\nmodel = \"m\"\nconcurrency = {concurrency}\n"
+    );
+    write_backends(scratch.path(), &toml);
+    scratch
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
+    // Slow answers, so that requests pile up to whatever limit holds them.
+    let slow = || {
+        Server::start(|_, _| {
+            let answer = json!({"choices": [{"index": 0, "text": "x;"}]});
+            Reply::After(
+                std::time::Duration::from_millis(200),
+                Box::new(Reply::Json(200, answer)),
+            )
+        })
+    };
+    let eval = |scratch: &Path, concurrency: &str| {
+        let sample = sample();
+        let out = scratch.join("out");
+        let args = [
+            "eval",
+            &sample,
+            "--holes",
+            "2",
+            "--backend",
+            "srv",
+            "--compose",
+            "1",
+        ];
+        let more = ["--concurrency", concurrency, "--out", out.to_str().unwrap()];
+        keyhole(scratch, &[&args[..], &more].concat(), &[])
+    };
+
+    let server = slow().await;
+    let scratch = completions_scratch(&server.base, 128);
+    let output = eval(scratch.path(), "128");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // Two holes have more than 128 requests in their first stage.
+    assert!(server.most_in_flight() > 64, "{}", server.most_in_flight());
+
+    // More than the backend allows is capped, and said, rather than left to time out.
+    let server = slow().await;
+    let scratch = completions_scratch(&server.base, 3);
+    let output = eval(scratch.path(), "128");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("srv: 3 requests in flight, not 128"),
+        "{stderr}"
+    );
+    // (The server counts an answer until its connection closes, after the client has read it
+    // and sent the next request: one or two more than the client holds.)
+    assert!(server.most_in_flight() <= 5, "{}", server.most_in_flight());
+}

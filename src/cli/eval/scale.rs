@@ -13,7 +13,7 @@ use keyhole::eval::batch::{BatchRun, BatchStats, Responses};
 use keyhole::eval::labels::LabelFile;
 use keyhole::eval::merge::{self, Merged};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, RepoRun, RunStats};
-use keyhole::model::config::BackendConfig;
+use keyhole::model::config::{BackendConfig, MAX_CONCURRENCY};
 use keyhole::model::http::BatchCodec;
 
 #[derive(Subcommand)]
@@ -122,6 +122,20 @@ fn repositories(merged: &Merged, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(paths)
+}
+
+/// Completions eval keeps in flight: `asked`, but no more than an HTTP backend's own limit
+/// (requests beyond it would wait for a turn within their deadline and time out).
+pub(super) fn in_flight(asked: usize, entry: &BackendConfig) -> Result<usize> {
+    if !entry.kind.is_http() || asked <= entry.concurrency {
+        return Ok(asked);
+    }
+    errln!(
+        "{}: {} requests in flight, not {asked}: the backend's concurrency in backends.toml allows no more (it may be raised to {MAX_CONCURRENCY})",
+        entry.name,
+        entry.concurrency
+    );
+    Ok(entry.concurrency)
 }
 
 impl EvalArgs {

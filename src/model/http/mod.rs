@@ -80,7 +80,7 @@ pub struct HttpBackend {
     config: BackendConfig,
     transport: Transport,
     protocol: Box<dyn Protocol>,
-    /// Set once the server answered 501 to a fill-in-the-middle request (llama.cpp's
+    /// Set once the server refused a fill-in-the-middle request ([`refuses_suffix`]; llama.cpp's
     /// `/infill` for a model without FIM tokens): requests go left to right from then on.
     no_infill: std::sync::OnceLock<String>,
 }
@@ -185,9 +185,11 @@ impl Backend for HttpBackend {
             request.suffix = None;
         }
         match self.complete_all(&request, deltas).await {
-            Err(BackendError::Status { status: 501, .. }) if request.suffix.is_some() => {
+            Err(BackendError::Status { status, detail, .. })
+                if request.suffix.is_some() && refuses_suffix(status, &detail) =>
+            {
                 let _ = self.no_infill.set(format!(
-                    "{}: the server does not fill in the middle (it answered 501); prompts are completed left to right",
+                    "{}: the server does not fill in the middle (it answered {status}); prompts are completed left to right",
                     self.config.name
                 ));
                 request.suffix = None;
@@ -210,6 +212,13 @@ impl Backend for HttpBackend {
         let answer = endpoint.get_json().await;
         Some(answer.map(|a| self.protocol.model_names(&a)))
     }
+}
+
+/// Whether an error answer to a fill-in-the-middle request says that the server cannot fill in
+/// the middle: llama.cpp's 501 for a model without FIM tokens, or a 400 that names the suffix
+/// (vLLM's `/v1/completions` takes none: "suffix is not currently supported").
+fn refuses_suffix(status: u16, detail: &str) -> bool {
+    status == 501 || status == 400 && detail.contains("suffix")
 }
 
 /// `answer[list][*][field]`, the strings of it: a server's model names.
