@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use keyhole::candidate;
 use keyhole::compose::{self, Composer};
 use keyhole::context::proposals::{self, Request};
 use keyhole::hole::sample_holes;
@@ -37,7 +38,7 @@ fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
             let prompt = FILLERS
                 .iter()
                 .map(|&id| {
-                    let spec = proposals::specs()[id];
+                    let spec = candidate::proposal_specs()[id];
                     let req = Request {
                         index,
                         hole,
