@@ -25,7 +25,7 @@ use super::labels::LabelFile;
 use super::runner::{Draft, Job, RepoRun};
 use crate::hole::Hole;
 use crate::model::CompletionRequest;
-use crate::model::http::BatchCodec;
+use crate::model::http::{BatchCodec, error_message};
 
 /// Holes whose prompts are built together (in parallel) before their rows are written.
 const CHUNK: usize = 64;
@@ -53,6 +53,9 @@ pub struct Responses {
     pub last_error: Option<String>,
     /// Files that end in a line cut short (an interrupted download or batch job).
     pub cut: Vec<String>,
+    /// Whether an answer refused a fill-in-the-middle request (vLLM takes no `suffix`): the
+    /// requests are then exported left to right, as the backend asks them online.
+    pub left_to_right: bool,
 }
 
 impl Responses {
@@ -114,8 +117,8 @@ impl Responses {
             .and_then(Value::as_str)
             .ok_or("no `custom_id`: not a line of a batch output file")?;
         let texts = match (line.get("error"), line.get("response")) {
-            (Some(error), _) if !error.is_null() => Err(error_text(error)),
-            (_, Some(response)) if !response.is_null() => answer(response, codec),
+            (Some(error), _) if !error.is_null() => Err(error_message(error)),
+            (_, Some(response)) if !response.is_null() => self.answer(response, codec),
             _ => return Err("neither `response` nor `error`".to_string()),
         };
         match texts {
@@ -130,6 +133,22 @@ impl Responses {
         Ok(())
     }
 
+    /// The texts of a `response` object, or what went wrong.
+    fn answer(&mut self, response: &Value, codec: &BatchCodec) -> Result<Vec<String>, String> {
+        let status = response.get("status_code").and_then(Value::as_u64);
+        let body = response.get("body").unwrap_or(&Value::Null);
+        let status = match status {
+            Some(200) => return codec.texts(body),
+            Some(status) => status,
+            None => return Err("a response without `status_code`".to_string()),
+        };
+        let detail = body.get("error").unwrap_or(body);
+        let detail = error_message(detail);
+        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        self.left_to_right |= codec.refuses_suffix(status, &detail);
+        Err(format!("status {status}: {detail}"))
+    }
+
     /// How many requests have an answer.
     pub fn len(&self) -> usize {
         self.answered.len()
@@ -142,28 +161,6 @@ impl Responses {
     /// The first raw text answering `custom_id`.
     fn text(&self, custom_id: &str) -> Option<&str> {
         self.answered.get(custom_id)?.first().map(String::as_str)
-    }
-}
-
-/// The texts of a `response` object, or what went wrong.
-fn answer(response: &Value, codec: &BatchCodec) -> Result<Vec<String>, String> {
-    let status = response.get("status_code").and_then(Value::as_u64);
-    let body = response.get("body").unwrap_or(&Value::Null);
-    match status {
-        Some(200) => codec.texts(body),
-        Some(status) => Err(format!(
-            "status {status}: {}",
-            body.get("error")
-                .map_or_else(|| body.to_string(), error_text)
-        )),
-        None => Err("a response without `status_code`".to_string()),
-    }
-}
-
-fn error_text(error: &Value) -> String {
-    match error.get("message").unwrap_or(error) {
-        Value::String(message) => message.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -235,8 +232,13 @@ impl BatchStats {
 }
 
 /// One request line of a batch input file.
-pub fn request_line(custom_id: &str, codec: &BatchCodec, request: &CompletionRequest) -> Value {
-    let (url, body) = codec.request(request);
+pub fn request_line(
+    custom_id: &str,
+    codec: &BatchCodec,
+    request: &CompletionRequest,
+    left_to_right: bool,
+) -> Value {
+    let (url, body) = codec.request(request, left_to_right);
     json!({"custom_id": custom_id, "method": "POST", "url": url, "body": body})
 }
 
@@ -331,7 +333,12 @@ impl BatchRun<'_> {
             let custom_id = custom_id(hole_id, job);
             match self.responses.text(&custom_id) {
                 Some(text) => done.push((job, self.codec.finish(text, &request))),
-                None => missing.push(request_line(&custom_id, self.codec, &request)),
+                None => missing.push(request_line(
+                    &custom_id,
+                    self.codec,
+                    &request,
+                    self.responses.left_to_right,
+                )),
             }
         }
         (done, missing)

@@ -486,3 +486,75 @@ async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
     // and sent the next request: one or two more than the client holds.)
     assert!(server.most_in_flight() <= 5, "{}", server.most_in_flight());
 }
+
+#[test]
+fn an_engine_that_refuses_the_suffix_gets_the_requests_left_to_right() {
+    let scratch = completions_scratch("http://127.0.0.1:9", 4);
+    let scratch = scratch.path();
+    let sample = sample();
+    let out = scratch.join("out");
+    let file = |name: &str| scratch.join(name).to_str().unwrap().to_string();
+    let args = [
+        "eval",
+        &sample,
+        "--holes",
+        "2",
+        "--backend",
+        "srv",
+        "--compose",
+        "1",
+    ];
+    let export = |extra: &[&str]| {
+        let out = ["--out", out.to_str().unwrap()];
+        keyhole(scratch, &[&args[..], &out, extra].concat(), &[])
+    };
+    assert!(
+        export(&["--export-requests", &file("r1.jsonl")])
+            .status
+            .success()
+    );
+    let drafts = |path: &str| -> Vec<Value> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap());
+        lines
+            .filter(|l| {
+                l["custom_id"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("#hypothetical-line")
+            })
+            .collect()
+    };
+    let first = drafts(&file("r1.jsonl"));
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().all(|l| l["body"]["suffix"].is_string()));
+
+    // vLLM's answer to a completion request with a suffix.
+    let refusal = json!({
+        "custom_id": first[0]["custom_id"],
+        "response": {"status_code": 400, "body": {"object": "error", "message": "suffix is not currently supported", "code": 400}},
+        "error": null,
+    });
+    std::fs::write(file("a1.jsonl"), format!("{refusal}\n")).unwrap();
+    let again = export(&[
+        "--import-responses",
+        &file("a1.jsonl"),
+        "--export-requests",
+        &file("r2.jsonl"),
+    ]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("requests are exported left to right"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 answers in the response files are errors"),
+        "{stderr}"
+    );
+    let second = drafts(&file("r2.jsonl"));
+    assert_eq!(second.len(), 2, "both asked again");
+    assert!(second.iter().all(|l| l["body"].get("suffix").is_none()));
+}

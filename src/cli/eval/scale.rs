@@ -216,6 +216,11 @@ impl Batch {
                 self.responses.last_error.as_deref().unwrap_or_default()
             );
         }
+        if self.responses.left_to_right && self.export.is_some() {
+            errln!(
+                "the engine does not fill in the middle (an answer refused the suffix); requests are exported left to right"
+            );
+        }
         let waiting = self.stats.waiting();
         match self.export {
             Some((path, partial, writer)) => {

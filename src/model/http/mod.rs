@@ -221,6 +221,11 @@ fn refuses_suffix(status: u16, detail: &str) -> bool {
     status == 501 || status == 400 && detail.contains("suffix")
 }
 
+/// The message of an `error` field, which servers send as a string or as `{message: ...}`.
+pub fn error_message(error: &Value) -> String {
+    transport::error_text(error)
+}
+
 /// `answer[list][*][field]`, the strings of it: a server's model names.
 fn names_at(answer: &Value, list: &str, field: &str) -> Vec<String> {
     let entries = answer.get(list).and_then(Value::as_array);
@@ -340,16 +345,30 @@ impl BatchCodec {
     }
 
     /// The endpoint (`/v1/completions` or `/v1/chat/completions`) and the body `request` is
-    /// sent with, the entry's generation settings applied; one completion, unstreamed.
-    pub fn request(&self, request: &CompletionRequest) -> (&'static str, Value) {
-        let request = CompletionRequest {
+    /// sent with, the entry's generation settings applied; one completion, unstreamed, and
+    /// without its suffix when the engine has refused one (`left_to_right`).
+    pub fn request(
+        &self,
+        request: &CompletionRequest,
+        left_to_right: bool,
+    ) -> (&'static str, Value) {
+        let mut request = CompletionRequest {
             n: 1,
             ..self.config.apply(request)
         };
+        if left_to_right {
+            request.suffix = None;
+        }
         (
             self.protocol.path(&request),
             self.protocol.body(&request, false),
         )
+    }
+
+    /// Whether an error answer (`status`, what it says) refuses fill-in-the-middle requests,
+    /// as the backend reads it online.
+    pub fn refuses_suffix(&self, status: u16, detail: &str) -> bool {
+        refuses_suffix(status, detail)
     }
 
     /// The raw texts of an answer's body, in choice order, or why it holds none.
