@@ -100,7 +100,7 @@ async fn serve(mut socket: TcpStream, tally: &Tally, busy: u64) -> std::io::Resu
             response("200 OK", &[], &tally.report())
         } else {
             let n = tally.add();
-            if busy > 0 && n % busy == 0 {
+            if busy > 0 && n.is_multiple_of(busy) {
                 response("429 Too Many Requests", &["Retry-After: 1"], "{}")
             } else {
                 response("200 OK", &[], ANSWER)

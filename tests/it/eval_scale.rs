@@ -174,6 +174,23 @@ fn merge_refuses_directories_that_are_not_shards_of_one_run() {
     assert!(err.contains("--shard 1/2, not 2/2"), "{err}");
 }
 
+/// `keyhole eval` of `holes` holes of the sample with the backend `srv`, without Table 10's
+/// compositions (their requests are not the labels'), then `extra`, in `scratch`.
+fn eval_srv(scratch: &Path, holes: &str, extra: &[&str]) -> std::process::Output {
+    let sample = sample();
+    let args = [
+        "eval",
+        &sample,
+        "--holes",
+        holes,
+        "--backend",
+        "srv",
+        "--compose",
+        "1",
+    ];
+    keyhole(scratch, &[&args[..], extra].concat(), &[])
+}
+
 /// The completion a loopback server gives for a request body: a function of the prompt, so that
 /// an online run and a batch run get the same answers to the same requests.
 fn completion(body: &Value) -> Value {
@@ -243,12 +260,8 @@ async fn batch_files_label_as_an_online_run_does_and_resume_from_a_cut_response_
     let scratch = scratch.path();
     let file = |name: &str| scratch.join(name).to_str().unwrap().to_string();
     let run = |out: &str, extra: &[&str]| {
-        let sample = sample();
         let out = file(out);
-        let mut args = vec!["eval", &sample, "--holes", "3", "--backend", "srv"];
-        args.extend(["--compose", "1", "--out", &out]);
-        args.extend(extra);
-        keyhole(scratch, &args, &[])
+        eval_srv(scratch, "3", &[&["--out", &out][..], extra].concat())
     };
 
     let online = run("online", &[]);
@@ -445,20 +458,9 @@ async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
         })
     };
     let eval = |scratch: &Path, concurrency: &str| {
-        let sample = sample();
         let out = scratch.join("out");
-        let args = [
-            "eval",
-            &sample,
-            "--holes",
-            "2",
-            "--backend",
-            "srv",
-            "--compose",
-            "1",
-        ];
         let more = ["--concurrency", concurrency, "--out", out.to_str().unwrap()];
-        keyhole(scratch, &[&args[..], &more].concat(), &[])
+        eval_srv(scratch, "2", &more)
     };
 
     let server = slow().await;
@@ -491,22 +493,11 @@ async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
 fn an_engine_that_refuses_the_suffix_gets_the_requests_left_to_right() {
     let scratch = completions_scratch("http://127.0.0.1:9", 4);
     let scratch = scratch.path();
-    let sample = sample();
     let out = scratch.join("out");
     let file = |name: &str| scratch.join(name).to_str().unwrap().to_string();
-    let args = [
-        "eval",
-        &sample,
-        "--holes",
-        "2",
-        "--backend",
-        "srv",
-        "--compose",
-        "1",
-    ];
     let export = |extra: &[&str]| {
         let out = ["--out", out.to_str().unwrap()];
-        keyhole(scratch, &[&args[..], &out, extra].concat(), &[])
+        eval_srv(scratch, "2", &[&out[..], extra].concat())
     };
     assert!(
         export(&["--export-requests", &file("r1.jsonl")])
