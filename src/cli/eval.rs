@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -10,12 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod scale;
 
-use super::complete::BackendArgs;
+use super::backends::BackendArgs;
 use super::dirs;
 use keyhole::candidate::CandidateId;
 use keyhole::compose;
-use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::WindowIndex;
 use keyhole::eval::WRITTEN_ROWS;
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels::{self, LabelFile};
@@ -28,6 +27,7 @@ use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
+use keyhole::session::{Learning, Session};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -157,15 +157,17 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             );
         }
         let progress = progress_bar(name);
-        let retrieval = Retrieval::new(&index);
-        let windows = WindowIndex::new(&index);
+        let mut session = Session::new(
+            Arc::new(index),
+            Arc::from(backend),
+            Learning::new(dirs().clone()),
+            tokenizer,
+            options.budget,
+        );
+        session.seed = options.seed;
         let run = RepoRun {
             repository: name,
-            index: &index,
-            tokenizer,
-            backend: backend.as_ref(),
-            retrieval: &retrieval,
-            windows: &windows,
+            session: &session,
             options: &options,
         };
         let result = match &mut batch {
@@ -175,7 +177,14 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
                 .map_err(Into::into),
         };
         progress.finish_and_clear();
-        super::print_notices(backend.as_ref())?;
+        session
+            .backend
+            .notices()
+            .iter()
+            .try_for_each(|n| -> Result<()> {
+                errln!("note: {n}");
+                Ok(())
+            })?;
         let stats = result?;
         errln!("{name}: {stats}");
         total.holes += stats.holes;
