@@ -549,3 +549,49 @@ fn an_engine_that_refuses_the_suffix_gets_the_requests_left_to_right() {
     assert_eq!(second.len(), 2, "both asked again");
     assert!(second.iter().all(|l| l["body"].get("suffix").is_none()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn merge_can_leave_table_10_out_when_the_backend_is_gone() {
+    let server = Server::start(|request, _| Reply::Json(200, completion(&request.body))).await;
+    let scratch = chat_scratch(&server.base);
+    let scratch = scratch.path();
+    let sample = sample();
+    let shard = |i: &str| {
+        let out = scratch.join(format!("shard{i}"));
+        let args = ["eval", &sample, "--holes", "4", "--backend", "srv"];
+        let more = ["--shard", &format!("{i}/2"), "--out", out.to_str().unwrap()];
+        let output = keyhole(scratch, &[&args[..], &more].concat(), &[]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    };
+    let (one, two) = (shard("1"), shard("2"));
+    // The merging machine's entry for the backend points nowhere (the URL is no setting).
+    let gone = chat_scratch("http://127.0.0.1:9");
+    std::fs::copy(
+        gone.path().join("config/backends.toml"),
+        scratch.join("config/backends.toml"),
+    )
+    .unwrap();
+    let merge = |out: &str, extra: &[&str]| {
+        let out = scratch.join(out);
+        let args = ["eval", "merge", "--out", out.to_str().unwrap()];
+        let dirs = [one.to_str().unwrap(), two.to_str().unwrap()];
+        keyhole(scratch, &[&args[..], &dirs, extra].concat(), &[])
+    };
+    let failed = merge("m1", &[]);
+    assert_eq!(failed.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    let merged = merge("m2", &["--compose", "1"]);
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    assert_eq!(holes(&scratch.join("m2")).len(), 4);
+    assert!(scratch.join("m2/report.md").exists());
+}

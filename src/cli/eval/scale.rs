@@ -34,6 +34,10 @@ pub enum EvalCommand {
         /// Completions in flight at once, for Table 10's compositions.
         #[arg(long, default_value_t = 4, value_parser = crate::cli::bounds::concurrency)]
         concurrency: usize,
+        /// Table 10's compositions to complete [default: the shards'; `1` completes none, for
+        /// shards labelled from batch files, whose backend may not be reachable].
+        #[arg(long, value_delimiter = ',')]
+        compose: Option<Vec<usize>>,
     },
 }
 
@@ -44,7 +48,8 @@ pub(super) fn run(command: &EvalCommand) -> Result<()> {
             out,
             repos,
             concurrency,
-        } => merge_command(dirs, out, repos, *concurrency),
+            compose,
+        } => merge_command(dirs, out, repos, *concurrency, compose.as_deref()),
     }
 }
 
@@ -53,6 +58,7 @@ fn merge_command(
     out: &std::path::Path,
     repos: &[PathBuf],
     concurrency: usize,
+    compose: Option<&[usize]>,
 ) -> Result<()> {
     let merged = merge::read(dirs)?;
     let repos = repositories(&merged, repos)?;
@@ -89,7 +95,7 @@ fn merge_command(
         backend: BackendArgs::recorded(&labels.backend, labels.model.clone(), labels.max_tokens),
         classifier: (report.classifier != "bundled").then(|| PathBuf::from(&report.classifier)),
         encoder_dir: report.encoder_dir.as_ref().map(PathBuf::from),
-        compose: report.compose.clone(),
+        compose: compose.unwrap_or(&report.compose).to_vec(),
         shard: None,
         report_only: true,
         export_requests: None,
