@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{backends, bounds, dirs};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::{SourcedText, perspectives};
+use keyhole::escape;
 use keyhole::hole::Hole;
 use keyhole::model::{self, Backend};
 use keyhole::rank::RankerKind;
@@ -156,6 +157,26 @@ impl Opened {
                 }
             })
             .collect()
+    }
+
+    /// The repository, the hole, its line and target, and the budget, a line each.
+    pub fn print_header(&self) -> Result<()> {
+        let index = &self.session.index;
+        outln!(
+            "repository  {}",
+            escape::controls(&index.root.to_string_lossy())
+        );
+        outln!(
+            "hole        {}",
+            escape::controls(&self.hole.display(index))
+        );
+        let line = index.files[self.hole.file].line_text(self.hole.line);
+        outln!("line        {}", line.trim());
+        let target = self.hole.target.as_deref().unwrap_or("(unknown)");
+        outln!("target      {target}");
+        let tokenizer = self.session.tokenizer.name();
+        outln!("budget      {} {tokenizer} tokens", self.session.budget);
+        Ok(())
     }
 
     /// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.

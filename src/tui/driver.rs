@@ -47,7 +47,8 @@ pub fn index(
         None => Hole::at(&index, &index.files[0].path, 1, 1)?,
     };
     let backend = model::build_backend(backend, &index)?;
-    let search = SearchIndex::new(&index);
+    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
+    let search = std::sync::OnceLock::from(SearchIndex::new(&index));
     Ok(Indexed {
         index: Arc::new(index),
         search: Arc::new(search),

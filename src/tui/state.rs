@@ -2,7 +2,8 @@
 //! `update` does no IO; the driver runs effects and feeds their results back as actions.
 
 pub use crate::session::{
-    Availability, BanditLesson, Candidate, Procc, SearchIndex, apply_ranking, retrieved,
+    Availability, BanditLesson, Candidate, Procc, SearchIndex, SharedSearch, apply_ranking,
+    retrieved,
 };
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -302,7 +303,7 @@ pub enum Action {
 
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
-    pub search: Arc<SearchIndex>,
+    pub search: SharedSearch,
     pub backend: Arc<dyn Backend>,
     pub hole: Hole,
 }
@@ -318,7 +319,7 @@ pub enum Effect {
     /// ones that need `backend` follow.
     Analyse {
         index: Arc<RepoIndex>,
-        search: Arc<SearchIndex>,
+        search: SharedSearch,
         backend: Arc<dyn Backend>,
         hole: Hole,
         generation: u64,
@@ -379,7 +380,7 @@ pub struct State {
     /// The backend of the setup being started, while it starts.
     pub starting_backend: Option<usize>,
     pub index: Option<Arc<RepoIndex>>,
-    pub search: Option<Arc<SearchIndex>>,
+    pub search: Option<SharedSearch>,
     pub backend: Option<Arc<dyn Backend>>,
     pub view: Option<HoleView>,
     /// The file shown in the source pane, its highlighted lines and the cursor (line, column).

@@ -7,6 +7,7 @@ mod backends_support;
 mod common;
 mod reliability_support;
 
+mod architecture;
 mod backends_config;
 mod backends_faults;
 mod backends_protocols;

@@ -23,8 +23,8 @@ use serde::Serialize;
 
 use super::{RankInput, Ranked, Ranker, sorted};
 use crate::candidate::CandidateId;
-use crate::eval::RLPG_CANDIDATES;
 use crate::hole::HoleWindow;
+use crate::label::RLPG_CANDIDATES;
 use crate::token::Keep;
 use bert::{BertEncoder, EncoderError};
 use network::{Dims, HashedEncoder, HeadH, HeadR};
