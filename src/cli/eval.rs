@@ -82,8 +82,8 @@ pub struct EvalArgs {
     /// together.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
-    /// Write the requests the run still needs to FILE (OpenAI Batch API input, which vLLM's
-    /// run_batch also reads) instead of sending them; holes take two rounds (RepoCoder's second
+    /// Write the requests the run still needs to FILE (OpenAI Batch API input, which
+    /// `vllm run-batch` also reads) instead of sending them; holes take two rounds (RepoCoder's second
     /// iteration and ProCC's hypothetical line and summary need first-round answers).
     #[arg(long, value_name = "FILE")]
     export_requests: Option<PathBuf>,
