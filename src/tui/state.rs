@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::ValueEnum;
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -109,7 +108,7 @@ pub enum Command {
 
 /// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
 pub fn next_ranker(kind: RankerKind) -> RankerKind {
-    let all = RankerKind::value_variants();
+    let all = RankerKind::ALL;
     let at = all.iter().position(|&k| k == kind).unwrap_or(0);
     all[(at + 1) % all.len()]
 }
