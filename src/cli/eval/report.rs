@@ -42,6 +42,12 @@ pub fn write_report(
              context.",
         );
     }
+    if let Some(set) = &args.candidates {
+        builder = builder.add_note(format!(
+            "Candidate set: {set} and the default context; the others were not completed (their \
+             rows count as not applicable), so every method and the oracle choose among these."
+        ));
+    }
     if args.batch() {
         builder = builder.add_note(
             "Labelled from batch files: Table 10's compositions, which need completions of \
