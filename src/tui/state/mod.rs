@@ -148,6 +148,8 @@ pub struct State {
     pub highlighting: Option<u64>,
     /// The last completion written into a file, until undone.
     pub applied: Option<Applied>,
+    /// A file's text on disk after a write, until the repository has been read again.
+    pub on_disk: Option<(FileId, String)>,
     /// The repository is the bundled sample, which apply leaves alone.
     pub shared_sample: bool,
     /// The column the source cursor was last put in: moving up and down keeps to it.
@@ -205,6 +207,7 @@ impl State {
             shown: 0,
             highlighting: None,
             applied: None,
+            on_disk: None,
             shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
@@ -217,7 +220,7 @@ impl State {
     pub fn busy(&self) -> bool {
         self.running()
             || self.starting_backend.is_some()
-            || matches!(self.phase, Phase::Opening(_))
+            || matches!(self.phase, Phase::Opening(_) | Phase::Rereading)
             || self.highlighting.is_some()
             || self.analysing()
             || self.retrieving()
@@ -343,8 +346,20 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.phase = Phase::Ready;
             state.index = Some(indexed.index);
             state.search = Some(indexed.search);
-            state.backend = Some(indexed.backend);
+            if let Some(backend) = indexed.backend {
+                state.backend = Some(backend);
+            }
+            // Read again after a write: the file shown comes from the new index.
+            if state.on_disk.take().is_some() {
+                state.lines.clear();
+            }
             set_hole(state, indexed.hole)
+        }
+        // Reading it again after a write failed: the index as it was stays.
+        Action::Indexed(Err(e)) if state.phase == Phase::Rereading => {
+            state.phase = Phase::Ready;
+            state.status = format!("cannot read the repository again: {e}");
+            vec![]
         }
         // Nothing to show without a repository: leave, and let the CLI say why.
         Action::Indexed(Err(e)) => {

@@ -268,3 +268,40 @@ fn a_file_shows_plain_at_once_and_highlighted_when_the_driver_has_done_it() {
     assert_eq!(s.lines, lines);
     assert!(!s.busy());
 }
+
+#[test]
+fn a_write_reads_the_repository_again_and_waits_for_it_before_undo() {
+    let mut s = navigable();
+    at_hole(&mut s, 1);
+    let undo = FileEdit {
+        path: "A.java".into(),
+        hash: [0; 32],
+        offset: 0,
+        replace: 1,
+        text: "x".into(),
+    };
+    let applied = Applied { file: 0, undo };
+    let written = Action::Written {
+        file: 0,
+        result: Ok(("class B {}\n".into(), Some(applied))),
+    };
+    let effects = update(&mut s, written);
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Index { backend: None, .. })),
+        "read again, keeping the backend"
+    );
+    assert_eq!(s.phase, Phase::Rereading);
+    assert_eq!(
+        s.lines[0][0].1, "class B {}",
+        "the file as written shows at once"
+    );
+    assert!(press(&mut s, key('u')).is_empty());
+    assert!(s.status.contains("a moment"), "{}", s.status);
+    let effects = update(&mut s, Action::Indexed(Err("A.java: gone".into())));
+    assert!(effects.is_empty(), "a failed re-read does not leave the UI");
+    assert_eq!(s.phase, Phase::Ready);
+    assert!(s.status.contains("cannot read the repository again"));
+    assert!(matches!(press(&mut s, key('u'))[..], [Effect::Undo { .. }]));
+}
