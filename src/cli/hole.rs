@@ -53,8 +53,9 @@ pub struct HoleArgs {
 /// How to rank the candidates of a hole.
 #[derive(Args)]
 pub struct RankArgs {
-    /// Which ranker orders the candidates (RLPG-H is the bundled classifier).
-    #[arg(long, value_enum, default_value = "rlpg-h")]
+    /// Which ranker orders the candidates: rlpg-h (the bundled classifier), rlpg-r, bm25,
+    /// fixed, online.
+    #[arg(long, default_value = "rlpg-h")]
     pub ranker: RankerKind,
     /// A classifier written by `keyhole train` [default: the bundled one].
     #[arg(long)]

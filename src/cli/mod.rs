@@ -116,7 +116,8 @@ enum Command {
         /// start, candidates, prompt, completions or help.
         #[arg(long, default_value = "start")]
         state: String,
-        #[arg(long, value_enum, default_value = "svg")]
+        /// svg, png or txt.
+        #[arg(long, default_value = "svg")]
         format: keyhole::tui::Format,
         #[arg(long, default_value_t = 120, value_parser = bounds::screen_width)]
         width: u16,

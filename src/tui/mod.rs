@@ -33,11 +33,24 @@ use state::{Action, Command, Pane};
 use theme::Theme;
 
 /// Output of `render_fixture`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Svg,
     Png,
     Txt,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Format, String> {
+        match text {
+            "svg" => Ok(Format::Svg),
+            "png" => Ok(Format::Png),
+            "txt" => Ok(Format::Txt),
+            _ => Err(format!("'{text}' is not a format (svg, png, txt)")),
+        }
+    }
 }
 
 /// Screen sizes [`render_fixture`] draws, in cells: the layout needs some room, and a picture

@@ -34,10 +34,22 @@ const BUNDLED: &[u8] = include_bytes!("bundled.safetensors");
 const BUNDLED_NAME: &str = "the bundled classifier";
 
 /// Which classifier: RLPG-H reads the hole window only, RLPG-R also each candidate's context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Variant {
     H,
     R,
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+
+    /// `h` or `r`, as `keyhole train --variant` takes it.
+    fn from_str(text: &str) -> Result<Variant, String> {
+        [Variant::H, Variant::R]
+            .into_iter()
+            .find(|v| v.prefix() == text)
+            .ok_or_else(|| format!("'{text}' is not a classifier variant (h, r)"))
+    }
 }
 
 impl Variant {

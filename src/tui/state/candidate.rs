@@ -5,7 +5,7 @@ use super::*;
 
 /// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
 pub fn next_ranker(kind: RankerKind) -> RankerKind {
-    let all = RankerKind::value_variants();
+    let all = RankerKind::ALL;
     let at = all.iter().position(|&k| k == kind).unwrap_or(0);
     all[(at + 1) % all.len()]
 }
