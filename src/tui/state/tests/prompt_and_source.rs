@@ -80,6 +80,22 @@ fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
         s.status
     );
     assert!(s.status.contains("2 chars not copied"), "{}", s.status);
+    // Every piece of it traces to a file and lines, or says it is in no prompt.
+    let pieces = provenance::explained_pieces(
+        s.index.as_ref().unwrap(),
+        &s.candidates[0].prompt,
+        "computeTotal(x)",
+        s.explained.as_ref().unwrap(),
+    );
+    let expected = [
+        ("computeTotal(", "B.java:2 in proposal 7"),
+        ("x)", "not in the prompt"),
+    ];
+    assert_eq!(pieces.len(), expected.len(), "{pieces:?}");
+    for ((piece, from), (want, source)) in pieces.iter().zip(expected) {
+        assert_eq!(piece, want);
+        assert!(from.starts_with(source), "{from}");
+    }
     let mut s = explained_state("int total() {");
     update(&mut s, Action::Command(Command::Explain));
     assert!(
