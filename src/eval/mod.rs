@@ -2,13 +2,18 @@
 //! default context and with every applicable proposal, and record one label row each.
 //! [`runner`] produces the rows, [`labels`] keeps them safe on disk, [`outdir`] keeps one run at
 //! a time in an output directory and its settings, [`report`] turns the rows into the paper's
-//! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files.
+//! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files. At scale, a run is
+//! cut into [`shard`]s on many machines and their directories are put together by [`merge`];
+//! [`batch`] writes a run's requests for a serving engine's batch mode and reads the answers.
 
+pub mod batch;
 pub mod classified;
 pub mod interop;
 pub mod labels;
+pub mod merge;
 pub mod outdir;
 pub mod report;
 pub mod runner;
+pub mod shard;
 
 pub use crate::label::{LabelRow, RLPG_CANDIDATES, ROWS_PER_HOLE, WRITTEN_ROWS, hole_id};

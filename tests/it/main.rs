@@ -20,6 +20,7 @@ mod embedded_model;
 mod eval_interop;
 mod eval_labels;
 mod eval_report;
+mod eval_scale;
 mod explain;
 mod feedback;
 mod index;
