@@ -1,5 +1,12 @@
 //! The pure core: application state, the actions that change it and the effects it asks for.
 //! `update` does no IO; the driver runs effects and feeds their results back as actions.
+//!
+//! Here: `State` and `update`. Beside it: `messages` (commands, actions, effects), `phase`
+//! (opening), `input` (modes and how each reads keys), `commands` (the normal mode),
+//! `navigate` (hole, file, cursors, search), `complete` (runs, cards, picks, explain),
+//! `apply` (write, preview, undo), `editor`, `setup` (backends), `candidate` (cards and the
+//! hole view) and `provenance` (where prompt text came from, in words). The submodules share
+//! this module's imports through `use super::*`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
