@@ -324,6 +324,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Command(command) if state.mode != Mode::Normal => mode_command(state, command),
         Action::Command(command) => command_effects(state, command),
+        // Over an overlay (help, the picker) the wheel scrolls the overlay.
+        Action::Scroll { command, .. } if state.mode != Mode::Normal => {
+            mode_command(state, command)
+        }
         Action::Scroll { pane, command } => move_in(state, pane, command),
         Action::Layout(rows) => {
             state.pane_rows = rows;
