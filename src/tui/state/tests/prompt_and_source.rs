@@ -240,6 +240,18 @@ fn pages_move_by_the_pane_height_and_the_wheel_scrolls_the_pane_under_it() {
         (Pane::Source, 11),
         "focus and source stay"
     );
+    update(&mut s, Action::Command(Command::Help));
+    let wheel = Action::Scroll {
+        pane: Pane::Candidates,
+        command: Command::Down,
+    };
+    update(&mut s, wheel);
+    assert_eq!(
+        s.mode,
+        Mode::Help { scroll: 1 },
+        "over the help, the help scrolls"
+    );
+    assert_eq!(s.candidate_cursor, 1);
 }
 
 #[test]
