@@ -164,7 +164,6 @@ pub struct State {
     pub search_query: String,
     /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
     pub pane_rows: [u16; 4],
-    pub quit: bool,
 }
 
 impl State {
@@ -218,7 +217,6 @@ impl State {
             column_goal: 0,
             search_query: String::new(),
             pane_rows: [10; 4],
-            quit: false,
         }
     }
 
