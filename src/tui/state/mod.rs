@@ -241,7 +241,9 @@ impl State {
     }
 
     pub fn analysing(&self) -> bool {
-        self.view.as_ref().is_some_and(|v| v.failed.is_none()) && self.candidates.is_empty()
+        self.view
+            .as_ref()
+            .is_some_and(|v| v.analysis == AnalysisPhase::Building)
     }
 
     /// Indices into `candidates` that pass the filter, in rank order.
@@ -379,7 +381,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
                 state.status = format!("cannot build the candidates: {error}");
-                view.failed = Some(error);
+                view.analysis = AnalysisPhase::Failed(error);
             }
             vec![]
         }
@@ -389,9 +391,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             proposals,
             ranker,
         } => {
-            if !current(state, generation) {
+            let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) else {
                 return vec![];
-            }
+            };
+            view.analysis = AnalysisPhase::Built;
             state.candidates = candidates;
             state.proposals = proposals;
             state.candidate_cursor = 0;

@@ -24,7 +24,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.view = Some(HoleView {
         hole: hole.clone(),
         generation,
-        failed: None,
+        analysis: AnalysisPhase::Building,
     });
     state.candidates.clear();
     state.procc = None;
