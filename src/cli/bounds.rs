@@ -79,3 +79,19 @@ pub fn temperature(text: &str) -> Result<f32, String> {
         Err(format!("must be from 0 to {MAX_TEMPERATURE}"))
     }
 }
+
+/// A comma-separated list of composition sizes (`2,5`); an empty value is none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compositions(pub Vec<usize>);
+
+pub fn compositions(text: &str) -> Result<Compositions, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| whole(part, 1, MAX_COMPOSITION))
+        .collect::<Result<_, _>>()
+        .map(Compositions)
+}
+
+/// The most candidates a composition takes: RLPG's candidates.
+const MAX_COMPOSITION: usize = keyhole::candidate::CandidateId::DEFAULT.index() + 1;

@@ -72,8 +72,8 @@ pub struct EvalArgs {
     encoder_dir: Option<PathBuf>,
     /// Compositions of the classifier's top-l proposals to complete on the test holes
     /// (appendix D.4; comma-separated, l > 1); none with an empty value.
-    #[arg(long, value_delimiter = ',', default_value = "2,5")]
-    compose: Vec<usize>,
+    #[arg(long, default_value = "2,5", value_parser = super::bounds::compositions)]
+    compose: super::bounds::Compositions,
     /// Complete only these candidates: ids and ranges (`62,7,63-66`) and `top:N`, RLPG-H's
     /// best N of RLPG's candidates per hole [default: all 0-72]. The default context is always
     /// completed; the others' rows say they were left out, and the report's oracle is over
@@ -223,7 +223,7 @@ fn report_settings(args: &EvalArgs) -> ReportSettings {
             .map_or_else(|| "bundled".to_string(), shown),
         encoder_dir: args.encoder_dir.as_deref().map(shown),
         train: args.train.clone(),
-        compose: args.compose.clone(),
+        compose: args.compose.0.clone(),
     }
 }
 

@@ -66,6 +66,9 @@ fn top_n_takes_the_rankers_best_n_of_rlpgs_candidates_per_hole() {
             "6",
             "--out",
             &out_arg,
+            // An empty list completes no compositions (it was a parse error).
+            "--compose",
+            "",
             "--candidates",
             "top:2",
         ],

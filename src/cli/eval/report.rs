@@ -130,7 +130,7 @@ async fn classify(
         // Compositions are completed online; batch files do not carry them (yet).
         compositions: match args.batch() {
             true => Vec::new(),
-            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
+            false => args.compose.0.iter().copied().filter(|&l| l > 1).collect(),
         },
         tokenizer: entry.tokenizer().tokenizer(),
         budget: args.budget,

@@ -96,7 +96,7 @@ fn merge_command(
         backend: BackendArgs::recorded(&labels.backend, labels.model.clone(), labels.max_tokens),
         classifier: (report.classifier != "bundled").then(|| PathBuf::from(&report.classifier)),
         encoder_dir: report.encoder_dir.as_ref().map(PathBuf::from),
-        compose: compose.unwrap_or(&report.compose).to_vec(),
+        compose: super::super::bounds::Compositions(compose.unwrap_or(&report.compose).to_vec()),
         shard: None,
         candidates: Selection::parse(&labels.candidates).ok(),
         report_only: true,
