@@ -1,0 +1,99 @@
+//! How closely keyhole reproduces the papers' published code: reads what the authors' code
+//! produced for a set of holes (JSONL, one hole a line; EVALUATION.md says how to make it) and
+//! reports agreement.
+//!
+//! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl
+//!
+//! `repocoder`: per hole, RepoCoder's top-20 windows with their scores and the blocks its r-g
+//! prompt chose. Reported: top-1 agreement (keyhole's best block is one of RepoCoder's
+//! best-scoring windows; ties count as agreement), the same best score, and prompts whose
+//! blocks are equal.
+
+use std::path::PathBuf;
+
+use keyhole::compose::{self, DEFAULT_BUDGET};
+use keyhole::context::perspectives;
+use keyhole::context::retrieval::Request;
+use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
+use keyhole::hole::Hole;
+use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
+use serde_json::Value;
+
+fn main() {
+    let usage = "usage: fidelity repocoder REPO ORACLE.jsonl";
+    let mut args = std::env::args().skip(1);
+    let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
+        panic!("{usage}");
+    };
+    assert_eq!(kind, "repocoder", "{usage}");
+    let index = RepoIndex::open(&PathBuf::from(repo), None).unwrap_or_else(|e| panic!("{e}"));
+    let rows = std::fs::read_to_string(&oracle).unwrap_or_else(|e| panic!("{oracle}: {e}"));
+    let windows = WindowIndex::new(&index);
+    let (mut holes, mut top1, mut score) = (0, 0, 0);
+    for row in rows.lines() {
+        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+        let at = format!(
+            "{}:{}:{}",
+            row["file"].as_str().unwrap(),
+            row["line"],
+            row["column"]
+        );
+        let hole = Hole::parse(&index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let top_k = row["top_k"].as_array().unwrap();
+        let best_score = top_k
+            .first()
+            .map_or(f64::NAN, |w| w["score"].as_f64().unwrap());
+        let query = perspectives::repocoder_query(&index, &hole);
+        let hits = windows.search(&hole, &query, Similarity::Jaccard);
+        holes += 1;
+        let req = Request {
+            index: &index,
+            hole: &hole,
+            tokenizer: TokenizerKind::P50kBase.tokenizer(),
+            allocation: compose::proposal_allocation(DEFAULT_BUDGET, perspectives::SHARE),
+            seed: 9,
+        };
+        let (_, used) = windows.blocks(&req, &hits, Shown::Extended);
+        let Some(best) = used
+            .first()
+            .and_then(|&w| hits.iter().find(|h| h.window == w))
+        else {
+            continue;
+        };
+        let places = windows.places(best.window);
+        let is_best_tie = top_k
+            .iter()
+            .filter(|o| o["score"].as_f64().unwrap() == best_score)
+            .flat_map(|o| o["places"].as_array().unwrap())
+            .any(|p| {
+                places.iter().any(|w| {
+                    p["file"] == index.files[w.file].path.as_str()
+                        && p["start"] == w.first
+                        && p["end"] == w.end
+                })
+            });
+        // RepoCoder keeps 20 windows: when all 20 tie, more may tie beyond them.
+        let tied_beyond = top_k.len() == MAX_HITS
+            && top_k
+                .iter()
+                .all(|o| o["score"].as_f64() == Some(best_score))
+            && (best.score - best_score).abs() < 1e-9;
+        let is_best_tie = is_best_tie || tied_beyond;
+        top1 += usize::from(is_best_tie);
+        if !is_best_tie && std::env::var_os("FIDELITY_VERBOSE").is_some() {
+            let w = windows.window(best.window);
+            println!(
+                "{at}: keyhole's best block {}:{}..{} ({:.4}), RepoCoder's best {} ({best_score:.4})",
+                index.files[w.file].path, w.first, w.end, best.score, top_k[0]["places"]
+            );
+        }
+        score += usize::from((best.score - best_score).abs() < 1e-9);
+    }
+    let pct = |n: usize| 100.0 * n as f64 / holes.max(1) as f64;
+    println!(
+        "{holes} holes: top-1 window agreement {:.1}%, equal best score {:.1}%",
+        pct(top1),
+        pct(score)
+    );
+}
