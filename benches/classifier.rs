@@ -27,7 +27,7 @@ fn repo() -> PathBuf {
 fn scoring(c: &mut Criterion) {
     let root = repo();
     let index =
-        RepoIndex::open(&root, keyhole::repo::default_cache_dir().as_deref()).expect("open");
+        RepoIndex::open(&root, keyhole::dirs::Dirs::from_env().cache.as_deref()).expect("open");
     let tokenizer = TokenizerKind::Code.tokenizer();
     let holes: Vec<(Hole, Vec<ProposalContext>)> = sample_holes(&index, Some(HOLES), 9)
         .into_iter()

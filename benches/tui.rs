@@ -73,7 +73,11 @@ fn round() -> Vec<KeyEvent> {
 async fn bench(root: PathBuf) -> Vec<(KeyCode, Duration)> {
     let position = root.join(FILE).is_file().then(|| FILE.to_string());
     println!("opening {} at {position:?}…", root.display());
-    let mut app = App::new(Keymap::builtin(), Theme::dark());
+    let mut app = App::new(
+        Keymap::builtin(),
+        Theme::dark(),
+        keyhole::dirs::Dirs::from_env(),
+    );
     app.open(root, position);
     app.settle(SETTLE).await.expect("the repository opens");
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("a test terminal");

@@ -8,14 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-/// Where keyhole keeps what it learns: `KEYHOLE_DATA_DIR` if set, else the platform data dir.
-pub fn data_dir() -> Option<PathBuf> {
-    match std::env::var_os("KEYHOLE_DATA_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => directories::ProjectDirs::from("", "", "keyhole").map(|d| d.data_dir().to_path_buf()),
-    }
-}
-
 /// One pick: the completions shown for a hole, one per candidate context, and the one chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pick {
@@ -68,13 +60,15 @@ pub enum ApplyError {
 
 /// Replace `replace` bytes at byte `offset` of the file at `path` with `text`, but only if the
 /// file is still the content whose blake3 hash is `expected_hash`. The file is replaced
-/// atomically: on any error it is left as it was.
+/// atomically: on any error it is left as it was. `data_dir` is keyhole's data directory, where
+/// the new content is staged.
 pub fn apply_completion(
     path: &Path,
     expected_hash: &[u8; 32],
     offset: usize,
     replace: usize,
     text: &str,
+    data_dir: Option<&Path>,
 ) -> Result<(), ApplyError> {
     let io_error = |source| ApplyError::Io {
         path: path.to_path_buf(),
@@ -96,7 +90,7 @@ pub fn apply_completion(
     // filesystem, and across two it fails (it never copies); then, or when the data directory
     // cannot take the file, it is written beside the source after all, the one place where
     // replacing it stays atomic.
-    if let Some(dir) = data_dir().map(|d| d.join(APPLY_TEMP_DIR)) {
+    if let Some(dir) = data_dir.map(|d| d.join(APPLY_TEMP_DIR)) {
         remove_stale_temps(&dir);
         let staged = fs::create_dir_all(&dir)
             .and_then(|()| write_atomic_via(&resolved(path), &updated, &dir));

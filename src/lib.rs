@@ -8,6 +8,7 @@
 
 pub mod compose;
 pub mod context;
+pub mod dirs;
 pub mod escape;
 pub mod eval;
 pub mod explain;

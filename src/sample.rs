@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
 
+use crate::dirs::Dirs;
+
 static SAMPLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-repo");
 
 /// The hole keyhole opens on: a service call whose method exists only in an imported file.
@@ -11,10 +13,8 @@ pub const DEMO_HOLE: &str = "src/main/java/com/acme/shop/service/OrderService.ja
 
 /// The sample repository on disk: written once into keyhole's data directory (or the temp
 /// directory when that is unavailable), in a folder named by the content's hash.
-pub fn materialize() -> std::io::Result<PathBuf> {
-    let base = directories::ProjectDirs::from("", "", "keyhole")
-        .map(|d| d.data_dir().to_path_buf())
-        .unwrap_or_else(std::env::temp_dir);
+pub fn materialize(dirs: &Dirs) -> std::io::Result<PathBuf> {
+    let base = dirs.data.clone().unwrap_or_else(std::env::temp_dir);
     materialize_in(&base).or_else(|_| materialize_in(&std::env::temp_dir().join("keyhole")))
 }
 

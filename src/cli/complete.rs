@@ -5,7 +5,7 @@ use clap::Args;
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
-use super::{HoleArgs, RankArgs, Session, hole_json};
+use super::{HoleArgs, RankArgs, Session, dirs, hole_json};
 use keyhole::compose::{Composer, Prompt};
 use keyhole::context::perspectives::Candidate;
 use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
@@ -77,7 +77,7 @@ impl Default for BackendArgs {
 
 /// The configured backend entries (the embedded one first).
 pub(super) fn configured() -> Result<Vec<BackendConfig>> {
-    match config::backends_path() {
+    match dirs().config_file(config::BACKENDS_FILE) {
         Some(path) => Ok(config::load_backends(&path)?),
         None => Ok(vec![BackendConfig::embedded()]),
     }
@@ -87,7 +87,7 @@ pub(super) fn configured() -> Result<Vec<BackendConfig>> {
 const CHECK_SECS: u64 = 5;
 
 pub fn backends_command() -> Result<()> {
-    if let Some(path) = config::backends_path() {
+    if let Some(path) = dirs().config_file(config::BACKENDS_FILE) {
         outln!("config  {}", path.display());
     }
     let backends = configured()?;

@@ -9,6 +9,7 @@ use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::complete::BackendArgs;
+use super::dirs;
 use keyhole::compose;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
@@ -22,7 +23,7 @@ use keyhole::model;
 use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
-use keyhole::repo::{self, RepoIndex};
+use keyhole::repo::RepoIndex;
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -107,7 +108,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
     for (path, name) in args.repos.iter().zip(&names) {
-        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
         let backend = model::build_backend(&entry, &index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));
         let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
@@ -257,7 +258,7 @@ async fn classify(
             continue;
         }
         errln!("{name}: ranking {} holes with the classifier…", mine.len());
-        let index = RepoIndex::open(path, repo::default_cache_dir().as_deref())?;
+        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
         let backend = model::build_backend(entry, &index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }
@@ -287,7 +288,10 @@ fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Resul
         .save(&path)
         .with_context(|| format!("{}", path.display()))?;
     if args.keep_bandit {
-        let dir = keyhole::feedback::data_dir().context("no data directory for --keep-bandit")?;
+        let dir = dirs()
+            .data
+            .clone()
+            .context("no data directory for --keep-bandit")?;
         let path = dir.join(bandit::FILE);
         bandit
             .save(&path)

@@ -35,6 +35,7 @@ mod train;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -46,6 +47,7 @@ use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
+use keyhole::dirs::Dirs;
 use keyhole::escape;
 use keyhole::eval::interop;
 use keyhole::hole::{self, Hole};
@@ -54,7 +56,7 @@ use keyhole::rank::bandit;
 use keyhole::rank::classifier::Classifier;
 use keyhole::rank::online::OnlineRanker;
 use keyhole::rank::{RankInput, Ranked, RankerKind, Rankers};
-use keyhole::repo::{self, RepoIndex};
+use keyhole::repo::RepoIndex;
 use keyhole::sample;
 use keyhole::token::{Keep, Tokenizer, TokenizerKind};
 
@@ -122,6 +124,7 @@ impl UiArgs {
             },
             ranker: self.rank.ranker,
             classifier,
+            dirs: dirs().clone(),
         })
     }
 }
@@ -222,7 +225,7 @@ impl RankArgs {
     /// The chosen ranker's order of the hole's candidates.
     fn rank(&self, input: &RankInput) -> Result<Vec<Ranked>> {
         let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
-        let (online, warning) = OnlineRanker::load_saved();
+        let (online, warning) = OnlineRanker::load_saved(dirs());
         if let Some(warning) = warning {
             errln!("warning: {warning}");
         }
@@ -328,6 +331,12 @@ fn one_line(err: &anyhow::Error) -> String {
         .join(": ")
 }
 
+/// keyhole's directories, looked up in the environment once for the whole process.
+fn dirs() -> &'static Dirs {
+    static DIRS: OnceLock<Dirs> = OnceLock::new();
+    DIRS.get_or_init(Dirs::from_env)
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None if std::io::stdout().is_terminal() => {
@@ -340,9 +349,8 @@ fn run(cli: Cli) -> Result<()> {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
             let repo = match cli.repo {
                 Some(repo) => repo,
-                None => {
-                    sample::materialize().context("cannot write the bundled sample repository")?
-                }
+                None => sample::materialize(dirs())
+                    .context("cannot write the bundled sample repository")?,
             };
             let position = cli
                 .position
@@ -371,7 +379,7 @@ fn run(cli: Cli) -> Result<()> {
             width,
             height,
         }) => {
-            let bytes = keyhole::tui::render_fixture(&state, format, width, height)?;
+            let bytes = keyhole::tui::render_fixture(&state, format, width, height, dirs())?;
             std::io::stdout()
                 .write_all(&bytes)
                 .context("cannot write the rendering")
@@ -385,7 +393,7 @@ fn open(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
     let cache_dir = if cache.no_cache {
         None
     } else {
-        repo::default_cache_dir()
+        dirs().cache.clone()
     };
     let index = RepoIndex::open(repo, cache_dir.as_deref())?;
     for warning in index.warnings.iter().take(5) {
@@ -584,7 +592,7 @@ fn context_segment(prompt: Option<&Prompt>) -> Option<&compose::Segment> {
 /// ProCC's pick among its perspectives by the bandit kept in the data directory (see
 /// `keyhole eval --keep-bandit`), with a warning about an unreadable state; none without one.
 fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Result<Option<usize>> {
-    let Some(path) = keyhole::feedback::data_dir().map(|d| d.join(bandit::FILE)) else {
+    let Some(path) = dirs().data_file(bandit::FILE) else {
         return Ok(None);
     };
     if !path.exists() {

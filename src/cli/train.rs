@@ -71,6 +71,7 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         budget: args.budget,
         with_contexts: args.variant == Variant::R,
         encoder: encoder.as_ref(),
+        cache: super::dirs().cache.as_deref(),
     };
     match &encoder {
         Some(e) => errln!(

@@ -13,7 +13,6 @@ use super::CompletionRequest;
 pub use super::http::build_http;
 
 /// Environment variable that replaces the platform's config directory.
-pub const CONFIG_DIR_ENV: &str = "KEYHOLE_CONFIG_DIR";
 /// The backends file, inside the config directory.
 pub const BACKENDS_FILE: &str = "backends.toml";
 /// Name (and kind) of the built-in offline backend.
@@ -288,21 +287,6 @@ pub enum ConfigError {
 struct BackendsFile {
     #[serde(default)]
     backend: Vec<toml::Spanned<BackendConfig>>,
-}
-
-/// The config directory: `$KEYHOLE_CONFIG_DIR`, else the platform's.
-pub fn config_dir() -> Option<PathBuf> {
-    match std::env::var_os(CONFIG_DIR_ENV) {
-        Some(dir) if !dir.is_empty() => Some(dir.into()),
-        _ => {
-            directories::ProjectDirs::from("", "", "keyhole").map(|d| d.config_dir().to_path_buf())
-        }
-    }
-}
-
-/// Where `backends.toml` is looked for.
-pub fn backends_path() -> Option<PathBuf> {
-    config_dir().map(|dir| dir.join(BACKENDS_FILE))
 }
 
 /// The embedded backend followed by those in `path` (a missing file configures none).

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{FixedRanker, RankInput, Ranked, Ranker};
+use crate::dirs::Dirs;
 use crate::feedback;
 
 /// How many shows the fixed prior is worth. A power of two, so a fresh ranker's scores are
@@ -60,11 +61,9 @@ impl OnlineRanker {
 
     /// The ranker kept in the data directory (a fresh one without a data directory), and a
     /// warning if its file was unusable.
-    pub fn load_saved() -> (Self, Option<String>) {
-        feedback::data_dir().map_or_else(
-            || (Self::default(), None),
-            |dir| Self::load(&dir.join(FILE)),
-        )
+    pub fn load_saved(dirs: &Dirs) -> (Self, Option<String>) {
+        dirs.data_file(FILE)
+            .map_or_else(|| (Self::default(), None), |path| Self::load(&path))
     }
 
     fn read(path: &Path) -> io::Result<Self> {

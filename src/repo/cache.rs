@@ -20,14 +20,6 @@ const MAX_CACHE_BYTES: u64 = 1 << 30;
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
 const FORMAT_VERSION: u32 = 2;
 
-/// The platform cache directory for keyhole (`KEYHOLE_CACHE_DIR` overrides it).
-pub fn default_cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("KEYHOLE_CACHE_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    directories::ProjectDirs::from("", "", "keyhole").map(|d| d.cache_dir().to_path_buf())
-}
-
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
     pub path: String,

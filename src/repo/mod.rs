@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::default_cache_dir;
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use scan::MAX_FILE_BYTES;
 

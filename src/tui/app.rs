@@ -10,6 +10,7 @@ use super::driver::{Driver, Outcome};
 use super::keymap::Keymap;
 use super::state::{self, Action, Effect, State};
 use super::theme::Theme;
+use crate::dirs::Dirs;
 
 pub struct App {
     pub state: State,
@@ -20,11 +21,12 @@ pub struct App {
 
 impl App {
     /// Must be called inside a tokio runtime (the driver spawns tasks).
-    pub fn new(keymap: Keymap, theme: Theme) -> App {
+    /// What it learns (picks, the online ranker, ProCC's bandit) goes to `dirs`.
+    pub fn new(keymap: Keymap, theme: Theme, dirs: Dirs) -> App {
         let (tx, rx) = mpsc::unbounded_channel();
         App {
             state: State::new(keymap, theme),
-            driver: Driver::new(tx.clone()),
+            driver: Driver::new(tx.clone(), dirs),
             tx,
             rx,
         }
@@ -38,7 +40,7 @@ impl App {
         state.ranker = options.ranker;
         App {
             state,
-            driver: Driver::with_classifier(tx.clone(), options.classifier),
+            driver: Driver::with_classifier(tx.clone(), options.classifier, options.dirs),
             tx,
             rx,
         }

@@ -21,6 +21,7 @@ use crate::context::proposals::{self, ProposalContext};
 use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
 use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
 use crate::context::windows::WindowIndex;
+use crate::dirs::Dirs;
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics;
@@ -42,10 +43,10 @@ pub fn index(
     root: &Path,
     position: Option<&str>,
     backend: &BackendConfig,
+    dirs: &Dirs,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> anyhow::Result<Indexed> {
-    let cache = crate::repo::default_cache_dir();
-    let index = RepoIndex::open_with_progress(root, cache.as_deref(), progress)?;
+    let index = RepoIndex::open_with_progress(root, dirs.cache.as_deref(), progress)?;
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
@@ -83,16 +84,28 @@ fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
 /// The rankers, loaded on first use: the bundled classifier once, not per key press, and the
 /// online ranker from the data directory, kept current by this session's picks.
 #[derive(Clone, Default)]
-pub struct SharedRankers(Arc<OnceLock<RwLock<Rankers>>>);
+pub struct SharedRankers {
+    rankers: Arc<OnceLock<RwLock<Rankers>>>,
+    /// Where the online ranker, the bandit and the picks are kept.
+    dirs: Arc<Dirs>,
+}
 
 impl SharedRankers {
+    fn new(dirs: Dirs) -> SharedRankers {
+        SharedRankers {
+            rankers: Arc::default(),
+            dirs: Arc::new(dirs),
+        }
+    }
+
     fn loaded(&self) -> &RwLock<Rankers> {
-        self.0.get_or_init(|| Self::with(Classifier::bundled()))
+        self.rankers
+            .get_or_init(|| Self::with(Classifier::bundled(), &self.dirs))
     }
 
     /// The rankers with `classifier` behind RLPG-H and RLPG-R.
-    fn with(classifier: Classifier) -> RwLock<Rankers> {
-        let (online, warning) = OnlineRanker::load_saved();
+    fn with(classifier: Classifier, dirs: &Dirs) -> RwLock<Rankers> {
+        let (online, warning) = OnlineRanker::load_saved(dirs);
         if let Some(warning) = warning {
             tracing::warn!(%warning, "online ranker");
         }
@@ -268,6 +281,7 @@ pub async fn retrieve_later(
     backend: &dyn Backend,
     hole: &Hole,
     immediate: &[perspectives::Candidate],
+    dirs: &Dirs,
 ) -> (Vec<Candidate>, Procc) {
     let composer = building.composer(hole);
     let iterations = usize::from(perspectives::DEFAULT_ITERATIONS);
@@ -293,16 +307,21 @@ pub async fn retrieve_later(
             perspectives::BACKEND_IDS.map(failed).to_vec()
         }
     };
-    let procc = procc_choice(immediate.iter().chain(&later));
+    let procc = procc_choice(immediate.iter().chain(&later), dirs);
     let rows = later.iter().map(|c| retrieved_row(c, &composer)).collect();
     (rows, procc)
 }
 
 /// ProCC's pick by the bandit kept in the data directory; a fresh bandit (which picks the
 /// first applicable perspective and learns from there) where there is none.
-fn procc_choice<'c>(built: impl IntoIterator<Item = &'c perspectives::Candidate>) -> Procc {
+fn procc_choice<'c>(
+    built: impl IntoIterator<Item = &'c perspectives::Candidate>,
+    dirs: &Dirs,
+) -> Procc {
     let (context, available) = perspectives::procc_context(built);
-    let (bandit, warning) = load_bandit();
+    let (bandit, warning) = dirs
+        .data_file(bandit::FILE)
+        .map_or_else(|| (LinUcb::default(), None), |path| LinUcb::load(&path));
     if let Some(warning) = warning {
         tracing::warn!(%warning, "ProCC bandit");
     }
@@ -311,13 +330,6 @@ fn procc_choice<'c>(built: impl IntoIterator<Item = &'c perspectives::Candidate>
         available,
         pick: bandit.choose(&context, available).map(|arm| PROCC_IDS[arm]),
     }
-}
-
-fn load_bandit() -> (LinUcb, Option<String>) {
-    feedback::data_dir().map_or_else(
-        || (LinUcb::default(), None),
-        |dir| LinUcb::load(&dir.join(bandit::FILE)),
-    )
 }
 
 /// Ask the backend for one completion per prompt, concurrently, and score each.
@@ -402,7 +414,7 @@ fn record_pick(
     lesson: Option<BanditLesson>,
     rankers: &SharedRankers,
 ) -> String {
-    let Some(dir) = feedback::data_dir() else {
+    let Some(dir) = rankers.dirs.data.clone() else {
         return "no data directory: pick not recorded".into();
     };
     pick.unix_time = SystemTime::now()
@@ -448,8 +460,16 @@ fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
     bandit.save(path)
 }
 
-fn apply(path: &Path, hash: &[u8; 32], offset: usize, replace: usize, text: &str) -> String {
-    let result = feedback::apply_completion(path, hash, offset, replace, text);
+fn apply(
+    path: &Path,
+    hash: &[u8; 32],
+    offset: usize,
+    replace: usize,
+    text: &str,
+    dirs: &Dirs,
+) -> String {
+    let result =
+        feedback::apply_completion(path, hash, offset, replace, text, dirs.data.as_deref());
     tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
     match result {
         Ok(()) => format!("wrote the completion into {}", path.display()),
@@ -485,24 +505,27 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(tx: UnboundedSender<Action>) -> Driver {
+    /// A driver that keeps what it learns in `dirs` and reads indexes from its cache.
+    pub fn new(tx: UnboundedSender<Action>, dirs: Dirs) -> Driver {
         Driver {
             tx,
-            rankers: SharedRankers::default(),
+            rankers: SharedRankers::new(dirs),
             running: None,
             analysing: None,
         }
     }
 
     /// A driver whose RLPG-H and RLPG-R rankers use `classifier` instead of the bundled one.
-    pub fn with_classifier(tx: UnboundedSender<Action>, classifier: Classifier) -> Driver {
-        let rankers = SharedRankers::default();
+    pub fn with_classifier(
+        tx: UnboundedSender<Action>,
+        classifier: Classifier,
+        dirs: Dirs,
+    ) -> Driver {
+        let driver = Driver::new(tx, dirs);
+        let rankers = SharedRankers::with(classifier, &driver.rankers.dirs);
         // Freshly made, so nothing has filled it yet.
-        let _ = rankers.0.set(SharedRankers::with(classifier));
-        Driver {
-            rankers,
-            ..Driver::new(tx)
-        }
+        let _ = driver.rankers.rankers.set(rankers);
+        driver
     }
 
     /// Blocking library work goes to tokio's blocking pool; its result comes back as an action,
@@ -528,11 +551,11 @@ impl Driver {
                 position,
                 backend,
             } => {
-                let tx = self.tx.clone();
+                let (tx, dirs) = (self.tx.clone(), self.rankers.dirs.clone());
                 self.blocking(
                     move || {
                         let progress = |done, total| report_progress(&tx, done, total);
-                        let indexed = index(&root, position.as_deref(), &backend, &progress);
+                        let indexed = index(&root, position.as_deref(), &backend, &dirs, &progress);
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
                             tracing::error!(root = %root.display(), %error, "open");
@@ -556,6 +579,7 @@ impl Driver {
                     task.abort();
                 }
                 let (tx, rankers) = (self.tx.clone(), self.rankers.clone());
+                let dirs = self.rankers.dirs.clone();
                 let tokenizer = tokenizer.tokenizer();
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (index.clone(), search.clone(), hole.clone());
@@ -595,7 +619,8 @@ impl Driver {
                         tokenizer,
                         budget,
                     };
-                    let later = retrieve_later(building, &*backend, &hole, &analysis.retrieved);
+                    let later =
+                        retrieve_later(building, &*backend, &hole, &analysis.retrieved, &dirs);
                     let (candidates, procc) = later.await;
                     let _ = tx.send(Action::Retrieved {
                         generation,
@@ -672,10 +697,13 @@ impl Driver {
                 offset,
                 replace,
                 text,
-            } => self.blocking(
-                move || Action::Message(apply(&path, &hash, offset, replace, &text)),
-                Action::Message,
-            ),
+            } => {
+                let dirs = self.rankers.dirs.clone();
+                self.blocking(
+                    move || Action::Message(apply(&path, &hash, offset, replace, &text, &dirs)),
+                    Action::Message,
+                )
+            }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,

@@ -63,6 +63,8 @@ pub struct Options {
     /// The classifier behind RLPG-H and RLPG-R (loaded before the screen is taken, so a bad
     /// file is a one-line error).
     pub classifier: crate::rank::classifier::Classifier,
+    /// Where the config, the caches and what the UI learns are kept.
+    pub dirs: crate::dirs::Dirs,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
@@ -74,15 +76,16 @@ pub fn run(
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
-            crate::sample::materialize().context("cannot unpack the bundled sample")?,
+            crate::sample::materialize(&options.dirs)
+                .context("cannot unpack the bundled sample")?,
             Some(crate::sample::DEMO_HOLE.to_string()),
         ),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let config = crate::model::config::config_dir();
+    let config = options.dirs.config.clone();
     let (keymap, keymap_warning) = Keymap::load(config.as_deref());
     let (theme, theme_warning) = Theme::load(config.as_deref());
-    let log_warning = log::init().err().map(|e| format!("{e:#}"));
+    let log_warning = log::init(&options.dirs).err().map(|e| format!("{e:#}"));
     // ratatui::init also restores the terminal on panic.
     let mut terminal = ratatui::init();
     keep_the_terminal_through_background_panics();
@@ -200,6 +203,7 @@ pub fn render_fixture(
     format: Format,
     width: u16,
     height: u16,
+    dirs: &crate::dirs::Dirs,
 ) -> anyhow::Result<Vec<u8>> {
     if !FIXTURES.contains(&state) {
         bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
@@ -209,12 +213,12 @@ pub fn render_fixture(
             "cannot render {width}x{height} cells (widths {RENDER_WIDTHS:?}, heights {RENDER_HEIGHTS:?})"
         );
     }
-    let root = crate::sample::materialize().context("cannot unpack the bundled sample")?;
+    let root = crate::sample::materialize(dirs).context("cannot unpack the bundled sample")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs.clone());
         app.open(root, Some(crate::sample::DEMO_HOLE.to_string()));
         drive_to(&mut app, state).await?;
         let mut terminal = Terminal::new(TestBackend::new(width, height))?;

@@ -1,10 +1,7 @@
 //! `backends.toml`: loading, defaults, and errors that name the file, line and key.
 
-use std::path::PathBuf;
-
 use keyhole::model::config::{
-    BACKENDS_FILE, BackendConfig, BackendKind, CONFIG_DIR_ENV, ConfigError, backends_path,
-    load_backends,
+    BACKENDS_FILE, BackendConfig, BackendKind, ConfigError, load_backends,
 };
 
 /// Writes `text` as a backends file and loads it.
@@ -185,11 +182,11 @@ fn names_are_unique_and_embedded_is_reserved() {
 }
 
 #[test]
-fn the_config_dir_can_be_overridden() {
-    // SAFETY: this is the only test in this binary that touches the variable.
-    unsafe { std::env::set_var(CONFIG_DIR_ENV, "/tmp/keyhole-test-config") };
-    assert_eq!(
-        backends_path(),
-        Some(PathBuf::from("/tmp/keyhole-test-config").join(BACKENDS_FILE))
-    );
+fn keyhole_reads_backends_from_the_config_dir_the_environment_names() {
+    let scratch = tempfile::tempdir().unwrap();
+    let entry = "[[backend]]\nname = \"from-env-dir\"\nkind = \"llamacpp\"\nbase_url = \"http://127.0.0.1:9\"\n";
+    crate::reliability_support::write_backends(scratch.path(), entry);
+    let output = crate::reliability_support::keyhole(scratch.path(), &["backends"], &[]);
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(listed.contains("from-env-dir"), "{listed}");
 }

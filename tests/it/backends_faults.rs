@@ -239,26 +239,45 @@ async fn oversized_answers_are_refused_whole_or_streamed() {
     assert!(matches!(error, BackendError::TooLarge { .. }), "{error:?}");
 }
 
-#[tokio::test]
+/// Through the binary, so that the key is set in the child's environment, not in this test
+/// process's.
+#[tokio::test(flavor = "multi_thread")]
 async fn the_api_key_is_sent_as_a_bearer_token_but_never_shown() {
     const VAR: &str = "KEYHOLE_TEST_KEY_BEARER_NEVER_SHOWN";
     const KEY: &str = "sk-test-0123456789";
-    // SAFETY: no other code in this test binary reads or writes this uniquely named variable.
-    unsafe { std::env::set_var(VAR, KEY) };
     let server = Server::start(|_, _| {
         Reply::Json(401, json!({"error": {"message": format!("bad key {KEY}")}}))
     })
     .await;
-    let mut cfg = config(BackendKind::OpenAi, &server.base);
-    cfg.api_key_env = Some(VAR.to_string());
-    let error = complete(&cfg).await.unwrap_err();
+    let scratch = tempfile::tempdir().unwrap();
+    let entry = format!(
+        "[[backend]]\nname = \"keyed\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"{VAR}\"\n",
+        server.base
+    );
+    crate::reliability_support::write_backends(scratch.path(), &entry);
+    let sample = crate::common::sample_path();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args([
+            "complete",
+            &sample.to_string_lossy(),
+            keyhole::sample::DEMO_HOLE,
+        ])
+        .args(["--backend", "keyed", "-k", "1"])
+        .envs(crate::common::dirs_env(scratch.path()))
+        .env(VAR, KEY)
+        .output()
+        .await
+        .unwrap();
 
     assert_eq!(
         server.requests()[0].headers["authorization"],
         format!("Bearer {KEY}")
     );
-    assert!(matches!(error, BackendError::Status { status: 401, .. }));
-    for shown in [error.to_string(), format!("{error:?}"), format!("{cfg:?}")] {
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("401"), "{stderr}");
+    for shown in [&output.stdout, &output.stderr] {
+        let shown = String::from_utf8_lossy(shown);
         assert!(!shown.contains(KEY), "{shown}");
     }
 }

@@ -12,8 +12,7 @@ fn keyhole(args: &[&str]) -> Output {
     let scratch = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .env("KEYHOLE_CACHE_DIR", scratch.path().join("cache"))
-        .env("XDG_DATA_HOME", scratch.path().join("data"))
+        .envs(common::dirs_env(scratch.path()))
         .output()
         .unwrap()
 }

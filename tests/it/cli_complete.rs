@@ -19,7 +19,8 @@ async fn keyhole(args: Vec<String>, config_dir: &std::path::Path, env: &[(&str, 
     command
         .args(args)
         .env("KEYHOLE_CONFIG_DIR", config_dir)
-        .env("KEYHOLE_CACHE_DIR", config_dir.join("cache"));
+        .env("KEYHOLE_CACHE_DIR", config_dir.join("cache"))
+        .env("KEYHOLE_DATA_DIR", config_dir.join("data"));
     for (k, v) in env {
         command.env(k, v);
     }

@@ -164,7 +164,7 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
     let keyhole = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_keyhole"));
         c.args(args)
-            .env("KEYHOLE_CACHE_DIR", out.path().join("cache"))
+            .envs(crate::common::dirs_env(out.path()))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         c

@@ -52,8 +52,17 @@ fn java_file(dir: &Path) -> (std::path::PathBuf, [u8; 32], usize) {
 #[test]
 fn apply_replaces_the_rest_of_the_line() {
     let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
     let (path, hash, offset) = java_file(dir.path());
-    apply_completion(&path, &hash, offset, "TODO;".len(), "42; // é").unwrap();
+    apply_completion(
+        &path,
+        &hash,
+        offset,
+        "TODO;".len(),
+        "42; // é",
+        Some(data.path()),
+    )
+    .unwrap();
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         "class A {\n    int f() {\n        return 42; // é\n    }\n}\n"
@@ -67,9 +76,10 @@ fn apply_replaces_the_rest_of_the_line() {
 fn apply_keeps_the_file_permissions() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
     let (path, hash, offset) = java_file(dir.path());
     fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
-    apply_completion(&path, &hash, offset, 0, "x").unwrap();
+    apply_completion(&path, &hash, offset, 0, "x", Some(data.path())).unwrap();
     let mode = fs::metadata(&path).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o640);
 }
@@ -77,10 +87,11 @@ fn apply_keeps_the_file_permissions() {
 #[test]
 fn apply_refuses_a_file_changed_since_it_was_loaded() {
     let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
     let (path, hash, offset) = java_file(dir.path());
     let edited = JAVA.replace("int f", "long f");
     fs::write(&path, &edited).unwrap();
-    let err = apply_completion(&path, &hash, offset, 5, "42;").unwrap_err();
+    let err = apply_completion(&path, &hash, offset, 5, "42;", Some(data.path())).unwrap_err();
     assert!(matches!(err, ApplyError::ChangedOnDisk { .. }), "{err}");
     assert_message_names(&err, &path);
     assert_eq!(fs::read_to_string(&path).unwrap(), edited);
@@ -89,6 +100,7 @@ fn apply_refuses_a_file_changed_since_it_was_loaded() {
 #[test]
 fn apply_refuses_bad_ranges_and_leaves_the_file_untouched() {
     let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
     let path = dir.path().join("U.java");
     let text = "String s = \"é\";\n";
     fs::write(&path, text).unwrap();
@@ -102,7 +114,8 @@ fn apply_refuses_bad_ranges_and_leaves_the_file_untouched() {
         (0, inside_e),
     ];
     for (offset, replace) in cases {
-        let err = apply_completion(&path, &hash, offset, replace, "x").unwrap_err();
+        let err =
+            apply_completion(&path, &hash, offset, replace, "x", Some(data.path())).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -119,8 +132,9 @@ fn apply_refuses_bad_ranges_and_leaves_the_file_untouched() {
 #[test]
 fn apply_to_a_missing_file_names_it() {
     let dir = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
     let path = dir.path().join("Gone.java");
-    let err = apply_completion(&path, &[0; 32], 0, 0, "x").unwrap_err();
+    let err = apply_completion(&path, &[0; 32], 0, 0, "x", Some(data.path())).unwrap_err();
     assert!(matches!(err, ApplyError::Io { .. }), "{err}");
     assert_message_names(&err, &path);
 }

@@ -546,7 +546,7 @@ fn keyhole(args: &[&str], config: &Path) -> Output {
         .args(args)
         .env("KEYHOLE_CONFIG_DIR", config)
         .env("KEYHOLE_CACHE_DIR", config.join("cache"))
-        .env("XDG_DATA_HOME", config.join("data"))
+        .env("KEYHOLE_DATA_DIR", config.join("data"))
         .output()
         .unwrap()
 }

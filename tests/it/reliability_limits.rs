@@ -94,7 +94,14 @@ fn a_huge_budget_given_to_the_library_still_ends() {
 fn render_sizes_out_of_range_given_to_the_library_are_errors() {
     use keyhole::tui::{Format, render_fixture};
     for (width, height) in [(0, 0), (120, 0), (u16::MAX, u16::MAX)] {
-        let err = render_fixture("start", Format::Png, width, height).unwrap_err();
+        let err = render_fixture(
+            "start",
+            Format::Png,
+            width,
+            height,
+            &keyhole::dirs::Dirs::none(),
+        )
+        .unwrap_err();
         assert!(err.to_string().starts_with("cannot render"), "{err}");
     }
 }

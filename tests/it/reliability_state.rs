@@ -13,6 +13,8 @@ use reliability_support::Tmpfs;
 
 /// Set in the child copy of this test binary: the directory to write into.
 const WRITER_DIR: &str = "KEYHOLE_TEST_STATE_WRITER";
+/// The data directory the apply writer stages in.
+const APPLY_DATA: &str = "KEYHOLE_TEST_APPLY_DATA";
 
 /// In the child: record picks and save the ranker as fast as possible until killed. Not a test
 /// of its own: the kill test below runs it with `--ignored`.
@@ -98,10 +100,11 @@ fn apply_writer() {
     let path = std::env::var_os(APPLY_FILE).expect("run by an apply test, which sets the file");
     let path = Path::new(&path);
     let once = std::env::var_os(APPLY_ONCE).is_some();
+    let data = std::env::var_os(APPLY_DATA).map(std::path::PathBuf::from);
     for n in 1u64.. {
         let content = std::fs::read(path).unwrap();
         let hash = *blake3::hash(&content).as_bytes();
-        apply_completion(path, &hash, 0, content.len(), &version(n)).unwrap();
+        apply_completion(path, &hash, 0, content.len(), &version(n), data.as_deref()).unwrap();
         if once {
             return;
         }
@@ -118,7 +121,7 @@ fn spawn_apply_writer(file: &Path, data: &Path, once: bool) -> std::process::Chi
             "--nocapture",
         ])
         .env(APPLY_FILE, file)
-        .env("KEYHOLE_DATA_DIR", data);
+        .env(APPLY_DATA, data);
     if once {
         command.env(APPLY_ONCE, "1");
     }

@@ -2,6 +2,7 @@
 //! its action channel like the terminal loop drives it.
 
 use crate::backends_support;
+use crate::common::scratch_dirs;
 
 use std::time::Duration;
 
@@ -20,17 +21,19 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// RLPG's 62 proposals, the default context and the retrieved candidates 63–72.
 const CANDIDATES: usize = 73;
 
-async fn opened() -> App {
-    let root = keyhole::sample::materialize().unwrap();
-    let mut app = App::new(Keymap::builtin(), Theme::dark());
+/// The app on the sample's demo hole, with its own directories (kept alive beside it).
+async fn opened() -> (App, tempfile::TempDir) {
+    let (scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
     app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
     app.settle(LIMIT).await.unwrap();
-    app
+    (app, scratch)
 }
 
 #[tokio::test]
 async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     let state = &app.state;
     assert_eq!(
         state.candidates.len(),
@@ -63,7 +66,8 @@ async fn a_hole_after_non_ascii_text_builds_every_candidate() {
     let text = "\u{feff}package p;\nclass A {\n    String s = \"→\"; int n = s.length();\n}\n";
     std::fs::write(dir.path().join("A.java"), text).unwrap();
     for position in ["A.java:1:2", "A.java:3:17", "A.java:3:18"] {
-        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        let (_scratch, dirs) = scratch_dirs();
+        let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
         app.open(dir.path().to_path_buf(), Some(position.to_string()));
         app.settle(LIMIT).await.unwrap();
         assert_eq!(app.state.candidates.len(), CANDIDATES, "at {position}");
@@ -73,7 +77,7 @@ async fn a_hole_after_non_ascii_text_builds_every_candidate() {
 
 #[tokio::test]
 async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Run));
     app.dispatch(Action::Command(Command::Cancel));
     assert!(!app.state.running);
@@ -98,7 +102,7 @@ async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
 
 #[tokio::test]
 async fn filter_narrows_the_candidates() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Filter));
     for c in "sibling".chars() {
         let key = keyhole::tui::state::key_action(
@@ -131,7 +135,7 @@ fn press(app: &mut App, key: KeyEvent) {
 
 #[tokio::test]
 async fn an_edited_prompt_runs_as_one_more_scored_card() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
     let k = app.state.cards.len();
@@ -159,8 +163,9 @@ async fn an_edited_prompt_runs_as_one_more_scored_card() {
 
 #[tokio::test]
 async fn opening_reports_indexing_progress() {
-    let root = keyhole::sample::materialize().unwrap();
-    let mut app = App::new(Keymap::builtin(), Theme::dark());
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
     app.open(root, None);
     let mut statuses = Vec::new();
     while app.state.index.is_none() {
@@ -178,7 +183,7 @@ async fn opening_reports_indexing_progress() {
 
 #[tokio::test]
 async fn cycling_the_ranker_re_ranks_and_names_it() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
     let rlpg_h: Vec<_> = app.state.candidates.iter().map(|c| c.id).collect();
     press(&mut app, KeyEvent::from(KeyCode::Char('o')));
@@ -213,7 +218,7 @@ async fn cycling_the_ranker_re_ranks_and_names_it() {
 
 #[tokio::test]
 async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
-    let mut app = opened().await;
+    let (mut app, _scratch) = opened().await;
     let state = &app.state;
     assert!(
         !state.retrieving(),
@@ -265,6 +270,7 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         name: "loopback".into(),
         ..config(BackendKind::OpenAi, &server.base)
     };
+    let (_scratch, dirs) = scratch_dirs();
     let setup = Setup {
         backends: vec![BackendConfig::embedded(), served],
         backend: 1,
@@ -276,9 +282,10 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         setup,
         ranker: RankerKind::RlpgH,
         classifier: Classifier::bundled(),
+        dirs: dirs.clone(),
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
-    let root = keyhole::sample::materialize().unwrap();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
     app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.candidates.len(), CANDIDATES);

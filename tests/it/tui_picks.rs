@@ -1,6 +1,6 @@
 //! A pick in the TUI teaches both learners: the online ranker and, for a completion from one of
-//! ProCC's perspectives, its LinUCB bandit, both saved in the data directory. Its own test
-//! binary, since it points KEYHOLE_DATA_DIR at a temporary directory for the whole process.
+//! ProCC's perspectives, its LinUCB bandit, both saved in the data directory (a temporary one
+//! given to the app).
 
 use std::time::Duration;
 
@@ -15,13 +15,12 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
-    let data = tempfile::tempdir().unwrap();
-    // SAFETY: set before any other thread of this test binary starts.
-    unsafe { std::env::set_var("KEYHOLE_DATA_DIR", data.path()) };
+    let (_scratch, dirs) = crate::common::scratch_dirs();
+    let data = dirs.data.clone().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let root = keyhole::sample::materialize().unwrap();
-        let mut app = App::new(Keymap::builtin(), Theme::dark());
+        let root = keyhole::sample::materialize(&dirs).unwrap();
+        let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
         app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
         app.settle(LIMIT).await.unwrap();
         let procc = app
@@ -44,7 +43,7 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
         let status = &app.state.status;
         assert!(status.contains("ProCC bandit updated"), "{status}");
 
-        let (saved, warning) = LinUcb::load(&data.path().join(bandit::FILE));
+        let (saved, warning) = LinUcb::load(&data.join(bandit::FILE));
         assert_eq!(warning, None);
         let pulls = saved.pulls();
         for (arm, id) in PROCC_IDS.into_iter().enumerate() {
@@ -57,9 +56,9 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
             picked_arm,
             "rewarded 1, the picked perspective now leads at this hole"
         );
-        let online = std::fs::read_to_string(data.path().join("online-ranker.json")).unwrap();
+        let online = std::fs::read_to_string(data.join("online-ranker.json")).unwrap();
         assert!(online.contains(&format!("\"{}\"", shown[1])), "{online}");
-        let log = std::fs::read_to_string(data.path().join("feedback.jsonl")).unwrap();
+        let log = std::fs::read_to_string(data.join("feedback.jsonl")).unwrap();
         assert_eq!(log.lines().count(), 1);
     });
 }

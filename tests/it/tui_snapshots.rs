@@ -1,15 +1,22 @@
 //! Whole-frame snapshots of each main state on a fixed-size TestBackend, and the SVG and PNG
 //! screenshots generated from the same fixtures so they never go stale.
 
+use keyhole::dirs::Dirs;
 use keyhole::tui::{FIXTURES, Format, render_fixture};
 
 const WIDTH: u16 = 120;
 const HEIGHT: u16 = 40;
 
+/// A rendering as on a fresh install: nothing learned, nothing configured.
+fn render(name: &str, format: Format) -> Vec<u8> {
+    let (_scratch, dirs) = crate::common::scratch_dirs();
+    render_fixture(name, format, WIDTH, HEIGHT, &dirs).unwrap()
+}
+
 #[test]
 fn every_main_state_matches_its_snapshot() {
     for name in FIXTURES {
-        let text = render_fixture(name, Format::Txt, WIDTH, HEIGHT).unwrap();
+        let text = render(name, Format::Txt);
         insta::assert_snapshot!(name, String::from_utf8(text).unwrap());
     }
 }
@@ -24,7 +31,7 @@ fn screenshots_are_current() {
     let mut stale = Vec::new();
     for name in FIXTURES {
         for (format, extension) in [(Format::Svg, "svg"), (Format::Png, "png")] {
-            let fresh = render_fixture(name, format, WIDTH, HEIGHT).unwrap();
+            let fresh = render(name, format);
             let path = dir.join(format!("{name}.{extension}"));
             match std::fs::read(&path) {
                 Ok(old) if old == fresh => {}
@@ -41,6 +48,6 @@ fn screenshots_are_current() {
 
 #[test]
 fn unknown_states_are_refused() {
-    let err = render_fixture("nope", Format::Txt, WIDTH, HEIGHT).unwrap_err();
+    let err = render_fixture("nope", Format::Txt, WIDTH, HEIGHT, &Dirs::none()).unwrap_err();
     assert!(err.to_string().contains("candidates"));
 }

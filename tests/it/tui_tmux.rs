@@ -45,7 +45,12 @@ fn opens_the_sample_completes_shows_help_and_quits() {
     }
     tmux(&["kill-session", "-t", SESSION]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
-    tmux(&[
+    let scratch = tempfile::tempdir().unwrap();
+    let dirs: Vec<String> = crate::common::dirs_env(scratch.path())
+        .iter()
+        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .collect();
+    let mut command = vec![
         "new-session",
         "-d",
         "-s",
@@ -54,8 +59,11 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         "120",
         "-y",
         "40",
-        bin,
-    ]);
+        "env",
+    ];
+    command.extend(dirs.iter().map(String::as_str));
+    command.push(bin);
+    tmux(&command);
     let _session = Session;
     wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);

@@ -70,6 +70,8 @@ pub struct Rebuild<'a> {
     pub with_contexts: bool,
     /// Read code with this frozen BERT encoder instead of keyhole's hashed sub-tokens.
     pub encoder: Option<&'a BertEncoder>,
+    /// Where repository indexes are cached (none: index from scratch).
+    pub cache: Option<&'a Path>,
 }
 
 /// What came out of a rebuild.
@@ -94,7 +96,7 @@ impl Rebuild<'_> {
         let encoded = Encoded::default();
         for (name, holes) in by_repository {
             let path = self.corpus.join(name);
-            let index = match RepoIndex::open(&path, crate::repo::default_cache_dir().as_deref()) {
+            let index = match RepoIndex::open(&path, self.cache) {
                 Ok(index) => index,
                 Err(e) => {
                     out.skipped.push(format!("{}: {e}", path.display()));

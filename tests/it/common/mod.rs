@@ -11,6 +11,14 @@ use keyhole::hole::Hole;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 
+/// Fresh config, cache and data directories for one test: keep the `TempDir` alive as long as
+/// the directories are used.
+pub fn scratch_dirs() -> (tempfile::TempDir, keyhole::dirs::Dirs) {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = keyhole::dirs::Dirs::under(root.path());
+    (root, dirs)
+}
+
 pub const SHOP: &str = "src/main/java/com/acme/shop/";
 
 pub fn sample_path() -> PathBuf {
@@ -22,12 +30,21 @@ pub fn sample() -> String {
     sample_path().to_string_lossy().into_owned()
 }
 
-/// `keyhole ARGS` with its cache and data directories under `scratch`.
+/// The environment that gives a `keyhole` process its own config, cache and data directories
+/// under `scratch`, never the user's.
+pub fn dirs_env(scratch: &Path) -> [(&'static str, PathBuf); 3] {
+    [
+        ("KEYHOLE_CONFIG_DIR", scratch.join("config")),
+        ("KEYHOLE_CACHE_DIR", scratch.join("cache")),
+        ("KEYHOLE_DATA_DIR", scratch.join("data")),
+    ]
+}
+
+/// `keyhole ARGS` with its directories under `scratch`.
 pub fn keyhole(args: &[&str], scratch: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .env("KEYHOLE_CACHE_DIR", scratch.join("cache"))
-        .env("XDG_DATA_HOME", scratch.join("data"))
+        .envs(dirs_env(scratch))
         .output()
         .unwrap()
 }

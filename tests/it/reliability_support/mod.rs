@@ -11,9 +11,7 @@ use std::process::{Command, Output};
 pub fn keyhole(scratch: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .env("KEYHOLE_CONFIG_DIR", scratch.join("config"))
-        .env("KEYHOLE_CACHE_DIR", scratch.join("cache"))
-        .env("KEYHOLE_DATA_DIR", scratch.join("data"))
+        .envs(crate::common::dirs_env(scratch))
         .envs(env.iter().copied())
         .output()
         .expect("the keyhole binary runs")
