@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{around_hole, repocoder_query};
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{Shown, Similarity, WindowIndex};
@@ -60,7 +61,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
                     allocation: ALLOCATION,
                     seed: 9,
                 };
-                windows.blocks(&req, &hits, Shown::Window)
+                windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper)
             })
         });
     }

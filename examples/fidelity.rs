@@ -2,16 +2,18 @@
 //! produced for a set of holes (JSONL, one hole a line; EVALUATION.md says how to make it) and
 //! reports agreement.
 //!
-//! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl
+//! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
 //!
-//! `repocoder`: per hole, RepoCoder's top-20 windows with their scores and the blocks its r-g
-//! prompt chose. Reported: top-1 agreement (keyhole's best block is one of RepoCoder's
-//! best-scoring windows; ties count as agreement), the same best score, and prompts whose
-//! blocks are equal.
+//! `repocoder`: per hole, RepoCoder's top-20 windows with their scores and its r-g prompt.
+//! Reported for candidate 66 built with the given fidelity profile (default paper): top-1
+//! agreement (keyhole's best block is one of RepoCoder's best-scoring windows; ties count as
+//! agreement), the same best score, and retrieved contexts equal to RepoCoder's, exactly and
+//! ignoring whitespace.
 
 use std::path::PathBuf;
 
 use keyhole::compose::{self, DEFAULT_BUDGET};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
@@ -21,16 +23,20 @@ use keyhole::token::TokenizerKind;
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder REPO ORACLE.jsonl";
+    let usage = "usage: fidelity repocoder REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
     };
     assert_eq!(kind, "repocoder", "{usage}");
+    let fidelity: Fidelity = args
+        .next()
+        .map_or(Ok(Fidelity::Paper), |f| f.parse())
+        .unwrap_or_else(|e| panic!("{e}"));
     let index = RepoIndex::open(&PathBuf::from(repo), None).unwrap_or_else(|e| panic!("{e}"));
     let rows = std::fs::read_to_string(&oracle).unwrap_or_else(|e| panic!("{oracle}: {e}"));
     let windows = WindowIndex::new(&index);
-    let (mut holes, mut top1, mut score) = (0, 0, 0);
+    let (mut holes, mut top1, mut score, mut equal, mut equal_words) = (0, 0, 0, 0, 0);
     for row in rows.lines() {
         let row: Value = serde_json::from_str(row).expect("a JSON object a line");
         let at = format!(
@@ -54,7 +60,26 @@ fn main() {
             allocation: compose::proposal_allocation(DEFAULT_BUDGET, perspectives::SHARE),
             seed: 9,
         };
-        let (_, used) = windows.blocks(&req, &hits, Shown::Extended);
+        let (text, used) = windows.blocks(&req, &hits, Shown::Extended, fidelity);
+        let theirs = row["prompt"].as_str().unwrap();
+        let ours = format!("{}\n", text.text);
+        equal += usize::from(ours == theirs);
+        if ours != theirs && std::env::var_os("FIDELITY_VERBOSE").is_some() {
+            let paths = |t: &str| -> Vec<String> {
+                let lines: Vec<&str> = t.lines().collect();
+                lines
+                    .windows(2)
+                    .filter(|w| w[0].ends_with("the below code fragment can be found in:"))
+                    .map(|w| w[1].to_string())
+                    .collect()
+            };
+            println!(
+                "{at}: context differs\n  ours   {:?}\n  theirs {:?}",
+                paths(&ours),
+                paths(theirs)
+            );
+        }
+        equal_words += usize::from(words(&ours) == words(theirs));
         let Some(best) = used
             .first()
             .and_then(|&w| hits.iter().find(|h| h.window == w))
@@ -92,8 +117,16 @@ fn main() {
     }
     let pct = |n: usize| 100.0 * n as f64 / holes.max(1) as f64;
     println!(
-        "{holes} holes: top-1 window agreement {:.1}%, equal best score {:.1}%",
+        "{holes} holes, fidelity {}: top-1 window agreement {:.1}%, equal best score {:.1}%, \
+         context equal {:.1}% ({:.1}% ignoring whitespace)",
+        fidelity.name(),
         pct(top1),
-        pct(score)
+        pct(score),
+        pct(equal),
+        pct(equal_words)
     );
+}
+
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
 }

@@ -275,8 +275,13 @@ async fn attempts(
     backend: &dyn Backend,
 ) -> Result<Vec<Attempt>> {
     let budget = args.at.budget;
-    let all: Vec<ProposalContext> =
-        proposals::build_for_budget(&session.index, &session.hole, session.tokenizer, budget);
+    let all: Vec<ProposalContext> = proposals::build_for_budget_as(
+        &session.index,
+        &session.hole,
+        session.tokenizer,
+        budget,
+        session.fidelity,
+    );
     let ids: Vec<usize> = if args.ids.is_empty() {
         let k = if args.samples.is_some() {
             1

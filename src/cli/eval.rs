@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::complete::BackendArgs;
 use super::dirs;
 use keyhole::compose;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::eval::WRITTEN_ROWS;
@@ -24,6 +25,7 @@ use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
+use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -45,6 +47,13 @@ pub struct EvalArgs {
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
+    /// Tokenizer the budget is counted in [default: the backend's].
+    #[arg(long)]
+    tokenizer: Option<TokenizerKind>,
+    /// Whose rules place the holes and build the contexts where a paper and its authors'
+    /// code disagree: paper or code.
+    #[arg(long, default_value = "paper")]
+    fidelity: Fidelity,
     /// Completions in flight at once.
     #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
@@ -84,12 +93,15 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet.
     unsafe { model::local::use_threads(&entry) };
-    let tokenizer = entry.tokenizer().tokenizer();
+    let tokenizer_kind = args.tokenizer.unwrap_or(entry.tokenizer());
+    let tokenizer = tokenizer_kind.tokenizer();
     let options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,
         budget: args.budget,
         concurrency: args.concurrency,
+        fidelity: args.fidelity,
+        tokenizer: tokenizer_kind,
     };
     let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
     if let Some(name) = names
@@ -242,9 +254,10 @@ async fn classify(
         classifier,
         variants: vec![Variant::H, Variant::R],
         compositions: args.compose.iter().copied().filter(|&l| l > 1).collect(),
-        tokenizer: entry.tokenizer().tokenizer(),
+        tokenizer: args.tokenizer.unwrap_or(entry.tokenizer()).tokenizer(),
         budget: args.budget,
         concurrency: args.concurrency,
+        fidelity: args.fidelity,
     };
     let mut out = Vec::new();
     for path in &args.repos {

@@ -43,6 +43,7 @@ use serde_json::{Value, json};
 
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::SourcedText;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
 use keyhole::context::retrieval::Retrieval;
@@ -199,9 +200,16 @@ struct HolesArgs {
     /// Write the holes as a CrossCodeEval-style task file (prompt: the default context).
     #[arg(long)]
     export: Option<PathBuf>,
-    /// Budget of the exported prompts, in code tokens.
+    /// Budget of the exported prompts.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     budget: usize,
+    /// Tokenizer the exported prompts' budget is counted in.
+    #[arg(long, default_value = "code")]
+    tokenizer: TokenizerKind,
+    /// Where the holes sit: paper (the middle of the trimmed line) or code (as RLPG's code
+    /// puts them).
+    #[arg(long, default_value = "paper")]
+    fidelity: Fidelity,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -254,6 +262,10 @@ struct HoleArgs {
     /// o200k_base [default: the backend's, else code].
     #[arg(long)]
     tokenizer: Option<TokenizerKind>,
+    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
+    /// or code.
+    #[arg(long, default_value = "paper")]
+    fidelity: Fidelity,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -360,6 +372,7 @@ fn run(cli: Cli) -> Result<()> {
                 position,
                 budget: cli.ui.budget,
                 tokenizer: cli.ui.tokenizer,
+                fidelity: Fidelity::Paper,
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },
@@ -413,6 +426,7 @@ struct Session {
     index: RepoIndex,
     hole: Hole,
     tokenizer: &'static dyn Tokenizer,
+    fidelity: Fidelity,
 }
 
 impl Session {
@@ -425,6 +439,7 @@ impl Session {
             index,
             hole,
             tokenizer,
+            fidelity: at.fidelity,
         })
     }
 
@@ -434,6 +449,7 @@ impl Session {
             hole: &self.hole,
             tokenizer: self.tokenizer,
             allocation: compose::proposal_allocation(budget, spec.share),
+            fidelity: self.fidelity,
         };
         proposals::build(spec, &req)
     }
@@ -459,6 +475,7 @@ impl Session {
             tokenizer: self.tokenizer,
             budget: at.budget,
             seed: perspectives::DEFAULT_SEED,
+            fidelity: self.fidelity,
         };
         if immediate {
             return Ok(perspectives.immediate(&self.hole));
@@ -515,8 +532,13 @@ fn proposals_command(
     let (session, backend) = open_with_backend(at, backend)?;
     let composer =
         compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
-    let built =
-        proposals::build_for_budget(&session.index, &session.hole, session.tokenizer, at.budget);
+    let built = proposals::build_for_budget_as(
+        &session.index,
+        &session.hole,
+        session.tokenizer,
+        at.budget,
+        session.fidelity,
+    );
     let ranking = rank.rank(&RankInput::new(&session.index, &session.hole, &built))?;
     let rows: Vec<(ProposalContext, Prompt)> = built
         .into_iter()
@@ -993,13 +1015,13 @@ fn pieces_json(session: &Session, text: &SourcedText) -> Vec<Value> {
 
 fn holes_command(args: &HolesArgs) -> Result<()> {
     let index = open(&args.repo, &args.cache)?;
-    let holes = hole::sample_holes(&index, args.cap, args.seed);
+    let holes = hole::sample_holes_as(&index, args.cap, args.seed, args.fidelity);
     if let Some(path) = &args.export {
         let name = index
             .root
             .file_name()
             .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
-        let tok = TokenizerKind::Code.tokenizer();
+        let tok = args.tokenizer.tokenizer();
         let rows = holes.iter().map(|h| {
             let prompt = compose::compose(&index, h, None, tok, args.budget).text();
             interop::export_row(&index, &name, h, &prompt)

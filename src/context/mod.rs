@@ -4,6 +4,7 @@
 //! (RLPG's baselines, RepoCoder, ProCC's perspectives) in [`perspectives`], built on
 //! [`retrieval`] and [`windows`].
 
+pub mod fidelity;
 pub mod perspectives;
 pub mod proposals;
 pub mod retrieval;

@@ -11,6 +11,7 @@
 //! across holes itself).
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
 use super::retrieval::{self, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
 use super::typed::{self, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole};
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
@@ -130,6 +131,7 @@ pub struct Perspectives<'a> {
     pub budget: usize,
     /// Seeds the random choices of the baselines.
     pub seed: u64,
+    pub fidelity: Fidelity,
 }
 
 impl<'a> Perspectives<'a> {
@@ -198,7 +200,9 @@ impl<'a> Perspectives<'a> {
 
     fn retrieve(&self, hole: &Hole, id: usize, query: &str, similarity: Similarity) -> Candidate {
         let hits = self.windows.search(hole, query, similarity);
-        let (context, used) = self.windows.blocks(&self.request(hole), &hits, shown(id));
+        let (context, used) =
+            self.windows
+                .blocks(&self.request(hole), &hits, shown(id), self.fidelity);
         let best = used.first().copied();
         Candidate {
             id,

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex};
@@ -196,6 +197,7 @@ pub struct Request<'a> {
     pub tokenizer: &'a dyn Tokenizer,
     /// Tokens the composer will allow the proposal context.
     pub allocation: usize,
+    pub fidelity: Fidelity,
 }
 
 /// Build the context of proposal `spec` for the request's hole.
@@ -229,13 +231,24 @@ pub fn build_all(req: &Request) -> Vec<ProposalContext> {
     specs().into_iter().map(|spec| build(spec, req)).collect()
 }
 
-/// Build every proposal for one hole, in id order, each allocated its share of `budget` as
-/// the composer will allocate it.
+/// Build every proposal for one hole as the paper describes them: see [`build_for_budget_as`].
 pub fn build_for_budget(
     index: &RepoIndex,
     hole: &Hole,
     tokenizer: &dyn Tokenizer,
     budget: usize,
+) -> Vec<ProposalContext> {
+    build_for_budget_as(index, hole, tokenizer, budget, Fidelity::Paper)
+}
+
+/// Build every proposal for one hole, in id order, each allocated its share of `budget` as
+/// the composer will allocate it, following `fidelity`'s rules.
+pub fn build_for_budget_as(
+    index: &RepoIndex,
+    hole: &Hole,
+    tokenizer: &dyn Tokenizer,
+    budget: usize,
+    fidelity: Fidelity,
 ) -> Vec<ProposalContext> {
     specs()
         .into_iter()
@@ -245,6 +258,7 @@ pub fn build_for_budget(
                 hole,
                 tokenizer,
                 allocation: crate::compose::proposal_allocation(budget, spec.share),
+                fidelity,
             };
             build(spec, &req)
         })
@@ -267,7 +281,7 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
         }
         return (text, false);
     }
-    let spans = item_spans(index, req.hole.file, context_type);
+    let spans = item_spans(req, req.hole.file, context_type);
     let after: Vec<Span> = spans
         .iter()
         .copied()
@@ -465,10 +479,15 @@ fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
 
 // ----- What a file offers for each context type ----------------------------------------------
 
-/// Spans of a file's items of one context type (not post lines, not bodies).
-fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec<Span> {
-    let facts = &index.files[file].facts;
+/// Spans of a file's items of one context type (not post lines, not bodies). Method names are
+/// whole signatures (the paper's appendix B.2 example), or the names alone under
+/// [`Fidelity::Code`] (RLPG's code captures the method's name identifier).
+fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Span> {
+    let facts = &req.index.files[file].facts;
     match context_type {
+        ContextType::MethodNames if req.fidelity == Fidelity::Code => {
+            facts.methods.iter().map(|m| m.name).collect()
+        }
         ContextType::Identifiers => facts.identifiers.clone(),
         ContextType::TypeIdentifiers => facts.type_identifiers.clone(),
         ContextType::FieldDeclarations => facts.field_declarations.clone(),
@@ -484,7 +503,7 @@ fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec
 /// equal share of the allocation each.
 fn file_items(req: &Request, file: FileId, context_type: ContextType) -> SourcedText {
     if context_type != ContextType::MethodNamesAndBodies {
-        let spans = item_spans(req.index, file, context_type);
+        let spans = item_spans(req, file, context_type);
         return join_items(req, file, &spans, Keep::Start);
     }
     let methods = &req.index.files[file].facts.methods;

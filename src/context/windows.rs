@@ -9,11 +9,12 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex, SourceFile};
-use crate::token;
+use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
 /// hyper-parameters).
@@ -27,9 +28,10 @@ pub const MAX_HITS: usize = 20;
 /// Lines an iteration-1 block reaches below its window: RepoCoder's r-g prompt shows each
 /// window moved `window_size // slice_size` lines down (`_make_an_extended_block`).
 pub const EXTENSION: usize = WINDOW_STEP;
-/// The comment that starts every line of a block. RepoCoder's prompts are Python (`#`); the
-/// corpus here is Java, so its line comment.
-const COMMENT: &str = "// ";
+/// The blocks' budget in RepoCoder's code: 2,000 Codex tokens, half of Codex's context.
+pub const CODE_BLOCK_BUDGET: usize = 2000;
+/// What RepoCoder's code counts for its header, whatever the tokenizer says.
+const CODE_HEADER_TOKENS: usize = 20;
 /// RepoCoder's separator line: 50 dashes.
 const RULE: &str = "--------------------------------------------------";
 
@@ -305,46 +307,73 @@ impl WindowIndex {
     }
 
     /// RepoCoder's prompt (Figure 3) from `hits`, best first: whole blocks taken best-first
-    /// while they fit the allocation (a block that does not fit is skipped, as in RepoCoder),
-    /// at most [`MAX_BLOCKS`], blocks showing the code of one already taken left out; laid out
-    /// in ascending similarity so that the best block sits next to the code. Returns the text
-    /// and the windows used, best first.
-    pub fn blocks(&self, req: &Request, hits: &[Hit], shown: Shown) -> (SourcedText, Vec<usize>) {
+    /// while they fit (a block that does not fit is skipped, as in RepoCoder), at most
+    /// [`MAX_BLOCKS`], laid out in ascending similarity so that the best block sits next to the
+    /// code. The paper profile fits the request's allocation and leaves out blocks showing the
+    /// code of one already taken; the code profile follows RepoCoder's code (see
+    /// [`Fidelity`]). Returns the text and the windows used, best first.
+    pub fn blocks(
+        &self,
+        req: &Request,
+        hits: &[Hit],
+        shown: Shown,
+        fidelity: Fidelity,
+    ) -> (SourcedText, Vec<usize>) {
+        let comment = comment(fidelity);
         let header = format!(
-            "{COMMENT}Here are some relevant code fragments from other files of the repo:\n{COMMENT}{RULE}\n"
+            "{comment}Here are some relevant code fragments from other files of the repo:\n{comment}{RULE}\n"
         );
-        let mut used = req.tokenizer.count(&header);
+        let (tokenizer, mut used): (&dyn Tokenizer, usize) = match fidelity {
+            Fidelity::Paper => (req.tokenizer, req.tokenizer.count(&header)),
+            Fidelity::Code => (token::p50k(), CODE_HEADER_TOKENS),
+        };
+        let fits = |used: usize, tokens: usize| match fidelity {
+            Fidelity::Paper => used + tokens <= req.allocation,
+            Fidelity::Code => used + tokens < CODE_BLOCK_BUDGET,
+        };
         let mut chosen: Vec<(usize, SourcedText)> = Vec::new();
         let mut shown_code: Vec<String> = Vec::new();
         for hit in hits {
-            if chosen.len() == MAX_BLOCKS || used >= req.allocation {
+            if chosen.len() == MAX_BLOCKS {
                 break;
             }
-            let place = self.shown_place(req.index, req.hole, hit.window, shown);
+            let place = self.shown_place(req.index, req.hole, hit.window, shown, fidelity);
             let code = lines_text(
                 &req.index.files[place.file],
                 place.first as usize,
                 place.end as usize,
             );
-            if shown_code.contains(&code) {
+            if fidelity == Fidelity::Paper && shown_code.contains(&code) {
                 continue;
             }
-            let block = self.block(req.index, hit.window, place);
-            let tokens = req.tokenizer.count(&block.text);
-            if used + tokens <= req.allocation {
+            let block = self.block(req.index, hit.window, place, comment);
+            let tokens = tokenizer.count(&block.text);
+            if fits(used, tokens) {
                 used += tokens;
                 chosen.push((hit.window, block));
                 shown_code.push(code);
             }
         }
-        // Tokens may merge across block boundaries under BPE: drop the worst block until the
-        // whole fits.
-        while !chosen.is_empty() {
+        let join = |chosen: &[(usize, SourcedText)]| {
             let mut text = SourcedText::default();
             text.push_plain(&header);
             for (_, block) in chosen.iter().rev() {
                 text.append(block.clone());
             }
+            text
+        };
+        if fidelity == Fidelity::Code {
+            let text = if chosen.is_empty() {
+                SourcedText::default()
+            } else {
+                join(&chosen)
+            };
+            return (text, chosen.into_iter().map(|(w, _)| w).collect());
+        }
+        // Tokens may merge across block boundaries under BPE: drop the worst block until the
+        // whole fits.
+        while !chosen.is_empty() {
+            let text = join(&chosen);
             if req.tokenizer.count(&text.text) <= req.allocation {
                 return (text, chosen.into_iter().map(|(w, _)| w).collect());
             }
@@ -353,20 +382,23 @@ impl WindowIndex {
         (SourcedText::default(), Vec::new())
     }
 
-    /// The lines a block of `window` shows: those of its first place outside the hole's file
-    /// (a window is only retrieved when it has one), extended as `shown` says.
+    /// The lines a block of `window` shows, extended as `shown` says: those of its first place
+    /// outside the hole's file (a window is only retrieved when it has one); under
+    /// [`Fidelity::Code`] those of its first place, as RepoCoder's code shows `metadata[0]`.
     pub fn shown_place(
         &self,
         index: &RepoIndex,
         hole: &Hole,
         window: usize,
         shown: Shown,
+        fidelity: Fidelity,
     ) -> Window {
         let places = &self.places[window];
-        let place = *places
-            .iter()
-            .find(|p| p.file != hole.file)
-            .unwrap_or(&places[0]);
+        let outside = places.iter().find(|p| p.file != hole.file);
+        let place = match (fidelity, outside) {
+            (Fidelity::Paper, Some(&place)) => place,
+            _ => places[0],
+        };
         match shown {
             Shown::Window => place,
             Shown::Extended => extended(place, index.files[place.file].line_count()),
@@ -375,25 +407,34 @@ impl WindowIndex {
 
     /// One block: every place the window occurs, then the lines of `place` commented out,
     /// between rules.
-    fn block(&self, index: &RepoIndex, window: usize, place: Window) -> SourcedText {
+    fn block(&self, index: &RepoIndex, window: usize, place: Window, comment: &str) -> SourcedText {
         let mut text = SourcedText::default();
         text.push_plain(&format!(
-            "{COMMENT}the below code fragment can be found in:\n"
+            "{comment}the below code fragment can be found in:\n"
         ));
         for other in &self.places[window] {
-            text.push_plain(&format!("{COMMENT}{}\n", index.files[other.file].path));
+            text.push_plain(&format!("{comment}{}\n", index.files[other.file].path));
         }
-        text.push_plain(&format!("{COMMENT}{RULE}\n"));
+        text.push_plain(&format!("{comment}{RULE}\n"));
         let file = &index.files[place.file];
         for line in place.first as usize..place.end as usize {
-            text.push_plain(COMMENT);
+            text.push_plain(comment);
             let start = file.line_start(line);
             let span = Span::new(start, start + file.line_text(line).len());
             text.push_span(index, place.file, span);
             text.push_plain("\n");
         }
-        text.push_plain(&format!("{COMMENT}{RULE}\n"));
+        text.push_plain(&format!("{comment}{RULE}\n"));
         text
+    }
+}
+
+/// The comment that starts every line of a block: Java's line comment, as the corpus is Java;
+/// RepoCoder's code writes Python's `#`.
+fn comment(fidelity: Fidelity) -> &'static str {
+    match fidelity {
+        Fidelity::Paper => "// ",
+        Fidelity::Code => "# ",
     }
 }
 

@@ -16,16 +16,17 @@ use rayon::prelude::*;
 use super::labels::LabelFile;
 use super::{LabelRow, hole_id};
 use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Candidate, Perspectives, REPOCODER_ID};
 use crate::context::proposals::{self, DEFAULT_ID, ProposalContext};
 use crate::context::retrieval::{self, Retrieval};
 use crate::context::windows::WindowIndex;
-use crate::hole::{Hole, sample_holes};
+use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::bm25;
 use crate::repo::RepoIndex;
-use crate::token::Tokenizer;
+use crate::token::{Tokenizer, TokenizerKind};
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
@@ -41,6 +42,10 @@ pub struct EvalOptions {
     pub budget: usize,
     /// Completions in flight at once.
     pub concurrency: usize,
+    /// Whose rules the holes and contexts follow.
+    pub fidelity: Fidelity,
+    /// The tokenizer budgets are counted in.
+    pub tokenizer: TokenizerKind,
 }
 
 /// One repository's run.
@@ -228,7 +233,12 @@ impl RepoRun<'_> {
         progress: &ProgressBar,
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
-        let holes = sample_holes(self.index, self.options.holes, self.options.seed);
+        let holes = sample_holes_as(
+            self.index,
+            self.options.holes,
+            self.options.seed,
+            self.options.fidelity,
+        );
         let todo: Vec<&Hole> = holes
             .iter()
             .filter(|h| !labels.is_done(&self.id(h)))
@@ -344,6 +354,7 @@ impl RepoRun<'_> {
             tokenizer: self.tokenizer,
             budget: self.options.budget,
             seed: self.options.seed,
+            fidelity: self.options.fidelity,
         }
     }
 
@@ -351,8 +362,13 @@ impl RepoRun<'_> {
     /// candidates that need nothing from the backend, and the drafts the others need.
     fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
         let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
-        let built: Vec<ProposalContext> =
-            proposals::build_for_budget(self.index, hole, self.tokenizer, self.options.budget);
+        let built: Vec<ProposalContext> = proposals::build_for_budget_as(
+            self.index,
+            hole,
+            self.tokenizer,
+            self.options.budget,
+            self.options.fidelity,
+        );
         let bm25 = bm25::proposal_scores(&built, &retrieval::hole_window(self.index, hole));
         let mut prompts: Vec<HolePrompt> = built
             .iter()

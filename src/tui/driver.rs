@@ -16,6 +16,7 @@ use super::state::{
     Procc, SearchIndex, apply_ranking,
 };
 use crate::compose::{Composer, Prompt};
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
 use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
@@ -162,6 +163,8 @@ impl<'a> Building<'a> {
             tokenizer: self.tokenizer,
             budget: self.budget,
             seed: perspectives::DEFAULT_SEED,
+            // The UI shows the paper profile; it has no --fidelity switch yet.
+            fidelity: Fidelity::Paper,
         }
     }
 

@@ -5,6 +5,7 @@ use crate::common;
 
 use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
 use keyhole::hole::sample_holes;
 use keyhole::token::TokenizerKind;
@@ -33,7 +34,7 @@ proptest! {
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {
             let spec = proposals::specs()[id];
-            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share) };
+            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper };
             proposals::build(spec, &req)
         });
         let prompt = compose::compose(&SAMPLE, hole, proposal.as_ref(), tok, budget);
@@ -97,6 +98,7 @@ fn every_position_of_the_sample_composes_valid_prompts() {
                 hole,
                 tokenizer: tok,
                 allocation: compose::proposal_allocation(600, spec.share),
+                fidelity: Fidelity::Paper,
             };
             let prompt =
                 compose::compose(&SAMPLE, hole, Some(&proposals::build(spec, &req)), tok, 600);

@@ -21,6 +21,7 @@ mod eval_labels;
 mod eval_report;
 mod explain;
 mod feedback;
+mod fidelity;
 mod index;
 mod local_model;
 mod proposals;

@@ -9,6 +9,7 @@ use crate::common;
 
 use common::{SAMPLE, hole};
 use keyhole::compose::Composer;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{
     self, Candidate, HYPOTHETICAL_LINE_ID, LEXICAL_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
 };
@@ -35,6 +36,7 @@ fn perspectives<'a>(
         tokenizer,
         budget,
         seed: 9,
+        fidelity: Fidelity::Paper,
     }
 }
 
@@ -148,7 +150,7 @@ fn identical_windows_are_one_window_with_every_path() {
     assert_eq!((best[0].first, best[0].end), (20, 40));
     // The block names both paths and shows the copy's lines, never the hole's file.
     let req = request(&h, TokenizerKind::Code.tokenizer(), 2036);
-    let (text, used) = windows.blocks(&req, &hits, Shown::Window);
+    let (text, used) = windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper);
     assert_eq!(used[0], hits[0].window);
     let both = format!(
         "// the below code fragment can be found in:\n// {}\n// {}\n",
@@ -255,7 +257,7 @@ fn blocks_follow_repocoder_with_the_best_block_last() {
     );
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
     let req = request(&h, TokenizerKind::Code.tokenizer(), 2036);
-    let (text, used) = windows.blocks(&req, &hits, Shown::Window);
+    let (text, used) = windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper);
     assert!(
         text.text.starts_with(
             "// Here are some relevant code fragments from other files of the repo:\n// -----"

@@ -1,0 +1,67 @@
+//! Which authority keyhole follows where a paper's text and its authors' published code
+//! disagree: `--fidelity paper` (the default) or `--fidelity code`.
+//!
+//! Both profiles follow RepoCoder's code (microsoft/CodeT, folder `RepoCoder`) wherever its
+//! paper is silent: Jaccard over sets of Codex (`p50k_base`) token ids, no window of the hole's
+//! own file, the 20 whole lines before the hole's line as the first query, a head window of a
+//! file's first 10 lines, identical windows merged with all their paths, the 20 best windows
+//! kept, iteration-1 blocks extended 10 lines down (see [`super::windows`]).
+//!
+//! What [`Fidelity::Code`] changes, each as the authors' code does it:
+//!
+//! RLPG (shrivastavadisha/repo_level_prompt_generation)
+//! - Hole column: `int(len(stripped) / 2)` characters into the *unstripped* line
+//!   (`create_hole_data.py`), so many holes sit in the indentation; the paper (section 2.2)
+//!   says the middle of the line, which keyhole takes as the middle of the trimmed line.
+//! - Method names (MN): the names alone (the `all_method_name` capture of `parse_tree.py`); the
+//!   paper's appendix B.2 example shows whole signatures.
+//!
+//! RepoCoder
+//! - Block lines are commented out with `# ` (its prompts are Python) instead of Java's `// `.
+//! - The blocks are chosen in a budget of their own: 2,000 Codex tokens, the header counted as
+//!   20 tokens whatever the tokenizer says, a block taken while the running total stays
+//!   strictly below the budget (`_build_prompt`); the paper profile fits them to half of
+//!   keyhole's budget in the budget's tokenizer.
+//! - Blocks are never left out for showing the same lines as a block already taken (two
+//!   extended windows at the end of a file can show the same lines); the paper profile keeps
+//!   one.
+//! - A block shows the lines of the window's first place (`metadata[0]`), even when that place
+//!   is in the hole's file and only a copy elsewhere made the window retrievable; the paper
+//!   profile shows the copy's lines.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Which authority keyhole follows where a paper and its published code disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// The papers' text where text and code disagree; keyhole's judgment where both are silent
+    /// or where a quirk would mislead (Java same-package references count as imports).
+    #[default]
+    Paper,
+    /// Exactly what the authors' published code builds, quirks included.
+    Code,
+}
+
+impl Fidelity {
+    pub const ALL: [Fidelity; 2] = [Fidelity::Paper, Fidelity::Code];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fidelity::Paper => "paper",
+            Fidelity::Code => "code",
+        }
+    }
+}
+
+impl FromStr for Fidelity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown fidelity '{s}' (known: paper, code)"))
+    }
+}

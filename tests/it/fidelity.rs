@@ -1,0 +1,149 @@
+//! The `--fidelity code` profile on the bundled sample: each rule where the authors' published
+//! code differs from their papers' text, with expectations written from the rule.
+
+use std::path::Path;
+
+use crate::common::{self, SAMPLE, SHOP, hole, keyhole, ok};
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::perspectives::{Perspectives, REPOCODER_ID};
+use keyhole::context::proposals::{self, ContextType, PromptSource};
+use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::{CODE_BLOCK_BUDGET, WindowIndex};
+use keyhole::hole::sample_holes_as;
+use keyhole::token::{Tokenizer, TokenizerKind};
+
+const DEMO: &str = "service/OrderService.java:94:32";
+
+/// The sampled hole on 0-based `line` of the shop file `path`.
+fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::hole::Hole {
+    sample_holes_as(&SAMPLE, None, 9, fidelity)
+        .into_iter()
+        .find(|h| SAMPLE.files[h.file].path == format!("{SHOP}{path}") && h.line == line)
+        .expect("a hole on that line")
+}
+
+#[test]
+fn code_puts_the_hole_half_the_trimmed_length_into_the_indented_line() {
+    // Line 94: 8 spaces, then 52 characters.
+    let line = "        return orderRepository.findByCustomerId(customerId);";
+    assert_eq!(line.trim().len(), 52);
+    let paper = sampled(Fidelity::Paper, "service/OrderService.java", 93);
+    assert_eq!(paper.column, 8 + 26, "the middle of the trimmed line");
+    assert_eq!(paper.target.as_deref(), Some("dByCustomerId(customerId);"));
+    let code = sampled(Fidelity::Code, "service/OrderService.java", 93);
+    assert_eq!(
+        code.column, 26,
+        "int(len(stripped) / 2) into the unstripped line"
+    );
+    assert_eq!(
+        code.target.as_deref(),
+        Some("tory.findByCustomerId(customerId);")
+    );
+    // The same lines either way: only columns move.
+    let lines = |f| -> Vec<(usize, usize)> {
+        sample_holes_as(&SAMPLE, None, 9, f)
+            .iter()
+            .map(|h| (h.file, h.line))
+            .collect()
+    };
+    assert_eq!(lines(Fidelity::Paper), lines(Fidelity::Code));
+}
+
+#[test]
+fn code_lists_method_names_alone() {
+    let h = hole(DEMO);
+    let spec = proposals::specs()
+        .into_iter()
+        .find(|s| s.source == PromptSource::Current && s.context_type == ContextType::MethodNames)
+        .unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    let built = |f| proposals::build_for_budget_as(&SAMPLE, &h, tok, 4072, f)[spec.id].clone();
+    // The methods declared after the hole's line, in order.
+    assert_eq!(
+        built(Fidelity::Code).context.text,
+        "statusReport transition loadOrder loadCustomer"
+    );
+    let paper = built(Fidelity::Paper).context.text;
+    assert!(
+        paper.starts_with("public Map<OrderStatus, Long> statusReport()"),
+        "{paper}"
+    );
+}
+
+#[test]
+fn code_lays_repocoder_blocks_out_as_its_python_prompt_in_2000_codex_tokens() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole(DEMO);
+    let tok = TokenizerKind::Code.tokenizer();
+    let candidate = |fidelity, budget| {
+        let p = Perspectives {
+            index: &SAMPLE,
+            retrieval: &retrieval,
+            windows: &windows,
+            tokenizer: tok,
+            budget,
+            seed: 9,
+            fidelity,
+        };
+        let all = p.immediate(&h);
+        all.into_iter()
+            .find(|c| c.id == REPOCODER_ID)
+            .unwrap()
+            .context
+            .text
+    };
+    let header = "# Here are some relevant code fragments from other files of the repo:\n# ";
+    let code = candidate(Fidelity::Code, 1000);
+    assert!(code.starts_with(header), "{code}");
+    assert!(!code.contains("\n// "), "every line is commented with #");
+    // Blocks are taken in a budget of their own, whatever keyhole's budget: 2,000 Codex
+    // tokens with the header counted as 20, each block while the total stays below.
+    let p50k = TokenizerKind::P50kBase.tokenizer();
+    let header_end = code.find("# the below").unwrap();
+    let blocks = p50k.count(&code[header_end..]);
+    assert!(blocks + 20 < CODE_BLOCK_BUDGET, "{blocks}");
+    assert!(
+        tok.count(&code) > 500,
+        "more than keyhole's allocation of 500"
+    );
+    let paper = candidate(Fidelity::Paper, 1000);
+    assert!(paper.starts_with("// Here are some"), "{paper}");
+    assert!(tok.count(&paper) <= 500);
+}
+
+fn holes_json(fidelity: &str, scratch: &Path) -> serde_json::Value {
+    let out = ok(keyhole(
+        &["holes", &common::sample(), "--json", "--fidelity", fidelity],
+        scratch,
+    ));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_holes_command_takes_the_profile_and_refuses_an_unknown_one() {
+    let scratch = tempfile::tempdir().unwrap();
+    let column_of_line_94 = |v: &serde_json::Value| {
+        v["holes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["file"].as_str().unwrap().ends_with("OrderService.java") && h["line"] == 94)
+            .map(|h| h["column"].as_u64().unwrap())
+    };
+    assert_eq!(
+        column_of_line_94(&holes_json("paper", scratch.path())),
+        Some(35)
+    );
+    assert_eq!(
+        column_of_line_94(&holes_json("code", scratch.path())),
+        Some(27)
+    );
+    let out = keyhole(
+        &["holes", &common::sample(), "--fidelity", "published"],
+        scratch.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown fidelity 'published'"), "{err}");
+}
