@@ -3,6 +3,11 @@
 //! reports agreement.
 //!
 //! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- holes REPO ORACLE.jsonl [paper|code]
+//!
+//! `holes`: RLPG's hole positions (file, line, column). Reported, over the files keyhole
+//! samples: their holes whose line keyhole also samples, and of those the ones at the same
+//! column.
 //!
 //! `repocoder`: per hole, RepoCoder's top-20 windows with their scores and its r-g prompt.
 //! Reported for candidate 66 built with the given fidelity profile (default paper): top-1
@@ -10,6 +15,7 @@
 //! agreement), the same best score, and retrieved contexts equal to RepoCoder's, exactly and
 //! ignoring whitespace.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use keyhole::compose::{self, DEFAULT_BUDGET};
@@ -17,25 +23,70 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
-use keyhole::hole::Hole;
+use keyhole::hole::{Hole, sample_holes_as};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder REPO ORACLE.jsonl [paper|code]";
+    let usage = "usage: fidelity repocoder|holes REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
     };
-    assert_eq!(kind, "repocoder", "{usage}");
     let fidelity: Fidelity = args
         .next()
         .map_or(Ok(Fidelity::Paper), |f| f.parse())
         .unwrap_or_else(|e| panic!("{e}"));
     let index = RepoIndex::open(&PathBuf::from(repo), None).unwrap_or_else(|e| panic!("{e}"));
     let rows = std::fs::read_to_string(&oracle).unwrap_or_else(|e| panic!("{oracle}: {e}"));
-    let windows = WindowIndex::new(&index);
+    match kind.as_str() {
+        "repocoder" => repocoder(&index, &rows, fidelity),
+        "holes" => holes(&index, &rows, fidelity),
+        _ => panic!("{usage}"),
+    }
+}
+
+/// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
+fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let ours: HashMap<(&str, usize), usize> = sample_holes_as(index, None, 9, fidelity)
+        .iter()
+        .map(|h| {
+            (
+                (index.files[h.file].path.as_str(), h.line + 1),
+                h.column + 1,
+            )
+        })
+        .collect();
+    let sampled: HashSet<&str> = ours.keys().map(|(f, _)| *f).collect();
+    let (mut theirs, mut lines, mut columns) = (0, 0, 0);
+    for row in rows.lines() {
+        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+        let file = row["file"].as_str().unwrap();
+        if !sampled.contains(file) {
+            continue;
+        }
+        theirs += 1;
+        let line = row["line"].as_u64().unwrap() as usize;
+        if let Some(&column) = ours.get(&(file, line)) {
+            lines += 1;
+            columns += usize::from(Some(column as u64) == row["column"].as_u64());
+        }
+    }
+    println!(
+        "{theirs} RLPG holes in {} files keyhole samples ({} keyhole holes), fidelity {}: \
+         line also a keyhole hole {:.1}%, same column {:.1}%",
+        sampled.len(),
+        ours.len(),
+        fidelity.name(),
+        100.0 * lines as f64 / theirs.max(1) as f64,
+        100.0 * columns as f64 / lines.max(1) as f64
+    );
+}
+
+/// Agreement of candidate 66 with RepoCoder's retrieval and r-g prompt.
+fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let windows = WindowIndex::new(index);
     let (mut holes, mut top1, mut score, mut equal, mut equal_words) = (0, 0, 0, 0, 0);
     for row in rows.lines() {
         let row: Value = serde_json::from_str(row).expect("a JSON object a line");
@@ -45,16 +96,16 @@ fn main() {
             row["line"],
             row["column"]
         );
-        let hole = Hole::parse(&index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
         let top_k = row["top_k"].as_array().unwrap();
         let best_score = top_k
             .first()
             .map_or(f64::NAN, |w| w["score"].as_f64().unwrap());
-        let query = perspectives::repocoder_query(&index, &hole);
+        let query = perspectives::repocoder_query(index, &hole);
         let hits = windows.search(&hole, &query, Similarity::Jaccard);
         holes += 1;
         let req = Request {
-            index: &index,
+            index,
             hole: &hole,
             tokenizer: TokenizerKind::P50kBase.tokenizer(),
             allocation: compose::proposal_allocation(DEFAULT_BUDGET, perspectives::SHARE),
