@@ -4,6 +4,12 @@
 //!
 //! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- holes REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- rlpg REPO ORACLE.jsonl [paper|code]
+//!
+//! `rlpg`: per hole, the rule context RLPG's code builds for each of the 62 proposals (by
+//! keyhole's label, e.g. `sibling I`). Reported per proposal: applicability agreement, and
+//! where both have a context, contexts equal ignoring whitespace. Budgets are 4,072 GPT-2
+//! (r50k_base) tokens, as RLPG's.
 //!
 //! `holes`: RLPG's hole positions (file, line, column). Reported, over the files keyhole
 //! samples: their holes whose line keyhole also samples, and of those the ones at the same
@@ -20,16 +26,16 @@ use std::path::PathBuf;
 
 use keyhole::compose::{self, DEFAULT_BUDGET};
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
+use keyhole::context::{perspectives, proposals};
 use keyhole::hole::{Hole, sample_holes_as};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder|holes REPO ORACLE.jsonl [paper|code]";
+    let usage = "usage: fidelity repocoder|holes|rlpg REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
@@ -43,8 +49,88 @@ fn main() {
     match kind.as_str() {
         "repocoder" => repocoder(&index, &rows, fidelity),
         "holes" => holes(&index, &rows, fidelity),
+        "rlpg" => rlpg(&index, &rows, fidelity),
         _ => panic!("{usage}"),
     }
+}
+
+/// Agreement of the 62 proposals' contexts with RLPG's code.
+fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let specs = proposals::specs();
+    // Per proposal: holes, applicability agreed, both applicable, equal contexts.
+    let mut counts = vec![[0usize; 4]; specs.len()];
+    for row in rows.lines() {
+        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+        let at = format!(
+            "{}:{}:{}",
+            row["file"].as_str().unwrap(),
+            row["line"],
+            row["column"]
+        );
+        let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
+        for p in &built {
+            let theirs = row["proposals"][p.spec.label()]
+                .as_str()
+                .unwrap_or_else(|| {
+                    panic!("{at}: the oracle has no {}", p.spec.label());
+                });
+            let allocation = compose::proposal_allocation(DEFAULT_BUDGET, p.spec.share);
+            let (ours, _) = p.context.truncate(tok, allocation, p.keep);
+            let c = &mut counts[p.spec.id];
+            c[0] += 1;
+            c[1] += usize::from(ours.is_empty() == theirs.is_empty());
+            if !ours.is_empty() && !theirs.is_empty() {
+                c[2] += 1;
+                c[3] += usize::from(words(&ours.text) == words(theirs));
+                if words(&ours.text) != words(theirs)
+                    && std::env::var_os("FIDELITY_VERBOSE").is_some()
+                {
+                    println!(
+                        "{at} {}:\n  ours   {:.200}\n  theirs {:.200}",
+                        p.spec.label(),
+                        ours.text,
+                        theirs
+                    );
+                }
+            }
+        }
+    }
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}%", 100.0 * a as f64 / b as f64)
+        }
+    };
+    println!(
+        "fidelity {}: proposal, holes, applicability agrees, both applicable, equal ignoring whitespace",
+        fidelity.name()
+    );
+    let mut total = [0usize; 4];
+    for spec in &specs {
+        let c = counts[spec.id];
+        for (t, n) in total.iter_mut().zip(c) {
+            *t += n;
+        }
+        println!(
+            "{:<28} {:>4} {:>5} {:>5} {:>5}",
+            spec.label(),
+            c[0],
+            pct(c[1], c[0]),
+            c[2],
+            pct(c[3], c[2])
+        );
+    }
+    println!(
+        "{:<28} {:>4} {:>5} {:>5} {:>5}",
+        "all",
+        total[0],
+        pct(total[1], total[0]),
+        total[2],
+        pct(total[3], total[2])
+    );
 }
 
 /// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
