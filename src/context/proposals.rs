@@ -8,7 +8,8 @@ use super::SourcedText;
 use super::fidelity::Fidelity;
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex};
+
+use crate::repo::{FileId, Import, ImportKind, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
 /// Where a proposal takes its context from.
@@ -411,8 +412,7 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let prefix = &file.text[file.line_start(req.hole.line)..req.hole.offset];
-    index.graph.imports[req.hole.file]
-        .iter()
+    imports_of(req, req.hole.file)
         .map(|import| {
             let visible_on_hole_line = index.files[import.file]
                 .facts
@@ -431,6 +431,16 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
         .collect()
 }
 
+/// The repository files `file` imports: every kind keyhole resolves, or under
+/// [`Fidelity::Code`] only single-type import declarations (RLPG's code resolves nothing else:
+/// no wildcard imports, no same-package references).
+fn imports_of<'r>(req: &Request<'r>, file: FileId) -> impl Iterator<Item = &'r Import> + use<'r> {
+    let code = req.fidelity == Fidelity::Code;
+    req.index.graph.imports[file]
+        .iter()
+        .filter(move |i| !code || i.kind == ImportKind::Single)
+}
+
 /// Import: import files ranked by how close their nearest usage is to the hole.
 fn rank_imports(req: &Request) -> Vec<FileId> {
     let mut distances = import_distances(req);
@@ -444,11 +454,10 @@ fn rank_imports(req: &Request) -> Vec<FileId> {
 /// them when none shares an import).
 fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
     let distances = import_distances(req);
-    let graph = &req.index.graph;
     let mut keyed: Vec<(usize, std::cmp::Reverse<usize>, FileId)> = candidates
         .into_iter()
         .map(|candidate| {
-            let theirs: Vec<FileId> = graph.imports[candidate].iter().map(|i| i.file).collect();
+            let theirs: Vec<FileId> = imports_of(req, candidate).map(|i| i.file).collect();
             let shared: Vec<usize> = distances
                 .iter()
                 .filter(|(f, _)| theirs.contains(f))
@@ -466,7 +475,7 @@ fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId>
 fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
     let mut counts: Vec<(FileId, usize)> = Vec::new();
     for &file in of {
-        for import in &req.index.graph.imports[file] {
+        for import in imports_of(req, file) {
             match counts.iter_mut().find(|(f, _)| *f == import.file) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((import.file, 1)),
@@ -481,13 +490,22 @@ fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
 
 /// Spans of a file's items of one context type (not post lines, not bodies). Method names are
 /// whole signatures (the paper's appendix B.2 example), or the names alone under
-/// [`Fidelity::Code`] (RLPG's code captures the method's name identifier).
+/// [`Fidelity::Code`] (RLPG's code captures the method's name identifier); identifiers under
+/// [`Fidelity::Code`] are followed by the type identifiers.
 fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Span> {
     let facts = &req.index.files[file].facts;
     match context_type {
         ContextType::MethodNames if req.fidelity == Fidelity::Code => {
             facts.methods.iter().map(|m| m.name).collect()
         }
+        // RLPG's parse_tree.py extends the identifier list with the type identifiers in place
+        // (`file_identifiers = all_identifiers; file_identifiers.extend(...)`), so its
+        // identifiers are every identifier, then every type identifier.
+        ContextType::Identifiers if req.fidelity == Fidelity::Code => [
+            facts.identifiers.as_slice(),
+            facts.type_identifiers.as_slice(),
+        ]
+        .concat(),
         ContextType::Identifiers => facts.identifiers.clone(),
         ContextType::TypeIdentifiers => facts.type_identifiers.clone(),
         ContextType::FieldDeclarations => facts.field_declarations.clone(),
@@ -518,9 +536,22 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         text.push_plain("] ");
         let mut body = SourcedText::default();
         body.push_span(req.index, file, method.with_body);
-        text.append(body.truncate(req.tokenizer, share, Keep::Start).0);
+        text.append(
+            body.truncate(req.tokenizer, share, method_body_keep(req.fidelity))
+                .0,
+        );
     }
     text
+}
+
+/// Which end of a method body survives its share of the allocation: the start (the
+/// signature and first statements), or under [`Fidelity::Code`] the end, as RLPG's code cuts
+/// every text with its default `type='back'`.
+fn method_body_keep(fidelity: Fidelity) -> Keep {
+    match fidelity {
+        Fidelity::Paper => Keep::Start,
+        Fidelity::Code => Keep::End,
+    }
 }
 
 /// Items joined by single spaces. Only as many items as can matter are joined: enough from the
