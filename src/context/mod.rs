@@ -8,6 +8,7 @@ pub mod fidelity;
 pub mod perspectives;
 pub mod proposals;
 pub mod retrieval;
+pub mod rlpg_files;
 pub mod typed;
 pub mod windows;
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::SourcedText;
 use super::fidelity::Fidelity;
+use super::rlpg_files;
 use crate::hole::Hole;
 use crate::lang::Span;
 
@@ -346,16 +347,18 @@ fn push_current_class(text: &mut SourcedText, req: &Request) {
 fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request) -> SourcedText {
     let mut parts = Vec::new();
     let mut total = 0;
+    let mut any_items = false;
     for &file in files {
         if total >= req.allocation {
             break;
         }
         let items = file_items(req, file, context_type);
-        if items.is_empty() {
-            // The authors' code added a bare `[FileName]` here; a label without context is
-            // noise, and it would make every listed file count as "applicable".
+        // The authors' code adds a bare `[FileName]` here; a label without context is noise,
+        // so only the code profile keeps it.
+        if items.is_empty() && req.fidelity == Fidelity::Paper {
             continue;
         }
+        any_items |= !items.is_empty();
         let mut part = SourcedText::default();
         part.push_plain(&format!("[{}] ", req.index.files[file].stem()));
         part.append(items);
@@ -364,6 +367,9 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
         parts.push(part);
     }
     let mut text = SourcedText::default();
+    if !any_items {
+        return text;
+    }
     for (i, part) in parts.into_iter().rev().enumerate() {
         if i > 0 {
             text.push_plain(" ");
@@ -381,6 +387,10 @@ fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
     let index = req.index;
     let graph = &index.graph;
     let id = req.hole.file;
+    if req.fidelity == Fidelity::Code {
+        // RLPG's code does not keep the current file out of the import-of lists.
+        return rlpg_files::rank_files(source, req);
+    }
     let ranked = match source {
         PromptSource::Import => rank_imports(req),
         PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),

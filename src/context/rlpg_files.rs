@@ -1,0 +1,247 @@
+//! RLPG's file lists as its published code builds them, for `--fidelity code`: which files
+//! each multi-file prompt source offers and in what order (the paper's Table 6 in the letter
+//! of `parse_tree.py` and `context.py`).
+//!
+//! - Imports: import declarations whose dotted path, rooted where the first part of the path
+//!   last occurs in the current file's path, names a repository file; kept only when the
+//!   imported name occurs again in the file (as an identifier or type identifier).
+//! - An import's distance from the hole: the line distance of the *last* of those further
+//!   occurrences (identifiers first, then type identifiers), not the nearest.
+//! - Siblings in `os.listdir` order; similar names (a camel-case part in common, or the same
+//!   file name) and child classes in `os.walk` order (see [`crate::repo::listing`]).
+//! - Siblings, similar names and child classes: those importing the nearest import that any of
+//!   them imports, by the number of imports they share with the current file (by file name),
+//!   most first; when none does, all of them in their order.
+//! - Import of X: the files X import, by how many X files import each, first seen first.
+//!
+//! RLPG's `get_relevant_files` also caches its answer per file across holes, so in its runs the
+//! order for a hole can depend on earlier holes of the same file; keyhole builds each hole
+//! afresh, as RLPG does for the first hole of a file.
+
+use super::proposals::{PromptSource, Request};
+use crate::lang::Span;
+use crate::repo::listing;
+use crate::repo::{FileId, RepoIndex};
+
+/// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
+pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
+    let index = req.index;
+    let id = req.hole.file;
+    match source {
+        PromptSource::Import => sorted_imports(req).into_iter().map(|(f, _)| f).collect(),
+        PromptSource::Sibling => relevant(req, siblings(index, id)),
+        PromptSource::SimilarName => relevant(req, similar_names(index, id)),
+        PromptSource::ChildClass => relevant(req, children(index, id)),
+        PromptSource::ImportOfSibling => imports_by_frequency(index, &siblings(index, id)),
+        PromptSource::ImportOfSimilarName => imports_by_frequency(index, &similar_names(index, id)),
+        PromptSource::ImportOfParentClass => {
+            let parents: Vec<FileId> = index.graph.parents[id].iter().map(|l| l.file).collect();
+            imports_by_frequency(index, &parents)
+        }
+        PromptSource::ImportOfChildClass => imports_by_frequency(index, &children(index, id)),
+        PromptSource::Current | PromptSource::ParentClass => unreachable!("single-file sources"),
+    }
+}
+
+/// RLPG's imports of `file`: each imported file with the further occurrences of its name.
+fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
+    let source = &index.files[file];
+    let path_parts: Vec<&str> = source.path.split('/').collect();
+    let mut found: Vec<(FileId, Vec<Span>)> = Vec::new();
+    for import in &source.facts.imports {
+        let parts: Vec<&str> = import.path.split('.').collect();
+        if parts[0] == "java" {
+            continue;
+        }
+        let Some(root) = path_parts.iter().rposition(|p| *p == parts[0]) else {
+            continue;
+        };
+        let path = [&path_parts[..root], &parts[..]].concat().join("/") + ".java";
+        let Some(&target) = index.graph.by_path.get(&path) else {
+            continue;
+        };
+        let name = parts[parts.len() - 1];
+        let named = |spans: &[Span]| -> Vec<Span> {
+            spans
+                .iter()
+                .copied()
+                .filter(|s| &source.text[s.range()] == name)
+                .collect()
+        };
+        let mut uses = named(&source.facts.identifiers);
+        uses.extend(named(&source.facts.type_identifiers));
+        // The first occurrence is the import declaration's own.
+        if uses.len() > 1 && !found.iter().any(|(f, _)| *f == target) {
+            uses.remove(0);
+            found.push((target, uses));
+        }
+    }
+    found
+}
+
+/// The current file's imports by distance from the hole (RLPG's quirk: the distance of the
+/// last further occurrence), ties in declaration order.
+fn sorted_imports(req: &Request) -> Vec<(FileId, usize)> {
+    let file = &req.index.files[req.hole.file];
+    let mut distances: Vec<(FileId, usize)> = imports(req.index, req.hole.file)
+        .into_iter()
+        .map(|(target, uses)| {
+            let last = uses[uses.len() - 1];
+            (
+                target,
+                file.line_of(last.start as usize).abs_diff(req.hole.line),
+            )
+        })
+        .collect();
+    distances.sort_by_key(|&(_, d)| d);
+    distances
+}
+
+/// The stems of the files `file` imports (RLPG compares imports by file name).
+fn import_names(index: &RepoIndex, file: FileId) -> Vec<&str> {
+    imports(index, file)
+        .into_iter()
+        .map(|(f, _)| index.files[f].stem())
+        .collect()
+}
+
+/// RLPG's `get_relevant_files`.
+fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
+    let index = req.index;
+    let mine = import_names(index, req.hole.file);
+    let overlap = |f: FileId| {
+        let mut theirs = import_names(index, f);
+        theirs.sort_unstable();
+        theirs.dedup();
+        theirs.iter().filter(|n| mine.contains(n)).count()
+    };
+    let with_overlap: Vec<(FileId, usize)> = candidates.iter().map(|&f| (f, overlap(f))).collect();
+    for (import, _) in sorted_imports(req) {
+        let mut sharing: Vec<(FileId, usize)> = with_overlap
+            .iter()
+            .copied()
+            .filter(|&(f, n)| n > 0 && imports(index, f).iter().any(|(t, _)| *t == import))
+            .collect();
+        if !sharing.is_empty() {
+            sharing.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+            return sharing.into_iter().map(|(f, _)| f).collect();
+        }
+    }
+    candidates
+}
+
+/// RLPG's `get_relevant_import_of_att_files`: what `of` import, by how many import each.
+fn imports_by_frequency(index: &RepoIndex, of: &[FileId]) -> Vec<FileId> {
+    let mut counts: Vec<(FileId, usize)> = Vec::new();
+    for &file in of {
+        for (import, _) in imports(index, file) {
+            match counts.iter_mut().find(|(f, _)| *f == import) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((import, 1)),
+            }
+        }
+    }
+    counts.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    counts.into_iter().map(|(f, _)| f).collect()
+}
+
+/// The other Java files of the file's directory, in `os.listdir` order (those keyhole indexed).
+fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    let file = &index.files[id];
+    let dir = file.dir();
+    let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+    listing::listdir(&index.root.join(dir))
+        .into_iter()
+        .filter_map(|entry| {
+            let entry = entry.to_string_lossy().into_owned();
+            if !entry.ends_with(".java") || entry == name {
+                return None;
+            }
+            let path = if dir.is_empty() {
+                entry
+            } else {
+                format!("{dir}/{entry}")
+            };
+            index.graph.by_path.get(&path).copied()
+        })
+        .collect()
+}
+
+/// `files` in `os.walk` order.
+fn walk_sorted(index: &RepoIndex, mut files: Vec<FileId>) -> Vec<FileId> {
+    let order = listing::walk_order(&index.root);
+    files.sort_by_key(|&f| {
+        order
+            .get(&index.files[f].path)
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    files
+}
+
+/// Files RLPG's `match_similar_filenames` pairs with the file, in `os.walk` order.
+fn similar_names(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    let name = index.files[id].path.rsplit('/').next().unwrap_or_default();
+    let similar = (0..index.files.len())
+        .filter(|&f| f != id)
+        .filter(|&f| {
+            let other = index.files[f].path.rsplit('/').next().unwrap_or_default();
+            similar_file_names(other, name)
+        })
+        .collect();
+    walk_sorted(index, similar)
+}
+
+fn children(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    walk_sorted(index, index.graph.children[id].clone())
+}
+
+/// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
+/// camel-case part of `other`'s (before the first dot) among `current`'s.
+pub fn similar_file_names(other: &str, current: &str) -> bool {
+    if other == current {
+        return true;
+    }
+    let stem = |name: &str| name.split('.').next().unwrap_or_default().to_string();
+    let theirs = camel_case_split(&stem(current));
+    camel_case_split(&stem(other))
+        .iter()
+        .any(|p| !p.is_empty() && theirs.contains(p))
+}
+
+/// RLPG's `camel_case_split`: cut before every upper-case character (a leading one gives an
+/// empty first part).
+pub fn camel_case_split(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut starts = vec![0];
+    starts.extend((0..chars.len()).filter(|&i| chars[i].is_uppercase()));
+    starts.push(chars.len());
+    starts
+        .windows(2)
+        .map(|w| chars[w[0]..w[1]].iter().collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn camel_case_parts_as_rlpg_splits_them() {
+        assert_eq!(camel_case_split("OrderService"), ["", "Order", "Service"]);
+        assert_eq!(
+            camel_case_split("URLHandler"),
+            ["", "U", "R", "L", "Handler"]
+        );
+        assert_eq!(camel_case_split("util"), ["util"]);
+        assert!(similar_file_names(
+            "OrderRepository.java",
+            "OrderService.java"
+        ));
+        assert!(!similar_file_names("Customer.java", "OrderService.java"));
+        assert!(
+            similar_file_names("TextUtil.java", "TextUtil.java"),
+            "same name"
+        );
+    }
+}
