@@ -31,7 +31,7 @@ use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
 use keyhole::context::{perspectives, proposals};
 use keyhole::hole::{Hole, sample_holes_as};
 use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::token::{self, TokenizerKind};
 use serde_json::Value;
 
 fn main() {
@@ -78,6 +78,10 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
                 });
             let allocation = compose::proposal_allocation(DEFAULT_BUDGET, p.spec.share);
             let (ours, _) = p.context.truncate(tok, allocation, p.keep);
+            // RLPG's multi-file contexts may run past their allocation; its final prompt is then
+            // cut to the budget from the front, as keyhole's composer cuts them.
+            let (range, _) = token::truncate(tok, theirs, allocation, p.keep);
+            let theirs = &theirs[range];
             let c = &mut counts[p.spec.id];
             c[0] += 1;
             c[1] += usize::from(ours.is_empty() == theirs.is_empty());

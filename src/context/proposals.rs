@@ -325,8 +325,9 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
     (text, vec![link.file])
 }
 
-/// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any.
-fn push_current_class(text: &mut SourcedText, req: &Request) {
+/// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any;
+/// says whether there was one.
+fn push_current_class(text: &mut SourcedText, req: &Request) -> bool {
     let file = &req.index.files[req.hole.file];
     let current = file
         .facts
@@ -337,6 +338,7 @@ fn push_current_class(text: &mut SourcedText, req: &Request) {
     if let Some(class) = current {
         text.push_plain(&format!("\n[{}]", class.name));
     }
+    current.is_some()
 }
 
 // ----- Sources with ranked lists of files -----------------------------------------------------
@@ -376,8 +378,18 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
         }
         text.append(part);
     }
-    if !text.is_empty() {
-        push_current_class(&mut text, req);
+    match req.fidelity {
+        Fidelity::Paper => {
+            push_current_class(&mut text, req);
+        }
+        // RLPG's code leaves a space after every file's context and a line break before the
+        // class line even when there is no class; both count in the tokens kept.
+        Fidelity::Code => {
+            text.push_plain(" ");
+            if !push_current_class(&mut text, req) {
+                text.push_plain("\n");
+            }
+        }
     }
     text
 }

@@ -10,7 +10,7 @@ use keyhole::context::proposals::{self, ContextType, PromptSource};
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::{CODE_BLOCK_BUDGET, WindowIndex};
 use keyhole::hole::sample_holes_as;
-use keyhole::token::{Tokenizer as _, TokenizerKind};
+use keyhole::token::TokenizerKind;
 
 const DEMO: &str = "service/OrderService.java:94:32";
 
