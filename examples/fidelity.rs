@@ -91,11 +91,17 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
                 if words(&ours.text) != words(theirs)
                     && std::env::var_os("FIDELITY_VERBOSE").is_some()
                 {
+                    let (a, b) = (words(&ours.text), words(theirs));
+                    let first = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                    let around =
+                        |w: &[&str]| w[first.saturating_sub(3)..(first + 5).min(w.len())].join(" ");
                     println!(
-                        "{at} {}:\n  ours   {:.200}\n  theirs {:.200}",
+                        "{at} {} word {first} of {}/{}:\n  ours   {}\n  theirs {}",
                         p.spec.label(),
-                        ours.text,
-                        theirs
+                        a.len(),
+                        b.len(),
+                        around(&a),
+                        around(&b)
                     );
                 }
             }

@@ -8,7 +8,7 @@ use super::SourcedText;
 use super::fidelity::Fidelity;
 use super::rlpg_files;
 use crate::hole::Hole;
-use crate::lang::Span;
+use crate::lang::{Span, TypeKind};
 
 use crate::repo::{FileId, Import, ImportKind, RepoIndex};
 use crate::token::{Keep, Tokenizer};
@@ -334,6 +334,8 @@ fn push_current_class(text: &mut SourcedText, req: &Request) -> bool {
         .types
         .iter()
         .filter(|t| file.line_of(t.name_span.start as usize) < req.hole.line)
+        // RLPG's code names only classes (its `class_declaration` query).
+        .filter(|t| req.fidelity == Fidelity::Paper || t.kind == TypeKind::Class)
         .max_by_key(|t| t.name_span.start);
     if let Some(class) = current {
         text.push_plain(&format!("\n[{}]", class.name));
@@ -363,8 +365,20 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
         any_items |= !items.is_empty();
         let mut part = SourcedText::default();
         part.push_plain(&format!("[{}] ", req.index.files[file].stem()));
-        part.append(items);
-        let (part, tokens) = part.truncate(req.tokenizer, req.allocation, Keep::Start);
+        let tokens = match req.fidelity {
+            Fidelity::Paper => {
+                part.append(items);
+                let (cut, tokens) = part.truncate(req.tokenizer, req.allocation, Keep::Start);
+                part = cut;
+                tokens
+            }
+            // RLPG's code cuts and counts the file's context alone, not its label.
+            Fidelity::Code => {
+                let (cut, tokens) = items.truncate(req.tokenizer, req.allocation, Keep::Start);
+                part.append(cut);
+                tokens
+            }
+        };
         total += tokens;
         parts.push(part);
     }
