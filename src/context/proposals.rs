@@ -8,7 +8,7 @@ use super::SourcedText;
 use super::fidelity::Fidelity;
 use super::rlpg_files;
 use crate::hole::Hole;
-use crate::lang::{Span, TypeKind};
+use crate::lang::{MethodDecl, Span, TypeKind};
 
 use crate::repo::{FileId, Import, ImportKind, RepoIndex};
 use crate::token::{Keep, Tokenizer};
@@ -561,7 +561,7 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         return join_items(req, file, &spans, Keep::Start);
     }
     let methods = &req.index.files[file].facts.methods;
-    let share = req.allocation / methods.len().max(1);
+    let mut share = req.allocation / methods.len().max(1);
     let mut text = SourcedText::default();
     for (i, method) in methods.iter().enumerate() {
         if i > 0 {
@@ -571,13 +571,38 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         text.push_span(req.index, file, method.name);
         text.push_plain("] ");
         let mut body = SourcedText::default();
-        body.push_span(req.index, file, method.with_body);
-        text.append(
-            body.truncate(req.tokenizer, share, method_body_keep(req.fidelity))
-                .0,
-        );
+        body.push_span(req.index, file, method_text(req, file, method));
+        let (cut, tokens) = body.truncate(req.tokenizer, share, method_body_keep(req.fidelity));
+        text.append(cut);
+        // RLPG's code reuses the variable: each method's share is what the one before it got.
+        if req.fidelity == Fidelity::Code {
+            share = tokens;
+        }
     }
     text
+}
+
+/// The text of a method in a method-bodies context: the whole declaration from its signature,
+/// or under [`Fidelity::Code`] what RLPG's code takes: from the start of the line where the
+/// body opens to its end when that is the line of the method's name, else the name's line
+/// alone (its `method_body[0][0] == method_name[0][0]` match).
+fn method_text(req: &Request, file: FileId, method: &MethodDecl) -> Span {
+    if req.fidelity == Fidelity::Paper {
+        return method.with_body;
+    }
+    let source = &req.index.files[file];
+    let name_line = source.line_of(method.name.start as usize);
+    let after_signature =
+        &source.text[method.signature.end as usize..method.with_body.end as usize];
+    let body_line = after_signature
+        .find('{')
+        .map(|i| source.line_of(method.signature.end as usize + i));
+    let line_start = source.line_start(name_line);
+    if body_line == Some(name_line) {
+        Span::new(line_start, method.with_body.end as usize)
+    } else {
+        Span::new(line_start, source.line_start(name_line + 1))
+    }
 }
 
 /// Which end of a method body survives its share of the allocation: the start (the
