@@ -197,7 +197,7 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             .first()
             .map_or(f64::NAN, |w| w["score"].as_f64().unwrap());
         let query = perspectives::repocoder_query(index, &hole);
-        let hits = windows.search(&hole, &query, Similarity::Jaccard);
+        let hits = windows.search_as(index, &hole, &query, Similarity::Jaccard, fidelity);
         holes += 1;
         let req = Request {
             index,

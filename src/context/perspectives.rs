@@ -199,7 +199,9 @@ impl<'a> Perspectives<'a> {
     }
 
     fn retrieve(&self, hole: &Hole, id: usize, query: &str, similarity: Similarity) -> Candidate {
-        let hits = self.windows.search(hole, query, similarity);
+        let hits = self
+            .windows
+            .search_as(self.index, hole, query, similarity, self.fidelity);
         let (context, used) =
             self.windows
                 .blocks(&self.request(hole), &hits, shown(id), self.fidelity);

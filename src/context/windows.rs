@@ -6,6 +6,8 @@
 //! [`WindowIndex::blocks`] lays the hits out as RepoCoder's prompt (Figure 3).
 
 use rayon::prelude::*;
+use std::sync::OnceLock;
+
 use rustc_hash::FxHashMap;
 
 use super::SourcedText;
@@ -13,7 +15,7 @@ use super::fidelity::Fidelity;
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex, SourceFile};
+use crate::repo::{FileId, RepoIndex, SourceFile, listing};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -89,6 +91,16 @@ pub struct WindowIndex {
     /// them).
     token_ids: Vec<u32>,
     token_starts: Vec<u32>,
+    /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
+    repocoder_order: OnceLock<RepoCoderOrder>,
+}
+
+/// Windows as RepoCoder's code lists them.
+struct RepoCoderOrder {
+    /// Per window: its position in RepoCoder's window list.
+    rank: Vec<usize>,
+    /// Per window: its places in RepoCoder's order (the first is its `metadata[0]`).
+    places: Vec<Vec<Window>>,
 }
 
 impl WindowIndex {
@@ -126,6 +138,7 @@ impl WindowIndex {
             norms: Vec::new(),
             token_ids: Vec::new(),
             token_starts: vec![0],
+            repocoder_order: OnceLock::new(),
         };
         for (text, ids) in texts.iter().zip(token_sets) {
             built.add_terms(text);
@@ -196,18 +209,81 @@ impl WindowIndex {
     /// The [`MAX_HITS`] windows most similar to `query`, best first (ties in window order),
     /// leaving out those of the hole's own file (see [`excluded`]).
     pub fn search(&self, hole: &Hole, query: &str, similarity: Similarity) -> Vec<Hit> {
+        self.search_ordered(hole, query, similarity, |a, b| a.window.cmp(&b.window))
+    }
+
+    /// [`WindowIndex::search`] with ties broken as `fidelity` says: in window order, or under
+    /// [`Fidelity::Code`] as RepoCoder's code breaks them (a stable ascending sort whose last
+    /// [`MAX_HITS`] it keeps: of tied windows, the later in its window list first).
+    pub fn search_as(
+        &self,
+        index: &RepoIndex,
+        hole: &Hole,
+        query: &str,
+        similarity: Similarity,
+        fidelity: Fidelity,
+    ) -> Vec<Hit> {
+        match fidelity {
+            Fidelity::Paper => self.search(hole, query, similarity),
+            Fidelity::Code => {
+                let order = self.repocoder_order(index);
+                self.search_ordered(hole, query, similarity, |a, b| {
+                    order.rank[b.window].cmp(&order.rank[a.window])
+                })
+            }
+        }
+    }
+
+    fn search_ordered(
+        &self,
+        hole: &Hole,
+        query: &str,
+        similarity: Similarity,
+        tie: impl Fn(&Hit, &Hit) -> std::cmp::Ordering,
+    ) -> Vec<Hit> {
         let mut hits = match similarity {
             Similarity::Jaccard => self.jaccard(&token_set(query)),
             Similarity::TfIdfCosine => self.cosine(&self.query_terms(query)),
         };
         hits.retain(|h| !excluded(hole, &self.places[h.window]));
-        let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.window.cmp(&b.window));
+        let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then_with(|| tie(a, b));
         if hits.len() > MAX_HITS {
             hits.select_nth_unstable_by(MAX_HITS, order);
             hits.truncate(MAX_HITS);
         }
         hits.sort_by(order);
         hits
+    }
+
+    /// RepoCoder's window list order (files as `glob` lists them, which is `os.walk` order for
+    /// files that are not hidden; then windows down each file), built on first use.
+    fn repocoder_order(&self, index: &RepoIndex) -> &RepoCoderOrder {
+        self.repocoder_order.get_or_init(|| {
+            let walk = listing::walk_order(&index.root);
+            let key = |p: &Window| {
+                let file = walk
+                    .get(&index.files[p.file].path)
+                    .copied()
+                    .unwrap_or(usize::MAX);
+                (file, p.end)
+            };
+            let places: Vec<Vec<Window>> = self
+                .places
+                .iter()
+                .map(|places| {
+                    let mut places = places.clone();
+                    places.sort_by_key(key);
+                    places
+                })
+                .collect();
+            let mut windows: Vec<usize> = (0..places.len()).collect();
+            windows.sort_by_key(|&w| key(&places[w][0]));
+            let mut rank = vec![0; places.len()];
+            for (position, w) in windows.into_iter().enumerate() {
+                rank[w] = position;
+            }
+            RepoCoderOrder { rank, places }
+        })
     }
 
     /// The query's distinct terms: known ones by id with their count, and how many distinct
@@ -346,7 +422,8 @@ impl WindowIndex {
             if fidelity == Fidelity::Paper && shown_code.contains(&code) {
                 continue;
             }
-            let block = self.block(req.index, hit.window, place, comment);
+            let places = self.places_as(req.index, hit.window, fidelity);
+            let block = block(req.index, places, place, comment);
             let tokens = tokenizer.count(&block.text);
             if fits(used, tokens) {
                 used += tokens;
@@ -393,7 +470,7 @@ impl WindowIndex {
         shown: Shown,
         fidelity: Fidelity,
     ) -> Window {
-        let places = &self.places[window];
+        let places = self.places_as(index, window, fidelity);
         let outside = places.iter().find(|p| p.file != hole.file);
         let place = match (fidelity, outside) {
             (Fidelity::Paper, Some(&place)) => place,
@@ -405,28 +482,37 @@ impl WindowIndex {
         }
     }
 
-    /// One block: every place the window occurs, then the lines of `place` commented out,
-    /// between rules.
-    fn block(&self, index: &RepoIndex, window: usize, place: Window, comment: &str) -> SourcedText {
-        let mut text = SourcedText::default();
-        text.push_plain(&format!(
-            "{comment}the below code fragment can be found in:\n"
-        ));
-        for other in &self.places[window] {
-            text.push_plain(&format!("{comment}{}\n", index.files[other.file].path));
+    /// Window `window`'s places in file and line order, or under [`Fidelity::Code`] in
+    /// RepoCoder's order.
+    fn places_as(&self, index: &RepoIndex, window: usize, fidelity: Fidelity) -> &[Window] {
+        match fidelity {
+            Fidelity::Paper => &self.places[window],
+            Fidelity::Code => &self.repocoder_order(index).places[window],
         }
-        text.push_plain(&format!("{comment}{RULE}\n"));
-        let file = &index.files[place.file];
-        for line in place.first as usize..place.end as usize {
-            text.push_plain(comment);
-            let start = file.line_start(line);
-            let span = Span::new(start, start + file.line_text(line).len());
-            text.push_span(index, place.file, span);
-            text.push_plain("\n");
-        }
-        text.push_plain(&format!("{comment}{RULE}\n"));
-        text
     }
+}
+
+/// One block: every place the window occurs, then the lines of `place` commented out, between
+/// rules.
+fn block(index: &RepoIndex, places: &[Window], place: Window, comment: &str) -> SourcedText {
+    let mut text = SourcedText::default();
+    text.push_plain(&format!(
+        "{comment}the below code fragment can be found in:\n"
+    ));
+    for other in places {
+        text.push_plain(&format!("{comment}{}\n", index.files[other.file].path));
+    }
+    text.push_plain(&format!("{comment}{RULE}\n"));
+    let file = &index.files[place.file];
+    for line in place.first as usize..place.end as usize {
+        text.push_plain(comment);
+        let start = file.line_start(line);
+        let span = Span::new(start, start + file.line_text(line).len());
+        text.push_span(index, place.file, span);
+        text.push_plain("\n");
+    }
+    text.push_plain(&format!("{comment}{RULE}\n"));
+    text
 }
 
 /// The comment that starts every line of a block: Java's line comment, as the corpus is Java;
