@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use keyhole::candidate;
 use keyhole::compose::{self, Composer};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
@@ -38,7 +39,7 @@ fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
             let prompt = FILLERS
                 .iter()
                 .map(|&id| {
-                    let spec = proposals::specs()[id];
+                    let spec = candidate::proposal_specs()[id];
                     let req = Request {
                         index,
                         hole,

@@ -24,6 +24,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use keyhole::candidate;
 use keyhole::compose::{self, DEFAULT_BUDGET};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Request;
@@ -57,7 +58,7 @@ fn main() {
 /// Agreement of the 62 proposals' contexts with RLPG's code.
 fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let tok = TokenizerKind::R50kBase.tokenizer();
-    let specs = proposals::specs();
+    let specs = candidate::proposal_specs();
     // Per proposal: holes, applicability agreed, both applicable, equal contexts, equal after
     // the decode clean-up.
     let mut counts = vec![[0usize; 5]; specs.len()];
@@ -83,7 +84,7 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             // cut to the budget from the front, as keyhole's composer cuts them.
             let (range, _) = token::truncate(tok, theirs, allocation, p.keep);
             let theirs = &theirs[range];
-            let c = &mut counts[p.spec.id];
+            let c = &mut counts[usize::from(p.spec.id)];
             c[0] += 1;
             c[1] += usize::from(ours.is_empty() == theirs.is_empty());
             if !ours.is_empty() && !theirs.is_empty() {
@@ -132,8 +133,8 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             pct(c[4], c[2])
         );
     };
-    for spec in &specs {
-        let c = counts[spec.id];
+    for spec in specs {
+        let c = counts[usize::from(spec.id)];
         for (t, n) in total.iter_mut().zip(c) {
             *t += n;
         }
@@ -203,7 +204,7 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             index,
             hole: &hole,
             tokenizer: TokenizerKind::P50kBase.tokenizer(),
-            allocation: compose::proposal_allocation(DEFAULT_BUDGET, perspectives::SHARE),
+            allocation: compose::proposal_allocation(DEFAULT_BUDGET, candidate::RETRIEVED_SHARE),
             seed: 9,
         };
         let (text, used) = windows.blocks(&req, &hits, Shown::Extended, fidelity);

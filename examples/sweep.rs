@@ -15,8 +15,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use keyhole::candidate::CandidateId;
 use keyhole::compose::DEFAULT_BUDGET;
-use keyhole::context::{perspectives, proposals};
 use keyhole::hole::{Hole, every_line};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
@@ -71,8 +71,7 @@ fn main() {
             println!("{}: {why}", hole.display(&index));
         }
     }
-    let per_hole =
-        proposals::PROPOSAL_COUNT + 1 + perspectives::LAST_ID - perspectives::FIRST_ID + 1;
+    let per_hole = CandidateId::COUNT;
     println!(
         "{}: {} files, {} holes, {} candidates built and validated in {:.1} s, {failures} holes failed",
         repo.display(),

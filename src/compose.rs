@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
+use crate::candidate::CandidateId;
 use crate::context::SourcedText;
-use crate::context::proposals::{DEFAULT_ID, ProposalContext};
+use crate::context::proposals::ProposalContext;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::RepoIndex;
@@ -24,7 +25,7 @@ const SEPARATOR: &str = "\n";
 pub enum SegmentKind {
     /// A candidate's context: an RLPG proposal or a retrieved context, by candidate id.
     Proposal {
-        id: usize,
+        id: CandidateId,
     },
     Separator,
     Default,
@@ -76,8 +77,8 @@ pub struct Prompt {
     pub segments: Vec<Segment>,
     pub budget: usize,
     pub tokenizer: &'static str,
-    /// The proposal the prompt was built with (`DEFAULT_ID` for the default context alone).
-    pub proposal_id: usize,
+    /// The proposal the prompt was built with (`CandidateId::DEFAULT` for the default context alone).
+    pub proposal_id: CandidateId,
 }
 
 impl Prompt {
@@ -156,7 +157,7 @@ pub fn compose(
 
 /// One candidate context of a composed prompt and the tokens it may take.
 pub struct Part<'c> {
-    pub id: usize,
+    pub id: CandidateId,
     pub context: &'c SourcedText,
     pub allocated: usize,
     pub keep: Keep,
@@ -206,7 +207,12 @@ impl<'a> Composer<'a> {
     pub fn compose(&self, proposal: Option<&ProposalContext>) -> Prompt {
         match proposal {
             Some(p) => self.compose_context(p.spec.id, &p.context, p.spec.share, p.keep),
-            None => self.compose_context(DEFAULT_ID, &SourcedText::default(), 0.0, Keep::Start),
+            None => self.compose_context(
+                CandidateId::DEFAULT,
+                &SourcedText::default(),
+                0.0,
+                Keep::Start,
+            ),
         }
     }
 
@@ -214,7 +220,7 @@ impl<'a> Composer<'a> {
     /// `share` of the budget, cut from its `keep` end, followed by the default context.
     pub fn compose_context(
         &self,
-        id: usize,
+        id: CandidateId,
         context: &SourcedText,
         share: f64,
         keep: Keep,
@@ -271,7 +277,7 @@ impl<'a> Composer<'a> {
             segments,
             budget,
             tokenizer: tok.name(),
-            proposal_id: parts.last().map_or(DEFAULT_ID, |p| p.id),
+            proposal_id: parts.last().map_or(CandidateId::DEFAULT, |p| p.id),
         }
     }
 

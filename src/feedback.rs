@@ -8,19 +8,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::candidate::CandidateId;
+
 /// One pick: the completions shown for a hole, one per candidate context, and the one chosen.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pick {
     /// The hole as `FILE:LINE:COL`.
     pub hole: String,
     /// Candidate context ids, in the order shown.
-    pub candidates: Vec<usize>,
+    pub candidates: Vec<CandidateId>,
     /// [`prompt_hash`] of the prompt of the picked candidate.
     pub prompt_hash: String,
     /// The completion of each candidate, in the same order.
     pub completions: Vec<String>,
     /// Id of the picked candidate.
-    pub picked: usize,
+    pub picked: CandidateId,
     pub unix_time: u64,
 }
 

@@ -1,11 +1,13 @@
 //! keyhole: explore repository-level prompts for code completion.
 //!
+//! Every candidate context is described once, in the catalogue ([`candidate`]).
 //! Data flows through the modules in this order: a repository is indexed ([`repo`], with the
 //! language seam in [`lang`]); a [`hole`] is chosen; [`context`] builds every candidate context
 //! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
 //! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
 //! completion against the truth.
 
+pub mod candidate;
 pub mod compose;
 pub mod context;
 pub mod dirs;

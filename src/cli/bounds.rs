@@ -2,8 +2,8 @@
 //! usage error naming the flag (clap adds the name), before any work starts: huge values
 //! otherwise overflow arithmetic, panic in allocators or make loops that never end.
 
+use keyhole::candidate::CandidateId;
 use keyhole::compose::MAX_BUDGET;
-use keyhole::context::perspectives;
 use keyhole::model::config::{MAX_CONCURRENCY, MAX_GENERATED_TOKENS, MAX_SAMPLES, MAX_TEMPERATURE};
 use keyhole::tui::{RENDER_HEIGHTS, RENDER_WIDTHS};
 
@@ -27,7 +27,7 @@ pub fn budget(text: &str) -> Result<usize, String> {
 
 /// A number of candidates to complete with (`-k`): at most every candidate once.
 pub fn candidates(text: &str) -> Result<usize, String> {
-    whole(text, 1, perspectives::LAST_ID + 1)
+    whole(text, 1, CandidateId::COUNT)
 }
 
 /// Samples drawn from one prompt.

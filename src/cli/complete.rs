@@ -6,9 +6,10 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use super::{HoleArgs, RankArgs, Session, dirs, hole_json};
+use keyhole::candidate::CandidateId;
 use keyhole::compose::{Composer, Prompt};
 use keyhole::context::perspectives::Candidate;
-use keyhole::context::proposals::{self, DEFAULT_ID, ProposalContext};
+use keyhole::context::proposals::{self, ProposalContext};
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
 use keyhole::model::config::{self, BackendConfig};
@@ -20,10 +21,10 @@ use keyhole::rank::RankInput;
 pub struct CompleteArgs {
     #[command(flatten)]
     at: HoleArgs,
-    /// Candidate ids to complete with (proposals 0-61, the default context 62, retrieved
-    /// 63-72); repeatable. Without it, the k best-ranked candidates.
+    /// Candidate ids to complete with (see `keyhole prompt --help`); repeatable. Without it, the
+    /// k best-ranked candidates.
     #[arg(long = "id", visible_alias = "proposal")]
-    ids: Vec<usize>,
+    ids: Vec<CandidateId>,
     /// Number of candidates to complete with, one completion each.
     #[arg(short = 'k', default_value_t = 3, value_parser = super::bounds::candidates)]
     k: usize,
@@ -201,7 +202,7 @@ impl BackendArgs {
 
 /// One prompt to send and the candidate it came from.
 struct Attempt {
-    id: usize,
+    id: CandidateId,
     prompt: Prompt,
 }
 
@@ -282,7 +283,7 @@ async fn attempts(
         budget,
         session.fidelity,
     );
-    let ids: Vec<usize> = if args.ids.is_empty() {
+    let ids: Vec<CandidateId> = if args.ids.is_empty() {
         let k = if args.samples.is_some() {
             1
         } else {
@@ -295,12 +296,9 @@ async fn attempts(
             .map(|r| r.id)
             .collect()
     } else {
-        for &id in &args.ids {
-            super::check_id("--id", id)?;
-        }
         args.ids.clone()
     };
-    let retrieved: Vec<Candidate> = if ids.iter().any(|&id| id > DEFAULT_ID) {
+    let retrieved: Vec<Candidate> = if ids.iter().any(|&id| id > CandidateId::DEFAULT) {
         let immediate = ids.iter().all(|&id| super::immediate(id));
         session.retrieved(&args.at, backend, immediate).await?
     } else {
@@ -308,7 +306,7 @@ async fn attempts(
     };
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let proposal = all.get(id).filter(|p| p.applicable());
+        let proposal = all.get(id.index()).filter(|p| p.applicable());
         let candidate = retrieved.iter().find(|c| c.id == id && c.applicable());
         let prompt = fit(session, budget, backend, |composer| {
             match (proposal, candidate) {
@@ -356,7 +354,7 @@ async fn fit(
 }
 
 struct Row {
-    id: usize,
+    id: CandidateId,
     tokens: usize,
     outcome: Result<(Completion, Option<metrics::Scores>), String>,
     /// Syntax errors inside the completion, put in place of the target.
@@ -383,8 +381,8 @@ impl Row {
     }
 }
 
-fn candidate_name(id: usize) -> String {
-    format!("{id} {}", keyhole::context::candidate_label(id))
+fn candidate_name(id: CandidateId) -> String {
+    format!("{id} {}", id.label())
 }
 
 fn counting_note(counting: TokenCounting, tokenizer: &str) -> String {
@@ -459,7 +457,7 @@ fn rows_json(
     let completions: Vec<Value> = rows
         .iter()
         .map(|row| {
-            let spec = proposals::specs().get(row.id).copied();
+            let spec = row.id.proposal();
             let mut value = json!({
                 "proposal_id": row.id,
                 "source": spec.map_or(json!("default"), |s| json!(s.source)),

@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::complete::BackendArgs;
 use super::dirs;
+use keyhole::candidate::CandidateId;
 use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Retrieval;
@@ -177,7 +178,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         .into_iter()
         .filter(|&v| classifier.has(v))
     {
-        let by_hole: HashMap<&str, &[usize]> = classified
+        let by_hole: HashMap<&str, &[CandidateId]> = classified
             .iter()
             .filter_map(|c| {
                 let ranking = c.rankings.iter().find(|r| r.0 == variant)?;

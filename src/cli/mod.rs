@@ -41,11 +41,12 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 
+use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::SourcedText;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Candidate, Perspectives};
-use keyhole::context::proposals::{self, DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, Request};
+use keyhole::context::proposals::{self, ProposalContext, Request};
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::dirs::Dirs;
@@ -146,9 +147,10 @@ enum Command {
     Prompt {
         #[command(flatten)]
         at: HoleArgs,
-        /// Candidate id, 0..=72: proposals 0-61, the default context 62, retrieved 63-72.
-        #[arg(long, visible_alias = "proposal", default_value_t = DEFAULT_ID)]
-        id: usize,
+        /// Candidate id (`keyhole proposals` lists them): proposals 0-61, the default context
+        /// 62, retrieved 63-72.
+        #[arg(long, visible_alias = "proposal", default_value_t = CandidateId::DEFAULT)]
+        id: CandidateId,
         #[command(flatten)]
         backend: complete::BackendArgs,
     },
@@ -443,7 +445,7 @@ impl Session {
         })
     }
 
-    fn build(&self, spec: proposals::ProposalSpec, budget: usize) -> ProposalContext {
+    fn build(&self, spec: candidate::ProposalSpec, budget: usize) -> ProposalContext {
         let req = Request {
             index: &self.index,
             hole: &self.hole,
@@ -520,8 +522,8 @@ fn open_with_backend(
 }
 
 /// Whether candidate `id` is built without the backend.
-fn immediate(id: usize) -> bool {
-    !perspectives::BACKEND_IDS.contains(&id)
+fn immediate(id: CandidateId) -> bool {
+    !id.needs_backend()
 }
 
 fn proposals_command(
@@ -570,10 +572,7 @@ fn proposals_command(
         print_proposals(&session, at, &listing)?;
         print_retrieved(&session, at, &retrieved)?;
         if let Some(id) = procc_pick(&retrieved)? {
-            outln!(
-                "ProCC (LinUCB) picks {id} {}.",
-                keyhole::context::candidate_label(id)
-            );
+            outln!("ProCC (LinUCB) picks {id} {}.", id.label());
         }
     }
     print_notices(backend.as_ref())
@@ -591,7 +590,7 @@ struct Listing {
 
 impl Listing {
     /// Rank (1-based) and score of candidate `id`; none for an inapplicable proposal.
-    fn place(&self, id: usize) -> Option<(usize, f64)> {
+    fn place(&self, id: CandidateId) -> Option<(usize, f64)> {
         self.ranking
             .iter()
             .position(|r| r.id == id)
@@ -599,9 +598,10 @@ impl Listing {
     }
 
     /// Ranked candidates best first, then the inapplicable ones in id order.
-    fn order(&self) -> Vec<usize> {
+    fn order(&self) -> Vec<CandidateId> {
         let ranked = self.ranking.iter().map(|r| r.id);
-        let rest = (0..PROPOSAL_COUNT).filter(|&id| self.place(id).is_none());
+        let rest = CandidateId::rlpg()
+            .filter(|&id| self.place(id).is_none() && id != CandidateId::DEFAULT);
         ranked.chain(rest).collect()
     }
 }
@@ -613,7 +613,7 @@ fn context_segment(prompt: Option<&Prompt>) -> Option<&compose::Segment> {
 
 /// ProCC's pick among its perspectives by the bandit kept in the data directory (see
 /// `keyhole eval --keep-bandit`), with a warning about an unreadable state; none without one.
-fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Result<Option<usize>> {
+fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Result<Option<CandidateId>> {
     let Some(path) = dirs().data_file(bandit::FILE) else {
         return Ok(None);
     };
@@ -627,7 +627,7 @@ fn procc_pick(rows: &[(Candidate, Option<Prompt>)]) -> Result<Option<usize>> {
     let (x, available) = perspectives::procc_context(rows.iter().map(|(c, _)| c));
     Ok(bandit
         .choose(&x, available)
-        .map(|arm| perspectives::PROCC_IDS[arm]))
+        .map(|arm| CandidateId::PROCC[arm]))
 }
 
 fn print_retrieved(
@@ -658,10 +658,10 @@ fn print_retrieved(
         outln!(
             "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
             candidate.id,
-            keyhole::context::candidate_label(candidate.id),
+            candidate.id.label(),
             if candidate.applicable() { "yes" } else { "no" },
             seg.map_or(0, |s| s.tokens),
-            compose::proposal_allocation(at.budget, perspectives::SHARE),
+            compose::proposal_allocation(at.budget, keyhole::candidate::RETRIEVED_SHARE),
             cut_name(seg.and_then(|s| s.cut)),
             candidate
                 .score
@@ -688,7 +688,7 @@ fn retrieved_json(session: &Session, rows: &[(Candidate, Option<Prompt>)]) -> Va
                 .collect();
             json!({
                 "id": candidate.id,
-                "label": keyhole::context::candidate_label(candidate.id),
+                "label": candidate.id.label(),
                 "applicable": candidate.applicable(),
                 "why_not": candidate.why_not,
                 "tokens": seg.map_or(0, |s| s.tokens),
@@ -777,7 +777,7 @@ fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) -> Resul
             .map_or(("-".into(), "-".into()), |(r, s)| {
                 (r.to_string(), format!("{s:.3}"))
             });
-        let row = match listing.rows.get(id) {
+        let row = match listing.rows.get(id.index()) {
             Some((proposal, prompt)) => proposal_row(session, at, proposal, prompt),
             None => default_row(session, &listing.default),
         };
@@ -786,7 +786,8 @@ fn print_proposals(session: &Session, at: &HoleArgs, listing: &Listing) -> Resul
     let applicable = listing.rows.iter().filter(|(p, _)| p.applicable()).count();
     outln!();
     outln!(
-        "{applicable} of {PROPOSAL_COUNT} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one."
+        "{applicable} of {} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one.",
+        CandidateId::PROPOSALS
     );
     Ok(())
 }
@@ -821,7 +822,7 @@ fn default_row(session: &Session, default: &Prompt) -> String {
     let seg = default_segment(default);
     format!(
         "{:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
-        DEFAULT_ID,
+        CandidateId::DEFAULT,
         "default",
         "-",
         "yes",
@@ -892,7 +893,7 @@ fn proposals_json(session: &Session, at: &HoleArgs, listing: &Listing) -> Value 
         })
         .collect();
     let seg = default_segment(&listing.default);
-    let (rank, score) = place(DEFAULT_ID);
+    let (rank, score) = place(CandidateId::DEFAULT);
     json!({
         "repository": session.index.root,
         "hole": hole_json(session),
@@ -901,34 +902,19 @@ fn proposals_json(session: &Session, at: &HoleArgs, listing: &Listing) -> Value 
         "ranker": listing.ranker,
         "ranking": listing.ranking.iter().map(|r| r.id).collect::<Vec<_>>(),
         "proposals": proposals,
-        "default": { "id": DEFAULT_ID, "rank": rank, "score": score, "tokens": seg.tokens, "truncated": seg.cut.is_some(), "cut": seg.cut },
+        "default": { "id": CandidateId::DEFAULT, "rank": rank, "score": score, "tokens": seg.tokens, "truncated": seg.cut.is_some(), "cut": seg.cut },
     })
 }
 
-/// The error for a candidate id out of range.
-fn check_id(flag: &str, id: usize) -> Result<()> {
-    if id > perspectives::LAST_ID {
-        anyhow::bail!(
-            "{flag} {id}: candidate ids run from 0 to {}: proposals 0-{}, the default context {DEFAULT_ID}, retrieved {}-{}",
-            perspectives::LAST_ID,
-            PROPOSAL_COUNT - 1,
-            perspectives::FIRST_ID,
-            perspectives::LAST_ID
-        );
-    }
-    Ok(())
-}
-
-fn prompt_command(at: &HoleArgs, id: usize, backend: &complete::BackendArgs) -> Result<()> {
-    check_id("--id", id)?;
+fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &complete::BackendArgs) -> Result<()> {
     let (session, backend) = open_with_backend(at, backend)?;
     let composer =
         compose::Composer::new(&session.index, &session.hole, session.tokenizer, at.budget);
-    let (prompt, why_not) = if id < DEFAULT_ID {
-        let proposal = session.build(proposals::specs()[id], at.budget);
+    let (prompt, why_not) = if id < CandidateId::DEFAULT {
+        let proposal = session.build(candidate::proposal_specs()[id.index()], at.budget);
         let why_not = (!proposal.applicable()).then(String::new);
         (composer.compose(Some(&proposal)), why_not)
-    } else if id == DEFAULT_ID {
+    } else if id == CandidateId::DEFAULT {
         (composer.compose(None), None)
     } else {
         let candidate = session

@@ -12,19 +12,6 @@ pub mod rlpg_files;
 pub mod typed;
 pub mod windows;
 
-/// How a candidate id is named to people: `import MNB`, `default context`, `RepoCoder`.
-pub fn candidate_label(id: usize) -> String {
-    if id == proposals::DEFAULT_ID {
-        return "default context".into();
-    }
-    if let Some(label) = perspectives::label(id) {
-        return label.into();
-    }
-    proposals::specs()
-        .get(id)
-        .map_or_else(|| format!("candidate {id}"), |s| s.label())
-}
-
 use std::ops::Range;
 
 use serde::Serialize;

@@ -12,64 +12,28 @@
 
 use super::SourcedText;
 use super::fidelity::Fidelity;
-use super::retrieval::{self, FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
-use super::typed::{self, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole};
+use super::retrieval::{self, Retrieval};
+use super::typed::TypedHole;
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
+use crate::candidate::{self, CandidateId};
 use crate::compose::{self, Composer, Prompt};
 use crate::hole::Hole;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::bandit;
 use crate::repo::RepoIndex;
-use crate::token::{Keep, Tokenizer};
+use crate::token::Tokenizer;
 
-/// RepoCoder's first iteration: retrieval by the code before the hole.
-pub const REPOCODER_ID: usize = 66;
-/// RepoCoder's later iteration: retrieval by the code before the hole and the previous
-/// iteration's completion.
-pub const REPOCODER_ITERATION_ID: usize = 67;
-/// ProCC's lexical semantics perspective.
-pub const LEXICAL_ID: usize = 68;
-/// ProCC's hypothetical line perspective.
-pub const HYPOTHETICAL_LINE_ID: usize = 69;
-/// ProCC's code summarization perspective.
-pub const SUMMARY_ID: usize = 70;
-/// The first and last candidate built here.
-pub const FIRST_ID: usize = FILE_BM25_ID;
-pub const LAST_ID: usize = TYPED_HEADERS_ID;
-/// The candidates that need the backend, in the order [`build_later`] returns them.
-pub const BACKEND_IDS: [usize; 3] = [REPOCODER_ITERATION_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
-/// ProCC's arms, in the order of the bandit's features.
-pub const PROCC_IDS: [usize; 3] = [LEXICAL_ID, HYPOTHETICAL_LINE_ID, SUMMARY_ID];
 /// RepoCoder's iterations by default (the paper's main comparison is one against two).
 pub const DEFAULT_ITERATIONS: u16 = 2;
-/// Share of the budget for every candidate built here.
-pub const SHARE: f64 = 0.5;
 /// Seed of the random baseline outside evaluations (the evaluation's default seed).
 pub const DEFAULT_SEED: u64 = 9;
 /// Tokens a summary may take.
 const SUMMARY_TOKENS: usize = 64;
 
-/// How each candidate is named to people.
-pub fn label(id: usize) -> Option<&'static str> {
-    Some(match id {
-        FILE_BM25_ID => "file-level BM25",
-        IDENTIFIER_USAGE_ID => "identifier usage",
-        RANDOM_CONTEXT_ID => "random context",
-        REPOCODER_ID => "RepoCoder",
-        REPOCODER_ITERATION_ID => "RepoCoder iter 2",
-        LEXICAL_ID => "ProCC lexical",
-        HYPOTHETICAL_LINE_ID => "ProCC hypothetical line",
-        SUMMARY_ID => "ProCC summary",
-        TYPED_TYPES_ID => "typed-hole types",
-        TYPED_HEADERS_ID => "typed-hole headers",
-        _ => return None,
-    })
-}
-
 /// One built candidate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Candidate {
-    pub id: usize,
+    pub id: CandidateId,
     /// Empty when the candidate is not applicable.
     pub context: SourcedText,
     /// Similarity of the best retrieved window to the query (window-based candidates).
@@ -89,13 +53,9 @@ impl Candidate {
     /// The candidate's prompt, `None` when it is not applicable. RepoCoder's layout puts the
     /// best block last, so any cut takes the front.
     pub fn compose(&self, composer: &Composer) -> Option<Prompt> {
-        let keep = match self.id {
-            FILE_BM25_ID | IDENTIFIER_USAGE_ID => Keep::Start,
-            TYPED_TYPES_ID | TYPED_HEADERS_ID => typed::KEEP,
-            _ => Keep::End,
-        };
+        let info = self.id.info();
         self.applicable()
-            .then(|| composer.compose_context(self.id, &self.context, SHARE, keep))
+            .then(|| composer.compose_context(self.id, &self.context, info.share, info.keep))
     }
 }
 
@@ -143,7 +103,7 @@ impl<'a> Perspectives<'a> {
             index: self.index,
             hole,
             tokenizer: self.tokenizer,
-            allocation: compose::proposal_allocation(self.budget, SHARE),
+            allocation: compose::proposal_allocation(self.budget, candidate::RETRIEVED_SHARE),
             seed: self.seed,
         }
     }
@@ -157,18 +117,24 @@ impl<'a> Perspectives<'a> {
             ..Candidate::default()
         };
         vec![
-            plain(FILE_BM25_ID, self.retrieval.file_bm25(&req)),
-            plain(IDENTIFIER_USAGE_ID, self.retrieval.identifier_usage(&req)),
-            plain(RANDOM_CONTEXT_ID, self.retrieval.random_context(&req)),
+            plain(CandidateId::FILE_BM25, self.retrieval.file_bm25(&req)),
+            plain(
+                CandidateId::IDENTIFIER_USAGE,
+                self.retrieval.identifier_usage(&req),
+            ),
+            plain(
+                CandidateId::RANDOM_CONTEXT,
+                self.retrieval.random_context(&req),
+            ),
             self.retrieve(
                 hole,
-                REPOCODER_ID,
+                CandidateId::REPOCODER,
                 &repocoder_query(self.index, hole),
                 Similarity::Jaccard,
             ),
             self.retrieve(
                 hole,
-                LEXICAL_ID,
+                CandidateId::LEXICAL,
                 &around_hole(self.index, hole),
                 Similarity::TfIdfCosine,
             ),
@@ -181,7 +147,12 @@ impl<'a> Perspectives<'a> {
     /// RepoCoder's next iteration after one that completed the hole with `previous`.
     pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> Candidate {
         let query = iteration_query(self.index, hole, previous);
-        self.retrieve(hole, REPOCODER_ITERATION_ID, &query, Similarity::Jaccard)
+        self.retrieve(
+            hole,
+            CandidateId::REPOCODER_ITERATION,
+            &query,
+            Similarity::Jaccard,
+        )
     }
 
     /// ProCC's hypothetical line (HyDE): retrieval by the code before the hole followed by the
@@ -189,16 +160,27 @@ impl<'a> Perspectives<'a> {
     /// database snippet; that is a completion per window, so windows stay as they are here.)
     pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> Candidate {
         let query = format!("{}{line}", code_before(self.index, hole));
-        self.retrieve(hole, HYPOTHETICAL_LINE_ID, &query, Similarity::TfIdfCosine)
+        self.retrieve(
+            hole,
+            CandidateId::HYPOTHETICAL_LINE,
+            &query,
+            Similarity::TfIdfCosine,
+        )
     }
 
     /// ProCC's code summarization: retrieval by the backend's summary of the code around the
     /// hole (the windows are matched on the identifiers and words the summary names).
     pub fn summary(&self, hole: &Hole, summary: &str) -> Candidate {
-        self.retrieve(hole, SUMMARY_ID, summary, Similarity::TfIdfCosine)
+        self.retrieve(hole, CandidateId::SUMMARY, summary, Similarity::TfIdfCosine)
     }
 
-    fn retrieve(&self, hole: &Hole, id: usize, query: &str, similarity: Similarity) -> Candidate {
+    fn retrieve(
+        &self,
+        hole: &Hole,
+        id: CandidateId,
+        query: &str,
+        similarity: Similarity,
+    ) -> Candidate {
         let hits = self
             .windows
             .search_as(self.index, hole, query, similarity, self.fidelity);
@@ -218,8 +200,8 @@ impl<'a> Perspectives<'a> {
 
 /// Which lines the blocks of candidate `id` show: RepoCoder's first iteration shows each window
 /// extended below it (its r-g prompt), later iterations and ProCC the windows themselves.
-pub fn shown(id: usize) -> Shown {
-    if id == REPOCODER_ID {
+pub fn shown(id: CandidateId) -> Shown {
+    if id == CandidateId::REPOCODER {
         Shown::Extended
     } else {
         Shown::Window
@@ -229,7 +211,7 @@ pub fn shown(id: usize) -> Shown {
 /// The summary candidate for a backend that cannot be asked for a summary.
 pub fn summary_not_applicable(backend: &dyn Backend) -> Candidate {
     Candidate {
-        id: SUMMARY_ID,
+        id: CandidateId::SUMMARY,
         why_not: Some(format!(
             "backend `{}` does not follow instructions, so it cannot summarise the code",
             backend.name()
@@ -366,7 +348,7 @@ pub async fn build_later(
     let index = perspectives.index;
     let first = immediate
         .iter()
-        .find(|c| c.id == REPOCODER_ID)
+        .find(|c| c.id == CandidateId::REPOCODER)
         .and_then(|c| c.compose(composer))
         .unwrap_or_else(|| composer.compose(None));
     let mut previous = first_completion(backend, &line_request(index, hole, &first)).await?;
@@ -395,7 +377,7 @@ pub fn procc_context<'c>(
     candidates: impl IntoIterator<Item = &'c Candidate>,
 ) -> (bandit::Context, [bool; bandit::ARMS]) {
     let candidates: Vec<&Candidate> = candidates.into_iter().collect();
-    let features = PROCC_IDS.map(|id| {
+    let features = CandidateId::PROCC.map(|id| {
         let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
         Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
     });

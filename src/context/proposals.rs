@@ -2,177 +2,15 @@
 //! in the repository to look) crossed with a prompt context type (what to take from there).
 //! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5.
 
-use serde::Serialize;
-
 use super::SourcedText;
 use super::fidelity::Fidelity;
 use super::rlpg_files;
+use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::hole::Hole;
 use crate::lang::{MethodDecl, Span, TypeKind};
 
 use crate::repo::{FileId, Import, ImportKind, RepoIndex};
 use crate::token::{Keep, Tokenizer};
-
-/// Where a proposal takes its context from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromptSource {
-    Current,
-    ParentClass,
-    Import,
-    Sibling,
-    SimilarName,
-    ChildClass,
-    ImportOfSibling,
-    ImportOfSimilarName,
-    ImportOfParentClass,
-    ImportOfChildClass,
-}
-
-/// What a proposal takes from its source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum ContextType {
-    #[serde(rename = "PL")]
-    PostLines,
-    #[serde(rename = "I")]
-    Identifiers,
-    #[serde(rename = "TI")]
-    TypeIdentifiers,
-    #[serde(rename = "FD")]
-    FieldDeclarations,
-    #[serde(rename = "SL")]
-    StringLiterals,
-    #[serde(rename = "MN")]
-    MethodNames,
-    #[serde(rename = "MNB")]
-    MethodNamesAndBodies,
-}
-
-impl PromptSource {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Current => "current",
-            Self::ParentClass => "parent_class",
-            Self::Import => "import",
-            Self::Sibling => "sibling",
-            Self::SimilarName => "similar_name",
-            Self::ChildClass => "child_class",
-            Self::ImportOfSibling => "import_of_sibling",
-            Self::ImportOfSimilarName => "import_of_similar_name",
-            Self::ImportOfParentClass => "import_of_parent_class",
-            Self::ImportOfChildClass => "import_of_child_class",
-        }
-    }
-
-    /// Truncation per appendix B.3. Its two sentences disagree about Current; the authors'
-    /// code settles it: Current (post lines and the other types, taken after the hole) and
-    /// Parent Class keep their beginning; every other source keeps its end, and since files are
-    /// laid out best-ranked last (as in the authors' code), the lowest-ranked files go first.
-    pub fn keep(self) -> Keep {
-        match self {
-            Self::Current | Self::ParentClass => Keep::Start,
-            _ => Keep::End,
-        }
-    }
-}
-
-impl ContextType {
-    pub fn abbreviation(self) -> &'static str {
-        match self {
-            Self::PostLines => "PL",
-            Self::Identifiers => "I",
-            Self::TypeIdentifiers => "TI",
-            Self::FieldDeclarations => "FD",
-            Self::StringLiterals => "SL",
-            Self::MethodNames => "MN",
-            Self::MethodNamesAndBodies => "MNB",
-        }
-    }
-}
-
-/// One of the 62 proposals.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct ProposalSpec {
-    pub id: usize,
-    pub source: PromptSource,
-    pub context_type: ContextType,
-    /// Share of the total budget allocated to the proposal context (B.4: 0.5, or 0.25/0.5/0.75
-    /// for post lines).
-    pub share: f64,
-}
-
-impl ProposalSpec {
-    /// `import MNB`, `current PL 25%`: how the proposal is named to people.
-    pub fn label(&self) -> String {
-        let base = format!(
-            "{} {}",
-            self.source.name(),
-            self.context_type.abbreviation()
-        );
-        match self.context_type {
-            ContextType::PostLines => format!("{base} {}%", (self.share * 100.0).round()),
-            _ => base,
-        }
-    }
-}
-
-/// Id of the default context (Table 7's "Codex": code before the hole, no proposal).
-pub const DEFAULT_ID: usize = 62;
-pub const PROPOSAL_COUNT: usize = 62;
-
-/// The six context types every source but Current offers, in Table 7's order.
-const OTHER_TYPES: [ContextType; 6] = [
-    ContextType::MethodNamesAndBodies,
-    ContextType::MethodNames,
-    ContextType::Identifiers,
-    ContextType::TypeIdentifiers,
-    ContextType::StringLiterals,
-    ContextType::FieldDeclarations,
-];
-
-const OTHER_SOURCES: [PromptSource; 9] = [
-    PromptSource::ParentClass,
-    PromptSource::Import,
-    PromptSource::Sibling,
-    PromptSource::SimilarName,
-    PromptSource::ChildClass,
-    PromptSource::ImportOfSibling,
-    PromptSource::ImportOfSimilarName,
-    PromptSource::ImportOfParentClass,
-    PromptSource::ImportOfChildClass,
-];
-
-/// All 62 proposals in Table 7's order; `specs()[id].id == id`.
-pub fn specs() -> Vec<ProposalSpec> {
-    use ContextType::*;
-    let mut all = Vec::with_capacity(PROPOSAL_COUNT);
-    let mut add = |source, context_type, share| {
-        all.push(ProposalSpec {
-            id: all.len(),
-            source,
-            context_type,
-            share,
-        });
-    };
-    for t in [
-        MethodNames,
-        Identifiers,
-        TypeIdentifiers,
-        StringLiterals,
-        FieldDeclarations,
-    ] {
-        add(PromptSource::Current, t, 0.5);
-    }
-    for share in [0.25, 0.5, 0.75] {
-        add(PromptSource::Current, PostLines, share);
-    }
-    for source in OTHER_SOURCES {
-        for t in OTHER_TYPES {
-            add(source, t, 0.5);
-        }
-    }
-    all
-}
 
 /// The context a proposal offers for one hole, before the composer fits it to the budget.
 #[derive(Clone, Debug)]
@@ -230,7 +68,10 @@ pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
 
 /// Build every proposal for one hole, in id order.
 pub fn build_all(req: &Request) -> Vec<ProposalContext> {
-    specs().into_iter().map(|spec| build(spec, req)).collect()
+    candidate::proposal_specs()
+        .iter()
+        .map(|&spec| build(spec, req))
+        .collect()
 }
 
 /// Build every proposal for one hole as the paper describes them: see [`build_for_budget_as`].
@@ -252,9 +93,9 @@ pub fn build_for_budget_as(
     budget: usize,
     fidelity: Fidelity,
 ) -> Vec<ProposalContext> {
-    specs()
-        .into_iter()
-        .map(|spec| {
+    candidate::proposal_specs()
+        .iter()
+        .map(|&spec| {
             let req = Request {
                 index,
                 hole,

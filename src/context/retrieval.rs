@@ -13,10 +13,6 @@ use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
-/// Candidate ids after the 62 proposals and the default context (62).
-pub const FILE_BM25_ID: usize = 63;
-pub const IDENTIFIER_USAGE_ID: usize = 64;
-pub const RANDOM_CONTEXT_ID: usize = 65;
 /// Lines above and below a usage in an identifier usage window.
 const USAGE_WINDOW: usize = 2;
 

@@ -18,7 +18,8 @@
 //! order for a hole can depend on earlier holes of the same file; keyhole builds each hole
 //! afresh, as RLPG does for the first hole of a file.
 
-use super::proposals::{PromptSource, Request};
+use super::proposals::Request;
+use crate::candidate::PromptSource;
 use crate::lang::Span;
 use crate::repo::listing;
 use crate::repo::{FileId, RepoIndex};

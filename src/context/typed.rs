@@ -15,19 +15,11 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 use super::SourcedText;
+use crate::candidate::CandidateId;
 use crate::hole::Hole;
 use crate::lang::{self, Expectation, HoleSyntax, Local, Receiver, Span, TypeOutline};
 use crate::repo::{FileId, RepoIndex};
-use crate::token::Keep;
 
-/// Candidate ids after RLPG's baselines and the retrieval methods (63–70).
-pub const TYPED_TYPES_ID: usize = 71;
-pub const TYPED_HEADERS_ID: usize = 72;
-/// Budget share of each typed-hole context, like RLPG's proposals.
-pub const SHARE: f64 = 0.5;
-/// Both contexts put what matters most first: the expected type, the nearest definitions, the
-/// best headers.
-pub const KEEP: Keep = Keep::Start;
 /// Hops followed from the expected type's definitions (hop 0) to the types they mention.
 /// ChatLSP follows aliases until base types; Java class graphs rarely end, so this bounds it.
 pub const TYPE_DEPTH: usize = 2;
@@ -137,10 +129,10 @@ impl<'a> TypedHole<'a> {
     }
 
     /// Both candidates' contexts by id; an empty context is not applicable.
-    pub fn contexts(&self) -> [(usize, SourcedText); 2] {
+    pub fn contexts(&self) -> [(CandidateId, SourcedText); 2] {
         [
-            (TYPED_TYPES_ID, self.types_context()),
-            (TYPED_HEADERS_ID, self.headers_context()),
+            (CandidateId::TYPED_TYPES, self.types_context()),
+            (CandidateId::TYPED_HEADERS, self.headers_context()),
         ]
     }
 

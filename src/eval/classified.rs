@@ -12,10 +12,11 @@ use serde::Serialize;
 
 use super::report::HoleRows;
 use super::runner::{Failures, RunError};
+use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::first_completion;
-use crate::context::proposals::{DEFAULT_ID, build_for_budget_as};
+use crate::context::proposals::build_for_budget_as;
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::classifier::{Classifier, Variant};
@@ -39,7 +40,7 @@ pub struct ClassifierEval<'a> {
 pub struct Classified {
     pub hole_id: String,
     /// Per variant, the candidate ids best first.
-    pub rankings: Vec<(Variant, Vec<usize>)>,
+    pub rankings: Vec<(Variant, Vec<CandidateId>)>,
     /// Per variant and l, whether the composed prompt's completion matched.
     pub compositions: Vec<(Variant, usize, bool)>,
     /// The request that failed, if one did: the hole then has no compositions (Table 10 leaves
@@ -163,7 +164,7 @@ pub fn composition_table(
     let default = percent(
         scored
             .iter()
-            .filter(|(_, h)| h.succeeded(DEFAULT_ID))
+            .filter(|(_, h)| h.succeeded(CandidateId::DEFAULT))
             .count(),
         n,
     );

@@ -197,7 +197,7 @@ fn blocks(parsed: &[Option<LabelRow>]) -> Vec<Block> {
             && blocks.last().is_some_and(|b| {
                 let last = parsed[b.lines.end - 1].as_ref().expect("blocks hold rows");
                 last.hole_id == row.hole_id
-                    && last.proposal_id.checked_add(1) == Some(row.proposal_id)
+                    && last.proposal_id.index() + 1 == row.proposal_id.index()
             });
         if continues {
             let block = blocks.last_mut().expect("continues a block");
@@ -206,7 +206,7 @@ fn blocks(parsed: &[Option<LabelRow>]) -> Vec<Block> {
         } else {
             blocks.push(Block {
                 lines: i..i + 1,
-                from_zero: row.proposal_id == 0,
+                from_zero: row.proposal_id.index() == 0,
                 failed: row.error.is_some(),
             });
         }

@@ -13,25 +13,17 @@ pub mod runner;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::perspectives;
-use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT};
-use crate::context::typed::TYPED_HEADERS_ID;
+use crate::candidate::CandidateId;
 
-/// Candidate ids a report reads: every proposal, the default context, the retrieved
-/// candidates (63–70) and the typed-hole candidates (71, 72). A hole may have fewer rows
+/// Candidate ids a report reads: every candidate of the catalogue. A hole may have fewer rows
 /// (label files of older runs): a missing row counts as inapplicable.
-pub const ROWS_PER_HOLE: usize = TYPED_HEADERS_ID + 1;
-/// Rows this version's runner writes per hole: ids 0 to the last retrieved candidate.
-pub const WRITTEN_ROWS: usize = perspectives::LAST_ID + 1;
-const _: () = assert!(WRITTEN_ROWS <= ROWS_PER_HOLE);
+pub const ROWS_PER_HOLE: usize = CandidateId::COUNT;
+/// Rows this version's runner writes per hole: one per candidate.
+pub const WRITTEN_ROWS: usize = CandidateId::COUNT;
 /// RLPG's candidates (the oracle's choice): the proposals and the default context.
-pub const RLPG_CANDIDATES: usize = DEFAULT_ID + 1;
-const _: () = assert!(RLPG_CANDIDATES == PROPOSAL_COUNT + 1);
+pub const RLPG_CANDIDATES: usize = CandidateId::DEFAULT.index() + 1;
 
-/// One hole × one candidate: proposals 0–61, the default context 62, the retrieval baselines
-/// 63 (file-level BM25), 64 (identifier usage), 65 (random context), RepoCoder 66 (iteration 1)
-/// and 67 (iteration 2), ProCC's perspectives 68 (lexical), 69 (hypothetical line) and 70
-/// (summary), and the typed-hole candidates 71 (types) and 72 (headers).
+/// One hole × one candidate of the catalogue ([`crate::candidate`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabelRow {
     /// `repository/file:line:column`, unique across a run.
@@ -42,7 +34,7 @@ pub struct LabelRow {
     pub line: usize,
     /// 1-based.
     pub column: usize,
-    pub proposal_id: usize,
+    pub proposal_id: CandidateId,
     /// Whether the proposal yielded any context; inapplicable rows are not completed.
     pub applicable: bool,
     /// Exact match after stripping trailing whitespace (RLPG's success).

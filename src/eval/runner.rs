@@ -15,10 +15,11 @@ use rayon::prelude::*;
 
 use super::labels::LabelFile;
 use super::{LabelRow, hole_id};
+use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, Candidate, Perspectives, REPOCODER_ID};
-use crate::context::proposals::{self, DEFAULT_ID, ProposalContext};
+use crate::context::perspectives::{self, Candidate, Perspectives};
+use crate::context::proposals::{self, ProposalContext};
 use crate::context::retrieval::{self, Retrieval};
 use crate::context::windows::WindowIndex;
 use crate::hole::{Hole, sample_holes_as};
@@ -177,7 +178,7 @@ impl Failures {
 /// the report ranks by: the BM25 score of a proposal's context against the hole window
 /// (RLPG-BM25), a retrieved candidate's similarities (ProCC's bandit).
 struct HolePrompt {
-    id: usize,
+    id: CandidateId,
     prompt: Option<Prompt>,
     bm25: Option<f64>,
     retrieval_score: Option<f64>,
@@ -208,7 +209,7 @@ enum Draft {
 /// What one completion job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Job {
-    Candidate(usize),
+    Candidate(CandidateId),
     Draft(Draft),
 }
 
@@ -386,7 +387,7 @@ impl RepoRun<'_> {
             })
             .collect();
         prompts.push(HolePrompt {
-            id: DEFAULT_ID,
+            id: CandidateId::DEFAULT,
             prompt: Some(composer.compose(None)),
             bm25: None,
             retrieval_score: None,
@@ -432,8 +433,8 @@ impl RepoRun<'_> {
                 .map(|(_, t)| t.as_str())
         };
         let perspectives = self.perspectives();
-        let first = text(Job::Candidate(REPOCODER_ID))
-            .or_else(|| text(Job::Candidate(DEFAULT_ID)))
+        let first = text(Job::Candidate(CandidateId::REPOCODER))
+            .or_else(|| text(Job::Candidate(CandidateId::DEFAULT)))
             .unwrap_or("");
         let iteration = perspectives.repocoder_iteration(hole, first);
         let hypothetical = perspectives.hypothetical_line(

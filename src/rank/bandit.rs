@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::feedback;
 
-/// The perspectives, in [`crate::context::perspectives::PROCC_IDS`] order.
+/// The perspectives, in [`CandidateId::PROCC`] order.
 pub const ARMS: usize = 3;
 /// Two features per arm and a bias.
 pub const FEATURES: usize = 2 * ARMS + 1;

@@ -2,7 +2,8 @@
 //! score of their context against the hole window, then the default context.
 
 use super::{RankInput, Ranked, Ranker, sorted};
-use crate::context::proposals::{DEFAULT_ID, ProposalContext};
+use crate::candidate::CandidateId;
+use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::Bm25;
 
 pub struct Bm25Ranker;
@@ -36,7 +37,7 @@ impl Ranker for Bm25Ranker {
                 .collect(),
         );
         ranked.push(Ranked {
-            id: DEFAULT_ID,
+            id: CandidateId::DEFAULT,
             score: 0.0,
         });
         ranked

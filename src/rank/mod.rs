@@ -8,15 +8,16 @@ pub mod online;
 
 use serde::Serialize;
 
+use crate::candidate::CandidateId;
 use crate::compose::{Composer, Part, Prompt};
-use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext};
+use crate::context::proposals::ProposalContext;
 use crate::hole::{Hole, HoleWindow};
 use crate::repo::RepoIndex;
 
 /// A candidate's place in a ranking.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Ranked {
-    pub id: usize,
+    pub id: CandidateId,
     pub score: f64,
 }
 
@@ -40,8 +41,8 @@ impl<'a> RankInput<'a> {
     }
 
     /// Whether candidate `id` (a proposal or the default context) can be used for this hole.
-    pub fn applicable(&self, id: usize) -> bool {
-        id == DEFAULT_ID
+    pub fn applicable(&self, id: CandidateId) -> bool {
+        id == CandidateId::DEFAULT
             || self
                 .proposals
                 .iter()
@@ -117,13 +118,14 @@ fn sorted(mut ranked: Vec<Ranked>) -> Vec<Ranked> {
 /// point of the default, so the rest follow the default context in Table 7 order.
 pub struct FixedRanker;
 
-const FIXED_LEADERS: [usize; 4] = [6, 7, 5, DEFAULT_ID];
+/// Post lines 50%, 75%, 25% (ids 6, 7, 5), then the default context.
+const FIXED_LEADERS: [usize; 4] = [6, 7, 5, CandidateId::DEFAULT.index()];
 
 impl FixedRanker {
-    pub(crate) fn order() -> impl Iterator<Item = usize> {
-        FIXED_LEADERS
-            .into_iter()
-            .chain((0..PROPOSAL_COUNT).filter(|id| !FIXED_LEADERS.contains(id)))
+    pub(crate) fn order() -> impl Iterator<Item = CandidateId> {
+        let leaders = FIXED_LEADERS.into_iter().filter_map(CandidateId::new);
+        let rest = CandidateId::rlpg().filter(|id| !FIXED_LEADERS.contains(&id.index()));
+        leaders.chain(rest)
     }
 }
 
@@ -133,7 +135,7 @@ impl Ranker for FixedRanker {
     }
 
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
-        let order: Vec<usize> = Self::order().filter(|&id| input.applicable(id)).collect();
+        let order: Vec<CandidateId> = Self::order().filter(|&id| input.applicable(id)).collect();
         let n = order.len() as f64;
         order
             .into_iter()

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{FixedRanker, RankInput, Ranked, Ranker};
+use crate::candidate::CandidateId;
 use crate::dirs::Dirs;
 use crate::feedback;
 
@@ -33,20 +34,20 @@ struct Counts {
 #[derive(Serialize, Deserialize)]
 struct State {
     version: u32,
-    candidates: BTreeMap<usize, Counts>,
+    candidates: BTreeMap<CandidateId, Counts>,
 }
 
 /// Pick counts per candidate id, ranking by smoothed pick rate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OnlineRanker {
-    counts: BTreeMap<usize, Counts>,
+    counts: BTreeMap<CandidateId, Counts>,
 }
 
 impl OnlineRanker {
     /// Learn from one pick: every candidate in `shown` was shown once, `picked` was chosen
     /// (and counts as shown even if missing from `shown`).
-    pub fn record_pick(&mut self, shown: &[usize], picked: usize) {
-        let shown: BTreeSet<usize> = shown.iter().copied().chain([picked]).collect();
+    pub fn record_pick(&mut self, shown: &[CandidateId], picked: CandidateId) {
+        let shown: BTreeSet<CandidateId> = shown.iter().copied().chain([picked]).collect();
         for id in shown {
             self.counts.entry(id).or_default().shown += 1;
         }
@@ -84,7 +85,7 @@ impl OnlineRanker {
         feedback::write_atomic(path, &serde_json::to_vec_pretty(&state)?)
     }
 
-    fn score(&self, id: usize, prior: f64) -> f64 {
+    fn score(&self, id: CandidateId, prior: f64) -> f64 {
         let c = self.counts.get(&id).copied().unwrap_or_default();
         (c.picks as f64 + PRIOR_SHOWS * prior) / (c.shown as f64 + PRIOR_SHOWS)
     }
@@ -114,7 +115,7 @@ impl Ranker for OnlineRanker {
 mod tests {
     use super::*;
     use crate::context::SourcedText;
-    use crate::context::proposals::{ProposalContext, specs};
+    use crate::context::proposals::ProposalContext;
     use crate::hole::HoleWindow;
     use crate::token::Keep;
 
@@ -133,9 +134,9 @@ mod tests {
 
     /// Every proposal, each applicable.
     fn all_applicable() -> Vec<ProposalContext> {
-        specs()
-            .into_iter()
-            .map(|spec| {
+        crate::candidate::proposal_specs()
+            .iter()
+            .map(|&spec| {
                 let mut context = SourcedText::default();
                 context.push_plain("context");
                 ProposalContext {
@@ -148,7 +149,11 @@ mod tests {
             .collect()
     }
 
-    fn ids(ranked: &[Ranked]) -> Vec<usize> {
+    fn numbered(numbers: &[usize]) -> Vec<CandidateId> {
+        numbers.iter().map(|&n| CandidateId::nth(n)).collect()
+    }
+
+    fn ids(ranked: &[Ranked]) -> Vec<CandidateId> {
         ranked.iter().map(|r| r.id).collect()
     }
 
@@ -187,8 +192,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/ranker.json");
         let mut ranker = OnlineRanker::default();
-        ranker.record_pick(&[6, 7, 62], 62);
-        ranker.record_pick(&[6, 14], 14);
+        ranker.record_pick(&numbered(&[6, 7, 62]), CandidateId::nth(62));
+        ranker.record_pick(&numbered(&[6, 14]), CandidateId::nth(14));
         ranker.save(&path).unwrap();
         let (loaded, warning) = OnlineRanker::load(&path);
         assert_eq!(warning, None);

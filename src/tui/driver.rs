@@ -15,12 +15,12 @@ use super::state::{
     Action, Availability, BanditLesson, Candidate, Card, CompleteJob, Effect, Finished, Indexed,
     Procc, SearchIndex, apply_ranking,
 };
+use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, PROCC_IDS, Perspectives};
+use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
-use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID, Retrieval};
-use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
+use crate::context::retrieval::Retrieval;
 use crate::context::windows::WindowIndex;
 use crate::dirs::Dirs;
 use crate::feedback;
@@ -205,7 +205,7 @@ pub fn analyse(
         .collect();
     // The default context alone has no proposal.
     candidates.push(Candidate {
-        id: proposals::DEFAULT_ID,
+        id: CandidateId::DEFAULT,
         label: "default context".into(),
         source: "current",
         context_type: "default",
@@ -215,7 +215,7 @@ pub fn analyse(
         prompt: composer.compose(None),
     });
     candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
-    candidates.extend(perspectives::BACKEND_IDS.map(|id| {
+    candidates.extend(CandidateId::NEED_BACKEND.map(|id| {
         let prompt = composer.compose(None);
         retrieved_candidate(id, Availability::Building, None, prompt)
     }));
@@ -229,35 +229,18 @@ pub fn analyse(
     }
 }
 
-/// How a retrieved candidate shows in the source and type columns.
-fn retrieved_kind(id: usize) -> (&'static str, &'static str) {
-    match id {
-        FILE_BM25_ID => ("retrieval", "BM25"),
-        IDENTIFIER_USAGE_ID => ("retrieval", "usage"),
-        RANDOM_CONTEXT_ID => ("retrieval", "random"),
-        perspectives::REPOCODER_ID => ("RepoCoder", "iter 1"),
-        perspectives::REPOCODER_ITERATION_ID => ("RepoCoder", "iter 2"),
-        perspectives::LEXICAL_ID => ("ProCC", "lexical"),
-        perspectives::HYPOTHETICAL_LINE_ID => ("ProCC", "hyp line"),
-        perspectives::SUMMARY_ID => ("ProCC", "summary"),
-        TYPED_TYPES_ID => ("typed hole", "types"),
-        TYPED_HEADERS_ID => ("typed hole", "headers"),
-        _ => ("retrieval", ""),
-    }
-}
-
 fn retrieved_candidate(
-    id: usize,
+    id: CandidateId,
     availability: Availability,
     retrieval_score: Option<f64>,
     prompt: Prompt,
 ) -> Candidate {
-    let (source, context_type) = retrieved_kind(id);
+    let info = id.info();
     Candidate {
         id,
-        label: crate::context::candidate_label(id),
-        source,
-        context_type,
+        label: info.label.clone(),
+        source: info.source,
+        context_type: info.context_type,
         score: None,
         retrieval_score,
         availability,
@@ -307,7 +290,7 @@ pub async fn retrieve_later(
                 why_not: Some(why.clone()),
                 ..Default::default()
             };
-            perspectives::BACKEND_IDS.map(failed).to_vec()
+            CandidateId::NEED_BACKEND.map(failed).to_vec()
         }
     };
     let procc = procc_choice(immediate.iter().chain(&later), dirs);
@@ -331,7 +314,9 @@ fn procc_choice<'c>(
     Procc {
         context,
         available,
-        pick: bandit.choose(&context, available).map(|arm| PROCC_IDS[arm]),
+        pick: bandit
+            .choose(&context, available)
+            .map(|arm| CandidateId::PROCC[arm]),
     }
 }
 
@@ -372,7 +357,7 @@ pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>
             edited: job.edited.then(|| prompt.clone()),
             outcome: result
                 .map_err(|e| {
-                    tracing::warn!(candidate = id, error = %e, "backend");
+                    tracing::warn!(candidate = id.index(), error = %e, "backend");
                     e.to_string()
                 })
                 .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
@@ -402,7 +387,7 @@ pub fn syntax_errors(job: &CompleteJob, completion: &str) -> usize {
 fn log_pick(pick: &feedback::Pick) {
     tracing::info!(
         hole = %pick.hole,
-        picked = pick.picked,
+        picked = pick.picked.index(),
         candidates = ?pick.candidates,
         prompt_hash = %pick.prompt_hash,
         "pick"
@@ -413,7 +398,6 @@ fn log_pick(pick: &feedback::Pick) {
 /// it went or what failed.
 fn record_pick(
     mut pick: feedback::Pick,
-    picked: usize,
     lesson: Option<BanditLesson>,
     rankers: &SharedRankers,
 ) -> String {
@@ -430,7 +414,7 @@ fn record_pick(
     }
     let path = dir.join(online::FILE);
     let (mut ranker, warning) = OnlineRanker::load(&path);
-    ranker.record_pick(&pick.candidates, picked);
+    ranker.record_pick(&pick.candidates, pick.picked);
     if let Err(e) = ranker.save(&path) {
         return format!("cannot save the online ranker: {e}");
     }
@@ -444,8 +428,9 @@ fn record_pick(
     };
     warning.unwrap_or_else(|| {
         format!(
-            "pick {} logged to {}{taught}",
-            pick.picked + 1,
+            "pick of {} {} logged to {}{taught}",
+            pick.picked,
+            pick.picked.label(),
             dir.display()
         )
     })
@@ -683,14 +668,10 @@ impl Driver {
                     backend: Err(error),
                 },
             ),
-            Effect::Pick {
-                pick,
-                picked,
-                bandit,
-            } => {
+            Effect::Pick { pick, bandit } => {
                 let rankers = self.rankers.clone();
                 self.blocking(
-                    move || Action::Message(record_pick(pick, picked, bandit, &rankers)),
+                    move || Action::Message(record_pick(pick, bandit, &rankers)),
                     Action::Message,
                 )
             }
@@ -736,10 +717,10 @@ mod tests {
             .finish();
         let pick = feedback::Pick {
             hole: "A.java:3:9".into(),
-            candidates: vec![6, 62],
+            candidates: vec![CandidateId::nth(6), CandidateId::DEFAULT],
             prompt_hash: feedback::prompt_hash("secret prompt"),
             completions: vec!["secretCompletion()".into(), String::new()],
-            picked: 0,
+            picked: CandidateId::nth(6),
             unix_time: 0,
         };
         tracing::subscriber::with_default(subscriber, || log_pick(&pick));

@@ -17,8 +17,8 @@ use super::highlight::{self, StyledLine};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
+use crate::candidate::CandidateId;
 use crate::compose::{Prompt, SegmentKind};
-use crate::context::perspectives::{self, PROCC_IDS};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::Retrieval;
 use crate::context::windows::WindowIndex;
@@ -125,7 +125,7 @@ pub enum Availability {
 /// One candidate context, ranked, with the prompt it composes to.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub id: usize,
+    pub id: CandidateId,
     pub label: String,
     pub source: &'static str,
     pub context_type: &'static str,
@@ -161,8 +161,8 @@ impl Candidate {
 }
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
-pub fn retrieved(id: usize) -> bool {
-    (perspectives::FIRST_ID..=perspectives::LAST_ID).contains(&id)
+pub fn retrieved(id: CandidateId) -> bool {
+    id >= CandidateId::FIRST_RETRIEVED
 }
 
 /// ProCC's choice among its perspectives (68–70) for the hole, kept to teach its bandit.
@@ -171,7 +171,7 @@ pub struct Procc {
     pub context: bandit::Context,
     pub available: [bool; bandit::ARMS],
     /// The candidate LinUCB picks; none when no perspective applies.
-    pub pick: Option<usize>,
+    pub pick: Option<CandidateId>,
 }
 
 /// What a pick teaches ProCC's bandit: in `context`, each (arm, reward).
@@ -190,7 +190,7 @@ pub struct SearchIndex {
 /// One completion card.
 #[derive(Clone, Debug)]
 pub struct Card {
-    pub candidate: usize,
+    pub candidate: CandidateId,
     /// The prompt text when the user edited the candidate's prompt before running it.
     pub edited: Option<String>,
     pub outcome: Result<Finished, String>,
@@ -273,7 +273,7 @@ pub enum Mode {
 /// A candidate's prompt being edited, with its live token count.
 pub struct Editor {
     pub textarea: TextArea<'static>,
-    pub candidate: usize,
+    pub candidate: CandidateId,
     pub budget: usize,
     pub tokenizer: &'static dyn Tokenizer,
     pub tokens: usize,
@@ -417,7 +417,6 @@ pub enum Effect {
     CancelCompletions,
     Pick {
         pick: feedback::Pick,
-        picked: usize,
         /// Set when the picked completion came from one of ProCC's perspectives.
         bandit: Option<BanditLesson>,
     },
@@ -438,7 +437,7 @@ pub struct CompleteJob {
     pub generation: u64,
     pub backend: Arc<dyn Backend>,
     /// (candidate id, prompt text), one card each.
-    pub prompts: Vec<(usize, String)>,
+    pub prompts: Vec<(CandidateId, String)>,
     pub current_file: String,
     pub file_text: String,
     pub offset: usize,
@@ -467,7 +466,7 @@ pub struct State {
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
-    pub selected: BTreeSet<usize>,
+    pub selected: BTreeSet<CandidateId>,
     pub filter: String,
     pub prompt_scroll: usize,
     pub cards: Vec<Card>,
@@ -570,7 +569,7 @@ impl State {
             .map(|&i| &self.candidates[i])
     }
 
-    pub fn candidate(&self, id: usize) -> Option<&Candidate> {
+    pub fn candidate(&self, id: CandidateId) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.id == id)
     }
 
@@ -765,15 +764,15 @@ fn analysed_status(state: &State) -> String {
 /// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
 /// ranker scores them, and their similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [Candidate], ranked: &[Ranked]) {
-    let place = |id: usize| ranked.iter().position(|r| r.id == id);
+    let place = |id: CandidateId| ranked.iter().position(|r| r.id == id);
     for c in candidates.iter_mut() {
         c.score = place(c.id).map(|i| ranked[i].score);
     }
     candidates.sort_by_key(|c| match place(c.id) {
         Some(at) => (0, at),
-        None if retrieved(c.id) => (2, c.id),
-        None if c.applicable() => (1, c.id),
-        None => (3, c.id),
+        None if retrieved(c.id) => (2, c.id.index()),
+        None if c.applicable() => (1, c.id.index()),
+        None => (3, c.id.index()),
     });
 }
 
@@ -1050,7 +1049,7 @@ fn hole_at_cursor(state: &mut State) -> Vec<Effect> {
 
 /// The candidates to complete with: the selected ones, else the focused one and the next best
 /// applicable ones up to k.
-fn run_ids(state: &State) -> Vec<usize> {
+fn run_ids(state: &State) -> Vec<CandidateId> {
     if !state.selected.is_empty() {
         return state.selected.iter().copied().take(MAX_K).collect();
     }
@@ -1073,7 +1072,7 @@ fn run_ids(state: &State) -> Vec<usize> {
 }
 
 fn run(state: &mut State) -> Vec<Effect> {
-    let prompts: Vec<(usize, String)> = run_ids(state)
+    let prompts: Vec<(CandidateId, String)> = run_ids(state)
         .into_iter()
         .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
         .collect();
@@ -1087,7 +1086,11 @@ fn run(state: &mut State) -> Vec<Effect> {
 }
 
 /// Start completing `prompts` (candidate id, prompt text) for the current hole.
-fn start_completion(state: &mut State, prompts: Vec<(usize, String)>, edited: bool) -> Vec<Effect> {
+fn start_completion(
+    state: &mut State,
+    prompts: Vec<(CandidateId, String)>,
+    edited: bool,
+) -> Vec<Effect> {
     let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
     else {
         return vec![];
@@ -1152,7 +1155,7 @@ fn pick(state: &mut State, n: usize) -> Vec<Effect> {
             .iter()
             .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
             .collect(),
-        picked: n,
+        picked: card.candidate,
         // The driver stamps the time: update stays free of clocks.
         unix_time: 0,
     };
@@ -1164,27 +1167,23 @@ fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         .flatten();
     state.card_cursor = n;
     state.status = format!("picked completion {} (candidate {picked})…", n + 1);
-    vec![Effect::Pick {
-        pick,
-        picked,
-        bandit,
-    }]
+    vec![Effect::Pick { pick, bandit }]
 }
 
 /// A pick of one of ProCC's perspectives rewards its arm 1 and the other perspectives whose
 /// completions were shown (and that applied) 0; other picks teach the bandit nothing.
-fn procc_lesson(state: &State, picked: usize) -> Option<BanditLesson> {
+fn procc_lesson(state: &State, picked: CandidateId) -> Option<BanditLesson> {
     let procc = state.procc.as_ref()?;
-    if !PROCC_IDS.contains(&picked) {
+    if !CandidateId::PROCC.contains(&picked) {
         return None;
     }
-    let shown: BTreeSet<usize> = state
+    let shown: BTreeSet<CandidateId> = state
         .cards
         .iter()
         .filter(|c| c.edited.is_none())
         .map(|c| c.candidate)
         .collect();
-    let rewards = PROCC_IDS
+    let rewards = CandidateId::PROCC
         .iter()
         .enumerate()
         .filter(|&(arm, id)| procc.available[arm] && shown.contains(id))
@@ -1582,6 +1581,7 @@ mod tests {
     }
 
     fn candidate(id: usize) -> Candidate {
+        let id = CandidateId::nth(id);
         Candidate {
             id,
             label: format!("cand {id}"),
@@ -1606,6 +1606,7 @@ mod tests {
     #[test]
     fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
         let not_applicable = |id| Candidate {
+            id: CandidateId::nth(id),
             availability: Availability::NotApplicable(None),
             ..candidate(id)
         };
@@ -1613,9 +1614,12 @@ mod tests {
             [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
         cands[1] = not_applicable(4);
         cands[4] = not_applicable(2);
-        let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked { id, score });
+        let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked {
+            id: CandidateId::nth(id),
+            score,
+        });
         apply_ranking(&mut cands, &ranked);
-        let order: Vec<_> = cands.iter().map(|c| (c.id, c.score)).collect();
+        let order: Vec<_> = cands.iter().map(|c| (c.id.index(), c.score)).collect();
         assert_eq!(
             order,
             [
@@ -1735,7 +1739,7 @@ mod tests {
             generation: 2,
             ranker,
             ranked: Ok(vec![Ranked {
-                id: first,
+                id: CandidateId::nth(first),
                 score: 1.0,
             }]),
         };
@@ -1779,6 +1783,7 @@ mod tests {
     }
 
     fn procc(pick: Option<usize>) -> Procc {
+        let pick = pick.map(CandidateId::nth);
         Procc {
             context: bandit::context([Some((0.5, 0.25)), Some((0.4, 0.2)), None]),
             available: [true, true, false],
@@ -1820,6 +1825,7 @@ mod tests {
         assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
 
         let built = |id, availability| Candidate {
+            id: CandidateId::nth(id),
             availability,
             retrieval_score: Some(0.5),
             ..candidate(id)
@@ -1839,16 +1845,17 @@ mod tests {
         assert!(!s.retrieving() && !s.busy());
         let ids: Vec<_> = s.candidates.iter().map(|c| c.id).collect();
         assert_eq!(ids, [6, 68, 69, 70], "rows keep their places");
-        assert!(s.candidate(69).unwrap().applicable());
+        assert!(s.candidate(CandidateId::nth(69)).unwrap().applicable());
         assert!(ui::prompt::title(&s).contains(&why), "why not shows");
         assert!(ui::candidates::title(&s).contains("ProCC ★69"));
         assert!(s.status.contains("ProCC (LinUCB) picks 69"));
         update(&mut s, Action::Command(Command::Up));
         update(&mut s, Action::Command(Command::Select));
-        assert!(s.selected.contains(&69));
+        assert!(s.selected.contains(&CandidateId::nth(69)));
     }
 
     fn card(candidate: usize) -> Card {
+        let candidate = CandidateId::nth(candidate);
         Card {
             candidate,
             edited: None,
@@ -1899,7 +1906,10 @@ mod tests {
             update(&mut s, Action::Input(key(c)));
         }
         let editor = s.editor.as_ref().unwrap();
-        assert_eq!((editor.text().as_str(), editor.candidate), ("int x", 7));
+        assert_eq!(
+            (editor.text().as_str(), editor.candidate.index()),
+            ("int x", 7)
+        );
         let tokens = TokenizerKind::Code.tokenizer().count("int x");
         assert_eq!(editor.tokens, tokens);
         assert!(ui::prompt::title(&s).contains(&format!("{tokens}/10 tokens")));
@@ -1917,7 +1927,7 @@ mod tests {
         assert!(update(&mut s, Action::Input(ctrl(SUBMIT_EDIT))).is_empty());
         assert_eq!(s.mode, Mode::Normal);
         let card = |edited: Option<&str>| Card {
-            candidate: 7,
+            candidate: CandidateId::nth(7),
             edited: edited.map(String::from),
             outcome: Err("offline".into()),
         };

@@ -2,6 +2,7 @@
 //! the default context — for any hole, proposal, budget and tokenizer.
 
 use crate::common;
+use keyhole::candidate;
 
 use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
@@ -33,7 +34,7 @@ proptest! {
         let hole = hole_pick.get(&holes);
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {
-            let spec = proposals::specs()[id];
+            let spec = candidate::proposal_specs()[id];
             let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper };
             proposals::build(spec, &req)
         });
@@ -92,7 +93,7 @@ fn every_position_of_the_sample_composes_valid_prompts() {
     let holes = keyhole::hole::every_line(&SAMPLE, 1, 3);
     assert!(holes.len() > 2000);
     for hole in holes.iter().step_by(3) {
-        for spec in proposals::specs() {
+        for spec in candidate::proposal_specs() {
             let req = Request {
                 index: &SAMPLE,
                 hole,
@@ -100,8 +101,13 @@ fn every_position_of_the_sample_composes_valid_prompts() {
                 allocation: compose::proposal_allocation(600, spec.share),
                 fidelity: Fidelity::Paper,
             };
-            let prompt =
-                compose::compose(&SAMPLE, hole, Some(&proposals::build(spec, &req)), tok, 600);
+            let prompt = compose::compose(
+                &SAMPLE,
+                hole,
+                Some(&proposals::build(*spec, &req)),
+                tok,
+                600,
+            );
             assert_eq!(
                 prompt.validate(&SAMPLE, tok),
                 Ok(()),

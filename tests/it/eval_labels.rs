@@ -5,6 +5,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use keyhole::candidate::CandidateId;
 use keyhole::eval::labels::{LabelFile, read_dir};
 use keyhole::eval::{LabelRow, WRITTEN_ROWS};
 
@@ -15,7 +16,7 @@ fn row(hole: &str, id: usize) -> LabelRow {
         file: "A.java".into(),
         line: 1,
         column: 1,
-        proposal_id: id,
+        proposal_id: CandidateId::nth(id),
         applicable: true,
         success: id.is_multiple_of(2),
         edit_similarity: 1.0,
@@ -192,7 +193,10 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
         .collect();
     let mut per_hole: HashMap<&str, Vec<usize>> = HashMap::new();
     for r in &rows {
-        per_hole.entry(&r.hole_id).or_default().push(r.proposal_id);
+        per_hole
+            .entry(&r.hole_id)
+            .or_default()
+            .push(r.proposal_id.index());
     }
     assert_eq!(per_hole.len(), 60, "every hole, once");
     assert!(

@@ -13,7 +13,7 @@
 //! | b4   | error   | none              | the default row matched but errored    |
 //! | c1   | hit     | 6 hit, 10 hit     |                                        |
 
-use keyhole::context::proposals::DEFAULT_ID;
+use keyhole::candidate::CandidateId;
 use keyhole::eval::report::{self, Builder, MAX_K, Report, Truncation};
 use keyhole::eval::{LabelRow, ROWS_PER_HOLE, hole_id};
 
@@ -25,7 +25,7 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         file: file.into(),
         line: n,
         column: 1,
-        proposal_id: id,
+        proposal_id: CandidateId::nth(id),
         applicable,
         success,
         edit_similarity: if success { 1.0 } else { 0.0 },
@@ -49,7 +49,7 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
 fn hole(repo: &str, n: usize, default: bool, proposals: &[(usize, bool)]) -> Vec<LabelRow> {
     (0..ROWS_PER_HOLE)
         .map(|id| match proposals.iter().find(|p| p.0 == id) {
-            _ if id == DEFAULT_ID => row(repo, n, id, true, default),
+            _ if CandidateId::DEFAULT == id => row(repo, n, id, true, default),
             Some(&(_, success)) => row(repo, n, id, true, success),
             None => row(repo, n, id, false, false),
         })
@@ -71,7 +71,7 @@ fn rows() -> Vec<LabelRow> {
         let id_of = hole_id(repo, "src/A.java", n, 1);
         let r = rows
             .iter_mut()
-            .find(|r| r.hole_id == id_of && r.proposal_id == id)
+            .find(|r| r.hole_id == id_of && r.proposal_id.index() == id)
             .unwrap();
         f(r);
     };
@@ -79,8 +79,12 @@ fn rows() -> Vec<LabelRow> {
         (r.default_truncated, r.proposal_truncated) = (true, true)
     });
     edit("b", 2, 10, |r| r.proposal_truncated = true);
-    edit("b", 3, DEFAULT_ID, |r| r.default_truncated = true);
-    edit("b", 4, DEFAULT_ID, |r| r.error = Some("timeout".into()));
+    edit("b", 3, CandidateId::DEFAULT.index(), |r| {
+        r.default_truncated = true
+    });
+    edit("b", 4, CandidateId::DEFAULT.index(), |r| {
+        r.error = Some("timeout".into())
+    });
     rows
 }
 
@@ -154,7 +158,7 @@ fn fixed_proposal_is_chosen_on_the_training_split() {
     let f = build().fixed_proposal;
     // On a, proposal 10 hits twice; proposal 6, which wins on the test split, never does.
     assert_eq!(
-        (f.id, f.label.as_str(), f.success),
+        (f.id.index(), f.label.as_str(), f.success),
         (10, "parent_class I", 100.0)
     );
     assert_eq!((f.chosen_on.as_str(), f.holes), ("train", 2));
@@ -283,8 +287,8 @@ fn per_proposal_source_and_context_type_rates_count_applicable_pairs() {
     assert!(close(p(10).applicability, 500.0 / 7.0));
     assert_eq!((p(6).applicable, p(6).success), (5, 60.0));
     assert_eq!((p(0).applicable, p(0).success), (0, 0.0));
-    assert_eq!(p(DEFAULT_ID).label, "default context");
-    assert!(close(p(DEFAULT_ID).success, 200.0 / 7.0));
+    assert_eq!(p(CandidateId::DEFAULT.index()).label, "default context");
+    assert!(close(p(CandidateId::DEFAULT.index()).success, 200.0 / 7.0));
     let tally = |list: &[report::Tally], name: &str| {
         let t = list.iter().find(|t| t.name == name).unwrap();
         (t.applicable, t.success)
@@ -328,9 +332,9 @@ fn repository_table_has_every_method() {
 fn further_methods_plug_in_as_rankings() {
     let rows = rows();
     let report = Builder::new(&rows, &train(), 7)
-        .add_ranking("always 6", |_| vec![6])
+        .add_ranking("always 6", |_| vec![CandidateId::nth(6)])
         .add_ranking("oracle or nothing", |h| {
-            (0..ROWS_PER_HOLE).filter(|&id| h.succeeded(id)).collect()
+            CandidateId::all().filter(|&id| h.succeeded(id)).collect()
         })
         .build();
     assert_eq!(method(&report, "always 6").success.hole_wise, 60.0);

@@ -3,6 +3,7 @@
 use crate::common;
 
 use common::{SAMPLE, hole, proposal};
+use keyhole::candidate::CandidateId;
 use keyhole::compose::{Prompt, SegmentKind};
 use keyhole::explain::{ExplainedSpan, explain, explained_fraction};
 
@@ -51,7 +52,9 @@ fn text_copied_from_post_lines_maps_to_the_proposal_and_its_line() {
     let span = &spans[0];
     assert_eq!(
         prompt.segments[span.segment.unwrap()].kind,
-        SegmentKind::Proposal { id: 5 }
+        SegmentKind::Proposal {
+            id: CandidateId::nth(5)
+        }
     );
     let origin = span.origin.expect("copied from the file");
     assert_eq!(origin.file, h.file);

@@ -3,12 +3,14 @@
 use std::fs;
 use std::path::Path;
 
+use keyhole::candidate::CandidateId;
 use keyhole::feedback::{ApplyError, Pick, append_pick, apply_completion, prompt_hash};
 
 fn pick(picked: usize) -> Pick {
+    let picked = CandidateId::nth(picked);
     Pick {
         hole: "src/A.java:3:9".to_string(),
-        candidates: vec![6, 62, picked],
+        candidates: vec![CandidateId::nth(6), CandidateId::DEFAULT, picked],
         prompt_hash: prompt_hash("prompt text"),
         completions: vec!["a();".into(), "b();".into(), "c(\"x\\n\");".into()],
         picked,

@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use crate::common::{self, SAMPLE, SHOP, hole, keyhole, ok};
+use keyhole::candidate::{self, CandidateId, ContextType, PromptSource};
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{Perspectives, REPOCODER_ID};
-use keyhole::context::proposals::{self, ContextType, PromptSource};
+use keyhole::context::perspectives::Perspectives;
+use keyhole::context::proposals;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::{CODE_BLOCK_BUDGET, WindowIndex};
 use keyhole::hole::sample_holes_as;
@@ -52,12 +53,13 @@ fn code_puts_the_hole_half_the_trimmed_length_into_the_indented_line() {
 #[test]
 fn code_lists_method_names_alone() {
     let h = hole(DEMO);
-    let spec = proposals::specs()
-        .into_iter()
+    let spec = candidate::proposal_specs()
+        .iter()
         .find(|s| s.source == PromptSource::Current && s.context_type == ContextType::MethodNames)
         .unwrap();
     let tok = TokenizerKind::Code.tokenizer();
-    let built = |f| proposals::build_for_budget_as(&SAMPLE, &h, tok, 4072, f)[spec.id].clone();
+    let built =
+        |f| proposals::build_for_budget_as(&SAMPLE, &h, tok, 4072, f)[usize::from(spec.id)].clone();
     // The methods declared after the hole's line, in order.
     assert_eq!(
         built(Fidelity::Code).context.text,
@@ -88,7 +90,7 @@ fn code_lays_repocoder_blocks_out_as_its_python_prompt_in_2000_codex_tokens() {
         };
         let all = p.immediate(&h);
         all.into_iter()
-            .find(|c| c.id == REPOCODER_ID)
+            .find(|c| c.id == CandidateId::REPOCODER)
             .unwrap()
             .context
             .text

@@ -2,13 +2,13 @@
 //! exact expected text.
 
 use crate::common;
+use keyhole::candidate::{self, ContextType, PromptSource};
 
 use common::{SAMPLE, hole, proposal, proposal_text, ranked_names};
-use keyhole::context::proposals::{ContextType, PromptSource, specs};
 
 #[test]
 fn table_seven_ids_sources_and_types() {
-    let all = specs();
+    let all = candidate::proposal_specs();
     assert_eq!(all.len(), 62);
     let row = |id: usize| (all[id].source, all[id].context_type, all[id].share);
     assert_eq!(

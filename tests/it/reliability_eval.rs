@@ -99,7 +99,7 @@ fn rows_per_hole(text: &str) -> HashMap<String, Vec<usize>> {
         per_hole
             .entry(row.hole_id)
             .or_default()
-            .push(row.proposal_id);
+            .push(row.proposal_id.index());
     }
     per_hole
 }

@@ -3,6 +3,7 @@
 //! other text, and file names holding control characters.
 
 use crate::reliability_support;
+use keyhole::candidate::CandidateId;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -86,7 +87,7 @@ fn a_huge_budget_given_to_the_library_still_ends() {
     let tokenizer = TokenizerKind::Code.tokenizer();
     for budget in [1 << 62, usize::MAX] {
         let built = proposals::build_for_budget(&index, &hole, tokenizer, budget);
-        assert_eq!(built.len(), proposals::PROPOSAL_COUNT);
+        assert_eq!(built.len(), CandidateId::PROPOSALS);
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use keyhole::candidate::CandidateId;
 use keyhole::feedback::{Pick, append_pick, apply_completion};
 use keyhole::rank::online::OnlineRanker;
 
@@ -27,10 +28,10 @@ fn state_writer() {
     for n in 0u64.. {
         let pick = Pick {
             hole: format!("A.java:{n}:1"),
-            candidates: vec![6, 7, 62],
+            candidates: [6, 7, 62].map(CandidateId::nth).to_vec(),
             prompt_hash: format!("{n:016x}"),
             completions: vec!["x".repeat(2000), "y".into()],
-            picked: [6, 7, 62][(n % 3) as usize],
+            picked: CandidateId::nth([6, 7, 62][(n % 3) as usize]),
             unix_time: n,
         };
         append_pick(&dir.join("feedback.jsonl"), &pick).unwrap();

@@ -6,15 +6,13 @@
 use std::collections::BTreeSet;
 
 use crate::common;
+use keyhole::candidate::CandidateId;
 
 use common::{SAMPLE, hole};
 use keyhole::compose::Composer;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{
-    self, Candidate, HYPOTHETICAL_LINE_ID, LEXICAL_ID, Perspectives, REPOCODER_ID, SUMMARY_ID,
-};
+use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::retrieval::{Request, Retrieval};
-use keyhole::context::typed::TYPED_TYPES_ID;
 use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
 use keyhole::hole::{Hole, sample_holes};
 use keyhole::model::ngram::EmbeddedModel;
@@ -96,7 +94,8 @@ fn no_window_shows_the_hole_line_or_what_follows() {
         candidates.push(p.hypothetical_line(h, &target));
         // Typed-hole context may show declarations above the hole (tests/it/typed_holes.rs checks
         // it never shows the hole's line); retrieved windows may not.
-        let windowed = |c: &&Candidate| (REPOCODER_ID..TYPED_TYPES_ID).contains(&c.id);
+        let windowed =
+            |c: &&Candidate| (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id);
         for c in candidates.iter().filter(windowed) {
             assert_hole_hidden(h, c);
             checked += usize::from(c.applicable());
@@ -223,7 +222,7 @@ fn an_iteration_one_block_shows_its_window_ten_lines_further_down() {
     let candidate = p
         .immediate(&h)
         .into_iter()
-        .find(|c| c.id == REPOCODER_ID)
+        .find(|c| c.id == CandidateId::REPOCODER)
         .unwrap();
     let rule = format!("// {}\n", "-".repeat(50));
     assert!(
@@ -285,7 +284,9 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
         for budget in [200, 600, 1400, 4072] {
             let p = perspectives(&retrieval, &windows, tok, budget);
             for h in sample_holes(&SAMPLE, Some(12), 5) {
-                let windowed = |c: &&Candidate| (REPOCODER_ID..TYPED_TYPES_ID).contains(&c.id);
+                let windowed = |c: &&Candidate| {
+                    (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
+                };
                 for c in p.immediate(&h).iter().filter(windowed) {
                     let tokens = tok.count(&c.context.text);
                     assert!(
@@ -317,7 +318,7 @@ fn iteration_two_retrieves_with_what_the_first_completion_adds() {
     let first = p
         .immediate(&h)
         .into_iter()
-        .find(|c| c.id == REPOCODER_ID)
+        .find(|c| c.id == CandidateId::REPOCODER)
         .unwrap();
     let second = p.repocoder_iteration(&h, &target);
     assert_ne!(second.context, first.context);
@@ -357,17 +358,18 @@ fn the_summary_needs_a_backend_that_follows_instructions() {
     let all = runtime
         .block_on(perspectives::build_all(&p, &h, &composer, &backend, 2))
         .unwrap();
-    let ids: Vec<usize> = all.iter().map(|c| c.id).collect();
+    let ids: Vec<usize> = all.iter().map(|c| c.id.index()).collect();
     assert_eq!(ids, (63..=72).collect::<Vec<_>>());
-    let summary = &all[SUMMARY_ID - 63];
+    let at = |id: CandidateId| id.index() - CandidateId::FIRST_RETRIEVED.index();
+    let summary = &all[at(CandidateId::SUMMARY)];
     assert!(!summary.applicable());
     let why = summary.why_not.as_deref().unwrap();
     assert!(
         why.contains("embedded") && why.contains("does not follow instructions"),
         "{why}"
     );
-    assert!(all[HYPOTHETICAL_LINE_ID - 63].applicable());
-    assert!(all[LEXICAL_ID - 63].applicable());
+    assert!(all[at(CandidateId::HYPOTHETICAL_LINE)].applicable());
+    assert!(all[at(CandidateId::LEXICAL)].applicable());
     // A summary, where there is one, retrieves by its words.
     let c = p.summary(&h, "finds the orders of a customer by the customer id");
     assert!(c.applicable() && c.context.text.contains("customerId"));

@@ -3,6 +3,7 @@
 
 use crate::backends_support;
 use crate::common::scratch_dirs;
+use keyhole::candidate::CandidateId;
 
 use std::time::Duration;
 
@@ -224,7 +225,7 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
         !state.retrieving(),
         "the embedded backend built 67, 69 and 70"
     );
-    let ids: Vec<usize> = state.candidates.iter().map(|c| c.id).collect();
+    let ids: Vec<usize> = state.candidates.iter().map(|c| c.id.index()).collect();
     let first_retrieved = ids.iter().position(|&id| id == 63).unwrap();
     assert_eq!(
         ids[first_retrieved..first_retrieved + 10],
@@ -235,12 +236,18 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
             .iter()
             .all(|c| c.score.is_some())
     );
-    let summary = state.candidate(70).unwrap();
+    let summary = state.candidate(CandidateId::SUMMARY).unwrap();
     let why = keyhole::tui::ui::candidates::note(state, summary).unwrap();
     assert!(why.contains("does not follow instructions"), "{why}");
-    assert!(state.candidate(66).unwrap().retrieval_score.is_some());
+    assert!(
+        state
+            .candidate(CandidateId::REPOCODER)
+            .unwrap()
+            .retrieval_score
+            .is_some()
+    );
     let pick = state.procc.as_ref().unwrap().pick.unwrap();
-    assert!((68..=70).contains(&pick));
+    assert!(CandidateId::PROCC.contains(&pick));
 
     // Select two retrieved candidates and complete with them.
     app.dispatch(Action::Command(Command::FocusNext));
@@ -253,7 +260,12 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
     app.dispatch(Action::Command(Command::Select));
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
-    let used: Vec<usize> = app.state.cards.iter().map(|c| c.candidate).collect();
+    let used: Vec<usize> = app
+        .state
+        .cards
+        .iter()
+        .map(|c| c.candidate.index())
+        .collect();
     assert_eq!(used, [66, 67]);
     assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use keyhole::context::perspectives::PROCC_IDS;
+use keyhole::candidate::CandidateId;
 use keyhole::rank::bandit::{self, LinUcb};
 use keyhole::tui::app::App;
 use keyhole::tui::keymap::Keymap;
@@ -28,7 +28,7 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
             .procc
             .clone()
             .expect("ProCC chose among its perspectives");
-        let shown: Vec<usize> = PROCC_IDS
+        let shown: Vec<CandidateId> = CandidateId::PROCC
             .into_iter()
             .filter(|&id| app.state.candidate(id).unwrap().applicable())
             .collect();
@@ -46,11 +46,11 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
         let (saved, warning) = LinUcb::load(&data.join(bandit::FILE));
         assert_eq!(warning, None);
         let pulls = saved.pulls();
-        for (arm, id) in PROCC_IDS.into_iter().enumerate() {
+        for (arm, id) in CandidateId::PROCC.into_iter().enumerate() {
             let expected = u64::from(shown.contains(&id) && procc.available[arm]);
             assert_eq!(pulls[arm], expected, "arm {arm} (candidate {id})");
         }
-        let picked_arm = PROCC_IDS.iter().position(|&id| id == shown[1]);
+        let picked_arm = CandidateId::PROCC.iter().position(|&id| id == shown[1]);
         assert_eq!(
             saved.choose(&procc.context, procc.available),
             picked_arm,

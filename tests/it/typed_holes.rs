@@ -2,14 +2,13 @@
 //! and the error report, on small repositories written here and on the bundled sample.
 
 use crate::common;
+use keyhole::candidate::CandidateId;
 
 use std::path::Path;
 
 use keyhole::compose::Composer;
 use keyhole::context::SourcedText;
-use keyhole::context::typed::{
-    MAX_HEADERS, TYPE_DEPTH, TYPED_HEADERS_ID, TYPED_TYPES_ID, TypedHole, completion_errors,
-};
+use keyhole::context::typed::{MAX_HEADERS, TYPE_DEPTH, TypedHole, completion_errors};
 use keyhole::hole::{self, Hole};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
@@ -396,7 +395,10 @@ fn sample_repo_hole_gets_types_and_headers() {
     let hole = common::hole("service/OrderService.java:39:29");
     let typed = TypedHole::new(&common::SAMPLE, &hole);
     let [(types_id, types), (headers_id, headers)] = typed.contexts();
-    assert_eq!((types_id, headers_id), (TYPED_TYPES_ID, TYPED_HEADERS_ID));
+    assert_eq!(
+        (types_id, headers_id),
+        (CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS)
+    );
     assert!(
         types
             .text
@@ -417,10 +419,7 @@ fn sample_repo_hole_gets_types_and_headers() {
         "{}",
         headers.text
     );
-    assert_eq!(
-        keyhole::context::candidate_label(TYPED_TYPES_ID),
-        "typed-hole types"
-    );
+    assert_eq!(CandidateId::TYPED_TYPES.label(), "typed-hole types");
 }
 
 /// How often each candidate applies on a real repository (run with `--ignored`; set

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::context::proposals::DEFAULT_ID;
+use crate::candidate::CandidateId;
 use crate::eval::{LabelRow, ROWS_PER_HOLE, WRITTEN_ROWS};
 use crate::hole::Hole;
 use crate::repo::RepoIndex;
@@ -17,19 +17,19 @@ pub struct HoleRows<'a> {
 }
 
 impl<'a> HoleRows<'a> {
-    pub fn row(&self, id: usize) -> Option<&'a LabelRow> {
-        self.by_id.get(id).copied().flatten()
+    pub fn row(&self, id: CandidateId) -> Option<&'a LabelRow> {
+        self.by_id.get(id.index()).copied().flatten()
     }
 
     /// Whether candidate `id` gave context; the default context always does once labelled.
-    pub fn applicable(&self, id: usize) -> bool {
+    pub fn applicable(&self, id: CandidateId) -> bool {
         self.row(id)
-            .is_some_and(|r| r.applicable || id == DEFAULT_ID)
+            .is_some_and(|r| r.applicable || id == CandidateId::DEFAULT)
     }
 
     /// RLPG's success: an applicable candidate whose completion matched, without a backend
     /// error (errors count as misses).
-    pub fn succeeded(&self, id: usize) -> bool {
+    pub fn succeeded(&self, id: CandidateId) -> bool {
         self.applicable(id) && self.row(id).is_some_and(|r| r.success && r.error.is_none())
     }
 
@@ -46,8 +46,8 @@ impl<'a> HoleRows<'a> {
     }
 
     /// Applicable candidates, proposals in id order, then the default context.
-    pub fn applicable_ids(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..ROWS_PER_HOLE).filter(|&id| self.applicable(id))
+    pub fn applicable_ids(&self) -> impl Iterator<Item = CandidateId> + '_ {
+        CandidateId::all().filter(|&id| self.applicable(id))
     }
 
     /// Whether the hole has every row this version writes.
@@ -59,13 +59,13 @@ impl<'a> HoleRows<'a> {
 /// Group rows by hole, in hole id order; rows with an unknown proposal id are ignored.
 pub fn group(rows: &[LabelRow]) -> Vec<HoleRows<'_>> {
     let mut holes: BTreeMap<&str, HoleRows> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.proposal_id < ROWS_PER_HOLE) {
+    for row in rows {
         let hole = holes.entry(&row.hole_id).or_insert_with(|| HoleRows {
             hole_id: &row.hole_id,
             repository: &row.repository,
             by_id: vec![None; ROWS_PER_HOLE],
         });
-        hole.by_id[row.proposal_id] = Some(row);
+        hole.by_id[row.proposal_id.index()] = Some(row);
     }
     holes.into_values().collect()
 }

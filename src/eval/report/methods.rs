@@ -8,16 +8,15 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::holes::{HoleRows, percent};
+use crate::candidate::{self, CandidateId, ProposalSpec};
 use crate::context::SourcedText;
-use crate::context::perspectives::PROCC_IDS;
-use crate::context::proposals::{DEFAULT_ID, PROPOSAL_COUNT, ProposalContext, ProposalSpec, specs};
-use crate::eval::{RLPG_CANDIDATES, ROWS_PER_HOLE};
+use crate::context::proposals::ProposalContext;
 use crate::hole::HoleWindow;
 use crate::rank::bandit::{self, ARMS, Context, LinUcb};
 use crate::rank::{RankInput, Ranker};
 
 /// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
-pub type RankFn<'a> = Box<dyn Fn(&HoleRows) -> Vec<usize> + 'a>;
+pub type RankFn<'a> = Box<dyn Fn(&HoleRows) -> Vec<CandidateId> + 'a>;
 
 pub(super) struct Method<'a> {
     pub name: String,
@@ -28,7 +27,7 @@ pub(super) struct Method<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Attempts {
     /// The candidate it picks.
-    pub top: usize,
+    pub top: CandidateId,
     /// Position of its first successful candidate.
     pub first_hit: Option<usize>,
 }
@@ -41,15 +40,15 @@ impl Attempts {
 
 /// Follow `order` on `hole`: applicable candidates, without repeats; a method that offers
 /// none gets the default context, as RLPG's prompt is when the proposal context is empty.
-pub(super) fn attempts(order: Vec<usize>, hole: &HoleRows) -> Attempts {
-    let mut seen = [false; ROWS_PER_HOLE];
-    let mut tried: Vec<usize> = order
+pub(super) fn attempts(order: Vec<CandidateId>, hole: &HoleRows) -> Attempts {
+    let mut seen = [false; CandidateId::COUNT];
+    let mut tried: Vec<CandidateId> = order
         .into_iter()
-        .filter(|&id| id < ROWS_PER_HOLE && hole.applicable(id))
-        .filter(|&id| !std::mem::replace(&mut seen[id], true))
+        .filter(|&id| hole.applicable(id))
+        .filter(|&id| !std::mem::replace(&mut seen[id.index()], true))
         .collect();
     if tried.is_empty() {
-        tried.push(DEFAULT_ID);
+        tried.push(CandidateId::DEFAULT);
     }
     Attempts {
         top: tried[0],
@@ -59,7 +58,7 @@ pub(super) fn attempts(order: Vec<usize>, hole: &HoleRows) -> Attempts {
 
 /// Codex in the paper: the default context alone.
 pub(super) fn default_context() -> RankFn<'static> {
-    Box::new(|_| vec![DEFAULT_ID])
+    Box::new(|_| vec![CandidateId::DEFAULT])
 }
 
 /// The upper bound: a successful RLPG candidate (a proposal or the default context)
@@ -67,28 +66,30 @@ pub(super) fn default_context() -> RankFn<'static> {
 pub(super) fn oracle() -> RankFn<'static> {
     Box::new(|hole| {
         hole.applicable_ids()
-            .filter(|&id| id < RLPG_CANDIDATES && hole.succeeded(id))
+            .filter(|&id| id <= CandidateId::DEFAULT && hole.succeeded(id))
             .collect()
     })
 }
 
 /// One candidate where it applies, the default context elsewhere (the retrieval baselines).
-pub(super) fn single(id: usize) -> RankFn<'static> {
-    Box::new(move |_| vec![id, DEFAULT_ID])
+pub(super) fn single(id: CandidateId) -> RankFn<'static> {
+    Box::new(move |_| vec![id, CandidateId::DEFAULT])
 }
 
 /// RLPG-BM25: the proposals ranked by the BM25 score of their context against the hole
 /// window, then the default context.
 pub(super) fn rlpg_bm25() -> RankFn<'static> {
     Box::new(|hole| {
-        let mut scored: Vec<(usize, f64)> = (0..PROPOSAL_COUNT)
+        let mut scored: Vec<(CandidateId, f64)> = candidate::proposal_specs()
+            .iter()
+            .map(|spec| spec.id)
             .filter_map(|id| Some((id, hole.row(id)?.bm25?)))
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored
             .into_iter()
             .map(|(id, _)| id)
-            .chain([DEFAULT_ID])
+            .chain([CandidateId::DEFAULT])
             .collect()
     })
 }
@@ -97,9 +98,9 @@ pub(super) fn rlpg_bm25() -> RankFn<'static> {
 /// draw does not depend on which other holes are in the run.
 pub(super) fn random(seed: u64) -> RankFn<'static> {
     Box::new(move |hole| {
-        let mut ids: Vec<usize> = hole
+        let mut ids: Vec<CandidateId> = hole
             .applicable_ids()
-            .filter(|&id| id < PROPOSAL_COUNT)
+            .filter(|&id| id < CandidateId::DEFAULT)
             .collect();
         let hash = blake3::hash(hole.hole_id.as_bytes());
         let mut bytes = [0; 8];
@@ -107,19 +108,21 @@ pub(super) fn random(seed: u64) -> RankFn<'static> {
         ids.shuffle(&mut ChaCha8Rng::seed_from_u64(
             seed ^ u64::from_le_bytes(bytes),
         ));
-        ids.push(DEFAULT_ID);
+        ids.push(CandidateId::DEFAULT);
         ids
     })
 }
 
 /// Proposals with their success rate as RLPG's fixed prompt proposal on `holes` (the proposal
 /// where applicable, the default context elsewhere), best first; ties keep id order.
-pub(super) fn fixed_order(holes: &[&HoleRows]) -> Vec<(usize, f64)> {
-    let mut order: Vec<(usize, f64)> = (0..PROPOSAL_COUNT)
-        .map(|id| {
+pub(super) fn fixed_order(holes: &[&HoleRows]) -> Vec<(CandidateId, f64)> {
+    let mut order: Vec<(CandidateId, f64)> = candidate::proposal_specs()
+        .iter()
+        .map(|spec| {
+            let id = spec.id;
             let hits = holes
                 .iter()
-                .filter(|h| attempts(vec![id, DEFAULT_ID], h).success_at(1))
+                .filter(|h| attempts(vec![id, CandidateId::DEFAULT], h).success_at(1))
                 .count();
             (id, percent(hits, holes.len()))
         })
@@ -130,10 +133,10 @@ pub(super) fn fixed_order(holes: &[&HoleRows]) -> Vec<(usize, f64)> {
 
 /// The fixed prompt proposal: the best of `order`, else the default context; further attempts
 /// follow `order` (as the paper's Figure 2 does for the fixed proposal).
-pub(super) fn fixed_proposal(order: Vec<usize>) -> RankFn<'static> {
+pub(super) fn fixed_proposal(order: Vec<CandidateId>) -> RankFn<'static> {
     Box::new(move |_| {
         let (best, rest) = order.split_first().expect("there are proposals");
-        [*best, DEFAULT_ID]
+        [*best, CandidateId::DEFAULT]
             .into_iter()
             .chain(rest.iter().copied())
             .collect()
@@ -142,7 +145,7 @@ pub(super) fn fixed_proposal(order: Vec<usize>) -> RankFn<'static> {
 
 /// ProCC's bandit context of a hole, and which perspectives applied there.
 fn procc_context(hole: &HoleRows) -> (Context, [bool; ARMS]) {
-    let features = PROCC_IDS.map(|id| {
+    let features = CandidateId::PROCC.map(|id| {
         let row = hole.row(id).filter(|_| hole.applicable(id))?;
         Some((
             row.retrieval_score.unwrap_or(0.0),
@@ -159,14 +162,14 @@ pub(super) fn procc_picks<'h>(
     bandit: &mut LinUcb,
     holes: impl IntoIterator<Item = &'h HoleRows<'h>>,
     learn: bool,
-) -> Vec<(&'h str, usize)> {
+) -> Vec<(&'h str, CandidateId)> {
     let mut picks = Vec::new();
     for hole in holes {
         let (x, available) = procc_context(hole);
         let Some(arm) = bandit.choose(&x, available) else {
             continue;
         };
-        let id = PROCC_IDS[arm];
+        let id = CandidateId::PROCC[arm];
         if learn {
             bandit.update(arm, &x, f64::from(u8::from(hole.succeeded(id))));
         }
@@ -177,22 +180,24 @@ pub(super) fn procc_picks<'h>(
 
 /// ProCC (LinUCB): the perspective the bandit picked for the hole, the default context where
 /// it picked none.
-pub(super) fn picked(picks: HashMap<String, usize>) -> RankFn<'static> {
+pub(super) fn picked(picks: HashMap<String, CandidateId>) -> RankFn<'static> {
     Box::new(move |hole| {
         picks
             .get(hole.hole_id)
-            .map_or(vec![DEFAULT_ID], |&id| vec![id, DEFAULT_ID])
+            .map_or(vec![CandidateId::DEFAULT], |&id| {
+                vec![id, CandidateId::DEFAULT]
+            })
     })
 }
 
 /// Rank with a keyhole [`Ranker`]. Label rows keep no context text, so the ranker sees
 /// stand-ins that carry only applicability, and no hole window; rankers that read them need a
 /// [`RankFn`] of their own.
-pub fn by_ranker<'r>(ranker: &'r dyn Ranker) -> impl Fn(&HoleRows) -> Vec<usize> + 'r {
+pub fn by_ranker<'r>(ranker: &'r dyn Ranker) -> impl Fn(&HoleRows) -> Vec<CandidateId> + 'r {
     move |hole| {
-        let stand_ins: Vec<ProposalContext> = specs()
-            .into_iter()
-            .map(|spec| stand_in(spec, hole.applicable(spec.id)))
+        let stand_ins: Vec<ProposalContext> = candidate::proposal_specs()
+            .iter()
+            .map(|&spec| stand_in(spec, hole.applicable(spec.id)))
             .collect();
         let window = HoleWindow {
             before: "",

@@ -23,13 +23,8 @@ use serde::Serialize;
 pub use holes::{HoleRows, Rate, group as group_holes};
 pub use methods::{RankFn, by_ranker};
 
-use crate::context::perspectives::{
-    HYPOTHETICAL_LINE_ID, LEXICAL_ID, REPOCODER_ID, REPOCODER_ITERATION_ID, SUMMARY_ID,
-};
-use crate::context::proposals::{ProposalSpec, specs};
-use crate::context::retrieval::{FILE_BM25_ID, IDENTIFIER_USAGE_ID, RANDOM_CONTEXT_ID};
-use crate::context::typed::{TYPED_HEADERS_ID, TYPED_TYPES_ID};
-use crate::eval::{LabelRow, ROWS_PER_HOLE};
+use crate::candidate::{self, CandidateId, ProposalSpec};
+use crate::eval::LabelRow;
 use crate::rank::FixedRanker;
 use crate::rank::bandit::LinUcb;
 use holes::{gain, percent};
@@ -103,7 +98,7 @@ impl Gain {
 /// The fixed prompt proposal and the hole-wise rate that chose it.
 #[derive(Debug, Serialize)]
 pub struct FixedChoice {
-    pub id: usize,
+    pub id: CandidateId,
     pub label: String,
     pub success: f64,
     /// `train`, or `all` when there is no training split.
@@ -150,7 +145,7 @@ pub struct Tally {
 
 #[derive(Debug, Serialize)]
 pub struct ProposalRow {
-    pub id: usize,
+    pub id: CandidateId,
     pub label: String,
     /// Holes where the proposal is applicable, and their share of all holes.
     pub applicable: usize,
@@ -203,7 +198,7 @@ impl<'a> Builder<'a> {
     pub fn add_ranking(
         mut self,
         name: impl Into<String>,
-        rank: impl Fn(&HoleRows) -> Vec<usize> + 'a,
+        rank: impl Fn(&HoleRows) -> Vec<CandidateId> + 'a,
     ) -> Self {
         self.extra.push(Method {
             name: name.into(),
@@ -226,26 +221,41 @@ impl<'a> Builder<'a> {
         let mut all_methods = vec![
             method("default", methods::default_context()),
             method("oracle", methods::oracle()),
-            method("random context", methods::single(RANDOM_CONTEXT_ID)),
+            method(
+                "random context",
+                methods::single(CandidateId::RANDOM_CONTEXT),
+            ),
             method("random proposal", methods::random(self.seed)),
-            method("file-level BM25", methods::single(FILE_BM25_ID)),
-            method("identifier usage", methods::single(IDENTIFIER_USAGE_ID)),
-            method("typed-hole types", methods::single(TYPED_TYPES_ID)),
-            method("typed-hole headers", methods::single(TYPED_HEADERS_ID)),
+            method("file-level BM25", methods::single(CandidateId::FILE_BM25)),
+            method(
+                "identifier usage",
+                methods::single(CandidateId::IDENTIFIER_USAGE),
+            ),
+            method(
+                "typed-hole types",
+                methods::single(CandidateId::TYPED_TYPES),
+            ),
+            method(
+                "typed-hole headers",
+                methods::single(CandidateId::TYPED_HEADERS),
+            ),
             method(
                 "fixed proposal",
                 methods::fixed_proposal(order.iter().map(|&(id, _)| id).collect()),
             ),
             method("fixed ranking", Box::new(by_ranker(&FixedRanker))),
             method("RLPG-BM25", methods::rlpg_bm25()),
-            method("RepoCoder", methods::single(REPOCODER_ID)),
-            method("RepoCoder iter 2", methods::single(REPOCODER_ITERATION_ID)),
-            method("ProCC lexical", methods::single(LEXICAL_ID)),
+            method("RepoCoder", methods::single(CandidateId::REPOCODER)),
+            method(
+                "RepoCoder iter 2",
+                methods::single(CandidateId::REPOCODER_ITERATION),
+            ),
+            method("ProCC lexical", methods::single(CandidateId::LEXICAL)),
             method(
                 "ProCC hypothetical line",
-                methods::single(HYPOTHETICAL_LINE_ID),
+                methods::single(CandidateId::HYPOTHETICAL_LINE),
             ),
-            method("ProCC summary", methods::single(SUMMARY_ID)),
+            method("ProCC summary", methods::single(CandidateId::SUMMARY)),
             method("ProCC (LinUCB)", methods::picked(procc)),
         ];
         all_methods.extend(self.extra);
@@ -256,7 +266,7 @@ impl<'a> Builder<'a> {
             splits: split.table2(&eval),
             fixed_proposal: FixedChoice {
                 id: fixed.0,
-                label: label(fixed.0),
+                label: fixed.0.label().into(),
                 success: fixed.1,
                 chosen_on: split.chosen_on.into(),
                 holes: split.choice.len(),
@@ -284,7 +294,7 @@ pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
 /// ProCC (LinUCB)'s pick per hole, and a note saying how it learned: online over the training
 /// holes in hole order, each pick made before its reward is seen, then frozen for the others;
 /// with no training split, online over all holes.
-fn procc_picks(holes: &[HoleRows], split: &Split) -> (HashMap<String, usize>, String) {
+fn procc_picks(holes: &[HoleRows], split: &Split) -> (HashMap<String, CandidateId>, String) {
     let mut bandit = LinUcb::default();
     let mut picks = methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
     let note = if split.train.is_empty() {
@@ -312,9 +322,9 @@ fn procc_picks(holes: &[HoleRows], split: &Split) -> (HashMap<String, usize>, St
 
 /// Why candidates could not apply, where the rows say: one note per candidate and reason.
 fn why_not_notes(holes: &[HoleRows]) -> Vec<String> {
-    let mut reasons: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+    let mut reasons: BTreeMap<(CandidateId, &str), usize> = BTreeMap::new();
     for hole in holes {
-        for id in 0..ROWS_PER_HOLE {
+        for id in CandidateId::all() {
             if let Some(why) = hole.row(id).and_then(|r| r.why_not.as_deref()) {
                 *reasons.entry((id, why)).or_default() += 1;
             }
@@ -322,7 +332,7 @@ fn why_not_notes(holes: &[HoleRows]) -> Vec<String> {
     }
     reasons
         .into_iter()
-        .map(|((id, why), n)| format!("{} is not applicable on {n} holes: {why}.", label(id)))
+        .map(|((id, why), n)| format!("{} is not applicable on {n} holes: {why}.", id.label()))
         .collect()
 }
 
@@ -581,7 +591,7 @@ impl<'h, 'r> Eval<'h, 'r> {
 
 /// (applicable, successful) (hole, candidate) pairs per candidate id.
 fn counts(holes: &[HoleRows]) -> Vec<(usize, usize)> {
-    (0..ROWS_PER_HOLE)
+    CandidateId::all()
         .map(|id| {
             let applicable = holes.iter().filter(|h| h.applicable(id)).count();
             let successes = holes.iter().filter(|h| h.succeeded(id)).count();
@@ -594,9 +604,9 @@ fn counts(holes: &[HoleRows]) -> Vec<(usize, usize)> {
 fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Tally> {
     let counts = counts(holes);
     let mut groups: Vec<(&str, usize, usize)> = Vec::new();
-    for spec in specs() {
+    for spec in candidate::proposal_specs() {
         let name = key(&spec);
-        let (applicable, successes) = counts[spec.id];
+        let (applicable, successes) = counts[spec.id.index()];
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => (g.1, g.2) = (g.1 + applicable, g.2 + successes),
             None => groups.push((name, applicable, successes)),
@@ -614,13 +624,12 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
 
 /// Every candidate with rows (ids a run did not write, such as reserved ones, are left out).
 fn proposal_rows(holes: &[HoleRows]) -> Vec<ProposalRow> {
-    counts(holes)
-        .into_iter()
-        .enumerate()
+    CandidateId::all()
+        .zip(counts(holes))
         .filter(|&(id, _)| holes.iter().any(|h| h.row(id).is_some()))
         .map(|(id, (applicable, successes))| ProposalRow {
             id,
-            label: label(id),
+            label: id.label().into(),
             applicable,
             applicability: percent(applicable, holes.len()),
             success: percent(successes, applicable),
@@ -641,9 +650,4 @@ pub fn write(report: &Report, dir: &Path) -> io::Result<()> {
         fs::write(plots.join(name), text)?;
     }
     Ok(())
-}
-
-/// How the report names candidate `id`.
-fn label(id: usize) -> String {
-    crate::context::candidate_label(id)
 }

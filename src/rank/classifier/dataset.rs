@@ -11,9 +11,10 @@ use rayon::prelude::*;
 
 use super::bert::BertEncoder;
 use super::{EncoderKind, WINDOW_KEEP, candidate_contexts, features};
+use crate::candidate::CandidateId;
 use crate::context::proposals::build_for_budget;
+use crate::eval::LabelRow;
 use crate::eval::report::{HoleRows, group_holes};
-use crate::eval::{LabelRow, RLPG_CANDIDATES};
 use crate::hole::HoleWindow;
 use crate::rank::RankInput;
 use crate::repo::RepoIndex;
@@ -140,10 +141,10 @@ impl Rebuild<'_> {
         Ok(Example {
             repository: rows.repository.to_string(),
             inputs,
-            mask: (0..RLPG_CANDIDATES)
+            mask: CandidateId::rlpg()
                 .map(|id| flag(rows.applicable(id)))
                 .collect(),
-            labels: (0..RLPG_CANDIDATES)
+            labels: CandidateId::rlpg()
                 .map(|id| flag(rows.succeeded(id)))
                 .collect(),
         })

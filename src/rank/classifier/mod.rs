@@ -22,7 +22,7 @@ use candle_nn::VarBuilder;
 use serde::Serialize;
 
 use super::{RankInput, Ranked, Ranker, sorted};
-use crate::context::proposals::DEFAULT_ID;
+use crate::candidate::CandidateId;
 use crate::eval::RLPG_CANDIDATES;
 use crate::hole::HoleWindow;
 use crate::token::Keep;
@@ -327,7 +327,7 @@ fn candidate_contexts<'a>(input: &RankInput<'a>) -> Vec<(&'a str, Keep)> {
         .iter()
         .map(|p| (p.context.text.as_str(), p.keep))
         .collect();
-    contexts.resize(DEFAULT_ID, ("", Keep::End));
+    contexts.resize(CandidateId::PROPOSALS, ("", Keep::End));
     contexts.push((input.before_hole, Keep::End));
     contexts
 }
@@ -349,11 +349,11 @@ impl Ranker for ClassifierRanker<'_> {
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         match self.classifier.probabilities(self.variant, input) {
             Ok(p) => sorted(
-                (0..RLPG_CANDIDATES)
+                CandidateId::rlpg()
                     .filter(|&id| input.applicable(id))
                     .map(|id| Ranked {
                         id,
-                        score: f64::from(p[id]),
+                        score: f64::from(p[id.index()]),
                     })
                     .collect(),
             ),

@@ -25,7 +25,7 @@ use super::dataset::{Example, Inputs};
 use super::features::{CHUNK_LEN, CHUNKS, PART_LEN, PARTS};
 use super::network::{E, HashedEncoder, HeadH, HeadR, masked_bce};
 use super::{BUNDLED, BUNDLED_NAME, EncoderKind, Variant};
-use crate::context::proposals::DEFAULT_ID;
+use crate::candidate::CandidateId;
 use crate::eval::RLPG_CANDIDATES;
 use crate::rank::FixedRanker;
 
@@ -427,11 +427,15 @@ fn evaluate(model: &Model, examples: &[&Example], with_contexts: bool) -> Result
         loss += f64::from(masked_bce(&logits, &batch.labels, &batch.mask)?.to_scalar::<f32>()?)
             * chunk.len() as f64;
         for (example, scores) in chunk.iter().zip(logits.to_vec2::<f32>()?) {
-            let top = (0..RLPG_CANDIDATES)
-                .filter(|&id| example.mask[id] > 0.0)
-                .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)))
-                .unwrap_or(DEFAULT_ID);
-            hits += usize::from(example.labels[top] > 0.0);
+            let top = CandidateId::rlpg()
+                .filter(|&id| example.mask[id.index()] > 0.0)
+                .max_by(|&a, &b| {
+                    scores[a.index()]
+                        .total_cmp(&scores[b.index()])
+                        .then(b.cmp(&a))
+                })
+                .unwrap_or(CandidateId::DEFAULT);
+            hits += usize::from(example.labels[top.index()] > 0.0);
         }
     }
     let n = examples.len().max(1) as f64;
@@ -444,12 +448,12 @@ fn compare(model: f64, examples: &[&Example]) -> Comparison {
     };
     Comparison {
         model,
-        default: rate(&|e| e.labels[DEFAULT_ID] > 0.0),
+        default: rate(&|e| e.labels[CandidateId::DEFAULT.index()] > 0.0),
         fixed: rate(&|e| {
             let top = FixedRanker::order()
-                .find(|&id| e.mask[id] > 0.0)
-                .unwrap_or(DEFAULT_ID);
-            e.labels[top] > 0.0
+                .find(|&id| e.mask[id.index()] > 0.0)
+                .unwrap_or(CandidateId::DEFAULT);
+            e.labels[top.index()] > 0.0
         }),
         oracle: rate(&|e| e.labels.iter().any(|&l| l > 0.0)),
     }

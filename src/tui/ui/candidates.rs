@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{bar, scroll_top};
+use crate::candidate::CandidateId;
 use crate::tui::state::{Availability, Candidate, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
@@ -146,7 +147,7 @@ fn four_wide(score: f64) -> String {
     }
 }
 
-fn procc_pick(state: &State) -> Option<usize> {
+fn procc_pick(state: &State) -> Option<CandidateId> {
     state.procc.as_ref().and_then(|p| p.pick)
 }
 

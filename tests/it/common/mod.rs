@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::LazyLock;
 
+use keyhole::candidate;
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, ProposalContext, Request};
@@ -72,7 +73,7 @@ pub fn hole(spec: &str) -> Hole {
 /// Proposal `id` for `hole`, composed into a prompt of `budget` code tokens.
 pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prompt) {
     let tokenizer = TokenizerKind::Code.tokenizer();
-    let spec = proposals::specs()[id];
+    let spec = candidate::proposal_specs()[id];
     let req = Request {
         index: &SAMPLE,
         hole,

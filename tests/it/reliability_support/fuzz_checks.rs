@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
+use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, Composer};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives};
-use keyhole::context::proposals::{self, PROPOSAL_COUNT, Request};
+use keyhole::context::proposals::{self, Request};
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::hole::Hole;
@@ -162,8 +163,8 @@ fn hole_at(index: &RepoIndex, line_pick: usize, column_pick: usize) -> Hole {
 pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: usize) {
     let tok = kind.tokenizer();
     let composer = Composer::new(index, hole, tok, budget);
-    let specs = proposals::specs();
-    assert_eq!(specs.len(), PROPOSAL_COUNT);
+    let specs = candidate::proposal_specs();
+    assert_eq!(specs.len(), CandidateId::PROPOSALS);
     for spec in specs {
         let req = Request {
             index,
@@ -172,7 +173,7 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
             allocation: compose::proposal_allocation(budget, spec.share),
             fidelity: Fidelity::Paper,
         };
-        let context = proposals::build(spec, &req);
+        let context = proposals::build(*spec, &req);
         let prompt = composer.compose(Some(&context));
         if let Err(e) = prompt.validate(index, tok) {
             panic!(
@@ -229,10 +230,7 @@ pub fn compose_retrieved(
     candidates.push(perspectives.repocoder_iteration(hole, ANSWER));
     candidates.push(perspectives.hypothetical_line(hole, ANSWER));
     candidates.push(perspectives.summary(hole, ANSWER));
-    assert_eq!(
-        candidates.len(),
-        perspectives::LAST_ID - perspectives::FIRST_ID + 1
-    );
+    assert_eq!(candidates.len(), CandidateId::retrieved().count());
     for candidate in candidates {
         if let Some(Err(e)) = candidate.compose(&composer).map(|p| p.validate(index, tok)) {
             panic!(
