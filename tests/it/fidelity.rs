@@ -149,3 +149,108 @@ fn the_holes_command_takes_the_profile_and_refuses_an_unknown_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown fidelity 'published'"), "{err}");
 }
+
+/// Proposal `source` `context_type` for `hole` under `fidelity`, 4,072 code tokens.
+fn built(
+    hole: &keyhole::hole::Hole,
+    source: PromptSource,
+    context_type: ContextType,
+    fidelity: Fidelity,
+) -> proposals::ProposalContext {
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == source && s.context_type == context_type)
+        .unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    proposals::build_for_budget_as(&SAMPLE, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone()
+}
+
+#[test]
+fn code_identifiers_are_followed_by_the_type_identifiers() {
+    let h = hole(DEMO);
+    let paper = built(
+        &h,
+        PromptSource::Current,
+        ContextType::Identifiers,
+        Fidelity::Paper,
+    );
+    let code = built(
+        &h,
+        PromptSource::Current,
+        ContextType::Identifiers,
+        Fidelity::Code,
+    );
+    let (paper, code) = (paper.context.text, code.context.text);
+    // After line 94 `Map<OrderStatus, Long>` is used only as a type.
+    assert!(code.starts_with(&format!("{paper} ")), "{code}");
+    assert!(!paper.split(' ').any(|w| w == "Map"), "{paper}");
+    assert!(code[paper.len()..].split(' ').any(|w| w == "Map"), "{code}");
+}
+
+#[test]
+fn code_imports_are_import_declarations_only() {
+    // OrderService imports from model (a wildcard), pricing and repository, and uses
+    // Notifier and OrderValidator of its own package without an import.
+    let h = hole(DEMO);
+    let paths = |f| -> Vec<String> {
+        built(&h, PromptSource::Import, ContextType::MethodNames, f)
+            .ranked_files
+            .iter()
+            .map(|&f| SAMPLE.files[f].path.trim_start_matches(SHOP).to_string())
+            .collect()
+    };
+    let mut code = paths(Fidelity::Code);
+    code.sort();
+    assert_eq!(
+        code,
+        [
+            "pricing/PriceCalculator.java",
+            "pricing/PriceQuote.java",
+            "repository/CustomerRepository.java",
+            "repository/OrderRepository.java",
+            "repository/ProductRepository.java"
+        ]
+        .map(String::from),
+        "single-type declarations resolved by path, each used again in the file"
+    );
+    let paper = paths(Fidelity::Paper);
+    assert!(paper.iter().any(|p| p.starts_with("service/")), "{paper:?}");
+    assert!(paper.iter().any(|p| p.starts_with("model/")), "{paper:?}");
+}
+
+#[test]
+fn code_lists_siblings_as_the_directory_lists_them() {
+    // Files that import nothing: RLPG's ranking falls back to `os.listdir` order.
+    let repo = tempfile::tempdir().unwrap();
+    for name in ["Delta", "Alpha", "Charlie", "Bravo", "Echo"] {
+        let text = format!(
+            "class {name} {{\n    int {}Count() {{ return 1; }}\n}}\n",
+            name.to_lowercase()
+        );
+        std::fs::write(repo.path().join(format!("{name}.java")), text).unwrap();
+    }
+    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
+    let h = keyhole::hole::Hole::parse(&index, "Alpha.java:2:5").unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    let sibling = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == PromptSource::Sibling && s.context_type == ContextType::MethodNames)
+        .unwrap();
+    let ranked = |f| -> Vec<String> {
+        proposals::build_for_budget_as(&index, &h, tok, 4072, f)[usize::from(sibling.id)]
+            .ranked_files
+            .iter()
+            .map(|&f| index.files[f].path.clone())
+            .collect()
+    };
+    let listed: Vec<String> = std::fs::read_dir(repo.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "Alpha.java")
+        .collect();
+    assert_eq!(ranked(Fidelity::Code), listed);
+    assert_eq!(
+        ranked(Fidelity::Paper),
+        ["Bravo.java", "Charlie.java", "Delta.java", "Echo.java"]
+    );
+}
