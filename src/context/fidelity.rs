@@ -15,6 +15,21 @@
 //!   says the middle of the line, which keyhole takes as the middle of the trimmed line.
 //! - Method names (MN): the names alone (the `all_method_name` capture of `parse_tree.py`); the
 //!   paper's appendix B.2 example shows whole signatures.
+//! - Identifiers (I): every identifier, then every type identifier (`parse_tree.py` extends
+//!   the identifier list in place with the type identifiers).
+//! - Imports: single-type import declarations only, resolved by path and kept only when the
+//!   name is used again; keyhole also counts wildcard imports and same-package references.
+//! - File choice and order for the multi-file sources (imports, siblings, similar names,
+//!   children and the import-of sources): as `parse_tree.py` and `context.py` compute them,
+//!   file-system order included (see [`super::rlpg_files`] and [`crate::repo::listing`]); the
+//!   current file is not kept out of the import-of lists.
+//! - Multi-file layout: a bare `[FileName]` for a file without context, each file's context cut
+//!   and counted without its label, a space after the last context and a line break even when
+//!   there is no class line; the class line names classes only (not enums or interfaces).
+//! - Method names and bodies (MNB): each method from the start of the line where its body opens
+//!   (or its name's line alone when the body opens on another line), cut to keep its *end*,
+//!   each method's share being what the one before it got (a reused variable); the paper
+//!   profile keeps the start of each whole declaration within an equal share.
 //!
 //! RepoCoder
 //! - Block lines are commented out with `# ` (its prompts are Python) instead of Java's `// `.
@@ -28,6 +43,13 @@
 //! - A block shows the lines of the window's first place (`metadata[0]`), even when that place
 //!   is in the hole's file and only a copy elsewhere made the window retrievable; the paper
 //!   profile shows the copy's lines.
+//! - Windows and their places are ordered as RepoCoder's window list (files as `glob` lists
+//!   them, in file-system order), and of tied windows the later comes first; the paper profile
+//!   orders by path.
+//!
+//! Not reproduced: transformers' decode clean-up (`" ."` → `"."` and the like) that RLPG's
+//! GPT-2 tokenizer applied to every truncated context, and the per-file cache in RLPG's
+//! `get_relevant_files` that lets earlier holes of a file change a later hole's order.
 
 use std::str::FromStr;
 
