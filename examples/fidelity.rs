@@ -55,6 +55,23 @@ fn main() {
     }
 }
 
+/// The oracle's rows, one a hole: the row, the hole as `FILE:LINE:COL`, and the hole.
+fn oracle_holes(index: &RepoIndex, rows: &str) -> Vec<(Value, String, Hole)> {
+    rows.lines()
+        .map(|row| {
+            let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+            let at = format!(
+                "{}:{}:{}",
+                row["file"].as_str().unwrap(),
+                row["line"],
+                row["column"]
+            );
+            let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+            (row, at, hole)
+        })
+        .collect()
+}
+
 /// Agreement of the 62 proposals' contexts with RLPG's code.
 fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let tok = TokenizerKind::R50kBase.tokenizer();
@@ -62,15 +79,7 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     // Per proposal: holes, applicability agreed, both applicable, equal contexts, equal after
     // the decode clean-up.
     let mut counts = vec![[0usize; 5]; specs.len()];
-    for row in rows.lines() {
-        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
-        let at = format!(
-            "{}:{}:{}",
-            row["file"].as_str().unwrap(),
-            row["line"],
-            row["column"]
-        );
-        let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+    for (row, at, hole) in oracle_holes(index, rows) {
         let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
         for p in &built {
             let theirs = row["proposals"][p.spec.label()]
@@ -184,15 +193,7 @@ fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
 fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let windows = WindowIndex::new(index);
     let (mut holes, mut top1, mut score, mut equal, mut equal_words) = (0, 0, 0, 0, 0);
-    for row in rows.lines() {
-        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
-        let at = format!(
-            "{}:{}:{}",
-            row["file"].as_str().unwrap(),
-            row["line"],
-            row["column"]
-        );
-        let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+    for (row, at, hole) in oracle_holes(index, rows) {
         let top_k = row["top_k"].as_array().unwrap();
         let best_score = top_k
             .first()

@@ -17,12 +17,14 @@ pub fn listdir(dir: &Path) -> Vec<OsString> {
         .unwrap_or_default()
 }
 
+/// Files (relative, '/'-separated) and their positions in `os.walk` order.
+pub type WalkOrder = Arc<HashMap<String, usize>>;
+
 /// Every file under `root` (relative, '/'-separated) with its position in `os.walk(root)`
 /// order: a directory's files, then each subdirectory's in turn, symbolic links to
 /// directories not followed. Walked once per root and process.
-pub fn walk_order(root: &Path) -> Arc<HashMap<String, usize>> {
-    static WALKS: LazyLock<Mutex<HashMap<PathBuf, Arc<HashMap<String, usize>>>>> =
-        LazyLock::new(Mutex::default);
+pub fn walk_order(root: &Path) -> WalkOrder {
+    static WALKS: LazyLock<Mutex<HashMap<PathBuf, WalkOrder>>> = LazyLock::new(Mutex::default);
     let mut walks = WALKS.lock().unwrap_or_else(|e| e.into_inner());
     walks
         .entry(root.to_path_buf())

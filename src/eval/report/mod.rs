@@ -605,7 +605,7 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
     let counts = counts(holes);
     let mut groups: Vec<(&str, usize, usize)> = Vec::new();
     for spec in candidate::proposal_specs() {
-        let name = key(&spec);
+        let name = key(spec);
         let (applicable, successes) = counts[spec.id.index()];
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => (g.1, g.2) = (g.1 + applicable, g.2 + successes),
