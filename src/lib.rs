@@ -22,6 +22,7 @@ pub mod model;
 pub mod rank;
 pub mod repo;
 pub mod sample;
+pub mod session;
 pub mod text;
 pub mod token;
 pub mod tui;

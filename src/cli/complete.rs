@@ -1,38 +1,36 @@
-//! `keyhole complete` and `keyhole backends`.
+//! `keyhole complete`: k candidates' prompts (the ranker's best, or the ones named) completed
+//! side by side, or several samples of one, each scored against the true rest of the line.
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use futures_util::future::join_all;
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use super::{HoleArgs, RankArgs, Session, dirs, hole_json};
-use keyhole::candidate::CandidateId;
-use keyhole::compose::{Composer, Prompt};
-use keyhole::context::perspectives::Candidate;
-use keyhole::context::proposals::{self, ProposalContext};
+use super::backends::BackendArgs;
+use super::bounds;
+use super::hole::{HoleArgs, HoleOut, Opened, RankArgs};
+use keyhole::candidate::{CandidateId, ContextType};
+use keyhole::compose::Prompt;
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
-use keyhole::model::config::{self, BackendConfig};
-use keyhole::model::secret;
-use keyhole::model::{self, Backend, Completion, CompletionRequest, TokenCounting};
-use keyhole::rank::RankInput;
+use keyhole::model::{self, Completion, CompletionRequest, TokenCounting};
 
 #[derive(Args)]
 pub struct CompleteArgs {
     #[command(flatten)]
     at: HoleArgs,
-    /// Candidate ids to complete with (see `keyhole prompt --help`); repeatable. Without it, the
-    /// k best-ranked candidates.
+    /// Candidate ids to complete with (see `keyhole prompt --help`); repeatable. Without it,
+    /// the k best-ranked candidates.
     #[arg(long = "id", visible_alias = "proposal")]
     ids: Vec<CandidateId>,
     /// Number of candidates to complete with, one completion each.
-    #[arg(short = 'k', default_value_t = 3, value_parser = super::bounds::candidates)]
+    #[arg(short = 'k', default_value_t = 3, value_parser = bounds::candidates)]
     k: usize,
     /// Instead, draw this many samples from the first candidate's prompt.
-    #[arg(long, value_parser = super::bounds::samples)]
+    #[arg(long, value_parser = bounds::samples)]
     samples: Option<usize>,
     /// Sampling temperature [default: 0, or 0.8 with --samples].
-    #[arg(long, value_parser = super::bounds::temperature)]
+    #[arg(long, value_parser = bounds::temperature)]
     temperature: Option<f32>,
     #[arg(long)]
     seed: Option<u64>,
@@ -40,164 +38,6 @@ pub struct CompleteArgs {
     backend: BackendArgs,
     #[command(flatten)]
     rank: RankArgs,
-}
-
-/// Which backend to use, with overrides of its configured settings.
-#[derive(Args)]
-pub(super) struct BackendArgs {
-    /// Backend name from backends.toml (`keyhole backends` lists them).
-    #[arg(long, default_value = config::EMBEDDED)]
-    backend: String,
-    /// Override the backend's base URL.
-    #[arg(long)]
-    url: Option<String>,
-    /// Override the backend's model.
-    #[arg(long)]
-    model: Option<String>,
-    /// Most tokens to generate.
-    #[arg(long, value_parser = super::bounds::generated_tokens)]
-    max_tokens: Option<usize>,
-    /// Run this GGUF model file in-process (a one-off local backend, or the path of the
-    /// local backend named by --backend).
-    #[arg(long, value_name = "FILE")]
-    model_path: Option<std::path::PathBuf>,
-}
-
-impl Default for BackendArgs {
-    /// The embedded backend as configured.
-    fn default() -> Self {
-        BackendArgs {
-            backend: config::EMBEDDED.to_string(),
-            url: None,
-            model: None,
-            max_tokens: None,
-            model_path: None,
-        }
-    }
-}
-
-/// The configured backend entries (the embedded one first).
-pub(super) fn configured() -> Result<Vec<BackendConfig>> {
-    match dirs().config_file(config::BACKENDS_FILE) {
-        Some(path) => Ok(config::load_backends(&path)?),
-        None => Ok(vec![BackendConfig::embedded()]),
-    }
-}
-
-/// How long `keyhole backends` waits for each server to list its models.
-const CHECK_SECS: u64 = 5;
-
-pub fn backends_command() -> Result<()> {
-    if let Some(path) = dirs().config_file(config::BACKENDS_FILE) {
-        outln!("config  {}", path.display());
-    }
-    let backends = configured()?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let checks = runtime.block_on(join_all(backends.iter().map(check_server)));
-    for (b, check) in backends.iter().zip(checks) {
-        let key = match &b.api_key_env {
-            Some(var) if std::env::var_os(var).is_some() => format!("key from ${var} (set)"),
-            Some(var) => format!("key from ${var} (NOT set)"),
-            None => "no key".to_string(),
-        };
-        let url = match (&b.base_url, &b.path) {
-            (Some(url), _) => secret::shown_url(url),
-            (None, Some(path)) => {
-                keyhole::escape::controls(&path.display().to_string()).into_owned()
-            }
-            (None, None) => "-".into(),
-        };
-        let model = b.model.as_deref().unwrap_or("-");
-        outln!(
-            "{:<16} {:<12} {url:<32} {model:<24} {key}",
-            b.name,
-            b.kind.name()
-        );
-        outln!("{:<16} {check}", "");
-    }
-    Ok(())
-}
-
-/// Whether a backend's server answers, and which models it lists (the configured one
-/// flagged when it is not among them), on one line.
-async fn check_server(entry: &BackendConfig) -> String {
-    match (entry.kind, &entry.path) {
-        (config::BackendKind::Embedded, _) => return "built in: needs no server".into(),
-        (config::BackendKind::Local, Some(path)) if path.is_file() => {
-            return "runs in-process: the model file is there".into();
-        }
-        (config::BackendKind::Local, _) => {
-            return "runs in-process: NO model file at its path".into();
-        }
-        _ => {}
-    }
-    let quick = BackendConfig {
-        deadline_secs: entry.deadline_secs.min(CHECK_SECS),
-        retries: 0,
-        ..entry.clone()
-    };
-    let backend = match model::http::build_http(&quick) {
-        Ok(backend) => backend,
-        Err(e) => return format!("not usable: {e}"),
-    };
-    match backend.models().await {
-        Some(Ok(models)) => {
-            let missing = entry
-                .model
-                .as_ref()
-                .filter(|m| !models.is_empty() && !models.contains(m))
-                .map(|m| format!(" (NOT {m})"))
-                .unwrap_or_default();
-            format!(
-                "answers; serves {}: {}{missing}",
-                models.len(),
-                models.join(", ")
-            )
-        }
-        Some(Err(e)) => format!("no answer to the model list: {e}"),
-        None => "answers nothing about its models".into(),
-    }
-}
-
-impl BackendArgs {
-    /// The chosen backend entry with flag overrides applied.
-    pub(super) fn entry(&self) -> Result<BackendConfig> {
-        self.entry_among(configured()?)
-    }
-
-    /// [`BackendArgs::entry`] among `configured` entries already read.
-    pub(super) fn entry_among(&self, configured: Vec<BackendConfig>) -> Result<BackendConfig> {
-        if let Some(path) = &self.model_path
-            && self.backend == config::EMBEDDED
-        {
-            return Ok(BackendConfig::local(path.clone()));
-        }
-        let mut entry = configured
-            .into_iter()
-            .find(|b| b.name == self.backend)
-            .with_context(|| {
-                format!(
-                    "--backend {}: no such backend (see `keyhole backends`)",
-                    self.backend
-                )
-            })?;
-        if self.url.is_some() {
-            entry.base_url.clone_from(&self.url);
-        }
-        if self.model.is_some() {
-            entry.model.clone_from(&self.model);
-        }
-        if self.max_tokens.is_some() {
-            entry.max_tokens = self.max_tokens;
-        }
-        if let Some(path) = &self.model_path {
-            if entry.kind != config::BackendKind::Local {
-                bail!("--model-path: backend `{}` is not a local one", entry.name);
-            }
-            entry.path = Some(path.clone());
-        }
-        Ok(entry)
-    }
 }
 
 /// One prompt to send and the candidate it came from.
@@ -210,17 +50,16 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet; opening the session starts rayon's.
     unsafe { model::local::use_threads(&entry) };
-    let session = Session::open(&args.at, entry.tokenizer())?;
+    let opened = Opened::open(&args.at, &args.backend, args.rank.learning()?)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let backend = model::build_backend(&entry, &session.index)?;
-    let attempts = runtime.block_on(attempts(args, &session, backend.as_ref()))?;
+    let attempts = runtime.block_on(attempts(args, &opened))?;
     let base = CompletionRequest {
         temperature: args
             .temperature
             .unwrap_or(if args.samples.is_some() { 0.8 } else { 0.0 }),
         seed: args.seed,
         n: args.samples.unwrap_or(1).max(1),
-        current_file: Some(session.path(session.hole.file).to_string()),
+        current_file: Some(opened.path(opened.hole.file).to_string()),
         ..CompletionRequest::single_line(String::new())
     };
     let requests: Vec<CompletionRequest> = attempts
@@ -232,6 +71,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
             })
         })
         .collect();
+    let backend = opened.session.backend.as_ref();
     let results = runtime.block_on(join_all(requests.iter().map(|r| backend.complete(r, None))));
     if results.iter().all(Result::is_err) {
         let first = results
@@ -246,111 +86,48 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
         .flat_map(|(attempt, result)| match result {
             Ok(completions) => completions
                 .into_iter()
-                .map(|c| Row::done(attempt, c, &session))
+                .map(|c| Row::done(attempt, c, &opened))
                 .collect(),
             Err(err) => vec![Row {
                 id: attempt.id,
-                tokens: attempt.prompt.tokens(session.tokenizer),
+                tokens: attempt.prompt.tokens(opened.session.tokenizer),
                 outcome: Err(err.to_string()),
                 syntax_errors: Vec::new(),
             }],
         })
         .collect();
+    let out = CompleteOut::new(&opened, &entry.name, backend.counting(), &rows);
     if args.at.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&rows_json(&session, &entry, backend.counting(), &rows))?
-        );
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print_rows(&session, &entry, backend.counting(), &rows)?;
+        print(&opened, &out)?;
     }
-    super::print_notices(backend.as_ref())?;
-    Ok(())
+    opened.print_notices()
 }
 
 /// The prompts to complete: the given candidates, or the k best-ranked ones (one, for
-/// samples), each fitted to the budget.
-async fn attempts(
-    args: &CompleteArgs,
-    session: &Session,
-    backend: &dyn Backend,
-) -> Result<Vec<Attempt>> {
-    let budget = args.at.budget;
-    let all: Vec<ProposalContext> = proposals::build_for_budget_as(
-        &session.index,
-        &session.hole,
-        session.tokenizer,
-        budget,
-        session.fidelity,
-    );
+/// samples), each fitted to the backend.
+async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> {
+    let (session, hole) = (&opened.session, &opened.hole);
     let ids: Vec<CandidateId> = if args.ids.is_empty() {
-        let k = if args.samples.is_some() {
-            1
-        } else {
-            args.k.max(1)
-        };
-        args.rank
-            .rank(&RankInput::new(&session.index, &session.hole, &all))?
-            .into_iter()
-            .take(k)
-            .map(|r| r.id)
-            .collect()
+        let k = if args.samples.is_some() { 1 } else { args.k };
+        let analysis = session.analyse(hole, args.rank.ranker);
+        if let Some(warning) = analysis.warning {
+            bail!("{warning}");
+        }
+        analysis.ranking.iter().take(k).map(|r| r.id).collect()
     } else {
         args.ids.clone()
     };
-    let retrieved: Vec<Candidate> = if ids.iter().any(|&id| id > CandidateId::DEFAULT) {
-        let immediate = ids.iter().all(|&id| super::immediate(id));
-        session.retrieved(&args.at, backend, immediate).await?
-    } else {
-        Vec::new()
-    };
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let proposal = all.get(id.index()).filter(|p| p.applicable());
-        let candidate = retrieved.iter().find(|c| c.id == id && c.applicable());
-        let prompt = fit(session, budget, backend, |composer| {
-            match (proposal, candidate) {
-                (Some(p), _) => composer.compose(Some(p)),
-                (_, Some(c)) => c.compose(composer).expect("an applicable candidate"),
-                _ => composer.compose(None),
-            }
-        })
-        .await?;
+        let context = session.context(hole, id).await;
+        let prompt = session
+            .fit(hole, |composer| context.compose(composer))
+            .await?;
         out.push(Attempt { id, prompt });
     }
     Ok(out)
-}
-
-/// Compose within `budget`; where the backend counts tokens itself (llama.cpp's /tokenize),
-/// check the prompt with it and shrink the budget until the backend agrees it fits.
-async fn fit(
-    session: &Session,
-    budget: usize,
-    backend: &dyn Backend,
-    compose: impl Fn(&Composer) -> Prompt,
-) -> Result<Prompt> {
-    let mut local_budget = budget;
-    for _ in 0..4 {
-        let composer = Composer::new(
-            &session.index,
-            &session.hole,
-            session.tokenizer,
-            local_budget,
-        );
-        let prompt = compose(&composer);
-        let Some(count) = backend.count_tokens(&prompt.text()).await else {
-            return Ok(prompt);
-        };
-        let count = count?;
-        if count <= budget {
-            return Ok(prompt);
-        }
-        local_budget = local_budget.saturating_sub(count - budget + count / 50 + 1);
-    }
-    bail!(
-        "{}: the prompt does not fit {budget} tokens of the backend's tokenizer",
-        backend.name()
-    )
 }
 
 struct Row {
@@ -362,18 +139,18 @@ struct Row {
 }
 
 impl Row {
-    fn done(attempt: &Attempt, completion: Completion, session: &Session) -> Row {
-        let scores = session
+    fn done(attempt: &Attempt, completion: Completion, opened: &Opened) -> Row {
+        let scores = opened
             .hole
             .target
             .as_deref()
             .map(|t| metrics::score(&completion.text, t));
         Row {
             id: attempt.id,
-            tokens: attempt.prompt.tokens(session.tokenizer),
+            tokens: attempt.prompt.tokens(opened.session.tokenizer),
             syntax_errors: typed::hole_completion_errors(
-                &session.index,
-                &session.hole,
+                &opened.session.index,
+                &opened.hole,
                 &completion.text,
             ),
             outcome: Ok((completion, scores)),
@@ -381,33 +158,84 @@ impl Row {
     }
 }
 
-fn candidate_name(id: CandidateId) -> String {
-    format!("{id} {}", id.label())
+/// What `keyhole complete` reports.
+#[derive(Serialize)]
+struct CompleteOut<'a> {
+    hole: HoleOut<'a>,
+    backend: &'a str,
+    tokenizer: &'static str,
+    token_counting: TokenCounting,
+    completions: Vec<CompletionOut<'a>>,
 }
 
-fn counting_note(counting: TokenCounting, tokenizer: &str) -> String {
-    match counting {
-        TokenCounting::Exact => format!("{tokenizer} tokens, exact"),
-        TokenCounting::Approximate => format!("{tokenizer} tokens, approximate for this model"),
+#[derive(Serialize)]
+struct CompletionOut<'a> {
+    proposal_id: CandidateId,
+    /// The proposal's prompt source, or the candidate's source column (`current` for the
+    /// default context).
+    source: &'static str,
+    context_type: Option<ContextType>,
+    prompt_tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    syntax_errors: Option<&'a [CompletionError]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact_match: Option<Option<bool>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edit_similarity: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+impl<'a> CompleteOut<'a> {
+    fn new(
+        opened: &'a Opened,
+        backend: &'a str,
+        counting: TokenCounting,
+        rows: &'a [Row],
+    ) -> CompleteOut<'a> {
+        let completions = rows
+            .iter()
+            .map(|row| {
+                let spec = row.id.proposal();
+                let done = row.outcome.as_ref().ok();
+                CompletionOut {
+                    proposal_id: row.id,
+                    source: spec.map_or(row.id.info().source, |s| s.source.name()),
+                    context_type: spec.map(|s| s.context_type),
+                    prompt_tokens: row.tokens,
+                    syntax_errors: done.map(|_| row.syntax_errors.as_slice()),
+                    text: done.map(|(c, _)| c.text.as_str()),
+                    latency_ms: done.map(|(c, _)| c.latency.as_secs_f64() * 1000.0),
+                    exact_match: done.map(|(_, s)| s.map(|s| s.exact_match)),
+                    edit_similarity: done.map(|(_, s)| s.map(|s| s.edit_similarity)),
+                    error: row.outcome.as_ref().err().map(String::as_str),
+                }
+            })
+            .collect();
+        CompleteOut {
+            hole: opened.hole_out(),
+            backend,
+            tokenizer: opened.session.tokenizer.name(),
+            token_counting: counting,
+            completions,
+        }
     }
 }
 
-fn print_rows(
-    session: &Session,
-    entry: &BackendConfig,
-    counting: TokenCounting,
-    rows: &[Row],
-) -> Result<()> {
-    outln!("hole     {}", session.hole.display(&session.index));
-    outln!(
-        "target   {}",
-        session.hole.target.as_deref().unwrap_or("(unknown)")
-    );
-    outln!(
-        "backend  {} ({})",
-        entry.name,
-        counting_note(counting, session.tokenizer.name())
-    );
+fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
+    outln!("hole     {}", opened.hole.display(&opened.session.index));
+    outln!("target   {}", out.hole.target.unwrap_or("(unknown)"));
+    let counting = match out.token_counting {
+        TokenCounting::Exact => format!("{} tokens, exact", out.tokenizer),
+        TokenCounting::Approximate => {
+            format!("{} tokens, approximate for this model", out.tokenizer)
+        }
+    };
+    outln!("backend  {} ({counting})", out.backend);
     outln!();
     outln!(
         "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5} {:>3}  completion",
@@ -419,154 +247,43 @@ fn print_rows(
         "ES",
         "SYN"
     );
-    for (i, row) in rows.iter().enumerate() {
-        let name = candidate_name(row.id);
-        match &row.outcome {
-            Ok((c, scores)) => outln!(
-                "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {}",
+    for (i, c) in out.completions.iter().enumerate() {
+        let name = format!("{} {}", c.proposal_id, c.proposal_id.label());
+        match (c.text, c.error) {
+            (Some(text), _) => outln!(
+                "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {text}",
                 i + 1,
-                row.tokens,
-                c.latency.as_secs_f64() * 1000.0,
-                scores.map_or("", |s| if s.exact_match { "✓" } else { "✗" }),
-                scores.map_or(String::new(), |s| format!("{:.2}", s.edit_similarity)),
-                row.syntax_errors.len(),
-                c.text
+                c.prompt_tokens,
+                c.latency_ms.unwrap_or_default(),
+                match c.exact_match.flatten() {
+                    Some(true) => "✓",
+                    Some(false) => "✗",
+                    None => "",
+                },
+                c.edit_similarity
+                    .flatten()
+                    .map_or(String::new(), |s| format!("{s:.2}")),
+                c.syntax_errors.map_or(0, <[_]>::len),
             ),
-            Err(err) => outln!("{:>2}  {name:<30} {:>6}  error: {err}", i + 1, row.tokens),
+            (None, error) => outln!(
+                "{:>2}  {name:<30} {:>6}  error: {}",
+                i + 1,
+                c.prompt_tokens,
+                error.unwrap_or_default()
+            ),
         }
     }
     // ChatLSP's error round reports where each completion breaks the file's syntax.
-    for (i, row) in rows.iter().enumerate() {
-        if let Some(first) = row.syntax_errors.first() {
+    for (i, c) in out.completions.iter().enumerate() {
+        if let Some(errors) = c.syntax_errors
+            && let Some(first) = errors.first()
+        {
             outln!(
                 "note: #{} has {} syntax error(s) in the completion, first at {first}",
                 i + 1,
-                row.syntax_errors.len()
+                errors.len()
             );
         }
     }
-    Ok(())
-}
-
-fn rows_json(
-    session: &Session,
-    entry: &BackendConfig,
-    counting: TokenCounting,
-    rows: &[Row],
-) -> Value {
-    let completions: Vec<Value> = rows
-        .iter()
-        .map(|row| {
-            let spec = row.id.proposal();
-            let mut value = json!({
-                "proposal_id": row.id,
-                "source": spec.map_or(json!("default"), |s| json!(s.source)),
-                "context_type": spec.map(|s| s.context_type),
-                "prompt_tokens": row.tokens,
-            });
-            match &row.outcome {
-                Ok((c, scores)) => {
-                    value["syntax_errors"] = json!(row.syntax_errors);
-                    value["text"] = json!(c.text);
-                    value["latency_ms"] = json!(c.latency.as_secs_f64() * 1000.0);
-                    value["exact_match"] = json!(scores.map(|s| s.exact_match));
-                    value["edit_similarity"] = json!(scores.map(|s| s.edit_similarity));
-                }
-                Err(err) => value["error"] = json!(err),
-            }
-            value
-        })
-        .collect();
-    json!({
-        "hole": hole_json(session),
-        "backend": entry.name,
-        "tokenizer": session.tokenizer.name(),
-        "token_counting": counting,
-        "completions": completions,
-    })
-}
-
-#[derive(Args)]
-pub struct TasksArgs {
-    /// A RepoEval or CrossCodeEval task file (JSONL).
-    file: std::path::PathBuf,
-    /// The repository the tasks come from, for the embedded model's statistics (without it,
-    /// the embedded model learns from each prompt alone).
-    #[arg(long)]
-    repo: Option<std::path::PathBuf>,
-    /// Write one JSON line per task (id, prediction, scores) here.
-    #[arg(long)]
-    out: Option<std::path::PathBuf>,
-    /// Completions in flight at once.
-    #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
-    concurrency: usize,
-    #[command(flatten)]
-    backend: BackendArgs,
-}
-
-/// Complete every task of a benchmark file and report exact match and edit similarity.
-pub fn tasks_command(args: &TasksArgs) -> Result<()> {
-    use futures_util::stream::{self, StreamExt};
-    use keyhole::eval::interop;
-    use keyhole::model::ngram::EmbeddedModel;
-
-    let tasks = interop::read_tasks(&args.file)?;
-    let entry = args.backend.entry()?;
-    let backend: Box<dyn Backend> = match (&args.repo, entry.kind) {
-        (Some(repo), _) => {
-            model::build_backend(&entry, &keyhole::repo::RepoIndex::open(repo, None)?)?
-        }
-        (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
-        (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),
-        (None, _) => config::build_http(&entry)?,
-    };
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let results: Vec<(usize, Result<Vec<Completion>, model::BackendError>)> = runtime.block_on(
-        stream::iter(tasks.iter().enumerate())
-            .map(|(i, task)| {
-                let request = entry.apply(&CompletionRequest {
-                    suffix: task.suffix.clone(),
-                    current_file: Some(task.file.clone()),
-                    ..CompletionRequest::single_line(task.prompt.clone())
-                });
-                let backend = backend.as_ref();
-                async move { (i, backend.complete(&request, None).await) }
-            })
-            .buffer_unordered(args.concurrency.max(1))
-            .collect(),
-    );
-    let mut rows = Vec::with_capacity(tasks.len());
-    let (mut exact, mut similarity, mut failed) = (0usize, 0.0f64, 0usize);
-    let mut sorted = results;
-    sorted.sort_by_key(|(i, _)| *i);
-    for (i, result) in sorted {
-        let task = &tasks[i];
-        let (prediction, error) = match result {
-            Ok(c) => (
-                c.into_iter().next().map(|c| c.text).unwrap_or_default(),
-                None,
-            ),
-            Err(err) => (String::new(), Some(err.to_string())),
-        };
-        failed += usize::from(error.is_some());
-        // Task ground truths may span lines; single-line completions are scored on the first.
-        let truth = task.ground_truth.lines().next().unwrap_or_default();
-        let scores = metrics::score(&prediction, truth);
-        exact += usize::from(scores.exact_match);
-        similarity += scores.edit_similarity;
-        rows.push(json!({ "task_id": task.id, "prediction": prediction, "ground_truth": truth,
-            "exact_match": scores.exact_match, "edit_similarity": scores.edit_similarity, "error": error }));
-    }
-    if let Some(out) = &args.out {
-        interop::write_jsonl(out, rows).with_context(|| format!("{}", out.display()))?;
-    }
-    let n = tasks.len().max(1) as f64;
-    outln!(
-        "{} tasks, backend {}: exact match {:.2}%, edit similarity {:.2}%, {failed} failed",
-        tasks.len(),
-        entry.name,
-        100.0 * exact as f64 / n,
-        100.0 * similarity / n
-    );
     Ok(())
 }

@@ -2,19 +2,18 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::complete::BackendArgs;
+use super::backends::BackendArgs;
 use super::dirs;
 use keyhole::candidate::CandidateId;
 use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::WindowIndex;
 use keyhole::eval::WRITTEN_ROWS;
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels::{self, LabelFile};
@@ -26,6 +25,7 @@ use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
+use keyhole::session::{Learning, Session};
 use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
@@ -134,20 +134,30 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             );
         }
         let progress = progress_bar(name);
-        let retrieval = Retrieval::new(&index);
-        let windows = WindowIndex::new(&index);
+        let mut session = Session::new(
+            Arc::new(index),
+            Arc::from(backend),
+            Learning::new(dirs().clone()),
+            tokenizer,
+            options.budget,
+        );
+        session.seed = options.seed;
+        session.fidelity = options.fidelity;
         let run = RepoRun {
             repository: name,
-            index: &index,
-            tokenizer,
-            backend: backend.as_ref(),
-            retrieval: &retrieval,
-            windows: &windows,
+            session: &session,
             options: &options,
         };
         let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
         progress.finish_and_clear();
-        super::print_notices(backend.as_ref())?;
+        session
+            .backend
+            .notices()
+            .iter()
+            .try_for_each(|n| -> Result<()> {
+                errln!("note: {n}");
+                Ok(())
+            })?;
         let stats = result?;
         errln!("{name}: {stats}");
         total.holes += stats.holes;

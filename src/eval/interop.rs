@@ -158,7 +158,10 @@ pub fn export_row(index: &RepoIndex, repository: &str, hole: &Hole, prompt: &str
 }
 
 /// Write rows as JSONL, one per line.
-pub fn write_jsonl(path: &Path, rows: impl IntoIterator<Item = Value>) -> io::Result<()> {
+pub fn write_jsonl<T: serde::Serialize>(
+    path: &Path,
+    rows: impl IntoIterator<Item = T>,
+) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
     for row in rows {
         serde_json::to_writer(&mut out, &row)?;

@@ -19,15 +19,14 @@ use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Candidate, Perspectives};
-use crate::context::proposals::{self, ProposalContext};
-use crate::context::retrieval::{self, Retrieval};
-use crate::context::windows::WindowIndex;
+use crate::context::proposals::ProposalContext;
+use crate::context::retrieval::{self};
 use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
-use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::model::{BackendError, CompletionRequest};
 use crate::rank::bm25;
-use crate::repo::RepoIndex;
-use crate::token::{Tokenizer, TokenizerKind};
+use crate::session::Session;
+use crate::token::TokenizerKind;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
@@ -43,7 +42,7 @@ pub struct EvalOptions {
     pub budget: usize,
     /// Completions in flight at once.
     pub concurrency: usize,
-    /// Whose rules the holes and contexts follow.
+    /// Whose rules place the holes and build the contexts.
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
     pub tokenizer: TokenizerKind,
@@ -52,12 +51,8 @@ pub struct EvalOptions {
 /// One repository's run.
 pub struct RepoRun<'a> {
     pub repository: &'a str,
-    pub index: &'a RepoIndex,
-    pub tokenizer: &'a dyn Tokenizer,
-    pub backend: &'a dyn Backend,
-    /// The repository's retrieval indexes, for the retrieved candidates.
-    pub retrieval: &'a Retrieval,
-    pub windows: &'a WindowIndex,
+    /// The repository, its backend and budget: what every candidate is built from.
+    pub session: &'a Session,
     pub options: &'a EvalOptions,
 }
 
@@ -235,7 +230,7 @@ impl RepoRun<'_> {
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
         let holes = sample_holes_as(
-            self.index,
+            &self.session.index,
             self.options.holes,
             self.options.seed,
             self.options.fidelity,
@@ -341,36 +336,23 @@ impl RepoRun<'_> {
     fn id(&self, hole: &Hole) -> String {
         hole_id(
             self.repository,
-            &self.index.files[hole.file].path,
+            &self.session.index.files[hole.file].path,
             hole.line + 1,
             hole.column + 1,
         )
     }
 
     fn perspectives(&self) -> Perspectives<'_> {
-        Perspectives {
-            index: self.index,
-            retrieval: self.retrieval,
-            windows: self.windows,
-            tokenizer: self.tokenizer,
-            budget: self.options.budget,
-            seed: self.options.seed,
-            fidelity: self.options.fidelity,
-        }
+        self.session.perspectives()
     }
 
     /// The default prompt, every proposal's (RLPG builds all 62 for every hole), the retrieved
     /// candidates that need nothing from the backend, and the drafts the others need.
     fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
-        let composer = Composer::new(self.index, hole, self.tokenizer, self.options.budget);
-        let built: Vec<ProposalContext> = proposals::build_for_budget_as(
-            self.index,
-            hole,
-            self.tokenizer,
-            self.options.budget,
-            self.options.fidelity,
-        );
-        let bm25 = bm25::proposal_scores(&built, &retrieval::hole_window(self.index, hole));
+        let composer = self.session.composer(hole);
+        let built: Vec<ProposalContext> = self.session.proposals(hole);
+        let bm25 =
+            bm25::proposal_scores(&built, &retrieval::hole_window(&self.session.index, hole));
         let mut prompts: Vec<HolePrompt> = built
             .iter()
             .zip(bm25)
@@ -402,12 +384,12 @@ impl RepoRun<'_> {
         );
         let mut drafts = vec![(
             Draft::HypotheticalLine,
-            perspectives::hypothetical_request(self.index, hole, &composer),
+            perspectives::hypothetical_request(&self.session.index, hole, &composer),
         )];
-        if self.backend.follows_instructions() {
+        if self.session.backend.follows_instructions() {
             drafts.push((
                 Draft::Summary,
-                perspectives::summary_request(self.index, hole),
+                perspectives::summary_request(&self.session.index, hole),
             ));
         }
         FirstStage {
@@ -443,7 +425,7 @@ impl RepoRun<'_> {
         );
         let summary = match text(Job::Draft(Draft::Summary)) {
             Some(summary) => perspectives.summary(hole, summary),
-            None => perspectives::summary_not_applicable(self.backend),
+            None => perspectives::summary_not_applicable(self.session.backend.as_ref()),
         };
         [iteration, hypothetical, summary]
             .into_iter()
@@ -468,7 +450,8 @@ impl RepoRun<'_> {
                 if failed[h].load(Ordering::Relaxed) {
                     return (h, job, None);
                 }
-                let result = perspectives::first_completion(self.backend, &request).await;
+                let result =
+                    perspectives::first_completion(self.session.backend.as_ref(), &request).await;
                 (h, job, Some(result))
             })
             .buffer_unordered(self.options.concurrency.max(1));
@@ -489,7 +472,7 @@ impl RepoRun<'_> {
     }
 
     fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
-        perspectives::line_request(self.index, hole, prompt)
+        perspectives::line_request(&self.session.index, hole, prompt)
     }
 
     fn rows(
@@ -499,7 +482,7 @@ impl RepoRun<'_> {
         mut predictions: Vec<(Job, String)>,
     ) -> Vec<LabelRow> {
         let target = hole.target.clone().unwrap_or_default();
-        let file = &self.index.files[hole.file].path;
+        let file = &self.session.index.files[hole.file].path;
         prompts
             .iter()
             .map(|p| {
@@ -535,7 +518,7 @@ impl RepoRun<'_> {
                     default_tokens: default.map_or(0, |s| s.tokens),
                     proposal_truncated: proposal.is_some_and(|s| s.cut.is_some()),
                     default_truncated: default.is_some_and(|s| s.cut.is_some()),
-                    backend: self.backend.name().to_string(),
+                    backend: self.session.backend.name().to_string(),
                     error: None,
                     bm25: p.bm25,
                     retrieval_score: p.retrieval_score,

@@ -33,6 +33,7 @@ mod reliability_secrets;
 mod reliability_state;
 mod retrieval;
 mod retrieval_repocoder;
+mod session;
 mod tui_app;
 mod tui_picks;
 mod tui_snapshots;

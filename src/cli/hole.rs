@@ -1,0 +1,236 @@
+//! What the hole commands share: their arguments, opening the repository and the hole as a
+//! library [`Session`], and the pieces of output every one of them prints.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+
+use super::{backends, bounds, dirs};
+use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::{SourcedText, perspectives};
+use keyhole::hole::Hole;
+use keyhole::model::{self, Backend};
+use keyhole::rank::RankerKind;
+use keyhole::rank::classifier::Classifier;
+use keyhole::repo::RepoIndex;
+use keyhole::session::{Learning, Session};
+use keyhole::token::{Keep, TokenizerKind};
+
+#[derive(Args)]
+pub struct CacheArgs {
+    /// Do not read or write the on-disk index cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+#[derive(Args)]
+pub struct HoleArgs {
+    /// Repository root.
+    pub repo: PathBuf,
+    /// FILE:LINE:COL, FILE relative to REPO, LINE and COL 1-based.
+    pub position: String,
+    /// Total prompt budget in tokens.
+    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
+    pub budget: usize,
+    /// Tokenizer the budget is counted in: code, r50k_base, p50k_base, cl100k_base,
+    /// o200k_base [default: the backend's, else code].
+    #[arg(long)]
+    pub tokenizer: Option<TokenizerKind>,
+    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
+    /// or code.
+    #[arg(long, default_value = "paper")]
+    pub fidelity: Fidelity,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// RepoCoder's iterations (candidate 67 is the last one).
+    #[arg(long, default_value_t = perspectives::DEFAULT_ITERATIONS, value_parser = bounds::iterations)]
+    pub iterations: u16,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// How to rank the candidates of a hole.
+#[derive(Args)]
+pub struct RankArgs {
+    /// Which ranker orders the candidates (RLPG-H is the bundled classifier).
+    #[arg(long, value_enum, default_value = "rlpg-h")]
+    pub ranker: RankerKind,
+    /// A classifier written by `keyhole train` [default: the bundled one].
+    #[arg(long)]
+    pub classifier: Option<PathBuf>,
+    /// The local BERT-family model (config.json, model.safetensors, tokenizer.json) the
+    /// classifier was trained on with `keyhole train --encoder-dir`.
+    #[arg(long)]
+    pub encoder_dir: Option<PathBuf>,
+}
+
+impl RankArgs {
+    /// The rankers these arguments name, learning in the data directory.
+    pub fn learning(&self) -> Result<Learning> {
+        let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
+        Ok(Learning::with_classifier(classifier, dirs().clone()))
+    }
+}
+
+/// Index `repo` (through the cache unless `--no-cache`), printing the first warnings.
+pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
+    let cache_dir = if cache.no_cache {
+        None
+    } else {
+        dirs().cache.clone()
+    };
+    let index = RepoIndex::open(repo, cache_dir.as_deref())?;
+    for warning in index.warnings.iter().take(5) {
+        errln!("warning: {warning}");
+    }
+    if index.warnings.len() > 5 {
+        errln!(
+            "warning: ... and {} more (keyhole index --json lists them)",
+            index.warnings.len() - 5
+        );
+    }
+    Ok(index)
+}
+
+/// A hole of an opened repository and the session that builds its candidates.
+pub struct Opened {
+    pub session: Session,
+    pub hole: Hole,
+}
+
+impl Opened {
+    /// Open the repository and the hole with the backend of `backend` (its tokenizer counts
+    /// the budget unless `--tokenizer` says otherwise) and the rankers of `learning`.
+    pub fn open(
+        at: &HoleArgs,
+        backend: &backends::BackendArgs,
+        learning: Learning,
+    ) -> Result<Opened> {
+        let entry = backend.entry()?;
+        let index = open_repo(&at.repo, &at.cache)?;
+        let hole = Hole::parse(&index, &at.position)?;
+        let tokenizer = at.tokenizer.unwrap_or(entry.tokenizer()).tokenizer();
+        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(&entry, &index)?);
+        let mut session = Session::new(Arc::new(index), backend, learning, tokenizer, at.budget);
+        session.iterations = at.iterations;
+        session.fidelity = at.fidelity;
+        Ok(Opened { session, hole })
+    }
+
+    /// A file's path, relative to the repository.
+    pub fn path(&self, file: usize) -> &str {
+        &self.session.index.files[file].path
+    }
+
+    pub fn hole_out(&self) -> HoleOut<'_> {
+        HoleOut {
+            file: self.path(self.hole.file),
+            line: self.hole.line + 1,
+            column: self.hole.column + 1,
+            target: self.hole.target.as_deref(),
+        }
+    }
+
+    /// Where each piece of `text` came from: the file and 1-based line range.
+    pub fn pieces(&self, text: &SourcedText) -> Vec<PieceOut<'_>> {
+        text.pieces
+            .iter()
+            .map(|p| {
+                let origin = p.origin.map(|o| {
+                    let file = &self.session.index.files[o.file];
+                    let last = (o.span.end as usize)
+                        .saturating_sub(1)
+                        .max(o.span.start as usize);
+                    (
+                        file.path.as_str(),
+                        [
+                            file.line_of(o.span.start as usize) + 1,
+                            file.line_of(last) + 1,
+                        ],
+                    )
+                });
+                PieceOut {
+                    start: p.range.start,
+                    end: p.range.end,
+                    file: origin.map(|o| o.0),
+                    lines: origin.map(|o| o.1),
+                }
+            })
+            .collect()
+    }
+
+    /// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.
+    pub fn print_notices(&self) -> Result<()> {
+        print_notices(self.session.backend.as_ref())
+    }
+}
+
+/// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.
+pub fn print_notices(backend: &dyn Backend) -> Result<()> {
+    for notice in backend.notices() {
+        errln!("note: {notice}");
+    }
+    Ok(())
+}
+
+/// The hole, as JSON output names it.
+#[derive(Serialize)]
+pub struct HoleOut<'a> {
+    pub file: &'a str,
+    pub line: usize,
+    pub column: usize,
+    pub target: Option<&'a str>,
+}
+
+/// A piece of prompt text and where it came from (`file: null` for formatting keyhole added).
+#[derive(Serialize)]
+pub struct PieceOut<'a> {
+    pub start: usize,
+    pub end: usize,
+    pub file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[usize; 2]>,
+}
+
+/// The segment of a candidate's own context in `prompt`.
+pub fn context_segment(prompt: &Prompt) -> Option<&compose::Segment> {
+    prompt.segment(|k| matches!(k, SegmentKind::Proposal { .. }))
+}
+
+/// The default context's segment, which every prompt has.
+pub fn default_segment(prompt: &Prompt) -> &compose::Segment {
+    prompt
+        .segment(|k| matches!(k, SegmentKind::Default))
+        .expect("every prompt has a default segment")
+}
+
+pub fn cut_name(cut: Option<Keep>) -> &'static str {
+    match cut {
+        None => "-",
+        Some(Keep::Start) => "start",
+        Some(Keep::End) => "end",
+    }
+}
+
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The first `shown` items and how many more there are.
+pub fn summarize(items: &[&str], shown: usize) -> String {
+    let mut text = items
+        .iter()
+        .take(shown)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > shown {
+        text.push_str(&format!(" +{}", items.len() - shown));
+    }
+    text
+}

@@ -1,0 +1,85 @@
+//! `keyhole prompt`: the prompt one candidate composes to, as text or as JSON with every
+//! segment and the file and lines each piece came from.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::backends::BackendArgs;
+use super::dirs;
+use super::hole::{HoleArgs, HoleOut, Opened, PieceOut};
+use keyhole::candidate::CandidateId;
+use keyhole::compose::{Prompt, SegmentKind};
+use keyhole::session::{Availability, Learning};
+use keyhole::token::Keep;
+
+pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> Result<()> {
+    let opened = Opened::open(at, backend, Learning::new(dirs().clone()))?;
+    let session = &opened.session;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let row = runtime.block_on(session.candidate(&opened.hole, id));
+    if let Availability::NotApplicable(why) = &row.availability {
+        let why = why
+            .as_deref()
+            .filter(|w| !w.is_empty())
+            .map_or_else(String::new, |w| format!(" ({w})"));
+        errln!(
+            "note: candidate {id} is not applicable here{why}; the prompt is the default context alone"
+        );
+    }
+    if at.json {
+        let out = PromptOut::new(&opened, &row.prompt);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        out!("{}", row.prompt.text());
+    }
+    opened.print_notices()
+}
+
+/// What `keyhole prompt --json` reports.
+#[derive(Serialize)]
+struct PromptOut<'a> {
+    hole: HoleOut<'a>,
+    proposal_id: CandidateId,
+    tokenizer: &'static str,
+    budget: usize,
+    tokens: usize,
+    text: String,
+    segments: Vec<SegmentOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct SegmentOut<'a> {
+    kind: SegmentKind,
+    text: &'a str,
+    tokens: usize,
+    allocated: usize,
+    truncated: bool,
+    cut: Option<Keep>,
+    pieces: Vec<PieceOut<'a>>,
+}
+
+impl<'a> PromptOut<'a> {
+    fn new(opened: &'a Opened, prompt: &'a Prompt) -> PromptOut<'a> {
+        PromptOut {
+            hole: opened.hole_out(),
+            proposal_id: prompt.proposal_id,
+            tokenizer: prompt.tokenizer,
+            budget: prompt.budget,
+            tokens: prompt.tokens(opened.session.tokenizer),
+            text: prompt.text(),
+            segments: prompt
+                .segments
+                .iter()
+                .map(|s| SegmentOut {
+                    kind: s.kind,
+                    text: &s.text.text,
+                    tokens: s.tokens,
+                    allocated: s.allocated,
+                    truncated: s.cut.is_some(),
+                    cut: s.cut,
+                    pieces: opened.pieces(&s.text),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! `keyhole proposals`: every candidate of a hole, ranked, as a table or JSON. Both are drawn
+//! from one [`ProposalsOut`], so they never disagree.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::backends::BackendArgs;
+use super::hole::{
+    HoleArgs, HoleOut, Opened, RankArgs, context_segment, cut_name, default_segment, file_name,
+    summarize,
+};
+use keyhole::candidate::{CandidateId, ContextType, PromptSource};
+use keyhole::compose;
+use keyhole::escape;
+use keyhole::rank::RankerKind;
+use keyhole::session::HoleCandidates;
+use keyhole::token::Keep;
+
+pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) -> Result<()> {
+    let opened = Opened::open(at, backend, rank.learning()?)?;
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let all = runtime.block_on(opened.session.candidates(&opened.hole, rank.ranker));
+    if let Some(warning) = &all.warning {
+        anyhow::bail!("{warning}");
+    }
+    let out = ProposalsOut::new(&opened, rank.ranker, &all);
+    if at.json {
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print(&opened, &out)?;
+    }
+    opened.print_notices()
+}
+
+/// What `keyhole proposals` reports.
+#[derive(Serialize)]
+pub struct ProposalsOut<'a> {
+    repository: &'a Path,
+    hole: HoleOut<'a>,
+    tokenizer: &'static str,
+    budget: usize,
+    ranker: RankerKind,
+    /// RLPG's applicable candidates, best first.
+    ranking: Vec<CandidateId>,
+    /// The 62 proposals in id order.
+    proposals: Vec<ProposalOut<'a>>,
+    default: DefaultOut,
+    /// The retrieved candidates 63–72 in id order.
+    retrieved: Vec<RetrievedOut<'a>>,
+    /// The perspective ProCC's LinUCB bandit picks (a fresh bandit where none was kept).
+    procc_pick: Option<CandidateId>,
+}
+
+#[derive(Serialize)]
+struct ProposalOut<'a> {
+    id: CandidateId,
+    source: PromptSource,
+    context_type: ContextType,
+    applicable: bool,
+    rank: Option<usize>,
+    score: Option<f64>,
+    tokens: usize,
+    full_tokens: usize,
+    allocated: usize,
+    truncated: bool,
+    cut: Option<Keep>,
+    /// Files whose text survived into the prompt, best-ranked first.
+    files: Vec<&'a str>,
+    /// Every file the source ranked, best first.
+    ranked_files: Vec<&'a str>,
+    default_tokens: usize,
+}
+
+#[derive(Serialize)]
+struct DefaultOut {
+    id: CandidateId,
+    rank: Option<usize>,
+    score: Option<f64>,
+    tokens: usize,
+    allocated: usize,
+    truncated: bool,
+    cut: Option<Keep>,
+}
+
+#[derive(Serialize)]
+struct RetrievedOut<'a> {
+    id: CandidateId,
+    label: &'static str,
+    applicable: bool,
+    why_not: Option<&'a str>,
+    tokens: usize,
+    full_tokens: usize,
+    allocated: usize,
+    truncated: bool,
+    cut: Option<Keep>,
+    /// The best retrieved window's similarity to the query.
+    score: Option<f64>,
+    jaccard: Option<f64>,
+    /// Files the context draws on, in prompt order.
+    files: Vec<&'a str>,
+    default_tokens: Option<usize>,
+}
+
+impl<'a> ProposalsOut<'a> {
+    fn new(opened: &'a Opened, ranker: RankerKind, all: &'a HoleCandidates) -> ProposalsOut<'a> {
+        let session = &opened.session;
+        let place = |id: CandidateId| {
+            all.ranking
+                .iter()
+                .position(|r| r.id == id)
+                .map(|i| (i + 1, all.ranking[i].score))
+        };
+        let proposals = all
+            .proposals
+            .iter()
+            .map(|proposal| {
+                let spec = proposal.spec;
+                let prompt = &all.get(spec.id).expect("every proposal has a row").prompt;
+                let seg = context_segment(prompt);
+                let in_prompt = seg.map(|s| s.text.files()).unwrap_or_default();
+                ProposalOut {
+                    id: spec.id,
+                    source: spec.source,
+                    context_type: spec.context_type,
+                    applicable: proposal.applicable(),
+                    rank: place(spec.id).map(|p| p.0),
+                    score: place(spec.id).map(|p| p.1),
+                    tokens: seg.map_or(0, |s| s.tokens),
+                    full_tokens: session.tokenizer.count(&proposal.context.text),
+                    allocated: compose::proposal_allocation(session.budget, spec.share),
+                    truncated: seg.is_some_and(|s| s.cut.is_some()),
+                    cut: seg.and_then(|s| s.cut),
+                    files: proposal
+                        .ranked_files
+                        .iter()
+                        .filter(|f| in_prompt.contains(f))
+                        .map(|&f| opened.path(f))
+                        .collect(),
+                    ranked_files: proposal
+                        .ranked_files
+                        .iter()
+                        .map(|&f| opened.path(f))
+                        .collect(),
+                    default_tokens: default_segment(prompt).tokens,
+                }
+            })
+            .collect();
+        let default =
+            default_segment(&all.get(CandidateId::DEFAULT).expect("a default row").prompt);
+        let retrieved = all
+            .retrieved
+            .iter()
+            .map(|built| {
+                let row = all
+                    .get(built.id)
+                    .expect("every retrieved candidate has a row");
+                let prompt = row.applicable().then_some(&row.prompt);
+                let seg = prompt.and_then(context_segment);
+                RetrievedOut {
+                    id: built.id,
+                    label: built.id.label(),
+                    applicable: row.applicable(),
+                    why_not: built.why_not.as_deref(),
+                    tokens: seg.map_or(0, |s| s.tokens),
+                    full_tokens: session.tokenizer.count(&built.context.text),
+                    allocated: compose::proposal_allocation(session.budget, built.id.info().share),
+                    truncated: seg.is_some_and(|s| s.cut.is_some()),
+                    cut: seg.and_then(|s| s.cut),
+                    score: built.score,
+                    jaccard: built.jaccard,
+                    files: seg
+                        .map(|s| s.text.files())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|f| opened.path(f))
+                        .collect(),
+                    default_tokens: prompt.map(|p| default_segment(p).tokens),
+                }
+            })
+            .collect();
+        ProposalsOut {
+            repository: &session.index.root,
+            hole: opened.hole_out(),
+            tokenizer: session.tokenizer.name(),
+            budget: session.budget,
+            ranker,
+            ranking: all.ranking.iter().map(|r| r.id).collect(),
+            proposals,
+            default: DefaultOut {
+                id: CandidateId::DEFAULT,
+                rank: place(CandidateId::DEFAULT).map(|p| p.0),
+                score: place(CandidateId::DEFAULT).map(|p| p.1),
+                tokens: default.tokens,
+                allocated: default.allocated,
+                truncated: default.cut.is_some(),
+                cut: default.cut,
+            },
+            retrieved,
+            procc_pick: all.procc.pick,
+        }
+    }
+}
+
+/// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
+fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
+    let root = out.repository.to_string_lossy();
+    outln!("repository  {}", escape::controls(&root));
+    outln!(
+        "hole        {}",
+        escape::controls(&opened.hole.display(&opened.session.index))
+    );
+    outln!(
+        "line        {}",
+        opened.session.index.files[opened.hole.file]
+            .line_text(opened.hole.line)
+            .trim()
+    );
+    outln!("target      {}", out.hole.target.unwrap_or("(unknown)"));
+    outln!("budget      {} {} tokens", out.budget, out.tokenizer);
+    outln!("ranker      {}", out.ranker.name());
+    outln!();
+    outln!(
+        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
+        "rank",
+        "score",
+        "id",
+        "source",
+        "type",
+        "app",
+        "tokens",
+        "alloc",
+        "cut"
+    );
+    let shown = |rank: Option<usize>, score: Option<f64>| {
+        (
+            rank.map_or_else(|| "-".into(), |r| r.to_string()),
+            score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
+        )
+    };
+    // Ranked candidates best first, then the proposals the ranker left out, in id order.
+    let unranked = out
+        .proposals
+        .iter()
+        .filter(|p| p.rank.is_none())
+        .map(|p| p.id);
+    for id in out.ranking.iter().copied().chain(unranked) {
+        let row = if id == CandidateId::DEFAULT {
+            let d = &out.default;
+            let (rank, score) = shown(d.rank, d.score);
+            format!(
+                "{rank:>4} {score:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
+                d.id,
+                "default",
+                "-",
+                "yes",
+                d.tokens,
+                d.allocated,
+                cut_name(d.cut),
+                file_name(out.hole.file)
+            )
+        } else {
+            let p = &out.proposals[id.index()];
+            let (rank, score) = shown(p.rank, p.score);
+            let files: Vec<&str> = p.files.iter().map(|f| file_name(f)).collect();
+            format!(
+                "{rank:>4} {score:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
+                p.id,
+                p.source.name(),
+                p.context_type.abbreviation(),
+                if p.applicable { "yes" } else { "no" },
+                p.tokens,
+                p.allocated,
+                cut_name(p.cut),
+                summarize(&files, 3),
+            )
+        };
+        outln!("{row}");
+    }
+    let applicable = out.proposals.iter().filter(|p| p.applicable).count();
+    outln!();
+    outln!(
+        "{applicable} of {} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one.",
+        CandidateId::PROPOSALS
+    );
+    outln!();
+    outln!(
+        "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  files used (best first) or why not",
+        "id",
+        "retrieved",
+        "app",
+        "tokens",
+        "alloc",
+        "cut",
+        "score"
+    );
+    for r in &out.retrieved {
+        let files: Vec<&str> = r.files.iter().rev().map(|f| file_name(f)).collect();
+        outln!(
+            "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
+            r.id,
+            r.label,
+            if r.applicable { "yes" } else { "no" },
+            r.tokens,
+            r.allocated,
+            cut_name(r.cut),
+            r.score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
+            r.why_not
+                .map_or_else(|| summarize(&files, 3), str::to_string),
+        );
+    }
+    if let Some(id) = out.procc_pick {
+        outln!("ProCC (LinUCB) picks {id} {}.", id.label());
+    }
+    Ok(())
+}
