@@ -100,10 +100,12 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
                 c[2] += 1;
                 c[3] += usize::from(words(&ours.text) == words(theirs));
                 c[4] += usize::from(words(&decode_clean_up(&ours.text)) == words(theirs));
-                if words(&ours.text) != words(theirs)
+                // Disagreements that remain after the clean-up.
+                let cleaned = decode_clean_up(&ours.text);
+                if words(&cleaned) != words(theirs)
                     && std::env::var_os("FIDELITY_VERBOSE").is_some()
                 {
-                    let (a, b) = (words(&ours.text), words(theirs));
+                    let (a, b) = (words(&cleaned), words(theirs));
                     let first = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
                     let around =
                         |w: &[&str]| w[first.saturating_sub(3)..(first + 5).min(w.len())].join(" ");

@@ -197,13 +197,20 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
         if total >= req.allocation {
             break;
         }
-        let items = file_items(req, file, context_type);
+        // RLPG's code counts a method-bodies context as its bodies' tokens, labels left out.
+        let (items, counted) = match (req.fidelity, context_type) {
+            (Fidelity::Code, ContextType::MethodNamesAndBodies) => {
+                let (text, tokens) = method_bodies(req, file);
+                (text, Some(tokens))
+            }
+            _ => (file_items(req, file, context_type), None),
+        };
         // The authors' code adds a bare `[FileName]` here; a label without context is noise,
         // so only the code profile keeps it.
         if items.is_empty() && req.fidelity == Fidelity::Paper {
             continue;
         }
-        any_items |= !items.is_empty();
+        any_items |= counted.map_or(!items.is_empty(), |n| n > 0);
         let mut part = SourcedText::default();
         part.push_plain(&format!("[{}] ", req.index.files[file].stem()));
         let tokens = match req.fidelity {
@@ -213,9 +220,13 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
                 part = cut;
                 tokens
             }
-            // RLPG's code cuts and counts the file's context alone, not its label.
+            // RLPG's code cuts and counts the file's context alone, not its label (method
+            // bodies were cut one by one).
             Fidelity::Code => {
-                let (cut, tokens) = items.truncate(req.tokenizer, req.allocation, Keep::Start);
+                let (cut, tokens) = match counted {
+                    Some(tokens) => (items, tokens),
+                    None => items.truncate(req.tokenizer, req.allocation, Keep::Start),
+                };
                 part.append(cut);
                 tokens
             }
@@ -401,7 +412,13 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         let spans = item_spans(req, file, context_type);
         return join_items(req, file, &spans, Keep::Start);
     }
+    method_bodies(req, file).0
+}
+
+/// A file's methods as `[name] body`, each body cut to its share, and the bodies' tokens.
+fn method_bodies(req: &Request, file: FileId) -> (SourcedText, usize) {
     let methods = &req.index.files[file].facts.methods;
+    let mut total = 0;
     let mut share = req.allocation / methods.len().max(1);
     let mut text = SourcedText::default();
     for (i, method) in methods.iter().enumerate() {
@@ -415,12 +432,13 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         body.push_span(req.index, file, method_text(req, file, method));
         let (cut, tokens) = body.truncate(req.tokenizer, share, method_body_keep(req.fidelity));
         text.append(cut);
+        total += tokens;
         // RLPG's code reuses the variable: each method's share is what the one before it got.
         if req.fidelity == Fidelity::Code {
             share = tokens;
         }
     }
-    text
+    (text, total)
 }
 
 /// The text of a method in a method-bodies context: the whole declaration from its signature,
