@@ -96,6 +96,16 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             let c = &mut counts[usize::from(p.spec.id)];
             c[0] += 1;
             c[1] += usize::from(ours.is_empty() == theirs.is_empty());
+            if ours.is_empty() != theirs.is_empty()
+                && std::env::var_os("FIDELITY_VERBOSE").is_some()
+            {
+                println!(
+                    "{at} {}: applicable for keyhole {}, for the authors' code {}",
+                    p.spec.label(),
+                    !ours.is_empty(),
+                    !theirs.is_empty()
+                );
+            }
             if !ours.is_empty() && !theirs.is_empty() {
                 c[2] += 1;
                 c[3] += usize::from(words(&ours.text) == words(theirs));

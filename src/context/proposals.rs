@@ -9,7 +9,7 @@ use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::hole::Hole;
 use crate::lang::{MethodDecl, Span, TypeKind};
 
-use crate::repo::{FileId, Import, ImportKind, RepoIndex};
+use crate::repo::{FileId, Import, ImportKind, ParentLink, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
 /// The context a proposal offers for one hole, before the composer fits it to the budget.
@@ -148,8 +148,12 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
 fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec<FileId>) {
     let index = req.index;
     let file = &index.files[req.hole.file];
-    let nearest = index.graph.parents[req.hole.file]
-        .iter()
+    let links: Vec<&ParentLink> = match req.fidelity {
+        Fidelity::Paper => index.graph.parents[req.hole.file].iter().collect(),
+        Fidelity::Code => rlpg_files::parents(index, req.hole.file).collect(),
+    };
+    let nearest = links
+        .into_iter()
         .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
         .max_by_key(|link| link.class_name_span.start);
     let Some(link) = nearest else {

@@ -22,7 +22,7 @@ use super::proposals::Request;
 use crate::candidate::PromptSource;
 use crate::lang::Span;
 use crate::repo::listing;
-use crate::repo::{FileId, RepoIndex};
+use crate::repo::{FileId, ParentLink, RepoIndex};
 
 /// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
 pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
@@ -36,7 +36,7 @@ pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
         PromptSource::ImportOfSibling => imports_by_frequency(index, &siblings(index, id)),
         PromptSource::ImportOfSimilarName => imports_by_frequency(index, &similar_names(index, id)),
         PromptSource::ImportOfParentClass => {
-            let parents: Vec<FileId> = index.graph.parents[id].iter().map(|l| l.file).collect();
+            let parents: Vec<FileId> = parents(index, id).map(|l| l.file).collect();
             imports_by_frequency(index, &parents)
         }
         PromptSource::ImportOfChildClass => imports_by_frequency(index, &children(index, id)),
@@ -194,7 +194,49 @@ fn similar_names(index: &RepoIndex, id: FileId) -> Vec<FileId> {
 }
 
 fn children(index: &RepoIndex, id: FileId) -> Vec<FileId> {
-    walk_sorted(index, index.graph.children[id].clone())
+    let children = index.graph.children[id]
+        .iter()
+        .copied()
+        .filter(|&child| parents(index, child).any(|l| l.file == id))
+        .collect();
+    walk_sorted(index, children)
+}
+
+/// The parent links of `file` RLPG's code finds: its query matches a superclass written as a
+/// bare type identifier, so `extends Base<T>` and `extends a.Base` give no parent there.
+pub fn parents(index: &RepoIndex, file: FileId) -> impl Iterator<Item = &ParentLink> {
+    let text = &index.files[file].text;
+    index.graph.parents[file]
+        .iter()
+        .filter(move |link| bare_superclass(&text[link.class_name_span.end as usize..]))
+}
+
+/// Whether the class declaration continuing with `rest` (after its name) extends a bare type
+/// identifier.
+fn bare_superclass(rest: &str) -> bool {
+    let mut rest = rest.trim_start();
+    // The class's own type parameters, which may say `extends` too.
+    if rest.starts_with('<') {
+        let mut depth = 0;
+        let end = rest.char_indices().find_map(|(i, c)| {
+            depth += match c {
+                '<' => 1,
+                '>' => -1,
+                _ => 0,
+            };
+            (depth == 0).then_some(i + 1)
+        });
+        rest = end.map_or("", |e| &rest[e..]);
+    }
+    let Some(after) = rest.trim_start().strip_prefix("extends") else {
+        return false;
+    };
+    let name_end = after
+        .trim_start()
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(after.trim_start().len());
+    let next = after.trim_start()[name_end..].trim_start();
+    !(next.starts_with('<') || next.starts_with('.'))
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
@@ -226,6 +268,17 @@ pub fn camel_case_split(name: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_bare_superclasses_are_parents() {
+        assert!(bare_superclass(" extends Base {"));
+        assert!(bare_superclass(
+            "<T extends Number> extends Base implements X {"
+        ));
+        assert!(!bare_superclass(" extends Base<T> {"));
+        assert!(!bare_superclass(" extends a.b.Base {"));
+        assert!(!bare_superclass(" implements Runnable {"));
+    }
 
     #[test]
     fn camel_case_parts_as_rlpg_splits_them() {
