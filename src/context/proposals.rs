@@ -385,8 +385,9 @@ fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
 /// [`Fidelity::Code`] (RLPG's code captures the method's name identifier); identifiers under
 /// [`Fidelity::Code`] are followed by the type identifiers.
 fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Span> {
-    let facts = &req.index.files[file].facts;
-    match context_type {
+    let source = &req.index.files[file];
+    let facts = &source.facts;
+    let spans = match context_type {
         ContextType::MethodNames if req.fidelity == Fidelity::Code => {
             facts.methods.iter().map(|m| m.name).collect()
         }
@@ -405,6 +406,13 @@ fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Spa
         ContextType::MethodNames => facts.methods.iter().map(|m| m.signature).collect(),
         ContextType::MethodNamesAndBodies => facts.methods.iter().map(|m| m.with_body).collect(),
         ContextType::PostLines => Vec::new(),
+    };
+    match req.fidelity {
+        Fidelity::Paper => spans,
+        Fidelity::Code => spans
+            .into_iter()
+            .map(|s| rlpg_files::attribute_span(source, s))
+            .collect(),
     }
 }
 
@@ -462,7 +470,8 @@ fn method_text(req: &Request, file: FileId, method: &MethodDecl) -> Span {
         .map(|i| source.line_of(method.signature.end as usize + i));
     let line_start = source.line_start(name_line);
     if body_line == Some(name_line) {
-        Span::new(line_start, method.with_body.end as usize)
+        let end = rlpg_files::rlpg_span(source, method.with_body).end as usize;
+        Span::new(line_start, end)
     } else {
         Span::new(line_start, source.line_start(name_line + 1))
     }

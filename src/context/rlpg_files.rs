@@ -22,7 +22,7 @@ use super::proposals::Request;
 use crate::candidate::PromptSource;
 use crate::lang::Span;
 use crate::repo::listing;
-use crate::repo::{FileId, ParentLink, RepoIndex};
+use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
 
 /// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
 pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
@@ -237,6 +237,36 @@ fn bare_superclass(rest: &str) -> bool {
         .unwrap_or(after.trim_start().len());
     let next = after.trim_start()[name_end..].trim_start();
     !(next.starts_with('<') || next.starts_with('.'))
+}
+
+/// The text RLPG's `get_string` takes for a tree-sitter span: tree-sitter's columns are bytes,
+/// but it slices each line (with its line break) by characters, so on a line with multi-byte
+/// characters the slice ends, or starts, that many characters later (up to the line's end).
+pub fn rlpg_span(file: &SourceFile, span: Span) -> Span {
+    let at = |offset: usize| {
+        let line = file.line_of(offset);
+        let start = file.line_start(line);
+        let text = &file.text[start..file.line_start(line + 1)];
+        let column = offset - start;
+        start
+            + text
+                .char_indices()
+                .nth(column)
+                .map_or(text.len(), |(i, _)| i)
+    };
+    let start = at(span.start as usize);
+    Span::new(start, at(span.end as usize).max(start))
+}
+
+/// An item's text as RLPG's code takes it: [`rlpg_span`], stripped of surrounding whitespace.
+pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
+    let span = rlpg_span(file, span);
+    let text = &file.text[span.range()];
+    let start = span.start as usize + (text.len() - text.trim_start().len());
+    Span::new(
+        start,
+        start.max(span.start as usize + text.trim_end().len()),
+    )
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
