@@ -254,3 +254,112 @@ fn code_lists_siblings_as_the_directory_lists_them() {
         ["Bravo.java", "Charlie.java", "Delta.java", "Echo.java"]
     );
 }
+
+/// A temporary repository of `files` (name, text) and the hole at `at` in it.
+fn temp_repo(
+    files: &[(&str, &str)],
+    at: &str,
+) -> (
+    tempfile::TempDir,
+    keyhole::repo::RepoIndex,
+    keyhole::hole::Hole,
+) {
+    let repo = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
+    let hole = keyhole::hole::Hole::parse(&index, at).unwrap();
+    (repo, index, hole)
+}
+
+/// The context of proposal `source` `context_type` in a temporary repository.
+fn temp_context(
+    index: &keyhole::repo::RepoIndex,
+    hole: &keyhole::hole::Hole,
+    source: PromptSource,
+    context_type: ContextType,
+    fidelity: Fidelity,
+) -> String {
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == source && s.context_type == context_type)
+        .unwrap();
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    proposals::build_for_budget_as(index, hole, tok, 4072, fidelity)[usize::from(spec.id)]
+        .context
+        .text
+        .clone()
+}
+
+#[test]
+fn code_slices_items_by_byte_columns_as_characters() {
+    // "§" is two bytes: RLPG's get_string slices the line one character further.
+    let (_repo, index, h) = temp_repo(
+        &[
+            ("Main.java", "class Main {\n    int a = 1;\n}\n"),
+            ("Other.java", "class Other {\n    String s = \"§x\";\n}\n"),
+        ],
+        "Main.java:2:5",
+    );
+    let sl = |f| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::Sibling,
+            ContextType::StringLiterals,
+            f,
+        )
+    };
+    assert!(
+        sl(Fidelity::Code).contains("[Other] \"§x\";"),
+        "{}",
+        sl(Fidelity::Code)
+    );
+    assert!(
+        sl(Fidelity::Paper).contains("[Other] \"§x\"\n"),
+        "{}",
+        sl(Fidelity::Paper)
+    );
+}
+
+#[test]
+fn code_gives_each_method_body_the_share_the_one_before_it_got() {
+    let long: String = (0..200).map(|i| format!("        x += {i};\n")).collect();
+    let other = format!(
+        "class Other {{\n    int a() {{ return 1; }}\n    int b() {{\n        int x = 0;\n{long}        return x;\n    }}\n}}\n"
+    );
+    let (_repo, index, h) = temp_repo(
+        &[
+            ("Main.java", "class Main {\n    int a = 1;\n}\n"),
+            ("Other.java", &other),
+        ],
+        "Main.java:2:5",
+    );
+    let mnb = |f| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::Sibling,
+            ContextType::MethodNamesAndBodies,
+            f,
+        )
+    };
+    let code = mnb(Fidelity::Code);
+    // a's text, "    int a() { return 1; }", is few tokens; b keeps as many from its end.
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let a_tokens = tok.count("    int a() { return 1; }");
+    let b = code
+        .split("[b] ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(" \n[Main]");
+    assert_eq!(tok.count(b), a_tokens, "{code}");
+    assert!(b.ends_with("return x;\n    }"), "{b}");
+    // The paper profile keeps the start of each declaration within an equal share.
+    let paper = mnb(Fidelity::Paper);
+    assert!(
+        paper.contains("[b] int b() {\n        int x = 0;"),
+        "{paper}"
+    );
+}
