@@ -76,9 +76,8 @@ fn oracle_holes(index: &RepoIndex, rows: &str) -> Vec<(Value, String, Hole)> {
 fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let tok = TokenizerKind::R50kBase.tokenizer();
     let specs = candidate::proposal_specs();
-    // Per proposal: holes, applicability agreed, both applicable, equal contexts, equal after
-    // the decode clean-up.
-    let mut counts = vec![[0usize; 5]; specs.len()];
+    // Per proposal: holes, applicability agreed, both applicable, equal contexts.
+    let mut counts = vec![[0usize; 4]; specs.len()];
     for (row, at, hole) in oracle_holes(index, rows) {
         let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
         for p in &built {
@@ -109,13 +108,10 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             if !ours.is_empty() && !theirs.is_empty() {
                 c[2] += 1;
                 c[3] += usize::from(words(&ours.text) == words(theirs));
-                c[4] += usize::from(words(&decode_clean_up(&ours.text)) == words(theirs));
-                // Disagreements that remain after the clean-up.
-                let cleaned = decode_clean_up(&ours.text);
-                if words(&cleaned) != words(theirs)
+                if words(&ours.text) != words(theirs)
                     && std::env::var_os("FIDELITY_VERBOSE").is_some()
                 {
-                    let (a, b) = (words(&cleaned), words(theirs));
+                    let (a, b) = (words(&ours.text), words(theirs));
                     let first = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
                     let around =
                         |w: &[&str]| w[first.saturating_sub(3)..(first + 5).min(w.len())].join(" ");
@@ -139,19 +135,17 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         }
     };
     println!(
-        "fidelity {}: proposal, holes, applicability agrees, both applicable, equal ignoring \
-         whitespace, equal after transformers' decode clean-up",
+        "fidelity {}: proposal, holes, applicability agrees, both applicable, equal ignoring whitespace",
         fidelity.name()
     );
-    let mut total = [0usize; 5];
-    let row = |label: &str, c: [usize; 5]| {
+    let mut total = [0usize; 4];
+    let row = |label: &str, c: [usize; 4]| {
         println!(
-            "{label:<28} {:>4} {:>5} {:>5} {:>5} {:>5}",
+            "{label:<28} {:>4} {:>5} {:>5} {:>5}",
             c[0],
             pct(c[1], c[0]),
             c[2],
-            pct(c[3], c[2]),
-            pct(c[4], c[2])
+            pct(c[3], c[2])
         );
     };
     for spec in specs {
@@ -285,25 +279,6 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         pct(equal),
         pct(equal_words)
     );
-}
-
-/// What transformers' `decode` did to RLPG's contexts by default in 2022
-/// (`clean_up_tokenization_spaces`): spaces before some punctuation and contractions dropped.
-fn decode_clean_up(text: &str) -> String {
-    [
-        (" .", "."),
-        (" ?", "?"),
-        (" !", "!"),
-        (" ,", ","),
-        (" ' ", "'"),
-        (" n't", "n't"),
-        (" 'm", "'m"),
-        (" 's", "'s"),
-        (" 've", "'ve"),
-        (" 're", "'re"),
-    ]
-    .iter()
-    .fold(text.to_string(), |t, (from, to)| t.replace(from, to))
 }
 
 fn words(text: &str) -> Vec<&str> {

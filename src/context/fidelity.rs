@@ -47,9 +47,14 @@
 //!   them, in file-system order), and of tied windows the later comes first; the paper profile
 //!   orders by path.
 //!
-//! Not reproduced: transformers' decode clean-up (`" ."` → `"."` and the like) that RLPG's
-//! GPT-2 tokenizer applied to every truncated context, and the per-file cache in RLPG's
-//! `get_relevant_files` that lets earlier holes of a file change a later hole's order.
+//! - Every text RLPG's code cuts (each context, each file's context, each method body) is cut
+//!   to its allocation and then decoded the way transformers' GPT-2 tokenizer decoded in 2022,
+//!   deleting the space before `.`, `,`, `!`, `?` and some contractions (`a != b` becomes
+//!   `a!= b`).
+//!
+//! Not reproduced: the per-file cache in RLPG's `get_relevant_files` that lets earlier holes
+//! of a file change a later hole's order, and the decode of the whole prompt when RLPG's final
+//! prompt runs past the budget.
 
 use std::str::FromStr;
 

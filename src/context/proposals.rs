@@ -114,6 +114,20 @@ pub fn build_for_budget_as(
 /// hole line first and only when there are none from before the hole (B.3). Says whether the
 /// context came from before the hole.
 fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
+    let (text, before) = current_items(context_type, req);
+    match req.fidelity {
+        Fidelity::Paper => (text, before),
+        // RLPG's code cuts the context to its allocation and decodes it.
+        Fidelity::Code => {
+            let keep = if before { Keep::End } else { Keep::Start };
+            let (text, _) = rlpg_files::cut_and_decode(&text, req.tokenizer, req.allocation, keep);
+            (text, before)
+        }
+    }
+}
+
+/// [`current_context`] before the code profile's cut.
+fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let after_line = file.line_start(req.hole.line + 1);
@@ -159,7 +173,10 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
     let Some(link) = nearest else {
         return (SourcedText::default(), Vec::new());
     };
-    let items = file_items(req, link.file, context_type);
+    let mut items = file_items(req, link.file, context_type);
+    if req.fidelity == Fidelity::Code && context_type != ContextType::MethodNamesAndBodies {
+        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, Keep::Start).0;
+    }
     if items.is_empty() {
         return (items, vec![link.file]);
     }
@@ -229,7 +246,12 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
             Fidelity::Code => {
                 let (cut, tokens) = match counted {
                     Some(tokens) => (items, tokens),
-                    None => items.truncate(req.tokenizer, req.allocation, Keep::Start),
+                    None => rlpg_files::cut_and_decode(
+                        &items,
+                        req.tokenizer,
+                        req.allocation,
+                        Keep::Start,
+                    ),
                 };
                 part.append(cut);
                 tokens
@@ -442,7 +464,12 @@ fn method_bodies(req: &Request, file: FileId) -> (SourcedText, usize) {
         text.push_plain("] ");
         let mut body = SourcedText::default();
         body.push_span(req.index, file, method_text(req, file, method));
-        let (cut, tokens) = body.truncate(req.tokenizer, share, method_body_keep(req.fidelity));
+        // The paper profile keeps the start (the signature and first statements); RLPG's code
+        // keeps the end, as it cuts every text with its default `type='back'`.
+        let (cut, tokens) = match req.fidelity {
+            Fidelity::Paper => body.truncate(req.tokenizer, share, Keep::Start),
+            Fidelity::Code => rlpg_files::cut_and_decode(&body, req.tokenizer, share, Keep::End),
+        };
         text.append(cut);
         total += tokens;
         // RLPG's code reuses the variable: each method's share is what the one before it got.
@@ -474,16 +501,6 @@ fn method_text(req: &Request, file: FileId, method: &MethodDecl) -> Span {
         Span::new(line_start, end)
     } else {
         Span::new(line_start, source.line_start(name_line + 1))
-    }
-}
-
-/// Which end of a method body survives its share of the allocation: the start (the
-/// signature and first statements), or under [`Fidelity::Code`] the end, as RLPG's code cuts
-/// every text with its default `type='back'`.
-fn method_body_keep(fidelity: Fidelity) -> Keep {
-    match fidelity {
-        Fidelity::Paper => Keep::Start,
-        Fidelity::Code => Keep::End,
     }
 }
 

@@ -18,11 +18,13 @@
 //! order for a hole can depend on earlier holes of the same file; keyhole builds each hole
 //! afresh, as RLPG does for the first hole of a file.
 
+use super::SourcedText;
 use super::proposals::Request;
 use crate::candidate::PromptSource;
 use crate::lang::Span;
 use crate::repo::listing;
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
+use crate::token::{Keep, Tokenizer};
 
 /// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
 pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
@@ -269,6 +271,56 @@ pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
     )
 }
 
+/// What GPT-2's tokenizer in transformers (2022) did to every text RLPG's code cut and
+/// decoded (`clean_up_tokenization`): these replacements, in turn, each deleting spaces.
+const DECODE_CLEAN_UP: [(&str, &str); 10] = [
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+];
+
+/// `text` cut to `max_tokens` from the kept end, then cleaned up as transformers' decode
+/// cleaned it (see [`DECODE_CLEAN_UP`]); the tokens counted are those before the clean-up, as
+/// RLPG counts them. Every clean-up deletes spaces, so the text keeps its provenance.
+pub fn cut_and_decode(
+    text: &SourcedText,
+    tokenizer: &dyn Tokenizer,
+    max_tokens: usize,
+    keep: Keep,
+) -> (SourcedText, usize) {
+    let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
+    for (from, to) in DECODE_CLEAN_UP {
+        let deleted: Vec<usize> = text
+            .text
+            .match_indices(from)
+            .flat_map(|(at, _)| {
+                // The spaces of `from` that `to` does not have: all of them.
+                debug_assert_eq!(from.replace(' ', ""), to);
+                from.match_indices(' ').map(move |(k, _)| at + k)
+            })
+            .collect();
+        if deleted.is_empty() {
+            continue;
+        }
+        let mut kept = SourcedText::default();
+        let mut start = 0;
+        for at in deleted {
+            kept.append(text.slice(start..at));
+            start = at + 1;
+        }
+        kept.append(text.slice(start..text.text.len()));
+        text = kept;
+    }
+    (text, tokens)
+}
+
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
 /// camel-case part of `other`'s (before the first dot) among `current`'s.
 pub fn similar_file_names(other: &str, current: &str) -> bool {
@@ -298,6 +350,16 @@ pub fn camel_case_split(name: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decoding_deletes_the_spaces_transformers_deleted() {
+        let mut text = SourcedText::default();
+        text.push_plain("a != b ? c : d . e , it 's x  .y");
+        let tok = crate::token::TokenizerKind::Code.tokenizer();
+        let (cleaned, _) = cut_and_decode(&text, tok, 100, Keep::Start);
+        // One left-to-right pass per replacement: "  ." loses one space only.
+        assert_eq!(cleaned.text, "a!= b? c : d. e, it's x .y");
+    }
 
     #[test]
     fn only_bare_superclasses_are_parents() {
