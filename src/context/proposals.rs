@@ -162,9 +162,9 @@ fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool
 fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec<FileId>) {
     let index = req.index;
     let file = &index.files[req.hole.file];
-    let links: Vec<&ParentLink> = match req.fidelity {
-        Fidelity::Paper => index.graph.parents[req.hole.file].iter().collect(),
-        Fidelity::Code => rlpg_files::parents(index, req.hole.file).collect(),
+    let links: Vec<ParentLink> = match req.fidelity {
+        Fidelity::Paper => index.graph.parents[req.hole.file].clone(),
+        Fidelity::Code => rlpg_files::parents(index, req.hole.file),
     };
     let nearest = links
         .into_iter()

@@ -22,6 +22,7 @@ use super::SourcedText;
 use super::proposals::Request;
 use crate::candidate::PromptSource;
 use crate::lang::Span;
+use crate::lang::TypeKind;
 use crate::repo::listing;
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
 use crate::token::{Keep, Tokenizer};
@@ -38,7 +39,7 @@ pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
         PromptSource::ImportOfSibling => imports_by_frequency(index, &siblings(index, id)),
         PromptSource::ImportOfSimilarName => imports_by_frequency(index, &similar_names(index, id)),
         PromptSource::ImportOfParentClass => {
-            let parents: Vec<FileId> = parents(index, id).map(|l| l.file).collect();
+            let parents: Vec<FileId> = parents(index, id).iter().map(|l| l.file).collect();
             imports_by_frequency(index, &parents)
         }
         PromptSource::ImportOfChildClass => imports_by_frequency(index, &children(index, id)),
@@ -120,11 +121,14 @@ fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
     };
     let with_overlap: Vec<(FileId, usize)> = candidates.iter().map(|&f| (f, overlap(f))).collect();
     for (import, _) in sorted_imports(req) {
-        let mut sharing: Vec<(FileId, usize)> = with_overlap
-            .iter()
-            .copied()
-            .filter(|&(f, n)| n > 0 && imports(index, f).iter().any(|(t, _)| *t == import))
-            .collect();
+        let mut sharing: Vec<(FileId, usize)> = Vec::new();
+        for &(f, n) in &with_overlap {
+            // A dict in RLPG's code: a file listed twice (two child classes) counts once.
+            let shares = n > 0 && imports(index, f).iter().any(|(t, _)| *t == import);
+            if shares && !sharing.iter().any(|&(g, _)| g == f) {
+                sharing.push((f, n));
+            }
+        }
         if !sharing.is_empty() {
             sharing.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
             return sharing.into_iter().map(|(f, _)| f).collect();
@@ -195,22 +199,55 @@ fn similar_names(index: &RepoIndex, id: FileId) -> Vec<FileId> {
     walk_sorted(index, similar)
 }
 
+/// The files with a class whose parent (as [`parents`] finds it) is in `id`, one entry per
+/// such class, in `os.walk` order.
 fn children(index: &RepoIndex, id: FileId) -> Vec<FileId> {
-    let children = index.graph.children[id]
-        .iter()
-        .copied()
-        .filter(|&child| parents(index, child).any(|l| l.file == id))
+    let children = (0..index.files.len())
+        .flat_map(|f| {
+            let links = parents(index, f).iter().filter(|l| l.file == id).count();
+            std::iter::repeat_n(f, links)
+        })
         .collect();
     walk_sorted(index, children)
 }
 
 /// The parent links of `file` RLPG's code finds: its query matches a superclass written as a
-/// bare type identifier, so `extends Base<T>` and `extends a.Base` give no parent there.
-pub fn parents(index: &RepoIndex, file: FileId) -> impl Iterator<Item = &ParentLink> {
-    let text = &index.files[file].text;
-    index.graph.parents[file]
+/// bare type identifier (so `extends Base<T>` and `extends a.Base` give no parent), and the
+/// parent's file is the *last* other file, in `os.walk` order, declaring a class of that name
+/// (`get_parent_class_filename` breaks only its inner loop), whatever the imports say.
+pub fn parents(index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
+    let source = &index.files[file];
+    let walk = listing::walk_order(&index.root);
+    let rank = |f: FileId| {
+        walk.get(&index.files[f].path)
+            .copied()
+            .unwrap_or(usize::MAX)
+    };
+    source
+        .facts
+        .types
         .iter()
-        .filter(move |link| bare_superclass(&text[link.class_name_span.end as usize..]))
+        .filter(|t| t.kind == TypeKind::Class)
+        .filter(|t| bare_superclass(&source.text[t.name_span.end as usize..]))
+        .filter_map(|t| {
+            let name = t.superclass.as_deref()?;
+            let parent = (0..index.files.len())
+                .filter(|&f| f != file)
+                .filter(|&f| {
+                    index.files[f]
+                        .facts
+                        .types
+                        .iter()
+                        .any(|c| c.kind == TypeKind::Class && c.name == name)
+                })
+                .max_by_key(|&f| rank(f))?;
+            Some(ParentLink {
+                class_name_span: t.name_span,
+                parent_name: name.to_string(),
+                file: parent,
+            })
+        })
+        .collect()
 }
 
 /// Whether the class declaration continuing with `rest` (after its name) extends a bare type
