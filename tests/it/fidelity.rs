@@ -363,3 +363,44 @@ fn code_gives_each_method_body_the_share_the_one_before_it_got() {
         "{paper}"
     );
 }
+
+#[test]
+fn code_takes_the_parent_from_the_last_file_declaring_its_name() {
+    // Two files declare a class Base; RLPG's code keeps the last it meets in `os.walk` order.
+    let (repo, index, h) = temp_repo(
+        &[
+            (
+                "First.java",
+                "class Base {\n    int first() { return 1; }\n}\n",
+            ),
+            (
+                "Second.java",
+                "class Base {\n    int second() { return 2; }\n}\n",
+            ),
+            (
+                "Child.java",
+                "class Child extends Base {\n    int c = 1;\n}\n",
+            ),
+        ],
+        "Child.java:2:5",
+    );
+    let last = std::fs::read_dir(repo.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "Child.java")
+        .last()
+        .unwrap();
+    let method = if last == "First.java" {
+        "first"
+    } else {
+        "second"
+    };
+    let mn = temp_context(
+        &index,
+        &h,
+        PromptSource::ParentClass,
+        ContextType::MethodNames,
+        Fidelity::Code,
+    );
+    assert_eq!(mn, format!("[Base] {method}\n[Child]"));
+}
