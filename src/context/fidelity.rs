@@ -52,6 +52,12 @@
 //!   deleting the space before `.`, `,`, `!`, `?` and some contractions (`a != b` becomes
 //!   `a!= b`).
 //!
+//! - Parents: a class's superclass must be written as a bare type identifier, and its file is
+//!   the last other file (in `os.walk` order) declaring a class of that name; children follow
+//!   from that. Both profiles otherwise resolve parents through imports and packages.
+//! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
+//!   as character indices, items stripped of surrounding whitespace.
+//!
 //! Not reproduced: the per-file cache in RLPG's `get_relevant_files` that lets earlier holes
 //! of a file change a later hole's order, and the decode of the whole prompt when RLPG's final
 //! prompt runs past the budget.
