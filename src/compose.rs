@@ -5,11 +5,10 @@
 use serde::Serialize;
 
 use crate::candidate::CandidateId;
-use crate::context::SourcedText;
-use crate::context::proposals::ProposalContext;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::RepoIndex;
+use crate::sourced::SourcedText;
 use crate::token::{self, Keep, Tokenizer};
 
 /// RLPG's total prompt length in tokens (section 3.2).
@@ -148,11 +147,20 @@ pub fn default_context(index: &RepoIndex, hole: &Hole) -> SourcedText {
 pub fn compose(
     index: &RepoIndex,
     hole: &Hole,
-    proposal: Option<&ProposalContext>,
+    proposal: Option<&dyn CandidateContext>,
     tok: &dyn Tokenizer,
     budget: usize,
 ) -> Prompt {
     Composer::new(index, hole, tok, budget).compose(proposal)
+}
+
+/// A candidate's context as the composer takes it: whose it is, its text, its share of the
+/// budget and which end survives a cut.
+pub trait CandidateContext {
+    fn id(&self) -> CandidateId;
+    fn text(&self) -> &SourcedText;
+    fn share(&self) -> f64;
+    fn keep(&self) -> Keep;
 }
 
 /// One candidate context of a composed prompt and the tokens it may take.
@@ -204,9 +212,11 @@ impl<'a> Composer<'a> {
         self.budget
     }
 
-    pub fn compose(&self, proposal: Option<&ProposalContext>) -> Prompt {
-        match proposal {
-            Some(p) => self.compose_context(p.spec.id, &p.context, p.spec.share, p.keep),
+    /// The prompt of `candidate`'s context followed by the default context; the default
+    /// context alone for `None`.
+    pub fn compose(&self, candidate: Option<&dyn CandidateContext>) -> Prompt {
+        match candidate {
+            Some(c) => self.compose_context(c.id(), c.text(), c.share(), c.keep()),
             None => self.compose_context(
                 CandidateId::DEFAULT,
                 &SourcedText::default(),

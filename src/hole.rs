@@ -79,11 +79,7 @@ impl Hole {
 
     /// Parse `FILE:LINE:COL` and find that hole.
     pub fn parse(index: &RepoIndex, spec: &str) -> Result<Hole, HoleError> {
-        let bad = || HoleError::BadPosition(spec.to_string());
-        let (rest, column) = spec.rsplit_once(':').ok_or_else(bad)?;
-        let (path, line) = rest.rsplit_once(':').ok_or_else(bad)?;
-        let line = line.parse().map_err(|_| bad())?;
-        let column = column.parse().map_err(|_| bad())?;
+        let (path, line, column) = split_position(spec)?;
         Self::at(index, path, line, column)
     }
 
@@ -111,6 +107,16 @@ impl Hole {
             self.column + 1
         )
     }
+}
+
+/// `FILE:LINE:COL` in its parts (LINE and COL 1-based, not yet checked against the file).
+pub fn split_position(spec: &str) -> Result<(&str, usize, usize), HoleError> {
+    let bad = || HoleError::BadPosition(spec.to_string());
+    let (rest, column) = spec.rsplit_once(':').ok_or_else(bad)?;
+    let (path, line) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let line = line.parse().map_err(|_| bad())?;
+    let column = column.parse().map_err(|_| bad())?;
+    Ok((path, line, column))
 }
 
 /// Holes everywhere, for robustness sweeps: every line of every file (blank and comment lines

@@ -29,7 +29,8 @@ use crate::token::Tokenizer;
 /// The pick log, in the data directory.
 pub const FEEDBACK_FILE: &str = "feedback.jsonl";
 
-/// What retrieval searches in the open repository, built once when it opens.
+/// What retrieval searches in the open repository: built on first use (a proposal or the
+/// default context needs none of it), then kept.
 pub struct SearchIndex {
     pub retrieval: Retrieval,
     pub windows: WindowIndex,
@@ -44,12 +45,16 @@ impl SearchIndex {
     }
 }
 
+/// Retrieval state shared by the sessions of one open repository, built on first use.
+pub type SharedSearch = Arc<OnceLock<SearchIndex>>;
+
 /// A repository opened for holes, with everything a hole's candidates are built from. Cheap to
 /// clone: the parts are shared.
 #[derive(Clone)]
 pub struct Session {
     pub index: Arc<RepoIndex>,
-    pub search: Arc<SearchIndex>,
+    /// Retrieval state, built when a retrieved candidate first needs it.
+    pub search: SharedSearch,
     pub backend: Arc<dyn Backend>,
     pub learning: Learning,
     /// Budgets count in this tokenizer (the backend's where keyhole has it).
@@ -64,8 +69,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session on `index`, building its search indexes; RepoCoder's default iterations and
-    /// the random baseline's default seed.
+    /// A session on `index` (its search indexes are built on first use); RepoCoder's default
+    /// iterations and the random baseline's default seed.
     pub fn new(
         index: Arc<RepoIndex>,
         backend: Arc<dyn Backend>,
@@ -73,10 +78,9 @@ impl Session {
         tokenizer: &'static dyn Tokenizer,
         budget: usize,
     ) -> Session {
-        let search = Arc::new(SearchIndex::new(&index));
         Session {
             index,
-            search,
+            search: Arc::default(),
             backend,
             learning,
             tokenizer,
@@ -89,10 +93,11 @@ impl Session {
 
     /// The retrieval perspectives over the open repository.
     pub fn perspectives(&self) -> Perspectives<'_> {
+        let search = self.search.get_or_init(|| SearchIndex::new(&self.index));
         Perspectives {
             index: &self.index,
-            retrieval: &self.search.retrieval,
-            windows: &self.search.windows,
+            retrieval: &search.retrieval,
+            windows: &search.windows,
             tokenizer: self.tokenizer,
             budget: self.budget,
             seed: self.seed,
@@ -261,7 +266,7 @@ impl Session {
         &self,
         built: impl IntoIterator<Item = &'c perspectives::Candidate>,
     ) -> Procc {
-        let (context, available) = perspectives::procc_context(built);
+        let (context, available) = procc_context(built);
         let (bandit, warning) = self
             .learning
             .dirs()
@@ -576,6 +581,12 @@ impl Learning {
         RwLock::new(Rankers { classifier, online })
     }
 
+    /// How many picks the online ranker has learnt from.
+    pub fn online_picks(&self) -> u64 {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        rankers.online.picks()
+    }
+
     /// The order `kind` gives the proposals, or why it cannot rank.
     pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, String> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
@@ -626,8 +637,8 @@ impl Learning {
         })
     }
 
-    /// Write a completion into the user's file (see [`feedback::apply_completion`]); says
-    /// what happened.
+    /// Write a completion into the user's file (see [`feedback::apply_completion`]); the
+    /// file's text afterwards, or why it was left alone.
     pub fn apply(
         &self,
         path: &Path,
@@ -635,14 +646,12 @@ impl Learning {
         offset: usize,
         replace: usize,
         text: &str,
-    ) -> String {
+    ) -> Result<String, String> {
         let staging = self.dirs.data.as_deref();
         let result = feedback::apply_completion(path, hash, offset, replace, text, staging);
         tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
-        match result {
-            Ok(()) => format!("wrote the completion into {}", path.display()),
-            Err(e) => e.to_string(),
-        }
+        result.map_err(|e| e.to_string())?;
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 
@@ -655,6 +664,19 @@ fn log_pick(pick: &feedback::Pick) {
         prompt_hash = %pick.prompt_hash,
         "pick"
     );
+}
+
+/// ProCC's bandit context for a hole from its perspectives' candidates (each applicable one's
+/// best window similarity and Jaccard), and which perspectives applied.
+fn procc_context<'c>(
+    candidates: impl IntoIterator<Item = &'c perspectives::Candidate>,
+) -> (bandit::Context, [bool; bandit::ARMS]) {
+    let candidates: Vec<&perspectives::Candidate> = candidates.into_iter().collect();
+    let features = CandidateId::PROCC.map(|id| {
+        let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
+    });
+    (bandit::context(features), features.map(|f| f.is_some()))
 }
 
 /// Update the bandit saved at `path` with each reward of `lesson`.

@@ -127,6 +127,20 @@ async fn check_server(entry: &BackendConfig) -> String {
 }
 
 impl BackendArgs {
+    /// The backend entry `backend` with the model and token limit a recorded run used.
+    pub fn recorded(
+        backend: &str,
+        model: Option<String>,
+        max_tokens: Option<usize>,
+    ) -> BackendArgs {
+        BackendArgs {
+            backend: backend.to_string(),
+            model,
+            max_tokens,
+            ..BackendArgs::default()
+        }
+    }
+
     /// The chosen backend entry with flag overrides applied.
     pub fn entry(&self) -> Result<BackendConfig> {
         self.entry_among(configured()?)

@@ -9,6 +9,8 @@ use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod scale;
+
 use super::backends::BackendArgs;
 use super::dirs;
 use keyhole::candidate::CandidateId;
@@ -20,6 +22,7 @@ use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use keyhole::eval::report::{self, HoleRows};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
+use keyhole::eval::shard::Shard;
 use keyhole::model;
 use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
@@ -29,7 +32,10 @@ use keyhole::session::{Learning, Session};
 use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvalArgs {
+    #[command(subcommand)]
+    command: Option<scale::EvalCommand>,
     /// Repositories to evaluate (their directory names name them in reports).
     #[arg(required = true)]
     repos: Vec<PathBuf>,
@@ -55,7 +61,7 @@ pub struct EvalArgs {
     /// code disagree: paper or code.
     #[arg(long, default_value = "paper")]
     fidelity: Fidelity,
-    /// Completions in flight at once.
+    /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
     #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row (a dead or hung
@@ -80,17 +86,41 @@ pub struct EvalArgs {
     /// (appendix D.4; comma-separated, l > 1); none with an empty value.
     #[arg(long, value_delimiter = ',', default_value = "2,5")]
     compose: Vec<usize>,
+    /// Label only shard I of N of the sampled holes (from 1; the same seed gives every
+    /// machine the same holes); `keyhole eval merge` puts the shards' --out directories
+    /// together.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Write the requests the run still needs to FILE (OpenAI Batch API input, which
+    /// `vllm run-batch` also reads) instead of sending them; holes take two rounds (RepoCoder's second
+    /// iteration and ProCC's hypothetical line and summary need first-round answers).
+    #[arg(long, value_name = "FILE")]
+    export_requests: Option<PathBuf>,
+    /// Label from the answers in these batch output files (comma-separated, or repeated)
+    /// instead of asking a server; a file cut short counts as far as it goes.
+    #[arg(long, value_name = "FILE", value_delimiter = ',')]
+    import_responses: Vec<PathBuf>,
+    /// Only rank and report on the rows there are (`keyhole eval merge`).
+    #[arg(skip)]
+    report_only: bool,
+}
+
+/// `path` made absolute, where it exists.
+fn canonical(path: &std::path::Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn repository_name(path: &std::path::Path) -> String {
-    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    canonical.file_name().map_or_else(
+    canonical(path).file_name().map_or_else(
         || "repository".to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
 }
 
 pub fn eval_command(args: &EvalArgs) -> Result<()> {
+    if let Some(command) = &args.command {
+        return scale::run(command);
+    }
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet.
     unsafe { model::local::use_threads(&entry) };
@@ -100,7 +130,8 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         holes: Some(args.holes),
         seed: args.seed,
         budget: args.budget,
-        concurrency: args.concurrency,
+        concurrency: scale::in_flight(args.concurrency, &entry)?,
+        shard: args.shard.unwrap_or(Shard::WHOLE),
         fidelity: args.fidelity,
         tokenizer: tokenizer_kind,
     };
@@ -115,12 +146,16 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         &args.out,
         &LabelSettings::new(names.clone(), &options, &entry),
         &report_settings(args),
+        &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
     )?;
+    let mut batch = scale::Batch::open(args, &entry)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
-    for (path, name) in args.repos.iter().zip(&names) {
+    // A merged directory is reported on, not labelled: its missing shards stay missing.
+    let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
+    for (path, name) in to_label {
         let index = RepoIndex::open(path, dirs().cache.as_deref())?;
         let backend = model::build_backend(&entry, &index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));
@@ -148,7 +183,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             session: &session,
             options: &options,
         };
-        let result = runtime.block_on(run.run(&mut labels, &progress, &mut failures));
+        let result = match &mut batch {
+            Some(batch) => batch.label(&run, &mut labels),
+            None => runtime
+                .block_on(run.run(&mut labels, &progress, &mut failures))
+                .map_err(Into::into),
+        };
         progress.finish_and_clear();
         session
             .backend
@@ -164,6 +204,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         total.failed += stats.failed;
         total.last_error = stats.last_error.or(total.last_error);
     }
+    // A batch run reports once every hole is answered.
+    if let Some(batch) = batch
+        && !batch.finish()?
+    {
+        return Ok(());
+    }
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
     let holes = report::group_holes(&rows);
@@ -175,6 +221,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
              training data); in the per-repository table their training rows equal the default \
              context.",
+        );
+    }
+    if args.batch() {
+        builder = builder.add_note(
+            "Labelled from batch files: Table 10's compositions, which need completions of \
+             their own, are left out.",
         );
     }
     if total.failed > 0 {
@@ -264,7 +316,11 @@ async fn classify(
     let run = ClassifierEval {
         classifier,
         variants: vec![Variant::H, Variant::R],
-        compositions: args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        // Compositions are completed online; batch files do not carry them (yet).
+        compositions: match args.batch() {
+            true => Vec::new(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        },
         tokenizer: args.tokenizer.unwrap_or(entry.tokenizer()).tokenizer(),
         budget: args.budget,
         concurrency: args.concurrency,

@@ -12,6 +12,7 @@ use super::{backends, bounds, dirs};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
+use keyhole::escape;
 use keyhole::hole::Hole;
 use keyhole::model::{self, Backend};
 use keyhole::rank::RankerKind;
@@ -57,8 +58,9 @@ pub struct HoleArgs {
 /// How to rank the candidates of a hole.
 #[derive(Args)]
 pub struct RankArgs {
-    /// Which ranker orders the candidates (RLPG-H is the bundled classifier).
-    #[arg(long, value_enum, default_value = "rlpg-h")]
+    /// Which ranker orders the candidates: rlpg-h (the bundled classifier), rlpg-r, bm25,
+    /// fixed, online.
+    #[arg(long, default_value = "rlpg-h")]
     pub ranker: RankerKind,
     /// A classifier written by `keyhole train` [default: the bundled one].
     #[arg(long)]
@@ -162,6 +164,26 @@ impl Opened {
                 }
             })
             .collect()
+    }
+
+    /// The repository, the hole, its line and target, and the budget, a line each.
+    pub fn print_header(&self) -> Result<()> {
+        let index = &self.session.index;
+        outln!(
+            "repository  {}",
+            escape::controls(&index.root.to_string_lossy())
+        );
+        outln!(
+            "hole        {}",
+            escape::controls(&self.hole.display(index))
+        );
+        let line = index.files[self.hole.file].line_text(self.hole.line);
+        outln!("line        {}", line.trim());
+        let target = self.hole.target.as_deref().unwrap_or("(unknown)");
+        outln!("target      {target}");
+        let tokenizer = self.session.tokenizer.name();
+        outln!("budget      {} {tokenizer} tokens", self.session.budget);
+        Ok(())
     }
 
     /// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.

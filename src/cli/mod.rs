@@ -39,6 +39,7 @@ mod prompt;
 mod proposals;
 mod tasks;
 mod train;
+mod ui;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -46,19 +47,16 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 use hole::{CacheArgs, HoleArgs, RankArgs};
 use keyhole::candidate::CandidateId;
-use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
 use keyhole::model;
-use keyhole::rank::classifier::Classifier;
 use keyhole::sample;
-use keyhole::token::TokenizerKind;
 
 #[derive(Parser)]
 #[command(
@@ -75,58 +73,7 @@ struct Cli {
     /// FILE or FILE:LINE:COL to open at.
     position: Option<String>,
     #[command(flatten)]
-    ui: UiArgs,
-}
-
-/// What the UI completes with and how it ranks and counts: the choices of `complete`.
-#[derive(Args)]
-struct UiArgs {
-    #[command(flatten)]
-    backend: backends::BackendArgs,
-    #[command(flatten)]
-    rank: RankArgs,
-    /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
-    budget: usize,
-    /// Tokenizer the budget is counted in [default: the backend's, else code].
-    #[arg(long)]
-    tokenizer: Option<TokenizerKind>,
-}
-
-impl UiArgs {
-    /// The UI's options; a bad backend, classifier or encoder is an error before the screen
-    /// is taken over.
-    fn options(&self) -> Result<keyhole::tui::Options> {
-        let mut backends = backends::configured()?;
-        let chosen = self.backend.entry_among(backends.clone())?;
-        // Flag overrides (--url, --model, --model-path) apply to the chosen entry; a one-off
-        // local model joins the configured ones.
-        let at = match backends.iter().position(|b| b.name == chosen.name) {
-            Some(at) => {
-                backends[at] = chosen;
-                at
-            }
-            None => {
-                backends.push(chosen);
-                backends.len() - 1
-            }
-        };
-        let classifier = Classifier::open(
-            self.rank.classifier.as_deref(),
-            self.rank.encoder_dir.as_deref(),
-        )?;
-        Ok(keyhole::tui::Options {
-            setup: keyhole::tui::state::Setup {
-                backends,
-                backend: at,
-                budget: self.budget,
-                tokenizer: self.tokenizer,
-            },
-            ranker: self.rank.ranker,
-            classifier,
-            dirs: dirs().clone(),
-        })
-    }
+    ui: ui::UiArgs,
 }
 
 #[derive(Subcommand)]
@@ -170,7 +117,8 @@ enum Command {
         /// start, candidates, prompt, completions or help.
         #[arg(long, default_value = "start")]
         state: String,
-        #[arg(long, value_enum, default_value = "svg")]
+        /// svg, png or txt.
+        #[arg(long, default_value = "svg")]
         format: keyhole::tui::Format,
         #[arg(long, default_value_t = 120, value_parser = bounds::screen_width)]
         width: u16,

@@ -18,7 +18,8 @@ pub struct TrainArgs {
     /// Label files, or directories of them (an `eval --out` directory works).
     #[arg(required = true)]
     labels: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "h")]
+    /// h (RLPG-H) or r (RLPG-R).
+    #[arg(long, default_value = "h")]
     variant: Variant,
     /// Where to write the model; its report goes beside it (FILE.report.md and .json).
     #[arg(long, default_value = "keyhole-classifier.safetensors")]

@@ -19,7 +19,6 @@ use crate::candidate::{self, CandidateId};
 use crate::compose::{self, Composer, Prompt};
 use crate::hole::Hole;
 use crate::model::{Backend, BackendError, CompletionRequest};
-use crate::rank::bandit;
 use crate::repo::RepoIndex;
 use crate::token::Tokenizer;
 
@@ -369,17 +368,4 @@ pub async fn build_later(
         summary_not_applicable(backend)
     };
     Ok(vec![iteration, hypothetical, summary])
-}
-
-/// ProCC's bandit context for a hole from its perspectives' candidates (each applicable one's
-/// best window similarity and Jaccard), and which perspectives applied.
-pub fn procc_context<'c>(
-    candidates: impl IntoIterator<Item = &'c Candidate>,
-) -> (bandit::Context, [bool; bandit::ARMS]) {
-    let candidates: Vec<&Candidate> = candidates.into_iter().collect();
-    let features = CandidateId::PROCC.map(|id| {
-        let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
-        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
-    });
-    (bandit::context(features), features.map(|f| f.is_some()))
 }

@@ -23,6 +23,24 @@ pub struct ProposalContext {
     pub keep: Keep,
 }
 
+impl crate::compose::CandidateContext for ProposalContext {
+    fn id(&self) -> crate::candidate::CandidateId {
+        self.spec.id
+    }
+
+    fn text(&self) -> &SourcedText {
+        &self.context
+    }
+
+    fn share(&self) -> f64 {
+        self.spec.share
+    }
+
+    fn keep(&self) -> Keep {
+        self.keep
+    }
+}
+
 impl ProposalContext {
     /// RLPG calls a proposal applicable when it yields any context.
     pub fn applicable(&self) -> bool {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::WRITTEN_ROWS;
 use super::labels;
 use super::runner::EvalOptions;
+use super::shard::Shard;
 use crate::context::fidelity::Fidelity;
 use crate::feedback::write_atomic;
 use crate::model::config::BackendConfig;
@@ -48,6 +49,14 @@ pub struct LabelSettings {
     pub stop: Option<Vec<String>>,
     /// The candidate ids a hole gets a row for, e.g. `0-70`.
     pub candidates: String,
+    /// The part of the sampled holes this directory labels (`1/1`: all of them; settings of
+    /// older versions, which had no shards, read as that).
+    #[serde(default = "whole")]
+    pub shard: Shard,
+}
+
+fn whole() -> Shard {
+    Shard::WHOLE
 }
 
 impl LabelSettings {
@@ -70,6 +79,7 @@ impl LabelSettings {
             max_tokens: backend.max_tokens,
             stop: backend.stop.clone(),
             candidates: format!("0-{}", WRITTEN_ROWS - 1),
+            shard: options.shard,
         }
     }
 }
@@ -93,6 +103,44 @@ struct SettingsFile {
     written_by: String,
     labels: LabelSettings,
     report: ReportSettings,
+    /// Where the repositories were on the machine that wrote the file (not compared: shards
+    /// run on machines of their own; `keyhole eval merge` looks there first).
+    #[serde(default)]
+    repository_paths: Vec<PathBuf>,
+}
+
+/// What a directory's settings file records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    pub labels: LabelSettings,
+    pub report: ReportSettings,
+    pub repository_paths: Vec<PathBuf>,
+}
+
+/// The settings recorded in the output directory `root`.
+pub fn recorded(root: &Path) -> Result<Recorded, OutDirError> {
+    let path = root.join(SETTINGS_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| OutDirError::Io {
+        path: path.display().to_string(),
+        detail: if e.kind() == io::ErrorKind::NotFound {
+            "not found: is this a `keyhole eval` output directory?".to_string()
+        } else {
+            e.to_string()
+        },
+    })?;
+    let file = parse_settings(&path, &bytes)?;
+    Ok(Recorded {
+        labels: file.labels,
+        report: file.report,
+        repository_paths: file.repository_paths,
+    })
+}
+
+fn parse_settings(path: &Path, bytes: &[u8]) -> Result<SettingsFile, OutDirError> {
+    serde_json::from_slice(bytes).map_err(|e| OutDirError::Io {
+        path: path.display().to_string(),
+        detail: format!("not a settings file keyhole can read ({e})"),
+    })
 }
 
 /// Why an output directory cannot take this run.
@@ -122,11 +170,13 @@ pub struct OutDir {
 
 impl OutDir {
     /// Lock `root` (creating it), check that its rows were made with `labels` settings (or
-    /// that it has none yet), and record `labels` and `report` as its settings.
+    /// that it has none yet), and record `labels` and `report` as its settings, with where
+    /// the repositories are (`repository_paths`).
     pub fn open(
         root: &Path,
         labels: &LabelSettings,
         report: &ReportSettings,
+        repository_paths: &[PathBuf],
     ) -> Result<OutDir, OutDirError> {
         let io_error = |path: &Path| {
             let path = path.display().to_string();
@@ -139,19 +189,11 @@ impl OutDir {
         let lock = lock(root)?;
         let settings_path = root.join(SETTINGS_FILE);
         // Settings bind only rows: a run that wrote none (a wrong model, say) binds nothing.
-        let has_rows = labels::label_files(&root.join(LABEL_DIR)).is_ok_and(|files| {
-            files
-                .iter()
-                .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
-        });
+        let has_rows = has_rows(root);
         match std::fs::read(&settings_path) {
             Ok(_) if !has_rows => {}
             Ok(bytes) => {
-                let recorded: SettingsFile =
-                    serde_json::from_slice(&bytes).map_err(|e| OutDirError::Io {
-                        path: settings_path.display().to_string(),
-                        detail: format!("not a settings file keyhole can read ({e})"),
-                    })?;
+                let recorded = parse_settings(&settings_path, &bytes)?;
                 let differences = differences(&recorded.labels, labels);
                 if !differences.is_empty() {
                     return Err(OutDirError::Settings {
@@ -172,6 +214,7 @@ impl OutDir {
             written_by: format!("keyhole {}", env!("CARGO_PKG_VERSION")),
             labels: labels.clone(),
             report: report.clone(),
+            repository_paths: repository_paths.to_vec(),
         };
         let json = serde_json::to_vec_pretty(&file).expect("settings serialize");
         write_atomic(&settings_path, &json).map_err(io_error(&settings_path))?;
@@ -189,6 +232,15 @@ impl OutDir {
     pub fn label_dir(&self) -> PathBuf {
         self.root.join(LABEL_DIR)
     }
+}
+
+/// Whether the output directory `root` holds label rows (a label file that is not empty).
+pub fn has_rows(root: &Path) -> bool {
+    labels::label_files(&root.join(LABEL_DIR)).is_ok_and(|files| {
+        files
+            .iter()
+            .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+    })
 }
 
 /// Takes the lock of `root`, writing who holds it, or says who does.
@@ -249,8 +301,8 @@ fn host_name() -> String {
 }
 
 /// The settings that differ, each as `--flag RECORDED, not NOW`.
-fn differences(recorded: &LabelSettings, now: &LabelSettings) -> Vec<String> {
-    let fields = |s: &LabelSettings| match serde_json::to_value(s).expect("settings serialize") {
+pub fn differences<S: Serialize>(recorded: &S, now: &S) -> Vec<String> {
+    let fields = |s: &S| match serde_json::to_value(s).expect("settings serialize") {
         serde_json::Value::Object(map) => map,
         _ => unreachable!("a struct serializes to a map"),
     };

@@ -14,6 +14,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use super::labels::LabelFile;
+use super::shard::Shard;
 use super::{LabelRow, hole_id};
 use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt, SegmentKind};
@@ -42,6 +43,8 @@ pub struct EvalOptions {
     pub budget: usize,
     /// Completions in flight at once.
     pub concurrency: usize,
+    /// The part of the sampled holes to run.
+    pub shard: Shard,
     /// Whose rules place the holes and build the contexts.
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
@@ -172,9 +175,9 @@ impl Failures {
 /// A candidate's prompt for a hole (`None` when the candidate is not applicable), with what
 /// the report ranks by: the BM25 score of a proposal's context against the hole window
 /// (RLPG-BM25), a retrieved candidate's similarities (ProCC's bandit).
-struct HolePrompt {
-    id: CandidateId,
-    prompt: Option<Prompt>,
+pub(super) struct HolePrompt {
+    pub(super) id: CandidateId,
+    pub(super) prompt: Option<Prompt>,
     bm25: Option<f64>,
     retrieval_score: Option<f64>,
     retrieval_jaccard: Option<f64>,
@@ -196,24 +199,24 @@ impl HolePrompt {
 
 /// A text the backend writes for a hole before a later candidate can be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Draft {
+pub(super) enum Draft {
     HypotheticalLine,
     Summary,
 }
 
 /// What one completion job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Job {
+pub(super) enum Job {
     Candidate(CandidateId),
     Draft(Draft),
 }
 
 /// One hole's first stage: its composer, the prompts that need nothing from the backend, and
 /// the drafts to write.
-struct FirstStage<'a> {
-    composer: Composer<'a>,
-    prompts: Vec<HolePrompt>,
-    drafts: Vec<(Draft, CompletionRequest)>,
+pub(super) struct FirstStage<'a> {
+    pub(super) composer: Composer<'a>,
+    pub(super) prompts: Vec<HolePrompt>,
+    pub(super) drafts: Vec<(Draft, CompletionRequest)>,
 }
 
 /// Per hole of a chunk: its completions by job, or the error that failed it.
@@ -229,12 +232,7 @@ impl RepoRun<'_> {
         progress: &ProgressBar,
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
-        let holes = sample_holes_as(
-            &self.session.index,
-            self.options.holes,
-            self.options.seed,
-            self.options.fidelity,
-        );
+        let holes = self.holes();
         let todo: Vec<&Hole> = holes
             .iter()
             .filter(|h| !labels.is_done(&self.id(h)))
@@ -264,15 +262,9 @@ impl RepoRun<'_> {
     ) -> Result<(), RunError> {
         let firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
         let jobs = firsts.iter().enumerate().flat_map(|(h, first)| {
-            let prompts = first.prompts.iter().filter_map(move |c| {
-                let prompt = c.prompt.as_ref()?;
-                Some((h, Job::Candidate(c.id), self.request(chunk[h], prompt)))
-            });
-            let drafts = first
-                .drafts
-                .iter()
-                .map(move |(draft, request)| (h, Job::Draft(*draft), request.clone()));
-            prompts.chain(drafts)
+            let jobs = self.first_jobs(chunk[h], first);
+            jobs.into_iter()
+                .map(move |(job, request)| (h, job, request))
         });
         let first_outcomes = self
             .complete_all(jobs.collect(), chunk.len(), failures)
@@ -287,10 +279,9 @@ impl RepoRun<'_> {
             })
             .collect();
         let jobs = seconds.iter().enumerate().flat_map(|(h, second)| {
-            second.iter().flatten().filter_map(move |c| {
-                let prompt = c.prompt.as_ref()?;
-                Some((h, Job::Candidate(c.id), self.request(chunk[h], prompt)))
-            })
+            let jobs = self.candidate_jobs(chunk[h], second.as_deref().unwrap_or_default());
+            jobs.into_iter()
+                .map(move |(job, request)| (h, job, request))
         });
         let second_outcomes = self
             .complete_all(jobs.collect(), chunk.len(), failures)
@@ -306,11 +297,9 @@ impl RepoRun<'_> {
             });
             let counted = match completions {
                 Ok(done) => {
-                    let mut prompts = first.prompts;
-                    prompts.extend(second.unwrap_or_default());
-                    prompts.sort_by_key(|p| p.id);
+                    let rows = self.rows(hole, first.prompts, second.unwrap_or_default(), done);
                     labels
-                        .append_hole(&self.rows(hole, &prompts, done))
+                        .append_hole(&rows)
                         .map_err(|source| RunError::Labels {
                             path: labels.path().display().to_string(),
                             source,
@@ -333,7 +322,18 @@ impl RepoRun<'_> {
         stop.map_or(Ok(()), Err)
     }
 
-    fn id(&self, hole: &Hole) -> String {
+    /// The holes this run labels: RLPG's sample, or this shard's part of it.
+    pub fn holes(&self) -> Vec<Hole> {
+        let sampled = sample_holes_as(
+            &self.session.index,
+            self.options.holes,
+            self.options.seed,
+            self.options.fidelity,
+        );
+        self.options.shard.select(sampled)
+    }
+
+    pub(super) fn id(&self, hole: &Hole) -> String {
         hole_id(
             self.repository,
             &self.session.index.files[hole.file].path,
@@ -348,7 +348,7 @@ impl RepoRun<'_> {
 
     /// The default prompt, every proposal's (RLPG builds all 62 for every hole), the retrieved
     /// candidates that need nothing from the backend, and the drafts the others need.
-    fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
+    pub(super) fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
         let composer = self.session.composer(hole);
         let built: Vec<ProposalContext> = self.session.proposals(hole);
         let bm25 =
@@ -403,7 +403,7 @@ impl RepoRun<'_> {
     /// (from RepoCoder's first completion, or the default context's where RepoCoder found
     /// nothing, as RepoCoder's prompt then is the code alone), the hypothetical line and the
     /// summary.
-    fn second_stage(
+    pub(super) fn second_stage(
         &self,
         hole: &Hole,
         composer: &Composer,
@@ -471,16 +471,46 @@ impl RepoRun<'_> {
         Ok(per_hole)
     }
 
-    fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
+    pub(super) fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
         perspectives::line_request(&self.session.index, hole, prompt)
     }
 
-    fn rows(
+    /// What a hole's first stage completes: its applicable prompts and its drafts.
+    pub(super) fn first_jobs(
+        &self,
+        hole: &Hole,
+        first: &FirstStage,
+    ) -> Vec<(Job, CompletionRequest)> {
+        let mut jobs = self.candidate_jobs(hole, &first.prompts);
+        let drafts = first.drafts.iter();
+        jobs.extend(drafts.map(|(draft, request)| (Job::Draft(*draft), request.clone())));
+        jobs
+    }
+
+    /// The completions of the applicable ones of `prompts`.
+    pub(super) fn candidate_jobs(
         &self,
         hole: &Hole,
         prompts: &[HolePrompt],
+    ) -> Vec<(Job, CompletionRequest)> {
+        let applicable = prompts
+            .iter()
+            .filter_map(|c| Some((c.id, c.prompt.as_ref()?)));
+        applicable
+            .map(|(id, prompt)| (Job::Candidate(id), self.request(hole, prompt)))
+            .collect()
+    }
+
+    /// A hole's rows from both stages' prompts and all its completions.
+    pub(super) fn rows(
+        &self,
+        hole: &Hole,
+        mut prompts: Vec<HolePrompt>,
+        second: Vec<HolePrompt>,
         mut predictions: Vec<(Job, String)>,
     ) -> Vec<LabelRow> {
+        prompts.extend(second);
+        prompts.sort_by_key(|p| p.id);
         let target = hole.target.clone().unwrap_or_default();
         let file = &self.session.index.files[hole.file].path;
         prompts

@@ -57,7 +57,7 @@ pub trait Ranker {
 }
 
 /// The rankers a person can choose between.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RankerKind {
     /// RLPG-H: the classifier reading the hole window.
@@ -73,6 +73,26 @@ pub enum RankerKind {
 }
 
 impl RankerKind {
+    /// Every ranker, in the order the UI cycles through them.
+    pub const ALL: [RankerKind; 5] = [
+        RankerKind::RlpgH,
+        RankerKind::RlpgR,
+        RankerKind::Bm25,
+        RankerKind::Fixed,
+        RankerKind::Online,
+    ];
+
+    /// How the command line and config files spell it: `rlpg-h`, `bm25`.
+    pub fn key(self) -> &'static str {
+        match self {
+            RankerKind::RlpgH => "rlpg-h",
+            RankerKind::RlpgR => "rlpg-r",
+            RankerKind::Bm25 => "bm25",
+            RankerKind::Fixed => "fixed",
+            RankerKind::Online => "online",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RankerKind::RlpgH => "RLPG-H",
@@ -81,6 +101,20 @@ impl RankerKind {
             RankerKind::Fixed => "fixed",
             RankerKind::Online => "online",
         }
+    }
+}
+
+impl std::str::FromStr for RankerKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RankerKind, String> {
+        RankerKind::ALL
+            .into_iter()
+            .find(|k| k.key() == text)
+            .ok_or_else(|| {
+                let keys: Vec<&str> = RankerKind::ALL.map(RankerKind::key).to_vec();
+                format!("'{text}' is not a ranker ({})", keys.join(", "))
+            })
     }
 }
 

@@ -85,6 +85,11 @@ impl OnlineRanker {
         feedback::write_atomic(path, &serde_json::to_vec_pretty(&state)?)
     }
 
+    /// How many picks it has learnt from (none: it ranks exactly as the fixed ranker).
+    pub fn picks(&self) -> u64 {
+        self.counts.values().map(|c| c.picks).sum()
+    }
+
     fn score(&self, id: CandidateId, prior: f64) -> f64 {
         let c = self.counts.get(&id).copied().unwrap_or_default();
         (c.picks as f64 + PRIOR_SHOWS * prior) / (c.shown as f64 + PRIOR_SHOWS)

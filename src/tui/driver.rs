@@ -10,7 +10,9 @@ use futures_util::future::join_all;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::state::{Action, Card, CompleteJob, Effect, Finished, Indexed};
+use super::state::{
+    Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, Indexed, Progress, Stage,
+};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
@@ -20,20 +22,35 @@ use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::rank::classifier::Classifier;
-use crate::repo::RepoIndex;
+use crate::repo::{FileId, RepoIndex};
 use crate::session::{Learning, SearchIndex, Session};
 
-/// Open the repository, find the hole (a bare path: its first line; none: the first file)
-/// and build the backend that completes it. `progress(done, total)` runs on worker threads as
-/// files are indexed.
+/// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
+/// central file) and build the backend that completes it. `progress` runs on worker threads
+/// as opening moves through its stages.
 pub fn index(
     root: &Path,
     position: Option<&str>,
     backend: &BackendConfig,
     dirs: &Dirs,
-    progress: &(dyn Fn(usize, usize) + Sync),
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Indexed> {
-    let index = RepoIndex::open_with_progress(root, dirs.cache.as_deref(), progress)?;
+    let files = |done, total| {
+        progress(Progress {
+            stage: Stage::Files,
+            done,
+            total,
+        });
+        // The graph is built once the last file is in.
+        if done == total {
+            progress(Progress {
+                stage: Stage::Graph,
+                done,
+                total,
+            });
+        }
+    };
+    let index = RepoIndex::open_with_progress(root, dirs.cache.as_deref(), &files)?;
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
@@ -45,10 +62,21 @@ pub fn index(
     let hole = match position {
         Some(spec) if spec.contains(':') => Hole::parse(&index, spec)?,
         Some(path) => Hole::at(&index, path, 1, 1)?,
-        None => Hole::at(&index, &index.files[0].path, 1, 1)?,
+        None => first_hole(&index),
     };
+    let total = index.files.len();
+    let stage = |stage| {
+        progress(Progress {
+            stage,
+            done: total,
+            total,
+        })
+    };
+    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
+    stage(Stage::Search);
+    let search = std::sync::OnceLock::from(SearchIndex::new(&index));
+    stage(Stage::Backend);
     let backend = model::build_backend(backend, &index)?;
-    let search = SearchIndex::new(&index);
     Ok(Indexed {
         index: Arc::new(index),
         search: Arc::new(search),
@@ -57,11 +85,40 @@ pub fn index(
     })
 }
 
-/// Report about every hundredth file (and the last), so a huge repository does not flood the
-/// action channel.
-fn report_progress(tx: &UnboundedSender<Action>, done: usize, total: usize) {
-    if done == total || done.is_multiple_of((total / 100).max(1)) {
-        let _ = tx.send(Action::Progress { done, total });
+/// Where a repository opens without a position: the first of RLPG's sampled holes (past the
+/// package and import lines) in the file the most others import, so the first screen shows
+/// a hole worth completing rather than a licence header.
+pub fn first_hole(index: &RepoIndex) -> Hole {
+    let mut imported = vec![0usize; index.files.len()];
+    for import in index.graph.imports.iter().flatten() {
+        imported[import.file] += 1;
+    }
+    let central = (0..index.files.len())
+        .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
+        .unwrap_or(0);
+    let header = |h: &Hole| {
+        let line = index.files[h.file].line_text(h.line).trim_start();
+        line.starts_with("package ") || line.starts_with("import ")
+    };
+    crate::hole::sample_holes(index, None, 0)
+        .into_iter()
+        .filter(|h| h.file == central)
+        .find(|h| !header(h))
+        .unwrap_or(Hole {
+            file: central,
+            line: 0,
+            column: 0,
+            offset: 0,
+            target: Some(index.files[central].line_text(0).trim_end().to_string()),
+        })
+}
+
+/// Report about every hundredth file (and every stage change), so a huge repository does not
+/// flood the action channel.
+fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
+    let Progress { stage, done, total } = progress;
+    if stage != Stage::Files || done == total || done.is_multiple_of((total / 100).max(1)) {
+        let _ = tx.send(Action::Progress(progress));
     }
 }
 
@@ -128,6 +185,69 @@ pub fn syntax_errors(job: &CompleteJob, completion: &str) -> usize {
     .len()
 }
 
+/// Make `edit` on disk; the file's text afterwards and its hash, or why not (one line).
+fn write_edit(edit: &FileEdit, learning: &Learning) -> Result<(String, [u8; 32]), String> {
+    let FileEdit {
+        path,
+        hash,
+        offset,
+        replace,
+        text,
+    } = edit;
+    let now = learning.apply(path, hash, *offset, *replace, text)?;
+    let hash = *blake3::hash(now.as_bytes()).as_bytes();
+    Ok((now, hash))
+}
+
+/// Write a completion in; what comes back says how to take it out again.
+fn apply(file: FileId, edit: &FileEdit, original: String, learning: &Learning) -> Action {
+    let result = write_edit(edit, learning).map(|(text, hash)| {
+        let undo = FileEdit {
+            path: edit.path.clone(),
+            hash,
+            offset: edit.offset,
+            replace: edit.text.len(),
+            text: original,
+        };
+        Some(Applied { file, text, undo })
+    });
+    Action::Written { file, result }
+}
+
+/// Write `text` to `keyhole-prompt-STEM.txt` in the working directory (`-2`, `-3`… when the
+/// name is taken: a file already there is never replaced); says where it went.
+fn save_prompt(stem: &str, text: &str) -> String {
+    let dir = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    save_prompt_in(&dir, stem, text)
+}
+
+fn save_prompt_in(dir: &Path, stem: &str, text: &str) -> String {
+    for n in 1..1000 {
+        let suffix = if n == 1 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let path = dir.join(format!("keyhole-prompt-{stem}{suffix}.txt"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path);
+        match file {
+            Ok(mut file) => {
+                use std::io::Write;
+                return match file.write_all(text.as_bytes()) {
+                    Ok(()) => format!("prompt saved to {}", path.display()),
+                    Err(e) => format!("cannot save the prompt to {}: {e}", path.display()),
+                };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return format!("cannot save the prompt to {}: {e}", path.display()),
+        }
+    }
+    format!("cannot save the prompt: keyhole-prompt-{stem}-*.txt all taken")
+}
+
 /// What a panic said, for one line on the screen.
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     let text = payload
@@ -145,6 +265,8 @@ pub enum Outcome {
     Quit,
     Suspend,
     SetMouse(bool),
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
@@ -204,9 +326,24 @@ impl Driver {
                 let (tx, learning) = (self.tx.clone(), self.learning.clone());
                 self.blocking(
                     move || {
-                        let progress = |done, total| report_progress(&tx, done, total);
+                        let progress = |progress| report_progress(&tx, progress);
                         let dirs = learning.dirs();
                         let indexed = index(&root, position.as_deref(), &backend, dirs, &progress);
+                        if let Ok(indexed) = &indexed {
+                            // The classifier and the online ranker load now, not on the
+                            // first key press.
+                            let total = indexed.index.files.len();
+                            let stage = Stage::Rankers;
+                            report_progress(
+                                &tx,
+                                Progress {
+                                    stage,
+                                    done: total,
+                                    total,
+                                },
+                            );
+                            let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
+                        }
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
                             tracing::error!(root = %root.display(), %error, "open");
@@ -328,26 +465,66 @@ impl Driver {
                 },
             ),
             Effect::Pick { pick, bandit } => {
-                let learning = self.learning.clone();
+                let (tx, learning) = (self.tx.clone(), self.learning.clone());
                 self.blocking(
-                    move || Action::Message(learning.record_pick(pick, bandit)),
+                    move || {
+                        let said = learning.record_pick(pick, bandit);
+                        let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
+                        Action::Message(said)
+                    },
                     Action::Message,
                 )
             }
             Effect::Apply {
-                path,
-                hash,
-                offset,
-                replace,
-                text,
+                file,
+                edit,
+                original,
             } => {
                 let learning = self.learning.clone();
                 self.blocking(
-                    move || Action::Message(learning.apply(&path, &hash, offset, replace, &text)),
-                    Action::Message,
+                    move || apply(file, &edit, original, &learning),
+                    move |error| Action::Written {
+                        file,
+                        result: Err(error),
+                    },
                 )
             }
+            Effect::Undo { file, edit } => {
+                let learning = self.learning.clone();
+                let undo = move || Action::Written {
+                    file,
+                    result: write_edit(&edit, &learning).map(|_| None),
+                };
+                self.blocking(undo, move |error| Action::Written {
+                    file,
+                    result: Err(error),
+                })
+            }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
+            Effect::Copy(text) => return Outcome::Copy(text),
+            Effect::Highlight {
+                shown,
+                path,
+                text,
+                theme,
+            } => {
+                let plain = super::highlight::plain(&text);
+                self.blocking(
+                    move || Action::Highlighted {
+                        shown,
+                        lines: super::highlight::file(&path, &text, &theme),
+                    },
+                    // Plain lines, rather than a spinner that never stops.
+                    move |_| Action::Highlighted {
+                        shown,
+                        lines: plain,
+                    },
+                )
+            }
+            Effect::SavePrompt { stem, text } => self.blocking(
+                move || Action::Message(save_prompt(&stem, &text)),
+                Action::Message,
+            ),
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,
         }
@@ -358,5 +535,22 @@ impl Driver {
         if let Some(task) = self.running.take() {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_prompt_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = save_prompt_in(dir.path(), "A-1-1-c7", "one");
+        let second = save_prompt_in(dir.path(), "A-1-1-c7", "two");
+        assert!(first.ends_with("A-1-1-c7.txt"), "{first}");
+        assert!(second.ends_with("A-1-1-c7-2.txt"), "{second}");
+        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(read("keyhole-prompt-A-1-1-c7.txt"), "one");
+        assert_eq!(read("keyhole-prompt-A-1-1-c7-2.txt"), "two");
     }
 }

@@ -35,6 +35,13 @@ fn code_theme(name: &str) -> Option<Theme> {
         .clone()
 }
 
+/// A file's lines unstyled: what shows until its highlighting is ready.
+pub fn plain(text: &str) -> Vec<StyledLine> {
+    text.lines()
+        .map(|l| vec![(Style::default(), l.to_string())])
+        .collect()
+}
+
 /// Highlight a whole file (syntect's state runs from the top). Unknown syntaxes or themes give
 /// plain lines.
 pub fn file(path: &str, text: &str, theme: &str) -> Vec<StyledLine> {
@@ -42,10 +49,7 @@ pub fn file(path: &str, text: &str, theme: &str) -> Vec<StyledLine> {
     let ext = path.rsplit('.').next().unwrap_or("");
     let syntax = syntaxes.find_syntax_by_extension(ext);
     let (Some(syntax), Some(theme)) = (syntax, code_theme(theme)) else {
-        return text
-            .lines()
-            .map(|l| vec![(Style::default(), l.to_string())])
-            .collect();
+        return plain(text);
     };
     let mut lines = HighlightLines::new(syntax, &theme);
     text.lines()

@@ -33,11 +33,24 @@ use state::{Action, Command, Pane};
 use theme::Theme;
 
 /// Output of `render_fixture`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Svg,
     Png,
     Txt,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Format, String> {
+        match text {
+            "svg" => Ok(Format::Svg),
+            "png" => Ok(Format::Png),
+            "txt" => Ok(Format::Txt),
+            _ => Err(format!("'{text}' is not a format (svg, png, txt)")),
+        }
+    }
 }
 
 /// Screen sizes [`render_fixture`] draws, in cells: the layout needs some room, and a picture
@@ -65,6 +78,8 @@ pub struct Options {
     pub classifier: crate::rank::classifier::Classifier,
     /// Where the config, the caches and what the UI learns are kept.
     pub dirs: crate::dirs::Dirs,
+    /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
+    pub theme: Option<String>,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
@@ -73,6 +88,7 @@ pub fn run(
     position: Option<String>,
     options: Options,
 ) -> anyhow::Result<()> {
+    let shared_sample = repo.is_none();
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
@@ -81,25 +97,92 @@ pub fn run(
             Some(crate::sample::DEMO_HOLE.to_string()),
         ),
     };
+    check_start(&root, position.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config = options.dirs.config.clone();
-    let (keymap, keymap_warning) = Keymap::load(config.as_deref());
-    let (theme, theme_warning) = Theme::load(config.as_deref());
+    let (theme, theme_warning) =
+        Theme::load(config.as_deref(), options.theme.as_deref()).map_err(anyhow::Error::msg)?;
+    let (keymap, keymap_warnings) = Keymap::load(config.as_deref());
     let log_warning = log::init(&options.dirs).err().map(|e| format!("{e:#}"));
+    let warnings: Vec<String> = keymap_warnings
+        .into_iter()
+        .chain(theme_warning)
+        .chain(log_warning)
+        .collect();
     // ratatui::init also restores the terminal on panic.
     let mut terminal = ratatui::init();
     keep_the_terminal_through_background_panics();
     let result = runtime.block_on(async {
         let mut app = App::with_options(keymap, theme, options);
-        if let Some(warning) = keymap_warning.or(theme_warning).or(log_warning) {
-            app.state.status = warning;
+        app.state.shared_sample = shared_sample;
+        app.state.warning = match &warnings[..] {
+            [] => None,
+            [one] => Some(one.clone()),
+            [first, rest @ ..] => Some(format!("{first} (and {} more in the log)", rest.len())),
+        };
+        for warning in &warnings {
+            tracing::warn!(%warning, "config");
         }
         app.open(root, position);
-        event_loop(&mut terminal, &mut app).await
+        event_loop(&mut terminal, &mut app).await?;
+        match app.state.phase {
+            state::Phase::Failed(e) => Err(anyhow::anyhow!(e)),
+            _ => Ok(()),
+        }
     });
     let _ = set_mouse(false);
     ratatui::restore();
+    // Indexing and analysis run on blocking threads that cannot be interrupted: leave them to
+    // the process's exit instead of waiting for them with the shell blanked.
+    runtime.shutdown_background();
     result
+}
+
+/// What can be told wrong before the screen is taken over: a repository that is not a
+/// directory, a position that is malformed, names no file or lies past its file's end. The
+/// index checks the rest (files it skips) once open; either way the error is one line.
+pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Result<()> {
+    use crate::hole::HoleError;
+    if !root.exists() {
+        bail!(crate::repo::OpenError::Missing(root.to_path_buf()));
+    }
+    if !root.is_dir() {
+        bail!(crate::repo::OpenError::NotADirectory(root.to_path_buf()));
+    }
+    let Some(spec) = position else {
+        return Ok(());
+    };
+    let (path, at) = match spec.contains(':') {
+        true => {
+            let (path, line, column) = crate::hole::split_position(spec)?;
+            (path, Some((line, column)))
+        }
+        false => (spec, None),
+    };
+    let no_file = || HoleError::NoSuchFile(path.to_string());
+    let text = std::fs::read_to_string(root.join(path)).map_err(|_| no_file())?;
+    let Some((line, column)) = at else {
+        return Ok(());
+    };
+    // As the index counts: a final line break ends the last line, an empty file has one.
+    let lines = text.lines().count().max(1);
+    if line == 0 || line > lines {
+        bail!(HoleError::LineOutOfRange {
+            file: path.into(),
+            line,
+            lines,
+        });
+    }
+    let chars = text.lines().nth(line - 1).unwrap_or("").chars().count();
+    if column == 0 || column > chars + 1 {
+        bail!(HoleError::ColumnOutOfRange {
+            file: path.into(),
+            line,
+            column,
+            chars,
+        });
+    }
+    Ok(())
 }
 
 /// A panic in a worker thread is caught by the driver and shown as a failed job, so it must
@@ -126,6 +209,10 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
     loop {
         terminal.draw(|f| panes = ui::draw(f, &app.state))?;
         let mut outcomes = Vec::new();
+        let rows = pane_rows(&panes, app.state.pane_rows);
+        if rows != app.state.pane_rows {
+            outcomes.extend(app.dispatch(Action::Layout(rows)));
+        }
         tokio::select! {
             Some(Ok(ev)) = events.next() => {
                 if let Some(action) = event_action(app, &ev, &panes) {
@@ -142,6 +229,10 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
             match outcome {
                 Outcome::Quit => return Ok(()),
                 Outcome::SetMouse(on) => set_mouse(on)?,
+                Outcome::Copy(text) => execute!(
+                    std::io::stdout(),
+                    ratatui::crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+                )?,
                 Outcome::Suspend => {
                     suspend()?;
                     *terminal = ratatui::init();
@@ -173,6 +264,17 @@ fn suspend() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Rows of each pane drawn (`Pane::ALL` order); a pane not drawn (another is zoomed) keeps
+/// its last height.
+fn pane_rows(panes: &[(Pane, Rect)], mut rows: [u16; 4]) -> [u16; 4] {
+    for (pane, rect) in panes {
+        if let Some(at) = Pane::ALL.iter().position(|p| p == pane) {
+            rows[at] = rect.height;
+        }
+    }
+    rows
+}
+
 /// Keys through the keymap (or the focused text field); left clicks and the wheel by pane.
 fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Action> {
     match event {
@@ -188,8 +290,14 @@ fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Acti
                     width: rect.width,
                     height: rect.height,
                 }),
-                MouseEventKind::ScrollDown => Some(Action::Command(Command::Down)),
-                MouseEventKind::ScrollUp => Some(Action::Command(Command::Up)),
+                MouseEventKind::ScrollDown => Some(Action::Scroll {
+                    pane: *pane,
+                    command: Command::Down,
+                }),
+                MouseEventKind::ScrollUp => Some(Action::Scroll {
+                    pane: *pane,
+                    command: Command::Up,
+                }),
                 _ => None,
             }
         }
@@ -244,10 +352,18 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
             let action = app.next().await.context("the driver stopped")?;
             app.dispatch(action);
         }
+        // With its highlighting; the candidates that may arrive first are left out, so the
+        // picture is the same every time.
+        while app.state.highlighting.is_some() {
+            let action = app.next().await.context("the driver stopped")?;
+            if let Action::Highlighted { .. } = action {
+                app.dispatch(action);
+            }
+        }
         return Ok(());
     }
     app.settle(LIMIT).await?;
-    if name == "retrieved" {
+    if name == "retrieved" || name == "completions" {
         // The candidates pane scrolled to the retrieved candidates, ProCC's pick focused.
         app.dispatch(Action::Command(Command::FocusNext));
         let pick = app.state.procc.as_ref().and_then(|p| p.pick);
@@ -256,12 +372,23 @@ async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
         {
             app.dispatch(Action::Command(Command::Down));
         }
-        return Ok(());
+        if name == "retrieved" {
+            return Ok(());
+        }
     }
     let commands: &[Command] = match name {
         "candidates" => &[Command::FocusNext, Command::Down, Command::Select],
         "prompt" => &[Command::FocusNext, Command::FocusNext],
-        "completions" => &[Command::Run, Command::Explain],
+        // ProCC's pick and the ranker's best, side by side: their contexts differ, and so do
+        // their completions. The second is explained.
+        "completions" => &[
+            Command::Select,
+            Command::Top,
+            Command::Select,
+            Command::Run,
+            Command::Right,
+            Command::Explain,
+        ],
         _ => &[Command::Help],
     };
     for &command in commands {

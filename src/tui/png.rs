@@ -1,7 +1,7 @@
 //! A ratatui buffer as a PNG image, for READMEs and viewers that do not show SVG: each cell is
 //! 8×16 pixels, its background filled and its symbol drawn from the font8x8 bitmaps (ASCII,
-//! Latin-1, box drawing and block elements, each row doubled); other symbols (★, ✓, …) become
-//! a small filled square. The bytes depend only on the buffer, so a test can compare them.
+//! Latin-1, box drawing and block elements, each row doubled) or, for the UI's own marks
+//! (✓ ✗ ★ ● ✂ and arrows), from bitmaps drawn here; other symbols become a small square. The bytes depend only on the buffer, so a test can compare them.
 
 use font8x8::legacy::{BASIC_LEGACY, BLOCK_LEGACY, BOX_LEGACY, LATIN_LEGACY};
 use ratatui::buffer::Buffer;
@@ -14,7 +14,21 @@ const CELL_H: usize = 16;
 /// Stand-ins for the terminal's own default colours (as in the SVG screenshots).
 const DEFAULT_FG: [u8; 3] = [0xc0, 0xc5, 0xce];
 const DEFAULT_BG: [u8; 3] = [0x1b, 0x1f, 0x27];
-/// What a symbol outside the font looks like: a 4×4 square in the middle of the cell.
+/// The UI's own symbols font8x8 lacks, drawn here in its format (eight rows, the lowest bit
+/// the leftmost pixel), so screenshots show what a terminal shows.
+const DRAWN: [(char, [u8; 8]); 10] = [
+    ('✓', [0x00, 0x80, 0x40, 0x21, 0x12, 0x0c, 0x04, 0x00]),
+    ('✗', [0x00, 0x41, 0x22, 0x14, 0x08, 0x14, 0x22, 0x41]),
+    ('★', [0x08, 0x08, 0x1c, 0x7f, 0x3e, 0x1c, 0x36, 0x41]),
+    ('●', [0x00, 0x3c, 0x7e, 0x7e, 0x7e, 0x7e, 0x3c, 0x00]),
+    ('✂', [0x23, 0x13, 0x0c, 0x04, 0x0c, 0x13, 0x23, 0x00]),
+    ('→', [0x00, 0x10, 0x20, 0x7f, 0x20, 0x10, 0x00, 0x00]),
+    ('←', [0x00, 0x04, 0x02, 0x7f, 0x02, 0x04, 0x00, 0x00]),
+    ('↑', [0x08, 0x1c, 0x2a, 0x08, 0x08, 0x08, 0x08, 0x00]),
+    ('↓', [0x08, 0x08, 0x08, 0x08, 0x2a, 0x1c, 0x08, 0x00]),
+    ('≥', [0x01, 0x06, 0x18, 0x06, 0x01, 0x00, 0x7f, 0x00]),
+];
+/// What any other symbol outside the font looks like: a 4×4 square in the middle of the cell.
 const FALLBACK: [u8; 8] = [0x00, 0x00, 0x3c, 0x3c, 0x3c, 0x3c, 0x00, 0x00];
 
 pub fn render(buffer: &Buffer, background: Color) -> Vec<u8> {
@@ -68,7 +82,10 @@ fn glyph(c: char) -> [u8; 8] {
         0x2500..=0x257f => BOX_LEGACY[u - 0x2500],
         0x2580..=0x259f => BLOCK_LEGACY[u - 0x2580],
         _ if c.is_whitespace() || c.is_control() => [0; 8],
-        _ => FALLBACK,
+        _ => DRAWN
+            .iter()
+            .find(|(drawn, _)| *drawn == c)
+            .map_or(FALLBACK, |(_, rows)| *rows),
     }
 }
 
@@ -99,7 +116,7 @@ mod tests {
         buf.set_string(
             1,
             1,
-            "★",
+            "⠋",
             Style::new().fg(Color::Rgb(0, 255, 0)).bg(Color::Blue),
         );
         let png = super::render(&buf, Color::Black);
@@ -117,5 +134,21 @@ mod tests {
             "a symbol outside the font is a square"
         );
         assert_eq!(at(8, 16), [36, 114, 200], "its cell keeps its background");
+    }
+
+    #[test]
+    fn the_uis_marks_are_drawn_not_squares() {
+        let marks = ['✓', '✗', '★', '●', '✂'];
+        let drawn: Vec<[u8; 8]> = marks.iter().map(|&c| super::glyph(c)).collect();
+        for (mark, rows) in marks.iter().zip(&drawn) {
+            assert_ne!(*rows, super::FALLBACK, "{mark}");
+        }
+        for (i, a) in drawn.iter().enumerate() {
+            assert!(
+                drawn[i + 1..].iter().all(|b| b != a),
+                "{} is not distinct",
+                marks[i]
+            );
+        }
     }
 }

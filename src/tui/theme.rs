@@ -62,47 +62,86 @@ pub struct Theme {
 
 impl Theme {
     pub fn dark() -> Theme {
-        toml::from_str(DARK).expect("embedded dark theme parses")
+        Theme::named("dark").expect("dark is built in")
     }
 
     pub fn light() -> Theme {
-        toml::from_str(LIGHT).expect("embedded light theme parses")
+        Theme::named("light").expect("light is built in")
+    }
+
+    /// The built-in theme called `name` (`--theme NAME`, `theme = "NAME"` in theme.toml).
+    pub fn named(name: &str) -> Result<Theme, String> {
+        builtin(name).map(|text| toml::from_str(text).expect("embedded themes parse"))
     }
 
     /// The theme the text of a user's theme file makes, or the one line that says what is
     /// wrong with it.
     pub fn from_user_text(user: &str) -> Result<Theme, String> {
-        overlay(DARK, user)
+        overlay(None, user)
     }
 
-    /// The dark theme with the user's roles laid over it; a bad file is reported, not fatal.
-    pub fn load(config_dir: Option<&Path>) -> (Theme, Option<String>) {
+    /// The built-in theme `name` (else the one the user's file names, else dark) with the
+    /// user's roles laid over it. An unknown `name` is an error; a bad file is reported, not
+    /// fatal.
+    pub fn load(
+        config_dir: Option<&Path>,
+        name: Option<&str>,
+    ) -> Result<(Theme, Option<String>), String> {
+        let chosen = name.map(Theme::named).transpose()?;
         let Some(path) = config_dir
             .map(|d| d.join(USER_FILE))
             .filter(|p| p.is_file())
         else {
-            return (Theme::dark(), None);
+            return Ok((chosen.unwrap_or_else(Theme::dark), None));
         };
         let merged = std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|user| Theme::from_user_text(&user));
-        match merged {
+            .and_then(|user| overlay(name, &user));
+        Ok(match merged {
             Ok(theme) => (theme, None),
-            Err(e) => (Theme::dark(), Some(format!("{}: {e}", path.display()))),
-        }
+            Err(e) => (
+                chosen.unwrap_or_else(Theme::dark),
+                Some(format!("{}: {e}", path.display())),
+            ),
+        })
     }
 }
 
-/// `base` with the keys of `user` replaced (a user file may name `base = "light"`). Errors
-/// are one line naming the line and key: the status bar shows them.
-fn overlay(base: &str, user: &str) -> Result<Theme, String> {
+/// The built-in themes' names.
+pub const NAMES: [&str; 2] = ["dark", "light"];
+
+fn builtin(name: &str) -> Result<&'static str, String> {
+    match name {
+        "dark" => Ok(DARK),
+        "light" => Ok(LIGHT),
+        _ => Err(format!(
+            "unknown theme '{name}' (built in: {})",
+            NAMES.join(", ")
+        )),
+    }
+}
+
+/// The built-in theme `name` (else the one `user` names by `theme = ` or the older `base = `,
+/// else dark) with the other keys of `user` replaced. Errors are one line naming the line and
+/// key: the status bar shows them.
+fn overlay(name: Option<&str>, user: &str) -> Result<Theme, String> {
     let roles: toml::Table = toml::from_str(user).map_err(|e| config::toml_error_line(user, &e))?;
-    let base = match roles.get("base").and_then(|b| b.as_str()) {
-        Some("light") => LIGHT,
-        _ => base,
+    let named_in_file = ["theme", "base"]
+        .into_iter()
+        .find_map(|key| Some((key, roles.get(key)?.as_str()?)));
+    let base = match (name, named_in_file) {
+        (Some(name), _) => builtin(name)?,
+        (None, Some((key, name))) => builtin(name).map_err(|e| {
+            let at = config::key_offset(user, 0, key).unwrap_or(0);
+            config::problem_line(user, at, Some(key), &e)
+        })?,
+        (None, None) => DARK,
     };
     let mut table: toml::Table = toml::from_str(base).map_err(|e| e.to_string())?;
-    for (key, value) in roles.into_iter().filter(|(k, _)| k != "base") {
+    for (key, value) in roles
+        .into_iter()
+        .filter(|(k, _)| k != "base" && k != "theme")
+    {
         table.insert(key.clone(), value);
         // Checked role by role: the merged table has no positions to point at.
         if let Err(e) = table.clone().try_into::<Theme>() {
@@ -157,9 +196,27 @@ mod tests {
     #[test]
     fn builtin_themes_parse_and_user_roles_overlay() {
         assert_ne!(Theme::dark().background, Theme::light().background);
-        let t = overlay(DARK, "base = \"light\"\nhole = \"red\"\n").unwrap();
+        let t = overlay(None, "base = \"light\"\nhole = \"red\"\n").unwrap();
         assert_eq!(t.hole, Color::Red);
         assert_eq!(t.background, Theme::light().background);
-        assert!(overlay(DARK, "hole = \"nope\"").is_err());
+        assert!(overlay(None, "hole = \"nope\"").is_err());
+    }
+
+    #[test]
+    fn a_theme_is_chosen_by_name_on_the_command_line_or_in_the_file() {
+        let light = Theme::light().background;
+        let t = overlay(None, "theme = \"light\"\n").unwrap();
+        assert_eq!(t.background, light);
+        let t = overlay(Some("light"), "hole = \"red\"\n").unwrap();
+        assert_eq!((t.background, t.hole), (light, Color::Red));
+        let t = overlay(Some("dark"), "theme = \"light\"\n").unwrap();
+        assert_eq!(t.background, Theme::dark().background, "the flag wins");
+        let e = overlay(None, "\ntheme = \"solarized\"\n").unwrap_err();
+        assert!(
+            e.contains("line 2") && e.contains("unknown theme 'solarized'"),
+            "{e}"
+        );
+        let e = Theme::load(None, Some("neon")).unwrap_err();
+        assert_eq!(e, "unknown theme 'neon' (built in: dark, light)");
     }
 }

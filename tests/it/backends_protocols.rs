@@ -425,3 +425,39 @@ async fn openai_counting_is_exact_only_for_models_tiktoken_knows() {
         TokenCounting::Approximate
     );
 }
+
+#[tokio::test]
+async fn an_openai_server_that_refuses_the_suffix_is_asked_left_to_right() {
+    // vLLM's /v1/completions takes no suffix: 400 "suffix is not currently supported".
+    let server = Server::start(|request, _| match request.body.get("suffix") {
+        Some(_) => Reply::Json(
+            400,
+            json!({"object": "error", "message": "suffix is not currently supported", "code": 400}),
+        ),
+        None => Reply::Json(200, json!({"choices": [{"index": 0, "text": "1;"}]})),
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let mut req = request(1);
+    req.suffix = Some("\nreturn x;".to_string());
+    for _ in 0..2 {
+        assert_eq!(texts(&backend.complete(&req, None).await.unwrap()), ["1;"]);
+    }
+    let suffixes: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| r.body.get("suffix").is_some())
+        .collect();
+    assert_eq!(suffixes, [true, false, false]);
+    let notices = backend.notices();
+    assert!(notices[0].contains("(it answered 400)"), "{notices:?}");
+
+    // Any other 400 is the error it says.
+    let server =
+        Server::start(|_, _| Reply::Json(400, json!({"error": {"message": "prompt is too long"}})))
+            .await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let err = backend.complete(&req, None).await.unwrap_err();
+    assert!(err.to_string().contains("prompt is too long"), "{err}");
+    assert_eq!(server.requests().len(), 1);
+}

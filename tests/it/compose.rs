@@ -38,7 +38,8 @@ proptest! {
             let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper };
             proposals::build(spec, &req)
         });
-        let prompt = compose::compose(&SAMPLE, hole, proposal.as_ref(), tok, budget);
+        let context = proposal.as_ref().map(|p| p as &dyn compose::CandidateContext);
+        let prompt = compose::compose(&SAMPLE, hole, context, tok, budget);
 
         prop_assert_eq!(prompt.validate(&SAMPLE, tok), Ok(()));
         let default = prompt.segments.last().unwrap();

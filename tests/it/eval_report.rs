@@ -201,9 +201,9 @@ fn methods_on_the_test_split() {
     assert_eq!(method(&report, "fixed proposal").gain.hole_wise, Some(0.0));
     // FixedRanker puts current PL 50% (id 6) first: it hits on b1, b2 and c1.
     assert_eq!(rate("fixed ranking"), (60.0, 75.0));
-    // The random pick only matters on b1 (10 misses, 6 hits).
+    // The random pick only matters on b1 (10 misses, 6 hits); seed 7 draws 10 there.
     let (random, _) = rate("random proposal");
-    assert!(random == 40.0 || random == 60.0, "{random}");
+    assert_eq!(random, 40.0);
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod backends_support;
 mod common;
 mod reliability_support;
 
+mod architecture;
 mod backends_config;
 mod backends_faults;
 mod backends_protocols;
@@ -19,6 +20,7 @@ mod embedded_model;
 mod eval_interop;
 mod eval_labels;
 mod eval_report;
+mod eval_scale;
 mod explain;
 mod feedback;
 mod fidelity;

@@ -278,8 +278,18 @@ fn a_bad_keymap_file_is_named_with_line_and_key_and_the_defaults_stay() {
             "hint",
         ),
     ] {
-        let map = assert_config_warning(keymap::USER_FILE, text, Keymap::load, line, key);
-        assert_eq!(map.lookup(quit), Some(keyhole::tui::state::Command::Quit));
+        let load = |dir: Option<&Path>| {
+            let (map, problems) = Keymap::load(dir);
+            assert!(problems.len() <= 1, "{problems:?}");
+            (map, problems.into_iter().next())
+        };
+        let map = assert_config_warning(keymap::USER_FILE, text, load, line, key);
+        let normal = keymap::Layer::Normal;
+        let pane = keyhole::tui::state::Pane::Source;
+        assert_eq!(
+            map.lookup(normal, pane, quit),
+            Some(keyhole::tui::state::Command::Quit)
+        );
     }
 }
 
@@ -290,7 +300,8 @@ fn a_bad_theme_file_is_named_with_line_and_key_and_the_default_stays() {
         ("\n\nhole = 5\n", 3, "hole"),
         ("hole = \"red\"\ncode = [1]\n", 2, "code"),
     ] {
-        let theme = assert_config_warning(theme::USER_FILE, text, Theme::load, line, key);
+        let load = |dir: Option<&Path>| Theme::load(dir, None).unwrap();
+        let theme = assert_config_warning(theme::USER_FILE, text, load, line, key);
         assert_eq!(theme.background, Theme::dark().background);
     }
 }

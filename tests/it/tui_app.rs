@@ -12,8 +12,9 @@ use keyhole::model::config::{BackendConfig, BackendKind};
 use keyhole::rank::RankerKind;
 use keyhole::rank::classifier::Classifier;
 use keyhole::tui::app::App;
+use keyhole::tui::driver::Outcome;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command, Mode, Pane, Setup, key_action};
+use keyhole::tui::state::{Action, Command, Mode, Pane, Phase, Setup, key_action};
 use keyhole::tui::theme::Theme;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -48,7 +49,7 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
     app.sender().send(Action::Command(Command::Run)).unwrap();
     let action = app.next().await.unwrap();
     app.dispatch(action);
-    assert!(app.state.running, "completions run in a task");
+    assert!(app.state.running(), "completions run in a task");
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), app.state.k);
     assert_eq!(app.state.focus, Pane::Completions);
@@ -57,7 +58,11 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
 
     app.dispatch(Action::Command(Command::Explain));
     assert!(app.state.explained.is_some());
-    assert!(app.state.status.contains("came from candidate"));
+    assert!(
+        app.state.status.contains("% copied"),
+        "{}",
+        app.state.status
+    );
 }
 
 #[tokio::test]
@@ -81,7 +86,7 @@ async fn cancel_aborts_a_run_and_moving_the_hole_recomputes() {
     let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Run));
     app.dispatch(Action::Command(Command::Cancel));
-    assert!(!app.state.running);
+    assert!(!app.state.running());
     app.settle(LIMIT).await.unwrap();
     assert!(app.state.cards.is_empty(), "an aborted run reports nothing");
 
@@ -152,7 +157,7 @@ async fn an_edited_prompt_runs_as_one_more_scored_card() {
         &mut app,
         KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
     );
-    assert!(app.state.editor.is_none() && app.state.running);
+    assert!(app.state.editor.is_none() && app.state.running());
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), k + 1, "one more card");
     let card = app.state.cards.last().unwrap();
@@ -180,6 +185,53 @@ async fn opening_reports_indexing_progress() {
             .any(|s| s.starts_with("indexing ") && s.ends_with(" files") && s.contains('/')),
         "{statuses:?}"
     );
+    for stage in [
+        "repository graph",
+        "search indexes",
+        "starting the backend",
+        "loading the rankers",
+    ] {
+        assert!(
+            statuses.iter().any(|s| s.contains(stage)),
+            "{stage}: {statuses:?}"
+        );
+    }
+    // No position: a real hole of a central file, not the licence header at 1:1.
+    let state = &app.state;
+    let hole = &state.view.as_ref().unwrap().hole;
+    let index = state.index.as_ref().unwrap();
+    let line = index.files[hole.file].line_text(hole.line).trim();
+    assert!(hole.line > 0 && hole.column > 0, "{}", hole.display(index));
+    assert!(!line.starts_with("package") && !line.starts_with("import") && !line.starts_with("/*"));
+    assert!(!hole.target.as_deref().unwrap_or("").is_empty());
+}
+
+#[tokio::test]
+async fn a_position_past_the_end_leaves_the_ui_with_one_line() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    let path = keyhole::sample::DEMO_HOLE
+        .rsplit_once(':')
+        .unwrap()
+        .0
+        .rsplit_once(':')
+        .unwrap()
+        .0;
+    app.open(root, Some(format!("{path}:9999:1")));
+    let mut left = false;
+    while !left {
+        let action = app.next().await.unwrap();
+        left = app.dispatch(action).contains(&Outcome::Quit);
+    }
+    let Phase::Failed(error) = &app.state.phase else {
+        panic!("{:?}", app.state.phase);
+    };
+    assert!(
+        error.contains(&format!("{path}:9999: line out of range")),
+        "{error}"
+    );
+    assert!(!error.contains('\n'));
 }
 
 #[tokio::test]
@@ -272,16 +324,7 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
 
 #[tokio::test]
 async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
-    let server = Server::start(|_, _| {
-        Reply::Stream(sse(&[
-            json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
-        ]))
-    })
-    .await;
-    let served = BackendConfig {
-        name: "loopback".into(),
-        ..config(BackendKind::OpenAi, &server.base)
-    };
+    let (server, served) = loopback().await;
     let (_scratch, dirs) = scratch_dirs();
     let setup = Setup {
         backends: vec![BackendConfig::embedded(), served],
@@ -295,6 +338,7 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         ranker: RankerKind::RlpgH,
         classifier: Classifier::bundled(),
         dirs: dirs.clone(),
+        theme: None,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();
@@ -336,5 +380,118 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         server.requests().len(),
         asked,
         "the server is asked no more"
+    );
+}
+
+/// A loopback server that always answers `fromServer();`, and a backend entry for it.
+async fn loopback() -> (Server, BackendConfig) {
+    let server = Server::start(|_, _| {
+        Reply::Stream(sse(&[
+            json!({"choices": [{"index": 0, "text": "fromServer();"}]}),
+        ]))
+    })
+    .await;
+    let served = BackendConfig {
+        name: "loopback".into(),
+        ..config(BackendKind::OpenAi, &server.base)
+    };
+    (server, served)
+}
+
+/// The app on `root` at `position`, completing through a loopback server that always answers
+/// `fromServer();`.
+async fn served_app(
+    root: std::path::PathBuf,
+    position: &str,
+    dirs: keyhole::dirs::Dirs,
+) -> (App, Server) {
+    let (server, served) = loopback().await;
+    let options = keyhole::tui::Options {
+        setup: Setup {
+            backends: vec![served],
+            backend: 0,
+            budget: 2000,
+            tokenizer: None,
+        },
+        ranker: RankerKind::RlpgH,
+        classifier: Classifier::bundled(),
+        dirs,
+        theme: None,
+    };
+    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
+    app.open(root, Some(position.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    (app, server)
+}
+
+#[tokio::test]
+async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
+    let (scratch, dirs) = scratch_dirs();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let before = "class A {\n    int f() {\n        return g();\n    }\n}\n";
+    std::fs::write(repo.join("A.java"), before).unwrap();
+    let (mut app, _server) = served_app(repo.clone(), "A.java:3:16", dirs).await;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.focus, Pane::Completions);
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    assert_eq!(app.state.mode, Mode::ConfirmApply);
+    let (line, path, old, new) = keyhole::tui::state::apply_preview(&app.state).unwrap();
+    assert_eq!((line, path.as_str()), (3, "A.java"));
+    assert_eq!(old, "        return g();");
+    assert_eq!(new, "        return fromServer();");
+    // n keeps the file as it is.
+    press(&mut app, KeyEvent::from(KeyCode::Char('n')));
+    assert_eq!(app.state.mode, Mode::Normal);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("A.java")).unwrap(),
+        before
+    );
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    press(&mut app, KeyEvent::from(KeyCode::Char('y')));
+    while !app.state.status.starts_with("wrote") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
+    let written = std::fs::read_to_string(repo.join("A.java")).unwrap();
+    assert_eq!(
+        written,
+        before.replace("return g();", "return fromServer();")
+    );
+    let shown: String = app.state.lines[2].iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        shown.trim_end(),
+        "        return fromServer();",
+        "the source pane shows it"
+    );
+    press(&mut app, KeyEvent::from(KeyCode::Char('u')));
+    while !app.state.status.starts_with("undone") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(repo.join("A.java")).unwrap(),
+        before
+    );
+    let shown: String = app.state.lines[2].iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(shown.trim_end(), "        return g();");
+    assert!(app.state.status.contains("undone"), "{}", app.state.status);
+}
+
+#[tokio::test]
+async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let (mut app, _server) = served_app(root.clone(), keyhole::sample::DEMO_HOLE, dirs).await;
+    app.state.shared_sample = true;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    assert_eq!(app.state.mode, Mode::Normal);
+    assert!(
+        app.state.status.contains("bundled sample"),
+        "{}",
+        app.state.status
     );
 }

@@ -38,10 +38,14 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
         app.settle(LIMIT).await.unwrap();
         // Pick the completion of the second perspective shown.
         app.dispatch(Action::Command(Command::Pick2));
-        let action = tokio::time::timeout(LIMIT, app.next()).await.unwrap();
-        app.dispatch(action.unwrap());
+        // The count of picks the online ranker learnt from, then the report.
+        while app.state.status.starts_with("picked completion") {
+            let action = tokio::time::timeout(LIMIT, app.next()).await.unwrap();
+            app.dispatch(action.unwrap());
+        }
         let status = &app.state.status;
         assert!(status.contains("ProCC bandit updated"), "{status}");
+        assert_eq!(app.state.online_picks, 1);
 
         let (saved, warning) = LinUcb::load(&data.join(bandit::FILE));
         assert_eq!(warning, None);

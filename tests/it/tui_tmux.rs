@@ -1,6 +1,7 @@
 //! End to end in a real terminal: `keyhole` (no arguments) in tmux, driven with send-keys and
 //! read with capture-pane. Skips, saying so, where tmux is not installed.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -13,34 +14,141 @@ fn tmux(args: &[&str]) -> String {
 }
 
 fn screen() -> String {
-    tmux(&["capture-pane", "-p", "-t", SESSION])
+    screen_of(SESSION)
+}
+
+fn screen_of(session: &str) -> String {
+    tmux(&["capture-pane", "-p", "-t", session])
 }
 
 /// Wait until the screen shows `text`; panics with the screen after `limit`.
 fn wait_for(text: &str, limit: Duration) {
+    wait_in(SESSION, text, limit)
+}
+
+fn wait_in(session: &str, text: &str, limit: Duration) {
     let start = Instant::now();
     while start.elapsed() < limit {
-        if screen().contains(text) {
+        if screen_of(session).contains(text) {
             return;
         }
         sleep(Duration::from_millis(200));
     }
-    panic!("'{text}' never appeared; the screen:\n{}", screen());
+    panic!(
+        "'{text}' never appeared; the screen:\n{}",
+        screen_of(session)
+    );
 }
 
 /// Kills the session even when an assertion fails.
-struct Session;
+struct Session(&'static str);
 
 impl Drop for Session {
     fn drop(&mut self) {
-        tmux(&["kill-session", "-t", SESSION]);
+        tmux(&["kill-session", "-t", self.0]);
+    }
+}
+
+fn tmux_missing() -> bool {
+    let missing = Command::new("tmux").arg("-V").output().is_err();
+    if missing {
+        eprintln!("skipping: tmux is not installed");
+    }
+    missing
+}
+
+/// Run `script` in `sh` inside a fresh tmux session of `session` (80x24), with keyhole's
+/// directories in `home`; the session is killed when the guard drops.
+fn shell(session: &'static str, home: &std::path::Path, script: &str) -> Session {
+    tmux(&["kill-session", "-t", session]);
+    let env: Vec<String> = crate::common::dirs_env(home)
+        .iter()
+        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .collect();
+    let script = format!(
+        "{} {script}; code=$?; echo; echo exit=$code; sleep 600",
+        env.join(" ")
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    Session(session)
+}
+
+/// A temporary home for keyhole's directories with `repo/` holding `files` (name, text).
+fn home_with_repo<N: AsRef<str>>(files: &[(N, String)]) -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    for (name, text) in files {
+        std::fs::write(repo.join(name.as_ref()), text).unwrap();
+    }
+    (home, repo)
+}
+
+#[test]
+fn bad_start_up_input_is_one_line_and_exit_2_without_taking_the_screen() {
+    if tmux_missing() {
+        return;
+    }
+    let (home, repo) = home_with_repo(&[("A.java", "class A {\n}\n".into())]);
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    let repo = repo.display();
+    for (args, says) in [
+        (format!("{repo} A.java:9:1"), "A.java:9: line out of range"),
+        (format!("{repo} B.java:1:1"), "B.java: no such source file"),
+        (format!("{repo}/missing"), "missing: no such directory"),
+        (format!("{repo} --theme neon"), "unknown theme 'neon'"),
+    ] {
+        let session = "keyhole-tui-bad-start";
+        let _guard = shell(session, home.path(), &format!("{bin} {args}"));
+        wait_in(session, "exit=", Duration::from_secs(30));
+        let screen = screen_of(session);
+        let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(
+            lines.len(),
+            2,
+            "{args}: one line, then the exit code:\n{screen}"
+        );
+        assert!(lines[0].contains(says), "{args}: {screen}");
+        assert_eq!(lines[1], "exit=2", "{args}");
     }
 }
 
 #[test]
+fn quit_while_indexing_returns_to_the_shell() {
+    if tmux_missing() {
+        return;
+    }
+    // Enough files that indexing is still going when q arrives.
+    let files: Vec<(String, String)> = (0..3000)
+        .map(|n| {
+            let body = format!("class C{n} {{\n  int f{n}() {{ return {n}; }}\n}}\n");
+            (format!("C{n}.java"), body.repeat(20))
+        })
+        .collect();
+    let (home, repo) = home_with_repo(&files);
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    let session = "keyhole-tui-quit";
+    let _guard = shell(session, home.path(), &format!("{bin} {}", repo.display()));
+    wait_in(session, "indexing", Duration::from_secs(30));
+    tmux(&["send-keys", "-t", session, "q"]);
+    wait_in(session, "exit=0", Duration::from_secs(30));
+}
+
+#[test]
 fn opens_the_sample_completes_shows_help_and_quits() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("skipping: tmux is not installed");
+    if tmux_missing() {
         return;
     }
     tmux(&["kill-session", "-t", SESSION]);
@@ -64,15 +172,25 @@ fn opens_the_sample_completes_shows_help_and_quits() {
     command.extend(dirs.iter().map(String::as_str));
     command.push(bin);
     tmux(&command);
-    let _session = Session;
+    let _session = Session(SESSION);
     wait_for("candidates 73/73", Duration::from_secs(60));
     tmux(&["send-keys", "-t", SESSION, "r"]);
     wait_for("ES ", Duration::from_secs(60));
+    // Shift-Tab (reported as BackTab with Shift held) goes back from the completions.
+    tmux(&["send-keys", "-t", SESSION, "BTab"]);
+    wait_for("┏ prompt", Duration::from_secs(10));
     tmux(&["send-keys", "-t", SESSION, "?"]);
-    wait_for("any key closes", Duration::from_secs(10));
-    // Any key closes the help; then q quits.
+    wait_for("Esc or ? closes", Duration::from_secs(10));
+    // Other keys leave the help open; Esc closes it; then q quits.
     tmux(&["send-keys", "-t", SESSION, "x"]);
     sleep(Duration::from_millis(300));
+    assert!(screen().contains("Esc or ? closes"), "{}", screen());
+    tmux(&["send-keys", "-t", SESSION, "Escape"]);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) && screen().contains("Esc or ? closes") {
+        sleep(Duration::from_millis(200));
+    }
+    assert!(!screen().contains("Esc or ? closes"), "help did not close");
     tmux(&["send-keys", "-t", SESSION, "q"]);
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(10) && screen().contains("keyhole ") {

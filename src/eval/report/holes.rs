@@ -1,74 +1,8 @@
-//! Label rows grouped by hole, and success rates over sets of holes.
+//! Success rates over sets of holes.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-
-use crate::candidate::CandidateId;
-use crate::eval::{LabelRow, ROWS_PER_HOLE, WRITTEN_ROWS};
-use crate::hole::Hole;
-use crate::repo::RepoIndex;
-
-/// The label rows of one hole, by proposal id (a missing row counts as inapplicable).
-pub struct HoleRows<'a> {
-    pub hole_id: &'a str,
-    pub repository: &'a str,
-    by_id: Vec<Option<&'a LabelRow>>,
-}
-
-impl<'a> HoleRows<'a> {
-    pub fn row(&self, id: CandidateId) -> Option<&'a LabelRow> {
-        self.by_id.get(id.index()).copied().flatten()
-    }
-
-    /// Whether candidate `id` gave context; the default context always does once labelled.
-    pub fn applicable(&self, id: CandidateId) -> bool {
-        self.row(id)
-            .is_some_and(|r| r.applicable || id == CandidateId::DEFAULT)
-    }
-
-    /// RLPG's success: an applicable candidate whose completion matched, without a backend
-    /// error (errors count as misses).
-    pub fn succeeded(&self, id: CandidateId) -> bool {
-        self.applicable(id) && self.row(id).is_some_and(|r| r.success && r.error.is_none())
-    }
-
-    /// The labelled hole found again in `index` (its repository), or why it cannot be.
-    pub fn hole(&self, index: &RepoIndex) -> Result<Hole, String> {
-        let row = self
-            .by_id
-            .iter()
-            .flatten()
-            .next()
-            .ok_or_else(|| format!("{}: no rows", self.hole_id))?;
-        Hole::at(index, &row.file, row.line, row.column)
-            .map_err(|e| format!("{}: {e}", self.hole_id))
-    }
-
-    /// Applicable candidates, proposals in id order, then the default context.
-    pub fn applicable_ids(&self) -> impl Iterator<Item = CandidateId> + '_ {
-        CandidateId::all().filter(|&id| self.applicable(id))
-    }
-
-    /// Whether the hole has every row this version writes.
-    pub(super) fn is_complete(&self) -> bool {
-        self.by_id[..WRITTEN_ROWS].iter().all(Option::is_some)
-    }
-}
-
-/// Group rows by hole, in hole id order; rows with an unknown proposal id are ignored.
-pub fn group(rows: &[LabelRow]) -> Vec<HoleRows<'_>> {
-    let mut holes: BTreeMap<&str, HoleRows> = BTreeMap::new();
-    for row in rows {
-        let hole = holes.entry(&row.hole_id).or_insert_with(|| HoleRows {
-            hole_id: &row.hole_id,
-            repository: &row.repository,
-            by_id: vec![None; ROWS_PER_HOLE],
-        });
-        hole.by_id[row.proposal_id.index()] = Some(row);
-    }
-    holes.into_values().collect()
-}
 
 /// A success rate in percent, over all holes (hole-wise) and as the mean of per-repository
 /// rates (repo-wise, independent of repository size).

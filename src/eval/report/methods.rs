@@ -7,11 +7,12 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use super::holes::{HoleRows, percent};
+use super::holes::percent;
 use crate::candidate::{self, CandidateId, ProposalSpec};
 use crate::context::SourcedText;
 use crate::context::proposals::ProposalContext;
 use crate::hole::HoleWindow;
+use crate::label::HoleRows;
 use crate::rank::bandit::{self, ARMS, Context, LinUcb};
 use crate::rank::{RankInput, Ranker};
 

@@ -20,7 +20,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use holes::{HoleRows, Rate, group as group_holes};
+pub use crate::label::{HoleRows, group as group_holes};
+pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 
 use crate::candidate::{self, CandidateId, ProposalSpec};
@@ -208,7 +209,7 @@ impl<'a> Builder<'a> {
     }
 
     pub fn build(self) -> Report {
-        let holes = holes::group(self.rows);
+        let holes = group_holes(self.rows);
         let split = Split::new(&holes, &self.train);
         let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
         let order = methods::fixed_order(&choice);
@@ -284,7 +285,7 @@ impl<'a> Builder<'a> {
 /// ProCC's bandit trained as the report trains it (see [`procc_picks`]), for use beyond the
 /// report.
 pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
-    let holes = holes::group(rows);
+    let holes = group_holes(rows);
     let split = Split::new(&holes, train);
     let mut bandit = LinUcb::default();
     methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);

@@ -80,7 +80,7 @@ pub struct HttpBackend {
     config: BackendConfig,
     transport: Transport,
     protocol: Box<dyn Protocol>,
-    /// Set once the server answered 501 to a fill-in-the-middle request (llama.cpp's
+    /// Set once the server refused a fill-in-the-middle request ([`refuses_suffix`]; llama.cpp's
     /// `/infill` for a model without FIM tokens): requests go left to right from then on.
     no_infill: std::sync::OnceLock<String>,
 }
@@ -185,9 +185,11 @@ impl Backend for HttpBackend {
             request.suffix = None;
         }
         match self.complete_all(&request, deltas).await {
-            Err(BackendError::Status { status: 501, .. }) if request.suffix.is_some() => {
+            Err(BackendError::Status { status, detail, .. })
+                if request.suffix.is_some() && refuses_suffix(status, &detail) =>
+            {
                 let _ = self.no_infill.set(format!(
-                    "{}: the server does not fill in the middle (it answered 501); prompts are completed left to right",
+                    "{}: the server does not fill in the middle (it answered {status}); prompts are completed left to right",
                     self.config.name
                 ));
                 request.suffix = None;
@@ -210,6 +212,18 @@ impl Backend for HttpBackend {
         let answer = endpoint.get_json().await;
         Some(answer.map(|a| self.protocol.model_names(&a)))
     }
+}
+
+/// Whether an error answer to a fill-in-the-middle request says that the server cannot fill in
+/// the middle: llama.cpp's 501 for a model without FIM tokens, or a 400 that names the suffix
+/// (vLLM's `/v1/completions` takes none: "suffix is not currently supported").
+fn refuses_suffix(status: u16, detail: &str) -> bool {
+    status == 501 || status == 400 && detail.contains("suffix")
+}
+
+/// The message of an `error` field, which servers send as a string or as `{message: ...}`.
+pub fn error_message(error: &Value) -> String {
+    transport::error_text(error)
 }
 
 /// `answer[list][*][field]`, the strings of it: a server's model names.
@@ -282,15 +296,102 @@ impl HttpBackend {
             .texts
             .into_values()
             .map(|(text, _)| Completion {
-                // A model may answer with the key (it may be in the training data): it must
-                // not reach the screen, label files or the feedback log.
-                text: redact(
-                    &apply_stop(&self.protocol.clean(text, request), &request.stop),
-                    key.as_deref(),
-                ),
+                text: finish(self.protocol.as_ref(), text, request, key.as_deref()),
                 latency,
             })
             .collect())
+    }
+}
+
+/// An answer's text as the code it holds: cleaned, cut at the first stop sequence, and without
+/// the key. A model may answer with the key (it may be in the training data): it must not reach
+/// the screen, label files or the feedback log.
+fn finish(
+    protocol: &dyn Protocol,
+    text: String,
+    request: &CompletionRequest,
+    key: Option<&str>,
+) -> String {
+    redact(
+        &apply_stop(&protocol.clean(text, request), &request.stop),
+        key,
+    )
+}
+
+/// Requests and answers of an OpenAI-style backend as batch files hold them (OpenAI's Batch
+/// API, vLLM's `run_batch`): the endpoint and body a request would be sent as, and the texts
+/// of an answer's body as the backend would have read them.
+pub struct BatchCodec {
+    config: BackendConfig,
+    protocol: Box<dyn Protocol>,
+    transport: Transport,
+}
+
+impl BatchCodec {
+    /// The codec of `config`, an `openai` or `openai_chat` entry (the kinds the batch formats
+    /// speak).
+    pub fn new(config: &BackendConfig) -> Result<BatchCodec, BackendError> {
+        if !matches!(config.kind, BackendKind::OpenAi | BackendKind::OpenAiChat) {
+            return Err(config_error(
+                config,
+                "batch files are OpenAI-style requests: use a backend of kind openai or openai_chat",
+            ));
+        }
+        Ok(BatchCodec {
+            config: config.clone(),
+            protocol: protocol(config)?,
+            transport: Transport::new(config)?,
+        })
+    }
+
+    /// The endpoint (`/v1/completions` or `/v1/chat/completions`) and the body `request` is
+    /// sent with, the entry's generation settings applied; one completion, unstreamed, and
+    /// without its suffix when the engine has refused one (`left_to_right`).
+    pub fn request(
+        &self,
+        request: &CompletionRequest,
+        left_to_right: bool,
+    ) -> (&'static str, Value) {
+        let mut request = CompletionRequest {
+            n: 1,
+            ..self.config.apply(request)
+        };
+        if left_to_right {
+            request.suffix = None;
+        }
+        (
+            self.protocol.path(&request),
+            self.protocol.body(&request, false),
+        )
+    }
+
+    /// Whether an error answer (`status`, what it says) refuses fill-in-the-middle requests,
+    /// as the backend reads it online.
+    pub fn refuses_suffix(&self, status: u16, detail: &str) -> bool {
+        refuses_suffix(status, detail)
+    }
+
+    /// The raw texts of an answer's body, in choice order, or why it holds none.
+    pub fn texts(&self, body: &Value) -> Result<Vec<String>, String> {
+        let mut pieces = self.protocol.answer(body)?;
+        if pieces.is_empty() {
+            return Err("no completions".to_string());
+        }
+        pieces.sort_by_key(|p| p.index);
+        Ok(pieces.into_iter().map(|p| p.text).collect())
+    }
+
+    /// A raw text of an answer to `request` as the backend would have returned it.
+    pub fn finish(&self, text: &str, request: &CompletionRequest) -> String {
+        let request = self.config.apply(request);
+        // Where the key's variable is not set here, no key can be redacted.
+        let key = self.transport.api_key().ok().flatten();
+        finish(
+            self.protocol.as_ref(),
+            text.to_string(),
+            &request,
+            key.as_deref(),
+        )
     }
 }
 

@@ -429,7 +429,7 @@ fn answer_detail(answer: &[u8]) -> String {
 }
 
 /// The message of an `error` field, which servers send as a string or as `{message: ...}`.
-fn error_text(error: &Value) -> String {
+pub(super) fn error_text(error: &Value) -> String {
     match error.get("message").unwrap_or(error) {
         Value::String(message) => message.clone(),
         other => other.to_string(),

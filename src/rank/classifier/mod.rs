@@ -23,8 +23,8 @@ use serde::Serialize;
 
 use super::{RankInput, Ranked, Ranker, sorted};
 use crate::candidate::CandidateId;
-use crate::eval::RLPG_CANDIDATES;
 use crate::hole::HoleWindow;
+use crate::label::RLPG_CANDIDATES;
 use crate::token::Keep;
 use bert::{BertEncoder, EncoderError};
 use network::{Dims, HashedEncoder, HeadH, HeadR};
@@ -34,10 +34,22 @@ const BUNDLED: &[u8] = include_bytes!("bundled.safetensors");
 const BUNDLED_NAME: &str = "the bundled classifier";
 
 /// Which classifier: RLPG-H reads the hole window only, RLPG-R also each candidate's context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Variant {
     H,
     R,
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+
+    /// `h` or `r`, as `keyhole train --variant` takes it.
+    fn from_str(text: &str) -> Result<Variant, String> {
+        [Variant::H, Variant::R]
+            .into_iter()
+            .find(|v| v.prefix() == text)
+            .ok_or_else(|| format!("'{text}' is not a classifier variant (h, r)"))
+    }
 }
 
 impl Variant {

@@ -13,7 +13,7 @@ use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{LayerNorm, Linear, VarBuilder, layer_norm, linear, ops};
 
 use super::features::{BUCKETS, CHUNK_LEN, CHUNKS, PAD, PART_LEN, PARTS};
-use crate::eval::RLPG_CANDIDATES;
+use crate::label::RLPG_CANDIDATES;
 
 /// Sub-token embedding width (CodeBERT's hidden size is 768).
 pub const E: usize = 32;

@@ -26,7 +26,7 @@ use super::features::{CHUNK_LEN, CHUNKS, PART_LEN, PARTS};
 use super::network::{E, HashedEncoder, HeadH, HeadR, masked_bce};
 use super::{BUNDLED, BUNDLED_NAME, EncoderKind, Variant};
 use crate::candidate::CandidateId;
-use crate::eval::RLPG_CANDIDATES;
+use crate::label::RLPG_CANDIDATES;
 use crate::rank::FixedRanker;
 
 /// Paper, appendix C.

@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{bar, scroll_top};
 use crate::candidate::CandidateId;
+use crate::rank::RankerKind;
 use crate::tui::state::{Availability, Candidate, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
@@ -36,8 +37,29 @@ pub fn title(state: &State) -> String {
         "candidates {}/{} · ranker {}{procc}{selected}{filter}",
         state.visible().len(),
         state.candidates.len(),
-        state.ranker.name()
+        ranker_name(state)
     )
+}
+
+/// The ranker's name; the online one says how much it has learnt (with no picks it ranks as
+/// the fixed one, which it should not hide).
+pub fn ranker_name(state: &State) -> String {
+    match (state.ranker, state.online_picks) {
+        (RankerKind::Online, 0) => "online (no picks yet: as fixed)".into(),
+        (RankerKind::Online, 1) => "online (1 pick)".into(),
+        (RankerKind::Online, n) => format!("online ({n} picks)"),
+        (kind, _) => kind.name().into(),
+    }
+}
+
+/// What the ranker's scores are, for the score column's header.
+pub fn score_unit(kind: RankerKind) -> &'static str {
+    match kind {
+        RankerKind::RlpgH | RankerKind::RlpgR => "P(success)",
+        RankerKind::Bm25 => "BM25 (÷best)",
+        RankerKind::Fixed => "fixed order",
+        RankerKind::Online => "pick rate",
+    }
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
@@ -61,7 +83,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let header = Line::styled(
         format!(
             "     # {:<w$} {:<19} {:<8} {:>5} ok",
-            "score",
+            score_unit(state.ranker),
             "source",
             "type",
             "tok",
@@ -93,9 +115,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     frame.render_widget(Paragraph::new(lines), area);
 }
 
-/// The ranker's best score: its bars are drawn relative to it, since scores differ in scale by
-/// ranker (probabilities, BM25).
+/// What a full bar means: 1 for the rankers whose scores are probabilities or rates (so a
+/// 0.02 draws an empty bar however the others score), the best score for BM25's unbounded
+/// ones.
 fn best_score(state: &State) -> f64 {
+    if state.ranker != RankerKind::Bm25 {
+        return 1.0;
+    }
     let best = state
         .candidates
         .iter()
@@ -160,5 +186,66 @@ pub fn note(state: &State, c: &Candidate) -> Option<String> {
             Some("ProCC (LinUCB) pick".into())
         }
         Availability::Applicable => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::Theme;
+
+    fn scored(score: f64) -> Candidate {
+        Candidate {
+            id: CandidateId::nth(1),
+            label: "cand 1".into(),
+            source: "current",
+            context_type: "PL",
+            score: Some(score),
+            retrieval_score: None,
+            availability: Availability::Applicable,
+            prompt: crate::compose::Prompt {
+                segments: vec![],
+                budget: 10,
+                tokenizer: "code",
+                proposal_id: CandidateId::nth(1),
+            },
+        }
+    }
+
+    fn bar_of(state: &State, score: f64) -> String {
+        let spans = row(state, &scored(score), best_score(state), Style::new());
+        spans[1].content.to_string()
+    }
+
+    #[test]
+    fn probabilities_draw_absolute_bars_and_bm25_relative_ones_each_with_its_unit() {
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.candidates = vec![scored(0.02)];
+        assert_eq!(bar_of(&state, 0.02), "▏·······", "0.02 is no full bar");
+        assert_eq!(bar_of(&state, 1.0), "████████");
+        assert_eq!(score_unit(state.ranker), "P(success)");
+        state.ranker = RankerKind::Bm25;
+        state.candidates = vec![scored(12.0)];
+        assert_eq!(
+            bar_of(&state, 12.0),
+            "████████",
+            "the best BM25 score fills it"
+        );
+        assert_eq!(bar_of(&state, 6.0), "████····");
+        assert!(score_unit(state.ranker).starts_with("BM25"));
+    }
+
+    #[test]
+    fn the_online_ranker_says_how_many_picks_it_learnt_from() {
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.ranker = RankerKind::Online;
+        assert!(title(&state).contains("online (no picks yet: as fixed)"));
+        crate::tui::state::update(&mut state, crate::tui::state::Action::OnlinePicks(3));
+        assert!(
+            title(&state).contains("online (3 picks)"),
+            "{}",
+            title(&state)
+        );
     }
 }

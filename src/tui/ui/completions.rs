@@ -7,7 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
-use crate::tui::state::{Card, Finished, State};
+use crate::tui::state::{Card, CompletionPhase, Finished, State};
 
 pub fn title(state: &State) -> String {
     let target = state
@@ -20,8 +20,8 @@ pub fn title(state: &State) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
-    if state.running {
-        frame.render_widget(streaming(state), area);
+    if let CompletionPhase::Running { streamed } = &state.completion {
+        frame.render_widget(streaming(state, streamed), area);
         return;
     }
     let note = if state.cards.is_empty() {
@@ -41,14 +41,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
 }
 
 /// The spinner, and the text each request has streamed so far.
-fn streaming(state: &State) -> Paragraph<'static> {
+fn streaming(state: &State, streamed: &[String]) -> Paragraph<'static> {
     let theme = &state.theme;
     let head = Line::styled(
         format!("{} completing… Esc cancels", super::spinner(state)),
         Style::new().fg(theme.explain),
     );
-    let partial = state
-        .streamed
+    let partial = streamed
         .iter()
         .enumerate()
         .filter(|(_, text)| !text.is_empty())
@@ -105,6 +104,7 @@ fn score_line(state: &State, done: &Finished) -> Line<'static> {
     };
     let (syntax, syntax_colour) = match done.syntax_errors {
         0 => ("syntax ok".to_string(), theme.good),
+        1 => ("syntax: 1 error".into(), theme.bad),
         e => (format!("syntax: {e} errors"), theme.bad),
     };
     Line::from(vec![

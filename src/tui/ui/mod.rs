@@ -13,7 +13,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph};
 
-use super::state::{Mode, Pane, State};
+use super::keymap::Layer;
+use super::state::{Command, Mode, Pane, State};
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
@@ -39,9 +40,9 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         Constraint::Length(1),
     ])
     .areas(frame.area());
-    frame.render_widget(header_line(state), header);
+    frame.render_widget(header_line(state, header.width), header);
     frame.render_widget(status_line(state), status);
-    frame.render_widget(hint_line(state), hints);
+    frame.render_widget(hint_line(state, hints.width), hints);
     let mut inner = Vec::new();
     for (pane, area) in pane_areas(state, body) {
         let block = pane_block(state, pane);
@@ -58,10 +59,9 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
     match &state.mode {
         Mode::Picker { query, cursor } => overlay::picker(frame, state, query, *cursor),
         Mode::Backends { cursor } => overlay::backends(frame, state, *cursor),
+        Mode::Help { scroll } => overlay::help(frame, state, *scroll),
+        Mode::ConfirmApply => overlay::apply_question(frame, state),
         _ => {}
-    }
-    if state.help {
-        overlay::help(frame, state);
     }
     inner
 }
@@ -112,85 +112,87 @@ fn pane_block(state: &State, pane: Pane) -> Block<'static> {
         .title(Span::styled(format!(" {title} "), title_style))
 }
 
-fn header_line(state: &State) -> Paragraph<'static> {
+/// keyhole, the hole, the backend, the ranker and k; on a narrow screen the hole's file goes
+/// by its name, so the rest still shows.
+fn header_line(state: &State, width: u16) -> Paragraph<'static> {
     let theme = &state.theme;
+    let backend = state.backend.as_ref().map_or("—", |b| b.name()).to_string();
+    let rest = format!(
+        "   backend {backend} · ranker {} · k={}",
+        candidates::ranker_name(state),
+        state.k
+    );
     let hole = match (&state.index, &state.view) {
-        (Some(index), Some(view)) => view.hole.display(index),
+        (Some(index), Some(view)) => {
+            let full = view.hole.display(index);
+            let room =
+                (width as usize).saturating_sub(" keyhole ".len() + 7 + rest.chars().count());
+            match full.rsplit_once('/') {
+                Some((_, short)) if full.chars().count() > room => short.to_string(),
+                _ => full,
+            }
+        }
         _ => "—".into(),
     };
-    let backend = state.backend.as_ref().map_or("—", |b| b.name()).to_string();
     Paragraph::new(Line::from(vec![
         Span::styled(
             " keyhole ",
             Style::new().fg(theme.background).bg(theme.title),
         ),
         Span::styled(format!("  hole {hole}"), Style::new().fg(theme.hole)),
-        Span::styled(
-            format!(
-                "   backend {backend} · ranker {} · k={}",
-                state.ranker.name(),
-                state.k
-            ),
-            Style::new().fg(theme.muted),
-        ),
+        Span::styled(rest, Style::new().fg(theme.muted)),
     ]))
 }
 
+/// The spinner and the status; a text field being typed (go to line, search) takes its
+/// place, and a warning about the user's files shows over it until dismissed.
 fn status_line(state: &State) -> Paragraph<'static> {
     let theme = &state.theme;
     let spin = if state.busy() { spinner(state) } else { " " };
+    let (text, colour) = match (&state.mode, &state.warning) {
+        (Mode::GoTo(text), _) => (format!("go to line: {text}▏"), theme.explain),
+        (Mode::Search(text), _) => (format!("search: /{text}▏"), theme.explain),
+        (_, Some(warning)) => (format!("{warning}  (Esc dismisses)"), theme.bad),
+        _ => (state.status.clone(), theme.text),
+    };
     Paragraph::new(Line::from(vec![
         Span::styled(format!(" {spin} "), Style::new().fg(theme.explain)),
-        Span::styled(state.status.clone(), Style::new().fg(theme.text)),
+        Span::styled(text, Style::new().fg(colour)),
     ]))
 }
 
-/// The hint bar, generated from the live keymap (or the keys of the focused text field).
-fn hint_line(state: &State) -> Paragraph<'static> {
+/// The hint bar: the focused pane's hinted keys in the mode's layer, then the layer's and the
+/// shared ones, as many whole entries as fit in `width`, ending with help's key.
+fn hint_line(state: &State, width: u16) -> Paragraph<'static> {
     let theme = &state.theme;
     let key = Style::new().fg(theme.background).bg(theme.muted);
     let desc = Style::new().fg(theme.muted);
-    let fixed = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, d)| (k.to_string(), d.to_string()))
-            .collect()
+    let layer = state.mode.layer();
+    let help = state.keymap.keys_for(Layer::Normal, None, Command::Help);
+    let mut pairs = state.keymap.hints(layer, state.focus);
+    // Help's key goes last, where it is always seen.
+    pairs.retain(|(k, _)| *k != help);
+    let cell = |k: &str, d: &str| k.chars().count() + d.chars().count() + 5;
+    let tail = match layer == Layer::Normal && !help.is_empty() {
+        true => Some((help.clone(), "all keys")),
+        false => None,
     };
-    let pairs = match state.mode {
-        Mode::Normal => state
-            .keymap
-            .hints()
-            .into_iter()
-            .map(|(k, d)| (k, d.to_string()))
-            .collect(),
-        Mode::Filter => fixed(&[("type", "filter"), ("enter/esc", "done")]),
-        Mode::Picker { .. } => fixed(&[
-            ("type", "find a file"),
-            ("up/down", "choose"),
-            ("enter", "open"),
-            ("esc", "close"),
-        ]),
-        Mode::Backends { .. } => fixed(&[
-            ("up/down", "choose"),
-            ("enter", "complete with it"),
-            ("esc", "keep the current one"),
-        ]),
-        Mode::ConfirmApply => fixed(&[("y", "write the file"), ("any other", "keep it")]),
-        Mode::Edit => fixed(&[
-            ("type", "edit the prompt"),
-            ("ctrl-s", "complete with it"),
-            ("esc", "discard"),
-        ]),
-    };
-    let spans: Vec<Span> = pairs
-        .into_iter()
-        .flat_map(|(k, d)| {
-            [
-                Span::styled(format!(" {k} "), key),
-                Span::styled(format!(" {d}  "), desc),
-            ]
-        })
-        .collect();
+    let mut room = width as usize - tail.as_ref().map_or(0, |(k, d)| cell(k, d));
+    let mut spans = Vec::new();
+    for (k, d) in pairs
+        .iter()
+        .map(|(k, d)| (k.as_str(), *d))
+        .chain(tail.iter().map(|(k, d)| (k.as_str(), *d)))
+    {
+        let needed = cell(k, d);
+        let last = tail.as_ref().is_some_and(|(t, _)| t == k);
+        if needed > room && !last {
+            continue;
+        }
+        room = room.saturating_sub(needed);
+        spans.push(Span::styled(format!(" {k} "), key));
+        spans.push(Span::styled(format!(" {d}  "), desc));
+    }
     Paragraph::new(Line::from(spans))
 }
 
@@ -208,6 +210,43 @@ pub fn bar(fraction: f64, width: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use crate::hole::Hole;
+    use crate::repo::RepoIndex;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::state::{HoleView, State};
+    use crate::tui::theme::Theme;
+
+    #[test]
+    fn a_narrow_header_names_the_holes_file_and_still_shows_the_ranker() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = "src/main/java/com/example/deeply/nested/Name.java";
+        std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(path), "class Name {}\n").unwrap();
+        let index = RepoIndex::open(dir.path(), None).unwrap();
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.view = Some(HoleView {
+            hole: Hole::at(&index, path, 1, 7).unwrap(),
+            generation: 0,
+            failed: None,
+        });
+        state.index = Some(Arc::new(index));
+        let header = |width| {
+            let mut terminal = Terminal::new(TestBackend::new(width, 24)).unwrap();
+            terminal.draw(|f| drop(super::draw(f, &state))).unwrap();
+            let text = crate::tui::text(terminal.backend().buffer());
+            text.lines().next().unwrap().to_string()
+        };
+        let narrow = header(80);
+        assert!(narrow.contains("hole Name.java:1:7"), "{narrow}");
+        assert!(narrow.contains("ranker RLPG-H · k=3"), "{narrow}");
+        assert!(header(160).contains(&format!("hole {path}:1:7")));
+    }
+
     #[test]
     fn bars_fill_by_eighths_and_keep_their_width() {
         assert_eq!(super::bar(0.0, 4), "····");

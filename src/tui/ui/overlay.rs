@@ -7,7 +7,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use crate::tui::state::State;
+use crate::tui::keymap::Layer;
+use crate::tui::state::{Pane, State};
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(height)])
@@ -35,34 +36,111 @@ fn panel(frame: &mut Frame, state: &State, area: Rect, title: &str) -> Rect {
     inner
 }
 
-/// Every binding of the active keymap, in as many columns as it needs.
-pub fn help(frame: &mut Frame, state: &State) {
+/// Where help finds each group of keys: (title, layer, pane).
+fn help_groups() -> Vec<(String, Layer, Option<Pane>)> {
+    let mut groups = vec![
+        (Layer::Any.title().to_string(), Layer::Any, None),
+        (Layer::Normal.title().to_string(), Layer::Normal, None),
+    ];
+    for pane in Pane::ALL {
+        groups.push((format!("{} pane", pane.name()), Layer::Normal, Some(pane)));
+    }
+    for layer in &Layer::ALL[2..] {
+        groups.push((layer.title().to_string(), *layer, None));
+    }
+    groups
+}
+
+/// What the marks and numbers on the screen mean (the context types' abbreviations come from
+/// the candidate catalogue).
+const LEGEND: [(&str, &str); 8] = [
+    ("★", "ProCC's pick among its perspectives (a LinUCB bandit)"),
+    (
+        "✓ ·",
+        "applies to this hole / does not (a wide pane says why)",
+    ),
+    ("●", "selected: r completes the selected candidates"),
+    (
+        "P(success)",
+        "RLPG's probability the proposal completes the hole right",
+    ),
+    (
+        "bars",
+        "out of 1 (BM25: of the best score); retrieved: similarity",
+    ),
+    (
+        "pick rate",
+        "online: picks per showing, from the fixed order at first",
+    ),
+    (
+        "235/3054",
+        "prompt pane: tokens a segment uses / tokens allotted to it",
+    ),
+    (
+        "of 4072",
+        "the prompt's whole budget; amber: ≥90% used, red ✂: cut",
+    ),
+];
+
+/// Each context type once, in the catalogue's order: (abbreviation, meaning).
+fn context_types() -> Vec<(&'static str, &'static str)> {
+    let mut types: Vec<(&str, &str)> = Vec::new();
+    for spec in crate::candidate::proposal_specs() {
+        let entry = (
+            spec.context_type.abbreviation(),
+            spec.context_type.meaning(),
+        );
+        if !types.contains(&entry) {
+            types.push(entry);
+        }
+    }
+    types
+}
+
+/// The help as lines: the keys of every mode and pane from the live keymap, in groups,
+/// then the legend.
+pub fn help_lines(state: &State) -> Vec<Line<'static>> {
     let theme = &state.theme;
+    let heading = Style::new().fg(theme.title).add_modifier(Modifier::BOLD);
     let key = Style::new().fg(theme.explain).add_modifier(Modifier::BOLD);
-    let rows: Vec<Line> = state
-        .keymap
-        .bindings
-        .iter()
-        .map(|b| {
-            Line::from(vec![
-                Span::styled(format!("{:>8}  ", b.on), key),
-                Span::raw(b.desc.clone()),
-            ])
-        })
-        .collect();
+    let row = |k: String, d: String| {
+        Line::from(vec![Span::styled(format!("{k:>12}  "), key), Span::raw(d)])
+    };
+    let mut lines = Vec::new();
+    for (title, layer, pane) in help_groups() {
+        let entries = state.keymap.entries(layer, pane);
+        if entries.is_empty() {
+            continue;
+        }
+        lines.push(Line::styled(title, heading));
+        lines.extend(entries.into_iter().map(|(k, d, _)| row(k, d.to_string())));
+        lines.push(Line::default());
+    }
+    lines.push(Line::styled("legend", heading));
+    let legend = context_types().into_iter().chain(LEGEND);
+    lines.extend(legend.map(|(k, d)| row(k.to_string(), d.to_string())));
+    lines
+}
+
+/// The help, one scrollable column that reads at 80x24.
+pub fn help(frame: &mut Frame, state: &State, scroll: usize) {
     let area = frame.area();
     let rect = centered(
         area,
-        area.width.saturating_sub(8),
-        area.height.saturating_sub(4),
+        area.width.saturating_sub(4).min(100),
+        area.height.saturating_sub(2),
     );
-    let inner = panel(frame, state, rect, "keys · any key closes");
-    let per_column = (inner.height as usize).max(1);
-    let columns = rows.len().div_ceil(per_column).max(1);
-    let areas = Layout::horizontal(vec![Constraint::Fill(1); columns]).split(inner);
-    for (chunk, &column) in rows.chunks(per_column).zip(areas.iter()) {
-        frame.render_widget(Paragraph::new(chunk.to_vec()), column);
-    }
+    let inner = panel(
+        frame,
+        state,
+        rect,
+        "help · ↑↓ PgUp PgDn scroll · Esc or ? closes",
+    );
+    let lines = help_lines(state);
+    let rows = inner.height as usize;
+    let top = scroll.min(lines.len().saturating_sub(rows));
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(rows).collect();
+    frame.render_widget(Paragraph::new(shown), inner);
 }
 
 pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
@@ -123,4 +201,60 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
         lines.push(Line::styled(text, style));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The change apply would make, before it asks: the hole's line as it is and as it would be.
+pub fn apply_question(frame: &mut Frame, state: &State) {
+    let Some((line, path, before, after)) = crate::tui::state::apply_preview(state) else {
+        return;
+    };
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(area, area.width.saturating_sub(4), 6.min(area.height));
+    let title = format!("write into {path}? y writes · n keeps it");
+    let inner = panel(frame, state, rect, &title);
+    let number = Style::new().fg(theme.muted);
+    let lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{line:>5} - "), number),
+            Span::styled(before, Style::new().fg(theme.bad)),
+        ]),
+        Line::from(vec![
+            Span::styled(format!("{line:>5} + "), number),
+            Span::styled(after, Style::new().fg(theme.good)),
+        ]),
+        Line::styled("  u undoes it afterwards", number),
+    ];
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::Keymap;
+    use crate::tui::theme::Theme;
+
+    #[test]
+    fn help_has_every_group_of_keys_and_every_abbreviation_and_reads_at_80_columns() {
+        let state = State::new(Keymap::builtin(), Theme::dark());
+        let lines = help_lines(&state);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        // 80 columns less the panel's margin and borders.
+        let wide: Vec<&String> = text.iter().filter(|l| l.chars().count() > 74).collect();
+        assert!(wide.is_empty(), "too wide at 80x24: {wide:#?}");
+        // Help shows every group a binding can be in.
+        let groups = help_groups();
+        for b in &state.keymap.bindings {
+            let shown = groups.iter().any(|(_, l, p)| (*l, *p) == (b.mode, b.pane));
+            assert!(shown, "{} ({}) is not in help", b.on, b.desc);
+        }
+        for spec in crate::candidate::proposal_specs() {
+            let abbreviation = format!(" {}  ", spec.context_type.abbreviation());
+            assert!(
+                text.iter().any(|l| l.contains(&abbreviation)),
+                "{abbreviation}"
+            );
+        }
+        assert!(text.iter().any(|l| l.contains("★")));
+    }
 }

@@ -5,14 +5,14 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
 use crate::model::TokenCounting;
 use crate::token::Keep;
-use crate::tui::state::{Availability, Editor, State};
+use crate::tui::state::{Availability, Editor, State, provenance};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -86,16 +86,22 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         .segments
         .iter()
         .filter(|s| s.kind != SegmentKind::Separator)
-        .map(|s| budget_line(&state.theme, s, prompt.budget))
+        .map(|s| budget_line(state, s, prompt.budget))
         .collect();
     let [top, text] =
         Layout::vertical([Constraint::Length(bars.len() as u16), Constraint::Min(0)]).areas(area);
     frame.render_widget(Paragraph::new(bars), top);
-    frame.render_widget(Paragraph::new(text_lines(state, prompt, text.height)), text);
+    let lines = Paragraph::new(text_lines(state, prompt, text.height));
+    let lines = match state.prompt_wrap {
+        true => lines.wrap(Wrap { trim: false }),
+        false => lines,
+    };
+    frame.render_widget(lines, text);
 }
 
-/// "cand 7  ██████····  812/1628 of 4072  ✂ cut at start".
-fn budget_line(theme: &Theme, segment: &Segment, budget: usize) -> Line<'static> {
+/// "cand 7  ██████····  812/1628 of 4072  ✂ cut at start  Order.java:3-40, Item.java:1-9".
+fn budget_line(state: &State, segment: &Segment, budget: usize) -> Line<'static> {
+    let theme = &state.theme;
     let fraction = segment.tokens as f64 / segment.allocated.max(1) as f64;
     let colour = if segment.cut.is_some() {
         theme.budget_over
@@ -109,6 +115,11 @@ fn budget_line(theme: &Theme, segment: &Segment, budget: usize) -> Line<'static>
         Some(Keep::End) => "  ✂ cut at end",
         None => "",
     };
+    let sources = state
+        .index
+        .as_ref()
+        .map(|index| provenance::segment_sources(index, &segment.text))
+        .unwrap_or_default();
     let name = match segment.kind {
         SegmentKind::Proposal { id } => format!("cand {id}"),
         SegmentKind::Separator => "separator".into(),
@@ -125,6 +136,7 @@ fn budget_line(theme: &Theme, segment: &Segment, budget: usize) -> Line<'static>
             Style::new().fg(theme.muted),
         ),
         Span::styled(cut, Style::new().fg(theme.budget_over)),
+        Span::styled(format!("  {sources}"), Style::new().fg(theme.muted)),
     ])
 }
 
@@ -183,8 +195,14 @@ fn text_lines(state: &State, prompt: &Prompt, height: u16) -> Vec<Line<'static>>
             break;
         }
         if n >= state.prompt_scroll {
+            let left = if state.prompt_wrap {
+                0
+            } else {
+                state.prompt_left
+            };
             let cells = line
                 .char_indices()
+                .skip(left)
                 .map(|(i, c)| (style_at(state, prompt, offset + i), c));
             lines.push(Line::from(group(cells)));
         }

@@ -283,8 +283,8 @@ pub fn check_config(data: &[u8]) {
     if let Err(e) = config::parse_backends(&text, Path::new("backends.toml")) {
         one_line(&e.to_string());
     }
-    if let Err(e) = Keymap::with_user_text(&text) {
-        one_line(&e);
+    for problem in Keymap::with_user_text(&text).1 {
+        one_line(&problem);
     }
     if let Err(e) = Theme::from_user_text(&text) {
         one_line(&e);

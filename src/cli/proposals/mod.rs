@@ -1,5 +1,7 @@
-//! `keyhole proposals`: every candidate of a hole, ranked, as a table or JSON. Both are drawn
-//! from one [`ProposalsOut`], so they never disagree.
+//! `keyhole proposals`: every candidate of a hole, ranked, as a table ([`table`]) or JSON.
+//! Both are drawn from one [`ProposalsOut`], so they never disagree.
+
+mod table;
 
 use std::path::Path;
 
@@ -7,13 +9,9 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::backends::BackendArgs;
-use super::hole::{
-    HoleArgs, HoleOut, Opened, RankArgs, context_segment, cut_name, default_segment, file_name,
-    summarize,
-};
+use super::hole::{HoleArgs, HoleOut, Opened, RankArgs, context_segment, default_segment};
 use keyhole::candidate::{CandidateId, ContextType, PromptSource};
 use keyhole::compose;
-use keyhole::escape;
 use keyhole::rank::RankerKind;
 use keyhole::session::HoleCandidates;
 use keyhole::token::Keep;
@@ -29,7 +27,7 @@ pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) 
     if at.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print(&opened, &out)?;
+        table::print(&opened, &out)?;
     }
     opened.print_notices()
 }
@@ -201,117 +199,4 @@ impl<'a> ProposalsOut<'a> {
             procc_pick: all.procc.pick,
         }
     }
-}
-
-/// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
-fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
-    let root = out.repository.to_string_lossy();
-    outln!("repository  {}", escape::controls(&root));
-    outln!(
-        "hole        {}",
-        escape::controls(&opened.hole.display(&opened.session.index))
-    );
-    outln!(
-        "line        {}",
-        opened.session.index.files[opened.hole.file]
-            .line_text(opened.hole.line)
-            .trim()
-    );
-    outln!("target      {}", out.hole.target.unwrap_or("(unknown)"));
-    outln!("budget      {} {} tokens", out.budget, out.tokenizer);
-    outln!("ranker      {}", out.ranker.name());
-    outln!();
-    outln!(
-        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
-        "rank",
-        "score",
-        "id",
-        "source",
-        "type",
-        "app",
-        "tokens",
-        "alloc",
-        "cut"
-    );
-    let shown = |rank: Option<usize>, score: Option<f64>| {
-        (
-            rank.map_or_else(|| "-".into(), |r| r.to_string()),
-            score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
-        )
-    };
-    // Ranked candidates best first, then the proposals the ranker left out, in id order.
-    let unranked = out
-        .proposals
-        .iter()
-        .filter(|p| p.rank.is_none())
-        .map(|p| p.id);
-    for id in out.ranking.iter().copied().chain(unranked) {
-        let row = if id == CandidateId::DEFAULT {
-            let d = &out.default;
-            let (rank, score) = shown(d.rank, d.score);
-            format!(
-                "{rank:>4} {score:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
-                d.id,
-                "default",
-                "-",
-                "yes",
-                d.tokens,
-                d.allocated,
-                cut_name(d.cut),
-                file_name(out.hole.file)
-            )
-        } else {
-            let p = &out.proposals[id.index()];
-            let (rank, score) = shown(p.rank, p.score);
-            let files: Vec<&str> = p.files.iter().map(|f| file_name(f)).collect();
-            format!(
-                "{rank:>4} {score:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  {}",
-                p.id,
-                p.source.name(),
-                p.context_type.abbreviation(),
-                if p.applicable { "yes" } else { "no" },
-                p.tokens,
-                p.allocated,
-                cut_name(p.cut),
-                summarize(&files, 3),
-            )
-        };
-        outln!("{row}");
-    }
-    let applicable = out.proposals.iter().filter(|p| p.applicable).count();
-    outln!();
-    outln!(
-        "{applicable} of {} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one.",
-        CandidateId::PROPOSALS
-    );
-    outln!();
-    outln!(
-        "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  files used (best first) or why not",
-        "id",
-        "retrieved",
-        "app",
-        "tokens",
-        "alloc",
-        "cut",
-        "score"
-    );
-    for r in &out.retrieved {
-        let files: Vec<&str> = r.files.iter().rev().map(|f| file_name(f)).collect();
-        outln!(
-            "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
-            r.id,
-            r.label,
-            if r.applicable { "yes" } else { "no" },
-            r.tokens,
-            r.allocated,
-            cut_name(r.cut),
-            r.score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
-            r.why_not
-                .map_or_else(|| summarize(&files, 3), str::to_string),
-        );
-    }
-    if let Some(id) = out.procc_pick {
-        outln!("ProCC (LinUCB) picks {id} {}.", id.label());
-    }
-    Ok(())
 }

@@ -1,0 +1,115 @@
+//! The text table of `keyhole proposals`.
+
+use anyhow::Result;
+
+use super::ProposalsOut;
+use crate::cli::hole::{Opened, cut_name, file_name, summarize};
+use keyhole::candidate::CandidateId;
+
+/// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
+pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
+    opened.print_header()?;
+    outln!("ranker      {}", out.ranker.name());
+    outln!();
+    outln!(
+        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
+        "rank",
+        "score",
+        "id",
+        "source",
+        "type",
+        "app",
+        "tokens",
+        "alloc",
+        "cut"
+    );
+    let shown = |rank: Option<usize>, score: Option<f64>| {
+        (
+            rank.map_or_else(|| "-".into(), |r| r.to_string()),
+            score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
+        )
+    };
+    // Ranked candidates best first, then the proposals the ranker left out, in id order.
+    let unranked = out
+        .proposals
+        .iter()
+        .filter(|p| p.rank.is_none())
+        .map(|p| p.id);
+    for id in out.ranking.iter().copied().chain(unranked) {
+        // (rank, score, source, type, applicable, tokens, allocated, cut, files)
+        let columns = if id == CandidateId::DEFAULT {
+            let d = &out.default;
+            let file = file_name(out.hole.file).to_string();
+            (
+                d.rank,
+                d.score,
+                "default",
+                "-",
+                true,
+                d.tokens,
+                d.allocated,
+                d.cut,
+                file,
+            )
+        } else {
+            let p = &out.proposals[id.index()];
+            let files: Vec<&str> = p.files.iter().map(|f| file_name(f)).collect();
+            let (source, kind) = (p.source.name(), p.context_type.abbreviation());
+            let files = summarize(&files, 3);
+            (
+                p.rank,
+                p.score,
+                source,
+                kind,
+                p.applicable,
+                p.tokens,
+                p.allocated,
+                p.cut,
+                files,
+            )
+        };
+        let (rank, score, source, kind, applicable, tokens, allocated, cut, files) = columns;
+        let (rank, score) = shown(rank, score);
+        let applicable = if applicable { "yes" } else { "no" };
+        let cut = cut_name(cut);
+        outln!(
+            "{rank:>4} {score:>6}  {id:>3}  {source:<23} {kind:<4} {applicable:<4} {tokens:>6} {allocated:>6}  {cut:<5}  {files}"
+        );
+    }
+    let applicable = out.proposals.iter().filter(|p| p.applicable).count();
+    outln!();
+    outln!(
+        "{applicable} of {} proposals applicable; `keyhole prompt REPO POSITION --id ID` shows one.",
+        CandidateId::PROPOSALS
+    );
+    outln!();
+    outln!(
+        "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  files used (best first) or why not",
+        "id",
+        "retrieved",
+        "app",
+        "tokens",
+        "alloc",
+        "cut",
+        "score"
+    );
+    for r in &out.retrieved {
+        let files: Vec<&str> = r.files.iter().rev().map(|f| file_name(f)).collect();
+        outln!(
+            "{:>3}  {:<23} {:<4} {:>6} {:>6}  {:<5}  {:>5}  {}",
+            r.id,
+            r.label,
+            if r.applicable { "yes" } else { "no" },
+            r.tokens,
+            r.allocated,
+            cut_name(r.cut),
+            r.score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
+            r.why_not
+                .map_or_else(|| summarize(&files, 3), str::to_string),
+        );
+    }
+    if let Some(id) = out.procc_pick {
+        outln!("ProCC (LinUCB) picks {id} {}.", id.label());
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! Writing a completion into the file: a preview of the changed line and a question first,
+//! the new text in the source pane after, and one undo.
+
+use super::*;
+
+/// One replacement in a file on disk, made only while the file is the content hashed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEdit {
+    pub path: PathBuf,
+    /// blake3 of the content the edit is meant for; a file changed since is left alone.
+    pub hash: [u8; 32],
+    pub offset: usize,
+    /// Bytes replaced at `offset`.
+    pub replace: usize,
+    pub text: String,
+}
+
+/// A completion written into a file: its new text (shown in the source pane) and the edit
+/// that takes it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub file: FileId,
+    pub text: String,
+    pub undo: FileEdit,
+}
+
+/// The hole's line as it is and as the focused completion would make it: (1-based line,
+/// path, before, after).
+pub fn apply_preview(state: &State) -> Option<(usize, String, String, String)> {
+    let (index, view, done) = (
+        state.index.as_ref()?,
+        state.view.as_ref()?,
+        focused_card(state)?,
+    );
+    let hole = &view.hole;
+    let file = &index.files[hole.file];
+    let before = file.line_text(hole.line).to_string();
+    let at = crate::text::byte_of_char(&before, hole.column);
+    let replaced = hole.target.as_ref().map_or(0, String::len);
+    let after = format!("{}{}{}", &before[..at], done.text, &before[at + replaced..]);
+    Some((hole.line + 1, file.path.clone(), before, after))
+}
+
+/// `a`: show what would change and ask; the bundled sample is never changed.
+pub(super) fn ask_apply(state: &mut State) -> Vec<Effect> {
+    if state.shared_sample {
+        state.status = "apply leaves the bundled sample as it is (every run and the screenshots \
+                        share it): open a repository of yours to write into it"
+            .into();
+        return vec![];
+    }
+    if state.applied.is_some() {
+        state.status = "one apply at a time: u undoes the last one first".into();
+        return vec![];
+    }
+    if apply_preview(state).is_some() {
+        state.mode = Mode::ConfirmApply;
+        state.status = "write this completion into the file? y writes, n keeps it".into();
+    }
+    vec![]
+}
+
+/// `y`: write the focused completion over the hole's target.
+pub(super) fn apply(state: &mut State) -> Vec<Effect> {
+    let (Some(index), Some(view), Some(done)) = (&state.index, &state.view, focused_card(state))
+    else {
+        return vec![];
+    };
+    let file = &index.files[view.hole.file];
+    let edit = FileEdit {
+        path: index.root.join(&file.path),
+        hash: file.hash,
+        offset: view.hole.offset,
+        replace: view.hole.target.as_ref().map_or(0, String::len),
+        text: done.text.clone(),
+    };
+    state.status = format!("writing the completion into {}…", file.path);
+    vec![Effect::Apply {
+        file: view.hole.file,
+        edit,
+        original: view.hole.target.clone().unwrap_or_default(),
+    }]
+}
+
+/// The write is done (or the undo of it, when `applied` is none): the source pane shows the
+/// file as it is now.
+pub(super) fn written(
+    state: &mut State,
+    file: FileId,
+    result: Result<Option<Applied>, String>,
+) -> Vec<Effect> {
+    let applied = match result {
+        Ok(applied) => applied,
+        Err(e) => {
+            state.status = e;
+            return vec![];
+        }
+    };
+    let path = state
+        .index
+        .as_ref()
+        .map_or_else(String::new, |i| i.files[file].path.clone());
+    state.status = match &applied {
+        Some(_) => format!("wrote the completion into {path} · u undoes it"),
+        None => format!("undone: {path} is as it was"),
+    };
+    state.applied = applied;
+    if state.file != file {
+        return vec![];
+    }
+    let cursor = state.cursor;
+    let effects = show_file(state, file);
+    state.cursor = cursor;
+    effects
+}
+
+/// `u`: put the file back as it was before the last apply.
+pub(super) fn undo(state: &mut State) -> Vec<Effect> {
+    match &state.applied {
+        Some(applied) => vec![Effect::Undo {
+            file: applied.file,
+            edit: applied.undo.clone(),
+        }],
+        None => {
+            state.status = "nothing to undo".into();
+            vec![]
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The UI's side of candidates: the ranker cycle, completion cards and the hole they belong
+//! to (candidates themselves are the session's).
+
+use super::*;
+
+/// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
+pub fn next_ranker(kind: RankerKind) -> RankerKind {
+    let all = RankerKind::ALL;
+    let at = all.iter().position(|&k| k == kind).unwrap_or(0);
+    all[(at + 1) % all.len()]
+}
+
+/// What the completions pane is doing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CompletionPhase {
+    #[default]
+    Idle,
+    /// Requests in flight: the text each has streamed so far, by card slot.
+    Running { streamed: Vec<String> },
+}
+
+/// One completion card.
+#[derive(Clone, Debug)]
+pub struct Card {
+    pub candidate: CandidateId,
+    /// The prompt text when the user edited the candidate's prompt before running it.
+    pub edited: Option<String>,
+    pub outcome: Result<Finished, String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Finished {
+    pub text: String,
+    pub latency_ms: u128,
+    pub scores: Scores,
+    /// ERROR or missing nodes inside the completion when parsed in place.
+    pub syntax_errors: usize,
+}
+
+/// The hole the candidates and completions belong to; results for an older generation are
+/// dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HoleView {
+    pub hole: Hole,
+    pub generation: u64,
+    /// Why the hole's candidates could not be built (an internal error, logged).
+    pub failed: Option<String>,
+}

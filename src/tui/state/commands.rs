@@ -1,0 +1,137 @@
+//! What a command does in the normal mode.
+
+use super::*;
+
+pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
+    match command {
+        Command::Quit => {
+            state.quit = true;
+            vec![Effect::CancelCompletions, Effect::Quit]
+        }
+        Command::Help => {
+            state.mode = Mode::Help { scroll: 0 };
+            vec![]
+        }
+        Command::FocusNext => {
+            state.focus = state.focus.step(1);
+            vec![]
+        }
+        Command::FocusPrev => {
+            state.focus = state.focus.step(-1);
+            vec![]
+        }
+        Command::Zoom => {
+            state.zoomed = !state.zoomed;
+            vec![]
+        }
+        Command::Up
+        | Command::Down
+        | Command::PageUp
+        | Command::PageDown
+        | Command::Top
+        | Command::Bottom => move_in(state, state.focus, command),
+        Command::LineStart => line_start(state),
+        Command::LineEnd => line_end(state),
+        Command::GoToLine => {
+            state.mode = Mode::GoTo(String::new());
+            state.focus = Pane::Source;
+            vec![]
+        }
+        Command::Search => {
+            state.mode = Mode::Search(String::new());
+            state.focus = Pane::Source;
+            vec![]
+        }
+        Command::NextMatch => find(state, true),
+        Command::PrevMatch => find(state, false),
+        Command::Left => move_horizontal(state, -1),
+        Command::Right => move_horizontal(state, 1),
+        Command::Confirm => confirm(state),
+        Command::Select => select(state),
+        Command::Run => run(state),
+        Command::Cancel => cancel(state),
+        Command::Pick1 => pick(state, 0),
+        Command::Pick2 => pick(state, 1),
+        Command::Pick3 => pick(state, 2),
+        Command::Pick4 => pick(state, 3),
+        Command::Pick5 => pick(state, 4),
+        Command::Explain => explain_card(state),
+        Command::Apply => ask_apply(state),
+        Command::Undo => undo(state),
+        Command::Filter => {
+            state.mode = Mode::Filter;
+            state.focus = Pane::Candidates;
+            vec![]
+        }
+        Command::Picker => {
+            state.mode = Mode::Picker {
+                query: String::new(),
+                cursor: 0,
+            };
+            vec![]
+        }
+        Command::MoreK => set_k(state, (state.k + 1).min(MAX_K)),
+        Command::FewerK => set_k(state, state.k.saturating_sub(1).max(1)),
+        Command::ToggleMouse => {
+            state.mouse = !state.mouse;
+            vec![Effect::SetMouse(state.mouse)]
+        }
+        Command::Suspend => vec![Effect::Suspend],
+        Command::Edit => open_editor(state),
+        Command::CopyPrompt => copy_prompt(state),
+        Command::SavePrompt => save_prompt(state),
+        Command::Wrap => {
+            state.prompt_wrap = !state.prompt_wrap;
+            state.prompt_left = 0;
+            vec![]
+        }
+        Command::CycleRanker => cycle_ranker(state),
+        Command::Backends => {
+            state.mode = Mode::Backends {
+                cursor: state.setup.backend,
+            };
+            vec![]
+        }
+    }
+}
+
+/// Toggle the focused candidate in the selection; one still being built cannot be chosen yet.
+pub(super) fn select(state: &mut State) -> Vec<Effect> {
+    let Some(focused) = state.focused_candidate() else {
+        return vec![];
+    };
+    let id = focused.id;
+    if focused.building() {
+        state.status = format!("candidate {id} is still waiting for the backend");
+    } else if !state.selected.remove(&id) {
+        state.selected.insert(id);
+    }
+    vec![]
+}
+
+pub(super) fn cycle_ranker(state: &mut State) -> Vec<Effect> {
+    state.ranker = next_ranker(state.ranker);
+    state.status = format!("ranking with {}…", state.ranker.name());
+    rank(state)
+}
+
+/// Re-rank the candidates shown with the chosen ranker (candidates still being built get it
+/// when they arrive).
+pub(super) fn rank(state: &State) -> Vec<Effect> {
+    match (&state.view, &state.index) {
+        (Some(view), Some(index)) if !state.candidates.is_empty() => vec![Effect::Rank {
+            index: index.clone(),
+            hole: view.hole.clone(),
+            proposals: state.proposals.clone(),
+            generation: view.generation,
+            ranker: state.ranker,
+        }],
+        _ => vec![],
+    }
+}
+
+pub(super) fn set_k(state: &mut State, k: usize) -> Vec<Effect> {
+    state.k = k;
+    state.status = format!("k = {k}");
+    vec![]
+}

@@ -1,0 +1,177 @@
+//! The modes and how each reads keys: the keymap's layer for the mode decides first; keys it
+//! leaves unbound are typed into a text field or answer a question.
+
+use super::*;
+use crate::tui::keymap::Layer;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    /// Typing the candidate filter.
+    Filter,
+    /// Typing a line number to go to in the source pane.
+    GoTo(String),
+    /// Typing what to search for in the source pane.
+    Search(String),
+    /// Fuzzy file picker: query and the cursor in its matches.
+    Picker {
+        query: String,
+        cursor: usize,
+    },
+    /// Choosing the completion backend: the cursor in `Setup::backends`.
+    Backends {
+        cursor: usize,
+    },
+    /// Waiting for y before writing the focused completion into the file.
+    ConfirmApply,
+    /// Editing a prompt in `State::editor`.
+    Edit,
+    /// The help overlay, scrolled down by this many rows.
+    Help {
+        scroll: usize,
+    },
+}
+
+impl Mode {
+    /// The keymap layer the mode reads keys from.
+    pub fn layer(&self) -> Layer {
+        match self {
+            Mode::Normal => Layer::Normal,
+            Mode::Filter | Mode::GoTo(_) | Mode::Search(_) => Layer::Filter,
+            Mode::Picker { .. } => Layer::Picker,
+            Mode::Backends { .. } => Layer::Backends,
+            Mode::ConfirmApply => Layer::Confirm,
+            Mode::Edit => Layer::Editor,
+            Mode::Help { .. } => Layer::Help,
+        }
+    }
+}
+
+/// How a key is read in the current mode: the mode's keymap layer first; in text fields and
+/// questions, a key no binding takes is input.
+pub fn key_action(state: &State, key: KeyEvent) -> Option<Action> {
+    let layer = state.mode.layer();
+    match state.keymap.lookup(layer, state.focus, key) {
+        Some(command) => Some(Action::Command(command)),
+        None if matches!(
+            layer,
+            Layer::Filter | Layer::Picker | Layer::Editor | Layer::Confirm
+        ) =>
+        {
+            Some(Action::Input(key))
+        }
+        None => None,
+    }
+}
+
+/// A command in a mode other than normal: what its layer binds it to do there.
+pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
+    use Command::*;
+    let close = |state: &mut State| {
+        state.mode = Mode::Normal;
+        vec![]
+    };
+    match (state.mode.clone(), command) {
+        (Mode::Normal, _) => vec![],
+        (Mode::Filter, Confirm | Cancel) => close(state),
+        (Mode::Filter, Up | Down | PageUp | PageDown) => move_in(state, Pane::Candidates, command),
+        (Mode::GoTo(text), Confirm) => {
+            state.mode = Mode::Normal;
+            go_to_line(state, &text)
+        }
+        (Mode::Search(text), Confirm) => {
+            state.mode = Mode::Normal;
+            state.search_query = text;
+            find(state, true)
+        }
+        (Mode::GoTo(_) | Mode::Search(_), Cancel) => close(state),
+        (Mode::Picker { query, cursor }, Up | Down | PageUp | PageDown) => {
+            let matches = state.picker_matches(&query).len();
+            let cursor = clamp_add(cursor, step(command, PICKER_PAGE), matches);
+            state.mode = Mode::Picker { query, cursor };
+            vec![]
+        }
+        (Mode::Picker { query, cursor }, Confirm) => {
+            state.mode = Mode::Normal;
+            let Some(&file) = state.picker_matches(&query).get(cursor) else {
+                return vec![];
+            };
+            state.focus = Pane::Source;
+            show_file(state, file)
+        }
+        (Mode::Picker { .. } | Mode::Backends { .. }, Cancel) => close(state),
+        (Mode::Backends { cursor }, Up | Down) => {
+            let cursor = clamp_add(cursor, step(command, 1), state.setup.backends.len());
+            state.mode = Mode::Backends { cursor };
+            vec![]
+        }
+        (Mode::Backends { cursor }, Confirm) => choose_backend(state, cursor),
+        (Mode::ConfirmApply, Confirm) => {
+            state.mode = Mode::Normal;
+            apply(state)
+        }
+        (Mode::ConfirmApply, Cancel) => {
+            state.mode = Mode::Normal;
+            state.status = "not applied".into();
+            vec![]
+        }
+        (Mode::Edit, Confirm | Cancel) => close_editor(state, command == Confirm),
+        (Mode::Help { scroll }, Up | Down | PageUp | PageDown | Top | Bottom) => {
+            let scroll = clamp_add(scroll, step(command, HELP_PAGE), usize::MAX / 4);
+            state.mode = Mode::Help { scroll };
+            vec![]
+        }
+        (Mode::Help { .. }, Cancel | Help) => close(state),
+        _ => vec![],
+    }
+}
+
+/// Rows the picker and help move by on PageUp/PageDown.
+const PICKER_PAGE: isize = 10;
+const HELP_PAGE: isize = 10;
+
+/// How far a movement command moves in a list paged by `page` rows.
+pub(super) fn step(command: Command, page: isize) -> isize {
+    match command {
+        Command::Up => -1,
+        Command::Down => 1,
+        Command::PageUp => -page,
+        Command::PageDown => page,
+        Command::Top => isize::MIN / 2,
+        Command::Bottom => isize::MAX / 2,
+        _ => 0,
+    }
+}
+
+/// A key no binding takes, in a text field (typed) or a question (answers no).
+pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
+    match &mut state.mode {
+        Mode::Filter => {
+            edit_text(&mut state.filter, key.code);
+            state.candidate_cursor = 0;
+        }
+        Mode::GoTo(text) | Mode::Search(text) => edit_text(text, key.code),
+        Mode::Picker { query, cursor } => {
+            edit_text(query, key.code);
+            *cursor = 0;
+        }
+        Mode::Edit => {
+            if let Some(editor) = &mut state.editor {
+                editor.input(key);
+            }
+        }
+        Mode::ConfirmApply => return mode_command(state, Command::Cancel),
+        Mode::Normal | Mode::Backends { .. } | Mode::Help { .. } => {}
+    }
+    vec![]
+}
+
+pub(super) fn edit_text(text: &mut String, code: KeyCode) {
+    match code {
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        KeyCode::Char(c) => text.push(c),
+        _ => {}
+    }
+}

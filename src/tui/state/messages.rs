@@ -1,0 +1,238 @@
+//! What flows through the reducer: commands keys are bound to, actions that reach `update`
+//! and the effects it asks the driver for.
+
+use super::*;
+
+/// What a key can be bound to (keymaps name these in snake_case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    Quit,
+    Help,
+    FocusNext,
+    FocusPrev,
+    Zoom,
+    Up,
+    Down,
+    Left,
+    Right,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    Confirm,
+    Select,
+    Run,
+    Cancel,
+    #[serde(rename = "pick_1")]
+    Pick1,
+    #[serde(rename = "pick_2")]
+    Pick2,
+    #[serde(rename = "pick_3")]
+    Pick3,
+    #[serde(rename = "pick_4")]
+    Pick4,
+    #[serde(rename = "pick_5")]
+    Pick5,
+    Explain,
+    Apply,
+    Filter,
+    Picker,
+    MoreK,
+    FewerK,
+    ToggleMouse,
+    Suspend,
+    /// Edit the focused candidate's prompt in place.
+    Edit,
+    CycleRanker,
+    /// Choose the completion backend among the configured ones.
+    Backends,
+    /// Take back the last apply.
+    Undo,
+    /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).
+    CopyPrompt,
+    /// Save the prompt shown to a file in the working directory.
+    SavePrompt,
+    /// Wrap long prompt lines, or scroll them sideways.
+    Wrap,
+    /// Source pane: the start or the end of the cursor's line.
+    LineStart,
+    LineEnd,
+    /// Source pane: type a line number to go to.
+    GoToLine,
+    /// Source pane: type text to find in the file.
+    Search,
+    /// Source pane: the next or previous match of the last search.
+    NextMatch,
+    PrevMatch,
+}
+
+pub enum Action {
+    Command(Command),
+    /// A key typed while a text field or question has the focus.
+    Input(KeyEvent),
+    /// A mouse click, relative to the pane's inner area of the given size.
+    Click {
+        pane: Pane,
+        row: u16,
+        col: u16,
+        width: u16,
+        height: u16,
+    },
+    /// The mouse wheel over `pane`: it scrolls whichever pane has the focus.
+    Scroll {
+        pane: Pane,
+        command: Command,
+    },
+    /// Rows of each pane as drawn (`Pane::ALL` order), when they change.
+    Layout([u16; 4]),
+    Tick,
+    /// How far opening the repository has come.
+    Progress(Progress),
+    Indexed(Result<Indexed, String>),
+    Analysed {
+        generation: u64,
+        candidates: Vec<Candidate>,
+        /// What the ranker ranks, kept so a ranker change re-ranks without rebuilding.
+        proposals: Arc<Vec<ProposalContext>>,
+        /// The ranker that ordered `candidates`.
+        ranker: RankerKind,
+    },
+    /// Backend `chosen` of the setup is ready, or why it could not be built.
+    BackendSwitched {
+        chosen: usize,
+        backend: Result<Arc<dyn Backend>, String>,
+    },
+    /// Building the candidates of hole `generation` failed (a bug: the driver caught a panic).
+    AnalysisFailed {
+        generation: u64,
+        error: String,
+    },
+    /// The retrieved candidates that needed the backend, built after the others.
+    Retrieved {
+        generation: u64,
+        candidates: Vec<Candidate>,
+        procc: Procc,
+    },
+    /// A new order of the candidates from `ranker`, or why it cannot rank.
+    Ranked {
+        generation: u64,
+        ranker: RankerKind,
+        ranked: Result<Vec<Ranked>, String>,
+    },
+    /// Text streamed so far for card slot `card` of a running completion.
+    Streamed {
+        generation: u64,
+        card: usize,
+        text: String,
+    },
+    Completed {
+        generation: u64,
+        cards: Vec<Card>,
+    },
+    /// How many picks the online ranker has learnt from.
+    OnlinePicks(u64),
+    /// The source pane's `shown`th text, highlighted.
+    Highlighted {
+        shown: u64,
+        lines: Vec<StyledLine>,
+    },
+    /// A completion was written into `file` (`Some`), or the last one undone (`None`).
+    Written {
+        file: FileId,
+        result: Result<Option<Applied>, String>,
+    },
+    /// A one-line report from the driver (pick logged, file written, errors).
+    Message(String),
+}
+
+pub struct Indexed {
+    pub index: Arc<RepoIndex>,
+    pub search: SharedSearch,
+    pub backend: Arc<dyn Backend>,
+    pub hole: Hole,
+}
+
+pub enum Effect {
+    /// Open the repository and build `backend` for it.
+    Index {
+        root: PathBuf,
+        position: Option<String>,
+        backend: BackendConfig,
+    },
+    /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
+    /// ones that need `backend` follow.
+    Analyse {
+        index: Arc<RepoIndex>,
+        search: SharedSearch,
+        backend: Arc<dyn Backend>,
+        hole: Hole,
+        generation: u64,
+        ranker: RankerKind,
+        tokenizer: TokenizerKind,
+        budget: usize,
+    },
+    /// Build backend `chosen` of the setup (a local model loads its file).
+    SwitchBackend {
+        chosen: usize,
+        entry: BackendConfig,
+        index: Arc<RepoIndex>,
+    },
+    Rank {
+        index: Arc<RepoIndex>,
+        hole: Hole,
+        proposals: Arc<Vec<ProposalContext>>,
+        generation: u64,
+        ranker: RankerKind,
+    },
+    Complete(CompleteJob),
+    CancelCompletions,
+    Pick {
+        pick: feedback::Pick,
+        /// Set when the picked completion came from one of ProCC's perspectives.
+        bandit: Option<BanditLesson>,
+    },
+    /// Write a completion into `file` (the hole's target, `original`, is what undo puts back).
+    Apply {
+        file: FileId,
+        edit: FileEdit,
+        original: String,
+    },
+    /// Take an apply back.
+    Undo {
+        file: FileId,
+        edit: FileEdit,
+    },
+    SetMouse(bool),
+    /// Put text on the terminal's clipboard.
+    Copy(String),
+    /// Highlight `text` of `path` with the syntect theme `theme`, for what the source pane
+    /// shows as its `shown`th text.
+    Highlight {
+        shown: u64,
+        path: String,
+        text: String,
+        theme: String,
+    },
+    /// Write a prompt to a new file named after `stem` in the working directory.
+    SavePrompt {
+        stem: String,
+        text: String,
+    },
+    Suspend,
+    Quit,
+}
+
+/// Everything a completion run needs, owned, so it can move into a task.
+pub struct CompleteJob {
+    pub generation: u64,
+    pub backend: Arc<dyn Backend>,
+    /// (candidate id, prompt text), one card each.
+    pub prompts: Vec<(CandidateId, String)>,
+    pub current_file: String,
+    pub file_text: String,
+    pub offset: usize,
+    pub target: String,
+    /// The prompts are user edits: their cards join the ones shown instead of replacing them.
+    pub edited: bool,
+}

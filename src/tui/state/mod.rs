@@ -1,0 +1,485 @@
+//! The pure core: application state, the actions that change it and the effects it asks for.
+//! `update` does no IO; the driver runs effects and feeds their results back as actions.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use fuzzy_matcher::FuzzyMatcher;
+use fuzzy_matcher::skim::SkimMatcherV2;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::style::Style;
+use ratatui_textarea::TextArea;
+use serde::Deserialize;
+
+use super::highlight::{self, StyledLine};
+use super::keymap::Keymap;
+use super::theme::Theme;
+use super::ui::{self, scroll_top};
+use crate::candidate::CandidateId;
+use crate::compose::Prompt;
+use crate::context::proposals::ProposalContext;
+use crate::explain::{self, ExplainedSpan};
+use crate::feedback;
+use crate::hole::Hole;
+use crate::metrics::Scores;
+use crate::model::config::BackendConfig;
+use crate::model::{Backend, TokenCounting};
+use crate::rank::{Ranked, RankerKind};
+use crate::repo::{FileId, RepoIndex};
+use crate::token::{Tokenizer, TokenizerKind};
+
+mod apply;
+mod candidate;
+mod commands;
+mod complete;
+mod editor;
+mod input;
+mod messages;
+mod navigate;
+mod phase;
+pub mod provenance;
+mod setup;
+#[cfg(test)]
+mod tests;
+
+pub use crate::session::{
+    Availability, BanditLesson, Candidate, Procc, SearchIndex, SharedSearch, apply_ranking,
+    retrieved,
+};
+use apply::*;
+pub use apply::{Applied, FileEdit, apply_preview};
+pub use candidate::*;
+use commands::*;
+use complete::*;
+pub use editor::*;
+pub use input::*;
+pub use messages::*;
+use navigate::*;
+pub use phase::*;
+pub use setup::*;
+
+pub const DEFAULT_K: usize = 3;
+/// The most cards side by side (and the pick keys 1..5).
+pub const MAX_K: usize = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pane {
+    Source,
+    Candidates,
+    Prompt,
+    Completions,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 4] = [
+        Pane::Source,
+        Pane::Candidates,
+        Pane::Prompt,
+        Pane::Completions,
+    ];
+
+    /// How help and titles name the pane.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pane::Source => "source",
+            Pane::Candidates => "candidates",
+            Pane::Prompt => "prompt",
+            Pane::Completions => "completions",
+        }
+    }
+
+    fn step(self, by: isize) -> Pane {
+        let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
+        Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
+    }
+}
+
+pub struct State {
+    pub phase: Phase,
+    pub keymap: Keymap,
+    pub theme: Theme,
+    pub setup: Setup,
+    /// The backend of the setup being started, while it starts.
+    pub starting_backend: Option<usize>,
+    pub index: Option<Arc<RepoIndex>>,
+    pub search: Option<SharedSearch>,
+    pub backend: Option<Arc<dyn Backend>>,
+    pub view: Option<HoleView>,
+    /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
+    pub file: FileId,
+    pub lines: Vec<StyledLine>,
+    pub cursor: (usize, usize),
+    pub candidates: Vec<Candidate>,
+    pub proposals: Arc<Vec<ProposalContext>>,
+    pub ranker: RankerKind,
+    /// How many picks the online ranker has learnt from.
+    pub online_picks: u64,
+    /// ProCC's pick among the retrieved candidates, once they are all built.
+    pub procc: Option<Procc>,
+    pub candidate_cursor: usize,
+    pub selected: BTreeSet<CandidateId>,
+    pub filter: String,
+    pub prompt_scroll: usize,
+    /// First column shown of the prompt's lines (long lines scroll sideways).
+    pub prompt_left: usize,
+    /// Long prompt lines wrap instead of scrolling sideways.
+    pub prompt_wrap: bool,
+    pub cards: Vec<Card>,
+    pub card_cursor: usize,
+    pub completion: CompletionPhase,
+    pub explained: Option<Vec<ExplainedSpan>>,
+    pub k: usize,
+    pub focus: Pane,
+    pub zoomed: bool,
+    pub mode: Mode,
+    pub editor: Option<Editor>,
+    pub mouse: bool,
+    pub tick: usize,
+    pub status: String,
+    /// A problem with the user's files (keymap, theme, log): shown over the status until
+    /// dismissed, so it cannot scroll away unread.
+    pub warning: Option<String>,
+    /// How many texts the source pane has shown; the one whose highlighted lines are being
+    /// made (its plain lines show meanwhile).
+    pub shown: u64,
+    pub highlighting: Option<u64>,
+    /// The last completion written into a file, until undone.
+    pub applied: Option<Applied>,
+    /// The repository is the bundled sample, which apply leaves alone.
+    pub shared_sample: bool,
+    /// The column the source cursor was last put in: moving up and down keeps to it.
+    pub column_goal: usize,
+    /// The last search in the source pane (n and N find it again).
+    pub search_query: String,
+    /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
+    pub pane_rows: [u16; 4],
+    pub quit: bool,
+}
+
+impl State {
+    pub fn new(keymap: Keymap, theme: Theme) -> State {
+        State {
+            phase: Phase::Opening(Progress {
+                stage: Stage::Files,
+                done: 0,
+                total: 0,
+            }),
+            keymap,
+            theme,
+            setup: Setup::default(),
+            starting_backend: None,
+            index: None,
+            search: None,
+            backend: None,
+            view: None,
+            file: 0,
+            lines: Vec::new(),
+            cursor: (0, 0),
+            candidates: Vec::new(),
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+            online_picks: 0,
+            procc: None,
+            candidate_cursor: 0,
+            selected: BTreeSet::new(),
+            filter: String::new(),
+            prompt_scroll: 0,
+            prompt_left: 0,
+            prompt_wrap: false,
+            cards: Vec::new(),
+            card_cursor: 0,
+            completion: CompletionPhase::Idle,
+            explained: None,
+            k: DEFAULT_K,
+            focus: Pane::Source,
+            zoomed: false,
+            mode: Mode::Normal,
+            editor: None,
+            mouse: true,
+            tick: 0,
+            status: "indexing…".into(),
+            warning: None,
+            shown: 0,
+            highlighting: None,
+            applied: None,
+            shared_sample: false,
+            column_goal: 0,
+            search_query: String::new(),
+            pane_rows: [10; 4],
+            quit: false,
+        }
+    }
+
+    /// Whether something is in flight (the loop ticks the spinner only then).
+    pub fn busy(&self) -> bool {
+        self.running()
+            || self.starting_backend.is_some()
+            || matches!(self.phase, Phase::Opening(_))
+            || self.highlighting.is_some()
+            || self.analysing()
+            || self.retrieving()
+    }
+
+    /// Whether completions are being asked for.
+    pub fn running(&self) -> bool {
+        matches!(self.completion, CompletionPhase::Running { .. })
+    }
+
+    /// Whether retrieved candidates are still waiting for the backend.
+    pub fn retrieving(&self) -> bool {
+        self.candidates.iter().any(Candidate::building)
+    }
+
+    pub fn analysing(&self) -> bool {
+        self.view.as_ref().is_some_and(|v| v.failed.is_none()) && self.candidates.is_empty()
+    }
+
+    /// Indices into `candidates` that pass the filter, in rank order.
+    pub fn visible(&self) -> Vec<usize> {
+        let matcher = SkimMatcherV2::default();
+        (0..self.candidates.len())
+            .filter(|&i| {
+                self.filter.is_empty()
+                    || matcher
+                        .fuzzy_match(&self.candidates[i].label, &self.filter)
+                        .is_some()
+            })
+            .collect()
+    }
+
+    pub fn focused_candidate(&self) -> Option<&Candidate> {
+        let visible = self.visible();
+        visible
+            .get(self.candidate_cursor.min(visible.len().saturating_sub(1)))
+            .map(|&i| &self.candidates[i])
+    }
+
+    pub fn candidate(&self, id: CandidateId) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// The prompt in the prompt pane: the explained card's, else the focused candidate's.
+    pub fn shown_prompt(&self) -> Option<&Prompt> {
+        let card = self
+            .explained
+            .as_ref()
+            .and_then(|_| self.cards.get(self.card_cursor));
+        match card {
+            Some(card) => self.candidate(card.candidate).map(|c| &c.prompt),
+            None => self.focused_candidate().map(|c| &c.prompt),
+        }
+    }
+
+    /// Files matching the picker query, best first.
+    pub fn picker_matches(&self, query: &str) -> Vec<FileId> {
+        let Some(index) = &self.index else {
+            return Vec::new();
+        };
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, FileId)> = index
+            .files
+            .iter()
+            .enumerate()
+            .filter_map(|(id, f)| matcher.fuzzy_match(&f.path, query).map(|s| (s, id)))
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, id)| id).collect()
+    }
+
+    fn line_text(&self, line: usize) -> &str {
+        self.index
+            .as_ref()
+            .map_or("", |i| i.files[self.file].line_text(line))
+    }
+
+    fn line_chars(&self, line: usize) -> usize {
+        self.line_text(line).chars().count()
+    }
+
+    fn line_count(&self) -> usize {
+        self.index
+            .as_ref()
+            .map_or(0, |i| i.files[self.file].line_count())
+    }
+}
+
+/// Apply one action; return the effects it asks for.
+pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        // Quitting and suspending work in every mode.
+        Action::Command(command @ (Command::Quit | Command::Suspend)) => {
+            command_effects(state, command)
+        }
+        Action::Command(command) if state.mode != Mode::Normal => mode_command(state, command),
+        Action::Command(command) => command_effects(state, command),
+        Action::Scroll { pane, command } => move_in(state, pane, command),
+        Action::Layout(rows) => {
+            state.pane_rows = rows;
+            vec![]
+        }
+        Action::Input(key) => input(state, key),
+        Action::Click {
+            pane,
+            row,
+            col,
+            width,
+            height,
+        } => click(state, pane, (row, col), (width, height)),
+        Action::Tick => {
+            state.tick = state.tick.wrapping_add(1);
+            vec![]
+        }
+        Action::Progress(progress) => {
+            if matches!(state.phase, Phase::Opening(_)) {
+                state.phase = Phase::Opening(progress);
+                state.status = progress.to_string();
+            }
+            vec![]
+        }
+        Action::Indexed(Ok(indexed)) => {
+            state.phase = Phase::Ready;
+            state.index = Some(indexed.index);
+            state.search = Some(indexed.search);
+            state.backend = Some(indexed.backend);
+            set_hole(state, indexed.hole)
+        }
+        // Nothing to show without a repository: leave, and let the CLI say why.
+        Action::Indexed(Err(e)) => {
+            state.status = e.clone();
+            state.phase = Phase::Failed(e);
+            vec![Effect::Quit]
+        }
+        Action::BackendSwitched { chosen, backend } => switch_backend(state, chosen, backend),
+        Action::AnalysisFailed { generation, error } => {
+            if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
+                state.status = format!("cannot build the candidates: {error}");
+                view.failed = Some(error);
+            }
+            vec![]
+        }
+        Action::Analysed {
+            generation,
+            candidates,
+            proposals,
+            ranker,
+        } => {
+            if !current(state, generation) {
+                return vec![];
+            }
+            state.candidates = candidates;
+            state.proposals = proposals;
+            state.candidate_cursor = 0;
+            state.prompt_scroll = 0;
+            state.prompt_left = 0;
+            state.status = analysed_status(state);
+            // The ranker changed while the candidates were being built.
+            if ranker == state.ranker {
+                return vec![];
+            }
+            rank(state)
+        }
+        Action::Retrieved {
+            generation,
+            candidates,
+            procc,
+        } => {
+            if current(state, generation) {
+                for built in candidates {
+                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
+                        *row = built;
+                    }
+                }
+                state.status = match procc.pick {
+                    Some(id) => format!("retrieved candidates built · ProCC (LinUCB) picks {id}"),
+                    None => "retrieved candidates built · no ProCC perspective applies".into(),
+                };
+                state.procc = Some(procc);
+            }
+            vec![]
+        }
+        Action::Ranked {
+            generation,
+            ranker,
+            ranked,
+        } => {
+            // A later choice may have overtaken this ranking.
+            if !current(state, generation) || ranker != state.ranker {
+                return vec![];
+            }
+            match ranked {
+                Ok(ranked) => {
+                    apply_ranking(&mut state.candidates, &ranked);
+                    state.candidate_cursor = 0;
+                    state.prompt_scroll = 0;
+                    state.prompt_left = 0;
+                    state.prompt_left = 0;
+                    state.status = format!("candidates re-ranked by the {} ranker", ranker.name());
+                }
+                // Scores of the previous ranker would read as this one's.
+                Err(e) => {
+                    state.candidates.iter_mut().for_each(|c| c.score = None);
+                    state.status = format!("{} cannot rank: {e}", ranker.name());
+                }
+            }
+            vec![]
+        }
+        Action::Streamed {
+            generation,
+            card,
+            text,
+        } => {
+            if !current(state, generation) {
+                return vec![];
+            }
+            if let CompletionPhase::Running { streamed } = &mut state.completion {
+                if streamed.len() <= card {
+                    streamed.resize(card + 1, String::new());
+                }
+                streamed[card].push_str(&text);
+            }
+            vec![]
+        }
+        Action::Completed { generation, cards } => {
+            if current(state, generation) && state.running() {
+                show_cards(state, cards);
+                state.completion = CompletionPhase::Idle;
+                state.status = "completions ready: Enter or 1..k picks, e explains".into();
+            }
+            vec![]
+        }
+        Action::Written { file, result } => written(state, file, result),
+        Action::Highlighted { shown, lines } => {
+            highlighted(state, shown, lines);
+            vec![]
+        }
+        Action::OnlinePicks(picks) => {
+            state.online_picks = picks;
+            vec![]
+        }
+        Action::Message(text) => {
+            state.status = text;
+            vec![]
+        }
+    }
+}
+
+fn analysed_status(state: &State) -> String {
+    let ranked = format!(
+        "{} candidates, ranked by {}",
+        state.candidates.len(),
+        state.ranker.name()
+    );
+    match state.candidates.iter().filter(|c| c.building()).count() {
+        0 => ranked,
+        n => format!("{ranked} · asking the backend for {n} retrieved candidates…"),
+    }
+}
+
+fn current(state: &State, generation: u64) -> bool {
+    state
+        .view
+        .as_ref()
+        .is_some_and(|v| v.generation == generation)
+}

@@ -1,0 +1,46 @@
+//! Where opening the repository is: phases and the stages of opening, with counts.
+
+/// Where opening the repository is: the screen shows progress, then the hole, or the UI
+/// leaves with the error (the CLI prints it as one line and exits 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Opening(Progress),
+    Ready,
+    Failed(String),
+}
+
+/// How far opening has come: the stage and, where it counts files, how many of how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub stage: Stage,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The stages of opening a repository, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Walking the tree and parsing each file (or taking its facts from the cache).
+    Files,
+    /// Building the repository graph, once every file is parsed.
+    Graph,
+    /// Building the retrieval and window indexes.
+    Search,
+    /// Starting the backend that completes.
+    Backend,
+    /// Loading the rankers: the classifier and the online ranker's picks.
+    Rankers,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let Progress { done, total, .. } = self;
+        match self.stage {
+            Stage::Files => write!(f, "indexing {done}/{total} files"),
+            Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
+            Stage::Search => write!(f, "{total} files · building the search indexes"),
+            Stage::Backend => write!(f, "{total} files · starting the backend"),
+            Stage::Rankers => write!(f, "{total} files · loading the rankers"),
+        }
+    }
+}

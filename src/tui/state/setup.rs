@@ -1,0 +1,101 @@
+//! Which backend completes: the setup chosen on the command line and switched in the UI.
+
+use super::*;
+
+/// Which backend completes and how prompts are counted for it: what `keyhole complete`
+/// takes as flags, chosen on the command line and switched in the UI.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// Every configured backend, the embedded one first.
+    pub backends: Vec<BackendConfig>,
+    /// The one that completes.
+    pub backend: usize,
+    pub budget: usize,
+    /// The tokenizer budgets are counted in; `None`: the backend's own.
+    pub tokenizer: Option<TokenizerKind>,
+}
+
+impl Default for Setup {
+    /// The embedded model alone, RLPG's budget.
+    fn default() -> Setup {
+        Setup {
+            backends: vec![BackendConfig::embedded()],
+            backend: 0,
+            budget: crate::compose::DEFAULT_BUDGET,
+            tokenizer: None,
+        }
+    }
+}
+
+impl Setup {
+    pub fn entry(&self) -> &BackendConfig {
+        &self.backends[self.backend]
+    }
+
+    pub fn tokenizer(&self) -> TokenizerKind {
+        self.tokenizer.unwrap_or_else(|| self.entry().tokenizer())
+    }
+}
+
+/// Complete with backend `cursor` of the setup from now on (it starts in the background).
+pub(super) fn choose_backend(state: &mut State, cursor: usize) -> Vec<Effect> {
+    state.mode = Mode::Normal;
+    let (Some(index), Some(entry)) = (&state.index, state.setup.backends.get(cursor)) else {
+        return vec![];
+    };
+    if cursor == state.setup.backend {
+        return vec![];
+    }
+    state.status = format!("starting backend {}…", entry.name);
+    state.starting_backend = Some(cursor);
+    vec![Effect::SwitchBackend {
+        chosen: cursor,
+        entry: entry.clone(),
+        index: index.clone(),
+    }]
+}
+
+/// The new backend completes from now on; the hole's candidates are built again, since
+/// budgets are counted in its tokenizer and ProCC's summary depends on what it can do.
+pub(super) fn switch_backend(
+    state: &mut State,
+    chosen: usize,
+    backend: Result<Arc<dyn Backend>, String>,
+) -> Vec<Effect> {
+    state.starting_backend = None;
+    let backend = match backend {
+        Ok(backend) => backend,
+        Err(e) => {
+            state.status = format!("cannot switch the backend: {e}");
+            return vec![];
+        }
+    };
+    state.setup.backend = chosen;
+    state.backend = Some(backend);
+    let effects = match state.view.as_ref().map(|v| v.hole.clone()) {
+        Some(hole) => set_hole(state, hole),
+        None => vec![],
+    };
+    state.status = format!("completing with {}", backend_summary(state));
+    effects
+}
+
+/// "NAME (kind, model) · budgets exact in TOKENIZER" for the status line and the picker.
+pub fn backend_summary(state: &State) -> String {
+    let entry = state.setup.entry();
+    let model = entry
+        .model
+        .as_deref()
+        .map(|m| format!(", {m}"))
+        .unwrap_or_default();
+    let counting = match state.backend.as_ref().map(|b| b.counting()) {
+        Some(TokenCounting::Approximate) => "approximate",
+        _ => "exact",
+    };
+    format!(
+        "{} ({}{model}) · budgets {counting} in {}",
+        entry.name,
+        entry.kind.name(),
+        state.setup.tokenizer().name()
+    )
+}

@@ -1,0 +1,560 @@
+use super::*;
+use crate::compose::SegmentKind;
+use crate::rank::bandit;
+use ratatui::crossterm::event::KeyModifiers;
+
+fn state() -> State {
+    State::new(Keymap::builtin(), Theme::dark())
+}
+
+/// A key as the terminal loop reads it: through the mode's keymap layer.
+fn press(s: &mut State, key: KeyEvent) -> Vec<Effect> {
+    match key_action(s, key) {
+        Some(action) => update(s, action),
+        None => vec![],
+    }
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+#[test]
+fn focus_cycles_both_ways_and_help_scrolls_and_closes_by_esc_or_question_mark() {
+    let mut s = state();
+    update(&mut s, Action::Command(Command::FocusPrev));
+    assert_eq!(s.focus, Pane::Completions);
+    update(&mut s, Action::Command(Command::FocusNext));
+    assert_eq!(s.focus, Pane::Source);
+    for close in [KeyCode::Esc, KeyCode::Char('?')] {
+        update(&mut s, Action::Command(Command::Help));
+        assert_eq!(s.mode, Mode::Help { scroll: 0 });
+        // Other keys do not close it: they scroll it, or nothing.
+        for key in [KeyCode::Tab, KeyCode::Char('x')] {
+            assert!(key_action(&s, KeyEvent::from(key)).is_none());
+        }
+        for key in [KeyCode::Down, KeyCode::PageDown, KeyCode::Up] {
+            let action = key_action(&s, KeyEvent::from(key)).unwrap();
+            update(&mut s, action);
+        }
+        assert!(
+            matches!(s.mode, Mode::Help { scroll } if scroll > 1),
+            "{:?}",
+            s.mode
+        );
+        let action = key_action(&s, KeyEvent::from(close)).unwrap();
+        update(&mut s, action);
+        assert_eq!(s.mode, Mode::Normal);
+        assert_eq!(s.focus, Pane::Source);
+    }
+}
+
+#[test]
+fn k_stays_within_bounds() {
+    let mut s = state();
+    for _ in 0..10 {
+        update(&mut s, Action::Command(Command::MoreK));
+    }
+    assert_eq!(s.k, MAX_K);
+    for _ in 0..10 {
+        update(&mut s, Action::Command(Command::FewerK));
+    }
+    assert_eq!(s.k, 1);
+}
+
+#[test]
+fn filter_mode_takes_raw_keys_until_enter() {
+    let mut s = state();
+    update(&mut s, Action::Command(Command::Filter));
+    assert!(matches!(key_action(&s, key('q')), Some(Action::Input(_))));
+    for c in "mnb".chars() {
+        press(&mut s, key(c));
+    }
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.filter, "mnb");
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(matches!(
+        key_action(&s, key('q')),
+        Some(Action::Command(Command::Quit))
+    ));
+}
+
+#[test]
+fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
+    let mut s = state();
+    let hole = Hole {
+        file: 0,
+        line: 0,
+        column: 0,
+        offset: 0,
+        target: None,
+    };
+    s.view = Some(HoleView {
+        hole,
+        generation: 3,
+        failed: None,
+    });
+    s.completion = CompletionPhase::Running { streamed: vec![] };
+    let streamed = |generation, card, text: &str| Action::Streamed {
+        generation,
+        card,
+        text: text.into(),
+    };
+    update(&mut s, streamed(3, 1, "find"));
+    update(&mut s, streamed(3, 1, "ById("));
+    update(&mut s, streamed(2, 0, "stale"));
+    let streamed = CompletionPhase::Running {
+        streamed: vec!["".into(), "findById(".into()],
+    };
+    assert_eq!(s.completion, streamed);
+    update(
+        &mut s,
+        Action::Completed {
+            generation: 3,
+            cards: vec![],
+        },
+    );
+    assert_eq!(s.completion, CompletionPhase::Idle);
+}
+
+#[test]
+fn results_for_another_hole_are_dropped() {
+    let mut s = state();
+    let effects = update(
+        &mut s,
+        Action::Analysed {
+            generation: 7,
+            candidates: vec![],
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+        },
+    );
+    assert!(effects.is_empty());
+    assert!(s.candidates.is_empty());
+    update(
+        &mut s,
+        Action::Completed {
+            generation: 7,
+            cards: vec![],
+        },
+    );
+    assert!(!s.running());
+}
+
+fn candidate(id: usize) -> Candidate {
+    let id = CandidateId::nth(id);
+    Candidate {
+        id,
+        label: format!("cand {id}"),
+        source: "current",
+        context_type: "default",
+        score: None,
+        retrieval_score: None,
+        availability: Availability::Applicable,
+        prompt: Prompt {
+            segments: vec![],
+            budget: 10,
+            tokenizer: "code",
+            proposal_id: id,
+        },
+    }
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+#[test]
+fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
+    let not_applicable = |id| Candidate {
+        id: CandidateId::nth(id),
+        availability: Availability::NotApplicable(None),
+        ..candidate(id)
+    };
+    let mut cands: Vec<Candidate> = [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
+    cands[1] = not_applicable(4);
+    cands[4] = not_applicable(2);
+    let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked {
+        id: CandidateId::nth(id),
+        score,
+    });
+    apply_ranking(&mut cands, &ranked);
+    let order: Vec<_> = cands.iter().map(|c| (c.id.index(), c.score)).collect();
+    assert_eq!(
+        order,
+        [
+            (3, Some(0.9)),
+            (1, Some(0.5)),
+            (5, None),
+            (63, None),
+            (70, None),
+            (2, None),
+            (4, None)
+        ]
+    );
+}
+
+/// A state with a one-file repository open.
+fn opened() -> State {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("A.java"), "class A {}\n").unwrap();
+    let mut s = state();
+    s.index = Some(Arc::new(RepoIndex::open(dir.path(), None).unwrap()));
+    s.phase = Phase::Ready;
+    s
+}
+
+fn at_hole(s: &mut State, generation: u64) {
+    s.view = Some(HoleView {
+        hole: Hole {
+            file: 0,
+            line: 0,
+            column: 0,
+            offset: 0,
+            target: None,
+        },
+        generation,
+        failed: None,
+    });
+}
+
+#[test]
+fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.candidates = vec![candidate(1)];
+    let mut other = BackendConfig::embedded();
+    other.name = "other".into();
+    s.setup.backends.push(other);
+    update(&mut s, Action::Command(Command::Backends));
+    assert_eq!(s.mode, Mode::Backends { cursor: 0 });
+    press(&mut s, KeyEvent::from(KeyCode::Down));
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert!(matches!(
+        effects[..],
+        [Effect::SwitchBackend { chosen: 1, .. }]
+    ));
+    assert!(s.busy(), "starting it");
+    let failed = Action::BackendSwitched {
+        chosen: 1,
+        backend: Err("other: cannot read model.gguf".into()),
+    };
+    assert!(update(&mut s, failed).is_empty());
+    assert_eq!(s.setup.backend, 0);
+    assert!(!s.busy());
+    assert_eq!(
+        s.status,
+        "cannot switch the backend: other: cannot read model.gguf"
+    );
+}
+
+#[test]
+fn a_failed_analysis_stops_the_spinner_and_says_why() {
+    let mut s = opened();
+    at_hole(&mut s, 3);
+    assert!(s.busy(), "building the candidates");
+    let failed = |generation| Action::AnalysisFailed {
+        generation,
+        error: "internal error (boom)".into(),
+    };
+    update(&mut s, failed(2));
+    assert!(s.busy(), "a stale failure is ignored");
+    update(&mut s, failed(3));
+    assert!(!s.busy());
+    assert_eq!(
+        s.status,
+        "cannot build the candidates: internal error (boom)"
+    );
+}
+
+#[test]
+fn the_ranker_cycles_through_every_kind_from_rlpg_h() {
+    let mut s = state();
+    assert_eq!(s.ranker, RankerKind::RlpgH, "RLPG-H ranks by default");
+    let mut seen = vec![s.ranker];
+    for _ in 0..5 {
+        update(&mut s, Action::Command(Command::CycleRanker));
+        seen.push(s.ranker);
+    }
+    use RankerKind::*;
+    assert_eq!(seen, [RlpgH, RlpgR, Bm25, Fixed, Online, RlpgH]);
+    assert!(ui::candidates::title(&s).contains("ranker RLPG-H"));
+}
+
+#[test]
+fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
+    let mut s = opened();
+    at_hole(&mut s, 2);
+    s.candidates = vec![candidate(1), candidate(2)];
+    let effects = update(&mut s, Action::Command(Command::CycleRanker));
+    assert_eq!(s.ranker, RankerKind::RlpgR);
+    assert!(matches!(
+        effects[..],
+        [Effect::Rank {
+            generation: 2,
+            ranker: RankerKind::RlpgR,
+            ..
+        }]
+    ));
+    let ranked = |ranker, first| Action::Ranked {
+        generation: 2,
+        ranker,
+        ranked: Ok(vec![Ranked {
+            id: CandidateId::nth(first),
+            score: 1.0,
+        }]),
+    };
+    update(&mut s, ranked(RankerKind::RlpgH, 1));
+    assert_eq!(s.candidates[0].id, 1, "the RLPG-H ranking was overtaken");
+    update(&mut s, ranked(RankerKind::RlpgR, 2));
+    assert_eq!(s.candidates[0].id, 2);
+    assert_eq!(s.candidates[0].score, Some(1.0));
+    assert!(s.status.contains("RLPG-R"), "{}", s.status);
+    let failed = Action::Ranked {
+        generation: 2,
+        ranker: RankerKind::RlpgR,
+        ranked: Err("no RLPG-R head".into()),
+    };
+    update(&mut s, failed);
+    assert_eq!(s.candidates[0].score, None, "no score is shown as RLPG-R's");
+    assert!(s.status.contains("RLPG-R cannot rank: no RLPG-R head"));
+    update(&mut s, Action::Command(Command::CycleRanker));
+    assert_eq!(s.ranker, RankerKind::Bm25);
+    let built_by = |ranker| Action::Analysed {
+        generation: 2,
+        candidates: vec![candidate(1)],
+        proposals: Arc::default(),
+        ranker,
+    };
+    assert!(update(&mut s, built_by(RankerKind::Bm25)).is_empty());
+    assert!(matches!(
+        update(&mut s, built_by(RankerKind::RlpgR))[..],
+        [Effect::Rank {
+            ranker: RankerKind::Bm25,
+            ..
+        }]
+    ));
+}
+
+fn waiting(id: usize) -> Candidate {
+    Candidate {
+        availability: Availability::Building,
+        ..candidate(id)
+    }
+}
+
+fn procc(pick: Option<usize>) -> Procc {
+    let pick = pick.map(CandidateId::nth);
+    Procc {
+        context: bandit::context([Some((0.5, 0.25)), Some((0.4, 0.2)), None]),
+        available: [true, true, false],
+        pick,
+    }
+}
+
+#[test]
+fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
+    let mut s = opened();
+    at_hole(&mut s, 4);
+    let analysed = vec![candidate(6), candidate(68), waiting(69), waiting(70)];
+    update(
+        &mut s,
+        Action::Analysed {
+            generation: 4,
+            candidates: analysed,
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+        },
+    );
+    assert!(
+        s.retrieving() && s.busy(),
+        "the spinner runs while they build"
+    );
+    assert!(
+        s.status.contains("asking the backend for 2"),
+        "{}",
+        s.status
+    );
+    // Input is not blocked: the cursor moves, but a waiting row cannot be chosen yet.
+    update(&mut s, Action::Command(Command::FocusNext));
+    update(&mut s, Action::Command(Command::Bottom));
+    assert_eq!(s.focused_candidate().unwrap().id, 70);
+    update(&mut s, Action::Command(Command::Select));
+    assert!(s.selected.is_empty() && s.status.contains("waiting"));
+    assert!(ui::prompt::title(&s).contains("waiting for the backend"));
+    s.k = MAX_K;
+    assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
+
+    let built = |id, availability| Candidate {
+        id: CandidateId::nth(id),
+        availability,
+        retrieval_score: Some(0.5),
+        ..candidate(id)
+    };
+    let why = "backend `embedded` does not follow instructions".to_string();
+    let retrieved = |generation| Action::Retrieved {
+        generation,
+        candidates: vec![
+            built(69, Availability::Applicable),
+            built(70, Availability::NotApplicable(Some(why.clone()))),
+        ],
+        procc: procc(Some(69)),
+    };
+    update(&mut s, retrieved(3));
+    assert!(s.retrieving(), "a stale hole's candidates are dropped");
+    update(&mut s, retrieved(4));
+    assert!(!s.retrieving() && !s.busy());
+    let ids: Vec<_> = s.candidates.iter().map(|c| c.id).collect();
+    assert_eq!(ids, [6, 68, 69, 70], "rows keep their places");
+    assert!(s.candidate(CandidateId::nth(69)).unwrap().applicable());
+    assert!(ui::prompt::title(&s).contains(&why), "why not shows");
+    assert!(ui::candidates::title(&s).contains("ProCC ★69"));
+    assert!(s.status.contains("ProCC (LinUCB) picks 69"));
+    update(&mut s, Action::Command(Command::Up));
+    update(&mut s, Action::Command(Command::Select));
+    assert!(s.selected.contains(&CandidateId::nth(69)));
+}
+
+fn card(candidate: usize) -> Card {
+    let candidate = CandidateId::nth(candidate);
+    Card {
+        candidate,
+        edited: None,
+        outcome: Ok(Finished {
+            text: format!("c{candidate}"),
+            latency_ms: 0,
+            scores: crate::metrics::score("a", "a"),
+            syntax_errors: 0,
+        }),
+    }
+}
+
+fn lesson_of(effects: &[Effect]) -> Option<BanditLesson> {
+    match effects {
+        [Effect::Pick { bandit, .. }] => bandit.clone(),
+        _ => panic!("a pick effect"),
+    }
+}
+
+#[test]
+fn picking_a_procc_perspective_rewards_its_arm_and_the_shown_others_nothing() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.procc = Some(procc(Some(68)));
+    // 70 was not available, 6 is RLPG's: neither is taught.
+    s.cards = [68, 69, 70, 6].map(card).to_vec();
+    let lesson = lesson_of(&update(&mut s, Action::Command(Command::Pick2))).unwrap();
+    assert_eq!(lesson.rewards, [(0, 0.0), (1, 1.0)]);
+    assert_eq!(lesson.context, procc(None).context);
+    let effects = update(&mut s, Action::Command(Command::Pick4));
+    assert_eq!(
+        lesson_of(&effects),
+        None,
+        "an RLPG pick leaves the bandit alone"
+    );
+}
+#[test]
+fn the_editor_counts_tokens_and_esc_discards_it() {
+    let mut s = state();
+    s.candidates = vec![candidate(7)];
+    assert!(matches!(
+        key_action(&s, key('i')),
+        Some(Action::Command(Command::Edit))
+    ));
+    update(&mut s, Action::Command(Command::Edit));
+    assert_eq!((s.mode.clone(), s.focus), (Mode::Edit, Pane::Prompt));
+    for c in "int x".chars() {
+        press(&mut s, key(c));
+    }
+    let editor = s.editor.as_ref().unwrap();
+    assert_eq!(
+        (editor.text().as_str(), editor.candidate.index()),
+        ("int x", 7)
+    );
+    let tokens = TokenizerKind::Code.tokenizer().count("int x");
+    assert_eq!(editor.tokens, tokens);
+    assert!(ui::prompt::title(&s).contains(&format!("{tokens}/10 tokens")));
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert!(s.editor.is_none() && s.mode == Mode::Normal);
+    assert_eq!(s.candidates[0].prompt.text(), "", "the prompt is unchanged");
+}
+
+#[test]
+fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
+    let mut s = state();
+    s.candidates = vec![candidate(7)];
+    update(&mut s, Action::Command(Command::Edit));
+    // No backend yet: nothing runs, but the editor still closes.
+    assert!(
+        key_action(&s, ctrl('s')).is_some_and(|a| matches!(a, Action::Command(Command::Confirm)))
+    );
+    assert!(update(&mut s, Action::Command(Command::Confirm)).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+    let card = |edited: Option<&str>| Card {
+        candidate: CandidateId::nth(7),
+        edited: edited.map(String::from),
+        outcome: Err("offline".into()),
+    };
+    s.cards = (0..MAX_K).map(|_| card(None)).collect();
+    show_cards(&mut s, vec![card(Some("edit"))]);
+    assert_eq!(s.cards.len(), MAX_K);
+    assert_eq!(s.card_cursor, MAX_K - 1);
+    assert!(s.cards[MAX_K - 1].edited.is_some());
+    show_cards(&mut s, vec![card(None)]);
+    assert_eq!((s.cards.len(), s.card_cursor), (1, 0));
+}
+
+#[test]
+fn opening_moves_through_its_stages_and_a_failure_leaves_with_the_error() {
+    let mut s = state();
+    let at = |stage, done| {
+        Action::Progress(Progress {
+            stage,
+            done,
+            total: 1581,
+        })
+    };
+    update(&mut s, at(Stage::Files, 812));
+    assert_eq!(s.status, "indexing 812/1581 files");
+    update(&mut s, at(Stage::Graph, 1581));
+    assert!(
+        s.status.contains("building the repository graph"),
+        "{}",
+        s.status
+    );
+    update(&mut s, at(Stage::Search, 1581));
+    assert!(s.status.contains("search indexes"), "{}", s.status);
+    assert!(s.busy());
+    let effects = update(
+        &mut s,
+        Action::Indexed(Err("A.java:99: line out of range".into())),
+    );
+    assert!(
+        matches!(effects[..], [Effect::Quit]),
+        "nothing to show: leave"
+    );
+    assert_eq!(
+        s.phase,
+        Phase::Failed("A.java:99: line out of range".into())
+    );
+    assert!(!s.busy(), "the spinner stops");
+    update(&mut s, at(Stage::Backend, 1581));
+    assert!(
+        matches!(s.phase, Phase::Failed(_)),
+        "late progress does not revive it"
+    );
+}
+
+#[test]
+fn quit_cancels_and_quits_and_mouse_toggles() {
+    let mut s = state();
+    let effects = update(&mut s, Action::Command(Command::Quit));
+    assert!(matches!(
+        effects[..],
+        [Effect::CancelCompletions, Effect::Quit]
+    ));
+    let effects = update(&mut s, Action::Command(Command::ToggleMouse));
+    assert!(matches!(effects[..], [Effect::SetMouse(false)]));
+}
+
+mod prompt_and_source;

@@ -1,0 +1,171 @@
+//! What keeps the code base and its docs honest: the module graph has no cycles, and the
+//! README and every `--help` say what the candidate catalogue says.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use keyhole::candidate::{self, CandidateId};
+
+/// Top-level library modules and the ones each names through `crate::` (test code left out).
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let top = rel
+                .split('/')
+                .next()
+                .unwrap()
+                .trim_end_matches(".rs")
+                .to_string();
+            if ["lib", "main", "cli"].contains(&top.as_str()) || !rel.ends_with(".rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            let uses = graph.entry(top.clone()).or_default();
+            for (at, _) in code.match_indices("crate::") {
+                let name: String = code[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if name != top {
+                    uses.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_library_modules_import_each_other_without_cycles() {
+    let graph = module_graph();
+    assert!(graph.len() > 10, "{graph:?}");
+    // Depth-first search; a module met again while still on the path closes a cycle.
+    fn visit<'g>(
+        module: &'g str,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'g str>,
+        done: &mut BTreeSet<&'g str>,
+    ) {
+        if let Some(at) = path.iter().position(|&m| m == module) {
+            panic!(
+                "module cycle: {}",
+                path[at..].join(" -> ") + " -> " + module
+            );
+        }
+        if !done.insert(module) {
+            return;
+        }
+        path.push(module);
+        for next in graph.get(module).into_iter().flatten() {
+            visit(next, graph, path, done);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for module in graph.keys() {
+        visit(module, &graph, &mut Vec::new(), &mut done);
+    }
+}
+
+fn help(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The subcommands `keyhole --help` lists.
+fn subcommands() -> Vec<String> {
+    let text = help(&["--help"]);
+    let list = text.split("Commands:").nth(1).unwrap();
+    let list = list.split("\n\n").next().unwrap();
+    list.lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|&name| name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_readme_lists_every_command_and_no_other() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let usage = readme.split("## Use").nth(1).unwrap();
+    let block = usage.split("```").nth(1).unwrap();
+    let listed: BTreeSet<String> = block
+        .lines()
+        .filter_map(|line| line.strip_prefix("keyhole "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter(|word| word.chars().all(|c| c.is_ascii_lowercase()))
+        .map(str::to_string)
+        .collect();
+    let commands: BTreeSet<String> = subcommands().into_iter().collect();
+    assert_eq!(
+        listed, commands,
+        "README's command list against `keyhole --help`"
+    );
+    assert!(
+        block.contains(&candidate::id_kinds()),
+        "the README names the ids as the catalogue does: {}",
+        candidate::id_kinds()
+    );
+}
+
+#[test]
+fn every_help_text_names_candidate_ids_as_the_catalogue_does() {
+    let retrieved = format!(
+        "{}-{}",
+        CandidateId::FIRST_RETRIEVED,
+        CandidateId::COUNT - 1
+    );
+    let proposals = format!("0-{}", CandidateId::PROPOSALS - 1);
+    let mut texts = vec![help(&["--help"])];
+    texts.extend(subcommands().iter().map(|c| help(&[c, "--help"])));
+    let mut checked = 0;
+    for text in &texts {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for pair in words.windows(2) {
+            let number = pair[1].trim_end_matches([',', ')', ';', '.']);
+            let (kind, expected) = match pair[0] {
+                "retrieved" | "candidates" if number.contains('-') => ("retrieved", &retrieved),
+                "proposals" if number.contains('-') => ("proposals", &proposals),
+                _ => continue,
+            };
+            if number.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                assert_eq!(number, expected.as_str(), "{kind} ids in:\n{text}");
+                checked += 1;
+            }
+        }
+        for (at, _) in text.match_indices("default context ") {
+            let number: String = text[at + 16..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if !number.is_empty() {
+                assert_eq!(number, CandidateId::DEFAULT.to_string(), "{text}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked >= 3,
+        "the help texts name id ranges ({checked} found)"
+    );
+}
