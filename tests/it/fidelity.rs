@@ -404,3 +404,27 @@ fn code_takes_the_parent_from_the_last_file_declaring_its_name() {
     );
     assert_eq!(mn, format!("[Base] {method}\n[Child]"));
 }
+
+#[test]
+fn eval_records_the_profile_and_the_tokenizer_and_resumes_only_with_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["eval", "--holes", "2", "--out", out.to_str().unwrap()];
+        let sample = common::sample();
+        args.insert(1, &sample);
+        args.extend(extra);
+        keyhole(&args, scratch.path())
+    };
+    ok(run(&["--fidelity", "code", "--tokenizer", "r50k_base"]));
+    let settings = std::fs::read_to_string(out.join("settings.json")).unwrap();
+    assert!(settings.contains("\"fidelity\": \"code\""), "{settings}");
+    assert!(
+        settings.contains("\"tokenizer\": \"r50k_base\""),
+        "{settings}"
+    );
+    let again = run(&["--tokenizer", "r50k_base"]);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("--fidelity code, not paper"), "{err}");
+}
