@@ -1,0 +1,187 @@
+//! The report phase of `keyhole eval`: the label rows become report.md, report.json, the
+//! plots, Table 10's compositions and ProCC's trained bandit.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result, bail};
+
+use super::{EvalArgs, repository_name};
+use crate::cli::dirs;
+use keyhole::candidate::CandidateId;
+use keyhole::eval::classified::{self, Classified, ClassifierEval};
+use keyhole::eval::labels;
+use keyhole::eval::outdir::OutDir;
+use keyhole::eval::report::{self, HoleRows};
+use keyhole::eval::runner::{Failures, RunStats};
+use keyhole::model;
+use keyhole::model::config::BackendConfig;
+use keyhole::rank::bandit;
+use keyhole::rank::classifier::{Classifier, Variant};
+use keyhole::repo::RepoIndex;
+
+/// Read every label file of `out`, write the report beside them and print it; an error when
+/// holes of this run failed (`total`) or compositions did.
+pub fn write_report(
+    args: &EvalArgs,
+    entry: &BackendConfig,
+    out: &OutDir,
+    runtime: &tokio::runtime::Runtime,
+    failures: &mut Failures,
+    total: RunStats,
+) -> Result<()> {
+    let label_dir = out.label_dir();
+    let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
+    let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
+    let holes = report::group_holes(&rows);
+    let classified = runtime.block_on(classify(args, entry, &classifier, &holes, failures))?;
+    let mut builder = report::Builder::new(&rows, &args.train, args.seed);
+    if !args.train.is_empty() {
+        builder = builder.add_note(
+            "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
+             training data); in the per-repository table their training rows equal the default \
+             context.",
+        );
+    }
+    if args.batch() {
+        builder = builder.add_note(
+            "Labelled from batch files: Table 10's compositions, which need completions of \
+             their own, are left out.",
+        );
+    }
+    if total.failed > 0 {
+        builder = builder.add_note(format!(
+            "Incomplete: {} of {} holes failed (backend errors) and are not in this report; \
+             running the same `keyhole eval` again completes them.",
+            total.failed, total.holes
+        ));
+    }
+    for variant in [Variant::H, Variant::R]
+        .into_iter()
+        .filter(|&v| classifier.has(v))
+    {
+        let by_hole: HashMap<&str, &[CandidateId]> = classified
+            .iter()
+            .filter_map(|c| {
+                let ranking = c.rankings.iter().find(|r| r.0 == variant)?;
+                Some((c.hole_id.as_str(), ranking.1.as_slice()))
+            })
+            .collect();
+        builder = builder.add_ranking(variant.name(), move |h| {
+            by_hole
+                .get(h.hole_id)
+                .map_or_else(Vec::new, |ids| ids.to_vec())
+        });
+    }
+    let report = builder.build();
+    save_procc_bandit(&rows, args)?;
+    report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
+    let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
+    let table = classified::composition_table(&classified, &by_id);
+    append_compositions(out.root(), &table)?;
+    outln!(
+        "{}",
+        std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default()
+    );
+    errln!(
+        "labels in {}, report in {}",
+        label_dir.display(),
+        out.root().join("report.md").display()
+    );
+    // A partial run must not look like success: the report covers what completed, and the
+    // exit code says that something did not.
+    if let Some(last) = total.last_error {
+        bail!(
+            "{} of {} holes failed and have no label rows (the last: {last}); the report covers the complete ones, and running the same command again retries the failed ones",
+            total.failed,
+            total.holes
+        );
+    }
+    let uncomposed: Vec<&Classified> = classified.iter().filter(|c| c.failed.is_some()).collect();
+    if let Some(last) = uncomposed.last().and_then(|c| c.failed.as_ref()) {
+        bail!(
+            "Table 10 leaves out {} holes whose composition requests failed (the last: {last}); running the same command again completes them",
+            uncomposed.len()
+        );
+    }
+    Ok(())
+}
+
+/// RLPG-H and RLPG-R on the holes the method tables cover (the test split, or every hole
+/// without one), with their compositions; holes of repositories not named on the command line
+/// cannot be rebuilt and are left out.
+async fn classify(
+    args: &EvalArgs,
+    entry: &BackendConfig,
+    classifier: &Classifier,
+    holes: &[HoleRows<'_>],
+    failures: &mut Failures,
+) -> Result<Vec<Classified>> {
+    let in_scope =
+        |h: &&HoleRows| args.train.is_empty() || !args.train.iter().any(|t| t == h.repository);
+    let run = ClassifierEval {
+        classifier,
+        variants: vec![Variant::H, Variant::R],
+        // Compositions are completed online; batch files do not carry them (yet).
+        compositions: match args.batch() {
+            true => Vec::new(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        },
+        tokenizer: args.tokenizer.unwrap_or(entry.tokenizer()).tokenizer(),
+        budget: args.budget,
+        concurrency: args.concurrency,
+        fidelity: args.fidelity,
+    };
+    let mut out = Vec::new();
+    for path in &args.repos {
+        let name = repository_name(path);
+        let mine: Vec<&HoleRows> = holes
+            .iter()
+            .filter(in_scope)
+            .filter(|h| h.repository == name)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        errln!("{name}: ranking {} holes with the classifier…", mine.len());
+        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
+        let backend = model::build_backend(entry, &index)?;
+        out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
+    }
+    Ok(out)
+}
+
+/// Table 10 goes at the end of report.md and into compositions.json.
+fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRow]) -> Result<()> {
+    if table.is_empty() {
+        return Ok(());
+    }
+    let md = out.join("report.md");
+    let mut text = std::fs::read_to_string(&md).with_context(|| format!("{}", md.display()))?;
+    text.push_str(&classified::composition_markdown(table));
+    std::fs::write(&md, text).with_context(|| format!("{}", md.display()))?;
+    let json = out.join("compositions.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(table)?)
+        .with_context(|| format!("{}", json.display()))
+}
+
+/// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
+/// with --keep-bandit, into the data directory.
+fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Result<()> {
+    let bandit = report::train_procc(rows, &args.train);
+    let path = args.out.join(bandit::FILE);
+    bandit
+        .save(&path)
+        .with_context(|| format!("{}", path.display()))?;
+    if args.keep_bandit {
+        let dir = dirs()
+            .data
+            .clone()
+            .context("no data directory for --keep-bandit")?;
+        let path = dir.join(bandit::FILE);
+        bandit
+            .save(&path)
+            .with_context(|| format!("{}", path.display()))?;
+        errln!("ProCC bandit kept in {}", path.display());
+    }
+    Ok(())
+}
