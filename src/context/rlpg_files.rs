@@ -323,15 +323,18 @@ const DECODE_CLEAN_UP: [(&str, &str); 10] = [
     (" 're", "'re"),
 ];
 
-/// `text` cut to `max_tokens` from the kept end, then cleaned up as transformers' decode
-/// cleaned it (see [`DECODE_CLEAN_UP`]); the tokens counted are those before the clean-up, as
-/// RLPG counts them. Every clean-up deletes spaces, so the text keeps its provenance.
+/// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to
+/// `max_tokens` from the kept end, then cleaned up as transformers' decode cleaned it (see
+/// [`DECODE_CLEAN_UP`]); the tokens counted are those before the clean-up, as RLPG counts them.
+/// Both only delete characters, so the text keeps its provenance.
 pub fn cut_and_decode(
     text: &SourcedText,
     tokenizer: &dyn Tokenizer,
     max_tokens: usize,
     keep: Keep,
 ) -> (SourcedText, usize) {
+    let carriage_returns: Vec<usize> = text.text.match_indices("\r\n").map(|(at, _)| at).collect();
+    let text = without(text, &carriage_returns);
     let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
     for (from, to) in DECODE_CLEAN_UP {
         let deleted: Vec<usize> = text
@@ -343,19 +346,24 @@ pub fn cut_and_decode(
                 from.match_indices(' ').map(move |(k, _)| at + k)
             })
             .collect();
-        if deleted.is_empty() {
-            continue;
-        }
-        let mut kept = SourcedText::default();
-        let mut start = 0;
-        for at in deleted {
-            kept.append(text.slice(start..at));
-            start = at + 1;
-        }
-        kept.append(text.slice(start..text.text.len()));
-        text = kept;
+        text = without(&text, &deleted);
     }
     (text, tokens)
+}
+
+/// `text` without the one-byte characters at `positions` (ascending).
+fn without(text: &SourcedText, positions: &[usize]) -> SourcedText {
+    if positions.is_empty() {
+        return text.clone();
+    }
+    let mut kept = SourcedText::default();
+    let mut start = 0;
+    for &at in positions {
+        kept.append(text.slice(start..at));
+        start = at + 1;
+    }
+    kept.append(text.slice(start..text.text.len()));
+    kept
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
@@ -396,6 +404,12 @@ mod tests {
         let (cleaned, _) = cut_and_decode(&text, tok, 100, Keep::Start);
         // One left-to-right pass per replacement: "  ." loses one space only.
         assert_eq!(cleaned.text, "a!= b? c : d. e, it's x .y");
+        let mut crlf = SourcedText::default();
+        crlf.push_plain("a;\r\nb;\r\n");
+        assert_eq!(
+            cut_and_decode(&crlf, tok, 100, Keep::Start).0.text,
+            "a;\nb;\n"
+        );
     }
 
     #[test]
