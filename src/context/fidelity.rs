@@ -55,6 +55,7 @@
 //! - Parents: a class's superclass must be written as a bare type identifier, and its file is
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.
+//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts.
 //! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
 //!   as character indices, items stripped of surrounding whitespace.
 //!
