@@ -160,15 +160,16 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
 
 /// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
 fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
-    let ours: HashMap<(&str, usize), usize> = sample_holes_as(index, None, 9, fidelity)
-        .iter()
-        .map(|h| {
-            (
-                (index.files[h.file].path.as_str(), h.line + 1),
-                h.column + 1,
-            )
-        })
-        .collect();
+    let ours: HashMap<(&str, usize), usize> =
+        sample_holes_as(index, None, 9, fidelity.hole_column())
+            .iter()
+            .map(|h| {
+                (
+                    (index.files[h.file].path.as_str(), h.line + 1),
+                    h.column + 1,
+                )
+            })
+            .collect();
     let sampled: HashSet<&str> = ours.keys().map(|(f, _)| *f).collect();
     let (mut theirs, mut lines, mut columns) = (0, 0, 0);
     for row in rows.lines() {

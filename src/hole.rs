@@ -6,7 +6,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::context::fidelity::Fidelity;
 use crate::lang;
 use crate::repo::{FileId, RepoIndex};
 
@@ -135,23 +134,31 @@ pub fn every_line(index: &RepoIndex, columns_per_line: usize, seed: u64) -> Vec<
     holes
 }
 
+/// Where a sampled hole sits in its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoleColumn {
+    /// The middle character of the trimmed line: the paper's "middle of the line".
+    TrimmedMiddle,
+    /// `int(len(stripped) / 2)` characters into the line with its indentation, as RLPG's
+    /// `create_hole_data.py` puts it.
+    RlpgCode,
+}
+
 /// RLPG's holes for a repository as its paper describes them: see [`sample_holes_as`].
 pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
-    sample_holes_as(index, cap, seed, Fidelity::Paper)
+    sample_holes_as(index, cap, seed, HoleColumn::TrimmedMiddle)
 }
 
 /// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
-/// that have no exact copy elsewhere, and the rest of the line after the hole as the target.
-/// The hole sits at the middle character of the trimmed line (the paper's "middle of the
-/// line"), or under [`Fidelity::Code`] `int(len(stripped) / 2)` characters into the line with
-/// its indentation, as RLPG's `create_hole_data.py` puts it. With `cap`, at most that many are
+/// that have no exact copy elsewhere, and the rest of the line after the hole as the target;
+/// the hole's column is `column`'s. With `cap`, at most that many are
 /// drawn at random with `seed` (RLPG capped each repository at 10,000); the result is in
 /// file/line order.
 pub fn sample_holes_as(
     index: &RepoIndex,
     cap: Option<usize>,
     seed: u64,
-    fidelity: Fidelity,
+    column: HoleColumn,
 ) -> Vec<Hole> {
     let mut holes = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
@@ -168,11 +175,11 @@ pub fn sample_holes_as(
                 continue;
             }
             let half = trimmed.chars().count() / 2;
-            let middle = match fidelity {
-                Fidelity::Paper => {
+            let middle = match column {
+                HoleColumn::TrimmedMiddle => {
                     text[..text.len() - text.trim_start().len()].chars().count() + half
                 }
-                Fidelity::Code => half,
+                HoleColumn::RlpgCode => half,
             };
             holes.push(Hole::in_line(index, id, line, middle));
         }

@@ -58,7 +58,7 @@ struct HolesOut<'a> {
 
 pub fn holes_command(args: &HolesArgs) -> Result<()> {
     let index = open_repo(&args.repo, &args.cache)?;
-    let holes = hole::sample_holes_as(&index, args.cap, args.seed, args.fidelity);
+    let holes = hole::sample_holes_as(&index, args.cap, args.seed, args.fidelity.hole_column());
     if let Some(path) = &args.export {
         let name = index
             .root

@@ -67,6 +67,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hole::HoleColumn;
+
 /// Which authority keyhole follows where a paper and its published code disagree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,6 +83,14 @@ pub enum Fidelity {
 
 impl Fidelity {
     pub const ALL: [Fidelity; 2] = [Fidelity::Paper, Fidelity::Code];
+
+    /// Where sampled holes sit in their lines.
+    pub fn hole_column(self) -> HoleColumn {
+        match self {
+            Fidelity::Paper => HoleColumn::TrimmedMiddle,
+            Fidelity::Code => HoleColumn::RlpgCode,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {

@@ -328,7 +328,7 @@ impl RepoRun<'_> {
             &self.session.index,
             self.options.holes,
             self.options.seed,
-            self.options.fidelity,
+            self.options.fidelity.hole_column(),
         );
         self.options.shard.select(sampled)
     }
