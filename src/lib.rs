@@ -9,6 +9,7 @@
 
 pub mod candidate;
 pub mod compose;
+pub mod config_file;
 pub mod context;
 pub mod dirs;
 pub mod escape;

@@ -13,6 +13,7 @@ mod scale;
 
 use super::backends::BackendArgs;
 use super::dirs;
+use keyhole::candidate::Selection;
 use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::eval::WRITTEN_ROWS;
@@ -22,6 +23,7 @@ use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
 use keyhole::eval::shard::Shard;
 use keyhole::model;
+use keyhole::rank::classifier::Classifier;
 use keyhole::repo::RepoIndex;
 use keyhole::session::{Learning, Session};
 use keyhole::token::TokenizerKind;
@@ -81,6 +83,12 @@ pub struct EvalArgs {
     /// (appendix D.4; comma-separated, l > 1); none with an empty value.
     #[arg(long, value_delimiter = ',', default_value = "2,5")]
     compose: Vec<usize>,
+    /// Complete only these candidates: ids and ranges (`62,7,63-66`) and `top:N`, RLPG-H's
+    /// best N of RLPG's candidates per hole [default: all 0-72]. The default context is always
+    /// completed; the others' rows say they were left out, and the report's oracle is over
+    /// the set.
+    #[arg(long, value_name = "LIST", value_parser = Selection::parse)]
+    candidates: Option<Selection>,
     /// Label only shard I of N of the sampled holes (from 1; the same seed gives every
     /// machine the same holes); `keyhole eval merge` puts the shards' --out directories
     /// together.
@@ -127,6 +135,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         budget: args.budget,
         concurrency: scale::in_flight(args.concurrency, &entry)?,
         shard: args.shard.unwrap_or(Shard::WHOLE),
+        candidates: args.candidates.clone().unwrap_or_else(Selection::all),
         fidelity: args.fidelity,
         tokenizer: tokenizer_kind,
     };
@@ -144,6 +153,15 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
     )?;
     let mut batch = scale::Batch::open(args, &entry)?;
+    // RLPG-H picks `top:N` candidates with the classifier the report ranks with.
+    let learning = match args.candidates.as_ref().and_then(|c| c.top) {
+        Some(_) => {
+            let classifier =
+                Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
+            Learning::with_classifier(classifier, dirs().clone())
+        }
+        None => Learning::new(dirs().clone()),
+    };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
@@ -167,7 +185,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let mut session = Session::new(
             Arc::new(index),
             Arc::from(backend),
-            Learning::new(dirs().clone()),
+            learning.clone(),
             tokenizer,
             options.budget,
         );

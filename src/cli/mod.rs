@@ -105,7 +105,7 @@ enum Command {
     /// List the configured completion backends and ask each server which models it serves.
     Backends,
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Train the prompt proposal classifier (RLPG-H or RLPG-R) on evaluation label files.
     Train(train::TrainArgs),
     /// List RLPG's sampled holes of a repository.

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::WRITTEN_ROWS;
 use super::labels;
 use super::runner::EvalOptions;
 use super::shard::Shard;
@@ -78,7 +77,7 @@ impl LabelSettings {
             temperature: backend.temperature,
             max_tokens: backend.max_tokens,
             stop: backend.stop.clone(),
-            candidates: format!("0-{}", WRITTEN_ROWS - 1),
+            candidates: options.candidates.to_string(),
             shard: options.shard,
         }
     }

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use super::labels::LabelFile;
 use super::shard::Shard;
 use super::{LabelRow, hole_id};
-use crate::candidate::CandidateId;
+use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Candidate, Perspectives};
@@ -25,7 +25,7 @@ use crate::context::retrieval::{self};
 use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
-use crate::rank::bm25;
+use crate::rank::{RankInput, RankerKind, bm25};
 use crate::session::Session;
 use crate::token::TokenizerKind;
 
@@ -45,11 +45,16 @@ pub struct EvalOptions {
     pub concurrency: usize,
     /// The part of the sampled holes to run.
     pub shard: Shard,
+    /// The candidates completed (`--candidates`); the default context always is.
+    pub candidates: Selection,
     /// Whose rules place the holes and build the contexts.
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
     pub tokenizer: TokenizerKind,
 }
+
+/// Why a candidate's row has no prompt when the run's candidate set leaves it out.
+pub const NOT_SELECTED: &str = "not in this run's candidate set (--candidates)";
 
 /// One repository's run.
 pub struct RepoRun<'a> {
@@ -382,11 +387,17 @@ impl RepoRun<'_> {
                 .into_iter()
                 .map(|c| HolePrompt::retrieved(c, &composer)),
         );
-        let mut drafts = vec![(
-            Draft::HypotheticalLine,
-            perspectives::hypothetical_request(&self.session.index, hole, &composer),
-        )];
-        if self.session.backend.follows_instructions() {
+        let top = self.top(hole, &built);
+        self.leave_out(&mut prompts, &top);
+        let mut drafts = Vec::new();
+        if self.selected(CandidateId::HYPOTHETICAL_LINE, &top) {
+            drafts.push((
+                Draft::HypotheticalLine,
+                perspectives::hypothetical_request(&self.session.index, hole, &composer),
+            ));
+        }
+        if self.session.backend.follows_instructions() && self.selected(CandidateId::SUMMARY, &top)
+        {
             drafts.push((
                 Draft::Summary,
                 perspectives::summary_request(&self.session.index, hole),
@@ -427,10 +438,40 @@ impl RepoRun<'_> {
             Some(summary) => perspectives.summary(hole, summary),
             None => perspectives::summary_not_applicable(self.session.backend.as_ref()),
         };
-        [iteration, hypothetical, summary]
+        let mut later: Vec<HolePrompt> = [iteration, hypothetical, summary]
             .into_iter()
             .map(|c| HolePrompt::retrieved(c, composer))
-            .collect()
+            .collect();
+        // top:N names RLPG's candidates only, so these are chosen by id or not at all.
+        self.leave_out(&mut later, &[]);
+        later
+    }
+
+    /// RLPG's candidates that `top:N` takes for this hole, by the run's RLPG-H ranking.
+    fn top(&self, hole: &Hole, built: &[ProposalContext]) -> Vec<CandidateId> {
+        let Some(n) = self.options.candidates.top else {
+            return Vec::new();
+        };
+        let input = RankInput::new(&self.session.index, hole, built);
+        let ranked = self.session.learning.rank(RankerKind::RlpgH, &input);
+        ranked
+            .map(|r| r.into_iter().take(n).map(|r| r.id).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether the run completes candidate `id` for a hole whose `top:N` candidates are `top`.
+    fn selected(&self, id: CandidateId, top: &[CandidateId]) -> bool {
+        id == CandidateId::DEFAULT || self.options.candidates.ids.contains(&id) || top.contains(&id)
+    }
+
+    /// Take the prompt from every candidate the run's set leaves out: its row says why, and
+    /// nothing is sent for it.
+    fn leave_out(&self, prompts: &mut [HolePrompt], top: &[CandidateId]) {
+        for p in prompts.iter_mut().filter(|p| !self.selected(p.id, top)) {
+            p.prompt = None;
+            p.bm25 = None;
+            p.why_not = Some(NOT_SELECTED.to_string());
+        }
     }
 
     /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions

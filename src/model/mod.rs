@@ -43,6 +43,26 @@ pub struct CompletionRequest {
 }
 
 impl CompletionRequest {
+    /// The spaces and tabs the prompt ends with: a hole in a line's indentation, or after a
+    /// space. Subword tokenizers attach such whitespace to the word that follows it, so a
+    /// prompt ending in it is one a model has rarely seen, and models answer `␣}` for `}`.
+    /// Completion tools move it out of the prompt and into the completion's expected start.
+    pub fn trailing_blank(&self) -> &str {
+        let code = self.prompt.trim_end_matches([' ', '\t']);
+        &self.prompt[code.len()..]
+    }
+
+    /// The request with its [trailing blank](CompletionRequest::trailing_blank) moved out of
+    /// the prompt, for backends with subword tokenizers; [`restore_blank`] undoes it on the
+    /// answer.
+    pub fn without_trailing_blank(&self) -> CompletionRequest {
+        let blank = self.trailing_blank().len();
+        CompletionRequest {
+            prompt: self.prompt[..self.prompt.len() - blank].to_string(),
+            ..self.clone()
+        }
+    }
+
     /// A greedy single-line request, as in RLPG.
     pub fn single_line(prompt: String) -> Self {
         CompletionRequest {
@@ -218,4 +238,36 @@ pub fn apply_stop(text: &str, stop: &[String]) -> String {
         .min()
         .unwrap_or(text.len());
     text[..end].to_string()
+}
+
+/// The text a model wrote after a prompt whose trailing `blank` was moved out of it, as it
+/// continues the original prompt: the blank the model wrote again (or any leading spaces and
+/// tabs, where it wrote other ones) belongs to the prompt, not to the completion.
+pub fn restore_blank(text: &str, blank: &str) -> String {
+    if blank.is_empty() {
+        return text.to_string();
+    }
+    text.strip_prefix(blank)
+        .unwrap_or_else(|| text.trim_start_matches([' ', '\t']))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trailing_blank_is_what_the_prompt_ends_with_and_the_answer_repeats() {
+        let request = CompletionRequest::single_line("    return x;\n\t  ".to_string());
+        assert_eq!(request.trailing_blank(), "\t  ");
+        assert_eq!(request.without_trailing_blank().prompt, "    return x;\n");
+        assert_eq!(restore_blank("\t  }", "\t  "), "}");
+        assert_eq!(restore_blank("    }", "\t  "), "}", "other whitespace");
+        assert_eq!(restore_blank("}", "\t  "), "}", "none written again");
+        assert_eq!(
+            restore_blank("  x", ""),
+            "  x",
+            "no blank: the answer as written"
+        );
+    }
 }

@@ -52,7 +52,7 @@ impl App {
         self.run_effects(vec![Effect::Index {
             root,
             position,
-            backend,
+            backend: Some(backend),
         }]);
     }
 

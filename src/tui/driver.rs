@@ -31,7 +31,7 @@ use crate::session::{Learning, SearchIndex, Session};
 pub fn index(
     root: &Path,
     position: Option<&str>,
-    backend: &BackendConfig,
+    backend: Option<&BackendConfig>,
     dirs: &Dirs,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Indexed> {
@@ -75,12 +75,17 @@ pub fn index(
     // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
     stage(Stage::Search);
     let search = std::sync::OnceLock::from(SearchIndex::new(&index));
-    stage(Stage::Backend);
-    let backend = model::build_backend(backend, &index)?;
+    let backend = match backend {
+        Some(entry) => {
+            stage(Stage::Backend);
+            Some(Arc::from(model::build_backend(entry, &index)?))
+        }
+        None => None,
+    };
     Ok(Indexed {
         index: Arc::new(index),
         search: Arc::new(search),
-        backend: Arc::from(backend),
+        backend,
         hole,
     })
 }
@@ -209,7 +214,7 @@ fn apply(file: FileId, edit: &FileEdit, original: String, learning: &Learning) -
             replace: edit.text.len(),
             text: original,
         };
-        Some(Applied { file, text, undo })
+        (text, Some(Applied { file, undo }))
     });
     Action::Written { file, result }
 }
@@ -328,7 +333,8 @@ impl Driver {
                     move || {
                         let progress = |progress| report_progress(&tx, progress);
                         let dirs = learning.dirs();
-                        let indexed = index(&root, position.as_deref(), &backend, dirs, &progress);
+                        let (position, backend) = (position.as_deref(), backend.as_ref());
+                        let indexed = index(&root, position, backend, dirs, &progress);
                         if let Ok(indexed) = &indexed {
                             // The classifier and the online ranker load now, not on the
                             // first key press.
@@ -493,7 +499,7 @@ impl Driver {
                 let learning = self.learning.clone();
                 let undo = move || Action::Written {
                     file,
-                    result: write_edit(&edit, &learning).map(|_| None),
+                    result: write_edit(&edit, &learning).map(|(text, _)| (text, None)),
                 };
                 self.blocking(undo, move |error| Action::Written {
                     file,

@@ -7,7 +7,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
 use super::state::{Command, Pane};
-use crate::model::config;
+use crate::config_file;
 
 const DEFAULT: &str = include_str!("../../keymaps/default.toml");
 const VIM: &str = include_str!("../../keymaps/vim.toml");
@@ -86,8 +86,8 @@ impl Binding {
     /// and key of what is wrong with it.
     fn parse(text: &str, at: usize, table: &toml::Table) -> Result<Binding, String> {
         let problem = |key: &str, message: &str| {
-            let line = config::key_offset(text, at, key).unwrap_or(at);
-            config::problem_line(text, line, Some(key), message)
+            let line = config_file::key_offset(text, at, key).unwrap_or(at);
+            config_file::problem_line(text, line, Some(key), message)
         };
         if let Some(key) = table.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             let known = FIELDS.join(", ");
@@ -183,7 +183,7 @@ impl Keymap {
     fn layer(&mut self, text: &str) -> Vec<String> {
         let file: File = match toml::from_str(text) {
             Ok(file) => file,
-            Err(e) => return vec![config::toml_error_line(text, &e)],
+            Err(e) => return vec![config_file::toml_error_line(text, &e)],
         };
         let mut problems = Vec::new();
         for entry in file.bind {

@@ -5,7 +5,7 @@ use std::path::Path;
 use ratatui::style::Color;
 use serde::Deserialize;
 
-use crate::model::config;
+use crate::config_file;
 
 const DARK: &str = include_str!("../../themes/dark.toml");
 const LIGHT: &str = include_str!("../../themes/light.toml");
@@ -125,15 +125,16 @@ fn builtin(name: &str) -> Result<&'static str, String> {
 /// else dark) with the other keys of `user` replaced. Errors are one line naming the line and
 /// key: the status bar shows them.
 fn overlay(name: Option<&str>, user: &str) -> Result<Theme, String> {
-    let roles: toml::Table = toml::from_str(user).map_err(|e| config::toml_error_line(user, &e))?;
+    let roles: toml::Table =
+        toml::from_str(user).map_err(|e| config_file::toml_error_line(user, &e))?;
     let named_in_file = ["theme", "base"]
         .into_iter()
         .find_map(|key| Some((key, roles.get(key)?.as_str()?)));
     let base = match (name, named_in_file) {
         (Some(name), _) => builtin(name)?,
         (None, Some((key, name))) => builtin(name).map_err(|e| {
-            let at = config::key_offset(user, 0, key).unwrap_or(0);
-            config::problem_line(user, at, Some(key), &e)
+            let at = config_file::key_offset(user, 0, key).unwrap_or(0);
+            config_file::problem_line(user, at, Some(key), &e)
         })?,
         (None, None) => DARK,
     };
@@ -145,8 +146,8 @@ fn overlay(name: Option<&str>, user: &str) -> Result<Theme, String> {
         table.insert(key.clone(), value);
         // Checked role by role: the merged table has no positions to point at.
         if let Err(e) = table.clone().try_into::<Theme>() {
-            let at = config::key_offset(user, 0, &key).unwrap_or(0);
-            return Err(config::problem_line(user, at, Some(&key), e.message()));
+            let at = config_file::key_offset(user, 0, &key).unwrap_or(0);
+            return Err(config_file::problem_line(user, at, Some(&key), e.message()));
         }
     }
     table.try_into().map_err(|e: toml::de::Error| e.to_string())

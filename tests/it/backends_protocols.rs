@@ -65,7 +65,7 @@ async fn openai_sends_all_settings_in_one_request_and_orders_choices() {
     assert_eq!(
         requests[0].body,
         json!({
-            "model": "test-model", "prompt": "int x = ", "suffix": "\nreturn x;", "max_tokens": 17,
+            "model": "test-model", "prompt": "int x =", "suffix": "\nreturn x;", "max_tokens": 17,
             "temperature": 0.5, "stop": ["\n"], "n": 2, "seed": 7, "stream": false,
         })
     );
@@ -152,7 +152,7 @@ async fn openai_chat_wraps_the_prompt_in_an_instruction() {
         body["messages"],
         json!([
             {"role": "system", "content": "Be terse."},
-            {"role": "user", "content": "Before:\nint x = \nAfter:\nreturn x;"},
+            {"role": "user", "content": "Before:\nint x =\nAfter:\nreturn x;"},
         ])
     );
     assert_eq!(body.get("prompt"), None);
@@ -239,7 +239,7 @@ async fn openai_chat_streams_delta_content_and_uses_the_default_instruction() {
         .to_string();
     assert!(
         user.starts_with("Complete the code at the end of this prompt.")
-            && user.ends_with("\n\nint x = ")
+            && user.ends_with("\n\nint x =")
     );
 }
 
@@ -286,7 +286,7 @@ async fn ollama_generates_raw_and_fills_in_the_middle_through_the_template() {
     let options = json!({"temperature": 0.5, "num_predict": 17, "stop": ["\n"], "seed": 7});
     assert_eq!(
         requests[0].body,
-        json!({"model": "test-model", "prompt": "int x = ", "raw": true, "stream": false, "options": options})
+        json!({"model": "test-model", "prompt": "int x =", "raw": true, "stream": false, "options": options})
     );
     assert_eq!(
         (&requests[1].body["suffix"], &requests[1].body["raw"]),
@@ -341,7 +341,7 @@ async fn llamacpp_without_infill_completes_left_to_right_and_says_so_once() {
     }
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/infill", "/completion", "/completion"]);
-    assert_eq!(server.requests()[1].body["prompt"], json!("int x = "));
+    assert_eq!(server.requests()[1].body["prompt"], json!("int x ="));
     let notices = backend.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert!(
@@ -365,13 +365,13 @@ async fn llamacpp_completes_and_infills() {
     assert_eq!(requests[0].path, "/completion");
     assert_eq!(
         requests[0].body,
-        json!({"prompt": "int x = ", "n_predict": 17, "temperature": 0.5, "stop": ["\n"], "seed": 7, "stream": false})
+        json!({"prompt": "int x =", "n_predict": 17, "temperature": 0.5, "stop": ["\n"], "seed": 7, "stream": false})
     );
     assert_eq!(requests[1].path, "/infill");
     assert_eq!(
         requests[1].body,
         json!({
-            "input_prefix": "int x = ", "input_suffix": "return x;", "n_predict": 17,
+            "input_prefix": "int x =", "input_suffix": "return x;", "n_predict": 17,
             "temperature": 0.5, "stop": ["\n"], "stream": false,
         })
     );
@@ -460,4 +460,19 @@ async fn an_openai_server_that_refuses_the_suffix_is_asked_left_to_right() {
     let err = backend.complete(&req, None).await.unwrap_err();
     assert!(err.to_string().contains("prompt is too long"), "{err}");
     assert_eq!(server.requests().len(), 1);
+}
+
+/// A prompt that ends in a blank (a hole after a space or in a line's indentation) is sent
+/// without it, and the blank the model writes again is not part of the completion.
+#[tokio::test]
+async fn a_trailing_blank_moves_from_the_prompt_into_the_expected_completion() {
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"choices": [{"index": 0, "text": "    }"}]})))
+            .await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let mut req = request(1);
+    req.prompt = "    return x;\n    ".to_string();
+    let completions = backend.complete(&req, None).await.unwrap();
+    assert_eq!(server.body()["prompt"], json!("    return x;\n"));
+    assert_eq!(texts(&completions), ["}"]);
 }

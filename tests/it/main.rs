@@ -17,6 +17,7 @@ mod cli;
 mod cli_complete;
 mod compose;
 mod embedded_model;
+mod eval_candidates;
 mod eval_interop;
 mod eval_labels;
 mod eval_report;

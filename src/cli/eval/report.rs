@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{EvalArgs, repository_name};
 use crate::cli::dirs;
-use keyhole::candidate::CandidateId;
+use keyhole::candidate::{CandidateId, Selection};
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels;
 use keyhole::eval::outdir::OutDir;
@@ -41,6 +41,12 @@ pub fn write_report(
              training data); in the per-repository table their training rows equal the default \
              context.",
         );
+    }
+    if let Some(set) = args.candidates.as_ref().filter(|&s| *s != Selection::all()) {
+        builder = builder.add_note(format!(
+            "Candidate set: {set} and the default context; the others were not completed (their \
+             rows count as not applicable), so every method and the oracle choose among these."
+        ));
     }
     if args.batch() {
         builder = builder.add_note(

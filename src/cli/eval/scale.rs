@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 
 use super::{BackendArgs, EvalArgs, canonical, eval_command, repository_name};
+use keyhole::candidate::Selection;
 use keyhole::eval::batch::{BatchRun, BatchStats, Responses};
 use keyhole::eval::labels::LabelFile;
 use keyhole::eval::merge::{self, Merged};
@@ -100,6 +101,7 @@ fn merge_command(
         encoder_dir: report.encoder_dir.as_ref().map(PathBuf::from),
         compose: compose.unwrap_or(&report.compose).to_vec(),
         shard: None,
+        candidates: Selection::parse(&labels.candidates).ok(),
         report_only: true,
         export_requests: None,
         import_responses: Vec::new(),

@@ -326,7 +326,9 @@ fn why_not_notes(holes: &[HoleRows]) -> Vec<String> {
     let mut reasons: BTreeMap<(CandidateId, &str), usize> = BTreeMap::new();
     for hole in holes {
         for id in CandidateId::all() {
-            if let Some(why) = hole.row(id).and_then(|r| r.why_not.as_deref()) {
+            let why = hole.row(id).and_then(|r| r.why_not.as_deref());
+            // A candidate the run left out is named once, in the run's candidate set.
+            if let Some(why) = why.filter(|&w| w != crate::eval::runner::NOT_SELECTED) {
                 *reasons.entry((id, why)).or_default() += 1;
             }
         }

@@ -180,11 +180,12 @@ impl Backend for HttpBackend {
         request: &CompletionRequest,
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
-        let mut request = self.config.apply(request);
+        let blank = request.trailing_blank().to_string();
+        let mut request = self.config.apply(&request.without_trailing_blank());
         if self.no_infill.get().is_some() {
             request.suffix = None;
         }
-        match self.complete_all(&request, deltas).await {
+        let completions = match self.complete_all(&request, deltas).await {
             Err(BackendError::Status { status, detail, .. })
                 if request.suffix.is_some() && refuses_suffix(status, &detail) =>
             {
@@ -196,7 +197,14 @@ impl Backend for HttpBackend {
                 self.complete_all(&request, deltas).await
             }
             result => result,
-        }
+        }?;
+        Ok(completions
+            .into_iter()
+            .map(|c| Completion {
+                text: super::restore_blank(&c.text, &blank),
+                ..c
+            })
+            .collect())
     }
 
     async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
@@ -354,7 +362,7 @@ impl BatchCodec {
     ) -> (&'static str, Value) {
         let mut request = CompletionRequest {
             n: 1,
-            ..self.config.apply(request)
+            ..self.config.apply(&request.without_trailing_blank())
         };
         if left_to_right {
             request.suffix = None;
@@ -383,15 +391,17 @@ impl BatchCodec {
 
     /// A raw text of an answer to `request` as the backend would have returned it.
     pub fn finish(&self, text: &str, request: &CompletionRequest) -> String {
-        let request = self.config.apply(request);
+        let blank = request.trailing_blank();
+        let sent = self.config.apply(&request.without_trailing_blank());
         // Where the key's variable is not set here, no key can be redacted.
         let key = self.transport.api_key().ok().flatten();
-        finish(
+        let text = finish(
             self.protocol.as_ref(),
             text.to_string(),
-            &request,
+            &sent,
             key.as_deref(),
-        )
+        );
+        super::restore_blank(&text, blank)
     }
 }
 

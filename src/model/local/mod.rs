@@ -383,7 +383,8 @@ impl Backend for LocalBackend {
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
         let start = Instant::now();
-        let request = self.config.apply(request);
+        let blank = request.trailing_blank().to_string();
+        let request = self.config.apply(&request.without_trailing_blank());
         let model = Arc::clone(&self.model);
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
@@ -398,7 +399,10 @@ impl Backend for LocalBackend {
         let latency = start.elapsed();
         Ok(texts
             .into_iter()
-            .map(|text| Completion { text, latency })
+            .map(|text| Completion {
+                text: super::restore_blank(&text, &blank),
+                latency,
+            })
             .collect())
     }
 

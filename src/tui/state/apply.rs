@@ -15,12 +15,10 @@ pub struct FileEdit {
     pub text: String,
 }
 
-/// A completion written into a file: its new text (shown in the source pane) and the edit
-/// that takes it back.
+/// A completion written into a file, and the edit that takes it back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Applied {
     pub file: FileId,
-    pub text: String,
     pub undo: FileEdit,
 }
 
@@ -53,6 +51,10 @@ pub(super) fn ask_apply(state: &mut State) -> Vec<Effect> {
         state.status = "one apply at a time: u undoes the last one first".into();
         return vec![];
     }
+    if state.phase == Phase::Rereading {
+        state.status = "reading the repository again after the last write; a moment".into();
+        return vec![];
+    }
     if apply_preview(state).is_some() {
         state.mode = Mode::ConfirmApply;
         state.status = "write this completion into the file? y writes, n keeps it".into();
@@ -83,14 +85,17 @@ pub(super) fn apply(state: &mut State) -> Vec<Effect> {
 }
 
 /// The write is done (or the undo of it, when `applied` is none): the source pane shows the
-/// file as it is now.
+/// file's `text` on disk now, until the repository is read again.
 pub(super) fn written(
     state: &mut State,
     file: FileId,
-    result: Result<Option<Applied>, String>,
+    result: Result<(String, Option<Applied>), String>,
 ) -> Vec<Effect> {
     let applied = match result {
-        Ok(applied) => applied,
+        Ok((text, applied)) => {
+            state.on_disk = Some((file, text));
+            applied
+        }
         Err(e) => {
             state.status = e;
             return vec![];
@@ -105,17 +110,31 @@ pub(super) fn written(
         None => format!("undone: {path} is as it was"),
     };
     state.applied = applied;
-    if state.file != file {
-        return vec![];
+    let mut effects = Vec::new();
+    if state.file == file {
+        let cursor = state.cursor;
+        effects = show_file(state, file);
+        state.cursor = cursor;
     }
-    let cursor = state.cursor;
-    let effects = show_file(state, file);
-    state.cursor = cursor;
+    // The candidates are built from the index: read the repository again (its cache makes
+    // that quick), keeping the backend, and come back to the hole.
+    if let (Some(index), Some(view)) = (&state.index, &state.view) {
+        state.phase = Phase::Rereading;
+        effects.push(Effect::Index {
+            root: index.root.clone(),
+            position: Some(view.hole.display(index)),
+            backend: None,
+        });
+    }
     effects
 }
 
 /// `u`: put the file back as it was before the last apply.
 pub(super) fn undo(state: &mut State) -> Vec<Effect> {
+    if state.phase == Phase::Rereading {
+        state.status = "reading the repository again after the write; u works in a moment".into();
+        return vec![];
+    }
     match &state.applied {
         Some(applied) => vec![Effect::Undo {
             file: applied.file,

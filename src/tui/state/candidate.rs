@@ -43,6 +43,15 @@ pub struct Finished {
 pub struct HoleView {
     pub hole: Hole,
     pub generation: u64,
-    /// Why the hole's candidates could not be built (an internal error, logged).
-    pub failed: Option<String>,
+    pub analysis: AnalysisPhase,
+}
+
+/// Where building the hole's candidates is (the retrieved ones that wait for the backend
+/// show as such in their rows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AnalysisPhase {
+    Building,
+    Built,
+    /// Why they could not be built (an internal error, logged).
+    Failed(String),
 }

@@ -4,10 +4,7 @@ use super::*;
 
 pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect> {
     match command {
-        Command::Quit => {
-            state.quit = true;
-            vec![Effect::CancelCompletions, Effect::Quit]
-        }
+        Command::Quit => vec![Effect::CancelCompletions, Effect::Quit],
         Command::Help => {
             state.mode = Mode::Help { scroll: 0 };
             vec![]

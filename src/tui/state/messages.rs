@@ -140,7 +140,8 @@ pub enum Action {
     /// A completion was written into `file` (`Some`), or the last one undone (`None`).
     Written {
         file: FileId,
-        result: Result<Option<Applied>, String>,
+        /// The file's text now, and what undoes the write (none for an undo).
+        result: Result<(String, Option<Applied>), String>,
     },
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
@@ -149,7 +150,9 @@ pub enum Action {
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
     pub search: SharedSearch,
-    pub backend: Arc<dyn Backend>,
+    /// The backend built for it; none when the repository was read again and the backend
+    /// stays.
+    pub backend: Option<Arc<dyn Backend>>,
     pub hole: Hole,
 }
 
@@ -158,7 +161,8 @@ pub enum Effect {
     Index {
         root: PathBuf,
         position: Option<String>,
-        backend: BackendConfig,
+        /// None: read it again after a write, keeping the backend.
+        backend: Option<BackendConfig>,
     },
     /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
     /// ones that need `backend` follow.

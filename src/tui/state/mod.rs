@@ -1,5 +1,12 @@
 //! The pure core: application state, the actions that change it and the effects it asks for.
 //! `update` does no IO; the driver runs effects and feeds their results back as actions.
+//!
+//! Here: `State` and `update`. Beside it: `messages` (commands, actions, effects), `phase`
+//! (opening), `input` (modes and how each reads keys), `commands` (the normal mode),
+//! `navigate` (hole, file, cursors, search), `complete` (runs, cards, picks, explain),
+//! `apply` (write, preview, undo), `editor`, `setup` (backends), `candidate` (cards and the
+//! hole view) and `provenance` (where prompt text came from, in words). The submodules share
+//! this module's imports through `use super::*`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -147,6 +154,8 @@ pub struct State {
     pub highlighting: Option<u64>,
     /// The last completion written into a file, until undone.
     pub applied: Option<Applied>,
+    /// A file's text on disk after a write, until the repository has been read again.
+    pub on_disk: Option<(FileId, String)>,
     /// The repository is the bundled sample, which apply leaves alone.
     pub shared_sample: bool,
     /// The column the source cursor was last put in: moving up and down keeps to it.
@@ -155,7 +164,6 @@ pub struct State {
     pub search_query: String,
     /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
     pub pane_rows: [u16; 4],
-    pub quit: bool,
 }
 
 impl State {
@@ -204,11 +212,11 @@ impl State {
             shown: 0,
             highlighting: None,
             applied: None,
+            on_disk: None,
             shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
             pane_rows: [10; 4],
-            quit: false,
         }
     }
 
@@ -216,7 +224,7 @@ impl State {
     pub fn busy(&self) -> bool {
         self.running()
             || self.starting_backend.is_some()
-            || matches!(self.phase, Phase::Opening(_))
+            || matches!(self.phase, Phase::Opening(_) | Phase::Rereading)
             || self.highlighting.is_some()
             || self.analysing()
             || self.retrieving()
@@ -233,7 +241,9 @@ impl State {
     }
 
     pub fn analysing(&self) -> bool {
-        self.view.as_ref().is_some_and(|v| v.failed.is_none()) && self.candidates.is_empty()
+        self.view
+            .as_ref()
+            .is_some_and(|v| v.analysis == AnalysisPhase::Building)
     }
 
     /// Indices into `candidates` that pass the filter, in rank order.
@@ -314,6 +324,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Command(command) if state.mode != Mode::Normal => mode_command(state, command),
         Action::Command(command) => command_effects(state, command),
+        // Over an overlay (help, the picker) the wheel scrolls the overlay.
+        Action::Scroll { command, .. } if state.mode != Mode::Normal => {
+            mode_command(state, command)
+        }
         Action::Scroll { pane, command } => move_in(state, pane, command),
         Action::Layout(rows) => {
             state.pane_rows = rows;
@@ -342,8 +356,20 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.phase = Phase::Ready;
             state.index = Some(indexed.index);
             state.search = Some(indexed.search);
-            state.backend = Some(indexed.backend);
+            if let Some(backend) = indexed.backend {
+                state.backend = Some(backend);
+            }
+            // Read again after a write: the file shown comes from the new index.
+            if state.on_disk.take().is_some() {
+                state.lines.clear();
+            }
             set_hole(state, indexed.hole)
+        }
+        // Reading it again after a write failed: the index as it was stays.
+        Action::Indexed(Err(e)) if state.phase == Phase::Rereading => {
+            state.phase = Phase::Ready;
+            state.status = format!("cannot read the repository again: {e}");
+            vec![]
         }
         // Nothing to show without a repository: leave, and let the CLI say why.
         Action::Indexed(Err(e)) => {
@@ -355,7 +381,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
                 state.status = format!("cannot build the candidates: {error}");
-                view.failed = Some(error);
+                view.analysis = AnalysisPhase::Failed(error);
             }
             vec![]
         }
@@ -365,9 +391,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             proposals,
             ranker,
         } => {
-            if !current(state, generation) {
+            let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) else {
                 return vec![];
-            }
+            };
+            view.analysis = AnalysisPhase::Built;
             state.candidates = candidates;
             state.proposals = proposals;
             state.candidate_cursor = 0;

@@ -24,7 +24,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.view = Some(HoleView {
         hole: hole.clone(),
         generation,
-        failed: None,
+        analysis: AnalysisPhase::Building,
     });
     state.candidates.clear();
     state.procc = None;
@@ -53,9 +53,9 @@ pub(super) fn show_file(state: &mut State, file: FileId) -> Vec<Effect> {
         return vec![];
     };
     let source = &index.files[file];
-    // A file a completion was written into shows as it is on disk now.
-    let text = match &state.applied {
-        Some(applied) if applied.file == file => &applied.text,
+    // A file written since the index read it shows as it is on disk now.
+    let text = match &state.on_disk {
+        Some((written, text)) if *written == file => text,
         _ => &source.text,
     };
     state.lines = highlight::plain(text);

@@ -6,6 +6,8 @@
 pub enum Phase {
     Opening(Progress),
     Ready,
+    /// Reading the repository again after a write, so candidates come from the file as it is.
+    Rereading,
     Failed(String),
 }
 

@@ -2,8 +2,9 @@
 //! file and lines it was copied from.
 
 use crate::candidate::Family;
-use crate::compose::SegmentKind;
+use crate::compose::{Prompt, SegmentKind};
 use crate::context::{Origin, SourcedText};
+use crate::explain::ExplainedSpan;
 use crate::repo::{FileId, RepoIndex};
 
 /// "proposal 7 (import MNB)", "the default context", "retrieved candidate 68 (ProCC lexical)".
@@ -61,4 +62,32 @@ pub fn segment_sources(index: &RepoIndex, text: &SourcedText) -> String {
         .map(|(file, first, last)| lines_text(index, file, first, last))
         .collect();
     named.join(", ")
+}
+
+/// Where each piece of an explained completion came from, in order: (the piece, "FILE:LINES
+/// in SEGMENT"), or "not in the prompt" for what no copy explains.
+pub fn explained_pieces(
+    index: &RepoIndex,
+    prompt: &Prompt,
+    completion: &str,
+    spans: &[ExplainedSpan],
+) -> Vec<(String, String)> {
+    spans
+        .iter()
+        .map(|span| {
+            let piece = completion[span.completion.clone()].to_string();
+            let segment = span
+                .segment
+                .and_then(|i| prompt.segments.get(i))
+                .map(|s| segment_name(s.kind));
+            let from = match (span.origin, segment) {
+                (Some(origin), Some(segment)) => {
+                    format!("{} in {segment}", origin_text(index, origin))
+                }
+                (None, Some(segment)) => format!("keyhole's formatting in {segment}"),
+                _ => "not in the prompt".into(),
+            };
+            (piece, from)
+        })
+        .collect()
 }

@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use super::{bar, scroll_top};
 use crate::candidate::CandidateId;
 use crate::rank::RankerKind;
-use crate::tui::state::{Availability, Candidate, Mode, State};
+use crate::tui::state::{AnalysisPhase, Availability, Candidate, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
 /// The least room worth showing a row's note in (narrower panes show it in the prompt title).
@@ -65,14 +65,13 @@ pub fn score_unit(kind: RankerKind) -> &'static str {
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
     if state.candidates.is_empty() {
-        let failed = state.view.as_ref().and_then(|v| v.failed.as_deref());
-        let text = match failed {
-            Some(error) => format!("cannot build the candidates: {error}"),
-            None if state.analysing() => format!(
+        let text = match state.view.as_ref().map(|v| &v.analysis) {
+            Some(AnalysisPhase::Failed(error)) => format!("cannot build the candidates: {error}"),
+            Some(AnalysisPhase::Building) => format!(
                 "{} building every candidate context…",
                 super::spinner(state)
             ),
-            None => String::new(),
+            _ => String::new(),
         };
         frame.render_widget(
             Paragraph::new(text).style(Style::new().fg(theme.muted)),

@@ -7,7 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
-use crate::tui::state::{Card, CompletionPhase, Finished, State};
+use crate::tui::state::{Card, CompletionPhase, Finished, State, provenance};
 
 pub fn title(state: &State) -> String {
     let target = state
@@ -82,15 +82,40 @@ fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card
                 .filter(|&(i, _)| i != n)
                 .filter_map(|(_, c)| c.outcome.as_ref().ok().map(|f| f.text.as_str()))
                 .collect();
-            vec![
+            let mut lines = vec![
                 Line::from(diff_spans(state, &done.text, &others)),
                 score_line(state, done),
-            ]
+            ];
+            if n == state.card_cursor {
+                lines.extend(explained_lines(state, card, &done.text));
+            }
+            lines
         }
         Err(e) => vec![Line::styled(e.clone(), Style::new().fg(theme.bad))],
     };
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
     frame.render_widget(paragraph.block(block), area);
+}
+
+/// When the card is explained: each piece of it and the file and lines it was copied from.
+fn explained_lines(state: &State, card: &Card, text: &str) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let (Some(spans), Some(index), Some(candidate)) = (
+        &state.explained,
+        &state.index,
+        state.candidate(card.candidate),
+    ) else {
+        return vec![];
+    };
+    provenance::explained_pieces(index, &candidate.prompt, text, spans)
+        .into_iter()
+        .map(|(piece, from)| {
+            Line::from(vec![
+                Span::styled(format!("{piece:?} "), Style::new().fg(theme.explain)),
+                Span::styled(format!("← {from}"), Style::new().fg(theme.muted)),
+            ])
+        })
+        .collect()
 }
 
 /// "EM ✗  ES 0.24  12 ms  syntax ok".

@@ -232,7 +232,7 @@ mod tests {
         state.view = Some(HoleView {
             hole: Hole::at(&index, path, 1, 7).unwrap(),
             generation: 0,
-            failed: None,
+            analysis: crate::tui::state::AnalysisPhase::Building,
         });
         state.index = Some(Arc::new(index));
         let header = |width| {

@@ -211,7 +211,8 @@ pub fn apply_question(frame: &mut Frame, state: &State) {
     let theme = &state.theme;
     let area = frame.area();
     let rect = centered(area, area.width.saturating_sub(4), 6.min(area.height));
-    let title = format!("write into {path}? y writes · n keeps it");
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    let title = format!("write into {name}? y writes · n keeps it");
     let inner = panel(frame, state, rect, &title);
     let number = Style::new().fg(theme.muted);
     let lines = vec![

@@ -92,7 +92,7 @@ fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
     s.view = Some(HoleView {
         hole,
         generation: 3,
-        failed: None,
+        analysis: AnalysisPhase::Building,
     });
     s.completion = CompletionPhase::Running { streamed: vec![] };
     let streamed = |generation, card, text: &str| Action::Streamed {
@@ -214,7 +214,7 @@ fn at_hole(s: &mut State, generation: u64) {
             target: None,
         },
         generation,
-        failed: None,
+        analysis: AnalysisPhase::Building,
     });
 }
 
@@ -222,7 +222,13 @@ fn at_hole(s: &mut State, generation: u64) {
 fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
     let mut s = opened();
     at_hole(&mut s, 1);
-    s.candidates = vec![candidate(1)];
+    let built = Action::Analysed {
+        generation: 1,
+        candidates: vec![candidate(1)],
+        proposals: Arc::default(),
+        ranker: RankerKind::RlpgH,
+    };
+    update(&mut s, built);
     let mut other = BackendConfig::embedded();
     other.name = "other".into();
     s.setup.backends.push(other);

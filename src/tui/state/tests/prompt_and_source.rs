@@ -80,6 +80,22 @@ fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
         s.status
     );
     assert!(s.status.contains("2 chars not copied"), "{}", s.status);
+    // Every piece of it traces to a file and lines, or says it is in no prompt.
+    let pieces = provenance::explained_pieces(
+        s.index.as_ref().unwrap(),
+        &s.candidates[0].prompt,
+        "computeTotal(x)",
+        s.explained.as_ref().unwrap(),
+    );
+    let expected = [
+        ("computeTotal(", "B.java:2 in proposal 7"),
+        ("x)", "not in the prompt"),
+    ];
+    assert_eq!(pieces.len(), expected.len(), "{pieces:?}");
+    for ((piece, from), (want, source)) in pieces.iter().zip(expected) {
+        assert_eq!(piece, want);
+        assert!(from.starts_with(source), "{from}");
+    }
     let mut s = explained_state("int total() {");
     update(&mut s, Action::Command(Command::Explain));
     assert!(
@@ -224,6 +240,18 @@ fn pages_move_by_the_pane_height_and_the_wheel_scrolls_the_pane_under_it() {
         (Pane::Source, 11),
         "focus and source stay"
     );
+    update(&mut s, Action::Command(Command::Help));
+    let wheel = Action::Scroll {
+        pane: Pane::Candidates,
+        command: Command::Down,
+    };
+    update(&mut s, wheel);
+    assert_eq!(
+        s.mode,
+        Mode::Help { scroll: 1 },
+        "over the help, the help scrolls"
+    );
+    assert_eq!(s.candidate_cursor, 1);
 }
 
 #[test]
@@ -267,4 +295,41 @@ fn a_file_shows_plain_at_once_and_highlighted_when_the_driver_has_done_it() {
     );
     assert_eq!(s.lines, lines);
     assert!(!s.busy());
+}
+
+#[test]
+fn a_write_reads_the_repository_again_and_waits_for_it_before_undo() {
+    let mut s = navigable();
+    at_hole(&mut s, 1);
+    let undo = FileEdit {
+        path: "A.java".into(),
+        hash: [0; 32],
+        offset: 0,
+        replace: 1,
+        text: "x".into(),
+    };
+    let applied = Applied { file: 0, undo };
+    let written = Action::Written {
+        file: 0,
+        result: Ok(("class B {}\n".into(), Some(applied))),
+    };
+    let effects = update(&mut s, written);
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Index { backend: None, .. })),
+        "read again, keeping the backend"
+    );
+    assert_eq!(s.phase, Phase::Rereading);
+    assert_eq!(
+        s.lines[0][0].1, "class B {}",
+        "the file as written shows at once"
+    );
+    assert!(press(&mut s, key('u')).is_empty());
+    assert!(s.status.contains("a moment"), "{}", s.status);
+    let effects = update(&mut s, Action::Indexed(Err("A.java: gone".into())));
+    assert!(effects.is_empty(), "a failed re-read does not leave the UI");
+    assert_eq!(s.phase, Phase::Ready);
+    assert!(s.status.contains("cannot read the repository again"));
+    assert!(matches!(press(&mut s, key('u'))[..], [Effect::Undo { .. }]));
 }
