@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use keyhole::compose::compose;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{Request, build_all};
 use keyhole::context::typed::TypedHole;
 use keyhole::hole::{Hole, sample_holes};
@@ -71,6 +72,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
         hole,
         tokenizer,
         allocation: ALLOCATION,
+        fidelity: Fidelity::Paper,
     };
     group.bench_function("proposals_all_one_hole", |b| {
         b.iter_with_large_drop(|| build_all(&req))
@@ -141,6 +143,7 @@ fn bench_nesting(c: &mut Criterion) {
                         hole: &hole,
                         tokenizer,
                         allocation: ALLOCATION,
+                        fidelity: Fidelity::Paper,
                     };
                     let proposals = build_all(&req);
                     let typed = TypedHole::new(&index, &hole).contexts();

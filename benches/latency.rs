@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
 use keyhole::compose::Composer;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{Request, build_all};
 use keyhole::hole::sample_holes;
 use keyhole::lang::{self, FileFacts};
@@ -289,6 +290,7 @@ fn measure(name: &str, root: &Path) -> Row {
             hole,
             tokenizer,
             allocation: ALLOCATION,
+            fidelity: Fidelity::Paper,
         };
         let start = Instant::now();
         let proposals = build_all(&req);

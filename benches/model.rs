@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use keyhole::candidate;
 use keyhole::compose::{self, Composer};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
 use keyhole::hole::sample_holes;
 use keyhole::model::CompletionRequest;
@@ -44,6 +45,7 @@ fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
                         hole,
                         tokenizer: tok,
                         allocation: compose::proposal_allocation(BUDGET, spec.share),
+                        fidelity: Fidelity::Paper,
                     };
                     composer.compose(Some(&proposals::build(spec, &req)))
                 })

@@ -13,9 +13,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{around_hole, repocoder_query};
 use keyhole::context::retrieval::Request;
-use keyhole::context::windows::{Similarity, WindowIndex};
+use keyhole::context::windows::{Shown, Similarity, WindowIndex};
 use keyhole::hole::sample_holes;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
@@ -49,10 +50,10 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
             b.iter(|| {
                 let hole = &holes[next.replace((next.get() + 1) % holes.len())];
                 let query = match similarity {
-                    Similarity::Jaccard => repocoder_query(&index, hole).to_string(),
+                    Similarity::Jaccard => repocoder_query(&index, hole),
                     Similarity::TfIdfCosine => around_hole(&index, hole),
                 };
-                let hits = windows.search(&index, hole, &query, similarity);
+                let hits = windows.search(hole, &query, similarity);
                 let req = Request {
                     index: &index,
                     hole,
@@ -60,7 +61,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
                     allocation: ALLOCATION,
                     seed: 9,
                 };
-                windows.blocks(&req, &hits)
+                windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper)
             })
         });
     }

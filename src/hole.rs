@@ -134,11 +134,32 @@ pub fn every_line(index: &RepoIndex, columns_per_line: usize, seed: u64) -> Vec<
     holes
 }
 
-/// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
-/// that have no exact copy elsewhere, with the hole at the middle character of the trimmed line
-/// and the rest of the line as the target. With `cap`, at most that many are drawn at random
-/// with `seed` (RLPG capped each repository at 10,000); the result is in file/line order.
+/// Where a sampled hole sits in its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoleColumn {
+    /// The middle character of the trimmed line: the paper's "middle of the line".
+    TrimmedMiddle,
+    /// `int(len(stripped) / 2)` characters into the line with its indentation, as RLPG's
+    /// `create_hole_data.py` puts it.
+    RlpgCode,
+}
+
+/// RLPG's holes for a repository as its paper describes them: see [`sample_holes_as`].
 pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
+    sample_holes_as(index, cap, seed, HoleColumn::TrimmedMiddle)
+}
+
+/// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
+/// that have no exact copy elsewhere, and the rest of the line after the hole as the target;
+/// the hole's column is `column`'s. With `cap`, at most that many are
+/// drawn at random with `seed` (RLPG capped each repository at 10,000); the result is in
+/// file/line order.
+pub fn sample_holes_as(
+    index: &RepoIndex,
+    cap: Option<usize>,
+    seed: u64,
+    column: HoleColumn,
+) -> Vec<Hole> {
     let mut holes = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
         let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else {
@@ -153,8 +174,13 @@ pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hol
             if trimmed.is_empty() || language.is_comment_line(trimmed) {
                 continue;
             }
-            let indent = text[..text.len() - text.trim_start().len()].chars().count();
-            let middle = indent + trimmed.chars().count() / 2;
+            let half = trimmed.chars().count() / 2;
+            let middle = match column {
+                HoleColumn::TrimmedMiddle => {
+                    text[..text.len() - text.trim_start().len()].chars().count() + half
+                }
+                HoleColumn::RlpgCode => half,
+            };
             holes.push(Hole::in_line(index, id, line, middle));
         }
     }

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
 use crate::context::retrieval::Retrieval;
@@ -63,6 +64,8 @@ pub struct Session {
     pub iterations: u16,
     /// Seed of the random-context baseline.
     pub seed: u64,
+    /// Whose rules build the candidates where a paper and its authors' code disagree.
+    pub fidelity: Fidelity,
 }
 
 impl Session {
@@ -84,6 +87,7 @@ impl Session {
             budget,
             iterations: perspectives::DEFAULT_ITERATIONS,
             seed: perspectives::DEFAULT_SEED,
+            fidelity: Fidelity::Paper,
         }
     }
 
@@ -97,6 +101,7 @@ impl Session {
             tokenizer: self.tokenizer,
             budget: self.budget,
             seed: self.seed,
+            fidelity: self.fidelity,
         }
     }
 
@@ -107,7 +112,13 @@ impl Session {
 
     /// RLPG's 62 proposals for `hole`, each within its share of the budget.
     pub fn proposals(&self, hole: &Hole) -> Vec<ProposalContext> {
-        proposals::build_for_budget(&self.index, hole, self.tokenizer, self.budget)
+        proposals::build_for_budget_as(
+            &self.index,
+            hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity,
+        )
     }
 
     /// Every candidate that needs no backend, with placeholders for those that do, in the
@@ -201,6 +212,7 @@ impl Session {
                 hole,
                 tokenizer: self.tokenizer,
                 allocation: crate::compose::proposal_allocation(self.budget, spec.share),
+                fidelity: self.fidelity,
             };
             return BuiltContext::Proposal(proposals::build(spec, &request));
         }

@@ -190,6 +190,18 @@ static O200K: Bpe = Bpe {
     load: tiktoken_rs::o200k_base_singleton,
 };
 
+impl Bpe {
+    /// The token ids of `text`, special tokens read as plain text.
+    pub fn ids(&self, text: &str) -> Vec<u32> {
+        (self.load)().encode_ordinary(text)
+    }
+}
+
+/// Codex's BPE, whose token ids RepoCoder's code compares (its `CodexTokenizer`).
+pub fn p50k() -> &'static Bpe {
+    &P50K
+}
+
 impl Tokenizer for Bpe {
     fn name(&self) -> &'static str {
         self.name

@@ -15,6 +15,7 @@ use super::backends::BackendArgs;
 use super::dirs;
 use keyhole::candidate::Selection;
 use keyhole::compose;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::eval::WRITTEN_ROWS;
 
 use keyhole::eval::labels::{self, LabelFile};
@@ -25,6 +26,7 @@ use keyhole::model;
 use keyhole::rank::classifier::Classifier;
 use keyhole::repo::RepoIndex;
 use keyhole::session::{Learning, Session};
+use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -49,6 +51,13 @@ pub struct EvalArgs {
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
     budget: usize,
+    /// Tokenizer the budget is counted in [default: the backend's].
+    #[arg(long)]
+    tokenizer: Option<TokenizerKind>,
+    /// Whose rules place the holes and build the contexts where a paper and its authors'
+    /// code disagree: paper or code.
+    #[arg(long, default_value = "paper")]
+    fidelity: Fidelity,
     /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
     #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
@@ -118,7 +127,8 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet.
     unsafe { model::local::use_threads(&entry) };
-    let tokenizer = entry.tokenizer().tokenizer();
+    let tokenizer_kind = args.tokenizer.unwrap_or(entry.tokenizer());
+    let tokenizer = tokenizer_kind.tokenizer();
     let options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,
@@ -126,6 +136,8 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         concurrency: scale::in_flight(args.concurrency, &entry)?,
         shard: args.shard.unwrap_or(Shard::WHOLE),
         candidates: args.candidates.clone().unwrap_or_else(Selection::all),
+        fidelity: args.fidelity,
+        tokenizer: tokenizer_kind,
     };
     let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
     if let Some(name) = names
@@ -178,6 +190,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             options.budget,
         );
         session.seed = options.seed;
+        session.fidelity = options.fidelity;
         let run = RepoRun {
             repository: name,
             session: &session,

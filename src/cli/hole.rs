@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::{backends, bounds, dirs};
 use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
 use keyhole::escape;
 use keyhole::hole::Hole;
@@ -40,6 +41,10 @@ pub struct HoleArgs {
     /// o200k_base [default: the backend's, else code].
     #[arg(long)]
     pub tokenizer: Option<TokenizerKind>,
+    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
+    /// or code.
+    #[arg(long, default_value = "paper")]
+    pub fidelity: Fidelity,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -115,6 +120,7 @@ impl Opened {
         let backend: Arc<dyn Backend> = Arc::from(model::build_backend(&entry, &index)?);
         let mut session = Session::new(Arc::new(index), backend, learning, tokenizer, at.budget);
         session.iterations = at.iterations;
+        session.fidelity = at.fidelity;
         Ok(Opened { session, hole })
     }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::bounds;
 use super::hole::{CacheArgs, open_repo};
 use keyhole::compose;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::escape;
 use keyhole::eval::interop;
 use keyhole::hole;
@@ -27,9 +28,16 @@ pub struct HolesArgs {
     /// Write the holes as a CrossCodeEval-style task file (prompt: the default context).
     #[arg(long)]
     export: Option<PathBuf>,
-    /// Budget of the exported prompts, in code tokens.
+    /// Budget of the exported prompts.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     budget: usize,
+    /// Tokenizer the exported prompts' budget is counted in.
+    #[arg(long, default_value = "code")]
+    tokenizer: TokenizerKind,
+    /// Where the holes sit: paper (the middle of the trimmed line) or code (as RLPG's code
+    /// puts them).
+    #[arg(long, default_value = "paper")]
+    fidelity: Fidelity,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -50,13 +58,13 @@ struct HolesOut<'a> {
 
 pub fn holes_command(args: &HolesArgs) -> Result<()> {
     let index = open_repo(&args.repo, &args.cache)?;
-    let holes = hole::sample_holes(&index, args.cap, args.seed);
+    let holes = hole::sample_holes_as(&index, args.cap, args.seed, args.fidelity.hole_column());
     if let Some(path) = &args.export {
         let name = index
             .root
             .file_name()
             .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
-        let tok = TokenizerKind::Code.tokenizer();
+        let tok = args.tokenizer.tokenizer();
         let rows = holes.iter().map(|h| {
             let prompt = compose::compose(&index, h, None, tok, args.budget).text();
             interop::export_row(&index, &name, h, &prompt)

@@ -51,6 +51,7 @@ use clap::{Parser, Subcommand};
 
 use hole::{CacheArgs, HoleArgs, RankArgs};
 use keyhole::candidate::CandidateId;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
@@ -230,6 +231,7 @@ fn run(cli: Cli) -> Result<()> {
                 position,
                 budget: cli.ui.budget,
                 tokenizer: cli.ui.tokenizer,
+                fidelity: Fidelity::Paper,
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },

@@ -4,9 +4,11 @@
 //! (RLPG's baselines, RepoCoder, ProCC's perspectives) in [`perspectives`], built on
 //! [`retrieval`] and [`windows`].
 
+pub mod fidelity;
 pub mod perspectives;
 pub mod proposals;
 pub mod retrieval;
+pub mod rlpg_files;
 pub mod typed;
 pub mod windows;
 

@@ -11,9 +11,10 @@
 //! across holes itself).
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
 use super::retrieval::{self, Retrieval};
 use super::typed::TypedHole;
-use super::windows::{self, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
+use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
 use crate::candidate::{self, CandidateId};
 use crate::compose::{self, Composer, Prompt};
 use crate::hole::Hole;
@@ -89,6 +90,7 @@ pub struct Perspectives<'a> {
     pub budget: usize,
     /// Seeds the random choices of the baselines.
     pub seed: u64,
+    pub fidelity: Fidelity,
 }
 
 impl<'a> Perspectives<'a> {
@@ -126,7 +128,7 @@ impl<'a> Perspectives<'a> {
             self.retrieve(
                 hole,
                 CandidateId::REPOCODER,
-                repocoder_query(self.index, hole),
+                &repocoder_query(self.index, hole),
                 Similarity::Jaccard,
             ),
             self.retrieve(
@@ -156,7 +158,7 @@ impl<'a> Perspectives<'a> {
     /// line the backend imagined for it. (ProCC also embeds a hypothetical line for every
     /// database snippet; that is a completion per window, so windows stay as they are here.)
     pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> Candidate {
-        let query = format!("{}{line}", repocoder_query(self.index, hole));
+        let query = format!("{}{line}", code_before(self.index, hole));
         self.retrieve(
             hole,
             CandidateId::HYPOTHETICAL_LINE,
@@ -178,8 +180,12 @@ impl<'a> Perspectives<'a> {
         query: &str,
         similarity: Similarity,
     ) -> Candidate {
-        let hits = self.windows.search(self.index, hole, query, similarity);
-        let (context, used) = self.windows.blocks(&self.request(hole), &hits);
+        let hits = self
+            .windows
+            .search_as(self.index, hole, query, similarity, self.fidelity);
+        let (context, used) =
+            self.windows
+                .blocks(&self.request(hole), &hits, shown(id), self.fidelity);
         let best = used.first().copied();
         Candidate {
             id,
@@ -188,6 +194,16 @@ impl<'a> Perspectives<'a> {
             jaccard: best.map(|w| self.windows.jaccard_with(w, &around_hole(self.index, hole))),
             why_not: None,
         }
+    }
+}
+
+/// Which lines the blocks of candidate `id` show: RepoCoder's first iteration shows each window
+/// extended below it (its r-g prompt), later iterations and ProCC the windows themselves.
+pub fn shown(id: CandidateId) -> Shown {
+    if id == CandidateId::REPOCODER {
+        Shown::Extended
+    } else {
+        Shown::Window
     }
 }
 
@@ -209,31 +225,41 @@ fn before_hole<'i>(index: &'i RepoIndex, hole: &Hole, first: usize) -> &'i str {
     &file.text[file.line_start(first)..hole.offset]
 }
 
-/// RepoCoder's first query: the last [`WINDOW_LINES`] lines of the code before the hole.
-pub fn repocoder_query<'i>(index: &'i RepoIndex, hole: &Hole) -> &'i str {
-    before_hole(index, hole, windows::query_first_line(hole))
+/// RepoCoder's first query: the [`WINDOW_LINES`] whole lines before the hole's line, as its
+/// code takes them (its holes are whole lines; the start of the hole's line is left out).
+pub fn repocoder_query(index: &RepoIndex, hole: &Hole) -> String {
+    let file = &index.files[hole.file];
+    windows::lines_text(file, windows::query_first_line(hole), hole.line)
 }
 
-/// RepoCoder's query for iteration i > 1: the last S_w − S_s lines of the code before the hole
-/// continued by the first S_s lines of the previous completion (a completion here is the rest
-/// of the hole's line, so it continues the hole's line).
+/// RepoCoder's query for iteration i > 1, as its code builds it: the S_w − S_s lines before the
+/// hole's line and the first S_s lines of the generated code, blank lines left out. The hole's
+/// line as generated is its start continued by the previous completion.
 pub fn iteration_query(index: &RepoIndex, hole: &Hole, previous: &str) -> String {
-    let first = (hole.line + 1).saturating_sub(WINDOW_LINES - WINDOW_STEP);
-    let generated: Vec<&str> = previous.lines().take(WINDOW_STEP).collect();
-    format!(
-        "{}{}",
-        before_hole(index, hole, first),
-        generated.join("\n")
-    )
+    let file = &index.files[hole.file];
+    let first = hole.line.saturating_sub(WINDOW_LINES - WINDOW_STEP);
+    let generated = format!("{}{previous}", before_hole(index, hole, hole.line));
+    let not_blank = |line: &&str| !line.trim().is_empty();
+    let before = (first..hole.line).map(|line| file.line_text(line));
+    let lines: Vec<&str> = before
+        .filter(not_blank)
+        .chain(generated.lines().filter(not_blank).take(WINDOW_STEP))
+        .collect();
+    lines.join("\n")
 }
 
-/// The unfinished code around the hole (ProCC's X̂: prefix and suffix): RepoCoder's query
-/// lines and the [`WINDOW_STEP`] lines after the hole's line; the rest of the hole's line is
+/// The code before the hole that ProCC's perspectives read: the last [`WINDOW_LINES`] lines,
+/// the hole's own line (up to the hole) being the last of them.
+pub fn code_before<'i>(index: &'i RepoIndex, hole: &Hole) -> &'i str {
+    before_hole(index, hole, (hole.line + 1).saturating_sub(WINDOW_LINES))
+}
+
+/// The unfinished code around the hole (ProCC's X̂: prefix and suffix): [`code_before`] and the [`WINDOW_STEP`] lines after the hole's line; the rest of the hole's line is
 /// the answer and is left out.
 pub fn around_hole(index: &RepoIndex, hole: &Hole) -> String {
     format!(
         "{}\n{}",
-        repocoder_query(index, hole),
+        code_before(index, hole),
         after_hole(index, hole, WINDOW_STEP)
     )
 }

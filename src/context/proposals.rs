@@ -3,10 +3,13 @@
 //! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5.
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
+use super::rlpg_files;
 use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::hole::Hole;
-use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex};
+use crate::lang::{MethodDecl, Span, TypeKind};
+
+use crate::repo::{FileId, Import, ImportKind, ParentLink, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
 /// The context a proposal offers for one hole, before the composer fits it to the budget.
@@ -52,6 +55,7 @@ pub struct Request<'a> {
     pub tokenizer: &'a dyn Tokenizer,
     /// Tokens the composer will allow the proposal context.
     pub allocation: usize,
+    pub fidelity: Fidelity,
 }
 
 /// Build the context of proposal `spec` for the request's hole.
@@ -88,13 +92,24 @@ pub fn build_all(req: &Request) -> Vec<ProposalContext> {
         .collect()
 }
 
-/// Build every proposal for one hole, in id order, each allocated its share of `budget` as
-/// the composer will allocate it.
+/// Build every proposal for one hole as the paper describes them: see [`build_for_budget_as`].
 pub fn build_for_budget(
     index: &RepoIndex,
     hole: &Hole,
     tokenizer: &dyn Tokenizer,
     budget: usize,
+) -> Vec<ProposalContext> {
+    build_for_budget_as(index, hole, tokenizer, budget, Fidelity::Paper)
+}
+
+/// Build every proposal for one hole, in id order, each allocated its share of `budget` as
+/// the composer will allocate it, following `fidelity`'s rules.
+pub fn build_for_budget_as(
+    index: &RepoIndex,
+    hole: &Hole,
+    tokenizer: &dyn Tokenizer,
+    budget: usize,
+    fidelity: Fidelity,
 ) -> Vec<ProposalContext> {
     candidate::proposal_specs()
         .iter()
@@ -104,6 +119,7 @@ pub fn build_for_budget(
                 hole,
                 tokenizer,
                 allocation: crate::compose::proposal_allocation(budget, spec.share),
+                fidelity,
             };
             build(spec, &req)
         })
@@ -116,6 +132,20 @@ pub fn build_for_budget(
 /// hole line first and only when there are none from before the hole (B.3). Says whether the
 /// context came from before the hole.
 fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
+    let (text, before) = current_items(context_type, req);
+    match req.fidelity {
+        Fidelity::Paper => (text, before),
+        // RLPG's code cuts the context to its allocation and decodes it.
+        Fidelity::Code => {
+            let keep = if before { Keep::End } else { Keep::Start };
+            let (text, _) = rlpg_files::cut_and_decode(&text, req.tokenizer, req.allocation, keep);
+            (text, before)
+        }
+    }
+}
+
+/// [`current_context`] before the code profile's cut.
+fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let after_line = file.line_start(req.hole.line + 1);
@@ -126,7 +156,7 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
         }
         return (text, false);
     }
-    let spans = item_spans(index, req.hole.file, context_type);
+    let spans = item_spans(req, req.hole.file, context_type);
     let after: Vec<Span> = spans
         .iter()
         .copied()
@@ -150,14 +180,21 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
 fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec<FileId>) {
     let index = req.index;
     let file = &index.files[req.hole.file];
-    let nearest = index.graph.parents[req.hole.file]
-        .iter()
+    let links: Vec<ParentLink> = match req.fidelity {
+        Fidelity::Paper => index.graph.parents[req.hole.file].clone(),
+        Fidelity::Code => rlpg_files::parents(index, req.hole.file),
+    };
+    let nearest = links
+        .into_iter()
         .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
         .max_by_key(|link| link.class_name_span.start);
     let Some(link) = nearest else {
         return (SourcedText::default(), Vec::new());
     };
-    let items = file_items(req, link.file, context_type);
+    let mut items = file_items(req, link.file, context_type);
+    if req.fidelity == Fidelity::Code && context_type != ContextType::MethodNamesAndBodies {
+        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, Keep::Start).0;
+    }
     if items.is_empty() {
         return (items, vec![link.file]);
     }
@@ -168,18 +205,22 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
     (text, vec![link.file])
 }
 
-/// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any.
-fn push_current_class(text: &mut SourcedText, req: &Request) {
+/// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any;
+/// says whether there was one.
+fn push_current_class(text: &mut SourcedText, req: &Request) -> bool {
     let file = &req.index.files[req.hole.file];
     let current = file
         .facts
         .types
         .iter()
         .filter(|t| file.line_of(t.name_span.start as usize) < req.hole.line)
+        // RLPG's code names only classes (its `class_declaration` query).
+        .filter(|t| req.fidelity == Fidelity::Paper || t.kind == TypeKind::Class)
         .max_by_key(|t| t.name_span.start);
     if let Some(class) = current {
         text.push_plain(&format!("\n[{}]", class.name));
     }
+    current.is_some()
 }
 
 // ----- Sources with ranked lists of files -----------------------------------------------------
@@ -190,32 +231,75 @@ fn push_current_class(text: &mut SourcedText, req: &Request) {
 fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request) -> SourcedText {
     let mut parts = Vec::new();
     let mut total = 0;
+    let mut any_items = false;
     for &file in files {
         if total >= req.allocation {
             break;
         }
-        let items = file_items(req, file, context_type);
-        if items.is_empty() {
-            // The authors' code added a bare `[FileName]` here; a label without context is
-            // noise, and it would make every listed file count as "applicable".
+        // RLPG's code counts a method-bodies context as its bodies' tokens, labels left out.
+        let (items, counted) = match (req.fidelity, context_type) {
+            (Fidelity::Code, ContextType::MethodNamesAndBodies) => {
+                let (text, tokens) = method_bodies(req, file);
+                (text, Some(tokens))
+            }
+            _ => (file_items(req, file, context_type), None),
+        };
+        // The authors' code adds a bare `[FileName]` here; a label without context is noise,
+        // so only the code profile keeps it.
+        if items.is_empty() && req.fidelity == Fidelity::Paper {
             continue;
         }
+        any_items |= counted.map_or(!items.is_empty(), |n| n > 0);
         let mut part = SourcedText::default();
         part.push_plain(&format!("[{}] ", req.index.files[file].stem()));
-        part.append(items);
-        let (part, tokens) = part.truncate(req.tokenizer, req.allocation, Keep::Start);
+        let tokens = match req.fidelity {
+            Fidelity::Paper => {
+                part.append(items);
+                let (cut, tokens) = part.truncate(req.tokenizer, req.allocation, Keep::Start);
+                part = cut;
+                tokens
+            }
+            // RLPG's code cuts and counts the file's context alone, not its label (method
+            // bodies were cut one by one).
+            Fidelity::Code => {
+                let (cut, tokens) = match counted {
+                    Some(tokens) => (items, tokens),
+                    None => rlpg_files::cut_and_decode(
+                        &items,
+                        req.tokenizer,
+                        req.allocation,
+                        Keep::Start,
+                    ),
+                };
+                part.append(cut);
+                tokens
+            }
+        };
         total += tokens;
         parts.push(part);
     }
     let mut text = SourcedText::default();
+    if !any_items {
+        return text;
+    }
     for (i, part) in parts.into_iter().rev().enumerate() {
         if i > 0 {
             text.push_plain(" ");
         }
         text.append(part);
     }
-    if !text.is_empty() {
-        push_current_class(&mut text, req);
+    match req.fidelity {
+        Fidelity::Paper => {
+            push_current_class(&mut text, req);
+        }
+        // RLPG's code leaves a space after every file's context and a line break before the
+        // class line even when there is no class; both count in the tokens kept.
+        Fidelity::Code => {
+            text.push_plain(" ");
+            if !push_current_class(&mut text, req) {
+                text.push_plain("\n");
+            }
+        }
     }
     text
 }
@@ -225,6 +309,10 @@ fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
     let index = req.index;
     let graph = &index.graph;
     let id = req.hole.file;
+    if req.fidelity == Fidelity::Code {
+        // RLPG's code does not keep the current file out of the import-of lists.
+        return rlpg_files::rank_files(source, req);
+    }
     let ranked = match source {
         PromptSource::Import => rank_imports(req),
         PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),
@@ -256,8 +344,7 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let prefix = &file.text[file.line_start(req.hole.line)..req.hole.offset];
-    index.graph.imports[req.hole.file]
-        .iter()
+    imports_of(req, req.hole.file)
         .map(|import| {
             let visible_on_hole_line = index.files[import.file]
                 .facts
@@ -276,6 +363,16 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
         .collect()
 }
 
+/// The repository files `file` imports: every kind keyhole resolves, or under
+/// [`Fidelity::Code`] only single-type import declarations (RLPG's code resolves nothing else:
+/// no wildcard imports, no same-package references).
+fn imports_of<'r>(req: &Request<'r>, file: FileId) -> impl Iterator<Item = &'r Import> + use<'r> {
+    let code = req.fidelity == Fidelity::Code;
+    req.index.graph.imports[file]
+        .iter()
+        .filter(move |i| !code || i.kind == ImportKind::Single)
+}
+
 /// Import: import files ranked by how close their nearest usage is to the hole.
 fn rank_imports(req: &Request) -> Vec<FileId> {
     let mut distances = import_distances(req);
@@ -289,11 +386,10 @@ fn rank_imports(req: &Request) -> Vec<FileId> {
 /// them when none shares an import).
 fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
     let distances = import_distances(req);
-    let graph = &req.index.graph;
     let mut keyed: Vec<(usize, std::cmp::Reverse<usize>, FileId)> = candidates
         .into_iter()
         .map(|candidate| {
-            let theirs: Vec<FileId> = graph.imports[candidate].iter().map(|i| i.file).collect();
+            let theirs: Vec<FileId> = imports_of(req, candidate).map(|i| i.file).collect();
             let shared: Vec<usize> = distances
                 .iter()
                 .filter(|(f, _)| theirs.contains(f))
@@ -311,7 +407,7 @@ fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId>
 fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
     let mut counts: Vec<(FileId, usize)> = Vec::new();
     for &file in of {
-        for import in &req.index.graph.imports[file] {
+        for import in imports_of(req, file) {
             match counts.iter_mut().find(|(f, _)| *f == import.file) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((import.file, 1)),
@@ -324,10 +420,25 @@ fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
 
 // ----- What a file offers for each context type ----------------------------------------------
 
-/// Spans of a file's items of one context type (not post lines, not bodies).
-fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec<Span> {
-    let facts = &index.files[file].facts;
-    match context_type {
+/// Spans of a file's items of one context type (not post lines, not bodies). Method names are
+/// whole signatures (the paper's appendix B.2 example), or the names alone under
+/// [`Fidelity::Code`] (RLPG's code captures the method's name identifier); identifiers under
+/// [`Fidelity::Code`] are followed by the type identifiers.
+fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Span> {
+    let source = &req.index.files[file];
+    let facts = &source.facts;
+    let spans = match context_type {
+        ContextType::MethodNames if req.fidelity == Fidelity::Code => {
+            facts.methods.iter().map(|m| m.name).collect()
+        }
+        // RLPG's parse_tree.py extends the identifier list with the type identifiers in place
+        // (`file_identifiers = all_identifiers; file_identifiers.extend(...)`), so its
+        // identifiers are every identifier, then every type identifier.
+        ContextType::Identifiers if req.fidelity == Fidelity::Code => [
+            facts.identifiers.as_slice(),
+            facts.type_identifiers.as_slice(),
+        ]
+        .concat(),
         ContextType::Identifiers => facts.identifiers.clone(),
         ContextType::TypeIdentifiers => facts.type_identifiers.clone(),
         ContextType::FieldDeclarations => facts.field_declarations.clone(),
@@ -335,6 +446,13 @@ fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec
         ContextType::MethodNames => facts.methods.iter().map(|m| m.signature).collect(),
         ContextType::MethodNamesAndBodies => facts.methods.iter().map(|m| m.with_body).collect(),
         ContextType::PostLines => Vec::new(),
+    };
+    match req.fidelity {
+        Fidelity::Paper => spans,
+        Fidelity::Code => spans
+            .into_iter()
+            .map(|s| rlpg_files::attribute_span(source, s))
+            .collect(),
     }
 }
 
@@ -343,11 +461,17 @@ fn item_spans(index: &RepoIndex, file: FileId, context_type: ContextType) -> Vec
 /// equal share of the allocation each.
 fn file_items(req: &Request, file: FileId, context_type: ContextType) -> SourcedText {
     if context_type != ContextType::MethodNamesAndBodies {
-        let spans = item_spans(req.index, file, context_type);
+        let spans = item_spans(req, file, context_type);
         return join_items(req, file, &spans, Keep::Start);
     }
+    method_bodies(req, file).0
+}
+
+/// A file's methods as `[name] body`, each body cut to its share, and the bodies' tokens.
+fn method_bodies(req: &Request, file: FileId) -> (SourcedText, usize) {
     let methods = &req.index.files[file].facts.methods;
-    let share = req.allocation / methods.len().max(1);
+    let mut total = 0;
+    let mut share = req.allocation / methods.len().max(1);
     let mut text = SourcedText::default();
     for (i, method) in methods.iter().enumerate() {
         if i > 0 {
@@ -357,10 +481,45 @@ fn file_items(req: &Request, file: FileId, context_type: ContextType) -> Sourced
         text.push_span(req.index, file, method.name);
         text.push_plain("] ");
         let mut body = SourcedText::default();
-        body.push_span(req.index, file, method.with_body);
-        text.append(body.truncate(req.tokenizer, share, Keep::Start).0);
+        body.push_span(req.index, file, method_text(req, file, method));
+        // The paper profile keeps the start (the signature and first statements); RLPG's code
+        // keeps the end, as it cuts every text with its default `type='back'`.
+        let (cut, tokens) = match req.fidelity {
+            Fidelity::Paper => body.truncate(req.tokenizer, share, Keep::Start),
+            Fidelity::Code => rlpg_files::cut_and_decode(&body, req.tokenizer, share, Keep::End),
+        };
+        text.append(cut);
+        total += tokens;
+        // RLPG's code reuses the variable: each method's share is what the one before it got.
+        if req.fidelity == Fidelity::Code {
+            share = tokens;
+        }
     }
-    text
+    (text, total)
+}
+
+/// The text of a method in a method-bodies context: the whole declaration from its signature,
+/// or under [`Fidelity::Code`] what RLPG's code takes: from the start of the line where the
+/// body opens to its end when that is the line of the method's name, else the name's line
+/// alone (its `method_body[0][0] == method_name[0][0]` match).
+fn method_text(req: &Request, file: FileId, method: &MethodDecl) -> Span {
+    if req.fidelity == Fidelity::Paper {
+        return method.with_body;
+    }
+    let source = &req.index.files[file];
+    let name_line = source.line_of(method.name.start as usize);
+    let after_signature =
+        &source.text[method.signature.end as usize..method.with_body.end as usize];
+    let body_line = after_signature
+        .find('{')
+        .map(|i| source.line_of(method.signature.end as usize + i));
+    let line_start = source.line_start(name_line);
+    if body_line == Some(name_line) {
+        let end = rlpg_files::rlpg_span(source, method.with_body).end as usize;
+        Span::new(line_start, end)
+    } else {
+        Span::new(line_start, source.line_start(name_line + 1))
+    }
 }
 
 /// Items joined by single spaces. Only as many items as can matter are joined: enough from the

@@ -1,17 +1,22 @@
-//! RepoCoder's retrieval database (section 2.2): sliding windows of [`WINDOW_LINES`] lines,
-//! moved [`WINDOW_STEP`] lines at a time over every file, built once per repository, with an
-//! inverted index from terms to windows so that a query touches only the windows sharing a
-//! term with it. Both RepoCoder's Jaccard similarity and ProCC's lexical (TF-IDF cosine)
-//! similarity search it, and [`WindowIndex::blocks`] lays the hits out as RepoCoder's prompt
-//! (Figure 3).
+//! RepoCoder's retrieval database (section 2.2) as its published code builds it: windows of
+//! [`WINDOW_LINES`] lines every [`WINDOW_STEP`] lines over every file (with a head window of
+//! the first [`WINDOW_STEP`] lines), identical windows merged into one that remembers every
+//! place it occurs, built once per repository. Both RepoCoder's Jaccard similarity (over sets
+//! of Codex token ids) and ProCC's lexical (TF-IDF cosine over terms) similarity search it, and
+//! [`WindowIndex::blocks`] lays the hits out as RepoCoder's prompt (Figure 3).
+
+use rayon::prelude::*;
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
 use super::SourcedText;
+use super::fidelity::Fidelity;
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex};
+use crate::repo::{FileId, RepoIndex, SourceFile, listing};
+use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
 /// hyper-parameters).
@@ -19,16 +24,20 @@ pub const WINDOW_LINES: usize = 20;
 pub const WINDOW_STEP: usize = 10;
 /// RepoCoder's K: retrieved snippets in a prompt at most.
 pub const MAX_BLOCKS: usize = 10;
-/// Hits a search returns at most: blocks that do not fit are skipped, so the prompt looks a
-/// few K deep, not through every window that shares a term.
-pub const MAX_HITS: usize = 4 * MAX_BLOCKS;
-/// The comment that starts every line of a block. RepoCoder's prompts are Python (`#`); the
-/// corpus here is Java, so its line comment.
-const COMMENT: &str = "// ";
+/// Hits a search returns at most: RepoCoder's code keeps the 20 best windows (`max_top_k`)
+/// and builds the prompt from them, skipping blocks that do not fit.
+pub const MAX_HITS: usize = 20;
+/// Lines an iteration-1 block reaches below its window: RepoCoder's r-g prompt shows each
+/// window moved `window_size // slice_size` lines down (`_make_an_extended_block`).
+pub const EXTENSION: usize = WINDOW_STEP;
+/// The blocks' budget in RepoCoder's code: 2,000 Codex tokens, half of Codex's context.
+pub const CODE_BLOCK_BUDGET: usize = 2000;
+/// What RepoCoder's code counts for its header, whatever the tokenizer says.
+const CODE_HEADER_TOKENS: usize = 20;
 /// RepoCoder's separator line: 50 dashes.
 const RULE: &str = "--------------------------------------------------";
 
-/// One window: lines `first..end` of a file.
+/// One place a window occurs: lines `first..end` of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
     pub file: FileId,
@@ -40,13 +49,23 @@ pub struct Window {
 /// further variant with its own window vectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Similarity {
-    /// RepoCoder: |Sq ∩ Sc| / |Sq ∪ Sc| over the sets of terms ([`terms`]: identifiers,
-    /// keywords and numbers; punctuation left out). The paper says "sets of tokens" without
-    /// fixing the tokenizer.
+    /// RepoCoder: |Sq ∩ Sc| / |Sq ∪ Sc| over sets of tokens. The paper does not fix the
+    /// tokenizer; its code compares sets of Codex (`p50k_base`) token ids, and so does this.
     Jaccard,
-    /// ProCC's lexical perspective without an encoder: cosine of TF-IDF vectors over the same
-    /// terms (sublinear tf `1 + ln tf`, smoothed idf `ln((N + 1) / (df + 1)) + 1`).
+    /// ProCC's lexical perspective without an encoder: cosine of TF-IDF vectors over terms
+    /// (identifiers, keywords and numbers; sublinear tf `1 + ln tf`, smoothed idf
+    /// `ln((N + 1) / (df + 1)) + 1`).
     TfIdfCosine,
+}
+
+/// Which lines a block shows of its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// The window itself (RepoCoder's later iterations, ProCC).
+    Window,
+    /// The window moved [`EXTENSION`] lines down, as RepoCoder's first iteration shows it:
+    /// the lines that follow the similar code are what the model can copy.
+    Extended,
 }
 
 /// A window and its similarity to a query.
@@ -58,7 +77,8 @@ pub struct Hit {
 
 /// Every window of a repository, indexed by term.
 pub struct WindowIndex {
-    windows: Vec<Window>,
+    /// Per window: every place its text occurs, in file and line order.
+    places: Vec<Vec<Window>>,
     vocabulary: FxHashMap<String, u32>,
     /// Per term id: the windows holding it and how often.
     postings: Vec<Vec<(u32, u16)>>,
@@ -67,37 +87,70 @@ pub struct WindowIndex {
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
     norms: Vec<f32>,
+    /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
+    /// them).
+    token_ids: Vec<u32>,
+    token_starts: Vec<u32>,
+    /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
+    repocoder_order: OnceLock<RepoCoderOrder>,
+}
+
+/// Windows as RepoCoder's code lists them.
+struct RepoCoderOrder {
+    /// Per window: its position in RepoCoder's window list.
+    rank: Vec<usize>,
+    /// Per window: its places in RepoCoder's order (the first is its `metadata[0]`).
+    places: Vec<Vec<Window>>,
 }
 
 impl WindowIndex {
     pub fn new(index: &RepoIndex) -> WindowIndex {
+        let mut places: Vec<Vec<Window>> = Vec::new();
+        let mut texts: Vec<String> = Vec::new();
+        let mut by_text: FxHashMap<blake3::Hash, usize> = FxHashMap::default();
+        for (file, source) in index.files.iter().enumerate() {
+            if source.text.is_empty() {
+                continue;
+            }
+            for (first, end) in window_lines(source.line_count()) {
+                let place = Window {
+                    file,
+                    first: first as u32,
+                    end: end as u32,
+                };
+                let text = lines_text(source, first, end);
+                let next = places.len();
+                let id = *by_text.entry(blake3::hash(text.as_bytes())).or_insert(next);
+                if id == next {
+                    places.push(Vec::new());
+                    texts.push(text);
+                }
+                places[id].push(place);
+            }
+        }
+        let token_sets: Vec<Vec<u32>> = texts.par_iter().map(|t| token_set(t)).collect();
         let mut built = WindowIndex {
-            windows: Vec::new(),
+            places,
             vocabulary: FxHashMap::default(),
             postings: Vec::new(),
             window_terms: Vec::new(),
             term_starts: vec![0],
             norms: Vec::new(),
+            token_ids: Vec::new(),
+            token_starts: vec![0],
+            repocoder_order: OnceLock::new(),
         };
-        for (file, source) in index.files.iter().enumerate() {
-            for (first, end) in window_lines(source.line_count()) {
-                let span = lines_span(index, file, first, end);
-                built.add(
-                    Window {
-                        file,
-                        first: first as u32,
-                        end: end as u32,
-                    },
-                    &source.text[span.range()],
-                );
-            }
+        for (text, ids) in texts.iter().zip(token_sets) {
+            built.add_terms(text);
+            built.token_ids.extend(ids);
+            built.token_starts.push(built.token_ids.len() as u32);
         }
         built.norms = built.compute_norms();
         built
     }
 
-    fn add(&mut self, window: Window, text: &str) {
-        let id = self.windows.len() as u32;
+    fn add_terms(&mut self, text: &str) {
+        let id = (self.term_starts.len() - 1) as u32;
         let mut tf: FxHashMap<u32, u16> = FxHashMap::default();
         for term in terms(text) {
             let next = self.vocabulary.len() as u32;
@@ -115,17 +168,16 @@ impl WindowIndex {
         }
         self.window_terms.extend(ids);
         self.term_starts.push(self.window_terms.len() as u32);
-        self.windows.push(window);
     }
 
     fn idf(&self, term: u32) -> f32 {
-        let n = self.windows.len() as f32;
+        let n = self.len() as f32;
         let df = self.postings[term as usize].len() as f32;
         ((n + 1.0) / (df + 1.0)).ln() + 1.0
     }
 
     fn compute_norms(&self) -> Vec<f32> {
-        let mut squares = vec![0.0f32; self.windows.len()];
+        let mut squares = vec![0.0f32; self.len()];
         for term in 0..self.postings.len() as u32 {
             let idf = self.idf(term);
             for &(w, tf) in &self.postings[term as usize] {
@@ -137,40 +189,101 @@ impl WindowIndex {
     }
 
     pub fn len(&self) -> usize {
-        self.windows.len()
+        self.places.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.windows.is_empty()
+        self.places.is_empty()
     }
 
+    /// The first place window `id` occurs.
     pub fn window(&self, id: usize) -> Window {
-        self.windows[id]
+        self.places[id][0]
+    }
+
+    /// Every place window `id` occurs, in file and line order.
+    pub fn places(&self, id: usize) -> &[Window] {
+        &self.places[id]
     }
 
     /// The [`MAX_HITS`] windows most similar to `query`, best first (ties in window order),
-    /// leaving out those that could show the hole's code (see [`may_show_hole`]); only windows
-    /// sharing a term with the query.
-    pub fn search(
+    /// leaving out those of the hole's own file (see [`excluded`]).
+    pub fn search(&self, hole: &Hole, query: &str, similarity: Similarity) -> Vec<Hit> {
+        self.search_ordered(hole, query, similarity, |a, b| a.window.cmp(&b.window))
+    }
+
+    /// [`WindowIndex::search`] with ties broken as `fidelity` says: in window order, or under
+    /// [`Fidelity::Code`] as RepoCoder's code breaks them (a stable ascending sort whose last
+    /// [`MAX_HITS`] it keeps: of tied windows, the later in its window list first).
+    pub fn search_as(
         &self,
         index: &RepoIndex,
         hole: &Hole,
         query: &str,
         similarity: Similarity,
+        fidelity: Fidelity,
     ) -> Vec<Hit> {
-        let query_terms = self.query_terms(query);
+        match fidelity {
+            Fidelity::Paper => self.search(hole, query, similarity),
+            Fidelity::Code => {
+                let order = self.repocoder_order(index);
+                self.search_ordered(hole, query, similarity, |a, b| {
+                    order.rank[b.window].cmp(&order.rank[a.window])
+                })
+            }
+        }
+    }
+
+    fn search_ordered(
+        &self,
+        hole: &Hole,
+        query: &str,
+        similarity: Similarity,
+        tie: impl Fn(&Hit, &Hit) -> std::cmp::Ordering,
+    ) -> Vec<Hit> {
         let mut hits = match similarity {
-            Similarity::Jaccard => self.jaccard(&query_terms),
-            Similarity::TfIdfCosine => self.cosine(&query_terms),
+            Similarity::Jaccard => self.jaccard(&token_set(query)),
+            Similarity::TfIdfCosine => self.cosine(&self.query_terms(query)),
         };
-        hits.retain(|h| !may_show_hole(index, hole, self.windows[h.window]));
-        let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.window.cmp(&b.window));
+        hits.retain(|h| !excluded(hole, &self.places[h.window]));
+        let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then_with(|| tie(a, b));
         if hits.len() > MAX_HITS {
             hits.select_nth_unstable_by(MAX_HITS, order);
             hits.truncate(MAX_HITS);
         }
         hits.sort_by(order);
         hits
+    }
+
+    /// RepoCoder's window list order (files as `glob` lists them, which is `os.walk` order for
+    /// files that are not hidden; then windows down each file), built on first use.
+    fn repocoder_order(&self, index: &RepoIndex) -> &RepoCoderOrder {
+        self.repocoder_order.get_or_init(|| {
+            let walk = listing::walk_order(&index.root);
+            let key = |p: &Window| {
+                let file = walk
+                    .get(&index.files[p.file].path)
+                    .copied()
+                    .unwrap_or(usize::MAX);
+                (file, p.end)
+            };
+            let places: Vec<Vec<Window>> = self
+                .places
+                .iter()
+                .map(|places| {
+                    let mut places = places.clone();
+                    places.sort_by_key(key);
+                    places
+                })
+                .collect();
+            let mut windows: Vec<usize> = (0..places.len()).collect();
+            windows.sort_by_key(|&w| key(&places[w][0]));
+            let mut rank = vec![0; places.len()];
+            for (position, w) in windows.into_iter().enumerate() {
+                rank[w] = position;
+            }
+            RepoCoderOrder { rank, places }
+        })
     }
 
     /// The query's distinct terms: known ones by id with their count, and how many distinct
@@ -194,30 +307,33 @@ impl WindowIndex {
         }
     }
 
-    fn jaccard(&self, query: &QueryTerms) -> Vec<Hit> {
-        let mut shared = vec![0u32; self.windows.len()];
-        for &(term, _) in &query.known {
-            for &(w, _) in &self.postings[term as usize] {
-                shared[w as usize] += 1;
-            }
+    /// Jaccard similarity of the token set `query` with every window (RepoCoder scores every
+    /// window, sharing a token or not).
+    fn jaccard(&self, query: &[u32]) -> Vec<Hit> {
+        let mut in_query = vec![false; query.last().map_or(0, |&t| t as usize + 1)];
+        for &t in query {
+            in_query[t as usize] = true;
         }
-        let query_size = query.known.len() + query.unknown;
-        shared
-            .into_iter()
-            .enumerate()
-            .filter(|&(_, n)| n > 0)
-            .map(|(window, n)| {
-                let union = query_size + self.term_count(window) - n as usize;
-                Hit {
-                    window,
-                    score: f64::from(n) / union as f64,
-                }
+        (0..self.len())
+            .map(|window| {
+                let ids = self.window_token_ids(window);
+                let shared = ids
+                    .iter()
+                    .filter(|&&t| in_query.get(t as usize).copied().unwrap_or(false))
+                    .count();
+                let union = query.len() + ids.len() - shared;
+                let score = if union == 0 {
+                    0.0
+                } else {
+                    shared as f64 / union as f64
+                };
+                Hit { window, score }
             })
             .collect()
     }
 
     fn cosine(&self, query: &QueryTerms) -> Vec<Hit> {
-        let mut dot = vec![0.0f32; self.windows.len()];
+        let mut dot = vec![0.0f32; self.len()];
         let mut query_norm = 0.0f32;
         for &(term, tf) in &query.known {
             let idf = self.idf(term);
@@ -228,7 +344,7 @@ impl WindowIndex {
             }
         }
         // Terms the repository never saw weigh as if they had df 0.
-        let unseen = (self.windows.len() as f32 + 1.0).ln() + 1.0;
+        let unseen = (self.len() as f32 + 1.0).ln() + 1.0;
         query_norm += query.unknown as f32 * unseen * unseen;
         let query_norm = query_norm.sqrt();
         dot.into_iter()
@@ -241,12 +357,12 @@ impl WindowIndex {
             .collect()
     }
 
-    fn term_count(&self, window: usize) -> usize {
-        (self.term_starts[window + 1] - self.term_starts[window]) as usize
-    }
-
     fn window_term_ids(&self, window: usize) -> &[u32] {
         &self.window_terms[self.term_starts[window] as usize..self.term_starts[window + 1] as usize]
+    }
+
+    fn window_token_ids(&self, window: usize) -> &[u32] {
+        &self.token_ids[self.token_starts[window] as usize..self.token_starts[window + 1] as usize]
     }
 
     /// Jaccard similarity of `text`'s terms and window `window`'s (a ProCC bandit feature).
@@ -267,46 +383,74 @@ impl WindowIndex {
     }
 
     /// RepoCoder's prompt (Figure 3) from `hits`, best first: whole blocks taken best-first
-    /// while they fit the allocation (a block that does not fit is skipped, as in RepoCoder),
-    /// at most [`MAX_BLOCKS`], windows with the text of one already taken left out; laid out
-    /// in ascending similarity so that the best block sits next to the code. Returns the text
-    /// and the windows used, best first.
-    pub fn blocks(&self, req: &Request, hits: &[Hit]) -> (SourcedText, Vec<usize>) {
+    /// while they fit (a block that does not fit is skipped, as in RepoCoder), at most
+    /// [`MAX_BLOCKS`], laid out in ascending similarity so that the best block sits next to the
+    /// code. The paper profile fits the request's allocation and leaves out blocks showing the
+    /// code of one already taken; the code profile follows RepoCoder's code (see
+    /// [`Fidelity`]). Returns the text and the windows used, best first.
+    pub fn blocks(
+        &self,
+        req: &Request,
+        hits: &[Hit],
+        shown: Shown,
+        fidelity: Fidelity,
+    ) -> (SourcedText, Vec<usize>) {
+        let comment = comment(fidelity);
         let header = format!(
-            "{COMMENT}Here are some relevant code fragments from other files of the repo:\n{COMMENT}{RULE}\n"
+            "{comment}Here are some relevant code fragments from other files of the repo:\n{comment}{RULE}\n"
         );
-        let mut used = req.tokenizer.count(&header);
+        let (tokenizer, mut used): (&dyn Tokenizer, usize) = match fidelity {
+            Fidelity::Paper => (req.tokenizer, req.tokenizer.count(&header)),
+            Fidelity::Code => (token::p50k(), CODE_HEADER_TOKENS),
+        };
+        let fits = |used: usize, tokens: usize| match fidelity {
+            Fidelity::Paper => used + tokens <= req.allocation,
+            Fidelity::Code => used + tokens < CODE_BLOCK_BUDGET,
+        };
         let mut chosen: Vec<(usize, SourcedText)> = Vec::new();
+        let mut shown_code: Vec<String> = Vec::new();
         for hit in hits {
-            if chosen.len() == MAX_BLOCKS || used >= req.allocation {
+            if chosen.len() == MAX_BLOCKS {
                 break;
             }
-            let window = self.windows[hit.window];
-            let span = lines_span(
-                req.index,
-                window.file,
-                window.first as usize,
-                window.end as usize,
+            let place = self.shown_place(req.index, req.hole, hit.window, shown, fidelity);
+            let code = lines_text(
+                &req.index.files[place.file],
+                place.first as usize,
+                place.end as usize,
             );
-            let code = &req.index.files[window.file].text[span.range()];
-            if chosen.iter().any(|(w, _)| self.text(req.index, *w) == code) {
+            if fidelity == Fidelity::Paper && shown_code.contains(&code) {
                 continue;
             }
-            let block = self.block(req.index, window);
-            let tokens = req.tokenizer.count(&block.text);
-            if used + tokens <= req.allocation {
+            let places = self.places_as(req.index, hit.window, fidelity);
+            let block = block(req.index, places, place, comment);
+            let tokens = tokenizer.count(&block.text);
+            if fits(used, tokens) {
                 used += tokens;
                 chosen.push((hit.window, block));
+                shown_code.push(code);
             }
         }
-        // Tokens may merge across block boundaries under BPE: drop the worst block until the
-        // whole fits.
-        while !chosen.is_empty() {
+        let join = |chosen: &[(usize, SourcedText)]| {
             let mut text = SourcedText::default();
             text.push_plain(&header);
             for (_, block) in chosen.iter().rev() {
                 text.append(block.clone());
             }
+            text
+        };
+        if fidelity == Fidelity::Code {
+            let text = if chosen.is_empty() {
+                SourcedText::default()
+            } else {
+                join(&chosen)
+            };
+            return (text, chosen.into_iter().map(|(w, _)| w).collect());
+        }
+        // Tokens may merge across block boundaries under BPE: drop the worst block until the
+        // whole fits.
+        while !chosen.is_empty() {
+            let text = join(&chosen);
             if req.tokenizer.count(&text.text) <= req.allocation {
                 return (text, chosen.into_iter().map(|(w, _)| w).collect());
             }
@@ -315,30 +459,68 @@ impl WindowIndex {
         (SourcedText::default(), Vec::new())
     }
 
-    fn text<'i>(&self, index: &'i RepoIndex, window: usize) -> &'i str {
-        let w = self.windows[window];
-        let span = lines_span(index, w.file, w.first as usize, w.end as usize);
-        &index.files[w.file].text[span.range()]
+    /// The lines a block of `window` shows, extended as `shown` says: those of its first place
+    /// outside the hole's file (a window is only retrieved when it has one); under
+    /// [`Fidelity::Code`] those of its first place, as RepoCoder's code shows `metadata[0]`.
+    pub fn shown_place(
+        &self,
+        index: &RepoIndex,
+        hole: &Hole,
+        window: usize,
+        shown: Shown,
+        fidelity: Fidelity,
+    ) -> Window {
+        let places = self.places_as(index, window, fidelity);
+        let outside = places.iter().find(|p| p.file != hole.file);
+        let place = match (fidelity, outside) {
+            (Fidelity::Paper, Some(&place)) => place,
+            _ => places[0],
+        };
+        match shown {
+            Shown::Window => place,
+            Shown::Extended => extended(place, index.files[place.file].line_count()),
+        }
     }
 
-    /// One block: where the fragment is, then its lines commented out, between rules.
-    fn block(&self, index: &RepoIndex, window: Window) -> SourcedText {
-        let file = &index.files[window.file];
-        let mut text = SourcedText::default();
-        text.push_plain(&format!(
-            "{COMMENT}the below code fragment can be found in:\n{COMMENT}{}\n{COMMENT}{RULE}\n",
-            file.path
-        ));
-        for line in window.first as usize..window.end as usize {
-            text.push_plain(COMMENT);
-            let span = lines_span(index, window.file, line, line + 1);
-            text.push_span(index, window.file, span);
-            if !text.text.ends_with('\n') {
-                text.push_plain("\n");
-            }
+    /// Window `window`'s places in file and line order, or under [`Fidelity::Code`] in
+    /// RepoCoder's order.
+    fn places_as(&self, index: &RepoIndex, window: usize, fidelity: Fidelity) -> &[Window] {
+        match fidelity {
+            Fidelity::Paper => &self.places[window],
+            Fidelity::Code => &self.repocoder_order(index).places[window],
         }
-        text.push_plain(&format!("{COMMENT}{RULE}\n"));
-        text
+    }
+}
+
+/// One block: every place the window occurs, then the lines of `place` commented out, between
+/// rules.
+fn block(index: &RepoIndex, places: &[Window], place: Window, comment: &str) -> SourcedText {
+    let mut text = SourcedText::default();
+    text.push_plain(&format!(
+        "{comment}the below code fragment can be found in:\n"
+    ));
+    for other in places {
+        text.push_plain(&format!("{comment}{}\n", index.files[other.file].path));
+    }
+    text.push_plain(&format!("{comment}{RULE}\n"));
+    let file = &index.files[place.file];
+    for line in place.first as usize..place.end as usize {
+        text.push_plain(comment);
+        let start = file.line_start(line);
+        let span = Span::new(start, start + file.line_text(line).len());
+        text.push_span(index, place.file, span);
+        text.push_plain("\n");
+    }
+    text.push_plain(&format!("{comment}{RULE}\n"));
+    text
+}
+
+/// The comment that starts every line of a block: Java's line comment, as the corpus is Java;
+/// RepoCoder's code writes Python's `#`.
+fn comment(fidelity: Fidelity) -> &'static str {
+    match fidelity {
+        Fidelity::Paper => "// ",
+        Fidelity::Code => "# ",
     }
 }
 
@@ -352,35 +534,61 @@ fn tf_weight(tf: u16) -> f32 {
     1.0 + f32::from(tf).ln()
 }
 
-/// The windows of a file of `lines` lines: starts every [`WINDOW_STEP`] lines, leaving out a
-/// last window that the one before already covers.
-fn window_lines(lines: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..lines)
-        .step_by(WINDOW_STEP)
-        .filter(move |&first| first == 0 || first + WINDOW_STEP < lines)
-        .map(move |first| (first, (first + WINDOW_LINES).min(lines)))
+/// The distinct Codex token ids of `text`, sorted: what RepoCoder's Jaccard compares.
+pub fn token_set(text: &str) -> Vec<u32> {
+    let mut ids = token::p50k().ids(text);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
-/// The bytes of lines `first..end` of a file.
-fn lines_span(index: &RepoIndex, file: FileId, first: usize, end: usize) -> Span {
-    let source = &index.files[file];
-    Span::new(source.line_start(first), source.line_start(end))
+/// The windows of a file of `lines` lines, as RepoCoder's code makes them: one centred on every
+/// [`WINDOW_STEP`]-th line (half the window above it, half from it on), cut at the file's
+/// ends. The first is the head window: the first half window of lines.
+pub fn window_lines(lines: usize) -> impl Iterator<Item = (usize, usize)> {
+    let half = WINDOW_LINES / 2;
+    (0..lines).step_by(WINDOW_STEP).map(move |centre| {
+        (
+            centre.saturating_sub(half),
+            (centre + WINDOW_LINES - half).min(lines),
+        )
+    })
 }
 
-/// The first line of the code before the hole that RepoCoder's query reads: the last
-/// [`WINDOW_LINES`] lines, the hole's own line (up to the hole) being the last of them.
+/// Lines `first..end` of a file joined by line breaks, without their own line breaks (how
+/// RepoCoder's code reads a window: CRLF as LF, no final line break).
+pub fn lines_text(file: &SourceFile, first: usize, end: usize) -> String {
+    (first..end)
+        .map(|line| file.line_text(line))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The lines an iteration-1 block shows for `place` in a file of `lines` lines: the window's
+/// length ending [`EXTENSION`] lines below it (or at the end of the file).
+pub fn extended(place: Window, lines: usize) -> Window {
+    let end = (place.end as usize + EXTENSION).min(lines);
+    Window {
+        first: end.saturating_sub(WINDOW_LINES) as u32,
+        end: end as u32,
+        ..place
+    }
+}
+
+/// The first line of RepoCoder's query: the [`WINDOW_LINES`] whole lines before the hole's
+/// line make it.
 pub fn query_first_line(hole: &Hole) -> usize {
-    (hole.line + 1).saturating_sub(WINDOW_LINES)
+    hole.line.saturating_sub(WINDOW_LINES)
 }
 
-/// Whether a window could show the hole's code: a window of the current file (or of an exact
-/// copy of it) that reaches the lines of the query or anything after them. RepoCoder keeps a
-/// window of the current file only when it ends before the query's first line; so do we, which
-/// keeps the hole's line and everything after it out.
-pub fn may_show_hole(index: &RepoIndex, hole: &Hole, window: Window) -> bool {
-    let same_file =
-        window.file == hole.file || index.files[window.file].hash == index.files[hole.file].hash;
-    same_file && window.end as usize > query_first_line(hole)
+/// Whether a window with these places is left out of a search for `hole`: when it occurs only
+/// in the hole's file. RepoCoder's code keeps a window of the hole's file only if it ends
+/// before `context_start_lineno`, the first line of the prompt; its prompts are whole file
+/// prefixes (`context_start_lineno` 0), so no window of the hole's file is ever retrieved
+/// (`_is_context_after_hole` keeps a window with a place elsewhere). A copy of the hole's file
+/// under another path stays, as there.
+pub fn excluded(hole: &Hole, places: &[Window]) -> bool {
+    places.iter().all(|p| p.file == hole.file)
 }
 
 #[cfg(test)]
@@ -388,14 +596,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn windows_cover_every_line_without_a_redundant_tail() {
+    fn windows_are_centred_every_step_with_a_head_window() {
         assert_eq!(window_lines(0).count(), 0);
         assert_eq!(window_lines(5).collect::<Vec<_>>(), [(0, 5)]);
-        assert_eq!(window_lines(20).collect::<Vec<_>>(), [(0, 20)]);
-        assert_eq!(window_lines(21).collect::<Vec<_>>(), [(0, 20), (10, 21)]);
+        assert_eq!(window_lines(20).collect::<Vec<_>>(), [(0, 10), (0, 20)]);
+        assert_eq!(
+            window_lines(21).collect::<Vec<_>>(),
+            [(0, 10), (0, 20), (10, 21)]
+        );
         assert_eq!(
             window_lines(45).collect::<Vec<_>>(),
-            [(0, 20), (10, 30), (20, 40), (30, 45)]
+            [(0, 10), (0, 20), (10, 30), (20, 40), (30, 45)]
         );
+    }
+
+    #[test]
+    fn an_extended_block_ends_ten_lines_below_its_window() {
+        let place = |first, end| Window {
+            file: 0,
+            first,
+            end,
+        };
+        assert_eq!(extended(place(10, 30), 100), place(20, 40));
+        assert_eq!(extended(place(0, 10), 100), place(0, 20), "the head window");
+        assert_eq!(extended(place(30, 45), 45), place(25, 45), "cut at the end");
+        assert_eq!(extended(place(0, 5), 5), place(0, 5));
     }
 }

@@ -14,8 +14,9 @@ use super::report::HoleRows;
 use super::runner::{Failures, RunError};
 use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt};
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::first_completion;
-use crate::context::proposals::build_for_budget;
+use crate::context::proposals::build_for_budget_as;
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::classifier::{Classifier, Variant};
@@ -32,6 +33,7 @@ pub struct ClassifierEval<'a> {
     pub tokenizer: &'a dyn Tokenizer,
     pub budget: usize,
     pub concurrency: usize,
+    pub fidelity: Fidelity,
 }
 
 /// One hole's results.
@@ -83,7 +85,8 @@ impl ClassifierEval<'_> {
 
     fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
         let hole = rows.hole(index).ok()?;
-        let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget);
+        let proposals =
+            build_for_budget_as(index, &hole, self.tokenizer, self.budget, self.fidelity);
         let input = RankInput::new(index, &hole, &proposals);
         let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
         let mut rankings = Vec::new();

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::labels;
 use super::runner::EvalOptions;
 use super::shard::Shard;
+use crate::context::fidelity::Fidelity;
 use crate::feedback::write_atomic;
 use crate::model::config::BackendConfig;
 
@@ -36,6 +37,9 @@ pub struct LabelSettings {
     pub seed: u64,
     pub budget: usize,
     pub tokenizer: String,
+    /// Whose rules placed the holes and built the contexts (older files lack it: paper).
+    #[serde(default)]
+    pub fidelity: Fidelity,
     pub backend: String,
     pub model: Option<String>,
     /// Generation settings the backend's entry sets (they replace the request's).
@@ -66,7 +70,8 @@ impl LabelSettings {
             holes: options.holes,
             seed: options.seed,
             budget: options.budget,
-            tokenizer: backend.tokenizer().name().to_string(),
+            tokenizer: options.tokenizer.name().to_string(),
+            fidelity: options.fidelity,
             backend: backend.name.clone(),
             model: backend.model.clone(),
             temperature: backend.temperature,

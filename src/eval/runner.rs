@@ -18,14 +18,16 @@ use super::shard::Shard;
 use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Candidate, Perspectives};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
-use crate::hole::{Hole, sample_holes};
+use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankInput, RankerKind, bm25};
 use crate::session::Session;
+use crate::token::TokenizerKind;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
@@ -45,6 +47,10 @@ pub struct EvalOptions {
     pub shard: Shard,
     /// The candidates completed (`--candidates`); the default context always is.
     pub candidates: Selection,
+    /// Whose rules place the holes and build the contexts.
+    pub fidelity: Fidelity,
+    /// The tokenizer budgets are counted in.
+    pub tokenizer: TokenizerKind,
 }
 
 /// Why a candidate's row has no prompt when the run's candidate set leaves it out.
@@ -323,7 +329,12 @@ impl RepoRun<'_> {
 
     /// The holes this run labels: RLPG's sample, or this shard's part of it.
     pub fn holes(&self) -> Vec<Hole> {
-        let sampled = sample_holes(&self.session.index, self.options.holes, self.options.seed);
+        let sampled = sample_holes_as(
+            &self.session.index,
+            self.options.holes,
+            self.options.seed,
+            self.options.fidelity.hole_column(),
+        );
         self.options.shard.select(sampled)
     }
 

@@ -3,6 +3,7 @@
 
 mod cache;
 mod graph;
+pub mod listing;
 mod scan;
 
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, Indexed, Progress, Stage,
 };
+use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
@@ -381,6 +382,8 @@ impl Driver {
                     budget,
                     iterations: perspectives::DEFAULT_ITERATIONS,
                     seed: perspectives::DEFAULT_SEED,
+                    // The UI shows the paper profile; it has no --fidelity switch yet.
+                    fidelity: Fidelity::Paper,
                 };
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (session.clone(), hole.clone());

@@ -6,6 +6,7 @@ use keyhole::candidate;
 
 use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
 use keyhole::hole::sample_holes;
 use keyhole::token::TokenizerKind;
@@ -34,7 +35,7 @@ proptest! {
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {
             let spec = candidate::proposal_specs()[id];
-            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share) };
+            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper };
             proposals::build(spec, &req)
         });
         let context = proposal.as_ref().map(|p| p as &dyn compose::CandidateContext);
@@ -99,6 +100,7 @@ fn every_position_of_the_sample_composes_valid_prompts() {
                 hole,
                 tokenizer: tok,
                 allocation: compose::proposal_allocation(600, spec.share),
+                fidelity: Fidelity::Paper,
             };
             let prompt = compose::compose(
                 &SAMPLE,

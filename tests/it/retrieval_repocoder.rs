@@ -3,14 +3,17 @@
 //! summary needs a backend that follows instructions, and the bandit learns, persists and
 //! survives a corrupt file.
 
+use std::collections::BTreeSet;
+
 use crate::common;
 use keyhole::candidate::CandidateId;
 
 use common::{SAMPLE, hole};
 use keyhole::compose::Composer;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Candidate, Perspectives};
 use keyhole::context::retrieval::{Request, Retrieval};
-use keyhole::context::windows::{self, MAX_BLOCKS, Similarity, WindowIndex};
+use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
 use keyhole::hole::{Hole, sample_holes};
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::rank::bandit::{self, LinUcb};
@@ -31,35 +34,42 @@ fn perspectives<'a>(
         tokenizer,
         budget,
         seed: 9,
+        fidelity: Fidelity::Paper,
     }
 }
 
-/// Every byte of `candidate` taken from the hole's file lies before the query's first line.
+fn request<'h>(h: &'h Hole, tokenizer: &'h dyn Tokenizer, allocation: usize) -> Request<'h> {
+    Request {
+        index: &SAMPLE,
+        hole: h,
+        tokenizer,
+        allocation,
+        seed: 9,
+    }
+}
+
+/// No byte of `candidate` comes from the hole's file (RepoCoder's code retrieves nothing from
+/// it), and the hole's line shows only as a copy in another file.
 fn assert_hole_hidden(h: &Hole, candidate: &Candidate) {
     let file = &SAMPLE.files[h.file];
-    let limit = file.line_start(windows::query_first_line(h));
     for origin in candidate.context.pieces.iter().filter_map(|p| p.origin) {
-        if origin.file == h.file {
-            assert!(
-                (origin.span.end as usize) <= limit,
-                "candidate {} shows bytes {:?} of {} at the hole {}:{}",
-                candidate.id,
-                origin.span,
-                file.path,
-                h.line + 1,
-                h.column + 1
-            );
-        }
+        assert!(
+            origin.file != h.file,
+            "candidate {} shows bytes {:?} of {} at the hole {}:{}",
+            candidate.id,
+            origin.span,
+            file.path,
+            h.line + 1,
+            h.column + 1
+        );
     }
-    // The hole's line may show only as a copy: in another file, or earlier in this one.
     let line = file.line_text(h.line).trim();
     if line.len() > 12 && candidate.context.text.contains(line) {
-        let elsewhere = file.text[..limit].contains(line)
-            || SAMPLE
-                .files
-                .iter()
-                .enumerate()
-                .any(|(f, other)| f != h.file && other.text.contains(line));
+        let elsewhere = SAMPLE
+            .files
+            .iter()
+            .enumerate()
+            .any(|(f, other)| f != h.file && other.text.contains(line));
         assert!(
             elsewhere,
             "candidate {} shows the hole's line {line:?}",
@@ -98,21 +108,130 @@ fn no_window_shows_the_hole_line_or_what_follows() {
 }
 
 #[test]
-fn windows_of_the_current_file_end_before_the_query() {
+fn repocoder_retrieves_nothing_from_the_holes_own_file() {
     let windows = WindowIndex::new(&SAMPLE);
     let h = hole(DEMO);
     let query = perspectives::repocoder_query(&SAMPLE, &h);
-    let hits = windows.search(&SAMPLE, &h, query, Similarity::Jaccard);
-    assert!(!hits.is_empty());
-    let first_query_line = windows::query_first_line(&h) as u32;
+    // The same query for a hole in another file finds the hole's file first (it is where the
+    // query comes from)...
+    let elsewhere = hole("model/Money.java:10:1");
+    let hits = windows.search(&elsewhere, &query, Similarity::Jaccard);
+    assert_eq!(windows.window(hits[0].window).file, h.file);
+    // ...and RepoCoder's code never retrieves a window that occurs only in the hole's file.
+    let hits = windows.search(&h, &query, Similarity::Jaccard);
+    assert_eq!(hits.len(), windows::MAX_HITS, "RepoCoder keeps the 20 best");
     for hit in &hits {
-        let w = windows.window(hit.window);
-        assert!(w.file != h.file || w.end <= first_query_line, "{w:?}");
+        let places = windows.places(hit.window);
+        assert!(places.iter().any(|p| p.file != h.file), "{places:?}");
     }
+}
+
+#[test]
+fn identical_windows_are_one_window_with_every_path() {
+    // util/TextUtil.java and legacy/TextUtil.java are the same file.
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole("util/TextUtil.java:41:13");
+    let legacy = &SAMPLE.files[hole("legacy/TextUtil.java:1:1").file];
+    let query = perspectives::repocoder_query(&SAMPLE, &h);
+    let hits = windows.search(&h, &query, Similarity::Jaccard);
+    // Its own windows stay retrievable through the copy, as in RepoCoder's code: the query,
+    // lines 21-40, is one of them (centred on line 31) and scores 1.
+    let best = windows.places(hits[0].window);
+    assert_eq!(hits[0].score, 1.0);
+    let paths: Vec<&str> = best
+        .iter()
+        .map(|p| SAMPLE.files[p.file].path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [legacy.path.as_str(), SAMPLE.files[h.file].path.as_str()]
+    );
+    assert_eq!((best[0].first, best[0].end), (20, 40));
+    // The block names both paths and shows the copy's lines, never the hole's file.
+    let req = request(&h, TokenizerKind::Code.tokenizer(), 2036);
+    let (text, used) = windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper);
+    assert_eq!(used[0], hits[0].window);
+    let both = format!(
+        "// the below code fragment can be found in:\n// {}\n// {}\n",
+        paths[0], paths[1]
+    );
+    assert!(text.text.contains(&both), "{}", text.text);
+    assert!(text.files().iter().all(|&f| f != h.file));
+}
+
+#[test]
+fn the_query_is_the_twenty_whole_lines_before_the_holes_line() {
+    let h = hole(DEMO);
+    let file = &SAMPLE.files[h.file];
+    let query = perspectives::repocoder_query(&SAMPLE, &h);
+    let lines: Vec<&str> = query.split('\n').collect();
+    assert_eq!(lines.len(), 20);
+    assert_eq!(lines[0], "    public Order ship(Long orderId) {", "line 74");
+    assert_eq!(
+        lines[19], "    public List<Order> findOrdersForCustomer(Long customerId) {",
+        "line 93; the start of the hole's line 94 is not in it"
+    );
+    assert_eq!(
+        lines,
+        (73..93).map(|l| file.line_text(l)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn jaccard_compares_sets_of_codex_token_ids() {
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole(DEMO);
+    let query = perspectives::repocoder_query(&SAMPLE, &h);
+    let ids = |text: &str| -> BTreeSet<u32> {
+        tiktoken_rs::p50k_base_singleton()
+            .encode_ordinary(text)
+            .into_iter()
+            .collect()
+    };
+    let q = ids(&query);
+    for hit in windows.search(&h, &query, Similarity::Jaccard) {
+        let w = windows.window(hit.window);
+        let file = &SAMPLE.files[w.file];
+        let lines: Vec<&str> = (w.first..w.end)
+            .map(|l| file.line_text(l as usize))
+            .collect();
+        let c = ids(&lines.join("\n"));
+        let expected = q.intersection(&c).count() as f64 / q.union(&c).count() as f64;
+        assert!((hit.score - expected).abs() < 1e-12, "{w:?}");
+    }
+}
+
+#[test]
+fn an_iteration_one_block_shows_its_window_ten_lines_further_down() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let p = perspectives(&retrieval, &windows, TokenizerKind::Code.tokenizer(), 4072);
+    let h = hole(DEMO);
+    let hits = windows.search(
+        &h,
+        &perspectives::repocoder_query(&SAMPLE, &h),
+        Similarity::Jaccard,
+    );
+    let best = windows.window(hits[0].window);
+    let file = &SAMPLE.files[best.file];
+    let end = (best.end as usize + 10).min(file.line_count());
+    let first = end.saturating_sub(20);
+    let shown: String = (first..end)
+        .map(|l| format!("// {}\n", file.line_text(l)))
+        .collect();
+    let candidate = p
+        .immediate(&h)
+        .into_iter()
+        .find(|c| c.id == CandidateId::REPOCODER)
+        .unwrap();
+    let rule = format!("// {}\n", "-".repeat(50));
     assert!(
-        hits.iter()
-            .any(|hit| windows.window(hit.window).file == h.file),
-        "earlier windows of the current file stay (RepoCoder keeps them)"
+        candidate
+            .context
+            .text
+            .ends_with(&format!("{rule}{shown}{rule}")),
+        "the best block (last) shows lines {first}..{end}:\n{}",
+        candidate.context.text
     );
 }
 
@@ -131,20 +250,13 @@ fn blocks_follow_repocoder_with_the_best_block_last() {
     let windows = WindowIndex::new(&SAMPLE);
     let h = hole(DEMO);
     let hits = windows.search(
-        &SAMPLE,
         &h,
-        perspectives::repocoder_query(&SAMPLE, &h),
+        &perspectives::repocoder_query(&SAMPLE, &h),
         Similarity::Jaccard,
     );
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
-    let req = Request {
-        index: &SAMPLE,
-        hole: &h,
-        tokenizer: TokenizerKind::Code.tokenizer(),
-        allocation: 2036,
-        seed: 9,
-    };
-    let (text, used) = windows.blocks(&req, &hits);
+    let req = request(&h, TokenizerKind::Code.tokenizer(), 2036);
+    let (text, used) = windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper);
     assert!(
         text.text.starts_with(
             "// Here are some relevant code fragments from other files of the repo:\n// -----"
@@ -215,7 +327,7 @@ fn iteration_two_retrieves_with_what_the_first_completion_adds() {
     // The generated call moves the windows that use it up the ranking.
     let rank_of_a_use = |previous: &str| {
         let query = perspectives::iteration_query(&SAMPLE, &h, previous);
-        let hits = windows.search(&SAMPLE, &h, &query, Similarity::Jaccard);
+        let hits = windows.search(&h, &query, Similarity::Jaccard);
         hits.iter().position(|hit| {
             let w = windows.window(hit.window);
             let file = &SAMPLE.files[w.file];

@@ -132,9 +132,10 @@ async fn classify(
             true => Vec::new(),
             false => args.compose.0.iter().copied().filter(|&l| l > 1).collect(),
         },
-        tokenizer: entry.tokenizer().tokenizer(),
+        tokenizer: args.tokenizer.unwrap_or(entry.tokenizer()).tokenizer(),
         budget: args.budget,
         concurrency: args.concurrency,
+        fidelity: args.fidelity,
     };
     let mut out = Vec::new();
     for path in &args.repos {

@@ -90,6 +90,9 @@ fn merge_command(
         out: out.to_path_buf(),
         train: report.train.clone(),
         budget: labels.budget,
+        // The run's own tokenizer and profile, as the label settings recorded them.
+        tokenizer: labels.tokenizer.parse().ok(),
+        fidelity: labels.fidelity,
         concurrency,
         max_failures: DEFAULT_MAX_FAILURES,
         keep_bandit: false,

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use keyhole::candidate;
 use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, ProposalContext, Request};
 use keyhole::hole::Hole;
 use keyhole::repo::RepoIndex;
@@ -78,6 +79,7 @@ pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prom
         hole,
         tokenizer,
         allocation: compose::proposal_allocation(budget, spec.share),
+        fidelity: Fidelity::Paper,
     };
     let context = proposals::build(spec, &req);
     let prompt = compose::compose(&SAMPLE, hole, Some(&context), tokenizer, budget);

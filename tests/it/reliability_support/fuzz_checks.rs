@@ -6,6 +6,7 @@ use std::path::Path;
 
 use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, Composer};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives};
 use keyhole::context::proposals::{self, Request};
 use keyhole::context::retrieval::Retrieval;
@@ -170,6 +171,7 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
             hole,
             tokenizer: tok,
             allocation: compose::proposal_allocation(budget, spec.share),
+            fidelity: Fidelity::Paper,
         };
         let context = proposals::build(*spec, &req);
         let prompt = composer.compose(Some(&context));
@@ -221,6 +223,7 @@ pub fn compose_retrieved(
         tokenizer: tok,
         budget,
         seed: perspectives::DEFAULT_SEED,
+        fidelity: Fidelity::Paper,
     };
     let composer = Composer::new(index, hole, tok, budget);
     let mut candidates = perspectives.immediate(hole);

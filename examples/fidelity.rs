@@ -1,0 +1,287 @@
+//! How closely keyhole reproduces the papers' published code: reads what the authors' code
+//! produced for a set of holes (JSONL, one hole a line; EVALUATION.md says how to make it) and
+//! reports agreement.
+//!
+//! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- holes REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- rlpg REPO ORACLE.jsonl [paper|code]
+//!
+//! `rlpg`: per hole, the rule context RLPG's code builds for each of the 62 proposals (by
+//! keyhole's label, e.g. `sibling I`). Reported per proposal: applicability agreement, and
+//! where both have a context, contexts equal ignoring whitespace. Budgets are 4,072 GPT-2
+//! (r50k_base) tokens, as RLPG's.
+//!
+//! `holes`: RLPG's hole positions (file, line, column). Reported, over the files keyhole
+//! samples: their holes whose line keyhole also samples, and of those the ones at the same
+//! column.
+//!
+//! `repocoder`: per hole, RepoCoder's top-20 windows with their scores and its r-g prompt.
+//! Reported for candidate 66 built with the given fidelity profile (default paper): top-1
+//! agreement (keyhole's best block is one of RepoCoder's best-scoring windows; ties count as
+//! agreement), the same best score, and retrieved contexts equal to RepoCoder's, exactly and
+//! ignoring whitespace.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use keyhole::candidate;
+use keyhole::compose::{self, DEFAULT_BUDGET};
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::retrieval::Request;
+use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
+use keyhole::context::{perspectives, proposals};
+use keyhole::hole::{Hole, sample_holes_as};
+use keyhole::repo::RepoIndex;
+use keyhole::token::{self, TokenizerKind};
+use serde_json::Value;
+
+fn main() {
+    let usage = "usage: fidelity repocoder|holes|rlpg REPO ORACLE.jsonl [paper|code]";
+    let mut args = std::env::args().skip(1);
+    let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
+        panic!("{usage}");
+    };
+    let fidelity: Fidelity = args
+        .next()
+        .map_or(Ok(Fidelity::Paper), |f| f.parse())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let index = RepoIndex::open(&PathBuf::from(repo), None).unwrap_or_else(|e| panic!("{e}"));
+    let rows = std::fs::read_to_string(&oracle).unwrap_or_else(|e| panic!("{oracle}: {e}"));
+    match kind.as_str() {
+        "repocoder" => repocoder(&index, &rows, fidelity),
+        "holes" => holes(&index, &rows, fidelity),
+        "rlpg" => rlpg(&index, &rows, fidelity),
+        _ => panic!("{usage}"),
+    }
+}
+
+/// The oracle's rows, one a hole: the row, the hole as `FILE:LINE:COL`, and the hole.
+fn oracle_holes(index: &RepoIndex, rows: &str) -> Vec<(Value, String, Hole)> {
+    rows.lines()
+        .map(|row| {
+            let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+            let at = format!(
+                "{}:{}:{}",
+                row["file"].as_str().unwrap(),
+                row["line"],
+                row["column"]
+            );
+            let hole = Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+            (row, at, hole)
+        })
+        .collect()
+}
+
+/// Agreement of the 62 proposals' contexts with RLPG's code.
+fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let specs = candidate::proposal_specs();
+    // Per proposal: holes, applicability agreed, both applicable, equal contexts.
+    let mut counts = vec![[0usize; 4]; specs.len()];
+    for (row, at, hole) in oracle_holes(index, rows) {
+        let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
+        for p in &built {
+            let theirs = row["proposals"][p.spec.label()]
+                .as_str()
+                .unwrap_or_else(|| {
+                    panic!("{at}: the oracle has no {}", p.spec.label());
+                });
+            let allocation = compose::proposal_allocation(DEFAULT_BUDGET, p.spec.share);
+            let (ours, _) = p.context.truncate(tok, allocation, p.keep);
+            // RLPG's multi-file contexts may run past their allocation; its final prompt is then
+            // cut to the budget from the front, as keyhole's composer cuts them.
+            let (range, _) = token::truncate(tok, theirs, allocation, p.keep);
+            let theirs = &theirs[range];
+            let c = &mut counts[usize::from(p.spec.id)];
+            c[0] += 1;
+            c[1] += usize::from(ours.is_empty() == theirs.is_empty());
+            if ours.is_empty() != theirs.is_empty()
+                && std::env::var_os("FIDELITY_VERBOSE").is_some()
+            {
+                println!(
+                    "{at} {}: applicable for keyhole {}, for the authors' code {}",
+                    p.spec.label(),
+                    !ours.is_empty(),
+                    !theirs.is_empty()
+                );
+            }
+            if !ours.is_empty() && !theirs.is_empty() {
+                c[2] += 1;
+                c[3] += usize::from(words(&ours.text) == words(theirs));
+                if words(&ours.text) != words(theirs)
+                    && std::env::var_os("FIDELITY_VERBOSE").is_some()
+                {
+                    let (a, b) = (words(&ours.text), words(theirs));
+                    let first = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                    let around =
+                        |w: &[&str]| w[first.saturating_sub(3)..(first + 5).min(w.len())].join(" ");
+                    println!(
+                        "{at} {} word {first} of {}/{}:\n  ours   {}\n  theirs {}",
+                        p.spec.label(),
+                        a.len(),
+                        b.len(),
+                        around(&a),
+                        around(&b)
+                    );
+                }
+            }
+        }
+    }
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}%", 100.0 * a as f64 / b as f64)
+        }
+    };
+    println!(
+        "fidelity {}: proposal, holes, applicability agrees, both applicable, equal ignoring whitespace",
+        fidelity.name()
+    );
+    let mut total = [0usize; 4];
+    let row = |label: &str, c: [usize; 4]| {
+        println!(
+            "{label:<28} {:>4} {:>5} {:>5} {:>5}",
+            c[0],
+            pct(c[1], c[0]),
+            c[2],
+            pct(c[3], c[2])
+        );
+    };
+    for spec in specs {
+        let c = counts[usize::from(spec.id)];
+        for (t, n) in total.iter_mut().zip(c) {
+            *t += n;
+        }
+        row(&spec.label(), c);
+    }
+    row("all", total);
+}
+
+/// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
+fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let ours: HashMap<(&str, usize), usize> =
+        sample_holes_as(index, None, 9, fidelity.hole_column())
+            .iter()
+            .map(|h| {
+                (
+                    (index.files[h.file].path.as_str(), h.line + 1),
+                    h.column + 1,
+                )
+            })
+            .collect();
+    let sampled: HashSet<&str> = ours.keys().map(|(f, _)| *f).collect();
+    let (mut theirs, mut lines, mut columns) = (0, 0, 0);
+    for row in rows.lines() {
+        let row: Value = serde_json::from_str(row).expect("a JSON object a line");
+        let file = row["file"].as_str().unwrap();
+        if !sampled.contains(file) {
+            continue;
+        }
+        theirs += 1;
+        let line = row["line"].as_u64().unwrap() as usize;
+        if let Some(&column) = ours.get(&(file, line)) {
+            lines += 1;
+            columns += usize::from(Some(column as u64) == row["column"].as_u64());
+        }
+    }
+    println!(
+        "{theirs} RLPG holes in {} files keyhole samples ({} keyhole holes), fidelity {}: \
+         line also a keyhole hole {:.1}%, same column {:.1}%",
+        sampled.len(),
+        ours.len(),
+        fidelity.name(),
+        100.0 * lines as f64 / theirs.max(1) as f64,
+        100.0 * columns as f64 / lines.max(1) as f64
+    );
+}
+
+/// Agreement of candidate 66 with RepoCoder's retrieval and r-g prompt.
+fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let windows = WindowIndex::new(index);
+    let (mut holes, mut top1, mut score, mut equal, mut equal_words) = (0, 0, 0, 0, 0);
+    for (row, at, hole) in oracle_holes(index, rows) {
+        let top_k = row["top_k"].as_array().unwrap();
+        let best_score = top_k
+            .first()
+            .map_or(f64::NAN, |w| w["score"].as_f64().unwrap());
+        let query = perspectives::repocoder_query(index, &hole);
+        let hits = windows.search_as(index, &hole, &query, Similarity::Jaccard, fidelity);
+        holes += 1;
+        let req = Request {
+            index,
+            hole: &hole,
+            tokenizer: TokenizerKind::P50kBase.tokenizer(),
+            allocation: compose::proposal_allocation(DEFAULT_BUDGET, candidate::RETRIEVED_SHARE),
+            seed: 9,
+        };
+        let (text, used) = windows.blocks(&req, &hits, Shown::Extended, fidelity);
+        let theirs = row["prompt"].as_str().unwrap();
+        let ours = format!("{}\n", text.text);
+        equal += usize::from(ours == theirs);
+        if ours != theirs && std::env::var_os("FIDELITY_VERBOSE").is_some() {
+            let paths = |t: &str| -> Vec<String> {
+                let lines: Vec<&str> = t.lines().collect();
+                lines
+                    .windows(2)
+                    .filter(|w| w[0].ends_with("the below code fragment can be found in:"))
+                    .map(|w| w[1].to_string())
+                    .collect()
+            };
+            println!(
+                "{at}: context differs\n  ours   {:?}\n  theirs {:?}",
+                paths(&ours),
+                paths(theirs)
+            );
+        }
+        equal_words += usize::from(words(&ours) == words(theirs));
+        let Some(best) = used
+            .first()
+            .and_then(|&w| hits.iter().find(|h| h.window == w))
+        else {
+            continue;
+        };
+        let places = windows.places(best.window);
+        let is_best_tie = top_k
+            .iter()
+            .filter(|o| o["score"].as_f64().unwrap() == best_score)
+            .flat_map(|o| o["places"].as_array().unwrap())
+            .any(|p| {
+                places.iter().any(|w| {
+                    p["file"] == index.files[w.file].path.as_str()
+                        && p["start"] == w.first
+                        && p["end"] == w.end
+                })
+            });
+        // RepoCoder keeps 20 windows: when all 20 tie, more may tie beyond them.
+        let tied_beyond = top_k.len() == MAX_HITS
+            && top_k
+                .iter()
+                .all(|o| o["score"].as_f64() == Some(best_score))
+            && (best.score - best_score).abs() < 1e-9;
+        let is_best_tie = is_best_tie || tied_beyond;
+        top1 += usize::from(is_best_tie);
+        if !is_best_tie && std::env::var_os("FIDELITY_VERBOSE").is_some() {
+            let w = windows.window(best.window);
+            println!(
+                "{at}: keyhole's best block {}:{}..{} ({:.4}), RepoCoder's best {} ({best_score:.4})",
+                index.files[w.file].path, w.first, w.end, best.score, top_k[0]["places"]
+            );
+        }
+        score += usize::from((best.score - best_score).abs() < 1e-9);
+    }
+    let pct = |n: usize| 100.0 * n as f64 / holes.max(1) as f64;
+    println!(
+        "{holes} holes, fidelity {}: top-1 window agreement {:.1}%, equal best score {:.1}%, \
+         context equal {:.1}% ({:.1}% ignoring whitespace)",
+        fidelity.name(),
+        pct(top1),
+        pct(score),
+        pct(equal),
+        pct(equal_words)
+    );
+}
+
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}

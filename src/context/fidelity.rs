@@ -1,0 +1,111 @@
+//! Which authority keyhole follows where a paper's text and its authors' published code
+//! disagree: `--fidelity paper` (the default) or `--fidelity code`.
+//!
+//! Both profiles follow RepoCoder's code (microsoft/CodeT, folder `RepoCoder`) wherever its
+//! paper is silent: Jaccard over sets of Codex (`p50k_base`) token ids, no window of the hole's
+//! own file, the 20 whole lines before the hole's line as the first query, a head window of a
+//! file's first 10 lines, identical windows merged with all their paths, the 20 best windows
+//! kept, iteration-1 blocks extended 10 lines down (see [`super::windows`]).
+//!
+//! What [`Fidelity::Code`] changes, each as the authors' code does it:
+//!
+//! RLPG (shrivastavadisha/repo_level_prompt_generation)
+//! - Hole column: `int(len(stripped) / 2)` characters into the *unstripped* line
+//!   (`create_hole_data.py`), so many holes sit in the indentation; the paper (section 2.2)
+//!   says the middle of the line, which keyhole takes as the middle of the trimmed line.
+//! - Method names (MN): the names alone (the `all_method_name` capture of `parse_tree.py`); the
+//!   paper's appendix B.2 example shows whole signatures.
+//! - Identifiers (I): every identifier, then every type identifier (`parse_tree.py` extends
+//!   the identifier list in place with the type identifiers).
+//! - Imports: single-type import declarations only, resolved by path and kept only when the
+//!   name is used again; keyhole also counts wildcard imports and same-package references.
+//! - File choice and order for the multi-file sources (imports, siblings, similar names,
+//!   children and the import-of sources): as `parse_tree.py` and `context.py` compute them,
+//!   file-system order included (see [`super::rlpg_files`] and [`crate::repo::listing`]); the
+//!   current file is not kept out of the import-of lists.
+//! - Multi-file layout: a bare `[FileName]` for a file without context, each file's context cut
+//!   and counted without its label, a space after the last context and a line break even when
+//!   there is no class line; the class line names classes only (not enums or interfaces).
+//! - Method names and bodies (MNB): each method from the start of the line where its body opens
+//!   (or its name's line alone when the body opens on another line), cut to keep its *end*,
+//!   each method's share being what the one before it got (a reused variable); the paper
+//!   profile keeps the start of each whole declaration within an equal share.
+//!
+//! RepoCoder
+//! - Block lines are commented out with `# ` (its prompts are Python) instead of Java's `// `.
+//! - The blocks are chosen in a budget of their own: 2,000 Codex tokens, the header counted as
+//!   20 tokens whatever the tokenizer says, a block taken while the running total stays
+//!   strictly below the budget (`_build_prompt`); the paper profile fits them to half of
+//!   keyhole's budget in the budget's tokenizer.
+//! - Blocks are never left out for showing the same lines as a block already taken (two
+//!   extended windows at the end of a file can show the same lines); the paper profile keeps
+//!   one.
+//! - A block shows the lines of the window's first place (`metadata[0]`), even when that place
+//!   is in the hole's file and only a copy elsewhere made the window retrievable; the paper
+//!   profile shows the copy's lines.
+//! - Windows and their places are ordered as RepoCoder's window list (files as `glob` lists
+//!   them, in file-system order), and of tied windows the later comes first; the paper profile
+//!   orders by path.
+//!
+//! - Every text RLPG's code cuts (each context, each file's context, each method body) is cut
+//!   to its allocation and then decoded the way transformers' GPT-2 tokenizer decoded in 2022,
+//!   deleting the space before `.`, `,`, `!`, `?` and some contractions (`a != b` becomes
+//!   `a!= b`).
+//!
+//! - Parents: a class's superclass must be written as a bare type identifier, and its file is
+//!   the last other file (in `os.walk` order) declaring a class of that name; children follow
+//!   from that. Both profiles otherwise resolve parents through imports and packages.
+//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts.
+//! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
+//!   as character indices, items stripped of surrounding whitespace.
+//!
+//! Not reproduced: the per-file cache in RLPG's `get_relevant_files` that lets earlier holes
+//! of a file change a later hole's order, and the decode of the whole prompt when RLPG's final
+//! prompt runs past the budget.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hole::HoleColumn;
+
+/// Which authority keyhole follows where a paper and its published code disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fidelity {
+    /// The papers' text where text and code disagree; keyhole's judgment where both are silent
+    /// or where a quirk would mislead (Java same-package references count as imports).
+    #[default]
+    Paper,
+    /// Exactly what the authors' published code builds, quirks included.
+    Code,
+}
+
+impl Fidelity {
+    pub const ALL: [Fidelity; 2] = [Fidelity::Paper, Fidelity::Code];
+
+    /// Where sampled holes sit in their lines.
+    pub fn hole_column(self) -> HoleColumn {
+        match self {
+            Fidelity::Paper => HoleColumn::TrimmedMiddle,
+            Fidelity::Code => HoleColumn::RlpgCode,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fidelity::Paper => "paper",
+            Fidelity::Code => "code",
+        }
+    }
+}
+
+impl FromStr for Fidelity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown fidelity '{s}' (known: paper, code)"))
+    }
+}

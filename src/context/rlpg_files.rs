@@ -1,0 +1,444 @@
+//! RLPG's file lists as its published code builds them, for `--fidelity code`: which files
+//! each multi-file prompt source offers and in what order (the paper's Table 6 in the letter
+//! of `parse_tree.py` and `context.py`).
+//!
+//! - Imports: import declarations whose dotted path, rooted where the first part of the path
+//!   last occurs in the current file's path, names a repository file; kept only when the
+//!   imported name occurs again in the file (as an identifier or type identifier).
+//! - An import's distance from the hole: the line distance of the *last* of those further
+//!   occurrences (identifiers first, then type identifiers), not the nearest.
+//! - Siblings in `os.listdir` order; similar names (a camel-case part in common, or the same
+//!   file name) and child classes in `os.walk` order (see [`crate::repo::listing`]).
+//! - Siblings, similar names and child classes: those importing the nearest import that any of
+//!   them imports, by the number of imports they share with the current file (by file name),
+//!   most first; when none does, all of them in their order.
+//! - Import of X: the files X import, by how many X files import each, first seen first.
+//!
+//! RLPG's `get_relevant_files` also caches its answer per file across holes, so in its runs the
+//! order for a hole can depend on earlier holes of the same file; keyhole builds each hole
+//! afresh, as RLPG does for the first hole of a file.
+
+use super::SourcedText;
+use super::proposals::Request;
+use crate::candidate::PromptSource;
+use crate::lang::Span;
+use crate::lang::TypeKind;
+use crate::repo::listing;
+use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
+use crate::token::{Keep, Tokenizer};
+
+/// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
+pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
+    let index = req.index;
+    let id = req.hole.file;
+    match source {
+        PromptSource::Import => sorted_imports(req).into_iter().map(|(f, _)| f).collect(),
+        PromptSource::Sibling => relevant(req, siblings(index, id)),
+        PromptSource::SimilarName => relevant(req, similar_names(index, id)),
+        PromptSource::ChildClass => relevant(req, children(index, id)),
+        PromptSource::ImportOfSibling => imports_by_frequency(index, &siblings(index, id)),
+        PromptSource::ImportOfSimilarName => imports_by_frequency(index, &similar_names(index, id)),
+        PromptSource::ImportOfParentClass => {
+            let parents: Vec<FileId> = parents(index, id).iter().map(|l| l.file).collect();
+            imports_by_frequency(index, &parents)
+        }
+        PromptSource::ImportOfChildClass => imports_by_frequency(index, &children(index, id)),
+        PromptSource::Current | PromptSource::ParentClass => unreachable!("single-file sources"),
+    }
+}
+
+/// RLPG's imports of `file`: each imported file with the further occurrences of its name.
+fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
+    let source = &index.files[file];
+    let path_parts: Vec<&str> = source.path.split('/').collect();
+    let mut found: Vec<(FileId, Vec<Span>)> = Vec::new();
+    for import in &source.facts.imports {
+        let parts: Vec<&str> = import.path.split('.').collect();
+        if parts[0] == "java" {
+            continue;
+        }
+        let Some(root) = path_parts.iter().rposition(|p| *p == parts[0]) else {
+            continue;
+        };
+        let path = [&path_parts[..root], &parts[..]].concat().join("/") + ".java";
+        let Some(&target) = index.graph.by_path.get(&path) else {
+            continue;
+        };
+        let name = parts[parts.len() - 1];
+        let named = |spans: &[Span]| -> Vec<Span> {
+            spans
+                .iter()
+                .copied()
+                .filter(|s| &source.text[s.range()] == name)
+                .collect()
+        };
+        let mut uses = named(&source.facts.identifiers);
+        uses.extend(named(&source.facts.type_identifiers));
+        // The first occurrence is the import declaration's own.
+        if uses.len() > 1 && !found.iter().any(|(f, _)| *f == target) {
+            uses.remove(0);
+            found.push((target, uses));
+        }
+    }
+    found
+}
+
+/// The current file's imports by distance from the hole (RLPG's quirk: the distance of the
+/// last further occurrence), ties in declaration order.
+fn sorted_imports(req: &Request) -> Vec<(FileId, usize)> {
+    let file = &req.index.files[req.hole.file];
+    let mut distances: Vec<(FileId, usize)> = imports(req.index, req.hole.file)
+        .into_iter()
+        .map(|(target, uses)| {
+            let last = uses[uses.len() - 1];
+            (
+                target,
+                file.line_of(last.start as usize).abs_diff(req.hole.line),
+            )
+        })
+        .collect();
+    distances.sort_by_key(|&(_, d)| d);
+    distances
+}
+
+/// The stems of the files `file` imports (RLPG compares imports by file name).
+fn import_names(index: &RepoIndex, file: FileId) -> Vec<&str> {
+    imports(index, file)
+        .into_iter()
+        .map(|(f, _)| index.files[f].stem())
+        .collect()
+}
+
+/// RLPG's `get_relevant_files`.
+fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
+    let index = req.index;
+    let mine = import_names(index, req.hole.file);
+    let overlap = |f: FileId| {
+        let mut theirs = import_names(index, f);
+        theirs.sort_unstable();
+        theirs.dedup();
+        theirs.iter().filter(|n| mine.contains(n)).count()
+    };
+    let with_overlap: Vec<(FileId, usize)> = candidates.iter().map(|&f| (f, overlap(f))).collect();
+    for (import, _) in sorted_imports(req) {
+        let mut sharing: Vec<(FileId, usize)> = Vec::new();
+        for &(f, n) in &with_overlap {
+            // A dict in RLPG's code: a file listed twice (two child classes) counts once.
+            let shares = n > 0 && imports(index, f).iter().any(|(t, _)| *t == import);
+            if shares && !sharing.iter().any(|&(g, _)| g == f) {
+                sharing.push((f, n));
+            }
+        }
+        if !sharing.is_empty() {
+            sharing.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+            return sharing.into_iter().map(|(f, _)| f).collect();
+        }
+    }
+    candidates
+}
+
+/// RLPG's `get_relevant_import_of_att_files`: what `of` import, by how many import each.
+fn imports_by_frequency(index: &RepoIndex, of: &[FileId]) -> Vec<FileId> {
+    let mut counts: Vec<(FileId, usize)> = Vec::new();
+    for &file in of {
+        for (import, _) in imports(index, file) {
+            match counts.iter_mut().find(|(f, _)| *f == import) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((import, 1)),
+            }
+        }
+    }
+    counts.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    counts.into_iter().map(|(f, _)| f).collect()
+}
+
+/// The other Java files of the file's directory, in `os.listdir` order (those keyhole indexed).
+fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    let file = &index.files[id];
+    let dir = file.dir();
+    let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+    listing::listdir(&index.root.join(dir))
+        .into_iter()
+        .filter_map(|entry| {
+            let entry = entry.to_string_lossy().into_owned();
+            if !entry.ends_with(".java") || entry == name {
+                return None;
+            }
+            let path = if dir.is_empty() {
+                entry
+            } else {
+                format!("{dir}/{entry}")
+            };
+            index.graph.by_path.get(&path).copied()
+        })
+        .collect()
+}
+
+/// `files` in `os.walk` order.
+fn walk_sorted(index: &RepoIndex, mut files: Vec<FileId>) -> Vec<FileId> {
+    let order = listing::walk_order(&index.root);
+    files.sort_by_key(|&f| {
+        order
+            .get(&index.files[f].path)
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    files
+}
+
+/// Files RLPG's `match_similar_filenames` pairs with the file, in `os.walk` order.
+fn similar_names(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    let name = index.files[id].path.rsplit('/').next().unwrap_or_default();
+    let similar = (0..index.files.len())
+        .filter(|&f| f != id)
+        .filter(|&f| {
+            let other = index.files[f].path.rsplit('/').next().unwrap_or_default();
+            similar_file_names(other, name)
+        })
+        .collect();
+    walk_sorted(index, similar)
+}
+
+/// The files with a class whose parent (as [`parents`] finds it) is in `id`, one entry per
+/// such class, in `os.walk` order.
+fn children(index: &RepoIndex, id: FileId) -> Vec<FileId> {
+    let children = (0..index.files.len())
+        .flat_map(|f| {
+            let links = parents(index, f).iter().filter(|l| l.file == id).count();
+            std::iter::repeat_n(f, links)
+        })
+        .collect();
+    walk_sorted(index, children)
+}
+
+/// The parent links of `file` RLPG's code finds: its query matches a superclass written as a
+/// bare type identifier (so `extends Base<T>` and `extends a.Base` give no parent), and the
+/// parent's file is the *last* other file, in `os.walk` order, declaring a class of that name
+/// (`get_parent_class_filename` breaks only its inner loop), whatever the imports say.
+pub fn parents(index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
+    let source = &index.files[file];
+    let walk = listing::walk_order(&index.root);
+    let rank = |f: FileId| {
+        walk.get(&index.files[f].path)
+            .copied()
+            .unwrap_or(usize::MAX)
+    };
+    source
+        .facts
+        .types
+        .iter()
+        .filter(|t| t.kind == TypeKind::Class)
+        .filter(|t| bare_superclass(&source.text[t.name_span.end as usize..]))
+        .filter_map(|t| {
+            let name = t.superclass.as_deref()?;
+            let parent = (0..index.files.len())
+                .filter(|&f| f != file)
+                .filter(|&f| {
+                    index.files[f]
+                        .facts
+                        .types
+                        .iter()
+                        .any(|c| c.kind == TypeKind::Class && c.name == name)
+                })
+                .max_by_key(|&f| rank(f))?;
+            Some(ParentLink {
+                class_name_span: t.name_span,
+                parent_name: name.to_string(),
+                file: parent,
+            })
+        })
+        .collect()
+}
+
+/// Whether the class declaration continuing with `rest` (after its name) extends a bare type
+/// identifier.
+fn bare_superclass(rest: &str) -> bool {
+    let mut rest = rest.trim_start();
+    // The class's own type parameters, which may say `extends` too.
+    if rest.starts_with('<') {
+        let mut depth = 0;
+        let end = rest.char_indices().find_map(|(i, c)| {
+            depth += match c {
+                '<' => 1,
+                '>' => -1,
+                _ => 0,
+            };
+            (depth == 0).then_some(i + 1)
+        });
+        rest = end.map_or("", |e| &rest[e..]);
+    }
+    let Some(after) = rest.trim_start().strip_prefix("extends") else {
+        return false;
+    };
+    let name_end = after
+        .trim_start()
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(after.trim_start().len());
+    let next = after.trim_start()[name_end..].trim_start();
+    !(next.starts_with('<') || next.starts_with('.'))
+}
+
+/// The text RLPG's `get_string` takes for a tree-sitter span: tree-sitter's columns are bytes,
+/// but it slices each line (with its line break) by characters, so on a line with multi-byte
+/// characters the slice ends, or starts, that many characters later (up to the line's end).
+pub fn rlpg_span(file: &SourceFile, span: Span) -> Span {
+    let at = |offset: usize| {
+        let line = file.line_of(offset);
+        let start = file.line_start(line);
+        let text = &file.text[start..file.line_start(line + 1)];
+        let column = offset - start;
+        start
+            + text
+                .char_indices()
+                .nth(column)
+                .map_or(text.len(), |(i, _)| i)
+    };
+    let start = at(span.start as usize);
+    Span::new(start, at(span.end as usize).max(start))
+}
+
+/// An item's text as RLPG's code takes it: [`rlpg_span`], stripped of surrounding whitespace.
+pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
+    let span = rlpg_span(file, span);
+    let text = &file.text[span.range()];
+    let start = span.start as usize + (text.len() - text.trim_start().len());
+    Span::new(
+        start,
+        start.max(span.start as usize + text.trim_end().len()),
+    )
+}
+
+/// What GPT-2's tokenizer in transformers (2022) did to every text RLPG's code cut and
+/// decoded (`clean_up_tokenization`): these replacements, in turn, each deleting spaces.
+const DECODE_CLEAN_UP: [(&str, &str); 10] = [
+    (" .", "."),
+    (" ?", "?"),
+    (" !", "!"),
+    (" ,", ","),
+    (" ' ", "'"),
+    (" n't", "n't"),
+    (" 'm", "'m"),
+    (" 's", "'s"),
+    (" 've", "'ve"),
+    (" 're", "'re"),
+];
+
+/// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to
+/// `max_tokens` from the kept end, then cleaned up as transformers' decode cleaned it (see
+/// [`DECODE_CLEAN_UP`]); the tokens counted are those before the clean-up, as RLPG counts them.
+/// Both only delete characters, so the text keeps its provenance.
+pub fn cut_and_decode(
+    text: &SourcedText,
+    tokenizer: &dyn Tokenizer,
+    max_tokens: usize,
+    keep: Keep,
+) -> (SourcedText, usize) {
+    let carriage_returns: Vec<usize> = text.text.match_indices("\r\n").map(|(at, _)| at).collect();
+    let text = without(text, &carriage_returns);
+    let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
+    for (from, to) in DECODE_CLEAN_UP {
+        let deleted: Vec<usize> = text
+            .text
+            .match_indices(from)
+            .flat_map(|(at, _)| {
+                // The spaces of `from` that `to` does not have: all of them.
+                debug_assert_eq!(from.replace(' ', ""), to);
+                from.match_indices(' ').map(move |(k, _)| at + k)
+            })
+            .collect();
+        text = without(&text, &deleted);
+    }
+    (text, tokens)
+}
+
+/// `text` without the one-byte characters at `positions` (ascending).
+fn without(text: &SourcedText, positions: &[usize]) -> SourcedText {
+    if positions.is_empty() {
+        return text.clone();
+    }
+    let mut kept = SourcedText::default();
+    let mut start = 0;
+    for &at in positions {
+        kept.append(text.slice(start..at));
+        start = at + 1;
+    }
+    kept.append(text.slice(start..text.text.len()));
+    kept
+}
+
+/// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
+/// camel-case part of `other`'s (before the first dot) among `current`'s.
+pub fn similar_file_names(other: &str, current: &str) -> bool {
+    if other == current {
+        return true;
+    }
+    let stem = |name: &str| name.split('.').next().unwrap_or_default().to_string();
+    let theirs = camel_case_split(&stem(current));
+    camel_case_split(&stem(other))
+        .iter()
+        .any(|p| !p.is_empty() && theirs.contains(p))
+}
+
+/// RLPG's `camel_case_split`: cut before every upper-case character (a leading one gives an
+/// empty first part).
+pub fn camel_case_split(name: &str) -> Vec<String> {
+    let chars: Vec<char> = name.chars().collect();
+    let mut starts = vec![0];
+    starts.extend((0..chars.len()).filter(|&i| chars[i].is_uppercase()));
+    starts.push(chars.len());
+    starts
+        .windows(2)
+        .map(|w| chars[w[0]..w[1]].iter().collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoding_deletes_the_spaces_transformers_deleted() {
+        let mut text = SourcedText::default();
+        text.push_plain("a != b ? c : d . e , it 's x  .y");
+        let tok = crate::token::TokenizerKind::Code.tokenizer();
+        let (cleaned, _) = cut_and_decode(&text, tok, 100, Keep::Start);
+        // One left-to-right pass per replacement: "  ." loses one space only.
+        assert_eq!(cleaned.text, "a!= b? c : d. e, it's x .y");
+        let mut crlf = SourcedText::default();
+        crlf.push_plain("a;\r\nb;\r\n");
+        assert_eq!(
+            cut_and_decode(&crlf, tok, 100, Keep::Start).0.text,
+            "a;\nb;\n"
+        );
+    }
+
+    #[test]
+    fn only_bare_superclasses_are_parents() {
+        assert!(bare_superclass(" extends Base {"));
+        assert!(bare_superclass(
+            "<T extends Number> extends Base implements X {"
+        ));
+        assert!(!bare_superclass(" extends Base<T> {"));
+        assert!(!bare_superclass(" extends a.b.Base {"));
+        assert!(!bare_superclass(" implements Runnable {"));
+    }
+
+    #[test]
+    fn camel_case_parts_as_rlpg_splits_them() {
+        assert_eq!(camel_case_split("OrderService"), ["", "Order", "Service"]);
+        assert_eq!(
+            camel_case_split("URLHandler"),
+            ["", "U", "R", "L", "Handler"]
+        );
+        assert_eq!(camel_case_split("util"), ["util"]);
+        assert!(similar_file_names(
+            "OrderRepository.java",
+            "OrderService.java"
+        ));
+        assert!(!similar_file_names("Customer.java", "OrderService.java"));
+        assert!(
+            similar_file_names("TextUtil.java", "TextUtil.java"),
+            "same name"
+        );
+    }
+}

@@ -1,0 +1,430 @@
+//! The `--fidelity code` profile on the bundled sample: each rule where the authors' published
+//! code differs from their papers' text, with expectations written from the rule.
+
+use std::path::Path;
+
+use crate::common::{self, SAMPLE, SHOP, hole, keyhole, ok};
+use keyhole::candidate::{self, CandidateId, ContextType, PromptSource};
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::perspectives::Perspectives;
+use keyhole::context::proposals;
+use keyhole::context::retrieval::Retrieval;
+use keyhole::context::windows::{CODE_BLOCK_BUDGET, WindowIndex};
+use keyhole::hole::sample_holes_as;
+use keyhole::token::TokenizerKind;
+
+const DEMO: &str = "service/OrderService.java:94:32";
+
+/// The sampled hole on 0-based `line` of the shop file `path`.
+fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::hole::Hole {
+    sample_holes_as(&SAMPLE, None, 9, fidelity.hole_column())
+        .into_iter()
+        .find(|h| SAMPLE.files[h.file].path == format!("{SHOP}{path}") && h.line == line)
+        .expect("a hole on that line")
+}
+
+#[test]
+fn code_puts_the_hole_half_the_trimmed_length_into_the_indented_line() {
+    // Line 94: 8 spaces, then 52 characters.
+    let line = "        return orderRepository.findByCustomerId(customerId);";
+    assert_eq!(line.trim().len(), 52);
+    let paper = sampled(Fidelity::Paper, "service/OrderService.java", 93);
+    assert_eq!(paper.column, 8 + 26, "the middle of the trimmed line");
+    assert_eq!(paper.target.as_deref(), Some("dByCustomerId(customerId);"));
+    let code = sampled(Fidelity::Code, "service/OrderService.java", 93);
+    assert_eq!(
+        code.column, 26,
+        "int(len(stripped) / 2) into the unstripped line"
+    );
+    assert_eq!(
+        code.target.as_deref(),
+        Some("tory.findByCustomerId(customerId);")
+    );
+    // The same lines either way: only columns move.
+    let lines = |f| -> Vec<(usize, usize)> {
+        sample_holes_as(&SAMPLE, None, 9, Fidelity::hole_column(f))
+            .iter()
+            .map(|h| (h.file, h.line))
+            .collect()
+    };
+    assert_eq!(lines(Fidelity::Paper), lines(Fidelity::Code));
+}
+
+#[test]
+fn code_lists_method_names_alone() {
+    let h = hole(DEMO);
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == PromptSource::Current && s.context_type == ContextType::MethodNames)
+        .unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    let built =
+        |f| proposals::build_for_budget_as(&SAMPLE, &h, tok, 4072, f)[usize::from(spec.id)].clone();
+    // The methods declared after the hole's line, in order.
+    assert_eq!(
+        built(Fidelity::Code).context.text,
+        "statusReport transition loadOrder loadCustomer"
+    );
+    let paper = built(Fidelity::Paper).context.text;
+    assert!(
+        paper.starts_with("public Map<OrderStatus, Long> statusReport()"),
+        "{paper}"
+    );
+}
+
+#[test]
+fn code_lays_repocoder_blocks_out_as_its_python_prompt_in_2000_codex_tokens() {
+    let retrieval = Retrieval::new(&SAMPLE);
+    let windows = WindowIndex::new(&SAMPLE);
+    let h = hole(DEMO);
+    let tok = TokenizerKind::Code.tokenizer();
+    let candidate = |fidelity, budget| {
+        let p = Perspectives {
+            index: &SAMPLE,
+            retrieval: &retrieval,
+            windows: &windows,
+            tokenizer: tok,
+            budget,
+            seed: 9,
+            fidelity,
+        };
+        let all = p.immediate(&h);
+        all.into_iter()
+            .find(|c| c.id == CandidateId::REPOCODER)
+            .unwrap()
+            .context
+            .text
+    };
+    let header = "# Here are some relevant code fragments from other files of the repo:\n# ";
+    let code = candidate(Fidelity::Code, 1000);
+    assert!(code.starts_with(header), "{code}");
+    assert!(!code.contains("\n// "), "every line is commented with #");
+    // Blocks are taken in a budget of their own, whatever keyhole's budget: 2,000 Codex
+    // tokens with the header counted as 20, each block while the total stays below.
+    let p50k = TokenizerKind::P50kBase.tokenizer();
+    let header_end = code.find("# the below").unwrap();
+    let blocks = p50k.count(&code[header_end..]);
+    assert!(blocks + 20 < CODE_BLOCK_BUDGET, "{blocks}");
+    assert!(
+        tok.count(&code) > 500,
+        "more than keyhole's allocation of 500"
+    );
+    let paper = candidate(Fidelity::Paper, 1000);
+    assert!(paper.starts_with("// Here are some"), "{paper}");
+    assert!(tok.count(&paper) <= 500);
+}
+
+fn holes_json(fidelity: &str, scratch: &Path) -> serde_json::Value {
+    let out = ok(keyhole(
+        &["holes", &common::sample(), "--json", "--fidelity", fidelity],
+        scratch,
+    ));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_holes_command_takes_the_profile_and_refuses_an_unknown_one() {
+    let scratch = tempfile::tempdir().unwrap();
+    let column_of_line_94 = |v: &serde_json::Value| {
+        v["holes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["file"].as_str().unwrap().ends_with("OrderService.java") && h["line"] == 94)
+            .map(|h| h["column"].as_u64().unwrap())
+    };
+    assert_eq!(
+        column_of_line_94(&holes_json("paper", scratch.path())),
+        Some(35)
+    );
+    assert_eq!(
+        column_of_line_94(&holes_json("code", scratch.path())),
+        Some(27)
+    );
+    let out = keyhole(
+        &["holes", &common::sample(), "--fidelity", "published"],
+        scratch.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown fidelity 'published'"), "{err}");
+}
+
+/// Proposal `source` `context_type` for `hole` under `fidelity`, 4,072 code tokens.
+fn built(
+    hole: &keyhole::hole::Hole,
+    source: PromptSource,
+    context_type: ContextType,
+    fidelity: Fidelity,
+) -> proposals::ProposalContext {
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == source && s.context_type == context_type)
+        .unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    proposals::build_for_budget_as(&SAMPLE, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone()
+}
+
+#[test]
+fn code_identifiers_are_followed_by_the_type_identifiers() {
+    let h = hole(DEMO);
+    let paper = built(
+        &h,
+        PromptSource::Current,
+        ContextType::Identifiers,
+        Fidelity::Paper,
+    );
+    let code = built(
+        &h,
+        PromptSource::Current,
+        ContextType::Identifiers,
+        Fidelity::Code,
+    );
+    let (paper, code) = (paper.context.text, code.context.text);
+    // After line 94 `Map<OrderStatus, Long>` is used only as a type.
+    assert!(code.starts_with(&format!("{paper} ")), "{code}");
+    assert!(!paper.split(' ').any(|w| w == "Map"), "{paper}");
+    assert!(code[paper.len()..].split(' ').any(|w| w == "Map"), "{code}");
+}
+
+#[test]
+fn code_imports_are_import_declarations_only() {
+    // OrderService imports from model (a wildcard), pricing and repository, and uses
+    // Notifier and OrderValidator of its own package without an import.
+    let h = hole(DEMO);
+    let paths = |f| -> Vec<String> {
+        built(&h, PromptSource::Import, ContextType::MethodNames, f)
+            .ranked_files
+            .iter()
+            .map(|&f| SAMPLE.files[f].path.trim_start_matches(SHOP).to_string())
+            .collect()
+    };
+    let mut code = paths(Fidelity::Code);
+    code.sort();
+    assert_eq!(
+        code,
+        [
+            "pricing/PriceCalculator.java",
+            "pricing/PriceQuote.java",
+            "repository/CustomerRepository.java",
+            "repository/OrderRepository.java",
+            "repository/ProductRepository.java"
+        ]
+        .map(String::from),
+        "single-type declarations resolved by path, each used again in the file"
+    );
+    let paper = paths(Fidelity::Paper);
+    assert!(paper.iter().any(|p| p.starts_with("service/")), "{paper:?}");
+    assert!(paper.iter().any(|p| p.starts_with("model/")), "{paper:?}");
+}
+
+#[test]
+fn code_lists_siblings_as_the_directory_lists_them() {
+    // Files that import nothing: RLPG's ranking falls back to `os.listdir` order.
+    let repo = tempfile::tempdir().unwrap();
+    for name in ["Delta", "Alpha", "Charlie", "Bravo", "Echo"] {
+        let text = format!(
+            "class {name} {{\n    int {}Count() {{ return 1; }}\n}}\n",
+            name.to_lowercase()
+        );
+        std::fs::write(repo.path().join(format!("{name}.java")), text).unwrap();
+    }
+    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
+    let h = keyhole::hole::Hole::parse(&index, "Alpha.java:2:5").unwrap();
+    let tok = TokenizerKind::Code.tokenizer();
+    let sibling = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == PromptSource::Sibling && s.context_type == ContextType::MethodNames)
+        .unwrap();
+    let ranked = |f| -> Vec<String> {
+        proposals::build_for_budget_as(&index, &h, tok, 4072, f)[usize::from(sibling.id)]
+            .ranked_files
+            .iter()
+            .map(|&f| index.files[f].path.clone())
+            .collect()
+    };
+    let listed: Vec<String> = std::fs::read_dir(repo.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "Alpha.java")
+        .collect();
+    assert_eq!(ranked(Fidelity::Code), listed);
+    assert_eq!(
+        ranked(Fidelity::Paper),
+        ["Bravo.java", "Charlie.java", "Delta.java", "Echo.java"]
+    );
+}
+
+/// A temporary repository of `files` (name, text) and the hole at `at` in it.
+fn temp_repo(
+    files: &[(&str, &str)],
+    at: &str,
+) -> (
+    tempfile::TempDir,
+    keyhole::repo::RepoIndex,
+    keyhole::hole::Hole,
+) {
+    let repo = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(repo.path().join(name), text).unwrap();
+    }
+    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
+    let hole = keyhole::hole::Hole::parse(&index, at).unwrap();
+    (repo, index, hole)
+}
+
+/// The context of proposal `source` `context_type` in a temporary repository.
+fn temp_context(
+    index: &keyhole::repo::RepoIndex,
+    hole: &keyhole::hole::Hole,
+    source: PromptSource,
+    context_type: ContextType,
+    fidelity: Fidelity,
+) -> String {
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == source && s.context_type == context_type)
+        .unwrap();
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    proposals::build_for_budget_as(index, hole, tok, 4072, fidelity)[usize::from(spec.id)]
+        .context
+        .text
+        .clone()
+}
+
+#[test]
+fn code_slices_items_by_byte_columns_as_characters() {
+    // "§" is two bytes: RLPG's get_string slices the line one character further.
+    let (_repo, index, h) = temp_repo(
+        &[
+            ("Main.java", "class Main {\n    int a = 1;\n}\n"),
+            ("Other.java", "class Other {\n    String s = \"§x\";\n}\n"),
+        ],
+        "Main.java:2:5",
+    );
+    let sl = |f| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::Sibling,
+            ContextType::StringLiterals,
+            f,
+        )
+    };
+    assert!(
+        sl(Fidelity::Code).contains("[Other] \"§x\";"),
+        "{}",
+        sl(Fidelity::Code)
+    );
+    assert!(
+        sl(Fidelity::Paper).contains("[Other] \"§x\"\n"),
+        "{}",
+        sl(Fidelity::Paper)
+    );
+}
+
+#[test]
+fn code_gives_each_method_body_the_share_the_one_before_it_got() {
+    let long: String = (0..200).map(|i| format!("        x += {i};\n")).collect();
+    let other = format!(
+        "class Other {{\n    int a() {{ return 1; }}\n    int b() {{\n        int x = 0;\n{long}        return x;\n    }}\n}}\n"
+    );
+    let (_repo, index, h) = temp_repo(
+        &[
+            ("Main.java", "class Main {\n    int a = 1;\n}\n"),
+            ("Other.java", &other),
+        ],
+        "Main.java:2:5",
+    );
+    let mnb = |f| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::Sibling,
+            ContextType::MethodNamesAndBodies,
+            f,
+        )
+    };
+    let code = mnb(Fidelity::Code);
+    // a's text, "    int a() { return 1; }", is few tokens; b keeps as many from its end.
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let a_tokens = tok.count("    int a() { return 1; }");
+    let b = code
+        .split("[b] ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(" \n[Main]");
+    assert_eq!(tok.count(b), a_tokens, "{code}");
+    assert!(b.ends_with("return x;\n    }"), "{b}");
+    // The paper profile keeps the start of each declaration within an equal share.
+    let paper = mnb(Fidelity::Paper);
+    assert!(
+        paper.contains("[b] int b() {\n        int x = 0;"),
+        "{paper}"
+    );
+}
+
+#[test]
+fn code_takes_the_parent_from_the_last_file_declaring_its_name() {
+    // Two files declare a class Base; RLPG's code keeps the last it meets in `os.walk` order.
+    let (repo, index, h) = temp_repo(
+        &[
+            (
+                "First.java",
+                "class Base {\n    int first() { return 1; }\n}\n",
+            ),
+            (
+                "Second.java",
+                "class Base {\n    int second() { return 2; }\n}\n",
+            ),
+            (
+                "Child.java",
+                "class Child extends Base {\n    int c = 1;\n}\n",
+            ),
+        ],
+        "Child.java:2:5",
+    );
+    let last = std::fs::read_dir(repo.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "Child.java")
+        .last()
+        .unwrap();
+    let method = if last == "First.java" {
+        "first"
+    } else {
+        "second"
+    };
+    let mn = temp_context(
+        &index,
+        &h,
+        PromptSource::ParentClass,
+        ContextType::MethodNames,
+        Fidelity::Code,
+    );
+    assert_eq!(mn, format!("[Base] {method}\n[Child]"));
+}
+
+#[test]
+fn eval_records_the_profile_and_the_tokenizer_and_resumes_only_with_them() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["eval", "--holes", "2", "--out", out.to_str().unwrap()];
+        let sample = common::sample();
+        args.insert(1, &sample);
+        args.extend(extra);
+        keyhole(&args, scratch.path())
+    };
+    ok(run(&["--fidelity", "code", "--tokenizer", "r50k_base"]));
+    let settings = std::fs::read_to_string(out.join("settings.json")).unwrap();
+    assert!(settings.contains("\"fidelity\": \"code\""), "{settings}");
+    assert!(
+        settings.contains("\"tokenizer\": \"r50k_base\""),
+        "{settings}"
+    );
+    let again = run(&["--tokenizer", "r50k_base"]);
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("--fidelity code, not paper"), "{err}");
+}
