@@ -51,7 +51,6 @@ use clap::{Parser, Subcommand};
 
 use hole::{CacheArgs, HoleArgs, RankArgs};
 use keyhole::candidate::CandidateId;
-use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
@@ -231,7 +230,7 @@ fn run(cli: Cli) -> Result<()> {
                 position,
                 budget: cli.ui.budget,
                 tokenizer: cli.ui.tokenizer,
-                fidelity: Fidelity::Paper,
+                fidelity: cli.ui.fidelity,
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },

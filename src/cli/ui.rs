@@ -28,6 +28,10 @@ pub struct UiArgs {
     /// The UI's colours: dark or light [default: what theme.toml names, else dark].
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
+    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
+    /// or code.
+    #[arg(long, default_value = "paper")]
+    pub fidelity: keyhole::context::fidelity::Fidelity,
 }
 
 impl UiArgs {
@@ -63,6 +67,7 @@ impl UiArgs {
             classifier,
             dirs: dirs().clone(),
             theme: self.theme.clone(),
+            fidelity: self.fidelity,
         })
     }
 }

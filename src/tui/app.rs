@@ -40,7 +40,8 @@ impl App {
         state.ranker = options.ranker;
         App {
             state,
-            driver: Driver::with_classifier(tx.clone(), options.classifier, options.dirs),
+            driver: Driver::with_classifier(tx.clone(), options.classifier, options.dirs)
+                .with_fidelity(options.fidelity),
             tx,
             rx,
         }

@@ -278,6 +278,8 @@ pub enum Outcome {
 pub struct Driver {
     tx: UnboundedSender<Action>,
     learning: Learning,
+    /// Whose rules build the contexts.
+    fidelity: Fidelity,
     running: Option<JoinHandle<()>>,
     analysing: Option<JoinHandle<()>>,
 }
@@ -288,9 +290,15 @@ impl Driver {
         Driver {
             tx,
             learning: Learning::new(dirs),
+            fidelity: Fidelity::Paper,
             running: None,
             analysing: None,
         }
+    }
+
+    /// The same driver building contexts by `fidelity`'s rules.
+    pub fn with_fidelity(self, fidelity: Fidelity) -> Driver {
+        Driver { fidelity, ..self }
     }
 
     /// A driver whose RLPG-H and RLPG-R rankers use `classifier` instead of the bundled one.
@@ -382,8 +390,7 @@ impl Driver {
                     budget,
                     iterations: perspectives::DEFAULT_ITERATIONS,
                     seed: perspectives::DEFAULT_SEED,
-                    // The UI shows the paper profile; it has no --fidelity switch yet.
-                    fidelity: Fidelity::Paper,
+                    fidelity: self.fidelity,
                 };
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (session.clone(), hole.clone());

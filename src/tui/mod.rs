@@ -80,6 +80,8 @@ pub struct Options {
     pub dirs: crate::dirs::Dirs,
     /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
     pub theme: Option<String>,
+    /// Whose rules build the contexts (`--fidelity`): the papers' or their authors' code.
+    pub fidelity: crate::context::fidelity::Fidelity,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.

@@ -63,3 +63,57 @@ async fn proposals_and_the_ui_rank_the_same_candidates_and_pick_the_same_perspec
         assert_eq!(row["tokens"].as_u64(), Some(shown.tokens() as u64), "{id}");
     }
 }
+
+/// `--fidelity code` reaches the UI as it reaches `keyhole prompt`: the same prompt for a
+/// proposal whose text the two profiles build differently (method names alone, in RLPG's
+/// code, against full signatures).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ui_and_prompt_build_the_code_profile_alike() {
+    use keyhole::context::fidelity::Fidelity;
+    use keyhole::rank::RankerKind;
+    use keyhole::rank::classifier::Classifier;
+    use keyhole::tui::state::Setup;
+
+    let id = CandidateId::nth(9); // parent_class MN
+    let scratch = tempfile::tempdir().unwrap();
+    let prompt = |fidelity: &str| {
+        let output = common::keyhole(
+            &[
+                "prompt",
+                &common::sample(),
+                keyhole::sample::DEMO_HOLE,
+                "--id",
+                "9",
+                "--fidelity",
+                fidelity,
+            ],
+            scratch.path(),
+        );
+        String::from_utf8(common::ok(output).stdout).unwrap()
+    };
+    let (paper, code) = (prompt("paper"), prompt("code"));
+    assert_ne!(paper, code, "the profiles build this proposal differently");
+
+    let (_ui_scratch, dirs) = scratch_dirs();
+    let options = keyhole::tui::Options {
+        setup: Setup {
+            backends: vec![keyhole::model::config::BackendConfig::embedded()],
+            backend: 0,
+            budget: keyhole::compose::DEFAULT_BUDGET,
+            tokenizer: None,
+        },
+        ranker: RankerKind::RlpgH,
+        classifier: Classifier::bundled(),
+        dirs,
+        theme: None,
+        fidelity: Fidelity::Code,
+    };
+    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
+    app.open(
+        common::sample_path(),
+        Some(keyhole::sample::DEMO_HOLE.to_string()),
+    );
+    app.settle(Duration::from_secs(120)).await.unwrap();
+    let shown = app.state.candidate(id).unwrap().prompt.text();
+    assert_eq!(shown, code);
+}

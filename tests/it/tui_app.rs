@@ -339,6 +339,7 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         classifier: Classifier::bundled(),
         dirs: dirs.clone(),
         theme: None,
+        fidelity: keyhole::context::fidelity::Fidelity::Paper,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();
@@ -417,6 +418,7 @@ async fn served_app(
         classifier: Classifier::bundled(),
         dirs,
         theme: None,
+        fidelity: keyhole::context::fidelity::Fidelity::Paper,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));
