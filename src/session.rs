@@ -18,7 +18,7 @@ use crate::context::windows::WindowIndex;
 use crate::dirs::Dirs;
 use crate::feedback;
 use crate::hole::Hole;
-use crate::model::{Backend, BackendError, CompletionRequest};
+use crate::model::{Backend, BackendError};
 use crate::rank::bandit::{self, LinUcb};
 use crate::rank::classifier::Classifier;
 use crate::rank::online::{self, OnlineRanker};
@@ -27,7 +27,7 @@ use crate::repo::RepoIndex;
 use crate::token::Tokenizer;
 
 /// The pick log, in the data directory.
-pub const FEEDBACK_FILE: &str = "feedback.jsonl";
+const FEEDBACK_FILE: &str = "feedback.jsonl";
 
 /// What retrieval searches in the open repository: built on first use (a proposal or the
 /// default context needs none of it), then kept.
@@ -127,16 +127,8 @@ impl Session {
         let built = self.proposals(hole);
         let composer = self.composer(hole);
         let retrieved = self.perspectives().immediate(hole);
-        let mut candidates: Vec<Candidate> = built
-            .iter()
-            .map(|p| {
-                let availability = match p.applicable() {
-                    true => Availability::Applicable,
-                    false => Availability::NotApplicable(None),
-                };
-                Candidate::new(p.spec.id, availability, None, composer.compose(Some(p)))
-            })
-            .collect();
+        let mut candidates: Vec<Candidate> =
+            built.iter().map(|p| proposal_row(p, &composer)).collect();
         // The default context alone has no proposal.
         let default = composer.compose(None);
         candidates.push(Candidate::new(
@@ -150,17 +142,30 @@ impl Session {
             CandidateId::NEED_BACKEND
                 .map(|id| Candidate::new(id, Availability::Building, None, default.clone())),
         );
-        let ranking = self
-            .learning
-            .rank(ranker, &RankInput::new(&self.index, hole, &built));
-        apply_ranking(&mut candidates, ranking.as_deref().unwrap_or_default());
+        let (ranking, warning) = match self.rank(hole, &built, ranker) {
+            Ok(ranking) => (ranking, None),
+            Err(why) => (Vec::new(), Some(why)),
+        };
+        apply_ranking(&mut candidates, &ranking);
         Analysis {
             candidates,
             proposals: built,
             retrieved,
-            ranking: ranking.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
-            warning: ranking.err(),
+            ranking,
+            warning,
         }
+    }
+
+    /// `ranker`'s order of RLPG's applicable candidates for `hole` (its 62 `proposals` and the
+    /// default context), best first, or why it cannot rank.
+    pub fn rank(
+        &self,
+        hole: &Hole,
+        proposals: &[ProposalContext],
+        ranker: RankerKind,
+    ) -> Result<Vec<Ranked>, String> {
+        let input = RankInput::new(&self.index, hole, proposals);
+        self.learning.rank(ranker, &input)
     }
 
     /// The retrieved candidates that need the backend, and ProCC's pick once all are built,
@@ -284,11 +289,6 @@ impl Session {
         }
     }
 
-    /// A greedy single-line request for `prompt` at the hole.
-    pub fn line_request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {
-        perspectives::line_request(&self.index, hole, prompt)
-    }
-
     /// Compose with `compose`; where the backend counts tokens itself (llama.cpp's /tokenize),
     /// check the prompt with it and shrink the budget until the backend agrees it fits.
     pub async fn fit(
@@ -327,19 +327,10 @@ pub enum BuiltContext {
 }
 
 impl BuiltContext {
-    pub fn id(&self) -> CandidateId {
-        match self {
-            BuiltContext::Proposal(p) => p.spec.id,
-            BuiltContext::Retrieved(c) => c.id,
-            BuiltContext::Default => CandidateId::DEFAULT,
-        }
-    }
-
     /// Its prompt (the default context alone where it does not apply).
     pub fn compose(&self, composer: &Composer) -> Prompt {
         match self {
-            BuiltContext::Proposal(p) if p.applicable() => composer.compose(Some(p)),
-            BuiltContext::Proposal(_) => composer.compose(None),
+            BuiltContext::Proposal(p) => composer.compose(Some(p)),
             BuiltContext::Retrieved(c) => c
                 .compose(composer)
                 .unwrap_or_else(|| composer.compose(None)),
@@ -350,18 +341,13 @@ impl BuiltContext {
     /// The candidate's row, composed by `composer`.
     pub fn row(&self, composer: &Composer) -> Candidate {
         match self {
+            BuiltContext::Proposal(p) => proposal_row(p, composer),
             BuiltContext::Retrieved(c) => retrieved_row(c, composer),
-            BuiltContext::Proposal(p) if !p.applicable() => Candidate::new(
-                self.id(),
-                Availability::NotApplicable(None),
-                None,
-                self.compose(composer),
-            ),
-            _ => Candidate::new(
-                self.id(),
+            BuiltContext::Default => Candidate::new(
+                CandidateId::DEFAULT,
                 Availability::Applicable,
                 None,
-                self.compose(composer),
+                composer.compose(None),
             ),
         }
     }
@@ -487,6 +473,21 @@ impl Candidate {
     }
 }
 
+/// A proposal as a row; one that does not apply composes to the default context alone (its
+/// context is empty).
+fn proposal_row(proposal: &ProposalContext, composer: &Composer) -> Candidate {
+    let availability = match proposal.applicable() {
+        true => Availability::Applicable,
+        false => Availability::NotApplicable(None),
+    };
+    Candidate::new(
+        proposal.spec.id,
+        availability,
+        None,
+        composer.compose(Some(proposal)),
+    )
+}
+
 /// A built retrieved candidate as a row; one that does not apply keeps the default prompt.
 fn retrieved_row(built: &perspectives::Candidate, composer: &Composer) -> Candidate {
     let availability = match built.applicable() {
@@ -500,7 +501,7 @@ fn retrieved_row(built: &perspectives::Candidate, composer: &Composer) -> Candid
 }
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
-pub fn retrieved(id: CandidateId) -> bool {
+fn retrieved(id: CandidateId) -> bool {
     id >= CandidateId::FIRST_RETRIEVED
 }
 

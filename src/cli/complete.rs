@@ -50,7 +50,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     let entry = args.backend.entry()?;
     // SAFETY: nothing has started a thread yet; opening the session starts rayon's.
     unsafe { model::local::use_threads(&entry) };
-    let opened = Opened::open(&args.at, &args.backend, args.rank.learning()?)?;
+    let opened = Opened::open(&args.at, &entry, args.rank.learning()?)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let attempts = runtime.block_on(attempts(args, &opened))?;
     let base = CompletionRequest {
@@ -111,11 +111,12 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
     let (session, hole) = (&opened.session, &opened.hole);
     let ids: Vec<CandidateId> = if args.ids.is_empty() {
         let k = if args.samples.is_some() { 1 } else { args.k };
-        let analysis = session.analyse(hole, args.rank.ranker);
-        if let Some(warning) = analysis.warning {
-            bail!("{warning}");
-        }
-        analysis.ranking.iter().take(k).map(|r| r.id).collect()
+        // Ranking needs the proposals only: no retrieval state is built for it.
+        let proposals = session.proposals(hole);
+        let ranking = session
+            .rank(hole, &proposals, args.rank.ranker)
+            .map_err(anyhow::Error::msg)?;
+        ranking.iter().take(k).map(|r| r.id).collect()
     } else {
         args.ids.clone()
     };

@@ -23,6 +23,8 @@ use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
 use keyhole::eval::shard::Shard;
 use keyhole::model;
+use keyhole::model::Backend;
+use keyhole::model::config::{BackendConfig, BackendKind};
 use keyhole::rank::classifier::Classifier;
 use keyhole::repo::RepoIndex;
 use keyhole::session::{Learning, Session};
@@ -166,11 +168,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
+    let mut backends = Backends::new(&entry);
     // A merged directory is reported on, not labelled: its missing shards stay missing.
     let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
     for (path, name) in to_label {
         let index = RepoIndex::open(path, dirs().cache.as_deref())?;
-        let backend = model::build_backend(&entry, &index)?;
+        let backend = backends.for_index(&index)?;
         let label_path = label_dir.join(format!("{name}.jsonl"));
         let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
             .with_context(|| format!("{}", label_path.display()))?;
@@ -184,7 +187,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         let progress = progress_bar(name);
         let mut session = Session::new(
             Arc::new(index),
-            Arc::from(backend),
+            backend,
             learning.clone(),
             tokenizer,
             options.budget,
@@ -203,19 +206,18 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
                 .map_err(Into::into),
         };
         progress.finish_and_clear();
-        session
-            .backend
-            .notices()
-            .iter()
-            .try_for_each(|n| -> Result<()> {
-                errln!("note: {n}");
-                Ok(())
-            })?;
+        if backends.shared.is_none() {
+            super::hole::print_notices(session.backend.as_ref())?;
+        }
         let stats = result?;
         errln!("{name}: {stats}");
         total.holes += stats.holes;
         total.failed += stats.failed;
         total.last_error = stats.last_error.or(total.last_error);
+    }
+    // A backend that serves every repository says what it changed once.
+    if let Some(backend) = &backends.shared {
+        super::hole::print_notices(backend.as_ref())?;
     }
     // A batch run reports once every hole is answered.
     if let Some(batch) = batch
@@ -223,7 +225,41 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     {
         return Ok(());
     }
-    report::write_report(args, &entry, &out, &runtime, &mut failures, total)
+    report::write_report(args, &mut backends, &out, &runtime, &mut failures, total)
+}
+
+/// The backend of a run for each repository: the embedded model learns from each one, any
+/// other backend (a local model, loaded once; a server, whose fallbacks are learnt once)
+/// serves them all.
+pub(super) struct Backends<'e> {
+    entry: &'e BackendConfig,
+    shared: Option<Arc<dyn Backend>>,
+}
+
+impl<'e> Backends<'e> {
+    fn new(entry: &'e BackendConfig) -> Backends<'e> {
+        Backends {
+            entry,
+            shared: None,
+        }
+    }
+
+    pub(super) fn entry(&self) -> &BackendConfig {
+        self.entry
+    }
+
+    /// The backend that completes holes of `index`.
+    pub(super) fn for_index(&mut self, index: &RepoIndex) -> Result<Arc<dyn Backend>> {
+        if self.entry.kind == BackendKind::Embedded {
+            return Ok(Arc::from(model::build_backend(self.entry, index)?));
+        }
+        if let Some(backend) = &self.shared {
+            return Ok(Arc::clone(backend));
+        }
+        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(self.entry, index)?);
+        self.shared = Some(Arc::clone(&backend));
+        Ok(backend)
+    }
 }
 
 /// What the report of this run depends on beyond the rows.

@@ -8,12 +8,13 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
-use super::{backends, bounds, dirs};
+use super::{bounds, dirs};
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
 use keyhole::escape;
 use keyhole::hole::Hole;
+use keyhole::model::config::BackendConfig;
 use keyhole::model::{self, Backend};
 use keyhole::rank::RankerKind;
 use keyhole::rank::classifier::Classifier;
@@ -106,18 +107,13 @@ pub struct Opened {
 }
 
 impl Opened {
-    /// Open the repository and the hole with the backend of `backend` (its tokenizer counts
-    /// the budget unless `--tokenizer` says otherwise) and the rankers of `learning`.
-    pub fn open(
-        at: &HoleArgs,
-        backend: &backends::BackendArgs,
-        learning: Learning,
-    ) -> Result<Opened> {
-        let entry = backend.entry()?;
+    /// Open the repository and the hole with the backend `entry` (its tokenizer counts the
+    /// budget unless `--tokenizer` says otherwise) and the rankers of `learning`.
+    pub fn open(at: &HoleArgs, entry: &BackendConfig, learning: Learning) -> Result<Opened> {
         let index = open_repo(&at.repo, &at.cache)?;
         let hole = Hole::parse(&index, &at.position)?;
         let tokenizer = at.tokenizer.unwrap_or(entry.tokenizer()).tokenizer();
-        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(&entry, &index)?);
+        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(entry, &index)?);
         let mut session = Session::new(Arc::new(index), backend, learning, tokenizer, at.budget);
         session.iterations = at.iterations;
         session.fidelity = at.fidelity;

@@ -13,7 +13,7 @@ use keyhole::session::{Availability, Learning};
 use keyhole::token::Keep;
 
 pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> Result<()> {
-    let opened = Opened::open(at, backend, Learning::new(dirs().clone()))?;
+    let opened = Opened::open(at, &backend.entry()?, Learning::new(dirs().clone()))?;
     let session = &opened.session;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let row = runtime.block_on(session.candidate(&opened.hole, id));

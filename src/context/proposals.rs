@@ -9,7 +9,7 @@ use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::hole::Hole;
 use crate::lang::{MethodDecl, Span, TypeKind};
 
-use crate::repo::{FileId, Import, ImportKind, ParentLink, RepoIndex};
+use crate::repo::{FileId, Import, ParentLink, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
 /// The context a proposal offers for one hole, before the composer fits it to the budget.
@@ -363,14 +363,10 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
         .collect()
 }
 
-/// The repository files `file` imports: every kind keyhole resolves, or under
-/// [`Fidelity::Code`] only single-type import declarations (RLPG's code resolves nothing else:
-/// no wildcard imports, no same-package references).
+/// The repository files `file` imports, every kind keyhole resolves (the paper profile: the
+/// code profile ranks files in [`rlpg_files`]).
 fn imports_of<'r>(req: &Request<'r>, file: FileId) -> impl Iterator<Item = &'r Import> + use<'r> {
-    let code = req.fidelity == Fidelity::Code;
-    req.index.graph.imports[file]
-        .iter()
-        .filter(move |i| !code || i.kind == ImportKind::Single)
+    req.index.graph.imports[file].iter()
 }
 
 /// Import: import files ranked by how close their nearest usage is to the hole.

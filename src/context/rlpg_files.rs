@@ -61,7 +61,7 @@ fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
             continue;
         };
         let path = [&path_parts[..root], &parts[..]].concat().join("/") + ".java";
-        let Some(&target) = index.graph.by_path.get(&path) else {
+        let Some(target) = index.file_id(&path) else {
             continue;
         };
         let name = parts[parts.len() - 1];
@@ -169,7 +169,7 @@ fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
             } else {
                 format!("{dir}/{entry}")
             };
-            index.graph.by_path.get(&path).copied()
+            index.file_id(&path)
         })
         .collect()
 }
@@ -286,12 +286,7 @@ pub fn rlpg_span(file: &SourceFile, span: Span) -> Span {
         let line = file.line_of(offset);
         let start = file.line_start(line);
         let text = &file.text[start..file.line_start(line + 1)];
-        let column = offset - start;
-        start
-            + text
-                .char_indices()
-                .nth(column)
-                .map_or(text.len(), |(i, _)| i)
+        start + crate::text::byte_of_char(text, offset - start)
     };
     let start = at(span.start as usize);
     Span::new(start, at(span.end as usize).max(start))

@@ -25,7 +25,7 @@ use crate::context::retrieval::{self};
 use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
-use crate::rank::{RankInput, RankerKind, bm25};
+use crate::rank::{RankerKind, bm25};
 use crate::session::Session;
 use crate::token::TokenizerKind;
 
@@ -452,8 +452,7 @@ impl RepoRun<'_> {
         let Some(n) = self.options.candidates.top else {
             return Vec::new();
         };
-        let input = RankInput::new(&self.session.index, hole, built);
-        let ranked = self.session.learning.rank(RankerKind::RlpgH, &input);
+        let ranked = self.session.rank(hole, built, RankerKind::RlpgH);
         ranked
             .map(|r| r.into_iter().take(n).map(|r| r.id).collect())
             .unwrap_or_default()

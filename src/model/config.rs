@@ -190,6 +190,14 @@ impl BackendConfig {
         }
     }
 
+    /// The request this backend sends for `request` (its generation settings applied, the
+    /// prompt's [trailing blank](CompletionRequest::trailing_blank) moved out) and that blank,
+    /// which [`super::restore_blank`] takes back out of the answers.
+    pub fn prepare(&self, request: &CompletionRequest) -> (CompletionRequest, String) {
+        let blank = request.trailing_blank().to_string();
+        (self.apply(&request.without_trailing_blank()), blank)
+    }
+
     /// The first problem with this entry, as (key, message).
     fn problem(&self) -> Option<(&'static str, String)> {
         let http = self.kind.is_http();

@@ -67,6 +67,8 @@ impl Layer {
 #[derive(Clone, Debug)]
 pub struct Binding {
     pub on: String,
+    /// `on`, parsed once when the keymap is read (lookups run on every key press).
+    key: KeyEvent,
     pub run: Command,
     pub desc: String,
     /// Shown in the hint bar (the help overlay shows every binding).
@@ -109,11 +111,12 @@ impl Binding {
         }
         let required = |key: &str| problem(key, &format!("missing `{key}`"));
         let on: String = field(table, "on", &problem)?.ok_or_else(|| required("on"))?;
-        if parse_key(&on).is_none() {
+        let Some(key) = parse_key(&on) else {
             return Err(problem("on", &format!("unknown key '{on}'")));
-        }
+        };
         Ok(Binding {
             on,
+            key,
             run: field(table, "run", &problem)?.ok_or_else(|| required("run"))?,
             desc: field(table, "desc", &problem)?.unwrap_or_default(),
             hint: field(table, "hint", &problem)?.unwrap_or(false),
@@ -205,7 +208,7 @@ impl Keymap {
             self.bindings
                 .iter()
                 .filter(|b| b.mode == mode && b.pane == pane)
-                .find(|b| parse_key(&b.on).is_some_and(|k| same_key(k, key)))
+                .find(|b| same_key(b.key, key))
                 .map(|b| b.run)
         };
         find(layer, Some(pane))

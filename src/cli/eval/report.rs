@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result, bail};
 
-use super::{EvalArgs, repository_name};
+use super::{Backends, EvalArgs, repository_name};
 use crate::cli::dirs;
 use keyhole::candidate::{CandidateId, Selection};
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
@@ -13,8 +13,6 @@ use keyhole::eval::labels;
 use keyhole::eval::outdir::OutDir;
 use keyhole::eval::report::{self, HoleRows};
 use keyhole::eval::runner::{Failures, RunStats};
-use keyhole::model;
-use keyhole::model::config::BackendConfig;
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
@@ -23,7 +21,7 @@ use keyhole::repo::RepoIndex;
 /// holes of this run failed (`total`) or compositions did.
 pub fn write_report(
     args: &EvalArgs,
-    entry: &BackendConfig,
+    backends: &mut Backends,
     out: &OutDir,
     runtime: &tokio::runtime::Runtime,
     failures: &mut Failures,
@@ -33,7 +31,7 @@ pub fn write_report(
     let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
     let holes = report::group_holes(&rows);
-    let classified = runtime.block_on(classify(args, entry, &classifier, &holes, failures))?;
+    let classified = runtime.block_on(classify(args, backends, &classifier, &holes, failures))?;
     let mut builder = report::Builder::new(&rows, &args.train, args.seed);
     if !args.train.is_empty() {
         builder = builder.add_note(
@@ -117,7 +115,7 @@ pub fn write_report(
 /// cannot be rebuilt and are left out.
 async fn classify(
     args: &EvalArgs,
-    entry: &BackendConfig,
+    backends: &mut Backends<'_>,
     classifier: &Classifier,
     holes: &[HoleRows<'_>],
     failures: &mut Failures,
@@ -132,7 +130,10 @@ async fn classify(
             true => Vec::new(),
             false => args.compose.0.iter().copied().filter(|&l| l > 1).collect(),
         },
-        tokenizer: args.tokenizer.unwrap_or(entry.tokenizer()).tokenizer(),
+        tokenizer: args
+            .tokenizer
+            .unwrap_or(backends.entry().tokenizer())
+            .tokenizer(),
         budget: args.budget,
         concurrency: args.concurrency,
         fidelity: args.fidelity,
@@ -150,7 +151,7 @@ async fn classify(
         }
         errln!("{name}: ranking {} holes with the classifier…", mine.len());
         let index = RepoIndex::open(path, dirs().cache.as_deref())?;
-        let backend = model::build_backend(entry, &index)?;
+        let backend = backends.for_index(&index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }
     Ok(out)

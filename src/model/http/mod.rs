@@ -180,8 +180,7 @@ impl Backend for HttpBackend {
         request: &CompletionRequest,
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
-        let blank = request.trailing_blank().to_string();
-        let mut request = self.config.apply(&request.without_trailing_blank());
+        let (mut request, blank) = self.config.prepare(request);
         if self.no_infill.get().is_some() {
             request.suffix = None;
         }
@@ -362,7 +361,7 @@ impl BatchCodec {
     ) -> (&'static str, Value) {
         let mut request = CompletionRequest {
             n: 1,
-            ..self.config.apply(&request.without_trailing_blank())
+            ..self.config.prepare(request).0
         };
         if left_to_right {
             request.suffix = None;
@@ -391,8 +390,7 @@ impl BatchCodec {
 
     /// A raw text of an answer to `request` as the backend would have returned it.
     pub fn finish(&self, text: &str, request: &CompletionRequest) -> String {
-        let blank = request.trailing_blank();
-        let sent = self.config.apply(&request.without_trailing_blank());
+        let (sent, blank) = self.config.prepare(request);
         // Where the key's variable is not set here, no key can be redacted.
         let key = self.transport.api_key().ok().flatten();
         let text = finish(
@@ -401,7 +399,7 @@ impl BatchCodec {
             &sent,
             key.as_deref(),
         );
-        super::restore_blank(&text, blank)
+        super::restore_blank(&text, &blank)
     }
 }
 
@@ -470,7 +468,7 @@ impl Texts<'_> {
 }
 
 /// `text` without `key` in any form (see [`secret::redact_key`]).
-fn redact(text: &str, key: Option<&str>) -> String {
+pub(super) fn redact(text: &str, key: Option<&str>) -> String {
     match key {
         Some(key) => secret::redact_key(text, key),
         None => text.to_string(),

@@ -109,10 +109,7 @@ impl Transport {
     /// `text` without the API key in any form: what a server says may quote the request's key
     /// back.
     fn redact(&self, text: &str) -> String {
-        match self.api_key() {
-            Ok(Some(key)) => secret::redact_key(text, &key),
-            _ => text.to_string(),
-        }
+        super::redact(text, self.api_key().ok().flatten().as_deref())
     }
 }
 

@@ -383,8 +383,7 @@ impl Backend for LocalBackend {
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
         let start = Instant::now();
-        let blank = request.trailing_blank().to_string();
-        let request = self.config.apply(&request.without_trailing_blank());
+        let (request, blank) = self.config.prepare(request);
         let model = Arc::clone(&self.model);
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));

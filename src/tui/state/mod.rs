@@ -51,8 +51,7 @@ mod setup;
 mod tests;
 
 pub use crate::session::{
-    Availability, BanditLesson, Candidate, Procc, SearchIndex, SharedSearch, apply_ranking,
-    retrieved,
+    Availability, BanditLesson, Candidate, Procc, SharedSearch, apply_ranking,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};

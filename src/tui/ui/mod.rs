@@ -177,7 +177,7 @@ fn hint_line(state: &State, width: u16) -> Paragraph<'static> {
         true => Some((help.clone(), "all keys")),
         false => None,
     };
-    let mut room = width as usize - tail.as_ref().map_or(0, |(k, d)| cell(k, d));
+    let mut room = (width as usize).saturating_sub(tail.as_ref().map_or(0, |(k, d)| cell(k, d)));
     let mut spans = Vec::new();
     for (k, d) in pairs
         .iter()
