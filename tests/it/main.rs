@@ -24,6 +24,7 @@ mod eval_report;
 mod eval_scale;
 mod explain;
 mod feedback;
+mod fit;
 mod fidelity;
 mod index;
 mod local_model;
