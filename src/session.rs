@@ -472,6 +472,44 @@ impl HoleCandidates {
     pub fn get(&self, id: CandidateId) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.id == id)
     }
+
+    /// Every applicable candidate's prompt composed again by `session` to fit the budget as the
+    /// backend's model counts it (see [`fit`]); nothing changes where keyhole counts as the
+    /// model does.
+    pub async fn fit(&mut self, session: &Session, hole: &Hole) -> Result<(), FitError> {
+        if session.counts_exactly() {
+            return Ok(());
+        }
+        let (proposals, retrieved) = (&self.proposals, &self.retrieved);
+        let fitted = self
+            .candidates
+            .iter()
+            .filter(|c| c.applicable())
+            .map(|row| {
+                let id = row.id;
+                async move {
+                    let proposal = proposals.iter().find(|p| p.spec.id == id);
+                    let built = retrieved.iter().find(|c| c.id == id);
+                    let prompt = session
+                        .fit(hole, |composer| match (proposal, built) {
+                            (Some(p), _) => composer.compose(Some(p)),
+                            (_, Some(c)) => c
+                                .compose(composer)
+                                .unwrap_or_else(|| composer.compose(None)),
+                            _ => composer.compose(None),
+                        })
+                        .await?;
+                    Ok::<_, FitError>((id, prompt))
+                }
+            });
+        for fitted in futures_util::future::join_all(fitted).await {
+            let (id, prompt) = fitted?;
+            if let Some(row) = self.candidates.iter_mut().find(|c| c.id == id) {
+                row.prompt = prompt;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether a candidate's prompt can be used yet.

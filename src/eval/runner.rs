@@ -510,7 +510,11 @@ impl RepoRun<'_> {
             let (Some(_), Some(context)) = (&p.prompt, &p.context) else {
                 return None;
             };
-            Some(self.session.fit(hole, |composer| context.compose(composer)).await)
+            Some(
+                self.session
+                    .fit(hole, |composer| context.compose(composer))
+                    .await,
+            )
         }))
         .await;
         for (p, fitted) in prompts.iter_mut().zip(fitted) {

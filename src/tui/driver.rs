@@ -19,12 +19,12 @@ use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
+use crate::model::Backend;
 use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::rank::classifier::Classifier;
 use crate::repo::{FileId, RepoIndex};
-use crate::model::Backend;
 use crate::session::{Learning, SearchIndex, Session, SharedSearch};
 use crate::token::TokenizerKind;
 
@@ -139,7 +139,11 @@ async fn sent_prompts(
 ) -> Vec<Result<(String, Option<Prompt>), String>> {
     let refit = job.refit.as_ref().zip(session);
     let Some((refit, session)) = refit.filter(|(_, session)| !session.counts_exactly()) else {
-        return job.prompts.iter().map(|(_, text)| Ok((text.clone(), None))).collect();
+        return job
+            .prompts
+            .iter()
+            .map(|(_, text)| Ok((text.clone(), None)))
+            .collect();
     };
     join_all(job.prompts.iter().map(|(id, _)| async move {
         let context = session.context(&refit.hole, *id).await;
@@ -493,7 +497,13 @@ impl Driver {
                 let tx = self.tx.clone();
                 let session = job.refit.as_ref().map(|refit| {
                     let (index, search) = (refit.index.clone(), refit.search.clone());
-                    self.session(index, search, job.backend.clone(), refit.tokenizer, refit.budget)
+                    self.session(
+                        index,
+                        search,
+                        job.backend.clone(),
+                        refit.tokenizer,
+                        refit.budget,
+                    )
                 });
                 self.running = Some(tokio::spawn(async move {
                     let session = session.as_ref();

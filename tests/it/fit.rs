@@ -45,8 +45,8 @@ async fn prompt(config_dir: &std::path::Path, backend: &str) -> Value {
     serde_json::from_slice(&common::ok(output).stdout).unwrap()
 }
 
-async fn fitted(chars_per_token: usize) -> (Value, Value, Vec<String>) {
-    let server = server(chars_per_token).await;
+/// Scratch directories whose backends.toml names `server` as the llama.cpp backend `llama`.
+fn configured(server: &Server) -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
     let config = common::dirs_env(scratch.path())[0].1.clone();
     std::fs::create_dir_all(&config).unwrap();
@@ -55,6 +55,12 @@ async fn fitted(chars_per_token: usize) -> (Value, Value, Vec<String>) {
         server.base
     );
     std::fs::write(config.join("backends.toml"), toml).unwrap();
+    scratch
+}
+
+async fn fitted(chars_per_token: usize) -> (Value, Value, Vec<String>) {
+    let server = server(chars_per_token).await;
+    let scratch = configured(&server);
     let fitted = prompt(scratch.path(), "llama").await;
     let unfitted = prompt(scratch.path(), "embedded").await;
     let counted = server
@@ -69,7 +75,10 @@ async fn fitted(chars_per_token: usize) -> (Value, Value, Vec<String>) {
 fn check_close_to_the_budget(fitted: &Value, counted: &[String]) {
     let model_tokens = fitted["backend_tokens"].as_u64().unwrap() as usize;
     assert!(model_tokens <= BUDGET, "{model_tokens} over {BUDGET}");
-    assert!(model_tokens * 50 >= BUDGET * 49, "{model_tokens} of {BUDGET}");
+    assert!(
+        model_tokens * 50 >= BUDGET * 49,
+        "{model_tokens} of {BUDGET}"
+    );
     let text = fitted["text"].as_str().unwrap();
     assert!(
         counted.iter().any(|c| c == text),
@@ -83,7 +92,10 @@ async fn a_model_that_counts_more_tokens_gets_a_shorter_prompt_within_its_budget
     check_close_to_the_budget(&fitted, &counted);
     let length = |v: &Value| v["text"].as_str().unwrap().len();
     assert!(length(&fitted) < length(&unfitted));
-    assert!(unfitted["backend_tokens"].is_null(), "the embedded model counts as keyhole does");
+    assert!(
+        unfitted["backend_tokens"].is_null(),
+        "the embedded model counts as keyhole does"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -92,20 +104,16 @@ async fn a_model_that_counts_fewer_tokens_gets_a_longer_prompt_within_its_budget
     check_close_to_the_budget(&fitted, &counted);
     let length = |v: &Value| v["text"].as_str().unwrap().len();
     assert!(length(&fitted) > length(&unfitted));
-    assert!(fitted["tokens"].as_u64().unwrap() as usize > BUDGET, "{fitted}");
+    assert!(
+        fitted["tokens"].as_u64().unwrap() as usize > BUDGET,
+        "{fitted}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_sends_every_prompt_fitted_to_the_servers_count() {
     let server = server(2).await;
-    let scratch = tempfile::tempdir().unwrap();
-    let config = common::dirs_env(scratch.path())[0].1.clone();
-    std::fs::create_dir_all(&config).unwrap();
-    let toml = format!(
-        "[[backend]]\nname = \"llama\"\nkind = \"llamacpp\"\nbase_url = \"{}\"\n",
-        server.base
-    );
-    std::fs::write(config.join("backends.toml"), toml).unwrap();
+    let scratch = configured(&server);
     let out = scratch.path().join("eval");
     let budget = BUDGET.to_string();
     let args = [
@@ -142,6 +150,42 @@ async fn eval_sends_every_prompt_fitted_to_the_servers_count() {
         assert!(tokens <= BUDGET, "{tokens} tokens sent of {BUDGET}");
     }
     // Most prompts fill the budget as the server counts it (less: a hole near its file's start).
-    let full = sent.iter().filter(|p| p.chars().count() / 2 * 50 >= BUDGET * 49);
+    let full = sent
+        .iter()
+        .filter(|p| p.chars().count() / 2 * 50 >= BUDGET * 49);
     assert!(full.count() * 2 >= sent.len(), "{sent:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn proposals_reports_every_prompt_fitted_to_the_servers_count() {
+    let server = server(2).await;
+    let scratch = configured(&server);
+    let budget = BUDGET.to_string();
+    let args = [
+        "proposals",
+        &common::sample(),
+        keyhole::sample::DEMO_HOLE,
+        "--budget",
+        &budget,
+        "--backend",
+        "llama",
+        "--json",
+    ];
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command.args(args).envs(common::dirs_env(scratch.path()));
+    let output = common::ok(command.output().await.unwrap());
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows: Vec<&Value> = out["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(out["retrieved"].as_array().unwrap())
+        .chain([&out["default"]])
+        .filter(|row| row["applicable"].as_bool() != Some(false))
+        .collect();
+    assert!(rows.len() > 20, "{out}");
+    for row in rows {
+        let counted = row["backend_tokens"].as_u64().unwrap() as usize;
+        assert!(counted <= BUDGET, "{counted} over {BUDGET}: {row}");
+    }
 }

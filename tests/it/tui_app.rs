@@ -390,7 +390,10 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     let server = Server::start(|request, _| match request.path.as_str() {
         "/tokenize" => {
             let content = request.body["content"].as_str().unwrap_or("");
-            Reply::Json(200, json!({ "tokens": vec![0; content.chars().count() / 2] }))
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 2] }),
+            )
         }
         _ => Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })])),
     })
@@ -434,9 +437,15 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
         .collect();
     for card in &app.state.cards {
         assert!(card.outcome.is_ok(), "{:?}", card.outcome);
-        let fitted = card.fitted.as_ref().expect("the card keeps the prompt it sent");
+        let fitted = card
+            .fitted
+            .as_ref()
+            .expect("the card keeps the prompt it sent");
         let counted = fitted.backend_tokens.unwrap();
-        assert!(counted <= 400 && counted * 50 >= 400 * 49, "{counted} of 400");
+        assert!(
+            counted <= 400 && counted * 50 >= 400 * 49,
+            "{counted} of 400"
+        );
         assert!(sent.contains(&fitted.text().trim_end().to_string()));
     }
     // Explaining a card shows the prompt it sent, with the server's count.
