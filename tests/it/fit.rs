@@ -1,6 +1,10 @@
-//! Prompts fitted to a server that counts tokens itself (llama.cpp's `/tokenize`): within the
-//! budget as the model counts it and close to it, shrinking when the model's tokenizer counts
-//! more than keyhole's and growing when it counts fewer.
+//! Requests shaped to what a llama.cpp server says about itself: prompts fitted to its own
+//! token count (`/tokenize`), within the budget as the model counts it and close to it,
+//! shrinking when the model's tokenizer counts more than keyhole's and growing when it counts
+//! fewer; and no more requests at once than it has slots (`/props`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -137,7 +141,7 @@ async fn eval_sends_every_prompt_fitted_to_the_servers_count() {
     let sent: Vec<String> = server
         .requests()
         .into_iter()
-        .filter(|r| r.path != "/tokenize")
+        .filter(|r| r.path == "/completion" || r.path == "/infill")
         .map(|r| {
             let body = &r.body;
             let text = body["prompt"].as_str().or(body["input_prefix"].as_str());
@@ -188,4 +192,61 @@ async fn proposals_reports_every_prompt_fitted_to_the_servers_count() {
         let counted = row["backend_tokens"].as_u64().unwrap() as usize;
         assert!(counted <= BUDGET, "{counted} over {BUDGET}: {row}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_sends_no_more_at_once_than_the_server_has_slots_and_says_why() {
+    // Completions being answered now, and the most at once: each holds a server thread a while.
+    let completing = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (now, seen) = (completing.clone(), most.clone());
+    let server = Server::start(move |request, _| match request.path.as_str() {
+        "/props" => Reply::Json(
+            200,
+            json!({ "total_slots": 1, "default_generation_settings": { "n_ctx": 512 } }),
+        ),
+        "/tokenize" => {
+            let content = request.body["content"].as_str().unwrap_or("");
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 4] }),
+            )
+        }
+        _ => {
+            seen.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            now.fetch_sub(1, Ordering::SeqCst);
+            Reply::Json(200, json!({ "content": "x", "stop": true }))
+        }
+    })
+    .await;
+    let scratch = configured(&server);
+    let out = scratch.path().join("eval");
+    let args = [
+        "eval",
+        &common::sample(),
+        "--holes",
+        "4",
+        "--candidates",
+        "7,63",
+        "--concurrency",
+        "4",
+        "--backend",
+        "llama",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command.args(args).envs(common::dirs_env(scratch.path()));
+    let output = common::ok(command.output().await.unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("llama: the server works on 1 request(s) at once"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("each server slot holds 512 tokens, less than the budget of 4072"),
+        "{stderr}"
+    );
+    assert_eq!(most.load(Ordering::SeqCst), 1);
 }
