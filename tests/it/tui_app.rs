@@ -403,9 +403,23 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     let title = keyhole::tui::ui::prompt::title(&app.state);
     assert!(title.contains("approximate"), "not counted yet: {title}");
 
+    // RepoCoder's second iteration and the hypothetical line are built from the backend's
+    // answers during analysis; fitting composes them again without asking anew.
+    let completions = |server: &Server| {
+        let requests = server.requests().into_iter();
+        requests.filter(|r| r.path != "/tokenize").count()
+    };
+    let asked = completions(&server);
+    let chosen = [7, 67, 69].map(CandidateId::nth);
+    app.state.selected.extend(chosen);
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
-    assert_eq!(app.state.cards.len(), app.state.k);
+    assert_eq!(app.state.cards.len(), chosen.len());
+    assert_eq!(
+        completions(&server) - asked,
+        chosen.len(),
+        "one request per card"
+    );
     let sent: Vec<String> = server
         .requests()
         .into_iter()
@@ -425,7 +439,8 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
         let counted = fitted.backend_tokens.unwrap();
         assert!(
             counted <= 400 && counted * 50 >= 400 * 49,
-            "{counted} of 400"
+            "{counted} of 400 for candidate {}",
+            card.candidate
         );
         assert!(sent.contains(&fitted.text().trim_end().to_string()));
     }
