@@ -56,6 +56,9 @@
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.
 //! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts.
+//! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
+//!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, label files, reports
+//!   and the UI (see [`crate::candidate::Numbering`]).
 //! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
 //!   as character indices, items stripped of surrounding whitespace.
 //!
@@ -67,6 +70,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::candidate::Numbering;
 use crate::hole::HoleColumn;
 
 /// Which authority keyhole follows where a paper and its published code disagree.
@@ -90,6 +94,20 @@ impl Fidelity {
             Fidelity::Paper => HoleColumn::TrimmedMiddle,
             Fidelity::Code => HoleColumn::RlpgCode,
         }
+    }
+
+    /// How ids are numbered to people: Table 7's, or RLPG's code's (post lines 5 and 6
+    /// swapped).
+    pub fn numbering(self) -> Numbering {
+        match self {
+            Fidelity::Paper => Numbering::Table7,
+            Fidelity::Code => Numbering::RlpgCode,
+        }
+    }
+
+    /// Whether this is the paper profile (the default, which files leave unsaid).
+    pub fn is_paper(&self) -> bool {
+        *self == Fidelity::Paper
     }
 
     pub fn name(self) -> &'static str {

@@ -428,3 +428,122 @@ fn eval_records_the_profile_and_the_tokenizer_and_resumes_only_with_them() {
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(err.contains("--fidelity code, not paper"), "{err}");
 }
+
+/// RLPG's code numbers its rules as `utils.py`'s `combined_to_index` does, which takes the
+/// post-line ratios in `rule_config.py`'s order (0.5, 0.25, 0.75); Table 7 lists 0.25 first.
+#[test]
+fn code_numbers_the_post_lines_as_rlpgs_code_does() {
+    let share = |fidelity: Fidelity, n: usize| {
+        let id = fidelity.numbering().id(n).unwrap();
+        assert_eq!(fidelity.numbering().number(id), n);
+        id.proposal().unwrap().share
+    };
+    assert_eq!(
+        [5, 6, 7].map(|n| share(Fidelity::Code, n)),
+        [0.5, 0.25, 0.75]
+    );
+    assert_eq!(
+        [5, 6, 7].map(|n| share(Fidelity::Paper, n)),
+        [0.25, 0.5, 0.75]
+    );
+    for n in (0..CandidateId::COUNT).filter(|n| ![5, 6].contains(n)) {
+        assert_eq!(
+            Fidelity::Code.numbering().id(n),
+            Fidelity::Paper.numbering().id(n)
+        );
+    }
+}
+
+#[test]
+fn prompt_id_5_is_the_post_lines_at_half_the_budget_in_the_code_profile() {
+    let scratch = tempfile::tempdir().unwrap();
+    let demo = format!("{SHOP}{DEMO}");
+    let prompt = |fidelity: &str| -> serde_json::Value {
+        let out = ok(keyhole(
+            &[
+                "prompt",
+                &common::sample(),
+                &demo,
+                "--id",
+                "5",
+                "--fidelity",
+                fidelity,
+                "--json",
+            ],
+            scratch.path(),
+        ));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for (fidelity, share) in [("code", 0.5), ("paper", 0.25)] {
+        let v = prompt(fidelity);
+        assert_eq!(v["proposal_id"], 5, "{fidelity}");
+        let segment = v["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"]["kind"] == "proposal")
+            .unwrap_or_else(|| panic!("{fidelity}: no proposal segment in {v}"));
+        assert_eq!(segment["kind"]["id"], 5, "{fidelity}");
+        let budget = v["budget"].as_u64().unwrap() as usize;
+        assert_eq!(
+            segment["allocated"],
+            keyhole::compose::proposal_allocation(budget, share),
+            "{fidelity}"
+        );
+    }
+}
+
+#[test]
+fn code_label_files_and_reports_number_the_post_lines_as_rlpgs_code() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let sample = common::sample();
+    let out_arg = out.to_string_lossy().into_owned();
+    ok(keyhole(
+        &[
+            "eval",
+            &sample,
+            "--holes",
+            "2",
+            "--out",
+            &out_arg,
+            "--fidelity",
+            "code",
+            "--compose",
+            "",
+            "--candidates",
+            "5",
+        ],
+        scratch.path(),
+    ));
+    let text = std::fs::read_to_string(out.join("labels/sample-repo.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * CandidateId::COUNT);
+    let not_selected = keyhole::eval::runner::NOT_SELECTED;
+    for hole in rows.chunks(CandidateId::COUNT) {
+        for (n, row) in hole.iter().enumerate() {
+            assert_eq!(
+                row["proposal_id"], n,
+                "a hole's rows in the profile's order"
+            );
+            assert_eq!(row["fidelity"], "code", "{row}");
+        }
+        // `--candidates 5` is RLPG's 5: the post lines at half the budget, completed; Table
+        // 7's 5 (RLPG's 6) is left out.
+        assert_ne!(hole[5]["why_not"], not_selected, "{}", hole[5]);
+        assert_eq!(hole[6]["why_not"], not_selected, "{}", hole[6]);
+        assert!(
+            hole[5]["proposal_tokens"].as_u64().unwrap() > 0,
+            "{}",
+            hole[5]
+        );
+    }
+    let settings = std::fs::read_to_string(out.join("settings.json")).unwrap();
+    assert!(settings.contains("\"candidates\": \"5\""), "{settings}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| 5 | `current PL 50%` |"), "{report}");
+    assert!(report.contains("| 6 | `current PL 25%` |"), "{report}");
+}

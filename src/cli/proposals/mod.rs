@@ -40,8 +40,8 @@ pub struct ProposalsOut<'a> {
     tokenizer: &'static str,
     budget: usize,
     ranker: RankerKind,
-    /// RLPG's applicable candidates, best first.
-    ranking: Vec<CandidateId>,
+    /// RLPG's applicable candidates, best first. Ids here are as the profile numbers them.
+    ranking: Vec<usize>,
     /// The 62 proposals in id order.
     proposals: Vec<ProposalOut<'a>>,
     default: DefaultOut,
@@ -53,7 +53,7 @@ pub struct ProposalsOut<'a> {
 
 #[derive(Serialize)]
 struct ProposalOut<'a> {
-    id: CandidateId,
+    id: usize,
     source: PromptSource,
     context_type: ContextType,
     applicable: bool,
@@ -110,7 +110,7 @@ impl<'a> ProposalsOut<'a> {
                 .position(|r| r.id == id)
                 .map(|i| (i + 1, all.ranking[i].score))
         };
-        let proposals = all
+        let mut proposals: Vec<ProposalOut> = all
             .proposals
             .iter()
             .map(|proposal| {
@@ -119,7 +119,7 @@ impl<'a> ProposalsOut<'a> {
                 let seg = context_segment(prompt);
                 let in_prompt = seg.map(|s| s.text.files()).unwrap_or_default();
                 ProposalOut {
-                    id: spec.id,
+                    id: opened.number(spec.id),
                     source: spec.source,
                     context_type: spec.context_type,
                     applicable: proposal.applicable(),
@@ -145,6 +145,7 @@ impl<'a> ProposalsOut<'a> {
                 }
             })
             .collect();
+        proposals.sort_by_key(|p| p.id);
         let default =
             default_segment(&all.get(CandidateId::DEFAULT).expect("a default row").prompt);
         let retrieved = all
@@ -184,7 +185,7 @@ impl<'a> ProposalsOut<'a> {
             tokenizer: session.tokenizer.name(),
             budget: session.budget,
             ranker,
-            ranking: all.ranking.iter().map(|r| r.id).collect(),
+            ranking: all.ranking.iter().map(|r| opened.number(r.id)).collect(),
             proposals,
             default: DefaultOut {
                 id: CandidateId::DEFAULT,
