@@ -107,7 +107,13 @@ impl Session {
 
     /// The composer of `hole`'s prompts within the budget.
     pub fn composer(&self, hole: &Hole) -> Composer<'static> {
-        Composer::new(&self.index, hole, self.tokenizer, self.budget)
+        Composer::new_as(
+            &self.index,
+            hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity.line_breaks(),
+        )
     }
 
     /// RLPG's 62 proposals for `hole`, each within its share of the budget.
@@ -299,7 +305,13 @@ impl Session {
         let budget = self.budget;
         let mut local_budget = budget;
         for _ in 0..4 {
-            let composer = Composer::new(&self.index, hole, self.tokenizer, local_budget);
+            let composer = Composer::new_as(
+                &self.index,
+                hole,
+                self.tokenizer,
+                local_budget,
+                self.fidelity.line_breaks(),
+            );
             let prompt = compose(&composer);
             let Some(count) = self.backend.count_tokens(&prompt.text()).await else {
                 return Ok(prompt);

@@ -55,7 +55,8 @@
 //! - Parents: a class's superclass must be written as a bare type identifier, and its file is
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.
-//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts.
+//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts, the
+//!   default context (the code before the hole) included.
 //! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
 //!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, label files, reports
 //!   and the UI (see [`crate::candidate::Numbering`]).
@@ -71,6 +72,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::Numbering;
+use crate::compose::LineBreaks;
 use crate::hole::HoleColumn;
 
 /// Which authority keyhole follows where a paper and its published code disagree.
@@ -93,6 +95,14 @@ impl Fidelity {
         match self {
             Fidelity::Paper => HoleColumn::TrimmedMiddle,
             Fidelity::Code => HoleColumn::RlpgCode,
+        }
+    }
+
+    /// How the default context reads the hole's file.
+    pub fn line_breaks(self) -> LineBreaks {
+        match self {
+            Fidelity::Paper => LineBreaks::AsWritten,
+            Fidelity::Code => LineBreaks::CrlfAsLf,
         }
     }
 

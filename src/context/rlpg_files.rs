@@ -328,8 +328,7 @@ pub fn cut_and_decode(
     max_tokens: usize,
     keep: Keep,
 ) -> (SourcedText, usize) {
-    let carriage_returns: Vec<usize> = text.text.match_indices("\r\n").map(|(at, _)| at).collect();
-    let text = without(text, &carriage_returns);
+    let text = text.crlf_as_lf();
     let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
     for (from, to) in DECODE_CLEAN_UP {
         let deleted: Vec<usize> = text
@@ -341,24 +340,9 @@ pub fn cut_and_decode(
                 from.match_indices(' ').map(move |(k, _)| at + k)
             })
             .collect();
-        text = without(&text, &deleted);
+        text = text.without(&deleted);
     }
     (text, tokens)
-}
-
-/// `text` without the one-byte characters at `positions` (ascending).
-fn without(text: &SourcedText, positions: &[usize]) -> SourcedText {
-    if positions.is_empty() {
-        return text.clone();
-    }
-    let mut kept = SourcedText::default();
-    let mut start = 0;
-    for &at in positions {
-        kept.append(text.slice(start..at));
-        start = at + 1;
-    }
-    kept.append(text.slice(start..text.text.len()));
-    kept
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty

@@ -88,7 +88,13 @@ impl ClassifierEval<'_> {
         let proposals =
             build_for_budget_as(index, &hole, self.tokenizer, self.budget, self.fidelity);
         let input = RankInput::new(index, &hole, &proposals);
-        let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
+        let composer = Composer::new_as(
+            index,
+            &hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity.line_breaks(),
+        );
         let mut rankings = Vec::new();
         let mut prompts = Vec::new();
         for &variant in &self.variants {

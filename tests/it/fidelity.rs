@@ -547,3 +547,33 @@ fn code_label_files_and_reports_number_the_post_lines_as_rlpgs_code() {
     assert!(report.contains("| 5 | `current PL 50%` |"), "{report}");
     assert!(report.contains("| 6 | `current PL 25%` |"), "{report}");
 }
+
+#[test]
+fn code_reads_the_code_before_a_crlf_hole_with_lf_line_breaks() {
+    let scratch = tempfile::tempdir().unwrap();
+    let text = "class Main {\r\n    int a = 1;\r\n    int b = a + 1;\r\n}\r\n";
+    let (repo, _, _) = temp_repo(&[("Main.java", text)], "Main.java:3:13");
+    let repo = repo.path().to_string_lossy().into_owned();
+    let prompt = |fidelity: &str| -> serde_json::Value {
+        let args = [
+            "prompt",
+            &repo,
+            "Main.java:3:13",
+            "--json",
+            "--fidelity",
+            fidelity,
+            "--tokenizer",
+            "r50k_base",
+        ];
+        serde_json::from_slice(&ok(keyhole(&args, scratch.path())).stdout).unwrap()
+    };
+    let before = "class Main {\n    int a = 1;\n    int b = ";
+    let code = prompt("code");
+    assert_eq!(code["text"], before);
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    assert_eq!(code["tokens"], r50k.count(before), "counted as read");
+    // Each kept piece still points at the file's own lines.
+    let pieces = &code["segments"][0]["pieces"];
+    assert_eq!(pieces[0]["file"], "Main.java", "{code}");
+    assert_eq!(prompt("paper")["text"], before.replace('\n', "\r\n"));
+}
