@@ -43,6 +43,9 @@
 //! - A block shows the lines of the window's first place (`metadata[0]`), even when that place
 //!   is in the hole's file and only a copy elsewhere made the window retrievable; the paper
 //!   profile shows the copy's lines.
+//! - A later iteration's block (candidate 67's) leaves out its window's last line when that
+//!   line is empty, as RepoCoder's code loses it joining the window's lines and splitting them
+//!   again; the paper profile shows the whole window.
 //! - Windows and their places are ordered as RepoCoder's window list (files as `glob` lists
 //!   them, in file-system order), and of tied windows the later comes first; the paper profile
 //!   orders by path.

@@ -577,3 +577,35 @@ fn code_reads_the_code_before_a_crlf_hole_with_lf_line_breaks() {
     assert_eq!(pieces[0]["file"], "Main.java", "{code}");
     assert_eq!(prompt("paper")["text"], before.replace('\n', "\r\n"));
 }
+
+#[test]
+fn code_shows_a_later_iterations_window_without_its_empty_last_line() {
+    // B's first window is its lines 0-9, the last of them empty.
+    let fields = "    int alpha = 1;\n    int beta = 2;\n    int gamma = alpha + beta;\n    \
+                  int delta = gamma * 2;\n    int epsilon = delta - 1;\n    int zeta = epsilon;\n    \
+                  int eta = zeta + 1;\n    int theta = eta + 2;\n";
+    let b = format!("class B {{\n{fields}\n}}\n");
+    let a = format!("class A {{\n{fields}    int iota = \n");
+    let (_repo, index, h) = temp_repo(&[("A.java", &a), ("B.java", &b)], "A.java:10:16");
+    let retrieval = Retrieval::new(&index);
+    let windows = WindowIndex::new(&index);
+    let iteration = |fidelity| {
+        let p = Perspectives {
+            index: &index,
+            retrieval: &retrieval,
+            windows: &windows,
+            tokenizer: TokenizerKind::P50kBase.tokenizer(),
+            budget: 4072,
+            seed: 9,
+            fidelity,
+        };
+        p.repocoder_iteration(&h, "theta + 1;").context.text
+    };
+    let code = iteration(Fidelity::Code);
+    let theta = "    int theta = eta + 2;\n";
+    assert!(code.contains(&format!("# {theta}# ---")), "{code}");
+    assert!(!code.contains(&format!("# {theta}# \n# ---")), "{code}");
+    // The paper profile shows the window's ten lines.
+    let paper = iteration(Fidelity::Paper);
+    assert!(paper.contains(&format!("// {theta}// \n// ---")), "{paper}");
+}
