@@ -291,9 +291,10 @@ impl PromptSource {
     }
 
     /// Truncation per appendix B.3. Its two sentences disagree about Current; the authors'
-    /// code settles it: Current (post lines and the other types, taken after the hole) and
-    /// Parent Class keep their beginning; every other source keeps its end, and since files are
-    /// laid out best-ranked last (as in the authors' code), the lowest-ranked files go first.
+    /// code settles it: Current (post lines and the other types, taken after the hole) keeps
+    /// its beginning. Parent Class keeps its beginning too (the code profile keeps its end, as
+    /// the authors' code does); every other source keeps its end, and since files are laid out
+    /// best-ranked last (as in the authors' code), the lowest-ranked files go first.
     pub fn keep(self) -> Keep {
         match self {
             Self::Current | Self::ParentClass => Keep::Start,

@@ -55,6 +55,8 @@
 //!   deleting the space before `.`, `,`, `!`, `?` and some contractions (`a != b` becomes
 //!   `a!= b`).
 //!
+//! - A parent class's context is cut to keep its end (its `type='back'`); the paper profile
+//!   keeps its start.
 //! - Parents: a class's superclass must be written as a bare type identifier, and its file is
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.

@@ -70,7 +70,13 @@ pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
             }
             (context, vec![req.hole.file])
         }
-        PromptSource::ParentClass => parent_context(spec.context_type, req),
+        PromptSource::ParentClass => {
+            if req.fidelity == Fidelity::Code {
+                // RLPG's code cuts a parent class's context from the front (`type='back'`).
+                keep = Keep::End;
+            }
+            parent_context(spec.context_type, req)
+        }
         source => {
             let files = rank_files(source, req);
             (multi_file_context(&files, spec.context_type, req), files)
@@ -193,7 +199,7 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
     };
     let mut items = file_items(req, link.file, context_type);
     if req.fidelity == Fidelity::Code && context_type != ContextType::MethodNamesAndBodies {
-        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, Keep::Start).0;
+        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, Keep::End).0;
     }
     if items.is_empty() {
         return (items, vec![link.file]);

@@ -266,7 +266,9 @@ fn temp_repo(
 ) {
     let repo = tempfile::tempdir().unwrap();
     for (name, text) in files {
-        std::fs::write(repo.path().join(name), text).unwrap();
+        let path = repo.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
     let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
     let hole = keyhole::hole::Hole::parse(&index, at).unwrap();
@@ -608,4 +610,87 @@ fn code_shows_a_later_iterations_window_without_its_empty_last_line() {
     // The paper profile shows the window's ten lines.
     let paper = iteration(Fidelity::Paper);
     assert!(paper.contains(&format!("// {theta}// \n// ---")), "{paper}");
+}
+
+#[test]
+fn code_gives_a_hole_the_siblings_rlpgs_cache_gave_it_after_the_holes_above() {
+    // F uses X1 near its top and X2 near its end; sibling S1 imports X1, S2 imports X2.
+    let mut f =
+        "package com.acme.p;\n\nimport com.acme.q.X1;\nimport com.acme.q.X2;\n\nclass F {\n    \
+                 X1 one = new X1();\n"
+            .to_string();
+    for i in 0..12 {
+        f.push_str(&format!("    int a{i} = {i};\n"));
+    }
+    f.push_str("    X2 two = new X2();\n    int b = 2;\n}\n");
+    let sibling = |n: u8| {
+        format!(
+            "package com.acme.p;\nimport com.acme.q.X{n};\nclass S{n} {{ X{n} x; void from{n}() {{}} }}\n"
+        )
+    };
+    let (s1, s2) = (sibling(1), sibling(2));
+    let files = [
+        ("com/acme/p/F.java", f.as_str()),
+        ("com/acme/p/S1.java", &s1),
+        ("com/acme/p/S2.java", &s2),
+        (
+            "com/acme/q/X1.java",
+            "package com.acme.q;\npublic class X1 {}\n",
+        ),
+        (
+            "com/acme/q/X2.java",
+            "package com.acme.q;\npublic class X2 {}\n",
+        ),
+    ];
+    let names = |line: usize| {
+        let (_repo, index, h) = temp_repo(&files, &format!("com/acme/p/F.java:{line}:5"));
+        let mn = |fidelity| {
+            temp_context(
+                &index,
+                &h,
+                PromptSource::Sibling,
+                ContextType::MethodNames,
+                fidelity,
+            )
+        };
+        (mn(Fidelity::Code), mn(Fidelity::Paper))
+    };
+    // Near X1, the siblings importing X1. The first hole of the file (its package line) found
+    // them the same way, and RLPG's loop stored that answer under the next import, X2.
+    let (code, _) = names(8);
+    assert!(code.contains("from1") && !code.contains("from2"), "{code}");
+    // So near X2, where X2 comes first, RLPG's run answers from its cache: S1 again.
+    let (code, paper) = names(21);
+    assert!(code.contains("from1") && !code.contains("from2"), "{code}");
+    // The paper profile (and RLPG's code for a file's first hole) ranks afresh.
+    assert!(paper.contains("from2"), "{paper}");
+}
+
+#[test]
+fn code_cuts_a_long_parent_class_context_from_its_front() {
+    // More field names than the allocation of 2,036 GPT-2 tokens holds.
+    let fields: String = (0..1500).map(|i| format!("    int field{i};\n")).collect();
+    let base = format!("class Base {{\n{fields}}}\n");
+    let files = [
+        ("Base.java", base.as_str()),
+        (
+            "Child.java",
+            "class Child extends Base {\n    int c = 1;\n}\n",
+        ),
+    ];
+    let (_repo, index, h) = temp_repo(&files, "Child.java:2:5");
+    let fd = |fidelity| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::ParentClass,
+            ContextType::Identifiers,
+            fidelity,
+        )
+    };
+    let code = fd(Fidelity::Code);
+    assert!(code.ends_with("field1499\n[Child]"), "{code}");
+    assert!(!code.contains(" field0 "), "the front is cut: {code}");
+    let paper = fd(Fidelity::Paper);
+    assert!(paper.starts_with("[Base] Base field0 field1"), "{paper}");
 }
