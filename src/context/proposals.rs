@@ -171,11 +171,12 @@ fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool
     if !after.is_empty() {
         return (join_items(req, req.hole.file, &after, Keep::Start), false);
     }
-    let before: Vec<Span> = spans
-        .iter()
-        .copied()
-        .filter(|s| (s.end as usize) <= req.hole.offset)
-        .collect();
+    // RLPG's code takes an item ending right at the hole as after it (`end_char < hole_char`).
+    let ends_before = |s: &Span| match req.fidelity {
+        Fidelity::Paper => (s.end as usize) <= req.hole.offset,
+        Fidelity::Code => (s.end as usize) < req.hole.offset,
+    };
+    let before: Vec<Span> = spans.iter().copied().filter(ends_before).collect();
     (join_items(req, req.hole.file, &before, Keep::End), true)
 }
 
