@@ -303,13 +303,12 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity, iteration: Itera
             };
             let first = ours.lines().zip(theirs.lines()).position(|(a, b)| a != b);
             let line = |t: &str| {
-                first
-                    .and_then(|i| t.lines().nth(i))
-                    .unwrap_or_default()
-                    .to_string()
+                let at = first.unwrap_or_default();
+                let around: Vec<&str> = t.lines().skip(at.saturating_sub(3)).take(5).collect();
+                format!("line {at}: {around:?}")
             };
             println!(
-                "{at}: context differs\n  ours   {:?}\n  theirs {:?}\n  first different line: {:?} / {:?}",
+                "{at}: context differs\n  ours   {:?}\n  theirs {:?}\n  first different line\n    ours   {}\n    theirs {}",
                 paths(&ours),
                 paths(theirs),
                 line(&ours),
