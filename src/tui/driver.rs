@@ -3,7 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use futures_util::future::join_all;
@@ -13,17 +13,20 @@ use tokio::task::JoinHandle;
 use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, Indexed, Progress, Stage,
 };
+use crate::compose::Prompt;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
+use crate::model::Backend;
 use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::rank::classifier::Classifier;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{Learning, SearchIndex, Session};
+use crate::session::{BuiltContext, Learning, SearchIndex, Session, SharedSearch};
+use crate::token::TokenizerKind;
 
 /// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
 /// central file) and build the backend that completes it. `progress` runs on worker threads
@@ -127,18 +130,58 @@ fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
     }
 }
 
-/// Ask the backend for one completion per prompt, concurrently, and score each.
-/// Complete every prompt of `job` at once; streamed text goes to `stream` as it arrives.
-pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>>) -> Vec<Card> {
-    let requests: Vec<CompletionRequest> = job
-        .prompts
-        .iter()
-        .map(|(_, prompt)| CompletionRequest {
+/// A session to fit prompts with, and the contexts already built from the backend's answers
+/// for the job's hole.
+type Fit<'a> = (&'a Session, &'a [perspectives::Candidate]);
+
+/// The prompts of `job` as they are sent: composed again by the session of `fit` to fit the
+/// budget as the backend's model counts it, where the backend counts in a tokenizer of its own
+/// (the prompt then comes with them); as they are otherwise. An error for a prompt that
+/// cannot fit.
+async fn sent_prompts(
+    job: &CompleteJob,
+    fit: Option<Fit<'_>>,
+) -> Vec<Result<(String, Option<Prompt>), String>> {
+    let refit = job.refit.as_ref().zip(fit);
+    let Some((refit, (session, drafted))) =
+        refit.filter(|(_, (session, _))| !session.counts_exactly())
+    else {
+        return job
+            .prompts
+            .iter()
+            .map(|(_, text)| Ok((text.clone(), None)))
+            .collect();
+    };
+    join_all(job.prompts.iter().map(|(id, _)| async move {
+        // A context built from the backend's answers is composed again, not asked for anew.
+        let context = match drafted.iter().find(|c| c.id == *id) {
+            Some(built) => BuiltContext::Retrieved(built.clone()),
+            None => session.context(&refit.hole, *id).await,
+        };
+        let fitted = session.fit(&refit.hole, |composer| context.compose(composer));
+        fitted
+            .await
+            .map(|prompt| (prompt.text(), Some(prompt)))
+            .map_err(|e| e.to_string())
+    }))
+    .await
+}
+
+/// Complete every prompt of `job` at once, each fitted by `session` where the backend counts
+/// tokens itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
+/// arrives.
+pub async fn complete(
+    job: &CompleteJob,
+    fit: Option<Fit<'_>>,
+    stream: Option<&UnboundedSender<Action>>,
+) -> Vec<Card> {
+    let prompts = sent_prompts(job, fit).await;
+    let results = join_all(prompts.iter().enumerate().map(|(card, prompt)| async move {
+        let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
+        let request = CompletionRequest {
             current_file: Some(job.current_file.clone()),
-            ..CompletionRequest::single_line(prompt.clone())
-        })
-        .collect();
-    let results = join_all(requests.iter().enumerate().map(|(card, r)| async move {
+            ..CompletionRequest::single_line(text.clone())
+        };
         let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
         let forward = async {
             while let Some(delta) = received.recv().await {
@@ -152,21 +195,22 @@ pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>
             }
         };
         // The request owns the sender: when it finishes, the channel closes and forwarding ends.
-        let request = async move { job.backend.complete(r, Some(&deltas)).await };
-        tokio::join!(request, forward).0
+        let request = async move { job.backend.complete(&request, Some(&deltas)).await };
+        tokio::join!(request, forward).0.map_err(|e| {
+            tracing::warn!(candidate = job.prompts[card].0.index(), error = %e, "backend");
+            e.to_string()
+        })
     }))
     .await;
     job.prompts
         .iter()
+        .zip(prompts)
         .zip(results)
-        .map(|((id, prompt), result)| Card {
+        .map(|(((id, text), sent), result)| Card {
             candidate: *id,
-            edited: job.edited.then(|| prompt.clone()),
+            edited: job.edited.then(|| text.clone()),
+            fitted: sent.ok().and_then(|(_, fitted)| fitted),
             outcome: result
-                .map_err(|e| {
-                    tracing::warn!(candidate = id.index(), error = %e, "backend");
-                    e.to_string()
-                })
                 .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
                 .map(|c| Finished {
                     scores: metrics::score(&c.text, &job.target),
@@ -282,7 +326,13 @@ pub struct Driver {
     fidelity: Fidelity,
     running: Option<JoinHandle<()>>,
     analysing: Option<JoinHandle<()>>,
+    /// The contexts built from the backend's answers (67, 69, 70) for the latest hole, by
+    /// generation: fitting a card composes them again rather than asking the backend anew.
+    drafted: Drafted,
 }
+
+/// The contexts built from the backend's answers for one hole generation.
+type Drafted = Arc<Mutex<Option<(u64, Vec<perspectives::Candidate>)>>>;
 
 impl Driver {
     /// A driver that keeps what it learns in `dirs` and reads indexes from its cache.
@@ -293,6 +343,29 @@ impl Driver {
             fidelity: Fidelity::Paper,
             running: None,
             analysing: None,
+            drafted: Drafted::default(),
+        }
+    }
+
+    /// A session on the open repository with the driver's rankers and fidelity.
+    fn session(
+        &self,
+        index: Arc<RepoIndex>,
+        search: SharedSearch,
+        backend: Arc<dyn Backend>,
+        tokenizer: TokenizerKind,
+        budget: usize,
+    ) -> Session {
+        Session {
+            index,
+            search,
+            backend,
+            learning: self.learning.clone(),
+            tokenizer: tokenizer.tokenizer(),
+            budget,
+            iterations: perspectives::DEFAULT_ITERATIONS,
+            seed: perspectives::DEFAULT_SEED,
+            fidelity: self.fidelity,
         }
     }
 
@@ -381,17 +454,8 @@ impl Driver {
                     task.abort();
                 }
                 let tx = self.tx.clone();
-                let session = Session {
-                    index: index.clone(),
-                    search,
-                    backend,
-                    learning: self.learning.clone(),
-                    tokenizer: tokenizer.tokenizer(),
-                    budget,
-                    iterations: perspectives::DEFAULT_ITERATIONS,
-                    seed: perspectives::DEFAULT_SEED,
-                    fidelity: self.fidelity,
-                };
+                let drafted = self.drafted.clone();
+                let session = self.session(index.clone(), search, backend, tokenizer, budget);
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
@@ -419,6 +483,8 @@ impl Driver {
                         let _ = tx.send(Action::Message(warning));
                     }
                     let later = session.retrieve_later(&hole, &analysis.retrieved).await;
+                    *drafted.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some((generation, later.built.clone()));
                     let _ = tx.send(Action::Retrieved {
                         generation,
                         candidates: later.candidates,
@@ -450,8 +516,28 @@ impl Driver {
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
+                let drafted = self.drafted.clone();
+                let session = job.refit.as_ref().map(|refit| {
+                    let (index, search) = (refit.index.clone(), refit.search.clone());
+                    self.session(
+                        index,
+                        search,
+                        job.backend.clone(),
+                        refit.tokenizer,
+                        refit.budget,
+                    )
+                });
                 self.running = Some(tokio::spawn(async move {
-                    let run = AssertUnwindSafe(complete(&job, Some(&tx))).catch_unwind();
+                    let drafts = drafted
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    let drafts = drafts
+                        .filter(|(generation, _)| *generation == job.generation)
+                        .map(|(_, built)| built)
+                        .unwrap_or_default();
+                    let fit = session.as_ref().map(|session| (session, drafts.as_slice()));
+                    let run = AssertUnwindSafe(complete(&job, fit, Some(&tx))).catch_unwind();
                     let cards = run.await.unwrap_or_else(|payload| {
                         let _ = tx.send(Action::Message(panic_text(payload)));
                         Vec::new()

@@ -333,18 +333,8 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         tokenizer: None,
     };
     let tokenizer = setup.tokenizer().name();
-    let options = keyhole::tui::Options {
-        setup,
-        ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs: dirs.clone(),
-        theme: None,
-        fidelity: keyhole::context::fidelity::Fidelity::Paper,
-    };
-    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
-    app.settle(LIMIT).await.unwrap();
+    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
     assert_eq!(app.state.candidates.len(), CANDIDATES);
     let prompt = &app.state.candidates[0].prompt;
     assert_eq!((prompt.budget, prompt.tokenizer), (2000, tokenizer));
@@ -384,6 +374,82 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
     );
 }
 
+#[tokio::test]
+async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
+    // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
+    let server = Server::start(|request, _| match request.path.as_str() {
+        "/tokenize" => {
+            let content = request.body["content"].as_str().unwrap_or("");
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 2] }),
+            )
+        }
+        _ => Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })])),
+    })
+    .await;
+    let (_scratch, dirs) = scratch_dirs();
+    let setup = Setup {
+        backends: vec![BackendConfig {
+            name: "llama".into(),
+            ..config(BackendKind::LlamaCpp, &server.base)
+        }],
+        backend: 0,
+        budget: 400,
+        tokenizer: None,
+    };
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
+    let title = keyhole::tui::ui::prompt::title(&app.state);
+    assert!(title.contains("approximate"), "not counted yet: {title}");
+
+    // RepoCoder's second iteration and the hypothetical line are built from the backend's
+    // answers during analysis; fitting composes them again without asking anew.
+    let completions = |server: &Server| {
+        let requests = server.requests().into_iter();
+        requests.filter(|r| r.path != "/tokenize").count()
+    };
+    let asked = completions(&server);
+    let chosen = [7, 67, 69].map(CandidateId::nth);
+    app.state.selected.extend(chosen);
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.cards.len(), chosen.len());
+    assert_eq!(
+        completions(&server) - asked,
+        chosen.len(),
+        "one request per card"
+    );
+    let sent: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path != "/tokenize")
+        .filter_map(|r| {
+            let body = &r.body;
+            let prompt = body["prompt"].as_str().or(body["input_prefix"].as_str());
+            prompt.map(str::to_string)
+        })
+        .collect();
+    for card in &app.state.cards {
+        assert!(card.outcome.is_ok(), "{:?}", card.outcome);
+        let fitted = card
+            .fitted
+            .as_ref()
+            .expect("the card keeps the prompt it sent");
+        let counted = fitted.backend_tokens.unwrap();
+        assert!(
+            counted <= 400 && counted * 50 >= 400 * 49,
+            "{counted} of 400 for candidate {}",
+            card.candidate
+        );
+        assert!(sent.contains(&fitted.text().trim_end().to_string()));
+    }
+    // Explaining a card shows the prompt it sent, with the server's count.
+    app.dispatch(Action::Command(Command::Explain));
+    let title = keyhole::tui::ui::prompt::title(&app.state);
+    assert!(title.contains("/400 tokens (counted by llama)"), "{title}");
+}
+
 /// A loopback server that always answers `fromServer();`, and a backend entry for it.
 async fn loopback() -> (Server, BackendConfig) {
     let server = Server::start(|_, _| {
@@ -407,13 +473,24 @@ async fn served_app(
     dirs: keyhole::dirs::Dirs,
 ) -> (App, Server) {
     let (server, served) = loopback().await;
+    let setup = Setup {
+        backends: vec![served],
+        backend: 0,
+        budget: 2000,
+        tokenizer: None,
+    };
+    (app_with(setup, root, position, dirs).await, server)
+}
+
+/// The app with `setup` on `root` at `position`, settled.
+async fn app_with(
+    setup: Setup,
+    root: std::path::PathBuf,
+    position: &str,
+    dirs: keyhole::dirs::Dirs,
+) -> App {
     let options = keyhole::tui::Options {
-        setup: Setup {
-            backends: vec![served],
-            backend: 0,
-            budget: 2000,
-            tokenizer: None,
-        },
+        setup,
         ranker: RankerKind::RlpgH,
         classifier: Classifier::bundled(),
         dirs,
@@ -423,7 +500,7 @@ async fn served_app(
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));
     app.settle(LIMIT).await.unwrap();
-    (app, server)
+    app
 }
 
 #[tokio::test]

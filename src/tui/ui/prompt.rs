@@ -12,7 +12,6 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
-use crate::model::TokenCounting;
 use crate::token::Keep;
 use crate::tui::state::{Availability, Editor, State, provenance};
 use crate::tui::theme::Theme;
@@ -46,11 +45,17 @@ pub fn title(state: &State) -> String {
             } else {
                 ""
             };
-            // Counted with a stand-in for the backend's own tokenizer: say so.
-            let approximate = match state.backend.as_ref().map(|b| b.counting()) {
-                Some(TokenCounting::Approximate) => ", approximate",
-                _ => "",
-            };
+            let backend = state.backend.as_ref();
+            if let (Some(counted), Some(backend)) = (p.backend_tokens, backend) {
+                return format!(
+                    "prompt · {counted}/{} tokens (counted by {}){explained}",
+                    state.setup.budget,
+                    backend.name()
+                );
+            }
+            // Counted with a stand-in for the model's own tokenizer: say so.
+            let exact = backend.is_some_and(|b| b.tokenizer() == Some(p.tokenizer));
+            let approximate = if exact { "" } else { ", approximate" };
             format!(
                 "prompt · {used}/{} tokens ({}{approximate}){explained}",
                 p.budget, p.tokenizer
@@ -314,6 +319,7 @@ mod tests {
             budget: 100,
             tokenizer: "code",
             proposal_id: id,
+            backend_tokens: None,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         let theme = state.theme.clone();
