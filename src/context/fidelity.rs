@@ -63,14 +63,21 @@
 //! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts, the
 //!   default context (the code before the hole) included.
 //! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
-//!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, label files, reports
-//!   and the UI (see [`crate::candidate::Numbering`]).
+//!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, `--candidates`,
+//!   label files and reports (see [`crate::candidate::Numbering`]); the UI shows Table 7's.
 //! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
 //!   as character indices, items stripped of surrounding whitespace.
 //!
-//! Not reproduced: the per-file cache in RLPG's `get_relevant_files` that lets earlier holes
-//! of a file change a later hole's order, and the decode of the whole prompt when RLPG's final
-//! prompt runs past the budget.
+//! - The per-file cache of RLPG's `get_relevant_files`, which lets the earlier holes of a file
+//!   change a later hole's siblings, similar names and children, is replayed over the hole
+//!   lines above the hole (see [`super::rlpg_files`]).
+//! - An item of the current file is before the hole only when it ends before it
+//!   (`end_char < hole_char`).
+//!
+//! Not reproduced: the decode of the whole prompt when RLPG's final prompt runs past the
+//! budget; RLPG's default context skips leading lines starting with `/` or `*` and is decoded
+//! (neither is done here); the order of RepoCoder's equally scored windows, which its own runs
+//! leave to the order its process pool finishes (`as_completed`).
 
 use std::str::FromStr;
 
