@@ -160,11 +160,11 @@ fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
     if let Some(language) = crate::lang::for_path(std::path::Path::new(&file.path)) {
         let earlier = (0..req.hole.line).filter(|&l| takes_hole(language, file.line_text(l)));
         for line in earlier {
-            cache.answer(&imports_from_line(&last_uses, line), &sharing);
+            cache.answer(&imports_from_line(&last_uses, line), sharing);
         }
     }
     let order = imports_from_line(&last_uses, req.hole.line);
-    cache.answer(&order, &sharing).unwrap_or(candidates)
+    cache.answer(&order, sharing).unwrap_or(candidates)
 }
 
 /// The per-file cache of RLPG's `get_relevant_files`: answers by the import they were stored
