@@ -141,7 +141,7 @@ fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
             (f, overlap, imported)
         })
         .collect();
-    // The candidates importing `import`, by overlap, most first.
+    // Per import of the file: the candidates importing it, by overlap, most first.
     let sharing = |import: FileId| -> Vec<FileId> {
         let mut sharing: Vec<(FileId, usize)> = Vec::new();
         for (f, n, imported) in &candidate_imports {
@@ -155,16 +155,21 @@ fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
         sharing.into_iter().map(|(f, _)| f).collect()
     };
     let last_uses = last_uses(index, id);
+    // Worked out once: the replay below asks for them at every hole line above the hole.
+    let shared: HashMap<FileId, Vec<FileId>> = last_uses
+        .iter()
+        .map(|&(import, _)| (import, sharing(import)))
+        .collect();
     let file = &index.files[id];
     let mut cache = RelevantCache::default();
     if let Some(language) = crate::lang::for_path(std::path::Path::new(&file.path)) {
         let earlier = (0..req.hole.line).filter(|&l| takes_hole(language, file.line_text(l)));
         for line in earlier {
-            cache.answer(&imports_from_line(&last_uses, line), sharing);
+            cache.answer(&imports_from_line(&last_uses, line), &shared);
         }
     }
     let order = imports_from_line(&last_uses, req.hole.line);
-    cache.answer(&order, sharing).unwrap_or(candidates)
+    cache.answer(&order, &shared).unwrap_or(candidates)
 }
 
 /// The per-file cache of RLPG's `get_relevant_files`: answers by the import they were stored
@@ -177,12 +182,13 @@ struct RelevantCache {
 impl RelevantCache {
     /// One call of `get_relevant_files` for a hole whose imports by distance are `order`, as
     /// RLPG's loop runs it: a cached import answers at once; otherwise the first import the
-    /// candidates share answers (none: `None`, all candidates, not cached), and is stored
-    /// under the import the loop stood on when it stopped: the next one, where there is one.
+    /// candidates share (`shared`: the candidates importing each import) answers (none:
+    /// `None`, all candidates, not cached), and is stored under the import the loop stood on
+    /// when it stopped: the next one, where there is one.
     fn answer(
         &mut self,
         order: &[(FileId, usize)],
-        sharing: impl Fn(FileId) -> Vec<FileId>,
+        shared: &HashMap<FileId, Vec<FileId>>,
     ) -> Option<Vec<FileId>> {
         let mut found: Option<(FileId, Vec<FileId>)> = None;
         for &(import, _) in order {
@@ -193,9 +199,9 @@ impl RelevantCache {
                 found = Some((import, answer));
                 break;
             }
-            let answer = sharing(import);
+            let answer = &shared[&import];
             if !answer.is_empty() {
-                found = Some((import, answer));
+                found = Some((import, answer.clone()));
             }
         }
         let (key, answer) = found?;
