@@ -105,8 +105,10 @@ pub struct EvalArgs {
     /// instead of asking a server; a file cut short counts as far as it goes.
     #[arg(long, value_name = "FILE", value_delimiter = ',')]
     import_responses: Vec<PathBuf>,
-    /// Only rank and report on the rows there are (`keyhole eval merge`).
-    #[arg(skip)]
+    /// Label nothing: rank and report on the holes already labelled in --out (a run stopped
+    /// part way; `keyhole eval merge` does this for merged shards). Table 10's compositions
+    /// still ask the backend unless --compose is empty.
+    #[arg(long)]
     report_only: bool,
 }
 
