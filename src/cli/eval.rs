@@ -158,7 +158,10 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         budget: args.budget,
         concurrency: scale::in_flight(args.concurrency, &entry)?,
         shard: args.shard.unwrap_or(Shard::WHOLE),
-        candidates: args.candidates.clone().unwrap_or_else(Selection::all),
+        candidates: args
+            .candidates
+            .as_ref()
+            .map_or_else(Selection::all, |c| c.read_as(args.fidelity.numbering())),
         fidelity: args.fidelity,
         tokenizer: tokenizer_kind,
     };
