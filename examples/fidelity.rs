@@ -5,11 +5,16 @@
 //! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- holes REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- rlpg REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- default REPO ORACLE.jsonl [paper|code]
 //!
 //! `rlpg`: per hole, the rule context RLPG's code builds for each of the 62 proposals (by
 //! keyhole's label, e.g. `sibling I`). Reported per proposal: applicability agreement, and
 //! where both have a context, contexts equal ignoring whitespace. Budgets are 4,072 GPT-2
 //! (r50k_base) tokens, as RLPG's.
+//!
+//! `default`: per hole, RLPG's default context alone (`get_default_prompt`, 4,072 GPT-2 tokens:
+//! candidate 62). Reported: keyhole's candidate 62 prompt equal to it, exactly and ignoring
+//! whitespace.
 //!
 //! `holes`: RLPG's hole positions (file, line, column). Reported, over the files keyhole
 //! samples: their holes whose line keyhole also samples, and of those the ones at the same
@@ -50,7 +55,7 @@ use keyhole::token::{self, TokenizerKind};
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder|repocoder2|holes|rlpg|completions REPO ORACLE.jsonl [paper|code]";
+    let usage = "usage: fidelity repocoder|repocoder2|holes|rlpg|default|completions REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
@@ -67,6 +72,7 @@ fn main() {
         "completions" => completions(index, &rows),
         "holes" => holes(&index, &rows, fidelity),
         "rlpg" => rlpg(&index, &rows, fidelity),
+        "default" => default_context(&index, &rows, fidelity),
         _ => panic!("{usage}"),
     }
 }
@@ -172,6 +178,51 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         row(&spec.label(), c);
     }
     row("all", total);
+}
+
+/// Agreement of candidate 62, the default context alone, with RLPG's `get_default_prompt`.
+fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let (mut holes, mut exact, mut equal) = (0, 0, 0);
+    for (row, at, hole) in oracle_holes(index, rows) {
+        let theirs = row["default"].as_str().expect("a `default` per row");
+        let composer = compose::Composer::new_as(
+            index,
+            &hole,
+            tok,
+            DEFAULT_BUDGET,
+            fidelity.default_reading(),
+        );
+        let ours = composer.compose(None).text();
+        holes += 1;
+        exact += usize::from(ours == theirs);
+        equal += usize::from(words(&ours) == words(theirs));
+        if ours != theirs && std::env::var_os("FIDELITY_VERBOSE").is_some() {
+            let first = ours
+                .chars()
+                .zip(theirs.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let around = |t: &str| {
+                t.chars()
+                    .skip(first.saturating_sub(20))
+                    .take(40)
+                    .collect::<String>()
+            };
+            println!(
+                "{at} char {first}:\n  ours   {:?}\n  theirs {:?}",
+                around(&ours),
+                around(theirs)
+            );
+        }
+    }
+    println!(
+        "fidelity {}: {holes} holes, candidate 62 equal to RLPG's default context {exact} \
+         ({:.0}%), ignoring whitespace {equal} ({:.0}%)",
+        fidelity.name(),
+        100.0 * exact as f64 / holes.max(1) as f64,
+        100.0 * equal as f64 / holes.max(1) as f64
+    );
 }
 
 /// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.

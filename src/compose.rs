@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::candidate::CandidateId;
+use crate::context::rlpg_files;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::RepoIndex;
@@ -151,15 +152,17 @@ pub fn default_context(index: &RepoIndex, hole: &Hole) -> SourcedText {
     text
 }
 
-/// How the default context reads the file's line breaks.
+/// How the default context reads the code before the hole.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LineBreaks {
-    /// As the file has them.
+pub enum DefaultReading {
+    /// As the file has it.
     #[default]
     AsWritten,
-    /// CRLF read as LF before anything is counted, as Python's universal newlines read files
-    /// (RLPG's code).
-    CrlfAsLf,
+    /// As RLPG's code reads it (`get_default_prompt`): CRLF as LF (Python's universal
+    /// newlines), starting at the file's first line that does not start with `/` or `*`, and
+    /// after the cut cleaned up as its tokenizer's decode cleaned it (`a > 0 ? b` becomes
+    /// `a > 0? b`); tokens are counted before the clean-up, as RLPG counts them.
+    RlpgCode,
 }
 
 /// Compose the prompt for `hole` from `proposal` (none: default context alone) within `budget`
@@ -200,26 +203,38 @@ pub struct Composer<'a> {
     default_ends: Vec<usize>,
     /// Whether `default` is all the code before the hole.
     default_whole: bool,
+    default_reading: DefaultReading,
 }
 
 impl<'a> Composer<'a> {
     /// The composer of `hole`'s prompts, reading the file's line breaks as written.
     pub fn new(index: &RepoIndex, hole: &Hole, tok: &'a dyn Tokenizer, budget: usize) -> Self {
-        Self::new_as(index, hole, tok, budget, LineBreaks::AsWritten)
+        Self::new_as(index, hole, tok, budget, DefaultReading::AsWritten)
     }
 
-    /// The composer of `hole`'s prompts, reading the file's line breaks as `line_breaks` says.
+    /// The composer of `hole`'s prompts, reading the file's line breaks as `default_reading` says.
     pub fn new_as(
         index: &RepoIndex,
         hole: &Hole,
         tok: &'a dyn Tokenizer,
         budget: usize,
-        line_breaks: LineBreaks,
+        default_reading: DefaultReading,
     ) -> Self {
         let full = default_context(index, hole);
-        let full = match line_breaks {
-            LineBreaks::AsWritten => full,
-            LineBreaks::CrlfAsLf => full.crlf_as_lf(),
+        let full = match default_reading {
+            DefaultReading::AsWritten => full,
+            DefaultReading::RlpgCode => {
+                let file = &index.files[hole.file].text;
+                let lf = full.crlf_as_lf();
+                // The first line is found in the whole file: one after the hole's leaves nothing.
+                match rlpg_files::rlpg_first_line(file) {
+                    Some(first) if first <= hole.offset => {
+                        let skipped = file[..first].matches("\r\n").count();
+                        lf.slice(first - skipped..lf.text.len())
+                    }
+                    _ => SourcedText::default(),
+                }
+            }
         };
         let window = token::truncate(tok, &full.text, budget, Keep::End).0;
         // Keep one token more than the budget so the cut can be found by its token ends.
@@ -238,6 +253,7 @@ impl<'a> Composer<'a> {
         Composer {
             tok,
             budget,
+            default_reading,
             default_whole: start == 0,
             default,
             default_ends,
@@ -305,8 +321,10 @@ impl<'a> Composer<'a> {
         let allocated = budget - used;
         let mut default = self.default_segment(allocated, allocated);
         // BPE can merge across segment boundaries in either direction; if the joined prompt
-        // counts more than the budget, the default context gives up the excess.
-        while !tok.stable_boundaries() && default.tokens > 0 {
+        // counts more than the budget, the default context gives up the excess (RLPG's code
+        // counts each part on its own and does not).
+        let recount = self.default_reading == DefaultReading::AsWritten;
+        while recount && !tok.stable_boundaries() && default.tokens > 0 {
             let joined: String = segments
                 .iter()
                 .map(|s| s.text.text.as_str())
@@ -338,9 +356,14 @@ impl<'a> Composer<'a> {
             Keep::End,
         );
         let cut = (range.start > 0 || !self.default_whole).then_some(Keep::Start);
+        let text = self.default.slice(range);
+        let text = match self.default_reading {
+            DefaultReading::AsWritten => text,
+            DefaultReading::RlpgCode => rlpg_files::decode_clean_up(text),
+        };
         Segment {
             kind: SegmentKind::Default,
-            text: self.default.slice(range),
+            text,
             tokens,
             allocated,
             cut,

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::candidate::CandidateId;
-use crate::compose::{Composer, LineBreaks, Prompt, SegmentKind};
+use crate::compose::{Composer, DefaultReading, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
@@ -112,7 +112,7 @@ impl Session {
             hole,
             self.tokenizer,
             self.budget,
-            self.fidelity.line_breaks(),
+            self.fidelity.default_reading(),
         )
     }
 
@@ -313,7 +313,7 @@ impl Session {
             index: &self.index,
             tokenizer: self.tokenizer,
             budget: self.budget,
-            line_breaks: self.fidelity.line_breaks(),
+            default_reading: self.fidelity.default_reading(),
         };
         fit(&target, hole, compose).await
     }
@@ -331,7 +331,7 @@ pub struct FitTarget<'a> {
     pub tokenizer: &'static dyn Tokenizer,
     pub budget: usize,
     /// How the code before the hole reads line breaks (the profile's).
-    pub line_breaks: LineBreaks,
+    pub default_reading: DefaultReading,
 }
 
 /// Compose `hole`'s prompt with `compose` within the budget as the backend's model counts
@@ -350,7 +350,7 @@ pub async fn fit(
         index,
         tokenizer,
         budget,
-        line_breaks,
+        default_reading,
     } = *target;
     let composed = |local: usize| {
         compose(&Composer::new_as(
@@ -358,7 +358,7 @@ pub async fn fit(
             hole,
             tokenizer,
             local,
-            line_breaks,
+            default_reading,
         ))
     };
     let mut prompt = composed(budget);

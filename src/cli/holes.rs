@@ -66,8 +66,8 @@ pub fn holes_command(args: &HolesArgs) -> Result<()> {
             .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
         let tok = args.tokenizer.tokenizer();
         let rows = holes.iter().map(|h| {
-            let line_breaks = args.fidelity.line_breaks();
-            let composer = compose::Composer::new_as(&index, h, tok, args.budget, line_breaks);
+            let default_reading = args.fidelity.default_reading();
+            let composer = compose::Composer::new_as(&index, h, tok, args.budget, default_reading);
             let prompt = composer.compose(None).text();
             interop::export_row(&index, &name, h, &prompt)
         });

@@ -61,7 +61,9 @@
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.
 //! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts, the
-//!   default context (the code before the hole) included.
+//!   default context (the code before the hole) included; that context starts at the file's
+//!   first line not starting with `/` or `*` and is decoded with its tokenizer's clean-up
+//!   (see [`crate::compose::DefaultReading`]).
 //! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
 //!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, `--candidates`,
 //!   label files and reports (see [`crate::candidate::Numbering`]); the UI shows Table 7's.
@@ -75,8 +77,7 @@
 //!   (`end_char < hole_char`).
 //!
 //! Not reproduced: the decode of the whole prompt when RLPG's final prompt runs past the
-//! budget; RLPG's default context skips leading lines starting with `/` or `*` and is decoded
-//! (neither is done here); the order of RepoCoder's equally scored windows, which its own runs
+//! budget; the order of RepoCoder's equally scored windows, which its own runs
 //! leave to the order its process pool finishes (`as_completed`).
 
 use std::str::FromStr;
@@ -84,7 +85,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::Numbering;
-use crate::compose::LineBreaks;
+use crate::compose::DefaultReading;
 use crate::hole::HoleColumn;
 
 /// Which authority keyhole follows where a paper and its published code disagree.
@@ -111,10 +112,10 @@ impl Fidelity {
     }
 
     /// How the default context reads the hole's file.
-    pub fn line_breaks(self) -> LineBreaks {
+    pub fn default_reading(self) -> DefaultReading {
         match self {
-            Fidelity::Paper => LineBreaks::AsWritten,
-            Fidelity::Code => LineBreaks::CrlfAsLf,
+            Fidelity::Paper => DefaultReading::AsWritten,
+            Fidelity::Code => DefaultReading::RlpgCode,
         }
     }
 

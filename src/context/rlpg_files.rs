@@ -402,7 +402,13 @@ pub fn cut_and_decode(
     keep: Keep,
 ) -> (SourcedText, usize) {
     let text = text.crlf_as_lf();
-    let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
+    let (text, tokens) = text.truncate(tokenizer, max_tokens, keep);
+    (decode_clean_up(text), tokens)
+}
+
+/// `text` cleaned up as transformers' decode cleaned what RLPG's code decoded (see
+/// [`DECODE_CLEAN_UP`]); it only deletes characters, so the text keeps its provenance.
+pub fn decode_clean_up(mut text: SourcedText) -> SourcedText {
     for (from, to) in DECODE_CLEAN_UP {
         let deleted: Vec<usize> = text
             .text
@@ -415,7 +421,22 @@ pub fn cut_and_decode(
             .collect();
         text = text.without(&deleted);
     }
-    (text, tokens)
+    text
+}
+
+/// Where RLPG's code starts a file's text that begins at its first line (`get_string` through
+/// `modified_start_line`): at the first line that does not start with `/` or `*` (meant to
+/// skip a licence header; lines are not trimmed, so ` * ...` stops it). `None` where every
+/// line does.
+pub fn rlpg_first_line(text: &str) -> Option<usize> {
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if !(line.starts_with('/') || line.starts_with('*')) {
+            return Some(start);
+        }
+        start += line.len();
+    }
+    None
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty

@@ -107,7 +107,7 @@ impl ClassifierEval<'_> {
             &hole,
             self.tokenizer,
             self.budget,
-            self.fidelity.line_breaks(),
+            self.fidelity.default_reading(),
         );
         let prompts = ranked
             .iter()
@@ -153,7 +153,7 @@ impl ClassifierEval<'_> {
             index,
             tokenizer: self.tokenizer,
             budget: self.budget,
-            line_breaks: self.fidelity.line_breaks(),
+            default_reading: self.fidelity.default_reading(),
         };
         let refit = !counts_exactly(backend, self.tokenizer);
         let expected = hole.target.as_deref().unwrap_or_default();

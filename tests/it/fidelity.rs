@@ -551,7 +551,7 @@ fn code_label_files_and_reports_number_the_post_lines_as_rlpgs_code() {
 }
 
 #[test]
-fn code_reads_the_code_before_a_crlf_hole_with_lf_line_breaks() {
+fn code_reads_the_code_before_a_crlf_hole_with_lf_default_reading() {
     let scratch = tempfile::tempdir().unwrap();
     let text = "class Main {\r\n    int a = 1;\r\n    int b = a + 1;\r\n}\r\n";
     let (repo, _, _) = temp_repo(&[("Main.java", text)], "Main.java:3:13");
@@ -693,4 +693,72 @@ fn code_cuts_a_long_parent_class_context_from_its_front() {
     assert!(!code.contains(" field0 "), "the front is cut: {code}");
     let paper = fd(Fidelity::Paper);
     assert!(paper.starts_with("[Base] Base field0 field1"), "{paper}");
+}
+
+/// The text of `prompt --json` for `at` in `repo` (the default context alone), per profile.
+fn default_prompt(repo: &Path, at: &str, fidelity: &str, scratch: &Path) -> serde_json::Value {
+    let repo = repo.to_string_lossy().into_owned();
+    let args = [
+        "prompt",
+        &repo,
+        at,
+        "--json",
+        "--fidelity",
+        fidelity,
+        "--tokenizer",
+        "r50k_base",
+    ];
+    serde_json::from_slice(&ok(keyhole(&args, scratch)).stdout).unwrap()
+}
+
+#[test]
+fn code_starts_the_default_context_at_the_first_line_not_starting_with_a_slash_or_star() {
+    let scratch = tempfile::tempdir().unwrap();
+    let body = "class Main {\n    int a = 1;\n    int b = a;\n}\n";
+    let header = format!("// Header.\n/* more */\n*/\npackage p;\n{body}");
+    // Lines are not trimmed: the licence's ` * ` line stops the skip after `/*`.
+    let licence = format!("/*\n * Licence.\n */\n{body}");
+    let (repo, _, _) = temp_repo(
+        &[("Main.java", &header), ("B.java", &licence)],
+        "Main.java:7:13",
+    );
+    let text = |at: &str, fidelity: &str| {
+        default_prompt(repo.path(), at, fidelity, scratch.path())["text"].clone()
+    };
+    let before = "class Main {\n    int a = 1;\n    int b = ";
+    assert_eq!(
+        text("Main.java:7:13", "code"),
+        format!("package p;\n{before}")
+    );
+    assert_eq!(
+        text("Main.java:7:13", "paper"),
+        format!("// Header.\n/* more */\n*/\npackage p;\n{before}")
+    );
+    assert_eq!(
+        text("B.java:6:13", "code"),
+        format!(" * Licence.\n */\n{before}")
+    );
+}
+
+#[test]
+fn code_cleans_the_default_context_up_as_gpt2s_decode_did() {
+    let scratch = tempfile::tempdir().unwrap();
+    let text =
+        "class Main {\n    int a = 1 > 0 ? 2 : 3;\n    String s = \"x , y\";\n    int b = a;\n}\n";
+    let (repo, _, _) = temp_repo(&[("Main.java", text)], "Main.java:4:13");
+    let before =
+        "class Main {\n    int a = 1 > 0 ? 2 : 3;\n    String s = \"x , y\";\n    int b = ";
+    let code = default_prompt(repo.path(), "Main.java:4:13", "code", scratch.path());
+    assert_eq!(
+        code["text"],
+        "class Main {\n    int a = 1 > 0? 2 : 3;\n    String s = \"x, y\";\n    int b = "
+    );
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    assert_eq!(
+        code["tokens"],
+        r50k.count(before),
+        "counted before the clean-up"
+    );
+    let paper = default_prompt(repo.path(), "Main.java:4:13", "paper", scratch.path());
+    assert_eq!(paper["text"], before);
 }
