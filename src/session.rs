@@ -40,7 +40,7 @@ impl SearchIndex {
     pub fn new(index: &RepoIndex) -> SearchIndex {
         SearchIndex {
             retrieval: Retrieval::new(index),
-            windows: WindowIndex::new(index),
+            windows: WindowIndex::open(index),
         }
     }
 }

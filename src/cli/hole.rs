@@ -113,8 +113,9 @@ impl Opened {
         let index = open_repo(&at.repo, &at.cache)?;
         let hole = Hole::parse(&index, &at.position)?;
         let tokenizer = at.tokenizer.unwrap_or(entry.tokenizer()).tokenizer();
+        let index = Arc::new(index);
         let backend: Arc<dyn Backend> = Arc::from(model::build_backend(entry, &index)?);
-        let mut session = Session::new(Arc::new(index), backend, learning, tokenizer, at.budget);
+        let mut session = Session::new(index, backend, learning, tokenizer, at.budget);
         session.iterations = at.iterations;
         session.fidelity = at.fidelity;
         Ok(Opened { session, hole })

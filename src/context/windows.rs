@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::SourcedText;
 use super::fidelity::Fidelity;
@@ -36,9 +37,12 @@ pub const CODE_BLOCK_BUDGET: usize = 2000;
 const CODE_HEADER_TOKENS: usize = 20;
 /// RepoCoder's separator line: 50 dashes.
 const RULE: &str = "--------------------------------------------------";
+/// The window database's format in its cache beside the repository index: bumped whenever
+/// what [`WindowIndex::new`] builds changes (the window shape, the tokenizer, the terms).
+const CACHE_VERSION: u32 = 1;
 
 /// One place a window occurs: lines `first..end` of a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     pub file: FileId,
     pub first: u32,
@@ -76,6 +80,7 @@ pub struct Hit {
 }
 
 /// Every window of a repository, indexed by term.
+#[derive(Serialize, Deserialize)]
 pub struct WindowIndex {
     /// Per window: every place its text occurs, in file and line order.
     places: Vec<Vec<Window>>,
@@ -92,6 +97,7 @@ pub struct WindowIndex {
     token_ids: Vec<u32>,
     token_starts: Vec<u32>,
     /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
+    #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
 }
 
@@ -104,6 +110,21 @@ struct RepoCoderOrder {
 }
 
 impl WindowIndex {
+    /// The windows of `index`, from the cache beside the repository index while every file is
+    /// as it was (tokenizing every window is most of the build); built and cached otherwise.
+    pub fn open(index: &RepoIndex) -> WindowIndex {
+        let cache = index.derived_cache("windows", CACHE_VERSION);
+        if let Some(cached) = cache.as_ref().and_then(|c| c.load()) {
+            return cached;
+        }
+        let built = WindowIndex::new(index);
+        if let Some(cache) = cache {
+            cache.store(&built);
+        }
+        built
+    }
+
+    /// The windows of `index`, built afresh.
     pub fn new(index: &RepoIndex) -> WindowIndex {
         let mut places: Vec<Vec<Window>> = Vec::new();
         let mut texts: Vec<String> = Vec::new();
