@@ -78,6 +78,9 @@ pub struct Prompt {
     pub tokenizer: &'static str,
     /// The proposal the prompt was built with (`CandidateId::DEFAULT` for the default context alone).
     pub proposal_id: CandidateId,
+    /// The whole prompt's tokens as the backend itself counted them (llama.cpp's `/tokenize`, a
+    /// local model's vocabulary), where the prompt was fitted to it; `None` otherwise.
+    pub backend_tokens: Option<usize>,
 }
 
 impl Prompt {
@@ -88,6 +91,12 @@ impl Prompt {
     /// Tokens of the whole prompt, counted as one text.
     pub fn tokens(&self, tok: &dyn Tokenizer) -> usize {
         tok.count(&self.text())
+    }
+
+    /// Tokens of the whole prompt as the model sees them where the backend counted them, else
+    /// as `tok` counts them.
+    pub fn model_tokens(&self, tok: &dyn Tokenizer) -> usize {
+        self.backend_tokens.unwrap_or_else(|| self.tokens(tok))
     }
 
     pub fn segment(&self, kind: fn(&SegmentKind) -> bool) -> Option<&Segment> {
@@ -288,6 +297,7 @@ impl<'a> Composer<'a> {
             budget,
             tokenizer: tok.name(),
             proposal_id: parts.last().map_or(CandidateId::DEFAULT, |p| p.id),
+            backend_tokens: None,
         }
     }
 

@@ -289,33 +289,102 @@ impl Session {
         }
     }
 
-    /// Compose with `compose`; where the backend counts tokens itself (llama.cpp's /tokenize),
-    /// check the prompt with it and shrink the budget until the backend agrees it fits.
+    /// Whether budgets counted in this session's tokenizer are the model's own counts: the
+    /// backend's model counts with it, or the backend has no count of its own to check with.
+    pub fn counts_exactly(&self) -> bool {
+        counts_exactly(self.backend.as_ref(), self.tokenizer)
+    }
+
+    /// Compose `hole`'s prompt with `compose` within the budget as the backend's model counts
+    /// tokens: see [`fit`].
     pub async fn fit(
         &self,
         hole: &Hole,
         compose: impl Fn(&Composer) -> Prompt,
     ) -> Result<Prompt, FitError> {
-        let budget = self.budget;
-        let mut local_budget = budget;
-        for _ in 0..4 {
-            let composer = Composer::new(&self.index, hole, self.tokenizer, local_budget);
-            let prompt = compose(&composer);
-            let Some(count) = self.backend.count_tokens(&prompt.text()).await else {
-                return Ok(prompt);
-            };
-            let count = count?;
-            if count <= budget {
-                return Ok(prompt);
-            }
-            local_budget = local_budget.saturating_sub(count - budget + count / 50 + 1);
-        }
-        Err(FitError::DoesNotFit {
-            backend: self.backend.name().to_string(),
-            budget,
-        })
+        let target = FitTarget {
+            backend: self.backend.as_ref(),
+            index: &self.index,
+            tokenizer: self.tokenizer,
+            budget: self.budget,
+        };
+        fit(&target, hole, compose).await
     }
 }
+
+/// Whether `tokenizer` counts tokens as `backend`'s model does, so prompts need no fitting.
+pub fn counts_exactly(backend: &dyn Backend, tokenizer: &dyn Tokenizer) -> bool {
+    backend.tokenizer() == Some(tokenizer.name())
+}
+
+/// A backend and the budget its prompts fit, in a tokenizer of keyhole's.
+pub struct FitTarget<'a> {
+    pub backend: &'a dyn Backend,
+    pub index: &'a RepoIndex,
+    pub tokenizer: &'static dyn Tokenizer,
+    pub budget: usize,
+}
+
+/// Compose `hole`'s prompt with `compose` within the budget as the backend's model counts
+/// tokens. Where the backend counts in a tokenizer of its own (llama.cpp's `/tokenize`, a local
+/// model's vocabulary), the budget keyhole composes with is scaled by the ratio of the two
+/// counts until the model's count is within the budget and at most 2% under it: shrinking
+/// where keyhole's tokenizer counts fewer tokens than the model's, growing where it counts
+/// more. The fitted prompt records the model's count.
+pub async fn fit(
+    target: &FitTarget<'_>,
+    hole: &Hole,
+    compose: impl Fn(&Composer) -> Prompt,
+) -> Result<Prompt, FitError> {
+    let FitTarget {
+        backend,
+        index,
+        tokenizer,
+        budget,
+    } = *target;
+    let composed = |local: usize| compose(&Composer::new(index, hole, tokenizer, local));
+    let mut prompt = composed(budget);
+    if counts_exactly(backend, tokenizer) {
+        return Ok(prompt);
+    }
+    let mut local = budget;
+    let mut best: Option<Prompt> = None;
+    for _ in 0..FIT_ROUNDS {
+        let text = prompt.text();
+        let Some(count) = backend.count_tokens(&text).await else {
+            return Ok(prompt);
+        };
+        let count = count?;
+        prompt.backend_tokens = Some(count);
+        let close = count <= budget && count * 50 >= budget * 49;
+        let next = if count > budget {
+            // Under the straight ratio, so that the next round lands inside the budget.
+            (local * budget / count.max(1)).min(local - 1) * 99 / 100
+        } else {
+            local * budget / count.max(1) * 99 / 100
+        };
+        if count <= budget && best.as_ref().is_none_or(|b| b.backend_tokens < Some(count)) {
+            best = Some(prompt);
+        }
+        if close || next == local || next == 0 {
+            break;
+        }
+        local = next;
+        prompt = composed(local);
+        // A larger budget that adds nothing: everything the candidate has is in already.
+        if prompt.text() == text {
+            break;
+        }
+    }
+    best.ok_or_else(|| FitError::DoesNotFit {
+        backend: backend.name().to_string(),
+        budget,
+    })
+}
+
+/// Rounds of composing and counting [`Session::fit`] tries; the ratio of two tokenizers' counts
+/// barely moves with the budget, so two rounds usually land.
+const FIT_ROUNDS: usize = 5;
 
 /// A candidate's context before composition, so that it can be composed again within
 /// another budget.
@@ -402,6 +471,44 @@ pub struct HoleCandidates {
 impl HoleCandidates {
     pub fn get(&self, id: CandidateId) -> Option<&Candidate> {
         self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// Every applicable candidate's prompt composed again by `session` to fit the budget as the
+    /// backend's model counts it (see [`fit`]); nothing changes where keyhole counts as the
+    /// model does.
+    pub async fn fit(&mut self, session: &Session, hole: &Hole) -> Result<(), FitError> {
+        if session.counts_exactly() {
+            return Ok(());
+        }
+        let (proposals, retrieved) = (&self.proposals, &self.retrieved);
+        let fitted = self
+            .candidates
+            .iter()
+            .filter(|c| c.applicable())
+            .map(|row| {
+                let id = row.id;
+                async move {
+                    let proposal = proposals.iter().find(|p| p.spec.id == id);
+                    let built = retrieved.iter().find(|c| c.id == id);
+                    let prompt = session
+                        .fit(hole, |composer| match (proposal, built) {
+                            (Some(p), _) => composer.compose(Some(p)),
+                            (_, Some(c)) => c
+                                .compose(composer)
+                                .unwrap_or_else(|| composer.compose(None)),
+                            _ => composer.compose(None),
+                        })
+                        .await?;
+                    Ok::<_, FitError>((id, prompt))
+                }
+            });
+        for fitted in futures_util::future::join_all(fitted).await {
+            let (id, prompt) = fitted?;
+            if let Some(row) = self.candidates.iter_mut().find(|c| c.id == id) {
+                row.prompt = prompt;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -90,7 +90,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
                 .collect(),
             Err(err) => vec![Row {
                 id: attempt.id,
-                tokens: attempt.prompt.tokens(opened.session.tokenizer),
+                tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
                 outcome: Err(err.to_string()),
                 syntax_errors: Vec::new(),
             }],
@@ -148,7 +148,7 @@ impl Row {
             .map(|t| metrics::score(&completion.text, t));
         Row {
             id: attempt.id,
-            tokens: attempt.prompt.tokens(opened.session.tokenizer),
+            tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
             syntax_errors: typed::hole_completion_errors(
                 &opened.session.index,
                 &opened.hole,
@@ -231,6 +231,9 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
     outln!("hole     {}", opened.hole.display(&opened.session.index));
     outln!("target   {}", out.hole.target.unwrap_or("(unknown)"));
     let counting = match out.token_counting {
+        TokenCounting::Exact if !opened.session.counts_exactly() => {
+            "tokens counted by the backend, exact".to_string()
+        }
         TokenCounting::Exact => format!("{} tokens, exact", out.tokenizer),
         TokenCounting::Approximate => {
             format!("{} tokens, approximate for this model", out.tokenizer)

@@ -16,7 +16,9 @@ pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> 
     let opened = Opened::open(at, &backend.entry()?, Learning::new(dirs().clone()))?;
     let session = &opened.session;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let row = runtime.block_on(session.candidate(&opened.hole, id));
+    let hole = &opened.hole;
+    let context = runtime.block_on(session.context(hole, id));
+    let row = context.row(&session.composer(hole));
     if let Availability::NotApplicable(why) = &row.availability {
         let why = why
             .as_deref()
@@ -26,11 +28,13 @@ pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> 
             "note: candidate {id} is not applicable here{why}; the prompt is the default context alone"
         );
     }
+    // Fitted to the budget as the backend's model counts it, where it counts for itself.
+    let prompt = runtime.block_on(session.fit(hole, |composer| context.compose(composer)))?;
     if at.json {
-        let out = PromptOut::new(&opened, &row.prompt);
+        let out = PromptOut::new(&opened, &prompt);
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        out!("{}", row.prompt.text());
+        out!("{}", prompt.text());
     }
     opened.print_notices()
 }
@@ -43,6 +47,9 @@ struct PromptOut<'a> {
     tokenizer: &'static str,
     budget: usize,
     tokens: usize,
+    /// The whole prompt's tokens as the backend counted them (`/tokenize`, a local model's
+    /// vocabulary), where it counts for itself; `tokens` is keyhole's count in `tokenizer`.
+    backend_tokens: Option<usize>,
     text: String,
     segments: Vec<SegmentOut<'a>>,
 }
@@ -64,8 +71,9 @@ impl<'a> PromptOut<'a> {
             hole: opened.hole_out(),
             proposal_id: prompt.proposal_id,
             tokenizer: prompt.tokenizer,
-            budget: prompt.budget,
+            budget: opened.session.budget,
             tokens: prompt.tokens(opened.session.tokenizer),
+            backend_tokens: prompt.backend_tokens,
             text: prompt.text(),
             segments: prompt
                 .segments

@@ -16,12 +16,14 @@ use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::first_completion;
-use crate::context::proposals::build_for_budget_as;
+use crate::context::proposals::{ProposalContext, build_for_budget_as};
+use crate::hole::Hole;
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::rank::classifier::{Classifier, Variant};
-use crate::rank::{RankInput, Ranker, compose_top};
+use crate::rank::{RankInput, Ranked, Ranker, compose_top};
 use crate::repo::RepoIndex;
+use crate::session::{FitError, FitTarget, counts_exactly, fit};
 use crate::token::Tokenizer;
 
 /// What to run.
@@ -30,7 +32,7 @@ pub struct ClassifierEval<'a> {
     pub variants: Vec<Variant>,
     /// Compositions to complete, l > 1 (l = 1 is the ranking's own row).
     pub compositions: Vec<usize>,
-    pub tokenizer: &'a dyn Tokenizer,
+    pub tokenizer: &'static dyn Tokenizer,
     pub budget: usize,
     pub concurrency: usize,
     pub fidelity: Fidelity,
@@ -48,11 +50,14 @@ pub struct Classified {
     pub failed: Option<BackendError>,
 }
 
-/// A hole's composed prompts waiting for their completions.
+/// A hole ranked, its compositions waiting to be composed and completed.
 struct Pending {
     classified: Classified,
-    target: String,
-    current_file: String,
+    hole: Hole,
+    proposals: Vec<ProposalContext>,
+    /// Per variant, its ranking of the proposals.
+    ranked: Vec<(Variant, Vec<Ranked>)>,
+    /// Per variant and l, the composition within the budget as keyhole counts it.
     prompts: Vec<(Variant, usize, Prompt)>,
 }
 
@@ -71,7 +76,7 @@ impl ClassifierEval<'_> {
             .filter_map(|h| self.prepare(index, h))
             .collect();
         let mut done = stream::iter(pending)
-            .map(|p| self.complete(p, backend))
+            .map(|p| self.complete(p, index, backend))
             .buffer_unordered(self.concurrency.max(1));
         let mut out = Vec::new();
         while let Some(classified) = done.next().await {
@@ -88,19 +93,26 @@ impl ClassifierEval<'_> {
         let proposals =
             build_for_budget_as(index, &hole, self.tokenizer, self.budget, self.fidelity);
         let input = RankInput::new(index, &hole, &proposals);
+        let ranked: Vec<(Variant, Vec<Ranked>)> = self
+            .variants
+            .iter()
+            .filter_map(|&v| Some((v, self.classifier.ranker(v).ok()?.rank(&input))))
+            .collect();
+        let rankings = ranked
+            .iter()
+            .map(|(v, r)| (*v, r.iter().map(|r| r.id).collect()))
+            .collect();
         let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
-        let mut rankings = Vec::new();
-        let mut prompts = Vec::new();
-        for &variant in &self.variants {
-            let Ok(ranker) = self.classifier.ranker(variant) else {
-                continue;
-            };
-            let ranked = ranker.rank(&input);
-            for &l in &self.compositions {
-                prompts.push((variant, l, compose_top(&composer, &ranked, &proposals, l)));
-            }
-            rankings.push((variant, ranked.iter().map(|r| r.id).collect()));
-        }
+        let prompts = ranked
+            .iter()
+            .flat_map(|(v, r)| {
+                let composer = &composer;
+                let proposals = &proposals;
+                self.compositions
+                    .iter()
+                    .map(move |&l| (*v, l, compose_top(composer, r, proposals, l)))
+            })
+            .collect();
         Some(Pending {
             classified: Classified {
                 hole_id: rows.hole_id.to_string(),
@@ -108,32 +120,72 @@ impl ClassifierEval<'_> {
                 compositions: Vec::new(),
                 failed: None,
             },
-            target: hole.target.unwrap_or_default(),
-            current_file: index.files[hole.file].path.clone(),
+            hole,
+            proposals,
+            ranked,
             prompts,
         })
     }
 
-    /// The hole's compositions completed, or the first failed request.
-    async fn complete(&self, mut pending: Pending, backend: &dyn Backend) -> Classified {
-        for (variant, l, prompt) in &pending.prompts {
-            let request = CompletionRequest {
-                current_file: Some(pending.current_file.clone()),
-                ..CompletionRequest::single_line(prompt.text())
+    /// The hole's compositions completed (composed again to fit the backend's own token count
+    /// where it has one), or the first failed request.
+    async fn complete(
+        &self,
+        pending: Pending,
+        index: &RepoIndex,
+        backend: &dyn Backend,
+    ) -> Classified {
+        let Pending {
+            mut classified,
+            hole,
+            proposals,
+            ranked,
+            prompts,
+        } = pending;
+        let target = FitTarget {
+            backend,
+            index,
+            tokenizer: self.tokenizer,
+            budget: self.budget,
+        };
+        let refit = !counts_exactly(backend, self.tokenizer);
+        let expected = hole.target.as_deref().unwrap_or_default();
+        for (variant, l, prompt) in prompts {
+            let prompt = match refit {
+                false => Ok(prompt),
+                true => {
+                    let ranked = ranked.iter().find(|(v, _)| *v == variant).map(|(_, r)| r);
+                    let ranked = ranked.map_or(&[][..], Vec::as_slice);
+                    let compose = |c: &Composer| compose_top(c, ranked, &proposals, l);
+                    fit(&target, &hole, compose).await
+                }
             };
-            match first_completion(backend, &request).await {
+            let completed = match prompt {
+                Ok(prompt) => {
+                    let request = CompletionRequest {
+                        current_file: Some(index.files[hole.file].path.clone()),
+                        ..CompletionRequest::single_line(prompt.text())
+                    };
+                    first_completion(backend, &request).await
+                }
+                Err(FitError::Backend(err)) => Err(err),
+                // Not even the code before the hole fits: a miss, as for a model that cannot
+                // take the prompt.
+                Err(FitError::DoesNotFit { .. }) => Ok(String::new()),
+            };
+            match completed {
                 Ok(text) => {
-                    let hit = metrics::score(&text, &pending.target).exact_match;
-                    pending.classified.compositions.push((*variant, *l, hit));
+                    let hit = metrics::score(&text, expected).exact_match;
+                    classified.compositions.push((variant, l, hit));
                 }
                 Err(err) => {
-                    pending.classified.compositions.clear();
-                    pending.classified.failed = Some(err);
-                    break;
+                    classified.compositions.clear();
+                    classified.failed = Some(err);
+                    return classified;
                 }
             }
         }
-        pending.classified
+        classified
     }
 }
 

@@ -26,7 +26,7 @@ use crate::hole::{Hole, sample_holes_as};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankerKind, bm25};
-use crate::session::Session;
+use crate::session::{BuiltContext, FitError, Session};
 use crate::token::TokenizerKind;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
@@ -187,17 +187,21 @@ pub(super) struct HolePrompt {
     retrieval_score: Option<f64>,
     retrieval_jaccard: Option<f64>,
     why_not: Option<String>,
+    /// The candidate's context, kept where the backend counts tokens in a tokenizer of its own,
+    /// so that the prompt can be composed again to fit the budget as the model counts it.
+    context: Option<BuiltContext>,
 }
 
 impl HolePrompt {
-    fn retrieved(candidate: Candidate, composer: &Composer) -> HolePrompt {
+    fn retrieved(candidate: Candidate, composer: &Composer, refit: bool) -> HolePrompt {
         HolePrompt {
             id: candidate.id,
             prompt: candidate.compose(composer),
             bm25: None,
             retrieval_score: candidate.score,
             retrieval_jaccard: candidate.jaccard,
-            why_not: candidate.why_not,
+            why_not: candidate.why_not.clone(),
+            context: refit.then_some(BuiltContext::Retrieved(candidate)),
         }
     }
 }
@@ -265,16 +269,29 @@ impl RepoRun<'_> {
         progress: &ProgressBar,
         stats: &mut RunStats,
     ) -> Result<(), RunError> {
-        let firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
+        let mut firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
+        let mut unfit: Vec<Option<BackendError>> = vec![None; chunk.len()];
+        for ((hole, first), unfit) in chunk.iter().zip(&mut firsts).zip(&mut unfit) {
+            if let Err(err) = self.fit(hole, &mut first.prompts).await {
+                first.prompts.iter_mut().for_each(|p| p.prompt = None);
+                first.drafts.clear();
+                *unfit = Some(err);
+            }
+        }
         let jobs = firsts.iter().enumerate().flat_map(|(h, first)| {
             let jobs = self.first_jobs(chunk[h], first);
             jobs.into_iter()
                 .map(move |(job, request)| (h, job, request))
         });
-        let first_outcomes = self
+        let mut first_outcomes = self
             .complete_all(jobs.collect(), chunk.len(), failures)
             .await?;
-        let seconds: Vec<Option<Vec<HolePrompt>>> = chunk
+        for (outcome, unfit) in first_outcomes.iter_mut().zip(unfit) {
+            if let Some(err) = unfit {
+                *outcome = Err(err);
+            }
+        }
+        let mut seconds: Vec<Option<Vec<HolePrompt>>> = chunk
             .par_iter()
             .zip(&firsts)
             .zip(&first_outcomes)
@@ -283,6 +300,14 @@ impl RepoRun<'_> {
                 Some(self.second_stage(hole, &first.composer, done))
             })
             .collect();
+        for ((hole, second), outcome) in chunk.iter().zip(&mut seconds).zip(&mut first_outcomes) {
+            if let Some(prompts) = second
+                && let Err(err) = self.fit(hole, prompts).await
+            {
+                *second = None;
+                *outcome = Err(err);
+            }
+        }
         let jobs = seconds.iter().enumerate().flat_map(|(h, second)| {
             let jobs = self.candidate_jobs(chunk[h], second.as_deref().unwrap_or_default());
             jobs.into_iter()
@@ -355,6 +380,7 @@ impl RepoRun<'_> {
     /// candidates that need nothing from the backend, and the drafts the others need.
     pub(super) fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
         let composer = self.session.composer(hole);
+        let refit = !self.session.counts_exactly();
         let built: Vec<ProposalContext> = self.session.proposals(hole);
         let bm25 =
             bm25::proposal_scores(&built, &retrieval::hole_window(&self.session.index, hole));
@@ -370,6 +396,7 @@ impl RepoRun<'_> {
                     retrieval_score: None,
                     retrieval_jaccard: None,
                     why_not: None,
+                    context: refit.then(|| BuiltContext::Proposal(p.clone())),
                 }
             })
             .collect();
@@ -380,12 +407,13 @@ impl RepoRun<'_> {
             retrieval_score: None,
             retrieval_jaccard: None,
             why_not: None,
+            context: refit.then_some(BuiltContext::Default),
         });
         prompts.extend(
             self.perspectives()
                 .immediate(hole)
                 .into_iter()
-                .map(|c| HolePrompt::retrieved(c, &composer)),
+                .map(|c| HolePrompt::retrieved(c, &composer, refit)),
         );
         let top = self.top(hole, &built);
         self.leave_out(&mut prompts, &top);
@@ -440,7 +468,7 @@ impl RepoRun<'_> {
         };
         let mut later: Vec<HolePrompt> = [iteration, hypothetical, summary]
             .into_iter()
-            .map(|c| HolePrompt::retrieved(c, composer))
+            .map(|c| HolePrompt::retrieved(c, composer, !self.session.counts_exactly()))
             .collect();
         // top:N names RLPG's candidates only, so these are chosen by id or not at all.
         self.leave_out(&mut later, &[]);
@@ -468,9 +496,40 @@ impl RepoRun<'_> {
     fn leave_out(&self, prompts: &mut [HolePrompt], top: &[CandidateId]) {
         for p in prompts.iter_mut().filter(|p| !self.selected(p.id, top)) {
             p.prompt = None;
+            p.context = None;
             p.bm25 = None;
             p.why_not = Some(NOT_SELECTED.to_string());
         }
+    }
+
+    /// Compose every prompt of `prompts` again to fit the budget as the backend's model counts
+    /// it, where the backend counts in a tokenizer of its own (see [`Session::fit`]). A prompt
+    /// that cannot fit is left out with the reason in its row; a failed count fails the hole.
+    async fn fit(&self, hole: &Hole, prompts: &mut [HolePrompt]) -> Result<(), BackendError> {
+        let fitted = futures_util::future::join_all(prompts.iter().map(|p| async move {
+            let (Some(_), Some(context)) = (&p.prompt, &p.context) else {
+                return None;
+            };
+            Some(
+                self.session
+                    .fit(hole, |composer| context.compose(composer))
+                    .await,
+            )
+        }))
+        .await;
+        for (p, fitted) in prompts.iter_mut().zip(fitted) {
+            match fitted {
+                None => {}
+                Some(Ok(prompt)) => p.prompt = Some(prompt),
+                Some(Err(FitError::Backend(err))) => return Err(err),
+                Some(Err(err @ FitError::DoesNotFit { .. })) => {
+                    p.prompt = None;
+                    p.bm25 = None;
+                    p.why_not = Some(err.to_string());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions

@@ -201,6 +201,12 @@ pub trait Backend: Send + Sync {
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError>;
 
+    /// The name of keyhole's tokenizer that counts exactly as this backend's model does, where
+    /// keyhole has one (the embedded model's code tokenizer, tiktoken for OpenAI models).
+    fn tokenizer(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Count tokens with the backend's own tokenizer, where it exposes one.
     async fn count_tokens(&self, _text: &str) -> Option<Result<usize, BackendError>> {
         None

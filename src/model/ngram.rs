@@ -555,6 +555,10 @@ impl Backend for EmbeddedModel {
         TokenCounting::Exact
     }
 
+    fn tokenizer(&self) -> Option<&'static str> {
+        Some(CodeTokenizer.name())
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,

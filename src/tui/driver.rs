@@ -13,17 +13,20 @@ use tokio::task::JoinHandle;
 use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, Indexed, Progress, Stage,
 };
+use crate::compose::Prompt;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
+use crate::model::Backend;
 use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::rank::classifier::Classifier;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{Learning, SearchIndex, Session};
+use crate::session::{Learning, SearchIndex, Session, SharedSearch};
+use crate::token::TokenizerKind;
 
 /// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
 /// central file) and build the backend that completes it. `progress` runs on worker threads
@@ -128,18 +131,47 @@ fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
     }
 }
 
-/// Ask the backend for one completion per prompt, concurrently, and score each.
-/// Complete every prompt of `job` at once; streamed text goes to `stream` as it arrives.
-pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>>) -> Vec<Card> {
-    let requests: Vec<CompletionRequest> = job
-        .prompts
-        .iter()
-        .map(|(_, prompt)| CompletionRequest {
+/// The prompts of `job` as they are sent: composed again by `session` to fit the budget as the
+/// backend's model counts it, where the backend counts in a tokenizer of its own (the prompt
+/// then comes with them); as they are otherwise. An error for a prompt that cannot fit.
+async fn sent_prompts(
+    job: &CompleteJob,
+    session: Option<&Session>,
+) -> Vec<Result<(String, Option<Prompt>), String>> {
+    let refit = job.refit.as_ref().zip(session);
+    let Some((refit, session)) = refit.filter(|(_, session)| !session.counts_exactly()) else {
+        return job
+            .prompts
+            .iter()
+            .map(|(_, text)| Ok((text.clone(), None)))
+            .collect();
+    };
+    join_all(job.prompts.iter().map(|(id, _)| async move {
+        let context = session.context(&refit.hole, *id).await;
+        let fitted = session.fit(&refit.hole, |composer| context.compose(composer));
+        fitted
+            .await
+            .map(|prompt| (prompt.text(), Some(prompt)))
+            .map_err(|e| e.to_string())
+    }))
+    .await
+}
+
+/// Complete every prompt of `job` at once, each fitted by `session` where the backend counts
+/// tokens itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
+/// arrives.
+pub async fn complete(
+    job: &CompleteJob,
+    session: Option<&Session>,
+    stream: Option<&UnboundedSender<Action>>,
+) -> Vec<Card> {
+    let prompts = sent_prompts(job, session).await;
+    let results = join_all(prompts.iter().enumerate().map(|(card, prompt)| async move {
+        let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
+        let request = CompletionRequest {
             current_file: Some(job.current_file.clone()),
-            ..CompletionRequest::single_line(prompt.clone())
-        })
-        .collect();
-    let results = join_all(requests.iter().enumerate().map(|(card, r)| async move {
+            ..CompletionRequest::single_line(text.clone())
+        };
         let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
         let forward = async {
             while let Some(delta) = received.recv().await {
@@ -153,21 +185,22 @@ pub async fn complete(job: &CompleteJob, stream: Option<&UnboundedSender<Action>
             }
         };
         // The request owns the sender: when it finishes, the channel closes and forwarding ends.
-        let request = async move { job.backend.complete(r, Some(&deltas)).await };
-        tokio::join!(request, forward).0
+        let request = async move { job.backend.complete(&request, Some(&deltas)).await };
+        tokio::join!(request, forward).0.map_err(|e| {
+            tracing::warn!(candidate = job.prompts[card].0.index(), error = %e, "backend");
+            e.to_string()
+        })
     }))
     .await;
     job.prompts
         .iter()
+        .zip(prompts)
         .zip(results)
-        .map(|((id, prompt), result)| Card {
+        .map(|(((id, text), sent), result)| Card {
             candidate: *id,
-            edited: job.edited.then(|| prompt.clone()),
+            edited: job.edited.then(|| text.clone()),
+            fitted: sent.ok().and_then(|(_, fitted)| fitted),
             outcome: result
-                .map_err(|e| {
-                    tracing::warn!(candidate = id.index(), error = %e, "backend");
-                    e.to_string()
-                })
                 .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
                 .map(|c| Finished {
                     scores: metrics::score(&c.text, &job.target),
@@ -297,6 +330,28 @@ impl Driver {
         }
     }
 
+    /// A session on the open repository with the driver's rankers and fidelity.
+    fn session(
+        &self,
+        index: Arc<RepoIndex>,
+        search: SharedSearch,
+        backend: Arc<dyn Backend>,
+        tokenizer: TokenizerKind,
+        budget: usize,
+    ) -> Session {
+        Session {
+            index,
+            search,
+            backend,
+            learning: self.learning.clone(),
+            tokenizer: tokenizer.tokenizer(),
+            budget,
+            iterations: perspectives::DEFAULT_ITERATIONS,
+            seed: perspectives::DEFAULT_SEED,
+            fidelity: self.fidelity,
+        }
+    }
+
     /// The same driver building contexts by `fidelity`'s rules.
     pub fn with_fidelity(self, fidelity: Fidelity) -> Driver {
         Driver { fidelity, ..self }
@@ -382,17 +437,7 @@ impl Driver {
                     task.abort();
                 }
                 let tx = self.tx.clone();
-                let session = Session {
-                    index: index.clone(),
-                    search,
-                    backend,
-                    learning: self.learning.clone(),
-                    tokenizer: tokenizer.tokenizer(),
-                    budget,
-                    iterations: perspectives::DEFAULT_ITERATIONS,
-                    seed: perspectives::DEFAULT_SEED,
-                    fidelity: self.fidelity,
-                };
+                let session = self.session(index.clone(), search, backend, tokenizer, budget);
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
@@ -451,8 +496,19 @@ impl Driver {
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
+                let session = job.refit.as_ref().map(|refit| {
+                    let (index, search) = (refit.index.clone(), refit.search.clone());
+                    self.session(
+                        index,
+                        search,
+                        job.backend.clone(),
+                        refit.tokenizer,
+                        refit.budget,
+                    )
+                });
                 self.running = Some(tokio::spawn(async move {
-                    let run = AssertUnwindSafe(complete(&job, Some(&tx))).catch_unwind();
+                    let session = session.as_ref();
+                    let run = AssertUnwindSafe(complete(&job, session, Some(&tx))).catch_unwind();
                     let cards = run.await.unwrap_or_else(|payload| {
                         let _ = tx.send(Action::Message(panic_text(payload)));
                         Vec::new()

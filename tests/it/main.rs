@@ -26,6 +26,7 @@ mod eval_scale;
 mod explain;
 mod feedback;
 mod fidelity;
+mod fit;
 mod index;
 mod local_model;
 mod proposals;

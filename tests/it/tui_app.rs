@@ -384,6 +384,76 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
     );
 }
 
+#[tokio::test]
+async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
+    // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
+    let server = Server::start(|request, _| match request.path.as_str() {
+        "/tokenize" => {
+            let content = request.body["content"].as_str().unwrap_or("");
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 2] }),
+            )
+        }
+        _ => Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })])),
+    })
+    .await;
+    let (_scratch, dirs) = scratch_dirs();
+    let options = keyhole::tui::Options {
+        setup: Setup {
+            backends: vec![BackendConfig {
+                name: "llama".into(),
+                ..config(BackendKind::LlamaCpp, &server.base)
+            }],
+            backend: 0,
+            budget: 400,
+            tokenizer: None,
+        },
+        ranker: RankerKind::RlpgH,
+        classifier: Classifier::bundled(),
+        dirs: dirs.clone(),
+        theme: None,
+        fidelity: keyhole::context::fidelity::Fidelity::Paper,
+    };
+    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    let title = keyhole::tui::ui::prompt::title(&app.state);
+    assert!(title.contains("approximate"), "not counted yet: {title}");
+
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.cards.len(), app.state.k);
+    let sent: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path != "/tokenize")
+        .filter_map(|r| {
+            let body = &r.body;
+            let prompt = body["prompt"].as_str().or(body["input_prefix"].as_str());
+            prompt.map(str::to_string)
+        })
+        .collect();
+    for card in &app.state.cards {
+        assert!(card.outcome.is_ok(), "{:?}", card.outcome);
+        let fitted = card
+            .fitted
+            .as_ref()
+            .expect("the card keeps the prompt it sent");
+        let counted = fitted.backend_tokens.unwrap();
+        assert!(
+            counted <= 400 && counted * 50 >= 400 * 49,
+            "{counted} of 400"
+        );
+        assert!(sent.contains(&fitted.text().trim_end().to_string()));
+    }
+    // Explaining a card shows the prompt it sent, with the server's count.
+    app.dispatch(Action::Command(Command::Explain));
+    let title = keyhole::tui::ui::prompt::title(&app.state);
+    assert!(title.contains("/400 tokens (counted by llama)"), "{title}");
+}
+
 /// A loopback server that always answers `fromServer();`, and a backend entry for it.
 async fn loopback() -> (Server, BackendConfig) {
     let server = Server::start(|_, _| {

@@ -19,10 +19,11 @@ use keyhole::token::Keep;
 pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) -> Result<()> {
     let opened = Opened::open(at, &backend.entry()?, rank.learning()?)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let all = runtime.block_on(opened.session.candidates(&opened.hole, rank.ranker));
+    let mut all = runtime.block_on(opened.session.candidates(&opened.hole, rank.ranker));
     if let Some(warning) = &all.warning {
         anyhow::bail!("{warning}");
     }
+    runtime.block_on(all.fit(&opened.session, &opened.hole))?;
     let out = ProposalsOut::new(&opened, rank.ranker, &all);
     if at.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
@@ -69,6 +70,9 @@ struct ProposalOut<'a> {
     /// Every file the source ranked, best first.
     ranked_files: Vec<&'a str>,
     default_tokens: usize,
+    /// The whole prompt's tokens as the backend counted them, where it counts for itself (the
+    /// prompt was fitted to that count; the other figures are keyhole's).
+    backend_tokens: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -80,6 +84,8 @@ struct DefaultOut {
     allocated: usize,
     truncated: bool,
     cut: Option<Keep>,
+    /// The default prompt's tokens as the backend counted them, where it counts for itself.
+    backend_tokens: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -99,6 +105,9 @@ struct RetrievedOut<'a> {
     /// Files the context draws on, in prompt order.
     files: Vec<&'a str>,
     default_tokens: Option<usize>,
+    /// The whole prompt's tokens as the backend counted them, where it counts for itself (the
+    /// prompt was fitted to that count; the other figures are keyhole's).
+    backend_tokens: Option<usize>,
 }
 
 impl<'a> ProposalsOut<'a> {
@@ -142,11 +151,12 @@ impl<'a> ProposalsOut<'a> {
                         .map(|&f| opened.path(f))
                         .collect(),
                     default_tokens: default_segment(prompt).tokens,
+                    backend_tokens: prompt.backend_tokens,
                 }
             })
             .collect();
-        let default =
-            default_segment(&all.get(CandidateId::DEFAULT).expect("a default row").prompt);
+        let default_prompt = &all.get(CandidateId::DEFAULT).expect("a default row").prompt;
+        let default = default_segment(default_prompt);
         let retrieved = all
             .retrieved
             .iter()
@@ -175,6 +185,7 @@ impl<'a> ProposalsOut<'a> {
                         .map(|f| opened.path(f))
                         .collect(),
                     default_tokens: prompt.map(|p| default_segment(p).tokens),
+                    backend_tokens: prompt.and_then(|p| p.backend_tokens),
                 }
             })
             .collect();
@@ -194,6 +205,7 @@ impl<'a> ProposalsOut<'a> {
                 allocated: default.allocated,
                 truncated: default.cut.is_some(),
                 cut: default.cut,
+                backend_tokens: default_prompt.backend_tokens,
             },
             retrieved,
             procc_pick: all.procc.pick,

@@ -175,6 +175,11 @@ impl Backend for HttpBackend {
         self.protocol.follows_instructions()
     }
 
+    fn tokenizer(&self) -> Option<&'static str> {
+        let model = self.config.model.as_deref()?;
+        crate::token::TokenizerKind::for_model(model).map(|kind| kind.tokenizer().name())
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,

@@ -25,7 +25,20 @@ pub struct Card {
     pub candidate: CandidateId,
     /// The prompt text when the user edited the candidate's prompt before running it.
     pub edited: Option<String>,
+    /// The prompt as sent, where it was composed again to fit the backend's own token count
+    /// (it then differs from the candidate's prompt in the list).
+    pub fitted: Option<Prompt>,
     pub outcome: Result<Finished, String>,
+}
+
+impl Card {
+    /// The prompt its completion came from: as sent where it was fitted to the backend, else
+    /// its candidate's.
+    pub fn prompt<'s>(&'s self, state: &'s State) -> Option<&'s Prompt> {
+        self.fitted
+            .as_ref()
+            .or_else(|| state.candidate(self.candidate).map(|c| &c.prompt))
+    }
 }
 
 #[derive(Clone, Debug)]

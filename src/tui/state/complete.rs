@@ -79,6 +79,16 @@ pub(super) fn start_completion(
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
         edited,
+        refit: match (&state.search, edited) {
+            (Some(search), false) => Some(Refit {
+                index: index.clone(),
+                search: search.clone(),
+                hole: hole.clone(),
+                tokenizer: state.setup.tokenizer(),
+                budget: state.setup.budget,
+            }),
+            _ => None,
+        },
     };
     state.completion = CompletionPhase::Running {
         streamed: Vec::new(),
@@ -120,7 +130,7 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
     let prompt = card
         .edited
         .clone()
-        .or_else(|| state.candidate(card.candidate).map(|c| c.prompt.text()));
+        .or_else(|| card.prompt(state).map(Prompt::text));
     let pick = feedback::Pick {
         hole: view.hole.display(index),
         candidates: state.cards.iter().map(|c| c.candidate).collect(),
@@ -178,10 +188,10 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
         state.status = "an edited prompt has no segments to explain".into();
         return vec![];
     }
-    let (Ok(done), Some(candidate)) = (&card.outcome, state.candidate(card.candidate)) else {
+    let (Ok(done), Some(prompt)) = (&card.outcome, card.prompt(state)) else {
         return vec![];
     };
-    let spans = explain::explain(&candidate.prompt, &done.text);
+    let spans = explain::explain(prompt, &done.text);
     let unexplained: usize = spans
         .iter()
         .filter(|s| s.prompt.is_none())
@@ -200,7 +210,7 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
         let chars = done.text[span.completion.clone()].chars().count();
         let segment = span
             .segment
-            .and_then(|i| candidate.prompt.segments.get(i))
+            .and_then(|i| prompt.segments.get(i))
             .map_or_else(|| "the prompt".into(), |s| segment_name(s.kind));
         let place = span.origin.map_or_else(
             || "keyhole's own formatting".into(),
@@ -213,7 +223,7 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
     }
     let scroll = longest
         .and_then(|s| s.prompt.as_ref())
-        .map_or(0, |r| explained_line(&candidate.prompt, r.start));
+        .map_or(0, |r| explained_line(prompt, r.start));
     state.status = status;
     state.prompt_scroll = scroll;
     state.prompt_left = 0;

@@ -239,4 +239,16 @@ pub struct CompleteJob {
     pub target: String,
     /// The prompts are user edits: their cards join the ones shown instead of replacing them.
     pub edited: bool,
+    /// What composing the prompts again needs, so that each fits the budget as the backend's
+    /// model counts it; `None` for edits, which are sent as written.
+    pub refit: Option<Refit>,
+}
+
+/// A hole's prompts composed again for the backend (see [`crate::session::Session::fit`]).
+pub struct Refit {
+    pub index: Arc<RepoIndex>,
+    pub search: crate::session::SharedSearch,
+    pub hole: Hole,
+    pub tokenizer: TokenizerKind,
+    pub budget: usize,
 }

@@ -276,7 +276,7 @@ impl State {
             .as_ref()
             .and_then(|_| self.cards.get(self.card_cursor));
         match card {
-            Some(card) => self.candidate(card.candidate).map(|c| &c.prompt),
+            Some(card) => card.prompt(self),
             None => self.focused_candidate().map(|c| &c.prompt),
         }
     }

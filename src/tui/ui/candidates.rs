@@ -208,6 +208,7 @@ mod tests {
                 budget: 10,
                 tokenizer: "code",
                 proposal_id: CandidateId::nth(1),
+                backend_tokens: None,
             },
         }
     }

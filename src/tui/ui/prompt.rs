@@ -1,6 +1,8 @@
 //! The prompt pane: token budget bars per segment over the prompt text, coloured by where each
 //! byte came from, with the spans a completion copied highlighted.
 
+use std::ops::Range;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -10,7 +12,6 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
-use crate::model::TokenCounting;
 use crate::token::Keep;
 use crate::tui::state::{Availability, Editor, State, provenance};
 use crate::tui::theme::Theme;
@@ -44,11 +45,17 @@ pub fn title(state: &State) -> String {
             } else {
                 ""
             };
-            // Counted with a stand-in for the backend's own tokenizer: say so.
-            let approximate = match state.backend.as_ref().map(|b| b.counting()) {
-                Some(TokenCounting::Approximate) => ", approximate",
-                _ => "",
-            };
+            let backend = state.backend.as_ref();
+            if let (Some(counted), Some(backend)) = (p.backend_tokens, backend) {
+                return format!(
+                    "prompt · {counted}/{} tokens (counted by {}){explained}",
+                    state.setup.budget,
+                    backend.name()
+                );
+            }
+            // Counted with a stand-in for the model's own tokenizer: say so.
+            let exact = backend.is_some_and(|b| b.tokenizer() == Some(p.tokenizer));
+            let approximate = if exact { "" } else { ", approximate" };
             format!(
                 "prompt · {used}/{} tokens ({}{approximate}){explained}",
                 p.budget, p.tokenizer
@@ -158,11 +165,11 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
         let end = start + segment.text.text.len();
         if at < end {
             let local = at - start;
-            let formatting = segment
-                .text
-                .pieces
-                .iter()
-                .any(|p| p.range.contains(&local) && p.origin.is_none());
+            // Pieces are in text order and do not overlap.
+            let pieces = &segment.text.pieces;
+            let formatting = pieces
+                .get(pieces.partition_point(|p| p.range.end <= local))
+                .is_some_and(|p| p.range.contains(&local) && p.origin.is_none());
             style = Style::new().fg(if formatting {
                 theme.formatting
             } else {
@@ -186,27 +193,173 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
     style
 }
 
+/// The styles of the prompt's bytes in `visible` as runs `(first byte, style)` in order. A style
+/// changes only where a segment, a piece or an explained span starts or ends, so `style_at` runs
+/// once per such boundary rather than once per character (per character it was most of a frame).
+fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usize, Style)> {
+    let mut bounds = vec![visible.start];
+    let mut start = 0;
+    for segment in &prompt.segments {
+        bounds.push(start);
+        for piece in &segment.text.pieces {
+            bounds.extend([start + piece.range.start, start + piece.range.end]);
+        }
+        start += segment.text.text.len();
+    }
+    for span in state.explained.iter().flatten() {
+        if let Some(range) = &span.prompt {
+            bounds.extend([range.start, range.end]);
+        }
+    }
+    bounds.retain(|b| visible.contains(b));
+    bounds.sort_unstable();
+    bounds.dedup();
+    bounds
+        .into_iter()
+        .map(|at| (at, style_at(state, prompt, at)))
+        .collect()
+}
+
 fn text_lines(state: &State, prompt: &Prompt, height: u16) -> Vec<Line<'static>> {
     let text = prompt.text();
     let mut offset = 0;
-    let mut lines = Vec::new();
+    let mut shown = Vec::new();
     for (n, line) in text.split('\n').enumerate() {
-        if lines.len() == height as usize {
+        if shown.len() == height as usize {
             break;
         }
         if n >= state.prompt_scroll {
-            let left = if state.prompt_wrap {
-                0
-            } else {
-                state.prompt_left
-            };
-            let cells = line
-                .char_indices()
-                .skip(left)
-                .map(|(i, c)| (style_at(state, prompt, offset + i), c));
-            lines.push(Line::from(group(cells)));
+            shown.push((offset, line));
         }
         offset += line.len() + 1;
     }
-    lines
+    let visible = match (shown.first(), shown.last()) {
+        (Some((first, _)), Some((last, line))) => *first..last + line.len() + 1,
+        _ => return Vec::new(),
+    };
+    let runs = style_runs(state, prompt, visible);
+    let mut run = 0;
+    let left = if state.prompt_wrap {
+        0
+    } else {
+        state.prompt_left
+    };
+    shown
+        .into_iter()
+        .map(|(offset, line)| {
+            let cells = line.char_indices().skip(left).map(|(i, c)| {
+                let at = offset + i;
+                while runs.get(run + 1).is_some_and(|(start, _)| *start <= at) {
+                    run += 1;
+                }
+                (runs[run].1, c)
+            });
+            Line::from(group(cells))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidate::CandidateId;
+    use crate::explain::ExplainedSpan;
+    use crate::lang::Span as ByteSpan;
+    use crate::sourced::{Origin, Piece, SourcedText};
+    use crate::tui::keymap::Keymap;
+
+    fn segment(kind: SegmentKind, pieces: &[(&str, bool)]) -> Segment {
+        let mut text = SourcedText::default();
+        for (part, from_file) in pieces {
+            let start = text.text.len();
+            text.text.push_str(part);
+            let origin = from_file.then_some(Origin {
+                file: 0,
+                span: ByteSpan::new(0, part.len()),
+            });
+            text.pieces.push(Piece {
+                range: start..text.text.len(),
+                origin,
+            });
+        }
+        Segment {
+            kind,
+            text,
+            tokens: 0,
+            allocated: 0,
+            cut: None,
+        }
+    }
+
+    /// The colour each visible character is drawn in, line by line.
+    fn colours(state: &State, prompt: &Prompt) -> Vec<Vec<(char, Style)>> {
+        text_lines(state, prompt, 10)
+            .iter()
+            .map(|line| {
+                let spans = line.spans.iter();
+                spans
+                    .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn prompt_text_is_coloured_by_segment_formatting_and_explained_bytes() {
+        let id = CandidateId::new(7).unwrap();
+        let prompt = Prompt {
+            segments: vec![
+                segment(
+                    SegmentKind::Proposal { id },
+                    &[("[A]\n", false), ("int a;\nint b;", true)],
+                ),
+                segment(SegmentKind::Separator, &[("\n", false)]),
+                segment(SegmentKind::Default, &[("class C {\n  x", true)]),
+            ],
+            budget: 100,
+            tokenizer: "code",
+            proposal_id: id,
+            backend_tokens: None,
+        };
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        let theme = state.theme.clone();
+        // "b;" of the proposal and "C" of the default context were copied into a completion.
+        let text = prompt.text();
+        let b = text.find("b;").unwrap();
+        let c = text.find('C').unwrap();
+        let span = |range: Range<usize>| ExplainedSpan {
+            completion: 0..1,
+            prompt: Some(range),
+            segment: None,
+            origin: None,
+        };
+        state.explained = Some(vec![span(b..b + 2), span(c..c + 1)]);
+        let explained = Style::new()
+            .fg(theme.background)
+            .bg(theme.explain)
+            .add_modifier(Modifier::BOLD);
+        let lines = colours(&state, &prompt);
+        let proposal = Style::new().fg(theme.proposal);
+        let formatting = Style::new().fg(theme.formatting);
+        let default = Style::new().fg(theme.default_context);
+        assert!(lines[0].iter().all(|(_, s)| *s == formatting), "{lines:?}");
+        assert!(lines[1].iter().all(|(_, s)| *s == proposal));
+        assert_eq!(lines[2][4], ('b', explained));
+        assert_eq!(lines[2][5], (';', explained));
+        assert_eq!(lines[2][3], (' ', proposal));
+        assert_eq!(lines[3][6], ('C', explained));
+        assert_eq!(lines[3][7], (' ', default));
+        assert_eq!(
+            lines[4],
+            vec![(' ', default), (' ', default), ('x', default)]
+        );
+
+        // Scrolled down two lines and right four characters, the same bytes keep their styles.
+        state.prompt_scroll = 2;
+        state.prompt_left = 4;
+        let lines = colours(&state, &prompt);
+        assert_eq!(lines[0][0], ('b', explained));
+        assert_eq!(lines[1][2], ('C', explained));
+        assert_eq!(lines.len(), 3, "{lines:?}");
+    }
 }

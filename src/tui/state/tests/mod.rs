@@ -156,6 +156,7 @@ fn candidate(id: usize) -> Candidate {
             budget: 10,
             tokenizer: "code",
             proposal_id: id,
+            backend_tokens: None,
         },
     }
 }
@@ -424,6 +425,7 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
 fn card(candidate: usize) -> Card {
     let candidate = CandidateId::nth(candidate);
     Card {
+        fitted: None,
         candidate,
         edited: None,
         outcome: Ok(Finished {
@@ -497,6 +499,7 @@ fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
     assert!(update(&mut s, Action::Command(Command::Confirm)).is_empty());
     assert_eq!(s.mode, Mode::Normal);
     let card = |edited: Option<&str>| Card {
+        fitted: None,
         candidate: CandidateId::nth(7),
         edited: edited.map(String::from),
         outcome: Err("offline".into()),

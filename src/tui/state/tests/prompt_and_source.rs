@@ -47,6 +47,7 @@ fn explained_state(completion: &str) -> State {
         budget: 20,
         tokenizer: "code",
         proposal_id: CandidateId::nth(7),
+        backend_tokens: None,
     };
     s.index = Some(index);
     s.phase = Phase::Ready;
@@ -56,6 +57,7 @@ fn explained_state(completion: &str) -> State {
         ..candidate(7)
     }];
     s.cards = vec![Card {
+        fitted: None,
         candidate: CandidateId::nth(7),
         edited: None,
         outcome: Ok(Finished {
