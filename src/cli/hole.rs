@@ -183,9 +183,13 @@ impl Opened {
         Ok(())
     }
 
-    /// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.
-    pub fn print_notices(&self) -> Result<()> {
-        print_notices(self.session.backend.as_ref())
+    /// End a command that exits next: print the backend's notices and leave the repository's
+    /// memory to the operating system, as freeing a large index, its search indexes and model
+    /// piece by piece takes longer than a one-hole command's own work.
+    pub fn finish(self) -> Result<()> {
+        print_notices(self.session.backend.as_ref())?;
+        std::mem::forget(self);
+        Ok(())
     }
 }
 

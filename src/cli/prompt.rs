@@ -36,7 +36,7 @@ pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> 
     } else {
         out!("{}", prompt.text());
     }
-    opened.print_notices()
+    opened.finish()
 }
 
 /// What `keyhole prompt --json` reports.

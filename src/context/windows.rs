@@ -16,7 +16,7 @@ use super::fidelity::Fidelity;
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex, SourceFile, listing};
+use crate::repo::{FileId, RepoIndex, SourceFile, listing, packed_u32};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -37,9 +37,6 @@ pub const CODE_BLOCK_BUDGET: usize = 2000;
 const CODE_HEADER_TOKENS: usize = 20;
 /// RepoCoder's separator line: 50 dashes.
 const RULE: &str = "--------------------------------------------------";
-/// The window database's format in its cache beside the repository index: bumped whenever
-/// what [`WindowIndex::new`] builds changes (the window shape, the tokenizer, the terms).
-const CACHE_VERSION: u32 = 1;
 
 /// One place a window occurs: lines `first..end` of a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,13 +85,17 @@ pub struct WindowIndex {
     /// Per term id: the windows holding it and how often.
     postings: Vec<Vec<(u32, u16)>>,
     /// Per window: its distinct term ids, sorted (flattened; `term_starts` delimits them).
+    #[serde(with = "packed_u32")]
     window_terms: Vec<u32>,
+    #[serde(with = "packed_u32")]
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
     norms: Vec<f32>,
     /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
     /// them).
+    #[serde(with = "packed_u32")]
     token_ids: Vec<u32>,
+    #[serde(with = "packed_u32")]
     token_starts: Vec<u32>,
     /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
     #[serde(skip)]
@@ -110,21 +111,6 @@ struct RepoCoderOrder {
 }
 
 impl WindowIndex {
-    /// The windows of `index`, from the cache beside the repository index while every file is
-    /// as it was (tokenizing every window is most of the build); built and cached otherwise.
-    pub fn open(index: &RepoIndex) -> WindowIndex {
-        let cache = index.derived_cache("windows", CACHE_VERSION);
-        if let Some(cached) = cache.as_ref().and_then(|c| c.load()) {
-            return cached;
-        }
-        let built = WindowIndex::new(index);
-        if let Some(cache) = cache {
-            cache.store(&built);
-        }
-        built
-    }
-
-    /// The windows of `index`, built afresh.
     pub fn new(index: &RepoIndex) -> WindowIndex {
         let mut places: Vec<Vec<Window>> = Vec::new();
         let mut texts: Vec<String> = Vec::new();

@@ -26,7 +26,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::{RepoIndex, SourceFile};
+use crate::repo::{RepoIndex, SourceFile, packed_u32};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -120,13 +120,16 @@ impl<'de> Deserialize<'de> for Vocabulary {
 pub struct RepoModel {
     vocab: Vocabulary,
     /// All files' tokens, each file followed by `BOUNDARY`.
+    #[serde(with = "packed_u32")]
     stream: Vec<u32>,
     /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
     /// before `p` read backwards.
+    #[serde(with = "packed_u32")]
     by_context: Vec<u32>,
     /// Each file's range in the stream, by repository path.
     files: FxHashMap<String, Range<u32>>,
     /// How often each token occurs, for the last resort.
+    #[serde(with = "packed_u32")]
     unigram: Vec<u32>,
 }
 

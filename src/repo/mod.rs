@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::Derived;
+pub use cache::{Derived, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use scan::MAX_FILE_BYTES;
 

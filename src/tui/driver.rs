@@ -77,7 +77,7 @@ pub fn index(
     };
     // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
     stage(Stage::Search);
-    let search = std::sync::OnceLock::from(SearchIndex::new(&index));
+    let search = std::sync::OnceLock::from(SearchIndex::open(&index));
     let index = Arc::new(index);
     let backend = match backend {
         Some(entry) => {

@@ -1,4 +1,4 @@
-//! What is costly to rebuild (RepoCoder's window database, the embedded model's statistics) is
+//! What is costly to rebuild (the search indexes, the embedded model's statistics) is
 //! cached beside the repository index: a warm run answers as a cold one, and a changed file
 //! makes the caches stale.
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::common::{self, copy_sample, keyhole, ok};
 use keyhole::sample::DEMO_HOLE;
 
-/// The derived caches in `scratch`'s cache directory (`<index>.windows.bin` and
+/// The derived caches in `scratch`'s cache directory (`<index>.search.bin` and
 /// `<index>.embedded-model.bin`), by name.
 fn derived_caches(scratch: &Path) -> Vec<String> {
     let dir = scratch.join("cache/index");
@@ -34,7 +34,7 @@ fn a_warm_run_answers_as_a_cold_one_and_as_one_without_a_cache() {
     let cold = proposals(&repo, scratch.path(), &[]);
     assert_eq!(
         derived_caches(scratch.path()),
-        ["embedded-model", "windows"],
+        ["embedded-model", "search"],
         "proposals builds both and keeps them"
     );
     let warm = proposals(&repo, scratch.path(), &[]);
