@@ -370,6 +370,9 @@ pub async fn fit(
     }
     let mut local = budget;
     let mut best: Option<Prompt> = None;
+    // The largest local budget seen to fit and the smallest seen not to, with their counts.
+    let mut under: Option<(usize, usize)> = None;
+    let mut over: Option<(usize, usize)> = None;
     for _ in 0..FIT_ROUNDS {
         let text = prompt.text();
         let Some(count) = backend.count_tokens(&text).await else {
@@ -377,23 +380,36 @@ pub async fn fit(
         };
         let count = count?;
         prompt.backend_tokens = Some(count);
-        let close = count <= budget && count * 50 >= budget * 49;
-        let next = if count > budget {
-            // Under the straight ratio, so that the next round lands inside the budget.
-            (local * budget / count.max(1)).min(local - 1) * 99 / 100
-        } else {
-            local * budget / count.max(1) * 99 / 100
-        };
-        if count <= budget && best.as_ref().is_none_or(|b| b.backend_tokens < Some(count)) {
-            best = Some(prompt);
+        if count <= budget {
+            under = under.max(Some((local, count)));
+            if best.as_ref().is_none_or(|b| b.backend_tokens < Some(count)) {
+                best = Some(prompt);
+            }
+            if count * 50 >= budget * 49 {
+                break;
+            }
+        } else if over.is_none_or(|(l, _)| local < l) {
+            over = Some((local, count));
         }
-        if close || next == local || next == 0 {
+        let next = match (under, over) {
+            // Between the two, where the counts' line crosses the budget.
+            (Some((low, low_count)), Some((high, high_count))) if high > low + 1 => {
+                let step = (high - low) * (budget - low_count) / (high_count - low_count).max(1);
+                (low + step).clamp(low + 1, high - 1)
+            }
+            // Nothing left between them.
+            (Some(_), Some(_)) => break,
+            // Scaled by the ratio of the counts (a little under it when shrinking).
+            _ if count > budget => (local * budget / count).min(local - 1) * 99 / 100,
+            _ => local * budget / count.max(1),
+        };
+        if next == local || next == 0 || over.is_some_and(|(high, _)| next >= high) {
             break;
         }
         local = next;
         prompt = composed(local);
         // A larger budget that adds nothing: everything the candidate has is in already.
-        if prompt.text() == text {
+        if count <= budget && prompt.text() == text {
             break;
         }
     }
@@ -403,9 +419,9 @@ pub async fn fit(
     })
 }
 
-/// Rounds of composing and counting [`Session::fit`] tries; the ratio of two tokenizers' counts
-/// barely moves with the budget, so two rounds usually land.
-const FIT_ROUNDS: usize = 5;
+/// Rounds of composing and counting [`fit`] tries; the ratio of two tokenizers' counts barely
+/// moves with the budget, so two or three rounds usually land.
+const FIT_ROUNDS: usize = 6;
 
 /// A candidate's context before composition, so that it can be composed again within
 /// another budget.

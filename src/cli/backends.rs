@@ -107,7 +107,7 @@ async fn check_server(entry: &BackendConfig) -> String {
         Ok(backend) => backend,
         Err(e) => return format!("not usable: {e}"),
     };
-    match backend.models().await {
+    let models = match backend.models().await {
         Some(Ok(models)) => {
             let missing = entry
                 .model
@@ -123,6 +123,23 @@ async fn check_server(entry: &BackendConfig) -> String {
         }
         Some(Err(e)) => format!("no answer to the model list: {e}"),
         None => "answers nothing about its models".into(),
+    };
+    // What the server takes at once, and where keyhole's settings for it go beyond.
+    match backend.limits().await {
+        Some(Ok(limits)) => {
+            let max_tokens = entry.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS);
+            let budget = keyhole::compose::DEFAULT_BUDGET;
+            let advice = limits.advice(&entry.name, entry.concurrency, budget, max_tokens);
+            let mut line = format!(
+                "{models}; {} slot(s) of {} tokens",
+                limits.slots, limits.context_per_slot
+            );
+            for advice in advice {
+                line += &format!("\n      {advice}");
+            }
+            line
+        }
+        _ => models,
     }
 }
 

@@ -122,6 +122,25 @@ fn repository_name(path: &std::path::Path) -> String {
     )
 }
 
+/// The concurrency to run with on `backend`'s server: at most the requests it works on at once
+/// (more would wait in its queue and run into the deadline), saying so and anything else about
+/// its limits the run exceeds. Unchanged where the server does not say.
+fn within_server_limits(
+    backend: &dyn Backend,
+    entry: &BackendConfig,
+    options: &EvalOptions,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<usize> {
+    let Some(Ok(limits)) = runtime.block_on(backend.limits()) else {
+        return Ok(options.concurrency);
+    };
+    let max_tokens = entry.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS);
+    for line in limits.advice(&entry.name, options.concurrency, options.budget, max_tokens) {
+        errln!("{line}");
+    }
+    Ok(options.concurrency.min(limits.slots))
+}
+
 pub fn eval_command(args: &EvalArgs) -> Result<()> {
     if let Some(command) = &args.command {
         return scale::run(command);
@@ -131,7 +150,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     unsafe { model::local::use_threads(&entry) };
     let tokenizer_kind = args.tokenizer.unwrap_or(entry.tokenizer());
     let tokenizer = tokenizer_kind.tokenizer();
-    let options = EvalOptions {
+    let mut options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,
         budget: args.budget,
@@ -168,12 +187,19 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
-    let mut backends = Backends::new(&entry);
+    let mut backends = Backends::new(&entry, options.concurrency);
+    let mut server_checked = false;
     // A merged directory is reported on, not labelled: its missing shards stay missing.
     let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
     for (path, name) in to_label {
         let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
         let backend = backends.for_index(&index)?;
+        if !server_checked {
+            server_checked = true;
+            options.concurrency =
+                within_server_limits(backend.as_ref(), &entry, &options, &runtime)?;
+            backends.in_flight = options.concurrency;
+        }
         let label_path = label_dir.join(format!("{name}.jsonl"));
         let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
             .with_context(|| format!("{}", label_path.display()))?;
@@ -228,13 +254,17 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
 pub(super) struct Backends<'e> {
     entry: &'e BackendConfig,
     shared: Option<Arc<dyn Backend>>,
+    /// Requests in flight at once: what the run asked, within backends.toml's `concurrency`
+    /// and the server's slots.
+    pub(super) in_flight: usize,
 }
 
 impl<'e> Backends<'e> {
-    fn new(entry: &'e BackendConfig) -> Backends<'e> {
+    fn new(entry: &'e BackendConfig, in_flight: usize) -> Backends<'e> {
         Backends {
             entry,
             shared: None,
+            in_flight,
         }
     }
 

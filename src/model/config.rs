@@ -104,6 +104,23 @@ pub struct BackendConfig {
     pub path: Option<PathBuf>,
     /// Local backends: compute threads [default: the machine's physical cores].
     pub threads: Option<usize>,
+    /// Local backends: how the model's matrices run [default: auto].
+    pub matrices: Option<Matrices>,
+}
+
+/// How a local model's matrices run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Matrices {
+    /// As f32 where the whole model takes at most 1 GiB so (candle's GEMM reads prompts much
+    /// faster), else quantized.
+    #[default]
+    Auto,
+    /// As f32: fastest on prompts, four to eight times the memory of a 4- or 8-bit file.
+    F32,
+    /// Quantized as stored, except the types candle has no fast kernel for (Q4_1, Q5_0, Q5_1),
+    /// which run as Q8_0: least memory.
+    Quantized,
 }
 
 fn default_deadline_secs() -> u64 {
@@ -147,6 +164,7 @@ impl BackendConfig {
             user_template: None,
             path: None,
             threads: None,
+            matrices: None,
         }
     }
 

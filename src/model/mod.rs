@@ -105,6 +105,44 @@ pub enum TokenCounting {
     Approximate,
 }
 
+/// How much a server can take at once, as it says (llama.cpp's `/props`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerLimits {
+    /// Requests it works on at once; more wait in its queue.
+    pub slots: usize,
+    /// Tokens each slot holds: prompt and completion together.
+    pub context_per_slot: usize,
+}
+
+impl ServerLimits {
+    /// What a user running `concurrency` requests of `budget` prompt tokens and
+    /// `max_tokens` completion tokens at once should know: a line per limit they exceed.
+    pub fn advice(
+        &self,
+        backend: &str,
+        concurrency: usize,
+        budget: usize,
+        max_tokens: usize,
+    ) -> Vec<String> {
+        let mut advice = Vec::new();
+        if concurrency > self.slots {
+            advice.push(format!(
+                "{backend}: the server works on {} request(s) at once and queues the rest; keyhole sends {} at a time (start llama-server with --parallel {concurrency} for more)",
+                self.slots, self.slots
+            ));
+        }
+        if budget + max_tokens > self.context_per_slot {
+            advice.push(format!(
+                "{backend}: each server slot holds {} tokens, less than the budget of {budget} plus {max_tokens} to generate, so the server drops the start of long prompts; lower --budget or start llama-server with --ctx-size {} (the size is shared by its {} slot(s))",
+                self.context_per_slot,
+                (budget + max_tokens) * self.slots,
+                self.slots
+            ));
+        }
+        advice
+    }
+}
+
 /// Everything that can go wrong talking to a backend. Messages name the backend and the URL
 /// (never a key) and say what failed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -115,7 +153,9 @@ pub enum BackendError {
         url: String,
         detail: String,
     },
-    #[error("{backend}: no answer from {url} within {seconds} s")]
+    #[error(
+        "{backend}: no answer from {url} within {seconds} s (a slow server, such as llama-server on a CPU, may need a larger `deadline_secs` in backends.toml or a lower `concurrency`)"
+    )]
     Deadline {
         backend: String,
         url: String,
@@ -209,6 +249,11 @@ pub trait Backend: Send + Sync {
 
     /// Count tokens with the backend's own tokenizer, where it exposes one.
     async fn count_tokens(&self, _text: &str) -> Option<Result<usize, BackendError>> {
+        None
+    }
+
+    /// How much the backend's server takes at once, where it says (llama.cpp).
+    async fn limits(&self) -> Option<Result<ServerLimits, BackendError>> {
         None
     }
 

@@ -3,7 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures_util::FutureExt;
 use futures_util::future::join_all;
@@ -25,7 +25,7 @@ use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::rank::classifier::Classifier;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{Learning, SearchIndex, Session, SharedSearch};
+use crate::session::{BuiltContext, Learning, SearchIndex, Session, SharedSearch};
 use crate::token::TokenizerKind;
 
 /// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
@@ -131,15 +131,22 @@ fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
     }
 }
 
-/// The prompts of `job` as they are sent: composed again by `session` to fit the budget as the
-/// backend's model counts it, where the backend counts in a tokenizer of its own (the prompt
-/// then comes with them); as they are otherwise. An error for a prompt that cannot fit.
+/// A session to fit prompts with, and the contexts already built from the backend's answers
+/// for the job's hole.
+type Fit<'a> = (&'a Session, &'a [perspectives::Candidate]);
+
+/// The prompts of `job` as they are sent: composed again by the session of `fit` to fit the
+/// budget as the backend's model counts it, where the backend counts in a tokenizer of its own
+/// (the prompt then comes with them); as they are otherwise. An error for a prompt that
+/// cannot fit.
 async fn sent_prompts(
     job: &CompleteJob,
-    session: Option<&Session>,
+    fit: Option<Fit<'_>>,
 ) -> Vec<Result<(String, Option<Prompt>), String>> {
-    let refit = job.refit.as_ref().zip(session);
-    let Some((refit, session)) = refit.filter(|(_, session)| !session.counts_exactly()) else {
+    let refit = job.refit.as_ref().zip(fit);
+    let Some((refit, (session, drafted))) =
+        refit.filter(|(_, (session, _))| !session.counts_exactly())
+    else {
         return job
             .prompts
             .iter()
@@ -147,7 +154,11 @@ async fn sent_prompts(
             .collect();
     };
     join_all(job.prompts.iter().map(|(id, _)| async move {
-        let context = session.context(&refit.hole, *id).await;
+        // A context built from the backend's answers is composed again, not asked for anew.
+        let context = match drafted.iter().find(|c| c.id == *id) {
+            Some(built) => BuiltContext::Retrieved(built.clone()),
+            None => session.context(&refit.hole, *id).await,
+        };
         let fitted = session.fit(&refit.hole, |composer| context.compose(composer));
         fitted
             .await
@@ -162,10 +173,10 @@ async fn sent_prompts(
 /// arrives.
 pub async fn complete(
     job: &CompleteJob,
-    session: Option<&Session>,
+    fit: Option<Fit<'_>>,
     stream: Option<&UnboundedSender<Action>>,
 ) -> Vec<Card> {
-    let prompts = sent_prompts(job, session).await;
+    let prompts = sent_prompts(job, fit).await;
     let results = join_all(prompts.iter().enumerate().map(|(card, prompt)| async move {
         let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
         let request = CompletionRequest {
@@ -316,7 +327,13 @@ pub struct Driver {
     fidelity: Fidelity,
     running: Option<JoinHandle<()>>,
     analysing: Option<JoinHandle<()>>,
+    /// The contexts built from the backend's answers (67, 69, 70) for the latest hole, by
+    /// generation: fitting a card composes them again rather than asking the backend anew.
+    drafted: Drafted,
 }
+
+/// The contexts built from the backend's answers for one hole generation.
+type Drafted = Arc<Mutex<Option<(u64, Vec<perspectives::Candidate>)>>>;
 
 impl Driver {
     /// A driver that keeps what it learns in `dirs` and reads indexes from its cache.
@@ -327,6 +344,7 @@ impl Driver {
             fidelity: Fidelity::Paper,
             running: None,
             analysing: None,
+            drafted: Drafted::default(),
         }
     }
 
@@ -437,6 +455,7 @@ impl Driver {
                     task.abort();
                 }
                 let tx = self.tx.clone();
+                let drafted = self.drafted.clone();
                 let session = self.session(index.clone(), search, backend, tokenizer, budget);
                 self.analysing = Some(tokio::spawn(async move {
                     let job = (session.clone(), hole.clone());
@@ -465,6 +484,8 @@ impl Driver {
                         let _ = tx.send(Action::Message(warning));
                     }
                     let later = session.retrieve_later(&hole, &analysis.retrieved).await;
+                    *drafted.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some((generation, later.built.clone()));
                     let _ = tx.send(Action::Retrieved {
                         generation,
                         candidates: later.candidates,
@@ -496,6 +517,7 @@ impl Driver {
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
+                let drafted = self.drafted.clone();
                 let session = job.refit.as_ref().map(|refit| {
                     let (index, search) = (refit.index.clone(), refit.search.clone());
                     self.session(
@@ -507,8 +529,16 @@ impl Driver {
                     )
                 });
                 self.running = Some(tokio::spawn(async move {
-                    let session = session.as_ref();
-                    let run = AssertUnwindSafe(complete(&job, session, Some(&tx))).catch_unwind();
+                    let drafts = drafted
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    let drafts = drafts
+                        .filter(|(generation, _)| *generation == job.generation)
+                        .map(|(_, built)| built)
+                        .unwrap_or_default();
+                    let fit = session.as_ref().map(|session| (session, drafts.as_slice()));
+                    let run = AssertUnwindSafe(complete(&job, fit, Some(&tx))).catch_unwind();
                     let cards = run.await.unwrap_or_else(|payload| {
                         let _ = tx.send(Action::Message(panic_text(payload)));
                         Vec::new()

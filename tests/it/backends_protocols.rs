@@ -18,7 +18,7 @@ fn delta(index: usize, text: &str) -> Delta {
 }
 
 #[tokio::test]
-async fn a_base_url_ending_in_the_api_version_gets_it_once() {
+async fn a_base_url_ending_in_the_api_version_gets_it_once_and_native_paths_none() {
     let server =
         Server::start(|_, _| Reply::Json(200, json!({"choices": [{"index": 0, "text": "1;"}]})))
             .await;
@@ -27,6 +27,9 @@ async fn a_base_url_ending_in_the_api_version_gets_it_once() {
         (BackendKind::OpenAiChat, "/v1/", "/v1/chat/completions"),
         (BackendKind::OpenAi, "/proxy/v1", "/proxy/v1/completions"),
         (BackendKind::OpenAi, "/proxy", "/proxy/v1/completions"),
+        // A server's own endpoints sit beside its /v1, not under it.
+        (BackendKind::LlamaCpp, "/v1", "/completion"),
+        (BackendKind::Ollama, "/v1/", "/api/generate"),
     ] {
         let config = config(kind, &format!("{}{base}", server.base));
         let _ = build_http(&config)

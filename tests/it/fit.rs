@@ -1,6 +1,10 @@
-//! Prompts fitted to a server that counts tokens itself (llama.cpp's `/tokenize`): within the
-//! budget as the model counts it and close to it, shrinking when the model's tokenizer counts
-//! more than keyhole's and growing when it counts fewer.
+//! Requests shaped to what a llama.cpp server says about itself: prompts fitted to its own
+//! token count (`/tokenize`), within the budget as the model counts it and close to it,
+//! shrinking when the model's tokenizer counts more than keyhole's and growing when it counts
+//! fewer; and no more requests at once than it has slots (`/props`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -23,6 +27,35 @@ async fn server(chars_per_token: usize) -> Server {
     .await
 }
 
+/// `keyhole ARGS` with the scratch directories of `scratch`, checked to succeed.
+async fn keyhole(scratch: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command.args(args).envs(common::dirs_env(scratch));
+    common::ok(command.output().await.unwrap())
+}
+
+/// `keyhole eval` of three holes of the sample, candidates 7 and 63, with the backend `llama`
+/// and `extra` options; what it wrote on stderr.
+async fn eval_sample(scratch: &std::path::Path, extra: &[&str]) -> String {
+    let out = scratch.join("eval");
+    let sample = common::sample();
+    let mut args = vec![
+        "eval",
+        &sample,
+        "--holes",
+        "3",
+        "--candidates",
+        "7,63",
+        "--backend",
+        "llama",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let output = keyhole(scratch, &args).await;
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// `keyhole prompt --json` for candidate 63 at the demo hole, with the backend `backend`
 /// configured in `config_dir`.
 async fn prompt(config_dir: &std::path::Path, backend: &str) -> Value {
@@ -39,10 +72,8 @@ async fn prompt(config_dir: &std::path::Path, backend: &str) -> Value {
         backend,
         "--json",
     ];
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
-    command.args(args).envs(common::dirs_env(config_dir));
-    let output = command.output().await.unwrap();
-    serde_json::from_slice(&common::ok(output).stdout).unwrap()
+    let output = keyhole(config_dir, &args).await;
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// Scratch directories whose backends.toml names `server` as the llama.cpp backend `llama`.
@@ -86,27 +117,32 @@ fn check_close_to_the_budget(fitted: &Value, counted: &[String]) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_model_that_counts_more_tokens_gets_a_shorter_prompt_within_its_budget() {
-    let (fitted, unfitted, counted) = fitted(2).await;
+/// The lengths of the fitted and the unfitted prompt, after checking the fitted one.
+async fn fitted_and_unfitted_lengths(chars_per_token: usize) -> (usize, usize, Value, Value) {
+    let (fitted, unfitted, counted) = fitted(chars_per_token).await;
     check_close_to_the_budget(&fitted, &counted);
     let length = |v: &Value| v["text"].as_str().unwrap().len();
-    assert!(length(&fitted) < length(&unfitted));
+    (length(&fitted), length(&unfitted), fitted, unfitted)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_counts_more_tokens_gets_a_shorter_prompt_within_its_budget() {
+    let (fitted, unfitted, _, unfitted_json) = fitted_and_unfitted_lengths(2).await;
+    assert!(fitted < unfitted);
     assert!(
-        unfitted["backend_tokens"].is_null(),
+        unfitted_json["backend_tokens"].is_null(),
         "the embedded model counts as keyhole does"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_that_counts_fewer_tokens_gets_a_longer_prompt_within_its_budget() {
-    let (fitted, unfitted, counted) = fitted(8).await;
-    check_close_to_the_budget(&fitted, &counted);
-    let length = |v: &Value| v["text"].as_str().unwrap().len();
-    assert!(length(&fitted) > length(&unfitted));
+    let (fitted, unfitted, fitted_json, _) = fitted_and_unfitted_lengths(8).await;
+    assert!(fitted > unfitted);
+    let tokens = fitted_json["tokens"].as_u64().unwrap() as usize;
     assert!(
-        fitted["tokens"].as_u64().unwrap() as usize > BUDGET,
-        "{fitted}"
+        tokens > BUDGET,
+        "keyhole counts more than the budget: {tokens}"
     );
 }
 
@@ -114,30 +150,12 @@ async fn a_model_that_counts_fewer_tokens_gets_a_longer_prompt_within_its_budget
 async fn eval_sends_every_prompt_fitted_to_the_servers_count() {
     let server = server(2).await;
     let scratch = configured(&server);
-    let out = scratch.path().join("eval");
-    let budget = BUDGET.to_string();
-    let args = [
-        "eval",
-        &common::sample(),
-        "--holes",
-        "3",
-        "--candidates",
-        "7,63",
-        "--budget",
-        &budget,
-        "--backend",
-        "llama",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
-    command.args(args).envs(common::dirs_env(scratch.path()));
-    common::ok(command.output().await.unwrap());
+    eval_sample(scratch.path(), &["--budget", &BUDGET.to_string()]).await;
 
     let sent: Vec<String> = server
         .requests()
         .into_iter()
-        .filter(|r| r.path != "/tokenize")
+        .filter(|r| r.path == "/completion" || r.path == "/infill")
         .map(|r| {
             let body = &r.body;
             let text = body["prompt"].as_str().or(body["input_prefix"].as_str());
@@ -171,9 +189,7 @@ async fn proposals_reports_every_prompt_fitted_to_the_servers_count() {
         "llama",
         "--json",
     ];
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
-    command.args(args).envs(common::dirs_env(scratch.path()));
-    let output = common::ok(command.output().await.unwrap());
+    let output = keyhole(scratch.path(), &args).await;
     let out: Value = serde_json::from_slice(&output.stdout).unwrap();
     let rows: Vec<&Value> = out["proposals"]
         .as_array()
@@ -188,4 +204,43 @@ async fn proposals_reports_every_prompt_fitted_to_the_servers_count() {
         let counted = row["backend_tokens"].as_u64().unwrap() as usize;
         assert!(counted <= BUDGET, "{counted} over {BUDGET}: {row}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_sends_no_more_at_once_than_the_server_has_slots_and_says_why() {
+    // Completions being answered now, and the most at once: each holds a server thread a while.
+    let completing = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (now, seen) = (completing.clone(), most.clone());
+    let server = Server::start(move |request, _| match request.path.as_str() {
+        "/props" => Reply::Json(
+            200,
+            json!({ "total_slots": 1, "default_generation_settings": { "n_ctx": 512 } }),
+        ),
+        "/tokenize" => {
+            let content = request.body["content"].as_str().unwrap_or("");
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 4] }),
+            )
+        }
+        _ => {
+            seen.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            now.fetch_sub(1, Ordering::SeqCst);
+            Reply::Json(200, json!({ "content": "x", "stop": true }))
+        }
+    })
+    .await;
+    let scratch = configured(&server);
+    let stderr = eval_sample(scratch.path(), &["--concurrency", "4"]).await;
+    assert!(
+        stderr.contains("llama: the server works on 1 request(s) at once"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("each server slot holds 512 tokens, less than the budget of 4072"),
+        "{stderr}"
+    );
+    assert_eq!(most.load(Ordering::SeqCst), 1);
 }

@@ -13,7 +13,7 @@ use std::process::Output;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use keyhole::model::config::BackendConfig;
+use keyhole::model::config::{BackendConfig, Matrices};
 use keyhole::model::local::LocalBackend;
 use keyhole::model::{Backend, BackendError, CompletionRequest, TokenCounting};
 use rand::{Rng, SeedableRng};
@@ -401,6 +401,28 @@ async fn a_prompt_longer_than_the_context_keeps_its_end() {
     assert_eq!(ids.len(), CONTEXT - 10);
     // The end survives, so the chain still continues from `i`.
     assert_eq!(text(&backend, &request(&long, &["\n"], 10)).await, "nt éx;");
+}
+
+#[tokio::test]
+async fn q4_1_matrices_kept_quantized_run_as_q8_0_and_give_the_same_chain() {
+    // `matrices = "quantized"`: the Q4_1 matrices become Q8_0 rather than f32 (least memory).
+    let (_dir, path) = written(&Tiny {
+        matrices: GgmlDType::Q4_1,
+        ..Tiny::LLAMA
+    });
+    let config = BackendConfig {
+        matrices: Some(Matrices::Quantized),
+        ..BackendConfig::local(path.clone())
+    };
+    let quantized = LocalBackend::open(&config).unwrap();
+    let as_f32 = backend(&path);
+    assert!(
+        !std::ptr::eq(quantized.model(), as_f32.model()),
+        "each way of running the matrices is its own model"
+    );
+    let prompt = request("int i", &[], 40);
+    assert_eq!(text(&quantized, &prompt).await, AFTER_I);
+    assert_eq!(text(&quantized, &prompt).await, AFTER_I);
 }
 
 #[tokio::test]

@@ -333,18 +333,8 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
         tokenizer: None,
     };
     let tokenizer = setup.tokenizer().name();
-    let options = keyhole::tui::Options {
-        setup,
-        ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs: dirs.clone(),
-        theme: None,
-        fidelity: keyhole::context::fidelity::Fidelity::Paper,
-    };
-    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
-    app.settle(LIMIT).await.unwrap();
+    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
     assert_eq!(app.state.candidates.len(), CANDIDATES);
     let prompt = &app.state.candidates[0].prompt;
     assert_eq!((prompt.budget, prompt.tokenizer), (2000, tokenizer));
@@ -399,32 +389,37 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     })
     .await;
     let (_scratch, dirs) = scratch_dirs();
-    let options = keyhole::tui::Options {
-        setup: Setup {
-            backends: vec![BackendConfig {
-                name: "llama".into(),
-                ..config(BackendKind::LlamaCpp, &server.base)
-            }],
-            backend: 0,
-            budget: 400,
-            tokenizer: None,
-        },
-        ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs: dirs.clone(),
-        theme: None,
-        fidelity: keyhole::context::fidelity::Fidelity::Paper,
+    let setup = Setup {
+        backends: vec![BackendConfig {
+            name: "llama".into(),
+            ..config(BackendKind::LlamaCpp, &server.base)
+        }],
+        backend: 0,
+        budget: 400,
+        tokenizer: None,
     };
-    let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     let root = keyhole::sample::materialize(&dirs).unwrap();
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
-    app.settle(LIMIT).await.unwrap();
+    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
     let title = keyhole::tui::ui::prompt::title(&app.state);
     assert!(title.contains("approximate"), "not counted yet: {title}");
 
+    // RepoCoder's second iteration and the hypothetical line are built from the backend's
+    // answers during analysis; fitting composes them again without asking anew.
+    let completions = |server: &Server| {
+        let requests = server.requests().into_iter();
+        requests.filter(|r| r.path != "/tokenize").count()
+    };
+    let asked = completions(&server);
+    let chosen = [7, 67, 69].map(CandidateId::nth);
+    app.state.selected.extend(chosen);
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
-    assert_eq!(app.state.cards.len(), app.state.k);
+    assert_eq!(app.state.cards.len(), chosen.len());
+    assert_eq!(
+        completions(&server) - asked,
+        chosen.len(),
+        "one request per card"
+    );
     let sent: Vec<String> = server
         .requests()
         .into_iter()
@@ -444,7 +439,8 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
         let counted = fitted.backend_tokens.unwrap();
         assert!(
             counted <= 400 && counted * 50 >= 400 * 49,
-            "{counted} of 400"
+            "{counted} of 400 for candidate {}",
+            card.candidate
         );
         assert!(sent.contains(&fitted.text().trim_end().to_string()));
     }
@@ -477,13 +473,24 @@ async fn served_app(
     dirs: keyhole::dirs::Dirs,
 ) -> (App, Server) {
     let (server, served) = loopback().await;
+    let setup = Setup {
+        backends: vec![served],
+        backend: 0,
+        budget: 2000,
+        tokenizer: None,
+    };
+    (app_with(setup, root, position, dirs).await, server)
+}
+
+/// The app with `setup` on `root` at `position`, settled.
+async fn app_with(
+    setup: Setup,
+    root: std::path::PathBuf,
+    position: &str,
+    dirs: keyhole::dirs::Dirs,
+) -> App {
     let options = keyhole::tui::Options {
-        setup: Setup {
-            backends: vec![served],
-            backend: 0,
-            budget: 2000,
-            tokenizer: None,
-        },
+        setup,
         ranker: RankerKind::RlpgH,
         classifier: Classifier::bundled(),
         dirs,
@@ -493,7 +500,7 @@ async fn served_app(
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));
     app.settle(LIMIT).await.unwrap();
-    (app, server)
+    app
 }
 
 #[tokio::test]

@@ -136,7 +136,7 @@ async fn classify(
             .unwrap_or(backends.entry().tokenizer())
             .tokenizer(),
         budget: args.budget,
-        concurrency: args.concurrency,
+        concurrency: backends.in_flight,
         fidelity: args.fidelity,
     };
     let mut out = Vec::new();

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::transport::{Framing, Transport};
 use super::{Piece, Protocol, insert_some, single_text};
-use crate::model::{BackendError, CompletionRequest, TokenCounting};
+use crate::model::{BackendError, CompletionRequest, ServerLimits, TokenCounting};
 
 pub(super) struct LlamaCpp;
 
@@ -55,6 +55,25 @@ impl Protocol for LlamaCpp {
 
     fn counting(&self) -> TokenCounting {
         TokenCounting::Exact
+    }
+
+    async fn limits(&self, transport: &Transport) -> Option<Result<ServerLimits, BackendError>> {
+        let endpoint = transport.endpoint("/props");
+        let limits = endpoint.get_json().await.and_then(|props| {
+            let number = |value: Option<&Value>| value.and_then(Value::as_u64).map(|n| n as usize);
+            let slots = number(props.get("total_slots"));
+            let settings = props.get("default_generation_settings");
+            let context = number(settings.and_then(|s| s.get("n_ctx")));
+            match (slots, context) {
+                (Some(slots), Some(context_per_slot)) => Ok(ServerLimits {
+                    slots: slots.max(1),
+                    context_per_slot,
+                }),
+                _ => Err(endpoint
+                    .malformed("no `total_slots` or `default_generation_settings.n_ctx`".into())),
+            }
+        });
+        Some(limits)
     }
 
     async fn count_tokens(

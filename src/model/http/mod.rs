@@ -19,7 +19,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::{BackendConfig, BackendKind, DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE};
 use super::{
-    Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop, secret,
+    Backend, BackendError, Completion, CompletionRequest, Delta, ServerLimits, TokenCounting,
+    apply_stop, secret,
 };
 use transport::{Framing, StreamReader, Transport};
 pub use transport::{MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
@@ -71,6 +72,11 @@ trait Protocol: Send + Sync {
         _transport: &Transport,
         _text: &str,
     ) -> Option<Result<usize, BackendError>> {
+        None
+    }
+
+    /// How much the server takes at once, where the protocol can ask.
+    async fn limits(&self, _transport: &Transport) -> Option<Result<ServerLimits, BackendError>> {
         None
     }
 }
@@ -217,6 +223,10 @@ impl Backend for HttpBackend {
 
     fn notices(&self) -> Vec<String> {
         self.no_infill.get().cloned().into_iter().collect()
+    }
+
+    async fn limits(&self) -> Option<Result<ServerLimits, BackendError>> {
+        self.protocol.limits(&self.transport).await
     }
 
     async fn models(&self) -> Option<Result<Vec<String>, BackendError>> {

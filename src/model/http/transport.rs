@@ -68,20 +68,18 @@ impl Transport {
     }
 
     /// `path` under the base URL, keeping the base's own path prefix and query. A base that
-    /// already ends in the API version the path starts with (`http://host:8080/v1`, as
-    /// Continue, Tabby and the OpenAI SDK write it) does not get it twice.
+    /// ends in an API version (`http://host:8080/v1`, as Continue, Tabby and the OpenAI SDK
+    /// write it) names where versioned paths live: a path starting with that version does not
+    /// get it twice, and a server's own unversioned endpoints (llama.cpp's `/completion` and
+    /// `/tokenize`, Ollama's `/api/...`) are found beside it, not under it.
     pub fn endpoint(&self, path: &str) -> Endpoint<'_> {
         let mut url = self.base.clone();
         let prefix = self.base.path().trim_end_matches('/');
-        let version = path
-            .split('/')
-            .nth(1)
-            .filter(|v| {
-                v.len() > 1 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit())
-            })
-            .map(|v| format!("/{v}"));
-        let prefix = match version {
-            Some(v) if prefix.ends_with(&v) => &prefix[..prefix.len() - v.len()],
+        let is_version = |v: &str| {
+            v.len() > 1 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit())
+        };
+        let prefix = match prefix.rsplit_once('/') {
+            Some((parent, last)) if is_version(last) => parent,
             _ => prefix,
         };
         url.set_path(&format!("{prefix}{path}"));

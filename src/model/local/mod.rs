@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use candle_transformers::generation::LogitsProcessor;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::config::BackendConfig;
+use super::config::{BackendConfig, Matrices};
 use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
 pub use vocabulary::Fim;
 use vocabulary::Vocabulary;
@@ -46,18 +46,23 @@ pub struct LocalModel {
     weights: Mutex<Weights>,
 }
 
-/// Models loaded in this process, by canonical path; a model lives while a backend holds it.
-static LOADED: LazyLock<Mutex<HashMap<PathBuf, Weak<LocalModel>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Models loaded in this process, by canonical path and how their matrices run; a model lives
+/// while a backend holds it.
+type Loaded = HashMap<(PathBuf, Matrices), Weak<LocalModel>>;
+static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The model at `path`, loaded now unless this process already holds it.
-pub fn shared(path: &Path) -> Result<Arc<LocalModel>, String> {
-    let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+/// The model at `path` with its matrices as `matrices` says, loaded now unless this process
+/// already holds it.
+pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, String> {
+    let key = (
+        path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
+        matrices,
+    );
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(model) = loaded.get(&key).and_then(Weak::upgrade) {
         return Ok(model);
     }
-    let model = Arc::new(LocalModel::load(path)?);
+    let model = Arc::new(LocalModel::load(path, matrices)?);
     loaded.insert(key, Arc::downgrade(&model));
     Ok(model)
 }
@@ -80,13 +85,13 @@ pub unsafe fn use_threads(config: &BackendConfig) {
 }
 
 impl LocalModel {
-    /// Reads the GGUF file at `path`: header, tokenizer, then weights.
-    pub fn load(path: &Path) -> Result<LocalModel, String> {
+    /// Reads the GGUF file at `path`: header, tokenizer, then weights (run as `matrices` says).
+    pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, String> {
         let file = GgufFile::open(path)?;
         let architecture = file.architecture()?;
         let context_length = file.context_length(&architecture);
         let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
-        let weights = Weights::load(file, &architecture)?;
+        let weights = Weights::load(file, &architecture, matrices)?;
         Ok(LocalModel {
             path: path.to_path_buf(),
             architecture,
@@ -342,10 +347,12 @@ impl LocalBackend {
             backend: config.name.clone(),
             detail: "path (the GGUF model file) is not set".into(),
         })?;
-        let model = shared(&path).map_err(|detail| BackendError::LocalModel {
-            backend: config.name.clone(),
-            path,
-            detail,
+        let model = shared(&path, config.matrices.unwrap_or_default()).map_err(|detail| {
+            BackendError::LocalModel {
+                backend: config.name.clone(),
+                path,
+                detail,
+            }
         })?;
         Ok(LocalBackend {
             config: config.clone(),

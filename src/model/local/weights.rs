@@ -10,6 +10,8 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::{quantized_llama, quantized_qwen2, quantized_qwen3};
 
+use crate::model::config::Matrices;
+
 /// The first bytes of every GGUF file.
 const MAGIC: &[u8; 4] = b"GGUF";
 
@@ -84,16 +86,22 @@ impl GgufFile {
         })
     }
 
-    /// The file with its matrices as they run fastest, in memory: all as f32 in a model
-    /// within [`F32_LIMIT`], else the [slow](SLOW) ones as Q8_0; unchanged when nothing
+    /// The file with its matrices as `matrices` says, in memory: all as f32 (by default in a
+    /// model within [`F32_LIMIT`]), else the [slow](SLOW) ones as Q8_0; unchanged when nothing
     /// needs converting.
-    fn with_fast_matrices(mut self) -> candle_core::Result<GgufFile> {
+    fn with_fast_matrices(mut self, matrices: Matrices) -> candle_core::Result<GgufFile> {
         let infos = &self.content.tensor_infos;
-        let small = infos
-            .values()
-            .map(|i| i.shape.elem_count() * 4)
-            .sum::<usize>()
-            <= F32_LIMIT;
+        let small = match matrices {
+            Matrices::Auto => {
+                infos
+                    .values()
+                    .map(|i| i.shape.elem_count() * 4)
+                    .sum::<usize>()
+                    <= F32_LIMIT
+            }
+            Matrices::F32 => true,
+            Matrices::Quantized => false,
+        };
         let target = |info: &gguf_file::TensorInfo| {
             let dtype = info.ggml_dtype;
             let dims = info.shape.dims();
@@ -183,12 +191,12 @@ impl GgufFile {
 
 impl Weights {
     /// The model in `file`, on the CPU.
-    pub fn load(file: GgufFile, arch: &str) -> Result<Weights, String> {
+    pub fn load(file: GgufFile, arch: &str, matrices: Matrices) -> Result<Weights, String> {
         let GgufFile {
             content,
             mut reader,
         } = file
-            .with_fast_matrices()
+            .with_fast_matrices(matrices)
             .map_err(|e| format!("cannot convert the matrices: {}", one_line(&e)))?;
         let device = Device::Cpu;
         let loaded = match arch {
@@ -234,4 +242,71 @@ pub fn one_line(error: &candle_core::Error) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GGUF file in memory holding one 64x32 matrix stored as Q4_1 and one f32 vector.
+    fn q4_1_file() -> (GgufFile, Tensor) {
+        let values: Vec<f32> = (0..64 * 32)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect();
+        let matrix = Tensor::from_vec(values, (64, 32), &Device::Cpu).unwrap();
+        let stored = QTensor::quantize(&matrix, GgmlDType::Q4_1).unwrap();
+        let norm = QTensor::quantize(
+            &Tensor::ones(32, candle_core::DType::F32, &Device::Cpu).unwrap(),
+            GgmlDType::F32,
+        )
+        .unwrap();
+        let arch = Value::String("llama".into());
+        let mut bytes = Cursor::new(Vec::new());
+        gguf_file::write(
+            &mut bytes,
+            &[("general.architecture", &arch)],
+            &[("w", &stored), ("norm", &norm)],
+        )
+        .unwrap();
+        bytes.rewind().unwrap();
+        let content = Content::read(&mut bytes).unwrap();
+        let file = GgufFile {
+            content,
+            reader: Box::new(bytes),
+        };
+        (file, stored.dequantize(&Device::Cpu).unwrap())
+    }
+
+    /// The matrix `w` as `matrices` makes it: its type, and its largest difference from the
+    /// stored values.
+    fn converted(matrices: Matrices) -> (GgmlDType, f32) {
+        let (file, stored) = q4_1_file();
+        let mut file = file.with_fast_matrices(matrices).unwrap();
+        let info = &file.content.tensor_infos["w"];
+        let dtype = info.ggml_dtype;
+        let tensor = info
+            .read(
+                &mut file.reader,
+                file.content.tensor_data_offset,
+                &Device::Cpu,
+            )
+            .unwrap()
+            .dequantize(&Device::Cpu)
+            .unwrap();
+        let difference = (tensor - stored).unwrap().abs().unwrap().max_all().unwrap();
+        (dtype, difference.to_scalar::<f32>().unwrap())
+    }
+
+    #[test]
+    fn matrices_run_as_f32_or_q8_0_as_asked_and_keep_their_values() {
+        let (dtype, difference) = converted(Matrices::F32);
+        assert_eq!((dtype, difference), (GgmlDType::F32, 0.0));
+        // A small model runs as f32 unless told otherwise.
+        assert_eq!(converted(Matrices::Auto).0, GgmlDType::F32);
+        let (dtype, difference) = converted(Matrices::Quantized);
+        assert_eq!(dtype, GgmlDType::Q8_0);
+        // Q8_0 keeps every value to within half a step of 1/127 of its block's largest (2).
+        assert!(difference <= 2.0 / 127.0, "{difference}");
+        assert!(difference > 0.0, "really requantized");
+    }
 }
