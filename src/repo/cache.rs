@@ -195,7 +195,7 @@ pub mod packed_u32 {
         }
 
         fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u32>, E> {
-            if bytes.len() % 4 != 0 {
+            if !bytes.len().is_multiple_of(4) {
                 return Err(E::invalid_length(bytes.len(), &self));
             }
             let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
