@@ -19,24 +19,38 @@
 //! Reported for candidate 66 built with the given fidelity profile (default paper): top-1
 //! agreement (keyhole's best block is one of RepoCoder's best-scoring windows; ties count as
 //! agreement), the same best score, and retrieved contexts equal to RepoCoder's, exactly and
-//! ignoring whitespace.
+//! ignoring whitespace. `repocoder2` reports the same for candidate 67, RepoCoder's second
+//! iteration (its r-g-r-g prompt), from rows that also carry the completion both sides
+//! started from.
+//!
+//! cargo run --example fidelity -- completions REPO HOLES.json > HOLES-WITH-COMPLETIONS.json
+//!
+//! `completions`: the holes of `keyhole holes --json`, each with the `completion` candidate
+//! 67 starts from in a paper-profile eval with the embedded model: the greedy completion of
+//! candidate 66's prompt (budget 4,072 in the embedded model's tokenizer). A model's own
+//! completion, not the target line: the target would put the answer into the query, which is
+//! RepoCoder's oracle setting, not its second iteration.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use keyhole::candidate;
+use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, DEFAULT_BUDGET};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
 use keyhole::context::{perspectives, proposals};
+use keyhole::dirs::Dirs;
 use keyhole::hole::{Hole, sample_holes_as};
+use keyhole::model::{self, config::BackendConfig};
 use keyhole::repo::RepoIndex;
+use keyhole::session::{Learning, Session};
 use keyhole::token::{self, TokenizerKind};
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder|holes|rlpg REPO ORACLE.jsonl [paper|code]";
+    let usage = "usage: fidelity repocoder|repocoder2|holes|rlpg|completions REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
@@ -48,7 +62,9 @@ fn main() {
     let index = RepoIndex::open(&PathBuf::from(repo), None).unwrap_or_else(|e| panic!("{e}"));
     let rows = std::fs::read_to_string(&oracle).unwrap_or_else(|e| panic!("{oracle}: {e}"));
     match kind.as_str() {
-        "repocoder" => repocoder(&index, &rows, fidelity),
+        "repocoder" => repocoder(&index, &rows, fidelity, Iteration::First),
+        "repocoder2" => repocoder(&index, &rows, fidelity, Iteration::Second),
+        "completions" => completions(index, &rows),
         "holes" => holes(&index, &rows, fidelity),
         "rlpg" => rlpg(&index, &rows, fidelity),
         _ => panic!("{usage}"),
@@ -196,8 +212,58 @@ fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     );
 }
 
-/// Agreement of candidate 66 with RepoCoder's retrieval and r-g prompt.
-fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+/// Which of RepoCoder's iterations a comparison is of.
+#[derive(Clone, Copy, PartialEq)]
+enum Iteration {
+    /// Candidate 66: the r-g prompt, retrieved by the lines before the hole.
+    First,
+    /// Candidate 67: the r-g-r-g prompt, retrieved with the row's `completion`.
+    Second,
+}
+
+/// The holes of `keyhole holes --json` (`holes`), printed with the completion candidate 67
+/// starts from (see the module's comment).
+fn completions(index: RepoIndex, holes: &str) {
+    let mut holes: Value = serde_json::from_str(holes).expect("keyhole holes --json");
+    let entry = BackendConfig::embedded();
+    let backend = model::build_backend(&entry, &index).unwrap_or_else(|e| panic!("{e}"));
+    let session = Session::new(
+        Arc::new(index),
+        Arc::from(backend),
+        Learning::new(Dirs::default()),
+        entry.tokenizer().tokenizer(),
+        DEFAULT_BUDGET,
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
+    for h in holes["holes"].as_array_mut().expect("a holes array") {
+        let at = format!(
+            "{}:{}:{}",
+            h["file"].as_str().unwrap(),
+            h["line"],
+            h["column"]
+        );
+        let hole = Hole::parse(&session.index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let first = session.perspectives().immediate(&hole);
+        let composer = session.composer(&hole);
+        let prompt = first
+            .iter()
+            .find(|c| c.id == CandidateId::REPOCODER)
+            .and_then(|c| c.compose(&composer))
+            .unwrap_or_else(|| composer.compose(None));
+        let request = perspectives::line_request(&session.index, &hole, &prompt);
+        let completion = runtime
+            .block_on(perspectives::first_completion(
+                session.backend.as_ref(),
+                &request,
+            ))
+            .unwrap_or_else(|e| panic!("{at}: {e}"));
+        h["completion"] = Value::from(completion);
+    }
+    println!("{}", serde_json::to_string_pretty(&holes).unwrap());
+}
+
+/// Agreement of candidate 66 (or 67) with RepoCoder's retrieval and r-g (or r-g-r-g) prompt.
+fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity, iteration: Iteration) {
     let windows = WindowIndex::new(index);
     let (mut holes, mut top1, mut score, mut equal, mut equal_words) = (0, 0, 0, 0, 0);
     for (row, at, hole) in oracle_holes(index, rows) {
@@ -205,7 +271,14 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         let best_score = top_k
             .first()
             .map_or(f64::NAN, |w| w["score"].as_f64().unwrap());
-        let query = perspectives::repocoder_query(index, &hole);
+        let (query, shown) = match iteration {
+            Iteration::First => (perspectives::repocoder_query(index, &hole), Shown::Extended),
+            Iteration::Second => {
+                let completion = row["completion"].as_str().expect("rows with a completion");
+                let query = perspectives::iteration_query(index, &hole, completion);
+                (query, Shown::Window)
+            }
+        };
         let hits = windows.search_as(index, &hole, &query, Similarity::Jaccard, fidelity);
         holes += 1;
         let req = Request {
@@ -215,8 +288,8 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             allocation: compose::proposal_allocation(DEFAULT_BUDGET, candidate::RETRIEVED_SHARE),
             seed: 9,
         };
-        let (text, used) = windows.blocks(&req, &hits, Shown::Extended, fidelity);
-        let theirs = row["prompt"].as_str().unwrap();
+        let (text, used) = windows.blocks(&req, &hits, shown, fidelity);
+        let theirs = row["prompt"].as_str().unwrap_or_default();
         let ours = format!("{}\n", text.text);
         equal += usize::from(ours == theirs);
         if ours != theirs && std::env::var_os("FIDELITY_VERBOSE").is_some() {
@@ -228,10 +301,18 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
                     .map(|w| w[1].to_string())
                     .collect()
             };
+            let first = ours.lines().zip(theirs.lines()).position(|(a, b)| a != b);
+            let line = |t: &str| {
+                let at = first.unwrap_or_default();
+                let around: Vec<&str> = t.lines().skip(at.saturating_sub(3)).take(5).collect();
+                format!("line {at}: {around:?}")
+            };
             println!(
-                "{at}: context differs\n  ours   {:?}\n  theirs {:?}",
+                "{at}: context differs\n  ours   {:?}\n  theirs {:?}\n  first different line\n    ours   {}\n    theirs {}",
                 paths(&ours),
-                paths(theirs)
+                paths(theirs),
+                line(&ours),
+                line(theirs)
             );
         }
         equal_words += usize::from(words(&ours) == words(theirs));
@@ -272,8 +353,12 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     }
     let pct = |n: usize| 100.0 * n as f64 / holes.max(1) as f64;
     println!(
-        "{holes} holes, fidelity {}: top-1 window agreement {:.1}%, equal best score {:.1}%, \
-         context equal {:.1}% ({:.1}% ignoring whitespace)",
+        "{holes} holes, candidate {}, fidelity {}: top-1 window agreement {:.1}%, equal best \
+         score {:.1}%, context equal {:.1}% ({:.1}% ignoring whitespace)",
+        match iteration {
+            Iteration::First => CandidateId::REPOCODER,
+            Iteration::Second => CandidateId::REPOCODER_ITERATION,
+        },
         fidelity.name(),
         pct(top1),
         pct(score),

@@ -157,6 +157,58 @@ impl TryFrom<usize> for CandidateId {
     }
 }
 
+/// How a profile numbers RLPG's proposals where Table 7 and RLPG's code disagree: the post
+/// lines of the current file. Every number people type or read (`--id`, label files, reports,
+/// the UI) goes through the run's numbering; everything inside keyhole uses the catalogue's
+/// ids, which are Table 7's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Numbering {
+    /// Table 7 of the paper: 5 is `current PL 25%`, 6 is `current PL 50%`.
+    #[default]
+    Table7,
+    /// RLPG's code (`utils.py`'s `combined_to_index`, which its released data uses): the
+    /// post-line ratios in `rule_config.py`'s order 0.5, 0.25, 0.75, so 5 is `current PL 50%`
+    /// and 6 is `current PL 25%`.
+    RlpgCode,
+}
+
+impl Numbering {
+    /// The catalogue ids this numbering gives other numbers: Table 7's 5 and 6, swapped.
+    const RLPG_CODE_SWAP: (usize, usize) = (5, 6);
+
+    /// The number this numbering gives candidate `id`.
+    pub fn number(self, id: CandidateId) -> usize {
+        match self {
+            Numbering::Table7 => id.index(),
+            Numbering::RlpgCode => swap(id.index(), Self::RLPG_CODE_SWAP),
+        }
+    }
+
+    /// The candidate this numbering calls `number`, if there is one.
+    pub fn id(self, number: usize) -> Option<CandidateId> {
+        match self {
+            Numbering::Table7 => CandidateId::new(number),
+            Numbering::RlpgCode => CandidateId::new(swap(number, Self::RLPG_CODE_SWAP)),
+        }
+    }
+
+    /// The candidate a person means by `typed`, a number parsed as it was typed (`--id 5`).
+    pub fn typed(self, typed: CandidateId) -> CandidateId {
+        self.id(typed.index())
+            .expect("both numberings number the same range")
+    }
+}
+
+fn swap(n: usize, (a, b): (usize, usize)) -> usize {
+    if n == a {
+        b
+    } else if n == b {
+        a
+    } else {
+        n
+    }
+}
+
 /// `0-72`: the ids, as help texts and errors name them.
 pub fn id_range() -> String {
     format!("0-{}", CandidateId::COUNT - 1)
@@ -239,9 +291,10 @@ impl PromptSource {
     }
 
     /// Truncation per appendix B.3. Its two sentences disagree about Current; the authors'
-    /// code settles it: Current (post lines and the other types, taken after the hole) and
-    /// Parent Class keep their beginning; every other source keeps its end, and since files are
-    /// laid out best-ranked last (as in the authors' code), the lowest-ranked files go first.
+    /// code settles it: Current (post lines and the other types, taken after the hole) keeps
+    /// its beginning. Parent Class keeps its beginning too (the code profile keeps its end, as
+    /// the authors' code does); every other source keeps its end, and since files are laid out
+    /// best-ranked last (as in the authors' code), the lowest-ranked files go first.
     pub fn keep(self) -> Keep {
         match self {
             Self::Current | Self::ParentClass => Keep::Start,
@@ -523,6 +576,26 @@ impl Selection {
             .ids
             .retain(|id| !std::mem::replace(&mut seen[id.index()], true));
         Ok(selection)
+    }
+
+    /// The selection a person typed in `numbering`'s numbers, as catalogue ids.
+    pub fn read_as(&self, numbering: Numbering) -> Selection {
+        Selection {
+            ids: self.ids.iter().map(|&n| numbering.typed(n)).collect(),
+            top: self.top,
+        }
+    }
+
+    /// The selection in `numbering`'s numbers, for people (the inverse of [`Self::read_as`]).
+    pub fn written_as(&self, numbering: Numbering) -> Selection {
+        Selection {
+            ids: self
+                .ids
+                .iter()
+                .map(|&id| CandidateId::nth(numbering.number(id)))
+                .collect(),
+            top: self.top,
+        }
     }
 
     /// The candidates to use, given the ranker's order of RLPG's candidates (best first).

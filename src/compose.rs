@@ -151,6 +151,17 @@ pub fn default_context(index: &RepoIndex, hole: &Hole) -> SourcedText {
     text
 }
 
+/// How the default context reads the file's line breaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineBreaks {
+    /// As the file has them.
+    #[default]
+    AsWritten,
+    /// CRLF read as LF before anything is counted, as Python's universal newlines read files
+    /// (RLPG's code).
+    CrlfAsLf,
+}
+
 /// Compose the prompt for `hole` from `proposal` (none: default context alone) within `budget`
 /// tokens of `tok`.
 pub fn compose(
@@ -192,8 +203,24 @@ pub struct Composer<'a> {
 }
 
 impl<'a> Composer<'a> {
+    /// The composer of `hole`'s prompts, reading the file's line breaks as written.
     pub fn new(index: &RepoIndex, hole: &Hole, tok: &'a dyn Tokenizer, budget: usize) -> Self {
+        Self::new_as(index, hole, tok, budget, LineBreaks::AsWritten)
+    }
+
+    /// The composer of `hole`'s prompts, reading the file's line breaks as `line_breaks` says.
+    pub fn new_as(
+        index: &RepoIndex,
+        hole: &Hole,
+        tok: &'a dyn Tokenizer,
+        budget: usize,
+        line_breaks: LineBreaks,
+    ) -> Self {
         let full = default_context(index, hole);
+        let full = match line_breaks {
+            LineBreaks::AsWritten => full,
+            LineBreaks::CrlfAsLf => full.crlf_as_lf(),
+        };
         let window = token::truncate(tok, &full.text, budget, Keep::End).0;
         // Keep one token more than the budget so the cut can be found by its token ends.
         let start = if window.start == 0 {

@@ -144,6 +144,12 @@ pub enum HoleColumn {
     RlpgCode,
 }
 
+/// Whether RLPG takes a hole on a line of this text: one neither blank nor a comment line.
+pub fn takes_hole(language: &dyn lang::Language, line: &str) -> bool {
+    let trimmed = line.trim();
+    !trimmed.is_empty() && !language.is_comment_line(trimmed)
+}
+
 /// RLPG's holes for a repository as its paper describes them: see [`sample_holes_as`].
 pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
     sample_holes_as(index, cap, seed, HoleColumn::TrimmedMiddle)
@@ -170,10 +176,10 @@ pub fn sample_holes_as(
         }
         for line in 0..file.line_count() {
             let text = file.line_text(line);
-            let trimmed = text.trim();
-            if trimmed.is_empty() || language.is_comment_line(trimmed) {
+            if !takes_hole(language, text) {
                 continue;
             }
+            let trimmed = text.trim();
             let half = trimmed.chars().count() / 2;
             let middle = match column {
                 HoleColumn::TrimmedMiddle => {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::CandidateId;
+use crate::context::fidelity::Fidelity;
 use crate::hole::Hole;
 use crate::repo::RepoIndex;
 
@@ -28,7 +29,13 @@ pub struct LabelRow {
     pub line: usize,
     /// 1-based.
     pub column: usize,
+    /// The catalogue's id. Files number it as the row's profile numbers ids (RLPG's code
+    /// swaps 5 and 6, see [`crate::candidate::Numbering`]); label files convert both ways.
     pub proposal_id: CandidateId,
+    /// The profile the row was made with; rows without one (and every paper-profile row, to
+    /// keep older readers' files as they were) are the paper's.
+    #[serde(default, skip_serializing_if = "Fidelity::is_paper")]
+    pub fidelity: Fidelity,
     /// Whether the proposal yielded any context; inapplicable rows are not completed.
     pub applicable: bool,
     /// Exact match after stripping trailing whitespace (RLPG's success).
@@ -100,6 +107,15 @@ impl<'a> HoleRows<'a> {
             .ok_or_else(|| format!("{}: no rows", self.hole_id))?;
         Hole::at(index, &row.file, row.line, row.column)
             .map_err(|e| format!("{}: {e}", self.hole_id))
+    }
+
+    /// The profile the hole's rows were made with.
+    pub fn fidelity(&self) -> Fidelity {
+        self.by_id
+            .iter()
+            .flatten()
+            .next()
+            .map_or(Fidelity::Paper, |r| r.fidelity)
     }
 
     /// Applicable candidates, proposals in id order, then the default context.

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::candidate::CandidateId;
-use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::compose::{Composer, LineBreaks, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
@@ -128,7 +128,13 @@ impl Session {
 
     /// The composer of `hole`'s prompts within the budget.
     pub fn composer(&self, hole: &Hole) -> Composer<'static> {
-        Composer::new(&self.index, hole, self.tokenizer, self.budget)
+        Composer::new_as(
+            &self.index,
+            hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity.line_breaks(),
+        )
     }
 
     /// RLPG's 62 proposals for `hole`, each within its share of the budget.
@@ -328,6 +334,7 @@ impl Session {
             index: &self.index,
             tokenizer: self.tokenizer,
             budget: self.budget,
+            line_breaks: self.fidelity.line_breaks(),
         };
         fit(&target, hole, compose).await
     }
@@ -344,6 +351,8 @@ pub struct FitTarget<'a> {
     pub index: &'a RepoIndex,
     pub tokenizer: &'static dyn Tokenizer,
     pub budget: usize,
+    /// How the code before the hole reads line breaks (the profile's).
+    pub line_breaks: LineBreaks,
 }
 
 /// Compose `hole`'s prompt with `compose` within the budget as the backend's model counts
@@ -362,8 +371,17 @@ pub async fn fit(
         index,
         tokenizer,
         budget,
+        line_breaks,
     } = *target;
-    let composed = |local: usize| compose(&Composer::new(index, hole, tokenizer, local));
+    let composed = |local: usize| {
+        compose(&Composer::new_as(
+            index,
+            hole,
+            tokenizer,
+            local,
+            line_breaks,
+        ))
+    };
     let mut prompt = composed(budget);
     if counts_exactly(backend, tokenizer) {
         return Ok(prompt);

@@ -114,6 +114,28 @@ impl SourcedText {
         (self.slice(range), count)
     }
 
+    /// The text without the one-byte characters at `positions` (ascending).
+    pub fn without(&self, positions: &[usize]) -> SourcedText {
+        if positions.is_empty() {
+            return self.clone();
+        }
+        let mut kept = SourcedText::default();
+        let mut start = 0;
+        for &at in positions {
+            kept.append(self.slice(start..at));
+            start = at + 1;
+        }
+        kept.append(self.slice(start..self.text.len()));
+        kept
+    }
+
+    /// The text with every CRLF read as LF, as Python's universal newlines read files.
+    pub fn crlf_as_lf(&self) -> SourcedText {
+        let carriage_returns: Vec<usize> =
+            self.text.match_indices("\r\n").map(|(at, _)| at).collect();
+        self.without(&carriage_returns)
+    }
+
     /// Files the text draws on, in order of first appearance.
     pub fn files(&self) -> Vec<FileId> {
         let mut files = Vec::new();

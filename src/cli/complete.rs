@@ -118,7 +118,7 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
             .map_err(anyhow::Error::msg)?;
         ranking.iter().take(k).map(|r| r.id).collect()
     } else {
-        args.ids.clone()
+        args.ids.iter().map(|&typed| opened.meant(typed)).collect()
     };
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
@@ -171,7 +171,10 @@ struct CompleteOut<'a> {
 
 #[derive(Serialize)]
 struct CompletionOut<'a> {
-    proposal_id: CandidateId,
+    /// As the profile numbers it.
+    proposal_id: usize,
+    #[serde(skip)]
+    label: &'static str,
     /// The proposal's prompt source, or the candidate's source column (`current` for the
     /// default context).
     source: &'static str,
@@ -204,7 +207,8 @@ impl<'a> CompleteOut<'a> {
                 let spec = row.id.proposal();
                 let done = row.outcome.as_ref().ok();
                 CompletionOut {
-                    proposal_id: row.id,
+                    proposal_id: opened.number(row.id),
+                    label: row.id.label(),
                     source: spec.map_or(row.id.info().source, |s| s.source.name()),
                     context_type: spec.map(|s| s.context_type),
                     prompt_tokens: row.tokens,
@@ -252,7 +256,7 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
         "SYN"
     );
     for (i, c) in out.completions.iter().enumerate() {
-        let name = format!("{} {}", c.proposal_id, c.proposal_id.label());
+        let name = format!("{} {}", c.proposal_id, c.label);
         match (c.text, c.error) {
             (Some(text), _) => outln!(
                 "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {text}",

@@ -105,8 +105,10 @@ pub struct EvalArgs {
     /// instead of asking a server; a file cut short counts as far as it goes.
     #[arg(long, value_name = "FILE", value_delimiter = ',')]
     import_responses: Vec<PathBuf>,
-    /// Only rank and report on the rows there are (`keyhole eval merge`).
-    #[arg(skip)]
+    /// Label nothing: rank and report on the holes already labelled in --out (a run stopped
+    /// part way; `keyhole eval merge` does this for merged shards). Table 10's compositions
+    /// still ask the backend unless --compose is empty.
+    #[arg(long)]
     report_only: bool,
 }
 
@@ -156,7 +158,10 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         budget: args.budget,
         concurrency: scale::in_flight(args.concurrency, &entry)?,
         shard: args.shard.unwrap_or(Shard::WHOLE),
-        candidates: args.candidates.clone().unwrap_or_else(Selection::all),
+        candidates: args
+            .candidates
+            .as_ref()
+            .map_or_else(Selection::all, |c| c.read_as(args.fidelity.numbering())),
         fidelity: args.fidelity,
         tokenizer: tokenizer_kind,
     };

@@ -9,6 +9,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{bounds, dirs};
+use keyhole::candidate::CandidateId;
 use keyhole::compose::{self, Prompt, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
@@ -119,6 +120,16 @@ impl Opened {
         session.iterations = at.iterations;
         session.fidelity = at.fidelity;
         Ok(Opened { session, hole })
+    }
+
+    /// The number people see for candidate `id`: the profile's ([`keyhole::candidate::Numbering`]).
+    pub fn number(&self, id: CandidateId) -> usize {
+        self.session.fidelity.numbering().number(id)
+    }
+
+    /// The candidate a person means by `typed` (`--id`), a number of the profile's.
+    pub fn meant(&self, typed: CandidateId) -> CandidateId {
+        self.session.fidelity.numbering().typed(typed)
     }
 
     /// A file's path, relative to the repository.

@@ -66,7 +66,9 @@ pub fn holes_command(args: &HolesArgs) -> Result<()> {
             .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
         let tok = args.tokenizer.tokenizer();
         let rows = holes.iter().map(|h| {
-            let prompt = compose::compose(&index, h, None, tok, args.budget).text();
+            let line_breaks = args.fidelity.line_breaks();
+            let composer = compose::Composer::new_as(&index, h, tok, args.budget, line_breaks);
+            let prompt = composer.compose(None).text();
             interop::export_row(&index, &name, h, &prompt)
         });
         interop::write_jsonl(path, rows).with_context(|| format!("{}", path.display()))?;

@@ -12,8 +12,10 @@ use keyhole::compose::{Prompt, SegmentKind};
 use keyhole::session::{Availability, Learning};
 use keyhole::token::Keep;
 
-pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> Result<()> {
+/// The prompt of candidate `typed`, a number as the profile numbers candidates.
+pub fn prompt_command(at: &HoleArgs, typed: CandidateId, backend: &BackendArgs) -> Result<()> {
     let opened = Opened::open(at, &backend.entry()?, Learning::new(dirs().clone()))?;
+    let id = opened.meant(typed);
     let session = &opened.session;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let hole = &opened.hole;
@@ -25,7 +27,7 @@ pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> 
             .filter(|w| !w.is_empty())
             .map_or_else(String::new, |w| format!(" ({w})"));
         errln!(
-            "note: candidate {id} is not applicable here{why}; the prompt is the default context alone"
+            "note: candidate {typed} is not applicable here{why}; the prompt is the default context alone"
         );
     }
     // Fitted to the budget as the backend's model counts it, where it counts for itself.
@@ -43,7 +45,8 @@ pub fn prompt_command(at: &HoleArgs, id: CandidateId, backend: &BackendArgs) -> 
 #[derive(Serialize)]
 struct PromptOut<'a> {
     hole: HoleOut<'a>,
-    proposal_id: CandidateId,
+    /// As the profile numbers it.
+    proposal_id: usize,
     tokenizer: &'static str,
     budget: usize,
     tokens: usize,
@@ -69,7 +72,7 @@ impl<'a> PromptOut<'a> {
     fn new(opened: &'a Opened, prompt: &'a Prompt) -> PromptOut<'a> {
         PromptOut {
             hole: opened.hole_out(),
-            proposal_id: prompt.proposal_id,
+            proposal_id: opened.number(prompt.proposal_id),
             tokenizer: prompt.tokenizer,
             budget: opened.session.budget,
             tokens: prompt.tokens(opened.session.tokenizer),
@@ -79,7 +82,13 @@ impl<'a> PromptOut<'a> {
                 .segments
                 .iter()
                 .map(|s| SegmentOut {
-                    kind: s.kind,
+                    kind: match s.kind {
+                        // Numbered as the profile numbers candidates, like `proposal_id`.
+                        SegmentKind::Proposal { id } => SegmentKind::Proposal {
+                            id: CandidateId::nth(opened.number(id)),
+                        },
+                        kind => kind,
+                    },
                     text: &s.text.text,
                     tokens: s.tokens,
                     allocated: s.allocated,

@@ -43,6 +43,9 @@
 //! - A block shows the lines of the window's first place (`metadata[0]`), even when that place
 //!   is in the hole's file and only a copy elsewhere made the window retrievable; the paper
 //!   profile shows the copy's lines.
+//! - A later iteration's block (candidate 67's) leaves out its window's last line when that
+//!   line is empty, as RepoCoder's code loses it joining the window's lines and splitting them
+//!   again; the paper profile shows the whole window.
 //! - Windows and their places are ordered as RepoCoder's window list (files as `glob` lists
 //!   them, in file-system order), and of tied windows the later comes first; the paper profile
 //!   orders by path.
@@ -52,21 +55,36 @@
 //!   deleting the space before `.`, `,`, `!`, `?` and some contractions (`a != b` becomes
 //!   `a!= b`).
 //!
+//! - A parent class's context is cut to keep its end (its `type='back'`); the paper profile
+//!   keeps its start.
 //! - Parents: a class's superclass must be written as a bare type identifier, and its file is
 //!   the last other file (in `os.walk` order) declaring a class of that name; children follow
 //!   from that. Both profiles otherwise resolve parents through imports and packages.
-//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts.
+//! - CRLF is read as LF (Python's universal newlines) in every text RLPG's code cuts, the
+//!   default context (the code before the hole) included.
+//! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
+//!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, `--candidates`,
+//!   label files and reports (see [`crate::candidate::Numbering`]); the UI shows Table 7's.
 //! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
 //!   as character indices, items stripped of surrounding whitespace.
 //!
-//! Not reproduced: the per-file cache in RLPG's `get_relevant_files` that lets earlier holes
-//! of a file change a later hole's order, and the decode of the whole prompt when RLPG's final
-//! prompt runs past the budget.
+//! - The per-file cache of RLPG's `get_relevant_files`, which lets the earlier holes of a file
+//!   change a later hole's siblings, similar names and children, is replayed over the hole
+//!   lines above the hole (see [`super::rlpg_files`]).
+//! - An item of the current file is before the hole only when it ends before it
+//!   (`end_char < hole_char`).
+//!
+//! Not reproduced: the decode of the whole prompt when RLPG's final prompt runs past the
+//! budget; RLPG's default context skips leading lines starting with `/` or `*` and is decoded
+//! (neither is done here); the order of RepoCoder's equally scored windows, which its own runs
+//! leave to the order its process pool finishes (`as_completed`).
 
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::candidate::Numbering;
+use crate::compose::LineBreaks;
 use crate::hole::HoleColumn;
 
 /// Which authority keyhole follows where a paper and its published code disagree.
@@ -90,6 +108,28 @@ impl Fidelity {
             Fidelity::Paper => HoleColumn::TrimmedMiddle,
             Fidelity::Code => HoleColumn::RlpgCode,
         }
+    }
+
+    /// How the default context reads the hole's file.
+    pub fn line_breaks(self) -> LineBreaks {
+        match self {
+            Fidelity::Paper => LineBreaks::AsWritten,
+            Fidelity::Code => LineBreaks::CrlfAsLf,
+        }
+    }
+
+    /// How ids are numbered to people: Table 7's, or RLPG's code's (post lines 5 and 6
+    /// swapped).
+    pub fn numbering(self) -> Numbering {
+        match self {
+            Fidelity::Paper => Numbering::Table7,
+            Fidelity::Code => Numbering::RlpgCode,
+        }
+    }
+
+    /// Whether this is the paper profile (the default, which files leave unsaid).
+    pub fn is_paper(&self) -> bool {
+        *self == Fidelity::Paper
     }
 
     pub fn name(self) -> &'static str {

@@ -70,7 +70,13 @@ pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
             }
             (context, vec![req.hole.file])
         }
-        PromptSource::ParentClass => parent_context(spec.context_type, req),
+        PromptSource::ParentClass => {
+            if req.fidelity == Fidelity::Code {
+                // RLPG's code cuts a parent class's context from the front (`type='back'`).
+                keep = Keep::End;
+            }
+            parent_context(spec.context_type, req)
+        }
         source => {
             let files = rank_files(source, req);
             (multi_file_context(&files, spec.context_type, req), files)
@@ -165,11 +171,12 @@ fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool
     if !after.is_empty() {
         return (join_items(req, req.hole.file, &after, Keep::Start), false);
     }
-    let before: Vec<Span> = spans
-        .iter()
-        .copied()
-        .filter(|s| (s.end as usize) <= req.hole.offset)
-        .collect();
+    // RLPG's code takes an item ending right at the hole as after it (`end_char < hole_char`).
+    let ends_before = |s: &Span| match req.fidelity {
+        Fidelity::Paper => (s.end as usize) <= req.hole.offset,
+        Fidelity::Code => (s.end as usize) < req.hole.offset,
+    };
+    let before: Vec<Span> = spans.iter().copied().filter(ends_before).collect();
     (join_items(req, req.hole.file, &before, Keep::End), true)
 }
 
@@ -191,9 +198,14 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
     let Some(link) = nearest else {
         return (SourcedText::default(), Vec::new());
     };
-    let mut items = file_items(req, link.file, context_type);
+    // RLPG's code cuts a parent class's context from the front (`type='back'`).
+    let keep = match req.fidelity {
+        Fidelity::Paper => Keep::Start,
+        Fidelity::Code => Keep::End,
+    };
+    let mut items = file_items(req, link.file, context_type, keep);
     if req.fidelity == Fidelity::Code && context_type != ContextType::MethodNamesAndBodies {
-        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, Keep::Start).0;
+        items = rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, keep).0;
     }
     if items.is_empty() {
         return (items, vec![link.file]);
@@ -242,7 +254,7 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
                 let (text, tokens) = method_bodies(req, file);
                 (text, Some(tokens))
             }
-            _ => (file_items(req, file, context_type), None),
+            _ => (file_items(req, file, context_type, Keep::Start), None),
         };
         // The authors' code adds a bare `[FileName]` here; a label without context is noise,
         // so only the code profile keeps it.
@@ -452,13 +464,14 @@ fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Spa
     }
 }
 
-/// Everything of `context_type` in another file, items joined by spaces (B.5: "all" of them).
-/// Method bodies get `[name]` before each (class_method_name) and, as in the authors' code, an
-/// equal share of the allocation each.
-fn file_items(req: &Request, file: FileId, context_type: ContextType) -> SourcedText {
+/// Everything of `context_type` in another file, items joined by spaces (B.5: "all" of them),
+/// as many from the `keep` end as the allocation can hold. Method bodies get `[name]` before
+/// each (class_method_name) and, as in the authors' code, an equal share of the allocation
+/// each.
+fn file_items(req: &Request, file: FileId, context_type: ContextType, keep: Keep) -> SourcedText {
     if context_type != ContextType::MethodNamesAndBodies {
         let spans = item_spans(req, file, context_type);
-        return join_items(req, file, &spans, Keep::Start);
+        return join_items(req, file, &spans, keep);
     }
     method_bodies(req, file).0
 }

@@ -14,13 +14,16 @@
 //!   most first; when none does, all of them in their order.
 //! - Import of X: the files X import, by how many X files import each, first seen first.
 //!
-//! RLPG's `get_relevant_files` also caches its answer per file across holes, so in its runs the
-//! order for a hole can depend on earlier holes of the same file; keyhole builds each hole
-//! afresh, as RLPG does for the first hole of a file.
+//! - RLPG's `get_relevant_files` caches its answers across the holes of a file, so in its runs
+//!   a hole's siblings, similar names and children can be those answered for an earlier hole;
+//!   the earlier holes are every hole line above it, so keyhole replays the cache over them.
+
+use std::collections::HashMap;
 
 use super::SourcedText;
 use super::proposals::Request;
 use crate::candidate::PromptSource;
+use crate::hole::takes_hole;
 use crate::lang::Span;
 use crate::lang::TypeKind;
 use crate::repo::listing;
@@ -86,16 +89,23 @@ fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
 /// The current file's imports by distance from the hole (RLPG's quirk: the distance of the
 /// last further occurrence), ties in declaration order.
 fn sorted_imports(req: &Request) -> Vec<(FileId, usize)> {
-    let file = &req.index.files[req.hole.file];
-    let mut distances: Vec<(FileId, usize)> = imports(req.index, req.hole.file)
+    imports_from_line(&last_uses(req.index, req.hole.file), req.hole.line)
+}
+
+/// Each import of `file` and the line of its last further occurrence.
+fn last_uses(index: &RepoIndex, file: FileId) -> Vec<(FileId, usize)> {
+    let source = &index.files[file];
+    imports(index, file)
         .into_iter()
-        .map(|(target, uses)| {
-            let last = uses[uses.len() - 1];
-            (
-                target,
-                file.line_of(last.start as usize).abs_diff(req.hole.line),
-            )
-        })
+        .map(|(target, uses)| (target, source.line_of(uses[uses.len() - 1].start as usize)))
+        .collect()
+}
+
+/// The imports of `last_uses` by distance from `line`, ties in declaration order.
+fn imports_from_line(last_uses: &[(FileId, usize)], line: usize) -> Vec<(FileId, usize)> {
+    let mut distances: Vec<(FileId, usize)> = last_uses
+        .iter()
+        .map(|&(target, last)| (target, last.abs_diff(line)))
         .collect();
     distances.sort_by_key(|&(_, d)| d);
     distances
@@ -109,32 +119,95 @@ fn import_names(index: &RepoIndex, file: FileId) -> Vec<&str> {
         .collect()
 }
 
-/// RLPG's `get_relevant_files`.
+/// RLPG's `get_relevant_files`: the `candidates` importing the nearest import that any of
+/// them imports, by overlap, else all of them. RLPG's runs keep one context object per file
+/// and source, and its answers in a cache across the file's holes, keyed by an import that
+/// is not always the one answered for (the loop's next import); a hole whose imports meet a
+/// cached key first gets that answer. The holes before a hole in those runs are every line
+/// RLPG takes a hole on above it, so the cache is replayed over them: the answer depends on
+/// the hole's file and line alone.
 fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
     let index = req.index;
-    let mine = import_names(index, req.hole.file);
-    let overlap = |f: FileId| {
-        let mut theirs = import_names(index, f);
-        theirs.sort_unstable();
-        theirs.dedup();
-        theirs.iter().filter(|n| mine.contains(n)).count()
-    };
-    let with_overlap: Vec<(FileId, usize)> = candidates.iter().map(|&f| (f, overlap(f))).collect();
-    for (import, _) in sorted_imports(req) {
+    let id = req.hole.file;
+    let mine = import_names(index, id);
+    let candidate_imports: Vec<(FileId, usize, Vec<FileId>)> = candidates
+        .iter()
+        .map(|&f| {
+            let mut theirs = import_names(index, f);
+            theirs.sort_unstable();
+            theirs.dedup();
+            let overlap = theirs.iter().filter(|n| mine.contains(n)).count();
+            let imported = imports(index, f).into_iter().map(|(t, _)| t).collect();
+            (f, overlap, imported)
+        })
+        .collect();
+    // Per import of the file: the candidates importing it, by overlap, most first.
+    let sharing = |import: FileId| -> Vec<FileId> {
         let mut sharing: Vec<(FileId, usize)> = Vec::new();
-        for &(f, n) in &with_overlap {
+        for (f, n, imported) in &candidate_imports {
             // A dict in RLPG's code: a file listed twice (two child classes) counts once.
-            let shares = n > 0 && imports(index, f).iter().any(|(t, _)| *t == import);
-            if shares && !sharing.iter().any(|&(g, _)| g == f) {
-                sharing.push((f, n));
+            let shares = *n > 0 && imported.contains(&import);
+            if shares && !sharing.iter().any(|(g, _)| g == f) {
+                sharing.push((*f, *n));
             }
         }
-        if !sharing.is_empty() {
-            sharing.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-            return sharing.into_iter().map(|(f, _)| f).collect();
+        sharing.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        sharing.into_iter().map(|(f, _)| f).collect()
+    };
+    let last_uses = last_uses(index, id);
+    // Worked out once: the replay below asks for them at every hole line above the hole.
+    let shared: HashMap<FileId, Vec<FileId>> = last_uses
+        .iter()
+        .map(|&(import, _)| (import, sharing(import)))
+        .collect();
+    let file = &index.files[id];
+    let mut cache = RelevantCache::default();
+    if let Some(language) = crate::lang::for_path(std::path::Path::new(&file.path)) {
+        let earlier = (0..req.hole.line).filter(|&l| takes_hole(language, file.line_text(l)));
+        for line in earlier {
+            cache.answer(&imports_from_line(&last_uses, line), &shared);
         }
     }
-    candidates
+    let order = imports_from_line(&last_uses, req.hole.line);
+    cache.answer(&order, &shared).unwrap_or(candidates)
+}
+
+/// The per-file cache of RLPG's `get_relevant_files`: answers by the import they were stored
+/// under.
+#[derive(Default)]
+struct RelevantCache {
+    answers: HashMap<FileId, Vec<FileId>>,
+}
+
+impl RelevantCache {
+    /// One call of `get_relevant_files` for a hole whose imports by distance are `order`, as
+    /// RLPG's loop runs it: a cached import answers at once; otherwise the first import the
+    /// candidates share (`shared`: the candidates importing each import) answers (none:
+    /// `None`, all candidates, not cached), and is stored under the import the loop stood on
+    /// when it stopped: the next one, where there is one.
+    fn answer(
+        &mut self,
+        order: &[(FileId, usize)],
+        shared: &HashMap<FileId, Vec<FileId>>,
+    ) -> Option<Vec<FileId>> {
+        let mut found: Option<(FileId, Vec<FileId>)> = None;
+        for &(import, _) in order {
+            if let Some(answer) = self.answers.get(&import) {
+                return Some(answer.clone());
+            }
+            if let Some((_, answer)) = found {
+                found = Some((import, answer));
+                break;
+            }
+            let answer = &shared[&import];
+            if !answer.is_empty() {
+                found = Some((import, answer.clone()));
+            }
+        }
+        let (key, answer) = found?;
+        self.answers.insert(key, answer.clone());
+        Some(answer)
+    }
 }
 
 /// RLPG's `get_relevant_import_of_att_files`: what `of` import, by how many import each.
@@ -328,8 +401,7 @@ pub fn cut_and_decode(
     max_tokens: usize,
     keep: Keep,
 ) -> (SourcedText, usize) {
-    let carriage_returns: Vec<usize> = text.text.match_indices("\r\n").map(|(at, _)| at).collect();
-    let text = without(text, &carriage_returns);
+    let text = text.crlf_as_lf();
     let (mut text, tokens) = text.truncate(tokenizer, max_tokens, keep);
     for (from, to) in DECODE_CLEAN_UP {
         let deleted: Vec<usize> = text
@@ -341,24 +413,9 @@ pub fn cut_and_decode(
                 from.match_indices(' ').map(move |(k, _)| at + k)
             })
             .collect();
-        text = without(&text, &deleted);
+        text = text.without(&deleted);
     }
     (text, tokens)
-}
-
-/// `text` without the one-byte characters at `positions` (ascending).
-fn without(text: &SourcedText, positions: &[usize]) -> SourcedText {
-    if positions.is_empty() {
-        return text.clone();
-    }
-    let mut kept = SourcedText::default();
-    let mut start = 0;
-    for &at in positions {
-        kept.append(text.slice(start..at));
-        start = at + 1;
-    }
-    kept.append(text.slice(start..text.text.len()));
-    kept
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty

@@ -483,9 +483,11 @@ impl WindowIndex {
             (Fidelity::Paper, Some(&place)) => place,
             _ => places[0],
         };
+        let file = &index.files[place.file];
         match shown {
+            Shown::Window if fidelity == Fidelity::Code => split_again(place, file),
             Shown::Window => place,
-            Shown::Extended => extended(place, index.files[place.file].line_count()),
+            Shown::Extended => extended(place, file.line_count()),
         }
     }
 
@@ -578,6 +580,17 @@ pub fn extended(place: Window, lines: usize) -> Window {
     Window {
         first: end.saturating_sub(WINDOW_LINES) as u32,
         end: end as u32,
+        ..place
+    }
+}
+
+/// The lines RepoCoder's plain blocks (later iterations) show for `place`: its code keeps a
+/// window as its lines joined by line breaks and splits that again to show it
+/// (`'\n'.join`, then `splitlines()`), which loses a last line that is empty.
+pub fn split_again(place: Window, file: &SourceFile) -> Window {
+    let last_empty = place.end > place.first && file.line_text(place.end as usize - 1).is_empty();
+    Window {
+        end: place.end - u32::from(last_empty),
         ..place
     }
 }

@@ -102,7 +102,13 @@ impl ClassifierEval<'_> {
             .iter()
             .map(|(v, r)| (*v, r.iter().map(|r| r.id).collect()))
             .collect();
-        let composer = Composer::new(index, &hole, self.tokenizer, self.budget);
+        let composer = Composer::new_as(
+            index,
+            &hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity.line_breaks(),
+        );
         let prompts = ranked
             .iter()
             .flat_map(|(v, r)| {
@@ -147,6 +153,7 @@ impl ClassifierEval<'_> {
             index,
             tokenizer: self.tokenizer,
             budget: self.budget,
+            line_breaks: self.fidelity.line_breaks(),
         };
         let refit = !counts_exactly(backend, self.tokenizer);
         let expected = hole.target.as_deref().unwrap_or_default();

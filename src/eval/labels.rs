@@ -18,6 +18,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::LabelRow;
+use crate::candidate::CandidateId;
 use crate::feedback::write_atomic;
 
 /// An open label file that appends whole holes.
@@ -83,8 +84,11 @@ impl LabelFile {
 
     /// Append all rows of one hole and sync them to disk.
     pub fn append_hole(&mut self, rows: &[LabelRow]) -> io::Result<()> {
+        let mut on_disk: Vec<LabelRow> = rows.iter().cloned().map(numbered_on_disk).collect();
+        // A hole's rows are a block of consecutive numbers on disk.
+        on_disk.sort_by_key(|r| r.proposal_id);
         let mut buf = Vec::new();
-        for row in rows {
+        for row in &on_disk {
             serde_json::to_writer(&mut buf, row)?;
             buf.push(b'\n');
         }
@@ -95,6 +99,19 @@ impl LabelFile {
         }
         Ok(())
     }
+}
+
+/// `row` with its id as its profile numbers it, as files hold it.
+fn numbered_on_disk(mut row: LabelRow) -> LabelRow {
+    let number = row.fidelity.numbering().number(row.proposal_id);
+    row.proposal_id = CandidateId::nth(number);
+    row
+}
+
+/// `row` as read from a file, with its id back in the catalogue's numbering.
+fn numbered_in_catalogue(mut row: LabelRow) -> LabelRow {
+    row.proposal_id = row.fidelity.numbering().typed(row.proposal_id);
+    row
 }
 
 /// Where the repair of `path` keeps the lines it takes out.
@@ -162,8 +179,8 @@ impl<'t> Scan<'t> {
             let whole = block.from_zero && block.lines.len() == whole_len;
             let keep = whole && (block.failed || done.insert(first.hole_id.clone()));
             if keep && !block.failed {
-                scan.rows
-                    .extend(parsed[block.lines.clone()].iter().flatten().cloned());
+                let rows = parsed[block.lines.clone()].iter().flatten().cloned();
+                scan.rows.extend(rows.map(numbered_in_catalogue));
             }
             let to = if keep {
                 &mut scan.kept

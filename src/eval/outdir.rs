@@ -46,7 +46,8 @@ pub struct LabelSettings {
     pub temperature: Option<f32>,
     pub max_tokens: Option<usize>,
     pub stop: Option<Vec<String>>,
-    /// The candidate ids a hole gets a row for, e.g. `0-70`.
+    /// The candidate ids a hole gets a row for, e.g. `0-70`, numbered as `fidelity` numbers
+    /// them.
     pub candidates: String,
     /// The part of the sampled holes this directory labels (`1/1`: all of them; settings of
     /// older versions, which had no shards, read as that).
@@ -77,7 +78,11 @@ impl LabelSettings {
             temperature: backend.temperature,
             max_tokens: backend.max_tokens,
             stop: backend.stop.clone(),
-            candidates: options.candidates.to_string(),
+            // As the run's profile numbers them, as they were typed.
+            candidates: options
+                .candidates
+                .written_as(options.fidelity.numbering())
+                .to_string(),
             shard: options.shard,
         }
     }

@@ -633,6 +633,7 @@ impl RepoRun<'_> {
                     line: hole.line + 1,
                     column: hole.column + 1,
                     proposal_id: *id,
+                    fidelity: self.session.fidelity,
                     applicable: prompt.is_some(),
                     success: prompt.is_some() && scores.exact_match,
                     edit_similarity: if prompt.is_some() {

@@ -106,6 +106,10 @@ pub struct BackendConfig {
     pub threads: Option<usize>,
     /// Local backends: how the model's matrices run [default: auto].
     pub matrices: Option<Matrices>,
+    /// Whether a prompt's [trailing fragment](super::CompletionRequest::trailing_fragment) is
+    /// moved into the completion's expected start [default: true]; `false` sends the prompt as
+    /// cut, as RLPG's code sent Codex its prompts.
+    pub token_healing: Option<bool>,
 }
 
 /// How a local model's matrices run.
@@ -165,6 +169,7 @@ impl BackendConfig {
             path: None,
             threads: None,
             matrices: None,
+            token_healing: None,
         }
     }
 
@@ -209,11 +214,14 @@ impl BackendConfig {
     }
 
     /// The request this backend sends for `request` (its generation settings applied, the
-    /// prompt's [trailing blank](CompletionRequest::trailing_blank) moved out) and that blank,
-    /// which [`super::restore_blank`] takes back out of the answers.
+    /// prompt's [trailing fragment](CompletionRequest::trailing_fragment) moved out) and that
+    /// fragment, which [`super::restore_fragment`] takes back out of the answers.
     pub fn prepare(&self, request: &CompletionRequest) -> (CompletionRequest, String) {
-        let blank = request.trailing_blank().to_string();
-        (self.apply(&request.without_trailing_blank()), blank)
+        if self.token_healing == Some(false) {
+            return (self.apply(request), String::new());
+        }
+        let fragment = request.trailing_fragment().to_string();
+        (self.apply(&request.without_trailing_fragment()), fragment)
     }
 
     /// The first problem with this entry, as (key, message).

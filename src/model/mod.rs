@@ -44,22 +44,29 @@ pub struct CompletionRequest {
 }
 
 impl CompletionRequest {
-    /// The spaces and tabs the prompt ends with: a hole in a line's indentation, or after a
-    /// space. Subword tokenizers attach such whitespace to the word that follows it, so a
-    /// prompt ending in it is one a model has rarely seen, and models answer `␣}` for `}`.
-    /// Completion tools move it out of the prompt and into the completion's expected start.
-    pub fn trailing_blank(&self) -> &str {
-        let code = self.prompt.trim_end_matches([' ', '\t']);
+    /// The end of the prompt a subword tokenizer splits where no text it learned from does: the
+    /// start of a word the hole cuts (`Illegal|ArgumentException`), with the spaces and tabs
+    /// before it, or the spaces and tabs alone (a hole in a line's indentation, or after a
+    /// space). Subword tokenizers attach whitespace to the word that follows and keep a word
+    /// whole, so models answer `␣}` for `}` and `IllegalArgument` after `Illegal`. Completion
+    /// tools move this fragment out of the prompt and expect the completion to start with it
+    /// (token healing). Instructions are sent as written: they are prose, not a cut text.
+    pub fn trailing_fragment(&self) -> &str {
+        if self.instruction {
+            return "";
+        }
+        let code = self.prompt.trim_end_matches(is_word_char);
+        let code = code.trim_end_matches([' ', '\t']);
         &self.prompt[code.len()..]
     }
 
-    /// The request with its [trailing blank](CompletionRequest::trailing_blank) moved out of
-    /// the prompt, for backends with subword tokenizers; [`restore_blank`] undoes it on the
-    /// answer.
-    pub fn without_trailing_blank(&self) -> CompletionRequest {
-        let blank = self.trailing_blank().len();
+    /// The request with its [trailing fragment](CompletionRequest::trailing_fragment) moved
+    /// out of the prompt, for backends with subword tokenizers; [`restore_fragment`] undoes it
+    /// on the answer.
+    pub fn without_trailing_fragment(&self) -> CompletionRequest {
+        let fragment = self.trailing_fragment().len();
         CompletionRequest {
-            prompt: self.prompt[..self.prompt.len() - blank].to_string(),
+            prompt: self.prompt[..self.prompt.len() - fragment].to_string(),
             ..self.clone()
         }
     }
@@ -294,16 +301,25 @@ pub fn apply_stop(text: &str, stop: &[String]) -> String {
     text[..end].to_string()
 }
 
-/// The text a model wrote after a prompt whose trailing `blank` was moved out of it, as it
-/// continues the original prompt: the blank the model wrote again (or any leading spaces and
-/// tabs, where it wrote other ones) belongs to the prompt, not to the completion.
-pub fn restore_blank(text: &str, blank: &str) -> String {
-    if blank.is_empty() {
+/// Whether `c` continues an identifier or a number, so that a hole after it cuts a word.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// The text a model wrote after a prompt whose trailing `fragment` was moved out of it, as it
+/// continues the original prompt: the fragment the model wrote again belongs to the prompt,
+/// not to the completion (with any leading spaces and tabs, where it wrote other ones). A
+/// model that wrote another word than the fragment starts keeps its answer, blank taken off.
+pub fn restore_fragment(text: &str, fragment: &str) -> String {
+    if fragment.is_empty() {
         return text.to_string();
     }
-    text.strip_prefix(blank)
-        .unwrap_or_else(|| text.trim_start_matches([' ', '\t']))
-        .to_string()
+    if let Some(rest) = text.strip_prefix(fragment) {
+        return rest.to_string();
+    }
+    let word = fragment.trim_start_matches([' ', '\t']);
+    let text = text.trim_start_matches([' ', '\t']);
+    text.strip_prefix(word).unwrap_or(text).to_string()
 }
 
 #[cfg(test)]
@@ -313,15 +329,49 @@ mod tests {
     #[test]
     fn a_trailing_blank_is_what_the_prompt_ends_with_and_the_answer_repeats() {
         let request = CompletionRequest::single_line("    return x;\n\t  ".to_string());
-        assert_eq!(request.trailing_blank(), "\t  ");
-        assert_eq!(request.without_trailing_blank().prompt, "    return x;\n");
-        assert_eq!(restore_blank("\t  }", "\t  "), "}");
-        assert_eq!(restore_blank("    }", "\t  "), "}", "other whitespace");
-        assert_eq!(restore_blank("}", "\t  "), "}", "none written again");
+        assert_eq!(request.trailing_fragment(), "\t  ");
         assert_eq!(
-            restore_blank("  x", ""),
-            "  x",
-            "no blank: the answer as written"
+            request.without_trailing_fragment().prompt,
+            "    return x;\n"
         );
+        assert_eq!(restore_fragment("\t  }", "\t  "), "}");
+        assert_eq!(restore_fragment("    }", "\t  "), "}", "other whitespace");
+        assert_eq!(restore_fragment("}", "\t  "), "}", "none written again");
+        assert_eq!(
+            restore_fragment("  x", ""),
+            "  x",
+            "no fragment: the answer as written"
+        );
+    }
+
+    #[test]
+    fn a_word_the_hole_cuts_moves_out_with_the_blank_before_it() {
+        let prompt = |text: &str| CompletionRequest::single_line(text.to_string());
+        let request = prompt("    throw new Illegal");
+        assert_eq!(request.trailing_fragment(), " Illegal");
+        assert_eq!(request.without_trailing_fragment().prompt, "    throw new");
+        let answer = " IllegalArgumentException(name);";
+        assert_eq!(
+            restore_fragment(answer, " Illegal"),
+            "ArgumentException(name);"
+        );
+        assert_eq!(
+            restore_fragment("IllegalStateException();", " Illegal"),
+            "StateException();",
+            "the word without its blank"
+        );
+        assert_eq!(
+            restore_fragment(" RuntimeException();", " Illegal"),
+            "RuntimeException();",
+            "another word: a miss, kept as written"
+        );
+        assert_eq!(prompt("x.get").trailing_fragment(), "get");
+        assert_eq!(
+            prompt("x.get(").trailing_fragment(),
+            "",
+            "after punctuation"
+        );
+        assert_eq!(prompt("int i1").trailing_fragment(), " i1");
+        assert_eq!(prompt("línea").trailing_fragment(), "línea");
     }
 }

@@ -597,10 +597,6 @@ impl Backend for EmbeddedModel {
         }
         Ok(out)
     }
-
-    async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {
-        Some(Ok(CodeTokenizer.count(text)))
-    }
 }
 
 #[cfg(test)]

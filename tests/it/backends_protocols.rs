@@ -6,7 +6,7 @@ use crate::backends_support;
 use std::time::Duration;
 
 use backends_support::{Reply, Server, complete_streaming, config, request, sse, texts};
-use keyhole::model::config::{BackendKind, build_http};
+use keyhole::model::config::{BackendConfig, BackendKind, build_http};
 use keyhole::model::{Delta, TokenCounting};
 use serde_json::json;
 
@@ -463,6 +463,39 @@ async fn an_openai_server_that_refuses_the_suffix_is_asked_left_to_right() {
     let err = backend.complete(&req, None).await.unwrap_err();
     assert!(err.to_string().contains("prompt is too long"), "{err}");
     assert_eq!(server.requests().len(), 1);
+}
+
+/// A prompt that ends in the start of a word (a hole inside an identifier) is sent without it
+/// and the blank before it; the model writes the whole word, and the completion is its rest.
+#[tokio::test]
+async fn a_word_the_hole_cuts_moves_from_the_prompt_into_the_expected_completion() {
+    let server = Server::start(|_, _| {
+        Reply::Json(
+            200,
+            json!({"choices": [{"index": 0, "text": " IllegalArgumentException(name);"}]}),
+        )
+    })
+    .await;
+    let backend = build_http(&config(BackendKind::OpenAi, &server.base)).unwrap();
+    let mut req = request(1);
+    req.prompt = "    throw new Illegal".to_string();
+    let completions = backend.complete(&req, None).await.unwrap();
+    assert_eq!(server.body()["prompt"], json!("    throw new"));
+    assert_eq!(texts(&completions), ["ArgumentException(name);"]);
+
+    // `token_healing = false`: the prompt as cut, the answer as written.
+    let unhealed = BackendConfig {
+        token_healing: Some(false),
+        ..config(BackendKind::OpenAi, &server.base)
+    };
+    let completions = build_http(&unhealed)
+        .unwrap()
+        .complete(&req, None)
+        .await
+        .unwrap();
+    let sent = server.requests().pop().unwrap();
+    assert_eq!(sent.body["prompt"], json!("    throw new Illegal"));
+    assert_eq!(texts(&completions), [" IllegalArgumentException(name);"]);
 }
 
 /// A prompt that ends in a blank (a hole after a space or in a line's indentation) is sent

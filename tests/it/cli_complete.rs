@@ -97,7 +97,7 @@ async fn retrieved_candidates_complete_by_id_including_those_that_need_a_complet
 #[tokio::test(flavor = "multi_thread")]
 async fn a_configured_server_completes_and_the_key_stays_secret() {
     let server = Server::start(|_, i| {
-        Reply::Json(200, json!({ "choices": [{ "index": 0, "text": format!("Blank(value)) {{\nnext line {i}") }] }))
+        Reply::Json(200, json!({ "choices": [{ "index": 0, "text": format!("isBlank(value)) {{\nnext line {i}") }] }))
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -139,7 +139,8 @@ async fn a_configured_server_completes_and_the_key_stays_secret() {
             request.body["prompt"]
                 .as_str()
                 .unwrap()
-                .ends_with("        if (TextUtil.is")
+                .ends_with("        if (TextUtil."),
+            "the word the hole cuts (`is`) is the model's to write"
         );
     }
     let listed = keyhole(

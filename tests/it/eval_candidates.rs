@@ -86,3 +86,38 @@ fn top_n_takes_the_rankers_best_n_of_rlpgs_candidates_per_hole() {
         assert!((1..=3).contains(&completed.len()), "{completed:?}");
     }
 }
+
+#[test]
+fn a_run_stopped_part_way_is_reported_without_labelling_more() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let out_arg = out.to_string_lossy().into_owned();
+    let sample = common::sample();
+    let args = [
+        "eval",
+        &sample,
+        "--holes",
+        "6",
+        "--compose",
+        "",
+        "--out",
+        &out_arg,
+    ];
+    common::ok(keyhole(&args, scratch.path()));
+    // As if the run had stopped after four holes: their rows are all there is.
+    let kept: Vec<String> = rows(&out)
+        .iter()
+        .map(Value::to_string)
+        .take(4 * 73)
+        .collect();
+    let labels = out.join("labels/sample-repo.jsonl");
+    std::fs::write(&labels, kept.join("\n") + "\n").unwrap();
+    std::fs::remove_file(out.join("report.md")).unwrap();
+
+    let mut report_only = args.to_vec();
+    report_only.push("--report-only");
+    common::ok(keyhole(&report_only, scratch.path()));
+    assert_eq!(rows(&out).len(), 4 * 73, "nothing labelled");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("4 holes from 292 label rows"), "{report}");
+}

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use keyhole::candidate::CandidateId;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::eval::labels::{LabelFile, read_dir};
 use keyhole::eval::{LabelRow, WRITTEN_ROWS};
 
@@ -17,6 +18,7 @@ fn row(hole: &str, id: usize) -> LabelRow {
         line: 1,
         column: 1,
         proposal_id: CandidateId::nth(id),
+        fidelity: Fidelity::Paper,
         applicable: true,
         success: id.is_multiple_of(2),
         edit_similarity: 1.0,

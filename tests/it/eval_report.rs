@@ -14,6 +14,7 @@
 //! | c1   | hit     | 6 hit, 10 hit     |                                        |
 
 use keyhole::candidate::CandidateId;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::eval::report::{self, Builder, MAX_K, Report, Truncation};
 use keyhole::eval::{LabelRow, ROWS_PER_HOLE, hole_id};
 
@@ -26,6 +27,7 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         line: n,
         column: 1,
         proposal_id: CandidateId::nth(id),
+        fidelity: Fidelity::Paper,
         applicable,
         success,
         edit_similarity: if success { 1.0 } else { 0.0 },
@@ -158,7 +160,7 @@ fn fixed_proposal_is_chosen_on_the_training_split() {
     let f = build().fixed_proposal;
     // On a, proposal 10 hits twice; proposal 6, which wins on the test split, never does.
     assert_eq!(
-        (f.id.index(), f.label.as_str(), f.success),
+        (f.id, f.label.as_str(), f.success),
         (10, "parent_class I", 100.0)
     );
     assert_eq!((f.chosen_on.as_str(), f.holes), ("train", 2));

@@ -266,7 +266,9 @@ fn temp_repo(
 ) {
     let repo = tempfile::tempdir().unwrap();
     for (name, text) in files {
-        std::fs::write(repo.path().join(name), text).unwrap();
+        let path = repo.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
     let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
     let hole = keyhole::hole::Hole::parse(&index, at).unwrap();
@@ -427,4 +429,268 @@ fn eval_records_the_profile_and_the_tokenizer_and_resumes_only_with_them() {
     assert_eq!(again.status.code(), Some(2));
     let err = String::from_utf8_lossy(&again.stderr);
     assert!(err.contains("--fidelity code, not paper"), "{err}");
+}
+
+/// RLPG's code numbers its rules as `utils.py`'s `combined_to_index` does, which takes the
+/// post-line ratios in `rule_config.py`'s order (0.5, 0.25, 0.75); Table 7 lists 0.25 first.
+#[test]
+fn code_numbers_the_post_lines_as_rlpgs_code_does() {
+    let share = |fidelity: Fidelity, n: usize| {
+        let id = fidelity.numbering().id(n).unwrap();
+        assert_eq!(fidelity.numbering().number(id), n);
+        id.proposal().unwrap().share
+    };
+    assert_eq!(
+        [5, 6, 7].map(|n| share(Fidelity::Code, n)),
+        [0.5, 0.25, 0.75]
+    );
+    assert_eq!(
+        [5, 6, 7].map(|n| share(Fidelity::Paper, n)),
+        [0.25, 0.5, 0.75]
+    );
+    for n in (0..CandidateId::COUNT).filter(|n| ![5, 6].contains(n)) {
+        assert_eq!(
+            Fidelity::Code.numbering().id(n),
+            Fidelity::Paper.numbering().id(n)
+        );
+    }
+}
+
+#[test]
+fn prompt_id_5_is_the_post_lines_at_half_the_budget_in_the_code_profile() {
+    let scratch = tempfile::tempdir().unwrap();
+    let demo = format!("{SHOP}{DEMO}");
+    let prompt = |fidelity: &str| -> serde_json::Value {
+        let out = ok(keyhole(
+            &[
+                "prompt",
+                &common::sample(),
+                &demo,
+                "--id",
+                "5",
+                "--fidelity",
+                fidelity,
+                "--json",
+            ],
+            scratch.path(),
+        ));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for (fidelity, share) in [("code", 0.5), ("paper", 0.25)] {
+        let v = prompt(fidelity);
+        assert_eq!(v["proposal_id"], 5, "{fidelity}");
+        let segment = v["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"]["kind"] == "proposal")
+            .unwrap_or_else(|| panic!("{fidelity}: no proposal segment in {v}"));
+        assert_eq!(segment["kind"]["id"], 5, "{fidelity}");
+        let budget = v["budget"].as_u64().unwrap() as usize;
+        assert_eq!(
+            segment["allocated"],
+            keyhole::compose::proposal_allocation(budget, share),
+            "{fidelity}"
+        );
+    }
+}
+
+#[test]
+fn code_label_files_and_reports_number_the_post_lines_as_rlpgs_code() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("out");
+    let sample = common::sample();
+    let out_arg = out.to_string_lossy().into_owned();
+    ok(keyhole(
+        &[
+            "eval",
+            &sample,
+            "--holes",
+            "2",
+            "--out",
+            &out_arg,
+            "--fidelity",
+            "code",
+            "--compose",
+            "",
+            "--candidates",
+            "5",
+        ],
+        scratch.path(),
+    ));
+    let text = std::fs::read_to_string(out.join("labels/sample-repo.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * CandidateId::COUNT);
+    let not_selected = keyhole::eval::runner::NOT_SELECTED;
+    for hole in rows.chunks(CandidateId::COUNT) {
+        for (n, row) in hole.iter().enumerate() {
+            assert_eq!(
+                row["proposal_id"], n,
+                "a hole's rows in the profile's order"
+            );
+            assert_eq!(row["fidelity"], "code", "{row}");
+        }
+        // `--candidates 5` is RLPG's 5: the post lines at half the budget, completed; Table
+        // 7's 5 (RLPG's 6) is left out.
+        assert_ne!(hole[5]["why_not"], not_selected, "{}", hole[5]);
+        assert_eq!(hole[6]["why_not"], not_selected, "{}", hole[6]);
+        assert!(
+            hole[5]["proposal_tokens"].as_u64().unwrap() > 0,
+            "{}",
+            hole[5]
+        );
+    }
+    let settings = std::fs::read_to_string(out.join("settings.json")).unwrap();
+    assert!(settings.contains("\"candidates\": \"5\""), "{settings}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("| 5 | `current PL 50%` |"), "{report}");
+    assert!(report.contains("| 6 | `current PL 25%` |"), "{report}");
+}
+
+#[test]
+fn code_reads_the_code_before_a_crlf_hole_with_lf_line_breaks() {
+    let scratch = tempfile::tempdir().unwrap();
+    let text = "class Main {\r\n    int a = 1;\r\n    int b = a + 1;\r\n}\r\n";
+    let (repo, _, _) = temp_repo(&[("Main.java", text)], "Main.java:3:13");
+    let repo = repo.path().to_string_lossy().into_owned();
+    let prompt = |fidelity: &str| -> serde_json::Value {
+        let args = [
+            "prompt",
+            &repo,
+            "Main.java:3:13",
+            "--json",
+            "--fidelity",
+            fidelity,
+            "--tokenizer",
+            "r50k_base",
+        ];
+        serde_json::from_slice(&ok(keyhole(&args, scratch.path())).stdout).unwrap()
+    };
+    let before = "class Main {\n    int a = 1;\n    int b = ";
+    let code = prompt("code");
+    assert_eq!(code["text"], before);
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    assert_eq!(code["tokens"], r50k.count(before), "counted as read");
+    // Each kept piece still points at the file's own lines.
+    let pieces = &code["segments"][0]["pieces"];
+    assert_eq!(pieces[0]["file"], "Main.java", "{code}");
+    assert_eq!(prompt("paper")["text"], before.replace('\n', "\r\n"));
+}
+
+#[test]
+fn code_shows_a_later_iterations_window_without_its_empty_last_line() {
+    // B's first window is its lines 0-9, the last of them empty.
+    let fields = "    int alpha = 1;\n    int beta = 2;\n    int gamma = alpha + beta;\n    \
+                  int delta = gamma * 2;\n    int epsilon = delta - 1;\n    int zeta = epsilon;\n    \
+                  int eta = zeta + 1;\n    int theta = eta + 2;\n";
+    let b = format!("class B {{\n{fields}\n}}\n");
+    let a = format!("class A {{\n{fields}    int iota = \n");
+    let (_repo, index, h) = temp_repo(&[("A.java", &a), ("B.java", &b)], "A.java:10:16");
+    let retrieval = Retrieval::new(&index);
+    let windows = WindowIndex::new(&index);
+    let iteration = |fidelity| {
+        let p = Perspectives {
+            index: &index,
+            retrieval: &retrieval,
+            windows: &windows,
+            tokenizer: TokenizerKind::P50kBase.tokenizer(),
+            budget: 4072,
+            seed: 9,
+            fidelity,
+        };
+        p.repocoder_iteration(&h, "theta + 1;").context.text
+    };
+    let code = iteration(Fidelity::Code);
+    let theta = "    int theta = eta + 2;\n";
+    assert!(code.contains(&format!("# {theta}# ---")), "{code}");
+    assert!(!code.contains(&format!("# {theta}# \n# ---")), "{code}");
+    // The paper profile shows the window's ten lines.
+    let paper = iteration(Fidelity::Paper);
+    assert!(paper.contains(&format!("// {theta}// \n// ---")), "{paper}");
+}
+
+#[test]
+fn code_gives_a_hole_the_siblings_rlpgs_cache_gave_it_after_the_holes_above() {
+    // F uses X1 near its top and X2 near its end; sibling S1 imports X1, S2 imports X2.
+    let mut f =
+        "package com.acme.p;\n\nimport com.acme.q.X1;\nimport com.acme.q.X2;\n\nclass F {\n    \
+                 X1 one = new X1();\n"
+            .to_string();
+    for i in 0..12 {
+        f.push_str(&format!("    int a{i} = {i};\n"));
+    }
+    f.push_str("    X2 two = new X2();\n    int b = 2;\n}\n");
+    let sibling = |n: u8| {
+        format!(
+            "package com.acme.p;\nimport com.acme.q.X{n};\nclass S{n} {{ X{n} x; void from{n}() {{}} }}\n"
+        )
+    };
+    let (s1, s2) = (sibling(1), sibling(2));
+    let files = [
+        ("com/acme/p/F.java", f.as_str()),
+        ("com/acme/p/S1.java", &s1),
+        ("com/acme/p/S2.java", &s2),
+        (
+            "com/acme/q/X1.java",
+            "package com.acme.q;\npublic class X1 {}\n",
+        ),
+        (
+            "com/acme/q/X2.java",
+            "package com.acme.q;\npublic class X2 {}\n",
+        ),
+    ];
+    let names = |line: usize| {
+        let (_repo, index, h) = temp_repo(&files, &format!("com/acme/p/F.java:{line}:5"));
+        let mn = |fidelity| {
+            temp_context(
+                &index,
+                &h,
+                PromptSource::Sibling,
+                ContextType::MethodNames,
+                fidelity,
+            )
+        };
+        (mn(Fidelity::Code), mn(Fidelity::Paper))
+    };
+    // Near X1, the siblings importing X1. The first hole of the file (its package line) found
+    // them the same way, and RLPG's loop stored that answer under the next import, X2.
+    let (code, _) = names(8);
+    assert!(code.contains("from1") && !code.contains("from2"), "{code}");
+    // So near X2, where X2 comes first, RLPG's run answers from its cache: S1 again.
+    let (code, paper) = names(21);
+    assert!(code.contains("from1") && !code.contains("from2"), "{code}");
+    // The paper profile (and RLPG's code for a file's first hole) ranks afresh.
+    assert!(paper.contains("from2"), "{paper}");
+}
+
+#[test]
+fn code_cuts_a_long_parent_class_context_from_its_front() {
+    // More field names than the allocation of 2,036 GPT-2 tokens holds.
+    let fields: String = (0..1500).map(|i| format!("    int field{i};\n")).collect();
+    let base = format!("class Base {{\n{fields}}}\n");
+    let files = [
+        ("Base.java", base.as_str()),
+        (
+            "Child.java",
+            "class Child extends Base {\n    int c = 1;\n}\n",
+        ),
+    ];
+    let (_repo, index, h) = temp_repo(&files, "Child.java:2:5");
+    let fd = |fidelity| {
+        temp_context(
+            &index,
+            &h,
+            PromptSource::ParentClass,
+            ContextType::Identifiers,
+            fidelity,
+        )
+    };
+    let code = fd(Fidelity::Code);
+    assert!(code.ends_with("field1499\n[Child]"), "{code}");
+    assert!(!code.contains(" field0 "), "the front is cut: {code}");
+    let paper = fd(Fidelity::Paper);
+    assert!(paper.starts_with("[Base] Base field0 field1"), "{paper}");
 }

@@ -40,11 +40,12 @@ const MERGES: [(&str, &str); 6] = [
 const END: &str = "<|endoftext|>";
 const FIM: [&str; 3] = ["<fim_prefix>", "<fim_suffix>", "<fim_middle>"];
 
-/// The text greedy decoding writes after a prompt that ends in `i`: a space, an `é` split
-/// across two byte tokens, a newline, then end of text.
-const AFTER_I: &str = "nt éx;\n}";
+/// The text greedy decoding writes after a prompt that ends in `(`: `int`, a space, an `é`
+/// split across two byte tokens, a newline, then end of text. (A prompt that ends inside a
+/// word loses that word's start to token healing, so the chain starts after punctuation.)
+const AFTER_PAREN: &str = "int éx;\n}";
 /// The tokens of that chain, in the byte-level alphabet.
-const CHAIN: [&str; 11] = ["i", "n", "t", "Ġ", "Ã", "©", "x", ";", "Ċ", "}", END];
+const CHAIN: [&str; 12] = ["(", "i", "n", "t", "Ġ", "Ã", "©", "x", ";", "Ċ", "}", END];
 
 /// GPT-2's printable stand-in for each byte.
 fn byte_chars() -> Vec<char> {
@@ -261,9 +262,9 @@ async fn greedy_decoding_is_deterministic_and_ends_at_end_of_text() {
     let backend = backend(&path);
     assert_eq!(backend.model().architecture(), "llama");
     assert_eq!(backend.model().context_length(), CONTEXT);
-    let unbounded = request("int i", &[], 40);
-    assert_eq!(text(&backend, &unbounded).await, AFTER_I);
-    assert_eq!(text(&backend, &unbounded).await, AFTER_I);
+    let unbounded = request("f(", &[], 40);
+    assert_eq!(text(&backend, &unbounded).await, AFTER_PAREN);
+    assert_eq!(text(&backend, &unbounded).await, AFTER_PAREN);
 }
 
 #[tokio::test]
@@ -274,19 +275,19 @@ async fn q4_1_matrices_run_as_well() {
         ..Tiny::LLAMA
     });
     let backend = backend(&path);
-    assert_eq!(text(&backend, &request("int i", &[], 40)).await, AFTER_I);
+    assert_eq!(text(&backend, &request("f(", &[], 40)).await, AFTER_PAREN);
 }
 
 #[tokio::test]
 async fn generation_stops_at_the_line_end_a_stop_sequence_or_max_tokens() {
     let (_dir, path) = written(&Tiny::LLAMA);
     let backend = backend(&path);
-    let single_line = CompletionRequest::single_line("int i".to_string());
-    assert_eq!(text(&backend, &single_line).await, "nt éx;");
-    assert_eq!(text(&backend, &request("int i", &["éx"], 40)).await, "nt ");
-    assert_eq!(text(&backend, &request("int i", &[], 2)).await, "nt");
-    // Three tokens end inside the two-byte `é`: the incomplete character is dropped.
-    assert_eq!(text(&backend, &request("int i", &[], 4)).await, "nt ");
+    let single_line = CompletionRequest::single_line("f(".to_string());
+    assert_eq!(text(&backend, &single_line).await, "int éx;");
+    assert_eq!(text(&backend, &request("f(", &["éx"], 40)).await, "int ");
+    assert_eq!(text(&backend, &request("f(", &[], 2)).await, "in");
+    // Five tokens end inside the two-byte `é`: the incomplete character is dropped.
+    assert_eq!(text(&backend, &request("f(", &[], 5)).await, "int ");
 }
 
 #[tokio::test]
@@ -295,7 +296,7 @@ async fn streamed_deltas_add_up_to_the_text_and_never_split_a_character() {
     let backend = backend(&path);
     let (sender, mut receiver) = mpsc::unbounded_channel();
     let completions = backend
-        .complete(&request("int i", &["x;"], 40), Some(&sender))
+        .complete(&request("f(", &["x;"], 40), Some(&sender))
         .await
         .unwrap();
     drop(sender);
@@ -304,8 +305,8 @@ async fn streamed_deltas_add_up_to_the_text_and_never_split_a_character() {
         assert_eq!(delta.index, 0);
         deltas.push(delta.text);
     }
-    assert_eq!(completions[0].text, "nt é");
-    assert_eq!(deltas.concat(), "nt é");
+    assert_eq!(completions[0].text, "int é");
+    assert_eq!(deltas.concat(), "int é");
     assert!(deltas.len() > 1, "{deltas:?}");
     assert!(
         deltas
@@ -324,14 +325,14 @@ async fn seeded_sampling_repeats_and_samples_differ() {
         temperature: 100.0,
         seed: Some(11),
         n: 3,
-        ..request("int i", &[], 12)
+        ..request("f(", &[], 12)
     };
     let first = texts(&backend, &sampled).await;
     let again = texts(&backend, &sampled).await;
     assert_eq!(first.len(), 3);
     assert_eq!(first, again);
     assert!(first[0] != first[1] || first[1] != first[2], "{first:?}");
-    assert!(first.iter().all(|t| t != AFTER_I), "{first:?}");
+    assert!(first.iter().all(|t| t != AFTER_PAREN), "{first:?}");
 }
 
 #[tokio::test]
@@ -390,7 +391,7 @@ async fn a_suffix_is_laid_out_for_fill_in_the_middle_when_the_vocabulary_has_fim
 async fn a_prompt_longer_than_the_context_keeps_its_end() {
     let (_dir, path) = written(&Tiny::LLAMA);
     let backend = backend(&path);
-    let long = format!("{}int i", "return x;".repeat(40));
+    let long = format!("{}f(", "return x;".repeat(40));
     let full = backend.model().count_tokens(&long).unwrap();
     assert!(full > CONTEXT);
     let (ids, truncated) = backend
@@ -399,8 +400,11 @@ async fn a_prompt_longer_than_the_context_keeps_its_end() {
         .unwrap();
     assert!(truncated);
     assert_eq!(ids.len(), CONTEXT - 10);
-    // The end survives, so the chain still continues from `i`.
-    assert_eq!(text(&backend, &request(&long, &["\n"], 10)).await, "nt éx;");
+    // The end survives, so the chain still continues from `(`.
+    assert_eq!(
+        text(&backend, &request(&long, &["\n"], 10)).await,
+        "int éx;"
+    );
 }
 
 #[tokio::test]
@@ -420,9 +424,9 @@ async fn q4_1_matrices_kept_quantized_run_as_q8_0_and_give_the_same_chain() {
         !std::ptr::eq(quantized.model(), as_f32.model()),
         "each way of running the matrices is its own model"
     );
-    let prompt = request("int i", &[], 40);
-    assert_eq!(text(&quantized, &prompt).await, AFTER_I);
-    assert_eq!(text(&quantized, &prompt).await, AFTER_I);
+    let prompt = request("f(", &[], 40);
+    assert_eq!(text(&quantized, &prompt).await, AFTER_PAREN);
+    assert_eq!(text(&quantized, &prompt).await, AFTER_PAREN);
 }
 
 #[tokio::test]

@@ -41,8 +41,8 @@ pub struct ProposalsOut<'a> {
     tokenizer: &'static str,
     budget: usize,
     ranker: RankerKind,
-    /// RLPG's applicable candidates, best first.
-    ranking: Vec<CandidateId>,
+    /// RLPG's applicable candidates, best first. Ids here are as the profile numbers them.
+    ranking: Vec<usize>,
     /// The 62 proposals in id order.
     proposals: Vec<ProposalOut<'a>>,
     default: DefaultOut,
@@ -54,7 +54,7 @@ pub struct ProposalsOut<'a> {
 
 #[derive(Serialize)]
 struct ProposalOut<'a> {
-    id: CandidateId,
+    id: usize,
     source: PromptSource,
     context_type: ContextType,
     applicable: bool,
@@ -119,7 +119,7 @@ impl<'a> ProposalsOut<'a> {
                 .position(|r| r.id == id)
                 .map(|i| (i + 1, all.ranking[i].score))
         };
-        let proposals = all
+        let mut proposals: Vec<ProposalOut> = all
             .proposals
             .iter()
             .map(|proposal| {
@@ -128,7 +128,7 @@ impl<'a> ProposalsOut<'a> {
                 let seg = context_segment(prompt);
                 let in_prompt = seg.map(|s| s.text.files()).unwrap_or_default();
                 ProposalOut {
-                    id: spec.id,
+                    id: opened.number(spec.id),
                     source: spec.source,
                     context_type: spec.context_type,
                     applicable: proposal.applicable(),
@@ -155,6 +155,7 @@ impl<'a> ProposalsOut<'a> {
                 }
             })
             .collect();
+        proposals.sort_by_key(|p| p.id);
         let default_prompt = &all.get(CandidateId::DEFAULT).expect("a default row").prompt;
         let default = default_segment(default_prompt);
         let retrieved = all
@@ -195,7 +196,7 @@ impl<'a> ProposalsOut<'a> {
             tokenizer: session.tokenizer.name(),
             budget: session.budget,
             ranker,
-            ranking: all.ranking.iter().map(|r| r.id).collect(),
+            ranking: all.ranking.iter().map(|r| opened.number(r.id)).collect(),
             proposals,
             default: DefaultOut {
                 id: CandidateId::DEFAULT,

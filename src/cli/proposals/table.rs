@@ -29,7 +29,8 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
             score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
         )
     };
-    // Ranked candidates best first, then the proposals the ranker left out, in id order.
+    // Ranked candidates best first, then the proposals the ranker left out, in id order (ids
+    // as the profile numbers them; the proposals are listed in that order).
     let unranked = out
         .proposals
         .iter()
@@ -37,7 +38,7 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
         .map(|p| p.id);
     for id in out.ranking.iter().copied().chain(unranked) {
         // (rank, score, source, type, applicable, tokens, allocated, cut, files)
-        let columns = if id == CandidateId::DEFAULT {
+        let columns = if id == CandidateId::DEFAULT.index() {
             let d = &out.default;
             let file = file_name(out.hole.file).to_string();
             (
@@ -52,7 +53,7 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
                 file,
             )
         } else {
-            let p = &out.proposals[id.index()];
+            let p = &out.proposals[id];
             let files: Vec<&str> = p.files.iter().map(|f| file_name(f)).collect();
             let (source, kind) = (p.source.name(), p.context_type.abbreviation());
             let files = summarize(&files, 3);

@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::holes::percent;
-use crate::candidate::{self, CandidateId, ProposalSpec};
+use crate::candidate::{self, CandidateId, Numbering, ProposalSpec};
 use crate::context::SourcedText;
 use crate::context::proposals::ProposalContext;
 use crate::hole::HoleWindow;
@@ -115,10 +115,13 @@ pub(super) fn random(seed: u64) -> RankFn<'static> {
 }
 
 /// Proposals with their success rate as RLPG's fixed prompt proposal on `holes` (the proposal
-/// where applicable, the default context elsewhere), best first; ties keep id order.
-pub(super) fn fixed_order(holes: &[&HoleRows]) -> Vec<(CandidateId, f64)> {
-    let mut order: Vec<(CandidateId, f64)> = candidate::proposal_specs()
-        .iter()
+/// where applicable, the default context elsewhere), best first; ties keep the order of the
+/// ids as `numbering` numbers them.
+pub(super) fn fixed_order(holes: &[&HoleRows], numbering: Numbering) -> Vec<(CandidateId, f64)> {
+    let mut specs: Vec<&ProposalSpec> = candidate::proposal_specs().iter().collect();
+    specs.sort_by_key(|spec| numbering.number(spec.id));
+    let mut order: Vec<(CandidateId, f64)> = specs
+        .into_iter()
         .map(|spec| {
             let id = spec.id;
             let hits = holes

@@ -24,7 +24,7 @@ pub use crate::label::{HoleRows, group as group_holes};
 pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 
-use crate::candidate::{self, CandidateId, ProposalSpec};
+use crate::candidate::{self, CandidateId, Numbering, ProposalSpec};
 use crate::eval::LabelRow;
 use crate::rank::FixedRanker;
 use crate::rank::bandit::LinUcb;
@@ -99,7 +99,8 @@ impl Gain {
 /// The fixed prompt proposal and the hole-wise rate that chose it.
 #[derive(Debug, Serialize)]
 pub struct FixedChoice {
-    pub id: CandidateId,
+    /// As the run's profile numbers it ([`candidate::Numbering`]).
+    pub id: usize,
     pub label: String,
     pub success: f64,
     /// `train`, or `all` when there is no training split.
@@ -146,7 +147,8 @@ pub struct Tally {
 
 #[derive(Debug, Serialize)]
 pub struct ProposalRow {
-    pub id: CandidateId,
+    /// As the run's profile numbers it ([`candidate::Numbering`]); rows are in that order.
+    pub id: usize,
     pub label: String,
     /// Holes where the proposal is applicable, and their share of all holes.
     pub applicable: usize,
@@ -212,7 +214,10 @@ impl<'a> Builder<'a> {
         let holes = group_holes(self.rows);
         let split = Split::new(&holes, &self.train);
         let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
-        let order = methods::fixed_order(&choice);
+        // Rows of one run share a profile, and with it how ids are numbered to people.
+        let numbering = self.rows.first().map(|r| r.fidelity.numbering());
+        let numbering = numbering.unwrap_or_default();
+        let order = methods::fixed_order(&choice, numbering);
         let fixed = order[0];
         let mut notes = split.notes.clone();
         notes.extend(self.extra_notes);
@@ -266,7 +271,7 @@ impl<'a> Builder<'a> {
             notes,
             splits: split.table2(&eval),
             fixed_proposal: FixedChoice {
-                id: fixed.0,
+                id: numbering.number(fixed.0),
                 label: fixed.0.label().into(),
                 success: fixed.1,
                 chosen_on: split.chosen_on.into(),
@@ -276,7 +281,7 @@ impl<'a> Builder<'a> {
             success_at_k: eval.curves(&all_methods, &split.scope),
             sources: tallies(&holes, |s| s.source.name()),
             context_types: tallies(&holes, |s| s.context_type.abbreviation()),
-            proposals: proposal_rows(&holes),
+            proposals: proposal_rows(&holes, numbering),
             repositories: eval.repo_rows(&split),
         }
     }
@@ -626,18 +631,20 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
 }
 
 /// Every candidate with rows (ids a run did not write, such as reserved ones, are left out).
-fn proposal_rows(holes: &[HoleRows]) -> Vec<ProposalRow> {
-    CandidateId::all()
+fn proposal_rows(holes: &[HoleRows], numbering: Numbering) -> Vec<ProposalRow> {
+    let mut rows: Vec<ProposalRow> = CandidateId::all()
         .zip(counts(holes))
         .filter(|&(id, _)| holes.iter().any(|h| h.row(id).is_some()))
         .map(|(id, (applicable, successes))| ProposalRow {
-            id,
+            id: numbering.number(id),
             label: id.label().into(),
             applicable,
             applicability: percent(applicable, holes.len()),
             success: percent(successes, applicable),
         })
-        .collect()
+        .collect();
+    rows.sort_by_key(|r| r.id);
+    rows
 }
 
 /// Write `report.md`, `report.json` and `plots/*.svg` into `dir`.

@@ -191,7 +191,7 @@ impl Backend for HttpBackend {
         request: &CompletionRequest,
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
-        let (mut request, blank) = self.config.prepare(request);
+        let (mut request, fragment) = self.config.prepare(request);
         if self.no_infill.get().is_some() {
             request.suffix = None;
         }
@@ -211,7 +211,7 @@ impl Backend for HttpBackend {
         Ok(completions
             .into_iter()
             .map(|c| Completion {
-                text: super::restore_blank(&c.text, &blank),
+                text: super::restore_fragment(&c.text, &fragment),
                 ..c
             })
             .collect())
@@ -405,7 +405,7 @@ impl BatchCodec {
 
     /// A raw text of an answer to `request` as the backend would have returned it.
     pub fn finish(&self, text: &str, request: &CompletionRequest) -> String {
-        let (sent, blank) = self.config.prepare(request);
+        let (sent, fragment) = self.config.prepare(request);
         // Where the key's variable is not set here, no key can be redacted.
         let key = self.transport.api_key().ok().flatten();
         let text = finish(
@@ -414,7 +414,7 @@ impl BatchCodec {
             &sent,
             key.as_deref(),
         );
-        super::restore_blank(&text, &blank)
+        super::restore_fragment(&text, &fragment)
     }
 }
 

@@ -390,7 +390,7 @@ impl Backend for LocalBackend {
         deltas: Option<&UnboundedSender<Delta>>,
     ) -> Result<Vec<Completion>, BackendError> {
         let start = Instant::now();
-        let (request, blank) = self.config.prepare(request);
+        let (request, fragment) = self.config.prepare(request);
         let model = Arc::clone(&self.model);
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
@@ -406,7 +406,7 @@ impl Backend for LocalBackend {
         Ok(texts
             .into_iter()
             .map(|text| Completion {
-                text: super::restore_blank(&text, &blank),
+                text: super::restore_fragment(&text, &fragment),
                 latency,
             })
             .collect())
