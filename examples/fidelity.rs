@@ -277,9 +277,10 @@ enum Iteration {
 fn completions(index: RepoIndex, holes: &str) {
     let mut holes: Value = serde_json::from_str(holes).expect("keyhole holes --json");
     let entry = BackendConfig::embedded();
+    let index = Arc::new(index);
     let backend = model::build_backend(&entry, &index).unwrap_or_else(|e| panic!("{e}"));
     let session = Session::new(
-        Arc::new(index),
+        index,
         Arc::from(backend),
         Learning::new(Dirs::default()),
         entry.tokenizer().tokenizer(),

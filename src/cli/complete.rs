@@ -102,7 +102,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
     } else {
         print(&opened, &out)?;
     }
-    opened.print_notices()
+    opened.finish()
 }
 
 /// The prompts to complete: the given candidates, or the k best-ranked ones (one, for

@@ -197,7 +197,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     // A merged directory is reported on, not labelled: its missing shards stay missing.
     let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
     for (path, name) in to_label {
-        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
+        let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
         let backend = backends.for_index(&index)?;
         if !server_checked {
             server_checked = true;
@@ -216,13 +216,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             );
         }
         let progress = progress_bar(name);
-        let mut session = Session::new(
-            Arc::new(index),
-            backend,
-            learning.clone(),
-            tokenizer,
-            options.budget,
-        );
+        let mut session = Session::new(index, backend, learning.clone(), tokenizer, options.budget);
         session.seed = options.seed;
         session.fidelity = options.fidelity;
         let run = RepoRun {
@@ -284,7 +278,7 @@ impl<'e> Backends<'e> {
     }
 
     /// The backend that completes holes of `index`.
-    pub(super) fn for_index(&mut self, index: &RepoIndex) -> Result<Arc<dyn Backend>> {
+    pub(super) fn for_index(&mut self, index: &Arc<RepoIndex>) -> Result<Arc<dyn Backend>> {
         if self.entry.kind == BackendKind::Embedded {
             return Ok(Arc::from(model::build_backend(self.entry, index)?));
         }

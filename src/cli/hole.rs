@@ -114,8 +114,9 @@ impl Opened {
         let index = open_repo(&at.repo, &at.cache)?;
         let hole = Hole::parse(&index, &at.position)?;
         let tokenizer = at.tokenizer.unwrap_or(entry.tokenizer()).tokenizer();
+        let index = Arc::new(index);
         let backend: Arc<dyn Backend> = Arc::from(model::build_backend(entry, &index)?);
-        let mut session = Session::new(Arc::new(index), backend, learning, tokenizer, at.budget);
+        let mut session = Session::new(index, backend, learning, tokenizer, at.budget);
         session.iterations = at.iterations;
         session.fidelity = at.fidelity;
         Ok(Opened { session, hole })
@@ -193,9 +194,13 @@ impl Opened {
         Ok(())
     }
 
-    /// What the backend changed about how it serves (see [`Backend::notices`]), on stderr.
-    pub fn print_notices(&self) -> Result<()> {
-        print_notices(self.session.backend.as_ref())
+    /// End a command that exits next: print the backend's notices and leave the repository's
+    /// memory to the operating system, as freeing a large index, its search indexes and model
+    /// piece by piece takes longer than a one-hole command's own work.
+    pub fn finish(self) -> Result<()> {
+        print_notices(self.session.backend.as_ref())?;
+        std::mem::forget(self);
+        Ok(())
     }
 }
 

@@ -38,7 +38,7 @@ pub fn prompt_command(at: &HoleArgs, typed: CandidateId, backend: &BackendArgs) 
     } else {
         out!("{}", prompt.text());
     }
-    opened.print_notices()
+    opened.finish()
 }
 
 /// What `keyhole prompt --json` reports.

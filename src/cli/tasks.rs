@@ -38,7 +38,8 @@ pub fn tasks_command(args: &TasksArgs) -> Result<()> {
     let entry = args.backend.entry()?;
     let backend: Box<dyn Backend> = match (&args.repo, entry.kind) {
         (Some(repo), _) => {
-            model::build_backend(&entry, &keyhole::repo::RepoIndex::open(repo, None)?)?
+            let index = keyhole::repo::RepoIndex::open(repo, None)?;
+            model::build_backend(&entry, &std::sync::Arc::new(index))?
         }
         (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
         (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),

@@ -183,16 +183,24 @@ impl<'a> Perspectives<'a> {
         let hits = self
             .windows
             .search_as(self.index, hole, query, similarity, self.fidelity);
-        let (context, used) =
-            self.windows
-                .blocks(&self.request(hole), &hits, shown(id), self.fidelity);
+        let request = self.request(hole);
+        let (context, used) = self
+            .windows
+            .blocks(&request, &hits, shown(id), self.fidelity);
         let best = used.first().copied();
+        let why_not = context.is_empty().then(|| match hits.is_empty() {
+            true => "no window of another file shares a token with the code before the hole".into(),
+            false => format!(
+                "no retrieved window fits in {} tokens, its share of the budget",
+                request.allocation
+            ),
+        });
         Candidate {
             id,
             context,
             score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
             jaccard: best.map(|w| self.windows.jaccard_with(w, &around_hole(self.index, hole))),
-            why_not: None,
+            why_not,
         }
     }
 }

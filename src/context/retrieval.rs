@@ -6,6 +6,7 @@ use rand::SeedableRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Serialize};
 
 use super::SourcedText;
 use crate::hole::{Hole, HoleWindow};
@@ -24,6 +25,7 @@ pub fn terms(text: &str) -> impl Iterator<Item = &str> {
 
 /// Okapi BM25 with the defaults of the `rank-bm25` package RLPG used (k1 1.5, b 0.75, and
 /// negative idf replaced by 0.25 × the mean idf).
+#[derive(Serialize, Deserialize)]
 pub struct Bm25 {
     postings: FxHashMap<String, Vec<(usize, u32)>>,
     idf: FxHashMap<String, f64>,
@@ -96,6 +98,7 @@ pub fn hole_window(index: &RepoIndex, hole: &Hole) -> String {
 }
 
 /// What the baselines share for one repository: BM25 over its files.
+#[derive(Serialize, Deserialize)]
 pub struct Retrieval {
     files: Bm25,
 }

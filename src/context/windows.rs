@@ -9,13 +9,14 @@ use rayon::prelude::*;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 use super::SourcedText;
 use super::fidelity::Fidelity;
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex, SourceFile, listing};
+use crate::repo::{FileId, RepoIndex, SourceFile, listing, packed_u32};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -38,7 +39,7 @@ const CODE_HEADER_TOKENS: usize = 20;
 const RULE: &str = "--------------------------------------------------";
 
 /// One place a window occurs: lines `first..end` of a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
     pub file: FileId,
     pub first: u32,
@@ -76,6 +77,7 @@ pub struct Hit {
 }
 
 /// Every window of a repository, indexed by term.
+#[derive(Serialize, Deserialize)]
 pub struct WindowIndex {
     /// Per window: every place its text occurs, in file and line order.
     places: Vec<Vec<Window>>,
@@ -83,15 +85,20 @@ pub struct WindowIndex {
     /// Per term id: the windows holding it and how often.
     postings: Vec<Vec<(u32, u16)>>,
     /// Per window: its distinct term ids, sorted (flattened; `term_starts` delimits them).
+    #[serde(with = "packed_u32")]
     window_terms: Vec<u32>,
+    #[serde(with = "packed_u32")]
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
     norms: Vec<f32>,
     /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
     /// them).
+    #[serde(with = "packed_u32")]
     token_ids: Vec<u32>,
+    #[serde(with = "packed_u32")]
     token_starts: Vec<u32>,
     /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
+    #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
 }
 

@@ -10,6 +10,7 @@ pub mod local;
 pub mod ngram;
 pub mod secret;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -278,10 +279,12 @@ pub trait Backend: Send + Sync {
 /// The backend a config entry describes; the embedded model learns from `index`.
 pub fn build_backend(
     entry: &config::BackendConfig,
-    index: &crate::repo::RepoIndex,
+    index: &Arc<crate::repo::RepoIndex>,
 ) -> Result<Box<dyn Backend>, BackendError> {
     match entry.kind {
-        config::BackendKind::Embedded => Ok(Box::new(ngram::EmbeddedModel::new(index))),
+        config::BackendKind::Embedded => {
+            Ok(Box::new(ngram::EmbeddedModel::open(Arc::clone(index))))
+        }
         config::BackendKind::Local => Ok(Box::new(local::LocalBackend::open(entry)?)),
         _ => config::build_http(entry),
     }

@@ -20,12 +20,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::{RepoIndex, SourceFile};
+use crate::repo::{RepoIndex, SourceFile, packed_u32};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -36,6 +37,9 @@ const MAX_CONTINUATIONS: usize = 256;
 const PROMPT_WEIGHT: f64 = 2.0;
 /// Token id marking the boundary between files in the repository stream.
 const BOUNDARY: u32 = 0;
+/// The statistics' format in their cache beside the repository index: bumped whenever what
+/// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in).
+const CACHE_VERSION: u32 = 1;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
@@ -94,23 +98,58 @@ impl Vocabulary {
     }
 }
 
+/// Cached as its strings alone; the ids are rebuilt from them.
+impl Serialize for Vocabulary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.strings.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Vocabulary {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let strings = Vec::<Box<str>>::deserialize(deserializer)?;
+        let ids = (strings.iter().enumerate().skip(1))
+            .map(|(id, s)| (s.clone(), id as u32))
+            .collect();
+        Ok(Vocabulary { ids, strings })
+    }
+}
+
 /// Repository statistics: every file's tokens in one stream and a suffix array over it.
+#[derive(Serialize, Deserialize)]
 pub struct RepoModel {
     vocab: Vocabulary,
     /// All files' tokens, each file followed by `BOUNDARY`.
+    #[serde(with = "packed_u32")]
     stream: Vec<u32>,
     /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
-    /// before `p` read backwards. Sorted on first use: the sort is most of the model's build
-    /// time, and commands that only show prompts never complete.
-    by_context: OnceLock<Vec<u32>>,
+    /// before `p` read backwards.
+    #[serde(with = "packed_u32")]
+    by_context: Vec<u32>,
     /// Each file's range in the stream, by repository path.
     files: FxHashMap<String, Range<u32>>,
     /// How often each token occurs, for the last resort.
+    #[serde(with = "packed_u32")]
     unigram: Vec<u32>,
 }
 
 impl RepoModel {
-    /// Build from a repository's files (a second or so for a large repository).
+    /// The statistics of `index`, from the cache beside the repository index while every file
+    /// is as it was (the build takes seconds on a large repository, most of it the sort);
+    /// built and cached otherwise.
+    pub fn open(index: &RepoIndex) -> RepoModel {
+        let cache = index.derived_cache("embedded-model", CACHE_VERSION);
+        if let Some(cached) = cache.as_ref().and_then(|c| c.load()) {
+            return cached;
+        }
+        let built = RepoModel::build(&index.files);
+        if let Some(cache) = cache {
+            cache.store(&built);
+        }
+        built
+    }
+
+    /// Build from a repository's files (a few seconds for a large repository).
     pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
         let mut vocab = Vocabulary::new();
         let mut stream = vec![BOUNDARY];
@@ -129,24 +168,17 @@ impl RepoModel {
         for &t in &stream {
             unigram[t as usize] += 1;
         }
+        let mut by_context: Vec<u32> = (1..stream.len() as u32)
+            .filter(|&p| stream[p as usize] != BOUNDARY)
+            .collect();
+        by_context.par_sort_unstable_by(|&a, &b| backward(&stream, a).cmp(backward(&stream, b)));
         RepoModel {
             vocab,
             stream,
-            by_context: OnceLock::new(),
+            by_context,
             files,
             unigram,
         }
-    }
-
-    fn by_context(&self) -> &[u32] {
-        self.by_context.get_or_init(|| {
-            let stream = &self.stream;
-            let mut by_context: Vec<u32> = (1..stream.len() as u32)
-                .filter(|&p| stream[p as usize] != BOUNDARY)
-                .collect();
-            by_context.par_sort_unstable_by(|&a, &b| backward(stream, a).cmp(backward(stream, b)));
-            by_context
-        })
     }
 
     /// The longest suffix of `context` found in the repository outside `exclude`, with the
@@ -157,7 +189,7 @@ impl RepoModel {
         exclude: &Range<u32>,
         max_order: usize,
     ) -> (usize, Vec<(u32, u32)>) {
-        let by_context = self.by_context();
+        let by_context = &self.by_context;
         let mut range = 0..by_context.len();
         let mut order = 0;
         for k in 1..=max_order.min(context.len()).min(MAX_ORDER) {
@@ -193,7 +225,7 @@ impl RepoModel {
         if range.len() > exclude.len() {
             return true;
         }
-        self.by_context()[range.clone()]
+        self.by_context[range.clone()]
             .iter()
             .any(|p| !exclude.contains(p))
     }
@@ -201,7 +233,7 @@ impl RepoModel {
     fn count_next(&self, range: Range<usize>, exclude: &Range<u32>) -> Vec<(u32, u32)> {
         let step = range.len().div_ceil(MAX_CONTINUATIONS).max(1);
         let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
-        for &p in self.by_context()[range].iter().step_by(step) {
+        for &p in self.by_context[range].iter().step_by(step) {
             if !exclude.contains(&p) {
                 *counts.entry(self.stream[p as usize]).or_default() += 1;
             }
@@ -402,33 +434,59 @@ fn add_evidence(
 /// The embedded model as a completion backend (cheap to clone: the statistics are shared).
 #[derive(Clone)]
 pub struct EmbeddedModel {
-    repo: Arc<RepoModel>,
+    repo: Arc<Statistics>,
+}
+
+/// The repository statistics, built when the first completion needs them: commands that only
+/// show prompts never complete.
+struct Statistics {
+    /// The repository they are built from; none for a model that knows no repository.
+    index: Option<Arc<RepoIndex>>,
+    built: OnceLock<RepoModel>,
 }
 
 impl EmbeddedModel {
+    /// A model of `index`'s repository, its statistics built now (and not cached).
     pub fn new(index: &RepoIndex) -> Self {
-        EmbeddedModel {
-            repo: Arc::new(RepoModel::build(&index.files)),
-        }
+        Self::with(None, OnceLock::from(RepoModel::build(&index.files)))
+    }
+
+    /// A model of `index`'s repository whose statistics are built (or read from the cache
+    /// beside the repository index) on the first completion.
+    pub fn open(index: Arc<RepoIndex>) -> Self {
+        Self::with(Some(index), OnceLock::new())
     }
 
     /// A model that knows no repository and learns from its prompts alone (for task files
     /// from benchmarks whose repositories are not at hand).
     pub fn without_repository() -> Self {
+        Self::with(None, OnceLock::new())
+    }
+
+    fn with(index: Option<Arc<RepoIndex>>, built: OnceLock<RepoModel>) -> Self {
         EmbeddedModel {
-            repo: Arc::new(RepoModel::build(&[])),
+            repo: Arc::new(Statistics { index, built }),
         }
+    }
+
+    fn statistics(&self) -> &RepoModel {
+        let Statistics { index, built } = self.repo.as_ref();
+        built.get_or_init(|| match index {
+            Some(index) => RepoModel::open(index),
+            None => RepoModel::build(&[]),
+        })
     }
 
     /// One completion of `request.prompt`; `sample` picks the sample's seed offset.
     pub fn generate(&self, request: &CompletionRequest, sample: u64) -> String {
         let tokens = model_tokens(&request.prompt);
         let (context, prefix) = split_partial(&tokens);
-        let mut seq = Sequence::new(&self.repo, context);
+        let repo = self.statistics();
+        let mut seq = Sequence::new(repo, context);
         let exclude = request
             .current_file
             .as_ref()
-            .and_then(|f| self.repo.files.get(f))
+            .and_then(|f| repo.files.get(f))
             .cloned()
             .unwrap_or(0..0);
         let mut rng = ChaCha8Rng::seed_from_u64(request.seed.unwrap_or(0).wrapping_add(sample));

@@ -4,11 +4,17 @@
 //! blake3 checksum of the payload followed by the postcard-encoded entries. A file that fails
 //! its checksum or does not decode is reported and rebuilt; a cache that cannot be written is
 //! reported and the index simply stays in memory.
+//!
+//! What is costly to derive from every file (the sliding-window database, the embedded model's
+//! statistics) is cached beside it as a [`Derived`] file, `<hash of root path>.<name>.bin`,
+//! keyed by every file's path and content hash: any changed, added or removed file, or a new
+//! format of the derived state, makes it stale and it is built again.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::SourceFile;
@@ -106,6 +112,98 @@ impl Cache {
     }
 }
 
+/// State derived from every file of a repository, cached beside its index (see the module
+/// documentation).
+pub struct Derived {
+    path: PathBuf,
+    /// Names what it was derived from: the derived state's format and every file.
+    key: [u8; 32],
+}
+
+impl Derived {
+    /// The cache of state `name` (format `version`) derived from `files`, beside the index's
+    /// cache file `index_file`.
+    pub fn beside(index_file: &Path, name: &str, version: u32, files: &[SourceFile]) -> Self {
+        let mut key = blake3::Hasher::new();
+        key.update(name.as_bytes());
+        key.update(&version.to_le_bytes());
+        for file in files {
+            key.update(&(file.path.len() as u64).to_le_bytes());
+            key.update(file.path.as_bytes());
+            key.update(&file.hash);
+        }
+        Derived {
+            path: index_file.with_extension(format!("{name}.bin")),
+            key: *key.finalize().as_bytes(),
+        }
+    }
+
+    /// The cached state, if there is one for these files; a cache that cannot be read or
+    /// fails its checksum is logged and left to be rebuilt.
+    pub fn load<T: DeserializeOwned>(&self) -> Option<T> {
+        let bytes = match read_bounded(&self.path) {
+            Ok(bytes) => bytes?,
+            Err(why) => {
+                tracing::warn!(path = %self.path.display(), %why, "derived cache; rebuilding it");
+                return None;
+            }
+        };
+        let payload = checked(&bytes)
+            .map_err(|why| tracing::warn!(path = %self.path.display(), why, "derived cache"))
+            .ok()?;
+        // The key leads the payload: read it alone first, as stale state may not decode.
+        let (key, rest) = postcard::take_from_bytes::<[u8; 32]>(payload).ok()?;
+        if key != self.key {
+            return None;
+        }
+        postcard::from_bytes(rest).ok()
+    }
+
+    /// Keep `state` for the next run; a warning if it cannot be written (it is then rebuilt
+    /// next time).
+    pub fn store<T: Serialize>(&self, state: &T) {
+        let written = postcard::to_stdvec(&(self.key, state))
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| write_checked(&self.path, &bytes));
+        if let Err(e) = written {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot write a derived cache");
+        }
+    }
+}
+
+/// Serde for the large `Vec<u32>`s of derived state (`#[serde(with = "packed_u32")]`): their
+/// little-endian bytes in one piece, which decode many times faster than one varint each.
+pub mod packed_u32 {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(values: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        serializer.serialize_bytes(&bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
+        deserializer.deserialize_bytes(Packed)
+    }
+
+    struct Packed;
+
+    impl de::Visitor<'_> for Packed {
+        type Value = Vec<u32>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("little-endian u32s")
+        }
+
+        fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u32>, E> {
+            if !bytes.len().is_multiple_of(4) {
+                return Err(E::invalid_length(bytes.len(), &self));
+            }
+            let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            Ok(bytes.chunks_exact(4).map(word).collect())
+        }
+    }
+}
+
 /// The bytes of the cache file at `path`, none when there is no file yet. Only a regular file
 /// of at most [`MAX_CACHE_BYTES`] is read: a FIFO would block and `/dev/zero` never end.
 fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
@@ -189,7 +287,8 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
             .all(|&line| (line as usize) < line_count.max(1))
 }
 
-fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
+/// The payload of a cache file, once its checksum says it is what was written.
+fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
     if bytes.len() < 32 {
         return Err("truncated");
     }
@@ -197,6 +296,11 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     if blake3::hash(payload).as_bytes() != sum {
         return Err("checksum mismatch (corrupt)");
     }
+    Ok(payload)
+}
+
+fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
+    let payload = checked(bytes)?;
     // The version leads the payload; read it alone first, as another version's entries may
     // not decode at all.
     let (version, _) =
@@ -222,14 +326,19 @@ fn write(path: &Path, files: &[SourceFile]) -> std::io::Result<()> {
             .collect(),
     };
     let bytes = postcard::to_stdvec(&payload).map_err(std::io::Error::other)?;
+    write_checked(path, &bytes)
+}
+
+/// Write `bytes` after their checksum to `path`, atomically (temp file + rename).
+fn write_checked(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache path has a parent");
     std::fs::create_dir_all(dir)?;
     let (tmp_path, mut tmp) = tempfile_in(dir)?;
     // No fsync: a cache torn by a crash fails its checksum and is rebuilt, so durability is
     // not worth the time on every open.
     let written = tmp
-        .write_all(blake3::hash(&bytes).as_bytes())
-        .and_then(|()| tmp.write_all(&bytes))
+        .write_all(blake3::hash(bytes).as_bytes())
+        .and_then(|()| tmp.write_all(bytes))
         .and_then(|()| std::fs::rename(&tmp_path, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp_path);

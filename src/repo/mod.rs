@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+pub use cache::{Derived, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use scan::MAX_FILE_BYTES;
 
@@ -208,6 +209,13 @@ impl RepoIndex {
             warnings: Vec::new(),
             cache: CacheReport::default(),
         }
+    }
+
+    /// The cache of state `name` (format `version`) derived from every file, beside the index's
+    /// own cache; none when the index is not cached.
+    pub fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
+        let index_file = self.cache.path.as_deref()?;
+        Some(Derived::beside(index_file, name, version, &self.files))
     }
 
     /// The file at a repository-relative path.

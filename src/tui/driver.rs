@@ -77,7 +77,8 @@ pub fn index(
     };
     // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
     stage(Stage::Search);
-    let search = std::sync::OnceLock::from(SearchIndex::new(&index));
+    let search = std::sync::OnceLock::from(SearchIndex::open(&index));
+    let index = Arc::new(index);
     let backend = match backend {
         Some(entry) => {
             stage(Stage::Backend);
@@ -86,7 +87,7 @@ pub fn index(
         None => None,
     };
     Ok(Indexed {
-        index: Arc::new(index),
+        index,
         search: Arc::new(search),
         backend,
         hole,

@@ -4,10 +4,7 @@
 
 use crate::common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{keyhole, ok, sample};
+use common::{copy_sample, keyhole, ok, sample};
 use serde_json::Value;
 
 const DEMO: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
@@ -89,15 +86,6 @@ fn a_bad_model_file_is_a_one_line_error_naming_it() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains(&file.display().to_string()), "{stderr}");
     }
-}
-
-/// Copy the sample repository to `dest`.
-fn copy_sample(dest: &Path) {
-    let status = Command::new("cp")
-        .args(["-r", &sample(), dest.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod classifier_bert;
 mod cli;
 mod cli_complete;
 mod compose;
+mod derived_cache;
 mod embedded_model;
 mod eval_candidates;
 mod eval_interop;

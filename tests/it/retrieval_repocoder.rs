@@ -435,3 +435,26 @@ fn linucb_persists_and_a_corrupt_file_gives_a_fresh_one_with_a_warning() {
         assert!(!warning.contains('\n'), "{warning}");
     }
 }
+
+#[test]
+fn a_budget_too_small_for_any_window_says_so() {
+    let scratch = tempfile::tempdir().unwrap();
+    let sample = crate::common::sample();
+    let args = [
+        "proposals",
+        &sample,
+        keyhole::sample::DEMO_HOLE,
+        "--budget",
+        "300",
+    ];
+    let output = crate::common::ok(crate::common::keyhole(&args, scratch.path()));
+    let table = String::from_utf8_lossy(&output.stdout);
+    let repocoder = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("66 "))
+        .unwrap();
+    assert!(
+        repocoder.contains("no retrieved window fits in 150 tokens, its share of the budget"),
+        "{repocoder}"
+    );
+}

@@ -2,6 +2,7 @@
 //! plots, Table 10's compositions and ProCC's trained bandit.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
@@ -150,7 +151,7 @@ async fn classify(
             continue;
         }
         errln!("{name}: ranking {} holes with the classifier…", mine.len());
-        let index = RepoIndex::open(path, dirs().cache.as_deref())?;
+        let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
         let backend = backends.for_index(&index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }

@@ -30,7 +30,7 @@ pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) 
     } else {
         table::print(&opened, &out)?;
     }
-    opened.print_notices()
+    opened.finish()
 }
 
 /// What `keyhole proposals` reports.

@@ -32,6 +32,15 @@ pub fn sample() -> String {
     sample_path().to_string_lossy().into_owned()
 }
 
+/// Copy the sample repository to `dest`.
+pub fn copy_sample(dest: &Path) {
+    let status = Command::new("cp")
+        .args(["-r", &sample(), dest.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// The environment that gives a `keyhole` process its own config, cache and data directories
 /// under `scratch`, never the user's.
 pub fn dirs_env(scratch: &Path) -> [(&'static str, PathBuf); 3] {

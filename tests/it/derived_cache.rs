@@ -1,0 +1,136 @@
+//! What is costly to rebuild (the search indexes, the embedded model's statistics) is
+//! cached beside the repository index: a warm run answers as a cold one, and a changed file
+//! makes the caches stale.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{self, copy_sample, keyhole, ok};
+use keyhole::sample::DEMO_HOLE;
+
+/// The derived caches in `scratch`'s cache directory (`<index>.search.bin` and
+/// `<index>.embedded-model.bin`), by name.
+fn derived_caches(scratch: &Path) -> Vec<String> {
+    let dir = scratch.join("cache/index");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|name| Some(name.strip_suffix(".bin")?.split_once('.')?.1.to_string()))
+        .collect();
+    names.sort();
+    names
+}
+
+fn proposals(repo: &str, scratch: &Path, extra: &[&str]) -> String {
+    let args = [&["proposals", repo, DEMO_HOLE, "--json"][..], extra].concat();
+    String::from_utf8(ok(keyhole(&args, scratch)).stdout).unwrap()
+}
+
+#[test]
+fn a_warm_run_answers_as_a_cold_one_and_as_one_without_a_cache() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = common::sample();
+    let cold = proposals(&repo, scratch.path(), &[]);
+    assert_eq!(
+        derived_caches(scratch.path()),
+        ["embedded-model", "search"],
+        "proposals builds both and keeps them"
+    );
+    let warm = proposals(&repo, scratch.path(), &[]);
+    assert_eq!(cold, warm);
+    let uncached = tempfile::tempdir().unwrap();
+    assert_eq!(cold, proposals(&repo, uncached.path(), &["--no-cache"]));
+    assert!(!uncached.path().join("cache").exists());
+}
+
+#[test]
+fn a_prompt_of_a_proposal_builds_no_retrieval_state_or_model() {
+    let scratch = tempfile::tempdir().unwrap();
+    ok(keyhole(
+        &["prompt", &common::sample(), DEMO_HOLE, "--id", "62"],
+        scratch.path(),
+    ));
+    assert!(derived_caches(scratch.path()).is_empty());
+}
+
+/// The files candidate `id` of `proposals --json` output draws on.
+fn files_of(json: &str, id: u64) -> Vec<String> {
+    let json: Value = serde_json::from_str(json).unwrap();
+    let row = json["retrieved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap()
+        .clone();
+    serde_json::from_value(row["files"].clone()).unwrap()
+}
+
+#[test]
+fn a_changed_file_makes_the_cached_windows_and_model_stale() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("shop");
+    copy_sample(&repo);
+    let repo_arg = repo.to_string_lossy().into_owned();
+    let before = proposals(&repo_arg, scratch.path(), &[]);
+    let mirror = "src/main/java/com/acme/shop/util/TextUtil.java";
+    assert!(!files_of(&before, 66).contains(&mirror.to_string()));
+
+    // Another file now holds the code around the hole, so RepoCoder finds its windows there.
+    let hole_file = DEMO_HOLE.split(':').next().unwrap();
+    let text = std::fs::read_to_string(repo.join(hole_file)).unwrap();
+    std::fs::write(repo.join(mirror), text).unwrap();
+    let after = proposals(&repo_arg, scratch.path(), &[]);
+    assert!(
+        files_of(&after, 66).contains(&mirror.to_string()),
+        "{:?}",
+        files_of(&after, 66)
+    );
+    let uncached = tempfile::tempdir().unwrap();
+    assert_eq!(
+        after,
+        proposals(&repo_arg, uncached.path(), &["--no-cache"])
+    );
+}
+
+#[test]
+fn derived_state_is_read_back_only_for_the_files_and_format_it_was_built_from() {
+    use keyhole::repo::RepoIndex;
+
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let write = |text: &str| std::fs::write(repo.path().join("A.java"), text).unwrap();
+    write("class A {}");
+    let open = || RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    let state = vec![String::from("derived"), String::from("state")];
+    open().derived_cache("test", 1).unwrap().store(&state);
+    let read = |version| open().derived_cache("test", version)?.load::<Vec<String>>();
+    assert_eq!(read(1), Some(state.clone()));
+    assert_eq!(read(2), None, "another format");
+    assert!(
+        RepoIndex::open(repo.path(), None)
+            .unwrap()
+            .derived_cache("test", 1)
+            .is_none()
+    );
+
+    let file = open().derived_cache("test", 1).unwrap();
+    let path = cache.path().join("index");
+    let written: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let derived = written
+        .iter()
+        .find(|p| p.to_string_lossy().ends_with(".test.bin"))
+        .unwrap();
+    let mut bytes = std::fs::read(derived).unwrap();
+    *bytes.last_mut().unwrap() ^= 0xff;
+    std::fs::write(derived, bytes).unwrap();
+    assert_eq!(file.load::<Vec<String>>(), None, "corrupt");
+
+    file.store(&state);
+    write("class A { int changed; }");
+    assert_eq!(read(1), None, "a changed file");
+}
