@@ -66,7 +66,7 @@
 //!   (see [`crate::compose::DefaultReading`]).
 //! - Proposal ids 5 and 6 are numbered as RLPG's code numbers them (5 is `current PL 50%`,
 //!   6 `current PL 25%`; Table 7 has them the other way round): in `--id`, `--candidates`,
-//!   label files and reports (see [`crate::candidate::Numbering`]); the UI shows Table 7's.
+//!   label files, reports and the UI (see [`crate::candidate::Numbering`]).
 //! - Item texts are sliced as RLPG's `get_string` slices them: tree-sitter's byte columns read
 //!   as character indices, items stripped of surrounding whitespace.
 //!

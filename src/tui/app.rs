@@ -38,6 +38,7 @@ impl App {
         let mut state = State::new(keymap, theme);
         state.setup = options.setup;
         state.ranker = options.ranker;
+        state.numbering = options.fidelity.numbering();
         App {
             state,
             driver: Driver::with_classifier(tx.clone(), options.classifier, options.dirs)

@@ -99,7 +99,10 @@ pub(super) fn select(state: &mut State) -> Vec<Effect> {
     };
     let id = focused.id;
     if focused.building() {
-        state.status = format!("candidate {id} is still waiting for the backend");
+        state.status = format!(
+            "candidate {} is still waiting for the backend",
+            state.shown_id(id)
+        );
     } else if !state.selected.remove(&id) {
         state.selected.insert(id);
     }

@@ -211,7 +211,10 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
         let segment = span
             .segment
             .and_then(|i| prompt.segments.get(i))
-            .map_or_else(|| "the prompt".into(), |s| segment_name(s.kind));
+            .map_or_else(
+                || "the prompt".into(),
+                |s| segment_name(s.kind, state.numbering),
+            );
         let place = span.origin.map_or_else(
             || "keyhole's own formatting".into(),
             |o| origin_text(index, o),

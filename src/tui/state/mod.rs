@@ -23,7 +23,7 @@ use super::highlight::{self, StyledLine};
 use super::keymap::Keymap;
 use super::theme::Theme;
 use super::ui::{self, scroll_top};
-use crate::candidate::CandidateId;
+use crate::candidate::{CandidateId, Numbering};
 use crate::compose::Prompt;
 use crate::context::proposals::ProposalContext;
 use crate::explain::{self, ExplainedSpan};
@@ -163,6 +163,8 @@ pub struct State {
     pub search_query: String,
     /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
     pub pane_rows: [u16; 4],
+    /// How ids are numbered on screen: the profile's (`--fidelity code` swaps 5 and 6).
+    pub numbering: Numbering,
 }
 
 impl State {
@@ -216,7 +218,13 @@ impl State {
             column_goal: 0,
             search_query: String::new(),
             pane_rows: [10; 4],
+            numbering: Numbering::Table7,
         }
+    }
+
+    /// The number shown for candidate `id` (see [`State::numbering`]).
+    pub fn shown_id(&self, id: CandidateId) -> usize {
+        self.numbering.number(id)
     }
 
     /// Whether something is in flight (the loop ticks the spinner only then).
@@ -418,7 +426,10 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
                     }
                 }
                 state.status = match procc.pick {
-                    Some(id) => format!("retrieved candidates built · ProCC (LinUCB) picks {id}"),
+                    Some(id) => format!(
+                        "retrieved candidates built · ProCC (LinUCB) picks {}",
+                        state.shown_id(id)
+                    ),
                     None => "retrieved candidates built · no ProCC perspective applies".into(),
                 };
                 state.procc = Some(procc);

@@ -1,22 +1,26 @@
 //! Where prompt text came from, said to people: a segment by what it is, an origin as the
 //! file and lines it was copied from.
 
-use crate::candidate::Family;
+use crate::candidate::{Family, Numbering};
 use crate::compose::{Prompt, SegmentKind};
 use crate::context::{Origin, SourcedText};
 use crate::explain::ExplainedSpan;
 use crate::repo::{FileId, RepoIndex};
 
 /// "proposal 7 (import MNB)", "the default context", "retrieved candidate 68 (ProCC lexical)".
-pub fn segment_name(kind: SegmentKind) -> String {
+pub fn segment_name(kind: SegmentKind, numbering: Numbering) -> String {
     match kind {
         SegmentKind::Default => "the default context".into(),
         SegmentKind::Separator => "a separator".into(),
         SegmentKind::Proposal { id } => match id.family() {
-            Family::Proposal => format!("proposal {id} ({})", id.label()),
+            Family::Proposal => format!("proposal {} ({})", numbering.number(id), id.label()),
             Family::Default => "the default context".into(),
             Family::Retrieved | Family::Typed => {
-                format!("retrieved candidate {id} ({})", id.label())
+                format!(
+                    "retrieved candidate {} ({})",
+                    numbering.number(id),
+                    id.label()
+                )
             }
         },
     }
@@ -71,6 +75,7 @@ pub fn explained_pieces(
     prompt: &Prompt,
     completion: &str,
     spans: &[ExplainedSpan],
+    numbering: Numbering,
 ) -> Vec<(String, String)> {
     spans
         .iter()
@@ -79,7 +84,7 @@ pub fn explained_pieces(
             let segment = span
                 .segment
                 .and_then(|i| prompt.segments.get(i))
-                .map(|s| segment_name(s.kind));
+                .map(|s| segment_name(s.kind, numbering));
             let from = match (span.origin, segment) {
                 (Some(origin), Some(segment)) => {
                     format!("{} in {segment}", origin_text(index, origin))

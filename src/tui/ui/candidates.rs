@@ -30,7 +30,7 @@ pub fn title(state: &State) -> String {
         n => format!(" · {n} selected"),
     };
     let procc = match state.procc.as_ref().and_then(|p| p.pick) {
-        Some(id) => format!(" · ProCC {PROCC_MARK}{id}"),
+        Some(id) => format!(" · ProCC {PROCC_MARK}{}", state.shown_id(id)),
         None => String::new(),
     };
     format!(
@@ -152,7 +152,10 @@ fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static
         Availability::Building => (super::spinner(state), theme.muted),
     };
     vec![
-        Span::styled(format!("{mark}{:>4} ", c.id), base.fg(theme.explain)),
+        Span::styled(
+            format!("{mark}{:>4} ", state.shown_id(c.id)),
+            base.fg(theme.explain),
+        ),
         Span::styled(score_bar, base.fg(colour)),
         Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
         Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),

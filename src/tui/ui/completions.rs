@@ -107,7 +107,7 @@ fn explained_lines(state: &State, card: &Card, text: &str) -> Vec<Line<'static>>
     ) else {
         return vec![];
     };
-    provenance::explained_pieces(index, &candidate.prompt, text, spans)
+    provenance::explained_pieces(index, &candidate.prompt, text, spans, state.numbering)
         .into_iter()
         .map(|(piece, from)| {
             Line::from(vec![

@@ -29,10 +29,13 @@ pub fn title(state: &State) -> String {
     {
         match &c.availability {
             Availability::NotApplicable(Some(why)) => {
-                return format!("candidate {} does not apply: {why}", c.id);
+                return format!("candidate {} does not apply: {why}", state.shown_id(c.id));
             }
             Availability::Building => {
-                return format!("candidate {} is waiting for the backend", c.id);
+                return format!(
+                    "candidate {} is waiting for the backend",
+                    state.shown_id(c.id)
+                );
             }
             _ => {}
         }
@@ -128,7 +131,7 @@ fn budget_line(state: &State, segment: &Segment, budget: usize) -> Line<'static>
         .map(|index| provenance::segment_sources(index, &segment.text))
         .unwrap_or_default();
     let name = match segment.kind {
-        SegmentKind::Proposal { id } => format!("cand {id}"),
+        SegmentKind::Proposal { id } => format!("cand {}", state.shown_id(id)),
         SegmentKind::Separator => "separator".into(),
         SegmentKind::Default => "default".into(),
     };

@@ -567,3 +567,31 @@ fn quit_cancels_and_quits_and_mouse_toggles() {
 }
 
 mod prompt_and_source;
+
+#[test]
+fn the_code_profile_shows_rlpgs_code_numbers_where_ids_are_shown() {
+    let mut s = opened();
+    s.numbering = crate::candidate::Numbering::RlpgCode;
+    at_hole(&mut s, 4);
+    // Table 7's 5 (`current PL 25%`) is RLPG's code's 6, and the other way round.
+    let analysed = vec![waiting(5), candidate(6)];
+    update(
+        &mut s,
+        Action::Analysed {
+            generation: 4,
+            candidates: analysed,
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+        },
+    );
+    update(&mut s, Action::Command(Command::FocusNext));
+    update(&mut s, Action::Command(Command::Top));
+    assert_eq!(s.focused_candidate().unwrap().id, 5);
+    update(&mut s, Action::Command(Command::Select));
+    assert!(s.status.contains("candidate 6 is still"), "{}", s.status);
+    assert!(ui::prompt::title(&s).contains("candidate 6 is waiting"));
+    let name = |id| provenance::segment_name(SegmentKind::Proposal { id }, s.numbering);
+    assert_eq!(name(CandidateId::nth(6)), "proposal 5 (current PL 50%)");
+    s.numbering = crate::candidate::Numbering::Table7;
+    assert!(ui::prompt::title(&s).contains("candidate 5 is waiting"));
+}

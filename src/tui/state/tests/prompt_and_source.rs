@@ -88,6 +88,7 @@ fn explain_names_the_segment_file_and_lines_of_the_longest_copy() {
         &s.candidates[0].prompt,
         "computeTotal(x)",
         s.explained.as_ref().unwrap(),
+        s.numbering,
     );
     let expected = [
         ("computeTotal(", "B.java:2 in proposal 7"),
