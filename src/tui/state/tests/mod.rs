@@ -350,6 +350,16 @@ fn waiting(id: usize) -> Candidate {
     }
 }
 
+/// Hole `generation`'s analysis, ranked by RLPG-H, with `candidates`.
+fn analysed_by_rlpg_h(generation: u64, candidates: Vec<Candidate>) -> Action {
+    Action::Analysed {
+        generation,
+        candidates,
+        proposals: Arc::default(),
+        ranker: RankerKind::RlpgH,
+    }
+}
+
 fn procc(pick: Option<usize>) -> Procc {
     let pick = pick.map(CandidateId::nth);
     Procc {
@@ -364,15 +374,7 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     let mut s = opened();
     at_hole(&mut s, 4);
     let analysed = vec![candidate(6), candidate(68), waiting(69), waiting(70)];
-    update(
-        &mut s,
-        Action::Analysed {
-            generation: 4,
-            candidates: analysed,
-            proposals: Arc::default(),
-            ranker: RankerKind::RlpgH,
-        },
-    );
+    update(&mut s, analysed_by_rlpg_h(4, analysed));
     assert!(
         s.retrieving() && s.busy(),
         "the spinner runs while they build"
@@ -574,15 +576,9 @@ fn the_code_profile_shows_rlpgs_code_numbers_where_ids_are_shown() {
     s.numbering = crate::candidate::Numbering::RlpgCode;
     at_hole(&mut s, 4);
     // Table 7's 5 (`current PL 25%`) is RLPG's code's 6, and the other way round.
-    let analysed = vec![waiting(5), candidate(6)];
     update(
         &mut s,
-        Action::Analysed {
-            generation: 4,
-            candidates: analysed,
-            proposals: Arc::default(),
-            ranker: RankerKind::RlpgH,
-        },
+        analysed_by_rlpg_h(4, vec![waiting(5), candidate(6)]),
     );
     update(&mut s, Action::Command(Command::FocusNext));
     update(&mut s, Action::Command(Command::Top));
