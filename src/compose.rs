@@ -5,10 +5,10 @@
 use serde::Serialize;
 
 use crate::candidate::CandidateId;
-use crate::context::rlpg_files;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::RepoIndex;
+use crate::rlpg_text;
 use crate::sourced::SourcedText;
 use crate::token::{self, Keep, Tokenizer};
 
@@ -227,7 +227,7 @@ impl<'a> Composer<'a> {
                 let file = &index.files[hole.file].text;
                 let lf = full.crlf_as_lf();
                 // The first line is found in the whole file: one after the hole's leaves nothing.
-                match rlpg_files::rlpg_first_line(file) {
+                match rlpg_text::rlpg_first_line(file) {
                     Some(first) if first <= hole.offset => {
                         let skipped = file[..first].matches("\r\n").count();
                         lf.slice(first - skipped..lf.text.len())
@@ -359,7 +359,7 @@ impl<'a> Composer<'a> {
         let text = self.default.slice(range);
         let text = match self.default_reading {
             DefaultReading::AsWritten => text,
-            DefaultReading::RlpgCode => rlpg_files::decode_clean_up(text),
+            DefaultReading::RlpgCode => rlpg_text::decode_clean_up(text),
         };
         Segment {
             kind: SegmentKind::Default,

@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod model;
 pub mod rank;
 pub mod repo;
+pub mod rlpg_text;
 pub mod sample;
 pub mod session;
 pub mod sourced;

@@ -28,6 +28,7 @@ use crate::lang::Span;
 use crate::lang::TypeKind;
 use crate::repo::listing;
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
+use crate::rlpg_text;
 use crate::token::{Keep, Tokenizer};
 
 /// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
@@ -376,24 +377,9 @@ pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
     )
 }
 
-/// What GPT-2's tokenizer in transformers (2022) did to every text RLPG's code cut and
-/// decoded (`clean_up_tokenization`): these replacements, in turn, each deleting spaces.
-const DECODE_CLEAN_UP: [(&str, &str); 10] = [
-    (" .", "."),
-    (" ?", "?"),
-    (" !", "!"),
-    (" ,", ","),
-    (" ' ", "'"),
-    (" n't", "n't"),
-    (" 'm", "'m"),
-    (" 's", "'s"),
-    (" 've", "'ve"),
-    (" 're", "'re"),
-];
-
 /// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to
 /// `max_tokens` from the kept end, then cleaned up as transformers' decode cleaned it (see
-/// [`DECODE_CLEAN_UP`]); the tokens counted are those before the clean-up, as RLPG counts them.
+/// [`rlpg_text::decode_clean_up`]); the tokens counted are those before the clean-up, as RLPG counts them.
 /// Both only delete characters, so the text keeps its provenance.
 pub fn cut_and_decode(
     text: &SourcedText,
@@ -403,40 +389,7 @@ pub fn cut_and_decode(
 ) -> (SourcedText, usize) {
     let text = text.crlf_as_lf();
     let (text, tokens) = text.truncate(tokenizer, max_tokens, keep);
-    (decode_clean_up(text), tokens)
-}
-
-/// `text` cleaned up as transformers' decode cleaned what RLPG's code decoded (see
-/// [`DECODE_CLEAN_UP`]); it only deletes characters, so the text keeps its provenance.
-pub fn decode_clean_up(mut text: SourcedText) -> SourcedText {
-    for (from, to) in DECODE_CLEAN_UP {
-        let deleted: Vec<usize> = text
-            .text
-            .match_indices(from)
-            .flat_map(|(at, _)| {
-                // The spaces of `from` that `to` does not have: all of them.
-                debug_assert_eq!(from.replace(' ', ""), to);
-                from.match_indices(' ').map(move |(k, _)| at + k)
-            })
-            .collect();
-        text = text.without(&deleted);
-    }
-    text
-}
-
-/// Where RLPG's code starts a file's text that begins at its first line (`get_string` through
-/// `modified_start_line`): at the first line that does not start with `/` or `*` (meant to
-/// skip a licence header; lines are not trimmed, so ` * ...` stops it). `None` where every
-/// line does.
-pub fn rlpg_first_line(text: &str) -> Option<usize> {
-    let mut start = 0;
-    for line in text.split_inclusive('\n') {
-        if !(line.starts_with('/') || line.starts_with('*')) {
-            return Some(start);
-        }
-        start += line.len();
-    }
-    None
+    (rlpg_text::decode_clean_up(text), tokens)
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty
