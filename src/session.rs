@@ -545,14 +545,14 @@ impl HoleCandidates {
                 async move {
                     let proposal = proposals.iter().find(|p| p.spec.id == id);
                     let built = retrieved.iter().find(|c| c.id == id);
+                    // Composed by the one rule every candidate's prompt follows.
+                    let context = match (proposal, built) {
+                        (Some(p), _) => BuiltContext::Proposal(p.clone()),
+                        (_, Some(c)) => BuiltContext::Retrieved(c.clone()),
+                        _ => BuiltContext::Default,
+                    };
                     let prompt = session
-                        .fit(hole, |composer| match (proposal, built) {
-                            (Some(p), _) => composer.compose(Some(p)),
-                            (_, Some(c)) => c
-                                .compose(composer)
-                                .unwrap_or_else(|| composer.compose(None)),
-                            _ => composer.compose(None),
-                        })
+                        .fit(hole, |composer| context.compose(composer))
                         .await?;
                     Ok::<_, FitError>((id, prompt))
                 }
