@@ -258,6 +258,30 @@ pub enum OpenStage {
 impl Session {
     /// Index the repository at `repo` (through the cache unless the settings say not) and open
     /// a session on it as `settings` say.
+    ///
+    /// ```
+    /// use keyhole::hole::Hole;
+    /// use keyhole::session::{Session, Settings};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let scratch = tempfile::tempdir()?;
+    /// # let dirs = keyhole::dirs::Dirs { data: Some(scratch.path().into()), ..Default::default() };
+    /// // The bundled sample repository; any repository on disk opens the same way.
+    /// let repo = keyhole::sample::materialize(&dirs)?;
+    /// // The embedded model and the bundled classifier, nothing read from the user's files.
+    /// let settings = Settings::default();
+    /// let session = Session::open(&repo, &settings)?;
+    /// let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+    /// // Every candidate that needs no backend, ranked by RLPG-H.
+    /// let analysis = session.analyse(&hole, settings.ranker);
+    /// for row in analysis.candidates.iter().take(5) {
+    ///     println!("{:>2} {:<32} {:?}", row.id, row.label, row.score);
+    /// }
+    /// // The best one's prompt, composed within the budget.
+    /// let prompt = analysis.candidates[0].prompt.text();
+    /// assert!(!prompt.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn open(repo: &Path, settings: &Settings) -> Result<Session, OpenError> {
         Session::builder(settings).open(repo)
     }
@@ -376,4 +400,88 @@ impl<'a> SessionBuilder<'a> {
 /// every hole, so it builds them while the repository opens).
 pub fn search_built(index: &RepoIndex) -> SharedSearch {
     Arc::new(std::sync::OnceLock::from(SearchIndex::open(index)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Directories whose config holds `backends_toml`.
+    fn configured(backends_toml: &str) -> (tempfile::TempDir, Dirs) {
+        let scratch = tempfile::tempdir().unwrap();
+        std::fs::write(scratch.path().join(config::BACKENDS_FILE), backends_toml).unwrap();
+        let dirs = Dirs {
+            config: Some(scratch.path().to_path_buf()),
+            ..Dirs::none()
+        };
+        (scratch, dirs)
+    }
+
+    const SERVER: &str = r#"
+[[backend]]
+name = "server"
+kind = "llamacpp"
+base_url = "http://127.0.0.1:9"
+model = "configured"
+"#;
+
+    #[test]
+    fn choices_override_the_chosen_backend_and_keep_the_others() {
+        let (_scratch, dirs) = configured(SERVER);
+        let choices = Choices {
+            backend: Some("server".into()),
+            model: Some("asked".into()),
+            budget: Some(512),
+            ..Choices::default()
+        };
+        let settings = Settings::resolve(&choices, dirs).unwrap();
+        let names: Vec<&str> = settings.backends.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["embedded", "server"]);
+        assert_eq!(settings.backend().name, "server");
+        assert_eq!(settings.backend().model.as_deref(), Some("asked"));
+        assert_eq!(settings.budget, 512);
+        assert_eq!(settings.tokenizer(), settings.backend().tokenizer());
+    }
+
+    #[test]
+    fn an_unknown_backend_or_a_model_path_for_a_server_is_refused() {
+        let (_scratch, dirs) = configured(SERVER);
+        let unknown = Choices {
+            backend: Some("nope".into()),
+            ..Choices::default()
+        };
+        let error = Settings::resolve(&unknown, dirs.clone()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--backend nope: no such backend (see `keyhole backends`)"
+        );
+        let not_local = Choices {
+            backend: Some("server".into()),
+            model_path: Some("m.gguf".into()),
+            ..Choices::default()
+        };
+        let error = Settings::resolve(&not_local, dirs).unwrap_err();
+        assert!(
+            error.to_string().contains("`server` is not a local one"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_model_path_alone_joins_the_configured_backends_as_a_local_one() {
+        let (_scratch, dirs) = configured(SERVER);
+        let choices = Choices {
+            model_path: Some("m.gguf".into()),
+            tokenizer: Some(TokenizerKind::R50kBase),
+            ..Choices::default()
+        };
+        let settings = Settings::resolve(&choices, dirs).unwrap();
+        assert_eq!(settings.backends.len(), 3);
+        assert_eq!(settings.backend().kind, BackendKind::Local);
+        assert_eq!(
+            settings.backend().path.as_deref(),
+            Some(Path::new("m.gguf"))
+        );
+        assert_eq!(settings.tokenizer(), TokenizerKind::R50kBase);
+    }
 }
