@@ -99,7 +99,7 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     // Per proposal: holes, applicability agreed, both applicable, equal contexts.
     let mut counts = vec![[0usize; 4]; specs.len()];
     for (row, at, hole) in oracle_holes(index, rows) {
-        let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
+        let built = proposals::build_for_budget(index, &hole, tok, DEFAULT_BUDGET, fidelity);
         for p in &built {
             let theirs = row["proposals"][p.spec.label()]
                 .as_str()

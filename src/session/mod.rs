@@ -112,7 +112,7 @@ impl Session {
 
     /// RLPG's 62 proposals for `hole`, each within its share of the budget.
     pub fn proposals(&self, hole: &Hole) -> Vec<ProposalContext> {
-        proposals::build_for_budget_as(
+        proposals::build_for_budget(
             &self.index,
             hole,
             self.tokenizer,
