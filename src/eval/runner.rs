@@ -22,7 +22,7 @@ use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
-use crate::hole::{Hole, sample_holes_as};
+use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankerKind, bm25};
@@ -354,7 +354,7 @@ impl RepoRun<'_> {
 
     /// The holes this run labels: RLPG's sample, or this shard's part of it.
     pub fn holes(&self) -> Vec<Hole> {
-        let sampled = sample_holes_as(
+        let sampled = sample_holes(
             &self.session.index,
             self.options.holes,
             self.options.seed,

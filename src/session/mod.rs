@@ -101,7 +101,7 @@ impl Session {
 
     /// The composer of `hole`'s prompts within the budget.
     pub fn composer(&self, hole: &Hole) -> Composer<'static> {
-        Composer::new_as(
+        Composer::new(
             &self.index,
             hole,
             self.tokenizer,
