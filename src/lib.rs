@@ -29,4 +29,5 @@ pub mod session;
 pub mod sourced;
 pub mod text;
 pub mod token;
+#[cfg(feature = "tui")]
 pub mod tui;
