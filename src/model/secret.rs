@@ -105,7 +105,7 @@ fn percent_decoded(text: &[u8], i: usize) -> Option<u8> {
 /// `url` as it may be shown: user info (`user:password@`), query and fragment replaced by
 /// `***`, since they often carry credentials. Text that is not a URL is not shown at all.
 pub fn shown_url(url: &str) -> String {
-    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+    let Ok(mut parsed) = url::Url::parse(url) else {
         return "(not a valid URL)".to_string();
     };
     let has_user = !parsed.username().is_empty() || parsed.password().is_some();

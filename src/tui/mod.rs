@@ -4,9 +4,11 @@
 //! (`render_fixture`).
 
 pub mod app;
+pub mod command;
 pub mod driver;
 pub mod highlight;
 pub mod keymap;
+pub mod layout;
 pub mod log;
 pub mod png;
 pub mod state;
@@ -27,9 +29,10 @@ use ratatui::crossterm::execute;
 use ratatui::layout::{Position, Rect};
 
 use app::App;
+use command::{Command, Pane};
 use driver::Outcome;
 use keymap::Keymap;
-use state::{Action, Command, Pane};
+use state::Action;
 use theme::Theme;
 
 /// Output of `render_fixture`.

@@ -1,6 +1,7 @@
 //! Indexing real trees: .gitignore, bad files, the cache, and hole sampling.
 
 use crate::common;
+use crate::reliability_support::Tmpfs;
 
 use std::fs;
 use std::path::Path;
@@ -222,25 +223,14 @@ fn assert_ran_without_cache(index: &RepoIndex) {
 
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "mounts a tmpfs, which needs root: .ci/run runs it"]
 fn a_full_cache_directory_is_reported_and_indexing_goes_on() {
-    let cache = tempfile::tempdir().unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(cache.path())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !mounted {
-        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
-        return;
-    }
-    let index = RepoIndex::open(&common::sample_path(), Some(cache.path()));
-    let entries = std::fs::read_dir(cache.path().join("index"))
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = Tmpfs::mount(&scratch.path().join("cache"), "16k");
+    let index = RepoIndex::open(&common::sample_path(), Some(&cache.0)).unwrap();
+    let entries = std::fs::read_dir(cache.0.join("index"))
         .map(|d| d.count())
         .unwrap_or(0);
-    let _ = std::process::Command::new("umount")
-        .arg(cache.path())
-        .status();
-    let index = index.unwrap();
     assert_eq!(index.files.len(), 38);
     assert_ran_without_cache(&index);
     assert_eq!(entries, 0, "a failed write leaves no partial file behind");

@@ -421,7 +421,7 @@ fn sample_repo_hole_gets_types_and_headers() {
 /// How often each candidate applies on a real repository (run with `--ignored`; set
 /// KEYHOLE_TYPED_REPO to choose it, default /work/corpus/commons-io).
 #[test]
-#[ignore]
+#[ignore = "a measurement on a real repository (KEYHOLE_TYPED_REPO), not a check"]
 fn applicability_on_a_real_repository() {
     let root = std::env::var("KEYHOLE_TYPED_REPO").unwrap_or("/work/corpus/commons-io".into());
     let index = RepoIndex::open(Path::new(&root), None).expect("open");

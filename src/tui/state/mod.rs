@@ -17,12 +17,12 @@ use fuzzy_matcher::skim::SkimMatcherV2;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::Style;
 use ratatui_textarea::TextArea;
-use serde::Deserialize;
 
+use super::command::{Command, Pane};
 use super::highlight::{self, StyledLine};
 use super::keymap::Keymap;
+use super::layout::{self, scroll_top};
 use super::theme::Theme;
-use super::ui::{self, scroll_top};
 use crate::candidate::{CandidateId, Numbering};
 use crate::compose::Prompt;
 use crate::context::proposals::ProposalContext;
@@ -68,39 +68,6 @@ pub use setup::*;
 pub const DEFAULT_K: usize = 3;
 /// The most cards side by side (and the pick keys 1..5).
 pub const MAX_K: usize = 5;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pane {
-    Source,
-    Candidates,
-    Prompt,
-    Completions,
-}
-
-impl Pane {
-    pub const ALL: [Pane; 4] = [
-        Pane::Source,
-        Pane::Candidates,
-        Pane::Prompt,
-        Pane::Completions,
-    ];
-
-    /// How help and titles name the pane.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pane::Source => "source",
-            Pane::Candidates => "candidates",
-            Pane::Prompt => "prompt",
-            Pane::Completions => "completions",
-        }
-    }
-
-    fn step(self, by: isize) -> Pane {
-        let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
-        Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
-    }
-}
 
 pub struct State {
     pub phase: Phase,

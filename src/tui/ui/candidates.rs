@@ -8,9 +8,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, scroll_top};
+use super::bar;
 use crate::candidate::CandidateId;
 use crate::rank::RankerKind;
+use crate::tui::layout::scroll_top;
 use crate::tui::state::{AnalysisPhase, Availability, CandidateRow, Mode, State};
 
 const SCORE_WIDTH: usize = 8;

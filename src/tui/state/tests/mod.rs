@@ -1,6 +1,7 @@
 use super::*;
 use crate::compose::SegmentKind;
 use crate::rank::bandit;
+use crate::tui::ui;
 use ratatui::crossterm::event::KeyModifiers;
 
 fn state() -> State {
