@@ -307,6 +307,7 @@ impl OutDir {
         let settings_path = root.join(SETTINGS_FILE);
         // Settings bind only rows: a run that wrote none (a wrong model, say) binds nothing.
         let has_rows = has_rows(root);
+        run_label_files(root, &labels.repositories)?;
         let mut sources = BTreeMap::new();
         match std::fs::read(&settings_path) {
             Ok(_) if !has_rows => {}
@@ -562,7 +563,7 @@ fn flag(key: &str) -> String {
         "repositories" => "the repositories".to_string(),
         "candidates" => "the candidates".to_string(),
         "tokenizer" => "the tokenizer".to_string(),
-        "temperature" | "stop" => format!("the backend's {key}"),
+        "temperature" | "stop" | "token_healing" | "matrices" => format!("the backend's {key}"),
         _ => format!("--{}", key.replace('_', "-")),
     }
 }

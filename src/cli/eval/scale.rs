@@ -209,18 +209,18 @@ impl Batch {
                 "{file}: its last line is cut short; its request is exported again (or import the whole file later)"
             );
         }
-        if let Some(first) = responses.left_out.first() {
+        if !responses.left_out.is_empty() {
             errln!(
-                "warning: {} lines of the response files are left out and their requests asked again ({first}{})",
+                "warning: {} lines of the response files are left out and their requests asked again ({})",
                 responses.left_out.len(),
-                and_more(responses.left_out.len())
+                named(&responses.left_out)
             );
         }
-        if let Some(first) = responses.repeated.first() {
+        if !responses.repeated.is_empty() {
             errln!(
-                "warning: {} answers repeat a custom id answered before, and only the first answer of each is used ({first}{})",
+                "warning: {} answers repeat a custom id answered before, and only the first answer of each is used ({})",
                 responses.repeated.len(),
-                and_more(responses.repeated.len())
+                named(&responses.repeated)
             );
         }
         let export = match &args.export_requests {
@@ -265,11 +265,11 @@ impl Batch {
     /// Finishes the export; true when every hole is labelled (the report can be written).
     pub(super) fn finish(self) -> Result<bool> {
         let unknown = self.responses.unknown();
-        if let Some(first) = unknown.first() {
+        if !unknown.is_empty() {
             errln!(
-                "warning: {} answers are for holes this run does not have (another seed, shard or repository) and are not used ({first}{})",
+                "warning: {} answers are for holes this run does not have (another seed, shard or repository) and are not used ({})",
                 unknown.len(),
-                and_more(unknown.len())
+                named(&unknown)
             );
         }
         if self.responses.failed > 0 {
@@ -295,11 +295,11 @@ impl Batch {
                 .with_context(|| format!("{}", path.display()))?;
             errln!("{}", self.stats.export_summary(&path));
         }
-        if let Some(first) = stale.first() {
+        if !stale.is_empty() {
             bail!(
-                "{} answers in the response files answer requests this run does not send (made with other settings, such as another --budget, model or candidate set, or by an older keyhole), so they label nothing ({first}{}); answer the requests --export-requests writes with this run's settings",
+                "{} answers in the response files answer requests this run does not send (made with other settings, such as another --budget, model or candidate set, or by an older keyhole), so they label nothing ({}); answer the requests --export-requests writes with this run's settings",
                 stale.len(),
-                and_more(stale.len())
+                named(&stale)
             );
         }
         if waiting > 0 && !exported {
@@ -311,6 +311,16 @@ impl Batch {
         }
         Ok(waiting == 0)
     }
+}
+
+/// The first few of `things`, and how many more there are.
+fn named(things: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = things[..things.len().min(SHOWN)].join("; ");
+    if things.len() > SHOWN {
+        text.push_str(&format!("; and {} more", things.len() - SHOWN));
+    }
+    text
 }
 
 /// `, and N more` after the first of `count` things named.
