@@ -120,11 +120,12 @@ impl std::fmt::Display for RunStats {
 pub enum RunError {
     /// No request can succeed: a wrong key, model or URL.
     #[error(
-        "{0} (eval stopped: no request can succeed until the backend's key, model or URL is fixed)"
+        "{0} ({1} stopped: no request can succeed until the backend's key, model or URL is fixed)"
     )]
-    Configuration(BackendError),
-    #[error("eval stopped after {count} failed {what} in a row; the last: {last}")]
+    Configuration(BackendError, &'static str),
+    #[error("{command} stopped after {count} failed {what} in a row; the last: {last}")]
     Failing {
+        command: &'static str,
         count: usize,
         what: &'static str,
         last: BackendError,
@@ -144,14 +145,23 @@ pub enum RunError {
 /// Shared by all the stages of an evaluation that send requests.
 #[derive(Debug)]
 pub struct Failures {
+    /// The command that stops, for its message.
+    command: &'static str,
     max: usize,
     requests: usize,
     holes: usize,
 }
 
 impl Failures {
+    /// `keyhole eval`'s failures.
     pub fn new(max: usize) -> Failures {
+        Failures::of("eval", max)
+    }
+
+    /// The failures of the command `command` (for its messages), which stops at `max`.
+    pub fn of(command: &'static str, max: usize) -> Failures {
         Failures {
+            command,
             max: max.max(1),
             requests: 0,
             holes: 0,
@@ -165,7 +175,9 @@ impl Failures {
                 self.requests = 0;
                 Ok(())
             }
-            Err(err) if err.is_configuration() => Err(RunError::Configuration(err.clone())),
+            Err(err) if err.is_configuration() => {
+                Err(RunError::Configuration(err.clone(), self.command))
+            }
             Err(err) => {
                 self.requests += 1;
                 self.check(self.requests, "requests", err)
@@ -190,6 +202,7 @@ impl Failures {
     fn check(&self, count: usize, what: &'static str, last: &BackendError) -> Result<(), RunError> {
         if count >= self.max {
             Err(RunError::Failing {
+                command: self.command,
                 count,
                 what,
                 last: last.clone(),

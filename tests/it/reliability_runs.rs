@@ -495,3 +495,91 @@ fn file_names_that_are_not_utf8_stay_distinct() {
     assert!(!scratch.join("out/labels/repo.jsonl.removed").exists());
     assert_eq!(holes(&scratch.join("out")), labelled);
 }
+
+/// A scratch directory whose backend `srv` is an OpenAI-style completion server at `base`,
+/// without retries, and a task file of six holes of the sample in it.
+fn tasks_scratch(base: &str) -> (tempfile::TempDir, PathBuf) {
+    let scratch = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"srv\"\nkind = \"openai\"\nbase_url = \"{base}\"\nmodel = \"m\"\nretries = 0\ndeadline_secs = 1\n"
+    );
+    write_backends(scratch.path(), &toml);
+    let tasks = scratch.path().join("tasks.jsonl");
+    let sample = sample();
+    let args = ["holes", sample.to_str().unwrap(), "--cap", "6", "--export"];
+    succeeded(&keyhole(
+        scratch.path(),
+        &[&args[..], &[tasks.to_str().unwrap()]].concat(),
+        &[],
+    ));
+    (scratch, tasks)
+}
+
+fn tasks(scratch: &Path, file: &Path, extra: &[&str]) -> Output {
+    let args = ["tasks", file.to_str().unwrap(), "--backend", "srv"];
+    keyhole(scratch, &[&args[..], extra].concat(), &[])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_stop_on_a_refused_key_count_failures_apart_and_resume() {
+    let refused =
+        Server::start(|_, _| Reply::Json(401, json!({"error": {"message": "no such key"}}))).await;
+    let (scratch, file) = tasks_scratch(&refused.base);
+    let err = one_line_error(&tasks(scratch.path(), &file, &[]));
+    assert!(
+        err.contains("answered 401: no such key (tasks stopped: no request can succeed"),
+        "{err}"
+    );
+    assert!(
+        refused.requests().len() <= 4,
+        "{}",
+        refused.requests().len()
+    );
+
+    let dead = Server::start(|_, _| Reply::Json(500, json!({"error": "down"}))).await;
+    let (scratch, file) = tasks_scratch(&dead.base);
+    let stopped = tasks(
+        scratch.path(),
+        &file,
+        &["--max-failures", "2", "--concurrency", "1"],
+    );
+    let err = one_line_error(&stopped);
+    assert!(
+        err.contains("tasks stopped after 2 failed requests in a row"),
+        "{err}"
+    );
+    assert_eq!(dead.requests().len(), 2);
+
+    // Two tasks fail: not scored as misses, not written, exit 2; the rerun asks only them.
+    let flaky = Server::start(|_, seen| match seen {
+        1 | 3 => Reply::Json(500, json!({"error": "overloaded"})),
+        _ => Reply::Json(200, json!({"choices": [{"index": 0, "text": "x;"}]})),
+    })
+    .await;
+    let (scratch, file) = tasks_scratch(&flaky.base);
+    let out = scratch.path().join("results.jsonl");
+    let keep = ["--out", out.to_str().unwrap(), "--concurrency", "1"];
+    let first = tasks(scratch.path(), &file, &keep);
+    assert_eq!(first.status.code(), Some(2), "{}", stderr(&first));
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(
+        said.contains("over the 4 completed (0 from an earlier run), 2 failed"),
+        "{said}"
+    );
+    let err = stderr(&first);
+    assert!(
+        err.contains("2 of 6 tasks failed and are not scored")
+            && err.contains("again with the same --out completes them"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 4);
+    let again = tasks(scratch.path(), &file, &keep);
+    let said = String::from_utf8_lossy(&again.stdout).into_owned();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        said.contains("over the 6 completed (4 from an earlier run), 0 failed"),
+        "{said}"
+    );
+    assert_eq!(flaky.requests().len(), 8, "only the failed two asked again");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6);
+}
