@@ -21,6 +21,8 @@ use keyhole::metrics;
 use keyhole::model::config;
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::model::{self, Backend, CompletionRequest};
+use keyhole::session::{Choices, Session};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct TasksArgs {
@@ -50,15 +52,15 @@ pub struct TasksArgs {
 /// exits 2 until every task is complete.
 pub fn tasks_command(args: &TasksArgs) -> Result<()> {
     let tasks = interop::read_tasks(&args.file)?;
-    let entry = args.backend.entry()?;
-    let backend: Box<dyn Backend> = match (&args.repo, entry.kind) {
-        (Some(repo), _) => {
-            let index = keyhole::repo::RepoIndex::open(repo, None)?;
-            model::build_backend(&entry, &std::sync::Arc::new(index))?
-        }
-        (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
-        (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),
-        (None, _) => config::build_http(&entry)?,
+    let mut choices = Choices::default();
+    args.backend.choose(&mut choices);
+    let settings = super::hole::settings(&choices)?;
+    let entry = settings.backend();
+    let backend: Arc<dyn Backend> = match (&args.repo, entry.kind) {
+        (Some(repo), _) => Session::open(repo, &settings)?.backend,
+        (None, config::BackendKind::Embedded) => Arc::new(EmbeddedModel::without_repository()),
+        (None, config::BackendKind::Local) => Arc::new(model::local::LocalBackend::open(entry)?),
+        (None, _) => Arc::from(config::build_http(entry)?),
     };
     let mut done = match &args.out {
         Some(out) => completed(out, &tasks).with_context(|| format!("{}", out.display()))?,

@@ -19,10 +19,10 @@ use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, Candidate, Perspectives};
+use crate::context::perspectives::{self, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
-use crate::hole::{Hole, sample_holes_as};
+use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankerKind, bm25};
@@ -63,7 +63,7 @@ pub fn run_holes(
     fidelity: Fidelity,
     shard: Shard,
 ) -> Vec<Hole> {
-    shard.select(sample_holes_as(index, holes, seed, fidelity.hole_column()))
+    shard.select(sample_holes(index, holes, seed, fidelity.hole_column()))
 }
 
 /// The id of `hole` of the repository named `repository`, as its rows carry it.
@@ -229,7 +229,7 @@ pub(super) struct HolePrompt {
 }
 
 impl HolePrompt {
-    fn retrieved(candidate: Candidate, composer: &Composer, refit: bool) -> HolePrompt {
+    fn retrieved(candidate: RetrievedContext, composer: &Composer, refit: bool) -> HolePrompt {
         HolePrompt {
             id: candidate.id,
             prompt: candidate.compose(composer),
