@@ -26,6 +26,7 @@ use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankerKind, bm25};
+use crate::repo::RepoIndex;
 use crate::session::{BuiltContext, FitError, Session};
 use crate::token::TokenizerKind;
 
@@ -51,6 +52,28 @@ pub struct EvalOptions {
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
     pub tokenizer: TokenizerKind,
+}
+
+/// The holes a run labels in `index`: RLPG's sample of at most `holes` drawn with `seed`, or
+/// `shard`'s part of it.
+pub fn run_holes(
+    index: &RepoIndex,
+    holes: Option<usize>,
+    seed: u64,
+    fidelity: Fidelity,
+    shard: Shard,
+) -> Vec<Hole> {
+    shard.select(sample_holes(index, holes, seed, fidelity.hole_column()))
+}
+
+/// The id of `hole` of the repository named `repository`, as its rows carry it.
+pub fn run_hole_id(repository: &str, index: &RepoIndex, hole: &Hole) -> String {
+    hole_id(
+        repository,
+        &index.files[hole.file].path,
+        hole.line + 1,
+        hole.column + 1,
+    )
 }
 
 /// Why a candidate's row has no prompt when the run's candidate set leaves it out.
@@ -97,11 +120,12 @@ impl std::fmt::Display for RunStats {
 pub enum RunError {
     /// No request can succeed: a wrong key, model or URL.
     #[error(
-        "{0} (eval stopped: no request can succeed until the backend's key, model or URL is fixed)"
+        "{0} ({1} stopped: no request can succeed until the backend's key, model or URL is fixed)"
     )]
-    Configuration(BackendError),
-    #[error("eval stopped after {count} failed {what} in a row; the last: {last}")]
+    Configuration(BackendError, &'static str),
+    #[error("{command} stopped after {count} failed {what} in a row; the last: {last}")]
     Failing {
+        command: &'static str,
         count: usize,
         what: &'static str,
         last: BackendError,
@@ -121,14 +145,23 @@ pub enum RunError {
 /// Shared by all the stages of an evaluation that send requests.
 #[derive(Debug)]
 pub struct Failures {
+    /// The command that stops, for its message.
+    command: &'static str,
     max: usize,
     requests: usize,
     holes: usize,
 }
 
 impl Failures {
+    /// `keyhole eval`'s failures.
     pub fn new(max: usize) -> Failures {
+        Failures::of("eval", max)
+    }
+
+    /// The failures of the command `command` (for its messages), which stops at `max`.
+    pub fn of(command: &'static str, max: usize) -> Failures {
         Failures {
+            command,
             max: max.max(1),
             requests: 0,
             holes: 0,
@@ -142,7 +175,9 @@ impl Failures {
                 self.requests = 0;
                 Ok(())
             }
-            Err(err) if err.is_configuration() => Err(RunError::Configuration(err.clone())),
+            Err(err) if err.is_configuration() => {
+                Err(RunError::Configuration(err.clone(), self.command))
+            }
             Err(err) => {
                 self.requests += 1;
                 self.check(self.requests, "requests", err)
@@ -167,6 +202,7 @@ impl Failures {
     fn check(&self, count: usize, what: &'static str, last: &BackendError) -> Result<(), RunError> {
         if count >= self.max {
             Err(RunError::Failing {
+                command: self.command,
                 count,
                 what,
                 last: last.clone(),
@@ -354,22 +390,12 @@ impl RepoRun<'_> {
 
     /// The holes this run labels: RLPG's sample, or this shard's part of it.
     pub fn holes(&self) -> Vec<Hole> {
-        let sampled = sample_holes(
-            &self.session.index,
-            self.options.holes,
-            self.options.seed,
-            self.options.fidelity.hole_column(),
-        );
-        self.options.shard.select(sampled)
+        let o = self.options;
+        run_holes(&self.session.index, o.holes, o.seed, o.fidelity, o.shard)
     }
 
     pub(super) fn id(&self, hole: &Hole) -> String {
-        hole_id(
-            self.repository,
-            &self.session.index.files[hole.file].path,
-            hole.line + 1,
-            hole.column + 1,
-        )
+        run_hole_id(self.repository, &self.session.index, hole)
     }
 
     fn perspectives(&self) -> Perspectives<'_> {
@@ -484,6 +510,19 @@ impl RepoRun<'_> {
         ranked
             .map(|r| r.into_iter().take(n).map(|r| r.id).collect())
             .unwrap_or_default()
+    }
+
+    /// Whether the run completes any candidate built from another completion (a second stage;
+    /// `top:N` names RLPG's candidates only, which need none).
+    pub(super) fn has_second_stage(&self) -> bool {
+        let later = [
+            CandidateId::REPOCODER_ITERATION,
+            CandidateId::HYPOTHETICAL_LINE,
+            CandidateId::SUMMARY,
+        ];
+        later
+            .iter()
+            .any(|id| self.options.candidates.ids.contains(id))
     }
 
     /// Whether the run completes candidate `id` for a hole whose `top:N` candidates are `top`.
