@@ -30,7 +30,8 @@ use serde_json::{Value, json};
 
 use super::LabelRow;
 use super::labels::LabelFile;
-use super::runner::{Draft, Job, RepoRun};
+use super::runner::{Job, RepoRun};
+use crate::context::perspectives::Draft;
 use crate::hole::Hole;
 use crate::model::CompletionRequest;
 use crate::model::http::{BatchCodec, MAX_ANSWER_BYTES, error_message};
@@ -344,6 +345,7 @@ fn job_name(job: Job) -> String {
         Job::Candidate(id) => id.to_string(),
         Job::Draft(Draft::HypotheticalLine) => "hypothetical-line".to_string(),
         Job::Draft(Draft::Summary) => "summary".to_string(),
+        Job::Draft(Draft::RepoCoderLine) => "repocoder-line".to_string(),
     }
 }
 

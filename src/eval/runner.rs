@@ -19,7 +19,7 @@ use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, Perspectives, RetrievedContext};
+use crate::context::perspectives::{self, Draft, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
 use crate::hole::{Hole, sample_holes};
@@ -242,13 +242,6 @@ impl HolePrompt {
     }
 }
 
-/// A text the backend writes for a hole before a later candidate can be built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Draft {
-    HypotheticalLine,
-    Summary,
-}
-
 /// What one completion job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Job {
@@ -435,28 +428,26 @@ impl RepoRun<'_> {
             why_not: None,
             context: refit.then_some(BuiltContext::Default),
         });
+        let perspectives = self.perspectives();
+        let immediate = perspectives.immediate(hole);
+        let top = self.top(hole, &built);
+        let backend = self.session.backend.as_ref();
+        let drafts = perspectives
+            .later_drafts(hole, &composer, &immediate, backend)
+            .into_iter()
+            .filter(|(draft, _)| match draft {
+                // Candidate 66's own completion (or the default context's) is RepoCoder's line.
+                Draft::RepoCoderLine => false,
+                Draft::HypotheticalLine => self.selected(CandidateId::HYPOTHETICAL_LINE, &top),
+                Draft::Summary => self.selected(CandidateId::SUMMARY, &top),
+            })
+            .collect();
         prompts.extend(
-            self.perspectives()
-                .immediate(hole)
+            immediate
                 .into_iter()
                 .map(|c| HolePrompt::retrieved(c, &composer, refit)),
         );
-        let top = self.top(hole, &built);
         self.leave_out(&mut prompts, &top);
-        let mut drafts = Vec::new();
-        if self.selected(CandidateId::HYPOTHETICAL_LINE, &top) {
-            drafts.push((
-                Draft::HypotheticalLine,
-                perspectives::hypothetical_request(&self.session.index, hole, &composer),
-            ));
-        }
-        if self.session.backend.follows_instructions() && self.selected(CandidateId::SUMMARY, &top)
-        {
-            drafts.push((
-                Draft::Summary,
-                perspectives::summary_request(&self.session.index, hole),
-            ));
-        }
         FirstStage {
             composer,
             prompts,
@@ -479,20 +470,15 @@ impl RepoRun<'_> {
                 .find(|(j, _)| *j == job)
                 .map(|(_, t)| t.as_str())
         };
-        let perspectives = self.perspectives();
-        let first = text(Job::Candidate(CandidateId::REPOCODER))
-            .or_else(|| text(Job::Candidate(CandidateId::DEFAULT)))
-            .unwrap_or("");
-        let iteration = perspectives.repocoder_iteration(hole, first);
-        let hypothetical = perspectives.hypothetical_line(
-            hole,
-            text(Job::Draft(Draft::HypotheticalLine)).unwrap_or(""),
-        );
-        let summary = match text(Job::Draft(Draft::Summary)) {
-            Some(summary) => perspectives.summary(hole, summary),
-            None => perspectives::summary_not_applicable(self.session.backend.as_ref()),
+        let drafted = |draft| match draft {
+            Draft::RepoCoderLine => text(Job::Candidate(CandidateId::REPOCODER))
+                .or_else(|| text(Job::Candidate(CandidateId::DEFAULT))),
+            draft => text(Job::Draft(draft)),
         };
-        let mut later: Vec<HolePrompt> = [iteration, hypothetical, summary]
+        let built = self
+            .perspectives()
+            .later_from(hole, drafted, self.session.backend.as_ref());
+        let mut later: Vec<HolePrompt> = built
             .into_iter()
             .map(|c| HolePrompt::retrieved(c, composer, !self.session.counts_exactly()))
             .collect();
