@@ -214,6 +214,8 @@ fn chosen_backend(
 pub enum OpenError {
     #[error(transparent)]
     Repository(#[from] repo::OpenError),
+    #[error("{}: no source files keyhole reads (it reads {})", .0.display(), crate::lang::read_languages())]
+    NoSourceFiles(PathBuf),
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
@@ -352,6 +354,9 @@ impl<'a> SessionBuilder<'a> {
             }
         };
         let index = RepoIndex::open_with_progress(repo, cache, &files)?;
+        if index.files.is_empty() {
+            return Err(OpenError::NoSourceFiles(repo.to_path_buf()));
+        }
         self.on(Arc::new(index))
     }
 
