@@ -10,6 +10,7 @@ mod support;
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{ProposalContext, build_for_budget};
 use keyhole::hole::{Hole, sample_holes};
 use keyhole::rank::RankInput;
@@ -32,7 +33,7 @@ fn scoring(c: &mut Criterion) {
     let holes: Vec<(Hole, Vec<ProposalContext>)> = sample_holes(&index, Some(HOLES), 9)
         .into_iter()
         .map(|h| {
-            let built = build_for_budget(&index, &h, tokenizer, BUDGET);
+            let built = build_for_budget(&index, &h, tokenizer, BUDGET, Fidelity::Paper);
             (h, built)
         })
         .collect();

@@ -8,43 +8,35 @@
 //! # Embedding keyhole
 //!
 //! A [`Session`] is a repository opened for holes: its index, a completion backend, the
-//! rankers and what they learned ([`Learning`]), a tokenizer and a budget. Open one on the
-//! bundled sample repository, list a hole's ranked candidates, and compose one's prompt:
+//! rankers and what they learned, a tokenizer and a budget, as one resolved [`Settings`]
+//! value says ([`Settings::resolve`] builds one from a person's [`Choices`] and
+//! backends.toml). Open one on the bundled sample repository, list a hole's ranked
+//! candidates, and compose one's prompt:
 //!
 //! ```
-//! use std::sync::Arc;
-//!
-//! use keyhole::model::{self, config::BackendConfig};
-//! use keyhole::{Dirs, Hole, Learning, RankerKind, RepoIndex, Session, TokenizerKind};
+//! use keyhole::{Hole, Session, Settings};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dirs = Dirs::none(); // read and write nothing of the user's
-//! let repo = keyhole::sample::materialize(&dirs)?;
-//! let index = Arc::new(RepoIndex::open(&repo, None)?);
-//! let backend = model::build_backend(&BackendConfig::embedded(), &index)?;
-//! let tokenizer = TokenizerKind::Code.tokenizer();
-//! let session = Session::new(
-//!     Arc::clone(&index),
-//!     backend.into(),
-//!     Learning::new(dirs),
-//!     tokenizer,
-//!     keyhole::DEFAULT_BUDGET,
-//! );
+//! # let scratch = tempfile::tempdir()?;
+//! # let dirs = keyhole::Dirs { data: Some(scratch.path().into()), ..Default::default() };
+//! let repo = keyhole::sample::materialize(&dirs)?; // any repository on disk opens the same way
+//! let settings = Settings::default(); // the embedded model; nothing of the user's read
+//! let session = Session::open(&repo, &settings)?;
 //!
-//! let hole = Hole::parse(&index, keyhole::sample::DEMO_HOLE)?;
-//! let analysis = session.analyse(&hole, RankerKind::RlpgH);
+//! let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+//! let analysis = session.analyse(&hole, settings.ranker);
 //! for row in analysis.candidates.iter().filter(|c| c.score.is_some()).take(3) {
-//!     println!("{:>2} {:<45} {} tokens", row.id.index(), row.label, row.tokens());
+//!     println!("{:>2} {:<45} {} tokens", row.id, row.label, row.tokens());
 //! }
 //!
-//! // The classifier's favourite, composed: its context, a newline, the code before the hole.
+//! // The ranker's favourite, composed: its context, a newline, the code before the hole.
 //! let best = analysis.ranking[0].id;
 //! let composer = session.composer(&hole);
 //! let prompt = match analysis.proposals.iter().find(|p| p.spec.id == best) {
 //!     Some(proposal) => composer.compose(Some(proposal)),
 //!     None => composer.compose(None), // the default context alone
 //! };
-//! assert!(prompt.tokens(tokenizer) <= keyhole::DEFAULT_BUDGET);
+//! assert!(prompt.tokens(session.tokenizer) <= settings.budget);
 //! assert_eq!(prompt.text(), analysis.candidates[0].prompt.text());
 //! # Ok(())
 //! # }
@@ -102,5 +94,5 @@ pub use model::config::BackendConfig;
 pub use model::{Backend, build_backend};
 pub use rank::RankerKind;
 pub use repo::RepoIndex;
-pub use session::{Learning, Session};
+pub use session::{Choices, Learning, Session, Settings};
 pub use token::TokenizerKind;

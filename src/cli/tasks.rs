@@ -13,6 +13,8 @@ use keyhole::metrics;
 use keyhole::model::config;
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::model::{self, Backend, Completion, CompletionRequest};
+use keyhole::session::{Choices, Session};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct TasksArgs {
@@ -35,15 +37,15 @@ pub struct TasksArgs {
 /// Complete every task of a benchmark file and report exact match and edit similarity.
 pub fn tasks_command(args: &TasksArgs) -> Result<()> {
     let tasks = interop::read_tasks(&args.file)?;
-    let entry = args.backend.entry()?;
-    let backend: Box<dyn Backend> = match (&args.repo, entry.kind) {
-        (Some(repo), _) => {
-            let index = keyhole::repo::RepoIndex::open(repo, None)?;
-            model::build_backend(&entry, &std::sync::Arc::new(index))?
-        }
-        (None, config::BackendKind::Embedded) => Box::new(EmbeddedModel::without_repository()),
-        (None, config::BackendKind::Local) => Box::new(model::local::LocalBackend::open(&entry)?),
-        (None, _) => config::build_http(&entry)?,
+    let mut choices = Choices::default();
+    args.backend.choose(&mut choices);
+    let settings = super::hole::settings(&choices)?;
+    let entry = settings.backend();
+    let backend: Arc<dyn Backend> = match (&args.repo, entry.kind) {
+        (Some(repo), _) => Session::open(repo, &settings)?.backend,
+        (None, config::BackendKind::Embedded) => Arc::new(EmbeddedModel::without_repository()),
+        (None, config::BackendKind::Local) => Arc::new(model::local::LocalBackend::open(entry)?),
+        (None, _) => Arc::from(config::build_http(entry)?),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let results: Vec<(usize, Result<Vec<Completion>, model::BackendError>)> = runtime.block_on(

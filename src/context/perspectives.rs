@@ -29,9 +29,9 @@ pub const DEFAULT_SEED: u64 = 9;
 /// Tokens a summary may take.
 const SUMMARY_TOKENS: usize = 64;
 
-/// One built candidate.
+/// One retrieved candidate (63–72) as built for a hole: its context and how it was found.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Candidate {
+pub struct RetrievedContext {
     pub id: CandidateId,
     /// Empty when the candidate is not applicable.
     pub context: SourcedText,
@@ -44,7 +44,7 @@ pub struct Candidate {
     pub why_not: Option<String>,
 }
 
-impl Candidate {
+impl RetrievedContext {
     pub fn applicable(&self) -> bool {
         !self.context.is_empty()
     }
@@ -59,7 +59,7 @@ impl Candidate {
 }
 
 /// ChatLSP's static context (candidates 71 and 72), saying why one does not apply.
-fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
+fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let typed = TypedHole::new(index, hole);
     let no_type = typed.expected().is_none();
     typed
@@ -71,11 +71,11 @@ fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
                 (true, true) => Some("no expected type at the hole".to_string()),
                 (true, false) => Some("nothing in scope produces the expected type".to_string()),
             };
-            Candidate {
+            RetrievedContext {
                 id,
                 context,
                 why_not,
-                ..Candidate::default()
+                ..RetrievedContext::default()
             }
         })
         .collect()
@@ -108,12 +108,12 @@ impl<'a> Perspectives<'a> {
     }
 
     /// The candidates that need nothing from the backend: 63–66 and 68.
-    pub fn immediate(&self, hole: &Hole) -> Vec<Candidate> {
+    pub fn immediate(&self, hole: &Hole) -> Vec<RetrievedContext> {
         let req = self.request(hole);
-        let plain = |id, context| Candidate {
+        let plain = |id, context| RetrievedContext {
             id,
             context,
-            ..Candidate::default()
+            ..RetrievedContext::default()
         };
         vec![
             plain(CandidateId::FILE_BM25, self.retrieval.file_bm25(&req)),
@@ -144,7 +144,7 @@ impl<'a> Perspectives<'a> {
     }
 
     /// RepoCoder's next iteration after one that completed the hole with `previous`.
-    pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> Candidate {
+    pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> RetrievedContext {
         let query = iteration_query(self.index, hole, previous);
         self.retrieve(
             hole,
@@ -157,7 +157,7 @@ impl<'a> Perspectives<'a> {
     /// ProCC's hypothetical line (HyDE): retrieval by the code before the hole followed by the
     /// line the backend imagined for it. (ProCC also embeds a hypothetical line for every
     /// database snippet; that is a completion per window, so windows stay as they are here.)
-    pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> Candidate {
+    pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> RetrievedContext {
         let query = format!("{}{line}", code_before(self.index, hole));
         self.retrieve(
             hole,
@@ -169,7 +169,7 @@ impl<'a> Perspectives<'a> {
 
     /// ProCC's code summarization: retrieval by the backend's summary of the code around the
     /// hole (the windows are matched on the identifiers and words the summary names).
-    pub fn summary(&self, hole: &Hole, summary: &str) -> Candidate {
+    pub fn summary(&self, hole: &Hole, summary: &str) -> RetrievedContext {
         self.retrieve(hole, CandidateId::SUMMARY, summary, Similarity::TfIdfCosine)
     }
 
@@ -179,7 +179,7 @@ impl<'a> Perspectives<'a> {
         id: CandidateId,
         query: &str,
         similarity: Similarity,
-    ) -> Candidate {
+    ) -> RetrievedContext {
         let hits = self
             .windows
             .search_as(self.index, hole, query, similarity, self.fidelity);
@@ -195,7 +195,7 @@ impl<'a> Perspectives<'a> {
                 request.allocation
             ),
         });
-        Candidate {
+        RetrievedContext {
             id,
             context,
             score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
@@ -216,14 +216,14 @@ pub fn shown(id: CandidateId) -> Shown {
 }
 
 /// The summary candidate for a backend that cannot be asked for a summary.
-pub fn summary_not_applicable(backend: &dyn Backend) -> Candidate {
-    Candidate {
+pub fn summary_not_applicable(backend: &dyn Backend) -> RetrievedContext {
+    RetrievedContext {
         id: CandidateId::SUMMARY,
         why_not: Some(format!(
             "backend `{}` does not follow instructions, so it cannot summarise the code",
             backend.name()
         )),
-        ..Candidate::default()
+        ..RetrievedContext::default()
     }
 }
 
@@ -334,7 +334,7 @@ pub async fn build_all(
     composer: &Composer<'_>,
     backend: &dyn Backend,
     iterations: usize,
-) -> Result<Vec<Candidate>, BackendError> {
+) -> Result<Vec<RetrievedContext>, BackendError> {
     let mut all = perspectives.immediate(hole);
     let later = build_later(perspectives, hole, composer, backend, iterations, &all).await?;
     all.extend(later);
@@ -350,8 +350,8 @@ pub async fn build_later(
     composer: &Composer<'_>,
     backend: &dyn Backend,
     iterations: usize,
-    immediate: &[Candidate],
-) -> Result<Vec<Candidate>, BackendError> {
+    immediate: &[RetrievedContext],
+) -> Result<Vec<RetrievedContext>, BackendError> {
     let index = perspectives.index;
     let first = immediate
         .iter()

@@ -19,7 +19,7 @@ use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, Candidate, Perspectives};
+use crate::context::perspectives::{self, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
 use crate::hole::{Hole, sample_holes_as};
@@ -193,7 +193,7 @@ pub(super) struct HolePrompt {
 }
 
 impl HolePrompt {
-    fn retrieved(candidate: Candidate, composer: &Composer, refit: bool) -> HolePrompt {
+    fn retrieved(candidate: RetrievedContext, composer: &Composer, refit: bool) -> HolePrompt {
         HolePrompt {
             id: candidate.id,
             prompt: candidate.compose(composer),

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use keyhole::compose::MAX_BUDGET;
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals;
 use keyhole::hole::Hole;
 use keyhole::repo::RepoIndex;
@@ -86,7 +87,7 @@ fn a_huge_budget_given_to_the_library_still_ends() {
     let hole = Hole::parse(&index, HOLE).unwrap();
     let tokenizer = TokenizerKind::Code.tokenizer();
     for budget in [1 << 62, usize::MAX] {
-        let built = proposals::build_for_budget(&index, &hole, tokenizer, budget);
+        let built = proposals::build_for_budget(&index, &hole, tokenizer, budget, Fidelity::Paper);
         assert_eq!(built.len(), CandidateId::PROPOSALS);
     }
 }

@@ -11,7 +11,7 @@ use keyhole::candidate::CandidateId;
 use common::{SAMPLE, hole};
 use keyhole::compose::Composer;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{self, Candidate, Perspectives};
+use keyhole::context::perspectives::{self, Perspectives, RetrievedContext};
 use keyhole::context::retrieval::{Request, Retrieval};
 use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
 use keyhole::hole::{Hole, sample_holes};
@@ -50,7 +50,7 @@ fn request<'h>(h: &'h Hole, tokenizer: &'h dyn Tokenizer, allocation: usize) -> 
 
 /// No byte of `candidate` comes from the hole's file (RepoCoder's code retrieves nothing from
 /// it), and the hole's line shows only as a copy in another file.
-fn assert_hole_hidden(h: &Hole, candidate: &Candidate) {
+fn assert_hole_hidden(h: &Hole, candidate: &RetrievedContext) {
     let file = &SAMPLE.files[h.file];
     for origin in candidate.context.pieces.iter().filter_map(|p| p.origin) {
         assert!(
@@ -94,8 +94,9 @@ fn no_window_shows_the_hole_line_or_what_follows() {
         candidates.push(p.hypothetical_line(h, &target));
         // Typed-hole context may show declarations above the hole (tests/it/typed_holes.rs checks
         // it never shows the hole's line); retrieved windows may not.
-        let windowed =
-            |c: &&Candidate| (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id);
+        let windowed = |c: &&RetrievedContext| {
+            (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
+        };
         for c in candidates.iter().filter(windowed) {
             assert_hole_hidden(h, c);
             checked += usize::from(c.applicable());
@@ -284,7 +285,7 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
         for budget in [200, 600, 1400, 4072] {
             let p = perspectives(&retrieval, &windows, tok, budget);
             for h in sample_holes(&SAMPLE, Some(12), 5) {
-                let windowed = |c: &&Candidate| {
+                let windowed = |c: &&RetrievedContext| {
                     (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
                 };
                 for c in p.immediate(&h).iter().filter(windowed) {

@@ -490,13 +490,19 @@ async fn app_with(
     position: &str,
     dirs: keyhole::dirs::Dirs,
 ) -> App {
-    let options = keyhole::tui::Options {
-        setup,
+    let settings = keyhole::session::Settings {
+        backends: setup.backends,
+        chosen: setup.backend,
+        budget: setup.budget,
+        tokenizer: setup.tokenizer,
         ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs,
+        dirs: dirs.clone(),
+        ..Default::default()
+    };
+    let options = keyhole::tui::Options {
+        settings,
+        learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
-        fidelity: keyhole::context::fidelity::Fidelity::Paper,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));

@@ -28,7 +28,7 @@ pub enum Action {
     Indexed(Result<Indexed, String>),
     Analysed {
         generation: u64,
-        candidates: Vec<Candidate>,
+        candidates: Vec<CandidateRow>,
         /// What the ranker ranks, kept so a ranker change re-ranks without rebuilding.
         proposals: Arc<Vec<ProposalContext>>,
         /// The ranker that ordered `candidates`.
@@ -47,7 +47,7 @@ pub enum Action {
     /// The retrieved candidates that needed the backend, built after the others.
     Retrieved {
         generation: u64,
-        candidates: Vec<Candidate>,
+        candidates: Vec<CandidateRow>,
         procc: Procc,
     },
     /// A new order of the candidates from `ranker`, or why it cannot rank.
@@ -86,19 +86,25 @@ pub enum Action {
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
     pub search: SharedSearch,
-    /// The backend built for it; none when the repository was read again and the backend
-    /// stays.
-    pub backend: Option<Arc<dyn Backend>>,
+    /// The backend built for it, or the one kept.
+    pub backend: Arc<dyn Backend>,
     pub hole: Hole,
 }
 
+/// The backend a repository opens with.
+pub enum IndexBackend {
+    /// Build this configured backend for it.
+    Build(Box<BackendConfig>),
+    /// Keep the one running (the repository is read again after a write).
+    Keep(Arc<dyn Backend>),
+}
+
 pub enum Effect {
-    /// Open the repository and build `backend` for it.
+    /// Open the repository with `backend`.
     Index {
         root: PathBuf,
         position: Option<String>,
-        /// None: read it again after a write, keeping the backend.
-        backend: Option<BackendConfig>,
+        backend: IndexBackend,
     },
     /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
     /// ones that need `backend` follow.

@@ -51,7 +51,7 @@ mod setup;
 mod tests;
 
 pub use crate::session::{
-    Availability, BanditLesson, Candidate, Procc, SharedSearch, apply_ranking,
+    Availability, BanditLesson, CandidateRow, Procc, SharedSearch, apply_ranking,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
@@ -84,7 +84,7 @@ pub struct State {
     pub file: FileId,
     pub lines: Vec<StyledLine>,
     pub cursor: (usize, usize),
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<CandidateRow>,
     pub proposals: Arc<Vec<ProposalContext>>,
     pub ranker: RankerKind,
     /// How many picks the online ranker has learnt from.
@@ -211,7 +211,7 @@ impl State {
 
     /// Whether retrieved candidates are still waiting for the backend.
     pub fn retrieving(&self) -> bool {
-        self.candidates.iter().any(Candidate::building)
+        self.candidates.iter().any(CandidateRow::building)
     }
 
     pub fn analysing(&self) -> bool {
@@ -233,14 +233,14 @@ impl State {
             .collect()
     }
 
-    pub fn focused_candidate(&self) -> Option<&Candidate> {
+    pub fn focused_candidate(&self) -> Option<&CandidateRow> {
         let visible = self.visible();
         visible
             .get(self.candidate_cursor.min(visible.len().saturating_sub(1)))
             .map(|&i| &self.candidates[i])
     }
 
-    pub fn candidate(&self, id: CandidateId) -> Option<&Candidate> {
+    pub fn candidate(&self, id: CandidateId) -> Option<&CandidateRow> {
         self.candidates.iter().find(|c| c.id == id)
     }
 
@@ -330,9 +330,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.phase = Phase::Ready;
             state.index = Some(indexed.index);
             state.search = Some(indexed.search);
-            if let Some(backend) = indexed.backend {
-                state.backend = Some(backend);
-            }
+            state.backend = Some(indexed.backend);
             // Read again after a write: the file shown comes from the new index.
             if state.on_disk.take().is_some() {
                 state.lines.clear();
