@@ -32,6 +32,7 @@ const CHUNK: usize = 64;
 
 /// Why a response file cannot be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BatchError {
     #[error("{path}: {source}")]
     Io { path: String, source: io::Error },

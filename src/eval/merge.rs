@@ -17,6 +17,7 @@ use super::{LabelRow, WRITTEN_ROWS};
 
 /// Why directories cannot be merged.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     #[error(
         "{dir} was made with {differences} ({first} was made with the first); only shards of one run merge"

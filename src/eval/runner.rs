@@ -94,6 +94,7 @@ impl std::fmt::Display for RunStats {
 
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
     /// No request can succeed: a wrong key, model or URL.
     #[error(
