@@ -61,7 +61,7 @@
 
 pub mod candidate;
 pub mod compose;
-pub mod config_file;
+pub(crate) mod config_file;
 pub mod context;
 pub mod dirs;
 pub mod escape;
@@ -69,17 +69,17 @@ pub mod eval;
 pub mod explain;
 pub mod feedback;
 pub mod hole;
-pub mod label;
+pub(crate) mod label;
 pub mod lang;
 pub mod metrics;
 pub mod model;
 pub mod rank;
 pub mod repo;
-pub mod rlpg_text;
+pub(crate) mod rlpg_text;
 pub mod sample;
 pub mod session;
-pub mod sourced;
-pub mod text;
+pub(crate) mod sourced;
+pub(crate) mod text;
 pub mod token;
 #[cfg(feature = "tui")]
 pub mod tui;
