@@ -46,7 +46,7 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
 use keyhole::context::{perspectives, proposals};
-use keyhole::hole::{Hole, sample_holes_as};
+use keyhole::hole::{Hole, sample_holes};
 use keyhole::repo::RepoIndex;
 use keyhole::session::{Session, Settings};
 use keyhole::token::{self, TokenizerKind};
@@ -184,7 +184,7 @@ fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let (mut holes, mut exact, mut equal) = (0, 0, 0);
     for (row, at, hole) in oracle_holes(index, rows) {
         let theirs = row["default"].as_str().expect("a `default` per row");
-        let composer = compose::Composer::new_as(
+        let composer = compose::Composer::new(
             index,
             &hole,
             tok,
@@ -225,16 +225,15 @@ fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
 
 /// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
 fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
-    let ours: HashMap<(&str, usize), usize> =
-        sample_holes_as(index, None, 9, fidelity.hole_column())
-            .iter()
-            .map(|h| {
-                (
-                    (index.files[h.file].path.as_str(), h.line + 1),
-                    h.column + 1,
-                )
-            })
-            .collect();
+    let ours: HashMap<(&str, usize), usize> = sample_holes(index, None, 9, fidelity.hole_column())
+        .iter()
+        .map(|h| {
+            (
+                (index.files[h.file].path.as_str(), h.line + 1),
+                h.column + 1,
+            )
+        })
+        .collect();
     let sampled: HashSet<&str> = ours.keys().map(|(f, _)| *f).collect();
     let (mut theirs, mut lines, mut columns) = (0, 0, 0);
     for row in rows.lines() {

@@ -8,19 +8,18 @@
 //! # Embedding keyhole
 //!
 //! A [`Session`] is a repository opened for holes: its index, a completion backend, the
-//! rankers and what they learned, a tokenizer and a budget, as one resolved [`Settings`]
-//! value says ([`Settings::resolve`] builds one from a person's [`Choices`] and
-//! backends.toml). Open one on the bundled sample repository, list a hole's ranked
-//! candidates, and compose one's prompt:
+//! rankers and what they learned ([`Learning`]), a tokenizer and a budget. It is opened from
+//! [`Settings`], resolved once from what a person chose ([`Choices`]), backends.toml and the
+//! defaults. Open one on the bundled sample repository, list a hole's ranked candidates, and
+//! compose one's prompt:
 //!
 //! ```
-//! use keyhole::{Hole, Session, Settings};
+//! use keyhole::{Dirs, Hole, Session, Settings};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # let scratch = tempfile::tempdir()?;
-//! # let dirs = keyhole::Dirs { data: Some(scratch.path().into()), ..Default::default() };
-//! let repo = keyhole::sample::materialize(&dirs)?; // any repository on disk opens the same way
-//! let settings = Settings::default(); // the embedded model; nothing of the user's read
+//! // The embedded model and the bundled classifier; nothing of the user's is read or written.
+//! let settings = Settings::default();
+//! let repo = keyhole::sample::materialize(&Dirs::none())?;
 //! let session = Session::open(&repo, &settings)?;
 //!
 //! let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
@@ -94,5 +93,5 @@ pub use model::config::BackendConfig;
 pub use model::{Backend, build_backend};
 pub use rank::RankerKind;
 pub use repo::RepoIndex;
-pub use session::{Choices, Learning, Session, Settings};
+pub use session::{Choices, Learning, Session, SessionBuilder, Settings};
 pub use token::TokenizerKind;

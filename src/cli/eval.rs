@@ -20,7 +20,9 @@ use keyhole::eval::WRITTEN_ROWS;
 
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
-use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
+use keyhole::eval::runner::{
+    DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats, run_holes,
+};
 use keyhole::eval::shard::Shard;
 use keyhole::model;
 use keyhole::model::Backend;
@@ -169,7 +171,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     {
         bail!("two repositories are named {name}: their label files would be one");
     }
-    let out = OutDir::open(
+    let mut out = OutDir::open(
         &args.out,
         &LabelSettings::new(names.clone(), &options, &entry),
         &report_settings(args),
@@ -184,10 +186,15 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     let mut total = RunStats::default();
     let mut backends = Backends::new(&entry, options.concurrency);
     let mut server_checked = false;
-    // A merged directory is reported on, not labelled: its missing shards stay missing.
-    let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
-    for (path, name) in to_label {
+    for (path, name) in args.repos.iter().zip(&names) {
         let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
+        out.check_sources(name, &index)?;
+        // A merged directory is reported on, not labelled: its missing shards stay missing.
+        if args.report_only {
+            let o = &options;
+            total.holes += run_holes(&index, o.holes, o.seed, o.fidelity, o.shard).len();
+            continue;
+        }
         let backend = backends.for_index(&index)?;
         if !server_checked {
             server_checked = true;

@@ -216,7 +216,7 @@ pub fn shown(id: CandidateId) -> Shown {
 }
 
 /// The summary candidate for a backend that cannot be asked for a summary.
-pub fn summary_not_applicable(backend: &dyn Backend) -> RetrievedContext {
+fn summary_not_applicable(backend: &dyn Backend) -> RetrievedContext {
     RetrievedContext {
         id: CandidateId::SUMMARY,
         why_not: Some(format!(
@@ -289,11 +289,7 @@ pub fn line_request(index: &RepoIndex, hole: &Hole, prompt: &Prompt) -> Completi
 /// ProCC's request for the hypothetical line: the code before the hole (the default prompt)
 /// and the code after it as the suffix, for backends that fill in the middle (ProCC's
 /// `<PRE> [Prefix] <SUF> [Suffix] <MID>`).
-pub fn hypothetical_request(
-    index: &RepoIndex,
-    hole: &Hole,
-    composer: &Composer,
-) -> CompletionRequest {
+fn hypothetical_request(index: &RepoIndex, hole: &Hole, composer: &Composer) -> CompletionRequest {
     CompletionRequest {
         suffix: Some(after_hole(index, hole, WINDOW_LINES).to_string()),
         ..line_request(index, hole, &composer.compose(None))
@@ -302,7 +298,7 @@ pub fn hypothetical_request(
 
 /// ProCC's summary instruction, "This code snippet of [code] means", for a backend that
 /// follows instructions.
-pub fn summary_request(index: &RepoIndex, hole: &Hole) -> CompletionRequest {
+fn summary_request(index: &RepoIndex, hole: &Hole) -> CompletionRequest {
     CompletionRequest {
         prompt: format!("This code snippet of\n{}\nmeans", around_hole(index, hole)),
         max_tokens: SUMMARY_TOKENS,
@@ -342,6 +338,71 @@ pub async fn build_all(
     Ok(all)
 }
 
+/// A text the backend writes for a hole before a later candidate (67, 69, 70) can be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Draft {
+    /// RepoCoder's first completion: of candidate 66's prompt, or of the code alone where
+    /// RepoCoder found nothing (its prompt then is the code alone).
+    RepoCoderLine,
+    /// ProCC's hypothetical line (candidate 69).
+    HypotheticalLine,
+    /// ProCC's summary (candidate 70), from a backend that follows instructions.
+    Summary,
+}
+
+impl Perspectives<'_> {
+    /// What the later candidates of `hole` need `backend` to write first, each with the
+    /// request that writes it, given the `immediate` candidates. Every caller asks for these
+    /// and builds the later candidates with [`Perspectives::later_from`]: the session one hole
+    /// at a time, eval's runner many holes together.
+    pub fn later_drafts(
+        &self,
+        hole: &Hole,
+        composer: &Composer,
+        immediate: &[RetrievedContext],
+        backend: &dyn Backend,
+    ) -> Vec<(Draft, CompletionRequest)> {
+        let repocoder = immediate
+            .iter()
+            .find(|c| c.id == CandidateId::REPOCODER)
+            .and_then(|c| c.compose(composer))
+            .unwrap_or_else(|| composer.compose(None));
+        let mut drafts = vec![
+            (
+                Draft::RepoCoderLine,
+                line_request(self.index, hole, &repocoder),
+            ),
+            (
+                Draft::HypotheticalLine,
+                hypothetical_request(self.index, hole, composer),
+            ),
+        ];
+        if backend.follows_instructions() {
+            drafts.push((Draft::Summary, summary_request(self.index, hole)));
+        }
+        drafts
+    }
+
+    /// The later candidates (67, 69, 70) from the drafts' texts: RepoCoder's next iteration
+    /// retrieves with its line; a draft not written is empty, a summary not written is not
+    /// applicable (the backend follows no instructions).
+    pub fn later_from<'t>(
+        &self,
+        hole: &Hole,
+        text: impl Fn(Draft) -> Option<&'t str>,
+        backend: &dyn Backend,
+    ) -> Vec<RetrievedContext> {
+        let iteration = self.repocoder_iteration(hole, text(Draft::RepoCoderLine).unwrap_or(""));
+        let hypothetical =
+            self.hypothetical_line(hole, text(Draft::HypotheticalLine).unwrap_or(""));
+        let summary = match text(Draft::Summary) {
+            Some(summary) => self.summary(hole, summary),
+            None => summary_not_applicable(backend),
+        };
+        vec![iteration, hypothetical, summary]
+    }
+}
+
 /// The candidates that need the backend (67, 69, 70), given the `immediate` ones (RepoCoder's
 /// second iteration starts from the first's prompt), so a view can show those first.
 pub async fn build_later(
@@ -352,28 +413,26 @@ pub async fn build_later(
     iterations: usize,
     immediate: &[RetrievedContext],
 ) -> Result<Vec<RetrievedContext>, BackendError> {
-    let index = perspectives.index;
-    let first = immediate
-        .iter()
-        .find(|c| c.id == CandidateId::REPOCODER)
-        .and_then(|c| c.compose(composer))
-        .unwrap_or_else(|| composer.compose(None));
-    let mut previous = first_completion(backend, &line_request(index, hole, &first)).await?;
-    let mut iteration = perspectives.repocoder_iteration(hole, &previous);
+    let mut written = Vec::new();
+    for (draft, request) in perspectives.later_drafts(hole, composer, immediate, backend) {
+        written.push((draft, first_completion(backend, &request).await?));
+    }
+    // RepoCoder's iterations past the second retrieve with the one before's completion.
+    let line = written.iter().position(|(d, _)| *d == Draft::RepoCoderLine);
     for _ in 2..iterations {
-        let prompt = iteration
+        let Some(line) = line else { break };
+        let prompt = perspectives
+            .repocoder_iteration(hole, &written[line].1)
             .compose(composer)
             .unwrap_or_else(|| composer.compose(None));
-        previous = first_completion(backend, &line_request(index, hole, &prompt)).await?;
-        iteration = perspectives.repocoder_iteration(hole, &previous);
+        let request = line_request(perspectives.index, hole, &prompt);
+        written[line].1 = first_completion(backend, &request).await?;
     }
-    let line = first_completion(backend, &hypothetical_request(index, hole, composer)).await?;
-    let hypothetical = perspectives.hypothetical_line(hole, &line);
-    let summary = if backend.follows_instructions() {
-        let summary = first_completion(backend, &summary_request(index, hole)).await?;
-        perspectives.summary(hole, &summary)
-    } else {
-        summary_not_applicable(backend)
+    let text = |draft| {
+        written
+            .iter()
+            .find(|(d, _)| *d == draft)
+            .map(|(_, t)| t.as_str())
     };
-    Ok(vec![iteration, hypothetical, summary])
+    Ok(perspectives.later_from(hole, text, backend))
 }

@@ -101,7 +101,7 @@ impl ClassifierEval<'_> {
             .iter()
             .map(|(v, r)| (*v, r.iter().map(|r| r.id).collect()))
             .collect();
-        let composer = Composer::new_as(
+        let composer = Composer::new(
             index,
             &hole,
             self.tokenizer,

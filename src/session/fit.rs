@@ -67,7 +67,7 @@ pub async fn fit(
         default_reading,
     } = *target;
     let composed = |local: usize| {
-        compose(&Composer::new_as(
+        compose(&Composer::new(
             index,
             hole,
             tokenizer,

@@ -63,28 +63,6 @@ pub struct Session {
 }
 
 impl Session {
-    /// A session on `index` (its search indexes are built on first use); RepoCoder's default
-    /// iterations and the random baseline's default seed.
-    pub fn new(
-        index: Arc<RepoIndex>,
-        backend: Arc<dyn Backend>,
-        learning: Learning,
-        tokenizer: &'static dyn Tokenizer,
-        budget: usize,
-    ) -> Session {
-        Session {
-            index,
-            search: Arc::default(),
-            backend,
-            learning,
-            tokenizer,
-            budget,
-            iterations: perspectives::DEFAULT_ITERATIONS,
-            seed: perspectives::DEFAULT_SEED,
-            fidelity: Fidelity::Paper,
-        }
-    }
-
     /// The retrieval perspectives over the open repository.
     pub fn perspectives(&self) -> Perspectives<'_> {
         let search = self.search.get_or_init(|| SearchIndex::open(&self.index));
@@ -101,7 +79,7 @@ impl Session {
 
     /// The composer of `hole`'s prompts within the budget.
     pub fn composer(&self, hole: &Hole) -> Composer<'static> {
-        Composer::new_as(
+        Composer::new(
             &self.index,
             hole,
             self.tokenizer,

@@ -95,7 +95,7 @@ pub fn first_hole(index: &RepoIndex) -> Hole {
         let line = index.files[h.file].line_text(h.line).trim_start();
         line.starts_with("package ") || line.starts_with("import ")
     };
-    crate::hole::sample_holes(index, None, 0)
+    crate::hole::sample_holes(index, None, 0, crate::hole::HoleColumn::TrimmedMiddle)
         .into_iter()
         .filter(|h| h.file == central)
         .find(|h| !header(h))

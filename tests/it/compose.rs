@@ -8,7 +8,7 @@ use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::token::TokenizerKind;
 use proptest::prelude::*;
 
@@ -30,7 +30,7 @@ proptest! {
         budget in 0usize..3000,
         kind in tokenizers(),
     ) {
-        let holes = sample_holes(&SAMPLE, None, 9);
+        let holes = sample_holes(&SAMPLE, None, 9, HoleColumn::TrimmedMiddle);
         let hole = hole_pick.get(&holes);
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {

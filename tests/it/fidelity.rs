@@ -11,14 +11,14 @@ use keyhole::context::profile::code::BLOCK_BUDGET;
 use keyhole::context::proposals;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
-use keyhole::hole::sample_holes_as;
+use keyhole::hole::sample_holes;
 use keyhole::token::TokenizerKind;
 
 const DEMO: &str = "service/OrderService.java:94:32";
 
 /// The sampled hole on 0-based `line` of the shop file `path`.
 fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::hole::Hole {
-    sample_holes_as(&SAMPLE, None, 9, fidelity.hole_column())
+    sample_holes(&SAMPLE, None, 9, fidelity.hole_column())
         .into_iter()
         .find(|h| SAMPLE.files[h.file].path == format!("{SHOP}{path}") && h.line == line)
         .expect("a hole on that line")
@@ -43,7 +43,7 @@ fn code_puts_the_hole_half_the_trimmed_length_into_the_indented_line() {
     );
     // The same lines either way: only columns move.
     let lines = |f| -> Vec<(usize, usize)> {
-        sample_holes_as(&SAMPLE, None, 9, Fidelity::hole_column(f))
+        sample_holes(&SAMPLE, None, 9, Fidelity::hole_column(f))
             .iter()
             .map(|h| (h.file, h.line))
             .collect()

@@ -9,12 +9,12 @@ use crate::common;
 use keyhole::candidate::CandidateId;
 
 use common::{SAMPLE, hole};
-use keyhole::compose::Composer;
+use keyhole::compose::{Composer, DefaultReading};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives, RetrievedContext};
 use keyhole::context::retrieval::{Request, Retrieval};
 use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
-use keyhole::hole::{Hole, sample_holes};
+use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::rank::bandit::{self, LinUcb};
 use keyhole::token::{Tokenizer, TokenizerKind};
@@ -84,7 +84,7 @@ fn no_window_shows_the_hole_line_or_what_follows() {
     let windows = WindowIndex::new(&SAMPLE);
     let tok = TokenizerKind::Code.tokenizer();
     let p = perspectives(&retrieval, &windows, tok, 4072);
-    let holes = sample_holes(&SAMPLE, Some(150), 3);
+    let holes = sample_holes(&SAMPLE, Some(150), 3, HoleColumn::TrimmedMiddle);
     let mut checked = 0;
     for h in &holes {
         let target = h.target.clone().unwrap_or_default();
@@ -284,7 +284,7 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
         let tok = kind.tokenizer();
         for budget in [200, 600, 1400, 4072] {
             let p = perspectives(&retrieval, &windows, tok, budget);
-            for h in sample_holes(&SAMPLE, Some(12), 5) {
+            for h in sample_holes(&SAMPLE, Some(12), 5, HoleColumn::TrimmedMiddle) {
                 let windowed = |c: &&RetrievedContext| {
                     (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
                 };
@@ -298,7 +298,8 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
                         budget / 2
                     );
                     assert!(block_paths(&c.context.text).len() <= MAX_BLOCKS);
-                    let composer = Composer::new(&SAMPLE, &h, tok, budget);
+                    let composer =
+                        Composer::new(&SAMPLE, &h, tok, budget, DefaultReading::AsWritten);
                     if let Some(prompt) = c.compose(&composer) {
                         prompt.validate(&SAMPLE, tok).unwrap();
                     }
@@ -354,7 +355,7 @@ fn the_summary_needs_a_backend_that_follows_instructions() {
     let p = perspectives(&retrieval, &windows, tok, 4072);
     let h = hole(DEMO);
     let backend = EmbeddedModel::new(&SAMPLE);
-    let composer = Composer::new(&SAMPLE, &h, tok, 4072);
+    let composer = Composer::new(&SAMPLE, &h, tok, 4072, DefaultReading::AsWritten);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let all = runtime
         .block_on(perspectives::build_all(&p, &h, &composer, &backend, 2))
