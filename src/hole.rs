@@ -23,6 +23,7 @@ pub struct Hole {
 
 /// Why a position does not name a hole; every message names the file and position.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HoleError {
     #[error("{0}: no such source file in the repository")]
     NoSuchFile(String),

@@ -169,8 +169,12 @@ impl Settings {
     /// # Safety
     /// Changes the process environment: call it before the process starts any other thread.
     pub unsafe fn use_threads(&self) {
+        // Without the `local-model` feature no backend runs a model in this process.
+        #[cfg(feature = "local-model")]
         // SAFETY: passed on to the caller.
-        unsafe { model::local::use_threads(self.backend()) }
+        unsafe {
+            model::local::use_threads(self.backend())
+        }
     }
 }
 
