@@ -8,6 +8,7 @@
 //! Generation runs on tokio's blocking threads so the async runtime keeps serving the UI;
 //! dropping the request's future sets a flag that generation checks between tokens.
 
+mod header;
 mod vocabulary;
 mod weights;
 
@@ -87,9 +88,20 @@ pub unsafe fn use_threads(config: &BackendConfig) {
 impl LocalModel {
     /// Reads the GGUF file at `path`: header, tokenizer, then weights (run as `matrices` says).
     pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, String> {
-        let file = GgufFile::open(path)?;
+        let mut file = GgufFile::open(path)?;
         let architecture = file.architecture()?;
-        let context_length = file.context_length(&architecture);
+        let weights = file.loaded_bytes(matrices);
+        let memory = header::machine_memory();
+        if let Some(memory) = memory.filter(|&m| weights > m) {
+            return Err(format!(
+                "the weights take {} MiB as loaded, more than this machine's {} MiB",
+                weights >> 20,
+                memory >> 20
+            ));
+        }
+        let context_length =
+            header::Hyperparameters::check(&mut file.content, &architecture, weights)?
+                .context_length;
         let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
         let weights = Weights::load(file, &architecture, matrices)?;
         Ok(LocalModel {
@@ -208,10 +220,12 @@ impl LocalModel {
                 weights: &mut weights,
                 cancel,
             };
-            match generation
-                .run(&prompt, sampler, max_tokens, &mut stream)
-                .map_err(|e| format!("generation failed: {}", one_line(&e)))?
-            {
+            let run = || {
+                generation
+                    .run(&prompt, sampler, max_tokens, &mut stream)
+                    .map_err(|e| format!("generation failed: {}", one_line(&e)))
+            };
+            match header::guarded("generation", run)? {
                 Some(text) => texts.push(text),
                 None => return Ok(None),
             }
