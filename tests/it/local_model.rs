@@ -13,6 +13,7 @@ use std::process::Output;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use crate::reliability_support::fuzz_checks;
 use keyhole::model::config::{BackendConfig, Matrices};
 use keyhole::model::local::LocalBackend;
 use keyhole::model::{Backend, BackendError, CompletionRequest, TokenCounting};
@@ -716,4 +717,27 @@ async fn a_qwen2_context_of_four_billion_tokens_is_capped_before_anything_is_all
     assert_eq!(backend.model().context_length(), 1 << 17);
     let completion = text(&backend, &request("f(", &[], 4)).await;
     assert!(completion.chars().count() <= 4, "{completion:?}");
+}
+
+#[test]
+fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
+    // What the `gguf` fuzz target checks, on the tiny model cut short and with its header's
+    // bytes (counts, lengths, types, dimensions, offsets, values) overwritten.
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let bytes = std::fs::read(&path).unwrap();
+    let header = bytes
+        .windows(b"blk.0".len())
+        .rposition(|w| w == b"blk.0")
+        .expect("the tensor headers")
+        + 200;
+    for cut in (0..bytes.len()).step_by(1009) {
+        fuzz_checks::check_gguf(&bytes[..cut]);
+    }
+    for at in (0..header).step_by(7) {
+        for value in [0x00, 0x7F, 0xFF] {
+            let mut damaged = bytes.clone();
+            damaged[at] = value;
+            fuzz_checks::check_gguf(&damaged);
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //! dropping the request's future sets a flag that generation checks between tokens.
 
 mod header;
+pub use header::PANICKED;
 mod vocabulary;
 mod weights;
 
