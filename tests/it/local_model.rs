@@ -741,3 +741,24 @@ fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
         }
     }
 }
+
+#[test]
+fn a_prompt_cut_to_the_models_context_is_reported_with_the_tokens_it_saw() {
+    // The sample hole's prompt is far longer than the tiny model's 64 tokens.
+    let (dir, path) = written(&Tiny::LLAMA);
+    let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &json["completions"][0];
+    let composed = row["prompt_tokens"].as_u64().unwrap();
+    let seen = row["model_prompt_tokens"].as_u64().expect("the cut is reported");
+    assert!(seen < CONTEXT as u64 && composed > CONTEXT as u64, "{row}");
+    let out = complete(&path, dir.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "warning: #1's prompt was cut to the {seen} tokens that fit the model's context (of {composed})"
+        )),
+        "{text}"
+    );
+}

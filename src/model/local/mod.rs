@@ -186,13 +186,14 @@ impl LocalModel {
     }
 
     /// Runs `request` to the end (or until `cancel` is set), sending text to `deltas` as it
-    /// decodes. `None` when cancelled.
+    /// decodes: the texts, and the prompt's tokens where it was cut to fit the context.
+    /// `None` when cancelled.
     fn complete(
         &self,
         request: &CompletionRequest,
         cancel: &AtomicBool,
         deltas: Option<&UnboundedSender<Delta>>,
-    ) -> Result<Option<Vec<String>>, String> {
+    ) -> Result<Option<(Vec<String>, Option<usize>)>, String> {
         // Leave the prompt at least one token of the context.
         let max_tokens = request.max_tokens.min(self.context_length - 1);
         let (prompt, truncated) = self.prompt_ids(request, max_tokens)?;
@@ -231,7 +232,7 @@ impl LocalModel {
                 None => return Ok(None),
             }
         }
-        Ok(Some(texts))
+        Ok(Some((texts, truncated.then_some(prompt.len()))))
     }
 }
 
@@ -410,7 +411,7 @@ impl Backend for LocalBackend {
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
         let deltas = deltas.cloned();
-        let texts =
+        let (texts, model_prompt_tokens) =
             tokio::task::spawn_blocking(move || model.complete(&request, &cancel, deltas.as_ref()))
                 .await
                 .map_err(|e| self.error(format!("generation stopped: {e}")))?
@@ -423,6 +424,7 @@ impl Backend for LocalBackend {
             .map(|text| Completion {
                 text: super::restore_fragment(&text, &fragment),
                 latency,
+                model_prompt_tokens,
             })
             .collect())
     }
