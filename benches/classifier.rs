@@ -10,8 +10,9 @@ mod support;
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{ProposalContext, build_for_budget};
-use keyhole::hole::{Hole, sample_holes};
+use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::rank::RankInput;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
@@ -29,13 +30,14 @@ fn scoring(c: &mut Criterion) {
     let index =
         RepoIndex::open(&root, keyhole::dirs::Dirs::from_env().cache.as_deref()).expect("open");
     let tokenizer = TokenizerKind::Code.tokenizer();
-    let holes: Vec<(Hole, Vec<ProposalContext>)> = sample_holes(&index, Some(HOLES), 9)
-        .into_iter()
-        .map(|h| {
-            let built = build_for_budget(&index, &h, tokenizer, BUDGET);
-            (h, built)
-        })
-        .collect();
+    let holes: Vec<(Hole, Vec<ProposalContext>)> =
+        sample_holes(&index, Some(HOLES), 9, HoleColumn::TrimmedMiddle)
+            .into_iter()
+            .map(|h| {
+                let built = build_for_budget(&index, &h, tokenizer, BUDGET, Fidelity::Paper);
+                (h, built)
+            })
+            .collect();
     let classifier = Classifier::bundled();
     let mut group = c.benchmark_group(format!(
         "classifier/{}",

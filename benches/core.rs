@@ -13,7 +13,7 @@ use keyhole::compose::compose;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{Request, build_all};
 use keyhole::context::typed::TypedHole;
-use keyhole::hole::{Hole, sample_holes};
+use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use rayon::prelude::*;
@@ -64,7 +64,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     });
 
     // One hole from the same sample the latency bench uses (300 holes, seed 9): the middle one.
-    let holes = sample_holes(&index, Some(300), 9);
+    let holes = sample_holes(&index, Some(300), 9, HoleColumn::TrimmedMiddle);
     let hole = &holes[holes.len() / 2];
     let tokenizer = TokenizerKind::Code.tokenizer();
     let req = Request {

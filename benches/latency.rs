@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
-use keyhole::compose::Composer;
+use keyhole::compose::{Composer, DefaultReading};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{Request, build_all};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::lang::{self, FileFacts};
 use keyhole::repo::{MAX_FILE_BYTES, RepoGraph, RepoIndex};
 use keyhole::token::TokenizerKind;
@@ -280,7 +280,7 @@ fn measure(name: &str, root: &Path) -> Row {
 
     // Per-hole latency: all 62 proposals plus one composed prompt for each, single-threaded.
     let tokenizer = TokenizerKind::Code.tokenizer();
-    let holes = sample_holes(&index, Some(HOLES), SEED);
+    let holes = sample_holes(&index, Some(HOLES), SEED, HoleColumn::TrimmedMiddle);
     let mut per_hole = Vec::with_capacity(holes.len());
     let mut build_only = Vec::with_capacity(holes.len());
     let mut compose_only = Vec::with_capacity(holes.len());
@@ -296,7 +296,7 @@ fn measure(name: &str, root: &Path) -> Row {
         let proposals = build_all(&req);
         let built = start.elapsed();
         assert_eq!(proposals.len(), 62);
-        let composer = Composer::new(&index, hole, tokenizer, BUDGET);
+        let composer = Composer::new(&index, hole, tokenizer, BUDGET, DefaultReading::AsWritten);
         let mut tokens = 0;
         for p in &proposals {
             tokens += composer.compose(Some(p)).segments.len();

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use keyhole::candidate;
-use keyhole::compose::{self, Composer};
+use keyhole::compose::{self, Composer, DefaultReading};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::model::CompletionRequest;
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::repo::RepoIndex;
@@ -32,10 +32,10 @@ fn repository() -> PathBuf {
 /// Requests whose prompts are as close to the full budget as the holes allow.
 fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
     let tok = TokenizerKind::Code.tokenizer();
-    sample_holes(index, Some(200), 9)
+    sample_holes(index, Some(200), 9, HoleColumn::TrimmedMiddle)
         .iter()
         .filter_map(|hole| {
-            let composer = Composer::new(index, hole, tok, BUDGET);
+            let composer = Composer::new(index, hole, tok, BUDGET, DefaultReading::AsWritten);
             let prompt = FILLERS
                 .iter()
                 .map(|&id| {

@@ -17,7 +17,7 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{around_hole, repocoder_query};
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{Shown, Similarity, WindowIndex};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 
@@ -37,7 +37,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
     });
     let windows = WindowIndex::new(&index);
     println!("{name}: {} windows", windows.len());
-    let holes = sample_holes(&index, Some(300), 9);
+    let holes = sample_holes(&index, Some(300), 9, HoleColumn::TrimmedMiddle);
     let holes: Vec<_> = holes.into_iter().step_by(300 / HOLES).take(HOLES).collect();
     let tokenizer = TokenizerKind::Code.tokenizer();
     let cases = [

@@ -46,11 +46,9 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
 use keyhole::context::{perspectives, proposals};
-use keyhole::dirs::Dirs;
-use keyhole::hole::{Hole, sample_holes_as};
-use keyhole::model::{self, config::BackendConfig};
+use keyhole::hole::{Hole, sample_holes};
 use keyhole::repo::RepoIndex;
-use keyhole::session::{Learning, Session};
+use keyhole::session::{Session, Settings};
 use keyhole::token::{self, TokenizerKind};
 use serde_json::Value;
 
@@ -101,7 +99,7 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     // Per proposal: holes, applicability agreed, both applicable, equal contexts.
     let mut counts = vec![[0usize; 4]; specs.len()];
     for (row, at, hole) in oracle_holes(index, rows) {
-        let built = proposals::build_for_budget_as(index, &hole, tok, DEFAULT_BUDGET, fidelity);
+        let built = proposals::build_for_budget(index, &hole, tok, DEFAULT_BUDGET, fidelity);
         for p in &built {
             let theirs = row["proposals"][p.spec.label()]
                 .as_str()
@@ -186,7 +184,7 @@ fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
     let (mut holes, mut exact, mut equal) = (0, 0, 0);
     for (row, at, hole) in oracle_holes(index, rows) {
         let theirs = row["default"].as_str().expect("a `default` per row");
-        let composer = compose::Composer::new_as(
+        let composer = compose::Composer::new(
             index,
             &hole,
             tok,
@@ -227,16 +225,15 @@ fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
 
 /// Agreement of keyhole's hole sampling with RLPG's `create_hole_data.py`.
 fn holes(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
-    let ours: HashMap<(&str, usize), usize> =
-        sample_holes_as(index, None, 9, fidelity.hole_column())
-            .iter()
-            .map(|h| {
-                (
-                    (index.files[h.file].path.as_str(), h.line + 1),
-                    h.column + 1,
-                )
-            })
-            .collect();
+    let ours: HashMap<(&str, usize), usize> = sample_holes(index, None, 9, fidelity.hole_column())
+        .iter()
+        .map(|h| {
+            (
+                (index.files[h.file].path.as_str(), h.line + 1),
+                h.column + 1,
+            )
+        })
+        .collect();
     let sampled: HashSet<&str> = ours.keys().map(|(f, _)| *f).collect();
     let (mut theirs, mut lines, mut columns) = (0, 0, 0);
     for row in rows.lines() {
@@ -276,16 +273,9 @@ enum Iteration {
 /// starts from (see the module's comment).
 fn completions(index: RepoIndex, holes: &str) {
     let mut holes: Value = serde_json::from_str(holes).expect("keyhole holes --json");
-    let entry = BackendConfig::embedded();
-    let index = Arc::new(index);
-    let backend = model::build_backend(&entry, &index).unwrap_or_else(|e| panic!("{e}"));
-    let session = Session::new(
-        index,
-        Arc::from(backend),
-        Learning::new(Dirs::default()),
-        entry.tokenizer().tokenizer(),
-        DEFAULT_BUDGET,
-    );
+    let session = Session::builder(&Settings::default())
+        .on(Arc::new(index))
+        .unwrap_or_else(|e| panic!("{e}"));
     let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
     for h in holes["holes"].as_array_mut().expect("a holes array") {
         let at = format!(

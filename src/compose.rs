@@ -174,7 +174,7 @@ pub fn compose(
     tok: &dyn Tokenizer,
     budget: usize,
 ) -> Prompt {
-    Composer::new(index, hole, tok, budget).compose(proposal)
+    Composer::new(index, hole, tok, budget, DefaultReading::AsWritten).compose(proposal)
 }
 
 /// A candidate's context as the composer takes it: whose it is, its text, its share of the
@@ -207,13 +207,8 @@ pub struct Composer<'a> {
 }
 
 impl<'a> Composer<'a> {
-    /// The composer of `hole`'s prompts, reading the file's line breaks as written.
-    pub fn new(index: &RepoIndex, hole: &Hole, tok: &'a dyn Tokenizer, budget: usize) -> Self {
-        Self::new_as(index, hole, tok, budget, DefaultReading::AsWritten)
-    }
-
     /// The composer of `hole`'s prompts, reading the file's line breaks as `default_reading` says.
-    pub fn new_as(
+    pub fn new(
         index: &RepoIndex,
         hole: &Hole,
         tok: &'a dyn Tokenizer,

@@ -150,17 +150,12 @@ pub fn takes_hole(language: &dyn lang::Language, line: &str) -> bool {
     !trimmed.is_empty() && !language.is_comment_line(trimmed)
 }
 
-/// RLPG's holes for a repository as its paper describes them: see [`sample_holes_as`].
-pub fn sample_holes(index: &RepoIndex, cap: Option<usize>, seed: u64) -> Vec<Hole> {
-    sample_holes_as(index, cap, seed, HoleColumn::TrimmedMiddle)
-}
-
 /// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
 /// that have no exact copy elsewhere, and the rest of the line after the hole as the target;
 /// the hole's column is `column`'s. With `cap`, at most that many are
 /// drawn at random with `seed` (RLPG capped each repository at 10,000); the result is in
 /// file/line order.
-pub fn sample_holes_as(
+pub fn sample_holes(
     index: &RepoIndex,
     cap: Option<usize>,
     seed: u64,

@@ -1,11 +1,62 @@
 //! keyhole: explore repository-level prompts for code completion.
 //!
+//! For a *hole* (a position in a file of a repository) keyhole builds every candidate context
+//! it knows (RLPG's 62 prompt proposals, the default context and later work's retrieved
+//! contexts), ranks them, composes each into a prompt within a token budget, completes it with
+//! a model and scores the completion against the true rest of the line.
+//!
+//! # Embedding keyhole
+//!
+//! A [`Session`] is a repository opened for holes: its index, a completion backend, the
+//! rankers and what they learned ([`Learning`]), a tokenizer and a budget. It is opened from
+//! [`Settings`], resolved once from what a person chose ([`Choices`]), backends.toml and the
+//! defaults. Open one on the bundled sample repository, list a hole's ranked candidates, and
+//! compose one's prompt:
+//!
+//! ```
+//! use keyhole::{Dirs, Hole, Session, Settings};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The embedded model and the bundled classifier; nothing of the user's is read or written.
+//! let settings = Settings::default();
+//! let repo = keyhole::sample::materialize(&Dirs::none())?;
+//! let session = Session::open(&repo, &settings)?;
+//!
+//! let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+//! let analysis = session.analyse(&hole, settings.ranker);
+//! for row in analysis.candidates.iter().filter(|c| c.score.is_some()).take(3) {
+//!     println!("{:>2} {:<45} {} tokens", row.id.index(), row.label, row.tokens());
+//! }
+//!
+//! // The classifier's favourite, composed: its context, a newline, the code before the hole.
+//! let best = analysis.ranking[0].id;
+//! let composer = session.composer(&hole);
+//! let prompt = match analysis.proposals.iter().find(|p| p.spec.id == best) {
+//!     Some(proposal) => composer.compose(Some(proposal)),
+//!     None => composer.compose(None), // the default context alone
+//! };
+//! assert!(prompt.tokens(session.tokenizer) <= settings.budget);
+//! assert_eq!(prompt.text(), analysis.candidates[0].prompt.text());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Where things live
+//!
 //! Every candidate context is described once, in the catalogue ([`candidate`]).
 //! Data flows through the modules in this order: a repository is indexed ([`repo`], with the
 //! language seam in [`lang`]); a [`hole`] is chosen; [`context`] builds every candidate context
 //! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
 //! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
-//! completion against the truth.
+//! completion against the truth. [`session`] ties these together for one repository, and
+//! [`eval`] runs RLPG's protocol over many holes ([`eval::runner::RepoRun`]).
+//!
+//! # Features
+//!
+//! All on by default: `tui` (the terminal UI, [`tui`]), `local-model` (GGUF models run
+//! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `bert` (BERT-family
+//! encoders for the classifier) and `mimalloc` (the binary's allocator). The `keyhole` binary
+//! needs them all; with `default-features = false` the library builds without any.
 
 pub mod candidate;
 pub mod compose;
@@ -29,4 +80,18 @@ pub mod session;
 pub mod sourced;
 pub mod text;
 pub mod token;
+#[cfg(feature = "tui")]
 pub mod tui;
+
+pub use candidate::{CandidateId, catalogue};
+pub use compose::{Composer, DEFAULT_BUDGET, Prompt};
+pub use context::fidelity::Fidelity;
+pub use dirs::Dirs;
+pub use eval::runner::{EvalOptions, RepoRun};
+pub use hole::Hole;
+pub use model::config::BackendConfig;
+pub use model::{Backend, build_backend};
+pub use rank::RankerKind;
+pub use repo::RepoIndex;
+pub use session::{Choices, Learning, Session, SessionBuilder, Settings};
+pub use token::TokenizerKind;

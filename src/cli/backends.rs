@@ -1,6 +1,6 @@
 //! `keyhole backends`, and the `--backend` arguments every command that completes takes.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use futures_util::future::join_all;
 
@@ -8,6 +8,7 @@ use super::dirs;
 use keyhole::model;
 use keyhole::model::config::{self, BackendConfig};
 use keyhole::model::secret;
+use keyhole::session::{Choices, Settings};
 
 /// Which backend to use, with overrides of its configured settings.
 #[derive(Args)]
@@ -44,11 +45,8 @@ impl Default for BackendArgs {
 }
 
 /// The configured backend entries (the embedded one first).
-pub fn configured() -> Result<Vec<BackendConfig>> {
-    match dirs().config_file(config::BACKENDS_FILE) {
-        Some(path) => Ok(config::load_backends(&path)?),
-        None => Ok(vec![BackendConfig::embedded()]),
-    }
+fn configured() -> Result<Vec<BackendConfig>> {
+    Ok(Settings::resolve(&Choices::default(), dirs().clone())?.backends)
 }
 
 /// How long `keyhole backends` waits for each server to list its models.
@@ -158,42 +156,12 @@ impl BackendArgs {
         }
     }
 
-    /// The chosen backend entry with flag overrides applied.
-    pub fn entry(&self) -> Result<BackendConfig> {
-        self.entry_among(configured()?)
-    }
-
-    /// [`BackendArgs::entry`] among `configured` entries already read.
-    pub fn entry_among(&self, configured: Vec<BackendConfig>) -> Result<BackendConfig> {
-        if let Some(path) = &self.model_path
-            && self.backend == config::EMBEDDED
-        {
-            return Ok(BackendConfig::local(path.clone()));
-        }
-        let mut entry = configured
-            .into_iter()
-            .find(|b| b.name == self.backend)
-            .with_context(|| {
-                format!(
-                    "--backend {}: no such backend (see `keyhole backends`)",
-                    self.backend
-                )
-            })?;
-        if self.url.is_some() {
-            entry.base_url.clone_from(&self.url);
-        }
-        if self.model.is_some() {
-            entry.model.clone_from(&self.model);
-        }
-        if self.max_tokens.is_some() {
-            entry.max_tokens = self.max_tokens;
-        }
-        if let Some(path) = &self.model_path {
-            if entry.kind != config::BackendKind::Local {
-                bail!("--model-path: backend `{}` is not a local one", entry.name);
-            }
-            entry.path = Some(path.clone());
-        }
-        Ok(entry)
+    /// Put these choices into `choices`.
+    pub fn choose(&self, choices: &mut Choices) {
+        choices.backend = Some(self.backend.clone());
+        choices.url.clone_from(&self.url);
+        choices.model.clone_from(&self.model);
+        choices.max_tokens = self.max_tokens;
+        choices.model_path.clone_from(&self.model_path);
     }
 }

@@ -13,7 +13,7 @@ use keyhole::candidate::{CandidateId, ContextType};
 use keyhole::compose::Prompt;
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
-use keyhole::model::{self, Completion, CompletionRequest, TokenCounting};
+use keyhole::model::{Completion, CompletionRequest, TokenCounting};
 
 #[derive(Args)]
 pub struct CompleteArgs {
@@ -47,10 +47,8 @@ struct Attempt {
 }
 
 pub fn complete_command(args: &CompleteArgs) -> Result<()> {
-    let entry = args.backend.entry()?;
-    // SAFETY: nothing has started a thread yet; opening the session starts rayon's.
-    unsafe { model::local::use_threads(&entry) };
-    let opened = Opened::open(&args.at, &entry, args.rank.learning()?)?;
+    let opened = Opened::open(&args.at, &args.backend, Some(&args.rank))?;
+    let entry = opened.settings.backend();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let attempts = runtime.block_on(attempts(args, &opened))?;
     let base = CompletionRequest {

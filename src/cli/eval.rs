@@ -20,14 +20,15 @@ use keyhole::eval::WRITTEN_ROWS;
 
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
-use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
+use keyhole::eval::runner::{
+    DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats, run_holes,
+};
 use keyhole::eval::shard::Shard;
 use keyhole::model;
 use keyhole::model::Backend;
 use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::rank::classifier::Classifier;
 use keyhole::repo::RepoIndex;
-use keyhole::session::{Learning, Session};
+use keyhole::session::{Choices, Session, Settings};
 use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
@@ -147,11 +148,9 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     if let Some(command) = &args.command {
         return scale::run(command);
     }
-    let entry = args.backend.entry()?;
-    // SAFETY: nothing has started a thread yet.
-    unsafe { model::local::use_threads(&entry) };
-    let tokenizer_kind = args.tokenizer.unwrap_or(entry.tokenizer());
-    let tokenizer = tokenizer_kind.tokenizer();
+    let settings = session_settings(args)?;
+    let entry = settings.backend().clone();
+    let tokenizer_kind = settings.tokenizer();
     let mut options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,
@@ -172,7 +171,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     {
         bail!("two repositories are named {name}: their label files would be one");
     }
-    let out = OutDir::open(
+    let mut out = OutDir::open(
         &args.out,
         &LabelSettings::new(names.clone(), &options, &entry),
         &report_settings(args),
@@ -180,24 +179,22 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     )?;
     let mut batch = scale::Batch::open(args, &entry)?;
     // RLPG-H picks `top:N` candidates with the classifier the report ranks with.
-    let learning = match args.candidates.as_ref().and_then(|c| c.top) {
-        Some(_) => {
-            let classifier =
-                Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
-            Learning::with_classifier(classifier, dirs().clone())
-        }
-        None => Learning::new(dirs().clone()),
-    };
+    let learning = settings.learning()?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
     let mut total = RunStats::default();
     let mut backends = Backends::new(&entry, options.concurrency);
     let mut server_checked = false;
-    // A merged directory is reported on, not labelled: its missing shards stay missing.
-    let to_label = args.repos.iter().zip(&names).filter(|_| !args.report_only);
-    for (path, name) in to_label {
+    for (path, name) in args.repos.iter().zip(&names) {
         let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
+        out.check_sources(name, &index)?;
+        // A merged directory is reported on, not labelled: its missing shards stay missing.
+        if args.report_only {
+            let o = &options;
+            total.holes += run_holes(&index, o.holes, o.seed, o.fidelity, o.shard).len();
+            continue;
+        }
         let backend = backends.for_index(&index)?;
         if !server_checked {
             server_checked = true;
@@ -216,9 +213,10 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             );
         }
         let progress = progress_bar(name);
-        let mut session = Session::new(index, backend, learning.clone(), tokenizer, options.budget);
-        session.seed = options.seed;
-        session.fidelity = options.fidelity;
+        let session = Session::builder(&settings)
+            .learning(learning.clone())
+            .backend(backend)
+            .on(index)?;
         let run = RepoRun {
             repository: name,
             session: &session,
@@ -289,6 +287,21 @@ impl<'e> Backends<'e> {
         self.shared = Some(Arc::clone(&backend));
         Ok(backend)
     }
+}
+
+/// The settings of the sessions that label each repository.
+fn session_settings(args: &EvalArgs) -> Result<Settings> {
+    let mut choices = Choices {
+        budget: Some(args.budget),
+        tokenizer: args.tokenizer,
+        profile: Some(args.fidelity),
+        seed: Some(args.seed),
+        classifier: args.classifier.clone(),
+        encoder_dir: args.encoder_dir.clone(),
+        ..Choices::default()
+    };
+    args.backend.choose(&mut choices);
+    super::hole::settings(&choices)
 }
 
 /// What the report of this run depends on beyond the rows.

@@ -2,12 +2,12 @@
 //! library [`Session`], and the pieces of output every one of them prints.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 
+use super::backends::BackendArgs;
 use super::{bounds, dirs};
 use keyhole::candidate::CandidateId;
 use keyhole::compose::{self, Prompt, SegmentKind};
@@ -15,12 +15,10 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
 use keyhole::escape;
 use keyhole::hole::Hole;
-use keyhole::model::config::BackendConfig;
-use keyhole::model::{self, Backend};
+use keyhole::model::Backend;
 use keyhole::rank::RankerKind;
-use keyhole::rank::classifier::Classifier;
 use keyhole::repo::RepoIndex;
-use keyhole::session::{Learning, Session};
+use keyhole::session::{Choices, Session, Settings};
 use keyhole::token::{Keep, TokenizerKind};
 
 #[derive(Args)]
@@ -74,11 +72,32 @@ pub struct RankArgs {
 }
 
 impl RankArgs {
-    /// The rankers these arguments name, learning in the data directory.
-    pub fn learning(&self) -> Result<Learning> {
-        let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
-        Ok(Learning::with_classifier(classifier, dirs().clone()))
+    /// Put these choices into `choices`.
+    pub fn choose(&self, choices: &mut Choices) {
+        choices.ranker = Some(self.ranker);
+        choices.classifier.clone_from(&self.classifier);
+        choices.encoder_dir.clone_from(&self.encoder_dir);
     }
+}
+
+impl HoleArgs {
+    /// Put these choices into `choices`.
+    pub fn choose(&self, choices: &mut Choices) {
+        choices.budget = Some(self.budget);
+        choices.tokenizer = self.tokenizer;
+        choices.profile = Some(self.fidelity);
+        choices.iterations = Some(self.iterations);
+        choices.no_cache = self.cache.no_cache;
+    }
+}
+
+/// The settings a command runs with: `choices` resolved with backends.toml and the defaults,
+/// and a local model's threads set for the whole process.
+pub fn settings(choices: &Choices) -> Result<Settings> {
+    let settings = Settings::resolve(choices, dirs().clone())?;
+    // SAFETY: every command resolves its settings before it starts a thread.
+    unsafe { settings.use_threads() };
+    Ok(settings)
 }
 
 /// Index `repo` (through the cache unless `--no-cache`), printing the first warnings.
@@ -89,6 +108,12 @@ pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
         dirs().cache.clone()
     };
     let index = RepoIndex::open(repo, cache_dir.as_deref())?;
+    print_warnings(&index)?;
+    Ok(index)
+}
+
+/// The first warnings of indexing `index`, and how many more there are.
+fn print_warnings(index: &RepoIndex) -> Result<()> {
     for warning in index.warnings.iter().take(5) {
         errln!("warning: {warning}");
     }
@@ -98,28 +123,35 @@ pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
             index.warnings.len() - 5
         );
     }
-    Ok(index)
+    Ok(())
 }
 
 /// A hole of an opened repository and the session that builds its candidates.
 pub struct Opened {
+    pub settings: Settings,
     pub session: Session,
     pub hole: Hole,
 }
 
 impl Opened {
-    /// Open the repository and the hole with the backend `entry` (its tokenizer counts the
-    /// budget unless `--tokenizer` says otherwise) and the rankers of `learning`.
-    pub fn open(at: &HoleArgs, entry: &BackendConfig, learning: Learning) -> Result<Opened> {
-        let index = open_repo(&at.repo, &at.cache)?;
-        let hole = Hole::parse(&index, &at.position)?;
-        let tokenizer = at.tokenizer.unwrap_or(entry.tokenizer()).tokenizer();
-        let index = Arc::new(index);
-        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(entry, &index)?);
-        let mut session = Session::new(index, backend, learning, tokenizer, at.budget);
-        session.iterations = at.iterations;
-        session.fidelity = at.fidelity;
-        Ok(Opened { session, hole })
+    /// Open the repository and the hole as the hole, backend and (where the command ranks)
+    /// ranking arguments say.
+    pub fn open(at: &HoleArgs, backend: &BackendArgs, rank: Option<&RankArgs>) -> Result<Opened> {
+        let mut choices = Choices::default();
+        at.choose(&mut choices);
+        backend.choose(&mut choices);
+        if let Some(rank) = rank {
+            rank.choose(&mut choices);
+        }
+        let settings = settings(&choices)?;
+        let session = Session::open(&at.repo, &settings)?;
+        print_warnings(&session.index)?;
+        let hole = Hole::parse(&session.index, &at.position)?;
+        Ok(Opened {
+            settings,
+            session,
+            hole,
+        })
     }
 
     /// The number people see for candidate `id`: the profile's ([`keyhole::candidate::Numbering`]).

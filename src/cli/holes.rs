@@ -58,7 +58,7 @@ struct HolesOut<'a> {
 
 pub fn holes_command(args: &HolesArgs) -> Result<()> {
     let index = open_repo(&args.repo, &args.cache)?;
-    let holes = hole::sample_holes_as(&index, args.cap, args.seed, args.fidelity.hole_column());
+    let holes = hole::sample_holes(&index, args.cap, args.seed, args.fidelity.hole_column());
     if let Some(path) = &args.export {
         let name = index
             .root
@@ -67,7 +67,7 @@ pub fn holes_command(args: &HolesArgs) -> Result<()> {
         let tok = args.tokenizer.tokenizer();
         let rows = holes.iter().map(|h| {
             let default_reading = args.fidelity.default_reading();
-            let composer = compose::Composer::new_as(&index, h, tok, args.budget, default_reading);
+            let composer = compose::Composer::new(&index, h, tok, args.budget, default_reading);
             let prompt = composer.compose(None).text();
             interop::export_row(&index, &name, h, &prompt)
         });

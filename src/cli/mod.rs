@@ -54,7 +54,6 @@ use keyhole::candidate::CandidateId;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
-use keyhole::model;
 use keyhole::sample;
 
 #[derive(Parser)]
@@ -211,8 +210,6 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None if std::io::stdout().is_terminal() => {
             let options = cli.ui.options()?;
-            // SAFETY: nothing has started a thread yet.
-            unsafe { model::local::use_threads(options.setup.entry()) };
             keyhole::tui::run(cli.repo, cli.position, options)
         }
         None => {

@@ -5,16 +5,15 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::backends::BackendArgs;
-use super::dirs;
 use super::hole::{HoleArgs, HoleOut, Opened, PieceOut};
 use keyhole::candidate::CandidateId;
 use keyhole::compose::{Prompt, SegmentKind};
-use keyhole::session::{Availability, Learning};
+use keyhole::session::Availability;
 use keyhole::token::Keep;
 
 /// The prompt of candidate `typed`, a number as the profile numbers candidates.
 pub fn prompt_command(at: &HoleArgs, typed: CandidateId, backend: &BackendArgs) -> Result<()> {
-    let opened = Opened::open(at, &backend.entry()?, Learning::new(dirs().clone()))?;
+    let opened = Opened::open(at, backend, None)?;
     let id = opened.meant(typed);
     let session = &opened.session;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

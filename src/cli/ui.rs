@@ -4,12 +4,11 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::backends::{self, BackendArgs};
+use super::backends::BackendArgs;
 use super::bounds;
-use super::dirs;
-use super::hole::RankArgs;
+use super::hole::{RankArgs, settings};
 use keyhole::compose;
-use keyhole::rank::classifier::Classifier;
+use keyhole::session::Choices;
 use keyhole::token::TokenizerKind;
 
 /// What the UI completes with and how it ranks and counts: the choices of `complete`.
@@ -38,36 +37,20 @@ impl UiArgs {
     /// The UI's options; a bad backend, classifier or encoder is an error before the screen
     /// is taken over.
     pub fn options(&self) -> Result<keyhole::tui::Options> {
-        let mut backends = backends::configured()?;
-        let chosen = self.backend.entry_among(backends.clone())?;
-        // Flag overrides (--url, --model, --model-path) apply to the chosen entry; a one-off
-        // local model joins the configured ones.
-        let at = match backends.iter().position(|b| b.name == chosen.name) {
-            Some(at) => {
-                backends[at] = chosen;
-                at
-            }
-            None => {
-                backends.push(chosen);
-                backends.len() - 1
-            }
+        let mut choices = Choices {
+            budget: Some(self.budget),
+            tokenizer: self.tokenizer,
+            profile: Some(self.fidelity),
+            ..Choices::default()
         };
-        let classifier = Classifier::open(
-            self.rank.classifier.as_deref(),
-            self.rank.encoder_dir.as_deref(),
-        )?;
+        self.backend.choose(&mut choices);
+        self.rank.choose(&mut choices);
+        let settings = settings(&choices)?;
+        let learning = settings.learning()?;
         Ok(keyhole::tui::Options {
-            setup: keyhole::tui::state::Setup {
-                backends,
-                backend: at,
-                budget: self.budget,
-                tokenizer: self.tokenizer,
-            },
-            ranker: self.rank.ranker,
-            classifier,
-            dirs: dirs().clone(),
+            settings,
+            learning,
             theme: self.theme.clone(),
-            fidelity: self.fidelity,
         })
     }
 }

@@ -7,7 +7,9 @@
 //! file's first 10 lines, identical windows merged with all their paths, the 20 best windows
 //! kept, iteration-1 blocks extended 10 lines down (see [`super::windows`]).
 //!
-//! What [`Fidelity::Code`] changes, each as the authors' code does it:
+//! Each profile's rules live in one file, side by side: [`super::profile::paper`] and
+//! [`super::profile::code`]. What [`Fidelity::Code`] changes, each as the authors' code does
+//! it:
 //!
 //! RLPG (shrivastavadisha/repo_level_prompt_generation)
 //! - Hole column: `int(len(stripped) / 2)` characters into the *unstripped* line

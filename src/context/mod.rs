@@ -6,6 +6,7 @@
 
 pub mod fidelity;
 pub mod perspectives;
+pub mod profile;
 pub mod proposals;
 pub mod retrieval;
 pub mod rlpg_files;

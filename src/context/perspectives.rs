@@ -29,9 +29,9 @@ pub const DEFAULT_SEED: u64 = 9;
 /// Tokens a summary may take.
 const SUMMARY_TOKENS: usize = 64;
 
-/// One built candidate.
+/// One retrieved candidate (63–72) as built for a hole: its context and how it was found.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Candidate {
+pub struct RetrievedContext {
     pub id: CandidateId,
     /// Empty when the candidate is not applicable.
     pub context: SourcedText,
@@ -44,7 +44,7 @@ pub struct Candidate {
     pub why_not: Option<String>,
 }
 
-impl Candidate {
+impl RetrievedContext {
     pub fn applicable(&self) -> bool {
         !self.context.is_empty()
     }
@@ -59,7 +59,7 @@ impl Candidate {
 }
 
 /// ChatLSP's static context (candidates 71 and 72), saying why one does not apply.
-fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
+fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let typed = TypedHole::new(index, hole);
     let no_type = typed.expected().is_none();
     typed
@@ -71,11 +71,11 @@ fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<Candidate> {
                 (true, true) => Some("no expected type at the hole".to_string()),
                 (true, false) => Some("nothing in scope produces the expected type".to_string()),
             };
-            Candidate {
+            RetrievedContext {
                 id,
                 context,
                 why_not,
-                ..Candidate::default()
+                ..RetrievedContext::default()
             }
         })
         .collect()
@@ -108,12 +108,12 @@ impl<'a> Perspectives<'a> {
     }
 
     /// The candidates that need nothing from the backend: 63–66 and 68.
-    pub fn immediate(&self, hole: &Hole) -> Vec<Candidate> {
+    pub fn immediate(&self, hole: &Hole) -> Vec<RetrievedContext> {
         let req = self.request(hole);
-        let plain = |id, context| Candidate {
+        let plain = |id, context| RetrievedContext {
             id,
             context,
-            ..Candidate::default()
+            ..RetrievedContext::default()
         };
         vec![
             plain(CandidateId::FILE_BM25, self.retrieval.file_bm25(&req)),
@@ -144,7 +144,7 @@ impl<'a> Perspectives<'a> {
     }
 
     /// RepoCoder's next iteration after one that completed the hole with `previous`.
-    pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> Candidate {
+    pub fn repocoder_iteration(&self, hole: &Hole, previous: &str) -> RetrievedContext {
         let query = iteration_query(self.index, hole, previous);
         self.retrieve(
             hole,
@@ -157,7 +157,7 @@ impl<'a> Perspectives<'a> {
     /// ProCC's hypothetical line (HyDE): retrieval by the code before the hole followed by the
     /// line the backend imagined for it. (ProCC also embeds a hypothetical line for every
     /// database snippet; that is a completion per window, so windows stay as they are here.)
-    pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> Candidate {
+    pub fn hypothetical_line(&self, hole: &Hole, line: &str) -> RetrievedContext {
         let query = format!("{}{line}", code_before(self.index, hole));
         self.retrieve(
             hole,
@@ -169,7 +169,7 @@ impl<'a> Perspectives<'a> {
 
     /// ProCC's code summarization: retrieval by the backend's summary of the code around the
     /// hole (the windows are matched on the identifiers and words the summary names).
-    pub fn summary(&self, hole: &Hole, summary: &str) -> Candidate {
+    pub fn summary(&self, hole: &Hole, summary: &str) -> RetrievedContext {
         self.retrieve(hole, CandidateId::SUMMARY, summary, Similarity::TfIdfCosine)
     }
 
@@ -179,7 +179,7 @@ impl<'a> Perspectives<'a> {
         id: CandidateId,
         query: &str,
         similarity: Similarity,
-    ) -> Candidate {
+    ) -> RetrievedContext {
         let hits = self
             .windows
             .search_as(self.index, hole, query, similarity, self.fidelity);
@@ -195,7 +195,7 @@ impl<'a> Perspectives<'a> {
                 request.allocation
             ),
         });
-        Candidate {
+        RetrievedContext {
             id,
             context,
             score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
@@ -216,14 +216,14 @@ pub fn shown(id: CandidateId) -> Shown {
 }
 
 /// The summary candidate for a backend that cannot be asked for a summary.
-pub fn summary_not_applicable(backend: &dyn Backend) -> Candidate {
-    Candidate {
+fn summary_not_applicable(backend: &dyn Backend) -> RetrievedContext {
+    RetrievedContext {
         id: CandidateId::SUMMARY,
         why_not: Some(format!(
             "backend `{}` does not follow instructions, so it cannot summarise the code",
             backend.name()
         )),
-        ..Candidate::default()
+        ..RetrievedContext::default()
     }
 }
 
@@ -289,11 +289,7 @@ pub fn line_request(index: &RepoIndex, hole: &Hole, prompt: &Prompt) -> Completi
 /// ProCC's request for the hypothetical line: the code before the hole (the default prompt)
 /// and the code after it as the suffix, for backends that fill in the middle (ProCC's
 /// `<PRE> [Prefix] <SUF> [Suffix] <MID>`).
-pub fn hypothetical_request(
-    index: &RepoIndex,
-    hole: &Hole,
-    composer: &Composer,
-) -> CompletionRequest {
+fn hypothetical_request(index: &RepoIndex, hole: &Hole, composer: &Composer) -> CompletionRequest {
     CompletionRequest {
         suffix: Some(after_hole(index, hole, WINDOW_LINES).to_string()),
         ..line_request(index, hole, &composer.compose(None))
@@ -302,7 +298,7 @@ pub fn hypothetical_request(
 
 /// ProCC's summary instruction, "This code snippet of [code] means", for a backend that
 /// follows instructions.
-pub fn summary_request(index: &RepoIndex, hole: &Hole) -> CompletionRequest {
+fn summary_request(index: &RepoIndex, hole: &Hole) -> CompletionRequest {
     CompletionRequest {
         prompt: format!("This code snippet of\n{}\nmeans", around_hole(index, hole)),
         max_tokens: SUMMARY_TOKENS,
@@ -334,12 +330,77 @@ pub async fn build_all(
     composer: &Composer<'_>,
     backend: &dyn Backend,
     iterations: usize,
-) -> Result<Vec<Candidate>, BackendError> {
+) -> Result<Vec<RetrievedContext>, BackendError> {
     let mut all = perspectives.immediate(hole);
     let later = build_later(perspectives, hole, composer, backend, iterations, &all).await?;
     all.extend(later);
     all.sort_by_key(|c| c.id);
     Ok(all)
+}
+
+/// A text the backend writes for a hole before a later candidate (67, 69, 70) can be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Draft {
+    /// RepoCoder's first completion: of candidate 66's prompt, or of the code alone where
+    /// RepoCoder found nothing (its prompt then is the code alone).
+    RepoCoderLine,
+    /// ProCC's hypothetical line (candidate 69).
+    HypotheticalLine,
+    /// ProCC's summary (candidate 70), from a backend that follows instructions.
+    Summary,
+}
+
+impl Perspectives<'_> {
+    /// What the later candidates of `hole` need `backend` to write first, each with the
+    /// request that writes it, given the `immediate` candidates. Every caller asks for these
+    /// and builds the later candidates with [`Perspectives::later_from`]: the session one hole
+    /// at a time, eval's runner many holes together.
+    pub fn later_drafts(
+        &self,
+        hole: &Hole,
+        composer: &Composer,
+        immediate: &[RetrievedContext],
+        backend: &dyn Backend,
+    ) -> Vec<(Draft, CompletionRequest)> {
+        let repocoder = immediate
+            .iter()
+            .find(|c| c.id == CandidateId::REPOCODER)
+            .and_then(|c| c.compose(composer))
+            .unwrap_or_else(|| composer.compose(None));
+        let mut drafts = vec![
+            (
+                Draft::RepoCoderLine,
+                line_request(self.index, hole, &repocoder),
+            ),
+            (
+                Draft::HypotheticalLine,
+                hypothetical_request(self.index, hole, composer),
+            ),
+        ];
+        if backend.follows_instructions() {
+            drafts.push((Draft::Summary, summary_request(self.index, hole)));
+        }
+        drafts
+    }
+
+    /// The later candidates (67, 69, 70) from the drafts' texts: RepoCoder's next iteration
+    /// retrieves with its line; a draft not written is empty, a summary not written is not
+    /// applicable (the backend follows no instructions).
+    pub fn later_from<'t>(
+        &self,
+        hole: &Hole,
+        text: impl Fn(Draft) -> Option<&'t str>,
+        backend: &dyn Backend,
+    ) -> Vec<RetrievedContext> {
+        let iteration = self.repocoder_iteration(hole, text(Draft::RepoCoderLine).unwrap_or(""));
+        let hypothetical =
+            self.hypothetical_line(hole, text(Draft::HypotheticalLine).unwrap_or(""));
+        let summary = match text(Draft::Summary) {
+            Some(summary) => self.summary(hole, summary),
+            None => summary_not_applicable(backend),
+        };
+        vec![iteration, hypothetical, summary]
+    }
 }
 
 /// The candidates that need the backend (67, 69, 70), given the `immediate` ones (RepoCoder's
@@ -350,30 +411,28 @@ pub async fn build_later(
     composer: &Composer<'_>,
     backend: &dyn Backend,
     iterations: usize,
-    immediate: &[Candidate],
-) -> Result<Vec<Candidate>, BackendError> {
-    let index = perspectives.index;
-    let first = immediate
-        .iter()
-        .find(|c| c.id == CandidateId::REPOCODER)
-        .and_then(|c| c.compose(composer))
-        .unwrap_or_else(|| composer.compose(None));
-    let mut previous = first_completion(backend, &line_request(index, hole, &first)).await?;
-    let mut iteration = perspectives.repocoder_iteration(hole, &previous);
+    immediate: &[RetrievedContext],
+) -> Result<Vec<RetrievedContext>, BackendError> {
+    let mut written = Vec::new();
+    for (draft, request) in perspectives.later_drafts(hole, composer, immediate, backend) {
+        written.push((draft, first_completion(backend, &request).await?));
+    }
+    // RepoCoder's iterations past the second retrieve with the one before's completion.
+    let line = written.iter().position(|(d, _)| *d == Draft::RepoCoderLine);
     for _ in 2..iterations {
-        let prompt = iteration
+        let Some(line) = line else { break };
+        let prompt = perspectives
+            .repocoder_iteration(hole, &written[line].1)
             .compose(composer)
             .unwrap_or_else(|| composer.compose(None));
-        previous = first_completion(backend, &line_request(index, hole, &prompt)).await?;
-        iteration = perspectives.repocoder_iteration(hole, &previous);
+        let request = line_request(perspectives.index, hole, &prompt);
+        written[line].1 = first_completion(backend, &request).await?;
     }
-    let line = first_completion(backend, &hypothetical_request(index, hole, composer)).await?;
-    let hypothetical = perspectives.hypothetical_line(hole, &line);
-    let summary = if backend.follows_instructions() {
-        let summary = first_completion(backend, &summary_request(index, hole)).await?;
-        perspectives.summary(hole, &summary)
-    } else {
-        summary_not_applicable(backend)
+    let text = |draft| {
+        written
+            .iter()
+            .find(|(d, _)| *d == draft)
+            .map(|(_, t)| t.as_str())
     };
-    Ok(vec![iteration, hypothetical, summary])
+    Ok(perspectives.later_from(hole, text, backend))
 }

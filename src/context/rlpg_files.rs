@@ -234,7 +234,7 @@ fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
     listing::listdir(&index.root.join(dir))
         .into_iter()
         .filter_map(|entry| {
-            let entry = entry.to_string_lossy().into_owned();
+            let entry = crate::repo::name_text(&entry).into_owned();
             if !entry.ends_with(".java") || entry == name {
                 return None;
             }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::SourcedText;
 use super::fidelity::Fidelity;
+use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::{Request, terms};
 use crate::hole::Hole;
 use crate::lang::Span;
@@ -31,10 +32,6 @@ pub const MAX_HITS: usize = 20;
 /// Lines an iteration-1 block reaches below its window: RepoCoder's r-g prompt shows each
 /// window moved `window_size // slice_size` lines down (`_make_an_extended_block`).
 pub const EXTENSION: usize = WINDOW_STEP;
-/// The blocks' budget in RepoCoder's code: 2,000 Codex tokens, half of Codex's context.
-pub const CODE_BLOCK_BUDGET: usize = 2000;
-/// What RepoCoder's code counts for its header, whatever the tokenizer says.
-const CODE_HEADER_TOKENS: usize = 20;
 /// RepoCoder's separator line: 50 dashes.
 const RULE: &str = "--------------------------------------------------";
 
@@ -97,7 +94,7 @@ pub struct WindowIndex {
     token_ids: Vec<u32>,
     #[serde(with = "packed_u32")]
     token_starts: Vec<u32>,
-    /// RepoCoder's order of the windows and of their places, for [`Fidelity::Code`].
+    /// RepoCoder's order of the windows and of their places ([`WindowOrder::RepoCoder`]).
     #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
 }
@@ -219,8 +216,8 @@ impl WindowIndex {
         self.search_ordered(hole, query, similarity, |a, b| a.window.cmp(&b.window))
     }
 
-    /// [`WindowIndex::search`] with ties broken as `fidelity` says: in window order, or under
-    /// [`Fidelity::Code`] as RepoCoder's code breaks them (a stable ascending sort whose last
+    /// [`WindowIndex::search`] with ties broken as `fidelity`'s profile says: in window order, or
+    /// as RepoCoder's code breaks them (a stable ascending sort whose last
     /// [`MAX_HITS`] it keeps: of tied windows, the later in its window list first).
     pub fn search_as(
         &self,
@@ -230,9 +227,9 @@ impl WindowIndex {
         similarity: Similarity,
         fidelity: Fidelity,
     ) -> Vec<Hit> {
-        match fidelity {
-            Fidelity::Paper => self.search(hole, query, similarity),
-            Fidelity::Code => {
+        match fidelity.rules().windows().order {
+            WindowOrder::Path => self.search(hole, query, similarity),
+            WindowOrder::RepoCoder => {
                 let order = self.repocoder_order(index);
                 self.search_ordered(hole, query, similarity, |a, b| {
                     order.rank[b.window].cmp(&order.rank[a.window])
@@ -402,17 +399,18 @@ impl WindowIndex {
         shown: Shown,
         fidelity: Fidelity,
     ) -> (SourcedText, Vec<usize>) {
-        let comment = comment(fidelity);
+        let rules = fidelity.rules().windows();
+        let comment = rules.comment;
         let header = format!(
             "{comment}Here are some relevant code fragments from other files of the repo:\n{comment}{RULE}\n"
         );
-        let (tokenizer, mut used): (&dyn Tokenizer, usize) = match fidelity {
-            Fidelity::Paper => (req.tokenizer, req.tokenizer.count(&header)),
-            Fidelity::Code => (token::p50k(), CODE_HEADER_TOKENS),
+        let (tokenizer, mut used): (&dyn Tokenizer, usize) = match rules.budget {
+            BlockBudget::Allocation => (req.tokenizer, req.tokenizer.count(&header)),
+            BlockBudget::Fixed { header_tokens, .. } => (token::p50k(), header_tokens),
         };
-        let fits = |used: usize, tokens: usize| match fidelity {
-            Fidelity::Paper => used + tokens <= req.allocation,
-            Fidelity::Code => used + tokens < CODE_BLOCK_BUDGET,
+        let fits = |used: usize, tokens: usize| match rules.budget {
+            BlockBudget::Allocation => used + tokens <= req.allocation,
+            BlockBudget::Fixed { tokens: budget, .. } => used + tokens < budget,
         };
         let mut chosen: Vec<(usize, SourcedText)> = Vec::new();
         let mut shown_code: Vec<String> = Vec::new();
@@ -426,7 +424,7 @@ impl WindowIndex {
                 place.first as usize,
                 place.end as usize,
             );
-            if fidelity == Fidelity::Paper && shown_code.contains(&code) {
+            if rules.skips_repeated_code && shown_code.contains(&code) {
                 continue;
             }
             let places = self.places_as(req.index, hit.window, fidelity);
@@ -446,7 +444,7 @@ impl WindowIndex {
             }
             text
         };
-        if fidelity == Fidelity::Code {
+        if rules.budget != BlockBudget::Allocation {
             let text = if chosen.is_empty() {
                 SourcedText::default()
             } else {
@@ -468,7 +466,7 @@ impl WindowIndex {
 
     /// The lines a block of `window` shows, extended as `shown` says: those of its first place
     /// outside the hole's file (a window is only retrieved when it has one); under
-    /// [`Fidelity::Code`] those of its first place, as RepoCoder's code shows `metadata[0]`.
+    /// the code profile those of its first place, as RepoCoder's code shows `metadata[0]`.
     pub fn shown_place(
         &self,
         index: &RepoIndex,
@@ -477,26 +475,27 @@ impl WindowIndex {
         shown: Shown,
         fidelity: Fidelity,
     ) -> Window {
+        let rules = fidelity.rules().windows();
         let places = self.places_as(index, window, fidelity);
         let outside = places.iter().find(|p| p.file != hole.file);
-        let place = match (fidelity, outside) {
-            (Fidelity::Paper, Some(&place)) => place,
+        let place = match outside {
+            Some(&place) if !rules.shows_first_place => place,
             _ => places[0],
         };
         let file = &index.files[place.file];
         match shown {
-            Shown::Window if fidelity == Fidelity::Code => split_again(place, file),
+            Shown::Window if rules.splits_windows_again => split_again(place, file),
             Shown::Window => place,
             Shown::Extended => extended(place, file.line_count()),
         }
     }
 
-    /// Window `window`'s places in file and line order, or under [`Fidelity::Code`] in
+    /// Window `window`'s places in file and line order, or under the code profile in
     /// RepoCoder's order.
     fn places_as(&self, index: &RepoIndex, window: usize, fidelity: Fidelity) -> &[Window] {
-        match fidelity {
-            Fidelity::Paper => &self.places[window],
-            Fidelity::Code => &self.repocoder_order(index).places[window],
+        match fidelity.rules().windows().order {
+            WindowOrder::Path => &self.places[window],
+            WindowOrder::RepoCoder => &self.repocoder_order(index).places[window],
         }
     }
 }
@@ -522,15 +521,6 @@ fn block(index: &RepoIndex, places: &[Window], place: Window, comment: &str) -> 
     }
     text.push_plain(&format!("{comment}{RULE}\n"));
     text
-}
-
-/// The comment that starts every line of a block: Java's line comment, as the corpus is Java;
-/// RepoCoder's code writes Python's `#`.
-fn comment(fidelity: Fidelity) -> &'static str {
-    match fidelity {
-        Fidelity::Paper => "// ",
-        Fidelity::Code => "# ",
-    }
 }
 
 /// A query's terms as [`WindowIndex::search`] needs them.

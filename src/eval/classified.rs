@@ -16,7 +16,7 @@ use crate::candidate::CandidateId;
 use crate::compose::{Composer, Prompt};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::first_completion;
-use crate::context::proposals::{ProposalContext, build_for_budget_as};
+use crate::context::proposals::{ProposalContext, build_for_budget};
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::{Backend, BackendError, CompletionRequest};
@@ -90,8 +90,7 @@ impl ClassifierEval<'_> {
 
     fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
         let hole = rows.hole(index).ok()?;
-        let proposals =
-            build_for_budget_as(index, &hole, self.tokenizer, self.budget, self.fidelity);
+        let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget, self.fidelity);
         let input = RankInput::new(index, &hole, &proposals);
         let ranked: Vec<(Variant, Vec<Ranked>)> = self
             .variants
@@ -102,7 +101,7 @@ impl ClassifierEval<'_> {
             .iter()
             .map(|(v, r)| (*v, r.iter().map(|r| r.id).collect()))
             .collect();
-        let composer = Composer::new_as(
+        let composer = Composer::new(
             index,
             &hole,
             self.tokenizer,

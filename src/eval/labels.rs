@@ -271,6 +271,6 @@ pub fn label_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
 }
 
 /// The rows of the complete holes of one file, which is left as it is.
-fn read_file(path: &Path) -> io::Result<Vec<LabelRow>> {
+pub fn read_file(path: &Path) -> io::Result<Vec<LabelRow>> {
     Ok(Scan::new(&std::fs::read_to_string(path)?, None).rows)
 }

@@ -7,20 +7,25 @@
 //! keep each repository's holes in one order (by file, line and column), whatever order the
 //! shards were given in.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::labels::{self, LabelFile};
 use super::outdir::{self, OutDir, OutDirError, Recorded};
+use super::runner::{run_hole_id, run_holes};
 use super::shard::Shard;
 use super::{LabelRow, WRITTEN_ROWS};
+use crate::repo::RepoIndex;
+
+/// Where a merge writes its label files until every one is whole; renamed to `labels` then,
+/// so that a merge killed part way leaves no label rows that would pass as the whole run.
+const PARTIAL_LABEL_DIR: &str = "labels.partial";
 
 /// Why directories cannot be merged.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
-    #[error(
-        "{dir} was made with {differences} ({first} was made with the first); only shards of one run merge"
-    )]
+    #[error("{dir} was made with {differences} as {first} was; only shards of one run merge")]
     Settings {
         dir: String,
         first: String,
@@ -39,57 +44,137 @@ pub enum MergeError {
         hole_id: String,
     },
     #[error(
-        "{out} already holds label rows; merge into a new --out, so that nothing in it is mixed or lost"
+        "{dir} is still being labelled by `keyhole eval` ({holder}), so its rows are not all written: merge once it has finished"
     )]
-    OutHasRows { out: String },
+    InUse { dir: String, holder: String },
+    #[error(
+        "{dir} labelled {repository} from other files than {first} did ({changes}); only shards of one checkout merge"
+    )]
+    Sources {
+        dir: String,
+        first: String,
+        repository: String,
+        changes: String,
+    },
+    #[error(
+        "{out} already holds label rows other than these shards' ({holes} holes): merge into a new --out, or delete {out} and merge again"
+    )]
+    OutHasRows { out: String, holes: usize },
     #[error(transparent)]
     OutDir(#[from] OutDirError),
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
 }
 
-/// Shard directories read and checked, ready to be written as one.
+/// Shard directories read and checked, ready to be written as one. No `keyhole eval` can
+/// write into the shards while it lives.
 #[derive(Debug)]
 pub struct Merged {
     /// The shards' settings, with the shard that of the whole run.
     pub settings: Recorded,
-    /// The shards given, in the order of `dirs`.
-    pub shards: Vec<Shard>,
+    /// The shards given, in the order of `dirs`, with their directories.
+    pub shards: Vec<(Shard, PathBuf)>,
     /// The rows of each repository, whole holes in order.
     pub rows: BTreeMap<String, Vec<LabelRow>>,
+    /// The holes each shard labels, in the order of `shards`.
+    labelled: Vec<HashSet<String>>,
+    _holds: Vec<File>,
+}
+
+/// A shard that lacks rows of some of its holes.
+#[derive(Debug, PartialEq)]
+pub struct Holes {
+    pub shard: Shard,
+    pub dir: PathBuf,
+    pub missing: usize,
+    pub holes: usize,
 }
 
 impl Merged {
     /// The shards of the run that were not given, e.g. `3/4`.
     pub fn missing(&self) -> Vec<Shard> {
-        let Some(count) = self.shards.first().map(|s| s.count()) else {
+        let Some(count) = self.shards.first().map(|(s, _)| s.count()) else {
             return Vec::new();
         };
+        let given: HashSet<Shard> = self.shards.iter().map(|(s, _)| *s).collect();
         (1..=count)
             .filter_map(|i| Shard::new(i, count).ok())
-            .filter(|s| !self.shards.contains(s))
+            .filter(|s| !given.contains(s))
             .collect()
     }
 
     /// How many holes the merged directories label.
     pub fn holes(&self) -> usize {
-        let mut holes: Vec<&str> = self.rows.values().flatten().map(|r| &*r.hole_id).collect();
-        holes.dedup();
-        holes.len()
+        self.labelled.iter().map(HashSet::len).sum()
+    }
+
+    /// Checks that the repositories, as `indexes` (by name) hold them now, are the ones the
+    /// shards labelled (the report finds the holes again in them).
+    pub fn check_sources(&self, indexes: &[(String, &RepoIndex)]) -> Result<(), MergeError> {
+        for (name, index) in indexes {
+            let Some(then) = self.settings.sources.get(name) else {
+                continue;
+            };
+            let now = outdir::Sources::of(index);
+            if now.fingerprint != then.fingerprint {
+                return Err(MergeError::Sources {
+                    dir: index.root.display().to_string(),
+                    first: self.shards[0].1.display().to_string(),
+                    repository: name.clone(),
+                    changes: now.changes_since(then),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The shards that lack rows of some of their holes, as sampled in `indexes` (by name).
+    pub fn with_holes(&self, indexes: &[(String, &RepoIndex)]) -> Vec<Holes> {
+        let labels = &self.settings.labels;
+        let mut found = Vec::new();
+        for ((shard, dir), labelled) in self.shards.iter().zip(&self.labelled) {
+            let mut holes = 0;
+            let mut missing = 0;
+            for (name, index) in indexes {
+                let sampled = run_holes(index, labels.holes, labels.seed, labels.fidelity, *shard);
+                holes += sampled.len();
+                let ids = sampled.iter().map(|h| run_hole_id(name, index, h));
+                missing += ids.filter(|id| !labelled.contains(id)).count();
+            }
+            if missing > 0 {
+                found.push(Holes {
+                    shard: *shard,
+                    dir: dir.clone(),
+                    missing,
+                    holes,
+                });
+            }
+        }
+        found
     }
 }
 
-/// Reads the output directories `dirs` and checks that they are distinct shards of one run.
+/// Reads the output directories `dirs` and checks that they are distinct shards of one run,
+/// none of them still being labelled.
 pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
     let shown = |dir: &Path| dir.display().to_string();
     let mut first: Option<(PathBuf, Recorded)> = None;
     let mut shards: Vec<(Shard, PathBuf)> = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
     let mut rows: BTreeMap<String, Vec<LabelRow>> = BTreeMap::new();
+    let mut labelled = Vec::new();
+    let mut holds = Vec::new();
     for (d, dir) in dirs.iter().enumerate() {
+        match outdir::hold_for_reading(dir) {
+            Ok(hold) => holds.extend(hold),
+            Err(OutDirError::Locked { dir, holder }) => {
+                return Err(MergeError::InUse { dir, holder });
+            }
+            Err(e) => return Err(e.into()),
+        }
         let recorded = outdir::recorded(dir)?;
         let shard = recorded.labels.shard;
-        match &first {
+        match &mut first {
             None => first = Some((dir.clone(), recorded.clone())),
             Some((first_dir, expected)) => {
                 // Everything but the shard must agree; the shard count is compared as `I/N`
@@ -98,14 +183,30 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
                 if now.labels.shard.count() == expected.labels.shard.count() {
                     now.labels.shard = expected.labels.shard;
                 }
-                let mut differences = outdir::differences(&expected.labels, &now.labels);
-                differences.extend(outdir::differences(&expected.report, &now.report));
+                let mut differences = outdir::differences(&now.labels, &expected.labels);
+                differences.extend(outdir::differences(&now.report, &expected.report));
                 if !differences.is_empty() {
                     return Err(MergeError::Settings {
                         dir: shown(dir),
                         first: shown(first_dir),
                         differences: differences.join(", "),
                     });
+                }
+                for (repository, sources) in &recorded.sources {
+                    match expected.sources.get(repository) {
+                        Some(then) if then.fingerprint != sources.fingerprint => {
+                            return Err(MergeError::Sources {
+                                dir: shown(dir),
+                                first: shown(first_dir),
+                                repository: repository.clone(),
+                                changes: sources.changes_since(then),
+                            });
+                        }
+                        Some(_) => {}
+                        None => {
+                            expected.sources.insert(repository.clone(), sources.clone());
+                        }
+                    }
                 }
             }
         }
@@ -117,22 +218,28 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
             });
         }
         shards.push((shard, dir.clone()));
-        let label_dir = dir.join(outdir::LABEL_DIR);
-        let read = labels::read_dir(&label_dir).map_err(|e| MergeError::Io {
-            path: shown(&label_dir),
-            detail: e.to_string(),
-        })?;
-        for row in read {
-            let hole_owner = *owner.entry(row.hole_id.clone()).or_insert(d);
-            if hole_owner != d {
-                return Err(MergeError::Duplicate {
-                    dir: shown(dir),
-                    other: shown(&dirs[hole_owner]),
-                    hole_id: row.hole_id,
-                });
+        let mut mine = HashSet::new();
+        for path in outdir::run_label_files(dir, &recorded.labels.repositories)? {
+            let read = labels::read_file(&path).map_err(|e| MergeError::Io {
+                path: shown(&path),
+                detail: e.to_string(),
+            })?;
+            for row in read {
+                let hole_owner = *owner.entry(row.hole_id.clone()).or_insert(d);
+                if hole_owner != d {
+                    return Err(MergeError::Duplicate {
+                        dir: shown(dir),
+                        other: shown(&dirs[hole_owner]),
+                        hole_id: row.hole_id,
+                    });
+                }
+                if !mine.contains(&row.hole_id) {
+                    mine.insert(row.hole_id.clone());
+                }
+                rows.entry(row.repository.clone()).or_default().push(row);
             }
-            rows.entry(row.repository.clone()).or_default().push(row);
         }
+        labelled.push(mine);
     }
     let Some((_, mut settings)) = first else {
         return Err(MergeError::Io {
@@ -147,35 +254,79 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
     }
     Ok(Merged {
         settings,
-        shards: shards.into_iter().map(|(s, _)| s).collect(),
+        shards,
         rows,
+        labelled,
+        _holds: holds,
     })
 }
 
-/// Writes `merged` into the output directory `out`, which must hold no label rows yet, with
-/// the settings of the whole run; returns the directory, still locked.
+/// Writes `merged` into the output directory `out`, with the settings of the whole run;
+/// returns the directory, still locked. The label files are written aside and put in place
+/// together once whole. `out` must hold no label rows, or exactly these (a merge stopped
+/// after its label files were in place, say while writing its report: they are kept).
 pub fn write(merged: &Merged, out: &Path) -> Result<OutDir, MergeError> {
-    if outdir::has_rows(out) {
-        return Err(MergeError::OutHasRows {
-            out: out.display().to_string(),
-        });
-    }
     let Recorded {
         labels,
         report,
         repository_paths,
+        sources,
     } = &merged.settings;
-    let dir = OutDir::open(out, labels, report, repository_paths)?;
-    for (repository, rows) in &merged.rows {
-        let path = dir.label_dir().join(format!("{repository}.jsonl"));
-        let io_error = |e: std::io::Error| MergeError::Io {
-            path: path.display().to_string(),
+    if outdir::has_rows(out) {
+        let held = labels::read_all(&[out.to_path_buf()]).unwrap_or_default();
+        let held: HashSet<&str> = held.iter().map(|r| r.hole_id.as_str()).collect();
+        let same_settings = outdir::recorded(out).is_ok_and(|r| &r.labels == labels);
+        let ours = merged
+            .labelled
+            .iter()
+            .flatten()
+            .all(|h| held.contains(h.as_str()));
+        if !(same_settings && ours && held.len() == merged.holes()) {
+            return Err(MergeError::OutHasRows {
+                out: out.display().to_string(),
+                holes: held.len(),
+            });
+        }
+        let mut dir = OutDir::open(out, labels, report, repository_paths)?;
+        dir.record_sources(sources.clone())?;
+        return Ok(dir);
+    }
+    let mut dir = OutDir::open(out, labels, report, repository_paths)?;
+    dir.record_sources(sources.clone())?;
+    let io_error = |path: &Path| {
+        let path = path.display().to_string();
+        move |e: std::io::Error| MergeError::Io {
+            path,
             detail: e.to_string(),
-        };
-        let (mut file, _) = LabelFile::open(&path, WRITTEN_ROWS).map_err(io_error)?;
+        }
+    };
+    // What a merge killed part way left.
+    let partial = out.join(PARTIAL_LABEL_DIR);
+    if partial.exists() {
+        std::fs::remove_dir_all(&partial).map_err(io_error(&partial))?;
+    }
+    for (repository, rows) in &merged.rows {
+        let path = partial.join(format!("{repository}.jsonl"));
+        let (mut file, _) = LabelFile::open(&path, WRITTEN_ROWS).map_err(io_error(&path))?;
         for hole in rows.chunk_by(|a, b| a.hole_id == b.hole_id) {
-            file.append_hole(hole).map_err(io_error)?;
+            file.append_hole(hole).map_err(io_error(&path))?;
         }
     }
+    std::fs::create_dir_all(&partial).map_err(io_error(&partial))?;
+    let label_dir = dir.label_dir();
+    // A label directory without rows (a run whose every request failed) holds nothing but
+    // empty files; one holding anything else is kept.
+    if label_dir.exists() {
+        let entries = std::fs::read_dir(&label_dir).map_err(io_error(&label_dir))?;
+        let mut held = entries.map(|e| e.and_then(|e| e.metadata()));
+        if held.any(|m| m.map_or(true, |m| !m.is_file() || m.len() > 0)) {
+            return Err(MergeError::Io {
+                path: label_dir.display().to_string(),
+                detail: "holds files a merge would replace: merge into a new --out".to_string(),
+            });
+        }
+        std::fs::remove_dir_all(&label_dir).map_err(io_error(&label_dir))?;
+    }
+    std::fs::rename(&partial, &label_dir).map_err(io_error(&label_dir))?;
     Ok(dir)
 }

@@ -6,6 +6,8 @@
 //! cut into [`shard`]s on many machines and their directories are put together by [`merge`];
 //! [`batch`] writes a run's requests for a serving engine's batch mode and reads the answers.
 
+/// Batch files speak the HTTP backends' wire formats.
+#[cfg(feature = "http")]
 pub mod batch;
 pub mod classified;
 pub mod interop;

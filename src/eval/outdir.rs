@@ -6,6 +6,7 @@
 //! ends however it ends: a lock left by a killed run is simply taken. The file names the pid and
 //! host of the holder for the message the next run prints.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -15,9 +16,11 @@ use serde::{Deserialize, Serialize};
 use super::labels;
 use super::runner::EvalOptions;
 use super::shard::Shard;
+use crate::candidate::Selection;
 use crate::context::fidelity::Fidelity;
 use crate::feedback::write_atomic;
-use crate::model::config::BackendConfig;
+use crate::model::config::{BackendConfig, Matrices};
+use crate::repo::RepoIndex;
 
 /// The settings file, in the output directory.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -46,6 +49,13 @@ pub struct LabelSettings {
     pub temperature: Option<f32>,
     pub max_tokens: Option<usize>,
     pub stop: Option<Vec<String>>,
+    /// Whether a prompt's trailing fragment moves into the completion (older files lack it:
+    /// unset, the default).
+    #[serde(default)]
+    pub token_healing: Option<bool>,
+    /// How a local model's matrices run (they round differently).
+    #[serde(default)]
+    pub matrices: Option<Matrices>,
     /// The candidate ids a hole gets a row for, e.g. `0-70`, numbered as `fidelity` numbers
     /// them.
     pub candidates: String,
@@ -57,6 +67,18 @@ pub struct LabelSettings {
 
 fn whole() -> Shard {
     Shard::WHOLE
+}
+
+/// A candidate list in one spelling whatever order and repeats it was typed with, so that
+/// `7,62,7` and `62,7` are one run's settings.
+fn canonical_candidates(text: &str) -> String {
+    match Selection::parse(text) {
+        Ok(mut selection) => {
+            selection.ids.sort();
+            selection.to_string()
+        }
+        Err(_) => text.to_string(),
+    }
 }
 
 impl LabelSettings {
@@ -78,11 +100,15 @@ impl LabelSettings {
             temperature: backend.temperature,
             max_tokens: backend.max_tokens,
             stop: backend.stop.clone(),
-            // As the run's profile numbers them, as they were typed.
-            candidates: options
-                .candidates
-                .written_as(options.fidelity.numbering())
-                .to_string(),
+            token_healing: backend.token_healing,
+            matrices: backend.matrices,
+            // As the run's profile numbers them.
+            candidates: canonical_candidates(
+                &options
+                    .candidates
+                    .written_as(options.fidelity.numbering())
+                    .to_string(),
+            ),
             shard: options.shard,
         }
     }
@@ -101,7 +127,72 @@ pub struct ReportSettings {
     pub compose: Vec<usize>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// What a repository's files were when its rows were labelled: a fingerprint of them all and
+/// each file's content hash (shortened), by path, to say which changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sources {
+    pub fingerprint: String,
+    pub files: BTreeMap<String, String>,
+}
+
+/// Hex digits of a file's content hash kept in [`Sources`].
+const FILE_HASH_DIGITS: usize = 16;
+
+impl Sources {
+    /// The sources of an indexed repository, from the content hashes the index has.
+    pub fn of(index: &RepoIndex) -> Sources {
+        let files: BTreeMap<String, String> = index
+            .files
+            .iter()
+            .map(|f| {
+                let hex = blake3::Hash::from_bytes(f.hash).to_hex();
+                (f.path.clone(), hex[..FILE_HASH_DIGITS].to_string())
+            })
+            .collect();
+        let mut hasher = blake3::Hasher::new();
+        for (path, hash) in &files {
+            hasher.update(path.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(hash.as_bytes());
+            hasher.update(b"\n");
+        }
+        Sources {
+            fingerprint: hasher.finalize().to_hex()[..FILE_HASH_DIGITS].to_string(),
+            files,
+        }
+    }
+
+    /// The files that differ from `then` to `self`, e.g. `src/A.java edited`, for a message:
+    /// the first few and how many in all.
+    pub fn changes_since(&self, then: &Sources) -> String {
+        let mut changes: Vec<String> = Vec::new();
+        for (path, hash) in &self.files {
+            match then.files.get(path) {
+                None => changes.push(format!("{} added", crate::escape::controls(path))),
+                Some(old) if old != hash => {
+                    changes.push(format!("{} edited", crate::escape::controls(path)));
+                }
+                Some(_) => {}
+            }
+        }
+        let removed = then.files.keys().filter(|p| !self.files.contains_key(*p));
+        changes.extend(removed.map(|p| format!("{} removed", crate::escape::controls(p))));
+        const SHOWN: usize = 3;
+        let more = match changes.len() {
+            n if n > SHOWN => format!(", and {} more", n - SHOWN),
+            _ => String::new(),
+        };
+        let count = changes.len();
+        changes.truncate(SHOWN);
+        format!(
+            "{count} file{}: {}{more}",
+            if count == 1 { "" } else { "s" },
+            changes.join(", ")
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct SettingsFile {
     /// The keyhole version that wrote the file (for people; not compared).
     written_by: String,
@@ -111,6 +202,10 @@ struct SettingsFile {
     /// run on machines of their own; `keyhole eval merge` looks there first).
     #[serde(default)]
     repository_paths: Vec<PathBuf>,
+    /// The repositories' files as they were labelled, by repository name (older files lack
+    /// them, and are not checked).
+    #[serde(default)]
+    sources: BTreeMap<String, Sources>,
 }
 
 /// What a directory's settings file records.
@@ -119,6 +214,7 @@ pub struct Recorded {
     pub labels: LabelSettings,
     pub report: ReportSettings,
     pub repository_paths: Vec<PathBuf>,
+    pub sources: BTreeMap<String, Sources>,
 }
 
 /// The settings recorded in the output directory `root`.
@@ -137,14 +233,18 @@ pub fn recorded(root: &Path) -> Result<Recorded, OutDirError> {
         labels: file.labels,
         report: file.report,
         repository_paths: file.repository_paths,
+        sources: file.sources,
     })
 }
 
 fn parse_settings(path: &Path, bytes: &[u8]) -> Result<SettingsFile, OutDirError> {
-    serde_json::from_slice(bytes).map_err(|e| OutDirError::Io {
+    let mut file: SettingsFile = serde_json::from_slice(bytes).map_err(|e| OutDirError::Io {
         path: path.display().to_string(),
         detail: format!("not a settings file keyhole can read ({e})"),
-    })
+    })?;
+    // Older versions wrote the candidates as typed.
+    file.labels.candidates = canonical_candidates(&file.labels.candidates);
+    Ok(file)
 }
 
 /// Why an output directory cannot take this run.
@@ -162,6 +262,18 @@ pub enum OutDirError {
         "{dir} holds label files from an older keyhole that recorded no settings, so a resumed run could mix rows made with other settings; they are left as they are: use another --out (`keyhole train` still reads them)"
     )]
     Unrecorded { dir: String },
+    #[error(
+        "{dir}: the sources of {repository} changed since its rows were labelled ({changes}); label the repository as it is now into another --out, or restore its files"
+    )]
+    SourcesChanged {
+        dir: String,
+        repository: String,
+        changes: String,
+    },
+    #[error(
+        "{path} is no label file of this run, whose repositories are {repositories} (a copy would count its holes twice): move it out of the directory"
+    )]
+    StrayLabels { path: String, repositories: String },
     #[error("{path}: {detail}")]
     Io { path: String, detail: String },
 }
@@ -169,6 +281,7 @@ pub enum OutDirError {
 /// An output directory held by this run; dropping it releases the lock.
 pub struct OutDir {
     root: PathBuf,
+    settings: SettingsFile,
     _lock: File,
 }
 
@@ -194,10 +307,13 @@ impl OutDir {
         let settings_path = root.join(SETTINGS_FILE);
         // Settings bind only rows: a run that wrote none (a wrong model, say) binds nothing.
         let has_rows = has_rows(root);
+        run_label_files(root, &labels.repositories)?;
+        let mut sources = BTreeMap::new();
         match std::fs::read(&settings_path) {
             Ok(_) if !has_rows => {}
             Ok(bytes) => {
                 let recorded = parse_settings(&settings_path, &bytes)?;
+                sources = recorded.sources;
                 let differences = differences(&recorded.labels, labels);
                 if !differences.is_empty() {
                     return Err(OutDirError::Settings {
@@ -214,18 +330,70 @@ impl OutDir {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(&settings_path)(e)),
         }
-        let file = SettingsFile {
-            written_by: format!("keyhole {}", env!("CARGO_PKG_VERSION")),
-            labels: labels.clone(),
-            report: report.clone(),
-            repository_paths: repository_paths.to_vec(),
-        };
-        let json = serde_json::to_vec_pretty(&file).expect("settings serialize");
-        write_atomic(&settings_path, &json).map_err(io_error(&settings_path))?;
-        Ok(OutDir {
+        let dir = OutDir {
             root: root.to_path_buf(),
+            settings: SettingsFile {
+                written_by: format!("keyhole {}", env!("CARGO_PKG_VERSION")),
+                labels: labels.clone(),
+                report: report.clone(),
+                repository_paths: repository_paths.to_vec(),
+                sources,
+            },
             _lock: lock,
+        };
+        dir.save()?;
+        Ok(dir)
+    }
+
+    /// Writes the settings file.
+    fn save(&self) -> Result<(), OutDirError> {
+        let path = self.root.join(SETTINGS_FILE);
+        let json = serde_json::to_vec_pretty(&self.settings).expect("settings serialize");
+        write_atomic(&path, &json).map_err(|e| OutDirError::Io {
+            path: path.display().to_string(),
+            detail: e.to_string(),
         })
+    }
+
+    /// Checks that `repository`'s rows, if it has any, were labelled from the files `index`
+    /// holds now, and records those files as its sources.
+    pub fn check_sources(
+        &mut self,
+        repository: &str,
+        index: &RepoIndex,
+    ) -> Result<(), OutDirError> {
+        let now = Sources::of(index);
+        let label_file = self.label_dir().join(format!("{repository}.jsonl"));
+        let has_rows = label_file.metadata().is_ok_and(|m| m.len() > 0);
+        if let Some(then) = self.settings.sources.get(repository)
+            && has_rows
+        {
+            if then.fingerprint == now.fingerprint {
+                return Ok(());
+            }
+            return Err(OutDirError::SourcesChanged {
+                dir: self.root.display().to_string(),
+                repository: repository.to_string(),
+                changes: now.changes_since(then),
+            });
+        }
+        self.settings.sources.insert(repository.to_string(), now);
+        self.save()
+    }
+
+    /// Records `sources` as what the repositories' rows were labelled from.
+    pub fn record_sources(
+        &mut self,
+        sources: BTreeMap<String, Sources>,
+    ) -> Result<(), OutDirError> {
+        self.settings.sources = sources;
+        self.save()
+    }
+
+    /// The label files of the run's repositories that exist; any other `*.jsonl` file in the
+    /// label directory is refused (a copy beside the real one would count holes twice).
+    pub fn label_files(&self) -> Result<Vec<PathBuf>, OutDirError> {
+        run_label_files(&self.root, &self.settings.labels.repositories)
     }
 
     pub fn root(&self) -> &Path {
@@ -247,6 +415,67 @@ pub fn has_rows(root: &Path) -> bool {
     })
 }
 
+/// The label files of `repositories` in the output directory `root` that exist; an error
+/// naming any other `*.jsonl` file of its label directory.
+pub fn run_label_files(root: &Path, repositories: &[String]) -> Result<Vec<PathBuf>, OutDirError> {
+    let dir = root.join(LABEL_DIR);
+    let files = match labels::label_files(&dir) {
+        Ok(files) => files,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(OutDirError::Io {
+                path: dir.display().to_string(),
+                detail: e.to_string(),
+            });
+        }
+    };
+    let expected: Vec<PathBuf> = repositories
+        .iter()
+        .map(|r| dir.join(format!("{r}.jsonl")))
+        .collect();
+    if let Some(stray) = files.iter().find(|f| !expected.contains(f)) {
+        return Err(OutDirError::StrayLabels {
+            path: stray.display().to_string(),
+            repositories: repositories.join(", "),
+        });
+    }
+    Ok(expected.into_iter().filter(|f| files.contains(f)).collect())
+}
+
+/// A shared hold on the lock of the output directory `root`, for reading it whole: no
+/// `keyhole eval` can write into it while the file lives; an error naming the run that holds
+/// it (whose rows are not all written yet). None where the directory has no lock file.
+pub fn hold_for_reading(root: &Path) -> Result<Option<File>, OutDirError> {
+    let path = root.join(LOCK_FILE);
+    let io_error = |e: io::Error| OutDirError::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    };
+    let mut file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(e)),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(OutDirError::Locked {
+            dir: root.display().to_string(),
+            holder: holder(&mut file),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_error(e)),
+    }
+}
+
+/// Who holds a lock, as its file says.
+fn holder(file: &mut File) -> String {
+    let mut holder = String::new();
+    let _ = file.read_to_string(&mut holder);
+    match holder.trim() {
+        "" => "starting".to_string(),
+        holder => holder.to_string(),
+    }
+}
+
 /// Takes the lock of `root`, writing who holds it, or says who does.
 fn lock(root: &Path) -> Result<File, OutDirError> {
     let path = root.join(LOCK_FILE);
@@ -264,16 +493,9 @@ fn lock(root: &Path) -> Result<File, OutDirError> {
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
             return Err(OutDirError::Locked {
                 dir: root.display().to_string(),
-                holder: if holder.is_empty() {
-                    "starting".to_string()
-                } else {
-                    holder.to_string()
-                },
+                holder: holder(&mut file),
             });
         }
         Err(std::fs::TryLockError::Error(e)) => return Err(io_error(e)),
@@ -341,7 +563,7 @@ fn flag(key: &str) -> String {
         "repositories" => "the repositories".to_string(),
         "candidates" => "the candidates".to_string(),
         "tokenizer" => "the tokenizer".to_string(),
-        "temperature" | "stop" => format!("the backend's {key}"),
+        "temperature" | "stop" | "token_healing" | "matrices" => format!("the backend's {key}"),
         _ => format!("--{}", key.replace('_', "-")),
     }
 }

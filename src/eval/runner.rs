@@ -21,13 +21,14 @@ use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
 use crate::compose::{Composer, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
-use crate::context::perspectives::{self, Candidate, Perspectives};
+use crate::context::perspectives::{self, Draft, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
 use crate::context::retrieval::{self};
-use crate::hole::{Hole, sample_holes_as};
+use crate::hole::{Hole, sample_holes};
 use crate::metrics;
 use crate::model::{BackendError, CompletionRequest};
 use crate::rank::{RankerKind, bm25};
+use crate::repo::RepoIndex;
 use crate::session::{BuiltContext, FitError, Session};
 use crate::token::TokenizerKind;
 
@@ -59,6 +60,28 @@ pub struct EvalOptions {
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
     pub tokenizer: TokenizerKind,
+}
+
+/// The holes a run labels in `index`: RLPG's sample of at most `holes` drawn with `seed`, or
+/// `shard`'s part of it.
+pub fn run_holes(
+    index: &RepoIndex,
+    holes: Option<usize>,
+    seed: u64,
+    fidelity: Fidelity,
+    shard: Shard,
+) -> Vec<Hole> {
+    shard.select(sample_holes(index, holes, seed, fidelity.hole_column()))
+}
+
+/// The id of `hole` of the repository named `repository`, as its rows carry it.
+pub fn run_hole_id(repository: &str, index: &RepoIndex, hole: &Hole) -> String {
+    hole_id(
+        repository,
+        &index.files[hole.file].path,
+        hole.line + 1,
+        hole.column + 1,
+    )
 }
 
 /// Why a candidate's row has no prompt when the run's candidate set leaves it out.
@@ -105,11 +128,12 @@ impl std::fmt::Display for RunStats {
 pub enum RunError {
     /// No request can succeed: a wrong key, model or URL.
     #[error(
-        "{0} (eval stopped: no request can succeed until the backend's key, model or URL is fixed)"
+        "{0} ({1} stopped: no request can succeed until the backend's key, model or URL is fixed)"
     )]
-    Configuration(BackendError),
-    #[error("eval stopped after {count} failed {what} in a row; the last: {last}")]
+    Configuration(BackendError, &'static str),
+    #[error("{command} stopped after {count} failed {what} in a row; the last: {last}")]
     Failing {
+        command: &'static str,
         count: usize,
         what: &'static str,
         last: BackendError,
@@ -129,14 +153,23 @@ pub enum RunError {
 /// Shared by all the stages of an evaluation that send requests.
 #[derive(Debug)]
 pub struct Failures {
+    /// The command that stops, for its message.
+    command: &'static str,
     max: usize,
     requests: usize,
     holes: usize,
 }
 
 impl Failures {
+    /// `keyhole eval`'s failures.
     pub fn new(max: usize) -> Failures {
+        Failures::of("eval", max)
+    }
+
+    /// The failures of the command `command` (for its messages), which stops at `max`.
+    pub fn of(command: &'static str, max: usize) -> Failures {
         Failures {
+            command,
             max: max.max(1),
             requests: 0,
             holes: 0,
@@ -150,7 +183,9 @@ impl Failures {
                 self.requests = 0;
                 Ok(())
             }
-            Err(err) if err.is_configuration() => Err(RunError::Configuration(err.clone())),
+            Err(err) if err.is_configuration() => {
+                Err(RunError::Configuration(err.clone(), self.command))
+            }
             Err(err) => {
                 self.requests += 1;
                 self.check(self.requests, "requests", err)
@@ -175,6 +210,7 @@ impl Failures {
     fn check(&self, count: usize, what: &'static str, last: &BackendError) -> Result<(), RunError> {
         if count >= self.max {
             Err(RunError::Failing {
+                command: self.command,
                 count,
                 what,
                 last: last.clone(),
@@ -201,7 +237,7 @@ pub(super) struct HolePrompt {
 }
 
 impl HolePrompt {
-    fn retrieved(candidate: Candidate, composer: &Composer, refit: bool) -> HolePrompt {
+    fn retrieved(candidate: RetrievedContext, composer: &Composer, refit: bool) -> HolePrompt {
         HolePrompt {
             id: candidate.id,
             prompt: candidate.compose(composer),
@@ -212,13 +248,6 @@ impl HolePrompt {
             context: refit.then_some(BuiltContext::Retrieved(candidate)),
         }
     }
-}
-
-/// A text the backend writes for a hole before a later candidate can be built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Draft {
-    HypotheticalLine,
-    Summary,
 }
 
 /// What one completion job is for.
@@ -402,22 +431,12 @@ impl RepoRun<'_> {
 
     /// The holes this run labels: RLPG's sample, or this shard's part of it.
     pub fn holes(&self) -> Vec<Hole> {
-        let sampled = sample_holes_as(
-            &self.session.index,
-            self.options.holes,
-            self.options.seed,
-            self.options.fidelity.hole_column(),
-        );
-        self.options.shard.select(sampled)
+        let o = self.options;
+        run_holes(&self.session.index, o.holes, o.seed, o.fidelity, o.shard)
     }
 
     pub(super) fn id(&self, hole: &Hole) -> String {
-        hole_id(
-            self.repository,
-            &self.session.index.files[hole.file].path,
-            hole.line + 1,
-            hole.column + 1,
-        )
+        run_hole_id(self.repository, &self.session.index, hole)
     }
 
     fn perspectives(&self) -> Perspectives<'_> {
@@ -457,28 +476,26 @@ impl RepoRun<'_> {
             why_not: None,
             context: refit.then_some(BuiltContext::Default),
         });
+        let perspectives = self.perspectives();
+        let immediate = perspectives.immediate(hole);
+        let top = self.top(hole, &built);
+        let backend = self.session.backend.as_ref();
+        let drafts = perspectives
+            .later_drafts(hole, &composer, &immediate, backend)
+            .into_iter()
+            .filter(|(draft, _)| match draft {
+                // Candidate 66's own completion (or the default context's) is RepoCoder's line.
+                Draft::RepoCoderLine => false,
+                Draft::HypotheticalLine => self.selected(CandidateId::HYPOTHETICAL_LINE, &top),
+                Draft::Summary => self.selected(CandidateId::SUMMARY, &top),
+            })
+            .collect();
         prompts.extend(
-            self.perspectives()
-                .immediate(hole)
+            immediate
                 .into_iter()
                 .map(|c| HolePrompt::retrieved(c, &composer, refit)),
         );
-        let top = self.top(hole, &built);
         self.leave_out(&mut prompts, &top);
-        let mut drafts = Vec::new();
-        if self.selected(CandidateId::HYPOTHETICAL_LINE, &top) {
-            drafts.push((
-                Draft::HypotheticalLine,
-                perspectives::hypothetical_request(&self.session.index, hole, &composer),
-            ));
-        }
-        if self.session.backend.follows_instructions() && self.selected(CandidateId::SUMMARY, &top)
-        {
-            drafts.push((
-                Draft::Summary,
-                perspectives::summary_request(&self.session.index, hole),
-            ));
-        }
         FirstStage {
             composer,
             prompts,
@@ -501,20 +518,15 @@ impl RepoRun<'_> {
                 .find(|(j, _)| *j == job)
                 .map(|(_, t)| t.as_str())
         };
-        let perspectives = self.perspectives();
-        let first = text(Job::Candidate(CandidateId::REPOCODER))
-            .or_else(|| text(Job::Candidate(CandidateId::DEFAULT)))
-            .unwrap_or("");
-        let iteration = perspectives.repocoder_iteration(hole, first);
-        let hypothetical = perspectives.hypothetical_line(
-            hole,
-            text(Job::Draft(Draft::HypotheticalLine)).unwrap_or(""),
-        );
-        let summary = match text(Job::Draft(Draft::Summary)) {
-            Some(summary) => perspectives.summary(hole, summary),
-            None => perspectives::summary_not_applicable(self.session.backend.as_ref()),
+        let drafted = |draft| match draft {
+            Draft::RepoCoderLine => text(Job::Candidate(CandidateId::REPOCODER))
+                .or_else(|| text(Job::Candidate(CandidateId::DEFAULT))),
+            draft => text(Job::Draft(draft)),
         };
-        let mut later: Vec<HolePrompt> = [iteration, hypothetical, summary]
+        let built = self
+            .perspectives()
+            .later_from(hole, drafted, self.session.backend.as_ref());
+        let mut later: Vec<HolePrompt> = built
             .into_iter()
             .map(|c| HolePrompt::retrieved(c, composer, !self.session.counts_exactly()))
             .collect();
@@ -532,6 +544,19 @@ impl RepoRun<'_> {
         ranked
             .map(|r| r.into_iter().take(n).map(|r| r.id).collect())
             .unwrap_or_default()
+    }
+
+    /// Whether the run completes any candidate built from another completion (a second stage;
+    /// `top:N` names RLPG's candidates only, which need none).
+    pub(super) fn has_second_stage(&self) -> bool {
+        let later = [
+            CandidateId::REPOCODER_ITERATION,
+            CandidateId::HYPOTHETICAL_LINE,
+            CandidateId::SUMMARY,
+        ];
+        later
+            .iter()
+            .any(|id| self.options.candidates.ids.contains(id))
     }
 
     /// Whether the run completes candidate `id` for a hole whose `top:N` candidates are `top`.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::CompletionRequest;
+#[cfg(feature = "http")]
 pub use super::http::build_http;
 use crate::config_file::{key_at, key_offset, line_of};
 
@@ -296,7 +297,7 @@ impl BackendConfig {
 
 /// Why `url` cannot be a server root; the URL itself is not echoed (it may hold secrets).
 fn url_problem(url: &str) -> Option<String> {
-    match reqwest::Url::parse(url) {
+    match url::Url::parse(url) {
         Err(e) => Some(format!("is not a valid URL ({e})")),
         Ok(u) if !matches!(u.scheme(), "http" | "https") => Some("must be http or https".into()),
         Ok(_) => None,

@@ -5,7 +5,9 @@
 //! the TUI abandons completions when the hole moves.
 
 pub mod config;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "local-model")]
 pub mod local;
 pub mod ngram;
 pub mod secret;
@@ -290,8 +292,22 @@ pub fn build_backend(
         config::BackendKind::Embedded => {
             Ok(Box::new(ngram::EmbeddedModel::open(Arc::clone(index))))
         }
+        #[cfg(feature = "local-model")]
         config::BackendKind::Local => Ok(Box::new(local::LocalBackend::open(entry)?)),
-        _ => config::build_http(entry),
+        #[cfg(feature = "http")]
+        kind if kind.is_http() => http::build_http(entry),
+        kind => Err(BackendError::Config {
+            backend: entry.name.clone(),
+            detail: format!(
+                "`{}` backends need the `{}` feature, which this keyhole was built without",
+                kind.name(),
+                if kind.is_http() {
+                    "http"
+                } else {
+                    "local-model"
+                }
+            ),
+        }),
     }
 }
 

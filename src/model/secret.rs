@@ -106,7 +106,7 @@ fn percent_decoded(text: &[u8], i: usize) -> Option<u8> {
 /// the values of its query and fragment, percent-decoded. Values shorter than
 /// [`MIN_URL_SECRET`] are left out: they say too little to matter (`?v=1`), and masking them
 /// would mask ordinary words and numbers.
-pub fn url_secrets(url: &reqwest::Url) -> Vec<String> {
+pub fn url_secrets(url: &url::Url) -> Vec<String> {
     use base64::Engine;
     let mut secrets = Vec::new();
     let user = percent_decode(url.username());
@@ -160,7 +160,7 @@ pub fn redact_all(text: &str, secrets: &[String]) -> String {
 /// `url` as it may be shown: user info (`user:password@`), query and fragment replaced by
 /// `***`, since they often carry credentials. Text that is not a URL is not shown at all.
 pub fn shown_url(url: &str) -> String {
-    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+    let Ok(mut parsed) = url::Url::parse(url) else {
         return "(not a valid URL)".to_string();
     };
     let has_user = !parsed.username().is_empty() || parsed.password().is_some();
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn a_urls_user_info_and_query_values_are_redacted_from_texts() {
-        let url = reqwest::Url::parse(
+        let url = url::Url::parse(
             "https://alice:p%40ss-w0rd@example.com/v1?api-key=q-s3cret-42&v=1#tok-9876",
         )
         .unwrap();

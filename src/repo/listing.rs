@@ -40,7 +40,7 @@ fn walk(dir: &Path, rel: &str, order: &mut HashMap<String, usize>) {
     let mut subdirs = Vec::new();
     for name in listdir(dir) {
         let path = dir.join(&name);
-        let name = name.to_string_lossy();
+        let name = super::name_text(&name);
         let rel_path = if rel.is_empty() {
             name.into_owned()
         } else {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 pub use cache::{Derived, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
-pub use scan::MAX_FILE_BYTES;
+pub use scan::{MAX_FILE_BYTES, name_text};
 
 use crate::lang::{self, FileFacts};
 

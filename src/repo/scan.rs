@@ -42,7 +42,7 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
         };
         let rel = rel
             .components()
-            .map(|c| c.as_os_str().to_string_lossy())
+            .map(|c| name_text(c.as_os_str()))
             .collect::<Vec<_>>()
             .join("/");
         found.push(Found {
@@ -50,7 +50,43 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
             abs: path.to_path_buf(),
         });
     }
+    // A name that is not UTF-8 reads as text with escapes, which a UTF-8 name could spell out
+    // too; two files must never share a path (and so hole ids), so the escaped one goes.
+    let utf8_name = |f: &Found| f.abs.strip_prefix(root).is_ok_and(|r| r.to_str().is_some());
+    let utf8: std::collections::HashSet<String> = found
+        .iter()
+        .filter(|f| utf8_name(f))
+        .map(|f| f.rel.clone())
+        .collect();
+    let mut escaped = std::collections::HashSet::new();
+    found.retain(|f| {
+        let distinct = utf8_name(f) || (!utf8.contains(&f.rel) && escaped.insert(f.rel.clone()));
+        if !distinct {
+            warnings.push(format!(
+                "skipped {}: its name is not UTF-8 and reads as another file's",
+                crate::escape::controls(&f.rel)
+            ));
+        }
+        distinct
+    });
     found
+}
+
+/// A file or directory name as text: as it is where it is UTF-8, else with each byte that is
+/// not written `\xHH`, so that names differing in such bytes stay apart (a lossy reading would
+/// make `A\xff.java` and `A\xfe.java` one file).
+pub fn name_text(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, str> {
+    if let Some(text) = name.to_str() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut text = String::new();
+    for chunk in name.as_encoded_bytes().utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    std::borrow::Cow::Owned(text)
 }
 
 /// Why a file was not indexed.

@@ -8,7 +8,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use super::driver::{Driver, Outcome};
 use super::keymap::Keymap;
-use super::state::{self, Action, Effect, State};
+use super::state::{self, Action, Effect, IndexBackend, State};
 use super::theme::Theme;
 use crate::dirs::Dirs;
 
@@ -36,13 +36,18 @@ impl App {
     pub fn with_options(keymap: Keymap, theme: Theme, options: super::Options) -> App {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut state = State::new(keymap, theme);
-        state.setup = options.setup;
-        state.ranker = options.ranker;
-        state.numbering = options.fidelity.numbering();
+        let settings = options.settings;
+        state.setup = state::Setup {
+            backends: settings.backends.clone(),
+            backend: settings.chosen,
+            budget: settings.budget,
+            tokenizer: settings.tokenizer,
+        };
+        state.ranker = settings.ranker;
+        state.numbering = settings.profile.numbering();
         App {
             state,
-            driver: Driver::with_classifier(tx.clone(), options.classifier, options.dirs)
-                .with_fidelity(options.fidelity),
+            driver: Driver::with_settings(tx.clone(), settings, options.learning),
             tx,
             rx,
         }
@@ -54,7 +59,7 @@ impl App {
         self.run_effects(vec![Effect::Index {
             root,
             position,
-            backend: Some(backend),
+            backend: IndexBackend::Build(Box::new(backend)),
         }]);
     }
 

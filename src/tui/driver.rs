@@ -11,49 +11,54 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::state::{
-    Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, Indexed, Progress, Stage,
+    Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
+    Progress, Stage,
 };
 use crate::compose::Prompt;
-use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::Backend;
-use crate::model::config::BackendConfig;
 use crate::model::{self, CompletionRequest, Delta};
 use crate::rank::RankInput;
-use crate::rank::classifier::Classifier;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{BuiltContext, Learning, SearchIndex, Session, SharedSearch};
+use crate::session::{BuiltContext, Learning, Opening, Session, Settings, SharedSearch};
 use crate::token::TokenizerKind;
 
-/// Open the repository, find the hole (a bare path: its first line; none: a real hole of a
-/// central file) and build the backend that completes it. `progress` runs on worker threads
-/// as opening moves through its stages.
+/// Open the repository with `backend` as `settings` say, and find the hole (a bare path: its
+/// first line; none: a real hole of a central file). `progress` runs on worker threads as
+/// opening moves through its stages.
 pub fn index(
     root: &Path,
     position: Option<&str>,
-    backend: Option<&BackendConfig>,
-    dirs: &Dirs,
+    backend: IndexBackend,
+    settings: &Settings,
+    learning: Learning,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> anyhow::Result<Indexed> {
-    let files = |done, total| {
-        progress(Progress {
-            stage: Stage::Files,
-            done,
-            total,
-        });
-        // The graph is built once the last file is in.
-        if done == total {
-            progress(Progress {
-                stage: Stage::Graph,
-                done,
-                total,
-            });
-        }
+    let (settings, kept) = match backend {
+        IndexBackend::Build(entry) => (
+            Settings {
+                backends: vec![*entry],
+                chosen: 0,
+                ..settings.clone()
+            },
+            None,
+        ),
+        IndexBackend::Keep(backend) => (settings.clone(), Some(backend)),
     };
-    let index = RepoIndex::open_with_progress(root, dirs.cache.as_deref(), &files)?;
+    let opening = |opening: Opening| progress(Progress::from(opening));
+    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
+    let mut builder = Session::builder(&settings)
+        .search_now()
+        .progress(&opening)
+        .learning(learning);
+    if let Some(backend) = kept {
+        builder = builder.backend(backend);
+    }
+    let session = builder.open(root)?;
+    let index = session.index;
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
@@ -67,29 +72,10 @@ pub fn index(
         Some(path) => Hole::at(&index, path, 1, 1)?,
         None => first_hole(&index),
     };
-    let total = index.files.len();
-    let stage = |stage| {
-        progress(Progress {
-            stage,
-            done: total,
-            total,
-        })
-    };
-    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
-    stage(Stage::Search);
-    let search = std::sync::OnceLock::from(SearchIndex::open(&index));
-    let index = Arc::new(index);
-    let backend = match backend {
-        Some(entry) => {
-            stage(Stage::Backend);
-            Some(Arc::from(model::build_backend(entry, &index)?))
-        }
-        None => None,
-    };
     Ok(Indexed {
         index,
-        search: Arc::new(search),
-        backend,
+        search: session.search,
+        backend: session.backend,
         hole,
     })
 }
@@ -109,7 +95,7 @@ pub fn first_hole(index: &RepoIndex) -> Hole {
         let line = index.files[h.file].line_text(h.line).trim_start();
         line.starts_with("package ") || line.starts_with("import ")
     };
-    crate::hole::sample_holes(index, None, 0)
+    crate::hole::sample_holes(index, None, 0, crate::hole::HoleColumn::TrimmedMiddle)
         .into_iter()
         .filter(|h| h.file == central)
         .find(|h| !header(h))
@@ -133,7 +119,7 @@ fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
 
 /// A session to fit prompts with, and the contexts already built from the backend's answers
 /// for the job's hole.
-type Fit<'a> = (&'a Session, &'a [perspectives::Candidate]);
+type Fit<'a> = (&'a Session, &'a [perspectives::RetrievedContext]);
 
 /// The prompts of `job` as they are sent: composed again by the session of `fit` to fit the
 /// budget as the backend's model counts it, where the backend counts in a tokenizer of its own
@@ -322,9 +308,10 @@ pub enum Outcome {
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
 pub struct Driver {
     tx: UnboundedSender<Action>,
+    /// What the UI was started with: the profile, RepoCoder's iterations, the seed and the
+    /// directories (the backend, budget and tokenizer of each job come with it).
+    settings: Settings,
     learning: Learning,
-    /// Whose rules build the contexts.
-    fidelity: Fidelity,
     running: Option<JoinHandle<()>>,
     analysing: Option<JoinHandle<()>>,
     /// The contexts built from the backend's answers (67, 69, 70) for the latest hole, by
@@ -333,22 +320,36 @@ pub struct Driver {
 }
 
 /// The contexts built from the backend's answers for one hole generation.
-type Drafted = Arc<Mutex<Option<(u64, Vec<perspectives::Candidate>)>>>;
+type Drafted = Arc<Mutex<Option<(u64, Vec<perspectives::RetrievedContext>)>>>;
 
 impl Driver {
-    /// A driver that keeps what it learns in `dirs` and reads indexes from its cache.
+    /// A driver with the defaults that keeps what it learns in `dirs` and reads indexes from
+    /// its cache.
     pub fn new(tx: UnboundedSender<Action>, dirs: Dirs) -> Driver {
+        let settings = Settings {
+            dirs: dirs.clone(),
+            ..Settings::default()
+        };
+        Driver::with_settings(tx, settings, Learning::new(dirs))
+    }
+
+    /// A driver opening sessions as `settings` say, ranking with `learning`.
+    pub fn with_settings(
+        tx: UnboundedSender<Action>,
+        settings: Settings,
+        learning: Learning,
+    ) -> Driver {
         Driver {
             tx,
-            learning: Learning::new(dirs),
-            fidelity: Fidelity::Paper,
+            settings,
+            learning,
             running: None,
             analysing: None,
             drafted: Drafted::default(),
         }
     }
 
-    /// A session on the open repository with the driver's rankers and fidelity.
+    /// A session on the open repository with the driver's settings and rankers.
     fn session(
         &self,
         index: Arc<RepoIndex>,
@@ -357,34 +358,15 @@ impl Driver {
         tokenizer: TokenizerKind,
         budget: usize,
     ) -> Session {
-        Session {
-            index,
-            search,
-            backend,
-            learning: self.learning.clone(),
-            tokenizer: tokenizer.tokenizer(),
+        let settings = Settings {
+            tokenizer: Some(tokenizer),
             budget,
-            iterations: perspectives::DEFAULT_ITERATIONS,
-            seed: perspectives::DEFAULT_SEED,
-            fidelity: self.fidelity,
-        }
-    }
-
-    /// The same driver building contexts by `fidelity`'s rules.
-    pub fn with_fidelity(self, fidelity: Fidelity) -> Driver {
-        Driver { fidelity, ..self }
-    }
-
-    /// A driver whose RLPG-H and RLPG-R rankers use `classifier` instead of the bundled one.
-    pub fn with_classifier(
-        tx: UnboundedSender<Action>,
-        classifier: Classifier,
-        dirs: Dirs,
-    ) -> Driver {
-        Driver {
-            learning: Learning::with_classifier(classifier, dirs),
-            ..Driver::new(tx, Dirs::none())
-        }
+            ..self.settings.clone()
+        };
+        Session::builder(&settings)
+            .search(search)
+            .learning(self.learning.clone())
+            .with_parts(index, backend)
     }
 
     /// Blocking library work goes to tokio's blocking pool; its result comes back as an action,
@@ -411,12 +393,19 @@ impl Driver {
                 backend,
             } => {
                 let (tx, learning) = (self.tx.clone(), self.learning.clone());
+                let settings = self.settings.clone();
                 self.blocking(
                     move || {
                         let progress = |progress| report_progress(&tx, progress);
-                        let dirs = learning.dirs();
-                        let (position, backend) = (position.as_deref(), backend.as_ref());
-                        let indexed = index(&root, position, backend, dirs, &progress);
+                        let position = position.as_deref();
+                        let indexed = index(
+                            &root,
+                            position,
+                            backend,
+                            &settings,
+                            learning.clone(),
+                            &progress,
+                        );
                         if let Ok(indexed) = &indexed {
                             // The classifier and the online ranker load now, not on the
                             // first key press.

@@ -6,7 +6,7 @@ use std::path::Path;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::Deserialize;
 
-use super::state::{Command, Pane};
+use super::command::{Command, Pane};
 use crate::config_file;
 
 const DEFAULT: &str = include_str!("../../keymaps/default.toml");

@@ -4,9 +4,11 @@
 //! (`render_fixture`).
 
 pub mod app;
+pub mod command;
 pub mod driver;
 pub mod highlight;
 pub mod keymap;
+pub mod layout;
 pub mod log;
 pub mod png;
 pub mod state;
@@ -27,9 +29,10 @@ use ratatui::crossterm::execute;
 use ratatui::layout::{Position, Rect};
 
 use app::App;
+use command::{Command, Pane};
 use driver::Outcome;
 use keymap::Keymap;
-use state::{Action, Command, Pane};
+use state::Action;
 use theme::Theme;
 
 /// Output of `render_fixture`.
@@ -70,18 +73,14 @@ pub const FIXTURES: [&str; 6] = [
 
 /// What the UI starts with besides the repository: the choices `keyhole complete` takes.
 pub struct Options {
-    /// The backend, the budget and its tokenizer.
-    pub setup: state::Setup,
-    pub ranker: crate::rank::RankerKind,
-    /// The classifier behind RLPG-H and RLPG-R (loaded before the screen is taken, so a bad
-    /// file is a one-line error).
-    pub classifier: crate::rank::classifier::Classifier,
-    /// Where the config, the caches and what the UI learns are kept.
-    pub dirs: crate::dirs::Dirs,
+    /// The backends, budget, tokenizer, ranker and profile it starts with, and where the
+    /// config, the caches and what the UI learns are kept.
+    pub settings: crate::session::Settings,
+    /// The rankers (the classifier is loaded before the screen is taken, so a bad file is a
+    /// one-line error).
+    pub learning: crate::session::Learning,
     /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
     pub theme: Option<String>,
-    /// Whose rules build the contexts (`--fidelity`): the papers' or their authors' code.
-    pub fidelity: crate::context::fidelity::Fidelity,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
@@ -94,18 +93,20 @@ pub fn run(
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
-            crate::sample::materialize(&options.dirs)
+            crate::sample::materialize(&options.settings.dirs)
                 .context("cannot unpack the bundled sample")?,
             Some(crate::sample::DEMO_HOLE.to_string()),
         ),
     };
     check_start(&root, position.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let config = options.dirs.config.clone();
+    let config = options.settings.dirs.config.clone();
     let (theme, theme_warning) =
         Theme::load(config.as_deref(), options.theme.as_deref()).map_err(anyhow::Error::msg)?;
     let (keymap, keymap_warnings) = Keymap::load(config.as_deref());
-    let log_warning = log::init(&options.dirs).err().map(|e| format!("{e:#}"));
+    let log_warning = log::init(&options.settings.dirs)
+        .err()
+        .map(|e| format!("{e:#}"));
     let warnings: Vec<String> = keymap_warnings
         .into_iter()
         .chain(theme_warning)

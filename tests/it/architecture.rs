@@ -82,6 +82,113 @@ fn the_library_modules_import_each_other_without_cycles() {
     }
 }
 
+/// The terminal UI's modules in layers, lowest first: a module may import only modules of
+/// lower layers, so the pure state never reaches up into rendering and the keymap and the state
+/// do not import each other. `mod.rs` (the loop that wires them) sits above all of them.
+const TUI_LAYERS: &[&[&str]] = &[
+    // Vocabulary and data: commands and panes, screen geometry, colours, syntax, the log.
+    &["command", "layout", "theme", "highlight", "log"],
+    // Keys to commands.
+    &["keymap"],
+    // The pure state and its update.
+    &["state"],
+    // Drawing a state; turning a drawn buffer into SVG or PNG.
+    &["ui", "svg", "png"],
+    // Effects and the application around the state.
+    &["driver"],
+    &["app"],
+];
+
+/// The UI's submodules (`src/tui/<name>.rs` or `src/tui/<name>/`) and the siblings each names
+/// (`crate::tui::x`, or `super::x` where that leads to `tui`), test code left out.
+fn tui_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let tui = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![tui.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path
+                .strip_prefix(&tui)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let Some(rel) = rel.strip_suffix(".rs") else {
+                continue;
+            };
+            // The module path below `tui`: a/mod.rs is `a`, a/b.rs is `a::b`.
+            let module: Vec<&str> = rel.split('/').filter(|&part| part != "mod").collect();
+            let Some(&top) = module.first() else {
+                continue; // tui/mod.rs itself
+            };
+            if module.contains(&"tests") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            let word = |at: usize| -> String {
+                code[at..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect()
+            };
+            let mut names: Vec<String> = code
+                .match_indices("crate::tui::")
+                .map(|(at, _)| word(at + "crate::tui::".len()))
+                .collect();
+            // `super::` climbs one module per occurrence; as many as the depth reach `tui`.
+            let supers = "super::".repeat(module.len());
+            names.extend(
+                code.match_indices(&supers)
+                    .filter(|&(at, _)| !code[..at].ends_with("super::"))
+                    .map(|(at, _)| word(at + supers.len())),
+            );
+            let uses = graph.entry(top.to_string()).or_default();
+            uses.extend(names.into_iter().filter(|n| n != top && !n.is_empty()));
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_ui_modules_depend_only_downwards() {
+    let graph = tui_graph();
+    let layer_of = |module: &str| TUI_LAYERS.iter().position(|layer| layer.contains(&module));
+    for (module, uses) in &graph {
+        let Some(layer) = layer_of(module) else {
+            panic!("src/tui/{module} is in no layer of TUI_LAYERS (tests/it/architecture.rs)");
+        };
+        for used in uses {
+            // Names that are not submodules (items of tui/mod.rs, such as `Options`) are the
+            // loop's own and do not count.
+            let Some(used_layer) = layer_of(used) else {
+                assert!(
+                    !graph.contains_key(used),
+                    "src/tui/{used} is in no layer of TUI_LAYERS"
+                );
+                continue;
+            };
+            assert!(
+                used_layer < layer,
+                "tui::{module} imports tui::{used}, which is not below it in TUI_LAYERS"
+            );
+        }
+    }
+    // The ones the layering exists for.
+    assert!(
+        graph["state"].contains("keymap") && graph["ui"].contains("state"),
+        "{graph:?}"
+    );
+    assert!(
+        !graph["keymap"].contains("state") && !graph["state"].contains("ui"),
+        "{graph:?}"
+    );
+}
+
 fn help(args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)

@@ -287,6 +287,7 @@ fn a_model_trained_on_the_encoder_ranks_holes_with_its_directory_only() {
         &hole,
         TokenizerKind::Code.tokenizer(),
         4072,
+        keyhole::context::fidelity::Fidelity::Paper,
     );
     let input = RankInput::new(&common::SAMPLE, &hole, &proposals);
     for variant in [Variant::H, Variant::R] {

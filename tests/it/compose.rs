@@ -8,7 +8,7 @@ use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::proposals::{self, Request};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::token::TokenizerKind;
 use proptest::prelude::*;
 
@@ -30,7 +30,7 @@ proptest! {
         budget in 0usize..3000,
         kind in tokenizers(),
     ) {
-        let holes = sample_holes(&SAMPLE, None, 9);
+        let holes = sample_holes(&SAMPLE, None, 9, HoleColumn::TrimmedMiddle);
         let hole = hole_pick.get(&holes);
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {
@@ -42,16 +42,31 @@ proptest! {
         let prompt = compose::compose(&SAMPLE, hole, context, tok, budget);
 
         prop_assert_eq!(prompt.validate(&SAMPLE, tok), Ok(()));
-        let default = prompt.segments.last().unwrap();
+        let (default, before_default) = prompt.segments.split_last().unwrap();
         prop_assert!(matches!(default.kind, SegmentKind::Default));
         // The default context is the code right before the hole, cut from the start.
         let before = &SAMPLE.files[hole.file].text[..hole.offset];
         prop_assert!(before.ends_with(&default.text.text));
         // A proposal allocated no tokens (a budget of 1) has no segment.
         if let Some(p) = proposal.as_ref().filter(|p| p.applicable())
-            && let Some(seg) = prompt.segments.iter().find(|s| matches!(s.kind, SegmentKind::Proposal { .. }))
+            && let Some(seg) = before_default.iter().find(|s| matches!(s.kind, SegmentKind::Proposal { .. }))
         {
             prop_assert!(seg.tokens <= compose::proposal_allocation(budget, p.spec.share));
+        }
+        // Reallocation is exact: the default context is allotted every token the proposal and
+        // separator did not use, not their share of the budget.
+        let used: usize = before_default.iter().map(|s| s.tokens).sum();
+        prop_assert_eq!(default.allocated, budget - used);
+        // And it uses them: cut, it fills its allotment, so the prompt spends the whole budget.
+        // (A BPE may merge tokens across the joins; the composer then gives back the excess,
+        // so for BPE only `validate`'s "within budget" holds.)
+        if tok.stable_boundaries() {
+            if default.cut.is_some() {
+                prop_assert_eq!(default.tokens, default.allocated);
+                prop_assert_eq!(used + default.tokens, budget);
+            } else {
+                prop_assert_eq!(default.tokens, tok.count(before));
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use keyhole::eval::interop::{Task, TaskError, export_row, read_tasks, write_jsonl};
-use keyhole::hole::sample_holes;
+use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::repo::RepoIndex;
 
 const REPOEVAL: &str = r#"{"prompt": "def f(x):\n    return ", "metadata": {"task_id": "CarperAI--trlx/3", "ground_truth": "x + 1", "fpath_tuple": ["CarperAI_trlx", "trlx", "utils.py"], "line_no": 41, "context_start_lineno": 0}}"#;
@@ -91,7 +91,7 @@ fn a_missing_file_is_an_io_error() {
 fn exported_holes_read_back_unchanged() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
     let index = RepoIndex::open(&root, None).unwrap();
-    let holes = sample_holes(&index, Some(12), 5);
+    let holes = sample_holes(&index, Some(12), 5, HoleColumn::TrimmedMiddle);
     assert!(!holes.is_empty());
     let prompt = |i: usize| format!("// prompt {i}\nclass X {{");
     let dir = tempfile::tempdir().unwrap();

@@ -7,17 +7,18 @@ use crate::common::{self, SAMPLE, SHOP, hole, keyhole, ok};
 use keyhole::candidate::{self, CandidateId, ContextType, PromptSource};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::Perspectives;
+use keyhole::context::profile::code::BLOCK_BUDGET;
 use keyhole::context::proposals;
 use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::{CODE_BLOCK_BUDGET, WindowIndex};
-use keyhole::hole::sample_holes_as;
+use keyhole::context::windows::WindowIndex;
+use keyhole::hole::sample_holes;
 use keyhole::token::TokenizerKind;
 
 const DEMO: &str = "service/OrderService.java:94:32";
 
 /// The sampled hole on 0-based `line` of the shop file `path`.
 fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::hole::Hole {
-    sample_holes_as(&SAMPLE, None, 9, fidelity.hole_column())
+    sample_holes(&SAMPLE, None, 9, fidelity.hole_column())
         .into_iter()
         .find(|h| SAMPLE.files[h.file].path == format!("{SHOP}{path}") && h.line == line)
         .expect("a hole on that line")
@@ -42,7 +43,7 @@ fn code_puts_the_hole_half_the_trimmed_length_into_the_indented_line() {
     );
     // The same lines either way: only columns move.
     let lines = |f| -> Vec<(usize, usize)> {
-        sample_holes_as(&SAMPLE, None, 9, Fidelity::hole_column(f))
+        sample_holes(&SAMPLE, None, 9, Fidelity::hole_column(f))
             .iter()
             .map(|h| (h.file, h.line))
             .collect()
@@ -59,7 +60,7 @@ fn code_lists_method_names_alone() {
         .unwrap();
     let tok = TokenizerKind::Code.tokenizer();
     let built =
-        |f| proposals::build_for_budget_as(&SAMPLE, &h, tok, 4072, f)[usize::from(spec.id)].clone();
+        |f| proposals::build_for_budget(&SAMPLE, &h, tok, 4072, f)[usize::from(spec.id)].clone();
     // The methods declared after the hole's line, in order.
     assert_eq!(
         built(Fidelity::Code).context.text,
@@ -104,7 +105,7 @@ fn code_lays_repocoder_blocks_out_as_its_python_prompt_in_2000_codex_tokens() {
     let p50k = TokenizerKind::P50kBase.tokenizer();
     let header_end = code.find("# the below").unwrap();
     let blocks = p50k.count(&code[header_end..]);
-    assert!(blocks + 20 < CODE_BLOCK_BUDGET, "{blocks}");
+    assert!(blocks + 20 < BLOCK_BUDGET, "{blocks}");
     assert!(
         tok.count(&code) > 500,
         "more than keyhole's allocation of 500"
@@ -162,7 +163,7 @@ fn built(
         .find(|s| s.source == source && s.context_type == context_type)
         .unwrap();
     let tok = TokenizerKind::Code.tokenizer();
-    proposals::build_for_budget_as(&SAMPLE, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone()
+    proposals::build_for_budget(&SAMPLE, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone()
 }
 
 #[test]
@@ -237,7 +238,7 @@ fn code_lists_siblings_as_the_directory_lists_them() {
         .find(|s| s.source == PromptSource::Sibling && s.context_type == ContextType::MethodNames)
         .unwrap();
     let ranked = |f| -> Vec<String> {
-        proposals::build_for_budget_as(&index, &h, tok, 4072, f)[usize::from(sibling.id)]
+        proposals::build_for_budget(&index, &h, tok, 4072, f)[usize::from(sibling.id)]
             .ranked_files
             .iter()
             .map(|&f| index.files[f].path.clone())
@@ -288,7 +289,7 @@ fn temp_context(
         .find(|s| s.source == source && s.context_type == context_type)
         .unwrap();
     let tok = TokenizerKind::R50kBase.tokenizer();
-    proposals::build_for_budget_as(index, hole, tok, 4072, fidelity)[usize::from(spec.id)]
+    proposals::build_for_budget(index, hole, tok, 4072, fidelity)[usize::from(spec.id)]
         .context
         .text
         .clone()

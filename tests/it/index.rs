@@ -1,11 +1,12 @@
 //! Indexing real trees: .gitignore, bad files, the cache, and hole sampling.
 
 use crate::common;
+use crate::reliability_support::Tmpfs;
 
 use std::fs;
 use std::path::Path;
 
-use keyhole::hole::{Hole, HoleError, sample_holes};
+use keyhole::hole::{Hole, HoleColumn, HoleError, sample_holes};
 use keyhole::repo::RepoIndex;
 
 fn write(root: &Path, rel: &str, content: &[u8]) {
@@ -67,7 +68,7 @@ fn missing_root_and_empty_repository() {
     assert!(err.to_string().ends_with("nope: no such directory"));
     let index = RepoIndex::open(dir.path(), None).unwrap();
     assert!(index.files.is_empty());
-    assert!(sample_holes(&index, None, 1).is_empty());
+    assert!(sample_holes(&index, None, 1, HoleColumn::TrimmedMiddle).is_empty());
 }
 
 #[test]
@@ -133,7 +134,7 @@ fn holes_are_rlpg_lines_with_the_hole_in_the_middle() {
         "package p;\n\n/**\n * Doc.\n */\nclass A {\n    // note\n    int total = 42;\n}\n";
     write(dir.path(), "p/A.java", source.as_bytes());
     let index = RepoIndex::open(dir.path(), None).unwrap();
-    let holes = sample_holes(&index, None, 9);
+    let holes = sample_holes(&index, None, 9, HoleColumn::TrimmedMiddle);
     let shown: Vec<(usize, usize, &str)> = holes
         .iter()
         .map(|h| (h.line + 1, h.column + 1, h.target.as_deref().unwrap()))
@@ -153,20 +154,23 @@ fn holes_are_rlpg_lines_with_the_hole_in_the_middle() {
 #[test]
 fn holes_skip_duplicated_files_and_respect_the_cap_and_seed() {
     let index = &*common::SAMPLE;
-    let all = sample_holes(index, None, 9);
+    let all = sample_holes(index, None, 9, HoleColumn::TrimmedMiddle);
     assert!(
         all.iter()
             .all(|h| !index.files[h.file].path.contains("TextUtil"))
     );
     assert!(all.len() > 1000, "{}", all.len());
-    let capped = sample_holes(index, Some(50), 9);
+    let capped = sample_holes(index, Some(50), 9, HoleColumn::TrimmedMiddle);
     assert_eq!(capped.len(), 50);
     assert_eq!(
         capped,
-        sample_holes(index, Some(50), 9),
+        sample_holes(index, Some(50), 9, HoleColumn::TrimmedMiddle),
         "same seed, same holes"
     );
-    assert_ne!(capped, sample_holes(index, Some(50), 10));
+    assert_ne!(
+        capped,
+        sample_holes(index, Some(50), 10, HoleColumn::TrimmedMiddle)
+    );
     assert!(
         capped
             .windows(2)
@@ -219,25 +223,14 @@ fn assert_ran_without_cache(index: &RepoIndex) {
 
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "mounts a tmpfs, which needs root: .ci/run runs it"]
 fn a_full_cache_directory_is_reported_and_indexing_goes_on() {
-    let cache = tempfile::tempdir().unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(cache.path())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !mounted {
-        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
-        return;
-    }
-    let index = RepoIndex::open(&common::sample_path(), Some(cache.path()));
-    let entries = std::fs::read_dir(cache.path().join("index"))
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = Tmpfs::mount(&scratch.path().join("cache"), "16k");
+    let index = RepoIndex::open(&common::sample_path(), Some(&cache.0)).unwrap();
+    let entries = std::fs::read_dir(cache.0.join("index"))
         .map(|d| d.count())
         .unwrap_or(0);
-    let _ = std::process::Command::new("umount")
-        .arg(cache.path())
-        .status();
-    let index = index.unwrap();
     assert_eq!(index.files.len(), 38);
     assert_ran_without_cache(&index);
     assert_eq!(entries, 0, "a failed write leaves no partial file behind");

@@ -34,6 +34,7 @@ mod reliability_eval;
 mod reliability_faults;
 mod reliability_inputs;
 mod reliability_limits;
+mod reliability_runs;
 mod reliability_secrets;
 mod reliability_state;
 mod retrieval;

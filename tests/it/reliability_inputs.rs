@@ -285,10 +285,10 @@ fn a_bad_keymap_file_is_named_with_line_and_key_and_the_defaults_stay() {
         };
         let map = assert_config_warning(keymap::USER_FILE, text, load, line, key);
         let normal = keymap::Layer::Normal;
-        let pane = keyhole::tui::state::Pane::Source;
+        let pane = keyhole::tui::command::Pane::Source;
         assert_eq!(
             map.lookup(normal, pane, quit),
-            Some(keyhole::tui::state::Command::Quit)
+            Some(keyhole::tui::command::Command::Quit)
         );
     }
 }

@@ -182,6 +182,7 @@ fn kill_dash_nine_during_apply_leaves_nothing_in_the_source_folder() {
 
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "mounts a tmpfs, which needs root: .ci/run runs it"]
 fn apply_works_when_the_data_directory_is_on_another_filesystem_or_full() {
     for size in ["64m", "4k"] {
         let scratch = tempfile::tempdir().unwrap();
@@ -189,10 +190,7 @@ fn apply_works_when_the_data_directory_is_on_another_filesystem_or_full() {
         std::fs::create_dir_all(&src).unwrap();
         let file = src.join("File.java");
         std::fs::write(&file, version(0)).unwrap();
-        let Some(data) = Tmpfs::mount(&scratch.path().join("data"), size) else {
-            eprintln!("skipped: cannot mount a tmpfs here (not root?)");
-            return;
-        };
+        let data = Tmpfs::mount(&scratch.path().join("data"), size);
         // The rename from the tmpfs fails (or the tmpfs is too small): staged beside instead.
         let mut once = spawn_apply_writer(&file, &data.0, true);
         assert!(once.wait().unwrap().success(), "{size}");

@@ -9,12 +9,12 @@ use crate::common;
 use keyhole::candidate::CandidateId;
 
 use common::{SAMPLE, hole};
-use keyhole::compose::Composer;
+use keyhole::compose::{Composer, DefaultReading};
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{self, Candidate, Perspectives};
+use keyhole::context::perspectives::{self, Perspectives, RetrievedContext};
 use keyhole::context::retrieval::{Request, Retrieval};
 use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
-use keyhole::hole::{Hole, sample_holes};
+use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::model::ngram::EmbeddedModel;
 use keyhole::rank::bandit::{self, LinUcb};
 use keyhole::token::{Tokenizer, TokenizerKind};
@@ -50,7 +50,7 @@ fn request<'h>(h: &'h Hole, tokenizer: &'h dyn Tokenizer, allocation: usize) -> 
 
 /// No byte of `candidate` comes from the hole's file (RepoCoder's code retrieves nothing from
 /// it), and the hole's line shows only as a copy in another file.
-fn assert_hole_hidden(h: &Hole, candidate: &Candidate) {
+fn assert_hole_hidden(h: &Hole, candidate: &RetrievedContext) {
     let file = &SAMPLE.files[h.file];
     for origin in candidate.context.pieces.iter().filter_map(|p| p.origin) {
         assert!(
@@ -84,7 +84,7 @@ fn no_window_shows_the_hole_line_or_what_follows() {
     let windows = WindowIndex::new(&SAMPLE);
     let tok = TokenizerKind::Code.tokenizer();
     let p = perspectives(&retrieval, &windows, tok, 4072);
-    let holes = sample_holes(&SAMPLE, Some(150), 3);
+    let holes = sample_holes(&SAMPLE, Some(150), 3, HoleColumn::TrimmedMiddle);
     let mut checked = 0;
     for h in &holes {
         let target = h.target.clone().unwrap_or_default();
@@ -94,8 +94,9 @@ fn no_window_shows_the_hole_line_or_what_follows() {
         candidates.push(p.hypothetical_line(h, &target));
         // Typed-hole context may show declarations above the hole (tests/it/typed_holes.rs checks
         // it never shows the hole's line); retrieved windows may not.
-        let windowed =
-            |c: &&Candidate| (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id);
+        let windowed = |c: &&RetrievedContext| {
+            (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
+        };
         for c in candidates.iter().filter(windowed) {
             assert_hole_hidden(h, c);
             checked += usize::from(c.applicable());
@@ -283,8 +284,8 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
         let tok = kind.tokenizer();
         for budget in [200, 600, 1400, 4072] {
             let p = perspectives(&retrieval, &windows, tok, budget);
-            for h in sample_holes(&SAMPLE, Some(12), 5) {
-                let windowed = |c: &&Candidate| {
+            for h in sample_holes(&SAMPLE, Some(12), 5, HoleColumn::TrimmedMiddle) {
+                let windowed = |c: &&RetrievedContext| {
                     (CandidateId::REPOCODER..CandidateId::TYPED_TYPES).contains(&c.id)
                 };
                 for c in p.immediate(&h).iter().filter(windowed) {
@@ -297,7 +298,8 @@ fn blocks_fit_their_budget_in_the_tokenizer_counted() {
                         budget / 2
                     );
                     assert!(block_paths(&c.context.text).len() <= MAX_BLOCKS);
-                    let composer = Composer::new(&SAMPLE, &h, tok, budget);
+                    let composer =
+                        Composer::new(&SAMPLE, &h, tok, budget, DefaultReading::AsWritten);
                     if let Some(prompt) = c.compose(&composer) {
                         prompt.validate(&SAMPLE, tok).unwrap();
                     }
@@ -353,7 +355,7 @@ fn the_summary_needs_a_backend_that_follows_instructions() {
     let p = perspectives(&retrieval, &windows, tok, 4072);
     let h = hole(DEMO);
     let backend = EmbeddedModel::new(&SAMPLE);
-    let composer = Composer::new(&SAMPLE, &h, tok, 4072);
+    let composer = Composer::new(&SAMPLE, &h, tok, 4072, DefaultReading::AsWritten);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let all = runtime
         .block_on(perspectives::build_all(&p, &h, &composer, &backend, 2))

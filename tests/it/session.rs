@@ -70,9 +70,7 @@ async fn proposals_and_the_ui_rank_the_same_candidates_and_pick_the_same_perspec
 #[tokio::test(flavor = "multi_thread")]
 async fn the_ui_and_prompt_build_the_code_profile_alike() {
     use keyhole::context::fidelity::Fidelity;
-    use keyhole::rank::RankerKind;
     use keyhole::rank::classifier::Classifier;
-    use keyhole::tui::state::Setup;
 
     let id = CandidateId::nth(9); // parent_class MN
     let scratch = tempfile::tempdir().unwrap();
@@ -95,18 +93,15 @@ async fn the_ui_and_prompt_build_the_code_profile_alike() {
     assert_ne!(paper, code, "the profiles build this proposal differently");
 
     let (_ui_scratch, dirs) = scratch_dirs();
+    let settings = keyhole::session::Settings {
+        profile: Fidelity::Code,
+        dirs: dirs.clone(),
+        ..Default::default()
+    };
     let options = keyhole::tui::Options {
-        setup: Setup {
-            backends: vec![keyhole::model::config::BackendConfig::embedded()],
-            backend: 0,
-            budget: keyhole::compose::DEFAULT_BUDGET,
-            tokenizer: None,
-        },
-        ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs,
+        settings,
+        learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
-        fidelity: Fidelity::Code,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(

@@ -12,9 +12,10 @@ use keyhole::model::config::{BackendConfig, BackendKind};
 use keyhole::rank::RankerKind;
 use keyhole::rank::classifier::Classifier;
 use keyhole::tui::app::App;
+use keyhole::tui::command::{Command, Pane};
 use keyhole::tui::driver::Outcome;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command, Mode, Pane, Phase, Setup, key_action};
+use keyhole::tui::state::{Action, Mode, Phase, Setup, key_action};
 use keyhole::tui::theme::Theme;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -489,13 +490,19 @@ async fn app_with(
     position: &str,
     dirs: keyhole::dirs::Dirs,
 ) -> App {
-    let options = keyhole::tui::Options {
-        setup,
+    let settings = keyhole::session::Settings {
+        backends: setup.backends,
+        chosen: setup.backend,
+        budget: setup.budget,
+        tokenizer: setup.tokenizer,
         ranker: RankerKind::RlpgH,
-        classifier: Classifier::bundled(),
-        dirs,
+        dirs: dirs.clone(),
+        ..Default::default()
+    };
+    let options = keyhole::tui::Options {
+        settings,
+        learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
-        fidelity: keyhole::context::fidelity::Fidelity::Paper,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));

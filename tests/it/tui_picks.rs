@@ -7,8 +7,9 @@ use std::time::Duration;
 use keyhole::candidate::CandidateId;
 use keyhole::rank::bandit::{self, LinUcb};
 use keyhole::tui::app::App;
+use keyhole::tui::command::Command;
 use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Command};
+use keyhole::tui::state::Action;
 use keyhole::tui::theme::Theme;
 
 const LIMIT: Duration = Duration::from_secs(120);

@@ -21,28 +21,32 @@ fn every_main_state_matches_its_snapshot() {
     }
 }
 
-/// screenshots/<state>.svg and .png must equal a fresh rendering. A missing file, or any file
-/// when KEYHOLE_BLESS is set, is written instead.
+/// screenshots/<state>.svg and .png must equal a fresh rendering. A missing or stale file
+/// fails the test; only with KEYHOLE_BLESS set are they written (never during a plain
+/// `cargo test`, which must not change the source tree).
 #[test]
 fn screenshots_are_current() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
     let bless = std::env::var_os("KEYHOLE_BLESS").is_some();
     let mut stale = Vec::new();
     for name in FIXTURES {
         for (format, extension) in [(Format::Svg, "svg"), (Format::Png, "png")] {
             let fresh = render(name, format);
             let path = dir.join(format!("{name}.{extension}"));
-            match std::fs::read(&path) {
-                Ok(old) if old == fresh => {}
-                Ok(_) if !bless => stale.push(format!("{name}.{extension}")),
-                _ => std::fs::write(&path, fresh).unwrap(),
+            if std::fs::read(&path).is_ok_and(|old| old == fresh) {
+                continue;
+            }
+            if bless {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, fresh).unwrap();
+            } else {
+                stale.push(format!("{name}.{extension}"));
             }
         }
     }
     assert!(
         stale.is_empty(),
-        "screenshots {stale:?} are stale: rerun with KEYHOLE_BLESS=1 to regenerate"
+        "screenshots {stale:?} are missing or stale: rerun with KEYHOLE_BLESS=1 to regenerate"
     );
 }
 

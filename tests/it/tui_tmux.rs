@@ -1,5 +1,6 @@
 //! End to end in a real terminal: `keyhole` (no arguments) in tmux, driven with send-keys and
-//! read with capture-pane. Skips, saying so, where tmux is not installed.
+//! read with capture-pane. Fails where tmux is not installed: these are the only tests of the
+//! real terminal, and a skip would read as a pass (`.ci/run` installs tmux).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,7 +10,10 @@ use std::time::{Duration, Instant};
 const SESSION: &str = "keyhole-tui-e2e";
 
 fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    let out = Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux is installed (the end-to-end UI tests drive keyhole in it)");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -47,14 +51,6 @@ impl Drop for Session {
     fn drop(&mut self) {
         tmux(&["kill-session", "-t", self.0]);
     }
-}
-
-fn tmux_missing() -> bool {
-    let missing = Command::new("tmux").arg("-V").output().is_err();
-    if missing {
-        eprintln!("skipping: tmux is not installed");
-    }
-    missing
 }
 
 /// Run `script` in `sh` inside a fresh tmux session of `session` (80x24), with keyhole's
@@ -98,9 +94,6 @@ fn home_with_repo<N: AsRef<str>>(files: &[(N, String)]) -> (tempfile::TempDir, P
 
 #[test]
 fn bad_start_up_input_is_one_line_and_exit_2_without_taking_the_screen() {
-    if tmux_missing() {
-        return;
-    }
     let (home, repo) = home_with_repo(&[("A.java", "class A {\n}\n".into())]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let repo = repo.display();
@@ -127,9 +120,6 @@ fn bad_start_up_input_is_one_line_and_exit_2_without_taking_the_screen() {
 
 #[test]
 fn quit_while_indexing_returns_to_the_shell() {
-    if tmux_missing() {
-        return;
-    }
     // Enough files that indexing is still going when q arrives.
     let files: Vec<(String, String)> = (0..3000)
         .map(|n| {
@@ -148,9 +138,6 @@ fn quit_while_indexing_returns_to_the_shell() {
 
 #[test]
 fn opens_the_sample_completes_shows_help_and_quits() {
-    if tmux_missing() {
-        return;
-    }
     tmux(&["kill-session", "-t", SESSION]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let scratch = tempfile::tempdir().unwrap();

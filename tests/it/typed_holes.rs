@@ -6,10 +6,10 @@ use keyhole::candidate::CandidateId;
 
 use std::path::Path;
 
-use keyhole::compose::Composer;
+use keyhole::compose::{Composer, DefaultReading};
 use keyhole::context::SourcedText;
 use keyhole::context::typed::{MAX_HEADERS, TYPE_DEPTH, TypedHole, completion_errors};
-use keyhole::hole::{self, Hole};
+use keyhole::hole::{self, Hole, HoleColumn};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 
@@ -324,12 +324,8 @@ fn assert_no_leak(index: &RepoIndex, hole: &Hole) {
             "{id} at {}",
             hole.display(index)
         );
-        let prompt = Composer::new(index, hole, tok, 512).compose_context(
-            id,
-            &context,
-            0.5,
-            keyhole::token::Keep::Start,
-        );
+        let prompt = Composer::new(index, hole, tok, 512, DefaultReading::AsWritten)
+            .compose_context(id, &context, 0.5, keyhole::token::Keep::Start);
         prompt.validate(index, tok).expect("valid prompt");
     }
 }
@@ -425,11 +421,11 @@ fn sample_repo_hole_gets_types_and_headers() {
 /// How often each candidate applies on a real repository (run with `--ignored`; set
 /// KEYHOLE_TYPED_REPO to choose it, default /work/corpus/commons-io).
 #[test]
-#[ignore]
+#[ignore = "a measurement on a real repository (KEYHOLE_TYPED_REPO), not a check"]
 fn applicability_on_a_real_repository() {
     let root = std::env::var("KEYHOLE_TYPED_REPO").unwrap_or("/work/corpus/commons-io".into());
     let index = RepoIndex::open(Path::new(&root), None).expect("open");
-    let holes = hole::sample_holes(&index, Some(3000), 9);
+    let holes = hole::sample_holes(&index, Some(3000), 9, HoleColumn::TrimmedMiddle);
     let (mut types, mut headers, mut definitions) = (0, 0, 0);
     for hole in &holes {
         let typed = TypedHole::new(&index, hole);

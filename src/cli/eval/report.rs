@@ -29,11 +29,16 @@ pub fn write_report(
     total: RunStats,
 ) -> Result<()> {
     let label_dir = out.label_dir();
-    let rows = labels::read_dir(&label_dir).with_context(|| format!("{}", label_dir.display()))?;
+    let mut rows = Vec::new();
+    for path in out.label_files()? {
+        rows.extend(labels::read_file(&path).with_context(|| format!("{}", path.display()))?);
+    }
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
     let holes = report::group_holes(&rows);
     let classified = runtime.block_on(classify(args, backends, &classifier, &holes, failures))?;
-    let mut builder = report::Builder::new(&rows, &args.train, args.seed);
+    // Holes of the run without rows: failed ones, and shards not merged or stopped part way.
+    let missing = total.holes.saturating_sub(holes.len());
+    let mut builder = report::Builder::new(&rows, &args.train, args.seed).missing_holes(missing);
     if !args.train.is_empty() {
         builder = builder.add_note(
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
@@ -58,6 +63,12 @@ pub fn write_report(
             "Incomplete: {} of {} holes failed (backend errors) and are not in this report; \
              running the same `keyhole eval` again completes them.",
             total.failed, total.holes
+        ));
+    } else if missing > 0 {
+        builder = builder.add_note(format!(
+            "Incomplete: {missing} of the run's {} holes have no rows and are not in this report \
+             (holes that failed in an earlier run, or shards not merged or stopped part way).",
+            total.holes
         ));
     }
     for variant in [Variant::H, Variant::R]

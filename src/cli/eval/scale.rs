@@ -16,6 +16,7 @@ use keyhole::eval::merge::{self, Merged};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, RepoRun, RunStats};
 use keyhole::model::config::{BackendConfig, MAX_CONCURRENCY};
 use keyhole::model::http::BatchCodec;
+use keyhole::repo::RepoIndex;
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
@@ -63,6 +64,14 @@ fn merge_command(
 ) -> Result<()> {
     let merged = merge::read(dirs)?;
     let repos = repositories(&merged, repos)?;
+    let names = &merged.settings.labels.repositories;
+    let mut indexes = Vec::new();
+    for path in &repos {
+        indexes.push(RepoIndex::open(path, crate::cli::dirs().cache.as_deref())?);
+    }
+    let indexes: Vec<(String, &RepoIndex)> = names.iter().cloned().zip(&indexes).collect();
+    merged.check_sources(&indexes)?;
+    let with_holes = merged.with_holes(&indexes);
     drop(merge::write(&merged, out)?);
     let shards = merged.shards.len();
     errln!(
@@ -71,12 +80,22 @@ fn merge_command(
         if shards == 1 { "" } else { "s" },
         out.display()
     );
-    let missing = merged.missing();
-    if !missing.is_empty() {
-        let names: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    for shard in &with_holes {
         errln!(
-            "warning: shards {} are not among them; merge again with them into a new --out for the whole run",
-            names.join(", ")
+            "warning: shard {} ({}) has no rows for {} of its {} holes (its eval failed on them or stopped part way): run its `keyhole eval` again to finish it, then merge into a new --out",
+            shard.shard,
+            shard.dir.display(),
+            shard.missing,
+            shard.holes
+        );
+    }
+    let missing = merged.missing();
+    if let Some(first) = missing.first() {
+        errln!(
+            "warning: {} of the run's {} shards are not among them ({first}{}); merge again with them into a new --out for the whole run",
+            missing.len(),
+            first.count(),
+            and_more(missing.len())
         );
     }
     // The report is eval's own, made without labelling anything.
@@ -172,11 +191,36 @@ impl Batch {
         if !args.batch() {
             return Ok(None);
         }
+        if let Some(export) = &args.export_requests
+            && let Some(import) = args
+                .import_responses
+                .iter()
+                .find(|import| same_file(export, import))
+        {
+            bail!(
+                "--export-requests {} is also a response file to import: writing the requests would overwrite its answers; export to another file",
+                import.display()
+            );
+        }
         let codec = BatchCodec::new(entry)?;
         let responses = Responses::read(&args.import_responses, &codec)?;
         for file in &responses.cut {
             errln!(
                 "{file}: its last line is cut short; its request is exported again (or import the whole file later)"
+            );
+        }
+        if !responses.left_out.is_empty() {
+            errln!(
+                "warning: {} lines of the response files are left out and their requests asked again ({})",
+                responses.left_out.len(),
+                named(&responses.left_out)
+            );
+        }
+        if !responses.repeated.is_empty() {
+            errln!(
+                "warning: {} answers repeat a custom id answered before, and only the first answer of each is used ({})",
+                responses.repeated.len(),
+                named(&responses.repeated)
             );
         }
         let export = match &args.export_requests {
@@ -220,6 +264,14 @@ impl Batch {
 
     /// Finishes the export; true when every hole is labelled (the report can be written).
     pub(super) fn finish(self) -> Result<bool> {
+        let unknown = self.responses.unknown();
+        if !unknown.is_empty() {
+            errln!(
+                "warning: {} answers are for holes this run does not have (another seed, shard or repository) and are not used ({})",
+                unknown.len(),
+                named(&unknown)
+            );
+        }
         if self.responses.failed > 0 {
             errln!(
                 "{} answers in the response files are errors and their requests are asked again (the last: {})",
@@ -233,22 +285,62 @@ impl Batch {
             );
         }
         let waiting = self.stats.waiting();
-        match self.export {
-            Some((path, partial, writer)) => {
-                let written = writer.into_inner().map_err(|e| e.into_error());
-                written
-                    .and_then(|file| file.sync_all())
-                    .and_then(|()| std::fs::rename(&partial, &path))
-                    .with_context(|| format!("{}", path.display()))?;
-                errln!("{}", self.stats.export_summary(&path));
-            }
-            None if waiting > 0 => bail!(
+        let stale = self.responses.stale();
+        let exported = self.export.is_some();
+        if let Some((path, partial, writer)) = self.export {
+            let written = writer.into_inner().map_err(|e| e.into_error());
+            written
+                .and_then(|file| file.sync_all())
+                .and_then(|()| std::fs::rename(&partial, &path))
+                .with_context(|| format!("{}", path.display()))?;
+            errln!("{}", self.stats.export_summary(&path));
+        }
+        if !stale.is_empty() {
+            bail!(
+                "{} answers in the response files answer requests this run does not send (made with other settings, such as another --budget, model or candidate set, or by an older keyhole), so they label nothing ({}); answer the requests --export-requests writes with this run's settings",
+                stale.len(),
+                named(&stale)
+            );
+        }
+        if waiting > 0 && !exported {
+            bail!(
                 "{waiting} holes have no answers in the response files yet ({} of round 1, {} of round 2); --export-requests FILE writes their requests",
                 self.stats.first_holes,
                 self.stats.second_holes
-            ),
-            None => {}
+            );
         }
         Ok(waiting == 0)
     }
+}
+
+/// The first few of `things`, and how many more there are.
+fn named(things: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = things[..things.len().min(SHOWN)].join("; ");
+    if things.len() > SHOWN {
+        text.push_str(&format!("; and {} more", things.len() - SHOWN));
+    }
+    text
+}
+
+/// `, and N more` after the first of `count` things named.
+fn and_more(count: usize) -> String {
+    match count {
+        0 | 1 => String::new(),
+        n => format!(", and {} more", n - 1),
+    }
+}
+
+/// Whether `a` and `b` name one file (`a` need not exist yet).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let resolved = |p: &std::path::Path| match (p.parent(), p.file_name()) {
+        (Some(dir), Some(name)) => canonical(if dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            dir
+        })
+        .join(name),
+        _ => canonical(p),
+    };
+    canonical(a) == canonical(b) || resolved(a) == resolved(b)
 }

@@ -17,7 +17,7 @@ use keyhole::session::HoleCandidates;
 use keyhole::token::Keep;
 
 pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) -> Result<()> {
-    let opened = Opened::open(at, &backend.entry()?, rank.learning()?)?;
+    let opened = Opened::open(at, backend, Some(rank))?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let mut all = runtime.block_on(opened.session.candidates(&opened.hole, rank.ranker));
     if let Some(warning) = &all.warning {

@@ -61,7 +61,8 @@ pub struct Report {
 pub struct Summary {
     pub holes: usize,
     pub rows: usize,
-    /// Holes without all their rows; missing rows count as inapplicable.
+    /// Holes without all their rows (missing rows count as inapplicable), and holes of the run
+    /// without any row (a hole that failed, a shard stopped part way).
     pub incomplete_holes: usize,
     pub train: Vec<String>,
     pub test: Vec<String>,
@@ -177,6 +178,7 @@ pub struct Builder<'a> {
     seed: u64,
     extra: Vec<Method<'a>>,
     extra_notes: Vec<String>,
+    missing_holes: usize,
 }
 
 impl<'a> Builder<'a> {
@@ -188,7 +190,14 @@ impl<'a> Builder<'a> {
             seed,
             extra: Vec::new(),
             extra_notes: Vec::new(),
+            missing_holes: 0,
         }
+    }
+
+    /// Count `missing` holes of the run that have no rows among the incomplete ones.
+    pub fn missing_holes(mut self, missing: usize) -> Self {
+        self.missing_holes = missing;
+        self
     }
 
     /// Add a caveat about how the added methods were obtained.
@@ -266,8 +275,10 @@ impl<'a> Builder<'a> {
         ];
         all_methods.extend(self.extra);
         let eval = Eval::new(&holes, &all_methods);
+        let mut summary = split.summary(self.rows, &holes, self.seed);
+        summary.incomplete_holes += self.missing_holes;
         Report {
-            summary: split.summary(self.rows, &holes, self.seed),
+            summary,
             notes,
             splits: split.table2(&eval),
             fixed_proposal: FixedChoice {

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::bert::BertEncoder;
 use super::{EncoderKind, WINDOW_KEEP, candidate_contexts, features};
 use crate::candidate::CandidateId;
-use crate::context::proposals::build_for_budget_as;
+use crate::context::proposals::build_for_budget;
 use crate::hole::HoleWindow;
 use crate::label::LabelRow;
 use crate::label::{HoleRows, group as group_holes};
@@ -127,7 +127,7 @@ impl Rebuild<'_> {
         let hole = rows.hole(index)?;
         let proposals = match self.with_contexts {
             // The labels' own profile: its holes and contexts are the ones labelled.
-            true => build_for_budget_as(index, &hole, self.tokenizer, self.budget, rows.fidelity()),
+            true => build_for_budget(index, &hole, self.tokenizer, self.budget, rows.fidelity()),
             false => Vec::new(),
         };
         let input = RankInput::new(index, &hole, &proposals);

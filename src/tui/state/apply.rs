@@ -123,7 +123,10 @@ pub(super) fn written(
         effects.push(Effect::Index {
             root: index.root.clone(),
             position: Some(view.hole.display(index)),
-            backend: None,
+            backend: match &state.backend {
+                Some(backend) => IndexBackend::Keep(Arc::clone(backend)),
+                None => IndexBackend::Build(Box::new(state.setup.entry().clone())),
+            },
         });
     }
     effects

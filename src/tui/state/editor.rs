@@ -12,7 +12,7 @@ pub struct Editor {
 }
 
 impl Editor {
-    fn new(candidate: &Candidate, theme: &Theme) -> Editor {
+    fn new(candidate: &CandidateRow, theme: &Theme) -> Editor {
         let prompt = &candidate.prompt;
         let tokenizer = TokenizerKind::ALL
             .into_iter()

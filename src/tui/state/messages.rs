@@ -1,71 +1,7 @@
-//! What flows through the reducer: commands keys are bound to, actions that reach `update`
-//! and the effects it asks the driver for.
+//! What flows through the reducer: actions that reach `update` (a key's [`Command`] among
+//! them) and the effects it asks the driver for.
 
 use super::*;
-
-/// What a key can be bound to (keymaps name these in snake_case).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Command {
-    Quit,
-    Help,
-    FocusNext,
-    FocusPrev,
-    Zoom,
-    Up,
-    Down,
-    Left,
-    Right,
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-    Confirm,
-    Select,
-    Run,
-    Cancel,
-    #[serde(rename = "pick_1")]
-    Pick1,
-    #[serde(rename = "pick_2")]
-    Pick2,
-    #[serde(rename = "pick_3")]
-    Pick3,
-    #[serde(rename = "pick_4")]
-    Pick4,
-    #[serde(rename = "pick_5")]
-    Pick5,
-    Explain,
-    Apply,
-    Filter,
-    Picker,
-    MoreK,
-    FewerK,
-    ToggleMouse,
-    Suspend,
-    /// Edit the focused candidate's prompt in place.
-    Edit,
-    CycleRanker,
-    /// Choose the completion backend among the configured ones.
-    Backends,
-    /// Take back the last apply.
-    Undo,
-    /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).
-    CopyPrompt,
-    /// Save the prompt shown to a file in the working directory.
-    SavePrompt,
-    /// Wrap long prompt lines, or scroll them sideways.
-    Wrap,
-    /// Source pane: the start or the end of the cursor's line.
-    LineStart,
-    LineEnd,
-    /// Source pane: type a line number to go to.
-    GoToLine,
-    /// Source pane: type text to find in the file.
-    Search,
-    /// Source pane: the next or previous match of the last search.
-    NextMatch,
-    PrevMatch,
-}
 
 pub enum Action {
     Command(Command),
@@ -92,7 +28,7 @@ pub enum Action {
     Indexed(Result<Indexed, String>),
     Analysed {
         generation: u64,
-        candidates: Vec<Candidate>,
+        candidates: Vec<CandidateRow>,
         /// What the ranker ranks, kept so a ranker change re-ranks without rebuilding.
         proposals: Arc<Vec<ProposalContext>>,
         /// The ranker that ordered `candidates`.
@@ -111,7 +47,7 @@ pub enum Action {
     /// The retrieved candidates that needed the backend, built after the others.
     Retrieved {
         generation: u64,
-        candidates: Vec<Candidate>,
+        candidates: Vec<CandidateRow>,
         procc: Procc,
     },
     /// A new order of the candidates from `ranker`, or why it cannot rank.
@@ -150,19 +86,25 @@ pub enum Action {
 pub struct Indexed {
     pub index: Arc<RepoIndex>,
     pub search: SharedSearch,
-    /// The backend built for it; none when the repository was read again and the backend
-    /// stays.
-    pub backend: Option<Arc<dyn Backend>>,
+    /// The backend built for it, or the one kept.
+    pub backend: Arc<dyn Backend>,
     pub hole: Hole,
 }
 
+/// The backend a repository opens with.
+pub enum IndexBackend {
+    /// Build this configured backend for it.
+    Build(Box<BackendConfig>),
+    /// Keep the one running (the repository is read again after a write).
+    Keep(Arc<dyn Backend>),
+}
+
 pub enum Effect {
-    /// Open the repository and build `backend` for it.
+    /// Open the repository with `backend`.
     Index {
         root: PathBuf,
         position: Option<String>,
-        /// None: read it again after a write, keeping the backend.
-        backend: Option<BackendConfig>,
+        backend: IndexBackend,
     },
     /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
     /// ones that need `backend` follow.

@@ -17,12 +17,12 @@ use fuzzy_matcher::skim::SkimMatcherV2;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::Style;
 use ratatui_textarea::TextArea;
-use serde::Deserialize;
 
+use super::command::{Command, Pane};
 use super::highlight::{self, StyledLine};
 use super::keymap::Keymap;
+use super::layout::{self, scroll_top};
 use super::theme::Theme;
-use super::ui::{self, scroll_top};
 use crate::candidate::{CandidateId, Numbering};
 use crate::compose::Prompt;
 use crate::context::proposals::ProposalContext;
@@ -51,7 +51,7 @@ mod setup;
 mod tests;
 
 pub use crate::session::{
-    Availability, BanditLesson, Candidate, Procc, SharedSearch, apply_ranking,
+    Availability, BanditLesson, CandidateRow, Procc, SharedSearch, apply_ranking,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
@@ -69,39 +69,6 @@ pub const DEFAULT_K: usize = 3;
 /// The most cards side by side (and the pick keys 1..5).
 pub const MAX_K: usize = 5;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pane {
-    Source,
-    Candidates,
-    Prompt,
-    Completions,
-}
-
-impl Pane {
-    pub const ALL: [Pane; 4] = [
-        Pane::Source,
-        Pane::Candidates,
-        Pane::Prompt,
-        Pane::Completions,
-    ];
-
-    /// How help and titles name the pane.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pane::Source => "source",
-            Pane::Candidates => "candidates",
-            Pane::Prompt => "prompt",
-            Pane::Completions => "completions",
-        }
-    }
-
-    fn step(self, by: isize) -> Pane {
-        let i = Pane::ALL.iter().position(|&p| p == self).unwrap_or(0) as isize;
-        Pane::ALL[(i + by).rem_euclid(Pane::ALL.len() as isize) as usize]
-    }
-}
-
 pub struct State {
     pub phase: Phase,
     pub keymap: Keymap,
@@ -117,7 +84,7 @@ pub struct State {
     pub file: FileId,
     pub lines: Vec<StyledLine>,
     pub cursor: (usize, usize),
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<CandidateRow>,
     pub proposals: Arc<Vec<ProposalContext>>,
     pub ranker: RankerKind,
     /// How many picks the online ranker has learnt from.
@@ -244,7 +211,7 @@ impl State {
 
     /// Whether retrieved candidates are still waiting for the backend.
     pub fn retrieving(&self) -> bool {
-        self.candidates.iter().any(Candidate::building)
+        self.candidates.iter().any(CandidateRow::building)
     }
 
     pub fn analysing(&self) -> bool {
@@ -266,14 +233,14 @@ impl State {
             .collect()
     }
 
-    pub fn focused_candidate(&self) -> Option<&Candidate> {
+    pub fn focused_candidate(&self) -> Option<&CandidateRow> {
         let visible = self.visible();
         visible
             .get(self.candidate_cursor.min(visible.len().saturating_sub(1)))
             .map(|&i| &self.candidates[i])
     }
 
-    pub fn candidate(&self, id: CandidateId) -> Option<&Candidate> {
+    pub fn candidate(&self, id: CandidateId) -> Option<&CandidateRow> {
         self.candidates.iter().find(|c| c.id == id)
     }
 
@@ -363,9 +330,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             state.phase = Phase::Ready;
             state.index = Some(indexed.index);
             state.search = Some(indexed.search);
-            if let Some(backend) = indexed.backend {
-                state.backend = Some(backend);
-            }
+            state.backend = Some(indexed.backend);
             // Read again after a write: the file shown comes from the new index.
             if state.on_disk.take().is_some() {
                 state.lines.clear();

@@ -259,8 +259,8 @@ pub(super) fn click(
         Pane::Source => {
             let line = scroll_top(state.cursor.0, height) + row;
             if line < state.line_count() {
-                let left = ui::source::first_column(state.cursor.1, width);
-                let col = left + col.saturating_sub(ui::source::GUTTER) as usize;
+                let left = layout::first_column(state.cursor.1, width);
+                let col = left + col.saturating_sub(layout::GUTTER) as usize;
                 state.cursor = (line, col.min(state.line_chars(line)));
                 state.column_goal = state.cursor.1;
             }

@@ -34,6 +34,23 @@ pub enum Stage {
     Rankers,
 }
 
+impl From<crate::session::Opening> for Progress {
+    fn from(opening: crate::session::Opening) -> Progress {
+        use crate::session::OpenStage;
+        let stage = match opening.stage {
+            OpenStage::Files => Stage::Files,
+            OpenStage::Graph => Stage::Graph,
+            OpenStage::Search => Stage::Search,
+            OpenStage::Backend => Stage::Backend,
+        };
+        Progress {
+            stage,
+            done: opening.done,
+            total: opening.total,
+        }
+    }
+}
+
 impl std::fmt::Display for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         let Progress { done, total, .. } = self;

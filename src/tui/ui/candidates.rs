@@ -8,10 +8,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, scroll_top};
+use super::bar;
 use crate::candidate::CandidateId;
 use crate::rank::RankerKind;
-use crate::tui::state::{AnalysisPhase, Availability, Candidate, Mode, State};
+use crate::tui::layout::scroll_top;
+use crate::tui::state::{AnalysisPhase, Availability, CandidateRow, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
 /// The least room worth showing a row's note in (narrower panes show it in the prompt title).
@@ -131,7 +132,7 @@ fn best_score(state: &State) -> f64 {
 
 /// id, score bar and value, source, type, tokens and whether it applies. A retrieved
 /// candidate shows its retrieval similarity (0..1) in another colour: no ranker scores it.
-fn row(state: &State, c: &Candidate, best: f64, base: Style) -> Vec<Span<'static>> {
+fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'static>> {
     let theme = &state.theme;
     let mark = if state.selected.contains(&c.id) {
         "●"
@@ -180,7 +181,7 @@ fn procc_pick(state: &State) -> Option<CandidateId> {
 }
 
 /// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick.
-pub fn note(state: &State, c: &Candidate) -> Option<String> {
+pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
     match &c.availability {
         Availability::NotApplicable(why) => why.clone(),
         Availability::Building => Some("waiting for the backend".into()),
@@ -197,8 +198,8 @@ mod tests {
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;
 
-    fn scored(score: f64) -> Candidate {
-        Candidate {
+    fn scored(score: f64) -> CandidateRow {
+        CandidateRow {
             id: CandidateId::nth(1),
             label: "cand 1".into(),
             source: "current",

@@ -13,15 +13,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Paragraph};
 
+use super::command::{Command, Pane};
 use super::keymap::Layer;
-use super::state::{Command, Mode, Pane, State};
+use super::state::{Mode, State};
 
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
-
-/// First visible row of a list of `height` rows that keeps `cursor` in the middle.
-pub fn scroll_top(cursor: usize, height: usize) -> usize {
-    cursor.saturating_sub(height / 2)
-}
 
 pub fn spinner(state: &State) -> &'static str {
     SPINNER[state.tick % SPINNER.len()]

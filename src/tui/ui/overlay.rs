@@ -7,8 +7,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
+use crate::tui::command::Pane;
 use crate::tui::keymap::Layer;
-use crate::tui::state::{Pane, State};
+use crate::tui::layout::scroll_top;
+use crate::tui::state::State;
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(height)])
@@ -158,7 +160,7 @@ pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
         Style::new().fg(theme.explain),
     )];
     let rows = inner.height.saturating_sub(1) as usize;
-    let top = super::scroll_top(cursor, rows);
+    let top = scroll_top(cursor, rows);
     let matches = state.picker_matches(query);
     for (n, &file) in matches.iter().enumerate().skip(top).take(rows) {
         let style = if n == cursor {
@@ -184,7 +186,7 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
         Style::new().fg(theme.muted),
     )];
     let rows = inner.height.saturating_sub(1) as usize;
-    let top = super::scroll_top(cursor, rows);
+    let top = scroll_top(cursor, rows);
     for (n, entry) in state.setup.backends.iter().enumerate().skip(top).take(rows) {
         let current = if n == state.setup.backend { "●" } else { " " };
         let model = entry.model.as_deref().unwrap_or("");

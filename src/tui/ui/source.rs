@@ -6,11 +6,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::scroll_top;
+use crate::tui::layout::{first_column, scroll_top};
 use crate::tui::state::State;
-
-/// Columns taken by the line numbers.
-pub const GUTTER: u16 = 6;
 
 pub fn title(state: &State) -> String {
     match &state.index {
@@ -21,12 +18,6 @@ pub fn title(state: &State) -> String {
         }
         None => "source".into(),
     }
-}
-
-/// First shown column: long lines scroll so the cursor stays 8 cells from the right edge.
-pub fn first_column(cursor: usize, width: u16) -> usize {
-    let text_width = width.saturating_sub(GUTTER) as usize;
-    cursor.saturating_sub(text_width.saturating_sub(8))
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use keyhole::candidate::{self, CandidateId};
-use keyhole::compose::{self, Composer};
+use keyhole::compose::{self, Composer, DefaultReading};
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives};
 use keyhole::context::proposals::{self, Request};
@@ -163,7 +163,7 @@ fn hole_at(index: &RepoIndex, line_pick: usize, column_pick: usize) -> Hole {
 /// Builds all 62 proposals for `hole` and checks every composed prompt, the default included.
 pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: usize) {
     let tok = kind.tokenizer();
-    let composer = Composer::new(index, hole, tok, budget);
+    let composer = Composer::new(index, hole, tok, budget, DefaultReading::AsWritten);
     let specs = candidate::proposal_specs();
     assert_eq!(specs.len(), CandidateId::PROPOSALS);
     for spec in specs {
@@ -226,7 +226,7 @@ pub fn compose_retrieved(
         seed: perspectives::DEFAULT_SEED,
         fidelity: Fidelity::Paper,
     };
-    let composer = Composer::new(index, hole, tok, budget);
+    let composer = Composer::new(index, hole, tok, budget, DefaultReading::AsWritten);
     let mut candidates = perspectives.immediate(hole);
     candidates.push(perspectives.repocoder_iteration(hole, ANSWER));
     candidates.push(perspectives.hypothetical_line(hole, ANSWER));

@@ -43,20 +43,26 @@ pub fn stdout(output: &Output) -> String {
 }
 
 /// A tmpfs of `size` (as mount's `size=` takes it) mounted at a fresh directory, unmounted
-/// when dropped: a small full disk, or another filesystem. None where mounting is not allowed
-/// (not root), and the caller skips its test.
+/// when dropped: a small full disk, or another filesystem. Panics where mounting is refused:
+/// the tests that need one are ignored by default and `.ci/run` runs them as root, so a
+/// refusal there is a failure, never a silent pass.
 pub struct Tmpfs(pub PathBuf);
 
 impl Tmpfs {
-    pub fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+    pub fn mount(at: &Path, size: &str) -> Tmpfs {
         std::fs::create_dir_all(at).unwrap();
-        let mounted = Command::new("mount")
+        let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(at)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        mounted.then(|| Tmpfs(at.to_path_buf()))
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "cannot mount a tmpfs at {} (needs root): {}",
+            at.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        Tmpfs(at.to_path_buf())
     }
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use crate::compose::SegmentKind;
 use crate::rank::bandit;
+use crate::tui::ui;
 use ratatui::crossterm::event::KeyModifiers;
 
 fn state() -> State {
@@ -141,9 +142,9 @@ fn results_for_another_hole_are_dropped() {
     assert!(!s.running());
 }
 
-fn candidate(id: usize) -> Candidate {
+fn candidate(id: usize) -> CandidateRow {
     let id = CandidateId::nth(id);
-    Candidate {
+    CandidateRow {
         id,
         label: format!("cand {id}"),
         source: "current",
@@ -167,12 +168,12 @@ fn ctrl(c: char) -> KeyEvent {
 
 #[test]
 fn ranking_orders_and_scores_then_lists_retrieved_then_the_unranked() {
-    let not_applicable = |id| Candidate {
+    let not_applicable = |id| CandidateRow {
         id: CandidateId::nth(id),
         availability: Availability::NotApplicable(None),
         ..candidate(id)
     };
-    let mut cands: Vec<Candidate> = [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
+    let mut cands: Vec<CandidateRow> = [70, 4, 1, 63, 2, 3, 5].into_iter().map(candidate).collect();
     cands[1] = not_applicable(4);
     cands[4] = not_applicable(2);
     let ranked = [(3, 0.9), (1, 0.5)].map(|(id, score)| Ranked {
@@ -343,15 +344,15 @@ fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
     ));
 }
 
-fn waiting(id: usize) -> Candidate {
-    Candidate {
+fn waiting(id: usize) -> CandidateRow {
+    CandidateRow {
         availability: Availability::Building,
         ..candidate(id)
     }
 }
 
 /// Hole `generation`'s analysis, ranked by RLPG-H, with `candidates`.
-fn analysed_by_rlpg_h(generation: u64, candidates: Vec<Candidate>) -> Action {
+fn analysed_by_rlpg_h(generation: u64, candidates: Vec<CandidateRow>) -> Action {
     Action::Analysed {
         generation,
         candidates,
@@ -394,7 +395,7 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     s.k = MAX_K;
     assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
 
-    let built = |id, availability| Candidate {
+    let built = |id, availability| CandidateRow {
         id: CandidateId::nth(id),
         availability,
         retrieval_score: Some(0.5),

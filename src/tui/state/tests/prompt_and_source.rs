@@ -52,7 +52,7 @@ fn explained_state(completion: &str) -> State {
     s.index = Some(index);
     s.phase = Phase::Ready;
     at_hole(&mut s, 1);
-    s.candidates = vec![Candidate {
+    s.candidates = vec![CandidateRow {
         prompt,
         ..candidate(7)
     }];
@@ -303,6 +303,9 @@ fn a_file_shows_plain_at_once_and_highlighted_when_the_driver_has_done_it() {
 #[test]
 fn a_write_reads_the_repository_again_and_waits_for_it_before_undo() {
     let mut s = navigable();
+    s.backend = Some(Arc::new(
+        crate::model::ngram::EmbeddedModel::without_repository(),
+    ));
     at_hole(&mut s, 1);
     let undo = FileEdit {
         path: "A.java".into(),
@@ -318,9 +321,13 @@ fn a_write_reads_the_repository_again_and_waits_for_it_before_undo() {
     };
     let effects = update(&mut s, written);
     assert!(
-        effects
-            .iter()
-            .any(|e| matches!(e, Effect::Index { backend: None, .. })),
+        effects.iter().any(|e| matches!(
+            e,
+            Effect::Index {
+                backend: IndexBackend::Keep(_),
+                ..
+            }
+        )),
         "read again, keeping the backend"
     );
     assert_eq!(s.phase, Phase::Rereading);

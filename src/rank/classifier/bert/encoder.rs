@@ -1,11 +1,5 @@
-//! A frozen BERT-family encoder read from a local directory, as the paper's F_phi (section
-//! 2.2: CodeBERT's hidden state at the first position, the [CLS] token). The directory holds
-//! what Hugging Face ships for CodeBERT, GraphCodeBERT, UniXcoder or any BERT/RoBERTa model:
-//! `config.json`, `model.safetensors` and `tokenizer.json`. Nothing is ever downloaded.
-//!
-//! The forward pass is the standard post-norm encoder: word + position + token-type embeddings
-//! with layer norm, then per layer self-attention, output projection, residual and layer norm,
-//! intermediate layer with GELU, output projection, residual and layer norm.
+//! The encoder itself: `config.json`, `model.safetensors` and `tokenizer.json` read into a
+//! candle forward pass (the `bert` feature).
 
 use std::path::{Path, PathBuf};
 
@@ -14,23 +8,9 @@ use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm,
 use serde::Deserialize;
 use tokenizers::{PostProcessor, Tokenizer, TruncationDirection};
 
-use super::features::kept_bytes;
+use super::{EncoderError, MAX_BYTES, MAX_TOKENS};
+use crate::rank::classifier::features::kept_bytes;
 use crate::token::Keep;
-
-/// Tokens read per text, special tokens included: half of CodeBERT's 512 positions, to halve
-/// the encoding time on a CPU (the paper does not say how it truncated). Hole windows (five
-/// lines) fit; candidate contexts keep the end that survives the prompt's truncation.
-pub const MAX_TOKENS: usize = 256;
-/// Bytes of a text tokenized at most: enough for [`MAX_TOKENS`] tokens of ordinary code.
-const MAX_BYTES: usize = 16 * MAX_TOKENS;
-
-/// Why an encoder directory cannot be used; `path` names the directory or the file in it.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {reason}")]
-pub struct EncoderError {
-    pub path: String,
-    pub reason: String,
-}
 
 /// The parts of `config.json` the forward pass needs (Hugging Face's names).
 #[derive(Deserialize)]
@@ -344,25 +324,4 @@ impl BertEncoder {
         }
         x.i((0, 0))
     }
-}
-
-/// Candidate contexts' vectors (`None` where a candidate has no context) as RLPG-R's single
-/// chunk per candidate: vectors `[n, 1, width]` and presence `[n, 1]`.
-pub fn context_chunks(vectors: &[Option<&[f32]>], width: usize) -> Result<(Tensor, Tensor)> {
-    let n = vectors.len();
-    let mut flat = Vec::with_capacity(n * width);
-    for vector in vectors {
-        match vector {
-            Some(v) => flat.extend_from_slice(v),
-            None => flat.resize(flat.len() + width, 0.0),
-        }
-    }
-    let present: Vec<f32> = vectors
-        .iter()
-        .map(|v| f32::from(u8::from(v.is_some())))
-        .collect();
-    Ok((
-        Tensor::from_vec(flat, (n, 1, width), &Device::Cpu)?,
-        Tensor::from_vec(present, (n, 1), &Device::Cpu)?,
-    ))
 }

@@ -1,0 +1,208 @@
+//! What keyhole learns from people: the rankers (the classifier and the online ranker), ProCC's
+//! bandit, and the pick log, kept in the data directory.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::candidate::CandidateId;
+use crate::context::perspectives;
+use crate::dirs::Dirs;
+use crate::feedback;
+use crate::rank::bandit::{self, LinUcb};
+use crate::rank::classifier::Classifier;
+use crate::rank::online::{self, OnlineRanker};
+use crate::rank::{RankInput, Ranked, RankerKind, Rankers};
+
+/// The pick log, in the data directory.
+const FEEDBACK_FILE: &str = "feedback.jsonl";
+
+/// What a pick teaches ProCC's bandit: in `context`, each (arm, reward).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BanditLesson {
+    pub context: bandit::Context,
+    pub rewards: Vec<(usize, f64)>,
+}
+
+/// The rankers and what they learn, shared by every session of a process (the UI switching
+/// backends keeps its picks): the bundled classifier loaded once, on first use, and the online
+/// ranker from the data directory, kept current by this process's picks.
+#[derive(Clone)]
+pub struct Learning {
+    rankers: Arc<OnceLock<RwLock<Rankers>>>,
+    /// Where the online ranker, the bandit and the picks are kept.
+    dirs: Arc<Dirs>,
+}
+
+impl Learning {
+    /// Rankers that keep what they learn in `dirs`, with the bundled classifier.
+    pub fn new(dirs: Dirs) -> Learning {
+        Learning {
+            rankers: Arc::default(),
+            dirs: Arc::new(dirs),
+        }
+    }
+
+    /// Rankers with `classifier` behind RLPG-H and RLPG-R.
+    pub fn with_classifier(classifier: Classifier, dirs: Dirs) -> Learning {
+        let learning = Learning::new(dirs);
+        // Freshly made, so nothing has filled it yet.
+        let _ = learning.rankers.set(Self::load(classifier, &learning.dirs));
+        learning
+    }
+
+    /// Where what is learned is kept.
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    fn loaded(&self) -> &RwLock<Rankers> {
+        self.rankers
+            .get_or_init(|| Self::load(Classifier::bundled(), &self.dirs))
+    }
+
+    fn load(classifier: Classifier, dirs: &Dirs) -> RwLock<Rankers> {
+        let (online, warning) = OnlineRanker::load_saved(dirs);
+        if let Some(warning) = warning {
+            tracing::warn!(%warning, "online ranker");
+        }
+        RwLock::new(Rankers { classifier, online })
+    }
+
+    /// How many picks the online ranker has learnt from.
+    pub fn online_picks(&self) -> u64 {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        rankers.online.picks()
+    }
+
+    /// The order `kind` gives the proposals, or why it cannot rank.
+    pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, String> {
+        let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
+        let ranker = rankers.get(kind).map_err(|e| e.to_string())?;
+        Ok(ranker.rank(input))
+    }
+
+    /// Log the pick, teach the online ranker and, for a ProCC perspective, the bandit; says
+    /// where it went or what failed.
+    pub fn record_pick(&self, mut pick: feedback::Pick, lesson: Option<BanditLesson>) -> String {
+        let Some(dir) = self.dirs.data.clone() else {
+            return "no data directory: pick not recorded".into();
+        };
+        pick.unix_time = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        log_pick(&pick);
+        if let Err(e) = feedback::append_pick(&dir.join(FEEDBACK_FILE), &pick) {
+            tracing::warn!(error = %e, "cannot log the pick");
+            return format!("cannot log the pick: {e}");
+        }
+        let path = dir.join(online::FILE);
+        let (mut ranker, warning) = OnlineRanker::load(&path);
+        ranker.record_pick(&pick.candidates, pick.picked);
+        if let Err(e) = ranker.save(&path) {
+            return format!("cannot save the online ranker: {e}");
+        }
+        let mut rankers = self
+            .loaded()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        rankers.online = ranker;
+        drop(rankers);
+        let taught = match lesson {
+            Some(lesson) => match teach_bandit(&dir.join(bandit::FILE), &lesson) {
+                Ok(()) => "; online ranker and ProCC bandit updated",
+                Err(e) => return format!("cannot save the ProCC bandit: {e}"),
+            },
+            None => "; online ranker updated",
+        };
+        warning.unwrap_or_else(|| {
+            format!(
+                "pick of {} {} logged to {}{taught}",
+                pick.picked,
+                pick.picked.label(),
+                dir.display()
+            )
+        })
+    }
+
+    /// Write a completion into the user's file (see [`feedback::apply_completion`]); the
+    /// file's text afterwards, or why it was left alone.
+    pub fn apply(
+        &self,
+        path: &Path,
+        hash: &[u8; 32],
+        offset: usize,
+        replace: usize,
+        text: &str,
+    ) -> Result<String, String> {
+        let staging = self.dirs.data.as_deref();
+        let result = feedback::apply_completion(path, hash, offset, replace, text, staging);
+        tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
+        result.map_err(|e| e.to_string())?;
+        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The hole and hashes only: prompts and completions stay out of the log.
+fn log_pick(pick: &feedback::Pick) {
+    tracing::info!(
+        hole = %pick.hole,
+        picked = pick.picked.index(),
+        candidates = ?pick.candidates,
+        prompt_hash = %pick.prompt_hash,
+        "pick"
+    );
+}
+
+/// ProCC's bandit context for a hole from its perspectives' candidates (each applicable one's
+/// best window similarity and Jaccard), and which perspectives applied.
+pub(super) fn procc_context<'c>(
+    candidates: impl IntoIterator<Item = &'c perspectives::RetrievedContext>,
+) -> (bandit::Context, [bool; bandit::ARMS]) {
+    let candidates: Vec<&perspectives::RetrievedContext> = candidates.into_iter().collect();
+    let features = CandidateId::PROCC.map(|id| {
+        let c = candidates.iter().find(|c| c.id == id && c.applicable())?;
+        Some((c.score.unwrap_or(0.0), c.jaccard.unwrap_or(0.0)))
+    });
+    (bandit::context(features), features.map(|f| f.is_some()))
+}
+
+/// Update the bandit saved at `path` with each reward of `lesson`.
+fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
+    let (mut bandit, warning) = LinUcb::load(path);
+    if let Some(warning) = warning {
+        tracing::warn!(%warning, "ProCC bandit");
+    }
+    for &(arm, reward) in &lesson.rewards {
+        bandit.update(arm, &lesson.context, reward);
+    }
+    bandit.save(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[test]
+    fn a_logged_pick_names_the_hole_but_not_the_completions() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(Mutex::new(file.reopen().unwrap()))
+            .with_ansi(false)
+            .finish();
+        let pick = feedback::Pick {
+            hole: "A.java:3:9".into(),
+            candidates: vec![CandidateId::nth(6), CandidateId::DEFAULT],
+            prompt_hash: feedback::prompt_hash("secret prompt"),
+            completions: vec!["secretCompletion()".into(), String::new()],
+            picked: CandidateId::nth(6),
+            unix_time: 0,
+        };
+        tracing::subscriber::with_default(subscriber, || log_pick(&pick));
+        let log = std::fs::read_to_string(file.path()).unwrap();
+        assert!(log.contains("A.java:3:9") && log.contains(&pick.prompt_hash));
+        assert!(!log.contains("secret"), "{log}");
+    }
+}

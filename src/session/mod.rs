@@ -1,0 +1,269 @@
+//! One hole session: an open repository with its search indexes, the backend that completes,
+//! the rankers and the budget. For a hole it builds every candidate of the catalogue, ranks
+//! them, composes their prompts, fits them to the backend and records what a person picked.
+//! `keyhole proposals`, `prompt` and `complete`, the UI's driver and eval's runner all build
+//! candidates here, so they give the same answer for the same hole.
+//!
+//! A session is opened from resolved [`Settings`] ([`Session::open`], [`Session::builder`]).
+//! The parts, in the order a hole flows through them: `search` (retrieval's indexes),
+//! `rows` (a hole's candidates as ranked rows), `fit` (prompts fitted to the backend's own
+//! token count) and `learning` (rankers, bandit and picks).
+
+mod fit;
+mod learning;
+mod rows;
+mod search;
+mod settings;
+
+use std::sync::Arc;
+
+pub use fit::{FitError, FitTarget, counts_exactly, fit};
+pub use learning::{BanditLesson, Learning};
+pub use rows::{
+    Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc, apply_ranking,
+};
+pub use search::{SearchIndex, SharedSearch};
+pub use settings::{
+    Choices, OpenError, OpenStage, Opening, SessionBuilder, Settings, SettingsError, search_built,
+};
+
+use learning::procc_context;
+use rows::{proposal_row, retrieved_row};
+
+use crate::candidate::CandidateId;
+use crate::compose::Composer;
+use crate::context::fidelity::Fidelity;
+use crate::context::perspectives::{self, Perspectives};
+use crate::context::proposals::{self, ProposalContext};
+use crate::hole::Hole;
+use crate::model::Backend;
+use crate::rank::bandit::{self, LinUcb};
+use crate::rank::{RankInput, Ranked, RankerKind};
+use crate::repo::RepoIndex;
+use crate::token::Tokenizer;
+
+/// A repository opened for holes, with everything a hole's candidates are built from. Cheap to
+/// clone: the parts are shared.
+#[derive(Clone)]
+pub struct Session {
+    pub index: Arc<RepoIndex>,
+    /// Retrieval state, built when a retrieved candidate first needs it.
+    pub search: SharedSearch,
+    pub backend: Arc<dyn Backend>,
+    pub learning: Learning,
+    /// Budgets count in this tokenizer (the backend's where keyhole has it).
+    pub tokenizer: &'static dyn Tokenizer,
+    pub budget: usize,
+    /// RepoCoder's iterations (candidate 67 is the last).
+    pub iterations: u16,
+    /// Seed of the random-context baseline.
+    pub seed: u64,
+    /// Whose rules build the candidates where a paper and its authors' code disagree.
+    pub fidelity: Fidelity,
+}
+
+impl Session {
+    /// The retrieval perspectives over the open repository.
+    pub fn perspectives(&self) -> Perspectives<'_> {
+        let search = self.search.get_or_init(|| SearchIndex::open(&self.index));
+        Perspectives {
+            index: &self.index,
+            retrieval: &search.retrieval,
+            windows: &search.windows,
+            tokenizer: self.tokenizer,
+            budget: self.budget,
+            seed: self.seed,
+            fidelity: self.fidelity,
+        }
+    }
+
+    /// The composer of `hole`'s prompts within the budget.
+    pub fn composer(&self, hole: &Hole) -> Composer<'static> {
+        Composer::new(
+            &self.index,
+            hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity.default_reading(),
+        )
+    }
+
+    /// RLPG's 62 proposals for `hole`, each within its share of the budget.
+    pub fn proposals(&self, hole: &Hole) -> Vec<ProposalContext> {
+        proposals::build_for_budget(
+            &self.index,
+            hole,
+            self.tokenizer,
+            self.budget,
+            self.fidelity,
+        )
+    }
+
+    /// Every candidate that needs no backend, with placeholders for those that do, in the
+    /// order `ranker` gives.
+    pub fn analyse(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
+        let built = self.proposals(hole);
+        let composer = self.composer(hole);
+        let retrieved = self.perspectives().immediate(hole);
+        let mut candidates: Vec<CandidateRow> =
+            built.iter().map(|p| proposal_row(p, &composer)).collect();
+        // The default context alone has no proposal.
+        let default = composer.compose(None);
+        candidates.push(CandidateRow::new(
+            CandidateId::DEFAULT,
+            Availability::Applicable,
+            None,
+            default.clone(),
+        ));
+        candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
+        candidates.extend(
+            CandidateId::NEED_BACKEND
+                .map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
+        );
+        let (ranking, warning) = match self.rank(hole, &built, ranker) {
+            Ok(ranking) => (ranking, None),
+            Err(why) => (Vec::new(), Some(why)),
+        };
+        apply_ranking(&mut candidates, &ranking);
+        Analysis {
+            candidates,
+            proposals: built,
+            retrieved,
+            ranking,
+            warning,
+        }
+    }
+
+    /// `ranker`'s order of RLPG's applicable candidates for `hole` (its 62 `proposals` and the
+    /// default context), best first, or why it cannot rank.
+    pub fn rank(
+        &self,
+        hole: &Hole,
+        proposals: &[ProposalContext],
+        ranker: RankerKind,
+    ) -> Result<Vec<Ranked>, String> {
+        let input = RankInput::new(&self.index, hole, proposals);
+        self.learning.rank(ranker, &input)
+    }
+
+    /// The retrieved candidates that need the backend, and ProCC's pick once all are built,
+    /// given the `immediate` ones (RepoCoder's second iteration starts from the first). A
+    /// backend failure makes them not applicable, saying why.
+    pub async fn retrieve_later(
+        &self,
+        hole: &Hole,
+        immediate: &[perspectives::RetrievedContext],
+    ) -> Later {
+        let composer = self.composer(hole);
+        let built = perspectives::build_later(
+            &self.perspectives(),
+            hole,
+            &composer,
+            self.backend.as_ref(),
+            usize::from(self.iterations),
+            immediate,
+        )
+        .await;
+        let built = match built {
+            Ok(later) => later,
+            Err(e) => {
+                tracing::warn!(error = %e, "retrieved candidates");
+                let why = format!("the backend failed: {e}");
+                let failed = |id| perspectives::RetrievedContext {
+                    id,
+                    why_not: Some(why.clone()),
+                    ..Default::default()
+                };
+                CandidateId::NEED_BACKEND.map(failed).to_vec()
+            }
+        };
+        let procc = self.procc_choice(immediate.iter().chain(&built));
+        let candidates = built.iter().map(|c| retrieved_row(c, &composer)).collect();
+        Later {
+            candidates,
+            built,
+            procc,
+        }
+    }
+
+    /// One candidate's context, built alone: no ranking, and the backend is asked only for a
+    /// candidate that needs it.
+    pub async fn context(&self, hole: &Hole, id: CandidateId) -> BuiltContext {
+        if let Some(spec) = id.proposal() {
+            let request = proposals::Request {
+                index: &self.index,
+                hole,
+                tokenizer: self.tokenizer,
+                allocation: crate::compose::proposal_allocation(self.budget, spec.share),
+                fidelity: self.fidelity,
+            };
+            return BuiltContext::Proposal(proposals::build(spec, &request));
+        }
+        if id == CandidateId::DEFAULT {
+            return BuiltContext::Default;
+        }
+        let immediate = self.perspectives().immediate(hole);
+        let built = if id.needs_backend() {
+            let later = self.retrieve_later(hole, &immediate).await;
+            later.built.into_iter().find(|c| c.id == id)
+        } else {
+            immediate.into_iter().find(|c| c.id == id)
+        };
+        BuiltContext::Retrieved(built.expect("every retrieved candidate is built"))
+    }
+
+    /// One candidate, built alone (see [`Session::context`]).
+    pub async fn candidate(&self, hole: &Hole, id: CandidateId) -> CandidateRow {
+        self.context(hole, id).await.row(&self.composer(hole))
+    }
+
+    /// Both stages: every candidate of the catalogue for `hole`, ranked, the backend asked for
+    /// what the later ones need.
+    pub async fn candidates(&self, hole: &Hole, ranker: RankerKind) -> HoleCandidates {
+        let mut analysis = self.analyse(hole, ranker);
+        let later = self.retrieve_later(hole, &analysis.retrieved).await;
+        for row in later.candidates {
+            if let Some(slot) = analysis.candidates.iter_mut().find(|c| c.id == row.id) {
+                *slot = CandidateRow {
+                    score: slot.score,
+                    ..row
+                };
+            }
+        }
+        let mut retrieved = analysis.retrieved;
+        retrieved.extend(later.built);
+        retrieved.sort_by_key(|c| c.id);
+        HoleCandidates {
+            candidates: analysis.candidates,
+            proposals: analysis.proposals,
+            retrieved,
+            ranking: analysis.ranking,
+            procc: later.procc,
+            warning: analysis.warning,
+        }
+    }
+
+    /// ProCC's pick by the bandit kept in the data directory; a fresh bandit (which picks the
+    /// first applicable perspective and learns from there) where there is none.
+    pub fn procc_choice<'c>(
+        &self,
+        built: impl IntoIterator<Item = &'c perspectives::RetrievedContext>,
+    ) -> Procc {
+        let (context, available) = procc_context(built);
+        let (bandit, warning) = self
+            .learning
+            .dirs()
+            .data_file(bandit::FILE)
+            .map_or_else(|| (LinUcb::default(), None), |path| LinUcb::load(&path));
+        if let Some(warning) = warning {
+            tracing::warn!(%warning, "ProCC bandit");
+        }
+        Procc {
+            context,
+            available,
+            pick: bandit
+                .choose(&context, available)
+                .map(|arm| CandidateId::PROCC[arm]),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! A hole's candidates as rows: each candidate's availability, score and composed prompt, in
+//! the ranker's order, and the contexts they were composed from.
+
+use crate::candidate::CandidateId;
+use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::context::perspectives;
+use crate::context::proposals::ProposalContext;
+use crate::hole::Hole;
+use crate::rank::Ranked;
+use crate::rank::bandit;
+
+use super::Session;
+use super::fit::FitError;
+
+/// A candidate's context before composition, so that it can be composed again within
+/// another budget.
+pub enum BuiltContext {
+    Proposal(ProposalContext),
+    Retrieved(perspectives::RetrievedContext),
+    /// The default context has none of its own.
+    Default,
+}
+
+impl BuiltContext {
+    /// Its prompt (the default context alone where it does not apply).
+    pub fn compose(&self, composer: &Composer) -> Prompt {
+        match self {
+            BuiltContext::Proposal(p) => composer.compose(Some(p)),
+            BuiltContext::Retrieved(c) => c
+                .compose(composer)
+                .unwrap_or_else(|| composer.compose(None)),
+            BuiltContext::Default => composer.compose(None),
+        }
+    }
+
+    /// The candidate's row, composed by `composer`.
+    pub fn row(&self, composer: &Composer) -> CandidateRow {
+        match self {
+            BuiltContext::Proposal(p) => proposal_row(p, composer),
+            BuiltContext::Retrieved(c) => retrieved_row(c, composer),
+            BuiltContext::Default => CandidateRow::new(
+                CandidateId::DEFAULT,
+                Availability::Applicable,
+                None,
+                composer.compose(None),
+            ),
+        }
+    }
+}
+
+/// Every candidate of a hole that needs no backend, in ranker order.
+pub struct Analysis {
+    /// RLPG's proposals and the default context in the ranker's order (the ones it left out
+    /// last), the retrieved candidates among them, those needing the backend still building.
+    pub candidates: Vec<CandidateRow>,
+    /// What the ranker ranks: the 62 proposals in id order.
+    pub proposals: Vec<ProposalContext>,
+    /// The retrieved candidates built so far (RepoCoder's second iteration starts from them).
+    pub retrieved: Vec<perspectives::RetrievedContext>,
+    /// The ranker's order of RLPG's applicable candidates, best first.
+    pub ranking: Vec<Ranked>,
+    /// Why the ranker could not rank (the candidates are then in id order).
+    pub warning: Option<String>,
+}
+
+/// The candidates built once the backend wrote what they need.
+pub struct Later {
+    /// Rows for 67, 69 and 70.
+    pub candidates: Vec<CandidateRow>,
+    /// The same, as built.
+    pub built: Vec<perspectives::RetrievedContext>,
+    pub procc: Procc,
+}
+
+/// Every candidate of a hole.
+pub struct HoleCandidates {
+    /// All 73, in the ranker's order (see [`apply_ranking`]).
+    pub candidates: Vec<CandidateRow>,
+    /// The 62 proposals in id order.
+    pub proposals: Vec<ProposalContext>,
+    /// The retrieved candidates 63–72 in id order, as built.
+    pub retrieved: Vec<perspectives::RetrievedContext>,
+    pub ranking: Vec<Ranked>,
+    pub procc: Procc,
+    pub warning: Option<String>,
+}
+
+impl HoleCandidates {
+    pub fn get(&self, id: CandidateId) -> Option<&CandidateRow> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// Every applicable candidate's prompt composed again by `session` to fit the budget as the
+    /// backend's model counts it (see [`fit`]); nothing changes where keyhole counts as the
+    /// model does.
+    pub async fn fit(&mut self, session: &Session, hole: &Hole) -> Result<(), FitError> {
+        if session.counts_exactly() {
+            return Ok(());
+        }
+        let (proposals, retrieved) = (&self.proposals, &self.retrieved);
+        let fitted = self
+            .candidates
+            .iter()
+            .filter(|c| c.applicable())
+            .map(|row| {
+                let id = row.id;
+                async move {
+                    let proposal = proposals.iter().find(|p| p.spec.id == id);
+                    let built = retrieved.iter().find(|c| c.id == id);
+                    // Composed by the one rule every candidate's prompt follows.
+                    let context = match (proposal, built) {
+                        (Some(p), _) => BuiltContext::Proposal(p.clone()),
+                        (_, Some(c)) => BuiltContext::Retrieved(c.clone()),
+                        _ => BuiltContext::Default,
+                    };
+                    let prompt = session
+                        .fit(hole, |composer| context.compose(composer))
+                        .await?;
+                    Ok::<_, FitError>((id, prompt))
+                }
+            });
+        for fitted in futures_util::future::join_all(fitted).await {
+            let (id, prompt) = fitted?;
+            if let Some(row) = self.candidates.iter_mut().find(|c| c.id == id) {
+                row.prompt = prompt;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a candidate's prompt can be used yet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Availability {
+    Applicable,
+    /// Its context is empty for this hole; why, where it is known.
+    NotApplicable(Option<String>),
+    /// A retrieved candidate waiting for the backend (67, 69, 70).
+    Building,
+}
+
+/// One candidate context, ranked, with the prompt it composes to.
+#[derive(Clone, Debug)]
+pub struct CandidateRow {
+    pub id: CandidateId,
+    pub label: String,
+    pub source: &'static str,
+    pub context_type: &'static str,
+    /// The ranker's score; `None` when the ranker left it out (not applicable, or retrieved:
+    /// rankers order RLPG's candidates only).
+    pub score: Option<f64>,
+    /// The similarity of the best retrieved window to its query (retrieved candidates that
+    /// search RepoCoder's windows).
+    pub retrieval_score: Option<f64>,
+    pub availability: Availability,
+    /// The prompt it composes to (the default context's while it is not applicable).
+    pub prompt: Prompt,
+}
+
+impl CandidateRow {
+    /// Candidate `id` as the catalogue names it.
+    pub fn new(
+        id: CandidateId,
+        availability: Availability,
+        retrieval_score: Option<f64>,
+        prompt: Prompt,
+    ) -> CandidateRow {
+        let info = id.info();
+        CandidateRow {
+            id,
+            label: info.label.clone(),
+            source: info.source,
+            context_type: info.context_type,
+            score: None,
+            retrieval_score,
+            availability,
+            prompt,
+        }
+    }
+
+    pub fn applicable(&self) -> bool {
+        self.availability == Availability::Applicable
+    }
+
+    pub fn building(&self) -> bool {
+        self.availability == Availability::Building
+    }
+
+    /// Tokens of the candidate's own context in the prompt (the default context's for the
+    /// default candidate); none while it does not apply.
+    pub fn tokens(&self) -> usize {
+        let own = |k: &SegmentKind| !matches!(k, SegmentKind::Separator);
+        match self.applicable() {
+            true => self.prompt.segment(own).map_or(0, |s| s.tokens),
+            false => 0,
+        }
+    }
+}
+
+/// A proposal as a row; one that does not apply composes to the default context alone (its
+/// context is empty).
+pub(super) fn proposal_row(proposal: &ProposalContext, composer: &Composer) -> CandidateRow {
+    let availability = match proposal.applicable() {
+        true => Availability::Applicable,
+        false => Availability::NotApplicable(None),
+    };
+    CandidateRow::new(
+        proposal.spec.id,
+        availability,
+        None,
+        composer.compose(Some(proposal)),
+    )
+}
+
+/// A built retrieved candidate as a row; one that does not apply keeps the default prompt.
+pub(super) fn retrieved_row(
+    built: &perspectives::RetrievedContext,
+    composer: &Composer,
+) -> CandidateRow {
+    let availability = match built.applicable() {
+        true => Availability::Applicable,
+        false => Availability::NotApplicable(built.why_not.clone()),
+    };
+    let prompt = built
+        .compose(composer)
+        .unwrap_or_else(|| composer.compose(None));
+    CandidateRow::new(built.id, availability, built.score, prompt)
+}
+
+/// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
+fn retrieved(id: CandidateId) -> bool {
+    id >= CandidateId::FIRST_RETRIEVED
+}
+
+/// Score and order the candidates as `ranked` says. RLPG's applicable candidates it left out
+/// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
+/// ranker scores them, and their similarities are on another scale), then the rest by id.
+pub fn apply_ranking(candidates: &mut [CandidateRow], ranked: &[Ranked]) {
+    let place = |id: CandidateId| ranked.iter().position(|r| r.id == id);
+    for c in candidates.iter_mut() {
+        c.score = place(c.id).map(|i| ranked[i].score);
+    }
+    candidates.sort_by_key(|c| match place(c.id) {
+        Some(at) => (0, at),
+        None if retrieved(c.id) => (2, c.id.index()),
+        None if c.applicable() => (1, c.id.index()),
+        None => (3, c.id.index()),
+    });
+}
+
+/// ProCC's choice among its perspectives (68–70) for the hole, kept to teach its bandit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Procc {
+    pub context: bandit::Context,
+    pub available: [bool; bandit::ARMS],
+    /// The candidate LinUCB picks; none when no perspective applies.
+    pub pick: Option<CandidateId>,
+}

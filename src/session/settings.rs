@@ -1,0 +1,487 @@
+//! Settings in, session out. What a person asked for ([`Choices`]: flags, the UI's options)
+//! becomes one resolved [`Settings`] value here, with backends.toml and the defaults, and
+//! nowhere else; every command, the UI and eval open their sessions from it
+//! ([`Session::open`], [`Session::builder`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Learning, SearchIndex, Session, SharedSearch};
+use crate::compose::DEFAULT_BUDGET;
+use crate::context::fidelity::Fidelity;
+use crate::context::perspectives;
+use crate::dirs::Dirs;
+use crate::model::config::{self, BackendConfig, BackendKind, ConfigError};
+use crate::model::{self, Backend, BackendError};
+use crate::rank::RankerKind;
+use crate::rank::classifier::{Classifier, ModelError};
+use crate::repo::{self, RepoIndex};
+use crate::token::TokenizerKind;
+
+/// What a person asked for, every choice optional (ripgrep's low-level arguments): the
+/// command line's flags or the UI's options. [`Settings::resolve`] fills in the rest.
+#[derive(Clone, Debug, Default)]
+pub struct Choices {
+    /// A backend's name in backends.toml [default: the embedded model].
+    pub backend: Option<String>,
+    /// Overrides of the chosen backend's base URL, model and tokens to generate.
+    pub url: Option<String>,
+    pub model: Option<String>,
+    pub max_tokens: Option<usize>,
+    /// A GGUF file to run in-process: a one-off local backend, or the path of the local
+    /// backend `backend` names.
+    pub model_path: Option<PathBuf>,
+    /// The tokenizer budgets count in [default: the backend's].
+    pub tokenizer: Option<TokenizerKind>,
+    pub budget: Option<usize>,
+    /// Whose rules build the contexts where a paper and its authors' code disagree.
+    pub profile: Option<Fidelity>,
+    pub ranker: Option<RankerKind>,
+    /// A classifier written by `keyhole train` [default: the bundled one], and the encoder
+    /// it was trained with.
+    pub classifier: Option<PathBuf>,
+    pub encoder_dir: Option<PathBuf>,
+    /// RepoCoder's iterations (candidate 67 is the last).
+    pub iterations: Option<u16>,
+    /// Seed of the random-context baseline (and of eval's hole sample).
+    pub seed: Option<u64>,
+    /// Neither read nor write the repository index's cache.
+    pub no_cache: bool,
+}
+
+/// Everything a session is opened with, resolved (ripgrep's high-level arguments).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The configured backends, the embedded one first, with the choices' overrides applied to
+    /// the chosen one (a one-off local model joins them): the UI offers them all.
+    pub backends: Vec<BackendConfig>,
+    /// Which of `backends` completes.
+    pub chosen: usize,
+    /// The tokenizer budgets count in; none: the backend's own ([`Settings::tokenizer`]).
+    pub tokenizer: Option<TokenizerKind>,
+    pub budget: usize,
+    pub profile: Fidelity,
+    pub ranker: RankerKind,
+    pub classifier: Option<PathBuf>,
+    pub encoder_dir: Option<PathBuf>,
+    pub iterations: u16,
+    pub seed: u64,
+    /// Where configuration, caches and what is learnt live.
+    pub dirs: Dirs,
+    /// Whether the repository index goes through its cache in `dirs`.
+    pub index_cache: bool,
+}
+
+/// Why settings could not be resolved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--backend {0}: no such backend (see `keyhole backends`)")]
+    NoSuchBackend(String),
+    #[error("--model-path: backend `{0}` is not a local one")]
+    NotLocal(String),
+}
+
+impl Default for Settings {
+    /// The embedded model, the bundled classifier and every default, with no directories:
+    /// nothing is read from or written to the user's.
+    fn default() -> Settings {
+        Settings::with_backends(
+            vec![BackendConfig::embedded()],
+            0,
+            &Choices::default(),
+            Dirs::none(),
+        )
+    }
+}
+
+impl Settings {
+    /// `choices` resolved with the backends configured in `dirs` (backends.toml) and the
+    /// defaults.
+    pub fn resolve(choices: &Choices, dirs: Dirs) -> Result<Settings, SettingsError> {
+        let mut backends = match dirs.config_file(config::BACKENDS_FILE) {
+            Some(path) => config::load_backends(&path)?,
+            None => vec![BackendConfig::embedded()],
+        };
+        let chosen = chosen_backend(choices, &backends)?;
+        let at = match backends.iter().position(|b| b.name == chosen.name) {
+            Some(at) => {
+                backends[at] = chosen;
+                at
+            }
+            None => {
+                backends.push(chosen);
+                backends.len() - 1
+            }
+        };
+        Ok(Settings::with_backends(backends, at, choices, dirs))
+    }
+
+    fn with_backends(
+        backends: Vec<BackendConfig>,
+        chosen: usize,
+        choices: &Choices,
+        dirs: Dirs,
+    ) -> Settings {
+        Settings {
+            backends,
+            chosen,
+            tokenizer: choices.tokenizer,
+            budget: choices.budget.unwrap_or(DEFAULT_BUDGET),
+            profile: choices.profile.unwrap_or(Fidelity::Paper),
+            ranker: choices.ranker.unwrap_or(RankerKind::RlpgH),
+            classifier: choices.classifier.clone(),
+            encoder_dir: choices.encoder_dir.clone(),
+            iterations: choices
+                .iterations
+                .unwrap_or(perspectives::DEFAULT_ITERATIONS),
+            seed: choices.seed.unwrap_or(perspectives::DEFAULT_SEED),
+            dirs,
+            index_cache: !choices.no_cache,
+        }
+    }
+
+    /// The backend that completes.
+    pub fn backend(&self) -> &BackendConfig {
+        &self.backends[self.chosen]
+    }
+
+    /// The tokenizer budgets count in: the one chosen, else the backend's.
+    pub fn tokenizer(&self) -> TokenizerKind {
+        self.tokenizer.unwrap_or_else(|| self.backend().tokenizer())
+    }
+
+    /// The rankers these settings name, learning in their data directory: the classifier is
+    /// read now (a bad file is an error before any work), the bundled one on first use.
+    pub fn learning(&self) -> Result<Learning, ModelError> {
+        if self.classifier.is_none() && self.encoder_dir.is_none() {
+            return Ok(Learning::new(self.dirs.clone()));
+        }
+        let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
+        Ok(Learning::with_classifier(classifier, self.dirs.clone()))
+    }
+
+    /// Sets the compute threads of a local model (backends.toml's `threads`) for the whole
+    /// process, as every command does before it starts work.
+    ///
+    /// # Safety
+    /// Changes the process environment: call it before the process starts any other thread.
+    pub unsafe fn use_threads(&self) {
+        // SAFETY: passed on to the caller.
+        unsafe { model::local::use_threads(self.backend()) }
+    }
+}
+
+/// The backend entry `choices` name, with their overrides applied.
+fn chosen_backend(
+    choices: &Choices,
+    configured: &[BackendConfig],
+) -> Result<BackendConfig, SettingsError> {
+    let name = choices.backend.as_deref().unwrap_or(config::EMBEDDED);
+    if let Some(path) = &choices.model_path
+        && name == config::EMBEDDED
+    {
+        return Ok(BackendConfig::local(path.clone()));
+    }
+    let mut entry = configured
+        .iter()
+        .find(|b| b.name == name)
+        .cloned()
+        .ok_or_else(|| SettingsError::NoSuchBackend(name.to_string()))?;
+    if choices.url.is_some() {
+        entry.base_url.clone_from(&choices.url);
+    }
+    if choices.model.is_some() {
+        entry.model.clone_from(&choices.model);
+    }
+    if choices.max_tokens.is_some() {
+        entry.max_tokens = choices.max_tokens;
+    }
+    if let Some(path) = &choices.model_path {
+        if entry.kind != BackendKind::Local {
+            return Err(SettingsError::NotLocal(entry.name));
+        }
+        entry.path = Some(path.clone());
+    }
+    Ok(entry)
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    #[error(transparent)]
+    Repository(#[from] repo::OpenError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Classifier(#[from] ModelError),
+}
+
+/// How a session is opened: from [`Settings`], with what the caller already has (an index
+/// opened with progress, a backend or rankers shared with other sessions, search indexes
+/// built while the repository opened).
+pub struct SessionBuilder<'a> {
+    settings: &'a Settings,
+    learning: Option<Learning>,
+    backend: Option<Arc<dyn Backend>>,
+    search: Option<SharedSearch>,
+    search_now: bool,
+    progress: Option<&'a (dyn Fn(Opening) + Sync)>,
+}
+
+/// Where opening a session has got to, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opening {
+    pub stage: OpenStage,
+    /// Files indexed so far, of `total` found.
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The stages of opening a session, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenStage {
+    /// Reading and parsing files.
+    Files,
+    /// Linking files by imports, parents and names.
+    Graph,
+    /// Building the search indexes (only when asked for now).
+    Search,
+    /// Starting the backend.
+    Backend,
+}
+
+impl Session {
+    /// Index the repository at `repo` (through the cache unless the settings say not) and open
+    /// a session on it as `settings` say.
+    ///
+    /// ```
+    /// use keyhole::hole::Hole;
+    /// use keyhole::session::{Session, Settings};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let scratch = tempfile::tempdir()?;
+    /// # let dirs = keyhole::dirs::Dirs { data: Some(scratch.path().into()), ..Default::default() };
+    /// // The bundled sample repository; any repository on disk opens the same way.
+    /// let repo = keyhole::sample::materialize(&dirs)?;
+    /// // The embedded model and the bundled classifier, nothing read from the user's files.
+    /// let settings = Settings::default();
+    /// let session = Session::open(&repo, &settings)?;
+    /// let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+    /// // Every candidate that needs no backend, ranked by RLPG-H.
+    /// let analysis = session.analyse(&hole, settings.ranker);
+    /// for row in analysis.candidates.iter().take(5) {
+    ///     println!("{:>2} {:<32} {:?}", row.id, row.label, row.score);
+    /// }
+    /// // The best one's prompt, composed within the budget.
+    /// let prompt = analysis.candidates[0].prompt.text();
+    /// assert!(!prompt.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn open(repo: &Path, settings: &Settings) -> Result<Session, OpenError> {
+        Session::builder(settings).open(repo)
+    }
+
+    /// A session as `settings` say, with parts the caller already has.
+    pub fn builder(settings: &Settings) -> SessionBuilder<'_> {
+        SessionBuilder {
+            settings,
+            learning: None,
+            backend: None,
+            search: None,
+            search_now: false,
+            progress: None,
+        }
+    }
+}
+
+impl<'a> SessionBuilder<'a> {
+    /// Rankers shared with other sessions (what one learns, all see).
+    pub fn learning(mut self, learning: Learning) -> Self {
+        self.learning = Some(learning);
+        self
+    }
+
+    /// A backend already built (one server serving many repositories, or a model loaded once).
+    pub fn backend(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// Search indexes already built or shared with other sessions on the same index.
+    pub fn search(mut self, search: SharedSearch) -> Self {
+        self.search = Some(search);
+        self
+    }
+
+    /// Build the search indexes while opening rather than on first use (the UI shows
+    /// retrieved candidates for every hole).
+    pub fn search_now(mut self) -> Self {
+        self.search_now = true;
+        self
+    }
+
+    /// Called as opening moves through its stages, from worker threads: it must be cheap.
+    pub fn progress(mut self, progress: &'a (dyn Fn(Opening) + Sync)) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    fn report(&self, stage: OpenStage, done: usize, total: usize) {
+        if let Some(progress) = self.progress {
+            progress(Opening { stage, done, total });
+        }
+    }
+
+    /// Index the repository at `repo` and open the session on it.
+    pub fn open(self, repo: &Path) -> Result<Session, OpenError> {
+        let settings = self.settings;
+        let cache = settings
+            .index_cache
+            .then_some(settings.dirs.cache.as_deref())
+            .flatten();
+        let files = |done, total| {
+            self.report(OpenStage::Files, done, total);
+            // The graph is built once the last file is in.
+            if done == total {
+                self.report(OpenStage::Graph, done, total);
+            }
+        };
+        let index = RepoIndex::open_with_progress(repo, cache, &files)?;
+        self.on(Arc::new(index))
+    }
+
+    /// The session on an index already open.
+    pub fn on(mut self, index: Arc<RepoIndex>) -> Result<Session, OpenError> {
+        let total = index.files.len();
+        if self.search_now && self.search.is_none() {
+            self.report(OpenStage::Search, total, total);
+            self.search = Some(search_built(&index));
+        }
+        let backend = match self.backend.take() {
+            Some(backend) => backend,
+            None => {
+                self.report(OpenStage::Backend, total, total);
+                Arc::from(model::build_backend(self.settings.backend(), &index)?)
+            }
+        };
+        if self.learning.is_none() {
+            self.learning = Some(self.settings.learning()?);
+        }
+        Ok(self.with_parts(index, backend))
+    }
+
+    /// The session on an index already open with a backend already built: the rankers given,
+    /// else the bundled ones (loaded on first use).
+    pub fn with_parts(self, index: Arc<RepoIndex>, backend: Arc<dyn Backend>) -> Session {
+        let settings = self.settings;
+        let learning = self
+            .learning
+            .unwrap_or_else(|| Learning::new(settings.dirs.clone()));
+        Session {
+            index,
+            search: self.search.unwrap_or_default(),
+            backend,
+            learning,
+            tokenizer: settings.tokenizer().tokenizer(),
+            budget: settings.budget,
+            iterations: settings.iterations,
+            seed: settings.seed,
+            fidelity: settings.profile,
+        }
+    }
+}
+
+/// Search indexes built now rather than on first use (the UI shows retrieved candidates for
+/// every hole, so it builds them while the repository opens).
+pub fn search_built(index: &RepoIndex) -> SharedSearch {
+    Arc::new(std::sync::OnceLock::from(SearchIndex::open(index)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Directories whose config holds `backends_toml`.
+    fn configured(backends_toml: &str) -> (tempfile::TempDir, Dirs) {
+        let scratch = tempfile::tempdir().unwrap();
+        std::fs::write(scratch.path().join(config::BACKENDS_FILE), backends_toml).unwrap();
+        let dirs = Dirs {
+            config: Some(scratch.path().to_path_buf()),
+            ..Dirs::none()
+        };
+        (scratch, dirs)
+    }
+
+    const SERVER: &str = r#"
+[[backend]]
+name = "server"
+kind = "llamacpp"
+base_url = "http://127.0.0.1:9"
+model = "configured"
+"#;
+
+    #[test]
+    fn choices_override_the_chosen_backend_and_keep_the_others() {
+        let (_scratch, dirs) = configured(SERVER);
+        let choices = Choices {
+            backend: Some("server".into()),
+            model: Some("asked".into()),
+            budget: Some(512),
+            ..Choices::default()
+        };
+        let settings = Settings::resolve(&choices, dirs).unwrap();
+        let names: Vec<&str> = settings.backends.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["embedded", "server"]);
+        assert_eq!(settings.backend().name, "server");
+        assert_eq!(settings.backend().model.as_deref(), Some("asked"));
+        assert_eq!(settings.budget, 512);
+        assert_eq!(settings.tokenizer(), settings.backend().tokenizer());
+    }
+
+    #[test]
+    fn an_unknown_backend_or_a_model_path_for_a_server_is_refused() {
+        let (_scratch, dirs) = configured(SERVER);
+        let unknown = Choices {
+            backend: Some("nope".into()),
+            ..Choices::default()
+        };
+        let error = Settings::resolve(&unknown, dirs.clone()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--backend nope: no such backend (see `keyhole backends`)"
+        );
+        let not_local = Choices {
+            backend: Some("server".into()),
+            model_path: Some("m.gguf".into()),
+            ..Choices::default()
+        };
+        let error = Settings::resolve(&not_local, dirs).unwrap_err();
+        assert!(
+            error.to_string().contains("`server` is not a local one"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_model_path_alone_joins_the_configured_backends_as_a_local_one() {
+        let (_scratch, dirs) = configured(SERVER);
+        let choices = Choices {
+            model_path: Some("m.gguf".into()),
+            tokenizer: Some(TokenizerKind::R50kBase),
+            ..Choices::default()
+        };
+        let settings = Settings::resolve(&choices, dirs).unwrap();
+        assert_eq!(settings.backends.len(), 3);
+        assert_eq!(settings.backend().kind, BackendKind::Local);
+        assert_eq!(
+            settings.backend().path.as_deref(),
+            Some(Path::new("m.gguf"))
+        );
+        assert_eq!(settings.tokenizer(), TokenizerKind::R50kBase);
+    }
+}
