@@ -11,9 +11,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::{self, StreamExt};
-use tokio::sync::Semaphore;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
+use tokio::sync::Semaphore;
 
 use super::labels::LabelFile;
 use super::shard::Shard;
@@ -394,7 +394,11 @@ impl RepoRun<'_> {
     ) -> Result<(), RunError> {
         let mut failures = shared.failures.lock().unwrap_or_else(|e| e.into_inner());
         let outcomes = done.first_outcomes.into_iter().zip(done.second_outcomes);
-        let holes = chunk.iter().zip(done.firsts).zip(done.seconds).zip(outcomes);
+        let holes = chunk
+            .iter()
+            .zip(done.firsts)
+            .zip(done.seconds)
+            .zip(outcomes);
         // The chunk's complete holes are written even when a failure among them stops the run.
         let mut stop = None;
         for (((hole, first), second), (done, more)) in holes {

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::reliability_support::fuzz_checks;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use crate::reliability_support::fuzz_checks;
 use keyhole::model::config::{BackendConfig, Matrices};
 use keyhole::model::local::LocalBackend;
 use keyhole::model::{Backend, BackendError, CompletionRequest, TokenCounting};
@@ -650,11 +650,17 @@ fn crafted_headers_are_one_line_errors_naming_the_file_and_the_key() {
             "`llama.attention.head_count` is 0",
         ),
         (
-            crafted("kv-heads", &[("llama.attention.head_count_kv", Value::U32(0))]),
+            crafted(
+                "kv-heads",
+                &[("llama.attention.head_count_kv", Value::U32(0))],
+            ),
             "`llama.attention.head_count_kv` is 0",
         ),
         (
-            crafted("uneven-heads", &[("llama.attention.head_count", Value::U32(6))]),
+            crafted(
+                "uneven-heads",
+                &[("llama.attention.head_count", Value::U32(6))],
+            ),
             "`llama.attention.head_count` is 6, which does not divide",
         ),
         (
@@ -666,11 +672,17 @@ fn crafted_headers_are_one_line_errors_naming_the_file_and_the_key() {
             "`llama.expert_count` is 4294967295",
         ),
         (
-            crafted("rope", &[("llama.rope.dimension_count", Value::U32(1 << 20))]),
+            crafted(
+                "rope",
+                &[("llama.rope.dimension_count", Value::U32(1 << 20))],
+            ),
             "`llama.rope.dimension_count` is 1048576",
         ),
         (
-            crafted("embedding", &[("llama.embedding_length", Value::U32(1 << 20))]),
+            crafted(
+                "embedding",
+                &[("llama.embedding_length", Value::U32(1 << 20))],
+            ),
             "`llama.embedding_length` is 1048576",
         ),
         (
@@ -747,11 +759,17 @@ fn a_prompt_cut_to_the_models_context_is_reported_with_the_tokens_it_saw() {
     // The sample hole's prompt is far longer than the tiny model's 64 tokens.
     let (dir, path) = written(&Tiny::LLAMA);
     let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = &json["completions"][0];
     let composed = row["prompt_tokens"].as_u64().unwrap();
-    let seen = row["model_prompt_tokens"].as_u64().expect("the cut is reported");
+    let seen = row["model_prompt_tokens"]
+        .as_u64()
+        .expect("the cut is reported");
     assert!(seen < CONTEXT as u64 && composed > CONTEXT as u64, "{row}");
     let out = complete(&path, dir.path());
     let text = String::from_utf8_lossy(&out.stdout);

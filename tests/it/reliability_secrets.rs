@@ -247,7 +247,11 @@ async fn a_urls_user_info_and_query_echoed_by_the_server_are_redacted() {
     // The server echoes what it was sent: the path with its query and the Authorization
     // header (reqwest sends the URL's user info as Basic credentials).
     let server = Server::start(|request, _| {
-        let auth = request.headers.get("authorization").cloned().unwrap_or_default();
+        let auth = request
+            .headers
+            .get("authorization")
+            .cloned()
+            .unwrap_or_default();
         let message = format!("denied {} for {auth}", request.path);
         Reply::Json(401, json!({"error": {"message": message}}))
     })
@@ -283,16 +287,30 @@ async fn a_urls_user_info_and_query_echoed_by_the_server_are_redacted() {
         .map(str::to_string);
     let text = stderr(&complete);
     assert_eq!(complete.status.code(), Some(2), "{text}");
-    assert!(text.contains("denied /v1/completions?api-key=[redacted]"), "{text}");
+    assert!(
+        text.contains("denied /v1/completions?api-key=[redacted]"),
+        "{text}"
+    );
     let backends = scratch.path().join("config/backends.toml");
     let mut shown = vec![
         ("complete".to_string(), complete.stdout, complete.stderr),
         ("eval".to_string(), eval.stdout, eval.stderr),
     ];
-    for file in files_under(scratch.path()).into_iter().filter(|f| *f != backends) {
-        shown.push((file.display().to_string(), std::fs::read(&file).unwrap(), vec![]));
+    for file in files_under(scratch.path())
+        .into_iter()
+        .filter(|f| *f != backends)
+    {
+        shown.push((
+            file.display().to_string(),
+            std::fs::read(&file).unwrap(),
+            vec![],
+        ));
     }
-    let secrets = [Some(PASSWORD.to_string()), Some(QUERY_KEY.to_string()), basic];
+    let secrets = [
+        Some(PASSWORD.to_string()),
+        Some(QUERY_KEY.to_string()),
+        basic,
+    ];
     for (name, stdout, stderr) in shown {
         let text = format!(
             "{}{}",
@@ -300,7 +318,10 @@ async fn a_urls_user_info_and_query_echoed_by_the_server_are_redacted() {
             String::from_utf8_lossy(&stderr)
         );
         for secret in secrets.iter().flatten() {
-            assert!(!text.contains(secret.as_str()), "{secret} in {name}: {text}");
+            assert!(
+                !text.contains(secret.as_str()),
+                "{secret} in {name}: {text}"
+            );
         }
     }
 }
