@@ -193,7 +193,7 @@ impl LocalModel {
         request: &CompletionRequest,
         cancel: &AtomicBool,
         deltas: Option<&UnboundedSender<Delta>>,
-    ) -> Result<Option<(Vec<String>, Option<usize>)>, String> {
+    ) -> Result<Option<Generated>, String> {
         // Leave the prompt at least one token of the context.
         let max_tokens = request.max_tokens.min(self.context_length - 1);
         let (prompt, truncated) = self.prompt_ids(request, max_tokens)?;
@@ -235,6 +235,9 @@ impl LocalModel {
         Ok(Some((texts, truncated.then_some(prompt.len()))))
     }
 }
+
+/// A request's texts, and the prompt's tokens where it was cut to fit the context.
+type Generated = (Vec<String>, Option<usize>);
 
 /// One sample's generation loop.
 struct Generation<'a> {
