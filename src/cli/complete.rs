@@ -178,6 +178,9 @@ struct CompletionOut<'a> {
     source: &'static str,
     context_type: Option<ContextType>,
     prompt_tokens: usize,
+    /// The prompt's tokens the model saw, where the backend cut it to fit the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_prompt_tokens: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     syntax_errors: Option<&'a [CompletionError]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,6 +213,7 @@ impl<'a> CompleteOut<'a> {
                     source: spec.map_or(row.id.info().source, |s| s.source.name()),
                     context_type: spec.map(|s| s.context_type),
                     prompt_tokens: row.tokens,
+                    model_prompt_tokens: done.and_then(|(c, _)| c.model_prompt_tokens),
                     syntax_errors: done.map(|_| row.syntax_errors.as_slice()),
                     text: done.map(|(c, _)| c.text.as_str()),
                     latency_ms: done.map(|(c, _)| c.latency.as_secs_f64() * 1000.0),
@@ -277,6 +281,16 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
                 c.prompt_tokens,
                 error.unwrap_or_default()
             ),
+        }
+    }
+    for (i, c) in out.completions.iter().enumerate() {
+        if let Some(seen) = c.model_prompt_tokens {
+            outln!(
+                "warning: #{}'s prompt was cut to the {seen} tokens that fit the model's context \
+                 (of {}): the model saw only its end",
+                i + 1,
+                c.prompt_tokens
+            );
         }
     }
     // ChatLSP's error round reports where each completion breaks the file's syntax.

@@ -7,11 +7,13 @@
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
 //! iteration's completion, and ProCC's hypothetical line and summary).
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::{self, StreamExt};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
+use tokio::sync::Semaphore;
 
 use super::labels::LabelFile;
 use super::shard::Shard;
@@ -32,6 +34,12 @@ use crate::token::TokenizerKind;
 
 /// Holes whose prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
+/// Chunks whose completions run at once. A chunk waits for its slowest request (one told to
+/// come back after a Retry-After second, say) before its second stage and its rows: the
+/// chunks after it go on meanwhile, within the same `concurrency` of requests. At 2,800
+/// requests a second a chunk is about a third of a second's work, so 8 cover a 1 s wait in
+/// each stage.
+const CHUNKS_IN_FLIGHT: usize = 8;
 /// Failed requests, or failed holes, in a row before a run stops ([`Failures`]).
 pub const DEFAULT_MAX_FAILURES: usize = 8;
 
@@ -261,6 +269,21 @@ pub(super) struct FirstStage<'a> {
 /// Per hole of a chunk: its completions by job, or the error that failed it.
 type Outcomes = Vec<Result<Vec<(Job, String)>, BackendError>>;
 
+/// A chunk's prompts and completions, ready for its rows.
+struct ChunkDone<'a> {
+    firsts: Vec<FirstStage<'a>>,
+    seconds: Vec<Option<Vec<HolePrompt>>>,
+    first_outcomes: Outcomes,
+    second_outcomes: Outcomes,
+}
+
+/// What the chunks in flight share: the failure count that stops the run, and the requests
+/// in flight (`concurrency`).
+struct Shared<'f> {
+    failures: Mutex<&'f mut Failures>,
+    in_flight: Semaphore,
+}
+
 impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
     /// are in. A hole with a failed request gets no rows (the next run retries it); the run
@@ -283,22 +306,28 @@ impl RepoRun<'_> {
         };
         progress.set_length(holes.len() as u64);
         progress.set_position(stats.resumed as u64);
-        for chunk in todo.chunks(CHUNK) {
-            self.run_chunk(chunk, labels, failures, progress, &mut stats)
-                .await?;
+        let shared = Shared {
+            failures: Mutex::new(failures),
+            in_flight: Semaphore::new(self.options.concurrency.max(1)),
+        };
+        let shared = &shared;
+        // In order, so that rows are written hole by hole as sampled; a chunk that must stop
+        // the run stops it when its turn comes, and drops (cancels) the chunks after it.
+        let mut chunks = stream::iter(todo.chunks(CHUNK))
+            .map(|chunk| async move { (chunk, self.complete_chunk(chunk, shared).await) })
+            .buffered(CHUNKS_IN_FLIGHT);
+        while let Some((chunk, done)) = chunks.next().await {
+            self.write_chunk(chunk, done?, labels, shared, progress, &mut stats)?;
         }
         Ok(stats)
     }
 
-    /// Both stages for a chunk of holes; writes the rows of each hole that completed.
-    async fn run_chunk(
+    /// Both stages for a chunk of holes: its prompts and their completions.
+    async fn complete_chunk(
         &self,
         chunk: &[&Hole],
-        labels: &mut LabelFile,
-        failures: &mut Failures,
-        progress: &ProgressBar,
-        stats: &mut RunStats,
-    ) -> Result<(), RunError> {
+        shared: &Shared<'_>,
+    ) -> Result<ChunkDone<'_>, RunError> {
         let mut firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
         let mut unfit: Vec<Option<BackendError>> = vec![None; chunk.len()];
         for ((hole, first), unfit) in chunk.iter().zip(&mut firsts).zip(&mut unfit) {
@@ -314,7 +343,7 @@ impl RepoRun<'_> {
                 .map(move |(job, request)| (h, job, request))
         });
         let mut first_outcomes = self
-            .complete_all(jobs.collect(), chunk.len(), failures)
+            .complete_all(jobs.collect(), chunk.len(), shared)
             .await?;
         for (outcome, unfit) in first_outcomes.iter_mut().zip(unfit) {
             if let Some(err) = unfit {
@@ -344,10 +373,33 @@ impl RepoRun<'_> {
                 .map(move |(job, request)| (h, job, request))
         });
         let second_outcomes = self
-            .complete_all(jobs.collect(), chunk.len(), failures)
+            .complete_all(jobs.collect(), chunk.len(), shared)
             .await?;
-        let outcomes = first_outcomes.into_iter().zip(second_outcomes);
-        let holes = chunk.iter().zip(firsts).zip(seconds).zip(outcomes);
+        Ok(ChunkDone {
+            firsts,
+            seconds,
+            first_outcomes,
+            second_outcomes,
+        })
+    }
+
+    /// Writes the rows of each hole of a chunk that completed, and counts those that failed.
+    fn write_chunk(
+        &self,
+        chunk: &[&Hole],
+        done: ChunkDone<'_>,
+        labels: &mut LabelFile,
+        shared: &Shared<'_>,
+        progress: &ProgressBar,
+        stats: &mut RunStats,
+    ) -> Result<(), RunError> {
+        let mut failures = shared.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let outcomes = done.first_outcomes.into_iter().zip(done.second_outcomes);
+        let holes = chunk
+            .iter()
+            .zip(done.firsts)
+            .zip(done.seconds)
+            .zip(outcomes);
         // The chunk's complete holes are written even when a failure among them stops the run.
         let mut stop = None;
         for (((hole, first), second), (done, more)) in holes {
@@ -567,12 +619,14 @@ impl RepoRun<'_> {
         &self,
         jobs: Vec<(usize, Job, CompletionRequest)>,
         holes: usize,
-        failures: &mut Failures,
+        shared: &Shared<'_>,
     ) -> Result<Outcomes, RunError> {
         let failed: Vec<AtomicBool> = (0..holes).map(|_| AtomicBool::new(false)).collect();
         let failed = &failed;
         let mut done = stream::iter(jobs)
             .map(|(h, job, request)| async move {
+                // Shared by the chunks in flight: --concurrency bounds the run, not a chunk.
+                let _slot = shared.in_flight.acquire().await;
                 if failed[h].load(Ordering::Relaxed) {
                     return (h, job, None);
                 }
@@ -584,7 +638,7 @@ impl RepoRun<'_> {
         let mut per_hole: Outcomes = vec![Ok(Vec::new()); holes];
         while let Some((h, job, result)) = done.next().await {
             let Some(result) = result else { continue };
-            failures.request(&result)?;
+            (shared.failures.lock().unwrap_or_else(|e| e.into_inner())).request(&result)?;
             match (result, &mut per_hole[h]) {
                 (Ok(text), Ok(list)) => list.push((job, text)),
                 (Err(err), slot) => {

@@ -95,6 +95,11 @@ pub struct Completion {
     pub text: String,
     /// Wall time of the request that produced it.
     pub latency: Duration,
+    /// The tokens of the prompt the model saw, where the backend cut the prompt to fit the
+    /// model's context (a local model keeps the end, nearest the hole); `None` when the model
+    /// saw it whole (or the backend cannot tell).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_prompt_tokens: Option<usize>,
 }
 
 /// A piece of streamed text for completion `index` of a request.

@@ -576,6 +576,7 @@ impl Backend for EmbeddedModel {
                     let started = Instant::now();
                     let text = model.generate(&owned, index as u64);
                     Completion {
+                        model_prompt_tokens: None,
                         text,
                         latency: started.elapsed(),
                     }

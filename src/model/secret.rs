@@ -102,6 +102,61 @@ fn percent_decoded(text: &[u8], i: usize) -> Option<u8> {
     u8::from_str_radix(hex, 16).ok()
 }
 
+/// Secrets a URL carries, as [`redact_key`] looks for them: its user name and password and
+/// the values of its query and fragment, percent-decoded. Values shorter than
+/// [`MIN_URL_SECRET`] are left out: they say too little to matter (`?v=1`), and masking them
+/// would mask ordinary words and numbers.
+pub fn url_secrets(url: &url::Url) -> Vec<String> {
+    use base64::Engine;
+    let mut secrets = Vec::new();
+    let user = percent_decode(url.username());
+    let password = url.password().map(percent_decode);
+    if !user.is_empty() || password.is_some() {
+        // The Authorization header reqwest makes of them, which a server may echo.
+        let credentials = format!("{user}:{}", password.as_deref().unwrap_or_default());
+        secrets.push(base64::engine::general_purpose::STANDARD.encode(credentials));
+    }
+    secrets.push(user);
+    secrets.extend(password);
+    secrets.extend(url.query_pairs().map(|(_, value)| value.into_owned()));
+    secrets.extend(url.fragment().map(percent_decode));
+    secrets.retain(|s| s.chars().count() >= MIN_URL_SECRET);
+    // Longest first: a secret inside another must not break the longer one's match.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.dedup();
+    secrets
+}
+
+/// `text` with its percent escapes decoded (as a URL's user info holds its text).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match percent_decoded(bytes, i) {
+            Some(b) => {
+                decoded.push(b);
+                i += 3;
+            }
+            None => {
+                decoded.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+/// The shortest user name, password or query value [`url_secrets`] redacts.
+pub const MIN_URL_SECRET: usize = 4;
+
+/// `text` with every one of `secrets` redacted, in any form [`redact_key`] finds.
+pub fn redact_all(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .fold(text.to_string(), |text, secret| redact_key(&text, secret))
+}
+
 /// `url` as it may be shown: user info (`user:password@`), query and fragment replaced by
 /// `***`, since they often carry credentials. Text that is not a URL is not shown at all.
 pub fn shown_url(url: &str) -> String {
@@ -171,6 +226,20 @@ mod tests {
         let whole = format!("{KEY} and s");
         assert_eq!(settled_len(&whole, KEY), whole.len() - 1);
         assert_eq!(settled_len("é", KEY), "é".len());
+    }
+
+    #[test]
+    fn a_urls_user_info_and_query_values_are_redacted_from_texts() {
+        let url = url::Url::parse(
+            "https://alice:p%40ss-w0rd@example.com/v1?api-key=q-s3cret-42&v=1#tok-9876",
+        )
+        .unwrap();
+        let secrets = url_secrets(&url);
+        let echoed = "no access for alice (p@ss-w0rd) with api-key=Q-S3CRET-42, v=1, tok-9876";
+        assert_eq!(
+            redact_all(echoed, &secrets),
+            "no access for [redacted] ([redacted]) with api-key=[redacted], v=1, [redacted]"
+        );
     }
 
     #[test]

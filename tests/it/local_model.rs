@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::reliability_support::fuzz_checks;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
@@ -95,6 +96,11 @@ impl Tiny {
 
     /// Writes the model to `path`.
     fn write(&self, path: &Path) {
+        self.write_with(path, &[]);
+    }
+
+    /// Writes the model to `path` with the metadata in `changed` set (replaced or added).
+    fn write_with(&self, path: &Path, changed: &[(&str, Value)]) {
         let tokens = self.vocabulary();
         let id: HashMap<&str, usize> = tokens
             .iter()
@@ -152,6 +158,19 @@ impl Tiny {
                     format!("blk.{layer}.{name}.weight"),
                     tensor(data, rows, cols, self.matrices),
                 ));
+            }
+            if self.architecture == "qwen2" {
+                // Qwen2's attention projections carry biases.
+                for (name, size) in [
+                    ("attn_q", EMBEDDING),
+                    ("attn_k", KV_HEADS * head),
+                    ("attn_v", KV_HEADS * head),
+                ] {
+                    tensors.push((
+                        format!("blk.{layer}.{name}.bias"),
+                        tensor(vec![0.0; size], 1, size, GgmlDType::F32),
+                    ));
+                }
             }
             for name in ["attn_norm", "ffn_norm"] {
                 tensors.push((
@@ -217,6 +236,10 @@ impl Tiny {
                     Value::U32(id[END] as u32),
                 ),
             ]);
+        }
+        for (key, value) in changed {
+            metadata.retain(|(k, _)| k != key);
+            metadata.push((key.to_string(), value.clone()));
         }
         let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
         let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -588,4 +611,172 @@ fn complete_with(model: &Path, config: &Path, extra: &[&str]) -> Output {
 
 fn complete(model: &Path, config: &Path) -> Output {
     complete_with(model, config, &["--id", "62"])
+}
+
+/// `bytes` with both dimensions of the 2-D tensor `name` set to `dim`.
+fn with_dimensions(bytes: &[u8], name: &str, dim: u64) -> Vec<u8> {
+    let mut info = (name.len() as u64).to_le_bytes().to_vec();
+    info.extend(name.as_bytes());
+    info.extend(2u32.to_le_bytes());
+    let at = bytes
+        .windows(info.len())
+        .position(|w| w == info)
+        .expect("the tensor's header")
+        + info.len();
+    let mut patched = bytes.to_vec();
+    patched[at..at + 8].copy_from_slice(&dim.to_le_bytes());
+    patched[at + 8..at + 16].copy_from_slice(&dim.to_le_bytes());
+    patched
+}
+
+#[test]
+fn crafted_headers_are_one_line_errors_naming_the_file_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let crafted = |name: &str, changed: &[(&str, Value)]| {
+        let path = dir.path().join(format!("{name}.gguf"));
+        Tiny::LLAMA.write_with(&path, changed);
+        path
+    };
+    let huge = dir.path().join("huge-tensor.gguf");
+    let bytes = std::fs::read(crafted("plain", &[])).unwrap();
+    std::fs::write(&huge, with_dimensions(&bytes, "output.weight", 1 << 32)).unwrap();
+    let cases = [
+        (
+            crafted("alignment", &[("general.alignment", Value::U32(0))]),
+            "`general.alignment` is 0",
+        ),
+        (
+            crafted("heads", &[("llama.attention.head_count", Value::U32(0))]),
+            "`llama.attention.head_count` is 0",
+        ),
+        (
+            crafted(
+                "kv-heads",
+                &[("llama.attention.head_count_kv", Value::U32(0))],
+            ),
+            "`llama.attention.head_count_kv` is 0",
+        ),
+        (
+            crafted(
+                "uneven-heads",
+                &[("llama.attention.head_count", Value::U32(6))],
+            ),
+            "`llama.attention.head_count` is 6, which does not divide",
+        ),
+        (
+            crafted("blocks", &[("llama.block_count", Value::U32(u32::MAX))]),
+            "`llama.block_count` is 4294967295",
+        ),
+        (
+            crafted("experts", &[("llama.expert_count", Value::U32(u32::MAX))]),
+            "`llama.expert_count` is 4294967295",
+        ),
+        (
+            crafted(
+                "rope",
+                &[("llama.rope.dimension_count", Value::U32(1 << 20))],
+            ),
+            "`llama.rope.dimension_count` is 1048576",
+        ),
+        (
+            crafted(
+                "embedding",
+                &[("llama.embedding_length", Value::U32(1 << 20))],
+            ),
+            "`llama.embedding_length` is 1048576",
+        ),
+        (
+            crafted("context", &[("llama.context_length", Value::U32(0))]),
+            "`llama.context_length` is 0",
+        ),
+        (
+            crafted("typed", &[("llama.block_count", Value::String("2".into()))]),
+            "`llama.block_count` is String",
+        ),
+        (huge, "tensor `output.weight` has dimensions"),
+    ];
+    for (path, reason) in cases {
+        // A backtrace, where candle would print one, must not reach the line either.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+            .args(["complete", "--model-path", path.to_str().unwrap()])
+            .args([sample().as_str(), HOLE, "--id", "62"])
+            .env("KEYHOLE_CONFIG_DIR", dir.path())
+            .env("KEYHOLE_CACHE_DIR", dir.path().join("cache"))
+            .env("KEYHOLE_DATA_DIR", dir.path().join("data"))
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", path.display());
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+        assert!(stderr.contains(reason), "{reason}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn a_qwen2_context_of_four_billion_tokens_is_capped_before_anything_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("qwen2.gguf");
+    let qwen2 = Tiny {
+        architecture: "qwen2",
+        ..Tiny::LLAMA
+    };
+    qwen2.write_with(&path, &[("qwen2.context_length", Value::U32(u32::MAX))]);
+    // Uncapped, candle would precompute 16 GiB of rotary positions before the first token.
+    let backend = backend(&path);
+    assert_eq!(backend.model().architecture(), "qwen2");
+    assert_eq!(backend.model().context_length(), 1 << 17);
+    let completion = text(&backend, &request("f(", &[], 4)).await;
+    assert!(completion.chars().count() <= 4, "{completion:?}");
+}
+
+#[test]
+fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
+    // What the `gguf` fuzz target checks, on the tiny model cut short and with its header's
+    // bytes (counts, lengths, types, dimensions, offsets, values) overwritten.
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let bytes = std::fs::read(&path).unwrap();
+    let header = bytes
+        .windows(b"blk.0".len())
+        .rposition(|w| w == b"blk.0")
+        .expect("the tensor headers")
+        + 200;
+    for cut in (0..bytes.len()).step_by(1009) {
+        fuzz_checks::check_gguf(&bytes[..cut]);
+    }
+    for at in (0..header).step_by(7) {
+        for value in [0x00, 0x7F, 0xFF] {
+            let mut damaged = bytes.clone();
+            damaged[at] = value;
+            fuzz_checks::check_gguf(&damaged);
+        }
+    }
+}
+
+#[test]
+fn a_prompt_cut_to_the_models_context_is_reported_with_the_tokens_it_saw() {
+    // The sample hole's prompt is far longer than the tiny model's 64 tokens.
+    let (dir, path) = written(&Tiny::LLAMA);
+    let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &json["completions"][0];
+    let composed = row["prompt_tokens"].as_u64().unwrap();
+    let seen = row["model_prompt_tokens"]
+        .as_u64()
+        .expect("the cut is reported");
+    assert!(seen < CONTEXT as u64 && composed > CONTEXT as u64, "{row}");
+    let out = complete(&path, dir.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "warning: #1's prompt was cut to the {seen} tokens that fit the model's context (of {composed})"
+        )),
+        "{text}"
+    );
 }

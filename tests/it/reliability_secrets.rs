@@ -239,3 +239,89 @@ fn keyhole_backends_masks_credentials_and_queries_in_urls() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_urls_user_info_and_query_echoed_by_the_server_are_redacted() {
+    const PASSWORD: &str = "Pa55word-for-alice";
+    const QUERY_KEY: &str = "QueryKey-31415-9265";
+    // The server echoes what it was sent: the path with its query and the Authorization
+    // header (reqwest sends the URL's user info as Basic credentials).
+    let server = Server::start(|request, _| {
+        let auth = request
+            .headers
+            .get("authorization")
+            .cloned()
+            .unwrap_or_default();
+        let message = format!("denied {} for {auth}", request.path);
+        Reply::Json(401, json!({"error": {"message": message}}))
+    })
+    .await;
+    let scratch = tempfile::tempdir().unwrap();
+    let base = server
+        .base
+        .replacen("http://", &format!("http://alice:{PASSWORD}@"), 1);
+    write_leaky_backend(scratch.path(), &format!("{base}/v1?api-key={QUERY_KEY}"));
+    let out = scratch.path().join("out");
+    let complete = ["complete", &sample(), HOLE, "--backend", "leaky"];
+    let complete = keyhole(scratch.path(), &complete, &[(KEY_VAR, KEY)]);
+    let eval = [
+        "eval",
+        &sample(),
+        "--holes",
+        "2",
+        "--backend",
+        "leaky",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let eval = keyhole(scratch.path(), &eval, &[(KEY_VAR, KEY)]);
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|r| r.path.contains(QUERY_KEY)),
+        "the query reached the server: {requests:?}"
+    );
+    let basic = requests
+        .iter()
+        .filter_map(|r| r.headers.get("authorization"))
+        .find_map(|a| a.strip_prefix("Basic "))
+        .map(str::to_string);
+    let text = stderr(&complete);
+    assert_eq!(complete.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("denied /v1/completions?api-key=[redacted]"),
+        "{text}"
+    );
+    let backends = scratch.path().join("config/backends.toml");
+    let mut shown = vec![
+        ("complete".to_string(), complete.stdout, complete.stderr),
+        ("eval".to_string(), eval.stdout, eval.stderr),
+    ];
+    for file in files_under(scratch.path())
+        .into_iter()
+        .filter(|f| *f != backends)
+    {
+        shown.push((
+            file.display().to_string(),
+            std::fs::read(&file).unwrap(),
+            vec![],
+        ));
+    }
+    let secrets = [
+        Some(PASSWORD.to_string()),
+        Some(QUERY_KEY.to_string()),
+        basic,
+    ];
+    for (name, stdout, stderr) in shown {
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        );
+        for secret in secrets.iter().flatten() {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{secret} in {name}: {text}"
+            );
+        }
+    }
+}

@@ -211,6 +211,7 @@ impl Backend for HttpBackend {
         Ok(completions
             .into_iter()
             .map(|c| Completion {
+                model_prompt_tokens: None,
                 text: super::restore_fragment(&c.text, &fragment),
                 ..c
             })
@@ -318,6 +319,7 @@ impl HttpBackend {
             .texts
             .into_values()
             .map(|(text, _)| Completion {
+                model_prompt_tokens: None,
                 text: finish(self.protocol.as_ref(), text, request, key.as_deref()),
                 latency,
             })

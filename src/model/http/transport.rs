@@ -38,6 +38,8 @@ pub(super) struct Transport {
     deadline: Duration,
     retries: u32,
     limiter: Semaphore,
+    /// The base URL's user info and query values, redacted from every error text.
+    url_secrets: Vec<String>,
 }
 
 impl Transport {
@@ -57,13 +59,14 @@ impl Transport {
             .map_err(|e| config_error(format!("cannot set up HTTP: {}", cause(&e))))?;
         Ok(Transport {
             backend: config.name.clone(),
-            base,
             client,
             api_key_env: config.api_key_env.clone(),
             deadline: Duration::from_secs(config.deadline_secs),
             retries: config.retries,
             // Clamped as well as checked on load: Semaphore::new panics above MAX_PERMITS.
             limiter: Semaphore::new(config.concurrency.clamp(1, MAX_CONCURRENCY)),
+            url_secrets: secret::url_secrets(&base),
+            base,
         })
     }
 
@@ -104,10 +107,11 @@ impl Transport {
             })
     }
 
-    /// `text` without the API key in any form: what a server says may quote the request's key
-    /// back.
+    /// `text` without the API key or the base URL's user info and query values, in any form:
+    /// what a server (or the network stack) says may quote the request back.
     fn redact(&self, text: &str) -> String {
-        super::redact(text, self.api_key().ok().flatten().as_deref())
+        let text = super::redact(text, self.api_key().ok().flatten().as_deref());
+        secret::redact_all(&text, &self.url_secrets)
     }
 }
 
@@ -276,7 +280,7 @@ impl Endpoint<'_> {
         BackendError::Connect {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
-            detail: cause(error),
+            detail: self.transport.redact(&cause(error)),
         }
     }
 
@@ -292,7 +296,7 @@ impl Endpoint<'_> {
         BackendError::TruncatedStream {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
-            detail,
+            detail: self.transport.redact(&detail),
         }
     }
 

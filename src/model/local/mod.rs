@@ -8,6 +8,8 @@
 //! Generation runs on tokio's blocking threads so the async runtime keeps serving the UI;
 //! dropping the request's future sets a flag that generation checks between tokens.
 
+mod header;
+pub use header::PANICKED;
 mod vocabulary;
 mod weights;
 
@@ -87,9 +89,20 @@ pub unsafe fn use_threads(config: &BackendConfig) {
 impl LocalModel {
     /// Reads the GGUF file at `path`: header, tokenizer, then weights (run as `matrices` says).
     pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, String> {
-        let file = GgufFile::open(path)?;
+        let mut file = GgufFile::open(path)?;
         let architecture = file.architecture()?;
-        let context_length = file.context_length(&architecture);
+        let weights = file.loaded_bytes(matrices);
+        let memory = header::machine_memory();
+        if let Some(memory) = memory.filter(|&m| weights > m) {
+            return Err(format!(
+                "the weights take {} MiB as loaded, more than this machine's {} MiB",
+                weights >> 20,
+                memory >> 20
+            ));
+        }
+        let context_length =
+            header::Hyperparameters::check(&mut file.content, &architecture, weights)?
+                .context_length;
         let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
         let weights = Weights::load(file, &architecture, matrices)?;
         Ok(LocalModel {
@@ -173,13 +186,14 @@ impl LocalModel {
     }
 
     /// Runs `request` to the end (or until `cancel` is set), sending text to `deltas` as it
-    /// decodes. `None` when cancelled.
+    /// decodes: the texts, and the prompt's tokens where it was cut to fit the context.
+    /// `None` when cancelled.
     fn complete(
         &self,
         request: &CompletionRequest,
         cancel: &AtomicBool,
         deltas: Option<&UnboundedSender<Delta>>,
-    ) -> Result<Option<Vec<String>>, String> {
+    ) -> Result<Option<Generated>, String> {
         // Leave the prompt at least one token of the context.
         let max_tokens = request.max_tokens.min(self.context_length - 1);
         let (prompt, truncated) = self.prompt_ids(request, max_tokens)?;
@@ -208,17 +222,22 @@ impl LocalModel {
                 weights: &mut weights,
                 cancel,
             };
-            match generation
-                .run(&prompt, sampler, max_tokens, &mut stream)
-                .map_err(|e| format!("generation failed: {}", one_line(&e)))?
-            {
+            let run = || {
+                generation
+                    .run(&prompt, sampler, max_tokens, &mut stream)
+                    .map_err(|e| format!("generation failed: {}", one_line(&e)))
+            };
+            match header::guarded("generation", run)? {
                 Some(text) => texts.push(text),
                 None => return Ok(None),
             }
         }
-        Ok(Some(texts))
+        Ok(Some((texts, truncated.then_some(prompt.len()))))
     }
 }
+
+/// A request's texts, and the prompt's tokens where it was cut to fit the context.
+type Generated = (Vec<String>, Option<usize>);
 
 /// One sample's generation loop.
 struct Generation<'a> {
@@ -395,7 +414,7 @@ impl Backend for LocalBackend {
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
         let deltas = deltas.cloned();
-        let texts =
+        let (texts, model_prompt_tokens) =
             tokio::task::spawn_blocking(move || model.complete(&request, &cancel, deltas.as_ref()))
                 .await
                 .map_err(|e| self.error(format!("generation stopped: {e}")))?
@@ -408,6 +427,7 @@ impl Backend for LocalBackend {
             .map(|text| Completion {
                 text: super::restore_fragment(&text, &fragment),
                 latency,
+                model_prompt_tokens,
             })
             .collect())
     }

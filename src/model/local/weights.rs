@@ -10,6 +10,7 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::{quantized_llama, quantized_qwen2, quantized_qwen3};
 
+use super::header::{self, guarded};
 use crate::model::config::Matrices;
 
 /// The first bytes of every GGUF file.
@@ -67,19 +68,22 @@ impl GgufFile {
             return Err("not a GGUF file (it does not start with `GGUF`)".into());
         }
         reader.rewind().map_err(|e| e.to_string())?;
-        let content = Content::read(&mut reader)
-            .map_err(|e| format!("truncated or damaged GGUF header: {}", one_line(&e)))?;
-        // A truncated download keeps a whole header: check that every tensor is there.
-        for (name, info) in &content.tensor_infos {
-            let bytes = info.shape.elem_count() / info.ggml_dtype.block_size()
-                * info.ggml_dtype.type_size();
-            let end = content.tensor_data_offset + info.offset + bytes as u64;
-            if end > length {
-                return Err(format!(
-                    "truncated: tensor `{name}` ends at byte {end} but the file has {length} bytes"
-                ));
+        // candle divides by `general.alignment` at the end of reading (and by nothing else):
+        // a panic there is a zero alignment.
+        let content = guarded("reading the GGUF header", || {
+            Content::read(&mut reader)
+                .map_err(|e| format!("truncated or damaged GGUF header: {}", one_line(&e)))
+        })
+        .map_err(|e| {
+            if e.contains("divide by zero") {
+                "`general.alignment` is 0, not a power of two".to_string()
+            } else {
+                e
             }
-        }
+        })?;
+        header::check_alignment(content.metadata.get("general.alignment"))?;
+        // A truncated download keeps a whole header: check that every tensor is there.
+        header::check_tensors(&content, length)?;
         Ok(GgufFile {
             content,
             reader: Box::new(reader),
@@ -91,30 +95,8 @@ impl GgufFile {
     /// needs converting.
     fn with_fast_matrices(mut self, matrices: Matrices) -> candle_core::Result<GgufFile> {
         let infos = &self.content.tensor_infos;
-        let small = match matrices {
-            Matrices::Auto => {
-                infos
-                    .values()
-                    .map(|i| i.shape.elem_count() * 4)
-                    .sum::<usize>()
-                    <= F32_LIMIT
-            }
-            Matrices::F32 => true,
-            Matrices::Quantized => false,
-        };
-        let target = |info: &gguf_file::TensorInfo| {
-            let dtype = info.ggml_dtype;
-            let dims = info.shape.dims();
-            if dims.len() != 2 || matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
-            {
-                None
-            } else if small {
-                Some(GgmlDType::F32)
-            } else {
-                (SLOW.contains(&dtype) && dims[1].is_multiple_of(GgmlDType::Q8_0.block_size()))
-                    .then_some(GgmlDType::Q8_0)
-            }
-        };
+        let as_f32 = self.as_f32(matrices);
+        let target = |info: &gguf_file::TensorInfo| conversion(info, as_f32);
         if !infos.values().any(|info| target(info).is_some()) {
             return Ok(self);
         }
@@ -150,6 +132,36 @@ impl GgufFile {
         })
     }
 
+    /// Whether the matrices run as f32: as asked, or by default in a model within
+    /// [`F32_LIMIT`] as f32.
+    fn as_f32(&self, matrices: Matrices) -> bool {
+        match matrices {
+            Matrices::Auto => self.tensor_bytes(|_| Some(GgmlDType::F32)) <= F32_LIMIT as u64,
+            Matrices::F32 => true,
+            Matrices::Quantized => false,
+        }
+    }
+
+    /// The memory the tensors take once loaded with their matrices as `matrices` says.
+    pub fn loaded_bytes(&self, matrices: Matrices) -> u64 {
+        let as_f32 = self.as_f32(matrices);
+        self.tensor_bytes(|info| conversion(info, as_f32))
+    }
+
+    /// The tensors' total size, each as `dtype` says (as stored where it says `None`);
+    /// sizes were checked by [`GgufFile::open`].
+    fn tensor_bytes(&self, dtype: impl Fn(&gguf_file::TensorInfo) -> Option<GgmlDType>) -> u64 {
+        self.content
+            .tensor_infos
+            .iter()
+            .map(|(name, info)| {
+                let elements = header::elements(name, info).unwrap_or(u64::MAX);
+                let dtype = dtype(info).unwrap_or(info.ggml_dtype);
+                (elements / dtype.block_size() as u64).saturating_mul(dtype.type_size() as u64)
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
     /// A metadata string.
     pub fn string(&self, key: &str) -> Option<&str> {
         self.content
@@ -171,21 +183,20 @@ impl GgufFile {
             )),
         }
     }
+}
 
-    /// The most tokens the model attends to: its training context, within the positions
-    /// candle's implementation precomputes.
-    pub fn context_length(&self, arch: &str) -> usize {
-        let trained = self
-            .content
-            .metadata
-            .get(&format!("{arch}.context_length"))
-            .and_then(|v: &Value| v.to_u32().ok())
-            .map_or(quantized_llama::MAX_SEQ_LEN, |n| n as usize);
-        match arch {
-            "llama" => trained.min(quantized_llama::MAX_SEQ_LEN),
-            _ => trained,
-        }
-        .max(2)
+/// What a tensor is converted to at load: every matrix to f32 when `as_f32`, else the
+/// [slow](SLOW) ones to Q8_0; `None` keeps it as stored.
+fn conversion(info: &gguf_file::TensorInfo, as_f32: bool) -> Option<GgmlDType> {
+    let dtype = info.ggml_dtype;
+    let dims = info.shape.dims();
+    if dims.len() != 2 || matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
+        None
+    } else if as_f32 {
+        Some(GgmlDType::F32)
+    } else {
+        (SLOW.contains(&dtype) && dims[1].is_multiple_of(GgmlDType::Q8_0.block_size()))
+            .then_some(GgmlDType::Q8_0)
     }
 }
 
@@ -199,16 +210,19 @@ impl Weights {
             .with_fast_matrices(matrices)
             .map_err(|e| format!("cannot convert the matrices: {}", one_line(&e)))?;
         let device = Device::Cpu;
-        let loaded = match arch {
-            "llama" => quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
-                .map(Weights::Llama),
-            "qwen2" => quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
-                .map(Weights::Qwen2),
-            "qwen3" => quantized_qwen3::ModelWeights::from_gguf(content, &mut reader, &device)
-                .map(Weights::Qwen3),
-            other => return Err(format!("unsupported architecture `{other}`")),
+        let load = || {
+            match arch {
+                "llama" => quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
+                    .map(Weights::Llama),
+                "qwen2" => quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
+                    .map(Weights::Qwen2),
+                "qwen3" => quantized_qwen3::ModelWeights::from_gguf(content, &mut reader, &device)
+                    .map(Weights::Qwen3),
+                other => return Err(format!("unsupported architecture `{other}`")),
+            }
+            .map_err(|e| format!("cannot load the {arch} weights: {}", one_line(&e)))
         };
-        loaded.map_err(|e| format!("cannot load the {arch} weights: {}", one_line(&e)))
+        guarded(&format!("loading the {arch} weights"), load)
     }
 
     /// Forgets the previous sequence.
@@ -233,11 +247,15 @@ impl Weights {
     }
 }
 
-/// A candle error on one line (some carry a backtrace or context on further lines).
+/// A candle error on one line: its message and context, without the backtrace candle adds
+/// when `RUST_BACKTRACE` is set.
 pub fn one_line(error: &candle_core::Error) -> String {
-    error
-        .to_string()
-        .lines()
+    let text = match error {
+        candle_core::Error::WithBacktrace { inner, .. } => return one_line(inner),
+        candle_core::Error::Context { inner, context } => format!("{context}: {}", one_line(inner)),
+        other => other.to_string(),
+    };
+    text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()

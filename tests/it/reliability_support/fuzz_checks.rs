@@ -16,6 +16,7 @@ use keyhole::hole::Hole;
 use keyhole::lang::{FileFacts, Java, Language, Span};
 use keyhole::model::config::{self, BackendConfig, BackendKind};
 use keyhole::model::http;
+use keyhole::model::local::{self, LocalModel};
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
 use keyhole::tui::keymap::Keymap;
@@ -291,4 +292,21 @@ pub fn check_config(data: &[u8]) {
     if let Err(e) = Theme::from_user_text(&text) {
         one_line(&e);
     }
+}
+
+/// Any bytes as a GGUF model file: no panic (a panic that the model code's guard catches
+/// counts: a header check is missing), and a one-line error where it is refused.
+pub fn check_gguf(data: &[u8]) {
+    let name = format!(
+        "keyhole-fuzz-{}-{:?}.gguf",
+        std::process::id(),
+        std::thread::current().id()
+    );
+    let path = std::env::temp_dir().join(name);
+    std::fs::write(&path, data).unwrap();
+    if let Err(error) = LocalModel::load(&path, config::Matrices::Auto) {
+        assert_eq!(error.lines().count(), 1, "{error:?}");
+        assert!(!error.contains(local::PANICKED), "{error}");
+    }
+    let _ = std::fs::remove_file(&path);
 }

@@ -1,0 +1,311 @@
+//! What a GGUF file's header must satisfy before anything is allocated from it.
+//!
+//! candle-transformers trusts the header: a zero head count divides by zero, a block count of
+//! 2^32 reserves terabytes, a large rotary dimension or context precomputes gigabytes of
+//! tables. A file is input like any other, so every hyperparameter and size candle reads is
+//! checked here (with checked arithmetic) and the file is refused with a line naming the key;
+//! [`guarded`] turns whatever still panics into such a line too.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use candle_core::quantized::gguf_file::{Content, TensorInfo, Value};
+use candle_transformers::models::quantized_llama;
+
+/// The most positions a model gets, whatever its `context_length` says: candle precomputes
+/// rotary tables for every position (Qwen2.5's longest trained context is 128 Ki).
+pub const MAX_CONTEXT: usize = 1 << 17;
+/// Rotary tables may take this much beyond the weights' own size: a real model's tables are a
+/// sliver of its weights, a crafted file's can be gigabytes from a few bytes of header.
+const TABLES_SLACK: u64 = 64 << 20;
+
+/// Bytes of a tensor as stored: its element count checked against overflow (dimensions of
+/// 2^32 x 2^32 would wrap to 0) and whole blocks of its type.
+pub fn stored_bytes(name: &str, info: &TensorInfo) -> Result<u64, String> {
+    let elements = elements(name, info)?;
+    if elements == 0 {
+        // candle views a tensor's bytes as its element type: an empty Vec's dangling
+        // pointer is not aligned for that (undefined behaviour, an abort in debug builds).
+        return Err(format!("tensor `{name}` has no elements"));
+    }
+    let dtype = info.ggml_dtype;
+    let block = dtype.block_size() as u64;
+    if !elements.is_multiple_of(block) {
+        return Err(format!(
+            "tensor `{name}` has {elements} elements, not whole blocks of {block} ({dtype:?})"
+        ));
+    }
+    (elements / block)
+        .checked_mul(dtype.type_size() as u64)
+        .ok_or_else(|| format!("tensor `{name}` is larger than any file"))
+}
+
+/// A tensor's element count, or why it has none that fits in 64 bits.
+pub fn elements(name: &str, info: &TensorInfo) -> Result<u64, String> {
+    info.shape
+        .dims()
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+        .ok_or_else(|| {
+            format!(
+                "tensor `{name}` has dimensions {:?}, more elements than 64 bits count",
+                info.shape.dims()
+            )
+        })
+}
+
+/// Checks every tensor: its size, and that it lies within the `length` bytes of the file.
+pub fn check_tensors(content: &Content, length: u64) -> Result<(), String> {
+    for (name, info) in &content.tensor_infos {
+        let bytes = stored_bytes(name, info)?;
+        let end = content
+            .tensor_data_offset
+            .checked_add(info.offset)
+            .and_then(|start| start.checked_add(bytes));
+        match end {
+            Some(end) if end <= length => {}
+            Some(end) => {
+                return Err(format!(
+                    "truncated: tensor `{name}` ends at byte {end} but the file has {length} bytes"
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "tensor `{name}` lies beyond the end of any file (offset {})",
+                    info.offset
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The hyperparameters candle reads for `arch`, checked; the most positions the model
+/// attends to is what the caller keeps.
+pub struct Hyperparameters {
+    pub context_length: usize,
+}
+
+impl Hyperparameters {
+    /// Checks what `arch`'s model code in candle reads from `content`, and caps the trained
+    /// context in `content` at [`MAX_CONTEXT`] so that candle's tables have that many rows at
+    /// most. `weights` is the memory the weights take as loaded.
+    pub fn check(content: &mut Content, arch: &str, weights: u64) -> Result<Self, String> {
+        let read = Reader { content, arch };
+        let heads = read.at_least("attention.head_count", 1)?;
+        let kv_heads = read.at_least("attention.head_count_kv", 1)?;
+        if !heads.is_multiple_of(kv_heads) {
+            return Err(read.bad(
+                "attention.head_count_kv",
+                format!("{kv_heads}, which does not divide the head count {heads}"),
+            ));
+        }
+        let embedding = read.at_least("embedding_length", 1)?;
+        let tensors = content.tensor_infos.len() as u64;
+        let blocks = read.at_least("block_count", 1)?;
+        if blocks > tensors {
+            return Err(read.bad(
+                "block_count",
+                format!("{blocks} layers, but the file has {tensors} tensors"),
+            ));
+        }
+        if let Some(width) = content
+            .tensor_infos
+            .get("token_embd.weight")
+            .and_then(|info| info.shape.dims().last().copied())
+            && width as u64 != embedding
+        {
+            return Err(read.bad(
+                "embedding_length",
+                format!("{embedding}, but `token_embd.weight` has rows of {width}"),
+            ));
+        }
+        let head_dim = match arch {
+            // Qwen3 states its head size; the others divide the embedding among the heads.
+            "qwen3" => read.at_least("attention.key_length", 2)?,
+            _ if !embedding.is_multiple_of(heads) => {
+                return Err(read.bad(
+                    "attention.head_count",
+                    format!("{heads}, which does not divide the embedding length {embedding}"),
+                ));
+            }
+            _ => embedding / heads,
+        };
+        let rotary = match arch {
+            "llama" => read.at_least("rope.dimension_count", 2)?,
+            _ => head_dim,
+        };
+        if rotary > head_dim || !rotary.is_multiple_of(2) {
+            let key = if arch == "llama" {
+                "rope.dimension_count"
+            } else {
+                "attention.key_length"
+            };
+            return Err(read.bad(
+                key,
+                format!("{rotary}; it must be even and at most the head size {head_dim}"),
+            ));
+        }
+        if arch == "llama" {
+            let experts = read.optional("expert_count")?.unwrap_or(0);
+            if experts > tensors {
+                return Err(read.bad(
+                    "expert_count",
+                    format!("{experts} experts, but the file has {tensors} tensors"),
+                ));
+            }
+            let used = read.optional("expert_used_count")?.unwrap_or(0);
+            if used > experts {
+                return Err(read.bad(
+                    "expert_used_count",
+                    format!("{used}, more than the {experts} experts"),
+                ));
+            }
+        }
+        let context_length = read.context_length()?;
+        // candle's llama always precomputes its fixed number of positions.
+        let positions = match arch {
+            "llama" => quantized_llama::MAX_SEQ_LEN,
+            _ => context_length,
+        } as u64;
+        // Positions times half the rotary size, as f32, for angles, cosines and sines.
+        let tables = positions * (rotary / 2) * 4 * 3;
+        if tables > weights + TABLES_SLACK {
+            return Err(read.bad(
+                if arch == "llama" {
+                    "rope.dimension_count"
+                } else {
+                    "context_length"
+                },
+                format!(
+                    "too large: the rotary tables it asks for take {} MiB, more than the weights",
+                    tables >> 20
+                ),
+            ));
+        }
+        if arch != "llama" {
+            // candle sizes its tables by this key: keep it to the positions keyhole uses.
+            content.metadata.insert(
+                format!("{arch}.context_length"),
+                Value::U32(context_length as u32),
+            );
+        }
+        Ok(Hyperparameters { context_length })
+    }
+}
+
+/// Reads `{arch}.{key}` integers, naming the key in every complaint.
+struct Reader<'a> {
+    content: &'a Content,
+    arch: &'a str,
+}
+
+impl Reader<'_> {
+    fn bad(&self, key: &str, why: String) -> String {
+        format!("`{}.{key}` is {why}", self.arch)
+    }
+
+    fn optional(&self, key: &str) -> Result<Option<u64>, String> {
+        let full = format!("{}.{key}", self.arch);
+        match self.content.metadata.get(&full) {
+            None => Ok(None),
+            // candle reads these as u32 and nothing else.
+            Some(Value::U32(n)) => Ok(Some(u64::from(*n))),
+            Some(other) => Err(format!("`{full}` is {other:?}, not a u32")),
+        }
+    }
+
+    fn at_least(&self, key: &str, least: u64) -> Result<u64, String> {
+        match self.optional(key)? {
+            None => Err(format!("`{}.{key}` is missing", self.arch)),
+            Some(n) if n < least => Err(self.bad(key, format!("{n}, less than {least}"))),
+            Some(n) => Ok(n),
+        }
+    }
+
+    /// The most tokens the model attends to: its trained context (4,096 when unstated),
+    /// within what candle's llama precomputes and [`MAX_CONTEXT`].
+    fn context_length(&self) -> Result<usize, String> {
+        let limit = match self.arch {
+            "llama" => quantized_llama::MAX_SEQ_LEN,
+            _ => MAX_CONTEXT,
+        };
+        let trained = match self.optional("context_length")? {
+            Some(n) if n < 2 => return Err(self.bad("context_length", format!("{n}, less than 2"))),
+            Some(n) => n,
+            None if self.arch == "llama" => quantized_llama::MAX_SEQ_LEN as u64,
+            None => return Err(format!("`{}.context_length` is missing", self.arch)),
+        };
+        Ok(trained.min(limit as u64) as usize)
+    }
+}
+
+/// `general.alignment` as GGUF allows it: a power of two (candle divides by it).
+pub fn check_alignment(alignment: Option<&Value>) -> Result<(), String> {
+    let value = match alignment {
+        None => return Ok(()),
+        Some(value) => value.to_u64().ok(),
+    };
+    match value {
+        Some(n) if n.is_power_of_two() => Ok(()),
+        _ => Err(format!(
+            "`general.alignment` is {alignment:?}, not a power of two"
+        )),
+    }
+}
+
+thread_local! {
+    /// Whether a panic on this thread is caught by [`guarded`], which reports it itself.
+    static GUARDED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `work`, turning a panic in it (candle's model code asserts what it assumes about a
+/// file) into an error line that says `what` failed, instead of a message and backtrace.
+pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    static QUIET_HOOK: Once = Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !GUARDED.with(Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = GUARDED.with(|g| g.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(work));
+    GUARDED.with(|g| g.set(was));
+    result.unwrap_or_else(|panic| Err(format!("{what} {PANICKED}: {}", panic_message(&*panic))))
+}
+
+/// What [`guarded`] says of a panic it caught: a check this module lacks (the GGUF fuzz
+/// target counts it as a finding).
+pub const PANICKED: &str = "stopped on a panic";
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("the model code panicked");
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+/// The machine's physical memory in bytes, where the system says.
+pub fn machine_memory() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf only reads system configuration.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page > 0 {
+            return (pages as u64).checked_mul(page as u64);
+        }
+    }
+    None
+}
