@@ -171,7 +171,11 @@ impl<T> Scan<T> {
         keep_text: bool,
         mut fold: impl FnMut(Vec<LabelRow>) -> T,
     ) -> io::Result<Scan<T>> {
-        let (blocks, unparsed, unterminated) = blocks(file, keep_text, &mut fold)?;
+        let Blocks {
+            blocks,
+            unparsed,
+            unterminated,
+        } = blocks(file, keep_text, &mut fold)?;
         let whole_len = rows_per_hole.unwrap_or_else(|| {
             let full = blocks.iter().filter(|b| b.from_zero);
             full.map(|b| b.len).max().unwrap_or(0)
@@ -201,14 +205,21 @@ impl<T> Scan<T> {
     }
 }
 
-/// The blocks of parsed rows in file order (a line that does not parse ends a block), the
-/// lines that do not parse (where text is kept), and whether the last line is unterminated.
-#[allow(clippy::type_complexity)]
+/// A label file's lines as blocks, in file order.
+struct Blocks<T> {
+    blocks: Vec<Block<T>>,
+    /// Lines that do not parse (where text is kept).
+    unparsed: Vec<String>,
+    /// Whether the last line has no line break.
+    unterminated: bool,
+}
+
+/// The blocks of parsed rows in file order; a line that does not parse ends a block.
 fn blocks<T>(
     mut file: impl BufRead,
     keep_text: bool,
     mut fold: impl FnMut(Vec<LabelRow>) -> T,
-) -> io::Result<(Vec<Block<T>>, Vec<String>, bool)> {
+) -> io::Result<Blocks<T>> {
     let mut blocks = Vec::new();
     let mut unparsed = Vec::new();
     // The block being read: its first row's facts, its rows and lines.
@@ -233,17 +244,10 @@ fn blocks<T>(
             break;
         }
         unterminated = !line.ends_with('\n');
-        let text = || {
-            if keep_text {
-                line.clone()
-            } else {
-                String::new()
-            }
-        };
         let Ok(row) = serde_json::from_str::<LabelRow>(&line) else {
             close(&mut open, &mut blocks);
             if keep_text {
-                unparsed.push(text());
+                unparsed.push(line.clone());
             }
             continue;
         };
@@ -267,12 +271,16 @@ fn blocks<T>(
         block.len += 1;
         block.failed |= row.error.is_some();
         if keep_text {
-            block.lines.push(text());
+            block.lines.push(line.clone());
         }
         rows.push(row);
     }
     close(&mut open, &mut blocks);
-    Ok((blocks, unparsed, unterminated))
+    Ok(Blocks {
+        blocks,
+        unparsed,
+        unterminated,
+    })
 }
 
 /// Every complete row of the label files named: files as they are, directories by their

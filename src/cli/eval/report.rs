@@ -136,8 +136,7 @@ async fn classify(
     holes: &[HoleRows],
     failures: &mut Failures,
 ) -> Result<Vec<Classified>> {
-    let in_scope =
-        |h: &&HoleRows| args.train.is_empty() || !args.train.iter().any(|t| *t == h.repository);
+    let in_scope = |h: &&HoleRows| args.train.is_empty() || !args.train.contains(&h.repository);
     let run = ClassifierEval {
         classifier,
         variants: vec![Variant::H, Variant::R],

@@ -227,7 +227,7 @@ impl<'a> Builder<'a> {
 
     pub fn build(self) -> Report {
         let holes = &self.labels.holes;
-        let split = Split::new(&holes, &self.train);
+        let split = Split::new(holes, &self.train);
         let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
         // Rows of one run share a profile, and with it how ids are numbered to people.
         let numbering = self.labels.fidelity.map(|f| f.numbering());
