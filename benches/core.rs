@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use keyhole::compose::compose;
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{Request, build_all};
+use keyhole::context::proposals::build_all;
 use keyhole::context::typed::TypedHole;
 use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::repo::RepoIndex;
@@ -67,12 +68,13 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     let holes = sample_holes(&index, Some(300), 9, HoleColumn::TrimmedMiddle);
     let hole = &holes[holes.len() / 2];
     let tokenizer = TokenizerKind::Code.tokenizer();
-    let req = Request {
+    let req = HoleRequest {
         index: &index,
         hole,
         tokenizer,
         allocation: ALLOCATION,
         fidelity: Fidelity::Paper,
+        seed: 9,
     };
     group.bench_function("proposals_all_one_hole", |b| {
         b.iter_with_large_drop(|| build_all(&req))
@@ -138,12 +140,13 @@ fn bench_nesting(c: &mut Criterion) {
                     let sources = vec![("Deep.java".to_string(), text.clone())];
                     let index = RepoIndex::from_sources(Path::new("/nested"), sources);
                     let hole = Hole::at(&index, "Deep.java", line, 5).expect("the hole");
-                    let req = Request {
+                    let req = HoleRequest {
                         index: &index,
                         hole: &hole,
                         tokenizer,
                         allocation: ALLOCATION,
                         fidelity: Fidelity::Paper,
+                        seed: 9,
                     };
                     let proposals = build_all(&req);
                     let typed = TypedHole::new(&index, &hole).contexts();

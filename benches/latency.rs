@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
 use keyhole::compose::{Composer, DefaultReading};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{Request, build_all};
+use keyhole::context::proposals::build_all;
 use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::lang::{self, FileFacts};
 use keyhole::repo::{MAX_FILE_BYTES, RepoGraph, RepoIndex};
@@ -285,12 +286,13 @@ fn measure(name: &str, root: &Path) -> Row {
     let mut build_only = Vec::with_capacity(holes.len());
     let mut compose_only = Vec::with_capacity(holes.len());
     for hole in &holes {
-        let req = Request {
+        let req = HoleRequest {
             index: &index,
             hole,
             tokenizer,
             allocation: ALLOCATION,
             fidelity: Fidelity::Paper,
+            seed: 9,
         };
         let start = Instant::now();
         let proposals = build_all(&req);

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use keyhole::candidate;
 use keyhole::compose::{self, Composer, DefaultReading};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{self, Request};
+use keyhole::context::proposals;
 use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::model::CompletionRequest;
 use keyhole::model::ngram::EmbeddedModel;
@@ -40,12 +41,13 @@ fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
                 .iter()
                 .map(|&id| {
                     let spec = candidate::proposal_specs()[id];
-                    let req = Request {
+                    let req = HoleRequest {
                         index,
                         hole,
                         tokenizer: tok,
                         allocation: compose::proposal_allocation(BUDGET, spec.share),
                         fidelity: Fidelity::Paper,
+                        seed: 9,
                     };
                     composer.compose(Some(&proposals::build(spec, &req)))
                 })

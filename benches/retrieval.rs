@@ -13,9 +13,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{around_hole, repocoder_query};
-use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{Shown, Similarity, WindowIndex};
 use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::repo::RepoIndex;
@@ -54,12 +54,13 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
                     Similarity::TfIdfCosine => around_hole(&index, hole),
                 };
                 let hits = windows.search(hole, &query, similarity);
-                let req = Request {
+                let req = HoleRequest {
                     index: &index,
                     hole,
                     tokenizer,
                     allocation: ALLOCATION,
                     seed: 9,
+                    fidelity: keyhole::Fidelity::Paper,
                 };
                 windows.blocks(&req, &hits, Shown::Window, Fidelity::Paper)
             })

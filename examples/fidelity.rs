@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, DEFAULT_BUDGET};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::retrieval::Request;
 use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
 use keyhole::context::{perspectives, proposals};
 use keyhole::hole::{Hole, sample_holes};
@@ -323,12 +323,13 @@ fn repocoder(index: &RepoIndex, rows: &str, fidelity: Fidelity, iteration: Itera
         };
         let hits = windows.search_as(index, &hole, &query, Similarity::Jaccard, fidelity);
         holes += 1;
-        let req = Request {
+        let req = HoleRequest {
             index,
             hole: &hole,
             tokenizer: TokenizerKind::P50kBase.tokenizer(),
             allocation: compose::proposal_allocation(DEFAULT_BUDGET, candidate::RETRIEVED_SHARE),
             seed: 9,
+            fidelity,
         };
         let (text, used) = windows.blocks(&req, &hits, shown, fidelity);
         let theirs = row["prompt"].as_str().unwrap_or_default();

@@ -150,11 +150,27 @@ impl From<CandidateId> for usize {
 }
 
 impl TryFrom<usize> for CandidateId {
-    type Error = String;
+    type Error = SelectionError;
 
-    fn try_from(n: usize) -> Result<CandidateId, String> {
-        CandidateId::new(n).ok_or_else(|| format!("{n} is not a candidate id ({})", id_range()))
+    fn try_from(n: usize) -> Result<CandidateId, SelectionError> {
+        CandidateId::new(n).ok_or(SelectionError::NoSuchId(n))
     }
+}
+
+/// Why candidate ids or a [`Selection`] cannot be read; each names the part that is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectionError {
+    #[error("{0} is not a candidate id ({range})", range = id_range())]
+    NoSuchId(usize),
+    #[error("'{0}' is not a candidate id ({range})", range = id_range())]
+    NotANumber(String),
+    #[error("'{0}': top:N takes N from 1 to {max}", max = CandidateId::PROPOSALS + 1)]
+    BadTop(String),
+    #[error("'{0}' is an empty range")]
+    EmptyRange(String),
+    #[error("'{0}' has an empty entry")]
+    EmptyEntry(String),
 }
 
 /// How a profile numbers RLPG's proposals where Table 7 and RLPG's code disagree: the post
@@ -542,13 +558,13 @@ impl Selection {
     }
 
     /// Parse `62,7,63-66,top:5`; the error names the part that is wrong.
-    pub fn parse(text: &str) -> Result<Selection, String> {
+    pub fn parse(text: &str) -> Result<Selection, SelectionError> {
         let mut selection = Selection::default();
-        let id = |part: &str| -> Result<CandidateId, String> {
+        let id = |part: &str| -> Result<CandidateId, SelectionError> {
             let n: usize = part
                 .trim()
                 .parse()
-                .map_err(|_| format!("'{part}' is not a candidate id ({})", id_range()))?;
+                .map_err(|_| SelectionError::NotANumber(part.to_string()))?;
             CandidateId::try_from(n)
         };
         for part in text.split(',').map(str::trim) {
@@ -557,16 +573,16 @@ impl Selection {
                     .parse()
                     .ok()
                     .filter(|&n| (1..=CandidateId::PROPOSALS + 1).contains(&n))
-                    .ok_or_else(|| format!("'{part}': top:N takes N from 1 to 63"))?;
+                    .ok_or_else(|| SelectionError::BadTop(part.to_string()))?;
                 selection.top = Some(n);
             } else if let Some((first, last)) = part.split_once('-') {
                 let (first, last) = (id(first)?, id(last)?);
                 if first > last {
-                    return Err(format!("'{part}' is an empty range"));
+                    return Err(SelectionError::EmptyRange(part.to_string()));
                 }
                 selection.ids.extend((first.0..=last.0).map(CandidateId));
             } else if part.is_empty() {
-                return Err(format!("'{text}' has an empty entry"));
+                return Err(SelectionError::EmptyEntry(text.to_string()));
             } else {
                 selection.ids.push(id(part)?);
             }
@@ -679,7 +695,7 @@ mod tests {
             ("top:0", "top:0"),
             ("1,,2", "empty"),
         ] {
-            let err = Selection::parse(bad).unwrap_err();
+            let err = Selection::parse(bad).unwrap_err().to_string();
             assert!(err.contains(named), "{bad}: {err}");
         }
     }

@@ -2,6 +2,7 @@
 //! that name the line and the key, as every bad input should.
 
 /// A TOML error in a user file, on one line: `line N, key `k`: message`.
+#[cfg_attr(not(feature = "tui"), allow(dead_code))] // the keymap's and themes' reader
 pub fn toml_error_line(text: &str, error: &toml::de::Error) -> String {
     let offset = error.span().map_or(0, |span| span.start);
     problem_line(
@@ -13,6 +14,7 @@ pub fn toml_error_line(text: &str, error: &toml::de::Error) -> String {
 }
 
 /// A problem at byte `offset` of a user file, on one line: `line N, key `k`: message`.
+#[cfg_attr(not(feature = "tui"), allow(dead_code))] // the keymap's and themes' reader
 pub fn problem_line(text: &str, offset: usize, key: Option<&str>, message: &str) -> String {
     let key = key.map(|k| format!(", key `{k}`")).unwrap_or_default();
     format!("line {}{key}: {message}", line_of(text, offset))

@@ -44,6 +44,7 @@ pub fn prompt_hash(text: &str) -> String {
 
 /// Why a completion was not applied; each message is one line naming the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApplyError {
     #[error("{}: changed on disk since it was loaded; completion not applied", path.display())]
     ChangedOnDisk { path: PathBuf },

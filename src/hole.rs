@@ -23,9 +23,12 @@ pub struct Hole {
 
 /// Why a position does not name a hole; every message names the file and position.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HoleError {
     #[error("{0}: no such source file in the repository")]
     NoSuchFile(String),
+    #[error("{file}: keyhole does not read this language (it reads {reads})")]
+    UnknownLanguage { file: String, reads: String },
     #[error("{file}:{line}: line out of range (the file has {lines} lines)")]
     LineOutOfRange {
         file: String,
@@ -52,9 +55,16 @@ impl Hole {
         line: usize,
         column: usize,
     ) -> Result<Hole, HoleError> {
-        let file_id = index
-            .file_id(path)
-            .ok_or_else(|| HoleError::NoSuchFile(path.to_string()))?;
+        let file_id = index.file_id(path).ok_or_else(|| {
+            let on_disk = index.root.join(path).is_file();
+            match lang::for_path(std::path::Path::new(path)) {
+                None if on_disk => HoleError::UnknownLanguage {
+                    file: path.to_string(),
+                    reads: lang::read_languages(),
+                },
+                _ => HoleError::NoSuchFile(path.to_string()),
+            }
+        })?;
         let file = &index.files[file_id];
         if line == 0 || line > file.line_count() {
             return Err(HoleError::LineOutOfRange {

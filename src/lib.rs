@@ -25,10 +25,10 @@
 //! let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
 //! let analysis = session.analyse(&hole, settings.ranker);
 //! for row in analysis.candidates.iter().filter(|c| c.score.is_some()).take(3) {
-//!     println!("{:>2} {:<45} {} tokens", row.id.index(), row.label, row.tokens());
+//!     println!("{:>2} {:<45} {} tokens", row.id, row.label, row.tokens());
 //! }
 //!
-//! // The classifier's favourite, composed: its context, a newline, the code before the hole.
+//! // The ranker's favourite, composed: its context, a newline, the code before the hole.
 //! let best = analysis.ranking[0].id;
 //! let composer = session.composer(&hole);
 //! let prompt = match analysis.proposals.iter().find(|p| p.spec.id == best) {
@@ -60,7 +60,7 @@
 
 pub mod candidate;
 pub mod compose;
-pub mod config_file;
+pub(crate) mod config_file;
 pub mod context;
 pub mod dirs;
 pub mod escape;
@@ -68,17 +68,17 @@ pub mod eval;
 pub mod explain;
 pub mod feedback;
 pub mod hole;
-pub mod label;
+pub(crate) mod label;
 pub mod lang;
 pub mod metrics;
 pub mod model;
 pub mod rank;
 pub mod repo;
-pub mod rlpg_text;
+pub(crate) mod rlpg_text;
 pub mod sample;
 pub mod session;
-pub mod sourced;
-pub mod text;
+pub(crate) mod sourced;
+pub(crate) mod text;
 pub mod token;
 #[cfg(feature = "tui")]
 pub mod tui;

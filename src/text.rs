@@ -13,11 +13,6 @@ pub fn byte_of_char(line: &str, column: usize) -> usize {
         .map_or(line.len(), |(b, _)| b)
 }
 
-/// How many characters of `text` lie before byte `offset` (rounded down to a character).
-pub fn chars_before(text: &str, offset: usize) -> usize {
-    text[..text.floor_char_boundary(offset)].chars().count()
-}
-
 /// `text[range]`, with the range clamped to the text and narrowed to whole characters, so a
 /// stale or foreign offset yields less text instead of a panic.
 pub fn clipped(text: &str, range: Range<usize>) -> &str {
@@ -55,10 +50,6 @@ mod tests {
         assert_eq!(byte_of_char(line, 2), 2);
         assert_eq!(byte_of_char(line, 3), 5);
         assert_eq!(byte_of_char(line, 100), line.len());
-        assert_eq!(chars_before(line, 5), 3);
-        // Inside the arrow: counted up to the character it is in.
-        assert_eq!(chars_before(line, 3), 2);
-        assert_eq!(chars_before(line, 1000), line.chars().count());
     }
 
     #[test]

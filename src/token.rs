@@ -30,6 +30,7 @@ pub trait Tokenizer: Send + Sync {
 /// The tokenizers a user can pick by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TokenizerKind {
     /// keyhole's own code tokenizer, used by the embedded offline model.
     Code,

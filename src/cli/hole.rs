@@ -109,6 +109,9 @@ pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
     };
     let index = RepoIndex::open(repo, cache_dir.as_deref())?;
     print_warnings(&index)?;
+    if index.files.is_empty() {
+        return Err(keyhole::session::OpenError::NoSourceFiles(repo.to_path_buf()).into());
+    }
     Ok(index)
 }
 

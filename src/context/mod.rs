@@ -13,4 +13,22 @@ pub mod rlpg_files;
 pub mod typed;
 pub mod windows;
 
+use crate::hole::Hole;
+use crate::repo::RepoIndex;
 pub use crate::sourced::{Origin, Piece, SourcedText};
+use crate::token::Tokenizer;
+/// What a candidate's context is built from for one hole: the repository, the hole, the
+/// tokenizer and the tokens its context may take, the profile whose rules build it and the seed
+/// of random choices. RLPG's proposals ([`proposals`]) and the retrieved candidates
+/// ([`retrieval`], [`windows`]) take the same request.
+#[derive(Clone, Copy)]
+pub struct HoleRequest<'a> {
+    pub index: &'a RepoIndex,
+    pub hole: &'a Hole,
+    pub tokenizer: &'a dyn Tokenizer,
+    /// Tokens the composer will allow the candidate's context.
+    pub allocation: usize,
+    pub fidelity: fidelity::Fidelity,
+    /// Seeds the random choices (combined with the hole's position).
+    pub seed: u64,
+}

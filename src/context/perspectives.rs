@@ -10,11 +10,11 @@
 //! [`build_all`] asks the backend for them (the eval runner batches the same requests
 //! across holes itself).
 
-use super::SourcedText;
 use super::fidelity::Fidelity;
-use super::retrieval::{self, Retrieval};
+use super::retrieval::Retrieval;
 use super::typed::TypedHole;
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
+use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, CandidateId};
 use crate::compose::{self, Composer, Prompt};
 use crate::hole::Hole;
@@ -94,16 +94,17 @@ pub struct Perspectives<'a> {
 }
 
 impl<'a> Perspectives<'a> {
-    fn request<'h>(&self, hole: &'h Hole) -> retrieval::Request<'h>
+    fn request<'h>(&self, hole: &'h Hole) -> HoleRequest<'h>
     where
         'a: 'h,
     {
-        retrieval::Request {
+        HoleRequest {
             index: self.index,
             hole,
             tokenizer: self.tokenizer,
             allocation: compose::proposal_allocation(self.budget, candidate::RETRIEVED_SHARE),
             seed: self.seed,
+            fidelity: self.fidelity,
         }
     }
 

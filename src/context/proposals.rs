@@ -3,8 +3,8 @@
 //! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5. Where the
 //! paper and its authors' code differ, the chosen profile decides ([`super::profile`]).
 
-use super::SourcedText;
 use super::fidelity::Fidelity;
+use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::hole::Hole;
 use crate::lang::Span;
@@ -48,18 +48,8 @@ impl ProposalContext {
     }
 }
 
-/// What the builders need besides the spec.
-pub struct Request<'a> {
-    pub index: &'a RepoIndex,
-    pub hole: &'a Hole,
-    pub tokenizer: &'a dyn Tokenizer,
-    /// Tokens the composer will allow the proposal context.
-    pub allocation: usize,
-    pub fidelity: Fidelity,
-}
-
 /// Build the context of proposal `spec` for the request's hole.
-pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
+pub fn build(spec: ProposalSpec, req: &HoleRequest) -> ProposalContext {
     let mut keep = spec.source.keep();
     let (context, ranked_files) = match spec.source {
         PromptSource::Current => {
@@ -88,7 +78,7 @@ pub fn build(spec: ProposalSpec, req: &Request) -> ProposalContext {
 }
 
 /// Build every proposal for one hole, in id order.
-pub fn build_all(req: &Request) -> Vec<ProposalContext> {
+pub fn build_all(req: &HoleRequest) -> Vec<ProposalContext> {
     candidate::proposal_specs()
         .iter()
         .map(|&spec| build(spec, req))
@@ -107,12 +97,13 @@ pub fn build_for_budget(
     candidate::proposal_specs()
         .iter()
         .map(|&spec| {
-            let req = Request {
+            let req = HoleRequest {
                 index,
                 hole,
                 tokenizer,
                 allocation: crate::compose::proposal_allocation(budget, spec.share),
                 fidelity,
+                seed: super::perspectives::DEFAULT_SEED,
             };
             build(spec, &req)
         })
@@ -124,7 +115,7 @@ pub fn build_for_budget(
 /// Current: post lines are the lines after the hole line; other types are taken from after the
 /// hole line first and only when there are none from before the hole (B.3). Says whether the
 /// context came from before the hole.
-fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
+fn current_context(context_type: ContextType, req: &HoleRequest) -> (SourcedText, bool) {
     let (text, before) = current_items(context_type, req);
     (
         req.fidelity.rules().finish_current(text, before, req),
@@ -133,7 +124,7 @@ fn current_context(context_type: ContextType, req: &Request) -> (SourcedText, bo
 }
 
 /// [`current_context`] before the profile finishes it.
-fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool) {
+fn current_items(context_type: ContextType, req: &HoleRequest) -> (SourcedText, bool) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let after_line = file.line_start(req.hole.line + 1);
@@ -163,7 +154,7 @@ fn current_items(context_type: ContextType, req: &Request) -> (SourcedText, bool
 
 /// Parent Class: the file of the parent of the class declared nearest above the hole, as
 /// `[Parent] context` followed by a line with `[CurrentClass]` (B.5 class_name formatting).
-fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec<FileId>) {
+fn parent_context(context_type: ContextType, req: &HoleRequest) -> (SourcedText, Vec<FileId>) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let rules = req.fidelity.rules();
@@ -190,7 +181,7 @@ fn parent_context(context_type: ContextType, req: &Request) -> (SourcedText, Vec
 
 /// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any;
 /// says whether there was one.
-pub(super) fn push_current_class(text: &mut SourcedText, req: &Request) -> bool {
+pub(super) fn push_current_class(text: &mut SourcedText, req: &HoleRequest) -> bool {
     let file = &req.index.files[req.hole.file];
     let current = file
         .facts
@@ -210,7 +201,11 @@ pub(super) fn push_current_class(text: &mut SourcedText, req: &Request) -> bool 
 /// Context from a ranked list of files: `[FileName] context` per file, files taken best first
 /// until the allocation is filled, laid out best last so it sits nearest the code (authors'
 /// code), then the current class line. Each file alone is first cut to the allocation.
-fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request) -> SourcedText {
+fn multi_file_context(
+    files: &[FileId],
+    context_type: ContextType,
+    req: &HoleRequest,
+) -> SourcedText {
     let rules = req.fidelity.rules();
     let mut parts = Vec::new();
     let mut total = 0;
@@ -247,7 +242,7 @@ fn multi_file_context(files: &[FileId], context_type: ContextType, req: &Request
 // ----- What a file offers for each context type ----------------------------------------------
 
 /// Spans of a file's items of one context type (not post lines), as the profile reads them.
-fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Span> {
+fn item_spans(req: &HoleRequest, file: FileId, context_type: ContextType) -> Vec<Span> {
     req.fidelity
         .rules()
         .item_spans(&req.index.files[file], context_type)
@@ -258,7 +253,7 @@ fn item_spans(req: &Request, file: FileId, context_type: ContextType) -> Vec<Spa
 /// each (class_method_name) and, as in the authors' code, an equal share of the allocation
 /// each.
 pub(super) fn file_items(
-    req: &Request,
+    req: &HoleRequest,
     file: FileId,
     context_type: ContextType,
     keep: Keep,
@@ -271,7 +266,7 @@ pub(super) fn file_items(
 }
 
 /// A file's methods as `[name] body`, each body cut to its share, and the bodies' tokens.
-pub(super) fn method_bodies(req: &Request, file: FileId) -> (SourcedText, usize) {
+pub(super) fn method_bodies(req: &HoleRequest, file: FileId) -> (SourcedText, usize) {
     let rules = req.fidelity.rules();
     let methods = &req.index.files[file].facts.methods;
     let mut total = 0;
@@ -298,7 +293,7 @@ pub(super) fn method_bodies(req: &Request, file: FileId) -> (SourcedText, usize)
 /// Items joined by single spaces. Only as many items as can matter are joined: enough from the
 /// kept end to exceed the allocation, checked in tokens, so huge files cost no more than
 /// small ones.
-fn join_items(req: &Request, file: FileId, spans: &[Span], keep: Keep) -> SourcedText {
+fn join_items(req: &HoleRequest, file: FileId, spans: &[Span], keep: Keep) -> SourcedText {
     // Saturating: a huge allocation then takes every item at once instead of wrapping round.
     let mut byte_limit = req.allocation.max(16).saturating_mul(8);
     loop {

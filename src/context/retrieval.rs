@@ -8,11 +8,11 @@ use rand_chacha::ChaCha8Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
-use super::SourcedText;
+use super::{HoleRequest, SourcedText};
 use crate::hole::{Hole, HoleWindow};
 use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex};
-use crate::token::{Keep, Tokenizer};
+use crate::token::Keep;
 
 /// Lines above and below a usage in an identifier usage window.
 const USAGE_WINDOW: usize = 2;
@@ -103,16 +103,6 @@ pub struct Retrieval {
     files: Bm25,
 }
 
-/// What one baseline needs for one hole.
-pub struct Request<'a> {
-    pub index: &'a RepoIndex,
-    pub hole: &'a Hole,
-    pub tokenizer: &'a dyn Tokenizer,
-    pub allocation: usize,
-    /// Seeds the random choices (combined with the hole's position).
-    pub seed: u64,
-}
-
 impl Retrieval {
     pub fn new(index: &RepoIndex) -> Retrieval {
         Retrieval {
@@ -122,7 +112,7 @@ impl Retrieval {
 
     /// File-level BM25: whole other files, most similar to the hole window first, until the
     /// allocation is filled; cut from the back (C.3).
-    pub fn file_bm25(&self, req: &Request) -> SourcedText {
+    pub fn file_bm25(&self, req: &HoleRequest) -> SourcedText {
         let scores = self.files.scores(&hole_window(req.index, req.hole));
         let mut ranked: Vec<FileId> = (0..scores.len())
             .filter(|&f| f != req.hole.file && scores[f] > 0.0)
@@ -137,7 +127,7 @@ impl Retrieval {
     /// Identifier usage (random): windows of two lines around every usage of the identifier
     /// nearest before the hole, in random order; the next nearest identifier when one has no
     /// usage outside the hole's lines.
-    pub fn identifier_usage(&self, req: &Request) -> SourcedText {
+    pub fn identifier_usage(&self, req: &HoleRequest) -> SourcedText {
         let file = &req.index.files[req.hole.file];
         let mut seen: FxHashSet<&str> = FxHashSet::default();
         let before_hole = file
@@ -162,7 +152,7 @@ impl Retrieval {
 
     /// Random: a random line of a random file and everything after it (the hole's lines left
     /// out when the current file is drawn).
-    pub fn random_context(&self, req: &Request) -> SourcedText {
+    pub fn random_context(&self, req: &HoleRequest) -> SourcedText {
         let mut rng = rng(req);
         let ids: Vec<FileId> = (0..req.index.files.len()).collect();
         let Some(&f) = ids.choose(&mut rng) else {
@@ -182,13 +172,13 @@ impl Retrieval {
     }
 }
 
-fn rng(req: &Request) -> ChaCha8Rng {
+fn rng(req: &HoleRequest) -> ChaCha8Rng {
     let position = (req.hole.file as u64) << 32 | req.hole.line as u64;
     ChaCha8Rng::seed_from_u64(req.seed ^ position.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// Usage windows of `name` in the repository, leaving out any that touch the hole's line.
-fn usage_windows(req: &Request, name: &str) -> Vec<(FileId, Span)> {
+fn usage_windows(req: &HoleRequest, name: &str) -> Vec<(FileId, Span)> {
     let mut windows = Vec::new();
     for (id, file) in req.index.files.iter().enumerate() {
         for &line in file.facts.usages_of(name) {
@@ -208,7 +198,7 @@ fn usage_windows(req: &Request, name: &str) -> Vec<(FileId, Span)> {
 
 /// Spans taken in order, each on its own lines, until the allocation is filled; the last one
 /// is cut from the back to fit.
-fn fill(req: &Request, spans: impl Iterator<Item = (FileId, Span)>) -> SourcedText {
+fn fill(req: &HoleRequest, spans: impl Iterator<Item = (FileId, Span)>) -> SourcedText {
     let mut text = SourcedText::default();
     let mut used = 0;
     for (file, span) in spans {

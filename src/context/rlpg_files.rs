@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 
+use super::HoleRequest;
 use super::SourcedText;
-use super::proposals::Request;
 use crate::candidate::PromptSource;
 use crate::hole::takes_hole;
 use crate::lang::Span;
@@ -32,7 +32,7 @@ use crate::rlpg_text;
 use crate::token::{Keep, Tokenizer};
 
 /// The files `source` offers for the request's hole, best first, as RLPG's code ranks them.
-pub fn rank_files(source: PromptSource, req: &Request) -> Vec<FileId> {
+pub fn rank_files(source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
     let index = req.index;
     let id = req.hole.file;
     match source {
@@ -89,7 +89,7 @@ fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
 
 /// The current file's imports by distance from the hole (RLPG's quirk: the distance of the
 /// last further occurrence), ties in declaration order.
-fn sorted_imports(req: &Request) -> Vec<(FileId, usize)> {
+fn sorted_imports(req: &HoleRequest) -> Vec<(FileId, usize)> {
     imports_from_line(&last_uses(req.index, req.hole.file), req.hole.line)
 }
 
@@ -127,7 +127,7 @@ fn import_names(index: &RepoIndex, file: FileId) -> Vec<&str> {
 /// cached key first gets that answer. The holes before a hole in those runs are every line
 /// RLPG takes a hole on above it, so the cache is replayed over them: the answer depends on
 /// the hole's file and line alone.
-fn relevant(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
+fn relevant(req: &HoleRequest, candidates: Vec<FileId>) -> Vec<FileId> {
     let index = req.index;
     let id = req.hole.file;
     let mine = import_names(index, id);

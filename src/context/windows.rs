@@ -11,10 +11,11 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use super::HoleRequest;
 use super::SourcedText;
 use super::fidelity::Fidelity;
 use super::profile::{BlockBudget, WindowOrder};
-use super::retrieval::{Request, terms};
+use super::retrieval::terms;
 use crate::hole::Hole;
 use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex, SourceFile, listing, packed_u32};
@@ -394,7 +395,7 @@ impl WindowIndex {
     /// [`Fidelity`]). Returns the text and the windows used, best first.
     pub fn blocks(
         &self,
-        req: &Request,
+        req: &HoleRequest,
         hits: &[Hit],
         shown: Shown,
         fidelity: Fidelity,

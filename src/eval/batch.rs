@@ -44,6 +44,7 @@ const HASH_DIGITS: usize = 12;
 
 /// Why a response file cannot be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BatchError {
     #[error("{path}: {source}")]
     Io { path: String, source: io::Error },

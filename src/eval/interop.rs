@@ -31,6 +31,7 @@ pub struct Task {
 }
 
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TaskError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },

@@ -24,6 +24,7 @@ const PARTIAL_LABEL_DIR: &str = "labels.partial";
 
 /// Why directories cannot be merged.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     #[error("{dir} was made with {differences} as {first} was; only shards of one run merge")]
     Settings {

@@ -249,6 +249,7 @@ fn parse_settings(path: &Path, bytes: &[u8]) -> Result<SettingsFile, OutDirError
 
 /// Why an output directory cannot take this run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OutDirError {
     #[error(
         "{dir} is in use by another `keyhole eval` ({holder}); wait for it to finish or use another --out"

@@ -117,6 +117,7 @@ impl std::fmt::Display for RunStats {
 
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
     /// No request can succeed: a wrong key, model or URL.
     #[error(
@@ -500,6 +501,7 @@ impl RepoRun<'_> {
 
     /// Whether the run completes any candidate built from another completion (a second stage;
     /// `top:N` names RLPG's candidates only, which need none).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // batch files' question
     pub(super) fn has_second_stage(&self) -> bool {
         let later = [
             CandidateId::REPOCODER_ITERATION,

@@ -27,12 +27,12 @@ impl Shard {
     pub const WHOLE: Shard = Shard { index: 1, count: 1 };
 
     /// Shard `index` of `count`, or why not.
-    pub fn new(index: usize, count: usize) -> Result<Shard, String> {
+    pub fn new(index: usize, count: usize) -> Result<Shard, ShardError> {
         if !(1..=MAX_SHARDS).contains(&count) {
-            return Err(format!("the shard count must be from 1 to {MAX_SHARDS}"));
+            return Err(ShardError::Count);
         }
         if !(1..=count).contains(&index) {
-            return Err(format!("the shard must be from 1 to {count}"));
+            return Err(ShardError::Index { count });
         }
         Ok(Shard { index, count })
     }
@@ -70,11 +70,23 @@ impl fmt::Display for Shard {
     }
 }
 
-impl FromStr for Shard {
-    type Err = String;
+/// Why a shard cannot be made or read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    #[error("the shard count must be from 1 to {MAX_SHARDS}")]
+    Count,
+    #[error("the shard must be from 1 to {count}")]
+    Index { count: usize },
+    #[error("expected I/N, such as 2/8 (shard I of N, from 1), not {0:?}")]
+    Syntax(String),
+}
 
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let expected = || format!("expected I/N, such as 2/8 (shard I of N, from 1), not {text:?}");
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    fn from_str(text: &str) -> Result<Shard, ShardError> {
+        let expected = || ShardError::Syntax(text.to_string());
         let (index, count) = text.trim().split_once('/').ok_or_else(expected)?;
         let number = |t: &str| t.trim().parse::<usize>().map_err(|_| expected());
         Shard::new(number(index)?, number(count)?)
@@ -82,9 +94,9 @@ impl FromStr for Shard {
 }
 
 impl TryFrom<String> for Shard {
-    type Error = String;
+    type Error = ShardError;
 
-    fn try_from(text: String) -> Result<Shard, String> {
+    fn try_from(text: String) -> Result<Shard, ShardError> {
         text.parse()
     }
 }

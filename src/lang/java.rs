@@ -1,7 +1,6 @@
 //! Java facts through tree-sitter-java, in one pass over the syntax tree.
 
 use std::cell::RefCell;
-use std::path::Path;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
@@ -39,8 +38,12 @@ impl Language for Java {
         "java"
     }
 
-    fn handles(&self, path: &Path) -> bool {
-        path.extension().is_some_and(|e| e == "java")
+    fn display_name(&self) -> &'static str {
+        "Java"
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["java"]
     }
 
     fn extract(&self, source: &str) -> FileFacts {

@@ -236,8 +236,16 @@ impl FileFacts {
 /// A programming language keyhole can index.
 pub trait Language: Send + Sync {
     fn name(&self) -> &'static str;
+    /// The language's name for people ("Java").
+    fn display_name(&self) -> &'static str;
+    /// The file name extensions of its files, without the dot.
+    fn extensions(&self) -> &'static [&'static str];
     /// Whether files with this path belong to the language.
-    fn handles(&self, path: &Path) -> bool;
+    fn handles(&self, path: &Path) -> bool {
+        path.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| self.extensions().contains(&e))
+    }
     /// Extract the facts of one file. Never panics, whatever the text.
     fn extract(&self, source: &str) -> FileFacts;
     /// Whether a trimmed, non-empty line counts as a comment for hole sampling.
@@ -251,7 +259,24 @@ pub trait Language: Send + Sync {
 
 static JAVA: Java = Java;
 
+/// Every language keyhole reads.
+pub fn languages() -> [&'static dyn Language; 1] {
+    [&JAVA]
+}
+
 /// The language that handles `path`, if keyhole knows one.
 pub fn for_path(path: &Path) -> Option<&'static dyn Language> {
-    JAVA.handles(path).then_some(&JAVA as &dyn Language)
+    languages().into_iter().find(|l| l.handles(path))
+}
+
+/// The languages keyhole reads and their files, for messages: "Java (*.java)".
+pub fn read_languages() -> String {
+    languages()
+        .iter()
+        .map(|l| {
+            let files: Vec<String> = l.extensions().iter().map(|e| format!("*.{e}")).collect();
+            format!("{} ({})", l.display_name(), files.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -31,6 +31,7 @@ pub const DEFAULT_USER_TEMPLATE: &str =
 
 /// Which server protocol a backend speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum BackendKind {
     #[serde(rename = "embedded")]
     Embedded,
@@ -306,6 +307,7 @@ fn url_problem(url: &str) -> Option<String> {
 
 /// A backends file that cannot be used.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error("cannot read {}: {detail}", path.display())]
     Read { path: PathBuf, detail: String },

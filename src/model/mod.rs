@@ -155,6 +155,7 @@ impl ServerLimits {
 /// Everything that can go wrong talking to a backend. Messages name the backend and the URL
 /// (never a key) and say what failed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BackendError {
     #[error("{backend}: cannot connect to {url}: {detail}")]
     Connect {

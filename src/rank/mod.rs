@@ -59,6 +59,7 @@ pub trait Ranker {
 /// The rankers a person can choose between.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum RankerKind {
     /// RLPG-H: the classifier reading the hole window.
     RlpgH,

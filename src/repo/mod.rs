@@ -105,6 +105,7 @@ pub struct RepoIndex {
 
 /// Why a repository could not be opened at all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpenError {
     #[error("{0}: no such directory")]
     Missing(PathBuf),

@@ -136,6 +136,7 @@ const FIT_ROUNDS: usize = 6;
 
 /// Why a prompt could not be fitted to the backend.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FitError {
     #[error(transparent)]
     Backend(#[from] BackendError),

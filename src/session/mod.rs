@@ -32,6 +32,7 @@ use rows::{proposal_row, retrieved_row};
 
 use crate::candidate::CandidateId;
 use crate::compose::Composer;
+use crate::context::HoleRequest;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
@@ -190,12 +191,13 @@ impl Session {
     /// candidate that needs it.
     pub async fn context(&self, hole: &Hole, id: CandidateId) -> BuiltContext {
         if let Some(spec) = id.proposal() {
-            let request = proposals::Request {
+            let request = HoleRequest {
                 index: &self.index,
                 hole,
                 tokenizer: self.tokenizer,
                 allocation: crate::compose::proposal_allocation(self.budget, spec.share),
                 fidelity: self.fidelity,
+                seed: self.seed,
             };
             return BuiltContext::Proposal(proposals::build(spec, &request));
         }

@@ -169,8 +169,12 @@ impl Settings {
     /// # Safety
     /// Changes the process environment: call it before the process starts any other thread.
     pub unsafe fn use_threads(&self) {
+        // Without the `local-model` feature no backend runs a model in this process.
+        #[cfg(feature = "local-model")]
         // SAFETY: passed on to the caller.
-        unsafe { model::local::use_threads(self.backend()) }
+        unsafe {
+            model::local::use_threads(self.backend())
+        }
     }
 }
 
@@ -214,6 +218,8 @@ fn chosen_backend(
 pub enum OpenError {
     #[error(transparent)]
     Repository(#[from] repo::OpenError),
+    #[error("{}: no source files keyhole reads (it reads {})", .0.display(), crate::lang::read_languages())]
+    NoSourceFiles(PathBuf),
     #[error(transparent)]
     Backend(#[from] BackendError),
     #[error(transparent)]
@@ -352,6 +358,9 @@ impl<'a> SessionBuilder<'a> {
             }
         };
         let index = RepoIndex::open_with_progress(repo, cache, &files)?;
+        if index.files.is_empty() {
+            return Err(OpenError::NoSourceFiles(repo.to_path_buf()));
+        }
         self.on(Arc::new(index))
     }
 

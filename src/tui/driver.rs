@@ -62,11 +62,6 @@ pub fn index(
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
-    anyhow::ensure!(
-        !index.files.is_empty(),
-        "{}: no source files",
-        root.display()
-    );
     let hole = match position {
         Some(spec) if spec.contains(':') => Hole::parse(&index, spec)?,
         Some(path) => Hole::at(&index, path, 1, 1)?,

@@ -6,8 +6,9 @@ use keyhole::candidate;
 
 use common::SAMPLE;
 use keyhole::compose::{self, SegmentKind};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{self, Request};
+use keyhole::context::proposals;
 use keyhole::hole::{HoleColumn, sample_holes};
 use keyhole::token::TokenizerKind;
 use proptest::prelude::*;
@@ -35,7 +36,7 @@ proptest! {
         let tok = kind.tokenizer();
         let proposal = (id < 62).then(|| {
             let spec = candidate::proposal_specs()[id];
-            let req = Request { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper };
+            let req = HoleRequest { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper, seed: 9, };
             proposals::build(spec, &req)
         });
         let context = proposal.as_ref().map(|p| p as &dyn compose::CandidateContext);
@@ -112,12 +113,13 @@ fn every_position_of_the_sample_composes_valid_prompts() {
     assert!(holes.len() > 2000);
     for hole in holes.iter().step_by(3) {
         for spec in candidate::proposal_specs() {
-            let req = Request {
+            let req = HoleRequest {
                 index: &SAMPLE,
                 hole,
                 tokenizer: tok,
                 allocation: compose::proposal_allocation(600, spec.share),
                 fidelity: Fidelity::Paper,
+                seed: 9,
             };
             let prompt = compose::compose(
                 &SAMPLE,

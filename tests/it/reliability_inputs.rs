@@ -184,20 +184,43 @@ fn holes_past_the_end_of_a_line_or_file_are_exit_code_2_and_one_line() {
 }
 
 #[test]
-fn an_empty_repository_has_no_files_and_no_holes() {
-    let (scratch, repo) = repo_with(&[]);
+fn a_repository_without_a_file_keyhole_reads_is_a_one_line_error_naming_the_languages_it_reads() {
+    let (scratch, repo) = repo_with(&[("pkg/core.py", b"def f():\n    return 1\n")]);
+    for command in [
+        vec!["proposals", arg(&repo), "pkg/core.py:1:3"],
+        vec!["holes", arg(&repo)],
+        vec!["index", arg(&repo)],
+    ] {
+        let err = one_line_error(&keyhole(scratch.path(), &command, &[]));
+        assert!(
+            err.contains("no source files keyhole reads (it reads Java (*.java))"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_file_of_a_language_keyhole_does_not_read_is_named_as_such() {
+    let (scratch, repo) = repo_with(&[
+        ("A.java", GOOD.as_bytes()),
+        ("pkg/core.py", b"def f():\n    return 1\n"),
+    ]);
     let out = keyhole(
         scratch.path(),
-        &["proposals", arg(&repo), "A.java:1:1"],
+        &["proposals", arg(&repo), "pkg/core.py:1:3"],
         &[],
     );
-    assert!(one_line_error(&out).contains("A.java: no such source file in the repository"));
-    let out = keyhole(scratch.path(), &["holes", arg(&repo)], &[]);
-    assert_eq!(stdout(&out), "");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "0 holes\n");
-    let out = keyhole(scratch.path(), &["holes", arg(&repo), "--json"], &[]);
-    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(json["holes"], serde_json::json!([]));
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("pkg/core.py: keyhole does not read this language (it reads Java (*.java))"),
+        "{err}"
+    );
+    let out = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "B.java:1:1"],
+        &[],
+    );
+    assert!(one_line_error(&out).contains("B.java: no such source file in the repository"));
 }
 
 #[cfg(unix)]

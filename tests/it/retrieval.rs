@@ -3,18 +3,20 @@
 use crate::common;
 
 use common::{SAMPLE, hole};
+use keyhole::context::HoleRequest;
 use keyhole::context::SourcedText;
-use keyhole::context::retrieval::{Request, Retrieval, hole_window};
+use keyhole::context::retrieval::{Retrieval, hole_window};
 use keyhole::hole::Hole;
 use keyhole::token::TokenizerKind;
 
-fn request(h: &Hole, allocation: usize, seed: u64) -> Request<'_> {
-    Request {
+fn request(h: &Hole, allocation: usize, seed: u64) -> HoleRequest<'_> {
+    HoleRequest {
         index: &SAMPLE,
         hole: h,
         tokenizer: TokenizerKind::Code.tokenizer(),
         allocation,
         seed,
+        fidelity: keyhole::Fidelity::Paper,
     }
 }
 

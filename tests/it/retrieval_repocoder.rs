@@ -10,9 +10,10 @@ use keyhole::candidate::CandidateId;
 
 use common::{SAMPLE, hole};
 use keyhole::compose::{Composer, DefaultReading};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives, RetrievedContext};
-use keyhole::context::retrieval::{Request, Retrieval};
+use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
 use keyhole::hole::{Hole, HoleColumn, sample_holes};
 use keyhole::model::ngram::EmbeddedModel;
@@ -38,13 +39,14 @@ fn perspectives<'a>(
     }
 }
 
-fn request<'h>(h: &'h Hole, tokenizer: &'h dyn Tokenizer, allocation: usize) -> Request<'h> {
-    Request {
+fn request<'h>(h: &'h Hole, tokenizer: &'h dyn Tokenizer, allocation: usize) -> HoleRequest<'h> {
+    HoleRequest {
         index: &SAMPLE,
         hole: h,
         tokenizer,
         allocation,
         seed: 9,
+        fidelity: keyhole::Fidelity::Paper,
     }
 }
 

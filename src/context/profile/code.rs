@@ -4,8 +4,9 @@
 
 use super::{BlockBudget, Profile, WindowOrder, WindowRules, fact_spans};
 use crate::candidate::{ContextType, PromptSource};
+use crate::context::HoleRequest;
 use crate::context::SourcedText;
-use crate::context::proposals::{Request, file_items, method_bodies, push_current_class};
+use crate::context::proposals::{file_items, method_bodies, push_current_class};
 use crate::context::rlpg_files;
 use crate::lang::{MethodDecl, Span, TypeKind};
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
@@ -38,7 +39,7 @@ impl Profile for Code {
     }
 
     /// Cut to its allocation and decoded, as every text RLPG's code cuts.
-    fn finish_current(&self, text: SourcedText, before: bool, req: &Request) -> SourcedText {
+    fn finish_current(&self, text: SourcedText, before: bool, req: &HoleRequest) -> SourcedText {
         let keep = if before { Keep::End } else { Keep::Start };
         rlpg_files::cut_and_decode(&text, req.tokenizer, req.allocation, keep).0
     }
@@ -65,7 +66,7 @@ impl Profile for Code {
         items: SourcedText,
         context_type: ContextType,
         keep: Keep,
-        req: &Request,
+        req: &HoleRequest,
     ) -> SourcedText {
         if context_type == ContextType::MethodNamesAndBodies {
             return items;
@@ -80,14 +81,14 @@ impl Profile for Code {
 
     /// As `parse_tree.py` and `context.py` compute them; the current file is not kept out of
     /// the import-of lists.
-    fn rank_files(&self, source: PromptSource, req: &Request) -> Vec<FileId> {
+    fn rank_files(&self, source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
         rlpg_files::rank_files(source, req)
     }
 
     /// A method-bodies context counts its bodies' tokens, labels left out.
     fn file_context(
         &self,
-        req: &Request,
+        req: &HoleRequest,
         file: FileId,
         context_type: ContextType,
     ) -> (SourcedText, Option<usize>) {
@@ -112,7 +113,7 @@ impl Profile for Code {
         mut label: SourcedText,
         items: SourcedText,
         counted: Option<usize>,
-        req: &Request,
+        req: &HoleRequest,
     ) -> (SourcedText, usize) {
         let (cut, tokens) = match counted {
             Some(tokens) => (items, tokens),
@@ -124,7 +125,7 @@ impl Profile for Code {
 
     /// A space after every file's context and a line break before the class line even when
     /// there is no class; both count in the tokens kept.
-    fn close_files(&self, text: &mut SourcedText, req: &Request) {
+    fn close_files(&self, text: &mut SourcedText, req: &HoleRequest) {
         text.push_plain(" ");
         if !push_current_class(text, req) {
             text.push_plain("\n");

@@ -7,9 +7,9 @@
 pub mod code;
 pub mod paper;
 
+use super::HoleRequest;
 use super::SourcedText;
 use super::fidelity::Fidelity;
-use super::proposals::Request;
 use crate::candidate::{ContextType, PromptSource};
 use crate::lang::{MethodDecl, Span, TypeKind};
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
@@ -23,7 +23,7 @@ pub trait Profile: Sync {
 
     /// The current file's context as gathered (`before`: from before the hole), as the
     /// profile finishes it.
-    fn finish_current(&self, text: SourcedText, before: bool, req: &Request) -> SourcedText;
+    fn finish_current(&self, text: SourcedText, before: bool, req: &HoleRequest) -> SourcedText;
 
     /// Whether an item of the current file ending at byte `end` is before the hole.
     fn ends_before_hole(&self, end: usize, hole_offset: usize) -> bool;
@@ -40,20 +40,20 @@ pub trait Profile: Sync {
         items: SourcedText,
         context_type: ContextType,
         keep: Keep,
-        req: &Request,
+        req: &HoleRequest,
     ) -> SourcedText;
 
     /// Whether the `[CurrentClass]` line can name a type of `kind`.
     fn names_in_class_line(&self, kind: TypeKind) -> bool;
 
     /// The files a multi-file `source` takes context from, best first.
-    fn rank_files(&self, source: PromptSource, req: &Request) -> Vec<FileId>;
+    fn rank_files(&self, source: PromptSource, req: &HoleRequest) -> Vec<FileId>;
 
     /// A file's items of `context_type` for a multi-file source, and the tokens they count
     /// where the profile counts them itself (method bodies cut one by one).
     fn file_context(
         &self,
-        req: &Request,
+        req: &HoleRequest,
         file: FileId,
         context_type: ContextType,
     ) -> (SourcedText, Option<usize>);
@@ -69,11 +69,11 @@ pub trait Profile: Sync {
         label: SourcedText,
         items: SourcedText,
         counted: Option<usize>,
-        req: &Request,
+        req: &HoleRequest,
     ) -> (SourcedText, usize);
 
     /// What follows a multi-file context's files: the class line and the separators.
-    fn close_files(&self, text: &mut SourcedText, req: &Request);
+    fn close_files(&self, text: &mut SourcedText, req: &HoleRequest);
 
     /// A file's items of `context_type`: spans of the text (not post lines).
     fn item_spans(&self, source: &SourceFile, context_type: ContextType) -> Vec<Span>;

@@ -4,8 +4,9 @@
 
 use super::{BlockBudget, Profile, WindowOrder, WindowRules, fact_spans};
 use crate::candidate::{ContextType, PromptSource};
+use crate::context::HoleRequest;
 use crate::context::SourcedText;
-use crate::context::proposals::{Request, file_items, push_current_class};
+use crate::context::proposals::{file_items, push_current_class};
 use crate::lang::{MethodDecl, Span, TypeKind};
 use crate::repo::{FileId, Import, ParentLink, RepoIndex, SourceFile};
 use crate::token::{Keep, Tokenizer};
@@ -29,7 +30,7 @@ impl Profile for Paper {
         &WINDOWS
     }
 
-    fn finish_current(&self, text: SourcedText, _before: bool, _req: &Request) -> SourcedText {
+    fn finish_current(&self, text: SourcedText, _before: bool, _req: &HoleRequest) -> SourcedText {
         text
     }
 
@@ -52,7 +53,7 @@ impl Profile for Paper {
         items: SourcedText,
         _context_type: ContextType,
         _keep: Keep,
-        _req: &Request,
+        _req: &HoleRequest,
     ) -> SourcedText {
         items
     }
@@ -64,7 +65,7 @@ impl Profile for Paper {
 
     /// Table 6's file ranking; the current file never feeds another source, as its text holds
     /// the hole's answer.
-    fn rank_files(&self, source: PromptSource, req: &Request) -> Vec<FileId> {
+    fn rank_files(&self, source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
         let index = req.index;
         let graph = &index.graph;
         let id = req.hole.file;
@@ -95,7 +96,7 @@ impl Profile for Paper {
 
     fn file_context(
         &self,
-        req: &Request,
+        req: &HoleRequest,
         file: FileId,
         context_type: ContextType,
     ) -> (SourcedText, Option<usize>) {
@@ -113,13 +114,13 @@ impl Profile for Paper {
         mut label: SourcedText,
         items: SourcedText,
         _counted: Option<usize>,
-        req: &Request,
+        req: &HoleRequest,
     ) -> (SourcedText, usize) {
         label.append(items);
         label.truncate(req.tokenizer, req.allocation, Keep::Start)
     }
 
-    fn close_files(&self, text: &mut SourcedText, req: &Request) {
+    fn close_files(&self, text: &mut SourcedText, req: &HoleRequest) {
         push_current_class(text, req);
     }
 
@@ -148,7 +149,7 @@ impl Profile for Paper {
 /// Distance in lines from the hole to the nearest usage of each import of the current file.
 /// A usage on the hole line counts only if it is visible before the hole; the rest of that line
 /// is the answer. Imports never used come last.
-fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
+fn import_distances(req: &HoleRequest) -> Vec<(FileId, usize)> {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let prefix = &file.text[file.line_start(req.hole.line)..req.hole.offset];
@@ -172,12 +173,15 @@ fn import_distances(req: &Request) -> Vec<(FileId, usize)> {
 }
 
 /// The repository files `file` imports, every kind keyhole resolves.
-fn imports_of<'r>(req: &Request<'r>, file: FileId) -> impl Iterator<Item = &'r Import> + use<'r> {
+fn imports_of<'r>(
+    req: &HoleRequest<'r>,
+    file: FileId,
+) -> impl Iterator<Item = &'r Import> + use<'r> {
     req.index.graph.imports[file].iter()
 }
 
 /// Import: import files ranked by how close their nearest usage is to the hole.
-fn rank_imports(req: &Request) -> Vec<FileId> {
+fn rank_imports(req: &HoleRequest) -> Vec<FileId> {
     let mut distances = import_distances(req);
     distances.sort_by_key(|&(file, d)| (d, file));
     distances.into_iter().map(|(f, _)| f).collect()
@@ -187,7 +191,7 @@ fn rank_imports(req: &Request) -> Vec<FileId> {
 /// how close to the hole the nearest shared import is used, ties broken by the number of shared
 /// imports; files sharing none follow in path order (the authors' code falls back to all of
 /// them when none shares an import).
-fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId> {
+fn rank_by_common_imports(req: &HoleRequest, candidates: Vec<FileId>) -> Vec<FileId> {
     let distances = import_distances(req);
     let mut keyed: Vec<(usize, std::cmp::Reverse<usize>, FileId)> = candidates
         .into_iter()
@@ -207,7 +211,7 @@ fn rank_by_common_imports(req: &Request, candidates: Vec<FileId>) -> Vec<FileId>
 }
 
 /// Import of X: the files X import, ranked by how many of the X files import each.
-fn rank_imports_by_frequency(req: &Request, of: &[FileId]) -> Vec<FileId> {
+fn rank_imports_by_frequency(req: &HoleRequest, of: &[FileId]) -> Vec<FileId> {
     let mut counts: Vec<(FileId, usize)> = Vec::new();
     for &file in of {
         for import in imports_of(req, file) {

@@ -122,6 +122,7 @@ impl EncoderKind {
 
 /// Why a model could not be used; each message names the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ModelError {
     #[error("{file}: not a keyhole classifier: {reason}")]
     Unreadable { file: String, reason: String },

@@ -7,8 +7,9 @@ use std::sync::LazyLock;
 
 use keyhole::candidate;
 use keyhole::compose::{self, Prompt, SegmentKind};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{self, ProposalContext, Request};
+use keyhole::context::proposals::{self, ProposalContext};
 use keyhole::hole::Hole;
 use keyhole::repo::RepoIndex;
 use keyhole::token::TokenizerKind;
@@ -83,12 +84,13 @@ pub fn hole(spec: &str) -> Hole {
 pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prompt) {
     let tokenizer = TokenizerKind::Code.tokenizer();
     let spec = candidate::proposal_specs()[id];
-    let req = Request {
+    let req = HoleRequest {
         index: &SAMPLE,
         hole,
         tokenizer,
         allocation: compose::proposal_allocation(budget, spec.share),
         fidelity: Fidelity::Paper,
+        seed: 9,
     };
     let context = proposals::build(spec, &req);
     let prompt = compose::compose(&SAMPLE, hole, Some(&context), tokenizer, budget);

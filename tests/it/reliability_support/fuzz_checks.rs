@@ -6,9 +6,10 @@ use std::path::Path;
 
 use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, Composer, DefaultReading};
+use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{self, Perspectives};
-use keyhole::context::proposals::{self, Request};
+use keyhole::context::proposals;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::hole::Hole;
@@ -166,12 +167,13 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
     let specs = candidate::proposal_specs();
     assert_eq!(specs.len(), CandidateId::PROPOSALS);
     for spec in specs {
-        let req = Request {
+        let req = HoleRequest {
             index,
             hole,
             tokenizer: tok,
             allocation: compose::proposal_allocation(budget, spec.share),
             fidelity: Fidelity::Paper,
+            seed: 9,
         };
         let context = proposals::build(*spec, &req);
         let prompt = composer.compose(Some(&context));
