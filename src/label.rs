@@ -1,7 +1,8 @@
 //! Label rows: one hole × one candidate of an evaluation, and the rows of a hole together.
 //! Below both the evaluation that writes them and the classifier that learns from them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -73,16 +74,40 @@ pub fn hole_id(repository: &str, file: &str, line: usize, column: usize) -> Stri
     format!("{repository}/{file}:{line}:{column}")
 }
 
-/// The label rows of one hole, by proposal id (a missing row counts as inapplicable).
-pub struct HoleRows<'a> {
-    pub hole_id: &'a str,
-    pub repository: &'a str,
-    by_id: Vec<Option<&'a LabelRow>>,
+/// What reports and the classifier read of one label row: its outcome, without the texts
+/// (prediction, target, backend) that make a row large, so that every hole of a run fits in
+/// memory at the scale of RLPG's protocol.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub applicable: bool,
+    pub success: bool,
+    /// Whether the request failed (rows of older versions; see [`LabelRow::error`]).
+    pub failed: bool,
+    pub edit_similarity: f64,
+    pub proposal_truncated: bool,
+    pub default_truncated: bool,
+    pub bm25: Option<f64>,
+    pub retrieval_score: Option<f64>,
+    pub retrieval_jaccard: Option<f64>,
+    /// Shared among the rows that give the same reason (see [`Grouping`]).
+    pub why_not: Option<Arc<str>>,
 }
 
-impl<'a> HoleRows<'a> {
-    pub fn row(&self, id: CandidateId) -> Option<&'a LabelRow> {
-        self.by_id.get(id.index()).copied().flatten()
+/// The label rows of one hole, by proposal id (a missing row counts as inapplicable).
+#[derive(Clone, Debug)]
+pub struct HoleRows {
+    pub hole_id: String,
+    pub repository: String,
+    file: String,
+    line: usize,
+    column: usize,
+    fidelity: Fidelity,
+    by_id: Vec<Option<Outcome>>,
+}
+
+impl HoleRows {
+    pub fn row(&self, id: CandidateId) -> Option<&Outcome> {
+        self.by_id.get(id.index()).and_then(Option::as_ref)
     }
 
     /// Whether candidate `id` gave context; the default context always does once labelled.
@@ -94,28 +119,18 @@ impl<'a> HoleRows<'a> {
     /// RLPG's success: an applicable candidate whose completion matched, without a backend
     /// error (errors count as misses).
     pub fn succeeded(&self, id: CandidateId) -> bool {
-        self.applicable(id) && self.row(id).is_some_and(|r| r.success && r.error.is_none())
+        self.applicable(id) && self.row(id).is_some_and(|r| r.success && !r.failed)
     }
 
     /// The labelled hole found again in `index` (its repository), or why it cannot be.
     pub fn hole(&self, index: &RepoIndex) -> Result<Hole, String> {
-        let row = self
-            .by_id
-            .iter()
-            .flatten()
-            .next()
-            .ok_or_else(|| format!("{}: no rows", self.hole_id))?;
-        Hole::at(index, &row.file, row.line, row.column)
+        Hole::at(index, &self.file, self.line, self.column)
             .map_err(|e| format!("{}: {e}", self.hole_id))
     }
 
     /// The profile the hole's rows were made with.
     pub fn fidelity(&self) -> Fidelity {
-        self.by_id
-            .iter()
-            .flatten()
-            .next()
-            .map_or(Fidelity::Paper, |r| r.fidelity)
+        self.fidelity
     }
 
     /// Applicable candidates, proposals in id order, then the default context.
@@ -129,16 +144,110 @@ impl<'a> HoleRows<'a> {
     }
 }
 
-/// Group rows by hole, in hole id order; rows with an unknown proposal id are ignored.
-pub fn group(rows: &[LabelRow]) -> Vec<HoleRows<'_>> {
-    let mut holes: BTreeMap<&str, HoleRows> = BTreeMap::new();
-    for row in rows {
-        let hole = holes.entry(&row.hole_id).or_insert_with(|| HoleRows {
-            hole_id: &row.hole_id,
-            repository: &row.repository,
-            by_id: vec![None; ROWS_PER_HOLE],
-        });
-        hole.by_id[row.proposal_id.index()] = Some(row);
+/// Label rows grouped by hole as they are read, one row at a time, keeping only their
+/// outcomes: what a report holds instead of the rows.
+#[derive(Default)]
+pub struct Grouping {
+    holes: BTreeMap<String, HoleRows>,
+    rows: usize,
+    first_fidelity: Option<Fidelity>,
+    reasons: HashSet<Arc<str>>,
+}
+
+/// Every hole of a set of label rows, in hole id order.
+#[derive(Clone)]
+pub struct Grouped {
+    pub holes: Vec<HoleRows>,
+    /// How many rows were read (a row read twice counts twice, and the later one is kept).
+    pub rows: usize,
+    /// The profile of the first row read: rows of one run share it.
+    pub fidelity: Option<Fidelity>,
+}
+
+impl Grouping {
+    /// Add `row` to its hole; a row with an id the hole already has replaces it.
+    pub fn add(&mut self, row: &LabelRow) {
+        let hole = self.outcomes(std::slice::from_ref(row));
+        self.insert(hole.expect("one row"), 1);
     }
-    holes.into_values().collect()
+
+    /// The outcomes of `rows`, rows of one hole (its first row names it), not yet added.
+    pub fn outcomes(&mut self, rows: &[LabelRow]) -> Option<HoleRows> {
+        let first = rows.first()?;
+        let mut hole = HoleRows {
+            hole_id: first.hole_id.clone(),
+            repository: first.repository.clone(),
+            file: first.file.clone(),
+            line: first.line,
+            column: first.column,
+            fidelity: first.fidelity,
+            by_id: vec![None; ROWS_PER_HOLE],
+        };
+        for row in rows {
+            let why_not = row.why_not.as_deref().map(|why| self.shared(why));
+            hole.by_id[row.proposal_id.index()] = Some(Outcome {
+                applicable: row.applicable,
+                success: row.success,
+                failed: row.error.is_some(),
+                edit_similarity: row.edit_similarity,
+                proposal_truncated: row.proposal_truncated,
+                default_truncated: row.default_truncated,
+                bm25: row.bm25,
+                retrieval_score: row.retrieval_score,
+                retrieval_jaccard: row.retrieval_jaccard,
+                why_not,
+            });
+        }
+        Some(hole)
+    }
+
+    /// Add the outcomes of `rows` rows of one hole; ids the hole already has are replaced.
+    pub fn insert(&mut self, hole: HoleRows, rows: usize) {
+        self.rows += rows;
+        self.first_fidelity.get_or_insert(hole.fidelity);
+        match self.holes.get_mut(&hole.hole_id) {
+            Some(held) => {
+                for (held, new) in held.by_id.iter_mut().zip(hole.by_id) {
+                    if new.is_some() {
+                        *held = new;
+                    }
+                }
+            }
+            None => {
+                self.holes.insert(hole.hole_id.clone(), hole);
+            }
+        }
+    }
+
+    /// `why` as the rows before gave it: reasons are few, rows many.
+    fn shared(&mut self, why: &str) -> Arc<str> {
+        if let Some(shared) = self.reasons.get(why) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(why);
+        self.reasons.insert(shared.clone());
+        shared
+    }
+
+    pub fn finish(self) -> Grouped {
+        Grouped {
+            holes: self.holes.into_values().collect(),
+            rows: self.rows,
+            fidelity: self.first_fidelity,
+        }
+    }
+}
+
+impl Grouped {
+    /// `rows` grouped by hole.
+    pub fn from_rows(rows: &[LabelRow]) -> Grouped {
+        let mut grouping = Grouping::default();
+        rows.iter().for_each(|row| grouping.add(row));
+        grouping.finish()
+    }
+}
+
+/// Group rows by hole, in hole id order; rows with an unknown proposal id are ignored.
+pub fn group(rows: &[LabelRow]) -> Vec<HoleRows> {
+    Grouped::from_rows(rows).holes
 }

@@ -67,7 +67,7 @@ impl ClassifierEval<'_> {
     pub async fn run(
         &self,
         index: &RepoIndex,
-        holes: &[&HoleRows<'_>],
+        holes: &[&HoleRows],
         backend: &dyn Backend,
         failures: &mut Failures,
     ) -> Result<Vec<Classified>, RunError> {

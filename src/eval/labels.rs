@@ -14,12 +14,13 @@
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use super::LabelRow;
 use crate::candidate::CandidateId;
 use crate::feedback::write_atomic;
+use crate::label::Grouping;
 
 /// An open label file that appends whole holes.
 pub struct LabelFile {
@@ -36,15 +37,15 @@ impl LabelFile {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        let scan = match File::open(path) {
+            Ok(file) => Scan::new(BufReader::new(file), Some(rows_per_hole), true, |rows| rows)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Scan::new(io::empty(), Some(rows_per_hole), true, |rows| rows)?
+            }
             Err(e) => return Err(e),
         };
-        let scan = Scan::new(&text, Some(rows_per_hole));
         // A last line without its line break would run into the next hole's first row.
-        let unterminated = !text.is_empty() && !text.ends_with('\n');
-        if !scan.removed.is_empty() || unterminated {
+        if !scan.removed.is_empty() || scan.unterminated {
             if !scan.removed.is_empty() {
                 let mut removed = OpenOptions::new()
                     .create(true)
@@ -56,7 +57,8 @@ impl LabelFile {
             write_atomic(path, terminated(&scan.kept).as_bytes())?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let done = scan.rows.iter().map(|r| r.hole_id.clone()).collect();
+        let rows: Vec<LabelRow> = scan.holes.into_iter().flatten().collect();
+        let done = rows.iter().map(|r| r.hole_id.clone()).collect();
         Ok((
             LabelFile {
                 path: path.to_path_buf(),
@@ -64,7 +66,7 @@ impl LabelFile {
                 done,
                 removed: scan.removed.len(),
             },
-            scan.rows,
+            rows,
         ))
     }
 
@@ -122,7 +124,7 @@ pub fn removed_path(path: &Path) -> PathBuf {
 }
 
 /// `lines` joined, each ending with a line break.
-fn terminated(lines: &[&str]) -> String {
+fn terminated(lines: &[String]) -> String {
     let mut text = String::new();
     for line in lines {
         text.push_str(line);
@@ -133,103 +135,152 @@ fn terminated(lines: &[&str]) -> String {
     text
 }
 
-/// A run of consecutive lines holding rows of one hole with ids 0, 1, … in order.
-struct Block {
-    /// Line numbers, end exclusive.
-    lines: std::ops::Range<usize>,
+/// A run of consecutive lines holding rows of one hole with ids 0, 1, … in order, as `T`.
+struct Block<T> {
+    hole_id: String,
+    rows: T,
+    /// How many rows (lines) it has.
+    len: usize,
     /// Whether its first row has id 0 (a block cut at its start does not).
     from_zero: bool,
     failed: bool,
+    /// Its lines, with their line breaks, where the scan keeps text.
+    lines: Vec<String>,
 }
 
-/// A label file read into whole holes and what is left over.
-struct Scan<'t> {
-    /// Rows of the first whole block of every hole that has one without failures.
-    rows: Vec<LabelRow>,
+/// A label file read into whole holes and what is left over, one line at a time: each block
+/// becomes a `T` as it ends, so that no more than one hole's rows are held at once.
+struct Scan<T> {
+    /// The first whole block of every hole that has one without failures.
+    holes: Vec<T>,
     /// Lines to keep, with their line breaks: whole blocks, failed ones included.
-    kept: Vec<&'t str>,
+    kept: Vec<String>,
     /// Every other line: torn blocks, lines that do not parse, repeated whole holes.
-    removed: Vec<&'t str>,
+    removed: Vec<String>,
+    /// Whether the last line has no line break.
+    unterminated: bool,
 }
 
-impl<'t> Scan<'t> {
-    /// Reads `text`; a whole block has `rows_per_hole` rows, or as many as the fullest block
-    /// when that is not known.
-    fn new(text: &'t str, rows_per_hole: Option<usize>) -> Scan<'t> {
-        let lines: Vec<&str> = text.split_inclusive('\n').collect();
-        let parsed: Vec<Option<LabelRow>> =
-            lines.iter().map(|l| serde_json::from_str(l).ok()).collect();
-        let blocks = blocks(&parsed);
+impl<T> Scan<T> {
+    /// Reads `file`; a whole block has `rows_per_hole` rows, or as many as the fullest block
+    /// when that is not known. `fold` makes a block's rows (catalogue numbering) into a `T`;
+    /// `kept` and `removed` hold lines only when `keep_text`.
+    fn new(
+        file: impl BufRead,
+        rows_per_hole: Option<usize>,
+        keep_text: bool,
+        mut fold: impl FnMut(Vec<LabelRow>) -> T,
+    ) -> io::Result<Scan<T>> {
+        let Blocks {
+            blocks,
+            unparsed,
+            unterminated,
+        } = blocks(file, keep_text, &mut fold)?;
         let whole_len = rows_per_hole.unwrap_or_else(|| {
             let full = blocks.iter().filter(|b| b.from_zero);
-            full.map(|b| b.lines.len()).max().unwrap_or(0)
+            full.map(|b| b.len).max().unwrap_or(0)
         });
         let mut scan = Scan {
-            rows: Vec::new(),
+            holes: Vec::new(),
             kept: Vec::new(),
             removed: Vec::new(),
+            unterminated,
         };
         let mut done = HashSet::new();
-        let mut in_blocks = vec![false; lines.len()];
-        for block in &blocks {
-            in_blocks[block.lines.clone()].fill(true);
-            let first = parsed[block.lines.start]
-                .as_ref()
-                .expect("blocks hold rows");
-            let whole = block.from_zero && block.lines.len() == whole_len;
-            let keep = whole && (block.failed || done.insert(first.hole_id.clone()));
+        for block in blocks {
+            let whole = block.from_zero && block.len == whole_len;
+            let keep = whole && (block.failed || done.insert(block.hole_id));
             if keep && !block.failed {
-                let rows = parsed[block.lines.clone()].iter().flatten().cloned();
-                scan.rows.extend(rows.map(numbered_in_catalogue));
+                scan.holes.push(block.rows);
             }
             let to = if keep {
                 &mut scan.kept
             } else {
                 &mut scan.removed
             };
-            to.extend(&lines[block.lines.clone()]);
+            to.extend(block.lines);
         }
-        // Lines that do not parse.
-        scan.removed.extend(
-            lines
-                .iter()
-                .zip(&in_blocks)
-                .filter(|(_, in_block)| !**in_block)
-                .map(|(line, _)| *line),
-        );
-        scan
+        scan.removed.extend(unparsed);
+        Ok(scan)
     }
 }
 
+/// A label file's lines as blocks, in file order.
+struct Blocks<T> {
+    blocks: Vec<Block<T>>,
+    /// Lines that do not parse (where text is kept).
+    unparsed: Vec<String>,
+    /// Whether the last line has no line break.
+    unterminated: bool,
+}
+
 /// The blocks of parsed rows in file order; a line that does not parse ends a block.
-fn blocks(parsed: &[Option<LabelRow>]) -> Vec<Block> {
-    let mut blocks: Vec<Block> = Vec::new();
-    let mut open = false;
-    for (i, row) in parsed.iter().enumerate() {
-        let Some(row) = row else {
-            open = false;
-            continue;
-        };
-        let continues = open
-            && blocks.last().is_some_and(|b| {
-                let last = parsed[b.lines.end - 1].as_ref().expect("blocks hold rows");
-                last.hole_id == row.hole_id
-                    && last.proposal_id.index() + 1 == row.proposal_id.index()
-            });
-        if continues {
-            let block = blocks.last_mut().expect("continues a block");
-            block.lines.end = i + 1;
-            block.failed |= row.error.is_some();
-        } else {
+fn blocks<T>(
+    mut file: impl BufRead,
+    keep_text: bool,
+    mut fold: impl FnMut(Vec<LabelRow>) -> T,
+) -> io::Result<Blocks<T>> {
+    let mut blocks = Vec::new();
+    let mut unparsed = Vec::new();
+    // The block being read: its first row's facts, its rows and lines.
+    let mut open: Option<(Block<()>, Vec<LabelRow>)> = None;
+    let mut close = |open: &mut Option<(Block<()>, Vec<LabelRow>)>, blocks: &mut Vec<Block<T>>| {
+        if let Some((block, rows)) = open.take() {
             blocks.push(Block {
-                lines: i..i + 1,
-                from_zero: row.proposal_id.index() == 0,
-                failed: row.error.is_some(),
+                hole_id: block.hole_id,
+                rows: fold(rows.into_iter().map(numbered_in_catalogue).collect()),
+                len: block.len,
+                from_zero: block.from_zero,
+                failed: block.failed,
+                lines: block.lines,
             });
         }
-        open = true;
+    };
+    let mut line = String::new();
+    let mut unterminated = false;
+    loop {
+        line.clear();
+        if file.read_line(&mut line)? == 0 {
+            break;
+        }
+        unterminated = !line.ends_with('\n');
+        let Ok(row) = serde_json::from_str::<LabelRow>(&line) else {
+            close(&mut open, &mut blocks);
+            if keep_text {
+                unparsed.push(line.clone());
+            }
+            continue;
+        };
+        let continues = open.as_ref().is_some_and(|(_, rows)| {
+            let last = rows.last().expect("blocks hold rows");
+            last.hole_id == row.hole_id && last.proposal_id.index() + 1 == row.proposal_id.index()
+        });
+        if !continues {
+            close(&mut open, &mut blocks);
+            let block = Block {
+                hole_id: row.hole_id.clone(),
+                rows: (),
+                len: 0,
+                from_zero: row.proposal_id.index() == 0,
+                failed: false,
+                lines: Vec::new(),
+            };
+            open = Some((block, Vec::new()));
+        }
+        let (block, rows) = open.as_mut().expect("a block is open");
+        block.len += 1;
+        block.failed |= row.error.is_some();
+        if keep_text {
+            block.lines.push(line.clone());
+        }
+        rows.push(row);
     }
-    blocks
+    close(&mut open, &mut blocks);
+    Ok(Blocks {
+        blocks,
+        unparsed,
+        unterminated,
+    })
 }
 
 /// Every complete row of the label files named: files as they are, directories by their
@@ -272,5 +323,20 @@ pub fn label_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// The rows of the complete holes of one file, which is left as it is.
 pub fn read_file(path: &Path) -> io::Result<Vec<LabelRow>> {
-    Ok(Scan::new(&std::fs::read_to_string(path)?, None).rows)
+    let scan = Scan::new(BufReader::new(File::open(path)?), None, false, |rows| rows)?;
+    Ok(scan.holes.into_iter().flatten().collect())
+}
+
+/// Add the complete holes of one file, which is left as it is, to `grouping`: as
+/// [`read_file`] reads them, holding one hole's rows at a time.
+pub fn group_file(path: &Path, grouping: &mut Grouping) -> io::Result<()> {
+    let file = BufReader::new(File::open(path)?);
+    // A block's outcomes are added once the whole file says whether the block is whole.
+    let scan = Scan::new(file, None, false, |rows| {
+        (rows.len(), grouping.outcomes(&rows))
+    })?;
+    for (rows, hole) in scan.holes {
+        grouping.insert(hole.expect("blocks hold rows"), rows);
+    }
+    Ok(())
 }

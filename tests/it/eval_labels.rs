@@ -214,3 +214,44 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
     );
     assert!(out.path().join("report.md").exists());
 }
+
+#[test]
+fn the_report_reads_a_repaired_label_file_as_the_label_reader_does() {
+    use keyhole::eval::labels::{group_file, read_file};
+    use keyhole::eval::report::{self, Builder, Grouping};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.jsonl");
+    let lines = |rows: &[LabelRow]| -> String {
+        rows.iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect()
+    };
+    let mut failed = hole("r/A.java:4:1");
+    failed[3].error = Some("status 500".into());
+    // Hole 1 written twice: the copy that counts is the first, so the second differs.
+    let mut again = hole("r/A.java:1:1");
+    again.iter_mut().for_each(|r| r.success = !r.success);
+    let mut text = lines(&hole("r/A.java:1:1"));
+    text += &lines(&hole("r/A.java:3:1")[..10]);
+    text += "{\"hole_id\":\"r/A.ja\n";
+    text += &lines(&hole("r/A.java:2:1"));
+    text += &lines(&again);
+    text += &lines(&failed);
+    std::fs::write(&path, &text).unwrap();
+
+    let mut grouping = Grouping::default();
+    group_file(&path, &mut grouping).unwrap();
+    let streamed = Builder::grouped(std::borrow::Cow::Owned(grouping.finish()), &[], 7).build();
+    let read = report::build(&read_file(&path).unwrap(), &[], 7);
+    assert_eq!(streamed.summary.holes, 2, "holes 1 and 2, once each");
+    assert_eq!(streamed.summary.rows, 2 * WRITTEN_ROWS);
+    assert_eq!(
+        serde_json::to_string(&streamed).unwrap(),
+        serde_json::to_string(&read).unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "left as it was"
+    );
+}

@@ -1,6 +1,7 @@
 //! The report phase of `keyhole eval`: the label rows become report.md, report.json, the
 //! plots, Table 10's compositions and ProCC's trained bandit.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use keyhole::candidate::{CandidateId, Selection};
 use keyhole::eval::classified::{self, Classified, ClassifierEval};
 use keyhole::eval::labels;
 use keyhole::eval::outdir::OutDir;
-use keyhole::eval::report::{self, HoleRows};
+use keyhole::eval::report::{self, Grouped, Grouping, HoleRows};
 use keyhole::eval::runner::{Failures, RunStats};
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
@@ -29,16 +30,19 @@ pub fn write_report(
     total: RunStats,
 ) -> Result<()> {
     let label_dir = out.label_dir();
-    let mut rows = Vec::new();
+    // Rows are read one hole at a time and only their outcomes kept, not their texts.
+    let mut grouping = Grouping::default();
     for path in out.label_files()? {
-        rows.extend(labels::read_file(&path).with_context(|| format!("{}", path.display()))?);
+        labels::group_file(&path, &mut grouping).with_context(|| format!("{}", path.display()))?;
     }
+    let labelled = grouping.finish();
+    let holes = &labelled.holes;
     let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
-    let holes = report::group_holes(&rows);
-    let classified = runtime.block_on(classify(args, backends, &classifier, &holes, failures))?;
+    let classified = runtime.block_on(classify(args, backends, &classifier, holes, failures))?;
     // Holes of the run without rows: failed ones, and shards not merged or stopped part way.
     let missing = total.holes.saturating_sub(holes.len());
-    let mut builder = report::Builder::new(&rows, &args.train, args.seed).missing_holes(missing);
+    let mut builder = report::Builder::grouped(Cow::Borrowed(&labelled), &args.train, args.seed)
+        .missing_holes(missing);
     if !args.train.is_empty() {
         builder = builder.add_note(
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
@@ -84,14 +88,14 @@ pub fn write_report(
             .collect();
         builder = builder.add_ranking(variant.name(), move |h| {
             by_hole
-                .get(h.hole_id)
+                .get(h.hole_id.as_str())
                 .map_or_else(Vec::new, |ids| ids.to_vec())
         });
     }
     let report = builder.build();
-    save_procc_bandit(&rows, args)?;
+    save_procc_bandit(&labelled, args)?;
     report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
-    let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id, h)).collect();
+    let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id.as_str(), h)).collect();
     let table = classified::composition_table(&classified, &by_id);
     append_compositions(out.root(), &table)?;
     outln!(
@@ -129,11 +133,10 @@ async fn classify(
     args: &EvalArgs,
     backends: &mut Backends<'_>,
     classifier: &Classifier,
-    holes: &[HoleRows<'_>],
+    holes: &[HoleRows],
     failures: &mut Failures,
 ) -> Result<Vec<Classified>> {
-    let in_scope =
-        |h: &&HoleRows| args.train.is_empty() || !args.train.iter().any(|t| t == h.repository);
+    let in_scope = |h: &&HoleRows| args.train.is_empty() || !args.train.contains(&h.repository);
     let run = ClassifierEval {
         classifier,
         variants: vec![Variant::H, Variant::R],
@@ -185,8 +188,8 @@ fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRo
 
 /// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
 /// with --keep-bandit, into the data directory.
-fn save_procc_bandit(rows: &[keyhole::eval::LabelRow], args: &EvalArgs) -> Result<()> {
-    let bandit = report::train_procc(rows, &args.train);
+fn save_procc_bandit(labelled: &Grouped, args: &EvalArgs) -> Result<()> {
+    let bandit = report::train_procc_grouped(labelled, &args.train);
     let path = args.out.join(bandit::FILE);
     bandit
         .save(&path)

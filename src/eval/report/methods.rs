@@ -164,7 +164,7 @@ fn procc_context(hole: &HoleRows) -> (Context, [bool; ARMS]) {
 /// (ProCC's online adaptive selection).
 pub(super) fn procc_picks<'h>(
     bandit: &mut LinUcb,
-    holes: impl IntoIterator<Item = &'h HoleRows<'h>>,
+    holes: impl IntoIterator<Item = &'h HoleRows>,
     learn: bool,
 ) -> Vec<(&'h str, CandidateId)> {
     let mut picks = Vec::new();
@@ -177,7 +177,7 @@ pub(super) fn procc_picks<'h>(
         if learn {
             bandit.update(arm, &x, f64::from(u8::from(hole.succeeded(id))));
         }
-        picks.push((hole.hole_id, id));
+        picks.push((hole.hole_id.as_str(), id));
     }
     picks
 }
@@ -187,7 +187,7 @@ pub(super) fn procc_picks<'h>(
 pub(super) fn picked(picks: HashMap<String, CandidateId>) -> RankFn<'static> {
     Box::new(move |hole| {
         picks
-            .get(hole.hole_id)
+            .get(hole.hole_id.as_str())
             .map_or(vec![CandidateId::DEFAULT], |&id| {
                 vec![id, CandidateId::DEFAULT]
             })

@@ -13,6 +13,7 @@ mod markdown;
 mod methods;
 mod svg;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io;
@@ -20,7 +21,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use crate::label::{HoleRows, group as group_holes};
+pub use crate::label::{Grouped, Grouping, HoleRows, group as group_holes};
 pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 
@@ -173,7 +174,7 @@ pub fn build(rows: &[LabelRow], train: &[String], seed: u64) -> Report {
 
 /// Builds a report with further methods as extra rows.
 pub struct Builder<'a> {
-    rows: &'a [LabelRow],
+    labels: Cow<'a, Grouped>,
     train: Vec<String>,
     seed: u64,
     extra: Vec<Method<'a>>,
@@ -183,9 +184,14 @@ pub struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// `train` names the training repositories; `seed` draws the random method.
-    pub fn new(rows: &'a [LabelRow], train: &[String], seed: u64) -> Self {
+    pub fn new(rows: &[LabelRow], train: &[String], seed: u64) -> Self {
+        Self::grouped(Cow::Owned(Grouped::from_rows(rows)), train, seed)
+    }
+
+    /// The report of rows already grouped by hole (as [`Grouping`] reads them from files).
+    pub fn grouped(labels: Cow<'a, Grouped>, train: &[String], seed: u64) -> Self {
         Builder {
-            rows,
+            labels,
             train: train.to_vec(),
             seed,
             extra: Vec::new(),
@@ -220,18 +226,18 @@ impl<'a> Builder<'a> {
     }
 
     pub fn build(self) -> Report {
-        let holes = group_holes(self.rows);
-        let split = Split::new(&holes, &self.train);
+        let holes = &self.labels.holes;
+        let split = Split::new(holes, &self.train);
         let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
         // Rows of one run share a profile, and with it how ids are numbered to people.
-        let numbering = self.rows.first().map(|r| r.fidelity.numbering());
+        let numbering = self.labels.fidelity.map(|f| f.numbering());
         let numbering = numbering.unwrap_or_default();
         let order = methods::fixed_order(&choice, numbering);
         let fixed = order[0];
         let mut notes = split.notes.clone();
         notes.extend(self.extra_notes);
-        notes.extend(why_not_notes(&holes));
-        let (procc, procc_note) = procc_picks(&holes, &split);
+        notes.extend(why_not_notes(holes));
+        let (procc, procc_note) = procc_picks(holes, &split);
         notes.push(procc_note);
         let mut all_methods = vec![
             method("default", methods::default_context()),
@@ -274,8 +280,8 @@ impl<'a> Builder<'a> {
             method("ProCC (LinUCB)", methods::picked(procc)),
         ];
         all_methods.extend(self.extra);
-        let eval = Eval::new(&holes, &all_methods);
-        let mut summary = split.summary(self.rows, &holes, self.seed);
+        let eval = Eval::new(holes, &all_methods);
+        let mut summary = split.summary(self.labels.rows, holes, self.seed);
         summary.incomplete_holes += self.missing_holes;
         Report {
             summary,
@@ -290,9 +296,9 @@ impl<'a> Builder<'a> {
             },
             methods: eval.method_rows(&all_methods, &split.scope),
             success_at_k: eval.curves(&all_methods, &split.scope),
-            sources: tallies(&holes, |s| s.source.name()),
-            context_types: tallies(&holes, |s| s.context_type.abbreviation()),
-            proposals: proposal_rows(&holes, numbering),
+            sources: tallies(holes, |s| s.source.name()),
+            context_types: tallies(holes, |s| s.context_type.abbreviation()),
+            proposals: proposal_rows(holes, numbering),
             repositories: eval.repo_rows(&split),
         }
     }
@@ -301,8 +307,13 @@ impl<'a> Builder<'a> {
 /// ProCC's bandit trained as the report trains it (see [`procc_picks`]), for use beyond the
 /// report.
 pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
-    let holes = group_holes(rows);
-    let split = Split::new(&holes, train);
+    train_procc_grouped(&Grouped::from_rows(rows), train)
+}
+
+/// [`train_procc`] on rows already grouped by hole.
+pub fn train_procc_grouped(labels: &Grouped, train: &[String]) -> LinUcb {
+    let holes = &labels.holes;
+    let split = Split::new(holes, train);
     let mut bandit = LinUcb::default();
     methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
     bandit
@@ -379,12 +390,12 @@ struct Split {
 impl Split {
     fn new(holes: &[HoleRows], train_repos: &[String]) -> Split {
         let (train, test): (Vec<usize>, Vec<usize>) =
-            (0..holes.len()).partition(|&i| named(train_repos, holes[i].repository));
+            (0..holes.len()).partition(|&i| named(train_repos, &holes[i].repository));
         let all: Vec<usize> = (0..holes.len()).collect();
         let mut notes = Vec::new();
         let missing: Vec<&str> = train_repos
             .iter()
-            .filter(|t| !holes.iter().any(|h| h.repository == t.as_str()))
+            .filter(|t| !holes.iter().any(|h| h.repository == **t))
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
@@ -434,14 +445,17 @@ impl Split {
         named(&self.train_repos, repository)
     }
 
-    fn summary(&self, rows: &[LabelRow], holes: &[HoleRows], seed: u64) -> Summary {
+    fn summary(&self, rows: usize, holes: &[HoleRows], seed: u64) -> Summary {
         let repos = |subset: &[usize]| -> Vec<String> {
-            let names: BTreeSet<&str> = subset.iter().map(|&i| holes[i].repository).collect();
+            let names: BTreeSet<&str> = subset
+                .iter()
+                .map(|&i| holes[i].repository.as_str())
+                .collect();
             names.into_iter().map(String::from).collect()
         };
         Summary {
             holes: holes.len(),
-            rows: rows.len(),
+            rows,
             incomplete_holes: holes.iter().filter(|h| !h.is_complete()).count(),
             train: repos(&self.train),
             test: repos(&self.test),
@@ -480,14 +494,14 @@ const DEFAULT: usize = 0;
 const ORACLE: usize = 1;
 
 /// Every method's attempts on every hole.
-struct Eval<'h, 'r> {
-    holes: &'h [HoleRows<'r>],
+struct Eval<'h> {
+    holes: &'h [HoleRows],
     /// `attempts[method][hole]`.
     attempts: Vec<Vec<Attempts>>,
 }
 
-impl<'h, 'r> Eval<'h, 'r> {
-    fn new(holes: &'h [HoleRows<'r>], methods: &[Method]) -> Self {
+impl<'h> Eval<'h> {
+    fn new(holes: &'h [HoleRows], methods: &[Method]) -> Self {
         let attempts = methods
             .iter()
             .map(|m| {
@@ -502,18 +516,22 @@ impl<'h, 'r> Eval<'h, 'r> {
 
     /// success@k of method `m` on `subset`.
     fn rate(&self, m: usize, subset: &[usize], k: usize) -> Rate {
-        holes::rate(
-            subset
-                .iter()
-                .map(|&i| (self.holes[i].repository, self.attempts[m][i].success_at(k))),
-        )
+        holes::rate(subset.iter().map(|&i| {
+            (
+                self.holes[i].repository.as_str(),
+                self.attempts[m][i].success_at(k),
+            )
+        }))
     }
 
     /// The holes of `subset` by repository.
-    fn repositories(&self, subset: &[usize]) -> BTreeMap<&'r str, Vec<usize>> {
+    fn repositories(&self, subset: &[usize]) -> BTreeMap<&'h str, Vec<usize>> {
         let mut repos: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for &i in subset {
-            repos.entry(self.holes[i].repository).or_default().push(i);
+            repos
+                .entry(self.holes[i].repository.as_str())
+                .or_default()
+                .push(i);
         }
         repos
     }
@@ -541,13 +559,7 @@ impl<'h, 'r> Eval<'h, 'r> {
             .iter()
             .filter_map(|&i| self.holes[i].row(self.attempts[m][i].top))
             // A failed request (rows of older versions) came no closer than a miss.
-            .map(|r| {
-                if r.error.is_some() {
-                    0.0
-                } else {
-                    r.edit_similarity
-                }
-            })
+            .map(|r| if r.failed { 0.0 } else { r.edit_similarity })
             .collect();
         match picked.len() {
             0 => 0.0,

@@ -86,9 +86,12 @@ impl Rebuild<'_> {
     /// Examples for every hole of `rows`, grouped by repository; a repository that cannot be
     /// opened or a hole that no longer exists is skipped with a note.
     pub fn examples(&self, rows: &[LabelRow]) -> Examples {
-        let mut by_repository: BTreeMap<&str, Vec<HoleRows>> = BTreeMap::new();
+        let mut by_repository: BTreeMap<String, Vec<HoleRows>> = BTreeMap::new();
         for hole in group_holes(rows) {
-            by_repository.entry(hole.repository).or_default().push(hole);
+            by_repository
+                .entry(hole.repository.clone())
+                .or_default()
+                .push(hole);
         }
         let mut out = Examples {
             examples: Vec::new(),
