@@ -7,11 +7,11 @@ use std::process::Command;
 
 use keyhole::candidate::{self, CandidateId};
 
-/// Top-level library modules and the ones each names through `crate::` (test code left out).
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![src.clone()];
+/// Every `.rs` file under `root`: its path relative to `root` and its code before any
+/// `#[cfg(test)]`.
+fn sources_under(root: &Path) -> Vec<(String, String)> {
+    let mut sources = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let path = entry.path();
@@ -20,30 +20,48 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
                 continue;
             }
             let rel = path
-                .strip_prefix(&src)
+                .strip_prefix(root)
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            let top = rel
-                .split('/')
-                .next()
-                .unwrap()
-                .trim_end_matches(".rs")
-                .to_string();
-            if ["lib", "main", "cli"].contains(&top.as_str()) || !rel.ends_with(".rs") {
+            if !rel.ends_with(".rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap();
-            let uses = graph.entry(top.clone()).or_default();
-            for (at, _) in code.match_indices("crate::") {
-                let name: String = code[at + 7..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if name != top {
-                    uses.insert(name);
-                }
+            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            sources.push((rel, code));
+        }
+    }
+    sources
+}
+
+/// The identifier starting at byte `at` of `code`.
+fn word_at(code: &str, at: usize) -> String {
+    code[at..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// Top-level library modules and the ones each names through `crate::` (test code left out).
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, code) in sources_under(&src) {
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        if ["lib", "main", "cli"].contains(&top.as_str()) {
+            continue;
+        }
+        let uses = graph.entry(top.clone()).or_default();
+        for (at, _) in code.match_indices("crate::") {
+            let name = word_at(&code, at + "crate::".len());
+            if name != top {
+                uses.insert(name);
             }
         }
     }
@@ -104,52 +122,29 @@ const TUI_LAYERS: &[&[&str]] = &[
 fn tui_graph() -> BTreeMap<String, BTreeSet<String>> {
     let tui = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui");
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut stack = vec![tui.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let rel = path
-                .strip_prefix(&tui)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let Some(rel) = rel.strip_suffix(".rs") else {
-                continue;
-            };
-            // The module path below `tui`: a/mod.rs is `a`, a/b.rs is `a::b`.
-            let module: Vec<&str> = rel.split('/').filter(|&part| part != "mod").collect();
-            let Some(&top) = module.first() else {
-                continue; // tui/mod.rs itself
-            };
-            if module.contains(&"tests") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap();
-            let word = |at: usize| -> String {
-                code[at..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect()
-            };
-            let mut names: Vec<String> = code
-                .match_indices("crate::tui::")
-                .map(|(at, _)| word(at + "crate::tui::".len()))
-                .collect();
-            // `super::` climbs one module per occurrence; as many as the depth reach `tui`.
-            let supers = "super::".repeat(module.len());
-            names.extend(
-                code.match_indices(&supers)
-                    .filter(|&(at, _)| !code[..at].ends_with("super::"))
-                    .map(|(at, _)| word(at + supers.len())),
-            );
-            let uses = graph.entry(top.to_string()).or_default();
-            uses.extend(names.into_iter().filter(|n| n != top && !n.is_empty()));
+    for (rel, code) in sources_under(&tui) {
+        let rel = rel.trim_end_matches(".rs");
+        // The module path below `tui`: a/mod.rs is `a`, a/b.rs is `a::b`.
+        let module: Vec<&str> = rel.split('/').filter(|&part| part != "mod").collect();
+        let Some(&top) = module.first() else {
+            continue; // tui/mod.rs itself
+        };
+        if module.contains(&"tests") {
+            continue;
         }
+        let mut names: Vec<String> = code
+            .match_indices("crate::tui::")
+            .map(|(at, _)| word_at(&code, at + "crate::tui::".len()))
+            .collect();
+        // `super::` climbs one module per occurrence; as many as the depth reach `tui`.
+        let supers = "super::".repeat(module.len());
+        names.extend(
+            code.match_indices(&supers)
+                .filter(|&(at, _)| !code[..at].ends_with("super::"))
+                .map(|(at, _)| word_at(&code, at + supers.len())),
+        );
+        let uses = graph.entry(top.to_string()).or_default();
+        uses.extend(names.into_iter().filter(|n| n != top && !n.is_empty()));
     }
     graph
 }
