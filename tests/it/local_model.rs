@@ -501,16 +501,22 @@ fn bad_files_are_one_line_errors_naming_the_file() {
     }
 }
 
-#[test]
-fn keyhole_complete_runs_a_model_file_with_exact_counts() {
-    let (dir, path) = written(&Tiny::LLAMA);
-    let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
+/// `keyhole complete --json` of the default context (62) with the model at `path`, which must
+/// succeed.
+fn default_context_json(path: &Path, scratch: &Path) -> serde_json::Value {
+    let out = complete_with(path, scratch, &["--json", "--id", "62"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn keyhole_complete_runs_a_model_file_with_exact_counts() {
+    let (dir, path) = written(&Tiny::LLAMA);
+    let json = default_context_json(&path, dir.path());
     assert_eq!(json["backend"], "local");
     assert_eq!(json["token_counting"], "exact");
     let rows = json["completions"].as_array().unwrap();
@@ -758,13 +764,7 @@ fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
 fn a_prompt_cut_to_the_models_context_is_reported_with_the_tokens_it_saw() {
     // The sample hole's prompt is far longer than the tiny model's 64 tokens.
     let (dir, path) = written(&Tiny::LLAMA);
-    let out = complete_with(&path, dir.path(), &["--json", "--id", "62"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = default_context_json(&path, dir.path());
     let row = &json["completions"][0];
     let composed = row["prompt_tokens"].as_u64().unwrap();
     let seen = row["model_prompt_tokens"]
