@@ -173,9 +173,7 @@ pub fn sample_holes(
 ) -> Vec<Hole> {
     let mut holes = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
-        let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else {
-            continue;
-        };
+        let language = file.language;
         if index.graph.duplicated[id] {
             continue;
         }

@@ -87,8 +87,9 @@ pub fn first_hole(index: &RepoIndex) -> Hole {
         .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
         .unwrap_or(0);
     let header = |h: &Hole| {
-        let line = index.files[h.file].line_text(h.line).trim_start();
-        line.starts_with("package ") || line.starts_with("import ")
+        let file = &index.files[h.file];
+        file.language
+            .is_preamble_line(file.line_text(h.line).trim())
     };
     crate::hole::sample_holes(index, None, 0, crate::hole::HoleColumn::TrimmedMiddle)
         .into_iter()
