@@ -214,14 +214,16 @@ fn run(cli: Cli) -> Result<()> {
         }
         None => {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
-            let repo = match cli.repo {
-                Some(repo) => repo,
-                None => sample::materialize(dirs())
-                    .context("cannot write the bundled sample repository")?,
+            // A repository without a position: the hole the UI would open on.
+            let (repo, position) = match cli.repo {
+                Some(repo) => (repo, cli.position.unwrap_or_default()),
+                None => (
+                    sample::materialize(dirs())
+                        .context("cannot write the bundled sample repository")?,
+                    cli.position
+                        .unwrap_or_else(|| sample::DEMO_HOLE.to_string()),
+                ),
             };
-            let position = cli
-                .position
-                .unwrap_or_else(|| sample::DEMO_HOLE.to_string());
             let at = HoleArgs {
                 repo,
                 position,

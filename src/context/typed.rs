@@ -144,6 +144,11 @@ impl<'a> TypedHole<'a> {
         self.expected.as_ref()
     }
 
+    /// A line comment of the hole's language.
+    fn comment(&self) -> &'static str {
+        self.index.files[self.hole.file].language.line_comment()
+    }
+
     // ----- Files, outlines and names ---------------------------------------------------------
 
     fn outline(&self, file: FileId) -> &[TypeOutline] {
@@ -389,13 +394,14 @@ impl<'a> TypedHole<'a> {
         let Some(expected) = &self.expected else {
             return out;
         };
+        let comment = self.comment();
         out.push_plain(&format!(
-            "// Expected type at the hole: {}\n",
+            "{comment} Expected type at the hole: {}\n",
             expected.text
         ));
         let types = self.relevant_types();
         if !types.is_empty() {
-            out.push_plain("// Relevant type definitions:\n");
+            out.push_plain(&format!("{comment} Relevant type definitions:\n"));
         }
         for (t, _) in types {
             self.push_definition(&mut out, t);
@@ -627,7 +633,10 @@ impl<'a> TypedHole<'a> {
         if headers.is_empty() {
             return out;
         }
-        out.push_plain("// Consider using these variables relevant to the expected type:\n");
+        out.push_plain(&format!(
+            "{} Consider using these variables relevant to the expected type:\n",
+            self.comment()
+        ));
         for header in headers {
             out.append(header.text);
             out.push_plain("\n");

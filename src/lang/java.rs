@@ -58,6 +58,10 @@ impl Language for Java {
         }
     }
 
+    fn line_comment(&self) -> &'static str {
+        "//"
+    }
+
     /// RLPG's hole sampler skips lines that start with `/` or `*` once trimmed (javadoc,
     /// block and line comments).
     fn is_comment_line(&self, trimmed: &str) -> bool {

@@ -339,6 +339,8 @@ pub trait Language: Send + Sync {
     }
     /// Extract the facts of one file. Never panics, whatever the text.
     fn extract(&self, source: &str) -> FileFacts;
+    /// What starts a line comment (`//`), for the comments keyhole writes into prompts.
+    fn line_comment(&self) -> &'static str;
     /// Whether a trimmed, non-empty line counts as a comment for hole sampling.
     fn is_comment_line(&self, trimmed: &str) -> bool;
     /// Analyse the hole at byte `hole` of `source`, the current file with the rest of the
