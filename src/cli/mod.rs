@@ -37,6 +37,8 @@ mod holes;
 mod index;
 mod prompt;
 mod proposals;
+#[cfg(feature = "proxy")]
+mod proxy;
 mod tasks;
 mod train;
 mod ui;
@@ -122,6 +124,16 @@ enum Command {
         width: u16,
         #[arg(long, default_value_t = 40, value_parser = bounds::screen_height)]
         height: u16,
+    },
+    /// Stand between an editor's completion plugin and its model server: forward every
+    /// request, stream the answers back, and record what was sent.
+    #[cfg(feature = "proxy")]
+    Proxy(proxy::ProxyArgs),
+    /// What an editor plugin sent through `keyhole proxy`.
+    #[cfg(feature = "proxy")]
+    Recorded {
+        #[command(subcommand)]
+        command: proxy::RecordedCommand,
     },
     /// Index a repository and report what was found.
     Index {
@@ -258,5 +270,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Tasks(args)) => tasks::tasks_command(&args),
         Some(Command::Index { repo, json, cache }) => index::index_command(&repo, json, &cache),
+        #[cfg(feature = "proxy")]
+        Some(Command::Proxy(args)) => proxy::proxy_command(&args),
+        #[cfg(feature = "proxy")]
+        Some(Command::Recorded { command }) => proxy::recorded_command(&command),
     }
 }

@@ -30,6 +30,7 @@ mod fit;
 mod index;
 mod local_model;
 mod proposals;
+mod proxy;
 mod reliability_eval;
 mod reliability_faults;
 mod reliability_inputs;
