@@ -36,10 +36,14 @@ pub enum RecordedCommand {
         #[arg(long)]
         json: bool,
     },
-    /// What one request sent and what came back.
+    /// What one request sent and what came back; with --repo, where its hole is in that
+    /// repository and where each piece of what was sent came from.
     Show {
         /// Its number (`keyhole recorded list`).
         id: u64,
+        /// The repository the plugin was editing.
+        #[arg(long)]
+        repo: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -134,14 +138,25 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
                 outln!("{}", summary(e));
             }
         }
-        RecordedCommand::Show { id, json } => {
+        RecordedCommand::Show { id, repo, json } => {
             let Some(exchange) = exchanges.iter().find(|e| e.id == *id) else {
                 bail!("no recorded request {id} (keyhole recorded list shows them)");
             };
+            let located = repo
+                .as_deref()
+                .map(|repo| locate(repo, exchange))
+                .transpose()?;
             if *json {
-                outln!("{}", serde_json::to_string_pretty(exchange)?);
+                let mut value = serde_json::to_value(exchange)?;
+                if let Some(located) = &located {
+                    value["located"] = serde_json::to_value(located)?;
+                }
+                outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 show(exchange)?;
+                if let Some(located) = &located {
+                    show_located(located)?;
+                }
             }
         }
     }
@@ -183,6 +198,45 @@ fn last_line(text: &str) -> &str {
 
 fn first_line(text: &str) -> &str {
     text.split('\n').next().unwrap_or(text)
+}
+
+/// Where a recorded request's hole is in a repository, and where what it sent came from.
+#[derive(serde::Serialize)]
+struct Located {
+    places: Vec<proxy::Place>,
+    provenance: Vec<proxy::Provenance>,
+}
+
+fn locate(repo: &std::path::Path, exchange: &Exchange) -> Result<Located> {
+    let settings = super::hole::settings(&Choices::default())?;
+    let session = keyhole::Session::open(repo, &settings)?;
+    Ok(Located {
+        places: proxy::hole_places(&session.index, &exchange.sent),
+        provenance: proxy::provenance(&session.index, &exchange.sent),
+    })
+}
+
+fn show_located(located: &Located) -> Result<()> {
+    match located.places.as_slice() {
+        [] => outln!("--- hole: not found in the repository ---"),
+        [only] => outln!("--- hole: {} ({:?}) ---", only.position(), only.certainty),
+        many => {
+            outln!("--- hole: {} places fit; the surest first ---", many.len());
+            for place in many {
+                outln!("  {} ({:?})", place.position(), place.certainty);
+            }
+        }
+    }
+    outln!("--- where the pieces came from ---");
+    for piece in &located.provenance {
+        let from = if piece.from.is_empty() {
+            "no repository file: the plugin's own text".to_string()
+        } else {
+            piece.from.join(", ")
+        };
+        outln!("  {:<24} {:>6} chars  {from}", piece.piece, piece.chars);
+    }
+    Ok(())
 }
 
 fn show(e: &Exchange) -> Result<()> {

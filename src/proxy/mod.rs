@@ -5,9 +5,11 @@
 //! recorded ([`record`]) for `keyhole recorded`.
 
 mod exchange;
+mod locate;
 mod record;
 
 pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
+pub use locate::{Certainty, Place, Provenance, hole_places, provenance};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordLog, read_log};
 
 use std::convert::Infallible;

@@ -117,6 +117,33 @@ async fn an_infill_request_streams_through_and_is_recorded_without_its_key() {
     let shown = String::from_utf8(shown.stdout).unwrap();
     assert!(shown.contains("--- prefix ---\nint total() {"), "{shown}");
     assert!(shown.contains("--- answer (prompt 40 tokens, answer 3 tokens) ---\nreturn total;"));
+
+    // In the repository the plugin was editing: the hole, and where each piece came from.
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    std::fs::write(repo.path().join("src/Cart.java"), "class Cart {}\n").unwrap();
+    std::fs::write(
+        repo.path().join("src/Total.java"),
+        "class Total {\nint total() {\n    \n}\n}\n",
+    )
+    .unwrap();
+    let repo_arg = repo.path().to_str().unwrap();
+    let shown = common::ok(common::keyhole(
+        &["recorded", "show", "1", "--repo", repo_arg, "--json"],
+        scratch.path(),
+    ));
+    let located: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let places = &located["located"]["places"];
+    assert_eq!(places.as_array().unwrap().len(), 1, "{located}");
+    assert_eq!(places[0]["file"], "src/Total.java");
+    assert_eq!((places[0]["line"].clone(), places[0]["column"].clone()), (json!(3), json!(5)));
+    assert_eq!(places[0]["certainty"], "exact");
+    let provenance = located["located"]["provenance"].as_array().unwrap();
+    let extra = provenance
+        .iter()
+        .find(|p| p["piece"] == "extra 1 (src/Cart.java)")
+        .unwrap();
+    assert_eq!(extra["from"], json!(["src/Cart.java:1-1"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
