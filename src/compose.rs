@@ -82,6 +82,9 @@ pub struct Prompt {
     /// The whole prompt's tokens as the backend itself counted them (llama.cpp's `/tokenize`, a
     /// local model's vocabulary), where the prompt was fitted to it; `None` otherwise.
     pub backend_tokens: Option<usize>,
+    /// The prompt tokens the model's context leaves room for, where that is less than the
+    /// budget and the prompt was composed within it instead.
+    pub model_room: Option<usize>,
 }
 
 impl Prompt {
@@ -338,6 +341,7 @@ impl<'a> Composer<'a> {
             tokenizer: tok.name(),
             proposal_id: parts.last().map_or(CandidateId::DEFAULT, |p| p.id),
             backend_tokens: None,
+            model_room: None,
         }
     }
 

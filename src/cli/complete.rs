@@ -89,6 +89,7 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
             Err(err) => vec![Row {
                 id: attempt.id,
                 tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
+                model_room: attempt.prompt.model_room,
                 outcome: Err(err.to_string()),
                 syntax_errors: Vec::new(),
             }],
@@ -132,6 +133,8 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
 struct Row {
     id: CandidateId,
     tokens: usize,
+    /// The prompt tokens the model's context left room for, where fewer than the budget.
+    model_room: Option<usize>,
     outcome: Result<(Completion, Option<metrics::Scores>), String>,
     /// Syntax errors inside the completion, put in place of the target.
     syntax_errors: Vec<CompletionError>,
@@ -147,6 +150,7 @@ impl Row {
         Row {
             id: attempt.id,
             tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
+            model_room: attempt.prompt.model_room,
             syntax_errors: typed::hole_completion_errors(
                 &opened.session.index,
                 &opened.hole,
@@ -181,6 +185,10 @@ struct CompletionOut<'a> {
     /// The prompt's tokens the model saw, where the backend cut it to fit the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_prompt_tokens: Option<usize>,
+    /// The prompt tokens the model's context left room for, where fewer than the budget: the
+    /// prompt was composed within them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_room: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     syntax_errors: Option<&'a [CompletionError]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +222,7 @@ impl<'a> CompleteOut<'a> {
                     context_type: spec.map(|s| s.context_type),
                     prompt_tokens: row.tokens,
                     model_prompt_tokens: done.and_then(|(c, _)| c.model_prompt_tokens),
+                    model_room: row.model_room,
                     syntax_errors: done.map(|_| row.syntax_errors.as_slice()),
                     text: done.map(|(c, _)| c.text.as_str()),
                     latency_ms: done.map(|(c, _)| c.latency.as_secs_f64() * 1000.0),
@@ -282,6 +291,12 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
                 error.unwrap_or_default()
             ),
         }
+    }
+    if let Some(room) = out.completions.iter().find_map(|c| c.model_room) {
+        outln!(
+            "note: the model's context leaves room for {room} prompt tokens, fewer than the budget: \
+             each prompt was composed within them"
+        );
     }
     for (i, c) in out.completions.iter().enumerate() {
         if let Some(seen) = c.model_prompt_tokens {

@@ -102,8 +102,12 @@ enum Command {
     /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
     /// several samples of one prompt.
     Complete(complete::CompleteArgs),
-    /// List the configured completion backends and ask each server which models it serves.
-    Backends,
+    /// List the configured completion backends and ask each server which models it serves
+    /// (exit code 2 when one is not ready).
+    Backends {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
     Eval(Box<eval::EvalArgs>),
     /// Train the prompt proposal classifier (RLPG-H or RLPG-R) on evaluation label files.
@@ -253,7 +257,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Prompt { at, id, backend }) => prompt::prompt_command(&at, id, &backend),
         Some(Command::Complete(args)) => complete::complete_command(&args),
-        Some(Command::Backends) => backends::backends_command(),
+        Some(Command::Backends { json }) => backends::backends_command(json),
         Some(Command::Eval(args)) => eval::eval_command(&args),
         Some(Command::Train(args)) => train::train_command(&args),
         Some(Command::Holes(args)) => holes::holes_command(&args),

@@ -136,7 +136,10 @@ async fn an_infill_request_streams_through_and_is_recorded_without_its_key() {
     let places = &located["located"]["places"];
     assert_eq!(places.as_array().unwrap().len(), 1, "{located}");
     assert_eq!(places[0]["file"], "src/Total.java");
-    assert_eq!((places[0]["line"].clone(), places[0]["column"].clone()), (json!(3), json!(5)));
+    assert_eq!(
+        (places[0]["line"].clone(), places[0]["column"].clone()),
+        (json!(3), json!(5))
+    );
     assert_eq!(places[0]["certainty"], "exact");
     let provenance = located["located"]["provenance"].as_array().unwrap();
     let extra = provenance
