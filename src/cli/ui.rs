@@ -6,9 +6,10 @@ use clap::Args;
 
 use super::backends::BackendArgs;
 use super::bounds;
-use super::hole::{RankArgs, settings};
+use super::dirs;
+use super::hole::RankArgs;
 use keyhole::compose;
-use keyhole::session::Choices;
+use keyhole::session::{Choices, Settings};
 use keyhole::token::TokenizerKind;
 
 /// What the UI completes with and how it ranks and counts: the choices of `complete`.
@@ -45,12 +46,16 @@ impl UiArgs {
         };
         self.backend.choose(&mut choices);
         self.rank.choose(&mut choices);
-        let settings = settings(&choices)?;
+        // A bad backends.toml entry is left out with a warning: the UI still starts.
+        let (settings, warnings) = Settings::resolve_leniently(&choices, dirs().clone())?;
+        // SAFETY: resolved before the UI starts a thread.
+        unsafe { settings.use_threads() };
         let learning = settings.learning()?;
         Ok(keyhole::tui::Options {
             settings,
             learning,
             theme: self.theme.clone(),
+            warnings,
         })
     }
 }

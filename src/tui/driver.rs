@@ -500,6 +500,16 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::ReadBackends => {
+                let dirs = self.settings.dirs.clone();
+                self.blocking(
+                    move || {
+                        let (backends, warnings) = crate::session::read_backends_leniently(&dirs);
+                        Action::BackendsRead { backends, warnings }
+                    },
+                    |error| Action::Message(format!("cannot read the backends: {error}")),
+                );
+            }
             Effect::SwitchBackend {
                 chosen,
                 entry,

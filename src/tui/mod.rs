@@ -81,13 +81,16 @@ pub struct Options {
     pub learning: crate::session::Learning,
     /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
     pub theme: Option<String>,
+    /// What was wrong with the configuration and left out (a bad backends.toml entry), shown
+    /// when the UI starts.
+    pub warnings: Vec<String>,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
 pub fn run(
     repo: Option<PathBuf>,
     position: Option<String>,
-    options: Options,
+    mut options: Options,
 ) -> anyhow::Result<()> {
     let shared_sample = repo.is_none();
     let (root, position) = match repo {
@@ -107,8 +110,9 @@ pub fn run(
     let log_warning = log::init(&options.settings.dirs)
         .err()
         .map(|e| format!("{e:#}"));
-    let warnings: Vec<String> = keymap_warnings
+    let warnings: Vec<String> = std::mem::take(&mut options.warnings)
         .into_iter()
+        .chain(keymap_warnings)
         .chain(theme_warning)
         .chain(log_warning)
         .collect();
