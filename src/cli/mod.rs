@@ -56,7 +56,6 @@ use keyhole::candidate::CandidateId;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
-use keyhole::sample;
 
 #[derive(Parser)]
 #[command(
@@ -234,10 +233,12 @@ fn run(cli: Cli) -> Result<()> {
             let (repo, position) = match cli.repo {
                 Some(repo) => (repo, cli.position.unwrap_or_default()),
                 None => (
-                    sample::materialize(dirs())
+                    cli.ui
+                        .sample
+                        .materialize(dirs())
                         .context("cannot write the bundled sample repository")?,
                     cli.position
-                        .unwrap_or_else(|| sample::DEMO_HOLE.to_string()),
+                        .unwrap_or_else(|| cli.ui.sample.demo_hole().to_string()),
                 ),
             };
             let at = HoleArgs {

@@ -9,6 +9,7 @@ use super::bounds;
 use super::dirs;
 use super::hole::RankArgs;
 use keyhole::compose;
+use keyhole::sample::Sample;
 use keyhole::session::{Choices, Settings};
 use keyhole::token::TokenizerKind;
 
@@ -32,6 +33,9 @@ pub struct UiArgs {
     /// or code.
     #[arg(long, default_value = "paper")]
     pub fidelity: keyhole::context::fidelity::Fidelity,
+    /// The bundled sample to open when no repository is given: java.
+    #[arg(long, value_name = "LANGUAGE", default_value = "java", value_parser = Sample::named)]
+    pub sample: Sample,
 }
 
 impl UiArgs {
@@ -56,6 +60,7 @@ impl UiArgs {
             learning,
             theme: self.theme.clone(),
             warnings,
+            sample: self.sample,
         })
     }
 }

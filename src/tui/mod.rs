@@ -84,6 +84,8 @@ pub struct Options {
     /// What was wrong with the configuration and left out (a bad backends.toml entry), shown
     /// when the UI starts.
     pub warnings: Vec<String>,
+    /// The bundled sample opened when no repository is given.
+    pub sample: crate::sample::Sample,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
@@ -96,9 +98,11 @@ pub fn run(
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
-            crate::sample::materialize(&options.settings.dirs)
+            options
+                .sample
+                .materialize(&options.settings.dirs)
                 .context("cannot unpack the bundled sample")?,
-            Some(crate::sample::DEMO_HOLE.to_string()),
+            Some(options.sample.demo_hole().to_string()),
         ),
     };
     check_start(&root, position.as_deref())?;
