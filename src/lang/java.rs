@@ -73,7 +73,7 @@ impl Language for Java {
     }
 
     fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
-        parse(source).map_or_else(Vec::new, |tree| java_typed::errors(&tree, source, within))
+        parse(source).map_or_else(Vec::new, |tree| super::tree::errors(&tree, source, within))
     }
 
     fn is_preamble_line(&self, trimmed: &str) -> bool {

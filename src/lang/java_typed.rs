@@ -8,14 +8,15 @@
 
 use std::ops::Range;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use super::java::{header_span, parse, signature_start, span};
+use super::tree::path_to;
 use super::{
-    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, SyntaxError,
-    TypeKind, TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
-use crate::text::{clipped, identifier_start};
+use crate::text::identifier_start;
 
 // ----- Outlines -------------------------------------------------------------------------------
 
@@ -344,25 +345,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
     }
 }
 
-/// The nodes from `root` down to `node`, both included. tree-sitter keeps no parent links
-/// (`Node::parent` searches down from the root every time), so walking up with it is
-/// quadratic in nesting depth; the hole's analysis descends once and reads ancestors here.
-/// A path's last node is the one it leads to; a prefix of it is the path to an ancestor.
-fn path_to<'t>(root: Node<'t>, node: Node<'t>) -> Vec<Node<'t>> {
-    let mut path = vec![root];
-    let mut at = root;
-    while at != node {
-        match at.child_with_descendant(node) {
-            Some(child) => {
-                path.push(child);
-                at = child;
-            }
-            None => break,
-        }
-    }
-    path
-}
-
 /// The ancestors of a path's last node, innermost first.
 fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
     path[..path.len().saturating_sub(1)].iter().rev().copied()
@@ -633,48 +615,6 @@ fn in_static_code(path: &[Node]) -> bool {
 }
 
 // ----- Syntax errors --------------------------------------------------------------------------
-
-/// Error and missing nodes overlapping `within`, clipped to it, in text order.
-pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<SyntaxError> {
-    // Whole characters only: a span that splits one could not be shown or sliced.
-    let within = source.floor_char_boundary(within.start)..source.ceil_char_boundary(within.end);
-    let mut found = Vec::new();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        let r = node.byte_range();
-        let touches = r.start <= within.end && r.end >= within.start;
-        if !touches || !(node.has_error() || node.is_missing()) {
-            continue;
-        }
-        if node.is_missing() {
-            found.push(SyntaxError {
-                span: Span::new(r.start, r.start),
-                message: format!("missing `{}`", node.kind()),
-            });
-        } else if node.is_error() {
-            let clipped_range = r.start.max(within.start)..r.end.min(within.end);
-            if clipped_range.start < clipped_range.end || r.is_empty() {
-                found.push(SyntaxError {
-                    span: Span::new(
-                        clipped_range.start,
-                        clipped_range.end.max(clipped_range.start),
-                    ),
-                    message: format!("unexpected `{}`", excerpt(clipped(source, clipped_range))),
-                });
-            }
-        } else {
-            let mut cursor = node.walk();
-            stack.extend(node.children(&mut cursor));
-        }
-    }
-    found.sort_by_key(|e| e.span.start);
-    found
-}
-
-/// The first line of `text`, trimmed, at most 24 characters.
-fn excerpt(text: &str) -> String {
-    crate::text::excerpt(text.trim().lines().next().unwrap_or_default(), 24)
-}
 
 /// How Java writes types: `a.b.Outer.Inner<Arg>[]`, annotations before the name.
 pub struct JavaTypes;

@@ -5,6 +5,7 @@
 
 pub mod java;
 mod java_typed;
+mod tree;
 
 use std::ops::Range;
 use std::path::Path;
