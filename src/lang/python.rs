@@ -87,15 +87,21 @@ impl Language for Python {
 
     /// `PATH::Name` for every top-level class, function and assigned name, under every
     /// '/'-boundary suffix of the file's path: a wildcard import, resolved to a path suffix,
-    /// looks up which of the names the importing file uses the module declares. The full
-    /// path is the conventional one.
+    /// looks up which of the names the importing file uses the module declares (the full
+    /// path is the conventional one). And `DIR/::Name` under the suffixes of the file's
+    /// directory: a package's `__init__.py` re-exports its modules' names (`from .order import
+    /// Order`), and `from pkg import Order` reaches the module declaring it through this key.
     fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
-        let suffixes = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
-        let suffixes: Vec<&str> = suffixes.map(|s| &path[s..]).collect();
+        let starts = || std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+        let dir_len = path.rfind('/').map_or(0, |i| i + 1);
         let mut out = Vec::new();
         for name in top_level_names(facts) {
-            for suffix in &suffixes {
-                out.push((declared_key(suffix, name), suffix.len() == path.len()));
+            for start in starts() {
+                out.push((declared_key(&path[start..], name), start == 0));
+                if start <= dir_len {
+                    let dir = &path[start..dir_len];
+                    out.push((declared_key(dir, name), start == 0));
+                }
             }
         }
         out
@@ -139,13 +145,23 @@ impl Language for Python {
                 };
                 module_file(scope, path, &module)
             });
-            if let Some((target, _)) = target {
-                let mut lines: Vec<u32> = Vec::new();
-                for name in &import.names {
-                    lines.extend(facts.usages_of(name));
-                }
-                lines.sort_unstable();
-                super::add_import(&mut found, target, ImportKind::Single, &lines);
+            let Some((target, found_as)) = target else {
+                continue;
+            };
+            let mut lines: Vec<u32> = Vec::new();
+            for name in &import.names {
+                lines.extend(facts.usages_of(name));
+            }
+            lines.sort_unstable();
+            super::add_import(&mut found, target, ImportKind::Single, &lines);
+            // `from pkg import Name` where `pkg/__init__.py` only re-exports `Name`: the
+            // package's module declaring it is imported too.
+            let imported = import.path.rsplit('.').next().unwrap_or_default();
+            if let Some(package) = found_as.strip_suffix("__init__.py")
+                && scope.declaring(&declared_key(&found_as, imported)) != Some(target)
+                && let Some(declaring) = scope.declaring(&declared_key(package, imported))
+            {
+                super::add_import(&mut found, declaring, ImportKind::Single, &lines);
             }
         }
         found
@@ -464,6 +480,8 @@ impl<'a> Extractor<'a> {
         } else if ctx.in_method && is_self_attribute(left, self.source) {
             self.facts.field_declarations.push(span(node));
         } else if !ctx.nested && left.kind() == "identifier" {
+            // A module's globals are its attributes (`pricing.VAT_PERCENT`), as a class's.
+            self.facts.field_declarations.push(span(node));
             self.facts.top_level_names.push(self.text(left).to_string());
         }
     }
