@@ -535,3 +535,242 @@ pub(super) fn docstring(body: Node) -> Option<Node> {
         && matches!(string.kind(), "string" | "concatenated_string"))
     .then_some(string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = r#""""Order services."""
+
+import os.path
+import shop.util as u
+from . import pricing
+from ..repository.orders import OrderRepository as Repo, Other
+from shop.models import *
+
+
+class OrderService(base.BaseService, Mixin, metaclass=Meta):
+    """Places orders."""
+
+    PREFIX = "order-"
+    limit: int = 10
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.count: int = 0
+
+    @staticmethod
+    def find(order_id: int) -> "Order":
+        return Repo.find(order_id, os.path)
+
+
+def helper(x):
+    pass
+"#;
+
+    fn text(span: Span) -> &'static str {
+        &SOURCE[span.range()]
+    }
+
+    #[test]
+    fn imports_name_what_they_bind() {
+        let facts = Python.extract(SOURCE);
+        let imports: Vec<_> = facts
+            .imports
+            .iter()
+            .map(|i| (i.path.as_str(), i.wildcard, i.names.join(",")))
+            .collect();
+        assert_eq!(
+            imports,
+            vec![
+                ("os.path", false, "os".to_string()),
+                ("shop.util", false, "u".to_string()),
+                (".pricing", false, "pricing".to_string()),
+                (
+                    "..repository.orders.OrderRepository",
+                    false,
+                    "Repo".to_string()
+                ),
+                ("..repository.orders.Other", false, "Other".to_string()),
+                ("shop.models", true, String::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn classes_members_and_literals() {
+        let facts = Python.extract(SOURCE);
+        let types: Vec<_> = facts
+            .types
+            .iter()
+            .map(|t| (t.name.as_str(), t.superclass.as_deref(), t.top_level))
+            .collect();
+        assert_eq!(types, vec![("OrderService", Some("BaseService"), true)]);
+        let fields: Vec<_> = facts.field_declarations.iter().map(|s| text(*s)).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "PREFIX = \"order-\"",
+                "limit: int = 10",
+                "self.repo = repo",
+                "self.count: int = 0"
+            ]
+        );
+        // Docstrings are documentation, not string literals.
+        let strings: Vec<_> = facts.string_literals.iter().map(|s| text(*s)).collect();
+        assert_eq!(strings, vec!["\"order-\"", "\"Order\""]);
+        let sigs: Vec<_> = facts.methods.iter().map(|m| text(m.signature)).collect();
+        assert_eq!(
+            sigs,
+            vec![
+                "def __init__(self, repo: Repo) -> None",
+                "def find(order_id: int) -> \"Order\"",
+                "def helper(x)"
+            ]
+        );
+        assert!(text(facts.methods[1].with_body).ends_with("os.path)"));
+        let type_ids: Vec<_> = facts.type_identifiers.iter().map(|s| text(*s)).collect();
+        assert!(type_ids.contains(&"BaseService") && type_ids.contains(&"Repo"));
+        assert!(!type_ids.contains(&"Meta"), "{type_ids:?}");
+        let mut names = facts.top_level_names.clone();
+        names.sort();
+        assert_eq!(names, ["OrderService", "helper"]);
+        assert_eq!(facts.syntax_errors, 0);
+    }
+
+    #[test]
+    fn usages_leave_out_import_lines() {
+        let facts = Python.extract(SOURCE);
+        assert_eq!(facts.usages_of("Repo"), &[15, 21]);
+        assert_eq!(facts.usages_of("os"), &[21]);
+        assert_eq!(facts.usages_of("pricing"), &[] as &[u32]);
+    }
+
+    #[test]
+    fn broken_code_still_yields_facts() {
+        let facts = Python.extract("class A(:\n    def f(self, x:\n        return 'hi");
+        assert!(facts.syntax_errors > 0);
+        assert!(facts.types.iter().any(|t| t.name == "A"));
+        assert!(Python.extract("\u{0}\u{1}((((\"\"\"").syntax_errors > 0);
+        assert!(
+            Python
+                .hole_syntax("def f(:\n  return (((", 18)
+                .expected
+                .is_none()
+        );
+    }
+
+    /// A repository of paths, for resolution without an index.
+    struct Paths {
+        paths: Vec<&'static str>,
+        names: Vec<(String, FileId)>,
+        suffixes: FxHashMap<String, Vec<FileId>>,
+    }
+
+    impl Paths {
+        fn new(files: &[(&'static str, &str)]) -> Paths {
+            let mut paths = Paths {
+                paths: files.iter().map(|(p, _)| *p).collect(),
+                names: Vec::new(),
+                suffixes: FxHashMap::default(),
+            };
+            for (id, (path, source)) in files.iter().enumerate() {
+                for (name, _) in Python.qualified_names(path, &Python.extract(source)) {
+                    if !paths.names.iter().any(|(n, _)| *n == name) {
+                        paths.names.push((name, id));
+                    }
+                }
+                let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+                for start in starts {
+                    paths
+                        .suffixes
+                        .entry(path[start..].to_string())
+                        .or_default()
+                        .push(id);
+                }
+            }
+            for ids in paths.suffixes.values_mut() {
+                ids.sort_by_key(|&id| paths.paths[id].len());
+            }
+            paths
+        }
+
+        fn resolve(&self, path: &str, source: &str) -> Vec<(&str, Vec<u32>)> {
+            let facts = Python.extract(source);
+            Python
+                .resolve_imports(path, &facts, self)
+                .into_iter()
+                .map(|i| (self.paths[i.file], i.usage_lines))
+                .collect()
+        }
+    }
+
+    impl ImportScope for Paths {
+        fn file_at(&self, path: &str) -> Option<FileId> {
+            self.paths.iter().position(|p| *p == path)
+        }
+        fn files_ending_with(&self, suffix: &str) -> &[FileId] {
+            self.suffixes.get(suffix).map_or(&[], Vec::as_slice)
+        }
+        fn declaring(&self, qualified: &str) -> Option<FileId> {
+            self.names
+                .iter()
+                .find(|(n, _)| n == qualified)
+                .map(|(_, id)| *id)
+        }
+        fn project_file(&self, _: &str) -> Option<&str> {
+            None
+        }
+    }
+
+    #[test]
+    fn imports_resolve_to_modules_packages_and_relative_paths() {
+        let repo = Paths::new(&[
+            ("src/shop/__init__.py", ""),
+            ("src/shop/models/__init__.py", "from .order import Order\n"),
+            ("src/shop/models/order.py", "class Order:\n    pass\n"),
+            (
+                "src/shop/util.py",
+                "def slug(s):\n    return s\nLIMIT = 3\n",
+            ),
+            ("src/shop/services/pricing.py", "VAT = 20\n"),
+            ("tests/shop/util.py", ""),
+            ("src/shop/services/orders.py", ""),
+        ]);
+        let source = "from shop.models import Order\nfrom . import pricing\nfrom ..util import *\nimport shop.models.order as o\n\nx = Order(pricing.VAT)\ny = slug(o)\n";
+        let found = repo.resolve("src/shop/services/orders.py", source);
+        assert_eq!(
+            found,
+            vec![
+                // The package, and the module its `__init__.py` re-exports `Order` from.
+                ("src/shop/models/__init__.py", vec![5]),
+                ("src/shop/models/order.py", vec![5, 6]),
+                ("src/shop/services/pricing.py", vec![5]),
+                // A wildcard import is used where a name its module declares is.
+                ("src/shop/util.py", vec![6]),
+            ]
+        );
+        // An absolute import prefers the source root the importing file is under.
+        let from_tests = repo.resolve(
+            "tests/shop/test_util.py",
+            "import shop.util\nshop.util.slug()\n",
+        );
+        assert_eq!(from_tests, vec![("tests/shop/util.py", vec![1])]);
+        // Modules outside the repository resolve to nothing.
+        assert!(
+            repo.resolve("src/shop/a.py", "import os\nfrom typing import List\n")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn comment_and_preamble_lines() {
+        assert!(Python.is_comment_line("# a note"));
+        assert!(!Python.is_comment_line("x = 1  # note"));
+        assert!(!Python.is_comment_line("\"\"\"Docstring.\"\"\""));
+        assert!(Python.is_preamble_line("from a.b import c"));
+        assert!(Python.is_preamble_line("import os"));
+        assert!(!Python.is_preamble_line("from_date = 3"));
+        assert!(Python.handles(std::path::Path::new("pkg/mod.pyi")));
+    }
+}

@@ -1022,3 +1022,197 @@ impl TypeSyntax for PythonTypes {
         name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = r#"from dataclasses import dataclass
+
+
+@dataclass
+class Line:
+    product: str
+    price: Money
+
+
+class Order(Entity):
+    total: Money
+
+    def __init__(self, customer: Customer, lines: list[Line]) -> None:
+        self.customer = customer
+        self.note = Note("x")
+
+    def add(self, line: Line, count: int = 1) -> None:
+        pass
+
+    def first(self) -> Optional[Line]:
+        best: Line = self.lines[0]
+        other = Line("a", Money(1))
+        return $
+
+    @staticmethod
+    def make(name: str) -> "Order":
+        self.customer = $
+
+
+def price_of(line: Line, *, rounding: Rounding) -> Money:
+    return line.price
+"#;
+
+    /// The syntax at the `$` following `marker`, the `$` cut out (the rest of the line is
+    /// the target, so what would follow the hole does not matter).
+    fn at(marker: &str) -> HoleSyntax {
+        let hole = SOURCE.find(&format!("{marker}$")).expect("marker") + marker.len();
+        let cut = format!("{}{}", &SOURCE[..hole], &SOURCE[hole + 1..]);
+        hole_syntax(&cut.replace('$', "x"), hole)
+    }
+
+    fn ty(text: &str) -> Option<Expectation> {
+        Some(Expectation::Type(text.into()))
+    }
+
+    #[test]
+    fn outline_reads_annotations_init_and_dataclasses() {
+        let tree = parse(SOURCE).unwrap();
+        let types = outline(tree.root_node(), SOURCE);
+        let names: Vec<_> = types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Line", "Order"]);
+        let order = &types[1];
+        assert_eq!(&SOURCE[order.header.range()], "class Order(Entity)");
+        assert_eq!(order.supertypes, ["Entity"]);
+        let fields: Vec<_> = order
+            .fields
+            .iter()
+            .map(|f| (f.names[0].0.as_str(), f.type_name.as_str(), f.is_static))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("total", "Money", false),
+                ("customer", "Customer", false),
+                ("note", "Note", false)
+            ]
+        );
+        let init = &order.methods[0];
+        assert_eq!(
+            (init.name.as_str(), init.return_type.as_ref()),
+            ("Order", None)
+        );
+        assert_eq!(init.params, ["Customer", "list[Line]"]);
+        let make = order.methods.iter().find(|m| m.name == "make").unwrap();
+        assert!(make.is_static);
+        assert_eq!(make.params, ["str"]);
+        // A dataclass is called with its annotated attributes.
+        let line_init = types[0].methods.iter().find(|m| m.name == "Line").unwrap();
+        assert_eq!(line_init.params, ["str", "Money"]);
+    }
+
+    #[test]
+    fn expected_types_from_annotations() {
+        let s = at("        return ");
+        assert_eq!(s.expected, ty("Optional[Line]"));
+        assert_eq!(s.enclosing_types, ["Order"]);
+        assert!(!s.is_static);
+        let locals: Vec<_> = s
+            .locals
+            .iter()
+            .map(|l| (l.name.as_str(), l.type_name.as_str()))
+            .collect();
+        assert_eq!(locals, [("other", "Line"), ("best", "Line")]);
+        // An annotated assignment, a call of a module function (by position and keyword).
+        let probe = |line: &str, cut: usize| {
+            let source = SOURCE.replace("        return $", line);
+            let hole = source.find(line).unwrap() + cut;
+            hole_syntax(&source.replace('$', "x"), hole).expected
+        };
+        assert_eq!(probe("        x: Money = y", 19), ty("Money"));
+        assert_eq!(probe("        return price_of(a)", 24), ty("Line"));
+        assert_eq!(
+            probe("        return price_of(a, rounding=b)", 36),
+            ty("Rounding")
+        );
+        assert_eq!(
+            probe("        self.add(a", 17),
+            Some(Expectation::Argument {
+                receiver: Receiver::Current,
+                name: "add".into(),
+                position: 0,
+                arity: 1
+            })
+        );
+        assert_eq!(
+            probe("        Order(c, ", 17),
+            Some(Expectation::Constructor {
+                type_name: "Order".into(),
+                position: 1,
+                arity: 2
+            })
+        );
+        assert_eq!(
+            probe("        best = ", 15),
+            Some(Expectation::Variable {
+                name: "best".into(),
+                field_only: false
+            })
+        );
+        // A condition expects nothing in Python; a comment nothing at all.
+        assert_eq!(probe("        if ", 11), None);
+        assert_eq!(probe("        # return ", 17), None);
+        // A string being written is closed before the tree is read.
+        assert_eq!(probe("        return \"abc", 19), ty("Optional[Line]"));
+    }
+
+    #[test]
+    fn static_methods_have_no_self() {
+        let s = at("        self.customer = ");
+        assert!(s.is_static);
+        assert_eq!(
+            s.expected,
+            Some(Expectation::Variable {
+                name: "customer".into(),
+                field_only: true
+            })
+        );
+        assert_eq!(s.locals[0].name, "name");
+    }
+
+    #[test]
+    fn type_text() {
+        let t = PythonTypes;
+        assert_eq!(t.erasure("typing.List[Order]"), "typing.List");
+        assert_eq!(t.simple_name("typing.List[Order]"), "List");
+        assert_eq!(t.erasure("\"Order\""), "Order");
+        assert_eq!(t.erasure("Order | None"), "Order");
+        assert_eq!(t.erasure("None | a.Order"), "a.Order");
+        assert_eq!(t.components("list[Order]"), ["Order"]);
+        assert_eq!(t.components("Optional[Order]"), ["Order"]);
+        assert_eq!(t.components("dict[str, Order]"), ["str", "Order"]);
+        assert_eq!(t.components("Order | None"), ["Order", "None"]);
+        assert_eq!(t.components("\"list['Order']\""), ["Order"]);
+        assert_eq!(t.components("Callable[[A, B], C]"), ["A", "B", "C"]);
+        assert_eq!(t.components("tuple[int, ...]"), ["int"]);
+        assert_eq!(
+            t.type_names("dict[str, list[\"shop.Order\"]]"),
+            ["dict", "str", "list", "shop.Order"]
+        );
+        for base in [
+            "int",
+            "str",
+            "None",
+            "Any",
+            "typing.Any",
+            "list",
+            "Dict",
+            "object",
+            "bytes",
+        ] {
+            assert!(t.is_base_type(base), "{base}");
+        }
+        for not_base in ["list[Order]", "Order", "Optional[Order]", "int | Order"] {
+            assert!(!t.is_base_type(not_base), "{not_base}");
+        }
+        assert!(t.is_type_variable("T") && t.is_type_variable("T_co"));
+        assert!(!t.is_type_variable("Order"));
+    }
+}
