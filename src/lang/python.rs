@@ -475,9 +475,8 @@ impl<'a> Extractor<'a> {
         let Some(left) = assignment.child_by_field_name("left") else {
             return;
         };
-        if ctx.in_class_body && left.kind() == "identifier" {
-            self.facts.field_declarations.push(span(node));
-        } else if ctx.in_method && is_self_attribute(left, self.source) {
+        let class_attribute = ctx.in_class_body && left.kind() == "identifier";
+        if class_attribute || (ctx.in_method && is_self_attribute(left, self.source)) {
             self.facts.field_declarations.push(span(node));
         } else if !ctx.nested && left.kind() == "identifier" {
             // A module's globals are its attributes (`pricing.VAT_PERCENT`), as a class's.
