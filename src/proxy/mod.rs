@@ -112,6 +112,21 @@ impl Proxy {
         }
     }
 
+    /// What must not be recorded or shown: the upstream's key and URL credentials, and the
+    /// credentials the client sent (a server may echo them in an error).
+    fn secrets_of(&self, headers: &hyper::HeaderMap) -> Vec<String> {
+        let mut secrets = self.upstream.secrets();
+        for value in headers.get_all(AUTHORIZATION) {
+            if let Ok(value) = value.to_str() {
+                let credential = value.split_once(' ').map_or(value, |(_, c)| c).trim();
+                if credential.len() >= secret::MIN_URL_SECRET {
+                    secrets.push(credential.to_string());
+                }
+            }
+        }
+        secrets
+    }
+
     /// Forward one request and stream its answer back, recording the exchange.
     async fn forward(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<ProxyBody> {
         let started = Instant::now();
@@ -150,6 +165,7 @@ impl Proxy {
             log: self.log.clone(),
             content_type: String::new(),
             answer: Vec::new(),
+            secrets: self.secrets_of(&parts.headers),
         };
         if !pending.exchange.sent.has_text() {
             pending.log = None;
@@ -239,6 +255,8 @@ struct Pending {
     log: Option<Arc<RecordLog>>,
     content_type: String,
     answer: Vec<u8>,
+    /// Redacted from what is recorded.
+    secrets: Vec<String>,
 }
 
 impl Pending {
@@ -259,6 +277,14 @@ impl Pending {
         self.exchange.total_ms = elapsed_ms(self.started);
         self.exchange.cancelled = cancelled;
         self.exchange.answered = read_answer(&self.content_type, &self.answer);
+        // A refusal's reason is in its body (llama.cpp's 501 for a model without FIM tokens).
+        if self.exchange.status >= 400 && self.exchange.error.is_none() {
+            let body = String::from_utf8_lossy(&self.answer);
+            self.exchange.error = Some(crate::text::excerpt(body.trim(), 300));
+        }
+        let redact = |text: &str| secret::redact_all(text, &self.secrets);
+        self.exchange.error = self.exchange.error.as_deref().map(redact);
+        self.exchange.answered.text = redact(&self.exchange.answered.text);
         if let Err(err) = log.append(self.exchange) {
             tracing::warn!(%err, dir = %log.dir().display(), "proxy: cannot record an exchange");
         }

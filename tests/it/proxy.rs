@@ -213,6 +213,34 @@ async fn a_server_that_is_down_gets_a_one_line_502_and_a_record() {
     assert_eq!(recorded(scratch.path()).len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_recorded_with_its_reason_and_without_the_key_it_echoes() {
+    let server = Server::start(|request, _| {
+        let echoed = request.headers["authorization"].clone();
+        Reply::Json(
+            501,
+            json!({"error": {"message": format!("no infill for {echoed}")}}),
+        )
+    })
+    .await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(&server.base, scratch.path());
+    let answer = reqwest::Client::new()
+        .post(format!("{}/infill", proxy.base))
+        .bearer_auth(SECRET)
+        .json(&json!({"input_prefix": "x = ", "input_suffix": "\n"}))
+        .send()
+        .await
+        .unwrap();
+    // The client gets the server's answer as it was.
+    assert_eq!(answer.status(), 501);
+    assert!(answer.text().await.unwrap().contains(SECRET));
+    let exchanges = recorded(scratch.path());
+    let error = exchanges[0]["error"].as_str().unwrap();
+    assert!(error.contains("no infill for Bearer"), "{error}");
+    assert!(!error.contains(SECRET), "{error}");
+}
+
 #[test]
 fn bad_proxy_arguments_are_one_line_errors() {
     let scratch = tempfile::tempdir().unwrap();
