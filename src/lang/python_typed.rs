@@ -1026,6 +1026,7 @@ impl TypeSyntax for PythonTypes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lang::{Language, python::Python};
 
     const SOURCE: &str = r#"from dataclasses import dataclass
 
@@ -1175,6 +1176,22 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
             })
         );
         assert_eq!(s.locals[0].name, "name");
+    }
+
+    #[test]
+    fn any_hole_in_any_text_is_analysed() {
+        let texts = [
+            SOURCE,
+            "def f(x: \"Or\nder\", *a, **k) -> 'A[':\n  '''é\n\u{0}(([{",
+            "class A(B[\"C\"], metaclass=M):\n    x: = \n    @\n  f'{x!r:>{w}}' \\\n",
+        ];
+        for text in texts {
+            for hole in 0..=text.len() {
+                let syntax = hole_syntax(text, hole);
+                assert!(syntax.inserted.end <= syntax.text.len());
+                Python.extract(&text[..text.floor_char_boundary(hole)]);
+            }
+        }
     }
 
     #[test]

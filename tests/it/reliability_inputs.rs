@@ -185,15 +185,17 @@ fn holes_past_the_end_of_a_line_or_file_are_exit_code_2_and_one_line() {
 
 #[test]
 fn a_repository_without_a_file_keyhole_reads_is_a_one_line_error_naming_the_languages_it_reads() {
-    let (scratch, repo) = repo_with(&[("pkg/core.py", b"def f():\n    return 1\n")]);
+    let (scratch, repo) = repo_with(&[("pkg/core.rb", b"def f\n  1\nend\n")]);
     for command in [
-        vec!["proposals", arg(&repo), "pkg/core.py:1:3"],
+        vec!["proposals", arg(&repo), "pkg/core.rb:1:3"],
         vec!["holes", arg(&repo)],
         vec!["index", arg(&repo)],
     ] {
         let err = one_line_error(&keyhole(scratch.path(), &command, &[]));
         assert!(
-            err.contains("no source files keyhole reads (it reads Java (*.java))"),
+            err.contains(
+                "no source files keyhole reads (it reads Java (*.java), Python (*.py, *.pyi)"
+            ),
             "{command:?}: {err}"
         );
     }
@@ -203,16 +205,18 @@ fn a_repository_without_a_file_keyhole_reads_is_a_one_line_error_naming_the_lang
 fn a_file_of_a_language_keyhole_does_not_read_is_named_as_such() {
     let (scratch, repo) = repo_with(&[
         ("A.java", GOOD.as_bytes()),
-        ("pkg/core.py", b"def f():\n    return 1\n"),
+        ("pkg/core.rb", b"def f\n  1\nend\n"),
     ]);
     let out = keyhole(
         scratch.path(),
-        &["proposals", arg(&repo), "pkg/core.py:1:3"],
+        &["proposals", arg(&repo), "pkg/core.rb:1:3"],
         &[],
     );
     let err = one_line_error(&out);
     assert!(
-        err.contains("pkg/core.py: keyhole does not read this language (it reads Java (*.java))"),
+        err.contains(
+            "pkg/core.rb: keyhole does not read this language (it reads Java (*.java), Python (*.py, *.pyi)"
+        ),
         "{err}"
     );
     let out = keyhole(
