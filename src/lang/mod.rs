@@ -6,6 +6,8 @@
 pub mod java;
 mod java_typed;
 mod tree;
+pub mod typescript;
+mod typescript_typed;
 
 use std::ops::Range;
 use std::path::Path;
@@ -13,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use java::Java;
+pub use typescript::TypeScript;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -390,8 +393,8 @@ pub trait Language: Send + Sync {
 static JAVA: Java = Java;
 
 /// Every language keyhole reads.
-pub fn languages() -> [&'static dyn Language; 1] {
-    [&JAVA]
+pub fn languages() -> [&'static dyn Language; 3] {
+    [&JAVA, &typescript::TYPESCRIPT, &typescript::TSX]
 }
 
 /// The language that handles `path`, if keyhole knows one.
