@@ -128,6 +128,22 @@ impl Language for TypeScript {
         &typescript_typed::TypeScriptTypes
     }
 
+    /// Each top-level type as `module#Name` (its path without extension), where it is
+    /// declared, and as `dir#Name` for every directory above it, where a barrel that
+    /// re-exports it may be imported; the first file of a directory claims a name there.
+    fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
+        let module = module_path(path);
+        let dirs: Vec<&str> = std::iter::once("")
+            .chain(module.match_indices('/').map(|(i, _)| &module[..i]))
+            .collect();
+        let mut names = Vec::new();
+        for decl in facts.types.iter().filter(|t| t.top_level) {
+            names.push((qualified(module, &decl.name), true));
+            names.extend(dirs.iter().map(|d| (qualified(d, &decl.name), false)));
+        }
+        names
+    }
+
     fn project_files(&self) -> &'static [&'static str] {
         &["tsconfig.json"]
     }
@@ -147,22 +163,32 @@ impl Language for TypeScript {
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         let mut found = Vec::new();
         for import in &facts.imports {
-            let Some(target) = resolve_specifier(dir, &import.path, &config, scope) else {
+            let Some((target, target_path)) = resolve_specifier(dir, &import.path, &config, scope)
+            else {
                 continue;
             };
-            let mut lines: Vec<u32> = import
-                .names
-                .iter()
-                .flat_map(|n| facts.usages_of(n))
-                .copied()
-                .collect();
-            lines.sort_unstable();
-            lines.dedup();
             let kind = match import.wildcard {
                 true => ImportKind::Wildcard,
                 false => ImportKind::Single,
             };
+            let lines_of = |name: &str| facts.usages_of(name).to_vec();
+            let mut lines: Vec<u32> = import.names.iter().flat_map(|n| lines_of(n)).collect();
+            lines.sort_unstable();
+            lines.dedup();
             super::add_import(&mut found, target, kind, &lines);
+            // A name the target only re-exports (a barrel `index.ts`) reaches the file of its
+            // subtree that declares it.
+            let module = module_path(&target_path);
+            let dir = target_path.rsplit_once('/').map_or("", |(d, _)| d);
+            for name in &import.names {
+                let declared_there = scope.declaring(&qualified(module, name)).is_some();
+                if let Some(declaring) = scope
+                    .declaring(&qualified(dir, name))
+                    .filter(|d| !declared_there && *d != target)
+                {
+                    super::add_import(&mut found, declaring, kind, &lines_of(name));
+                }
+            }
         }
         found
     }
@@ -255,6 +281,20 @@ impl TsConfig {
     }
 }
 
+/// A file's path without its extension (`.d.ts` whole): the module it is.
+fn module_path(path: &str) -> &str {
+    let stem = path.strip_suffix(".d.ts").unwrap_or(path);
+    match stem.rsplit_once('.') {
+        Some((module, extension)) if !extension.contains('/') && !module.ends_with('/') => module,
+        _ => stem,
+    }
+}
+
+/// `module#Name`: a declaration's name under [`Language::qualified_names`].
+fn qualified(module: &str, name: &str) -> String {
+    format!("{module}#{name}")
+}
+
 /// `dir` joined with a relative `path`, `.` and `..` resolved; `None` above the root.
 fn normalize(dir: &str, path: &str) -> Option<String> {
     let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
@@ -277,7 +317,7 @@ fn resolve_specifier(
     specifier: &str,
     config: &TsConfig,
     scope: &dyn ImportScope,
-) -> Option<FileId> {
+) -> Option<(FileId, String)> {
     let relative = specifier == "."
         || specifier == ".."
         || specifier.starts_with("./")
@@ -298,7 +338,8 @@ fn resolve_specifier(
 /// source (ESM style), then the path with TypeScript extensions, as a directory's `index`
 /// with them, then the same with JavaScript extensions; a path with a known extension is
 /// also taken as it is.
-fn resolve_path(path: &str, scope: &dyn ImportScope) -> Option<FileId> {
+fn resolve_path(path: &str, scope: &dyn ImportScope) -> Option<(FileId, String)> {
+    let at = |candidate: String| scope.file_at(&candidate).map(|id| (id, candidate));
     let path = path.trim_end_matches('/');
     let swaps: [(&str, &[&str]); 4] = [
         (".js", &[".ts", ".tsx", ".d.ts"]),
@@ -308,22 +349,19 @@ fn resolve_path(path: &str, scope: &dyn ImportScope) -> Option<FileId> {
     ];
     for (js, sources) in swaps {
         if let Some(stem) = path.strip_suffix(js) {
-            let found = sources
-                .iter()
-                .find_map(|s| scope.file_at(&format!("{stem}{s}")));
+            let found = sources.iter().find_map(|s| at(format!("{stem}{s}")));
             if found.is_some() {
                 return found;
             }
         }
     }
-    if let Some(found) = scope.file_at(path).filter(|_| has_source_extension(path)) {
-        return Some(found);
+    if has_source_extension(path) {
+        if let Some(found) = at(path.to_string()) {
+            return Some(found);
+        }
     }
-    let with = |extensions: &[&str], base: &str| {
-        extensions
-            .iter()
-            .find_map(|e| scope.file_at(&format!("{base}{e}")))
-    };
+    let with =
+        |extensions: &[&str], base: &str| extensions.iter().find_map(|e| at(format!("{base}{e}")));
     let index = if path.is_empty() {
         "index".to_string()
     } else {
