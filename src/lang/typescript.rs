@@ -355,10 +355,8 @@ fn resolve_path(path: &str, scope: &dyn ImportScope) -> Option<(FileId, String)>
             }
         }
     }
-    if has_source_extension(path) {
-        if let Some(found) = at(path.to_string()) {
-            return Some(found);
-        }
+    if let Some(found) = at(path.to_string()).filter(|_| has_source_extension(path)) {
+        return Some(found);
     }
     let with =
         |extensions: &[&str], base: &str| extensions.iter().find_map(|e| at(format!("{base}{e}")));
