@@ -85,7 +85,7 @@ fn run_json(args: &[&str], scratch: &Path) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-fn proposal<'v>(proposals: &'v Value, id: u64) -> &'v Value {
+fn proposal(proposals: &Value, id: u64) -> &Value {
     proposals["proposals"]
         .as_array()
         .unwrap()
