@@ -5,6 +5,8 @@
 
 pub mod java;
 mod java_typed;
+pub mod python;
+mod python_typed;
 mod tree;
 pub mod typescript;
 mod typescript_typed;
@@ -15,6 +17,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use java::Java;
+pub use python::Python;
 pub use typescript::TypeScript;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
@@ -183,6 +186,11 @@ pub struct FileFacts {
     pub syntax_errors: u32,
     /// Every declared type with its members, for typed-hole context.
     pub outline: Vec<TypeOutline>,
+    /// The names a module declares at its top level (Python's classes, functions and
+    /// assigned names), which a wildcard import brings in; empty where a language reads
+    /// them elsewhere (Java: `types`).
+    #[serde(default)]
+    pub top_level_names: Vec<String>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,
@@ -391,10 +399,11 @@ pub trait Language: Send + Sync {
 }
 
 static JAVA: Java = Java;
+static PYTHON: Python = Python;
 
 /// Every language keyhole reads.
-pub fn languages() -> [&'static dyn Language; 3] {
-    [&JAVA, &typescript::TYPESCRIPT, &typescript::TSX]
+pub fn languages() -> [&'static dyn Language; 4] {
+    [&JAVA, &PYTHON, &typescript::TYPESCRIPT, &typescript::TSX]
 }
 
 /// The language that handles `path`, if keyhole knows one.
