@@ -8,6 +8,8 @@ mod java_typed;
 pub mod python;
 mod python_typed;
 mod tree;
+pub mod typescript;
+mod typescript_typed;
 
 use std::ops::Range;
 use std::path::Path;
@@ -16,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub use java::Java;
 pub use python::Python;
+pub use typescript::TypeScript;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -399,8 +402,8 @@ static JAVA: Java = Java;
 static PYTHON: Python = Python;
 
 /// Every language keyhole reads.
-pub fn languages() -> [&'static dyn Language; 2] {
-    [&JAVA, &PYTHON]
+pub fn languages() -> [&'static dyn Language; 4] {
+    [&JAVA, &PYTHON, &typescript::TYPESCRIPT, &typescript::TSX]
 }
 
 /// The language that handles `path`, if keyhole knows one.

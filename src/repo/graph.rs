@@ -38,11 +38,12 @@ pub struct RepoGraph {
     pub duplicated: Vec<bool>,
 }
 
-/// Parts of a file stem split on underscores and camelCase, lowercased:
+/// Parts of a file stem split on underscores, hyphens (`loan-service.ts`) and camelCase,
+/// lowercased:
 /// `XMLHttpOrder_service2` → `xml`, `http`, `order`, `service2`.
 pub fn name_parts(stem: &str) -> Vec<String> {
     let mut parts = Vec::new();
-    for word in stem.split('_').filter(|w| !w.is_empty()) {
+    for word in stem.split(['_', '-']).filter(|w| !w.is_empty()) {
         let chars: Vec<char> = word.chars().collect();
         let mut start = 0;
         for i in 1..chars.len() {
@@ -276,5 +277,6 @@ mod tests {
         );
         assert_eq!(name_parts("order_repository"), ["order", "repository"]);
         assert_eq!(name_parts("IOUtils"), ["io", "utils"]);
+        assert_eq!(name_parts("loan-service"), ["loan", "service"]);
     }
 }

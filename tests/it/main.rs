@@ -29,6 +29,7 @@ mod fidelity;
 mod fit;
 mod index;
 mod lang_python;
+mod lang_typescript;
 mod local_model;
 mod proposals;
 mod proxy;

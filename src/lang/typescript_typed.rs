@@ -1,0 +1,1115 @@
+//! TypeScript syntax for typed-hole context (ChatLSP, whose own port is TypeScript's): type
+//! outlines (classes, interfaces, object type aliases and enums with their members' headers),
+//! what the annotations around a hole say about its expected type and scope, and how
+//! TypeScript writes types.
+//!
+//! The hole is emulated as for Java: a placeholder expression is written at the hole with the
+//! brackets still open before it closed, and its place in the syntax tree gives the expected
+//! type. TypeScript writes a name before its type (`total: Money`), so a member's or local's
+//! whole `name: Type` is its head (its type span) and its name span is empty at the end of it.
+
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use super::tree::path_to;
+use super::typescript::{
+    Grammar, header_span, is_parameter_property, parse, signature_start, span, type_kind,
+};
+use super::{
+    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
+};
+use crate::text::identifier_start;
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+fn text<'a>(node: Node, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// A type as written, whitespace runs made single spaces.
+fn type_text(node: Node, source: &str) -> String {
+    text(node, source)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The type of a `type_annotation` field (`: Order` → `Order`).
+fn annotation<'t>(node: Node<'t>, field: &str) -> Option<Node<'t>> {
+    let annotation = node.child_by_field_name(field)?;
+    if annotation.kind() == "type_annotation" {
+        annotation.named_child(0)
+    } else {
+        None
+    }
+}
+
+/// The type an initializer gives an unannotated variable, where the syntax says it: a literal's
+/// or a constructed class's.
+fn inferred(value: Node, source: &str) -> Option<String> {
+    match value.kind() {
+        "number" => Some("number".into()),
+        "string" | "template_string" => Some("string".into()),
+        "true" | "false" => Some("boolean".into()),
+        "new_expression" => {
+            let constructor = value.child_by_field_name("constructor")?;
+            matches!(constructor.kind(), "identifier" | "member_expression")
+                .then(|| type_text(constructor, source))
+        }
+        _ => None,
+    }
+}
+
+fn has_token(node: Node, keyword: &str) -> bool {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).any(|c| c.kind() == keyword)
+}
+
+fn is_private(node: Node, source: &str) -> bool {
+    let mut cursor = node.walk();
+    let modifier = node
+        .children(&mut cursor)
+        .any(|c| c.kind() == "accessibility_modifier" && text(c, source) == "private");
+    let hash_name = node
+        .child_by_field_name("name")
+        .is_some_and(|n| n.kind() == "private_property_identifier");
+    modifier || hash_name
+}
+
+// ----- Outlines -------------------------------------------------------------------------------
+
+/// Every class, interface, object type alias and enum at the top level (also exported, ambient
+/// or in a namespace), in source order.
+pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
+    let mut types = Vec::new();
+    let mut bodies = vec![root];
+    while let Some(body) = bodies.pop() {
+        for child in named_children(body) {
+            match child.kind() {
+                "export_statement" | "ambient_declaration" | "expression_statement" => {
+                    bodies.push(child)
+                }
+                "internal_module" | "module" => bodies.extend(child.child_by_field_name("body")),
+                "ERROR" => bodies.push(child),
+                kind => {
+                    if let Some(kind) = type_kind(kind) {
+                        types.extend(type_outline(child, kind, source));
+                    }
+                }
+            }
+        }
+    }
+    types.sort_by_key(|t| t.decl.start);
+    types
+}
+
+fn type_outline(node: Node, kind: TypeKind, source: &str) -> Option<TypeOutline> {
+    let name = text(node.child_by_field_name("name")?, source).to_string();
+    let (header, body) = if node.kind() == "type_alias_declaration" {
+        // Only an object type reads as a definition with members: `type Order = { ... }`.
+        let value = node.child_by_field_name("value")?;
+        if value.kind() != "object_type" {
+            return None;
+        }
+        let start = signature_start(node);
+        let end = start + source[start..value.start_byte()].trim_end().len();
+        (Span::new(start, end), Some(value))
+    } else {
+        (header_span(node, source), node.child_by_field_name("body"))
+    };
+    let mut outline = TypeOutline {
+        name,
+        kind,
+        header,
+        decl: span(node),
+        supertypes: supertypes(node, source),
+        constants: Vec::new(),
+        fields: Vec::new(),
+        methods: Vec::new(),
+    };
+    for member in body.map(named_children).unwrap_or_default() {
+        match member.kind() {
+            "public_field_definition" | "property_signature" => {
+                outline.fields.extend(field_outline(member, source));
+            }
+            "method_definition" | "method_signature" | "abstract_method_signature" => {
+                let method = method_outline(member, &outline.name, source);
+                if let Some(method) = method {
+                    if method.return_type.is_none() && method.name == outline.name {
+                        outline.fields.extend(parameter_properties(member, source));
+                    }
+                    outline.methods.push(method);
+                }
+            }
+            "property_identifier" => outline.constants.push(span(member)),
+            "enum_assignment" => outline.constants.push(span(member)),
+            _ => {}
+        }
+    }
+    Some(outline)
+}
+
+/// The types after `extends` and `implements`, with their type arguments.
+fn supertypes(node: Node, source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in named_children(node) {
+        match part.kind() {
+            "class_heritage" => {
+                for clause in named_children(part) {
+                    match clause.kind() {
+                        "extends_clause" => {
+                            let value = clause.child_by_field_name("value");
+                            let arguments = clause.child_by_field_name("type_arguments");
+                            if let Some(value) = value {
+                                let end = arguments.map_or(value.end_byte(), |a| a.end_byte());
+                                let written = &source[value.start_byte()..end];
+                                out.push(written.split_whitespace().collect::<Vec<_>>().join(" "));
+                            }
+                        }
+                        "implements_clause" => out.extend(
+                            named_children(clause)
+                                .into_iter()
+                                .map(|t| type_text(t, source)),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+            "extends_type_clause" => out.extend(
+                named_children(part)
+                    .into_iter()
+                    .map(|t| type_text(t, source)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A field or property: its head is its modifiers, name and type annotation.
+fn field_outline(node: Node, source: &str) -> Option<FieldOutline> {
+    let name = node.child_by_field_name("name")?;
+    let ty = annotation(node, "type");
+    let type_name = match ty {
+        Some(ty) => type_text(ty, source),
+        None => node
+            .child_by_field_name("value")
+            .and_then(|v| inferred(v, source))
+            .unwrap_or_else(|| "any".into()),
+    };
+    let head_end = node
+        .child_by_field_name("type")
+        .map_or(name.end_byte(), |t| t.end_byte());
+    let head = Span::new(signature_start(node), head_end);
+    Some(FieldOutline {
+        head,
+        type_name,
+        names: vec![(
+            text(name, source).to_string(),
+            Span::new(head_end, head_end),
+        )],
+        decl: span(node),
+        is_static: has_token(node, "static"),
+        is_private: is_private(node, source),
+    })
+}
+
+/// A constructor's parameter properties (`private readonly repo: Repo`) as fields.
+fn parameter_properties(constructor: Node, source: &str) -> Vec<FieldOutline> {
+    let parameters = constructor
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default();
+    parameters
+        .into_iter()
+        .filter(|p| is_parameter_property(*p))
+        .filter_map(|p| {
+            let name = p.child_by_field_name("pattern")?;
+            let ty = annotation(p, "type");
+            let head_end = p
+                .child_by_field_name("type")
+                .map_or(name.end_byte(), |t| t.end_byte());
+            Some(FieldOutline {
+                head: Span::new(p.start_byte(), head_end),
+                type_name: ty.map_or_else(|| "any".into(), |t| type_text(t, source)),
+                names: vec![(
+                    text(name, source).to_string(),
+                    Span::new(head_end, head_end),
+                )],
+                decl: span(p),
+                is_static: false,
+                is_private: is_private(p, source),
+            })
+        })
+        .collect()
+}
+
+/// The declared parameter types of a function, `any` where one has none (as TypeScript
+/// takes it); a rest parameter's element type, with whether there is one.
+fn parameter_types(function: Node, source: &str) -> (Vec<String>, bool) {
+    let mut params = Vec::new();
+    let mut varargs = false;
+    let parameters = function
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default();
+    for p in parameters {
+        if !matches!(p.kind(), "required_parameter" | "optional_parameter") {
+            continue;
+        }
+        let rest = p
+            .child_by_field_name("pattern")
+            .is_some_and(|n| n.kind() == "rest_pattern");
+        let written = annotation(p, "type").map_or_else(|| "any".into(), |t| type_text(t, source));
+        if rest {
+            varargs = true;
+            let element = TypeScriptTypes
+                .components(&written)
+                .first()
+                .map(|e| e.to_string());
+            params.push(element.unwrap_or_else(|| "any".into()));
+        } else {
+            params.push(written);
+        }
+    }
+    (params, varargs)
+}
+
+/// A method; a constructor is named after its class (as Java's are) and has no return type.
+fn method_outline(node: Node, class: &str, source: &str) -> Option<MethodOutline> {
+    let name = text(node.child_by_field_name("name")?, source);
+    let constructor = name == "constructor";
+    let (params, varargs) = parameter_types(node, source);
+    Some(MethodOutline {
+        name: if constructor { class } else { name }.to_string(),
+        signature: header_span(node, source),
+        decl: span(node),
+        return_type: annotation(node, "return_type")
+            .filter(|_| !constructor)
+            .map(|t| type_text(t, source)),
+        params,
+        varargs,
+        is_static: has_token(node, "static"),
+        is_private: is_private(node, source),
+    })
+}
+
+// ----- The hole -------------------------------------------------------------------------------
+
+/// The placeholder expression written at the hole.
+const PLACEHOLDER: &str = "keyholeHole__";
+
+/// Keywords an expression may follow directly: a hole right after one gets a space first.
+const KEYWORDS_BEFORE_EXPRESSION: [&str; 8] = [
+    "return", "new", "throw", "case", "yield", "await", "else", "typeof",
+];
+
+/// Where the hole's prefix ends, lexically.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lexical {
+    Code,
+    LineComment,
+    BlockComment,
+    /// A string opened with this quote.
+    String(u8),
+}
+
+/// The lexical state at the end of `prefix` and the brackets still open there. A template
+/// literal's `${` opens a bracket like any other; its text counts as code.
+fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
+    let bytes = prefix.as_bytes();
+    let at = |i: usize, s: &[u8]| bytes[i..].starts_with(s);
+    let mut state = Lexical::Code;
+    let mut open: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match state {
+            Lexical::Code => match b {
+                b'/' if at(i, b"//") => state = Lexical::LineComment,
+                b'/' if at(i, b"/*") => {
+                    state = Lexical::BlockComment;
+                    i += 1;
+                }
+                b'"' | b'\'' | b'`' => state = Lexical::String(b),
+                b'(' | b'[' | b'{' => open.push(b),
+                b')' | b']' | b'}' => {
+                    let opener = match b {
+                        b')' => b'(',
+                        b']' => b'[',
+                        _ => b'{',
+                    };
+                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
+                        open.truncate(pos);
+                    }
+                }
+                _ => {}
+            },
+            Lexical::LineComment if b == b'\n' => state = Lexical::Code,
+            Lexical::BlockComment if at(i, b"*/") => {
+                state = Lexical::Code;
+                i += 1;
+            }
+            Lexical::String(_) if b == b'\\' => i += 1,
+            Lexical::String(q) if b == q || (b == b'\n' && q != b'`') => state = Lexical::Code,
+            _ => {}
+        }
+        i += 1;
+    }
+    (state, open)
+}
+
+/// `source` with the placeholder written at `hole`, the string it is in closed and the
+/// brackets open since the innermost `{` closed, then `;`. Returns the text, the inserted
+/// range and the placeholder's range; `None` inside a comment, where nothing is expected.
+fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
+    let prefix = &source[..hole];
+    let (state, open) = scan(prefix);
+    let mut insert = String::new();
+    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
+        insert.push(' ');
+    }
+    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
+    insert.push_str(PLACEHOLDER);
+    match state {
+        Lexical::LineComment | Lexical::BlockComment => return None,
+        Lexical::String(quote) => insert.push(quote as char),
+        Lexical::Code => {}
+    }
+    for &opener in open.iter().rev().take_while(|&&o| o != b'{') {
+        insert.push(if opener == b'(' { ')' } else { ']' });
+    }
+    insert.push(';');
+    let text = format!("{prefix}{insert}{}", &source[hole..]);
+    Some((text, hole..hole + insert.len(), placeholder))
+}
+
+pub(super) fn hole_syntax(grammar: Grammar, source: &str, hole: usize) -> HoleSyntax {
+    let hole = source.floor_char_boundary(hole);
+    let (text, inserted, placeholder) =
+        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
+    let Some(tree) = parse(grammar, &text) else {
+        return HoleSyntax::default();
+    };
+    let root = tree.root_node();
+    let deepest = root
+        .descendant_for_byte_range(placeholder.start, placeholder.end)
+        .unwrap_or(root);
+    let mut path = path_to(root, deepest);
+    expression_at(&mut path);
+    let expected = (!placeholder.is_empty())
+        .then(|| expectation(&path, root, &text))
+        .flatten();
+    HoleSyntax {
+        outline: outline(root, &text),
+        expected,
+        enclosing_types: ancestors(&path)
+            .filter(|a| type_kind(a.kind()).is_some())
+            .filter_map(|a| a.child_by_field_name("name"))
+            .map(|n| text[n.byte_range()].to_string())
+            .collect(),
+        locals: locals(&path, &text),
+        is_static: in_static_code(&path),
+        text,
+        inserted,
+    }
+}
+
+/// The ancestors of a path's last node, innermost first.
+fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
+    path[..path.len().saturating_sub(1)].iter().rev().copied()
+}
+
+/// Climb the path to the expression the placeholder is: string contents are their literal.
+fn expression_at(path: &mut Vec<Node>) {
+    while path.len() > 1 {
+        let node = path[path.len() - 1];
+        if node.is_named() && !matches!(node.kind(), "string_fragment" | "escape_sequence") {
+            break;
+        }
+        path.pop();
+    }
+}
+
+fn boolean() -> Option<Expectation> {
+    Some(Expectation::Type("boolean".into()))
+}
+
+fn is_function_node(kind: &str) -> bool {
+    matches!(
+        kind,
+        "function_declaration"
+            | "generator_function_declaration"
+            | "method_definition"
+            | "arrow_function"
+            | "function_expression"
+            | "generator_function"
+    )
+}
+
+/// Walk up from the expression at the hole through expressions it ends, to the place that
+/// says what type it must have.
+fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
+    let mut at = path.len().checked_sub(1)?;
+    loop {
+        let node = path[at];
+        let parent = path[at.checked_sub(1)?];
+        let grandparent = at.checked_sub(2).map(|g| path[g]);
+        let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+        match parent.kind() {
+            "parenthesized_expression" => match grandparent.map(|g| g.kind()) {
+                Some("if_statement" | "while_statement" | "do_statement") => return boolean(),
+                _ => at -= 1,
+            },
+            "member_expression" if is("property") => at -= 1,
+            "call_expression" if is("function") => at -= 1,
+            "non_null_expression" | "await_expression" => at -= 1,
+            "ternary_expression" if is("condition") => return boolean(),
+            "ternary_expression" => at -= 1,
+            "unary_expression" => {
+                let op = parent.child_by_field_name("operator").map(|o| o.kind());
+                return (op == Some("!")).then(boolean).flatten();
+            }
+            "variable_declarator" | "public_field_definition" if is("value") => {
+                return annotation(parent, "type").map(|t| Expectation::Type(type_text(t, source)));
+            }
+            "assignment_expression" if is("right") => {
+                return assigned(parent.child_by_field_name("left")?, source);
+            }
+            "return_statement" => return return_type(&path[..at], source),
+            "arrow_function" if is("body") => return returned(parent, source),
+            "arguments" => return argument(&path[..at], node, root, source),
+            _ => return None,
+        }
+    }
+}
+
+/// `x = ` and `this.x = `: the variable whose type is expected.
+fn assigned(left: Node, source: &str) -> Option<Expectation> {
+    match left.kind() {
+        "identifier" => Some(Expectation::Variable {
+            name: text(left, source).into(),
+            field_only: false,
+        }),
+        "member_expression" if left.child_by_field_name("object")?.kind() == "this" => {
+            Some(Expectation::Variable {
+                name: text(left.child_by_field_name("property")?, source).into(),
+                field_only: true,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The return type of the function the `return` (the path's last node) is in.
+fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
+    let function = ancestors(statement).find(|a| is_function_node(a.kind()))?;
+    returned(function, source)
+}
+
+/// What a function's annotation says it returns: an async function's `Promise<T>` returns a
+/// `T`; `void` expects nothing.
+fn returned(function: Node, source: &str) -> Option<Expectation> {
+    let mut ty = type_text(annotation(function, "return_type")?, source);
+    let promised = ty
+        .strip_prefix("Promise<")
+        .and_then(|t| t.strip_suffix('>'));
+    if let Some(inner) = promised.filter(|_| has_token(function, "async")) {
+        ty = inner.trim().to_string();
+    }
+    (ty != "void").then_some(Expectation::Type(ty))
+}
+
+/// Argument `node` of the call whose argument list is the path's last node.
+fn argument(list_path: &[Node], node: Node, root: Node, source: &str) -> Option<Expectation> {
+    let (&list, call_path) = list_path.split_last()?;
+    let arguments: Vec<Node> = named_children(list)
+        .into_iter()
+        .filter(|c| c.kind() != "comment")
+        .collect();
+    let position = arguments.iter().position(|a| *a == node)?;
+    let arity = arguments.len();
+    let call = *call_path.last()?;
+    match call.kind() {
+        "call_expression" => {
+            let function = call.child_by_field_name("function")?;
+            if function.kind() == "identifier" {
+                // A plain call: a function of this file, else a method of the class.
+                let name = text(function, source);
+                if let Some(found) = file_function(root, name, source) {
+                    let (params, varargs) = parameter_types(found, source);
+                    let outline = MethodOutline {
+                        name: name.into(),
+                        signature: span(found),
+                        decl: span(found),
+                        return_type: None,
+                        params,
+                        varargs,
+                        is_static: true,
+                        is_private: false,
+                    };
+                    return outline.param(position).map(|t| Expectation::Type(t.into()));
+                }
+                return Some(Expectation::Argument {
+                    receiver: Receiver::Current,
+                    name: name.into(),
+                    position,
+                    arity,
+                });
+            }
+            if function.kind() != "member_expression" {
+                return None;
+            }
+            let object = function.child_by_field_name("object")?;
+            let receiver = match object.kind() {
+                "this" => Receiver::Current,
+                "super" => Receiver::Super,
+                "identifier" => Receiver::Name(text(object, source).into()),
+                "member_expression" if object.child_by_field_name("object")?.kind() == "this" => {
+                    Receiver::Name(text(object.child_by_field_name("property")?, source).into())
+                }
+                _ => return None,
+            };
+            Some(Expectation::Argument {
+                receiver,
+                name: text(function.child_by_field_name("property")?, source).into(),
+                position,
+                arity,
+            })
+        }
+        "new_expression" => Some(Expectation::Constructor {
+            type_name: type_text(call.child_by_field_name("constructor")?, source),
+            position,
+            arity,
+        }),
+        _ => None,
+    }
+}
+
+/// The top-level function (declared, or an arrow function or function expression assigned to
+/// a variable) named `name`, also exported.
+fn file_function<'t>(root: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
+    let mut statements = named_children(root);
+    let exported: Vec<Node> = statements
+        .iter()
+        .filter(|s| s.kind() == "export_statement")
+        .filter_map(|s| s.child_by_field_name("declaration"))
+        .collect();
+    statements.extend(exported);
+    statements.into_iter().find_map(|s| match s.kind() {
+        "function_declaration" | "generator_function_declaration" | "function_signature" => s
+            .child_by_field_name("name")
+            .filter(|n| text(*n, source) == name)
+            .map(|_| s),
+        "lexical_declaration" | "variable_declaration" => {
+            named_children(s).into_iter().find_map(|d| {
+                let named = d
+                    .child_by_field_name("name")
+                    .is_some_and(|n| text(n, source) == name);
+                let value = d.child_by_field_name("value")?;
+                (named && is_function_node(value.kind())).then_some(value)
+            })
+        }
+        _ => None,
+    })
+}
+
+/// Parameters and locals with declared (or constructed) types visible at the path's last
+/// node, nearest first.
+fn locals(path: &[Node], source: &str) -> Vec<Local> {
+    let mut out = Vec::new();
+    let Some(&(mut child)) = path.last() else {
+        return out;
+    };
+    for scope in ancestors(path) {
+        match scope.kind() {
+            "statement_block" | "program" | "switch_case" | "switch_default" => {
+                let before = named_children(scope)
+                    .into_iter()
+                    .filter(|s| s.end_byte() <= child.start_byte());
+                for statement in before.rev() {
+                    let statement = match statement.kind() {
+                        "export_statement" => match statement.child_by_field_name("declaration") {
+                            Some(d) => d,
+                            None => continue,
+                        },
+                        _ => statement,
+                    };
+                    if matches!(
+                        statement.kind(),
+                        "lexical_declaration" | "variable_declaration"
+                    ) {
+                        out.extend(declared(statement, source).into_iter().rev());
+                    }
+                }
+            }
+            "for_statement" => {
+                let init = scope.child_by_field_name("initializer");
+                if let Some(init) = init.filter(|i| *i != child) {
+                    out.extend(declared(init, source).into_iter().rev());
+                }
+            }
+            kind if is_function_node(kind) => out.extend(parameters(scope, source)),
+            _ => {}
+        }
+        child = scope;
+    }
+    out
+}
+
+/// The variables of a declaration with a type, in order.
+fn declared(declaration: Node, source: &str) -> Vec<Local> {
+    named_children(declaration)
+        .into_iter()
+        .filter(|d| d.kind() == "variable_declarator")
+        .filter_map(|d| typed_local(d, "name", source))
+        .collect()
+}
+
+/// A declarator or parameter whose name is an identifier, with its annotation or the type its
+/// initializer constructs.
+fn typed_local(node: Node, name_field: &str, source: &str) -> Option<Local> {
+    let name = node.child_by_field_name(name_field)?;
+    if name.kind() != "identifier" {
+        return None;
+    }
+    let (type_name, end) = match annotation(node, "type") {
+        Some(ty) => (type_text(ty, source), ty.end_byte()),
+        None => {
+            let value = node.child_by_field_name("value")?;
+            (inferred(value, source)?, name.end_byte())
+        }
+    };
+    Some(Local {
+        name: text(name, source).into(),
+        type_name,
+        type_span: Span::new(name.start_byte(), end),
+        name_span: Span::new(end, end),
+    })
+}
+
+/// The declared parameters of a function.
+fn parameters(function: Node, source: &str) -> Vec<Local> {
+    function
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| typed_local(p, "pattern", source))
+        .collect()
+}
+
+/// Whether the code at the path's last node has no `this`: a static method, field or block.
+fn in_static_code(path: &[Node]) -> bool {
+    ancestors(path)
+        .find(|a| {
+            matches!(
+                a.kind(),
+                "method_definition"
+                    | "public_field_definition"
+                    | "class_static_block"
+                    | "class_body"
+            )
+        })
+        .is_some_and(|a| a.kind() == "class_static_block" || has_token(a, "static"))
+}
+
+// ----- Types ----------------------------------------------------------------------------------
+
+/// How TypeScript writes types: `ns.Order<Arg>[]`, unions, `readonly` arrays.
+pub struct TypeScriptTypes;
+
+/// `Order | undefined` → `Order`, `Order`... the members of a top-level union or intersection.
+fn members(written: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in written.char_indices() {
+        match c {
+            '<' | '(' | '[' | '{' => depth += 1,
+            '>' | ')' | ']' | '}' => depth -= 1,
+            '|' | '&' if depth == 0 => {
+                out.push(written[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(written[start..].trim());
+    out.retain(|m| !m.is_empty());
+    out
+}
+
+fn is_nullish(written: &str) -> bool {
+    matches!(written, "undefined" | "null" | "void")
+}
+
+impl TypeSyntax for TypeScriptTypes {
+    /// `readonly ns.Order<T>[] | undefined` → `ns.Order`: the first member of a union that is
+    /// not `null` or `undefined`, its name without arguments or array marks.
+    fn erasure<'t>(&self, written: &'t str) -> &'t str {
+        let union = members(written);
+        let first = union
+            .iter()
+            .find(|m| !is_nullish(m))
+            .or(union.first())
+            .copied()
+            .unwrap_or_default();
+        let name = first.strip_prefix("readonly ").unwrap_or(first).trim();
+        let name = name.trim_start_matches('(');
+        let end = name.find(['<', '[', ')', ' ']).unwrap_or(name.len());
+        &name[..end]
+    }
+
+    /// A union's members, else an array's element type, else the type arguments.
+    fn components<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        let written = written.trim();
+        let union = members(written);
+        if union.len() > 1 {
+            return union;
+        }
+        let written = written.strip_prefix("readonly ").unwrap_or(written).trim();
+        if let Some(element) = written.strip_suffix("[]") {
+            let element = element.trim();
+            let element = element
+                .strip_prefix('(')
+                .and_then(|e| e.strip_suffix(')'))
+                .unwrap_or(element);
+            return vec![element.trim()];
+        }
+        let (Some(open), Some(close)) = (written.find('<'), written.rfind('>')) else {
+            return Vec::new();
+        };
+        if close <= open {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let (mut depth, mut start) = (0usize, open + 1);
+        for (i, c) in written[open + 1..close].char_indices() {
+            let i = open + 1 + i;
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' | ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    out.push(written[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(written[start..close].trim());
+        out.retain(|a| !a.is_empty());
+        out
+    }
+
+    /// Every type name: `Map<string, readonly Order[]> | null` → `Map`, `string`, `Order`,
+    /// `null`; keywords of the type syntax and literal types left out.
+    fn type_names<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        written
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'))
+            .filter(|w| {
+                w.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+            })
+            .filter(|w| {
+                !matches!(
+                    *w,
+                    "readonly"
+                        | "keyof"
+                        | "typeof"
+                        | "extends"
+                        | "infer"
+                        | "is"
+                        | "asserts"
+                        | "unique"
+                )
+            })
+            .collect()
+    }
+
+    /// TypeScript's primitive and special types, their object wrappers, and literal types.
+    fn is_base_type(&self, written: &str) -> bool {
+        let written = written.trim();
+        let literal = written.starts_with(['"', '\'', '`', '-'])
+            || written.starts_with(|c: char| c.is_ascii_digit());
+        literal
+            || matches!(
+                self.simple_name(written),
+                "string"
+                    | "number"
+                    | "boolean"
+                    | "void"
+                    | "any"
+                    | "unknown"
+                    | "never"
+                    | "null"
+                    | "undefined"
+                    | "object"
+                    | "bigint"
+                    | "symbol"
+                    | "true"
+                    | "false"
+                    | "String"
+                    | "Number"
+                    | "Boolean"
+                    | "Object"
+                    | "Symbol"
+                    | "BigInt"
+                    | "Function"
+            )
+    }
+
+    /// `T`, `K2`: by convention a type variable.
+    fn is_type_variable(&self, written: &str) -> bool {
+        let name = self.erasure(written);
+        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::typescript::TYPESCRIPT;
+    use super::*;
+    use crate::lang::Language;
+
+    #[test]
+    fn type_text_helpers() {
+        let t = TypeScriptTypes;
+        assert_eq!(t.erasure("Order[]"), "Order");
+        assert_eq!(t.erasure("Array<Order>"), "Array");
+        assert_eq!(t.erasure("Order | undefined"), "Order");
+        assert_eq!(t.erasure("null | ns.Order"), "ns.Order");
+        assert_eq!(t.erasure("readonly Order[]"), "Order");
+        assert_eq!(t.simple_name("ns.Order"), "Order");
+        assert_eq!(t.components("Order[]"), ["Order"]);
+        assert_eq!(t.components("readonly Order[]"), ["Order"]);
+        assert_eq!(t.components("Array<Order>"), ["Order"]);
+        assert_eq!(t.components("Promise<Order>"), ["Order"]);
+        assert_eq!(t.components("Map<string, Order[]>"), ["string", "Order[]"]);
+        assert_eq!(t.components("Order | undefined"), ["Order", "undefined"]);
+        assert_eq!(
+            t.type_names("Map<string, readonly Order[]> | null"),
+            ["Map", "string", "Order", "null"]
+        );
+        for base in [
+            "string", "number", "boolean", "void", "any", "unknown", "never",
+        ] {
+            assert!(t.is_base_type(base), "{base}");
+        }
+        for base in [
+            "null",
+            "undefined",
+            "object",
+            "bigint",
+            "symbol",
+            "'asc'",
+            "42",
+        ] {
+            assert!(t.is_base_type(base), "{base}");
+        }
+        assert!(!t.is_base_type("Order") && !t.is_base_type("Order[]"));
+        assert!(t.is_type_variable("T") && !t.is_type_variable("Order"));
+    }
+
+    const SOURCE: &str = r#"import { Money } from './money';
+
+export interface Priced { price: Money; total(): Money; }
+export type Line = { sku: string; qty: number };
+
+export abstract class Order extends Base<Money> implements Priced {
+    static count = 0;
+    #secret = "x";
+    price: Money = Money.zero();
+
+    constructor(private readonly lines: Line[], public id: string) {
+        super();
+    }
+
+    total(): Money {
+        return this.price;
+    }
+
+    add(line: Line, ...more: Line[]): void {}
+}
+
+export enum Status { Open, Closed = "closed" }
+
+function ship(order: Order, when: Date): boolean {
+    return true;
+}
+"#;
+
+    fn outline() -> Vec<TypeOutline> {
+        TYPESCRIPT.extract(SOURCE).outline
+    }
+
+    fn at(span: Span) -> &'static str {
+        &SOURCE[span.range()]
+    }
+
+    #[test]
+    fn outlines_classes_interfaces_aliases_and_enums() {
+        let types = outline();
+        let names: Vec<_> = types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Priced", "Line", "Order", "Status"]);
+        assert_eq!(at(types[1].header), "type Line =");
+        assert_eq!(types[1].fields[1].type_name, "number");
+        let order = &types[2];
+        assert_eq!(
+            at(order.header),
+            "abstract class Order extends Base<Money> implements Priced"
+        );
+        assert_eq!(order.supertypes, ["Base<Money>", "Priced"]);
+        let fields: Vec<_> = order
+            .fields
+            .iter()
+            .map(|f| {
+                (
+                    f.names[0].0.as_str(),
+                    f.type_name.as_str(),
+                    f.is_static,
+                    f.is_private,
+                )
+            })
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("count", "number", true, false),
+                ("#secret", "string", false, true),
+                ("price", "Money", false, false),
+                ("lines", "Line[]", false, true),
+                ("id", "string", false, false),
+            ]
+        );
+        assert_eq!(at(order.fields[2].head), "price: Money");
+        let methods: Vec<_> = order
+            .methods
+            .iter()
+            .map(|m| {
+                (
+                    m.name.as_str(),
+                    m.return_type.as_deref(),
+                    m.params.clone(),
+                    m.varargs,
+                )
+            })
+            .collect();
+        assert_eq!(
+            methods,
+            [
+                (
+                    "Order",
+                    None,
+                    vec!["Line[]".to_string(), "string".into()],
+                    false
+                ),
+                ("total", Some("Money"), vec![], false),
+                (
+                    "add",
+                    Some("void"),
+                    vec!["Line".into(), "Line".into()],
+                    true
+                ),
+            ]
+        );
+        assert_eq!(at(order.methods[1].signature), "total(): Money");
+        assert_eq!(types[3].constants.len(), 2);
+    }
+
+    /// The hole syntax of `SOURCE` with `line` inserted before the line holding `marker`,
+    /// the hole at its end.
+    fn hole(before: &str, line: &str) -> HoleSyntax {
+        let at = SOURCE.find(before).unwrap();
+        let source = format!("{}{line}\n{}", &SOURCE[..at], &SOURCE[at..]);
+        hole_syntax(Grammar::TypeScript, &source, at + line.len())
+    }
+
+    fn expected(before: &str, line: &str) -> Option<Expectation> {
+        hole(before, line).expected
+    }
+
+    fn ty(t: &str) -> Option<Expectation> {
+        Some(Expectation::Type(t.into()))
+    }
+
+    #[test]
+    fn expected_type_from_annotations() {
+        let in_total = "        return this.price;";
+        assert_eq!(
+            expected(in_total, "        const m: Money | undefined = "),
+            ty("Money | undefined")
+        );
+        assert_eq!(expected(in_total, "        return "), ty("Money"));
+        assert_eq!(expected(in_total, "        if ("), ty("boolean"));
+        assert_eq!(
+            expected(in_total, "        this.price = "),
+            Some(Expectation::Variable {
+                name: "price".into(),
+                field_only: true
+            })
+        );
+        assert_eq!(
+            expected(in_total, "        this.add(x, "),
+            Some(Expectation::Argument {
+                receiver: Receiver::Current,
+                name: "add".into(),
+                position: 1,
+                arity: 2
+            })
+        );
+        assert_eq!(
+            expected(in_total, "        new Order("),
+            Some(Expectation::Constructor {
+                type_name: "Order".into(),
+                position: 0,
+                arity: 1
+            })
+        );
+        // A function of the file: its parameter's annotation.
+        assert_eq!(expected(in_total, "        ship(this, "), ty("Date"));
+        let in_ship = "    return true;";
+        assert_eq!(expected(in_ship, "    const n = "), None);
+    }
+
+    #[test]
+    fn hole_scope_has_annotated_locals_and_enclosing_types() {
+        let syntax = hole(
+            "    return true;",
+            "    let d = new Date(); const s: Status = ",
+        );
+        assert_eq!(syntax.expected, ty("Status"));
+        let locals: Vec<_> = syntax
+            .locals
+            .iter()
+            .map(|l| {
+                (
+                    l.name.as_str(),
+                    l.type_name.as_str(),
+                    &syntax.text[l.type_span.range()],
+                )
+            })
+            .collect();
+        assert_eq!(
+            locals,
+            [
+                ("d", "Date", "d"),
+                ("order", "Order", "order: Order"),
+                ("when", "Date", "when: Date")
+            ]
+        );
+        let in_class = hole("        return this.price;", "        ");
+        assert_eq!(in_class.enclosing_types, ["Order"]);
+        assert!(!in_class.is_static);
+        // In a comment nothing is expected.
+        assert_eq!(
+            expected("        return this.price;", "        // x = "),
+            None
+        );
+    }
+}
