@@ -462,7 +462,7 @@ fn score(declaration: &str, targets: &[String]) -> f64 {
         return 0.0;
     };
     let produced_normal = normalize(produced);
-    if targets.iter().any(|t| *t == produced_normal) {
+    if targets.contains(&produced_normal) {
         return 1.0;
     }
     let mentions = type_names(produced)
