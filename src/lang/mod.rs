@@ -5,6 +5,8 @@
 
 pub mod java;
 mod java_typed;
+pub mod python;
+mod python_typed;
 mod tree;
 
 use std::ops::Range;
@@ -13,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use java::Java;
+pub use python::Python;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +183,11 @@ pub struct FileFacts {
     pub syntax_errors: u32,
     /// Every declared type with its members, for typed-hole context.
     pub outline: Vec<TypeOutline>,
+    /// The names a module declares at its top level (Python's classes, functions and
+    /// assigned names), which a wildcard import brings in; empty where a language reads
+    /// them elsewhere (Java: `types`).
+    #[serde(default)]
+    pub top_level_names: Vec<String>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,
@@ -393,10 +401,11 @@ pub trait Language: Send + Sync {
 }
 
 static JAVA: Java = Java;
+static PYTHON: Python = Python;
 
 /// Every language keyhole reads.
-pub fn languages() -> [&'static dyn Language; 1] {
-    [&JAVA]
+pub fn languages() -> [&'static dyn Language; 2] {
+    [&JAVA, &PYTHON]
 }
 
 /// The language that handles `path`, if keyhole knows one.

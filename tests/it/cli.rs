@@ -149,6 +149,41 @@ fn a_repository_without_a_terminal_prints_its_own_table_at_the_opening_hole() {
 }
 
 #[test]
+fn a_candidate_that_does_not_apply_is_never_completed() {
+    // The embedded model follows no instructions, so ProCC's summary (70) has no context.
+    let alone = keyhole(&["complete", &sample(), DEMO, "--id", "70"]);
+    let err = crate::reliability_support::one_line_error(&alone);
+    assert!(
+        err.contains(
+            "candidate 70 does not apply: backend `embedded` does not follow instructions"
+        ),
+        "{err}"
+    );
+    let mixed = stdout_json(&keyhole(&[
+        "complete",
+        &sample(),
+        DEMO,
+        "--id",
+        "70",
+        "--id",
+        "62",
+        "--json",
+    ]));
+    let rows = mixed["completions"].as_array().unwrap();
+    assert!(rows[0]["text"].is_null(), "{mixed}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("does not apply: ")
+    );
+    assert!(
+        rows[1]["text"].is_string(),
+        "the default context is completed"
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_code_2() {
     let err = one_line_error(&keyhole(&["proposals", "/no/such/repo", DEMO]));
     assert!(err.contains("/no/such/repo: no such directory"), "{err}");

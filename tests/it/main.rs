@@ -28,6 +28,7 @@ mod feedback;
 mod fidelity;
 mod fit;
 mod index;
+mod lang_python;
 mod local_model;
 mod proposals;
 mod proxy;
