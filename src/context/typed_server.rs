@@ -502,7 +502,15 @@ fn headers(
             Some(detail) => detail.to_string(),
             None => {
                 let resolved = client.request("completionItem/resolve", item.clone())?;
-                resolved["detail"].as_str().unwrap_or_default().to_string()
+                match resolved["detail"].as_str().filter(|d| !d.is_empty()) {
+                    Some(detail) => detail.to_string(),
+                    // pyright puts the declaration first in the documentation.
+                    None => {
+                        let documentation = json!({"contents": resolved["documentation"]});
+                        let text = hover_text(&documentation);
+                        text.lines().next().unwrap_or_default().to_string()
+                    }
+                }
             }
         };
         let declaration = detail.split_whitespace().collect::<Vec<_>>().join(" ");

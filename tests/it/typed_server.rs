@@ -1,22 +1,136 @@
 //! Typed holes from a real language server (ChatLSP's TypeScript port), and servers that
 //! misbehave: each gives a one-line reason, none hangs.
 //!
-//! The TypeScript test fails where `typescript-language-server` is not installed: a skip would
-//! read as a pass. `.ci/run` installs it (with `typescript`) under `target/lsp`; the tests look
-//! there, or in the directory `KEYHOLE_LSP_BIN` names.
+//! The tests of real servers fail where `typescript-language-server` or `pyright-langserver`
+//! is not installed: a skip would read as a pass. `.ci/run` installs them under `target/lsp`;
+//! the tests look there, or in the directory `KEYHOLE_LSP_BIN` names.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use keyhole::candidate::CandidateId;
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::perspectives::{Perspectives, RetrievedContext};
 use keyhole::context::typed_server::{self, ServerAnswer};
+use keyhole::hole::Hole;
 use keyhole::lsp::{self, Client, LspError, ServerSpec, Servers, Timeouts};
+use keyhole::repo::RepoIndex;
+use keyhole::session::SearchIndex;
+use keyhole::token::TokenizerKind;
 
 /// Where the test's language servers are installed.
 fn server_bin() -> PathBuf {
     match std::env::var_os("KEYHOLE_LSP_BIN") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/lsp/node_modules/.bin"),
+    }
+}
+
+/// The candidate rows 71 and 72 of the hole at `line`:`column` of `path` in `root` (files
+/// written there), its language's server looked for in `search_path` only.
+fn typed_rows(
+    root: &Path,
+    files: &[(&str, &str)],
+    hole: (&str, usize, usize),
+    search_path: OsString,
+    timeouts: Timeouts,
+) -> Vec<RetrievedContext> {
+    for (path, text) in files {
+        write(root, path, text);
+    }
+    let sources = files
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    let mut index = RepoIndex::from_sources(root, sources);
+    index.language_servers = Servers::new(Some(search_path), timeouts);
+    let search = SearchIndex::build(&index);
+    let perspectives = Perspectives {
+        index: &index,
+        retrieval: &search.retrieval,
+        windows: &search.windows,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        budget: 4072,
+        seed: 9,
+        fidelity: Fidelity::Paper,
+    };
+    let hole = Hole::at(&index, hole.0, hole.1, hole.2).unwrap();
+    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+    perspectives
+        .immediate(&hole)
+        .into_iter()
+        .filter(|c| typed.contains(&c.id))
+        .collect()
+}
+
+const ORDERS: &str = "class Money:\n    cents: int\n\n\nclass Order:\n    total: Money\n\n\n\
+def cheapest(orders: list[Order]) -> Order:\n    return orders[0]\n\n\n\
+def make() -> Order:\n    return Order()\n";
+
+#[test]
+fn pyright_types_a_python_hole_in_the_candidate_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let bin = server_bin();
+    assert!(
+        lsp::find_on_path("pyright-langserver", bin.as_os_str()).is_some(),
+        "pyright-langserver is not in {} (run .ci/run, or `npm install --prefix target/lsp \
+         pyright`, or set KEYHOLE_LSP_BIN)",
+        bin.display()
+    );
+    // The hole: `make`'s body after `return `.
+    let rows = typed_rows(
+        &root,
+        &[("orders.py", ORDERS)],
+        ("orders.py", 14, 12),
+        bin.into_os_string(),
+        Timeouts::default(),
+    );
+    let types = &rows[0];
+    assert_eq!(types.why_not, None, "{rows:#?}");
+    let text = &types.context.text;
+    assert!(
+        text.contains("# Expected type at the hole: Order"),
+        "{text}"
+    );
+    assert!(text.contains("class Order:\n    total: Money"), "{text}");
+    // Followed from Order's definition.
+    assert!(text.contains("class Money:"), "{text}");
+    let headers = &rows[1].context.text;
+    assert!(headers.contains("cheapest"), "{headers}");
+}
+
+#[test]
+fn a_server_that_never_answers_says_so_in_both_rows() {
+    let bin = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fake = bin.path().join("pyright-langserver");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/env python3\nimport sys\nfor line in sys.stdin.buffer:\n    pass\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let quick = Timeouts {
+        start: Duration::from_secs(3),
+        request: Duration::from_secs(1),
+    };
+    let rows = typed_rows(
+        &root,
+        &[("orders.py", ORDERS)],
+        ("orders.py", 14, 12),
+        bin.path().as_os_str().to_owned(),
+        quick,
+    );
+    for row in &rows {
+        assert!(!row.applicable());
+        assert_eq!(
+            row.why_not.as_deref(),
+            Some("pyright-langserver did not answer `initialize` within 3 s, so it was stopped")
+        );
     }
 }
 
