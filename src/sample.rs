@@ -8,6 +8,7 @@ use include_dir::{Dir, include_dir};
 use crate::dirs::Dirs;
 
 static JAVA: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-repo");
+static PYTHON: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-python");
 
 /// The Java sample's hole: a service call whose method exists only in an imported file.
 pub const DEMO_HOLE: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
@@ -19,15 +20,18 @@ pub enum Sample {
     /// A small Java shop: services, repositories, a class hierarchy.
     #[default]
     Java,
+    /// The same shop in Python: a package with absolute and relative imports, annotations.
+    Python,
 }
 
 impl Sample {
-    pub const ALL: [Sample; 1] = [Sample::Java];
+    pub const ALL: [Sample; 2] = [Sample::Java, Sample::Python];
 
     /// Its name on the command line (`--sample java`).
     pub fn name(self) -> &'static str {
         match self {
             Sample::Java => "java",
+            Sample::Python => "python",
         }
     }
 
@@ -49,12 +53,15 @@ impl Sample {
     pub fn demo_hole(self) -> &'static str {
         match self {
             Sample::Java => DEMO_HOLE,
+            // A repository call whose method exists only in the imported repository module.
+            Sample::Python => "shop/services/order_service.py:22:28",
         }
     }
 
     fn files(self) -> &'static Dir<'static> {
         match self {
             Sample::Java => &JAVA,
+            Sample::Python => &PYTHON,
         }
     }
 

@@ -127,6 +127,21 @@ fn no_arguments_prints_the_demo_table_from_the_embedded_sample() {
 }
 
 #[test]
+fn the_python_sample_opens_at_its_demo_hole_offline() {
+    let text = stdout(&keyhole(&["--sample", "python"]));
+    assert!(
+        text.contains("hole        shop/services/order_service.py:22:28"),
+        "{text}"
+    );
+    assert!(text.contains("target      save(order)"), "{text}");
+    let err = crate::reliability_support::one_line_error(&keyhole(&["--sample", "cobol"]));
+    assert!(
+        err.contains("no bundled sample \"cobol\" (there are: java, python"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_repository_without_a_terminal_prints_its_own_table_at_the_opening_hole() {
     let repo = tempfile::tempdir().unwrap();
     let dir = repo.path().join("src/shop");
