@@ -71,6 +71,7 @@ pub mod feedback;
 pub mod hole;
 pub(crate) mod label;
 pub mod lang;
+pub mod lsp;
 pub mod metrics;
 pub mod model;
 #[cfg(feature = "proxy")]

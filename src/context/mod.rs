@@ -11,6 +11,7 @@ pub mod proposals;
 pub mod retrieval;
 pub mod rlpg_files;
 pub mod typed;
+pub mod typed_server;
 pub mod windows;
 
 use crate::hole::Hole;

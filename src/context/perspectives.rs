@@ -13,6 +13,7 @@
 use super::fidelity::Fidelity;
 use super::retrieval::Retrieval;
 use super::typed::TypedHole;
+use super::typed_server;
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
 use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, CandidateId};
@@ -58,8 +59,67 @@ impl RetrievedContext {
     }
 }
 
-/// ChatLSP's static context (candidates 71 and 72), saying why one does not apply.
+/// ChatLSP's static context (candidates 71 and 72), saying why one does not apply: from the
+/// language's server where it is installed, else from the syntax tree.
 fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
+    let file = &index.files[hole.file];
+    let asked = file.language.language_server().and_then(|spec| {
+        let path = index.root.join(&file.path);
+        index.language_servers.with(spec, &index.root, |client| {
+            typed_server::ask(client, spec, &index.root, &path, &file.text, hole.offset)
+        })
+    });
+    match asked {
+        Some(answer) => server_candidates(index, hole, answer),
+        None => approximated_candidates(index, hole),
+    }
+}
+
+/// Candidates 71 and 72 from a language server's answer; a server that failed says how in
+/// both rows.
+fn server_candidates(
+    index: &RepoIndex,
+    hole: &Hole,
+    answer: Result<typed_server::ServerAnswer, crate::lsp::LspError>,
+) -> Vec<RetrievedContext> {
+    let server = index.files[hole.file]
+        .language
+        .language_server()
+        .map_or("the language server", |s| s.command);
+    let (contexts, no_type) = match &answer {
+        Ok(answer) => (
+            typed_server::contexts(answer, index, hole),
+            answer.expected.is_none(),
+        ),
+        Err(_) => (
+            [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS]
+                .map(|id| (id, Default::default())),
+            true,
+        ),
+    };
+    contexts
+        .into_iter()
+        .map(|(id, context)| {
+            let why_not = match (&answer, context.is_empty(), no_type) {
+                (Err(e), _, _) => Some(e.to_string()),
+                (_, false, _) => None,
+                (_, true, true) => Some(format!("{server} found no expected type at the hole")),
+                (_, true, false) => Some(format!(
+                    "{server} lists nothing in scope that produces the expected type"
+                )),
+            };
+            RetrievedContext {
+                id,
+                context,
+                why_not,
+                ..RetrievedContext::default()
+            }
+        })
+        .collect()
+}
+
+/// Candidates 71 and 72 from the syntax tree (no language server installed).
+fn approximated_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let typed = TypedHole::new(index, hole);
     let no_type = typed.expected().is_none();
     typed

@@ -385,6 +385,11 @@ pub trait Language: Send + Sync {
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import>;
+    /// The language server that types its holes (ChatLSP's typed-hole context), used where
+    /// its executable is on `PATH`; none where the tree-sitter approximation is all there is.
+    fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
+        None
+    }
     /// Whether RLPG's published code (written for Java) reads this language. Where it does
     /// not, `--fidelity code` takes keyhole's own imports and parents in its place.
     fn rlpg_code_covers(&self) -> bool {

@@ -115,6 +115,9 @@ pub struct RepoIndex {
     /// Files skipped and cache problems, one line each; the index is usable regardless.
     pub warnings: Vec<String>,
     pub cache: CacheReport,
+    /// The language servers typed holes ask, one per language, started on the first hole
+    /// that needs one and stopped with the index.
+    pub language_servers: crate::lsp::Servers,
 }
 
 /// Why a repository could not be opened at all.
@@ -201,6 +204,7 @@ impl RepoIndex {
             graph,
             warnings,
             cache: report,
+            language_servers: Default::default(),
         })
     }
 
@@ -223,6 +227,7 @@ impl RepoIndex {
             files,
             warnings: Vec::new(),
             cache: CacheReport::default(),
+            language_servers: Default::default(),
         }
     }
 

@@ -48,3 +48,4 @@ mod tui_picks;
 mod tui_snapshots;
 mod tui_tmux;
 mod typed_holes;
+mod typed_server;

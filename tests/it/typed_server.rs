@@ -1,0 +1,379 @@
+//! Typed holes from a real language server (ChatLSP's TypeScript port), and servers that
+//! misbehave: each gives a one-line reason, none hangs.
+//!
+//! The tests of real servers fail where `typescript-language-server` or `pyright-langserver`
+//! is not installed: a skip would read as a pass. `.ci/run` installs them under `target/lsp`;
+//! the tests look there, or in the directory `KEYHOLE_LSP_BIN` names.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use keyhole::candidate::CandidateId;
+use keyhole::context::fidelity::Fidelity;
+use keyhole::context::perspectives::{Perspectives, RetrievedContext};
+use keyhole::context::typed_server::{self, ServerAnswer};
+use keyhole::hole::Hole;
+use keyhole::lsp::{self, Client, LspError, ServerSpec, Servers, Timeouts};
+use keyhole::repo::RepoIndex;
+use keyhole::session::SearchIndex;
+use keyhole::token::TokenizerKind;
+
+/// Where the test's language servers are installed.
+fn server_bin() -> PathBuf {
+    match std::env::var_os("KEYHOLE_LSP_BIN") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/lsp/node_modules/.bin"),
+    }
+}
+
+/// The candidate rows 71 and 72 of the hole at `line`:`column` of `path` in `root` (files
+/// written there), its language's server looked for in `search_path` only.
+fn typed_rows(
+    root: &Path,
+    files: &[(&str, &str)],
+    hole: (&str, usize, usize),
+    search_path: OsString,
+    timeouts: Timeouts,
+) -> Vec<RetrievedContext> {
+    for (path, text) in files {
+        write(root, path, text);
+    }
+    let sources = files
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    let mut index = RepoIndex::from_sources(root, sources);
+    index.language_servers = Servers::new(Some(search_path), timeouts);
+    let search = SearchIndex::build(&index);
+    let perspectives = Perspectives {
+        index: &index,
+        retrieval: &search.retrieval,
+        windows: &search.windows,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        budget: 4072,
+        seed: 9,
+        fidelity: Fidelity::Paper,
+    };
+    let hole = Hole::at(&index, hole.0, hole.1, hole.2).unwrap();
+    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+    perspectives
+        .immediate(&hole)
+        .into_iter()
+        .filter(|c| typed.contains(&c.id))
+        .collect()
+}
+
+const ORDERS: &str = "class Money:\n    cents: int\n\n\nclass Order:\n    total: Money\n\n\n\
+def cheapest(orders: list[Order]) -> Order:\n    return orders[0]\n\n\n\
+def make() -> Order:\n    return Order()\n";
+
+#[test]
+fn pyright_types_a_python_hole_in_the_candidate_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let bin = server_bin();
+    assert!(
+        lsp::find_on_path("pyright-langserver", bin.as_os_str()).is_some(),
+        "pyright-langserver is not in {} (run .ci/run, or `npm install --prefix target/lsp \
+         pyright`, or set KEYHOLE_LSP_BIN)",
+        bin.display()
+    );
+    // The hole: `make`'s body after `return `.
+    let rows = typed_rows(
+        &root,
+        &[("orders.py", ORDERS)],
+        ("orders.py", 14, 12),
+        bin.into_os_string(),
+        Timeouts::default(),
+    );
+    let types = &rows[0];
+    assert_eq!(types.why_not, None, "{rows:#?}");
+    let text = &types.context.text;
+    assert!(
+        text.contains("# Expected type at the hole: Order"),
+        "{text}"
+    );
+    assert!(text.contains("class Order:\n    total: Money"), "{text}");
+    // Followed from Order's definition.
+    assert!(text.contains("class Money:"), "{text}");
+    let headers = &rows[1].context.text;
+    assert!(headers.contains("cheapest"), "{headers}");
+}
+
+#[test]
+fn a_server_that_never_answers_says_so_in_both_rows() {
+    let bin = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let fake = bin.path().join("pyright-langserver");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/env python3\nimport sys\nfor line in sys.stdin.buffer:\n    pass\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let quick = Timeouts {
+        start: Duration::from_secs(3),
+        request: Duration::from_secs(1),
+    };
+    let rows = typed_rows(
+        &root,
+        &[("orders.py", ORDERS)],
+        ("orders.py", 14, 12),
+        bin.path().as_os_str().to_owned(),
+        quick,
+    );
+    for row in &rows {
+        assert!(!row.applicable());
+        assert_eq!(
+            row.why_not.as_deref(),
+            Some("pyright-langserver did not answer `initialize` within 3 s, so it was stopped")
+        );
+    }
+}
+
+fn typescript_server() -> PathBuf {
+    let bin = server_bin();
+    lsp::find_on_path("typescript-language-server", bin.as_os_str()).unwrap_or_else(|| {
+        panic!(
+            "typescript-language-server is not in {} (run .ci/run, or `npm install --prefix \
+             target/lsp typescript-language-server typescript`, or set KEYHOLE_LSP_BIN)",
+            bin.display()
+        )
+    })
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    std::fs::write(root.join(path), text).unwrap();
+}
+
+const MAIN: &str = "import { Model, Grid } from './model';\n\
+import { Action } from './action';\n\
+\n\
+export function clearGrid(grid: Grid): Grid {\n  return grid.map((row) => row.map(() => ''));\n}\n\
+\n\
+export const initial: Model = { grid: [], selected: '' };\n\
+\n\
+export function count(grid: Grid): number {\n  return grid.length;\n}\n\
+\n\
+export function update(model: Model, action: Action): Model {\n  return model;\n}\n";
+
+/// EmojiPaint's types (the paper's running example), across files.
+fn emoji_paint(root: &Path) {
+    write(
+        root,
+        "model.ts",
+        "export type Emoji = string;\nexport type Row = number;\nexport type Grid = Emoji[][];\n\
+         export interface Model {\n  grid: Grid;\n  selected: Emoji;\n}\n",
+    );
+    write(
+        root,
+        "action.ts",
+        "import { Emoji, Row } from './model';\n\
+         export type Action =\n  | { kind: 'select'; emoji: Emoji }\n  | { kind: 'clearRow'; row: Row };\n",
+    );
+    write(root, "main.ts", MAIN);
+}
+
+fn ask_typescript(root: &Path, text: &str, offset: usize) -> Result<ServerAnswer, LspError> {
+    let mut client = Client::start(
+        "typescript-language-server",
+        &typescript_server(),
+        lsp::TYPESCRIPT.args,
+        root,
+        Timeouts::default(),
+    )?;
+    typed_server::ask(
+        &mut client,
+        &lsp::TYPESCRIPT,
+        root,
+        &root.join("main.ts"),
+        text,
+        offset,
+    )
+}
+
+#[test]
+fn typescript_language_server_gives_the_expected_type_its_definitions_and_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    emoji_paint(&root);
+    // The hole: `update`'s body after `return `, the rest of the line cut.
+    let offset = MAIN.rfind("return model").unwrap() + "return ".len();
+    let answer = ask_typescript(&root, MAIN, offset).expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("Model"));
+    let definitions: Vec<(&str, &str, usize)> = answer
+        .definitions
+        .iter()
+        .map(|d| (d.path.as_str(), d.text.as_str(), d.hop))
+        .collect();
+    assert!(
+        definitions
+            .iter()
+            .any(|(p, t, hop)| *p == "model.ts" && t.contains("interface Model {") && *hop == 0),
+        "{definitions:#?}"
+    );
+    // Followed from Model's definition: Grid, then Emoji from Grid's.
+    assert!(
+        definitions
+            .iter()
+            .any(|(_, t, hop)| t.contains("type Grid = Emoji[][]") && *hop == 1),
+        "{definitions:#?}"
+    );
+    assert!(
+        definitions
+            .iter()
+            .any(|(_, t, _)| t.contains("type Emoji = string")),
+        "{definitions:#?}"
+    );
+    // The typing context: values producing a Model; not `count`, which produces a number.
+    let headers: Vec<&str> = answer
+        .headers
+        .iter()
+        .map(|h| h.declaration.as_str())
+        .collect();
+    assert!(
+        headers.iter().any(|h| h.contains("initial: Model")),
+        "{headers:?}"
+    );
+    assert!(!headers.iter().any(|h| h.contains("count")), "{headers:?}");
+}
+
+#[test]
+fn a_hole_without_an_expected_type_is_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    emoji_paint(&root);
+    // A statement position: nothing constrains the hole.
+    let offset = MAIN.find("\nexport const initial").unwrap() + 1;
+    let answer = ask_typescript(&root, MAIN, offset).expect("the server answers");
+    assert_eq!(answer, ServerAnswer::default());
+}
+
+// ----- Servers that misbehave ------------------------------------------------------------------
+
+/// A fake server, in Python, named `keyhole-fake-lsp` in a directory of its own.
+fn fake_server(dir: &Path, script: &str) -> OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(FAKE.command);
+    std::fs::write(&path, format!("#!/usr/bin/env python3\n{script}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir.as_os_str().to_owned()
+}
+
+static FAKE: ServerSpec = ServerSpec {
+    command: "keyhole-fake-lsp",
+    args: &[],
+    prelude: "",
+    placeholder: "_()",
+    hover_at: 0,
+    type_probe: "{}",
+};
+
+/// Answers `initialize`, then reads everything and answers nothing.
+const SILENT_AFTER_START: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+message = read()
+body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}}).encode()
+sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+sys.stdout.buffer.flush()
+while True:
+    read()
+"#;
+
+fn pool(search_path: OsString) -> Servers {
+    Servers::new(
+        Some(search_path),
+        Timeouts {
+            start: Duration::from_secs(5),
+            request: Duration::from_secs(2),
+        },
+    )
+}
+
+fn hover(servers: &Servers, root: &Path) -> Option<Result<ServerAnswer, LspError>> {
+    let path = root.join("main.ts");
+    servers.with(&FAKE, root, |client| {
+        typed_server::ask(client, &FAKE, root, &path, "let x: number = 1;\n", 16)
+    })
+}
+
+#[test]
+fn a_server_that_crashes_at_start_is_a_one_line_reason_and_is_not_started_again() {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let servers = pool(fake_server(bin.path(), "import sys\nsys.exit(3)\n"));
+    let first = hover(&servers, root.path()).expect("the server is installed");
+    let why = first.unwrap_err().to_string();
+    assert_eq!(
+        why,
+        "keyhole-fake-lsp exited while keyhole waited for `initialize`"
+    );
+    // The second hole gets the same reason without starting it again: the script is gone.
+    std::fs::remove_file(bin.path().join(FAKE.command)).unwrap();
+    let bin_kept = pool(bin.path().as_os_str().to_owned());
+    assert!(
+        hover(&bin_kept, root.path()).is_none(),
+        "not installed: no answer"
+    );
+    let again = hover(&servers, root.path()).expect("remembered");
+    assert_eq!(again.unwrap_err().to_string(), why);
+}
+
+#[test]
+fn a_server_that_never_answers_at_start_is_stopped_after_the_timeout() {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let script = "import sys\nfor line in sys.stdin.buffer:\n    pass\n";
+    let servers = pool(fake_server(bin.path(), script));
+    let why = hover(&servers, root.path())
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        why,
+        "keyhole-fake-lsp did not answer `initialize` within 5 s, so it was stopped"
+    );
+}
+
+#[test]
+fn a_server_that_stops_answering_after_start_is_stopped_and_said_so_for_every_later_hole() {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let servers = pool(fake_server(bin.path(), SILENT_AFTER_START));
+    let why = hover(&servers, root.path())
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        why,
+        "keyhole-fake-lsp did not answer `textDocument/hover` within 5 s, so it was stopped"
+    );
+    let again = hover(&servers, root.path())
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(again, why);
+    assert!(!why.contains('\n'));
+}
+
+#[test]
+fn no_installed_server_means_no_answer() {
+    let empty = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let servers = pool(empty.path().as_os_str().to_owned());
+    assert!(hover(&servers, root.path()).is_none());
+}
