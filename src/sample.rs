@@ -9,6 +9,7 @@ use crate::dirs::Dirs;
 
 static JAVA: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-repo");
 static PYTHON: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-python");
+static TYPESCRIPT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-typescript");
 
 /// The Java sample's hole: a service call whose method exists only in an imported file.
 pub const DEMO_HOLE: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
@@ -22,16 +23,19 @@ pub enum Sample {
     Java,
     /// The same shop in Python: a package with absolute and relative imports, annotations.
     Python,
+    /// A lending library in TypeScript, TSX and JavaScript, with `tsconfig.json` paths.
+    TypeScript,
 }
 
 impl Sample {
-    pub const ALL: [Sample; 2] = [Sample::Java, Sample::Python];
+    pub const ALL: [Sample; 3] = [Sample::Java, Sample::Python, Sample::TypeScript];
 
     /// Its name on the command line (`--sample java`).
     pub fn name(self) -> &'static str {
         match self {
             Sample::Java => "java",
             Sample::Python => "python",
+            Sample::TypeScript => "typescript",
         }
     }
 
@@ -55,6 +59,7 @@ impl Sample {
             Sample::Java => DEMO_HOLE,
             // A repository call whose method exists only in the imported repository module.
             Sample::Python => "shop/services/order_service.py:22:28",
+            Sample::TypeScript => "src/service/loan-service.ts:21:20",
         }
     }
 
@@ -62,6 +67,7 @@ impl Sample {
         match self {
             Sample::Java => &JAVA,
             Sample::Python => &PYTHON,
+            Sample::TypeScript => &TYPESCRIPT,
         }
     }
 

@@ -33,7 +33,7 @@ pub struct UiArgs {
     /// or code.
     #[arg(long, default_value = "paper")]
     pub fidelity: keyhole::context::fidelity::Fidelity,
-    /// The bundled sample to open when no repository is given: java or python.
+    /// The bundled sample to open when no repository is given: java, python or typescript.
     #[arg(long, value_name = "LANGUAGE", default_value = "java", value_parser = Sample::named)]
     pub sample: Sample,
 }

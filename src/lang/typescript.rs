@@ -124,6 +124,10 @@ impl Language for TypeScript {
         trimmed.starts_with("import ") || reexport || directive
     }
 
+    fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
+        Some(&crate::lsp::TYPESCRIPT)
+    }
+
     fn types(&self) -> &'static dyn TypeSyntax {
         &typescript_typed::TypeScriptTypes
     }

@@ -134,9 +134,14 @@ fn the_python_sample_opens_at_its_demo_hole_offline() {
         "{text}"
     );
     assert!(text.contains("target      save(order)"), "{text}");
+    let text = stdout(&keyhole(&["--sample", "typescript"]));
+    assert!(
+        text.contains("hole        src/service/loan-service.ts:21:20"),
+        "{text}"
+    );
     let err = crate::reliability_support::one_line_error(&keyhole(&["--sample", "cobol"]));
     assert!(
-        err.contains("no bundled sample \"cobol\" (there are: java, python"),
+        err.contains("no bundled sample \"cobol\" (there are: java, python, typescript)"),
         "{err}"
     );
 }
