@@ -323,6 +323,7 @@ mod tests {
             tokenizer: "code",
             proposal_id: id,
             backend_tokens: None,
+            assembly: crate::compose::Assembly::Capped,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         let theme = state.theme.clone();
