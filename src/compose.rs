@@ -516,3 +516,61 @@ fn rlpg_final_cut(segments: Vec<Segment>, cut_at: usize, tok: &dyn Tokenizer) ->
 pub fn proposal_allocation(budget: usize, share: f64) -> usize {
     (budget as f64 * share).floor() as usize
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token::TokenizerKind;
+
+    fn plain(kind: SegmentKind, text: &str) -> Segment {
+        let mut sourced = SourcedText::default();
+        sourced.push_plain(text);
+        Segment {
+            kind,
+            text: sourced,
+            tokens: 0,
+            allocated: 10,
+            cut: None,
+        }
+    }
+
+    fn texts(segments: &[Segment]) -> Vec<&str> {
+        segments.iter().map(|s| s.text.text.as_str()).collect()
+    }
+
+    #[test]
+    fn rlpgs_final_cut_decodes_a_split_character_as_one_replacement_per_byte() {
+        let tok = TokenizerKind::Code.tokenizer();
+        let id = CandidateId::nth(0);
+        // "é" is two bytes; a cut after its first keeps one byte of it.
+        let segments = vec![
+            plain(SegmentKind::Proposal { id }, "aé b"),
+            plain(SegmentKind::Separator, "\n"),
+            plain(SegmentKind::Default, "c"),
+        ];
+        let cut = rlpg_final_cut(segments, 2, tok);
+        assert_eq!(texts(&cut), ["\u{FFFD} b", "\n", "c"]);
+        assert_eq!(cut[0].cut, Some(Keep::Start));
+        assert_eq!((cut[1].cut, cut[2].cut), (None, None));
+        assert_eq!(cut[0].tokens, tok.count("\u{FFFD} b"));
+    }
+
+    #[test]
+    fn rlpgs_final_cut_cleans_up_across_segments_and_can_take_a_whole_segment() {
+        let tok = TokenizerKind::Code.tokenizer();
+        let id = CandidateId::nth(0);
+        let segments = vec![
+            plain(SegmentKind::Proposal { id }, "x y"),
+            plain(SegmentKind::Separator, " "),
+            plain(SegmentKind::Default, ". z ,"),
+        ];
+        // Cut inside the proposal: the separator's space goes with the ` .` after it.
+        let cut = rlpg_final_cut(segments.clone(), 1, tok);
+        assert_eq!(texts(&cut), [" y", "", ". z,"]);
+        // Cut past the proposal: it keeps nothing and says it lost its start.
+        let cut = rlpg_final_cut(segments, 3, tok);
+        assert_eq!(texts(&cut), ["", "", ". z,"]);
+        assert_eq!(cut[0].cut, Some(Keep::Start));
+        assert_eq!(cut[0].tokens, 0);
+    }
+}
