@@ -198,7 +198,7 @@ fn measure(name: &str, root: &Path) -> Row {
         });
         extract_t.push(t);
         drop(facts);
-        let (t, graph) = time(|| RepoGraph::build(&index.files));
+        let (t, graph) = time(|| RepoGraph::build(&index.root, &index.files));
         graph_t.push(t);
         drop(graph);
         let (t, entries) = time(|| {

@@ -53,7 +53,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path) {
                     Similarity::Jaccard => repocoder_query(&index, hole),
                     Similarity::TfIdfCosine => around_hole(&index, hole),
                 };
-                let hits = windows.search(hole, &query, similarity);
+                let hits = windows.search(&index, hole, &query, similarity);
                 let req = HoleRequest {
                     index: &index,
                     hole,

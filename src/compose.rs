@@ -106,6 +106,9 @@ pub struct Prompt {
     pub backend_tokens: Option<usize>,
     /// How its candidate's context and the default context were put together.
     pub assembly: Assembly,
+    /// The prompt tokens the model's context leaves room for, where that is less than the
+    /// budget and the prompt was composed within it instead.
+    pub model_room: Option<usize>,
 }
 
 impl Prompt {
@@ -384,6 +387,7 @@ impl<'a> Composer<'a> {
             proposal_id: parts.last().map_or(CandidateId::DEFAULT, |p| p.id),
             backend_tokens: None,
             assembly: Assembly::Capped,
+            model_room: None,
         }
     }
 
@@ -436,6 +440,7 @@ impl<'a> Composer<'a> {
             proposal_id: id,
             backend_tokens: None,
             assembly: Assembly::RlpgMainLoop { counted, separator },
+            model_room: None,
         }
     }
 

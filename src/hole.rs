@@ -92,6 +92,45 @@ impl Hole {
         Self::at(index, path, line, column)
     }
 
+    /// The hole a position names: `FILE:LINE:COL`; `FILE` alone: its first line; empty: where a
+    /// repository opens without a position ([`Hole::opening`]).
+    pub fn locate(index: &RepoIndex, position: &str) -> Result<Hole, HoleError> {
+        match position {
+            "" => Ok(Hole::opening(index)),
+            spec if spec.contains(':') => Hole::parse(index, spec),
+            path => Hole::at(index, path, 1, 1),
+        }
+    }
+
+    /// Where a repository opens without a position: the first of RLPG's sampled holes (past
+    /// the preamble: package and import lines) in the file the most others import, so the
+    /// first screen shows a hole worth completing rather than a licence header.
+    pub fn opening(index: &RepoIndex) -> Hole {
+        let mut imported = vec![0usize; index.files.len()];
+        for import in index.graph.imports.iter().flatten() {
+            imported[import.file] += 1;
+        }
+        let central = (0..index.files.len())
+            .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
+            .unwrap_or(0);
+        let preamble = |h: &Hole| {
+            let file = &index.files[h.file];
+            file.language
+                .is_preamble_line(file.line_text(h.line).trim())
+        };
+        sample_holes(index, None, 0, HoleColumn::TrimmedMiddle)
+            .into_iter()
+            .filter(|h| h.file == central)
+            .find(|h| !preamble(h))
+            .unwrap_or(Hole {
+                file: central,
+                line: 0,
+                column: 0,
+                offset: 0,
+                target: Some(index.files[central].line_text(0).trim_end().to_string()),
+            })
+    }
+
     /// The hole at 0-based `line` and character `column` (already checked to be in range).
     fn in_line(index: &RepoIndex, file: FileId, line: usize, column: usize) -> Hole {
         let source = &index.files[file];
@@ -173,9 +212,7 @@ pub fn sample_holes(
 ) -> Vec<Hole> {
     let mut holes = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
-        let Some(language) = lang::for_path(std::path::Path::new(&file.path)) else {
-            continue;
-        };
+        let language = file.language;
         if index.graph.duplicated[id] {
             continue;
         }

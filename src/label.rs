@@ -67,6 +67,10 @@ pub struct LabelRow {
     /// Why the candidate cannot apply at all, where there is more to say than "no context".
     #[serde(default)]
     pub why_not: Option<String>,
+    /// The prompt tokens the model's context left room for, where fewer than the budget: the
+    /// prompt was composed within them (a local model with a small context).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_room: Option<usize>,
 }
 
 /// The stable id of a hole.

@@ -54,7 +54,8 @@
 //! # Features
 //!
 //! All on by default: `tui` (the terminal UI, [`tui`]), `local-model` (GGUF models run
-//! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `bert` (BERT-family
+//! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `proxy` (`keyhole
+//! proxy`, [`proxy`], between an editor plugin and its server), `bert` (BERT-family
 //! encoders for the classifier) and `mimalloc` (the binary's allocator). The `keyhole` binary
 //! needs them all; with `default-features = false` the library builds without any.
 
@@ -72,6 +73,8 @@ pub(crate) mod label;
 pub mod lang;
 pub mod metrics;
 pub mod model;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 pub mod rank;
 pub mod repo;
 pub(crate) mod rlpg_text;

@@ -1,4 +1,5 @@
-//! The bundled sample repository, embedded in the binary so keyhole works anywhere offline.
+//! The bundled sample repositories, embedded in the binary so keyhole works anywhere offline:
+//! one per language keyhole reads, each with a demo hole.
 
 use std::path::{Path, PathBuf};
 
@@ -6,49 +7,108 @@ use include_dir::{Dir, include_dir};
 
 use crate::dirs::Dirs;
 
-static SAMPLE: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-repo");
+static JAVA: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/examples/sample-repo");
 
-/// The hole keyhole opens on: a service call whose method exists only in an imported file.
+/// The Java sample's hole: a service call whose method exists only in an imported file.
 pub const DEMO_HOLE: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
 
-/// The sample repository on disk: written once into keyhole's data directory (or the temp
-/// directory when that is unavailable), in a folder named by the content's hash.
-pub fn materialize(dirs: &Dirs) -> std::io::Result<PathBuf> {
-    let base = dirs.data.clone().unwrap_or_else(std::env::temp_dir);
-    materialize_in(&base).or_else(|_| materialize_in(&std::env::temp_dir().join("keyhole")))
+/// A bundled sample repository.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sample {
+    /// A small Java shop: services, repositories, a class hierarchy.
+    #[default]
+    Java,
 }
 
-fn materialize_in(base: &Path) -> std::io::Result<PathBuf> {
-    let dest = base.join(format!("sample-repo-{}", content_hash()));
-    if dest.is_dir() {
-        return Ok(dest);
-    }
-    std::fs::create_dir_all(base)?;
-    let staging = base.join(format!(".sample-staging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging)?;
-    SAMPLE.extract(&staging)?;
-    match std::fs::rename(&staging, &dest) {
-        Ok(()) => Ok(dest),
-        // Another keyhole finished first; its copy is identical.
-        Err(_) if dest.is_dir() => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Ok(dest)
+impl Sample {
+    pub const ALL: [Sample; 1] = [Sample::Java];
+
+    /// Its name on the command line (`--sample java`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Sample::Java => "java",
         }
-        Err(err) => Err(err),
+    }
+
+    /// The sample named `name`; the error names the ones there are.
+    pub fn named(name: &str) -> Result<Sample, String> {
+        Sample::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Sample::ALL.iter().map(|s| s.name()).collect();
+                format!(
+                    "no bundled sample {name:?} (there are: {})",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// The hole it opens on.
+    pub fn demo_hole(self) -> &'static str {
+        match self {
+            Sample::Java => DEMO_HOLE,
+        }
+    }
+
+    fn files(self) -> &'static Dir<'static> {
+        match self {
+            Sample::Java => &JAVA,
+        }
+    }
+
+    /// The sample on disk: written once into keyhole's data directory (or the temp directory
+    /// when that is unavailable), in a folder named by the content's hash.
+    pub fn materialize(self, dirs: &Dirs) -> std::io::Result<PathBuf> {
+        let base = dirs.data.clone().unwrap_or_else(std::env::temp_dir);
+        self.materialize_in(&base)
+            .or_else(|_| self.materialize_in(&std::env::temp_dir().join("keyhole")))
+    }
+
+    fn materialize_in(self, base: &Path) -> std::io::Result<PathBuf> {
+        // The Java sample keeps the folder name it always had.
+        let folder = if self == Sample::Java {
+            "sample-repo".to_string()
+        } else {
+            format!("sample-{}", self.name())
+        };
+        let dest = base.join(format!("{folder}-{}", self.content_hash()));
+        if dest.is_dir() {
+            return Ok(dest);
+        }
+        std::fs::create_dir_all(base)?;
+        let staging = base.join(format!(".sample-staging-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging)?;
+        self.files().extract(&staging)?;
+        match std::fs::rename(&staging, &dest) {
+            Ok(()) => Ok(dest),
+            // Another keyhole finished first; its copy is identical.
+            Err(_) if dest.is_dir() => {
+                let _ = std::fs::remove_dir_all(&staging);
+                Ok(dest)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn content_hash(self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        let mut files = Vec::new();
+        collect_files(self.files(), &mut files);
+        files.sort_by_key(|f| f.path());
+        for file in files {
+            hasher.update(file.path().to_string_lossy().as_bytes());
+            hasher.update(file.contents());
+        }
+        hasher.finalize().to_hex()[..16].to_string()
     }
 }
 
-fn content_hash() -> String {
-    let mut hasher = blake3::Hasher::new();
-    let mut files = Vec::new();
-    collect_files(&SAMPLE, &mut files);
-    files.sort_by_key(|f| f.path());
-    for file in files {
-        hasher.update(file.path().to_string_lossy().as_bytes());
-        hasher.update(file.contents());
-    }
-    hasher.finalize().to_hex()[..16].to_string()
+/// The Java sample on disk (see [`Sample::materialize`]).
+pub fn materialize(dirs: &Dirs) -> std::io::Result<PathBuf> {
+    Sample::Java.materialize(dirs)
 }
 
 fn collect_files<'a>(dir: &'a Dir<'a>, out: &mut Vec<&'a include_dir::File<'a>>) {

@@ -40,10 +40,12 @@ pub struct CompleteArgs {
     rank: RankArgs,
 }
 
-/// One prompt to send and the candidate it came from.
+/// One prompt to send and the candidate it came from, or why it is not sent.
 struct Attempt {
     id: CandidateId,
     prompt: Prompt,
+    /// Why the candidate does not apply at the hole: nothing is sent for it.
+    why_not: Option<String>,
 }
 
 pub fn complete_command(args: &CompleteArgs) -> Result<()> {
@@ -60,38 +62,64 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
         current_file: Some(opened.path(opened.hole.file).to_string()),
         ..CompletionRequest::single_line(String::new())
     };
-    let requests: Vec<CompletionRequest> = attempts
+    if let Some(why) = attempts
+        .iter()
+        .map(|a| a.why_not.as_ref())
+        .collect::<Option<Vec<_>>>()
+        && let Some(first) = why.first()
+    {
+        // Nothing applies: no request is worth making.
+        bail!(
+            "candidate {} does not apply: {first}",
+            opened.number(attempts[0].id)
+        );
+    }
+    let requests: Vec<Option<CompletionRequest>> = attempts
         .iter()
         .map(|a| {
-            entry.apply(&CompletionRequest {
-                prompt: a.prompt.text(),
-                ..base.clone()
+            a.why_not.is_none().then(|| {
+                entry.apply(&CompletionRequest {
+                    prompt: a.prompt.text(),
+                    ..base.clone()
+                })
             })
         })
         .collect();
     let backend = opened.session.backend.as_ref();
-    let results = runtime.block_on(join_all(requests.iter().map(|r| backend.complete(r, None))));
-    if results.iter().all(Result::is_err) {
+    let results = runtime.block_on(join_all(requests.iter().map(|r| async move {
+        match r {
+            Some(request) => Some(backend.complete(request, None).await),
+            None => None,
+        }
+    })));
+    if results.iter().flatten().all(Result::is_err) {
         let first = results
             .into_iter()
+            .flatten()
             .find_map(Result::err)
             .expect("all failed");
         bail!(first);
     }
+    let failed = |attempt: &Attempt, error: String| Row {
+        id: attempt.id,
+        tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
+        model_room: attempt.prompt.model_room,
+        outcome: Err(error),
+        syntax_errors: Vec::new(),
+    };
     let rows: Vec<Row> = attempts
         .iter()
         .zip(results)
         .flat_map(|(attempt, result)| match result {
-            Ok(completions) => completions
+            Some(Ok(completions)) => completions
                 .into_iter()
                 .map(|c| Row::done(attempt, c, &opened))
                 .collect(),
-            Err(err) => vec![Row {
-                id: attempt.id,
-                tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
-                outcome: Err(err.to_string()),
-                syntax_errors: Vec::new(),
-            }],
+            Some(Err(err)) => vec![failed(attempt, err.to_string())],
+            None => {
+                let why = attempt.why_not.clone().unwrap_or_default();
+                vec![failed(attempt, format!("does not apply: {why}"))]
+            }
         })
         .collect();
     let out = CompleteOut::new(&opened, &entry.name, backend.counting(), &rows);
@@ -124,7 +152,11 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
         let prompt = session
             .fit(hole, |composer| context.compose(composer))
             .await?;
-        out.push(Attempt { id, prompt });
+        out.push(Attempt {
+            id,
+            prompt,
+            why_not: context.why_not(),
+        });
     }
     Ok(out)
 }
@@ -132,6 +164,8 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
 struct Row {
     id: CandidateId,
     tokens: usize,
+    /// The prompt tokens the model's context left room for, where fewer than the budget.
+    model_room: Option<usize>,
     outcome: Result<(Completion, Option<metrics::Scores>), String>,
     /// Syntax errors inside the completion, put in place of the target.
     syntax_errors: Vec<CompletionError>,
@@ -147,6 +181,7 @@ impl Row {
         Row {
             id: attempt.id,
             tokens: attempt.prompt.model_tokens(opened.session.tokenizer),
+            model_room: attempt.prompt.model_room,
             syntax_errors: typed::hole_completion_errors(
                 &opened.session.index,
                 &opened.hole,
@@ -181,6 +216,10 @@ struct CompletionOut<'a> {
     /// The prompt's tokens the model saw, where the backend cut it to fit the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_prompt_tokens: Option<usize>,
+    /// The prompt tokens the model's context left room for, where fewer than the budget: the
+    /// prompt was composed within them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_room: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     syntax_errors: Option<&'a [CompletionError]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +253,7 @@ impl<'a> CompleteOut<'a> {
                     context_type: spec.map(|s| s.context_type),
                     prompt_tokens: row.tokens,
                     model_prompt_tokens: done.and_then(|(c, _)| c.model_prompt_tokens),
+                    model_room: row.model_room,
                     syntax_errors: done.map(|_| row.syntax_errors.as_slice()),
                     text: done.map(|(c, _)| c.text.as_str()),
                     latency_ms: done.map(|(c, _)| c.latency.as_secs_f64() * 1000.0),
@@ -282,6 +322,12 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
                 error.unwrap_or_default()
             ),
         }
+    }
+    if let Some(room) = out.completions.iter().find_map(|c| c.model_room) {
+        outln!(
+            "note: the model's context leaves room for {room} prompt tokens, fewer than the budget: \
+             each prompt was composed within them"
+        );
     }
     for (i, c) in out.completions.iter().enumerate() {
         if let Some(seen) = c.model_prompt_tokens {

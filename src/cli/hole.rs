@@ -149,7 +149,11 @@ impl Opened {
         let settings = settings(&choices)?;
         let session = Session::open(&at.repo, &settings)?;
         print_warnings(&session.index)?;
-        let hole = Hole::parse(&session.index, &at.position)?;
+        // Empty only where `keyhole REPO` runs without a terminal: where the UI would open.
+        let hole = match at.position.as_str() {
+            "" => Hole::opening(&session.index),
+            spec => Hole::parse(&session.index, spec)?,
+        };
         Ok(Opened {
             settings,
             session,

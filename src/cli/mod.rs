@@ -37,6 +37,8 @@ mod holes;
 mod index;
 mod prompt;
 mod proposals;
+#[cfg(feature = "proxy")]
+mod proxy;
 mod tasks;
 mod train;
 mod ui;
@@ -54,7 +56,6 @@ use keyhole::candidate::CandidateId;
 use keyhole::context::perspectives;
 use keyhole::dirs::Dirs;
 use keyhole::escape;
-use keyhole::sample;
 
 #[derive(Parser)]
 #[command(
@@ -100,8 +101,12 @@ enum Command {
     /// Complete a hole with the k best-ranked candidates (or the given proposals), or with
     /// several samples of one prompt.
     Complete(complete::CompleteArgs),
-    /// List the configured completion backends and ask each server which models it serves.
-    Backends,
+    /// List the configured completion backends and ask each server which models it serves
+    /// (exit code 2 when one is not ready).
+    Backends {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run RLPG's evaluation protocol on repositories and write labels and a report.
     Eval(Box<eval::EvalArgs>),
     /// Train the prompt proposal classifier (RLPG-H or RLPG-R) on evaluation label files.
@@ -122,6 +127,16 @@ enum Command {
         width: u16,
         #[arg(long, default_value_t = 40, value_parser = bounds::screen_height)]
         height: u16,
+    },
+    /// Stand between an editor's completion plugin and its model server: forward every
+    /// request, stream the answers back, and record what was sent.
+    #[cfg(feature = "proxy")]
+    Proxy(proxy::ProxyArgs),
+    /// What an editor plugin sent through `keyhole proxy`.
+    #[cfg(feature = "proxy")]
+    Recorded {
+        #[command(subcommand)]
+        command: proxy::RecordedCommand,
     },
     /// Index a repository and report what was found.
     Index {
@@ -214,14 +229,18 @@ fn run(cli: Cli) -> Result<()> {
         }
         None => {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
-            let repo = match cli.repo {
-                Some(repo) => repo,
-                None => sample::materialize(dirs())
-                    .context("cannot write the bundled sample repository")?,
+            // A repository without a position: the hole the UI would open on.
+            let (repo, position) = match cli.repo {
+                Some(repo) => (repo, cli.position.unwrap_or_default()),
+                None => (
+                    cli.ui
+                        .sample
+                        .materialize(dirs())
+                        .context("cannot write the bundled sample repository")?,
+                    cli.position
+                        .unwrap_or_else(|| cli.ui.sample.demo_hole().to_string()),
+                ),
             };
-            let position = cli
-                .position
-                .unwrap_or_else(|| sample::DEMO_HOLE.to_string());
             let at = HoleArgs {
                 repo,
                 position,
@@ -239,7 +258,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Prompt { at, id, backend }) => prompt::prompt_command(&at, id, &backend),
         Some(Command::Complete(args)) => complete::complete_command(&args),
-        Some(Command::Backends) => backends::backends_command(),
+        Some(Command::Backends { json }) => backends::backends_command(json),
         Some(Command::Eval(args)) => eval::eval_command(&args),
         Some(Command::Train(args)) => train::train_command(&args),
         Some(Command::Holes(args)) => holes::holes_command(&args),
@@ -256,5 +275,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Tasks(args)) => tasks::tasks_command(&args),
         Some(Command::Index { repo, json, cache }) => index::index_command(&repo, json, &cache),
+        #[cfg(feature = "proxy")]
+        Some(Command::Proxy(args)) => proxy::proxy_command(&args),
+        #[cfg(feature = "proxy")]
+        Some(Command::Recorded { command }) => proxy::recorded_command(&command),
     }
 }

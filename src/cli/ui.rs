@@ -6,9 +6,11 @@ use clap::Args;
 
 use super::backends::BackendArgs;
 use super::bounds;
-use super::hole::{RankArgs, settings};
+use super::dirs;
+use super::hole::RankArgs;
 use keyhole::compose;
-use keyhole::session::Choices;
+use keyhole::sample::Sample;
+use keyhole::session::{Choices, Settings};
 use keyhole::token::TokenizerKind;
 
 /// What the UI completes with and how it ranks and counts: the choices of `complete`.
@@ -31,6 +33,9 @@ pub struct UiArgs {
     /// or code.
     #[arg(long, default_value = "paper")]
     pub fidelity: keyhole::context::fidelity::Fidelity,
+    /// The bundled sample to open when no repository is given: java.
+    #[arg(long, value_name = "LANGUAGE", default_value = "java", value_parser = Sample::named)]
+    pub sample: Sample,
 }
 
 impl UiArgs {
@@ -45,12 +50,17 @@ impl UiArgs {
         };
         self.backend.choose(&mut choices);
         self.rank.choose(&mut choices);
-        let settings = settings(&choices)?;
+        // A bad backends.toml entry is left out with a warning: the UI still starts.
+        let (settings, warnings) = Settings::resolve_leniently(&choices, dirs().clone())?;
+        // SAFETY: resolved before the UI starts a thread.
+        unsafe { settings.use_threads() };
         let learning = settings.learning()?;
         Ok(keyhole::tui::Options {
             settings,
             learning,
             theme: self.theme.clone(),
+            warnings,
+            sample: self.sample,
         })
     }
 }

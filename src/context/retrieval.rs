@@ -114,8 +114,10 @@ impl Retrieval {
     /// allocation is filled; cut from the back (C.3).
     pub fn file_bm25(&self, req: &HoleRequest) -> SourcedText {
         let scores = self.files.scores(&hole_window(req.index, req.hole));
+        let current = &req.index.files[req.hole.file];
         let mut ranked: Vec<FileId> = (0..scores.len())
             .filter(|&f| f != req.hole.file && scores[f] > 0.0)
+            .filter(|&f| req.index.files[f].same_language(current))
             .collect();
         ranked.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         let spans = ranked
@@ -154,7 +156,10 @@ impl Retrieval {
     /// out when the current file is drawn).
     pub fn random_context(&self, req: &HoleRequest) -> SourcedText {
         let mut rng = rng(req);
-        let ids: Vec<FileId> = (0..req.index.files.len()).collect();
+        let current = &req.index.files[req.hole.file];
+        let ids: Vec<FileId> = (0..req.index.files.len())
+            .filter(|&f| req.index.files[f].same_language(current))
+            .collect();
         let Some(&f) = ids.choose(&mut rng) else {
             return SourcedText::default();
         };
@@ -180,7 +185,9 @@ fn rng(req: &HoleRequest) -> ChaCha8Rng {
 /// Usage windows of `name` in the repository, leaving out any that touch the hole's line.
 fn usage_windows(req: &HoleRequest, name: &str) -> Vec<(FileId, Span)> {
     let mut windows = Vec::new();
-    for (id, file) in req.index.files.iter().enumerate() {
+    let current = &req.index.files[req.hole.file];
+    let same_language = req.index.files.iter().enumerate();
+    for (id, file) in same_language.filter(|(_, f)| f.same_language(current)) {
         for &line in file.facts.usages_of(name) {
             let line = line as usize;
             let (first, last) = (line.saturating_sub(USAGE_WINDOW), line + USAGE_WINDOW);

@@ -52,23 +52,22 @@ pub fn rank_files(source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
 }
 
 /// RLPG's imports of `file`: each imported file with the further occurrences of its name.
-fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
+/// In a language RLPG's code has no rule for, keyhole's own imports stand in, each with the
+/// lines it is used on.
+fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<usize>)> {
     let source = &index.files[file];
-    let path_parts: Vec<&str> = source.path.split('/').collect();
-    let mut found: Vec<(FileId, Vec<Span>)> = Vec::new();
+    if !source.language.rlpg_code_covers() {
+        return own_imports(index, file);
+    }
+    let mut found: Vec<(FileId, Vec<usize>)> = Vec::new();
     for import in &source.facts.imports {
-        let parts: Vec<&str> = import.path.split('.').collect();
-        if parts[0] == "java" {
-            continue;
-        }
-        let Some(root) = path_parts.iter().rposition(|p| *p == parts[0]) else {
+        let Some(path) = source.language.rlpg_code_import_path(&source.path, import) else {
             continue;
         };
-        let path = [&path_parts[..root], &parts[..]].concat().join("/") + ".java";
         let Some(target) = index.file_id(&path) else {
             continue;
         };
-        let name = parts[parts.len() - 1];
+        let name = import.path.rsplit('.').next().unwrap_or(&import.path);
         let named = |spans: &[Span]| -> Vec<Span> {
             spans
                 .iter()
@@ -81,10 +80,23 @@ fn imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<Span>)> {
         // The first occurrence is the import declaration's own.
         if uses.len() > 1 && !found.iter().any(|(f, _)| *f == target) {
             uses.remove(0);
-            found.push((target, uses));
+            let lines = uses
+                .iter()
+                .map(|s| source.line_of(s.start as usize))
+                .collect();
+            found.push((target, lines));
         }
     }
     found
+}
+
+/// keyhole's imports of `file` used somewhere in it, with the lines they are used on.
+fn own_imports(index: &RepoIndex, file: FileId) -> Vec<(FileId, Vec<usize>)> {
+    let used = index.graph.imports[file]
+        .iter()
+        .filter(|i| !i.usage_lines.is_empty());
+    used.map(|i| (i.file, i.usage_lines.iter().map(|&l| l as usize).collect()))
+        .collect()
 }
 
 /// The current file's imports by distance from the hole (RLPG's quirk: the distance of the
@@ -95,10 +107,9 @@ fn sorted_imports(req: &HoleRequest) -> Vec<(FileId, usize)> {
 
 /// Each import of `file` and the line of its last further occurrence.
 fn last_uses(index: &RepoIndex, file: FileId) -> Vec<(FileId, usize)> {
-    let source = &index.files[file];
     imports(index, file)
         .into_iter()
-        .map(|(target, uses)| (target, source.line_of(uses[uses.len() - 1].start as usize)))
+        .map(|(target, lines)| (target, lines[lines.len() - 1]))
         .collect()
 }
 
@@ -163,11 +174,9 @@ fn relevant(req: &HoleRequest, candidates: Vec<FileId>) -> Vec<FileId> {
         .collect();
     let file = &index.files[id];
     let mut cache = RelevantCache::default();
-    if let Some(language) = crate::lang::for_path(std::path::Path::new(&file.path)) {
-        let earlier = (0..req.hole.line).filter(|&l| takes_hole(language, file.line_text(l)));
-        for line in earlier {
-            cache.answer(&imports_from_line(&last_uses, line), &shared);
-        }
+    let earlier = (0..req.hole.line).filter(|&l| takes_hole(file.language, file.line_text(l)));
+    for line in earlier {
+        cache.answer(&imports_from_line(&last_uses, line), &shared);
     }
     let order = imports_from_line(&last_uses, req.hole.line);
     cache.answer(&order, &shared).unwrap_or(candidates)
@@ -226,7 +235,7 @@ fn imports_by_frequency(index: &RepoIndex, of: &[FileId]) -> Vec<FileId> {
     counts.into_iter().map(|(f, _)| f).collect()
 }
 
-/// The other Java files of the file's directory, in `os.listdir` order (those keyhole indexed).
+/// The other files of the file's language in its directory, in `os.listdir` order (those keyhole indexed).
 fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
     let file = &index.files[id];
     let dir = file.dir();
@@ -235,7 +244,8 @@ fn siblings(index: &RepoIndex, id: FileId) -> Vec<FileId> {
         .into_iter()
         .filter_map(|entry| {
             let entry = crate::repo::name_text(&entry).into_owned();
-            if !entry.ends_with(".java") || entry == name {
+            let same_language = file.language.handles(std::path::Path::new(&entry));
+            if !same_language || entry == name {
                 return None;
             }
             let path = if dir.is_empty() {
@@ -264,7 +274,7 @@ fn walk_sorted(index: &RepoIndex, mut files: Vec<FileId>) -> Vec<FileId> {
 fn similar_names(index: &RepoIndex, id: FileId) -> Vec<FileId> {
     let name = index.files[id].path.rsplit('/').next().unwrap_or_default();
     let similar = (0..index.files.len())
-        .filter(|&f| f != id)
+        .filter(|&f| f != id && index.files[f].same_language(&index.files[id]))
         .filter(|&f| {
             let other = index.files[f].path.rsplit('/').next().unwrap_or_default();
             similar_file_names(other, name)
@@ -291,6 +301,9 @@ fn children(index: &RepoIndex, id: FileId) -> Vec<FileId> {
 /// (`get_parent_class_filename` breaks only its inner loop), whatever the imports say.
 pub fn parents(index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
     let source = &index.files[file];
+    if !source.language.rlpg_code_covers() {
+        return index.graph.parents[file].clone();
+    }
     let walk = listing::walk_order(&index.root);
     let rank = |f: FileId| {
         walk.get(&index.files[f].path)
@@ -306,7 +319,7 @@ pub fn parents(index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
         .filter_map(|t| {
             let name = t.superclass.as_deref()?;
             let parent = (0..index.files.len())
-                .filter(|&f| f != file)
+                .filter(|&f| f != file && index.files[f].same_language(source))
                 .filter(|&f| {
                     index.files[f]
                         .facts

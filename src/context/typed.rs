@@ -17,7 +17,9 @@ use std::path::Path;
 use super::SourcedText;
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
-use crate::lang::{self, Expectation, HoleSyntax, Local, Receiver, Span, TypeOutline};
+use crate::lang::{
+    self, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span, TypeOutline, TypeSyntax,
+};
 use crate::repo::{FileId, RepoIndex};
 
 /// Hops followed from the expected type's definitions (hop 0) to the types they mention.
@@ -90,6 +92,8 @@ struct Target {
 pub struct TypedHole<'a> {
     index: &'a RepoIndex,
     hole: &'a Hole,
+    /// How the hole's language writes types.
+    types: &'static dyn TypeSyntax,
     syntax: HoleSyntax,
     /// Bytes of the current file left out after the hole: the rest of its line.
     gap: usize,
@@ -106,15 +110,14 @@ impl<'a> TypedHole<'a> {
             .find('\n')
             .map_or(file.text.len(), |i| offset + i);
         let cut = format!("{}{}", &file.text[..offset], &file.text[line_end..]);
-        let syntax = lang::for_path(Path::new(&file.path))
-            .map(|l| l.hole_syntax(&cut, offset))
-            .unwrap_or_default();
+        let syntax = file.language.hole_syntax(&cut, offset);
         let mut typed = TypedHole {
             index,
             hole,
             gap: line_end - offset,
             enclosing: Vec::new(),
             expected: None,
+            types: file.language.types(),
             syntax,
         };
         typed.enclosing = typed
@@ -141,6 +144,11 @@ impl<'a> TypedHole<'a> {
         self.expected.as_ref()
     }
 
+    /// A line comment of the hole's language.
+    fn comment(&self) -> &'static str {
+        self.index.files[self.hole.file].language.line_comment()
+    }
+
     // ----- Files, outlines and names ---------------------------------------------------------
 
     fn outline(&self, file: FileId) -> &[TypeOutline] {
@@ -161,36 +169,28 @@ impl<'a> TypedHole<'a> {
     }
 
     /// The repository type a type name written in `from` refers to: one declared in that file,
-    /// imported by name, of the same package, or imported with a wildcard, as javac looks.
+    /// else one declared in a file it imports, single imports before its package's and
+    /// wildcards (as javac looks).
     pub fn resolve(&self, from: FileId, written: &str) -> Option<TypeRef> {
-        let name = erasure(written);
+        let name = self.types.erasure(written);
         if name.contains('.') {
-            return self.resolve_qualified(name).or_else(|| {
+            let qualified = self.resolve_qualified(name).or_else(|| {
                 let (outer, inner) = name.rsplit_once('.')?;
                 self.find(self.resolve(from, outer)?.file, inner)
             });
+            return qualified.or_else(|| self.resolve(from, self.types.simple_name(name)));
         }
         if let Some(found) = self.find(from, name) {
             return Some(found);
         }
-        let facts = &self.index.files[from].facts;
-        let imports = facts.imports.iter().filter(|i| !i.is_static);
-        for import in imports.clone().filter(|i| !i.wildcard) {
-            if import.path.rsplit('.').next() == Some(name) {
-                return self.resolve_qualified(&import.path);
-            }
-        }
-        let same_package = match &facts.package {
-            Some(p) => format!("{p}.{name}"),
-            None => name.to_string(),
-        };
-        std::iter::once(same_package)
-            .chain(
-                imports
-                    .filter(|i| i.wildcard)
-                    .map(|i| format!("{}.{name}", i.path)),
-            )
-            .find_map(|q| self.resolve_qualified(&q))
+        let mut imports: Vec<&crate::repo::Import> =
+            self.index.graph.imports[from].iter().collect();
+        imports.sort_by_key(|i| match i.kind {
+            ImportKind::Single => 0,
+            ImportKind::SamePackage => 1,
+            ImportKind::Wildcard => 2,
+        });
+        imports.iter().find_map(|i| self.find(i.file, name))
     }
 
     /// `a.b.C` or `a.b.C.Inner`.
@@ -354,7 +354,7 @@ impl<'a> TypedHole<'a> {
                 queue.push_back((t, hop));
             }
         };
-        for name in type_names(&expected.text) {
+        for name in self.types.type_names(&expected.text) {
             if let Some(t) = self.resolve(expected.file, name) {
                 visit(t, 0, &mut queue);
             }
@@ -377,7 +377,7 @@ impl<'a> TypedHole<'a> {
                         .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
                 );
             for written in mentioned {
-                for name in type_names(written) {
+                for name in self.types.type_names(written) {
                     if let Some(found) = self.resolve(t.file, name) {
                         visit(found, hop + 1, &mut queue);
                     }
@@ -394,13 +394,14 @@ impl<'a> TypedHole<'a> {
         let Some(expected) = &self.expected else {
             return out;
         };
+        let comment = self.comment();
         out.push_plain(&format!(
-            "// Expected type at the hole: {}\n",
+            "{comment} Expected type at the hole: {}\n",
             expected.text
         ));
         let types = self.relevant_types();
         if !types.is_empty() {
-            out.push_plain("// Relevant type definitions:\n");
+            out.push_plain(&format!("{comment} Relevant type definitions:\n"));
         }
         for (t, _) in types {
             self.push_definition(&mut out, t);
@@ -446,8 +447,8 @@ impl<'a> TypedHole<'a> {
             return Vec::new();
         };
         std::iter::once(expected.text.as_str())
-            .chain(components(&expected.text))
-            .filter(|t| !is_base_type(t) && !is_type_variable(t))
+            .chain(self.types.components(&expected.text))
+            .filter(|t| !self.types.is_base_type(t) && !self.types.is_type_variable(t))
             .map(|t| Target {
                 text: normalize(t),
                 definition: self.resolve(expected.file, t),
@@ -564,7 +565,7 @@ impl<'a> TypedHole<'a> {
         let found = self.resolve(file, written);
         match (found, target.definition) {
             (Some(t), Some(def)) => self.lineage(t).contains(&def),
-            (None, None) => simple_name(written) == simple_name(&target.text),
+            (None, None) => self.types.simple_name(written) == self.types.simple_name(&target.text),
             _ => false,
         }
     }
@@ -632,7 +633,10 @@ impl<'a> TypedHole<'a> {
         if headers.is_empty() {
             return out;
         }
-        out.push_plain("// Consider using these variables relevant to the expected type:\n");
+        out.push_plain(&format!(
+            "{} Consider using these variables relevant to the expected type:\n",
+            self.comment()
+        ));
         for header in headers {
             out.append(header.text);
             out.push_plain("\n");
@@ -725,106 +729,9 @@ impl<'a> TypedHole<'a> {
     }
 }
 
-// ----- Type text ------------------------------------------------------------------------------
-
-/// `java.util.List<Order>[]` → `java.util.List`; annotations and varargs dots left out.
-fn erasure(written: &str) -> &str {
-    let name = written
-        .split_whitespace()
-        .find(|w| !w.starts_with('@'))
-        .unwrap_or_default();
-    let end = name.find(['<', '[']).unwrap_or(name.len());
-    name[..end].trim_end_matches('.')
-}
-
-/// `a.b.Order` → `Order`.
-fn simple_name(written: &str) -> &str {
-    let name = erasure(written);
-    name.rsplit('.').next().unwrap_or(name)
-}
-
 /// A type without whitespace, for comparing.
 fn normalize(written: &str) -> String {
     written.split_whitespace().collect()
-}
-
-/// The top-level type arguments and the array element type of a type.
-fn components(written: &str) -> Vec<&str> {
-    let written = written.trim();
-    if let Some(element) = written.strip_suffix("[]") {
-        return vec![element.trim()];
-    }
-    let (Some(open), Some(close)) = (written.find('<'), written.rfind('>')) else {
-        return Vec::new();
-    };
-    if close <= open {
-        return Vec::new();
-    }
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0usize, open + 1);
-    let arguments = written[open + 1..close].char_indices();
-    for (i, c) in arguments.map(|(i, c)| (open + 1 + i, c)) {
-        match c {
-            '<' => depth += 1,
-            '>' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                out.push(&written[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&written[start..close]);
-    out.into_iter()
-        .map(|a| {
-            let a = a.trim();
-            // `? extends Order` targets Order; a bare `?` is no type.
-            a.rsplit_once(' ').map_or(a, |(_, bound)| bound)
-        })
-        .filter(|a| !a.is_empty() && *a != "?")
-        .collect()
-}
-
-/// Every type name in a written type: `Map<Long, List<Order>>` → `Map`, `Long`, `List`, `Order`.
-fn type_names(written: &str) -> impl Iterator<Item = &str> {
-    written
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'))
-        .filter(|w| w.chars().next().is_some_and(char::is_alphabetic))
-        .filter(|w| !matches!(*w, "extends" | "super") && !w.starts_with('@'))
-}
-
-/// Types ChatLSP leaves out of the targets: primitives and the standard library's most
-/// common types, which would make incidental matches everywhere.
-fn is_base_type(written: &str) -> bool {
-    matches!(
-        simple_name(written),
-        "boolean"
-            | "byte"
-            | "char"
-            | "short"
-            | "int"
-            | "long"
-            | "float"
-            | "double"
-            | "void"
-            | "var"
-            | "String"
-            | "Object"
-            | "Boolean"
-            | "Byte"
-            | "Character"
-            | "Short"
-            | "Integer"
-            | "Long"
-            | "Float"
-            | "Double"
-    )
-}
-
-/// `T`, `E`, `K2`: by convention a type variable, which says nothing about a value.
-fn is_type_variable(written: &str) -> bool {
-    let name = erasure(written);
-    name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
 }
 
 // ----- Error round ----------------------------------------------------------------------------
@@ -887,30 +794,4 @@ pub fn hole_completion_errors(
     let file = &index.files[hole.file];
     let replaced = hole.target.as_ref().map_or(0, String::len);
     completion_errors(&file.path, &file.text, hole.offset, replaced, completion)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn type_text_helpers() {
-        assert_eq!(erasure("java.util.List<Order>[]"), "java.util.List");
-        assert_eq!(erasure("@Nullable Order"), "Order");
-        assert_eq!(erasure("Order.Builder"), "Order.Builder");
-        assert_eq!(simple_name("a.b.Order"), "Order");
-        assert_eq!(
-            components("Map<Long, List<Order>>"),
-            ["Long", "List<Order>"]
-        );
-        assert_eq!(components("Order[]"), ["Order"]);
-        assert_eq!(components("List<? extends Money>"), ["Money"]);
-        assert_eq!(components("List<?>"), Vec::<&str>::new());
-        assert_eq!(
-            type_names("Map<Long, List<? extends a.Order>>").collect::<Vec<_>>(),
-            ["Map", "Long", "List", "a.Order"]
-        );
-        assert!(is_base_type("int") && is_base_type("java.lang.String"));
-        assert!(!is_base_type("Order"));
-    }
 }

@@ -212,9 +212,17 @@ impl WindowIndex {
     }
 
     /// The [`MAX_HITS`] windows most similar to `query`, best first (ties in window order),
-    /// leaving out those of the hole's own file (see [`excluded`]).
-    pub fn search(&self, hole: &Hole, query: &str, similarity: Similarity) -> Vec<Hit> {
-        self.search_ordered(hole, query, similarity, |a, b| a.window.cmp(&b.window))
+    /// leaving out those of the hole's own file and of other languages (see [`excluded`]).
+    pub fn search(
+        &self,
+        index: &RepoIndex,
+        hole: &Hole,
+        query: &str,
+        similarity: Similarity,
+    ) -> Vec<Hit> {
+        self.search_ordered(index, hole, query, similarity, |a, b| {
+            a.window.cmp(&b.window)
+        })
     }
 
     /// [`WindowIndex::search`] with ties broken as `fidelity`'s profile says: in window order, or
@@ -229,10 +237,10 @@ impl WindowIndex {
         fidelity: Fidelity,
     ) -> Vec<Hit> {
         match fidelity.rules().windows().order {
-            WindowOrder::Path => self.search(hole, query, similarity),
+            WindowOrder::Path => self.search(index, hole, query, similarity),
             WindowOrder::RepoCoder => {
                 let order = self.repocoder_order(index);
-                self.search_ordered(hole, query, similarity, |a, b| {
+                self.search_ordered(index, hole, query, similarity, |a, b| {
                     order.rank[b.window].cmp(&order.rank[a.window])
                 })
             }
@@ -241,6 +249,7 @@ impl WindowIndex {
 
     fn search_ordered(
         &self,
+        index: &RepoIndex,
         hole: &Hole,
         query: &str,
         similarity: Similarity,
@@ -250,7 +259,7 @@ impl WindowIndex {
             Similarity::Jaccard => self.jaccard(&token_set(query)),
             Similarity::TfIdfCosine => self.cosine(&self.query_terms(query)),
         };
-        hits.retain(|h| !excluded(hole, &self.places[h.window]));
+        hits.retain(|h| !excluded(index, hole, &self.places[h.window]));
         let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then_with(|| tie(a, b));
         if hits.len() > MAX_HITS {
             hits.select_nth_unstable_by(MAX_HITS, order);
@@ -401,7 +410,11 @@ impl WindowIndex {
         fidelity: Fidelity,
     ) -> (SourcedText, Vec<usize>) {
         let rules = fidelity.rules().windows();
-        let comment = rules.comment;
+        let language = req.index.files[req.hole.file].language;
+        let comment = match rules.comment {
+            Some(comment) => comment.to_string(),
+            None => format!("{} ", language.line_comment()),
+        };
         let header = format!(
             "{comment}Here are some relevant code fragments from other files of the repo:\n{comment}{RULE}\n"
         );
@@ -429,7 +442,7 @@ impl WindowIndex {
                 continue;
             }
             let places = self.places_as(req.index, hit.window, fidelity);
-            let block = block(req.index, places, place, comment);
+            let block = block(req.index, places, place, &comment);
             let tokens = tokenizer.count(&block.text);
             if fits(used, tokens) {
                 used += tokens;
@@ -597,9 +610,15 @@ pub fn query_first_line(hole: &Hole) -> usize {
 /// before `context_start_lineno`, the first line of the prompt; its prompts are whole file
 /// prefixes (`context_start_lineno` 0), so no window of the hole's file is ever retrieved
 /// (`_is_context_after_hole` keeps a window with a place elsewhere). A copy of the hole's file
-/// under another path stays, as there.
-pub fn excluded(hole: &Hole, places: &[Window]) -> bool {
-    places.iter().all(|p| p.file == hole.file)
+/// under another path stays, as there. Windows only in files of another language are left out
+/// too: RepoCoder's code globs the files of one language.
+pub fn excluded(index: &RepoIndex, hole: &Hole, places: &[Window]) -> bool {
+    let current = &index.files[hole.file];
+    let elsewhere = |p: &&Window| p.file != hole.file;
+    !places
+        .iter()
+        .filter(elsewhere)
+        .any(|p| index.files[p.file].same_language(current))
 }
 
 #[cfg(test)]

@@ -735,6 +735,7 @@ impl RepoRun<'_> {
                     retrieval_score: p.retrieval_score,
                     retrieval_jaccard: p.retrieval_jaccard,
                     why_not: p.why_not.clone(),
+                    model_room: prompt.as_ref().and_then(|p| p.model_room),
                 }
             })
             .collect()

@@ -8,7 +8,8 @@ use tree_sitter::{Node, Parser, Tree, TreeCursor};
 
 use super::java_typed;
 use super::{
-    FileFacts, HoleSyntax, ImportDecl, Language, MethodDecl, Span, SyntaxError, TypeDecl, TypeKind,
+    FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
+    MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
 };
 
 pub struct Java;
@@ -57,6 +58,10 @@ impl Language for Java {
         }
     }
 
+    fn line_comment(&self) -> &'static str {
+        "//"
+    }
+
     /// RLPG's hole sampler skips lines that start with `/` or `*` once trimmed (javadoc,
     /// block and line comments).
     fn is_comment_line(&self, trimmed: &str) -> bool {
@@ -68,7 +73,98 @@ impl Language for Java {
     }
 
     fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
-        parse(source).map_or_else(Vec::new, |tree| java_typed::errors(&tree, source, within))
+        parse(source).map_or_else(Vec::new, |tree| super::tree::errors(&tree, source, within))
+    }
+
+    fn is_preamble_line(&self, trimmed: &str) -> bool {
+        trimmed.starts_with("package ") || trimmed.starts_with("import ")
+    }
+
+    fn types(&self) -> &'static dyn TypeSyntax {
+        &java_typed::JavaTypes
+    }
+
+    /// `package.Type` per top-level type; a file whose path matches its package is where
+    /// javac would look for it.
+    fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
+        let top_level = facts.types.iter().filter(|t| t.top_level);
+        top_level
+            .map(|decl| {
+                let fq = qualify(facts.package.as_deref(), &decl.name);
+                let conventional = path.ends_with(&format!("{}.java", fq.replace('.', "/")));
+                (fq, conventional)
+            })
+            .collect()
+    }
+
+    /// Single-type imports (also static imports of a type's members and nested types),
+    /// wildcard imports resolving to the file of a type used in the file, and types of the
+    /// same package used without an import.
+    fn resolve_imports(
+        &self,
+        _path: &str,
+        facts: &FileFacts,
+        scope: &dyn ImportScope,
+    ) -> Vec<Import> {
+        let mut found = Vec::new();
+        let used_types = || facts.name_usages.iter().filter(|(n, _)| starts_upper(n));
+        for import in &facts.imports {
+            if import.wildcard {
+                for (name, lines) in used_types() {
+                    if let Some(target) = scope.declaring(&format!("{}.{name}", import.path)) {
+                        super::add_import(&mut found, target, ImportKind::Wildcard, lines);
+                    }
+                }
+            } else if let Some(target) = longest_type_prefix(scope, &import.path) {
+                let simple = import.path.rsplit('.').next().unwrap_or(&import.path);
+                let lines = facts.usages_of(simple);
+                super::add_import(&mut found, target, ImportKind::Single, lines);
+            }
+        }
+        for (name, lines) in used_types() {
+            if let Some(target) = scope.declaring(&qualify(facts.package.as_deref(), name)) {
+                super::add_import(&mut found, target, ImportKind::SamePackage, lines);
+            }
+        }
+        found
+    }
+
+    /// RLPG's `parse_tree.py`: the dotted path rooted where its first part last occurs in the
+    /// importing file's path, as a `.java` file; `java.*` left out.
+    fn rlpg_code_covers(&self) -> bool {
+        true
+    }
+
+    fn rlpg_code_import_path(&self, from: &str, import: &ImportDecl) -> Option<String> {
+        let parts: Vec<&str> = import.path.split('.').collect();
+        if parts[0] == "java" {
+            return None;
+        }
+        let path_parts: Vec<&str> = from.split('/').collect();
+        let root = path_parts.iter().rposition(|p| *p == parts[0])?;
+        Some([&path_parts[..root], &parts[..]].concat().join("/") + ".java")
+    }
+}
+
+fn qualify(package: Option<&str>, name: &str) -> String {
+    match package {
+        Some(p) => format!("{p}.{name}"),
+        None => name.to_string(),
+    }
+}
+
+fn starts_upper(name: &str) -> bool {
+    name.chars().next().is_some_and(char::is_uppercase)
+}
+
+/// `a.b.Outer.Inner.member` → the file of `a.b.Outer.Inner` or else of `a.b.Outer`.
+fn longest_type_prefix(scope: &dyn ImportScope, path: &str) -> Option<FileId> {
+    let mut prefix = path;
+    loop {
+        if let Some(id) = scope.declaring(prefix) {
+            return Some(id);
+        }
+        prefix = prefix.rsplit_once('.')?.0;
     }
 }
 
@@ -230,6 +326,7 @@ impl<'a> Extractor<'a> {
                 path: self.text(*path).split_whitespace().collect(),
                 wildcard: children.iter().any(|c| c.kind() == "asterisk"),
                 is_static: children.iter().any(|c| c.kind() == "static"),
+                names: Vec::new(),
             });
         }
     }

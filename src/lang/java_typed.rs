@@ -8,14 +8,15 @@
 
 use std::ops::Range;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use super::java::{header_span, parse, signature_start, span};
+use super::tree::path_to;
 use super::{
-    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, SyntaxError,
-    TypeKind, TypeOutline,
+    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
-use crate::text::{clipped, identifier_start};
+use crate::text::identifier_start;
 
 // ----- Outlines -------------------------------------------------------------------------------
 
@@ -344,25 +345,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
     }
 }
 
-/// The nodes from `root` down to `node`, both included. tree-sitter keeps no parent links
-/// (`Node::parent` searches down from the root every time), so walking up with it is
-/// quadratic in nesting depth; the hole's analysis descends once and reads ancestors here.
-/// A path's last node is the one it leads to; a prefix of it is the path to an ancestor.
-fn path_to<'t>(root: Node<'t>, node: Node<'t>) -> Vec<Node<'t>> {
-    let mut path = vec![root];
-    let mut at = root;
-    while at != node {
-        match at.child_with_descendant(node) {
-            Some(child) => {
-                path.push(child);
-                at = child;
-            }
-            None => break,
-        }
-    }
-    path
-}
-
 /// The ancestors of a path's last node, innermost first.
 fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
     path[..path.len().saturating_sub(1)].iter().rev().copied()
@@ -634,44 +616,126 @@ fn in_static_code(path: &[Node]) -> bool {
 
 // ----- Syntax errors --------------------------------------------------------------------------
 
-/// Error and missing nodes overlapping `within`, clipped to it, in text order.
-pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<SyntaxError> {
-    // Whole characters only: a span that splits one could not be shown or sliced.
-    let within = source.floor_char_boundary(within.start)..source.ceil_char_boundary(within.end);
-    let mut found = Vec::new();
-    let mut stack = vec![tree.root_node()];
-    while let Some(node) = stack.pop() {
-        let r = node.byte_range();
-        let touches = r.start <= within.end && r.end >= within.start;
-        if !touches || !(node.has_error() || node.is_missing()) {
-            continue;
-        }
-        if node.is_missing() {
-            found.push(SyntaxError {
-                span: Span::new(r.start, r.start),
-                message: format!("missing `{}`", node.kind()),
-            });
-        } else if node.is_error() {
-            let clipped_range = r.start.max(within.start)..r.end.min(within.end);
-            if clipped_range.start < clipped_range.end || r.is_empty() {
-                found.push(SyntaxError {
-                    span: Span::new(
-                        clipped_range.start,
-                        clipped_range.end.max(clipped_range.start),
-                    ),
-                    message: format!("unexpected `{}`", excerpt(clipped(source, clipped_range))),
-                });
-            }
-        } else {
-            let mut cursor = node.walk();
-            stack.extend(node.children(&mut cursor));
-        }
+/// How Java writes types: `a.b.Outer.Inner<Arg>[]`, annotations before the name.
+pub struct JavaTypes;
+
+impl TypeSyntax for JavaTypes {
+    /// `java.util.List<Order>[]` → `java.util.List`; annotations and varargs dots left out.
+    fn erasure<'t>(&self, written: &'t str) -> &'t str {
+        let name = written
+            .split_whitespace()
+            .find(|w| !w.starts_with('@'))
+            .unwrap_or_default();
+        let end = name.find(['<', '[']).unwrap_or(name.len());
+        name[..end].trim_end_matches('.')
     }
-    found.sort_by_key(|e| e.span.start);
-    found
+
+    /// The top-level type arguments and the array element type of a type.
+    fn components<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        let written = written.trim();
+        if let Some(element) = written.strip_suffix("[]") {
+            return vec![element.trim()];
+        }
+        let (Some(open), Some(close)) = (written.find('<'), written.rfind('>')) else {
+            return Vec::new();
+        };
+        if close <= open {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let (mut depth, mut start) = (0usize, open + 1);
+        let arguments = written[open + 1..close].char_indices();
+        for (i, c) in arguments.map(|(i, c)| (open + 1 + i, c)) {
+            match c {
+                '<' => depth += 1,
+                '>' => depth = depth.saturating_sub(1),
+                ',' if depth == 0 => {
+                    out.push(&written[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(&written[start..close]);
+        out.into_iter()
+            .map(|a| {
+                let a = a.trim();
+                // `? extends Order` targets Order; a bare `?` is no type.
+                a.rsplit_once(' ').map_or(a, |(_, bound)| bound)
+            })
+            .filter(|a| !a.is_empty() && *a != "?")
+            .collect()
+    }
+
+    /// Every type name in a written type: `Map<Long, List<Order>>` → `Map`, `Long`, `List`, `Order`.
+    fn type_names<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        written
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'))
+            .filter(|w| w.chars().next().is_some_and(char::is_alphabetic))
+            .filter(|w| !matches!(*w, "extends" | "super") && !w.starts_with('@'))
+            .collect()
+    }
+
+    /// Types ChatLSP leaves out of the targets: primitives and the standard library's most
+    /// common types, which would make incidental matches everywhere.
+    fn is_base_type(&self, written: &str) -> bool {
+        matches!(
+            self.simple_name(written),
+            "boolean"
+                | "byte"
+                | "char"
+                | "short"
+                | "int"
+                | "long"
+                | "float"
+                | "double"
+                | "void"
+                | "var"
+                | "String"
+                | "Object"
+                | "Boolean"
+                | "Byte"
+                | "Character"
+                | "Short"
+                | "Integer"
+                | "Long"
+                | "Float"
+                | "Double"
+        )
+    }
+
+    /// `T`, `E`, `K2`: by convention a type variable, which says nothing about a value.
+    fn is_type_variable(&self, written: &str) -> bool {
+        let name = self.erasure(written);
+        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+    }
 }
 
-/// The first line of `text`, trimmed, at most 24 characters.
-fn excerpt(text: &str) -> String {
-    crate::text::excerpt(text.trim().lines().next().unwrap_or_default(), 24)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_text_helpers() {
+        assert_eq!(
+            JavaTypes.erasure("java.util.List<Order>[]"),
+            "java.util.List"
+        );
+        assert_eq!(JavaTypes.erasure("@Nullable Order"), "Order");
+        assert_eq!(JavaTypes.erasure("Order.Builder"), "Order.Builder");
+        assert_eq!(JavaTypes.simple_name("a.b.Order"), "Order");
+        assert_eq!(
+            JavaTypes.components("Map<Long, List<Order>>"),
+            ["Long", "List<Order>"]
+        );
+        assert_eq!(JavaTypes.components("Order[]"), ["Order"]);
+        assert_eq!(JavaTypes.components("List<? extends Money>"), ["Money"]);
+        assert_eq!(JavaTypes.components("List<?>"), Vec::<&str>::new());
+        assert_eq!(
+            JavaTypes.type_names("Map<Long, List<? extends a.Order>>"),
+            ["Map", "Long", "List", "a.Order"]
+        );
+        assert!(JavaTypes.is_base_type("int") && JavaTypes.is_base_type("java.lang.String"));
+        assert!(!JavaTypes.is_base_type("Order"));
+    }
 }

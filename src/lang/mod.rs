@@ -1,9 +1,13 @@
 //! The language seam: everything keyhole knows about a programming language comes through
-//! [`Language`]. Java is the first implementation; another language adds a module here and an
-//! entry in [`for_path`], and the rest of the program stays as it is.
+//! [`Language`]: which files are its own, the facts of a file, how its imports reach other
+//! files, what a hole's syntax says and how its types are written. Another language adds a
+//! module here and an entry in [`languages`]; the rest of the program stays as it is.
 
 pub mod java;
 mod java_typed;
+pub mod python;
+mod python_typed;
+mod tree;
 
 use std::ops::Range;
 use std::path::Path;
@@ -11,6 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use java::Java;
+pub use python::Python;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,10 +61,98 @@ pub struct TypeDecl {
 /// One import declaration, as written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportDecl {
-    /// The dotted path without `import`, `static`, `.*` and `;`.
+    /// What the import names, in the language's notation: Java's dotted path without
+    /// `import`, `static`, `.*` and `;`; Python's module with its leading dots; an ES module
+    /// specifier.
     pub path: String,
+    /// It brings in every name of what it names (`a.b.*`, `from m import *`, `export * from`).
     pub wildcard: bool,
     pub is_static: bool,
+    /// The names the import binds in the file, under which its uses are found (`from m import
+    /// a as b`: `b`); empty where the language reads them off `path` (Java).
+    #[serde(default)]
+    pub names: Vec<String>,
+}
+
+/// How an import reached a repository file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportKind {
+    /// An import naming the file or one of its declarations.
+    Single,
+    /// A wildcard import resolving to the file of a name used in the current file.
+    Wildcard,
+    /// A declaration of the same package used without an import. RLPG only followed import
+    /// statements; Java code reaches its own package without them, so keyhole counts these too.
+    SamePackage,
+}
+
+/// A repository file the current file depends on, and the 0-based lines where it is used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Import {
+    pub file: FileId,
+    pub kind: ImportKind,
+    pub usage_lines: Vec<u32>,
+}
+
+/// Record that an import reaches `target`, used on `lines`: a file reached twice is one
+/// import whose uses are both's.
+pub fn add_import(found: &mut Vec<Import>, target: FileId, kind: ImportKind, lines: &[u32]) {
+    match found.iter_mut().find(|i| i.file == target) {
+        Some(existing) => {
+            existing.usage_lines.extend_from_slice(lines);
+            existing.usage_lines.sort_unstable();
+            existing.usage_lines.dedup();
+        }
+        None => found.push(Import {
+            file: target,
+            kind,
+            usage_lines: lines.to_vec(),
+        }),
+    }
+}
+
+/// Index of a file in the repository index.
+pub type FileId = usize;
+
+/// What a language may ask of the repository while it resolves a file's imports.
+pub trait ImportScope {
+    /// The file at a repository-relative, '/'-separated path.
+    fn file_at(&self, path: &str) -> Option<FileId>;
+    /// The files whose paths end with `suffix` at a '/' boundary (`b/c.py` matches `a/b/c.py`
+    /// and `b/c.py`), shortest path first: where a module path names a file under some
+    /// source root the language cannot know.
+    fn files_ending_with(&self, suffix: &str) -> &[FileId];
+    /// The file a [`Language::qualified_names`] name belongs to.
+    fn declaring(&self, qualified: &str) -> Option<FileId>;
+    /// The text of a project file at the repository root that the language asked for in
+    /// [`Language::project_files`] (`tsconfig.json`), if there is one.
+    fn project_file(&self, name: &str) -> Option<&str>;
+}
+
+/// How a language writes types, for the typed-hole context: what a written type names and
+/// what it is made of.
+pub trait TypeSyntax: Send + Sync {
+    /// The type's name without arguments, array marks or annotations: `java.util.List<Order>[]`
+    /// → `java.util.List`; `list[Order]` → `list`; `Order[]` → `Order`.
+    fn erasure<'t>(&self, written: &'t str) -> &'t str;
+    /// The name's last part: `a.b.Order` → `Order`.
+    fn simple_name<'t>(&self, written: &'t str) -> &'t str {
+        let name = self.erasure(written);
+        name.rsplit('.').next().unwrap_or(name)
+    }
+    /// The type's arguments and element type, one level down: `Map<K, List<V>>` → `K`,
+    /// `List<V>`; `Order[]` → `Order`; `Optional[Order]` → `Order`.
+    fn components<'t>(&self, written: &'t str) -> Vec<&'t str>;
+    /// Every type name in a written type: `Map<Long, List<Order>>` → `Map`, `Long`, `List`,
+    /// `Order`.
+    fn type_names<'t>(&self, written: &'t str) -> Vec<&'t str>;
+    /// Types ChatLSP leaves out of the targets: primitives and the standard library's most
+    /// common types, which would make incidental matches everywhere.
+    fn is_base_type(&self, written: &str) -> bool;
+    /// Whether a written type is (by convention) a type variable, which says nothing about a
+    /// value.
+    fn is_type_variable(&self, written: &str) -> bool;
 }
 
 /// A method: its name, its signature (modifiers to the start of the body, annotations left
@@ -90,6 +183,11 @@ pub struct FileFacts {
     pub syntax_errors: u32,
     /// Every declared type with its members, for typed-hole context.
     pub outline: Vec<TypeOutline>,
+    /// The names a module declares at its top level (Python's classes, functions and
+    /// assigned names), which a wildcard import brings in; empty where a language reads
+    /// them elsewhere (Java: `types`).
+    #[serde(default)]
+    pub top_level_names: Vec<String>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,
@@ -235,6 +333,8 @@ impl FileFacts {
 
 /// A programming language keyhole can index.
 pub trait Language: Send + Sync {
+    /// The language's name in the program; files of one name are one language, whose files
+    /// a hole's candidates come from (TypeScript and TSX, two grammars, share one).
     fn name(&self) -> &'static str;
     /// The language's name for people ("Java").
     fn display_name(&self) -> &'static str;
@@ -248,6 +348,8 @@ pub trait Language: Send + Sync {
     }
     /// Extract the facts of one file. Never panics, whatever the text.
     fn extract(&self, source: &str) -> FileFacts;
+    /// What starts a line comment (`//`), for the comments keyhole writes into prompts.
+    fn line_comment(&self) -> &'static str;
     /// Whether a trimmed, non-empty line counts as a comment for hole sampling.
     fn is_comment_line(&self, trimmed: &str) -> bool;
     /// Analyse the hole at byte `hole` of `source`, the current file with the rest of the
@@ -255,13 +357,50 @@ pub trait Language: Send + Sync {
     fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax;
     /// Syntax errors of `source` that overlap `within`, clipped to it.
     fn syntax_errors(&self, source: &str, within: Range<usize>) -> Vec<SyntaxError>;
+    /// Whether a trimmed line belongs to a file's preamble (package and import lines), which
+    /// the UI steps over when it chooses a first hole.
+    fn is_preamble_line(&self, trimmed: &str) -> bool;
+    /// How the language writes types.
+    fn types(&self) -> &'static dyn TypeSyntax;
+
+    /// The names under which other files' imports reach the declarations of the file at
+    /// `path` (Java: `package.Type` per top-level type), each with whether the file sits where
+    /// that name says it should, which wins when two files claim a name.
+    fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
+        let _ = (path, facts);
+        Vec::new()
+    }
+    /// Project files at the repository root that import resolution reads (`tsconfig.json`).
+    fn project_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The repository files the imports of the file at `path` reach, each once, in the order
+    /// of the declarations, with the lines each is used on.
+    fn resolve_imports(
+        &self,
+        path: &str,
+        facts: &FileFacts,
+        scope: &dyn ImportScope,
+    ) -> Vec<Import>;
+    /// Whether RLPG's published code (written for Java) reads this language. Where it does
+    /// not, `--fidelity code` takes keyhole's own imports and parents in its place.
+    fn rlpg_code_covers(&self) -> bool {
+        false
+    }
+    /// The repository path RLPG's published code builds from an import of the file at
+    /// `from` (its `parse_tree.py`); `None` where it leaves the import out.
+    fn rlpg_code_import_path(&self, from: &str, import: &ImportDecl) -> Option<String> {
+        let _ = (from, import);
+        None
+    }
 }
 
 static JAVA: Java = Java;
+static PYTHON: Python = Python;
 
 /// Every language keyhole reads.
-pub fn languages() -> [&'static dyn Language; 1] {
-    [&JAVA]
+pub fn languages() -> [&'static dyn Language; 2] {
+    [&JAVA, &PYTHON]
 }
 
 /// The language that handles `path`, if keyhole knows one.

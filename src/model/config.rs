@@ -349,6 +349,84 @@ pub fn load_backends(path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {
     parse_backends(&text, path)
 }
 
+/// [`load_backends`], forgiving: an entry that cannot be used is left out, with its error,
+/// and the others are kept (the embedded backend needs no entry). A file that cannot be read
+/// at all leaves the embedded backend alone.
+pub fn load_backends_leniently(path: &Path) -> (Vec<BackendConfig>, Vec<ConfigError>) {
+    match load_backends(path) {
+        Ok(backends) => (backends, Vec::new()),
+        Err(err @ ConfigError::Read { .. }) => (vec![BackendConfig::embedded()], vec![err]),
+        Err(ConfigError::Invalid { .. }) => {
+            // Read a second time only when something is wrong: the common case reads once.
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            parse_backends_leniently(&text, path)
+        }
+    }
+}
+
+/// Each `[[backend]]` entry of `text` parsed on its own (the rest blanked, so lines keep their
+/// numbers): those that parse and check out, and the errors of the others.
+fn parse_backends_leniently(text: &str, path: &Path) -> (Vec<BackendConfig>, Vec<ConfigError>) {
+    let starts: Vec<usize> = text
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .chain(std::iter::once(0))
+        .filter(|&at| {
+            text[at..]
+                .trim_start_matches([' ', '\t'])
+                .starts_with("[[backend]]")
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let blanked = |range: std::ops::Range<usize>| -> String {
+        text.char_indices()
+            .map(|(i, c)| {
+                if range.contains(&i) || c == '\n' {
+                    c
+                } else {
+                    ' '
+                }
+            })
+            .collect()
+    };
+    let mut backends = vec![BackendConfig::embedded()];
+    let mut errors = Vec::new();
+    let ends = starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain(std::iter::once(text.len()));
+    // Whatever comes before the first entry (top-level keys) is checked on its own.
+    let first = starts.first().copied().unwrap_or(text.len());
+    if let Err(err) = parse_backends(&blanked(0..first), path) {
+        errors.push(err);
+    }
+    for (start, end) in starts.iter().copied().zip(ends) {
+        match parse_backends(&blanked(start..end), path) {
+            Ok(parsed) => {
+                // The embedded backend, then the entry.
+                let Some(entry) = parsed.into_iter().nth(1) else {
+                    continue;
+                };
+                if backends.iter().any(|b| b.name == entry.name) {
+                    let at = key_offset(text, start, "name").unwrap_or(start);
+                    errors.push(ConfigError::Invalid {
+                        path: path.to_path_buf(),
+                        line: line_of(text, at),
+                        key: Some("name".into()),
+                        message: format!("`{}` is configured twice", entry.name),
+                    });
+                } else {
+                    backends.push(entry);
+                }
+            }
+            Err(err) => errors.push(err),
+        }
+    }
+    (backends, errors)
+}
+
 /// The embedded backend followed by those `text` configures, errors naming `path` (where the
 /// text was read from), the line and the key.
 pub fn parse_backends(text: &str, path: &Path) -> Result<Vec<BackendConfig>, ConfigError> {

@@ -267,6 +267,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The most prompt tokens (in the model's own count) the model takes with room left for
+    /// the completion, where the backend knows its model's context (a local model): prompts
+    /// are composed within it rather than cut by the model. `None`: no limit keyhole knows.
+    fn prompt_room(&self) -> Option<usize> {
+        None
+    }
+
     /// How much the backend's server takes at once, where it says (llama.cpp).
     async fn limits(&self) -> Option<Result<ServerLimits, BackendError>> {
         None

@@ -24,7 +24,7 @@ use crate::lang::{FileFacts, MethodDecl, Span};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 2;
+const FORMAT_VERSION: u32 = 4;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
@@ -251,6 +251,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
         name_usages,
         syntax_errors: _,
         outline,
+        top_level_names: _,
     } = facts;
     let mut spans: Vec<Span> = Vec::new();
     spans.extend(types.iter().map(|t| t.name_span));

@@ -2,32 +2,13 @@
 //! files, siblings, similar names and exact duplicates (RLPG appendix A.2).
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use rayon::prelude::*;
 
 use super::{FileId, SourceFile};
-use crate::lang::{Span, TypeKind};
-
-/// How an import reached a repository file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ImportKind {
-    /// `import a.b.C;` (also static imports of C's members and nested types of C).
-    Single,
-    /// `import a.b.*;` resolving to the file of a type used in the current file.
-    Wildcard,
-    /// A type of the same package used without an import. RLPG only followed import
-    /// statements; Java code reaches its own package without them, so keyhole counts these too.
-    SamePackage,
-}
-
-/// A repository file the current file depends on, and the 0-based lines where it is used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Import {
-    pub file: FileId,
-    pub kind: ImportKind,
-    pub usage_lines: Vec<u32>,
-}
+pub use crate::lang::{Import, ImportKind};
+use crate::lang::{ImportScope, Span, TypeKind};
 
 /// A class of this file that extends a class declared in another repository file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,8 +21,12 @@ pub struct ParentLink {
 
 pub struct RepoGraph {
     pub by_path: HashMap<String, FileId>,
-    /// Fully qualified top-level type name → file.
+    /// A language's qualified names ([`crate::lang::Language::qualified_names`]) → file.
     types: HashMap<String, FileId>,
+    /// Every '/'-boundary suffix of every path → the files ending so, shortest path first.
+    suffixes: HashMap<String, Vec<FileId>>,
+    /// The root's project files the languages asked for, by name.
+    project_files: HashMap<&'static str, String>,
     /// Simple class name → files declaring a class of that name.
     classes: HashMap<String, Vec<FileId>>,
     dirs: HashMap<String, Vec<FileId>>,
@@ -76,7 +61,9 @@ pub fn name_parts(stem: &str) -> Vec<String> {
 }
 
 impl RepoGraph {
-    pub fn build(files: &[SourceFile]) -> RepoGraph {
+    /// The graph of `files`, indexed from the repository at `root` (whose project files, such
+    /// as `tsconfig.json`, import resolution may read).
+    pub fn build(root: &Path, files: &[SourceFile]) -> RepoGraph {
         let mut graph = RepoGraph {
             by_path: files
                 .iter()
@@ -84,6 +71,8 @@ impl RepoGraph {
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect(),
             types: HashMap::new(),
+            suffixes: path_suffixes(files),
+            project_files: read_project_files(root),
             classes: HashMap::new(),
             dirs: HashMap::new(),
             parts: HashMap::new(),
@@ -114,7 +103,7 @@ impl RepoGraph {
         graph.parents = files
             .par_iter()
             .enumerate()
-            .map(|(id, f)| graph.resolve_parents(id, f))
+            .map(|(id, f)| graph.resolve_parents(id, f, files))
             .collect();
         for (child, links) in graph.parents.iter().enumerate() {
             for link in links {
@@ -132,58 +121,19 @@ impl RepoGraph {
             if decl.kind == TypeKind::Class {
                 self.classes.entry(decl.name.clone()).or_default().push(id);
             }
-            if !decl.top_level {
-                continue;
-            }
-            let fq = qualify(file.facts.package.as_deref(), &decl.name);
-            // When two files claim one name (a copied file), the one whose path matches its
-            // package wins, as javac would have it.
-            let conventional = file
-                .path
-                .ends_with(&format!("{}.java", fq.replace('.', "/")));
-            if conventional || !self.types.contains_key(&fq) {
-                self.types.insert(fq, id);
+        }
+        // When two files claim one name (a copied file), the one where the name says it
+        // should be wins, as javac would have it.
+        for (name, conventional) in file.language.qualified_names(&file.path, &file.facts) {
+            if conventional || !self.types.contains_key(&name) {
+                self.types.insert(name, id);
             }
         }
     }
 
     fn resolve_imports(&self, id: FileId, file: &SourceFile) -> Vec<Import> {
-        let facts = &file.facts;
-        let mut found: Vec<Import> = Vec::new();
-        let mut add = |target: FileId, kind: ImportKind, lines: &[u32]| {
-            if target == id {
-                return;
-            }
-            match found.iter_mut().find(|i| i.file == target) {
-                Some(existing) => {
-                    existing.usage_lines.extend_from_slice(lines);
-                    existing.usage_lines.sort_unstable();
-                    existing.usage_lines.dedup();
-                }
-                None => found.push(Import {
-                    file: target,
-                    kind,
-                    usage_lines: lines.to_vec(),
-                }),
-            }
-        };
-        for import in &facts.imports {
-            if import.wildcard {
-                for (name, lines) in facts.name_usages.iter().filter(|(n, _)| starts_upper(n)) {
-                    if let Some(&target) = self.types.get(&format!("{}.{name}", import.path)) {
-                        add(target, ImportKind::Wildcard, lines);
-                    }
-                }
-            } else if let Some(target) = self.longest_type_prefix(&import.path) {
-                let simple = import.path.rsplit('.').next().unwrap_or(&import.path);
-                add(target, ImportKind::Single, facts.usages_of(simple));
-            }
-        }
-        for (name, lines) in facts.name_usages.iter().filter(|(n, _)| starts_upper(n)) {
-            if let Some(&target) = self.types.get(&qualify(facts.package.as_deref(), name)) {
-                add(target, ImportKind::SamePackage, lines);
-            }
-        }
+        let mut found = file.language.resolve_imports(&file.path, &file.facts, self);
+        found.retain(|i| i.file != id);
         found
     }
 
@@ -192,35 +142,34 @@ impl RepoGraph {
         self.types.get(qualified).copied()
     }
 
-    /// `a.b.Outer.Inner.member` → the file of `a.b.Outer.Inner` or else of `a.b.Outer`.
-    fn longest_type_prefix(&self, path: &str) -> Option<FileId> {
-        let mut prefix = path;
-        loop {
-            if let Some(&id) = self.types.get(prefix) {
-                return Some(id);
-            }
-            prefix = prefix.rsplit_once('.')?.0;
-        }
-    }
-
     /// RLPG finds a parent class file by searching every file for a class of that name; keyhole
-    /// prefers a file of the same package or one the file imports when names clash.
-    fn resolve_parents(&self, id: FileId, file: &SourceFile) -> Vec<ParentLink> {
+    /// looks among the files of the same language, and prefers one the file imports (its
+    /// package's, in Java) when names clash.
+    fn resolve_parents(
+        &self,
+        id: FileId,
+        file: &SourceFile,
+        files: &[SourceFile],
+    ) -> Vec<ParentLink> {
         let imported: Vec<FileId> = self.imports[id].iter().map(|i| i.file).collect();
+        let same_language = |c: &FileId| files[*c].same_language(file);
         file.facts
             .types
             .iter()
             .filter_map(|decl| {
                 let parent_name = decl.superclass.as_ref()?;
-                let candidates = self.classes.get(parent_name)?;
-                let preferred = self
-                    .types
-                    .get(&qualify(file.facts.package.as_deref(), parent_name));
-                let target = preferred
+                let candidates: Vec<FileId> = self
+                    .classes
+                    .get(parent_name)?
+                    .iter()
                     .copied()
-                    .filter(|t| *t != id)
-                    .or_else(|| candidates.iter().copied().find(|c| imported.contains(c)))
-                    .or_else(|| candidates.iter().copied().find(|&c| c != id))?;
+                    .filter(|c| *c != id && same_language(c))
+                    .collect();
+                let target = imported
+                    .iter()
+                    .copied()
+                    .find(|c| candidates.contains(c))
+                    .or_else(|| candidates.first().copied())?;
                 Some(ParentLink {
                     class_name_span: decl.name_span,
                     parent_name: parent_name.clone(),
@@ -242,23 +191,24 @@ impl RepoGraph {
         }
     }
 
-    /// Other files in the same directory, in path order.
+    /// Other files of the same language in the same directory, in path order.
     pub fn siblings(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
         self.dirs[files[id].dir()]
             .iter()
             .copied()
-            .filter(|&f| f != id)
+            .filter(|&f| f != id && files[f].same_language(&files[id]))
             .collect()
     }
 
-    /// Other files whose names share a part with this one's, in path order.
+    /// Other files of the same language whose names share a part with this one's, in path
+    /// order.
     pub fn similar_names(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
         let mut similar: Vec<FileId> = name_parts(files[id].stem())
             .iter()
             .filter_map(|p| self.parts.get(p))
             .flatten()
             .copied()
-            .filter(|&f| f != id)
+            .filter(|&f| f != id && files[f].same_language(&files[id]))
             .collect();
         similar.sort_unstable();
         similar.dedup();
@@ -266,15 +216,51 @@ impl RepoGraph {
     }
 }
 
-fn qualify(package: Option<&str>, name: &str) -> String {
-    match package {
-        Some(p) => format!("{p}.{name}"),
-        None => name.to_string(),
+impl ImportScope for RepoGraph {
+    fn file_at(&self, path: &str) -> Option<FileId> {
+        self.by_path.get(path).copied()
+    }
+
+    fn files_ending_with(&self, suffix: &str) -> &[FileId] {
+        self.suffixes.get(suffix).map_or(&[], Vec::as_slice)
+    }
+
+    fn declaring(&self, qualified: &str) -> Option<FileId> {
+        self.types.get(qualified).copied()
+    }
+
+    fn project_file(&self, name: &str) -> Option<&str> {
+        self.project_files.get(name).map(String::as_str)
     }
 }
 
-fn starts_upper(name: &str) -> bool {
-    name.chars().next().is_some_and(char::is_uppercase)
+/// Every '/'-boundary suffix of every file's path, each with its files, shortest path first.
+fn path_suffixes(files: &[SourceFile]) -> HashMap<String, Vec<FileId>> {
+    let mut suffixes: HashMap<String, Vec<FileId>> = HashMap::new();
+    for (id, file) in files.iter().enumerate() {
+        let path = file.path.as_str();
+        let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+        for start in starts {
+            suffixes
+                .entry(path[start..].to_string())
+                .or_default()
+                .push(id);
+        }
+    }
+    for ids in suffixes.values_mut() {
+        ids.sort_by_key(|&id| (files[id].path.len(), id));
+    }
+    suffixes
+}
+
+/// The project files at `root` that some language reads; those missing or unreadable are
+/// simply absent (import resolution then goes without them).
+fn read_project_files(root: &Path) -> HashMap<&'static str, String> {
+    crate::lang::languages()
+        .iter()
+        .flat_map(|l| l.project_files())
+        .filter_map(|&name| Some((name, std::fs::read_to_string(root.join(name)).ok()?)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -15,10 +15,9 @@ pub use cache::{Derived, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use scan::{MAX_FILE_BYTES, name_text};
 
-use crate::lang::{self, FileFacts};
+use crate::lang::{self, FileFacts, Language};
 
-/// Index of a file in [`RepoIndex::files`].
-pub type FileId = usize;
+pub use crate::lang::FileId;
 
 /// One indexed source file.
 pub struct SourceFile {
@@ -29,10 +28,18 @@ pub struct SourceFile {
     pub line_starts: Vec<u32>,
     pub hash: [u8; 32],
     pub facts: FileFacts,
+    /// The language the file is written in (by its name).
+    pub language: &'static dyn Language,
 }
 
 impl SourceFile {
-    fn new(path: String, text: String, hash: [u8; 32], facts: FileFacts) -> Self {
+    fn new(
+        language: &'static dyn Language,
+        path: String,
+        text: String,
+        hash: [u8; 32],
+        facts: FileFacts,
+    ) -> Self {
         // A final line break ends the last line; it does not start another.
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
@@ -44,7 +51,14 @@ impl SourceFile {
             line_starts,
             hash,
             facts,
+            language,
         }
+    }
+
+    /// Whether `other` is written in this file's language: a hole's candidates come from
+    /// files of its own language.
+    pub fn same_language(&self, other: &SourceFile) -> bool {
+        self.language.name() == other.language.name()
     }
 
     pub fn line_count(&self) -> usize {
@@ -177,7 +191,7 @@ impl RepoIndex {
         // The cache is written while the graph is built: both only read the files.
         let must_store = report.parsed > 0 || cache.had_stale_entries();
         let (graph, store_warning) = rayon::join(
-            || RepoGraph::build(&files),
+            || RepoGraph::build(&root, &files),
             || must_store.then(|| cache.store(&files)).flatten(),
         );
         warnings.extend(store_warning);
@@ -200,12 +214,12 @@ impl RepoIndex {
                 let language = lang::for_path(Path::new(&path))?;
                 let hash = *blake3::hash(text.as_bytes()).as_bytes();
                 let facts = language.extract(&text);
-                Some(SourceFile::new(path, text, hash, facts))
+                Some(SourceFile::new(language, path, text, hash, facts))
             })
             .collect();
         RepoIndex {
             root: root.to_path_buf(),
-            graph: RepoGraph::build(&files),
+            graph: RepoGraph::build(root, &files),
             files,
             warnings: Vec::new(),
             cache: CacheReport::default(),
@@ -243,21 +257,25 @@ fn index_file(
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
     let text = scan::read_source(&found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
+    let language = found.language;
     let Some(entry) = cached.filter(|e| e.hash == hash) else {
-        return Ok((parsed(&found.abs, found.rel, text, hash), FactsFrom::Parser));
+        return Ok((parsed(language, found.rel, text, hash), FactsFrom::Parser));
     };
-    let file = SourceFile::new(found.rel, text, hash, entry.facts);
+    let file = SourceFile::new(language, found.rel, text, hash, entry.facts);
     if cache::facts_fit(&file.facts, &file.text, file.line_count()) {
         return Ok((file, FactsFrom::Cache));
     }
-    let file = parsed(&found.abs, file.path, file.text, hash);
+    let file = parsed(language, file.path, file.text, hash);
     Ok((file, FactsFrom::ParserOverBadCache))
 }
 
 /// The file with facts freshly extracted from its text.
-fn parsed(abs: &Path, rel: String, text: String, hash: [u8; 32]) -> SourceFile {
-    let facts = lang::for_path(abs)
-        .map(|l| l.extract(&text))
-        .unwrap_or_default();
-    SourceFile::new(rel, text, hash, facts)
+fn parsed(
+    language: &'static dyn Language,
+    rel: String,
+    text: String,
+    hash: [u8; 32],
+) -> SourceFile {
+    let facts = language.extract(&text);
+    SourceFile::new(language, rel, text, hash, facts)
 }

@@ -13,6 +13,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 pub struct Found {
     pub rel: String,
     pub abs: PathBuf,
+    pub language: &'static dyn lang::Language,
 }
 
 /// Walk `root` respecting .gitignore (also outside git checkouts), keeping files some language
@@ -34,9 +35,12 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
             }
         };
         let path = entry.path();
-        if !entry.file_type().is_some_and(|t| t.is_file()) || lang::for_path(path).is_none() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
+        let Some(language) = lang::for_path(path) else {
+            continue;
+        };
         let Ok(rel) = path.strip_prefix(root) else {
             continue;
         };
@@ -48,6 +52,7 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
         found.push(Found {
             rel,
             abs: path.to_path_buf(),
+            language,
         });
     }
     // A name that is not UTF-8 reads as text with escapes, which a UTF-8 name could spell out

@@ -53,7 +53,9 @@ pub struct FitTarget<'a> {
 /// model's vocabulary), the budget keyhole composes with is scaled by the ratio of the two
 /// counts until the model's count is within the budget and at most 2% under it: shrinking
 /// where keyhole's tokenizer counts fewer tokens than the model's, growing where it counts
-/// more. The fitted prompt records the model's count.
+/// more. The fitted prompt records the model's count. A backend whose model's context leaves
+/// less room than the budget ([`Backend::prompt_room`]) gets prompts composed within that
+/// room, and the prompt says so ([`Prompt::model_room`]).
 pub async fn fit(
     target: &FitTarget<'_>,
     hole: &Hole,
@@ -66,14 +68,20 @@ pub async fn fit(
         budget,
         default_reading,
     } = *target;
+    // A model whose context is smaller than the budget gets a prompt composed within it, so
+    // that what it sees is what keyhole shows (and proposals stay apart), not a cut.
+    let model_room = backend.prompt_room().filter(|&room| room < budget);
+    let budget = model_room.unwrap_or(budget);
     let composed = |local: usize| {
-        compose(&Composer::new(
+        let mut prompt = compose(&Composer::new(
             index,
             hole,
             tokenizer,
             local,
             default_reading,
-        ))
+        ));
+        prompt.model_room = model_room;
+        prompt
     };
     let mut prompt = composed(budget);
     if counts_exactly(backend, tokenizer) {

@@ -24,7 +24,8 @@ pub use rows::{
 };
 pub use search::{SearchIndex, SharedSearch};
 pub use settings::{
-    Choices, OpenError, OpenStage, Opening, SessionBuilder, Settings, SettingsError, search_built,
+    Choices, OpenError, OpenStage, Opening, SessionBuilder, Settings, SettingsError,
+    read_backends_leniently, search_built,
 };
 
 use learning::procc_context;

@@ -22,6 +22,29 @@ pub enum BuiltContext {
 }
 
 impl BuiltContext {
+    /// Why the candidate does not apply at this hole, where it does not: a prompt composed
+    /// from it would be the default context's alone, so it is not worth a request.
+    pub fn why_not(&self) -> Option<String> {
+        match self {
+            BuiltContext::Proposal(p) if !p.applicable() => {
+                let source = p.spec.source.name();
+                let files = if p.ranked_files.is_empty() {
+                    format!("{source} offers no file at this hole")
+                } else {
+                    format!("the files {source} offers have none")
+                };
+                let wanted = p.spec.context_type.meaning();
+                Some(format!("{files} (of {wanted})"))
+            }
+            BuiltContext::Retrieved(c) if !c.applicable() => Some(
+                c.why_not
+                    .clone()
+                    .unwrap_or_else(|| "it found nothing for this hole".to_string()),
+            ),
+            _ => None,
+        }
+    }
+
     /// Its prompt (the default context alone where it does not apply).
     pub fn compose(&self, composer: &Composer) -> Prompt {
         match self {

@@ -101,10 +101,29 @@ impl Settings {
     /// `choices` resolved with the backends configured in `dirs` (backends.toml) and the
     /// defaults.
     pub fn resolve(choices: &Choices, dirs: Dirs) -> Result<Settings, SettingsError> {
-        let mut backends = match dirs.config_file(config::BACKENDS_FILE) {
+        let backends = match dirs.config_file(config::BACKENDS_FILE) {
             Some(path) => config::load_backends(&path)?,
             None => vec![BackendConfig::embedded()],
         };
+        Settings::resolve_among(backends, choices, dirs)
+    }
+
+    /// [`Settings::resolve`], forgiving a backends.toml entry that cannot be used: it is left
+    /// out, and its error comes back as a warning (the UI starts whatever one entry says).
+    /// The backend `choices` names must still be there.
+    pub fn resolve_leniently(
+        choices: &Choices,
+        dirs: Dirs,
+    ) -> Result<(Settings, Vec<String>), SettingsError> {
+        let (backends, warnings) = read_backends_leniently(&dirs);
+        Ok((Settings::resolve_among(backends, choices, dirs)?, warnings))
+    }
+
+    fn resolve_among(
+        mut backends: Vec<BackendConfig>,
+        choices: &Choices,
+        dirs: Dirs,
+    ) -> Result<Settings, SettingsError> {
         let chosen = chosen_backend(choices, &backends)?;
         let at = match backends.iter().position(|b| b.name == chosen.name) {
             Some(at) => {
@@ -179,6 +198,20 @@ impl Settings {
 }
 
 /// The backend entry `choices` name, with their overrides applied.
+/// The backends configured in `dirs` (the embedded one first), an entry that cannot be used
+/// left out, with a warning naming its file, line and key.
+pub fn read_backends_leniently(dirs: &Dirs) -> (Vec<BackendConfig>, Vec<String>) {
+    let (backends, errors) = match dirs.config_file(config::BACKENDS_FILE) {
+        Some(path) => config::load_backends_leniently(&path),
+        None => (vec![BackendConfig::embedded()], Vec::new()),
+    };
+    let warnings = errors
+        .iter()
+        .map(|e| format!("left out of the backends: {e}"))
+        .collect();
+    (backends, warnings)
+}
+
 fn chosen_backend(
     choices: &Choices,
     configured: &[BackendConfig],
@@ -492,5 +525,35 @@ model = "configured"
             Some(Path::new("m.gguf"))
         );
         assert_eq!(settings.tokenizer(), TokenizerKind::R50kBase);
+    }
+
+    #[test]
+    fn a_bad_entry_is_left_out_with_its_line_and_the_others_kept_where_asked_to_forgive() {
+        let toml = format!(
+            "{SERVER}\n[[backend]]\nname = \"hot\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\nmodel = \"m\"\ntemperature = 5\n\n[[backend]]\nname = \"other\"\nkind = \"ollama\"\nbase_url = \"http://127.0.0.1:9\"\nmodel = \"m\"\n"
+        );
+        let (_scratch, dirs) = configured(&toml);
+        // Strictly, the file is one error naming the line and key.
+        let strict = Settings::resolve(&Choices::default(), dirs.clone()).unwrap_err();
+        assert!(
+            strict.to_string().contains("line 13, key `temperature`"),
+            "{strict}"
+        );
+        let (settings, warnings) =
+            Settings::resolve_leniently(&Choices::default(), dirs.clone()).unwrap();
+        let names: Vec<&str> = settings.backends.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["embedded", "server", "other"]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("left out of the backends: ")
+                && warnings[0].contains("line 13, key `temperature`"),
+            "{warnings:?}"
+        );
+        // The one left out cannot be chosen.
+        let hot = Choices {
+            backend: Some("hot".into()),
+            ..Choices::default()
+        };
+        assert!(Settings::resolve_leniently(&hot, dirs).is_err());
     }
 }

@@ -62,45 +62,13 @@ pub fn index(
     for warning in &index.warnings {
         tracing::warn!(%warning, "index");
     }
-    let hole = match position {
-        Some(spec) if spec.contains(':') => Hole::parse(&index, spec)?,
-        Some(path) => Hole::at(&index, path, 1, 1)?,
-        None => first_hole(&index),
-    };
+    let hole = Hole::locate(&index, position.unwrap_or_default())?;
     Ok(Indexed {
         index,
         search: session.search,
         backend: session.backend,
         hole,
     })
-}
-
-/// Where a repository opens without a position: the first of RLPG's sampled holes (past the
-/// package and import lines) in the file the most others import, so the first screen shows
-/// a hole worth completing rather than a licence header.
-pub fn first_hole(index: &RepoIndex) -> Hole {
-    let mut imported = vec![0usize; index.files.len()];
-    for import in index.graph.imports.iter().flatten() {
-        imported[import.file] += 1;
-    }
-    let central = (0..index.files.len())
-        .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
-        .unwrap_or(0);
-    let header = |h: &Hole| {
-        let line = index.files[h.file].line_text(h.line).trim_start();
-        line.starts_with("package ") || line.starts_with("import ")
-    };
-    crate::hole::sample_holes(index, None, 0, crate::hole::HoleColumn::TrimmedMiddle)
-        .into_iter()
-        .filter(|h| h.file == central)
-        .find(|h| !header(h))
-        .unwrap_or(Hole {
-            file: central,
-            line: 0,
-            column: 0,
-            offset: 0,
-            target: Some(index.files[central].line_text(0).trim_end().to_string()),
-        })
 }
 
 /// Report about every hundredth file (and every stage change), so a huge repository does not
@@ -532,6 +500,16 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::ReadBackends => {
+                let dirs = self.settings.dirs.clone();
+                self.blocking(
+                    move || {
+                        let (backends, warnings) = crate::session::read_backends_leniently(&dirs);
+                        Action::BackendsRead { backends, warnings }
+                    },
+                    |error| Action::Message(format!("cannot read the backends: {error}")),
+                );
+            }
             Effect::SwitchBackend {
                 chosen,
                 entry,

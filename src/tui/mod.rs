@@ -81,21 +81,28 @@ pub struct Options {
     pub learning: crate::session::Learning,
     /// The built-in theme to start from (`--theme`); none: the one theme.toml names, or dark.
     pub theme: Option<String>,
+    /// What was wrong with the configuration and left out (a bad backends.toml entry), shown
+    /// when the UI starts.
+    pub warnings: Vec<String>,
+    /// The bundled sample opened when no repository is given.
+    pub sample: crate::sample::Sample,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
 pub fn run(
     repo: Option<PathBuf>,
     position: Option<String>,
-    options: Options,
+    mut options: Options,
 ) -> anyhow::Result<()> {
     let shared_sample = repo.is_none();
     let (root, position) = match repo {
         Some(root) => (root, position),
         None => (
-            crate::sample::materialize(&options.settings.dirs)
+            options
+                .sample
+                .materialize(&options.settings.dirs)
                 .context("cannot unpack the bundled sample")?,
-            Some(crate::sample::DEMO_HOLE.to_string()),
+            Some(options.sample.demo_hole().to_string()),
         ),
     };
     check_start(&root, position.as_deref())?;
@@ -107,8 +114,9 @@ pub fn run(
     let log_warning = log::init(&options.settings.dirs)
         .err()
         .map(|e| format!("{e:#}"));
-    let warnings: Vec<String> = keymap_warnings
+    let warnings: Vec<String> = std::mem::take(&mut options.warnings)
         .into_iter()
+        .chain(keymap_warnings)
         .chain(theme_warning)
         .chain(log_warning)
         .collect();

@@ -127,6 +127,63 @@ fn no_arguments_prints_the_demo_table_from_the_embedded_sample() {
 }
 
 #[test]
+fn a_repository_without_a_terminal_prints_its_own_table_at_the_opening_hole() {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path().join("src/shop");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Price.java"),
+        "package shop;\n\npublic class Price {\n    long cents;\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Cart.java"),
+        "package shop;\n\nimport java.util.List;\n\npublic class Cart {\n    Price total() {\n        return new Price();\n    }\n}\n",
+    )
+    .unwrap();
+    let text = stdout(&keyhole(&[repo.path().to_str().unwrap()]));
+    // Price is the file another imports; its first hole past the package line.
+    assert!(text.contains("src/shop/Price.java:3:"), "{text}");
+    assert!(!text.contains("OrderService"), "{text}");
+    assert!(text.contains(" 62  default"), "{text}");
+}
+
+#[test]
+fn a_candidate_that_does_not_apply_is_never_completed() {
+    // The embedded model follows no instructions, so ProCC's summary (70) has no context.
+    let alone = keyhole(&["complete", &sample(), DEMO, "--id", "70"]);
+    let err = crate::reliability_support::one_line_error(&alone);
+    assert!(
+        err.contains(
+            "candidate 70 does not apply: backend `embedded` does not follow instructions"
+        ),
+        "{err}"
+    );
+    let mixed = stdout_json(&keyhole(&[
+        "complete",
+        &sample(),
+        DEMO,
+        "--id",
+        "70",
+        "--id",
+        "62",
+        "--json",
+    ]));
+    let rows = mixed["completions"].as_array().unwrap();
+    assert!(rows[0]["text"].is_null(), "{mixed}");
+    assert!(
+        rows[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("does not apply: ")
+    );
+    assert!(
+        rows[1]["text"].is_string(),
+        "the default context is completed"
+    );
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_code_2() {
     let err = one_line_error(&keyhole(&["proposals", "/no/such/repo", DEMO]));
     assert!(err.contains("/no/such/repo: no such directory"), "{err}");

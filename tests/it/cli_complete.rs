@@ -198,7 +198,10 @@ async fn backends_asks_each_server_for_its_models() {
     std::fs::write(dir.path().join("backends.toml"), toml).unwrap();
     let out = keyhole(vec!["backends".into()], dir.path(), &[]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    // A configured server that is down makes the listing fail, after it is printed.
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim(), "keyhole: not ready: gone (see above)");
     let after = |name: &str| {
         let lines: Vec<&str> = stdout.lines().collect();
         let at = lines.iter().position(|l| l.starts_with(name)).unwrap();
@@ -214,4 +217,22 @@ async fn backends_asks_each_server_for_its_models() {
         after("gone").starts_with("no answer to the model list: gone: cannot connect"),
         "{stdout}"
     );
+    let out = keyhole(vec!["backends".into(), "--json".into()], dir.path(), &[]).await;
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let status: Vec<(&str, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            ("embedded", "ready"),
+            ("served", "ready"),
+            ("wrong-model", "ready"),
+            ("gone", "down")
+        ]
+    );
+    assert_eq!(listed[1]["models"], json!(["coder-1b", "chat-7b"]));
 }

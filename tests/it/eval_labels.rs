@@ -35,6 +35,7 @@ fn row(hole: &str, id: usize) -> LabelRow {
         retrieval_score: None,
         retrieval_jaccard: None,
         why_not: None,
+        model_room: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> Labe
         retrieval_score: None,
         retrieval_jaccard: None,
         why_not: None,
+        model_room: None,
     }
 }
 

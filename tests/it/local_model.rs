@@ -761,22 +761,28 @@ fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
 }
 
 #[test]
-fn a_prompt_cut_to_the_models_context_is_reported_with_the_tokens_it_saw() {
-    // The sample hole's prompt is far longer than the tiny model's 64 tokens.
+fn a_model_with_a_small_context_gets_prompts_composed_within_it_and_says_so() {
+    // The sample hole's prompt is far longer than the tiny model's 64 tokens: it is composed
+    // within the room the context leaves (64 less 24 to generate, the BOS and FIM tokens),
+    // so the model sees the whole prompt keyhole shows, and nothing is cut behind its back.
     let (dir, path) = written(&Tiny::LLAMA);
     let json = default_context_json(&path, dir.path());
     let row = &json["completions"][0];
+    let room = CONTEXT - keyhole::model::DEFAULT_MAX_TOKENS - 4;
+    assert_eq!(row["model_room"], room, "{row}");
     let composed = row["prompt_tokens"].as_u64().unwrap();
-    let seen = row["model_prompt_tokens"]
-        .as_u64()
-        .expect("the cut is reported");
-    assert!(seen < CONTEXT as u64 && composed > CONTEXT as u64, "{row}");
+    assert!(composed > 0 && composed <= room as u64, "{row}");
+    assert!(
+        row["model_prompt_tokens"].is_null(),
+        "nothing was cut: {row}"
+    );
     let out = complete(&path, dir.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(
-            "warning: #1's prompt was cut to the {seen} tokens that fit the model's context (of {composed})"
+            "note: the model's context leaves room for {room} prompt tokens, fewer than the budget"
         )),
         "{text}"
     );
+    assert!(!text.contains("warning: #1's prompt was cut"), "{text}");
 }

@@ -118,10 +118,10 @@ fn repocoder_retrieves_nothing_from_the_holes_own_file() {
     // The same query for a hole in another file finds the hole's file first (it is where the
     // query comes from)...
     let elsewhere = hole("model/Money.java:10:1");
-    let hits = windows.search(&elsewhere, &query, Similarity::Jaccard);
+    let hits = windows.search(&SAMPLE, &elsewhere, &query, Similarity::Jaccard);
     assert_eq!(windows.window(hits[0].window).file, h.file);
     // ...and RepoCoder's code never retrieves a window that occurs only in the hole's file.
-    let hits = windows.search(&h, &query, Similarity::Jaccard);
+    let hits = windows.search(&SAMPLE, &h, &query, Similarity::Jaccard);
     assert_eq!(hits.len(), windows::MAX_HITS, "RepoCoder keeps the 20 best");
     for hit in &hits {
         let places = windows.places(hit.window);
@@ -136,7 +136,7 @@ fn identical_windows_are_one_window_with_every_path() {
     let h = hole("util/TextUtil.java:41:13");
     let legacy = &SAMPLE.files[hole("legacy/TextUtil.java:1:1").file];
     let query = perspectives::repocoder_query(&SAMPLE, &h);
-    let hits = windows.search(&h, &query, Similarity::Jaccard);
+    let hits = windows.search(&SAMPLE, &h, &query, Similarity::Jaccard);
     // Its own windows stay retrievable through the copy, as in RepoCoder's code: the query,
     // lines 21-40, is one of them (centred on line 31) and scores 1.
     let best = windows.places(hits[0].window);
@@ -192,7 +192,7 @@ fn jaccard_compares_sets_of_codex_token_ids() {
             .collect()
     };
     let q = ids(&query);
-    for hit in windows.search(&h, &query, Similarity::Jaccard) {
+    for hit in windows.search(&SAMPLE, &h, &query, Similarity::Jaccard) {
         let w = windows.window(hit.window);
         let file = &SAMPLE.files[w.file];
         let lines: Vec<&str> = (w.first..w.end)
@@ -211,6 +211,7 @@ fn an_iteration_one_block_shows_its_window_ten_lines_further_down() {
     let p = perspectives(&retrieval, &windows, TokenizerKind::Code.tokenizer(), 4072);
     let h = hole(DEMO);
     let hits = windows.search(
+        &SAMPLE,
         &h,
         &perspectives::repocoder_query(&SAMPLE, &h),
         Similarity::Jaccard,
@@ -253,6 +254,7 @@ fn blocks_follow_repocoder_with_the_best_block_last() {
     let windows = WindowIndex::new(&SAMPLE);
     let h = hole(DEMO);
     let hits = windows.search(
+        &SAMPLE,
         &h,
         &perspectives::repocoder_query(&SAMPLE, &h),
         Similarity::Jaccard,
@@ -331,7 +333,7 @@ fn iteration_two_retrieves_with_what_the_first_completion_adds() {
     // The generated call moves the windows that use it up the ranking.
     let rank_of_a_use = |previous: &str| {
         let query = perspectives::iteration_query(&SAMPLE, &h, previous);
-        let hits = windows.search(&h, &query, Similarity::Jaccard);
+        let hits = windows.search(&SAMPLE, &h, &query, Similarity::Jaccard);
         hits.iter().position(|hit| {
             let w = windows.window(hit.window);
             let file = &SAMPLE.files[w.file];

@@ -102,6 +102,8 @@ async fn the_ui_and_prompt_build_the_code_profile_alike() {
         settings,
         learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
+        warnings: Vec::new(),
+        sample: keyhole::sample::Sample::Java,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(

@@ -503,6 +503,8 @@ async fn app_with(
         settings,
         learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
+        warnings: Vec::new(),
+        sample: keyhole::sample::Sample::Java,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));

@@ -23,7 +23,7 @@ pub const BLOCK_BUDGET: usize = 2000;
 /// Codex-token budget of their own with the header counted as 20 tokens, repeated lines kept,
 /// its window list's order, `metadata[0]` shown, and windows joined and split again.
 static WINDOWS: WindowRules = WindowRules {
-    comment: "# ",
+    comment: Some("# "),
     budget: BlockBudget::Fixed {
         tokens: BLOCK_BUDGET,
         header_tokens: 20,

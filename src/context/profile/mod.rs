@@ -105,8 +105,9 @@ pub trait Profile: Sync {
 /// How a profile builds RepoCoder's prompt from retrieved windows (see [`super::windows`]).
 #[derive(Debug)]
 pub struct WindowRules {
-    /// The line comment every line of a block starts with.
-    pub comment: &'static str,
+    /// What every line of a block starts with; `None`: a line comment of the hole's language
+    /// and a space.
+    pub comment: Option<&'static str>,
     /// What the blocks are counted against.
     pub budget: BlockBudget,
     /// Whether a block showing the same lines as one already taken is left out.

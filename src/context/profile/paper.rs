@@ -15,10 +15,10 @@ use crate::token::{Keep, Tokenizer};
 /// The paper's reading.
 pub struct Paper;
 
-/// RepoCoder's blocks as its paper describes them, for Java: half of the budget, in its
-/// tokenizer.
+/// RepoCoder's blocks as its paper describes them, commented in the hole's language: half of
+/// the budget, in its tokenizer.
 static WINDOWS: WindowRules = WindowRules {
-    comment: "// ",
+    comment: None,
     budget: BlockBudget::Allocation,
     skips_repeated_code: true,
     order: WindowOrder::Path,

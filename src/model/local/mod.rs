@@ -128,6 +128,14 @@ impl LocalModel {
         self.context_length
     }
 
+    /// Prompt tokens the model takes with `max_tokens` left for the completion: its context
+    /// less the completion, the beginning-of-text token and the three FIM tokens around a
+    /// prefix and a suffix.
+    pub fn prompt_room(&self, max_tokens: usize) -> usize {
+        let completion = max_tokens.min(self.context_length - 1);
+        self.context_length.saturating_sub(completion + 4)
+    }
+
     /// The FIM tokens of the vocabulary, if it has them.
     pub fn fim(&self) -> Option<Fim> {
         self.vocabulary.fim()
@@ -430,6 +438,11 @@ impl Backend for LocalBackend {
                 model_prompt_tokens,
             })
             .collect())
+    }
+
+    fn prompt_room(&self) -> Option<usize> {
+        let max_tokens = self.config.max_tokens.unwrap_or(super::DEFAULT_MAX_TOKENS);
+        Some(self.model.prompt_room(max_tokens))
     }
 
     async fn count_tokens(&self, text: &str) -> Option<Result<usize, BackendError>> {

@@ -87,7 +87,9 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
             state.mode = Mode::Backends {
                 cursor: state.setup.backend,
             };
-            vec![]
+            // A server that moved is reached without a restart: the picker shows the file as
+            // it is now once it is read.
+            vec![Effect::ReadBackends]
         }
     }
 }

@@ -34,6 +34,12 @@ pub enum Action {
         /// The ranker that ordered `candidates`.
         ranker: RankerKind,
     },
+    /// backends.toml read again for the backend picker: its usable entries (the embedded one
+    /// first) and what was left out.
+    BackendsRead {
+        backends: Vec<BackendConfig>,
+        warnings: Vec<String>,
+    },
     /// Backend `chosen` of the setup is ready, or why it could not be built.
     BackendSwitched {
         chosen: usize,
@@ -118,6 +124,8 @@ pub enum Effect {
         tokenizer: TokenizerKind,
         budget: usize,
     },
+    /// Read backends.toml again (the backend picker opens on what it says now).
+    ReadBackends,
     /// Build backend `chosen` of the setup (a local model loads its file).
     SwitchBackend {
         chosen: usize,

@@ -350,6 +350,7 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             vec![Effect::Quit]
         }
         Action::BackendSwitched { chosen, backend } => switch_backend(state, chosen, backend),
+        Action::BackendsRead { backends, warnings } => backends_read(state, backends, warnings),
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
                 state.status = format!("cannot build the candidates: {error}");

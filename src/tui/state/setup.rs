@@ -37,6 +37,37 @@ impl Setup {
     }
 }
 
+/// The backends as backends.toml says now. The one completing stays chosen by its name (as it
+/// was built: a changed entry takes effect when chosen again); one no longer configured stays
+/// in the list until another is chosen. What was left out of the file shows as the warning.
+pub(super) fn backends_read(
+    state: &mut State,
+    mut backends: Vec<BackendConfig>,
+    warnings: Vec<String>,
+) -> Vec<Effect> {
+    let current = state.setup.entry().clone();
+    let chosen = match backends.iter().position(|b| b.name == current.name) {
+        Some(at) => at,
+        None => {
+            backends.push(current);
+            backends.len() - 1
+        }
+    };
+    state.setup.backends = backends;
+    state.setup.backend = chosen;
+    // The picker opens on the one completing; the list under it may have moved.
+    if let Mode::Backends { cursor } = &mut state.mode {
+        *cursor = chosen;
+    }
+    if let Some(first) = warnings.first() {
+        state.warning = Some(match warnings.len() {
+            1 => first.clone(),
+            n => format!("{first} (and {} more)", n - 1),
+        });
+    }
+    vec![]
+}
+
 /// Complete with backend `cursor` of the setup from now on (it starts in the background).
 pub(super) fn choose_backend(state: &mut State, cursor: usize) -> Vec<Effect> {
     state.mode = Mode::Normal;

@@ -214,6 +214,7 @@ mod tests {
                 proposal_id: CandidateId::nth(1),
                 backend_tokens: None,
                 assembly: crate::compose::Assembly::Capped,
+                model_room: None,
             },
         }
     }

@@ -50,9 +50,13 @@ pub fn title(state: &State) -> String {
             };
             let backend = state.backend.as_ref();
             if let (Some(counted), Some(backend)) = (p.backend_tokens, backend) {
+                // A model with a small context: the prompt was composed within its room.
+                let (limit, whose) = match p.model_room {
+                    Some(room) => (room, ", the model's context"),
+                    None => (state.setup.budget, ""),
+                };
                 return format!(
-                    "prompt · {counted}/{} tokens (counted by {}){explained}",
-                    state.setup.budget,
+                    "prompt · {counted}/{limit} tokens (counted by {}{whose}){explained}",
                     backend.name()
                 );
             }
@@ -324,6 +328,7 @@ mod tests {
             proposal_id: id,
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
+            model_room: None,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         let theme = state.theme.clone();

@@ -159,6 +159,7 @@ fn candidate(id: usize) -> CandidateRow {
             proposal_id: id,
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
+            model_room: None,
         },
     }
 }
@@ -255,6 +256,39 @@ fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
         s.status,
         "cannot switch the backend: other: cannot read model.gguf"
     );
+}
+
+#[test]
+fn the_backend_picker_reads_the_file_again_and_keeps_the_one_completing() {
+    let mut s = opened();
+    let named = |name: &str| {
+        let mut entry = BackendConfig::embedded();
+        entry.name = name.into();
+        entry
+    };
+    s.setup.backends.push(named("old-server"));
+    s.setup.backend = 1;
+    let effects = update(&mut s, Action::Command(Command::Backends));
+    assert!(matches!(effects[..], [Effect::ReadBackends]));
+    // The file now: the server moved under a new name, another entry was bad.
+    let read = Action::BackendsRead {
+        backends: vec![BackendConfig::embedded(), named("new-server")],
+        warnings: vec![
+            "left out of the backends: backends.toml, line 9, key `temperature`: …".into(),
+        ],
+    };
+    update(&mut s, read);
+    let names: Vec<&str> = s.setup.backends.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["embedded", "new-server", "old-server"]);
+    assert_eq!(s.setup.entry().name, "old-server", "still completing");
+    assert!(
+        s.warning
+            .as_deref()
+            .unwrap()
+            .contains("line 9, key `temperature`")
+    );
+    press(&mut s, KeyEvent::from(KeyCode::Up));
+    assert_eq!(s.mode, Mode::Backends { cursor: 1 });
 }
 
 #[test]

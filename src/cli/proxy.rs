@@ -1,0 +1,299 @@
+//! `keyhole proxy` (between an editor's completion plugin and its model server) and
+//! `keyhole recorded` (what the plugin sent through it).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+
+use super::dirs;
+use keyhole::model::secret;
+use keyhole::proxy::{self, Exchange, Proxy, RecordLog, Upstream};
+use keyhole::session::{Choices, Settings};
+
+#[derive(Args)]
+pub struct ProxyArgs {
+    /// Address to listen on; point the plugin's server URL here.
+    #[arg(long, default_value = "127.0.0.1:8012")]
+    listen: SocketAddr,
+    /// The model server: a URL (`http://127.0.0.1:8080`) or a backend's name in backends.toml.
+    #[arg(long, value_name = "URL|BACKEND")]
+    to: String,
+    /// Record nothing.
+    #[arg(long)]
+    no_log: bool,
+    /// The largest log file in MiB before it rotates (two are kept).
+    #[arg(long, default_value_t = proxy::DEFAULT_MAX_BYTES >> 20, value_name = "MIB")]
+    log_max_mib: u64,
+}
+
+#[derive(Subcommand)]
+pub enum RecordedCommand {
+    /// One line per recorded completion request, newest last.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// What one request sent and what came back; with --repo, where its hole is in that
+    /// repository and where each piece of what was sent came from.
+    Show {
+        /// Its number (`keyhole recorded list`).
+        id: u64,
+        /// The repository the plugin was editing.
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
+    let upstream = upstream(&args.to)?;
+    let log = match (args.no_log, log_dir()) {
+        (true, _) => None,
+        (false, Some(dir)) => Some(
+            RecordLog::open(&dir, args.log_max_mib.max(1) << 20)
+                .with_context(|| format!("cannot open the record in {}", dir.display()))?,
+        ),
+        (false, None) => bail!("no data directory to record in; give --no-log"),
+    };
+    let shown = secret::shown_url(upstream.base.as_str());
+    let recording = match &log {
+        Some(log) => format!("recording to {}", log.dir().display()),
+        None => "recording nothing".to_string(),
+    };
+    let proxy = Arc::new(Proxy::new(upstream, log).map_err(anyhow::Error::msg)?);
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
+        let address = listener.local_addr().unwrap_or(args.listen);
+        errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
+        // Until interrupted: every exchange is on disk once it ends.
+        proxy.serve(listener).await;
+        Ok(())
+    })
+}
+
+/// `--to`: a URL as given, or a configured server backend's URL and key.
+fn upstream(to: &str) -> Result<Upstream> {
+    if to.contains("://") {
+        let base = url::Url::parse(to)
+            .with_context(|| format!("--to {}: not a URL", secret::shown_url(to)))?;
+        return Ok(Upstream {
+            base,
+            api_key: None,
+        });
+    }
+    let choices = Choices {
+        backend: Some(to.to_string()),
+        ..Choices::default()
+    };
+    let settings = Settings::resolve(&choices, dirs().clone())?;
+    let backend = settings.backend();
+    let Some(url) = backend
+        .base_url
+        .as_deref()
+        .filter(|_| backend.kind.is_http())
+    else {
+        bail!("--to {to}: not a server backend (give its URL, or a backend with a base_url)");
+    };
+    let base = url::Url::parse(url).with_context(|| {
+        format!(
+            "backend {to}: base_url {} is not a URL",
+            secret::shown_url(url)
+        )
+    })?;
+    let api_key = match &backend.api_key_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .with_context(|| format!("backend {to}: the API key variable {var} is not set"))?,
+        ),
+        None => None,
+    };
+    Ok(Upstream { base, api_key })
+}
+
+fn log_dir() -> Option<PathBuf> {
+    dirs().data.as_ref().map(|d| d.join("proxy"))
+}
+
+pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
+    let (exchanges, unreadable) = match log_dir() {
+        Some(dir) => proxy::read_log(&dir),
+        None => (Vec::new(), 0),
+    };
+    if unreadable > 0 {
+        errln!("keyhole: {unreadable} recorded lines could not be read and are left out");
+    }
+    match command {
+        RecordedCommand::List { json: true } => {
+            outln!("{}", serde_json::to_string_pretty(&exchanges)?);
+        }
+        RecordedCommand::List { json: false } => {
+            for e in &exchanges {
+                outln!("{}", summary(e));
+            }
+        }
+        RecordedCommand::Show { id, repo, json } => {
+            let Some(exchange) = exchanges.iter().find(|e| e.id == *id) else {
+                bail!("no recorded request {id} (keyhole recorded list shows them)");
+            };
+            let located = repo
+                .as_deref()
+                .map(|repo| locate(repo, exchange))
+                .transpose()?;
+            if *json {
+                let mut value = serde_json::to_value(exchange)?;
+                if let Some(located) = &located {
+                    value["located"] = serde_json::to_value(located)?;
+                }
+                outln!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                show(exchange)?;
+                if let Some(located) = &located {
+                    show_located(located)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One line: number, endpoint, status, time, the end of what was sent and the answer.
+fn summary(e: &Exchange) -> String {
+    let before_cursor = e
+        .sent
+        .prompt
+        .as_deref()
+        .or(e.sent.prefix.as_deref())
+        .or(e.sent.messages.last().map(|m| m.content.as_str()))
+        .unwrap_or_default();
+    let tail: String = last_line(before_cursor)
+        .chars()
+        .rev()
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    format!(
+        "{:>5}  {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
+        e.id,
+        e.endpoint,
+        e.status,
+        e.total_ms,
+        if e.cancelled { " (cancelled)" } else { "" },
+        tail,
+        first_line(&e.answered.text),
+    )
+}
+
+fn last_line(text: &str) -> &str {
+    text.rsplit('\n').next().unwrap_or(text)
+}
+
+fn first_line(text: &str) -> &str {
+    text.split('\n').next().unwrap_or(text)
+}
+
+/// Where a recorded request's hole is in a repository, and where what it sent came from.
+#[derive(serde::Serialize)]
+struct Located {
+    places: Vec<proxy::Place>,
+    provenance: Vec<proxy::Provenance>,
+}
+
+fn locate(repo: &std::path::Path, exchange: &Exchange) -> Result<Located> {
+    let settings = super::hole::settings(&Choices::default())?;
+    let session = keyhole::Session::open(repo, &settings)?;
+    Ok(Located {
+        places: proxy::hole_places(&session.index, &exchange.sent),
+        provenance: proxy::provenance(&session.index, &exchange.sent),
+    })
+}
+
+fn show_located(located: &Located) -> Result<()> {
+    match located.places.as_slice() {
+        [] => outln!("--- hole: not found in the repository ---"),
+        [only] => outln!("--- hole: {} ({:?}) ---", only.position(), only.certainty),
+        many => {
+            outln!("--- hole: {} places fit; the surest first ---", many.len());
+            for place in many {
+                outln!("  {} ({:?})", place.position(), place.certainty);
+            }
+        }
+    }
+    outln!("--- where the pieces came from ---");
+    for piece in &located.provenance {
+        let from = if piece.from.is_empty() {
+            "no repository file: the plugin's own text".to_string()
+        } else {
+            piece.from.join(", ")
+        };
+        outln!("  {:<24} {:>6} chars  {from}", piece.piece, piece.chars);
+    }
+    Ok(())
+}
+
+fn show(e: &Exchange) -> Result<()> {
+    outln!(
+        "request {}  {} {}  from {}  to {}",
+        e.id,
+        e.method,
+        e.endpoint,
+        e.client,
+        e.upstream
+    );
+    let first_byte = e
+        .first_byte_ms
+        .map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
+    outln!(
+        "status {}  first byte {first_byte}  total {:.1} ms{}",
+        e.status,
+        e.total_ms,
+        if e.cancelled {
+            "  cancelled by the client"
+        } else {
+            ""
+        }
+    );
+    if let Some(error) = &e.error {
+        outln!("error  {error}");
+    }
+    for chunk in &e.sent.extra {
+        outln!("--- extra chunk: {} ---\n{}", chunk.filename, chunk.text);
+    }
+    for message in &e.sent.messages {
+        outln!("--- {} ---\n{}", message.role, message.content);
+    }
+    let pieces = [
+        ("prefix", &e.sent.prefix),
+        ("prompt", &e.sent.prompt),
+        ("suffix", &e.sent.suffix),
+    ];
+    for (name, text) in pieces {
+        if let Some(text) = text {
+            outln!("--- {name} ---\n{text}");
+        }
+    }
+    if !e.sent.parameters.is_empty() {
+        outln!(
+            "--- parameters ---\n{}",
+            serde_json::to_string(&e.sent.parameters)?
+        );
+    }
+    let tokens = match (e.answered.prompt_tokens, e.answered.answer_tokens) {
+        (None, None) => String::new(),
+        (p, a) => format!(
+            " (prompt {} tokens, answer {} tokens)",
+            p.map_or("?".into(), |n| n.to_string()),
+            a.map_or("?".into(), |n| n.to_string())
+        ),
+    };
+    outln!("--- answer{tokens} ---\n{}", e.answered.text);
+    Ok(())
+}

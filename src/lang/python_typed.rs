@@ -1,0 +1,1218 @@
+//! Python syntax for typed-hole context (ChatLSP, paper sections 2.5–2.7): class outlines
+//! (header, bases, attributes with their annotations, method signatures), what the syntax
+//! around a hole says about its expected type and scope, and how Python writes types.
+//!
+//! Types come from annotations (PEP 484): a parameter's or attribute's annotation, a
+//! function's `-> T`; an attribute or variable without one takes the class it is assigned a
+//! call of (`x = Order(...)`) or the annotated parameter it is assigned (`self.repo = repo`).
+//! As for Java, a placeholder expression is written at the hole and its place in the tree
+//! gives the expected type.
+
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use super::python::{parse, span};
+use super::tree::path_to;
+use super::{
+    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
+};
+use crate::text::identifier_start;
+
+// ----- Outlines -------------------------------------------------------------------------------
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect()
+}
+
+fn text<'a>(node: Node, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// A type as written, whitespace runs made single spaces.
+fn type_text(node: Node, source: &str) -> String {
+    text(node, source)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A class's bases as written, keyword arguments (`metaclass=...`) left out.
+pub(super) fn bases(class: Node, source: &str) -> Vec<String> {
+    class
+        .child_by_field_name("superclasses")
+        .map(named_children)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|b| {
+            !matches!(
+                b.kind(),
+                "keyword_argument" | "dictionary_splat" | "list_splat"
+            )
+        })
+        .map(|b| type_text(b, source))
+        .collect()
+}
+
+/// The simple name of a written base: `mod.Base` → `Base`, `Generic[T]` → `Generic`.
+fn base_name(base: &str) -> &str {
+    let erased = base.split('[').next().unwrap_or(base).trim();
+    erased.rsplit('.').next().unwrap_or(erased)
+}
+
+/// Bases that mark a class rather than give it a parent class RLPG would follow.
+fn is_marker_base(name: &str) -> bool {
+    matches!(
+        name,
+        "object" | "ABC" | "Generic" | "Protocol" | "NamedTuple" | "TypedDict"
+    )
+}
+
+/// The parent class RLPG follows: the first base that is not a marker.
+pub(super) fn superclass(bases: &[String]) -> Option<String> {
+    bases
+        .iter()
+        .map(|b| base_name(b))
+        .find(|b| !is_marker_base(b))
+        .map(str::to_string)
+}
+
+/// An enum (a base named like the standard library's enums), a protocol, else a class.
+pub(super) fn class_kind(bases: &[String]) -> TypeKind {
+    let names = || bases.iter().map(|b| base_name(b));
+    if names().any(|b| matches!(b, "Enum" | "IntEnum" | "StrEnum" | "Flag" | "IntFlag")) {
+        TypeKind::Enum
+    } else if names().any(|b| b == "Protocol") {
+        TypeKind::Interface
+    } else {
+        TypeKind::Class
+    }
+}
+
+/// A definition from `def`/`class` (decorators left out, as Java's annotations are) to the
+/// colon before its body, the colon left out.
+pub(super) fn signature_span(node: Node, source: &str) -> Span {
+    let start = node.start_byte();
+    let end = node
+        .child_by_field_name("body")
+        .map_or(node.end_byte(), |b| b.start_byte());
+    let head = source[start..end].trim_end();
+    let head = head.strip_suffix(':').unwrap_or(head).trim_end();
+    Span::new(start, start + head.len())
+}
+
+/// The decorator names of a definition whose parent is `parent`, if that is its decorated
+/// wrapper (`@staticmethod` → `staticmethod`).
+fn decorators<'a>(parent: Option<Node>, source: &'a str) -> Vec<&'a str> {
+    let Some(decorated) = parent.filter(|p| p.kind() == "decorated_definition") else {
+        return Vec::new();
+    };
+    named_children(decorated)
+        .into_iter()
+        .filter(|d| d.kind() == "decorator")
+        .filter_map(|d| d.named_child(0))
+        .map(|e| {
+            let callee = if e.kind() == "call" {
+                e.child_by_field_name("function").unwrap_or(e)
+            } else {
+                e
+            };
+            let name = text(callee, source);
+            name.rsplit('.').next().unwrap_or(name)
+        })
+        .collect()
+}
+
+/// A class body's statements, decorated definitions unwrapped, with the wrapper if any.
+fn members(body: Node) -> Vec<(Node, Option<Node>)> {
+    named_children(body)
+        .into_iter()
+        .map(|m| {
+            if m.kind() == "decorated_definition" {
+                (m.child_by_field_name("definition").unwrap_or(m), Some(m))
+            } else {
+                (m, None)
+            }
+        })
+        .collect()
+}
+
+/// Every class at the top level, in a class body or in a function, in source order.
+pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
+    let mut types = Vec::new();
+    // An explicit stack of nodes to look in: deep nesting cannot overflow the call stack.
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        for child in named_children(node) {
+            match child.kind() {
+                "class_definition" => {
+                    types.push(class_outline(child, Some(node), source));
+                    stack.extend(child.child_by_field_name("body"));
+                }
+                "function_definition" => stack.extend(child.child_by_field_name("body")),
+                "decorated_definition"
+                | "if_statement"
+                | "try_statement"
+                | "else_clause"
+                | "elif_clause"
+                | "except_clause"
+                | "finally_clause"
+                | "block"
+                | "ERROR" => {
+                    stack.push(child);
+                }
+                _ => {}
+            }
+        }
+    }
+    types.sort_by_key(|t| t.decl.start);
+    types
+}
+
+/// A class's outline; `container` is the node it sits in (its decorators' if decorated).
+fn class_outline(node: Node, container: Option<Node>, source: &str) -> TypeOutline {
+    let bases = bases(node, source);
+    let kind = class_kind(&bases);
+    let name = node
+        .child_by_field_name("name")
+        .map_or_else(String::new, |n| text(n, source).to_string());
+    let mut outline = TypeOutline {
+        name,
+        kind,
+        header: signature_span(node, source),
+        decl: span(node),
+        supertypes: bases,
+        constants: Vec::new(),
+        fields: Vec::new(),
+        methods: Vec::new(),
+    };
+    let Some(body) = node.child_by_field_name("body") else {
+        return outline;
+    };
+    let is_dataclass = decorators(container, source).contains(&"dataclass");
+    let mut instance_fields: Vec<FieldOutline> = Vec::new();
+    for (member, wrapper) in members(body) {
+        match member.kind() {
+            "expression_statement" => {
+                let Some(assignment) = member.named_child(0).filter(|a| a.kind() == "assignment")
+                else {
+                    continue;
+                };
+                if kind == TypeKind::Enum && assignment.child_by_field_name("type").is_none() {
+                    outline.constants.push(span(assignment));
+                } else if let Some(field) = class_field(assignment, member, source) {
+                    outline.fields.push(field);
+                }
+            }
+            "function_definition" => {
+                let decorators = decorators(wrapper, source);
+                let method = method_outline(member, &outline.name, &decorators, source);
+                if method.return_type.is_none() && method.name == outline.name {
+                    // `__init__`: the attributes it assigns on `self`.
+                    instance_fields.extend(self_fields(member, source));
+                }
+                outline.methods.extend(Some(method));
+            }
+            _ => {}
+        }
+    }
+    for field in instance_fields {
+        let (name, _) = &field.names[0];
+        if !outline
+            .fields
+            .iter()
+            .any(|f| f.names.iter().any(|(n, _)| n == name))
+        {
+            outline.fields.push(field);
+        }
+    }
+    let has_init = outline.methods.iter().any(|m| m.name == outline.name);
+    if is_dataclass && !has_init {
+        outline.methods.push(dataclass_init(&outline));
+    }
+    outline
+}
+
+/// A `@dataclass`'s generated `__init__`: its annotated instance attributes as parameters.
+fn dataclass_init(outline: &TypeOutline) -> MethodOutline {
+    MethodOutline {
+        name: outline.name.clone(),
+        signature: outline.header,
+        decl: outline.header,
+        return_type: None,
+        params: outline
+            .fields
+            .iter()
+            .filter(|f| !f.is_static)
+            .map(|f| f.type_name.clone())
+            .collect(),
+        varargs: false,
+        is_static: false,
+        is_private: false,
+    }
+}
+
+/// A leading underscore (not a dunder): private by convention.
+fn is_private(name: &str) -> bool {
+    name.starts_with('_') && !name.ends_with("__")
+}
+
+/// `x: T = v` (an instance attribute, unless `ClassVar`) or `x = Cls(...)` (a class
+/// attribute) in a class body.
+fn class_field(assignment: Node, statement: Node, source: &str) -> Option<FieldOutline> {
+    let name = assignment
+        .child_by_field_name("left")
+        .filter(|l| l.kind() == "identifier")?;
+    let (ty, annotated) = match assignment.child_by_field_name("type") {
+        Some(t) => (t, true),
+        None => (
+            constructed(assignment.child_by_field_name("right")?, source)?,
+            false,
+        ),
+    };
+    let type_name = type_text(ty, source);
+    let class_var = type_name.starts_with("ClassVar") || type_name.starts_with("typing.ClassVar");
+    let name_text = text(name, source).to_string();
+    Some(FieldOutline {
+        head: span(ty),
+        type_name,
+        is_private: is_private(&name_text),
+        names: vec![(name_text, span(name))],
+        decl: span(statement),
+        is_static: class_var || !annotated,
+    })
+}
+
+/// The class a value is a call of: `Order(...)`, `models.Order(...)` → its callee, when it
+/// is named like a class.
+fn constructed<'t>(value: Node<'t>, source: &str) -> Option<Node<'t>> {
+    let callee = value
+        .child_by_field_name("function")
+        .filter(|_| value.kind() == "call")?;
+    let name = match callee.kind() {
+        "identifier" => text(callee, source),
+        "attribute" => text(callee.child_by_field_name("attribute")?, source),
+        _ => return None,
+    };
+    name.chars()
+        .next()
+        .is_some_and(char::is_uppercase)
+        .then_some(callee)
+}
+
+/// The attributes a method assigns on `self`, each once, with their annotation, the class of
+/// the call assigned, or the annotation of the parameter assigned.
+fn self_fields(method: Node, source: &str) -> Vec<FieldOutline> {
+    let params = parameters(method, source);
+    let mut out: Vec<FieldOutline> = Vec::new();
+    let mut stack = method
+        .child_by_field_name("body")
+        .into_iter()
+        .collect::<Vec<_>>();
+    let mut found: Vec<(Node, Node)> = Vec::new();
+    while let Some(node) = stack.pop() {
+        for child in named_children(node) {
+            match child.kind() {
+                "expression_statement" => {
+                    if let Some(a) = child.named_child(0).filter(|a| a.kind() == "assignment") {
+                        found.push((a, child));
+                    }
+                }
+                "function_definition" | "class_definition" | "decorated_definition" => {}
+                _ => stack.push(child),
+            }
+        }
+    }
+    found.sort_by_key(|(a, _)| a.start_byte());
+    for (assignment, statement) in found {
+        let Some(left) = assignment.child_by_field_name("left") else {
+            continue;
+        };
+        if !super::python::is_self_attribute(left, source) {
+            continue;
+        }
+        let Some(name) = left.child_by_field_name("attribute") else {
+            continue;
+        };
+        let ty = assignment.child_by_field_name("type").or_else(|| {
+            let right = assignment.child_by_field_name("right")?;
+            constructed(right, source).or_else(|| {
+                let assigned = text(right, source);
+                params
+                    .iter()
+                    .find(|l| l.name == assigned)
+                    .map(|l| l.type_node)
+            })
+        });
+        let Some(ty) = ty else { continue };
+        let name_text = text(name, source).to_string();
+        if out.iter().any(|f| f.names[0].0 == name_text) {
+            continue;
+        }
+        out.push(FieldOutline {
+            head: span(ty),
+            type_name: type_text(ty, source),
+            is_private: is_private(&name_text),
+            names: vec![(name_text, span(name))],
+            decl: span(statement),
+            is_static: false,
+        });
+    }
+    out
+}
+
+/// A parameter: its name and annotation nodes.
+struct Param<'t> {
+    name: String,
+    name_node: Node<'t>,
+    type_node: Node<'t>,
+}
+
+/// The annotated parameters of a function.
+fn parameters<'t>(function: Node<'t>, source: &str) -> Vec<Param<'t>> {
+    function
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| {
+            let ty = p.child_by_field_name("type")?;
+            let name = p
+                .child_by_field_name("name")
+                .or_else(|| p.named_child(0).filter(|n| n.kind() == "identifier"))?;
+            Some(Param {
+                name: text(name, source).to_string(),
+                name_node: name,
+                type_node: ty,
+            })
+        })
+        .collect()
+}
+
+/// A method: `__init__` is outlined under the class's name with no return type, as Java's
+/// constructors are, so a call of the class finds its parameters.
+fn method_outline(node: Node, class: &str, decorators: &[&str], source: &str) -> MethodOutline {
+    let name = node
+        .child_by_field_name("name")
+        .map_or("", |n| text(n, source));
+    let is_static = decorators
+        .iter()
+        .any(|d| matches!(*d, "staticmethod" | "classmethod"));
+    let bound = !decorators.contains(&"staticmethod");
+    let (params, varargs) = positional_params(node, bound, source);
+    let is_init = name == "__init__";
+    MethodOutline {
+        name: if is_init {
+            class.to_string()
+        } else {
+            name.to_string()
+        },
+        signature: signature_span(node, source),
+        decl: span(node),
+        return_type: node
+            .child_by_field_name("return_type")
+            .filter(|_| !is_init)
+            .map(|t| type_text(t, source)),
+        params,
+        varargs,
+        is_static,
+        is_private: is_private(name),
+    }
+}
+
+/// The types of the parameters a call may pass by position (`Any` where none is written),
+/// `self`/`cls` left out of a bound method, and whether `*args` takes the rest.
+fn positional_params(function: Node, bound: bool, source: &str) -> (Vec<String>, bool) {
+    let mut params = Vec::new();
+    let mut varargs = false;
+    let list = function
+        .child_by_field_name("parameters")
+        .map(named_children)
+        .unwrap_or_default();
+    for (i, param) in list.into_iter().enumerate() {
+        if i == 0 && bound {
+            continue;
+        }
+        let annotation = param
+            .child_by_field_name("type")
+            .map(|t| type_text(t, source));
+        let splat = param.kind() == "list_splat_pattern"
+            || (param.kind() == "typed_parameter"
+                && param
+                    .named_child(0)
+                    .is_some_and(|c| c.kind() == "list_splat_pattern"));
+        match param.kind() {
+            "keyword_separator" | "dictionary_splat_pattern" => break,
+            "positional_separator" => continue,
+            _ if param
+                .named_child(0)
+                .is_some_and(|c| c.kind() == "dictionary_splat_pattern") =>
+            {
+                break;
+            }
+            _ => {}
+        }
+        params.push(annotation.unwrap_or_else(|| "Any".to_string()));
+        if splat {
+            varargs = true;
+            break;
+        }
+    }
+    (params, varargs)
+}
+
+// ----- The hole -------------------------------------------------------------------------------
+
+/// The placeholder expression written at the hole.
+const PLACEHOLDER: &str = "keyholeHole__";
+
+/// Keywords an expression may follow directly: a hole right after one gets a space first.
+const KEYWORDS_BEFORE_EXPRESSION: [&str; 14] = [
+    "return", "yield", "await", "not", "if", "elif", "while", "assert", "in", "is", "and", "or",
+    "else", "raise",
+];
+
+/// Where the hole's prefix ends, lexically.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lexical {
+    Code,
+    Comment,
+    /// A string opened by `quote`, three of them if `triple`.
+    String {
+        quote: u8,
+        triple: bool,
+    },
+}
+
+/// The lexical state at the end of `prefix` and the brackets still open there.
+fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
+    let bytes = prefix.as_bytes();
+    let mut state = Lexical::Code;
+    let mut open: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match state {
+            Lexical::Code => match b {
+                b'#' => state = Lexical::Comment,
+                b'"' | b'\'' => {
+                    let triple = bytes[i..].starts_with(&[b, b, b]);
+                    state = Lexical::String { quote: b, triple };
+                    if triple {
+                        i += 2;
+                    }
+                }
+                b'(' | b'[' | b'{' => open.push(b),
+                b')' | b']' | b'}' => {
+                    let opener = match b {
+                        b')' => b'(',
+                        b']' => b'[',
+                        _ => b'{',
+                    };
+                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
+                        open.truncate(pos);
+                    }
+                }
+                _ => {}
+            },
+            Lexical::Comment if b == b'\n' => state = Lexical::Code,
+            Lexical::String { .. } if b == b'\\' => i += 1,
+            Lexical::String { quote, triple } => {
+                if triple && bytes[i..].starts_with(&[quote, quote, quote]) {
+                    state = Lexical::Code;
+                    i += 2;
+                } else if !triple && (b == quote || b == b'\n') {
+                    state = Lexical::Code;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (state, open)
+}
+
+/// `source` with the placeholder written at `hole`, the string it is in and the brackets
+/// still open closed. Returns the text, the inserted range and the placeholder's range;
+/// `None` inside a comment, where nothing is expected.
+fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
+    let prefix = &source[..hole];
+    let (state, open) = scan(prefix);
+    let mut insert = String::new();
+    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
+        insert.push(' ');
+    }
+    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
+    insert.push_str(PLACEHOLDER);
+    match state {
+        Lexical::Comment => return None,
+        Lexical::String { quote, triple } => {
+            let quotes = if triple { 3 } else { 1 };
+            insert.extend(std::iter::repeat_n(quote as char, quotes));
+        }
+        Lexical::Code => {}
+    }
+    for &opener in open.iter().rev() {
+        insert.push(match opener {
+            b'(' => ')',
+            b'[' => ']',
+            _ => '}',
+        });
+    }
+    let text = format!("{prefix}{insert}{}", &source[hole..]);
+    Some((text, hole..hole + insert.len(), placeholder))
+}
+
+pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
+    let hole = source.floor_char_boundary(hole.min(source.len()));
+    let (text, inserted, placeholder) =
+        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
+    let Some(tree) = parse(&text) else {
+        return HoleSyntax::default();
+    };
+    let root = tree.root_node();
+    let deepest = root
+        .descendant_for_byte_range(placeholder.start, placeholder.end)
+        .unwrap_or(root);
+    let mut path = path_to(root, deepest);
+    expression_at(&mut path);
+    let expected = (!placeholder.is_empty())
+        .then(|| expectation(&path, root, &text))
+        .flatten();
+    HoleSyntax {
+        outline: outline(root, &text),
+        expected,
+        enclosing_types: ancestors(&path)
+            .filter(|a| a.kind() == "class_definition")
+            .filter_map(|a| a.child_by_field_name("name"))
+            .map(|n| text[n.byte_range()].to_string())
+            .collect(),
+        locals: locals(&path, &text),
+        is_static: in_static_code(&path, &text),
+        text,
+        inserted,
+    }
+}
+
+/// The ancestors of a path's last node, innermost first.
+fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
+    path[..path.len().saturating_sub(1)].iter().rev().copied()
+}
+
+/// Climb the path to the expression the placeholder is: string contents are their string.
+fn expression_at(path: &mut Vec<Node>) {
+    while path.len() > 1 {
+        let node = path[path.len() - 1];
+        if node.is_named() && !matches!(node.kind(), "string_content" | "escape_sequence") {
+            break;
+        }
+        path.pop();
+    }
+}
+
+/// Walk up from the expression at the hole (the path's last node) through expressions it
+/// ends, to the place that says what type it must have. A condition expects nothing: any
+/// Python value is true or false.
+fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
+    let mut at = path.len().checked_sub(1)?;
+    loop {
+        let node = path[at];
+        let parent = path[at.checked_sub(1)?];
+        let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+        match parent.kind() {
+            "parenthesized_expression" => at -= 1,
+            "attribute" if is("attribute") => at -= 1,
+            "call" if is("function") => at -= 1,
+            "subscript" if is("value") => at -= 1,
+            "conditional_expression" => {
+                // `a if cond else b`: the condition is the second part.
+                if named_children(parent).get(1) == Some(&node) {
+                    return None;
+                }
+                at -= 1;
+            }
+            "assignment" if is("right") => {
+                if let Some(ty) = parent.child_by_field_name("type") {
+                    return Some(Expectation::Type(type_text(ty, source)));
+                }
+                return assigned(parent.child_by_field_name("left")?, source);
+            }
+            "return_statement" => return return_type(&path[..at], source),
+            "keyword_argument" if is("value") => {
+                let name = text(parent.child_by_field_name("name")?, source);
+                return argument(&path[..at - 1], node, Some(name), root, source);
+            }
+            "argument_list" => return argument(&path[..at], node, None, root, source),
+            _ => return None,
+        }
+    }
+}
+
+/// `x = ` and `self.x = `: the variable whose type is expected.
+fn assigned(left: Node, source: &str) -> Option<Expectation> {
+    match left.kind() {
+        "identifier" => Some(Expectation::Variable {
+            name: text(left, source).into(),
+            field_only: false,
+        }),
+        "attribute" if super::python::is_self_attribute(left, source) => {
+            Some(Expectation::Variable {
+                name: text(left.child_by_field_name("attribute")?, source).into(),
+                field_only: true,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The annotated return type of the function the `return` (the path's last node) is in; none
+/// in a lambda or for `-> None`.
+fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
+    let function = ancestors(statement)
+        .find(|a| {
+            matches!(
+                a.kind(),
+                "function_definition" | "lambda" | "class_definition"
+            )
+        })
+        .filter(|f| f.kind() == "function_definition")?;
+    let ty = type_text(function.child_by_field_name("return_type")?, source);
+    (ty != "None").then_some(Expectation::Type(ty))
+}
+
+/// Argument `node` (keyword `keyword`, if it is one) of the call whose argument list is the
+/// path's last node.
+fn argument(
+    list_path: &[Node],
+    node: Node,
+    keyword: Option<&str>,
+    root: Node,
+    source: &str,
+) -> Option<Expectation> {
+    let (&list, call_path) = list_path.split_last()?;
+    let arguments = named_children(list);
+    let positional: Vec<&Node> = arguments
+        .iter()
+        .filter(|a| a.kind() != "keyword_argument")
+        .collect();
+    let arity = positional.len();
+    let position = positional.iter().position(|a| **a == node);
+    let call = *call_path.last()?;
+    let function = call.child_by_field_name("function")?;
+    if function.kind() == "identifier" {
+        let name = text(function, source);
+        // A function of this module: its annotation is the answer.
+        if let Some(def) = module_function(root, name, source) {
+            return parameter_type(def, position, keyword, source).map(Expectation::Type);
+        }
+        // A class (named like one): its `__init__`'s parameter.
+        let is_class = name.chars().next().is_some_and(char::is_uppercase);
+        if !is_class || keyword.is_some() {
+            return None;
+        }
+        return Some(Expectation::Constructor {
+            type_name: name.to_string(),
+            position: position?,
+            arity,
+        });
+    }
+    if function.kind() != "attribute" || keyword.is_some() {
+        return None;
+    }
+    let object = function.child_by_field_name("object")?;
+    let receiver = match object.kind() {
+        "identifier" if matches!(text(object, source), "self" | "cls") => Receiver::Current,
+        "identifier" => Receiver::Name(text(object, source).into()),
+        "call" if text(object.child_by_field_name("function")?, source) == "super" => {
+            Receiver::Super
+        }
+        "attribute" if super::python::is_self_attribute(object, source) => {
+            Receiver::Name(text(object.child_by_field_name("attribute")?, source).into())
+        }
+        _ => return None,
+    };
+    Some(Expectation::Argument {
+        receiver,
+        name: text(function.child_by_field_name("attribute")?, source).into(),
+        position: position?,
+        arity,
+    })
+}
+
+/// The module-level function `name`, if this file defines one.
+fn module_function<'t>(root: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
+    named_children(root)
+        .into_iter()
+        .map(|d| match d.kind() {
+            "decorated_definition" => d.child_by_field_name("definition").unwrap_or(d),
+            _ => d,
+        })
+        .filter(|d| d.kind() == "function_definition")
+        .find(|d| {
+            d.child_by_field_name("name")
+                .is_some_and(|n| text(n, source) == name)
+        })
+}
+
+/// The annotation of parameter `position` (or the one named `keyword`) of a function.
+fn parameter_type(
+    function: Node,
+    position: Option<usize>,
+    keyword: Option<&str>,
+    source: &str,
+) -> Option<String> {
+    if let Some(keyword) = keyword {
+        let param = parameters(function, source)
+            .into_iter()
+            .find(|p| p.name == keyword)?;
+        return Some(type_text(param.type_node, source));
+    }
+    let (params, varargs) = positional_params(function, false, source);
+    let position = position?;
+    let param = match params.get(position) {
+        Some(p) => p,
+        None if varargs => params.last()?,
+        None => return None,
+    };
+    (param != "Any").then(|| param.clone())
+}
+
+/// Annotated parameters and locals visible at the path's last node, nearest first: those of
+/// the enclosing functions (a closure sees its outer function's), then the module's.
+fn locals(path: &[Node], source: &str) -> Vec<Local> {
+    let mut out = Vec::new();
+    let Some(&hole) = path.last() else {
+        return out;
+    };
+    let scopes = ancestors(path).filter(|a| matches!(a.kind(), "function_definition" | "module"));
+    for scope in scopes {
+        let body = if scope.kind() == "module" {
+            Some(scope)
+        } else {
+            scope.child_by_field_name("body")
+        };
+        if let Some(body) = body {
+            let mut assigned = assigned_before(body, hole.start_byte(), source);
+            assigned.reverse();
+            out.extend(assigned);
+        }
+        if scope.kind() == "function_definition" {
+            let mut params: Vec<Local> = parameters(scope, source)
+                .into_iter()
+                .map(|p| Local {
+                    name: p.name,
+                    type_name: type_text(p.type_node, source),
+                    type_span: span(p.type_node),
+                    name_span: span(p.name_node),
+                })
+                .collect();
+            params.reverse();
+            out.extend(params);
+        }
+    }
+    out
+}
+
+/// Variables a scope's body assigns with an annotation or a class's call before `before`, in
+/// source order, nested functions and classes left out (their names are their own).
+fn assigned_before(body: Node, before: usize, source: &str) -> Vec<Local> {
+    let mut found = Vec::new();
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        for child in named_children(node) {
+            if child.start_byte() >= before {
+                continue;
+            }
+            match child.kind() {
+                "function_definition" | "class_definition" | "decorated_definition" | "lambda" => {}
+                "assignment" if child.end_byte() <= before => {
+                    let name = child
+                        .child_by_field_name("left")
+                        .filter(|l| l.kind() == "identifier");
+                    let ty = child
+                        .child_by_field_name("type")
+                        .or_else(|| constructed(child.child_by_field_name("right")?, source));
+                    if let (Some(name), Some(ty)) = (name, ty) {
+                        found.push(Local {
+                            name: text(name, source).into(),
+                            type_name: type_text(ty, source),
+                            type_span: span(ty),
+                            name_span: span(name),
+                        });
+                    }
+                }
+                _ => stack.push(child),
+            }
+        }
+    }
+    found.sort_by_key(|l| l.name_span.start);
+    found
+}
+
+/// Whether the code at the path's last node has no `self`: directly in a class body, or in a
+/// `@staticmethod`/`@classmethod`.
+fn in_static_code(path: &[Node], source: &str) -> bool {
+    let nodes: Vec<Node> = ancestors(path).collect();
+    for (i, node) in nodes.iter().enumerate() {
+        match node.kind() {
+            "class_definition" => return true,
+            "function_definition" => {
+                let wrapper = nodes.get(i + 1).copied();
+                let container = match wrapper {
+                    Some(w) if w.kind() == "decorated_definition" => nodes.get(i + 2).copied(),
+                    other => other,
+                };
+                let in_class = container.is_some_and(|c| c.kind() == "block")
+                    && nodes
+                        .iter()
+                        .skip(i + 1)
+                        .find(|n| matches!(n.kind(), "class_definition" | "function_definition"))
+                        .is_some_and(|n| n.kind() == "class_definition");
+                if in_class {
+                    let decorators = decorators(wrapper, source);
+                    return decorators
+                        .iter()
+                        .any(|d| matches!(*d, "staticmethod" | "classmethod"));
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+// ----- Type text ------------------------------------------------------------------------------
+
+/// How Python writes types: `typing.List[Order]`, `Order | None`, `"Order"` (a forward
+/// reference), `Callable[[A], B]`.
+pub struct PythonTypes;
+
+/// A forward reference's quotes left out: `"Order"` → `Order`.
+fn unquoted(written: &str) -> &str {
+    let w = written.trim();
+    for q in ['"', '\''] {
+        if let Some(inner) = w.strip_prefix(q).and_then(|w| w.strip_suffix(q)) {
+            return inner.trim();
+        }
+    }
+    w
+}
+
+/// `written` split at top-level occurrences of `separator` (outside brackets).
+fn split_top(written: &str, separator: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in written.char_indices() {
+        match c {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth = depth.saturating_sub(1),
+            c if c == separator && depth == 0 => {
+                out.push(&written[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&written[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+impl TypeSyntax for PythonTypes {
+    /// `typing.List[Order]` → `typing.List`; `"Order"` → `Order`; a union the erasure of its
+    /// first member that is not `None` (`Order | None` → `Order`).
+    fn erasure<'t>(&self, written: &'t str) -> &'t str {
+        let written = unquoted(written);
+        let members = split_top(written, '|');
+        let first = members
+            .iter()
+            .copied()
+            .find(|m| unquoted(m) != "None")
+            .or(members.first().copied())
+            .unwrap_or(written);
+        let first = unquoted(first);
+        let end = first.find('[').unwrap_or(first.len());
+        first[..end].trim()
+    }
+
+    /// A union's members; a generic's arguments (a `Callable`'s parameter list flattened).
+    fn components<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        let written = unquoted(written);
+        let members = split_top(written, '|');
+        if members.len() > 1 {
+            return members.into_iter().map(unquoted).collect();
+        }
+        let (Some(open), Some(close)) = (written.find('['), written.rfind(']')) else {
+            return Vec::new();
+        };
+        if close <= open {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for argument in split_top(&written[open + 1..close], ',') {
+            match argument.strip_prefix('[').and_then(|a| a.strip_suffix(']')) {
+                Some(list) => out.extend(split_top(list, ',')),
+                None => out.push(argument),
+            }
+        }
+        out.into_iter()
+            .map(unquoted)
+            .filter(|a| !a.is_empty() && *a != "..." && !a.starts_with('['))
+            .collect()
+    }
+
+    /// Every name in a written type: `dict[str, list["Order"]]` → `dict`, `str`, `list`,
+    /// `Order`.
+    fn type_names<'t>(&self, written: &'t str) -> Vec<&'t str> {
+        written
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .filter(|w| {
+                w.chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+            })
+            .collect()
+    }
+
+    /// The builtin scalars, `None`, `object`, `Any`, and the containers when bare (`list`,
+    /// `typing.Dict`): `list[Order]` is not one.
+    fn is_base_type(&self, written: &str) -> bool {
+        let written = unquoted(written);
+        let scalar = matches!(
+            self.simple_name(written),
+            "int" | "str" | "float" | "bool" | "bytes" | "complex" | "None" | "object" | "Any"
+        );
+        let bare_container = !written.contains('[')
+            && matches!(
+                self.simple_name(written),
+                "list"
+                    | "dict"
+                    | "set"
+                    | "frozenset"
+                    | "tuple"
+                    | "type"
+                    | "List"
+                    | "Dict"
+                    | "Set"
+                    | "FrozenSet"
+                    | "Tuple"
+                    | "Type"
+                    | "Iterable"
+                    | "Iterator"
+                    | "Sequence"
+                    | "Mapping"
+                    | "Callable"
+            );
+        (scalar && !written.contains('|')) || bare_container
+    }
+
+    /// `T`, `K2`, `T_co`: by convention a type variable.
+    fn is_type_variable(&self, written: &str) -> bool {
+        let name = self.erasure(written);
+        let name = name
+            .strip_suffix("_co")
+            .or_else(|| name.strip_suffix("_contra"))
+            .unwrap_or(name);
+        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = r#"from dataclasses import dataclass
+
+
+@dataclass
+class Line:
+    product: str
+    price: Money
+
+
+class Order(Entity):
+    total: Money
+
+    def __init__(self, customer: Customer, lines: list[Line]) -> None:
+        self.customer = customer
+        self.note = Note("x")
+
+    def add(self, line: Line, count: int = 1) -> None:
+        pass
+
+    def first(self) -> Optional[Line]:
+        best: Line = self.lines[0]
+        other = Line("a", Money(1))
+        return $
+
+    @staticmethod
+    def make(name: str) -> "Order":
+        self.customer = $
+
+
+def price_of(line: Line, *, rounding: Rounding) -> Money:
+    return line.price
+"#;
+
+    /// The syntax at the `$` following `marker`, the `$` cut out (the rest of the line is
+    /// the target, so what would follow the hole does not matter).
+    fn at(marker: &str) -> HoleSyntax {
+        let hole = SOURCE.find(&format!("{marker}$")).expect("marker") + marker.len();
+        let cut = format!("{}{}", &SOURCE[..hole], &SOURCE[hole + 1..]);
+        hole_syntax(&cut.replace('$', "x"), hole)
+    }
+
+    fn ty(text: &str) -> Option<Expectation> {
+        Some(Expectation::Type(text.into()))
+    }
+
+    #[test]
+    fn outline_reads_annotations_init_and_dataclasses() {
+        let tree = parse(SOURCE).unwrap();
+        let types = outline(tree.root_node(), SOURCE);
+        let names: Vec<_> = types.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["Line", "Order"]);
+        let order = &types[1];
+        assert_eq!(&SOURCE[order.header.range()], "class Order(Entity)");
+        assert_eq!(order.supertypes, ["Entity"]);
+        let fields: Vec<_> = order
+            .fields
+            .iter()
+            .map(|f| (f.names[0].0.as_str(), f.type_name.as_str(), f.is_static))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("total", "Money", false),
+                ("customer", "Customer", false),
+                ("note", "Note", false)
+            ]
+        );
+        let init = &order.methods[0];
+        assert_eq!(
+            (init.name.as_str(), init.return_type.as_ref()),
+            ("Order", None)
+        );
+        assert_eq!(init.params, ["Customer", "list[Line]"]);
+        let make = order.methods.iter().find(|m| m.name == "make").unwrap();
+        assert!(make.is_static);
+        assert_eq!(make.params, ["str"]);
+        // A dataclass is called with its annotated attributes.
+        let line_init = types[0].methods.iter().find(|m| m.name == "Line").unwrap();
+        assert_eq!(line_init.params, ["str", "Money"]);
+    }
+
+    #[test]
+    fn expected_types_from_annotations() {
+        let s = at("        return ");
+        assert_eq!(s.expected, ty("Optional[Line]"));
+        assert_eq!(s.enclosing_types, ["Order"]);
+        assert!(!s.is_static);
+        let locals: Vec<_> = s
+            .locals
+            .iter()
+            .map(|l| (l.name.as_str(), l.type_name.as_str()))
+            .collect();
+        assert_eq!(locals, [("other", "Line"), ("best", "Line")]);
+        // An annotated assignment, a call of a module function (by position and keyword).
+        let probe = |line: &str, cut: usize| {
+            let source = SOURCE.replace("        return $", line);
+            let hole = source.find(line).unwrap() + cut;
+            hole_syntax(&source.replace('$', "x"), hole).expected
+        };
+        assert_eq!(probe("        x: Money = y", 19), ty("Money"));
+        assert_eq!(probe("        return price_of(a)", 24), ty("Line"));
+        assert_eq!(
+            probe("        return price_of(a, rounding=b)", 36),
+            ty("Rounding")
+        );
+        assert_eq!(
+            probe("        self.add(a", 17),
+            Some(Expectation::Argument {
+                receiver: Receiver::Current,
+                name: "add".into(),
+                position: 0,
+                arity: 1
+            })
+        );
+        assert_eq!(
+            probe("        Order(c, ", 17),
+            Some(Expectation::Constructor {
+                type_name: "Order".into(),
+                position: 1,
+                arity: 2
+            })
+        );
+        assert_eq!(
+            probe("        best = ", 15),
+            Some(Expectation::Variable {
+                name: "best".into(),
+                field_only: false
+            })
+        );
+        // A condition expects nothing in Python; a comment nothing at all.
+        assert_eq!(probe("        if ", 11), None);
+        assert_eq!(probe("        # return ", 17), None);
+        // A string being written is closed before the tree is read.
+        assert_eq!(probe("        return \"abc", 19), ty("Optional[Line]"));
+    }
+
+    #[test]
+    fn static_methods_have_no_self() {
+        let s = at("        self.customer = ");
+        assert!(s.is_static);
+        assert_eq!(
+            s.expected,
+            Some(Expectation::Variable {
+                name: "customer".into(),
+                field_only: true
+            })
+        );
+        assert_eq!(s.locals[0].name, "name");
+    }
+
+    #[test]
+    fn type_text() {
+        let t = PythonTypes;
+        assert_eq!(t.erasure("typing.List[Order]"), "typing.List");
+        assert_eq!(t.simple_name("typing.List[Order]"), "List");
+        assert_eq!(t.erasure("\"Order\""), "Order");
+        assert_eq!(t.erasure("Order | None"), "Order");
+        assert_eq!(t.erasure("None | a.Order"), "a.Order");
+        assert_eq!(t.components("list[Order]"), ["Order"]);
+        assert_eq!(t.components("Optional[Order]"), ["Order"]);
+        assert_eq!(t.components("dict[str, Order]"), ["str", "Order"]);
+        assert_eq!(t.components("Order | None"), ["Order", "None"]);
+        assert_eq!(t.components("\"list['Order']\""), ["Order"]);
+        assert_eq!(t.components("Callable[[A, B], C]"), ["A", "B", "C"]);
+        assert_eq!(t.components("tuple[int, ...]"), ["int"]);
+        assert_eq!(
+            t.type_names("dict[str, list[\"shop.Order\"]]"),
+            ["dict", "str", "list", "shop.Order"]
+        );
+        for base in [
+            "int",
+            "str",
+            "None",
+            "Any",
+            "typing.Any",
+            "list",
+            "Dict",
+            "object",
+            "bytes",
+        ] {
+            assert!(t.is_base_type(base), "{base}");
+        }
+        for not_base in ["list[Order]", "Order", "Optional[Order]", "int | Order"] {
+            assert!(!t.is_base_type(not_base), "{not_base}");
+        }
+        assert!(t.is_type_variable("T") && t.is_type_variable("T_co"));
+        assert!(!t.is_type_variable("Order"));
+    }
+}

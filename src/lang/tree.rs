@@ -1,0 +1,70 @@
+//! What every language reads off a tree-sitter tree the same way: the path down to a node and
+//! the syntax errors in a range.
+
+use std::ops::Range;
+
+use tree_sitter::{Node, Tree};
+
+use super::{Span, SyntaxError};
+use crate::text::clipped;
+
+/// The nodes from `root` down to `node`, both included. tree-sitter keeps no parent links
+/// (`Node::parent` searches down from the root every time), so walking up with it is
+/// quadratic in nesting depth; the hole's analysis descends once and reads ancestors here.
+/// A path's last node is the one it leads to; a prefix of it is the path to an ancestor.
+pub(super) fn path_to<'t>(root: Node<'t>, node: Node<'t>) -> Vec<Node<'t>> {
+    let mut path = vec![root];
+    let mut at = root;
+    while at != node {
+        match at.child_with_descendant(node) {
+            Some(child) => {
+                path.push(child);
+                at = child;
+            }
+            None => break,
+        }
+    }
+    path
+}
+
+/// Error and missing nodes overlapping `within`, clipped to it, in text order.
+pub(super) fn errors(tree: &Tree, source: &str, within: Range<usize>) -> Vec<SyntaxError> {
+    // Whole characters only: a span that splits one could not be shown or sliced.
+    let within = source.floor_char_boundary(within.start)..source.ceil_char_boundary(within.end);
+    let mut found = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        let r = node.byte_range();
+        let touches = r.start <= within.end && r.end >= within.start;
+        if !touches || !(node.has_error() || node.is_missing()) {
+            continue;
+        }
+        if node.is_missing() {
+            found.push(SyntaxError {
+                span: Span::new(r.start, r.start),
+                message: format!("missing `{}`", node.kind()),
+            });
+        } else if node.is_error() {
+            let clipped_range = r.start.max(within.start)..r.end.min(within.end);
+            if clipped_range.start < clipped_range.end || r.is_empty() {
+                found.push(SyntaxError {
+                    span: Span::new(
+                        clipped_range.start,
+                        clipped_range.end.max(clipped_range.start),
+                    ),
+                    message: format!("unexpected `{}`", excerpt(clipped(source, clipped_range))),
+                });
+            }
+        } else {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    found.sort_by_key(|e| e.span.start);
+    found
+}
+
+/// The first line of `text`, trimmed, at most 24 characters.
+fn excerpt(text: &str) -> String {
+    crate::text::excerpt(text.trim().lines().next().unwrap_or_default(), 24)
+}
