@@ -5,12 +5,21 @@
 //! cargo run --example fidelity -- repocoder REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- holes REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- rlpg REPO ORACLE.jsonl [paper|code]
+//! cargo run --example fidelity -- rlpg-prompt REPO ORACLE.jsonl [paper|code]
 //! cargo run --example fidelity -- default REPO ORACLE.jsonl [paper|code]
 //!
 //! `rlpg`: per hole, the rule context RLPG's code builds for each of the 62 proposals (by
 //! keyhole's label, e.g. `sibling I`). Reported per proposal: applicability agreement, and
 //! where both have a context, contexts equal ignoring whitespace. Budgets are 4,072 GPT-2
 //! (r50k_base) tokens, as RLPG's.
+//!
+//! `rlpg-prompt`: per hole, the whole prompt RLPG's main loop (`generate_completions.py`)
+//! sends for each of the 62 proposals (`prompts`, by keyhole's label; `null` where the rule is
+//! not triggered, which sends its `codex` mode's prompt, `codex_prompt`). Reported per
+//! proposal: applicability agreement, and where both apply, keyhole's prompt equal to RLPG's,
+//! exactly and ignoring whitespace, and the same contexts composed as keyhole's capped
+//! composer composes them (the paper's reading of this step); per hole, candidate 62 (the
+//! default context alone) equal to `codex_prompt`.
 //!
 //! `default`: per hole, RLPG's default context alone (`get_default_prompt`, 4,072 GPT-2 tokens:
 //! candidate 62). Reported: keyhole's candidate 62 prompt equal to it, exactly and ignoring
@@ -70,6 +79,7 @@ fn main() {
         "completions" => completions(index, &rows),
         "holes" => holes(&index, &rows, fidelity),
         "rlpg" => rlpg(&index, &rows, fidelity),
+        "rlpg-prompt" => rlpg_prompt(&index, &rows, fidelity),
         "default" => default_context(&index, &rows, fidelity),
         _ => panic!("{usage}"),
     }
@@ -176,6 +186,121 @@ fn rlpg(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         row(&spec.label(), c);
     }
     row("all", total);
+}
+
+/// Agreement of the 62 proposals' whole prompts with those RLPG's main loop sends.
+fn rlpg_prompt(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let specs = candidate::proposal_specs();
+    let verbose = std::env::var_os("FIDELITY_VERBOSE").is_some();
+    // Per proposal: pairs, applicability agreed, both applicable, equal exactly, equal ignoring
+    // whitespace, equal ignoring whitespace when composed capped.
+    let mut counts = vec![[0usize; 6]; specs.len()];
+    // Candidate 62 against the codex prompt: holes, equal exactly, ignoring whitespace.
+    let mut codex = [0usize; 3];
+    for (row, at, hole) in oracle_holes(index, rows) {
+        let built = proposals::build_for_budget(index, &hole, tok, DEFAULT_BUDGET, fidelity);
+        let composer = compose::Composer::new(
+            index,
+            &hole,
+            tok,
+            DEFAULT_BUDGET,
+            fidelity.default_reading(),
+        );
+        let theirs = row["codex_prompt"]
+            .as_str()
+            .expect("a codex_prompt per row");
+        let ours = composer.compose(None).text();
+        codex[0] += 1;
+        codex[1] += usize::from(ours == theirs);
+        codex[2] += usize::from(words(&ours) == words(theirs));
+        for p in &built {
+            let label = p.spec.label();
+            let theirs = &row["prompts"][&label];
+            let c = &mut counts[usize::from(p.spec.id)];
+            c[0] += 1;
+            let ours = composer.compose(Some(p)).text();
+            c[1] += usize::from(p.applicable() == theirs.is_string());
+            if verbose && p.applicable() != theirs.is_string() {
+                println!(
+                    "{at} {label}: applicable for keyhole {}, for the authors' code {}",
+                    p.applicable(),
+                    theirs.is_string()
+                );
+            }
+            let (Some(theirs), true) = (theirs.as_str(), p.applicable()) else {
+                continue;
+            };
+            c[2] += 1;
+            c[3] += usize::from(ours == theirs);
+            c[4] += usize::from(words(&ours) == words(theirs));
+            let capped = composer.compose_context(p.spec.id, &p.context, p.spec.share, p.keep);
+            c[5] += usize::from(words(&capped.text()) == words(theirs));
+            if verbose && words(&ours) != words(theirs) {
+                let (a, b) = (words(&ours), words(theirs));
+                let first = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                let around =
+                    |w: &[&str]| w[first.saturating_sub(3)..(first + 5).min(w.len())].join(" ");
+                println!(
+                    "{at} {label} word {first} of {}/{}:\n  ours   {}\n  theirs {}",
+                    a.len(),
+                    b.len(),
+                    around(&a),
+                    around(&b)
+                );
+            }
+        }
+    }
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1}%", 100.0 * a as f64 / b as f64)
+        }
+    };
+    println!(
+        "fidelity {}: proposal, pairs, applicability agrees, both applicable, prompt equal, \
+         equal ignoring whitespace, capped composer equal ignoring whitespace",
+        fidelity.name()
+    );
+    let mut total = [0usize; 6];
+    let line = |label: &str, c: [usize; 6]| {
+        println!(
+            "{label:<28} {:>4} {:>6} {:>5} {:>6} {:>6} {:>6}",
+            c[0],
+            pct(c[1], c[0]),
+            c[2],
+            pct(c[3], c[2]),
+            pct(c[4], c[2]),
+            pct(c[5], c[2])
+        );
+    };
+    for spec in specs {
+        let c = counts[usize::from(spec.id)];
+        for (t, n) in total.iter_mut().zip(c) {
+            *t += n;
+        }
+        line(&spec.label(), c);
+    }
+    line("all", total);
+    println!(
+        "all: {} of {} pairs both applicable, prompt equal {} ({}), ignoring whitespace {} ({}); \
+         capped composer {} ({}); candidate 62 equal to RLPG's codex prompt in {} of {} holes \
+         ({}), ignoring whitespace {} ({})",
+        total[2],
+        total[0],
+        total[3],
+        pct(total[3], total[2]),
+        total[4],
+        pct(total[4], total[2]),
+        total[5],
+        pct(total[5], total[2]),
+        codex[1],
+        codex[0],
+        pct(codex[1], codex[0]),
+        codex[2],
+        pct(codex[2], codex[0])
+    );
 }
 
 /// Agreement of candidate 62, the default context alone, with RLPG's `get_default_prompt`.

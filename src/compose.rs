@@ -1,6 +1,8 @@
 //! The prompt composer (RLPG section 2.3): the proposal context first, then a newline, then the
 //! default context (the code before the hole). The proposal gets its share of the budget; what
 //! it leaves unused goes to the default context. Each part is cut to fit from its own end.
+//! The code profile's proposals are sent as RLPG's main loop sends them instead (see
+//! [`Assembly::RlpgMainLoop`]).
 
 use serde::Serialize;
 
@@ -71,6 +73,26 @@ fn opposite(keep: Keep) -> Keep {
     }
 }
 
+/// How a candidate's context and the default context make one prompt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Assembly {
+    /// keyhole's composer (section 2.3, the paper's reading): the context cut to its
+    /// allocation, a line break, the default context in what those leave; the prompt stays
+    /// within the budget.
+    #[default]
+    Capped,
+    /// RLPG's main loop (`generate_completions.py`, the code profile): the context whole, as
+    /// `get_prompt` returns it; `separator`; the default context cut to the budget less
+    /// `counted` (RLPG's `rule_prompt_len`: labels left out, counted before the decode
+    /// clean-up), or less the allocation where `counted` reaches it. The joined text is then cut
+    /// to its last `budget` tokens, and where it was cut, decoded and cleaned up again as one
+    /// text.
+    RlpgMainLoop {
+        counted: usize,
+        separator: &'static str,
+    },
+}
+
 /// A composed prompt: segments in order, with the budget they shared.
 #[derive(Clone, Debug)]
 pub struct Prompt {
@@ -82,6 +104,8 @@ pub struct Prompt {
     /// The whole prompt's tokens as the backend itself counted them (llama.cpp's `/tokenize`, a
     /// local model's vocabulary), where the prompt was fitted to it; `None` otherwise.
     pub backend_tokens: Option<usize>,
+    /// How its candidate's context and the default context were put together.
+    pub assembly: Assembly,
     /// The prompt tokens the model's context leaves room for, where that is less than the
     /// budget and the prompt was composed within it instead.
     pub model_room: Option<usize>,
@@ -107,29 +131,41 @@ impl Prompt {
         self.segments.iter().find(|s| kind(&s.kind))
     }
 
-    /// Check the promises a prompt makes: it fits its budget, each segment fits its allocation
-    /// and counts what it says, the default context gets exactly what the others left, and every
-    /// piece's provenance lies inside its file and is that file's text. Used by tests and by the
-    /// corpus sweep (`cargo run --release --example sweep`).
+    /// Check the promises a prompt makes: it fits its budget, each segment counts what it says
+    /// and fits its allocation (a context RLPG's main loop sends whole need not), the default
+    /// context gets exactly what the others left (in RLPG's main loop: the budget less the
+    /// context's count, at most its allocation), and every piece's provenance lies inside its
+    /// file and is that file's text. Used by tests and by the corpus sweep
+    /// (`cargo run --release --example sweep`).
     pub fn validate(&self, index: &RepoIndex, tok: &dyn Tokenizer) -> Result<(), String> {
         let total = self.tokens(tok);
         if total > self.budget {
             return Err(format!("prompt has {total} tokens, budget {}", self.budget));
         }
         let mut spent = 0;
+        let mut left = self.budget;
         for segment in &self.segments {
             let counted = tok.count(&segment.text.text);
-            if segment.tokens > segment.allocated || counted != segment.tokens {
+            let whole_context = matches!(self.assembly, Assembly::RlpgMainLoop { .. })
+                && matches!(segment.kind, SegmentKind::Proposal { .. });
+            if (segment.tokens > segment.allocated && !whole_context) || counted != segment.tokens {
                 return Err(format!(
                     "{:?}: {} tokens ({counted} counted) for {} allocated",
                     segment.kind, segment.tokens, segment.allocated
                 ));
             }
-            if segment.kind == SegmentKind::Default && segment.allocated != self.budget - spent {
+            if let (Assembly::RlpgMainLoop { counted, .. }, SegmentKind::Proposal { .. }) =
+                (self.assembly, segment.kind)
+            {
+                left = self.budget - counted.min(segment.allocated);
+            }
+            if let Assembly::Capped = self.assembly {
+                left = self.budget - spent;
+            }
+            if segment.kind == SegmentKind::Default && segment.allocated != left {
                 return Err(format!(
-                    "default context got {} of the {} left",
-                    segment.allocated,
-                    self.budget - spent
+                    "default context got {} of the {left} left",
+                    segment.allocated
                 ));
             }
             spent += segment.tokens;
@@ -187,6 +223,10 @@ pub trait CandidateContext {
     fn text(&self) -> &SourcedText;
     fn share(&self) -> f64;
     fn keep(&self) -> Keep;
+    /// How the context makes a prompt with the default context.
+    fn assembly(&self) -> Assembly {
+        Assembly::Capped
+    }
 }
 
 /// One candidate context of a composed prompt and the tokens it may take.
@@ -266,7 +306,12 @@ impl<'a> Composer<'a> {
     /// context alone for `None`.
     pub fn compose(&self, candidate: Option<&dyn CandidateContext>) -> Prompt {
         match candidate {
-            Some(c) => self.compose_context(c.id(), c.text(), c.share(), c.keep()),
+            Some(c) => match c.assembly() {
+                Assembly::RlpgMainLoop { counted, separator } if !c.text().is_empty() => {
+                    self.compose_as_rlpg(c.id(), c.text(), c.share(), counted, separator)
+                }
+                _ => self.compose_context(c.id(), c.text(), c.share(), c.keep()),
+            },
             None => self.compose_context(
                 CandidateId::DEFAULT,
                 &SourcedText::default(),
@@ -341,6 +386,60 @@ impl<'a> Composer<'a> {
             tokenizer: tok.name(),
             proposal_id: parts.last().map_or(CandidateId::DEFAULT, |p| p.id),
             backend_tokens: None,
+            assembly: Assembly::Capped,
+            model_room: None,
+        }
+    }
+
+    /// Candidate `id`'s `context` sent as RLPG's main loop sends a rule's prompt (see
+    /// [`Assembly::RlpgMainLoop`]): `get_prompt`'s parts joined, then cut to the budget. Each
+    /// segment keeps what survived the final cut, and says so when it lost its start.
+    fn compose_as_rlpg(
+        &self,
+        id: CandidateId,
+        context: &SourcedText,
+        share: f64,
+        counted: usize,
+        separator: &'static str,
+    ) -> Prompt {
+        let (tok, budget) = (self.tok, self.budget);
+        let allocated = proposal_allocation(budget, share);
+        // `get_prompt`: what the rule's count leaves, or what its allocation leaves once the
+        // count reaches it.
+        let default_tokens = budget - counted.min(allocated);
+        let default = self.default_segment(default_tokens, default_tokens);
+        let mut sep = SourcedText::default();
+        sep.push_plain(separator);
+        let whole = |kind, text: SourcedText, allocated, cut| Segment {
+            kind,
+            tokens: tok.count(&text.text),
+            text,
+            allocated,
+            cut,
+        };
+        let mut segments = vec![
+            whole(
+                SegmentKind::Proposal { id },
+                context.clone(),
+                allocated,
+                None,
+            ),
+            whole(SegmentKind::Separator, sep, tok.count(separator), None),
+            default,
+        ];
+        let joined: String = segments.iter().map(|s| s.text.text.as_str()).collect();
+        if tok.count(&joined) > budget {
+            let ends = tok.token_ends(&joined);
+            let cut_at = ends[ends.len() - budget - 1];
+            segments = rlpg_final_cut(segments, cut_at, tok);
+        }
+        Prompt {
+            segments,
+            budget,
+            tokenizer: tok.name(),
+            proposal_id: id,
+            backend_tokens: None,
+            assembly: Assembly::RlpgMainLoop { counted, separator },
             model_room: None,
         }
     }
@@ -370,7 +469,113 @@ impl<'a> Composer<'a> {
     }
 }
 
+/// `segments` as RLPG's main loop leaves them when it keeps the last tokens of the joined text,
+/// from byte `cut_at` on, and decodes them (`tokenizer.decode`): a character the cut splits
+/// becomes a U+FFFD per byte kept, as a lossy UTF-8 decode reads them, and the decode's clean-up
+/// runs over the whole kept text, across the segments' joins. A segment that lost bytes at its
+/// start says it was cut there.
+fn rlpg_final_cut(segments: Vec<Segment>, cut_at: usize, tok: &dyn Tokenizer) -> Vec<Segment> {
+    // Each segment's kept part, and whether it lost bytes at its start.
+    let mut kept: Vec<(SourcedText, bool)> = Vec::new();
+    let mut start = 0;
+    for segment in &segments {
+        let text = &segment.text.text;
+        let from = cut_at.saturating_sub(start).min(text.len());
+        let boundary = text.ceil_char_boundary(from);
+        let mut part = SourcedText::default();
+        part.push_plain(&"\u{FFFD}".repeat(boundary - from));
+        part.append(segment.text.slice(boundary..text.len()));
+        kept.push((part, from > 0));
+        start += text.len();
+    }
+    let joined: String = kept.iter().map(|(t, _)| t.text.as_str()).collect();
+    let deleted = rlpg_text::decode_clean_up_deletions(&joined);
+    let mut start = 0;
+    segments
+        .into_iter()
+        .zip(kept)
+        .map(|(segment, (part, lost_start))| {
+            let end = start + part.text.len();
+            let here: Vec<usize> = deleted
+                .iter()
+                .filter(|&&at| (start..end).contains(&at))
+                .map(|&at| at - start)
+                .collect();
+            start = end;
+            let text = part.without(&here);
+            Segment {
+                tokens: tok.count(&text.text),
+                text,
+                cut: if lost_start {
+                    Some(Keep::Start)
+                } else {
+                    segment.cut
+                },
+                ..segment
+            }
+        })
+        .collect()
+}
+
 /// Tokens given to a proposal with budget share `share`.
 pub fn proposal_allocation(budget: usize, share: f64) -> usize {
     (budget as f64 * share).floor() as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token::TokenizerKind;
+
+    fn plain(kind: SegmentKind, text: &str) -> Segment {
+        let mut sourced = SourcedText::default();
+        sourced.push_plain(text);
+        Segment {
+            kind,
+            text: sourced,
+            tokens: 0,
+            allocated: 10,
+            cut: None,
+        }
+    }
+
+    fn texts(segments: &[Segment]) -> Vec<&str> {
+        segments.iter().map(|s| s.text.text.as_str()).collect()
+    }
+
+    #[test]
+    fn rlpgs_final_cut_decodes_a_split_character_as_one_replacement_per_byte() {
+        let tok = TokenizerKind::Code.tokenizer();
+        let id = CandidateId::nth(0);
+        // "é" is two bytes; a cut after its first keeps one byte of it.
+        let segments = vec![
+            plain(SegmentKind::Proposal { id }, "aé b"),
+            plain(SegmentKind::Separator, "\n"),
+            plain(SegmentKind::Default, "c"),
+        ];
+        let cut = rlpg_final_cut(segments, 2, tok);
+        assert_eq!(texts(&cut), ["\u{FFFD} b", "\n", "c"]);
+        assert_eq!(cut[0].cut, Some(Keep::Start));
+        assert_eq!((cut[1].cut, cut[2].cut), (None, None));
+        assert_eq!(cut[0].tokens, tok.count("\u{FFFD} b"));
+    }
+
+    #[test]
+    fn rlpgs_final_cut_cleans_up_across_segments_and_can_take_a_whole_segment() {
+        let tok = TokenizerKind::Code.tokenizer();
+        let id = CandidateId::nth(0);
+        let segments = vec![
+            plain(SegmentKind::Proposal { id }, "x y"),
+            plain(SegmentKind::Separator, " "),
+            plain(SegmentKind::Default, ". z ,"),
+        ];
+        // Cut inside the proposal: the separator's space goes with the ` .` after it.
+        let cut = rlpg_final_cut(segments.clone(), 1, tok);
+        assert_eq!(texts(&cut), [" y", "", ". z,"]);
+        // Cut past the proposal: it keeps nothing and says it lost its start.
+        let cut = rlpg_final_cut(segments, 3, tok);
+        assert_eq!(texts(&cut), ["", "", ". z,"]);
+        assert_eq!(cut[0].cut, Some(Keep::Start));
+        assert_eq!(cut[0].tokens, 0);
+    }
 }

@@ -78,9 +78,19 @@
 //! - An item of the current file is before the hole only when it ends before it
 //!   (`end_char < hole_char`).
 //!
-//! Not reproduced: the decode of the whole prompt when RLPG's final prompt runs past the
-//! budget; the order of RepoCoder's equally scored windows, which its own runs
-//! leave to the order its process pool finishes (`as_completed`).
+//! - Each proposal's prompt is assembled as RLPG's main loop (`generate_completions.py`)
+//!   assembles it (see [`crate::compose::Assembly::RlpgMainLoop`]): the rule context whole,
+//!   the rule's separator (a space for post lines), the default context sized from RLPG's
+//!   `rule_prompt_len` (labels left out, counted before the clean-up, a cut text counting all
+//!   its allowed tokens), the joined text cut to its last tokens within the budget and
+//!   decoded again; the paper profile cuts the context to its allocation and gives the default
+//!   context what is left (section 2.3). On 6,087 prompts of six repositories, all equal to
+//!   RLPG's (EVALUATION.md).
+//!
+//! Not reproduced: candidate 62 as RLPG's `codex` mode sends it, after a space and cut again
+//! to the budget (13 of 180 holes differ beyond whitespace); the order of RepoCoder's equally
+//! scored windows, which its own runs leave to the order its process pool finishes
+//! (`as_completed`).
 
 use std::str::FromStr;
 

@@ -6,6 +6,7 @@
 use super::fidelity::Fidelity;
 use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
+use crate::compose::Assembly;
 use crate::hole::Hole;
 use crate::lang::Span;
 
@@ -21,6 +22,8 @@ pub struct ProposalContext {
     pub ranked_files: Vec<FileId>,
     /// Which end survives when the context is longer than its allocation (B.3).
     pub keep: Keep,
+    /// How the context makes a prompt with the default context (the profile's).
+    pub assembly: Assembly,
 }
 
 impl crate::compose::CandidateContext for ProposalContext {
@@ -39,6 +42,10 @@ impl crate::compose::CandidateContext for ProposalContext {
     fn keep(&self) -> Keep {
         self.keep
     }
+
+    fn assembly(&self) -> Assembly {
+        self.assembly
+    }
 }
 
 impl ProposalContext {
@@ -50,23 +57,26 @@ impl ProposalContext {
 
 /// Build the context of proposal `spec` for the request's hole.
 pub fn build(spec: ProposalSpec, req: &HoleRequest) -> ProposalContext {
+    let rules = req.fidelity.rules();
     let mut keep = spec.source.keep();
-    let (context, ranked_files) = match spec.source {
+    // `counted`: the context's tokens where the profile counts them as RLPG's code does.
+    let (context, ranked_files, counted) = match spec.source {
         PromptSource::Current => {
-            let (context, from_before_hole) = current_context(spec.context_type, req);
+            let (context, from_before_hole, counted) = current_context(spec.context_type, req);
             if from_before_hole {
                 // Items from before the hole keep those nearest to it, as the authors' code does.
                 keep = Keep::End;
             }
-            (context, vec![req.hole.file])
+            (context, vec![req.hole.file], counted)
         }
         PromptSource::ParentClass => {
-            keep = req.fidelity.rules().parent_keep();
+            keep = rules.parent_keep();
             parent_context(spec.context_type, req)
         }
         source => {
-            let files = req.fidelity.rules().rank_files(source, req);
-            (multi_file_context(&files, spec.context_type, req), files)
+            let files = rules.rank_files(source, req);
+            let (context, counted) = multi_file_context(&files, spec.context_type, req);
+            (context, files, Some(counted))
         }
     };
     ProposalContext {
@@ -74,6 +84,7 @@ pub fn build(spec: ProposalSpec, req: &HoleRequest) -> ProposalContext {
         context,
         ranked_files,
         keep,
+        assembly: rules.assembly(spec.context_type, counted),
     }
 }
 
@@ -114,13 +125,14 @@ pub fn build_for_budget(
 
 /// Current: post lines are the lines after the hole line; other types are taken from after the
 /// hole line first and only when there are none from before the hole (B.3). Says whether the
-/// context came from before the hole.
-fn current_context(context_type: ContextType, req: &HoleRequest) -> (SourcedText, bool) {
+/// context came from before the hole, and gives its tokens where the profile counts them.
+fn current_context(
+    context_type: ContextType,
+    req: &HoleRequest,
+) -> (SourcedText, bool, Option<usize>) {
     let (text, before) = current_items(context_type, req);
-    (
-        req.fidelity.rules().finish_current(text, before, req),
-        before,
-    )
+    let (text, counted) = req.fidelity.rules().finish_current(text, before, req);
+    (text, before, counted)
 }
 
 /// [`current_context`] before the profile finishes it.
@@ -153,8 +165,12 @@ fn current_items(context_type: ContextType, req: &HoleRequest) -> (SourcedText, 
 // ----- Parent class ---------------------------------------------------------------------------
 
 /// Parent Class: the file of the parent of the class declared nearest above the hole, as
-/// `[Parent] context` followed by a line with `[CurrentClass]` (B.5 class_name formatting).
-fn parent_context(context_type: ContextType, req: &HoleRequest) -> (SourcedText, Vec<FileId>) {
+/// `[Parent] context` followed by a line with `[CurrentClass]` (B.5 class_name formatting); its
+/// tokens where the profile counts them (labels left out).
+fn parent_context(
+    context_type: ContextType,
+    req: &HoleRequest,
+) -> (SourcedText, Vec<FileId>, Option<usize>) {
     let index = req.index;
     let file = &index.files[req.hole.file];
     let rules = req.fidelity.rules();
@@ -164,19 +180,25 @@ fn parent_context(context_type: ContextType, req: &HoleRequest) -> (SourcedText,
         .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
         .max_by_key(|link| link.class_name_span.start);
     let Some(link) = nearest else {
-        return (SourcedText::default(), Vec::new());
+        return (SourcedText::default(), Vec::new(), Some(0));
     };
     let keep = rules.parent_keep();
-    let items = file_items(req, link.file, context_type, keep);
-    let items = rules.finish_parent_items(items, context_type, keep, req);
+    let (items, counted) = match context_type {
+        ContextType::MethodNamesAndBodies => {
+            let (items, tokens) = method_bodies(req, link.file);
+            (items, Some(tokens))
+        }
+        _ => (file_items(req, link.file, context_type, keep), None),
+    };
+    let (items, counted) = rules.finish_parent_items(items, counted, keep, req);
     if items.is_empty() {
-        return (items, vec![link.file]);
+        return (items, vec![link.file], counted);
     }
     let mut text = SourcedText::default();
     text.push_plain(&format!("[{}] ", link.parent_name));
     text.append(items);
     push_current_class(&mut text, req);
-    (text, vec![link.file])
+    (text, vec![link.file], counted)
 }
 
 /// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any;
@@ -200,12 +222,13 @@ pub(super) fn push_current_class(text: &mut SourcedText, req: &HoleRequest) -> b
 
 /// Context from a ranked list of files: `[FileName] context` per file, files taken best first
 /// until the allocation is filled, laid out best last so it sits nearest the code (authors'
-/// code), then the current class line. Each file alone is first cut to the allocation.
+/// code), then the current class line. Each file alone is first cut to the allocation. Also
+/// gives the tokens counted towards filling the allocation.
 fn multi_file_context(
     files: &[FileId],
     context_type: ContextType,
     req: &HoleRequest,
-) -> SourcedText {
+) -> (SourcedText, usize) {
     let rules = req.fidelity.rules();
     let mut parts = Vec::new();
     let mut total = 0;
@@ -227,7 +250,7 @@ fn multi_file_context(
     }
     let mut text = SourcedText::default();
     if !any_items {
-        return text;
+        return (text, 0);
     }
     for (i, part) in parts.into_iter().rev().enumerate() {
         if i > 0 {
@@ -236,7 +259,7 @@ fn multi_file_context(
         text.append(part);
     }
     rules.close_files(&mut text, req);
-    text
+    (text, total)
 }
 
 // ----- What a file offers for each context type ----------------------------------------------

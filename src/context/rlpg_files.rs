@@ -392,8 +392,10 @@ pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
 
 /// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to
 /// `max_tokens` from the kept end, then cleaned up as transformers' decode cleaned it (see
-/// [`rlpg_text::decode_clean_up`]); the tokens counted are those before the clean-up, as RLPG counts them.
-/// Both only delete characters, so the text keeps its provenance.
+/// [`rlpg_text::decode_clean_up`]); the tokens counted are those before the clean-up, as RLPG counts them:
+/// `len(truncated_codex_tokens)`, all `max_tokens` of them when the text was cut (a cut piece
+/// can count fewer once tokenized again). Both only delete characters, so the text keeps its
+/// provenance.
 pub fn cut_and_decode(
     text: &SourcedText,
     tokenizer: &dyn Tokenizer,
@@ -401,8 +403,13 @@ pub fn cut_and_decode(
     keep: Keep,
 ) -> (SourcedText, usize) {
     let text = text.crlf_as_lf();
-    let (text, tokens) = text.truncate(tokenizer, max_tokens, keep);
-    (rlpg_text::decode_clean_up(text), tokens)
+    let (cut, tokens) = text.truncate(tokenizer, max_tokens, keep);
+    let tokens = if cut.text.len() < text.text.len() {
+        max_tokens
+    } else {
+        tokens
+    };
+    (rlpg_text::decode_clean_up(cut), tokens)
 }
 
 /// RLPG's `match_similar_filenames(other, current)`: the same file name, or a non-empty

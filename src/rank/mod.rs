@@ -190,7 +190,8 @@ const COMPOSED_SHARE: f64 = 0.5;
 
 /// The prompt from the `l` best candidates of `ranked` (appendix D.4): each gets a part of
 /// [`COMPOSED_SHARE`] in proportion to its normalized score, the best placed nearest the code.
-/// With l = 1 the single proposal keeps its own share, so it is the ranker's usual prompt. The
+/// With l = 1 the single proposal's prompt is composed as any proposal's (its own share, or as
+/// its profile sends it), so it is the ranker's usual prompt. The
 /// default context, if ranked among them, adds nothing but its allocation goes back to it.
 pub fn compose_top(
     composer: &Composer,
@@ -199,6 +200,11 @@ pub fn compose_top(
     l: usize,
 ) -> Prompt {
     let top = &ranked[..l.min(ranked.len())];
+    if let [only] = top
+        && let Some(proposal) = proposals.iter().find(|p| p.spec.id == only.id)
+    {
+        return composer.compose(Some(proposal));
+    }
     let total: f64 = top.iter().map(|r| r.score.max(0.0)).sum();
     let budget = (composer.budget() as f64 * COMPOSED_SHARE).floor();
     let parts: Vec<Part> = top
@@ -206,9 +212,7 @@ pub fn compose_top(
         .rev()
         .filter_map(|r| {
             let proposal = proposals.iter().find(|p| p.spec.id == r.id)?;
-            let allocated = if top.len() == 1 {
-                crate::compose::proposal_allocation(composer.budget(), proposal.spec.share)
-            } else if total > 0.0 {
+            let allocated = if total > 0.0 {
                 (budget * r.score.max(0.0) / total).floor() as usize
             } else {
                 (budget / top.len() as f64).floor() as usize

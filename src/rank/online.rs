@@ -149,6 +149,7 @@ mod tests {
                     context,
                     ranked_files: Vec::new(),
                     keep: Keep::Start,
+                    assembly: crate::compose::Assembly::Capped,
                 }
             })
             .collect()

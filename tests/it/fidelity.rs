@@ -763,3 +763,205 @@ fn code_cleans_the_default_context_up_as_gpt2s_decode_did() {
     let paper = default_prompt(repo.path(), "Main.java:4:13", "paper", scratch.path());
     assert_eq!(paper["text"], before);
 }
+
+// ----- The whole prompt, as RLPG's main loop sends it -----------------------------------------
+
+/// `class NAME` in package `p` with `fields` int fields `PREFIX0..`, one a line.
+fn class_with_fields(name: &str, prefix: &str, fields: usize) -> String {
+    let fields: String = (0..fields)
+        .map(|i| format!("    int {prefix}{i} = {i};\n"))
+        .collect();
+    format!("package p;\nclass {name} {{\n{fields}    int hole = 1;\n}}\n")
+}
+
+/// Proposal `source` `context_type` for `hole` and its prompt, 4,072 GPT-2 tokens, `fidelity`.
+fn sent(
+    index: &keyhole::repo::RepoIndex,
+    hole: &keyhole::hole::Hole,
+    source: PromptSource,
+    context_type: ContextType,
+    fidelity: Fidelity,
+) -> (proposals::ProposalContext, keyhole::compose::Prompt) {
+    let spec = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == source && s.context_type == context_type)
+        .unwrap();
+    let tok = TokenizerKind::R50kBase.tokenizer();
+    let proposal =
+        proposals::build_for_budget(index, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone();
+    let composer =
+        keyhole::compose::Composer::new(index, hole, tok, 4072, fidelity.default_reading());
+    let prompt = composer.compose(Some(&proposal));
+    (proposal, prompt)
+}
+
+/// The line of `Main.java` holding `int hole = 1;`, as `FILE:LINE:COL` at its `1`.
+fn hole_line(main: &str) -> String {
+    let line = main.lines().position(|l| l.contains("int hole")).unwrap() + 1;
+    format!("p/Main.java:{line}:16")
+}
+
+#[test]
+fn code_sends_a_rule_context_longer_than_its_allocation_whole() {
+    // The sibling's identifiers fill the allocation of 2,036 tokens, and its label and the
+    // class line run past it; the code before the hole is short, so nothing is cut.
+    let main = class_with_fields("Main", "m", 3);
+    let sibling = class_with_fields("B", "b", 1500);
+    let at = hole_line(&main);
+    let (repo, index, h) = temp_repo(&[("p/Main.java", &main), ("p/B.java", &sibling)], &at);
+    let (proposal, prompt) = sent(
+        &index,
+        &h,
+        PromptSource::Sibling,
+        ContextType::Identifiers,
+        Fidelity::Code,
+    );
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    let context = &proposal.context.text;
+    assert!(context.starts_with("[B] ") && context.ends_with(" \n[Main]"));
+    assert!(r50k.count(context) > 2036, "longer than its allocation");
+    let segment = &prompt.segments[0];
+    assert_eq!(&segment.text.text, context, "kept whole");
+    assert_eq!((segment.allocated, segment.cut), (2036, None));
+    assert_eq!(
+        prompt.text(),
+        format!("{context}\n{}", prompt.segments[2].text.text)
+    );
+    prompt.validate(&index, r50k).unwrap();
+    // The paper profile's composer cuts it at the allocation.
+    let (_, paper) = sent(
+        &index,
+        &h,
+        PromptSource::Sibling,
+        ContextType::Identifiers,
+        Fidelity::Paper,
+    );
+    assert!(paper.segments[0].tokens <= 2036);
+    // `prompt` shows the same prompt, the segment past its allocation and not cut.
+    let scratch = tempfile::tempdir().unwrap();
+    let id = candidate::proposal_specs()
+        .iter()
+        .find(|s| s.source == PromptSource::Sibling && s.context_type == ContextType::Identifiers)
+        .unwrap()
+        .id;
+    let number = Fidelity::Code.numbering().number(id).to_string();
+    let root = repo.path().to_string_lossy().into_owned();
+    let args = [
+        "prompt",
+        &root,
+        &at,
+        "--id",
+        &number,
+        "--fidelity",
+        "code",
+        "--tokenizer",
+        "r50k_base",
+        "--json",
+    ];
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(keyhole(&args, scratch.path())).stdout).unwrap();
+    assert_eq!(v["text"], prompt.text());
+    let shown = &v["segments"][0];
+    assert_eq!(shown["kind"]["kind"], "proposal");
+    assert_eq!(shown["tokens"], r50k.count(context));
+    assert_eq!(
+        (&shown["allocated"], &shown["truncated"]),
+        (&2036.into(), &false.into())
+    );
+}
+
+#[test]
+fn code_cuts_the_joined_prompt_to_its_last_tokens_from_the_rule_contexts_start() {
+    // The sibling's context counts its whole allocation, so the default context gets the
+    // other 2,036 tokens; with the labels the joined text runs past 4,072 and loses its start.
+    let main = class_with_fields("Main", "m", 600);
+    let sibling = class_with_fields("B", "b", 1500);
+    let at = hole_line(&main);
+    let (_repo, index, h) = temp_repo(&[("p/Main.java", &main), ("p/B.java", &sibling)], &at);
+    let (proposal, prompt) = sent(
+        &index,
+        &h,
+        PromptSource::Sibling,
+        ContextType::Identifiers,
+        Fidelity::Code,
+    );
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    let [rule, separator, default] = &prompt.segments[..] else {
+        panic!("three segments: {:?}", prompt.segments.len());
+    };
+    assert_eq!(separator.text.text, "\n");
+    assert_eq!((default.allocated, default.tokens), (2036, 2036));
+    // RLPG's cut: the last 4,072 tokens of the joined text (nothing here for the clean-up).
+    let joined = format!("{}\n{}", proposal.context.text, default.text.text);
+    let ends = r50k.token_ends(&joined);
+    assert!(ends.len() > 4072, "{}", ends.len());
+    assert_eq!(prompt.text(), joined[ends[ends.len() - 4073]..]);
+    assert!(proposal.context.text.ends_with(&rule.text.text));
+    assert!(!rule.text.text.starts_with("[B]"), "the label went first");
+    assert_eq!(rule.cut, Some(keyhole::token::Keep::Start));
+    assert_eq!(rule.tokens, r50k.count(&rule.text.text), "its kept size");
+    prompt.validate(&index, r50k).unwrap();
+}
+
+#[test]
+fn code_sizes_the_default_context_from_rlpgs_count_without_labels() {
+    let main = class_with_fields("Main", "m", 600);
+    let sibling = "package p;\nclass A {\n    int alpha;\n    int beta;\n}\n";
+    let at = hole_line(&main);
+    let (_repo, index, h) = temp_repo(&[("p/Main.java", &main), ("p/A.java", sibling)], &at);
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    let (proposal, code) = sent(
+        &index,
+        &h,
+        PromptSource::Sibling,
+        ContextType::Identifiers,
+        Fidelity::Code,
+    );
+    assert_eq!(proposal.context.text, "[A] p A alpha beta \n[Main]");
+    let counted = r50k.count("p A alpha beta");
+    assert_eq!(code.segments[2].allocated, 4072 - counted);
+    assert!(r50k.count(&proposal.context.text) > counted);
+    code.validate(&index, r50k).unwrap();
+    // keyhole's composer gives the default context what the segments it sent left.
+    let (_, paper) = sent(
+        &index,
+        &h,
+        PromptSource::Sibling,
+        ContextType::Identifiers,
+        Fidelity::Paper,
+    );
+    let spent = paper.segments[0].tokens + paper.segments[1].tokens;
+    assert_eq!(paper.segments[2].allocated, 4072 - spent);
+}
+
+#[test]
+fn code_joins_post_lines_and_the_default_context_with_a_space() {
+    let main = class_with_fields("Main", "m", 3);
+    let at = hole_line(&main);
+    let (_repo, index, h) = temp_repo(&[("p/Main.java", &main)], &at);
+    let (proposal, code) = sent(
+        &index,
+        &h,
+        PromptSource::Current,
+        ContextType::PostLines,
+        Fidelity::Code,
+    );
+    assert_eq!(proposal.context.text, "}\n");
+    assert!(
+        code.text().starts_with("}\n package p;"),
+        "{:?}",
+        code.text()
+    );
+    let (_, paper) = sent(
+        &index,
+        &h,
+        PromptSource::Current,
+        ContextType::PostLines,
+        Fidelity::Paper,
+    );
+    assert!(
+        paper.text().starts_with("}\n\npackage p;"),
+        "{:?}",
+        paper.text()
+    );
+}

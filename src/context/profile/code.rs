@@ -4,6 +4,7 @@
 
 use super::{BlockBudget, Profile, WindowOrder, WindowRules, fact_spans};
 use crate::candidate::{ContextType, PromptSource};
+use crate::compose::Assembly;
 use crate::context::HoleRequest;
 use crate::context::SourcedText;
 use crate::context::proposals::{file_items, method_bodies, push_current_class};
@@ -39,9 +40,15 @@ impl Profile for Code {
     }
 
     /// Cut to its allocation and decoded, as every text RLPG's code cuts.
-    fn finish_current(&self, text: SourcedText, before: bool, req: &HoleRequest) -> SourcedText {
+    fn finish_current(
+        &self,
+        text: SourcedText,
+        before: bool,
+        req: &HoleRequest,
+    ) -> (SourcedText, Option<usize>) {
         let keep = if before { Keep::End } else { Keep::Start };
-        rlpg_files::cut_and_decode(&text, req.tokenizer, req.allocation, keep).0
+        let (text, tokens) = rlpg_files::cut_and_decode(&text, req.tokenizer, req.allocation, keep);
+        (text, Some(tokens))
     }
 
     /// RLPG's code takes an item ending right at the hole as after it (`end_char < hole_char`).
@@ -60,18 +67,20 @@ impl Profile for Code {
         Keep::End
     }
 
-    /// Cut and decoded (method bodies were cut one by one).
+    /// Cut and decoded (method bodies were cut one by one), counted without the labels.
     fn finish_parent_items(
         &self,
         items: SourcedText,
-        context_type: ContextType,
+        counted: Option<usize>,
         keep: Keep,
         req: &HoleRequest,
-    ) -> SourcedText {
-        if context_type == ContextType::MethodNamesAndBodies {
-            return items;
+    ) -> (SourcedText, Option<usize>) {
+        if counted.is_some() {
+            return (items, counted);
         }
-        rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, keep).0
+        let (items, tokens) =
+            rlpg_files::cut_and_decode(&items, req.tokenizer, req.allocation, keep);
+        (items, Some(tokens))
     }
 
     /// Classes only (its `class_declaration` query).
@@ -130,6 +139,20 @@ impl Profile for Code {
         if !push_current_class(text, req) {
             text.push_plain("\n");
         }
+    }
+
+    /// As RLPG's main loop sends it: the context whole, the separator its rule configuration
+    /// names (`space` for post lines, else `newline`), the default context sized from the
+    /// context's own count (`rule_prompt_len`), the joined text cut to the budget.
+    fn assembly(&self, context_type: ContextType, counted: Option<usize>) -> Assembly {
+        let separator = match context_type {
+            ContextType::PostLines => " ",
+            _ => "\n",
+        };
+        counted.map_or(Assembly::Capped, |counted| Assembly::RlpgMainLoop {
+            counted,
+            separator,
+        })
     }
 
     /// Method names are the names alone (the `all_method_name` capture); identifiers are every

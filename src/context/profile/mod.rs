@@ -11,6 +11,7 @@ use super::HoleRequest;
 use super::SourcedText;
 use super::fidelity::Fidelity;
 use crate::candidate::{ContextType, PromptSource};
+use crate::compose::Assembly;
 use crate::lang::{MethodDecl, Span, TypeKind};
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
 use crate::token::{Keep, Tokenizer};
@@ -22,8 +23,13 @@ pub trait Profile: Sync {
     fn windows(&self) -> &'static WindowRules;
 
     /// The current file's context as gathered (`before`: from before the hole), as the
-    /// profile finishes it.
-    fn finish_current(&self, text: SourcedText, before: bool, req: &HoleRequest) -> SourcedText;
+    /// profile finishes it, and its tokens where the profile counts them as RLPG's code does.
+    fn finish_current(
+        &self,
+        text: SourcedText,
+        before: bool,
+        req: &HoleRequest,
+    ) -> (SourcedText, Option<usize>);
 
     /// Whether an item of the current file ending at byte `end` is before the hole.
     fn ends_before_hole(&self, end: usize, hole_offset: usize) -> bool;
@@ -34,14 +40,16 @@ pub trait Profile: Sync {
     /// Which end of a parent class's context survives a cut.
     fn parent_keep(&self) -> Keep;
 
-    /// A parent class's items of `context_type` as the profile cuts them.
+    /// A parent class's items as the profile cuts them (`counted`: method bodies, cut one by
+    /// one, with their tokens), and their tokens where the profile counts them as RLPG's code
+    /// does.
     fn finish_parent_items(
         &self,
         items: SourcedText,
-        context_type: ContextType,
+        counted: Option<usize>,
         keep: Keep,
         req: &HoleRequest,
-    ) -> SourcedText;
+    ) -> (SourcedText, Option<usize>);
 
     /// Whether the `[CurrentClass]` line can name a type of `kind`.
     fn names_in_class_line(&self, kind: TypeKind) -> bool;
@@ -80,6 +88,10 @@ pub trait Profile: Sync {
 
     /// The text of a method in a method-bodies context.
     fn method_text(&self, source: &SourceFile, method: &MethodDecl) -> Span;
+
+    /// How a proposal's context of `context_type` makes a prompt with the default context,
+    /// given the context's tokens where the profile counted them (`counted`).
+    fn assembly(&self, context_type: ContextType, counted: Option<usize>) -> Assembly;
 
     /// A method body cut to `share` tokens, its tokens, and the next method's share.
     fn cut_body(

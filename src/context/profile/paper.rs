@@ -4,6 +4,7 @@
 
 use super::{BlockBudget, Profile, WindowOrder, WindowRules, fact_spans};
 use crate::candidate::{ContextType, PromptSource};
+use crate::compose::Assembly;
 use crate::context::HoleRequest;
 use crate::context::SourcedText;
 use crate::context::proposals::{file_items, push_current_class};
@@ -30,8 +31,13 @@ impl Profile for Paper {
         &WINDOWS
     }
 
-    fn finish_current(&self, text: SourcedText, _before: bool, _req: &HoleRequest) -> SourcedText {
-        text
+    fn finish_current(
+        &self,
+        text: SourcedText,
+        _before: bool,
+        _req: &HoleRequest,
+    ) -> (SourcedText, Option<usize>) {
+        (text, None)
     }
 
     fn ends_before_hole(&self, end: usize, hole_offset: usize) -> bool {
@@ -51,11 +57,11 @@ impl Profile for Paper {
     fn finish_parent_items(
         &self,
         items: SourcedText,
-        _context_type: ContextType,
+        _counted: Option<usize>,
         _keep: Keep,
         _req: &HoleRequest,
-    ) -> SourcedText {
-        items
+    ) -> (SourcedText, Option<usize>) {
+        (items, None)
     }
 
     /// Any type: classes, interfaces, enums and records.
@@ -122,6 +128,13 @@ impl Profile for Paper {
 
     fn close_files(&self, text: &mut SourcedText, req: &HoleRequest) {
         push_current_class(text, req);
+    }
+
+    /// keyhole's composer: the context cut to its allocation, the default context given what
+    /// it leaves (section 2.3). RLPG's code sends the context whole and cuts the joined prompt
+    /// (see [`crate::context::fidelity`]).
+    fn assembly(&self, _context_type: ContextType, _counted: Option<usize>) -> Assembly {
+        Assembly::Capped
     }
 
     /// Method names are whole signatures (the paper's appendix B.2 example).

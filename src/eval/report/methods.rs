@@ -231,5 +231,6 @@ fn stand_in(spec: ProposalSpec, applicable: bool) -> ProposalContext {
         },
         ranked_files: Vec::new(),
         keep: spec.source.keep(),
+        assembly: crate::compose::Assembly::Capped,
     }
 }

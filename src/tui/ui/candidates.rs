@@ -213,6 +213,7 @@ mod tests {
                 tokenizer: "code",
                 proposal_id: CandidateId::nth(1),
                 backend_tokens: None,
+                assembly: crate::compose::Assembly::Capped,
                 model_room: None,
             },
         }

@@ -327,6 +327,7 @@ mod tests {
             tokenizer: "code",
             proposal_id: id,
             backend_tokens: None,
+            assembly: crate::compose::Assembly::Capped,
             model_room: None,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());

@@ -158,6 +158,7 @@ fn candidate(id: usize) -> CandidateRow {
             tokenizer: "code",
             proposal_id: id,
             backend_tokens: None,
+            assembly: crate::compose::Assembly::Capped,
             model_room: None,
         },
     }

@@ -48,6 +48,7 @@ fn explained_state(completion: &str) -> State {
         tokenizer: "code",
         proposal_id: CandidateId::nth(7),
         backend_tokens: None,
+        assembly: crate::compose::Assembly::Capped,
         model_room: None,
     };
     s.index = Some(index);
