@@ -1,10 +1,9 @@
 //! Java facts through tree-sitter-java, in one pass over the syntax tree.
 
-use std::cell::RefCell;
 use std::sync::LazyLock;
 
 use rustc_hash::FxHashMap;
-use tree_sitter::{Node, Parser, Tree, TreeCursor};
+use tree_sitter::{Node, Tree, TreeCursor};
 
 use super::java_typed;
 use super::{
@@ -14,24 +13,9 @@ use super::{
 
 pub struct Java;
 
-thread_local! {
-    // A parser is cheap to reuse and not Sync, so each worker thread keeps its own.
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
-
 /// Parse Java source; `None` only if tree-sitter refuses the language (a build problem).
 pub fn parse(source: &str) -> Option<Tree> {
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_java::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(source, None)
-    })
+    super::tree::parse("java", || tree_sitter_java::LANGUAGE.into(), source)
 }
 
 impl Language for Java {

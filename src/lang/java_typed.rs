@@ -11,7 +11,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use super::java::{header_span, parse, signature_start, span};
-use super::tree::path_to;
+use super::tree::{ancestors, path_to};
 use super::{
     Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
@@ -343,11 +343,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         text,
         inserted,
     }
-}
-
-/// The ancestors of a path's last node, innermost first.
-fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
-    path[..path.len().saturating_sub(1)].iter().rev().copied()
 }
 
 /// Climb the path to the expression the placeholder is: string contents are their literal.

@@ -1,10 +1,8 @@
 //! Python facts through tree-sitter-python, in one pass over the syntax tree, and how Python
 //! imports reach repository files.
 
-use std::cell::RefCell;
-
 use rustc_hash::FxHashMap;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 use super::python_typed;
 use super::{
@@ -14,24 +12,9 @@ use super::{
 
 pub struct Python;
 
-thread_local! {
-    // A parser is cheap to reuse and not Sync, so each worker thread keeps its own.
-    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
-}
-
 /// Parse Python source; `None` only if tree-sitter refuses the language (a build problem).
 pub(super) fn parse(source: &str) -> Option<Tree> {
-    PARSER.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&tree_sitter_python::LANGUAGE.into())
-                .ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(source, None)
-    })
+    super::tree::parse("python", || tree_sitter_python::LANGUAGE.into(), source)
 }
 
 impl Language for Python {

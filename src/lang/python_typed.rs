@@ -13,7 +13,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use super::python::{parse, span};
-use super::tree::path_to;
+use super::tree::{ancestors, path_to};
 use super::{
     Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
@@ -596,11 +596,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         text,
         inserted,
     }
-}
-
-/// The ancestors of a path's last node, innermost first.
-fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
-    path[..path.len().saturating_sub(1)].iter().rev().copied()
 }
 
 /// Climb the path to the expression the placeholder is: string contents are their string.

@@ -1,12 +1,45 @@
 //! What every language reads off a tree-sitter tree the same way: the path down to a node and
 //! the syntax errors in a range.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::{Node, Parser, Tree};
 
 use super::{Span, SyntaxError};
 use crate::text::clipped;
+
+thread_local! {
+    // A parser is cheap to reuse and not Sync, so each worker thread keeps one per grammar.
+    static PARSERS: RefCell<Vec<(&'static str, Parser)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Parse `source` with the grammar named `grammar` (made by `language` the first time this
+/// thread needs it); `None` only if tree-sitter refuses the grammar (a build problem).
+pub(super) fn parse(
+    grammar: &'static str,
+    language: impl FnOnce() -> tree_sitter::Language,
+    source: &str,
+) -> Option<Tree> {
+    PARSERS.with(|cell| {
+        let mut parsers = cell.borrow_mut();
+        let at = match parsers.iter().position(|(name, _)| *name == grammar) {
+            Some(at) => at,
+            None => {
+                let mut parser = Parser::new();
+                parser.set_language(&language()).ok()?;
+                parsers.push((grammar, parser));
+                parsers.len() - 1
+            }
+        };
+        parsers[at].1.parse(source, None)
+    })
+}
+
+/// The ancestors of a path's last node, innermost first.
+pub(super) fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
+    path[..path.len().saturating_sub(1)].iter().rev().copied()
+}
 
 /// The nodes from `root` down to `node`, both included. tree-sitter keeps no parent links
 /// (`Node::parent` searches down from the root every time), so walking up with it is

@@ -3,11 +3,9 @@
 //! finds them (relative specifiers by path, others through `tsconfig.json`'s `baseUrl` and
 //! `paths`).
 
-use std::cell::RefCell;
-
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 use super::typescript_typed;
 use super::{
@@ -35,28 +33,21 @@ pub static TSX: TypeScript = TypeScript {
     grammar: Grammar::Tsx,
 };
 
-thread_local! {
-    // A parser is cheap to reuse and not Sync, so each worker thread keeps one per grammar.
-    static PARSERS: RefCell<[Option<Parser>; 2]> = const { RefCell::new([None, None]) };
-}
-
 /// Parse source with `grammar`; `None` only if tree-sitter refuses the grammar (a build
 /// problem).
 pub fn parse(grammar: Grammar, source: &str) -> Option<Tree> {
-    PARSERS.with(|cell| {
-        let mut slots = cell.borrow_mut();
-        let slot = &mut slots[grammar as usize];
-        if slot.is_none() {
-            let language = match grammar {
-                Grammar::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
-                Grammar::Tsx => tree_sitter_typescript::LANGUAGE_TSX,
-            };
-            let mut parser = Parser::new();
-            parser.set_language(&language.into()).ok()?;
-            *slot = Some(parser);
-        }
-        slot.as_mut()?.parse(source, None)
-    })
+    match grammar {
+        Grammar::TypeScript => super::tree::parse(
+            "typescript",
+            || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            source,
+        ),
+        Grammar::Tsx => super::tree::parse(
+            "tsx",
+            || tree_sitter_typescript::LANGUAGE_TSX.into(),
+            source,
+        ),
+    }
 }
 
 /// Extensions TypeScript's module resolution tries after a specifier without one, in its

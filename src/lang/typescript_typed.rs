@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use tree_sitter::Node;
 
-use super::tree::path_to;
+use super::tree::{ancestors, path_to};
 use super::typescript::{
     Grammar, header_span, is_parameter_property, parse, signature_start, span, type_kind,
 };
@@ -418,11 +418,6 @@ pub(super) fn hole_syntax(grammar: Grammar, source: &str, hole: usize) -> HoleSy
         text,
         inserted,
     }
-}
-
-/// The ancestors of a path's last node, innermost first.
-fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
-    path[..path.len().saturating_sub(1)].iter().rev().copied()
 }
 
 /// Climb the path to the expression the placeholder is: string contents are their literal.
