@@ -11,7 +11,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use super::java::{header_span, parse, signature_start, span};
-use super::tree::{ancestors, path_to};
+use super::tree::{ancestors, expression_at, path_to};
 use super::{
     Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
@@ -326,7 +326,7 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         .descendant_for_byte_range(placeholder.start, placeholder.end)
         .unwrap_or(root);
     let mut path = path_to(root, deepest);
-    expression_at(&mut path);
+    expression_at(&mut path, &["string_fragment", "escape_sequence"]);
     let expected = (!placeholder.is_empty())
         .then(|| expectation(&path, &text))
         .flatten();
@@ -342,17 +342,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         is_static: in_static_code(&path),
         text,
         inserted,
-    }
-}
-
-/// Climb the path to the expression the placeholder is: string contents are their literal.
-fn expression_at(path: &mut Vec<Node>) {
-    while path.len() > 1 {
-        let node = path[path.len() - 1];
-        if node.is_named() && !matches!(node.kind(), "string_fragment" | "escape_sequence") {
-            break;
-        }
-        path.pop();
     }
 }
 

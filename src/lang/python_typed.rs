@@ -13,7 +13,7 @@ use std::ops::Range;
 use tree_sitter::Node;
 
 use super::python::{parse, span};
-use super::tree::{ancestors, path_to};
+use super::tree::{ancestors, expression_at, path_to};
 use super::{
     Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
@@ -579,7 +579,7 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         .descendant_for_byte_range(placeholder.start, placeholder.end)
         .unwrap_or(root);
     let mut path = path_to(root, deepest);
-    expression_at(&mut path);
+    expression_at(&mut path, &["string_content", "escape_sequence"]);
     let expected = (!placeholder.is_empty())
         .then(|| expectation(&path, root, &text))
         .flatten();
@@ -595,17 +595,6 @@ pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
         is_static: in_static_code(&path, &text),
         text,
         inserted,
-    }
-}
-
-/// Climb the path to the expression the placeholder is: string contents are their string.
-fn expression_at(path: &mut Vec<Node>) {
-    while path.len() > 1 {
-        let node = path[path.len() - 1];
-        if node.is_named() && !matches!(node.kind(), "string_content" | "escape_sequence") {
-            break;
-        }
-        path.pop();
     }
 }
 

@@ -36,6 +36,18 @@ pub(super) fn parse(
     })
 }
 
+/// Climb the path to the expression the placeholder is: the contents of a string (nodes of
+/// the grammar's `string_parts` kinds) are their literal.
+pub(super) fn expression_at(path: &mut Vec<Node>, string_parts: &[&str]) {
+    while path.len() > 1 {
+        let node = path[path.len() - 1];
+        if node.is_named() && !string_parts.contains(&node.kind()) {
+            break;
+        }
+        path.pop();
+    }
+}
+
 /// The ancestors of a path's last node, innermost first.
 pub(super) fn ancestors<'p, 't>(path: &'p [Node<'t>]) -> impl Iterator<Item = Node<'t>> + 'p {
     path[..path.len().saturating_sub(1)].iter().rev().copied()

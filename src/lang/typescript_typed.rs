@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use tree_sitter::Node;
 
-use super::tree::{ancestors, path_to};
+use super::tree::{ancestors, expression_at, path_to};
 use super::typescript::{
     Grammar, header_span, is_parameter_property, parse, signature_start, span, type_kind,
 };
@@ -401,7 +401,7 @@ pub(super) fn hole_syntax(grammar: Grammar, source: &str, hole: usize) -> HoleSy
         .descendant_for_byte_range(placeholder.start, placeholder.end)
         .unwrap_or(root);
     let mut path = path_to(root, deepest);
-    expression_at(&mut path);
+    expression_at(&mut path, &["string_fragment", "escape_sequence"]);
     let expected = (!placeholder.is_empty())
         .then(|| expectation(&path, root, &text))
         .flatten();
@@ -417,17 +417,6 @@ pub(super) fn hole_syntax(grammar: Grammar, source: &str, hole: usize) -> HoleSy
         is_static: in_static_code(&path),
         text,
         inserted,
-    }
-}
-
-/// Climb the path to the expression the placeholder is: string contents are their literal.
-fn expression_at(path: &mut Vec<Node>) {
-    while path.len() > 1 {
-        let node = path[path.len() - 1];
-        if node.is_named() && !matches!(node.kind(), "string_fragment" | "escape_sequence") {
-            break;
-        }
-        path.pop();
     }
 }
 
