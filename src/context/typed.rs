@@ -183,14 +183,15 @@ impl<'a> TypedHole<'a> {
         if let Some(found) = self.find(from, name) {
             return Some(found);
         }
-        let mut imports: Vec<&crate::repo::Import> =
-            self.index.graph.imports[from].iter().collect();
-        imports.sort_by_key(|i| match i.kind {
-            ImportKind::Single => 0,
-            ImportKind::SamePackage => 1,
-            ImportKind::Wildcard => 2,
-        });
-        imports.iter().find_map(|i| self.find(i.file, name))
+        let imports = &self.index.graph.imports[from];
+        [
+            ImportKind::Single,
+            ImportKind::SamePackage,
+            ImportKind::Wildcard,
+        ]
+        .into_iter()
+        .flat_map(|kind| imports.iter().filter(move |i| i.kind == kind))
+        .find_map(|i| self.find(i.file, name))
     }
 
     /// `a.b.C` or `a.b.C.Inner`.
