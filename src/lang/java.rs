@@ -2,10 +2,10 @@
 
 use std::sync::LazyLock;
 
-use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Tree, TreeCursor};
 
 use super::java_typed;
+use super::tree::NameUsages;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
@@ -196,7 +196,7 @@ static KINDS: LazyLock<Kinds> = LazyLock::new(|| {
 struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
-    usages: FxHashMap<&'a str, Vec<u32>>,
+    usages: NameUsages<'a>,
 }
 
 pub(super) fn span(node: Node) -> Span {
@@ -208,7 +208,7 @@ impl<'a> Extractor<'a> {
         Extractor {
             source,
             facts: FileFacts::default(),
-            usages: FxHashMap::default(),
+            usages: NameUsages::default(),
         }
     }
 
@@ -292,11 +292,7 @@ impl<'a> Extractor<'a> {
         if in_header {
             return;
         }
-        let line = node.start_position().row as u32;
-        let lines = self.usages.entry(self.text(node)).or_default();
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.usages.record(self.text(node), node);
     }
 
     fn import(&mut self, node: Node) {
@@ -345,14 +341,7 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        let mut usages: Vec<(String, Vec<u32>)> = self
-            .usages
-            .into_iter()
-            .map(|(name, lines)| (name.to_string(), lines))
-            .collect();
-        // Sorted by name: `usages_of` looks names up by binary search.
-        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.name_usages = usages;
+        self.facts.name_usages = self.usages.into_sorted();
         self.facts
     }
 }

@@ -1,10 +1,10 @@
 //! Python facts through tree-sitter-python, in one pass over the syntax tree, and how Python
 //! imports reach repository files.
 
-use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Tree};
 
 use super::python_typed;
+use super::tree::NameUsages;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
@@ -255,7 +255,7 @@ struct Context {
 struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
-    usages: FxHashMap<&'a str, Vec<u32>>,
+    usages: NameUsages<'a>,
     /// Node ids of the docstrings met so far (a definition is met before its body).
     docstrings: Vec<usize>,
 }
@@ -269,7 +269,7 @@ impl<'a> Extractor<'a> {
         Extractor {
             source,
             facts: FileFacts::default(),
-            usages: FxHashMap::default(),
+            usages: NameUsages::default(),
             docstrings: Vec::new(),
         }
     }
@@ -360,11 +360,7 @@ impl<'a> Extractor<'a> {
     }
 
     fn usage(&mut self, node: Node) {
-        let line = node.start_position().row as u32;
-        let lines = self.usages.entry(self.text(node)).or_default();
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.usages.record(self.text(node), node);
     }
 
     /// `import a.b as x` (binds `x`; without `as`, `a`), `from m import c as d` (binds `d`;
@@ -473,14 +469,7 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        let mut usages: Vec<(String, Vec<u32>)> = self
-            .usages
-            .into_iter()
-            .map(|(name, lines)| (name.to_string(), lines))
-            .collect();
-        // Sorted by name: `usages_of` looks names up by binary search.
-        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.name_usages = usages;
+        self.facts.name_usages = self.usages.into_sorted();
         self.facts
     }
 }
@@ -525,6 +514,7 @@ pub(super) fn docstring(body: Node) -> Option<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustc_hash::FxHashMap;
 
     const SOURCE: &str = r#""""Order services."""
 

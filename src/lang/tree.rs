@@ -36,6 +36,35 @@ pub(super) fn parse(
     })
 }
 
+/// The lines each name is used on, gathered while a file's tree is walked.
+#[derive(Default)]
+pub(super) struct NameUsages<'a> {
+    lines: rustc_hash::FxHashMap<&'a str, Vec<u32>>,
+}
+
+impl<'a> NameUsages<'a> {
+    /// `name` is used on the line `node` starts on.
+    pub(super) fn record(&mut self, name: &'a str, node: Node) {
+        let line = node.start_position().row as u32;
+        let lines = self.lines.entry(name).or_default();
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+    }
+
+    /// Every name with its lines, sorted by name: `FileFacts::usages_of` looks names up by
+    /// binary search.
+    pub(super) fn into_sorted(self) -> Vec<(String, Vec<u32>)> {
+        let mut usages: Vec<(String, Vec<u32>)> = self
+            .lines
+            .into_iter()
+            .map(|(name, lines)| (name.to_string(), lines))
+            .collect();
+        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        usages
+    }
+}
+
 /// Climb the path to the expression the placeholder is: the contents of a string (nodes of
 /// the grammar's `string_parts` kinds) are their literal.
 pub(super) fn expression_at(path: &mut Vec<Node>, string_parts: &[&str]) {

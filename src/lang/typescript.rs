@@ -3,10 +3,10 @@
 //! finds them (relative specifiers by path, others through `tsconfig.json`'s `baseUrl` and
 //! `paths`).
 
-use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use tree_sitter::{Node, Tree};
 
+use super::tree::NameUsages;
 use super::typescript_typed;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
@@ -378,7 +378,7 @@ fn has_source_extension(path: &str) -> bool {
 struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
-    usages: FxHashMap<&'a str, Vec<u32>>,
+    usages: NameUsages<'a>,
     /// The names a `const x = require('./e')` binds, for the call at this byte.
     pending_names: Option<(usize, Vec<String>)>,
 }
@@ -428,7 +428,7 @@ impl<'a> Extractor<'a> {
         Extractor {
             source,
             facts: FileFacts::default(),
-            usages: FxHashMap::default(),
+            usages: NameUsages::default(),
             pending_names: None,
         }
     }
@@ -526,11 +526,7 @@ impl<'a> Extractor<'a> {
         if in_header {
             return;
         }
-        let line = node.start_position().row as u32;
-        let lines = self.usages.entry(self.text(node)).or_default();
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.usages.record(self.text(node), node);
     }
 
     /// `import x, { A, B as C } from './b'`, `import * as ns from './c'`, `import './d'`,
@@ -715,14 +711,7 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        let mut usages: Vec<(String, Vec<u32>)> = self
-            .usages
-            .into_iter()
-            .map(|(name, lines)| (name.to_string(), lines))
-            .collect();
-        // Sorted by name: `usages_of` looks names up by binary search.
-        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.name_usages = usages;
+        self.facts.name_usages = self.usages.into_sorted();
         self.facts
     }
 }
