@@ -90,11 +90,6 @@ impl OnlineRanker {
         feedback::write_atomic(path, &serde_json::to_vec_pretty(&state)?)
     }
 
-    /// How many picks it has learnt from (none: it ranks exactly as the fixed ranker).
-    pub fn picks(&self) -> u64 {
-        self.counts.values().map(|c| c.picks).sum()
-    }
-
     /// Shows and picks per candidate, for people to read.
     pub fn counts(&self) -> &BTreeMap<CandidateId, Counts> {
         &self.counts
