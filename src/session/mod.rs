@@ -17,7 +17,7 @@ mod settings;
 
 use std::sync::Arc;
 
-pub use fit::{FitError, FitTarget, counts_exactly, fit};
+pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
 pub use learning::{BanditLesson, Learning, PickRecorded};
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,

@@ -15,6 +15,7 @@ use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
     Progress, Stage,
 };
+use crate::candidate::CandidateId;
 use crate::compose::Prompt;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
@@ -104,18 +105,31 @@ async fn sent_prompts(
             .collect();
     };
     join_all(job.prompts.iter().map(|p| async move {
-        // A context built from the backend's answers is composed again, not asked for anew.
-        let context = match drafted.iter().find(|c| c.id == p.candidate) {
-            Some(built) => BuiltContext::Retrieved(built.clone()),
-            None => session.context(&refit.hole, p.candidate).await,
-        };
-        let fitted = session.fit(&refit.hole, |composer| context.compose(composer));
-        fitted
-            .await
-            .map(|prompt| (prompt.text(), Some(prompt)))
-            .map_err(|e| e.to_string())
+        match &p.fitted {
+            Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
+            None => fit_candidate(session, drafted, &refit.hole, p.candidate)
+                .await
+                .map(|prompt| (prompt.text(), Some(prompt))),
+        }
     }))
     .await
+}
+
+/// Candidate `id`'s prompt at `hole` composed again by `session` to fit the budget as the
+/// backend's model counts it; a context built from the backend's answers (in `drafted`) is
+/// composed again, not asked for anew.
+async fn fit_candidate(
+    session: &Session,
+    drafted: &[perspectives::RetrievedContext],
+    hole: &Hole,
+    id: CandidateId,
+) -> Result<Prompt, String> {
+    let context = match drafted.iter().find(|c| c.id == id) {
+        Some(built) => BuiltContext::Retrieved(built.clone()),
+        None => session.context(hole, id).await,
+    };
+    let fitted = session.fit(hole, |composer| context.compose(composer));
+    fitted.await.map_err(|e| e.to_string())
 }
 
 /// One card's request: the completion and how long it waited for its turn first.
@@ -498,6 +512,41 @@ impl Driver {
                         ranked: Err(error),
                     },
                 )
+            }
+            Effect::Fit {
+                generation,
+                candidate,
+                backend,
+                refit,
+            } => {
+                let tx = self.tx.clone();
+                let drafted = self.drafted.clone();
+                let session = self.session(
+                    refit.index,
+                    refit.search,
+                    backend,
+                    refit.tokenizer,
+                    refit.budget,
+                );
+                tokio::spawn(async move {
+                    let drafts = drafted
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()
+                        .filter(|(g, _)| *g == generation)
+                        .map(|(_, built)| built)
+                        .unwrap_or_default();
+                    let fit = fit_candidate(&session, &drafts, &refit.hole, candidate);
+                    let prompt = AssertUnwindSafe(fit)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| Err(panic_text(payload)));
+                    let _ = tx.send(Action::Fitted {
+                        generation,
+                        candidate,
+                        prompt,
+                    });
+                });
             }
             Effect::Complete(job) => {
                 self.cancel();

@@ -408,8 +408,18 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     };
     let root = keyhole::sample::materialize(&dirs).unwrap();
     let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
+    // The focused candidate's prompt is fitted as it opens: the pane shows what a run sends, in
+    // the words the backend picker uses too.
     let title = keyhole::tui::ui::prompt::title(&app.state);
-    assert!(title.contains("approximate"), "not counted yet: {title}");
+    assert!(
+        title.contains("tokens (exact, counted by llama)"),
+        "{title}"
+    );
+    let summary = keyhole::tui::state::backend_summary(&app.state);
+    assert!(
+        summary.contains("budgets exact, counted by llama"),
+        "{summary}"
+    );
 
     // RepoCoder's second iteration and the hypothetical line are built from the backend's
     // answers during analysis; fitting composes them again without asking anew.
@@ -420,7 +430,11 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     let asked = completions(&server);
     let chosen = [7, 67, 69].map(CandidateId::nth);
     app.state.selected.extend(chosen);
-    assert!(chosen.iter().all(|&id| app.state.candidate(id).unwrap().applicable()));
+    assert!(
+        chosen
+            .iter()
+            .all(|&id| app.state.candidate(id).unwrap().applicable())
+    );
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), chosen.len());
@@ -456,7 +470,10 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     // Explaining a card shows the prompt it sent, with the server's count.
     app.dispatch(Action::Command(Command::Explain));
     let title = keyhole::tui::ui::prompt::title(&app.state);
-    assert!(title.contains(&format!("/{BUDGET} tokens (counted by llama)")), "{title}");
+    assert!(
+        title.contains(&format!("/{BUDGET} tokens (exact, counted by llama)")),
+        "{title}"
+    );
 }
 
 /// A loopback server that always answers `fromServer();`, and a backend entry for it.

@@ -35,11 +35,14 @@ pub struct RunningCard {
 
 /// One request of a run: a candidate, and the others whose prompt is the very same text (they
 /// share its request and card).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct RunPrompt {
     pub candidate: CandidateId,
     pub same: Vec<CandidateId>,
     pub text: String,
+    /// Its prompt as already fitted to the backend's own count (the prompt pane showed it): sent
+    /// as it is.
+    pub fitted: Option<Prompt>,
 }
 
 /// One completion card.

@@ -63,6 +63,7 @@ pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunP
                 candidate: c.id,
                 same: Vec::new(),
                 text,
+                fitted: c.prompt.backend_tokens.is_some().then(|| c.prompt.clone()),
             });
         }
     }
@@ -118,16 +119,7 @@ pub(super) fn start_completion(
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
         edited,
-        refit: match (&state.search, edited) {
-            (Some(search), false) => Some(Refit {
-                index: index.clone(),
-                search: search.clone(),
-                hole: hole.clone(),
-                tokenizer: state.setup.tokenizer(),
-                budget: state.setup.budget,
-            }),
-            _ => None,
-        },
+        refit: refit(state).filter(|_| !edited),
     };
     state.completion = CompletionPhase::Running {
         cards: job
@@ -144,6 +136,87 @@ pub(super) fn start_completion(
     state.explained = None;
     state.focus = Pane::Completions;
     vec![Effect::CancelCompletions, Effect::Complete(job)]
+}
+
+/// What composing the hole's prompts again for the backend needs.
+pub(super) fn refit(state: &State) -> Option<Refit> {
+    let (index, search, view) = (
+        state.index.as_ref()?,
+        state.search.as_ref()?,
+        state.view.as_ref()?,
+    );
+    Some(Refit {
+        index: index.clone(),
+        search: search.clone(),
+        hole: view.hole.clone(),
+        tokenizer: state.setup.tokenizer(),
+        budget: state.setup.budget,
+    })
+}
+
+/// Where the backend counts tokens in a tokenizer of its own, the focused candidate's prompt is
+/// fitted to that count as a run would send it, so that the prompt pane shows what is sent.
+/// One at a time; a hole whose fitting failed, or whose backend turned out not to count, is
+/// left as composed.
+pub(super) fn fit_focused(state: &mut State) -> Vec<Effect> {
+    let (Some(backend), Some(view)) = (&state.backend, &state.view) else {
+        return vec![];
+    };
+    let generation = view.generation;
+    let tokenizer = state.setup.tokenizer().tokenizer();
+    if state.fitting.is_some()
+        || state.fit_stopped == Some(generation)
+        || crate::session::counts_exactly(backend.as_ref(), tokenizer)
+    {
+        return vec![];
+    }
+    let backend = backend.clone();
+    let Some(candidate) = state
+        .focused_candidate()
+        .filter(|c| c.applicable() && c.prompt.backend_tokens.is_none())
+        .map(|c| c.id)
+    else {
+        return vec![];
+    };
+    let Some(refit) = refit(state) else {
+        return vec![];
+    };
+    state.fitting = Some(candidate);
+    vec![Effect::Fit {
+        generation,
+        candidate,
+        backend,
+        refit,
+    }]
+}
+
+/// A fitted prompt replaces its candidate's; a failure stops fitting at this hole.
+pub(super) fn fitted(
+    state: &mut State,
+    generation: u64,
+    candidate: CandidateId,
+    prompt: Result<Prompt, String>,
+) {
+    state.fitting = None;
+    if state
+        .view
+        .as_ref()
+        .is_none_or(|v| v.generation != generation)
+    {
+        return;
+    }
+    match prompt {
+        Ok(prompt) if prompt.backend_tokens.is_some() => {
+            if let Some(row) = state.candidates.iter_mut().find(|c| c.id == candidate) {
+                row.prompt = prompt;
+            }
+        }
+        Ok(_) => state.fit_stopped = Some(generation),
+        Err(why) => {
+            state.fit_stopped = Some(generation);
+            state.status = format!("cannot fit the prompt to the backend's count: {why}");
+        }
+    }
 }
 
 /// Esc: dismiss a warning, else stop the running completions, else close what is open.

@@ -72,6 +72,7 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         candidate: editor.candidate,
         same: Vec::new(),
         text: editor.text(),
+        fitted: None,
     };
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {

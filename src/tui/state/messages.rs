@@ -71,6 +71,12 @@ pub enum Action {
         card: usize,
         at: Instant,
     },
+    /// Candidate `candidate`'s prompt fitted to the backend's own count, or why it cannot be.
+    Fitted {
+        generation: u64,
+        candidate: CandidateId,
+        prompt: Result<Prompt, String>,
+    },
     /// Text streamed so far for card slot `card` of a running completion.
     Streamed {
         generation: u64,
@@ -152,6 +158,14 @@ pub enum Effect {
         proposals: Arc<Vec<ProposalContext>>,
         generation: u64,
         ranker: RankerKind,
+    },
+    /// Fit `candidate`'s prompt to the budget as `backend`'s model counts it (as a run sends
+    /// it), so that the prompt pane shows what would be sent.
+    Fit {
+        generation: u64,
+        candidate: CandidateId,
+        backend: Arc<dyn Backend>,
+        refit: Refit,
     },
     Complete(CompleteJob),
     CancelCompletions,

@@ -31,8 +31,8 @@ use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
+use crate::model::Backend;
 use crate::model::config::BackendConfig;
-use crate::model::{Backend, TokenCounting};
 use crate::rank::online::Counts;
 use crate::rank::{Ranked, RankerKind, bandit};
 use crate::repo::{FileId, RepoIndex};
@@ -114,6 +114,11 @@ pub struct State {
     pub tick: usize,
     /// The time at the last tick (the driver's clock: `update` reads none).
     pub now: Option<Instant>,
+    /// The candidate whose prompt is being fitted to the backend's count.
+    pub fitting: Option<CandidateId>,
+    /// The hole (its generation) at which fitting stopped: it failed, or the backend does not
+    /// count.
+    pub fit_stopped: Option<u64>,
 
     pub status: String,
     /// A problem with the user's files (keymap, theme, log): shown over the status until
@@ -181,6 +186,8 @@ impl State {
             mouse: true,
             tick: 0,
             now: None,
+            fitting: None,
+            fit_stopped: None,
 
             status: "indexing…".into(),
             warning: None,
@@ -212,6 +219,7 @@ impl State {
             || self.starting_backend.is_some()
             || matches!(self.phase, Phase::Opening(_) | Phase::Rereading)
             || self.highlighting.is_some()
+            || self.fitting.is_some()
             || self.analysing()
             || self.retrieving()
     }
@@ -303,6 +311,13 @@ impl State {
 
 /// Apply one action; return the effects it asks for.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let mut effects = react(state, action);
+    // Whatever moved the focus, the prompt shown is the one a run would send.
+    effects.extend(fit_focused(state));
+    effects
+}
+
+fn react(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         // Quitting and suspending work in every mode.
         Action::Command(command @ (Command::Quit | Command::Suspend)) => {
@@ -449,6 +464,14 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             if let Some(running) = running_card(state, generation, card) {
                 running.started = Some(at);
             }
+            vec![]
+        }
+        Action::Fitted {
+            generation,
+            candidate,
+            prompt,
+        } => {
+            fitted(state, generation, candidate, prompt);
             vec![]
         }
         Action::Streamed {
