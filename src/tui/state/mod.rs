@@ -283,6 +283,28 @@ impl State {
         }
     }
 
+    /// The actions the palette lists for `query` (fuzzy, over key and description), best
+    /// first; every one for an empty query. The palette itself is left out.
+    pub fn palette_matches(&self, query: &str) -> Vec<(Command, String, String)> {
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, usize, (Command, String, String))> = self
+            .keymap
+            .actions(self.focus)
+            .into_iter()
+            .filter(|(command, _, _)| *command != Command::Palette)
+            .enumerate()
+            .filter_map(|(n, (command, keys, desc))| {
+                let score = match query.is_empty() {
+                    true => 0,
+                    false => matcher.fuzzy_match(&format!("{desc} {keys}"), query)?,
+                };
+                Some((score, n, (command, keys, desc.to_string())))
+            })
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, _, hit)| hit).collect()
+    }
+
     /// Files matching the picker query, best first.
     pub fn picker_matches(&self, query: &str) -> Vec<FileId> {
         let Some(index) = &self.index else {
