@@ -71,6 +71,8 @@ pub enum Command {
     OpenInEditor,
     /// List every action with its key; typing filters, Enter runs one.
     Palette,
+    /// The requests sent this session: when, to whom, what, how long.
+    RequestLog,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

@@ -90,6 +90,10 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
             };
             vec![]
         }
+        Command::RequestLog => {
+            state.mode = Mode::Requests { scroll: 0 };
+            vec![]
+        }
         Command::FocusSource => focus(state, Pane::Source),
         Command::FocusCandidates => focus(state, Pane::Candidates),
         Command::FocusPrompt => focus(state, Pane::Prompt),

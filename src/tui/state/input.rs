@@ -36,6 +36,10 @@ pub enum Mode {
     Help {
         scroll: usize,
     },
+    /// The request log, newest first, scrolled down by this many rows.
+    Requests {
+        scroll: usize,
+    },
 }
 
 impl Mode {
@@ -48,7 +52,7 @@ impl Mode {
             Mode::Backends { .. } => Layer::Backends,
             Mode::ConfirmApply => Layer::Confirm,
             Mode::Edit => Layer::Editor,
-            Mode::Help { .. } => Layer::Help,
+            Mode::Help { .. } | Mode::Requests { .. } => Layer::Help,
         }
     }
 }
@@ -149,6 +153,13 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             vec![]
         }
         (Mode::Help { .. }, Cancel | Help) => close(state),
+        (Mode::Requests { scroll }, Up | Down | PageUp | PageDown | Top | Bottom) => {
+            let rows = state.request_log.len();
+            let scroll = clamp_add(scroll, step(command, HELP_PAGE), rows);
+            state.mode = Mode::Requests { scroll };
+            vec![]
+        }
+        (Mode::Requests { .. }, Cancel | Help | RequestLog) => close(state),
         _ => vec![],
     }
 }
@@ -188,7 +199,7 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             }
         }
         Mode::ConfirmApply => return mode_command(state, Command::Cancel),
-        Mode::Normal | Mode::Backends { .. } | Mode::Help { .. } => {}
+        Mode::Normal | Mode::Backends { .. } | Mode::Help { .. } | Mode::Requests { .. } => {}
     }
     vec![]
 }

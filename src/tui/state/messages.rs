@@ -87,6 +87,8 @@ pub enum Action {
         generation: u64,
         cards: Vec<Card>,
     },
+    /// The requests a run sent, for the request log.
+    Logged(Vec<LoggedRequest>),
     /// What the online ranker has learnt: shows and picks per candidate.
     OnlineLearnt(BTreeMap<CandidateId, Counts>),
     /// A pick taught ProCC's bandit: the perspective it now chooses for the hole of `context`.

@@ -129,6 +129,8 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
+    /// The requests runs sent this session, oldest first (at most [`REQUEST_LOG_KEEPS`]).
+    pub request_log: Vec<LoggedRequest>,
     /// The completions written into files and not undone, the last last: `u` takes them back
     /// in turn.
     pub applied: Vec<Applied>,
@@ -199,6 +201,7 @@ impl State {
             shown: 0,
             highlighting: None,
             applied: Vec::new(),
+            request_log: Vec::new(),
             on_disk: None,
             shared_sample: false,
             column_goal: 0,
@@ -535,6 +538,12 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             if let Some(procc) = state.procc.as_mut().filter(|p| p.context == context) {
                 procc.pick = pick;
             }
+            vec![]
+        }
+        Action::Logged(requests) => {
+            state.request_log.extend(requests);
+            let extra = state.request_log.len().saturating_sub(REQUEST_LOG_KEEPS);
+            state.request_log.drain(..extra);
             vec![]
         }
         Action::Edited(Ok(())) => {

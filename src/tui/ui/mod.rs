@@ -60,6 +60,7 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         Mode::Palette { query, cursor } => overlay::palette(frame, state, query, *cursor),
         Mode::Backends { cursor } => overlay::backends(frame, state, *cursor),
         Mode::Help { scroll } => overlay::help(frame, state, *scroll),
+        Mode::Requests { scroll } => overlay::requests(frame, state, *scroll),
         Mode::ConfirmApply => overlay::apply_question(frame, state),
         _ => {}
     }

@@ -192,6 +192,71 @@ pub fn tail_that_fits(path: &str, width: usize) -> String {
     format!("…/{tail}")
 }
 
+/// The request log, newest first: when, to whom, which candidate, the prompt's size, the
+/// wait and the time taken, and what came back.
+pub fn requests(frame: &mut Frame, state: &State, scroll: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(140),
+        area.height.saturating_sub(2),
+    );
+    let title = format!(
+        "requests sent ({}) · newest first · Esc closes",
+        state.request_log.len()
+    );
+    let inner = panel(frame, state, rect, &title);
+    if state.request_log.is_empty() {
+        let none = "nothing sent yet: r completes";
+        frame.render_widget(
+            Paragraph::new(none).style(Style::new().fg(theme.muted)),
+            inner,
+        );
+        return;
+    }
+    let lines: Vec<Line> = state
+        .request_log
+        .iter()
+        .rev()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|r| {
+            let what = match (r.edited, r.shared_by) {
+                (true, _) => format!("edited from {}", state.shown_id(r.candidate)),
+                (false, 0) => format!("cand {}", state.shown_id(r.candidate)),
+                (false, n) => format!("cand {} (+{n} same)", state.shown_id(r.candidate)),
+            };
+            let size = match r.prompt_tokens {
+                Some(tokens) => format!("{tokens} tok"),
+                None => format!("{} B", r.prompt_bytes),
+            };
+            let (timing, answer, colour) = match &r.outcome {
+                Ok((text, queued, took)) => (
+                    format!("waited {queued} ms, took {took} ms"),
+                    format!("{text:?}"),
+                    theme.text,
+                ),
+                Err(why) => ("failed".to_string(), why.clone(), theme.bad),
+            };
+            Line::from(vec![
+                Span::styled(format!("{} ", r.at), Style::new().fg(theme.muted)),
+                Span::styled(
+                    format!("{:<12.12} ", r.backend),
+                    Style::new().fg(theme.title),
+                ),
+                Span::styled(format!("{what:<20} "), Style::new().fg(theme.explain)),
+                Span::styled(
+                    format!("{size:>9}  {timing:<30} "),
+                    Style::new().fg(theme.muted),
+                ),
+                Span::styled(answer, Style::new().fg(colour)),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 /// The command palette: every action of the focused pane and the shared ones, with its key.
 pub fn palette(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
     let theme = &state.theme;

@@ -936,3 +936,26 @@ fn the_palette_lists_every_action_with_its_key_and_enter_runs_the_chosen_one() {
     );
     assert_eq!(s.mode, Mode::Normal);
 }
+
+#[test]
+fn the_request_log_keeps_what_runs_sent_newest_last_and_l_opens_it() {
+    let mut s = opened();
+    let logged = |n: usize| LoggedRequest {
+        at: "05:00:00".into(),
+        backend: "smol".into(),
+        candidate: CandidateId::nth(n % 60),
+        shared_by: 0,
+        edited: false,
+        prompt_tokens: Some(100),
+        prompt_bytes: 400,
+        outcome: Ok(("x".into(), 0, 12)),
+    };
+    update(&mut s, Action::Logged((0..3).map(logged).collect()));
+    assert_eq!(s.request_log.len(), 3);
+    update(&mut s, Action::Logged((0..REQUEST_LOG_KEEPS).map(logged).collect()));
+    assert_eq!(s.request_log.len(), REQUEST_LOG_KEEPS, "the oldest go");
+    press(&mut s, KeyEvent::new(KeyCode::Char('L'), KeyModifiers::SHIFT));
+    assert_eq!(s.mode, Mode::Requests { scroll: 0 });
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert_eq!(s.mode, Mode::Normal);
+}
