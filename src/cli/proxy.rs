@@ -118,7 +118,7 @@ fn upstream(to: &str) -> Result<Upstream> {
 }
 
 fn log_dir() -> Option<PathBuf> {
-    dirs().data.as_ref().map(|d| d.join("proxy"))
+    proxy::log_dir(dirs())
 }
 
 pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
@@ -210,10 +210,10 @@ struct Located {
 fn locate(repo: &std::path::Path, exchange: &Exchange) -> Result<Located> {
     let settings = super::hole::settings(&Choices::default())?;
     let session = keyhole::Session::open(repo, &settings)?;
-    Ok(Located {
-        places: proxy::hole_places(&session.index, &exchange.sent),
-        provenance: proxy::provenance(&session.index, &exchange.sent),
-    })
+    let places = proxy::hole_places(&session.index, &exchange.sent);
+    // Where the pieces came from, the code around the cursor matched at the surest place.
+    let provenance = proxy::provenance(&session.index, &exchange.sent, places.first());
+    Ok(Located { places, provenance })
 }
 
 fn show_located(located: &Located) -> Result<()> {
@@ -229,10 +229,13 @@ fn show_located(located: &Located) -> Result<()> {
     }
     outln!("--- where the pieces came from ---");
     for piece in &located.provenance {
-        let from = if piece.from.is_empty() {
-            "no repository file: the plugin's own text".to_string()
-        } else {
-            piece.from.join(", ")
+        let from = match (piece.from.is_empty(), piece.framing_chars) {
+            (true, _) => "no repository file: the plugin's own text".to_string(),
+            (false, 0) => piece.from.join(", "),
+            (false, framing) => format!(
+                "{} (and {framing} chars of the plugin's own)",
+                piece.from.join(", ")
+            ),
         };
         outln!("  {:<24} {:>6} chars  {from}", piece.piece, piece.chars);
     }

@@ -216,7 +216,7 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
                 |s| segment_name(s.kind, state.numbering),
             );
         let place = span.origin.map_or_else(
-            || "keyhole's own formatting".into(),
+            || super::provenance::framing_name(prompt).into(),
             |o| origin_text(index, o),
         );
         status += &format!(" · longest, {chars} chars: {place} in {segment}");

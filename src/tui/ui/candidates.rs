@@ -215,6 +215,7 @@ mod tests {
                 backend_tokens: None,
                 assembly: crate::compose::Assembly::Capped,
                 model_room: None,
+                suffix: None,
             },
         }
     }

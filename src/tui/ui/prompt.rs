@@ -329,6 +329,7 @@ mod tests {
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
             model_room: None,
+            suffix: None,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         let theme = state.theme.clone();

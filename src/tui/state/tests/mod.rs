@@ -160,6 +160,7 @@ fn candidate(id: usize) -> CandidateRow {
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
             model_room: None,
+            suffix: None,
         },
     }
 }
