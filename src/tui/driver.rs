@@ -14,6 +14,7 @@ use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
     Progress, Stage,
 };
+use crate::candidate::CandidateId;
 use crate::compose::Prompt;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
@@ -99,10 +100,15 @@ async fn sent_prompts(
         return job
             .prompts
             .iter()
-            .map(|(_, text)| Ok((text.clone(), None)))
+            .map(|p| Ok((p.text.clone(), None)))
             .collect();
     };
-    join_all(job.prompts.iter().map(|(id, _)| async move {
+    join_all(job.prompts.iter().map(|p| async move {
+        let id = &p.candidate;
+        // A plugin's prompt goes as the plugin sent it.
+        if *id == CandidateId::AS_SENT {
+            return Ok((p.text.clone(), None));
+        }
         // A context built from the backend's answers is composed again, not asked for anew.
         let context = match drafted.iter().find(|c| c.id == *id) {
             Some(built) => BuiltContext::Retrieved(built.clone()),
@@ -130,6 +136,7 @@ pub async fn complete(
         let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
         let request = CompletionRequest {
             current_file: Some(job.current_file.clone()),
+            suffix: job.prompts[card].suffix.clone(),
             ..CompletionRequest::single_line(text.clone())
         };
         let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
@@ -147,7 +154,7 @@ pub async fn complete(
         // The request owns the sender: when it finishes, the channel closes and forwarding ends.
         let request = async move { job.backend.complete(&request, Some(&deltas)).await };
         tokio::join!(request, forward).0.map_err(|e| {
-            tracing::warn!(candidate = job.prompts[card].0.index(), error = %e, "backend");
+            tracing::warn!(candidate = job.prompts[card].candidate.index(), error = %e, "backend");
             e.to_string()
         })
     }))
@@ -156,9 +163,9 @@ pub async fn complete(
         .iter()
         .zip(prompts)
         .zip(results)
-        .map(|(((id, text), sent), result)| Card {
-            candidate: *id,
-            edited: job.edited.then(|| text.clone()),
+        .map(|((job_prompt, sent), result)| Card {
+            candidate: job_prompt.candidate,
+            edited: job.edited.then(|| job_prompt.text.clone()),
             fitted: sent.ok().and_then(|(_, fitted)| fitted),
             outcome: result
                 .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
@@ -402,6 +409,7 @@ impl Driver {
                 ranker,
                 tokenizer,
                 budget,
+                recorded,
             } => {
                 if let Some(task) = self.analysing.take() {
                     task.abort();
@@ -413,7 +421,12 @@ impl Driver {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
                         let (session, hole) = job;
-                        session.analyse(&hole, ranker)
+                        let mut analysis = session.analyse(&hole, ranker);
+                        if let Some(recorded) = &recorded {
+                            let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
+                            analysis.candidates.insert(0, sent);
+                        }
+                        analysis
                     });
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
@@ -500,6 +513,27 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::ReadRecorded => {
+                let dir = crate::proxy::log_dir(&self.settings.dirs);
+                self.blocking(
+                    move || {
+                        let (exchanges, unreadable) =
+                            dir.map_or_else(Default::default, |dir| crate::proxy::read_log(&dir));
+                        Action::RecordedRead {
+                            exchanges,
+                            unreadable,
+                        }
+                    },
+                    |error| Action::Message(format!("cannot read the recorded requests: {error}")),
+                );
+            }
+            Effect::LocateRecorded { index, exchange } => self.blocking(
+                move || {
+                    let places = crate::proxy::hole_places(&index, &exchange.sent);
+                    Action::RecordedLocated { exchange, places }
+                },
+                |error| Action::Message(format!("cannot look for the hole: {error}")),
+            ),
             Effect::ReadBackends => {
                 let dirs = self.settings.dirs.clone();
                 self.blocking(

@@ -42,9 +42,9 @@ pub(super) fn run_ids(state: &State) -> Vec<CandidateId> {
 }
 
 pub(super) fn run(state: &mut State) -> Vec<Effect> {
-    let prompts: Vec<(CandidateId, String)> = run_ids(state)
+    let prompts: Vec<JobPrompt> = run_ids(state)
         .into_iter()
-        .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
+        .filter_map(|id| state.candidate(id).map(JobPrompt::of))
         .collect();
     let count = prompts.len();
     let effects = start_completion(state, prompts, false);
@@ -58,7 +58,7 @@ pub(super) fn run(state: &mut State) -> Vec<Effect> {
 /// Start completing `prompts` (candidate id, prompt text) for the current hole.
 pub(super) fn start_completion(
     state: &mut State,
-    prompts: Vec<(CandidateId, String)>,
+    prompts: Vec<JobPrompt>,
     edited: bool,
 ) -> Vec<Effect> {
     let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
@@ -127,17 +127,30 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
     let Some(card) = state.cards.get(n).filter(|c| c.outcome.is_ok()) else {
         return vec![];
     };
+    // Picks teach the rankers which of keyhole's candidates win; the plugin's prompt is none.
+    if card.candidate == CandidateId::AS_SENT {
+        state.card_cursor = n;
+        state.status = format!(
+            "picked completion {} (the plugin's prompt): not recorded, it teaches the rankers nothing",
+            n + 1
+        );
+        return vec![];
+    }
+    let keyholes = || {
+        state
+            .cards
+            .iter()
+            .filter(|c| c.candidate != CandidateId::AS_SENT)
+    };
     let prompt = card
         .edited
         .clone()
         .or_else(|| card.prompt(state).map(Prompt::text));
     let pick = feedback::Pick {
         hole: view.hole.display(index),
-        candidates: state.cards.iter().map(|c| c.candidate).collect(),
+        candidates: keyholes().map(|c| c.candidate).collect(),
         prompt_hash: feedback::prompt_hash(prompt.as_deref().unwrap_or("")),
-        completions: state
-            .cards
-            .iter()
+        completions: keyholes()
             .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
             .collect(),
         picked: card.candidate,

@@ -68,7 +68,16 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         state.status = "edit discarded".into();
         return vec![];
     }
-    let prompt = (editor.candidate, editor.text());
+    // The edit replaces the prompt; the text after the hole goes with it as it was.
+    let suffix = state
+        .candidate(editor.candidate)
+        .and_then(|c| c.prompt.suffix.as_ref())
+        .map(|s| s.text.clone());
+    let prompt = JobPrompt {
+        candidate: editor.candidate,
+        text: editor.text(),
+        suffix,
+    };
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {
         state.status = "completing with the edited prompt… Esc cancels".into();

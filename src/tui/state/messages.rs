@@ -85,6 +85,17 @@ pub enum Action {
         /// The file's text now, and what undoes the write (none for an undo).
         result: Result<(String, Option<Applied>), String>,
     },
+    /// The proxy's record as read: every exchange, oldest first, and how many lines could not
+    /// be read.
+    RecordedRead {
+        exchanges: Vec<crate::proxy::Exchange>,
+        unreadable: usize,
+    },
+    /// Where the hole of a recorded request may be, surest first.
+    RecordedLocated {
+        exchange: Box<crate::proxy::Exchange>,
+        places: Vec<crate::proxy::Place>,
+    },
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }
@@ -123,6 +134,15 @@ pub enum Effect {
         ranker: RankerKind,
         tokenizer: TokenizerKind,
         budget: usize,
+        /// The recorded request whose hole this is: its prompt joins the candidates.
+        recorded: Option<Arc<OpenRecorded>>,
+    },
+    /// Read the proxy's record (the recorded-requests picker opens on it).
+    ReadRecorded,
+    /// Find where the hole of a recorded request is in the repository.
+    LocateRecorded {
+        index: Arc<RepoIndex>,
+        exchange: Box<crate::proxy::Exchange>,
     },
     /// Read backends.toml again (the backend picker opens on what it says now).
     ReadBackends,
@@ -181,8 +201,8 @@ pub enum Effect {
 pub struct CompleteJob {
     pub generation: u64,
     pub backend: Arc<dyn Backend>,
-    /// (candidate id, prompt text), one card each.
-    pub prompts: Vec<(CandidateId, String)>,
+    /// One card each.
+    pub prompts: Vec<JobPrompt>,
     pub current_file: String,
     pub file_text: String,
     pub offset: usize,
@@ -192,6 +212,26 @@ pub struct CompleteJob {
     /// What composing the prompts again needs, so that each fits the budget as the backend's
     /// model counts it; `None` for edits, which are sent as written.
     pub refit: Option<Refit>,
+}
+
+/// One prompt of a completion run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobPrompt {
+    pub candidate: CandidateId,
+    pub text: String,
+    /// The text after the hole sent with it (a recorded plugin's prompt has one).
+    pub suffix: Option<String>,
+}
+
+impl JobPrompt {
+    /// The prompt of candidate row `row`, as it is sent.
+    pub fn of(row: &CandidateRow) -> JobPrompt {
+        JobPrompt {
+            candidate: row.id,
+            text: row.prompt.text(),
+            suffix: row.prompt.suffix.as_ref().map(|s| s.text.clone()),
+        }
+    }
 }
 
 /// A hole's prompts composed again for the backend (see [`crate::session::Session::fit`]).

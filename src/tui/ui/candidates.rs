@@ -154,7 +154,7 @@ fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'sta
     };
     vec![
         Span::styled(
-            format!("{mark}{:>4} ", state.shown_id(c.id)),
+            format!("{mark}{:>4} ", state.shown_number(c.id)),
             base.fg(theme.explain),
         ),
         Span::styled(score_bar, base.fg(colour)),
@@ -188,6 +188,7 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
+        Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
         Availability::Applicable => None,
     }
 }

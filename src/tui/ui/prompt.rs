@@ -135,7 +135,7 @@ fn budget_line(state: &State, segment: &Segment, budget: usize) -> Line<'static>
         .map(|index| provenance::segment_sources(index, &segment.text))
         .unwrap_or_default();
     let name = match segment.kind {
-        SegmentKind::Proposal { id } => format!("cand {}", state.shown_id(id)),
+        SegmentKind::Proposal { id } => format!("cand {}", state.shown_number(id)),
         SegmentKind::Separator => "separator".into(),
         SegmentKind::Default => "default".into(),
     };
