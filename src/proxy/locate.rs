@@ -235,43 +235,23 @@ pub fn sent_prompt(index: &RepoIndex, sent: &Sent, place: Option<&Place>) -> Opt
     }
     let lines = RepoLines::new(index);
     let cursor = place.and_then(|p| p.cursor(index));
-    let before = |text: &str| lines.sourced(text, cursor, Side::Before);
     let after = |text: &str| lines.sourced(text, cursor, Side::After);
     let prompt = sent.prompt.as_deref().unwrap_or_default();
-    let mut sourced = SourcedText::default();
     if let Some(prefix) = &sent.prefix {
+        let mut sourced = SourcedText::default();
         for chunk in &sent.extra {
             sourced.append(lines.sourced(&chunk.text, None, Side::Before));
         }
-        sourced.append(before(&format!("{prefix}{prompt}")));
+        sourced.append(lines.sourced(&format!("{prefix}{prompt}"), cursor, Side::Before));
         return Some(SentPrompt {
             prompt: sourced,
             suffix: sent.suffix.as_deref().map(after),
         });
     }
-    match (&sent.suffix, fim_parts(prompt)) {
-        (None, Some(fim)) => {
-            // The template around the two parts is the plugin's framing; Codestral's puts the
-            // suffix first, so the parts go in the prompt's order.
-            let mut parts = [(fim.before, Side::Before), (fim.after, Side::After)];
-            parts.sort_by_key(|(range, _)| range.start);
-            let mut at = 0;
-            for (range, side) in parts {
-                sourced.push_plain(&prompt[at..range.start]);
-                sourced.append(lines.sourced(&prompt[range.clone()], cursor, side));
-                at = range.end;
-            }
-            sourced.push_plain(&prompt[at..]);
-            Some(SentPrompt {
-                prompt: sourced,
-                suffix: None,
-            })
-        }
-        (suffix, _) => Some(SentPrompt {
-            prompt: before(prompt),
-            suffix: suffix.as_deref().map(after),
-        }),
-    }
+    Some(SentPrompt {
+        prompt: lines.sourced_prompt(prompt, cursor, sent.suffix.is_none()),
+        suffix: sent.suffix.as_deref().map(after),
+    })
 }
 
 /// Which side of the cursor a text was sent from: the code nearest the cursor is its end
@@ -334,6 +314,32 @@ impl<'i> RepoLines<'i> {
                 sourced.append(self.by_lines(&text[space + n..]));
             }
         }
+        sourced
+    }
+
+    /// A prompt sent whole (not an infill's middle) with origins: where it fills a FIM
+    /// template (`templated`: no suffix was sent apart), the two parts matched around the
+    /// cursor and the template the plugin's framing; else the text before the cursor.
+    fn sourced_prompt(
+        &self,
+        prompt: &str,
+        cursor: Option<(FileId, usize)>,
+        templated: bool,
+    ) -> SourcedText {
+        let Some(fim) = fim_parts(prompt).filter(|_| templated) else {
+            return self.sourced(prompt, cursor, Side::Before);
+        };
+        // Codestral's template puts the suffix first: the parts go in the prompt's order.
+        let mut parts = [(fim.before, Side::Before), (fim.after, Side::After)];
+        parts.sort_by_key(|(range, _)| range.start);
+        let mut sourced = SourcedText::default();
+        let mut at = 0;
+        for (range, side) in parts {
+            sourced.push_plain(&prompt[at..range.start]);
+            sourced.append(self.sourced(&prompt[range.clone()], cursor, side));
+            at = range.end;
+        }
+        sourced.push_plain(&prompt[at..]);
         sourced
     }
 
@@ -468,6 +474,9 @@ pub fn provenance(index: &RepoIndex, sent: &Sent, place: Option<&Place>) -> Vec<
                 // suffix's start touch the cursor.
                 Some(Side::Before) if piece == "prefix" && sent.prompt.is_some() => {
                     lines.sourced(text, None, Side::Before)
+                }
+                Some(Side::Before) if piece == "prompt" && sent.prefix.is_none() => {
+                    lines.sourced_prompt(text, cursor, sent.suffix.is_none())
                 }
                 Some(side) => lines.sourced(text, cursor, side),
                 None => lines.sourced(text, None, Side::Before),

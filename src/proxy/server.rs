@@ -175,9 +175,10 @@ impl Proxy {
             .request(parts.method.clone(), self.upstream.url(&endpoint))
             .body(body);
         // Twinny sends an empty Authorization when it has no key: that is no credential, and
-        // the upstream's key goes in its place.
+        // the upstream's key, where the proxy has one, goes in its place.
+        let has_key = self.upstream.api_key.is_some();
         let credential = |(name, value): &(&HeaderName, &HeaderValue)| {
-            *name != AUTHORIZATION || !value.as_bytes().trim_ascii().is_empty()
+            !has_key || *name != AUTHORIZATION || !value.as_bytes().trim_ascii().is_empty()
         };
         let headers = parts.headers.iter().filter(|(n, _)| passes(n));
         let mut authorized = false;
