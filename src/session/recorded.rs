@@ -4,7 +4,7 @@
 
 use crate::candidate::CandidateId;
 use crate::compose::{Assembly, Prompt, Segment, SegmentKind};
-use crate::proxy::{self, Exchange, Place};
+use crate::proxy::{self, Certainty, Exchange, Place};
 
 use super::{Availability, CandidateRow, Session};
 
@@ -43,8 +43,14 @@ impl Session {
             model_room: None,
             suffix: sent.suffix,
         };
+        // How sure the place is stays in view beside the row.
+        let found = match place.map(|p| p.certainty) {
+            Some(Certainty::Exact) => ", found exactly",
+            Some(Certainty::BeforeOnly) => ", found; the file changed after the cursor",
+            None => "",
+        };
         CandidateRow {
-            label: format!("as sent by {}", exchange.sender()),
+            label: format!("as sent by {}{found}", exchange.sender()),
             ..CandidateRow::new(CandidateId::AS_SENT, availability, None, prompt)
         }
     }

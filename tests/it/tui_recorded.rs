@@ -107,7 +107,10 @@ async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_th
     assert!(!hole.target.as_deref().unwrap_or_default().is_empty());
     let sent = &state.candidates[0];
     assert_eq!(sent.id, CandidateId::AS_SENT);
-    assert_eq!(sent.label, "as sent by axios");
+    assert_eq!(
+        sent.label,
+        "as sent by axios, found; the file changed after the cursor"
+    );
     assert!(sent.applicable());
     // Its provenance: the code before the hole from the hole's file, the unsaved chunk from
     // no file of the repository.

@@ -46,7 +46,16 @@ pub fn recorded_row(exchange: &Exchange) -> String {
         seconds / 60 % 60,
         seconds % 60
     );
-    let answer = exchange.answered.text.lines().next().unwrap_or_default();
+    let answer = match exchange.status {
+        400.. => format!("({} from the server)", exchange.status),
+        _ => exchange
+            .answered
+            .text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+    };
     format!(
         "{:>5}  {time}  {:<12.12}  {:<20.20}  {}",
         exchange.id,
