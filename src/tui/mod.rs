@@ -17,7 +17,7 @@ pub mod theme;
 pub mod ui;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use crossterm::event::EventStream;
@@ -233,7 +233,7 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
                 }
             }
             Some(action) = app.next() => outcomes.extend(app.dispatch(action)),
-            _ = tick.tick(), if app.state.busy() => outcomes.extend(app.dispatch(Action::Tick)),
+            _ = tick.tick(), if app.state.busy() => outcomes.extend(app.dispatch(Action::Tick(Instant::now()))),
         }
         while let Some(action) = app.try_next() {
             outcomes.extend(app.dispatch(action));

@@ -73,9 +73,11 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         .candidate(editor.candidate)
         .and_then(|c| c.prompt.suffix.as_ref())
         .map(|s| s.text.clone());
-    let prompt = JobPrompt {
+    let prompt = RunPrompt {
         candidate: editor.candidate,
+        same: Vec::new(),
         text: editor.text(),
+        fitted: None,
         suffix,
     };
     let effects = start_completion(state, vec![prompt], true);

@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::bar;
 use crate::candidate::CandidateId;
-use crate::rank::RankerKind;
+use crate::rank::{RankerKind, online};
 use crate::tui::layout::scroll_top;
 use crate::tui::state::{AnalysisPhase, Availability, CandidateRow, Mode, State};
 
@@ -45,7 +45,7 @@ pub fn title(state: &State) -> String {
 /// The ranker's name; the online one says how much it has learnt (with no picks it ranks as
 /// the fixed one, which it should not hide).
 pub fn ranker_name(state: &State) -> String {
-    match (state.ranker, state.online_picks) {
+    match (state.ranker, state.online_picks()) {
         (RankerKind::Online, 0) => "online (no picks yet: as fixed)".into(),
         (RankerKind::Online, 1) => "online (1 pick)".into(),
         (RankerKind::Online, n) => format!("online ({n} picks)"),
@@ -59,7 +59,7 @@ pub fn score_unit(kind: RankerKind) -> &'static str {
         RankerKind::RlpgH | RankerKind::RlpgR => "P(success)",
         RankerKind::Bm25 => "BM25 (÷best)",
         RankerKind::Fixed => "fixed order",
-        RankerKind::Online => "pick rate",
+        RankerKind::Online => "picks/shown",
     }
 }
 
@@ -145,7 +145,11 @@ fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'sta
         (None, None) => (None, None, theme.score),
     };
     let score_bar = fraction.map_or_else(|| " ".repeat(SCORE_WIDTH), |f| bar(f, SCORE_WIDTH));
-    let score = value.map_or_else(|| "  —".into(), four_wide);
+    let score = match (state.ranker, state.online.get(&c.id)) {
+        // The online ranker's evidence, as counts: a rate after one pick would overstate it.
+        (RankerKind::Online, Some(n)) if c.score.is_some() => format!("{}/{}", n.picks, n.shown),
+        _ => value.map_or_else(|| "  —".into(), four_wide),
+    };
     let (ok, ok_colour) = match &c.availability {
         Availability::Applicable if procc_pick(state) == Some(c.id) => (PROCC_MARK, theme.good),
         Availability::Applicable => ("✓", theme.good),
@@ -160,7 +164,10 @@ fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'sta
         Span::styled(score_bar, base.fg(colour)),
         Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
         Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),
-        Span::styled(format!("{:<8} ", c.context_type), base.fg(theme.proposal)),
+        Span::styled(
+            format!("{:<8} ", c.id.info().type_text()),
+            base.fg(theme.proposal),
+        ),
         Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
     ]
@@ -180,7 +187,8 @@ fn procc_pick(state: &State) -> Option<CandidateId> {
     state.procc.as_ref().and_then(|p| p.pick)
 }
 
-/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick.
+/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick, why
+/// the online ranker put it where it is.
 pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
     match &c.availability {
         Availability::NotApplicable(why) => why.clone(),
@@ -189,7 +197,23 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
             Some("ProCC (LinUCB) pick".into())
         }
         Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
+        Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
+            Some(online_reason(state, c.id))
+        }
         Availability::Applicable => None,
+    }
+}
+
+/// Why the online ranker placed `id` where it is: its picks, or its prior alone.
+fn online_reason(state: &State, id: CandidateId) -> String {
+    match state.online.get(&id) {
+        Some(n) if n.shown > 0 => format!(
+            "picked {} of {} times shown, with the fixed order as a prior worth {} shows",
+            n.picks,
+            n.shown,
+            online::PRIOR_SHOWS
+        ),
+        _ => "never shown: its place in the fixed order".into(),
     }
 }
 
@@ -249,7 +273,9 @@ mod tests {
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         state.ranker = RankerKind::Online;
         assert!(title(&state).contains("online (no picks yet: as fixed)"));
-        crate::tui::state::update(&mut state, crate::tui::state::Action::OnlinePicks(3));
+        let counts = crate::rank::online::Counts { picks: 3, shown: 5 };
+        let learnt = [(CandidateId::nth(7), counts)].into_iter().collect();
+        crate::tui::state::update(&mut state, crate::tui::state::Action::OnlineLearnt(learnt));
         assert!(
             title(&state).contains("online (3 picks)"),
             "{}",
