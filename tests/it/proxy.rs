@@ -441,6 +441,23 @@ async fn llama_vscode_infill_requests_go_through_unchanged_and_are_located() {
     assert_eq!(from, ["src/cart.ts:11-11"]);
     let (from, framing) = provenance_of(&shown, "suffix");
     assert_eq!((from, framing), (vec!["src/cart.ts:11-13".to_string()], 0));
+    // `keyhole REPO --recorded 1` without a terminal says what the UI would open.
+    let repo = cart_repo();
+    let repo_arg = repo.path().to_str().unwrap();
+    let opened = common::ok(common::keyhole(
+        &[repo_arg, "--recorded", "1"],
+        scratch.path(),
+    ));
+    let opened = String::from_utf8(opened.stdout).unwrap();
+    assert!(
+        opened.contains("--- hole: src/cart.ts:11:12 (Exact) ---"),
+        "{opened}"
+    );
+    let missing = common::keyhole(&[repo_arg, "--recorded", "99"], scratch.path());
+    assert_eq!(missing.status.code(), Some(2));
+    let error = String::from_utf8(missing.stderr).unwrap();
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(error.contains("no recorded request 99"), "{error}");
     // The warm-up requests it sends to keep the extra chunks cached (n_predict 0, nothing
     // around a cursor) go through too; there is no hole to find.
     let warm_up = json!({
