@@ -15,6 +15,11 @@ use crate::tui::layout::scroll_top;
 use crate::tui::state::{AnalysisPhase, Availability, CandidateRow, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
+/// The source column's width, and on a narrow pane.
+const SOURCE: usize = 19;
+const COMPACT_SOURCE: usize = 12;
+/// The width a full row takes: narrower panes get compact rows.
+const FULL_ROW: usize = 5 + SCORE_WIDTH + 6 + SOURCE + 1 + 9 + 6 + 1;
 /// The least room worth showing a row's note in (narrower panes show it in the prompt title).
 const NOTE_MIN: usize = 12;
 /// Marks ProCC's pick among its perspectives.
@@ -80,14 +85,19 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         );
         return;
     }
+    // A narrow pane keeps id, score, source, type and size: the bar goes, the source shortens.
+    let compact = (area.width as usize) < FULL_ROW;
+    let (score_width, source_width) = match compact {
+        true => (5, COMPACT_SOURCE),
+        false => (SCORE_WIDTH + 5, SOURCE),
+    };
     let header = Line::styled(
         format!(
-            "     # {:<w$} {:<19} {:<8} {:>5} ok",
+            "     # {:<score_width$} {:<source_width$} {:<8} {:>5} ok",
             score_unit(state.ranker),
             "source",
             "type",
             "tok",
-            w = SCORE_WIDTH + 5
         ),
         Style::new().fg(theme.muted).add_modifier(Modifier::BOLD),
     );
@@ -103,7 +113,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         } else {
             Style::new()
         };
-        let mut spans = row(state, c, best, base);
+        let mut spans = row(state, c, best, base, compact);
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let room = (area.width as usize).saturating_sub(used + 1);
         if let Some(note) = note(state, c).filter(|_| room >= NOTE_MIN) {
@@ -132,7 +142,13 @@ fn best_score(state: &State) -> f64 {
 
 /// id, score bar and value, source, type, tokens and whether it applies. A retrieved
 /// candidate shows its retrieval similarity (0..1) in another colour: no ranker scores it.
-fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'static>> {
+fn row(
+    state: &State,
+    c: &CandidateRow,
+    best: f64,
+    base: Style,
+    compact: bool,
+) -> Vec<Span<'static>> {
     let theme = &state.theme;
     let mark = if state.selected.contains(&c.id) {
         "●"
@@ -156,21 +172,30 @@ fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'sta
         Availability::NotApplicable(_) => ("·", theme.muted),
         Availability::Building => (super::spinner(state), theme.muted),
     };
-    vec![
+    let source_width = if compact { COMPACT_SOURCE } else { SOURCE };
+    let mut spans = vec![
         Span::styled(
             format!("{mark}{:>4} ", state.shown_number(c.id)),
             base.fg(theme.explain),
         ),
         Span::styled(score_bar, base.fg(colour)),
         Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
-        Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),
+        Span::styled(
+            format!("{:<source_width$.source_width$} ", c.source),
+            base.fg(theme.text),
+        ),
         Span::styled(
             format!("{:<8} ", c.id.info().type_text()),
             base.fg(theme.proposal),
         ),
         Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
-    ]
+    ];
+    if compact {
+        spans.remove(1);
+        spans[1].content = format!("{score:<4} ").into();
+    }
+    spans
 }
 
 /// A score in four characters: probabilities and similarities to two decimals, BM25's larger
@@ -246,7 +271,13 @@ mod tests {
     }
 
     fn bar_of(state: &State, score: f64) -> String {
-        let spans = row(state, &scored(score), best_score(state), Style::new());
+        let spans = row(
+            state,
+            &scored(score),
+            best_score(state),
+            Style::new(),
+            false,
+        );
         spans[1].content.to_string()
     }
 

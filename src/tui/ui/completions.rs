@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use crate::candidate::CandidateId;
 use crate::tui::state::{Card, CompletionPhase, Finished, RunningCard, State, provenance};
@@ -27,15 +27,14 @@ pub fn title(state: &State) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
+    // A short pane (80x24) gets cards without frames, the scores before the text, so that
+    // every card keeps its EM and ES in view.
+    let compact = area.height < COMPACT_BELOW;
     if let CompletionPhase::Running { cards } = &state.completion {
         let areas = Layout::horizontal(vec![Constraint::Fill(1); cards.len()]).split(area);
         for (n, (card, &rect)) in cards.iter().zip(areas.iter()).enumerate() {
-            let block = card_block(
-                state,
-                n,
-                card_label(state, card.candidate, &[], None),
-                false,
-            );
+            let label = card_label(state, card.candidate, &[], None);
+            let block = card_block(state, n, label, false, compact);
             frame.render_widget(running(state, card).block(block), rect);
         }
         return;
@@ -51,9 +50,12 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     }
     let areas = Layout::horizontal(vec![Constraint::Fill(1); state.cards.len()]).split(area);
     for (n, (card, &rect)) in state.cards.iter().zip(areas.iter()).enumerate() {
-        draw_card(frame, rect, state, n, card);
+        draw_card(frame, rect, state, n, card, compact);
     }
 }
+
+/// Panes shorter than this many rows get compact cards.
+const COMPACT_BELOW: u16 = 5;
 
 /// "cand 7 current PL 75% · same prompt: 6, 5", or what an edited prompt came from.
 fn card_label(
@@ -78,19 +80,36 @@ fn card_label(
     label
 }
 
-fn card_block(state: &State, n: usize, label: String, picked: bool) -> Block<'static> {
+/// A card's frame and title; a compact card has a rule on its left and the title as its
+/// first line.
+fn card_block(
+    state: &State,
+    n: usize,
+    label: String,
+    picked: bool,
+    compact: bool,
+) -> Block<'static> {
     let theme = &state.theme;
-    let border = if n == state.card_cursor {
+    let focused = n == state.card_cursor;
+    let border = if focused {
         theme.border_focus
     } else {
         theme.border
     };
     let picked = if picked { " ✔ picked" } else { "" };
-    Block::bordered()
+    let mut title = Style::new().fg(theme.title);
+    if compact && focused {
+        title = title.add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
+    }
+    let block = match compact {
+        true => Block::new().borders(Borders::LEFT),
+        false => Block::bordered(),
+    };
+    block
         .border_style(Style::new().fg(border))
         .title(Span::styled(
             format!(" {}{picked} · {label} ", n + 1),
-            Style::new().fg(theme.title),
+            title,
         ))
 }
 
@@ -117,10 +136,10 @@ fn running(state: &State, card: &RunningCard) -> Paragraph<'static> {
     Paragraph::new(lines).wrap(Wrap { trim: false })
 }
 
-fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card) {
+fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card, compact: bool) {
     let theme = &state.theme;
     let label = card_label(state, card.candidate, &card.same, card.edited.as_deref());
-    let block = card_block(state, n, label, card.picked);
+    let block = card_block(state, n, label, card.picked, compact);
     let lines = match &card.outcome {
         Ok(done) => {
             let others: Vec<&str> = state
@@ -130,10 +149,11 @@ fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card
                 .filter(|&(i, _)| i != n)
                 .filter_map(|(_, c)| c.outcome.as_ref().ok().map(|f| f.text.as_str()))
                 .collect();
-            let mut lines = vec![
-                Line::from(diff_spans(state, &done.text, &others)),
-                score_line(state, done),
-            ];
+            let text = Line::from(diff_spans(state, &done.text, &others));
+            let mut lines = match compact {
+                true => vec![score_line(state, done, true), text],
+                false => vec![text, score_line(state, done, false)],
+            };
             if n == state.card_cursor {
                 lines.extend(explained_lines(state, card, &done.text));
             }
@@ -167,8 +187,8 @@ fn explained_lines(state: &State, card: &Card, text: &str) -> Vec<Line<'static>>
 }
 
 /// "EM ✗  ES 0.24  412 ms (+2.3 s queued)  syntax ok"; at the end of a line, with nothing after
-/// the hole, "no target" instead of the scores.
-fn score_line(state: &State, done: &Finished) -> Line<'static> {
+/// the hole, "no target" instead of the scores. A compact card keeps the scores alone.
+fn score_line(state: &State, done: &Finished, compact: bool) -> Line<'static> {
     let theme = &state.theme;
     let mut spans = match &done.scores {
         Some(s) => {
@@ -190,6 +210,9 @@ fn score_line(state: &State, done: &Finished) -> Line<'static> {
             Style::new().fg(theme.muted),
         )],
     };
+    if compact {
+        return Line::from(spans);
+    }
     let (syntax, syntax_colour) = match done.syntax_errors {
         0 => ("syntax ok".to_string(), theme.good),
         1 => ("syntax: 1 error".into(), theme.bad),
