@@ -226,7 +226,12 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let session = "keyhole-tui-recorded";
     let _guard = shell(session, home.path(), &format!("{bin} {}", repo.display()));
-    wait_in(session, "ranker", Duration::from_secs(60));
+    // Once the candidates are all built, the repository is open.
+    wait_in(
+        session,
+        "retrieved candidates built",
+        Duration::from_secs(120),
+    );
     tmux(&["send-keys", "-t", session, "R"]);
     wait_in(session, "recorded requests", Duration::from_secs(30));
     wait_in(session, "curl", Duration::from_secs(30));
