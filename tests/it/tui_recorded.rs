@@ -12,6 +12,8 @@ use keyhole::tui::command::Command;
 use keyhole::tui::keymap::Keymap;
 use keyhole::tui::state::{Action, Mode};
 use keyhole::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 const LIMIT: Duration = Duration::from_secs(120);
 const FILE: &str = "src/main/java/com/acme/shop/service/OrderService.java";
@@ -124,6 +126,22 @@ async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_th
     assert_eq!(files, [FILE]);
     assert!(prompt.text().starts_with("class Unsaved"));
     assert!(prompt.suffix.is_some(), "the plugin's suffix goes with it");
+    // On screen: the row, and the prompt pane on it with where its parts came from.
+    let mut terminal = Terminal::new(TestBackend::new(150, 45)).unwrap();
+    terminal
+        .draw(|frame| {
+            keyhole::tui::ui::draw(frame, &app.state);
+        })
+        .unwrap();
+    let cells = terminal.backend().buffer().content();
+    let screen: String = cells.iter().map(|cell| cell.symbol()).collect();
+    for shown in ["as sent by axios", "cand sent", "OrderService.java:74-94"] {
+        assert!(screen.contains(shown), "{shown} is not on the screen");
+    }
+    // The suffix: the lines after the hole's line as they were (its first lines, `}` and a
+    // blank one, say too little to place).
+    assert!(screen.contains("sent after the cursor, 10 lines  OrderService.java:97-103"));
+    let state = &app.state;
     // keyhole's candidates follow, ranked.
     assert!(state.candidates[1].score.is_some());
     assert!(state.candidates.len() > 73);
