@@ -308,10 +308,25 @@ impl<'i> RepoLines<'i> {
             Side::After => {
                 // A template may set the suffix apart by a space (Twinny's `<SUF> `).
                 let space = usize::from(text.starts_with(' ') && !file_text[at..].starts_with(' '));
-                let n = common_prefix(&text[space..], &file_text[at..]);
+                let sent = &text[space..];
+                let rest = &file_text[at..];
+                let mut n = common_prefix(sent, rest);
+                // What the user wrote at the cursor since pushed the text after it on: it
+                // starts where the sent text's head is found again, a little further.
+                let mut wrote = 0;
+                let head = &sent[..char_floor(sent, SUFFIX_HEAD)];
+                let marks = head.chars().filter(|c| !c.is_whitespace()).count();
+                if n == 0 && marks >= SUFFIX_HEAD_MARKS {
+                    let near = &rest[..char_floor(rest, SUFFIX_SEARCH)];
+                    if let Some(found) = near.find(head) {
+                        wrote = found;
+                        n = common_prefix(sent, &rest[found..]);
+                    }
+                }
                 sourced.push_plain(&text[..space]);
-                sourced.push_span(self.index, file, Span::new(at, at + n));
-                sourced.append(self.by_lines(&text[space + n..]));
+                let start = at + wrote;
+                sourced.push_span(self.index, file, Span::new(start, start + n));
+                sourced.append(self.by_lines(&sent[n..]));
             }
         }
         sourced
@@ -403,6 +418,23 @@ impl<'i> RepoLines<'i> {
                 (matched, std::cmp::Reverse(file))
             })
     }
+}
+
+/// Bytes of the text sent after the cursor that must be found again where the user wrote on.
+const SUFFIX_HEAD: usize = 40;
+/// Characters other than spaces the head needs to be worth finding (`}` and `}` will do so
+/// close to the cursor; a line break alone will not).
+const SUFFIX_HEAD_MARKS: usize = 2;
+/// How far after the cursor they are looked for.
+const SUFFIX_SEARCH: usize = 4096;
+
+/// The largest character boundary of `text` at or before byte `at`.
+fn char_floor(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// Bytes at the end of `a` that end `b` too, at a character boundary.
@@ -551,9 +583,18 @@ mod tests {
             suffix: Some("\n    }\n}\n".into()),
             ..sent.clone()
         };
+        let place = &hole_places(&index(), &later)[0];
+        assert_eq!(place.certainty, Certainty::BeforeOnly);
+        // The suffix as sent is found again after what the user wrote (`sum;`).
+        let suffix = sent_prompt(&index(), &later, Some(place))
+            .unwrap()
+            .suffix
+            .unwrap();
+        assert!(framing(&suffix).is_empty(), "{:?}", framing(&suffix));
+        let origin = suffix.pieces[0].origin.unwrap();
         assert_eq!(
-            hole_places(&index(), &later)[0].certainty,
-            Certainty::BeforeOnly
+            origin.span.start as usize,
+            index().files[0].text.find("sum;").unwrap() + 4
         );
     }
 

@@ -138,9 +138,8 @@ async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_th
     for shown in ["as sent by axios", "cand sent", "OrderService.java:74-94"] {
         assert!(screen.contains(shown), "{shown} is not on the screen");
     }
-    // The suffix: the lines after the hole's line as they were (its first lines, `}` and a
-    // blank one, say too little to place).
-    assert!(screen.contains("sent after the cursor, 10 lines  OrderService.java:97-103"));
+    // The suffix: the lines after the hole's line, found after what the user wrote since.
+    assert!(screen.contains("sent after the cursor, 10 lines  OrderService.java:94-103"));
     let state = &app.state;
     // keyhole's candidates follow, ranked.
     assert!(state.candidates[1].score.is_some());
