@@ -2,7 +2,7 @@
 //! work itself is library calls; the functions here only shape their results for the state.
 
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -316,6 +316,11 @@ pub enum Outcome {
     SetMouse(bool),
     /// Put this text on the clipboard.
     Copy(String),
+    /// Run the user's editor on `path` at `line`.
+    Editor {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
@@ -703,6 +708,7 @@ impl Driver {
                 move || Action::Message(save_prompt(&stem, &text)),
                 Action::Message,
             ),
+            Effect::OpenInEditor { path, line } => return Outcome::Editor { path, line },
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,
         }

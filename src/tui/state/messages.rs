@@ -116,6 +116,8 @@ pub enum Action {
         exchange: Box<crate::proxy::Exchange>,
         places: Vec<crate::proxy::Place>,
     },
+    /// The user's editor returned (or could not start: why): files may have changed.
+    Edited(Result<(), String>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }
@@ -220,6 +222,11 @@ pub enum Effect {
     SavePrompt {
         stem: String,
         text: String,
+    },
+    /// Hand the terminal to the user's editor on `path` at `line` (1-based).
+    OpenInEditor {
+        path: PathBuf,
+        line: usize,
     },
     Suspend,
     Quit,
