@@ -31,7 +31,8 @@ pub struct ProxyArgs {
 
 #[derive(Subcommand)]
 pub enum RecordedCommand {
-    /// One line per recorded completion request, newest last.
+    /// One line per recorded completion request, newest last (in the UI, R lists them and
+    /// opens one; `keyhole REPO --recorded N` opens request N).
     List {
         #[arg(long)]
         json: bool,
@@ -163,7 +164,8 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
     Ok(())
 }
 
-/// One line: number, endpoint, status, time, the end of what was sent and the answer.
+/// One line: number, who sent it, endpoint, status, time, the end of what was sent and the
+/// answer.
 fn summary(e: &Exchange) -> String {
     let before_cursor = e
         .sent
@@ -181,8 +183,9 @@ fn summary(e: &Exchange) -> String {
         .rev()
         .collect();
     format!(
-        "{:>5}  {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
+        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
         e.id,
+        e.sender(),
         e.endpoint,
         e.status,
         e.total_ms,

@@ -433,6 +433,9 @@ async fn llama_vscode_infill_requests_go_through_unchanged_and_are_located() {
     let shown = replay(&server, &proxy, scratch.path(), "/infill", &headers, &body).await;
     assert_found_at_the_cursor(&shown);
     assert_eq!(shown["agent"], "axios/1.7.9");
+    let listed = common::ok(common::keyhole(&["recorded", "list"], scratch.path()));
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.contains("    1  axios        /infill"), "{listed}");
     assert_eq!(shown["sent"]["parameters"]["n_indent"], 4);
     assert_eq!(shown["answered"]["prompt_tokens"], 90);
     let (from, framing) = provenance_of(&shown, "extra 1 (/home/dev/shop/src/price.ts)");
