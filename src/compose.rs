@@ -110,7 +110,7 @@ pub struct Prompt {
     /// budget and the prompt was composed within it instead.
     pub model_room: Option<usize>,
     /// The text after the hole, sent apart for the model to fill in the middle: a recorded
-    /// plugin's (see [`crate::session::Session::as_sent`]); keyhole's own prompts send none.
+    /// plugin's (the session's `as_sent`); keyhole's own prompts send none.
     pub suffix: Option<SourcedText>,
 }
 
