@@ -134,8 +134,9 @@ async fn fit_candidate(
     fitted.await.map_err(|e| e.to_string())
 }
 
-/// One card's request: the completion and how long it waited for its turn first.
-type Answered = Result<(Completion, Duration), String>;
+/// One card's request: the completion, how long it waited for its turn first and how long it
+/// took from then.
+type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
@@ -148,19 +149,27 @@ pub async fn complete(
 ) -> Vec<Card> {
     let prompts = sent_prompts(job, fit).await;
     let begun = Instant::now();
+    let turns = job.backend.takes_turns();
     let answer = |card: usize| {
         let prompt = &prompts[card];
         async move {
             let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
-            let queued = begun.elapsed();
-            if let Some(ui) = stream {
-                let generation = job.generation;
-                let at = Instant::now();
-                let _ = ui.send(Action::CardStarted {
-                    generation,
-                    card,
-                    at,
-                });
+            // When the request began: now, or for a backend that takes turns, when its turn
+            // came (it says so with an empty delta).
+            let started = Mutex::new(Instant::now());
+            let start = |at: Instant| {
+                *started.lock().unwrap_or_else(PoisonError::into_inner) = at;
+                if let Some(ui) = stream {
+                    let generation = job.generation;
+                    let _ = ui.send(Action::CardStarted {
+                        generation,
+                        card,
+                        at,
+                    });
+                }
+            };
+            if !turns {
+                start(Instant::now());
             }
             let request = CompletionRequest {
                 current_file: Some(job.current_file.clone()),
@@ -170,7 +179,9 @@ pub async fn complete(
             let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
             let forward = async {
                 while let Some(delta) = received.recv().await {
-                    if let Some(ui) = stream {
+                    if delta.is_start() {
+                        start(Instant::now());
+                    } else if let Some(ui) = stream {
                         let _ = ui.send(Action::Streamed {
                             generation: job.generation,
                             card,
@@ -187,8 +198,9 @@ pub async fn complete(
                 tracing::warn!(candidate, error = %e, "backend");
                 e.to_string()
             })?;
-            let first = completions.into_iter().next();
-            Ok((first.ok_or("no completion")?, queued))
+            let first = completions.into_iter().next().ok_or("no completion")?;
+            let started = *started.lock().unwrap_or_else(PoisonError::into_inner);
+            Ok((first, started - begun, started.elapsed()))
         }
     };
     let results: Vec<Answered> = if job.backend.takes_turns() {
@@ -209,11 +221,11 @@ pub async fn complete(
             same: run.same.clone(),
             edited: job.edited.then(|| run.text.clone()),
             fitted: sent.as_ref().ok().and_then(|(_, fitted)| fitted.clone()),
-            outcome: result.map(|(c, queued)| Finished {
+            outcome: result.map(|(c, queued, own)| Finished {
                 // Nothing follows an end-of-line hole: no text to score against.
                 scores: (!job.target.is_empty()).then(|| metrics::score(&c.text, &job.target)),
                 syntax_errors: syntax_errors(job, &c.text),
-                latency_ms: c.latency.as_millis(),
+                latency_ms: own.as_millis(),
                 queued_ms: queued.as_millis(),
                 text: c.text,
             }),
