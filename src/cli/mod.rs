@@ -227,6 +227,17 @@ fn run(cli: Cli) -> Result<()> {
             let options = cli.ui.options()?;
             keyhole::tui::run(cli.repo, cli.position, options)
         }
+        None if cli.ui.recorded.is_some() => {
+            // Not a terminal: what the UI would open, as `keyhole recorded show` prints it.
+            let repo = cli
+                .repo
+                .context("--recorded needs the repository the plugin edited")?;
+            proxy::recorded_command(&proxy::RecordedCommand::Show {
+                id: cli.ui.recorded.unwrap_or_default(),
+                repo: Some(repo),
+                json: false,
+            })
+        }
         None => {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
             // A repository without a position: the hole the UI would open on.

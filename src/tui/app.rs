@@ -45,6 +45,7 @@ impl App {
         };
         state.ranker = settings.ranker;
         state.numbering = settings.profile.numbering();
+        state.recorded.pending = options.recorded;
         App {
             state,
             driver: Driver::with_settings(tx.clone(), settings, options.learning),

@@ -47,6 +47,8 @@ pub enum Command {
     CycleRanker,
     /// Choose the completion backend among the configured ones.
     Backends,
+    /// Open the hole of a request an editor plugin made through `keyhole proxy`.
+    Recorded,
     /// Take back the last apply.
     Undo,
     /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).

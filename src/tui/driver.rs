@@ -106,6 +106,8 @@ async fn sent_prompts(
     };
     join_all(job.prompts.iter().map(|p| async move {
         match &p.fitted {
+            // A plugin's prompt goes as the plugin sent it.
+            _ if p.candidate == CandidateId::AS_SENT => Ok((p.text.clone(), None)),
             Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
             None => fit_candidate(session, drafted, &refit.hole, p.candidate)
                 .await
@@ -171,6 +173,7 @@ pub async fn complete(
             }
             let request = CompletionRequest {
                 current_file: Some(job.current_file.clone()),
+                suffix: job.prompts[card].suffix.clone(),
                 ..CompletionRequest::single_line(text.clone())
             };
             let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
@@ -500,6 +503,7 @@ impl Driver {
                 ranker,
                 tokenizer,
                 budget,
+                recorded,
             } => {
                 if let Some(task) = self.analysing.take() {
                     task.abort();
@@ -511,7 +515,12 @@ impl Driver {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
                         let (session, hole) = job;
-                        session.analyse(&hole, ranker)
+                        let mut analysis = session.analyse(&hole, ranker);
+                        if let Some(recorded) = &recorded {
+                            let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
+                            analysis.candidates.insert(0, sent);
+                        }
+                        analysis
                     });
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
@@ -635,6 +644,27 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::ReadRecorded => {
+                let dir = crate::proxy::log_dir(&self.settings.dirs);
+                self.blocking(
+                    move || {
+                        let (exchanges, unreadable) =
+                            dir.map_or_else(Default::default, |dir| crate::proxy::read_log(&dir));
+                        Action::RecordedRead {
+                            exchanges,
+                            unreadable,
+                        }
+                    },
+                    |error| Action::Message(format!("cannot read the recorded requests: {error}")),
+                );
+            }
+            Effect::LocateRecorded { index, exchange } => self.blocking(
+                move || {
+                    let places = crate::proxy::hole_places(&index, &exchange.sent);
+                    Action::RecordedLocated { exchange, places }
+                },
+                |error| Action::Message(format!("cannot look for the hole: {error}")),
+            ),
             Effect::ReadBackends => {
                 let dirs = self.settings.dirs.clone();
                 self.blocking(

@@ -29,6 +29,8 @@ pub enum Layer {
     Picker,
     /// Choosing the backend.
     Backends,
+    /// Choosing a recorded request, or the place of its hole.
+    Recorded,
     /// Editing a prompt (typing goes into the editor).
     Editor,
     /// A yes/no question (keys no binding takes answer no).
@@ -38,12 +40,13 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 8] = [
+    pub const ALL: [Layer; 9] = [
         Layer::Any,
         Layer::Normal,
         Layer::Filter,
         Layer::Picker,
         Layer::Backends,
+        Layer::Recorded,
         Layer::Editor,
         Layer::Confirm,
         Layer::Help,
@@ -57,6 +60,7 @@ impl Layer {
             Layer::Filter => "filter, search, go to line",
             Layer::Picker => "file picker",
             Layer::Backends => "backend picker",
+            Layer::Recorded => "recorded-requests picker",
             Layer::Editor => "prompt editor",
             Layer::Confirm => "apply question",
             Layer::Help => "this help",

@@ -45,6 +45,7 @@ mod retrieval_repocoder;
 mod session;
 mod tui_app;
 mod tui_picks;
+mod tui_recorded;
 mod tui_snapshots;
 mod tui_tmux;
 mod typed_holes;

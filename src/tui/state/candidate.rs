@@ -43,6 +43,8 @@ pub struct RunPrompt {
     /// Its prompt as already fitted to the backend's own count (the prompt pane showed it): sent
     /// as it is.
     pub fitted: Option<Prompt>,
+    /// The text after the hole sent with it (a recorded plugin's prompt has one).
+    pub suffix: Option<String>,
 }
 
 /// One request a run sent, for the request log: when, to whom, what and how long.

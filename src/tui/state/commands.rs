@@ -105,6 +105,7 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
             vec![]
         }
         Command::CycleRanker => cycle_ranker(state),
+        Command::Recorded => open_picker(state),
         Command::Backends => {
             state.mode = Mode::Backends {
                 cursor: state.setup.backend,

@@ -28,6 +28,17 @@ pub enum Mode {
     Backends {
         cursor: usize,
     },
+    /// The recorded-requests picker: the cursor in `Recorded::exchanges`.
+    Recorded {
+        cursor: usize,
+    },
+    /// Asking which of several places, as sure as each other, recorded request `exchange`
+    /// was made at.
+    RecordedPlace {
+        cursor: usize,
+        places: Vec<crate::proxy::Place>,
+        exchange: u64,
+    },
     /// Waiting for y before writing the focused completion into the file.
     ConfirmApply,
     /// Editing a prompt in `State::editor`.
@@ -50,6 +61,7 @@ impl Mode {
             Mode::Filter | Mode::GoTo(_) | Mode::Search(_) => Layer::Filter,
             Mode::Picker { .. } | Mode::Palette { .. } => Layer::Picker,
             Mode::Backends { .. } => Layer::Backends,
+            Mode::Recorded { .. } | Mode::RecordedPlace { .. } => Layer::Recorded,
             Mode::ConfirmApply => Layer::Confirm,
             Mode::Edit => Layer::Editor,
             Mode::Help { .. } | Mode::Requests { .. } => Layer::Help,
@@ -137,6 +149,7 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             vec![]
         }
         (Mode::Backends { cursor }, Confirm) => choose_backend(state, cursor),
+        (Mode::Recorded { .. } | Mode::RecordedPlace { .. }, _) => picker_command(state, command),
         (Mode::ConfirmApply, Confirm) => {
             state.mode = Mode::Normal;
             apply(state)
@@ -199,7 +212,12 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             }
         }
         Mode::ConfirmApply => return mode_command(state, Command::Cancel),
-        Mode::Normal | Mode::Backends { .. } | Mode::Help { .. } | Mode::Requests { .. } => {}
+        Mode::Normal
+        | Mode::Backends { .. }
+        | Mode::Recorded { .. }
+        | Mode::RecordedPlace { .. }
+        | Mode::Help { .. }
+        | Mode::Requests { .. } => {}
     }
     vec![]
 }

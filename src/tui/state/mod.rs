@@ -4,8 +4,9 @@
 //! Here: `State` and `update`. Beside it: `messages` (commands, actions, effects), `phase`
 //! (opening), `input` (modes and how each reads keys), `commands` (the normal mode),
 //! `navigate` (hole, file, cursors, search), `complete` (runs, cards, picks, explain),
-//! `apply` (write, preview, undo), `editor`, `setup` (backends), `candidate` (cards and the
-//! hole view) and `provenance` (where prompt text came from, in words). The submodules share
+//! `apply` (write, preview, undo), `editor`, `setup` (backends), `recorded` (the requests an
+//! editor plugin made through `keyhole proxy`), `candidate` (cards and the hole view) and
+//! `provenance` (where prompt text came from, in words). The submodules share
 //! this module's imports through `use super::*`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +49,7 @@ mod messages;
 mod navigate;
 mod phase;
 pub mod provenance;
+mod recorded;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -66,6 +68,8 @@ pub use messages::*;
 pub use navigate::matches;
 use navigate::*;
 pub use phase::*;
+use recorded::*;
+pub use recorded::{OpenRecorded, Recorded, recorded_row};
 pub use setup::*;
 
 pub const DEFAULT_K: usize = 3;
@@ -149,6 +153,9 @@ pub struct State {
     pub pane_rows: [u16; 4],
     /// How ids are numbered on screen: the profile's (`--fidelity code` swaps 5 and 6).
     pub numbering: Numbering,
+    /// The requests an editor plugin made through `keyhole proxy`, and the one whose hole is
+    /// open.
+    pub recorded: Recorded,
 }
 
 impl State {
@@ -210,12 +217,22 @@ impl State {
             prompt_match: None,
             pane_rows: [10; 4],
             numbering: Numbering::Table7,
+            recorded: Recorded::default(),
         }
     }
 
     /// The number shown for candidate `id` (see [`State::numbering`]).
     pub fn shown_id(&self, id: CandidateId) -> usize {
         self.numbering.number(id)
+    }
+
+    /// How a candidate's number is shown: [`State::shown_id`], or `sent` for the prompt a
+    /// plugin sent, which has none.
+    pub fn shown_number(&self, id: CandidateId) -> String {
+        match id {
+            CandidateId::AS_SENT => "sent".into(),
+            id => self.shown_id(id).to_string(),
+        }
     }
 
     /// How many picks the online ranker has learnt from.
@@ -395,8 +412,18 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             if state.on_disk.take().is_some() {
                 state.lines.clear();
             }
-            set_hole(state, indexed.hole)
+            let mut effects = set_hole(state, indexed.hole);
+            // `--recorded N`: its hole opens once the record is read.
+            if state.recorded.pending.is_some() {
+                effects.push(Effect::ReadRecorded);
+            }
+            effects
         }
+        Action::RecordedRead {
+            exchanges,
+            unreadable,
+        } => recorded_read(state, exchanges, unreadable),
+        Action::RecordedLocated { exchange, places } => located(state, *exchange, places),
         // Reading it again after a write failed: the index as it was stays.
         Action::Indexed(Err(e)) if state.phase == Phase::Rereading => {
             state.phase = Phase::Ready;

@@ -175,7 +175,7 @@ fn row(
     let source_width = if compact { COMPACT_SOURCE } else { SOURCE };
     let mut spans = vec![
         Span::styled(
-            format!("{mark}{:>4} ", state.shown_id(c.id)),
+            format!("{mark}{:>4} ", state.shown_number(c.id)),
             base.fg(theme.explain),
         ),
         Span::styled(score_bar, base.fg(colour)),
@@ -221,6 +221,7 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
+        Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
         Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
             Some(online_reason(state, c.id))
         }
@@ -264,6 +265,7 @@ mod tests {
                 backend_tokens: None,
                 assembly: crate::compose::Assembly::Capped,
                 model_room: None,
+                suffix: None,
             },
         }
     }

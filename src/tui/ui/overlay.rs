@@ -1,5 +1,5 @@
-//! Overlays: the help table (from the live keymap), the fuzzy file picker and the backend
-//! picker.
+//! Overlays: the help table (from the live keymap), the fuzzy file picker, the backend picker
+//! and the recorded-requests picker.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -320,6 +320,81 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
             entry.kind.name()
         );
         lines.push(Line::styled(text, style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The requests editor plugins made through `keyhole proxy`, newest first.
+pub fn recorded(frame: &mut Frame, state: &State, cursor: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(8).min(110),
+        area.height.saturating_sub(6),
+    );
+    let inner = panel(
+        frame,
+        state,
+        rect,
+        "recorded requests · Enter opens the hole",
+    );
+    let unreadable = match state.recorded.unreadable {
+        0 => String::new(),
+        n => format!(" · {n} unreadable lines left out"),
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>5}  {:<8}  {:<12}  {:<20}  answer{unreadable}",
+            "#", "UTC", "client", "endpoint"
+        ),
+        Style::new().fg(theme.muted).add_modifier(Modifier::BOLD),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    let exchanges = &state.recorded.exchanges;
+    for (n, exchange) in exchanges.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(
+            crate::tui::state::recorded_row(exchange),
+            style,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The places a recorded request's hole fits as well as each other: which one was it?
+pub fn recorded_places(
+    frame: &mut Frame,
+    state: &State,
+    places: &[crate::proxy::Place],
+    cursor: usize,
+) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let height = (places.len() as u16 + 4).min(area.height);
+    let rect = centered(area, area.width.saturating_sub(20).min(90), height);
+    let inner = panel(frame, state, rect, "which place was it?");
+    let mut lines = vec![Line::styled(
+        places
+            .first()
+            .map_or("", |p| p.certainty.describe())
+            .to_string(),
+        Style::new().fg(theme.muted),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    for (n, place) in places.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(place.position(), style));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }

@@ -195,6 +195,7 @@ fn with_prompt(id: usize, text: &str) -> CandidateRow {
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
             model_room: None,
+            suffix: None,
         },
     }
 }
@@ -651,6 +652,7 @@ fn quit_cancels_and_quits_and_mouse_toggles() {
 }
 
 mod prompt_and_source;
+mod recorded;
 
 #[test]
 fn the_code_profile_shows_rlpgs_code_numbers_where_ids_are_shown() {
