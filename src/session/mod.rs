@@ -14,6 +14,7 @@ mod learning;
 mod rows;
 mod search;
 mod settings;
+pub mod tuned;
 
 use std::sync::Arc;
 

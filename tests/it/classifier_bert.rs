@@ -20,7 +20,7 @@ use keyhole::hole::HoleWindow;
 use keyhole::rank::RankInput;
 use keyhole::rank::classifier::bert::BertEncoder;
 use keyhole::rank::classifier::dataset::{Example, Inputs};
-use keyhole::rank::classifier::train::{TrainOptions, train};
+use keyhole::rank::classifier::train::{Holdout, TrainOptions, train};
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::token::{Keep, TokenizerKind};
 
@@ -239,6 +239,7 @@ fn synthetic(
             let (hole, labels) = kinds[i % 2].clone();
             Example {
                 repository: repository.into(),
+                file: "A.java".into(),
                 inputs: Inputs::Bert {
                     hole,
                     contexts: contexts.clone(),
@@ -264,7 +265,7 @@ fn a_model_trained_on_the_encoder_ranks_holes_with_its_directory_only() {
         examples.extend(synthetic(&encoder, "valid", 32, r));
         let options = TrainOptions {
             variant,
-            validation: vec!["valid".into()],
+            validation: Holdout::Repositories(vec!["valid".into()]),
             max_epochs: epochs,
             patience: epochs,
             seed: 1,

@@ -47,5 +47,6 @@ mod tui_app;
 mod tui_picks;
 mod tui_snapshots;
 mod tui_tmux;
+mod tune;
 mod typed_holes;
 mod typed_server;

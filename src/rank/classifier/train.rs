@@ -36,13 +36,45 @@ const BATCH: usize = 64;
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
     pub variant: Variant,
-    /// Repositories held out for early stopping.
-    pub validation: Vec<String>,
+    /// The holes held out for early stopping.
+    pub validation: Holdout,
     pub max_epochs: usize,
     /// Epochs without a better validation success before stopping.
     pub patience: usize,
     /// Orders the batches (weight initialisation and dropout use candle's unseeded RNG).
     pub seed: u64,
+}
+
+/// Which labelled holes are held out for validation: whole repositories (so the success
+/// measured is the success on code the model never saw), or with a single repository whole
+/// files of it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Holdout {
+    Repositories(Vec<String>),
+    /// (repository, file) pairs.
+    Files(BTreeSet<(String, String)>),
+}
+
+impl Holdout {
+    /// Whether a hole of `file` in `repository` is held out.
+    pub fn holds(&self, repository: &str, file: &str) -> bool {
+        match self {
+            Holdout::Repositories(names) => names.iter().any(|n| n == repository),
+            Holdout::Files(files) => files.contains(&(repository.to_string(), file.to_string())),
+        }
+    }
+
+    /// `junit4` or `3 files of junit4`, for messages and reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Holdout::Repositories(names) => names.join(", "),
+            Holdout::Files(files) => {
+                let repositories: BTreeSet<&str> = files.iter().map(|(r, _)| r.as_str()).collect();
+                let names: Vec<&str> = repositories.into_iter().collect();
+                format!("{} files of {}", files.len(), names.join(", "))
+            }
+        }
+    }
 }
 
 /// How one epoch went.
@@ -350,11 +382,11 @@ pub fn train(
     let began = Instant::now();
     let (train, validation): (Vec<&Example>, Vec<&Example>) = examples
         .iter()
-        .partition(|e| !options.validation.contains(&e.repository));
+        .partition(|e| !options.validation.holds(&e.repository, &e.file));
     if train.is_empty() || validation.is_empty() {
         bail!(
-            "need holes for training and for validation (validation repositories: {}; found {} and {})",
-            options.validation.join(", "),
+            "need holes for training and for validation (held out: {}; found {} and {})",
+            options.validation.describe(),
             train.len(),
             validation.len()
         );
@@ -501,6 +533,7 @@ mod tests {
                 labels[winner] = 1.0;
                 Example {
                     repository: repository.into(),
+                    file: format!("A{}.java", i % 7),
                     inputs: Inputs::Hashed {
                         hole: features::hole_ids(&window),
                         contexts: Vec::new(),
@@ -513,6 +546,31 @@ mod tests {
     }
 
     #[test]
+    fn files_of_one_repository_can_be_held_out() {
+        let mut examples = synthetic("only", 1024);
+        let held: BTreeSet<(String, String)> = [("only".to_string(), "A3.java".to_string())].into();
+        let dir = tempfile::tempdir().unwrap();
+        let options = TrainOptions {
+            variant: Variant::H,
+            validation: Holdout::Files(held),
+            max_epochs: 2,
+            patience: 1,
+            seed: 1,
+        };
+        let out = dir.path().join("model.safetensors");
+        let report = train(&examples, &options, None, &out, &|_| {}).unwrap();
+        let held_out = examples.iter().filter(|e| e.file == "A3.java").count();
+        assert_eq!(report.validation_holes, held_out);
+        assert_eq!(report.train_holes, examples.len() - held_out);
+        examples.retain(|e| e.file == "A3.java");
+        let error = train(&examples, &options, None, &out, &|_| {}).unwrap_err();
+        assert!(
+            error.to_string().contains("held out: 1 files of only"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn rlpg_h_learns_which_proposal_a_hole_needs() {
         let mut examples = synthetic("train", 1024);
         examples.extend(synthetic("valid", 128));
@@ -520,7 +578,7 @@ mod tests {
         let out = dir.path().join("model.safetensors");
         let options = TrainOptions {
             variant: Variant::H,
-            validation: vec!["valid".into()],
+            validation: Holdout::Repositories(vec!["valid".into()]),
             max_epochs: 80,
             patience: 8,
             seed: 1,

@@ -89,6 +89,9 @@ pub struct State {
     pub ranker: RankerKind,
     /// How many picks the online ranker has learnt from.
     pub online_picks: u64,
+    /// What RLPG-H ranks with where it is a classifier tuned for the backend's model
+    /// (`keyhole tune`): `RLPG-H tuned for smol, 400 holes`.
+    pub tuned: Option<String>,
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
@@ -157,6 +160,7 @@ impl State {
             proposals: Arc::default(),
             ranker: RankerKind::RlpgH,
             online_picks: 0,
+            tuned: None,
             procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
