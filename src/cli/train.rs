@@ -98,6 +98,7 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         max_epochs: args.max_epochs,
         patience: args.patience,
         seed: args.seed,
+        fine_tune: false,
     };
     let report = train::train(
         &built.examples,

@@ -389,10 +389,14 @@ fn train_and_compare(
         max_epochs: args.max_epochs,
         patience: args.patience,
         seed: args.seed,
+        fine_tune: true,
     };
+    // From the classifier that ranks now: an earlier tuning's, else the bundled one.
+    let before_tuned = matches!(tuned::find(&settings.dirs, settings.backend()), Ok(Some(_)));
+    let start = before_tuned.then_some(model_path.as_path());
     // Not yet where sessions look: the comparison needs the classifier that ranked before.
     let trained_path = model_path.with_extension("new.safetensors");
-    let training = training::train(&built.examples, &options, None, &trained_path, &|e| {
+    let training = training::train(&built.examples, &options, start, &trained_path, &|e| {
         let _ = super::write_err(format_args!(
             "epoch {:>2}: train loss {:.4}, held-out loss {:.4}, top-1 success {:.2}%",
             e.epoch, e.train_loss, e.validation_loss, e.validation_success
@@ -420,6 +424,7 @@ fn train_and_compare(
         repositories: repos.iter().map(|r| r.name.clone()).collect(),
         held_out: holdout.describe(),
         before,
+        batch: !args.import_responses.is_empty(),
         requests: stats.requests,
         shared: stats.shared,
         comparison: tune::compare(&scored),

@@ -295,14 +295,19 @@ struct Shared<'f> {
     shared: AtomicUsize,
 }
 
+/// A job with its request, keyed by what it belongs to (a hole of a chunk).
+pub(super) type KeyedJob<K> = (K, Job, CompletionRequest);
+/// A job that takes the answer of another's identical request: (key, job, the other job).
+pub(super) type Follower<K> = (K, Job, Job);
+
 /// `jobs` with each request sent once per key (a hole): the jobs to send, and for every job
 /// left out (key, job, the job sent with the identical request) so that one answer labels
 /// all of them. Candidates whose composed prompts are the same (two proposals that found the
 /// same context, or none that fits) cost one request.
 pub(super) fn share_identical<K: PartialEq + Copy>(
-    jobs: Vec<(K, Job, CompletionRequest)>,
-) -> (Vec<(K, Job, CompletionRequest)>, Vec<(K, Job, Job)>) {
-    let mut sent: Vec<(K, Job, CompletionRequest)> = Vec::with_capacity(jobs.len());
+    jobs: Vec<KeyedJob<K>>,
+) -> (Vec<KeyedJob<K>>, Vec<Follower<K>>) {
+    let mut sent: Vec<KeyedJob<K>> = Vec::with_capacity(jobs.len());
     let mut copies = Vec::new();
     for (key, job, request) in jobs {
         match sent.iter().find(|(k, _, r)| *k == key && *r == request) {

@@ -172,8 +172,10 @@ pub struct TuneReport {
     pub held_out: String,
     /// The classifier that ranked before (the bundled one, or an earlier tuning).
     pub before: String,
-    /// Requests this run sent (or read from batch files), and the candidates labelled from
-    /// another candidate's identical request.
+    /// Whether this run labelled from batch files (then it sent nothing itself).
+    pub batch: bool,
+    /// Requests this run sent, and the candidates labelled from another candidate's
+    /// identical request.
     pub requests: usize,
     pub shared: usize,
     pub comparison: HeldOut,
@@ -195,8 +197,7 @@ impl TuneReport {
         let mut out = format!(
             "# RLPG-H tuned for {}{model}\n\n\
              Labelled with the backend `{}` on {}; trained on {} holes, {} holes held out ({}), \
-             which also chose the epoch ({} of {}, {:.0} s). This run sent {} requests; {} more \
-             candidates were labelled from an identical prompt's answer.\n\n\
+             which also chose the epoch ({} of {}, {:.0} s). {}\n\n\
              | On {} held-out holes | Top-1 success | vs default |\n| --- | --- | --- |\n",
             self.backend,
             self.backend,
@@ -207,8 +208,14 @@ impl TuneReport {
             t.best_epoch,
             t.epochs.len(),
             t.seconds,
-            self.requests,
-            self.shared,
+            match self.batch {
+                true => "This run labelled from batch files.".to_string(),
+                false => format!(
+                    "This run sent {} requests; {} more candidates were labelled from an \
+                     identical prompt's answer.",
+                    self.requests, self.shared
+                ),
+            },
             c.holes,
         );
         let rows = [

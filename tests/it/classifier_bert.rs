@@ -269,6 +269,7 @@ fn a_model_trained_on_the_encoder_ranks_holes_with_its_directory_only() {
             max_epochs: epochs,
             patience: epochs,
             seed: 1,
+            fine_tune: false,
         };
         // RLPG-R starts from the RLPG-H model and keeps its head.
         let start = r.then_some(model.as_path());
