@@ -270,3 +270,69 @@ async fn a_request_budget_is_honoured_and_identical_prompts_share_one_request() 
     assert!(after.len() > before);
     assert_eq!(after[..before], rows[..]);
 }
+
+#[test]
+fn tune_labels_from_batch_files_for_a_serving_engine() {
+    // Nothing listens at the backend's URL: every answer comes from the files.
+    let scratch = scratch_with_server("http://127.0.0.1:9");
+    let s = scratch.path();
+    let requests = s.join("requests.jsonl");
+    let answers = s.join("answers.jsonl");
+    let tune = |batch: &[&str]| {
+        let mut args = vec![
+            "tune",
+            "--backend",
+            "srv",
+            "--holes",
+            "8",
+            "--requests",
+            "150",
+            "--max-epochs",
+            "2",
+        ];
+        let sample = common::sample();
+        args.insert(1, &sample);
+        args.extend_from_slice(batch);
+        keyhole(s, &args, &[])
+    };
+    let exported = tune(&["--export-requests", requests.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    assert!(exported.stdout.is_empty(), "no report before the answers");
+    let lines: Vec<Value> = std::fs::read_to_string(&requests)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty() && lines.len() <= 150, "{}", lines.len());
+    let prompts: std::collections::HashSet<&str> = lines
+        .iter()
+        .map(|l| l["body"]["prompt"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        prompts.len(),
+        lines.len(),
+        "an identical prompt was exported twice"
+    );
+    let answered: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            json!({
+                "custom_id": l["custom_id"],
+                "response": {"status_code": 200, "body": {"choices": [{"index": 0, "text": "x;"}]}},
+                "error": null,
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&answers, answered.join("\n") + "\n").unwrap();
+    let imported = tune(&["--import-responses", answers.to_str().unwrap()]);
+    let table = stdout(&imported);
+    assert!(
+        table.contains("This run labelled from batch files."),
+        "{table}"
+    );
+    let dir = tuned_dir(s, "srv--tiny-coder--");
+    assert!(dir.join("tuned.json").is_file());
+    let labelled = label_rows(&dir).iter().filter(|r| r.applicable).count();
+    assert!(labelled > lines.len(), "identical prompts share one answer");
+}
