@@ -248,6 +248,13 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether it answers one request at a time (a local model computes behind one lock):
+    /// requests sent together wait in turn, and callers that show latencies queue them
+    /// themselves so that each one's time is its own.
+    fn takes_turns(&self) -> bool {
+        false
+    }
+
     /// Complete `request.n` times. Streamed text, where the backend streams, goes to `deltas`
     /// as it arrives; the returned completions are the final texts.
     async fn complete(

@@ -411,6 +411,10 @@ impl Backend for LocalBackend {
         TokenCounting::Exact
     }
 
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,

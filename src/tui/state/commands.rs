@@ -45,7 +45,7 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         Command::Right => move_horizontal(state, 1),
         Command::Confirm => confirm(state),
         Command::Select => select(state),
-        Command::Run => run(state),
+        Command::Run => run(state, false),
         Command::Cancel => cancel(state),
         Command::Pick1 => pick(state, 0),
         Command::Pick2 => pick(state, 1),
@@ -100,11 +100,8 @@ pub(super) fn select(state: &mut State) -> Vec<Effect> {
         return vec![];
     };
     let id = focused.id;
-    if focused.building() {
-        state.status = format!(
-            "candidate {} is still waiting for the backend",
-            state.shown_id(id)
-        );
+    if !focused.applicable() && !state.selected.contains(&id) {
+        state.status = not_completed(state, focused);
     } else if !state.selected.remove(&id) {
         state.selected.insert(id);
     }

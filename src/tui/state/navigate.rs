@@ -227,7 +227,7 @@ pub(super) fn find(state: &mut State, forward: bool) -> Vec<Effect> {
 pub(super) fn confirm(state: &mut State) -> Vec<Effect> {
     match state.focus {
         Pane::Source => hole_at_cursor(state),
-        Pane::Candidates | Pane::Prompt => run(state),
+        Pane::Candidates | Pane::Prompt => run(state, true),
         Pane::Completions => pick(state, state.card_cursor),
     }
 }

@@ -12,6 +12,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
+use crate::session::{counting_words, counts_exactly};
 use crate::token::Keep;
 use crate::tui::state::{Availability, Editor, State, provenance};
 use crate::tui::theme::Theme;
@@ -48,25 +49,25 @@ pub fn title(state: &State) -> String {
             } else {
                 ""
             };
-            let backend = state.backend.as_ref();
-            if let (Some(counted), Some(backend)) = (p.backend_tokens, backend) {
+            let Some(backend) = state.backend.as_deref() else {
+                return format!("prompt · {used}/{} tokens ({})", p.budget, p.tokenizer);
+            };
+            let words = counting_words(backend, state.setup.tokenizer().tokenizer());
+            if let Some(counted) = p.backend_tokens {
                 // A model with a small context: the prompt was composed within its room.
                 let (limit, whose) = match p.model_room {
                     Some(room) => (room, ", the model's context"),
                     None => (state.setup.budget, ""),
                 };
-                return format!(
-                    "prompt · {counted}/{limit} tokens (counted by {}{whose}){explained}",
-                    backend.name()
-                );
+                return format!("prompt · {counted}/{limit} tokens ({words}{whose}){explained}");
             }
-            // Counted with a stand-in for the model's own tokenizer: say so.
-            let exact = backend.is_some_and(|b| b.tokenizer() == Some(p.tokenizer));
-            let approximate = if exact { "" } else { ", approximate" };
-            format!(
-                "prompt · {used}/{} tokens ({}{approximate}){explained}",
-                p.budget, p.tokenizer
-            )
+            let words = match state.fitting {
+                Some(_) if !counts_exactly(backend, state.setup.tokenizer().tokenizer()) => {
+                    format!("{}, fitting to {}'s count…", p.tokenizer, backend.name())
+                }
+                _ => words,
+            };
+            format!("prompt · {used}/{} tokens ({words}){explained}", p.budget)
         }
         None => "prompt".into(),
     }
