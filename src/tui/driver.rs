@@ -2,7 +2,7 @@
 //! work itself is library calls; the functions here only shape their results for the state.
 
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -132,8 +132,9 @@ async fn fit_candidate(
     fitted.await.map_err(|e| e.to_string())
 }
 
-/// One card's request: the completion and how long it waited for its turn first.
-type Answered = Result<(Completion, Duration), String>;
+/// One card's request: the completion, how long it waited for its turn first and how long it
+/// took from then.
+type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
@@ -146,19 +147,27 @@ pub async fn complete(
 ) -> Vec<Card> {
     let prompts = sent_prompts(job, fit).await;
     let begun = Instant::now();
+    let turns = job.backend.takes_turns();
     let answer = |card: usize| {
         let prompt = &prompts[card];
         async move {
             let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
-            let queued = begun.elapsed();
-            if let Some(ui) = stream {
-                let generation = job.generation;
-                let at = Instant::now();
-                let _ = ui.send(Action::CardStarted {
-                    generation,
-                    card,
-                    at,
-                });
+            // When the request began: now, or for a backend that takes turns, when its turn
+            // came (it says so with an empty delta).
+            let started = Mutex::new(Instant::now());
+            let start = |at: Instant| {
+                *started.lock().unwrap_or_else(PoisonError::into_inner) = at;
+                if let Some(ui) = stream {
+                    let generation = job.generation;
+                    let _ = ui.send(Action::CardStarted {
+                        generation,
+                        card,
+                        at,
+                    });
+                }
+            };
+            if !turns {
+                start(Instant::now());
             }
             let request = CompletionRequest {
                 current_file: Some(job.current_file.clone()),
@@ -167,7 +176,9 @@ pub async fn complete(
             let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
             let forward = async {
                 while let Some(delta) = received.recv().await {
-                    if let Some(ui) = stream {
+                    if delta.is_start() {
+                        start(Instant::now());
+                    } else if let Some(ui) = stream {
                         let _ = ui.send(Action::Streamed {
                             generation: job.generation,
                             card,
@@ -184,8 +195,9 @@ pub async fn complete(
                 tracing::warn!(candidate, error = %e, "backend");
                 e.to_string()
             })?;
-            let first = completions.into_iter().next();
-            Ok((first.ok_or("no completion")?, queued))
+            let first = completions.into_iter().next().ok_or("no completion")?;
+            let started = *started.lock().unwrap_or_else(PoisonError::into_inner);
+            Ok((first, started - begun, started.elapsed()))
         }
     };
     let results: Vec<Answered> = if job.backend.takes_turns() {
@@ -206,11 +218,11 @@ pub async fn complete(
             same: run.same.clone(),
             edited: job.edited.then(|| run.text.clone()),
             fitted: sent.as_ref().ok().and_then(|(_, fitted)| fitted.clone()),
-            outcome: result.map(|(c, queued)| Finished {
+            outcome: result.map(|(c, queued, own)| Finished {
                 // Nothing follows an end-of-line hole: no text to score against.
                 scores: (!job.target.is_empty()).then(|| metrics::score(&c.text, &job.target)),
                 syntax_errors: syntax_errors(job, &c.text),
-                latency_ms: c.latency.as_millis(),
+                latency_ms: own.as_millis(),
                 queued_ms: queued.as_millis(),
                 text: c.text,
             }),
@@ -313,6 +325,11 @@ pub enum Outcome {
     SetMouse(bool),
     /// Put this text on the clipboard.
     Copy(String),
+    /// Run the user's editor on `path` at `line`.
+    Editor {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
@@ -673,6 +690,7 @@ impl Driver {
                 move || Action::Message(save_prompt(&stem, &text)),
                 Action::Message,
             ),
+            Effect::OpenInEditor { path, line } => return Outcome::Editor { path, line },
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,
         }

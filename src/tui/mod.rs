@@ -250,6 +250,14 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
                     *terminal = ratatui::init();
                     set_mouse(app.state.mouse)?;
                 }
+                Outcome::Editor { path, line } => {
+                    set_mouse(false)?;
+                    ratatui::restore();
+                    let edited = run_editor(&path, line);
+                    *terminal = ratatui::init();
+                    set_mouse(app.state.mouse)?;
+                    app.dispatch(Action::Edited(edited));
+                }
                 Outcome::Continue => {}
             }
         }
@@ -263,6 +271,27 @@ fn set_mouse(on: bool) -> anyhow::Result<()> {
         execute!(std::io::stdout(), event::DisableMouseCapture)?;
     }
     Ok(())
+}
+
+/// The user's editor (`$VISUAL`, else `$EDITOR`, else vi; words after the first are its
+/// arguments) on `path` at `line`, waited for; why not, in a line.
+fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "vi".into());
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or("vi");
+    let status = std::process::Command::new(program)
+        .args(words)
+        .arg(format!("+{line}"))
+        .arg(path)
+        .status()
+        .map_err(|e| format!("cannot run the editor `{program}`: {e}"))?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(format!("the editor `{program}` exited with {status}")),
+    }
 }
 
 /// Give the terminal back and stop until the shell continues the process (Ctrl-Z).

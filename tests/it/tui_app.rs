@@ -611,3 +611,64 @@ async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
         app.state.status
     );
 }
+
+/// A model that computes one request at a time, each for `PAUSE`, behind one lock (as the
+/// local backend does).
+struct OneAtATime(tokio::sync::Mutex<()>);
+
+const PAUSE: Duration = Duration::from_millis(300);
+
+#[async_trait::async_trait]
+impl keyhole::model::Backend for OneAtATime {
+    fn name(&self) -> &str {
+        "one-at-a-time"
+    }
+
+    fn counting(&self) -> keyhole::model::TokenCounting {
+        keyhole::model::TokenCounting::Approximate
+    }
+
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
+    async fn complete(
+        &self,
+        _request: &keyhole::model::CompletionRequest,
+        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
+    ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
+        let started = std::time::Instant::now();
+        let _turn = self.0.lock().await;
+        if let Some(deltas) = deltas {
+            let _ = deltas.send(keyhole::model::Delta::started());
+        }
+        tokio::time::sleep(PAUSE).await;
+        Ok(vec![keyhole::model::Completion {
+            text: "x".into(),
+            latency: started.elapsed(),
+            model_prompt_tokens: None,
+        }])
+    }
+}
+
+#[tokio::test]
+async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
+    let (mut app, _scratch) = opened().await;
+    app.state.backend = Some(std::sync::Arc::new(OneAtATime(Default::default())));
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let done: Vec<_> = app
+        .state
+        .cards
+        .iter()
+        .map(|c| c.outcome.as_ref().unwrap())
+        .collect();
+    assert_eq!(done.len(), 3);
+    let pause = PAUSE.as_millis();
+    for (n, card) in done.iter().enumerate() {
+        assert!(card.latency_ms >= pause, "{n}: {card:?}");
+        assert!(card.queued_ms >= n as u128 * pause, "{n}: {card:?}");
+    }
+    // The last one waited for two turns and then took one: its time leaves the wait out.
+    assert!(done[2].latency_ms < done[2].queued_ms, "{:?}", done[2]);
+}

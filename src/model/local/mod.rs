@@ -213,6 +213,10 @@ impl LocalModel {
             );
         }
         let mut weights = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        // Its turn has come: say so (see `Backend::takes_turns`).
+        if let Some(deltas) = deltas {
+            let _ = deltas.send(Delta::started());
+        }
         let seed = request.seed.unwrap_or_else(rand::random);
         let temperature = (request.temperature > 0.0).then_some(f64::from(request.temperature));
         let mut texts = Vec::with_capacity(request.n.max(1));

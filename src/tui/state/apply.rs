@@ -123,8 +123,14 @@ pub(super) fn written(
         effects = show_file(state, file);
         state.cursor = cursor;
     }
-    // The candidates are built from the index: read the repository again (its cache makes
-    // that quick), keeping the backend, and come back to the hole.
+    effects.extend(read_again(state));
+    effects
+}
+
+/// The candidates are built from the index: read the repository again (its cache makes that
+/// quick), keeping the backend, and come back to the hole.
+pub(super) fn read_again(state: &mut State) -> Vec<Effect> {
+    let mut effects = Vec::new();
     if let (Some(index), Some(view)) = (&state.index, &state.view) {
         state.phase = Phase::Rereading;
         effects.push(Effect::Index {

@@ -386,6 +386,21 @@ fn shown_prompt_text(state: &State) -> Option<(String, String)> {
     Some((stem, prompt.text()))
 }
 
+/// `y` in the completions pane: the focused completion to the clipboard.
+pub(super) fn copy_completion(state: &mut State) -> Vec<Effect> {
+    let Some(done) = focused_card(state) else {
+        state.status = "no completion to copy".into();
+        return vec![];
+    };
+    let text = done.text.clone();
+    state.status = format!(
+        "completion {} copied to the clipboard ({} bytes, OSC 52)",
+        state.card_cursor + 1,
+        text.len()
+    );
+    vec![Effect::Copy(text)]
+}
+
 pub(super) fn copy_prompt(state: &mut State) -> Vec<Effect> {
     let Some((_, text)) = shown_prompt_text(state) else {
         return vec![];

@@ -105,6 +105,8 @@ pub enum Action {
         /// The file's text now, and what undoes the write (none for an undo).
         result: Result<(String, Option<Applied>), String>,
     },
+    /// The user's editor returned (or could not start: why): files may have changed.
+    Edited(Result<(), String>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }
@@ -200,6 +202,11 @@ pub enum Effect {
     SavePrompt {
         stem: String,
         text: String,
+    },
+    /// Hand the terminal to the user's editor on `path` at `line` (1-based).
+    OpenInEditor {
+        path: PathBuf,
+        line: usize,
     },
     Suspend,
     Quit,

@@ -63,6 +63,7 @@ use complete::*;
 pub use editor::*;
 pub use input::*;
 pub use messages::*;
+pub use navigate::matches;
 use navigate::*;
 pub use phase::*;
 pub use setup::*;
@@ -141,6 +142,9 @@ pub struct State {
     pub column_goal: usize,
     /// The last search in the source pane (n and N find it again).
     pub search_query: String,
+    /// The last search in the prompt pane, and which of its matches is current.
+    pub prompt_query: String,
+    pub prompt_match: Option<usize>,
     /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
     pub pane_rows: [u16; 4],
     /// How ids are numbered on screen: the profile's (`--fidelity code` swaps 5 and 6).
@@ -202,6 +206,8 @@ impl State {
             shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
+            prompt_query: String::new(),
+            prompt_match: None,
             pane_rows: [10; 4],
             numbering: Numbering::Table7,
         }
@@ -510,6 +516,16 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             if let Some(procc) = state.procc.as_mut().filter(|p| p.context == context) {
                 procc.pick = pick;
             }
+            vec![]
+        }
+        Action::Edited(Ok(())) => {
+            state.status = "back from the editor: reading the repository again".into();
+            // The file shown comes from the new index once it is read.
+            state.lines.clear();
+            read_again(state)
+        }
+        Action::Edited(Err(why)) => {
+            state.status = why;
             vec![]
         }
         Action::Message(text) => {

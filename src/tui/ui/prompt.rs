@@ -14,7 +14,8 @@ use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
 use crate::session::{counting_words, counts_exactly};
 use crate::token::Keep;
-use crate::tui::state::{Availability, Editor, State, provenance};
+use crate::tui::command::Pane;
+use crate::tui::state::{Availability, Editor, Mode, State, matches, provenance};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -22,6 +23,27 @@ const WARN_AT: f64 = 0.9;
 const BAR_WIDTH: usize = 20;
 
 pub fn title(state: &State) -> String {
+    format!("{}{}", prompt_title(state), search_note(state))
+}
+
+/// The prompt search being typed, or the last one with its place: " · /total 2 of 7".
+fn search_note(state: &State) -> String {
+    match &state.mode {
+        Mode::Search(typed) if state.focus == Pane::Prompt => format!(" · /{typed}▏"),
+        _ if state.prompt_query.is_empty() => String::new(),
+        _ => {
+            let found = state
+                .shown_prompt()
+                .map_or(0, |p| matches(&p.text(), &state.prompt_query).len());
+            match state.prompt_match.filter(|&i| i < found) {
+                Some(i) => format!(" · /{} {} of {found}", state.prompt_query, i + 1),
+                None => format!(" · /{} {found} found", state.prompt_query),
+            }
+        }
+    }
+}
+
+fn prompt_title(state: &State) -> String {
     if let Some(editor) = &state.editor {
         return edit_title(editor);
     }
@@ -164,8 +186,8 @@ fn segment_colour(theme: &Theme, kind: SegmentKind) -> Color {
 }
 
 /// The style of prompt byte `at`: its segment's colour, keyhole's formatting (no origin) in the
-/// formatting colour, explained bytes highlighted.
-fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
+/// formatting colour, explained bytes and matches of the prompt search highlighted.
+fn style_at(state: &State, prompt: &Prompt, found: &[Range<usize>], at: usize) -> Style {
     let theme = &state.theme;
     let mut start = 0;
     let mut style = Style::new().fg(theme.text);
@@ -198,6 +220,12 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
             .fg(theme.background)
             .add_modifier(Modifier::BOLD);
     }
+    if let Some(i) = found.iter().position(|m| m.contains(&at)) {
+        style = style.bg(theme.diff).fg(theme.background);
+        if state.prompt_match == Some(i) {
+            style = style.add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
+        }
+    }
     style
 }
 
@@ -205,7 +233,11 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
 /// changes only where a segment, a piece or an explained span starts or ends, so `style_at` runs
 /// once per such boundary rather than once per character (per character it was most of a frame).
 fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usize, Style)> {
+    let found = matches(&prompt.text(), &state.prompt_query);
     let mut bounds = vec![visible.start];
+    for m in &found {
+        bounds.extend([m.start, m.end]);
+    }
     let mut start = 0;
     for segment in &prompt.segments {
         bounds.push(start);
@@ -224,7 +256,7 @@ fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usi
     bounds.dedup();
     bounds
         .into_iter()
-        .map(|at| (at, style_at(state, prompt, at)))
+        .map(|at| (at, style_at(state, prompt, &found, at)))
         .collect()
 }
 

@@ -832,3 +832,78 @@ fn procc_star_moves_when_a_pick_teaches_its_bandit() {
         "another hole's lesson"
     );
 }
+
+#[test]
+fn slash_in_the_prompt_pane_searches_the_prompt_counts_and_highlights_matches() {
+    let mut s = state();
+    s.candidates = vec![with_prompt(7, "a\nb\nc\norder one\nd\nOrder two\nreorder")];
+    s.focus = Pane::Prompt;
+    assert!(matches!(
+        key_action(&s, key('/')),
+        Some(Action::Command(Command::Search))
+    ));
+    update(&mut s, Action::Command(Command::Search));
+    for c in "order".chars() {
+        press(&mut s, key(c));
+    }
+    assert!(
+        ui::prompt::title(&s).ends_with("/order▏"),
+        "{}",
+        ui::prompt::title(&s)
+    );
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.focus, Pane::Prompt, "the prompt keeps the focus");
+    assert_eq!(s.filter, "", "nothing filters the candidates");
+    assert_eq!(s.status, "/order: match 1 of 3 in the prompt");
+    assert_eq!(s.prompt_scroll, 1, "two lines above the match");
+    update(&mut s, Action::Command(Command::NextMatch));
+    assert!(
+        ui::prompt::title(&s).ends_with("/order 2 of 3"),
+        "{}",
+        ui::prompt::title(&s)
+    );
+    update(&mut s, Action::Command(Command::PrevMatch));
+    update(&mut s, Action::Command(Command::PrevMatch));
+    assert_eq!(s.prompt_match, Some(2), "it wraps");
+}
+
+#[test]
+fn y_copies_the_focused_completion_alt_digits_jump_to_panes_and_e_opens_the_editor() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.cards = vec![card(6), card(7)];
+    s.card_cursor = 1;
+    s.focus = Pane::Completions;
+    let effects = press(&mut s, key('y'));
+    assert!(
+        matches!(&effects[..], [Effect::Copy(text)] if text == "c7"),
+        "{}",
+        s.status
+    );
+    let alt = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT);
+    press(&mut s, alt('2'));
+    assert_eq!(s.focus, Pane::Candidates);
+    press(&mut s, alt('3'));
+    assert_eq!(s.focus, Pane::Prompt);
+    let effects = press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('E'), KeyModifiers::SHIFT),
+    );
+    let [Effect::OpenInEditor { path, line }] = &effects[..] else {
+        panic!("the editor opens");
+    };
+    assert!(path.ends_with("A.java") && *line == 1);
+    let effects = update(&mut s, Action::Edited(Ok(())));
+    assert!(matches!(&effects[..], [Effect::Index { .. }]), "read again");
+    assert_eq!(s.phase, Phase::Rereading);
+    s.phase = Phase::Ready;
+    s.shared_sample = true;
+    assert!(
+        press(
+            &mut s,
+            KeyEvent::new(KeyCode::Char('E'), KeyModifiers::SHIFT)
+        )
+        .is_empty()
+    );
+    assert!(s.status.contains("bundled sample"), "{}", s.status);
+}
