@@ -69,6 +69,8 @@ pub enum Command {
     CopyCompletion,
     /// Open the file at the hole (or the cursor) in `$VISUAL` / `$EDITOR`.
     OpenInEditor,
+    /// List every action with its key; typing filters, Enter runs one.
+    Palette,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

@@ -250,6 +250,28 @@ impl Keymap {
         out
     }
 
+    /// Every action of the normal mode with `pane` focused, with its keys and description: the
+    /// pane's own first, then the shared ones (the command palette lists these).
+    pub fn actions(&self, pane: Pane) -> Vec<(Command, String, &str)> {
+        let mut out: Vec<(Command, String, &str)> = Vec::new();
+        for (layer, scope) in [
+            (Layer::Normal, Some(pane)),
+            (Layer::Normal, None),
+            (Layer::Any, None),
+        ] {
+            for b in self
+                .bindings
+                .iter()
+                .filter(|b| b.mode == layer && b.pane == scope)
+            {
+                if !out.iter().any(|(run, _, _)| *run == b.run) {
+                    out.push((b.run, self.keys_for(layer, scope, b.run), b.desc.as_str()));
+                }
+            }
+        }
+        out
+    }
+
     /// Hint bar entries for `layer` with `pane` focused, most useful first: the pane's own
     /// hinted keys, then the layer's, then the shared ones.
     pub fn hints(&self, layer: Layer, pane: Pane) -> Vec<(String, &str)> {

@@ -83,6 +83,13 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         Command::CopyPrompt => copy_prompt(state),
         Command::CopyCompletion => copy_completion(state),
         Command::OpenInEditor => open_in_editor(state),
+        Command::Palette => {
+            state.mode = Mode::Palette {
+                query: String::new(),
+                cursor: 0,
+            };
+            vec![]
+        }
         Command::FocusSource => focus(state, Pane::Source),
         Command::FocusCandidates => focus(state, Pane::Candidates),
         Command::FocusPrompt => focus(state, Pane::Prompt),

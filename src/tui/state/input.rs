@@ -19,6 +19,11 @@ pub enum Mode {
         query: String,
         cursor: usize,
     },
+    /// The command palette: query and the cursor in the actions it matches.
+    Palette {
+        query: String,
+        cursor: usize,
+    },
     /// Choosing the completion backend: the cursor in `Setup::backends`.
     Backends {
         cursor: usize,
@@ -39,7 +44,7 @@ impl Mode {
         match self {
             Mode::Normal => Layer::Normal,
             Mode::Filter | Mode::GoTo(_) | Mode::Search(_) => Layer::Filter,
-            Mode::Picker { .. } => Layer::Picker,
+            Mode::Picker { .. } | Mode::Palette { .. } => Layer::Picker,
             Mode::Backends { .. } => Layer::Backends,
             Mode::ConfirmApply => Layer::Confirm,
             Mode::Edit => Layer::Editor,
@@ -106,7 +111,22 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             state.focus = Pane::Source;
             show_file(state, file)
         }
-        (Mode::Picker { .. } | Mode::Backends { .. }, Cancel) => close(state),
+        (Mode::Palette { query, cursor }, Up | Down | PageUp | PageDown) => {
+            let matches = state.palette_matches(&query).len();
+            let cursor = clamp_add(cursor, step(command, PICKER_PAGE), matches);
+            state.mode = Mode::Palette { query, cursor };
+            vec![]
+        }
+        (Mode::Palette { query, cursor }, Confirm) => {
+            state.mode = Mode::Normal;
+            match state.palette_matches(&query).get(cursor) {
+                Some(&(chosen, _, _)) => command_effects(state, chosen),
+                None => vec![],
+            }
+        }
+        (Mode::Picker { .. } | Mode::Palette { .. } | Mode::Backends { .. }, Cancel) => {
+            close(state)
+        }
         (Mode::Backends { cursor }, Up | Down) => {
             let cursor = clamp_add(cursor, step(command, 1), state.setup.backends.len());
             state.mode = Mode::Backends { cursor };
@@ -158,7 +178,7 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             state.candidate_cursor = 0;
         }
         Mode::GoTo(text) | Mode::Search(text) => edit_text(text, key.code),
-        Mode::Picker { query, cursor } => {
+        Mode::Picker { query, cursor } | Mode::Palette { query, cursor } => {
             edit_text(query, key.code);
             *cursor = 0;
         }

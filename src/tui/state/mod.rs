@@ -132,8 +132,9 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
-    /// The last completion written into a file, until undone.
-    pub applied: Option<Applied>,
+    /// The completions written into files and not undone, the last last: `u` takes them back
+    /// in turn.
+    pub applied: Vec<Applied>,
     /// A file's text on disk after a write, until the repository has been read again.
     pub on_disk: Option<(FileId, String)>,
     /// The repository is the bundled sample, which apply leaves alone.
@@ -201,7 +202,7 @@ impl State {
             warning: None,
             shown: 0,
             highlighting: None,
-            applied: None,
+            applied: Vec::new(),
             on_disk: None,
             shared_sample: false,
             column_goal: 0,
@@ -284,6 +285,28 @@ impl State {
             Some(card) => card.prompt(self),
             None => self.focused_candidate().map(|c| &c.prompt),
         }
+    }
+
+    /// The actions the palette lists for `query` (fuzzy, over key and description), best
+    /// first; every one for an empty query. The palette itself is left out.
+    pub fn palette_matches(&self, query: &str) -> Vec<(Command, String, String)> {
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, usize, (Command, String, String))> = self
+            .keymap
+            .actions(self.focus)
+            .into_iter()
+            .filter(|(command, _, _)| *command != Command::Palette)
+            .enumerate()
+            .filter_map(|(n, (command, keys, desc))| {
+                let score = match query.is_empty() {
+                    true => 0,
+                    false => matcher.fuzzy_match(&format!("{desc} {keys}"), query)?,
+                };
+                Some((score, n, (command, keys, desc.to_string())))
+            })
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, _, hit)| hit).collect()
     }
 
     /// Files matching the picker query, best first.

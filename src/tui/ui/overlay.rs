@@ -168,7 +168,61 @@ pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
         } else {
             Style::new()
         };
-        lines.push(Line::styled(index.files[file].path.clone(), style));
+        let path = tail_that_fits(&index.files[file].path, inner.width as usize);
+        lines.push(Line::styled(path, style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// `path` within `width` characters: whole if it fits, else its file name with as many of
+/// the folders above it as fit after "…/" (a long path keeps what tells files apart).
+pub fn tail_that_fits(path: &str, width: usize) -> String {
+    if path.chars().count() <= width {
+        return path.to_string();
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let mut tail = parts[parts.len() - 1].to_string();
+    for part in parts[..parts.len() - 1].iter().rev() {
+        let longer = format!("{part}/{tail}");
+        if longer.chars().count() + 2 > width {
+            break;
+        }
+        tail = longer;
+    }
+    format!("…/{tail}")
+}
+
+/// The command palette: every action of the focused pane and the shared ones, with its key.
+pub fn palette(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(20).min(90),
+        area.height.saturating_sub(6),
+    );
+    let title = format!(
+        "actions in the {} pane · Enter runs one",
+        state.focus.name()
+    );
+    let inner = panel(frame, state, rect, &title);
+    let mut lines = vec![Line::styled(
+        format!("> {query}▏"),
+        Style::new().fg(theme.explain),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    let matches = state.palette_matches(query);
+    for (n, (_, keys, desc)) in matches.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{keys:>14}  "), style.fg(theme.explain)),
+            Span::styled(desc.clone(), style.fg(theme.text)),
+        ]));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
@@ -233,6 +287,17 @@ pub fn apply_question(frame: &mut Frame, state: &State) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_path_keeps_its_file_name_and_the_folders_that_fit() {
+        let path = "src/main/java/com/acme/shop/service/OrderService.java";
+        assert_eq!(super::tail_that_fits(path, 80), path);
+        assert_eq!(
+            super::tail_that_fits(path, 30),
+            "…/service/OrderService.java"
+        );
+        assert_eq!(super::tail_that_fits(path, 10), "…/OrderService.java");
+    }
+
     use super::*;
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;

@@ -907,3 +907,32 @@ fn y_copies_the_focused_completion_alt_digits_jump_to_panes_and_e_opens_the_edit
     );
     assert!(s.status.contains("bundled sample"), "{}", s.status);
 }
+
+#[test]
+fn the_palette_lists_every_action_with_its_key_and_enter_runs_the_chosen_one() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.cards = vec![card(6)];
+    s.focus = Pane::Completions;
+    press(&mut s, KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT));
+    assert!(matches!(s.mode, Mode::Palette { .. }));
+    let all = s.palette_matches("");
+    assert!(
+        all.iter()
+            .any(|(c, keys, _)| *c == Command::Run && keys == "r")
+    );
+    assert!(
+        all.iter().any(|(c, _, _)| *c == Command::CopyCompletion),
+        "the pane's own"
+    );
+    for c in "copy compl".chars() {
+        press(&mut s, key(c));
+    }
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert!(
+        matches!(&effects[..], [Effect::Copy(text)] if text == "c6"),
+        "{}",
+        s.status
+    );
+    assert_eq!(s.mode, Mode::Normal);
+}
