@@ -16,6 +16,7 @@ mod recorded;
 mod rows;
 mod search;
 mod settings;
+pub mod tuned;
 
 use std::sync::Arc;
 

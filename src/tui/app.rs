@@ -44,6 +44,7 @@ impl App {
             tokenizer: settings.tokenizer,
         };
         state.ranker = settings.ranker;
+        state.tuned = options.learning.tuned().map(|t| t.describe());
         state.numbering = settings.profile.numbering();
         state.recorded.pending = options.recorded;
         App {

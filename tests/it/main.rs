@@ -48,5 +48,6 @@ mod tui_picks;
 mod tui_recorded;
 mod tui_snapshots;
 mod tui_tmux;
+mod tune;
 mod typed_holes;
 mod typed_server;

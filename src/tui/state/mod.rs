@@ -96,6 +96,9 @@ pub struct State {
     pub ranker: RankerKind,
     /// What the online ranker has learnt: shows and picks per candidate.
     pub online: BTreeMap<CandidateId, Counts>,
+    /// What RLPG-H ranks with where it is a classifier tuned for the backend's model
+    /// (`keyhole tune`): `RLPG-H tuned for smol, 400 holes`.
+    pub tuned: Option<String>,
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
@@ -181,6 +184,7 @@ impl State {
             proposals: Arc::default(),
             ranker: RankerKind::RlpgH,
             online: BTreeMap::new(),
+            tuned: None,
             procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),

@@ -48,12 +48,14 @@ pub fn title(state: &State) -> String {
 }
 
 /// The ranker's name; the online one says how much it has learnt (with no picks it ranks as
-/// the fixed one, which it should not hide).
+/// the order it starts from, which it should not hide), and RLPG-H what it was tuned for.
 pub fn ranker_name(state: &State) -> String {
+    let start = state.tuned.as_deref().unwrap_or("fixed");
     match (state.ranker, state.online_picks()) {
-        (RankerKind::Online, 0) => "online (no picks yet: as fixed)".into(),
+        (RankerKind::Online, 0) => format!("online (no picks yet: as {start})"),
         (RankerKind::Online, 1) => "online (1 pick)".into(),
         (RankerKind::Online, n) => format!("online ({n} picks)"),
+        (RankerKind::RlpgH, _) if state.tuned.is_some() => start.into(),
         (kind, _) => kind.name().into(),
     }
 }
@@ -297,6 +299,17 @@ mod tests {
         );
         assert_eq!(bar_of(&state, 6.0), "████····");
         assert!(score_unit(state.ranker).starts_with("BM25"));
+    }
+
+    #[test]
+    fn rlpg_h_says_which_model_it_was_tuned_for() {
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.tuned = Some("RLPG-H tuned for smol, 400 holes".into());
+        assert!(title(&state).contains("ranker RLPG-H tuned for smol, 400 holes"));
+        state.ranker = RankerKind::Online;
+        assert!(title(&state).contains("online (no picks yet: as RLPG-H tuned for smol"));
+        state.ranker = RankerKind::Bm25;
+        assert!(!title(&state).contains("tuned"));
     }
 
     #[test]
