@@ -954,9 +954,15 @@ fn the_request_log_keeps_what_runs_sent_newest_last_and_l_opens_it() {
     };
     update(&mut s, Action::Logged((0..3).map(logged).collect()));
     assert_eq!(s.request_log.len(), 3);
-    update(&mut s, Action::Logged((0..REQUEST_LOG_KEEPS).map(logged).collect()));
+    update(
+        &mut s,
+        Action::Logged((0..REQUEST_LOG_KEEPS).map(logged).collect()),
+    );
     assert_eq!(s.request_log.len(), REQUEST_LOG_KEEPS, "the oldest go");
-    press(&mut s, KeyEvent::new(KeyCode::Char('L'), KeyModifiers::SHIFT));
+    press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('L'), KeyModifiers::SHIFT),
+    );
     assert_eq!(s.mode, Mode::Requests { scroll: 0 });
     press(&mut s, KeyEvent::from(KeyCode::Esc));
     assert_eq!(s.mode, Mode::Normal);
