@@ -630,7 +630,10 @@ mod tests {
             variant: Variant::H,
             validation: Holdout::Repositories(vec!["valid".into()]),
             max_epochs: 80,
-            patience: 8,
+            // Success on 128 holes swings between epochs while the loss falls (and matrix
+            // products split by thread count differ in the last bits): stop late, not on a
+            // swing.
+            patience: 40,
             seed: 1,
             fine_tune: false,
         };
