@@ -457,7 +457,7 @@ mod tests {
             .err()
             .expect("wrong dimensions");
         assert_eq!(error, "tensor `w` has dimensions [64, 32], not [32, 64]");
-        let error = file.vector("gone", 32).err().expect("missing");
+        let error = file.vector("gone", 32).expect_err("missing");
         assert_eq!(error, "tensor `gone` is missing");
     }
 }
