@@ -471,6 +471,18 @@ pub struct CandidateInfo {
     pub keep: Keep,
 }
 
+impl CandidateInfo {
+    /// The type column: the context type, with the budget share where only the share tells
+    /// proposals apart (post lines: "PL 25%", "PL 50%", "PL 75%").
+    pub fn type_text(&self) -> String {
+        if self.context_type == ContextType::PostLines.abbreviation() {
+            format!("PL {}%", (self.share * 100.0).round())
+        } else {
+            self.context_type.to_string()
+        }
+    }
+}
+
 /// Share of the budget for every retrieved candidate (RepoCoder: "half the prompt length").
 pub const RETRIEVED_SHARE: f64 = 0.5;
 

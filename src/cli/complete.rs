@@ -14,6 +14,7 @@ use keyhole::compose::Prompt;
 use keyhole::context::typed::{self, CompletionError};
 use keyhole::metrics;
 use keyhole::model::{Completion, CompletionRequest, TokenCounting};
+use keyhole::session::counting_words;
 
 #[derive(Args)]
 pub struct CompleteArgs {
@@ -276,16 +277,9 @@ impl<'a> CompleteOut<'a> {
 fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
     outln!("hole     {}", opened.hole.display(&opened.session.index));
     outln!("target   {}", out.hole.target.unwrap_or("(unknown)"));
-    let counting = match out.token_counting {
-        TokenCounting::Exact if !opened.session.counts_exactly() => {
-            "tokens counted by the backend, exact".to_string()
-        }
-        TokenCounting::Exact => format!("{} tokens, exact", out.tokenizer),
-        TokenCounting::Approximate => {
-            format!("{} tokens, approximate for this model", out.tokenizer)
-        }
-    };
-    outln!("backend  {} ({counting})", out.backend);
+    let session = &opened.session;
+    let counting = counting_words(session.backend.as_ref(), session.tokenizer);
+    outln!("backend  {} (budgets {counting})", out.backend);
     outln!();
     outln!(
         "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5} {:>3}  completion",

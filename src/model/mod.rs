@@ -109,6 +109,20 @@ pub struct Delta {
     pub text: String,
 }
 
+impl Delta {
+    /// No text: the backend has begun computing the request (it waited for its turn before).
+    pub fn started() -> Delta {
+        Delta {
+            index: 0,
+            text: String::new(),
+        }
+    }
+
+    pub fn is_start(&self) -> bool {
+        self.text.is_empty()
+    }
+}
+
 /// How a backend's token counts relate to what the model really sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -245,6 +259,15 @@ pub trait Backend: Send + Sync {
     /// continues text (the embedded n-gram model, plain completion endpoints) cannot, say,
     /// summarise code.
     fn follows_instructions(&self) -> bool {
+        false
+    }
+
+    /// Whether it answers one request at a time (a local model computes behind one lock):
+    /// requests sent together wait in turn, and callers that show latencies queue them
+    /// themselves so that each one's time is its own. Such a backend sends
+    /// [`Delta::started`] when a request's turn comes (other work, such as building retrieved
+    /// candidates, may hold it first).
+    fn takes_turns(&self) -> bool {
         false
     }
 

@@ -1,7 +1,8 @@
 //! A ranker that learns from the completions people pick. Each candidate's score is its pick
-//! rate, smoothed toward its [`FixedRanker`] score as if it had been shown [`PRIOR_SHOWS`]
-//! times and picked at that rate: a fresh ranker ranks exactly as the fixed one, and evidence
-//! takes over as picks accumulate.
+//! rate, smoothed toward a prior as if it had been shown [`PRIOR_SHOWS`] times: the prior is
+//! the chance of a pick among [`PRIOR_CARDS`] cards, scaled by the [`FixedRanker`]'s score, so
+//! a fresh ranker ranks exactly as the fixed one, and a candidate picked 2 of 3 times ranks
+//! above every one never shown.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -14,9 +15,12 @@ use crate::candidate::CandidateId;
 use crate::dirs::Dirs;
 use crate::feedback;
 
-/// How many shows the fixed prior is worth. A power of two, so a fresh ranker's scores are
-/// the fixed ranker's to the bit.
-pub const PRIOR_SHOWS: f64 = 4.0;
+/// How many shows the prior is worth. A power of two, so a fresh ranker's scores are the
+/// prior's to the bit.
+pub const PRIOR_SHOWS: f64 = 2.0;
+
+/// Cards shown side by side by default: one pick among them is the prior's best chance.
+pub const PRIOR_CARDS: f64 = 3.0;
 
 /// Where the ranker is kept, in the data directory.
 pub const FILE: &str = "online-ranker.json";
@@ -24,10 +28,11 @@ pub const FILE: &str = "online-ranker.json";
 /// Version of the saved state; a file of another version is ignored.
 const VERSION: u32 = 1;
 
+/// How often a candidate's completion was shown and picked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Counts {
-    picks: u64,
-    shown: u64,
+pub struct Counts {
+    pub picks: u64,
+    pub shown: u64,
 }
 
 /// What `save` writes: `{"version": 1, "candidates": {"6": {"picks": 2, "shown": 5}, ...}}`.
@@ -85,13 +90,15 @@ impl OnlineRanker {
         feedback::write_atomic(path, &serde_json::to_vec_pretty(&state)?)
     }
 
-    /// How many picks it has learnt from (none: it ranks exactly as the fixed ranker).
-    pub fn picks(&self) -> u64 {
-        self.counts.values().map(|c| c.picks).sum()
+    /// Shows and picks per candidate, for people to read.
+    pub fn counts(&self) -> &BTreeMap<CandidateId, Counts> {
+        &self.counts
     }
 
-    fn score(&self, id: CandidateId, prior: f64) -> f64 {
+    /// The smoothed pick rate of `id`, whose fixed ranker score is `fixed`.
+    fn score(&self, id: CandidateId, fixed: f64) -> f64 {
         let c = self.counts.get(&id).copied().unwrap_or_default();
+        let prior = fixed / PRIOR_CARDS;
         (c.picks as f64 + PRIOR_SHOWS * prior) / (c.shown as f64 + PRIOR_SHOWS)
     }
 }
@@ -167,7 +174,14 @@ mod tests {
     fn fresh_ranks_as_fixed() {
         let proposals = all_applicable();
         let fixed = FixedRanker.rank(&input(&proposals));
-        assert_eq!(OnlineRanker::default().rank(&input(&proposals)), fixed);
+        let fresh = OnlineRanker::default().rank(&input(&proposals));
+        assert_eq!(ids(&fresh), ids(&fixed));
+        assert!(
+            fresh
+                .iter()
+                .zip(&fixed)
+                .all(|(o, f)| o.score == f.score / PRIOR_CARDS)
+        );
         assert_eq!(
             ids(&OnlineRanker::default().rank(&input(&proposals[..3]))),
             ids(&FixedRanker.rank(&input(&proposals[..3])))
@@ -191,6 +205,19 @@ mod tests {
         }
         assert!(places.windows(2).all(|w| w[1] <= w[0]), "{places:?}");
         assert_eq!(places.last(), Some(&Some(0)), "{places:?}");
+    }
+
+    #[test]
+    fn a_candidate_picked_two_of_three_times_ranks_above_every_one_never_shown() {
+        let proposals = all_applicable();
+        let fixed = ids(&FixedRanker.rank(&input(&proposals)));
+        let (shown, last) = (&fixed[fixed.len() - 3..], fixed[fixed.len() - 1]);
+        let mut ranker = OnlineRanker::default();
+        for picked in [last, last, shown[0]] {
+            ranker.record_pick(shown, picked);
+        }
+        assert_eq!(ids(&ranker.rank(&input(&proposals)))[0], last);
+        assert_eq!(ranker.counts()[&last], Counts { picks: 2, shown: 3 });
     }
 
     #[test]

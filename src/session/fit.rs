@@ -2,7 +2,7 @@
 
 use crate::compose::{Composer, DefaultReading, Prompt};
 use crate::hole::Hole;
-use crate::model::{Backend, BackendError};
+use crate::model::{Backend, BackendError, TokenCounting};
 use crate::repo::RepoIndex;
 use crate::token::Tokenizer;
 
@@ -36,6 +36,19 @@ impl Session {
 /// Whether `tokenizer` counts tokens as `backend`'s model does, so prompts need no fitting.
 pub fn counts_exactly(backend: &dyn Backend, tokenizer: &dyn Tokenizer) -> bool {
     backend.tokenizer() == Some(tokenizer.name())
+}
+
+/// How prompt budgets are counted for `backend` when keyhole composes in `tokenizer`, in the
+/// words every view uses: "exact in code" (the model counts as keyhole does), "exact, counted
+/// by smol" (prompts are fitted to the model's own count), "approximate, in code".
+pub fn counting_words(backend: &dyn Backend, tokenizer: &dyn Tokenizer) -> String {
+    if counts_exactly(backend, tokenizer) {
+        format!("exact in {}", tokenizer.name())
+    } else if backend.counting() == TokenCounting::Exact {
+        format!("exact, counted by {}", backend.name())
+    } else {
+        format!("approximate, in {}", tokenizer.name())
+    }
 }
 
 /// A backend and the budget its prompts fit, in a tokenizer of keyhole's.

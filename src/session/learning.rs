@@ -1,6 +1,7 @@
 //! What keyhole learns from people: the rankers (the classifier and the online ranker), ProCC's
 //! bandit, and the pick log, kept in the data directory.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,7 +22,17 @@ const FEEDBACK_FILE: &str = "feedback.jsonl";
 #[derive(Clone, Debug, PartialEq)]
 pub struct BanditLesson {
     pub context: bandit::Context,
+    /// The perspectives that applied to the hole: the bandit chooses among them again once
+    /// taught.
+    pub available: [bool; bandit::ARMS],
     pub rewards: Vec<(usize, f64)>,
+}
+
+/// What recording a pick did, in a line, and the perspective ProCC's bandit chooses for the
+/// hole now that the pick taught it (`None` when the pick taught it nothing).
+pub struct PickRecorded {
+    pub said: String,
+    pub procc_pick: Option<Option<CandidateId>>,
 }
 
 /// The rankers and what they learn, shared by every session of a process (the UI switching
@@ -69,10 +80,10 @@ impl Learning {
         RwLock::new(Rankers { classifier, online })
     }
 
-    /// How many picks the online ranker has learnt from.
-    pub fn online_picks(&self) -> u64 {
+    /// What the online ranker has learnt: shows and picks per candidate.
+    pub fn online_counts(&self) -> BTreeMap<CandidateId, online::Counts> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
-        rankers.online.picks()
+        rankers.online.counts().clone()
     }
 
     /// The order `kind` gives the proposals, or why it cannot rank.
@@ -84,9 +95,17 @@ impl Learning {
 
     /// Log the pick, teach the online ranker and, for a ProCC perspective, the bandit; says
     /// where it went or what failed.
-    pub fn record_pick(&self, mut pick: feedback::Pick, lesson: Option<BanditLesson>) -> String {
+    pub fn record_pick(
+        &self,
+        mut pick: feedback::Pick,
+        lesson: Option<BanditLesson>,
+    ) -> PickRecorded {
+        let said = |said: String| PickRecorded {
+            said,
+            procc_pick: None,
+        };
         let Some(dir) = self.dirs.data.clone() else {
-            return "no data directory: pick not recorded".into();
+            return said("no data directory: pick not recorded".into());
         };
         pick.unix_time = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -94,13 +113,13 @@ impl Learning {
         log_pick(&pick);
         if let Err(e) = feedback::append_pick(&dir.join(FEEDBACK_FILE), &pick) {
             tracing::warn!(error = %e, "cannot log the pick");
-            return format!("cannot log the pick: {e}");
+            return said(format!("cannot log the pick: {e}"));
         }
         let path = dir.join(online::FILE);
         let (mut ranker, warning) = OnlineRanker::load(&path);
         ranker.record_pick(&pick.candidates, pick.picked);
         if let Err(e) = ranker.save(&path) {
-            return format!("cannot save the online ranker: {e}");
+            return said(format!("cannot save the online ranker: {e}"));
         }
         let mut rankers = self
             .loaded()
@@ -108,25 +127,26 @@ impl Learning {
             .unwrap_or_else(PoisonError::into_inner);
         rankers.online = ranker;
         drop(rankers);
-        let taught = match lesson {
+        let (taught, procc_pick) = match lesson {
             Some(lesson) => match teach_bandit(&dir.join(bandit::FILE), &lesson) {
-                Ok(()) => "; online ranker and ProCC bandit updated",
-                Err(e) => return format!("cannot save the ProCC bandit: {e}"),
+                Ok(choice) => ("; online ranker and ProCC bandit updated", Some(choice)),
+                Err(e) => return said(format!("cannot save the ProCC bandit: {e}")),
             },
-            None => "; online ranker updated",
+            None => ("; online ranker updated", None),
         };
-        warning.unwrap_or_else(|| {
-            format!(
-                "pick of {} {} logged to {}{taught}",
-                pick.picked,
-                pick.picked.label(),
-                dir.display()
-            )
-        })
+        PickRecorded {
+            said: warning.unwrap_or_else(|| {
+                format!(
+                    "pick of {} {} logged to {}{taught}",
+                    pick.picked,
+                    pick.picked.label(),
+                    dir.display()
+                )
+            }),
+            procc_pick,
+        }
     }
 
-    /// Write a completion into the user's file (see [`feedback::apply_completion`]); the
-    /// file's text afterwards, or why it was left alone.
     pub fn apply(
         &self,
         path: &Path,
@@ -168,7 +188,9 @@ pub(super) fn procc_context<'c>(
 }
 
 /// Update the bandit saved at `path` with each reward of `lesson`.
-fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
+/// Teach the bandit saved at `path` and save it; the perspective it now chooses for the
+/// lesson's hole.
+fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<Option<CandidateId>> {
     let (mut bandit, warning) = LinUcb::load(path);
     if let Some(warning) = warning {
         tracing::warn!(%warning, "ProCC bandit");
@@ -176,7 +198,9 @@ fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<()> {
     for &(arm, reward) in &lesson.rewards {
         bandit.update(arm, &lesson.context, reward);
     }
-    bandit.save(path)
+    bandit.save(path)?;
+    let arm = bandit.choose(&lesson.context, lesson.available);
+    Ok(arm.map(|arm| CandidateId::PROCC[arm]))
 }
 
 #[cfg(test)]

@@ -17,10 +17,11 @@ mod settings;
 
 use std::sync::Arc;
 
-pub use fit::{FitError, FitTarget, counts_exactly, fit};
-pub use learning::{BanditLesson, Learning};
+pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
+pub use learning::{BanditLesson, Learning, PickRecorded};
 pub use rows::{
-    Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc, apply_ranking,
+    Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
+    apply_ranking, proposal_why_not,
 };
 pub use search::{SearchIndex, SharedSearch};
 pub use settings::{

@@ -26,16 +26,7 @@ impl BuiltContext {
     /// from it would be the default context's alone, so it is not worth a request.
     pub fn why_not(&self) -> Option<String> {
         match self {
-            BuiltContext::Proposal(p) if !p.applicable() => {
-                let source = p.spec.source.name();
-                let files = if p.ranked_files.is_empty() {
-                    format!("{source} offers no file at this hole")
-                } else {
-                    format!("the files {source} offers have none")
-                };
-                let wanted = p.spec.context_type.meaning();
-                Some(format!("{files} (of {wanted})"))
-            }
+            BuiltContext::Proposal(p) => proposal_why_not(p),
             BuiltContext::Retrieved(c) if !c.applicable() => Some(
                 c.why_not
                     .clone()
@@ -220,12 +211,28 @@ impl CandidateRow {
     }
 }
 
+/// Why proposal `p` does not apply at this hole, where it does not: its source offers no
+/// file here, or the files it offers have nothing of its context type.
+pub fn proposal_why_not(p: &ProposalContext) -> Option<String> {
+    if p.applicable() {
+        return None;
+    }
+    let source = p.spec.source.name();
+    let files = if p.ranked_files.is_empty() {
+        format!("{source} offers no file at this hole")
+    } else {
+        format!("the files {source} offers have none")
+    };
+    let wanted = p.spec.context_type.meaning();
+    Some(format!("{files} (of {wanted})"))
+}
+
 /// A proposal as a row; one that does not apply composes to the default context alone (its
 /// context is empty).
 pub(super) fn proposal_row(proposal: &ProposalContext, composer: &Composer) -> CandidateRow {
-    let availability = match proposal.applicable() {
-        true => Availability::Applicable,
-        false => Availability::NotApplicable(None),
+    let availability = match proposal_why_not(proposal) {
+        None => Availability::Applicable,
+        why => Availability::NotApplicable(why),
     };
     CandidateRow::new(
         proposal.spec.id,

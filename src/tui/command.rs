@@ -65,6 +65,15 @@ pub enum Command {
     /// Source pane: the next or previous match of the last search.
     NextMatch,
     PrevMatch,
+    /// Copy the focused completion to the clipboard.
+    CopyCompletion,
+    /// Open the file at the hole (or the cursor) in `$VISUAL` / `$EDITOR`.
+    OpenInEditor,
+    /// Jump to a pane (lazygit's numbers).
+    FocusSource,
+    FocusCandidates,
+    FocusPrompt,
+    FocusCompletions,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -2,8 +2,9 @@
 //! work itself is library calls; the functions here only shape their results for the state.
 
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::join_all;
@@ -14,13 +15,14 @@ use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
     Progress, Stage,
 };
+use crate::candidate::CandidateId;
 use crate::compose::Prompt;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::Backend;
-use crate::model::{self, CompletionRequest, Delta};
+use crate::model::{self, Completion, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
 use crate::session::{BuiltContext, Learning, Opening, Session, Settings, SharedSearch};
@@ -99,75 +101,132 @@ async fn sent_prompts(
         return job
             .prompts
             .iter()
-            .map(|(_, text)| Ok((text.clone(), None)))
+            .map(|p| Ok((p.text.clone(), None)))
             .collect();
     };
-    join_all(job.prompts.iter().map(|(id, _)| async move {
-        // A context built from the backend's answers is composed again, not asked for anew.
-        let context = match drafted.iter().find(|c| c.id == *id) {
-            Some(built) => BuiltContext::Retrieved(built.clone()),
-            None => session.context(&refit.hole, *id).await,
-        };
-        let fitted = session.fit(&refit.hole, |composer| context.compose(composer));
-        fitted
-            .await
-            .map(|prompt| (prompt.text(), Some(prompt)))
-            .map_err(|e| e.to_string())
+    join_all(job.prompts.iter().map(|p| async move {
+        match &p.fitted {
+            Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
+            None => fit_candidate(session, drafted, &refit.hole, p.candidate)
+                .await
+                .map(|prompt| (prompt.text(), Some(prompt))),
+        }
     }))
     .await
 }
 
-/// Complete every prompt of `job` at once, each fitted by `session` where the backend counts
-/// tokens itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
-/// arrives.
+/// Candidate `id`'s prompt at `hole` composed again by `session` to fit the budget as the
+/// backend's model counts it; a context built from the backend's answers (in `drafted`) is
+/// composed again, not asked for anew.
+async fn fit_candidate(
+    session: &Session,
+    drafted: &[perspectives::RetrievedContext],
+    hole: &Hole,
+    id: CandidateId,
+) -> Result<Prompt, String> {
+    let context = match drafted.iter().find(|c| c.id == id) {
+        Some(built) => BuiltContext::Retrieved(built.clone()),
+        None => session.context(hole, id).await,
+    };
+    let fitted = session.fit(hole, |composer| context.compose(composer));
+    fitted.await.map_err(|e| e.to_string())
+}
+
+/// One card's request: the completion, how long it waited for its turn first and how long it
+/// took from then.
+type Answered = Result<(Completion, Duration, Duration), String>;
+
+/// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
+/// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
+/// arrives. A backend that takes one request at a time gets them in turn, so that each card's
+/// latency is its own and the wait before it is told apart.
 pub async fn complete(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
     stream: Option<&UnboundedSender<Action>>,
 ) -> Vec<Card> {
     let prompts = sent_prompts(job, fit).await;
-    let results = join_all(prompts.iter().enumerate().map(|(card, prompt)| async move {
-        let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
-        let request = CompletionRequest {
-            current_file: Some(job.current_file.clone()),
-            ..CompletionRequest::single_line(text.clone())
-        };
-        let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
-        let forward = async {
-            while let Some(delta) = received.recv().await {
+    let begun = Instant::now();
+    let turns = job.backend.takes_turns();
+    let answer = |card: usize| {
+        let prompt = &prompts[card];
+        async move {
+            let (text, _) = prompt.as_ref().map_err(Clone::clone)?;
+            // When the request began: now, or for a backend that takes turns, when its turn
+            // came (it says so with an empty delta).
+            let started = Mutex::new(Instant::now());
+            let start = |at: Instant| {
+                *started.lock().unwrap_or_else(PoisonError::into_inner) = at;
                 if let Some(ui) = stream {
-                    let _ = ui.send(Action::Streamed {
-                        generation: job.generation,
+                    let generation = job.generation;
+                    let _ = ui.send(Action::CardStarted {
+                        generation,
                         card,
-                        text: delta.text,
+                        at,
                     });
                 }
+            };
+            if !turns {
+                start(Instant::now());
             }
-        };
-        // The request owns the sender: when it finishes, the channel closes and forwarding ends.
-        let request = async move { job.backend.complete(&request, Some(&deltas)).await };
-        tokio::join!(request, forward).0.map_err(|e| {
-            tracing::warn!(candidate = job.prompts[card].0.index(), error = %e, "backend");
-            e.to_string()
-        })
-    }))
-    .await;
+            let request = CompletionRequest {
+                current_file: Some(job.current_file.clone()),
+                ..CompletionRequest::single_line(text.clone())
+            };
+            let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
+            let forward = async {
+                while let Some(delta) = received.recv().await {
+                    if delta.is_start() {
+                        start(Instant::now());
+                    } else if let Some(ui) = stream {
+                        let _ = ui.send(Action::Streamed {
+                            generation: job.generation,
+                            card,
+                            text: delta.text,
+                        });
+                    }
+                }
+            };
+            // The request owns the sender: when it finishes, the channel closes and forwarding
+            // ends.
+            let request = async move { job.backend.complete(&request, Some(&deltas)).await };
+            let completions = tokio::join!(request, forward).0.map_err(|e| {
+                let candidate = job.prompts[card].candidate.index();
+                tracing::warn!(candidate, error = %e, "backend");
+                e.to_string()
+            })?;
+            let first = completions.into_iter().next().ok_or("no completion")?;
+            let started = *started.lock().unwrap_or_else(PoisonError::into_inner);
+            Ok((first, started - begun, started.elapsed()))
+        }
+    };
+    let results: Vec<Answered> = if job.backend.takes_turns() {
+        let mut results = Vec::with_capacity(prompts.len());
+        for card in 0..prompts.len() {
+            results.push(answer(card).await);
+        }
+        results
+    } else {
+        join_all((0..prompts.len()).map(answer)).await
+    };
     job.prompts
         .iter()
-        .zip(prompts)
+        .zip(prompts.iter())
         .zip(results)
-        .map(|(((id, text), sent), result)| Card {
-            candidate: *id,
-            edited: job.edited.then(|| text.clone()),
-            fitted: sent.ok().and_then(|(_, fitted)| fitted),
-            outcome: result
-                .and_then(|c| c.into_iter().next().ok_or_else(|| "no completion".into()))
-                .map(|c| Finished {
-                    scores: metrics::score(&c.text, &job.target),
-                    syntax_errors: syntax_errors(job, &c.text),
-                    latency_ms: c.latency.as_millis(),
-                    text: c.text,
-                }),
+        .map(|((run, sent), result)| Card {
+            candidate: run.candidate,
+            same: run.same.clone(),
+            edited: job.edited.then(|| run.text.clone()),
+            fitted: sent.as_ref().ok().and_then(|(_, fitted)| fitted.clone()),
+            outcome: result.map(|(c, queued, own)| Finished {
+                // Nothing follows an end-of-line hole: no text to score against.
+                scores: (!job.target.is_empty()).then(|| metrics::score(&c.text, &job.target)),
+                syntax_errors: syntax_errors(job, &c.text),
+                latency_ms: own.as_millis(),
+                queued_ms: queued.as_millis(),
+                text: c.text,
+            }),
+            picked: false,
         })
         .collect()
 }
@@ -266,6 +325,11 @@ pub enum Outcome {
     SetMouse(bool),
     /// Put this text on the clipboard.
     Copy(String),
+    /// Run the user's editor on `path` at `line`.
+    Editor {
+        path: PathBuf,
+        line: usize,
+    },
 }
 
 /// Runs effects; owns the running completion and analysis tasks so they can be aborted.
@@ -382,7 +446,7 @@ impl Driver {
                                     total,
                                 },
                             );
-                            let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
+                            let _ = tx.send(Action::OnlineLearnt(learning.online_counts()));
                         }
                         Action::Indexed(indexed.map_err(|e| {
                             let error = format!("{e:#}");
@@ -466,6 +530,41 @@ impl Driver {
                     },
                 )
             }
+            Effect::Fit {
+                generation,
+                candidate,
+                backend,
+                refit,
+            } => {
+                let tx = self.tx.clone();
+                let drafted = self.drafted.clone();
+                let session = self.session(
+                    refit.index,
+                    refit.search,
+                    backend,
+                    refit.tokenizer,
+                    refit.budget,
+                );
+                tokio::spawn(async move {
+                    let drafts = drafted
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()
+                        .filter(|(g, _)| *g == generation)
+                        .map(|(_, built)| built)
+                        .unwrap_or_default();
+                    let fit = fit_candidate(&session, &drafts, &refit.hole, candidate);
+                    let prompt = AssertUnwindSafe(fit)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| Err(panic_text(payload)));
+                    let _ = tx.send(Action::Fitted {
+                        generation,
+                        candidate,
+                        prompt,
+                    });
+                });
+            }
             Effect::Complete(job) => {
                 self.cancel();
                 let tx = self.tx.clone();
@@ -530,9 +629,13 @@ impl Driver {
                 let (tx, learning) = (self.tx.clone(), self.learning.clone());
                 self.blocking(
                     move || {
-                        let said = learning.record_pick(pick, bandit);
-                        let _ = tx.send(Action::OnlinePicks(learning.online_picks()));
-                        Action::Message(said)
+                        let context = bandit.as_ref().map(|lesson| lesson.context);
+                        let recorded = learning.record_pick(pick, bandit);
+                        let _ = tx.send(Action::OnlineLearnt(learning.online_counts()));
+                        if let (Some(context), Some(pick)) = (context, recorded.procc_pick) {
+                            let _ = tx.send(Action::ProccTaught { context, pick });
+                        }
+                        Action::Message(recorded.said)
                     },
                     Action::Message,
                 )
@@ -587,6 +690,7 @@ impl Driver {
                 move || Action::Message(save_prompt(&stem, &text)),
                 Action::Message,
             ),
+            Effect::OpenInEditor { path, line } => return Outcome::Editor { path, line },
             Effect::Suspend => return Outcome::Suspend,
             Effect::Quit => return Outcome::Quit,
         }

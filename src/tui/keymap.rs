@@ -352,6 +352,11 @@ mod tests {
         );
         assert_eq!(
             map.lookup(Layer::Normal, Pane::Prompt, slash),
+            Some(Command::Search),
+            "the prompt pane searches the prompt"
+        );
+        assert_eq!(
+            map.lookup(Layer::Normal, Pane::Completions, slash),
             Some(Command::Filter)
         );
         let home = press(KeyCode::Home);

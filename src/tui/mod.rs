@@ -17,7 +17,7 @@ pub mod theme;
 pub mod ui;
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use crossterm::event::EventStream;
@@ -108,8 +108,9 @@ pub fn run(
     check_start(&root, position.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let config = options.settings.dirs.config.clone();
-    let (theme, theme_warning) =
+    let (mut theme, theme_warning) =
         Theme::load(config.as_deref(), options.theme.as_deref()).map_err(anyhow::Error::msg)?;
+    theme.monochrome = theme::no_color_asked();
     let (keymap, keymap_warnings) = Keymap::load(config.as_deref());
     let log_warning = log::init(&options.settings.dirs)
         .err()
@@ -231,7 +232,7 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
                 }
             }
             Some(action) = app.next() => outcomes.extend(app.dispatch(action)),
-            _ = tick.tick(), if app.state.busy() => outcomes.extend(app.dispatch(Action::Tick)),
+            _ = tick.tick(), if app.state.busy() => outcomes.extend(app.dispatch(Action::Tick(Instant::now()))),
         }
         while let Some(action) = app.try_next() {
             outcomes.extend(app.dispatch(action));
@@ -249,6 +250,14 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
                     *terminal = ratatui::init();
                     set_mouse(app.state.mouse)?;
                 }
+                Outcome::Editor { path, line } => {
+                    set_mouse(false)?;
+                    ratatui::restore();
+                    let edited = run_editor(&path, line);
+                    *terminal = ratatui::init();
+                    set_mouse(app.state.mouse)?;
+                    app.dispatch(Action::Edited(edited));
+                }
                 Outcome::Continue => {}
             }
         }
@@ -262,6 +271,27 @@ fn set_mouse(on: bool) -> anyhow::Result<()> {
         execute!(std::io::stdout(), event::DisableMouseCapture)?;
     }
     Ok(())
+}
+
+/// The user's editor (`$VISUAL`, else `$EDITOR`, else vi; words after the first are its
+/// arguments) on `path` at `line`, waited for; why not, in a line.
+fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "vi".into());
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or("vi");
+    let status = std::process::Command::new(program)
+        .args(words)
+        .arg(format!("+{line}"))
+        .arg(path)
+        .status()
+        .map_err(|e| format!("cannot run the editor `{program}`: {e}"))?;
+    match status.success() {
+        true => Ok(()),
+        false => Err(format!("the editor `{program}` exited with {status}")),
+    }
 }
 
 /// Give the terminal back and stop until the shell continues the process (Ctrl-Z).
@@ -316,7 +346,8 @@ fn event_action(app: &App, event: &Event, panes: &[(Pane, Rect)]) -> Option<Acti
     }
 }
 
-/// Render a named main state of the bundled sample headlessly, as SVG or plain text.
+/// Render a named main state of the bundled sample headlessly, as SVG, PNG or plain text (in
+/// the dark theme, without colour where `NO_COLOR` asks).
 pub fn render_fixture(
     state: &str,
     format: Format,
@@ -324,6 +355,25 @@ pub fn render_fixture(
     height: u16,
     dirs: &crate::dirs::Dirs,
 ) -> anyhow::Result<Vec<u8>> {
+    let mut theme = Theme::dark();
+    theme.monochrome = theme::no_color_asked();
+    let background = theme.background;
+    let buffer = fixture_buffer(state, theme, width, height, dirs)?;
+    Ok(match format {
+        Format::Svg => svg::render(&buffer, background).into_bytes(),
+        Format::Png => png::render(&buffer, background),
+        Format::Txt => text(&buffer).into_bytes(),
+    })
+}
+
+/// The frame of a named main state of the bundled sample in `theme`.
+fn fixture_buffer(
+    state: &str,
+    theme: Theme,
+    width: u16,
+    height: u16,
+    dirs: &crate::dirs::Dirs,
+) -> anyhow::Result<ratatui::buffer::Buffer> {
     if !FIXTURES.contains(&state) {
         bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
     }
@@ -337,20 +387,14 @@ pub fn render_fixture(
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs.clone());
+        let mut app = App::new(Keymap::builtin(), theme, dirs.clone());
         app.open(root, Some(crate::sample::DEMO_HOLE.to_string()));
         drive_to(&mut app, state).await?;
         let mut terminal = Terminal::new(TestBackend::new(width, height))?;
         terminal.draw(|f| {
             ui::draw(f, &app.state);
         })?;
-        let buffer = terminal.backend().buffer();
-        let background = app.state.theme.background;
-        Ok(match format {
-            Format::Svg => svg::render(buffer, background).into_bytes(),
-            Format::Png => png::render(buffer, background),
-            Format::Txt => text(buffer).into_bytes(),
-        })
+        Ok(terminal.backend().buffer().clone())
     })
 }
 
@@ -429,4 +473,37 @@ pub fn text(buffer: &ratatui::buffer::Buffer) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::style::{Color, Modifier};
+
+    use super::*;
+
+    #[test]
+    fn without_colour_the_hole_and_the_focused_candidate_show_in_reverse_video() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = crate::dirs::Dirs::under(scratch.path());
+        let mut theme = Theme::dark();
+        theme.monochrome = true;
+        let buffer = fixture_buffer("candidates", theme, 120, 40, &dirs).unwrap();
+        let cells = || buffer.content.iter();
+        assert!(cells().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+        let reversed = |needle: &str| {
+            (0..buffer.area.height).any(|y| {
+                let row: String = (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect();
+                let Some(at) = row.find(needle) else {
+                    return false;
+                };
+                let x = row[..at].chars().count() as u16;
+                buffer[(x, y)].modifier.contains(Modifier::REVERSED)
+            })
+        };
+        // The hole's target in the source pane, and the focused (selected) candidate's row.
+        assert!(reversed("findByCu"), "the hole");
+        assert!(reversed("●   6"), "the focused candidate");
+    }
 }

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use ratatui::style::Color;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
 use serde::Deserialize;
 
 use crate::config_file;
@@ -58,6 +59,10 @@ pub struct Theme {
     pub bad: Color,
     #[serde(with = "color")]
     pub background: Color,
+    /// No colour at all (`NO_COLOR`, see no-color.org): what a colour marked shows in reverse
+    /// video instead (see [`monochrome`]).
+    #[serde(skip)]
+    pub monochrome: bool,
 }
 
 impl Theme {
@@ -104,6 +109,26 @@ impl Theme {
                 Some(format!("{}: {e}", path.display())),
             ),
         })
+    }
+}
+
+/// Whether the environment asks for no colour: `NO_COLOR` set and not empty (no-color.org).
+pub fn no_color_asked() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Takes every colour out of a drawn frame: text and backgrounds go to the terminal's own, and
+/// a cell whose background the theme coloured to mark it (the hole, the cursor, a selection,
+/// explained spans, the hint keys) shows in reverse video, so that nothing marked by colour
+/// alone disappears. Modifiers (bold, underline) stay.
+pub fn monochrome(buffer: &mut Buffer, background: Color) {
+    for cell in &mut buffer.content {
+        let marked = cell.bg != background && cell.bg != Color::Reset;
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+        if marked {
+            cell.modifier.insert(Modifier::REVERSED);
+        }
     }
 }
 

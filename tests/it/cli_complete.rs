@@ -119,7 +119,7 @@ async fn a_configured_server_completes_and_the_key_stays_secret() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("cl100k_base tokens, exact"), "{stdout}");
+    assert!(stdout.contains("budgets exact in cl100k_base"), "{stdout}");
     assert_eq!(
         stdout.matches("✓").count(),
         2,

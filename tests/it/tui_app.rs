@@ -55,7 +55,7 @@ async fn opens_the_sample_ranks_every_candidate_and_completes_top_k() {
     assert_eq!(app.state.cards.len(), app.state.k);
     assert_eq!(app.state.focus, Pane::Completions);
     let done = app.state.cards[0].outcome.as_ref().unwrap();
-    assert!((0.0..=1.0).contains(&done.scores.edit_similarity));
+    assert!((0.0..=1.0).contains(&done.scores.unwrap().edit_similarity));
 
     app.dispatch(Action::Command(Command::Explain));
     assert!(app.state.explained.is_some());
@@ -164,7 +164,7 @@ async fn an_edited_prompt_runs_as_one_more_scored_card() {
     let card = app.state.cards.last().unwrap();
     assert!(card.edited.as_deref().unwrap().contains("// edited"));
     let done = card.outcome.as_ref().unwrap();
-    assert!((0.0..=1.0).contains(&done.scores.edit_similarity));
+    assert!((0.0..=1.0).contains(&done.scores.unwrap().edit_similarity));
     assert_eq!(app.state.card_cursor, k);
 }
 
@@ -375,6 +375,9 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
     );
 }
 
+/// Room for RepoCoder's windows in half of it, counted either way.
+const BUDGET: usize = 1200;
+
 #[tokio::test]
 async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
@@ -386,7 +389,11 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
                 json!({ "tokens": vec![0; content.chars().count() / 2] }),
             )
         }
-        _ => Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })])),
+        // Retrieval's own requests (RepoCoder's first pass, ProCC's line) do not stream.
+        _ if request.body["stream"] == json!(true) => {
+            Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })]))
+        }
+        _ => Reply::Json(200, json!({ "content": "fromServer();", "stop": true })),
     })
     .await;
     let (_scratch, dirs) = scratch_dirs();
@@ -396,13 +403,23 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
             ..config(BackendKind::LlamaCpp, &server.base)
         }],
         backend: 0,
-        budget: 400,
+        budget: BUDGET,
         tokenizer: None,
     };
     let root = keyhole::sample::materialize(&dirs).unwrap();
     let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
+    // The focused candidate's prompt is fitted as it opens: the pane shows what a run sends, in
+    // the words the backend picker uses too.
     let title = keyhole::tui::ui::prompt::title(&app.state);
-    assert!(title.contains("approximate"), "not counted yet: {title}");
+    assert!(
+        title.contains("tokens (exact, counted by llama)"),
+        "{title}"
+    );
+    let summary = keyhole::tui::state::backend_summary(&app.state);
+    assert!(
+        summary.contains("budgets exact, counted by llama"),
+        "{summary}"
+    );
 
     // RepoCoder's second iteration and the hypothetical line are built from the backend's
     // answers during analysis; fitting composes them again without asking anew.
@@ -413,6 +430,11 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     let asked = completions(&server);
     let chosen = [7, 67, 69].map(CandidateId::nth);
     app.state.selected.extend(chosen);
+    assert!(
+        chosen
+            .iter()
+            .all(|&id| app.state.candidate(id).unwrap().applicable())
+    );
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), chosen.len());
@@ -439,8 +461,8 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
             .expect("the card keeps the prompt it sent");
         let counted = fitted.backend_tokens.unwrap();
         assert!(
-            counted <= 400 && counted * 50 >= 400 * 49,
-            "{counted} of 400 for candidate {}",
+            counted <= BUDGET && counted * 50 >= BUDGET * 49,
+            "{counted} of {BUDGET} for candidate {}",
             card.candidate
         );
         assert!(sent.contains(&fitted.text().trim_end().to_string()));
@@ -448,7 +470,10 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     // Explaining a card shows the prompt it sent, with the server's count.
     app.dispatch(Action::Command(Command::Explain));
     let title = keyhole::tui::ui::prompt::title(&app.state);
-    assert!(title.contains("/400 tokens (counted by llama)"), "{title}");
+    assert!(
+        title.contains(&format!("/{BUDGET} tokens (exact, counted by llama)")),
+        "{title}"
+    );
 }
 
 /// A loopback server that always answers `fromServer();`, and a backend entry for it.
@@ -585,4 +610,65 @@ async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
         "{}",
         app.state.status
     );
+}
+
+/// A model that computes one request at a time, each for `PAUSE`, behind one lock (as the
+/// local backend does).
+struct OneAtATime(tokio::sync::Mutex<()>);
+
+const PAUSE: Duration = Duration::from_millis(300);
+
+#[async_trait::async_trait]
+impl keyhole::model::Backend for OneAtATime {
+    fn name(&self) -> &str {
+        "one-at-a-time"
+    }
+
+    fn counting(&self) -> keyhole::model::TokenCounting {
+        keyhole::model::TokenCounting::Approximate
+    }
+
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
+    async fn complete(
+        &self,
+        _request: &keyhole::model::CompletionRequest,
+        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
+    ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
+        let started = std::time::Instant::now();
+        let _turn = self.0.lock().await;
+        if let Some(deltas) = deltas {
+            let _ = deltas.send(keyhole::model::Delta::started());
+        }
+        tokio::time::sleep(PAUSE).await;
+        Ok(vec![keyhole::model::Completion {
+            text: "x".into(),
+            latency: started.elapsed(),
+            model_prompt_tokens: None,
+        }])
+    }
+}
+
+#[tokio::test]
+async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
+    let (mut app, _scratch) = opened().await;
+    app.state.backend = Some(std::sync::Arc::new(OneAtATime(Default::default())));
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let done: Vec<_> = app
+        .state
+        .cards
+        .iter()
+        .map(|c| c.outcome.as_ref().unwrap())
+        .collect();
+    assert_eq!(done.len(), 3);
+    let pause = PAUSE.as_millis();
+    for (n, card) in done.iter().enumerate() {
+        assert!(card.latency_ms >= pause, "{n}: {card:?}");
+        assert!(card.queued_ms >= n as u128 * pause, "{n}: {card:?}");
+    }
+    // The last one waited for two turns and then took one: its time leaves the wait out.
+    assert!(done[2].latency_ms < done[2].queued_ms, "{:?}", done[2]);
 }

@@ -46,7 +46,7 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
         }
         let status = &app.state.status;
         assert!(status.contains("ProCC bandit updated"), "{status}");
-        assert_eq!(app.state.online_picks, 1);
+        assert_eq!(app.state.online_picks(), 1);
 
         let (saved, warning) = LinUcb::load(&data.join(bandit::FILE));
         assert_eq!(warning, None);

@@ -55,3 +55,20 @@ fn unknown_states_are_refused() {
     let err = render_fixture("nope", Format::Txt, WIDTH, HEIGHT, &Dirs::none()).unwrap_err();
     assert!(err.to_string().contains("candidates"));
 }
+
+/// At 80x24 the candidates keep id, score, source and type, and every card keeps its exact
+/// match and edit similarity in view.
+#[test]
+fn a_small_terminal_keeps_the_columns_and_the_scores() {
+    let (_scratch, dirs) = crate::common::scratch_dirs();
+    let text = render_fixture("completions", Format::Txt, 80, 24, &dirs).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("P(success) source"), "{text}");
+    assert!(text.contains("current      PL 75%"), "{text}");
+    let scored = text
+        .lines()
+        .filter(|l| l.matches(" ES 0.").count() == 2)
+        .count();
+    assert_eq!(scored, 1, "both cards' scores on one line:\n{text}");
+    assert_eq!(text.matches("EM ").count(), 2, "{text}");
+}

@@ -13,7 +13,7 @@ use super::hole::{HoleArgs, HoleOut, Opened, RankArgs, context_segment, default_
 use keyhole::candidate::{CandidateId, ContextType, PromptSource};
 use keyhole::compose;
 use keyhole::rank::RankerKind;
-use keyhole::session::HoleCandidates;
+use keyhole::session::{HoleCandidates, proposal_why_not};
 use keyhole::token::Keep;
 
 pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) -> Result<()> {
@@ -58,6 +58,8 @@ struct ProposalOut<'a> {
     source: PromptSource,
     context_type: ContextType,
     applicable: bool,
+    /// Why it does not apply at this hole, where it does not.
+    why_not: Option<String>,
     rank: Option<usize>,
     score: Option<f64>,
     tokens: usize,
@@ -132,6 +134,7 @@ impl<'a> ProposalsOut<'a> {
                     source: spec.source,
                     context_type: spec.context_type,
                     applicable: proposal.applicable(),
+                    why_not: proposal_why_not(proposal),
                     rank: place(spec.id).map(|p| p.0),
                     score: place(spec.id).map(|p| p.1),
                     tokens: seg.map_or(0, |s| s.tokens),

@@ -12,7 +12,7 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
     outln!("ranker      {}", out.ranker.name());
     outln!();
     outln!(
-        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used",
+        "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used or why not",
         "rank",
         "score",
         "id",
@@ -56,7 +56,7 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
             let p = &out.proposals[id];
             let files: Vec<&str> = p.files.iter().map(|f| file_name(f)).collect();
             let (source, kind) = (p.source.name(), p.context_type.abbreviation());
-            let files = summarize(&files, 3);
+            let files = p.why_not.clone().unwrap_or_else(|| summarize(&files, 3));
             (
                 p.rank,
                 p.score,

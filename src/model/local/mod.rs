@@ -225,6 +225,10 @@ impl LocalModel {
             );
         }
         let mut transformer = self.transformer.lock().unwrap_or_else(|e| e.into_inner());
+        // Its turn has come: say so (see `Backend::takes_turns`).
+        if let Some(deltas) = deltas {
+            let _ = deltas.send(Delta::started());
+        }
         let seed = request.seed.unwrap_or_else(rand::random);
         let temperature = (request.temperature > 0.0).then_some(f64::from(request.temperature));
         let mut texts = Vec::with_capacity(request.n.max(1));
@@ -418,6 +422,10 @@ impl Backend for LocalBackend {
 
     fn counting(&self) -> TokenCounting {
         TokenCounting::Exact
+    }
+
+    fn takes_turns(&self) -> bool {
+        true
     }
 
     async fn complete(

@@ -76,12 +76,19 @@ pub(super) fn apply(state: &mut State) -> Vec<Effect> {
         replace: view.hole.target.as_ref().map_or(0, String::len),
         text: done.text.clone(),
     };
-    state.status = format!("writing the completion into {}…", file.path);
-    vec![Effect::Apply {
+    let status = format!("writing the completion into {}…", file.path);
+    let mut effects = vec![Effect::Apply {
         file: view.hole.file,
         edit,
         original: view.hole.target.clone().unwrap_or_default(),
-    }]
+    }];
+    // Writing a completion in is choosing it: it teaches the rankers as a pick does.
+    let already = state.cards.get(state.card_cursor).is_some_and(|c| c.picked);
+    if !already {
+        effects.extend(pick(state, state.card_cursor));
+    }
+    state.status = status;
+    effects
 }
 
 /// The write is done (or the undo of it, when `applied` is none): the source pane shows the
@@ -116,8 +123,14 @@ pub(super) fn written(
         effects = show_file(state, file);
         state.cursor = cursor;
     }
-    // The candidates are built from the index: read the repository again (its cache makes
-    // that quick), keeping the backend, and come back to the hole.
+    effects.extend(read_again(state));
+    effects
+}
+
+/// The candidates are built from the index: read the repository again (its cache makes that
+/// quick), keeping the backend, and come back to the hole.
+pub(super) fn read_again(state: &mut State) -> Vec<Effect> {
+    let mut effects = Vec::new();
     if let (Some(index), Some(view)) = (&state.index, &state.view) {
         state.phase = Phase::Rereading;
         effects.push(Effect::Index {

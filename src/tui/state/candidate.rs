@@ -1,6 +1,8 @@
 //! The UI's side of candidates: the ranker cycle, completion cards and the hole they belong
 //! to (candidates themselves are the session's).
 
+use std::time::Instant;
+
 use super::*;
 
 /// The ranker after `kind` in the cycle RLPG-H → RLPG-R → BM25 → fixed → online → RLPG-H.
@@ -15,20 +17,48 @@ pub fn next_ranker(kind: RankerKind) -> RankerKind {
 pub enum CompletionPhase {
     #[default]
     Idle,
-    /// Requests in flight: the text each has streamed so far, by card slot.
-    Running { streamed: Vec<String> },
+    /// Requests in flight, one per card slot.
+    Running { cards: Vec<RunningCard> },
+}
+
+/// A card whose request is in flight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningCard {
+    pub candidate: CandidateId,
+    /// Text streamed so far, and in how many pieces (servers and the local model stream about
+    /// a token a piece).
+    pub text: String,
+    pub pieces: usize,
+    /// When its request began; `None` while it waits behind the backend's other requests.
+    pub started: Option<Instant>,
+}
+
+/// One request of a run: a candidate, and the others whose prompt is the very same text (they
+/// share its request and card).
+#[derive(Clone, Debug)]
+pub struct RunPrompt {
+    pub candidate: CandidateId,
+    pub same: Vec<CandidateId>,
+    pub text: String,
+    /// Its prompt as already fitted to the backend's own count (the prompt pane showed it): sent
+    /// as it is.
+    pub fitted: Option<Prompt>,
 }
 
 /// One completion card.
 #[derive(Clone, Debug)]
 pub struct Card {
     pub candidate: CandidateId,
+    /// Candidates whose prompt was the same text as `candidate`'s: one request answered them.
+    pub same: Vec<CandidateId>,
     /// The prompt text when the user edited the candidate's prompt before running it.
     pub edited: Option<String>,
     /// The prompt as sent, where it was composed again to fit the backend's own token count
     /// (it then differs from the candidate's prompt in the list).
     pub fitted: Option<Prompt>,
     pub outcome: Result<Finished, String>,
+    /// The person picked it (a pick, or writing it into the file).
+    pub picked: bool,
 }
 
 impl Card {
@@ -44,8 +74,14 @@ impl Card {
 #[derive(Clone, Debug)]
 pub struct Finished {
     pub text: String,
+    /// Its own request's time, from when the backend took it up.
     pub latency_ms: u128,
-    pub scores: Scores,
+    /// Time it waited first behind the run's other requests (a local model answers one at a
+    /// time).
+    pub queued_ms: u128,
+    /// Against the hole's target; `None` at the end of a line, where there is no text after
+    /// the hole to score against.
+    pub scores: Option<Scores>,
     /// ERROR or missing nodes inside the completion when parsed in place.
     pub syntax_errors: usize,
 }

@@ -36,16 +36,21 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         }
         Command::Search => {
             state.mode = Mode::Search(String::new());
-            state.focus = Pane::Source;
+            // The prompt pane searches the prompt; everywhere else `/` searches the file.
+            if state.focus != Pane::Prompt {
+                state.focus = Pane::Source;
+            }
             vec![]
         }
+        Command::NextMatch if state.focus == Pane::Prompt => find_in_prompt(state, true),
+        Command::PrevMatch if state.focus == Pane::Prompt => find_in_prompt(state, false),
         Command::NextMatch => find(state, true),
         Command::PrevMatch => find(state, false),
         Command::Left => move_horizontal(state, -1),
         Command::Right => move_horizontal(state, 1),
         Command::Confirm => confirm(state),
         Command::Select => select(state),
-        Command::Run => run(state),
+        Command::Run => run(state, false),
         Command::Cancel => cancel(state),
         Command::Pick1 => pick(state, 0),
         Command::Pick2 => pick(state, 1),
@@ -76,6 +81,12 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         Command::Suspend => vec![Effect::Suspend],
         Command::Edit => open_editor(state),
         Command::CopyPrompt => copy_prompt(state),
+        Command::CopyCompletion => copy_completion(state),
+        Command::OpenInEditor => open_in_editor(state),
+        Command::FocusSource => focus(state, Pane::Source),
+        Command::FocusCandidates => focus(state, Pane::Candidates),
+        Command::FocusPrompt => focus(state, Pane::Prompt),
+        Command::FocusCompletions => focus(state, Pane::Completions),
         Command::SavePrompt => save_prompt(state),
         Command::Wrap => {
             state.prompt_wrap = !state.prompt_wrap;
@@ -100,11 +111,8 @@ pub(super) fn select(state: &mut State) -> Vec<Effect> {
         return vec![];
     };
     let id = focused.id;
-    if focused.building() {
-        state.status = format!(
-            "candidate {} is still waiting for the backend",
-            state.shown_id(id)
-        );
+    if !focused.applicable() && !state.selected.contains(&id) {
+        state.status = not_completed(state, focused);
     } else if !state.selected.remove(&id) {
         state.selected.insert(id);
     }
@@ -136,4 +144,32 @@ pub(super) fn set_k(state: &mut State, k: usize) -> Vec<Effect> {
     state.k = k;
     state.status = format!("k = {k}");
     vec![]
+}
+
+fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
+    state.focus = pane;
+    state.zoomed = false;
+    vec![]
+}
+
+/// `E`: the file at the hole, at the hole's line (else the file shown at the cursor), in the
+/// user's editor; the repository is read again when it returns.
+pub(super) fn open_in_editor(state: &mut State) -> Vec<Effect> {
+    let Some(index) = &state.index else {
+        return vec![];
+    };
+    if state.shared_sample {
+        state.status = "the bundled sample is shared by every run: open a repository of yours \
+                        to edit it"
+            .into();
+        return vec![];
+    }
+    let (file, line) = match &state.view {
+        Some(view) if view.hole.file == state.file => (view.hole.file, view.hole.line),
+        _ => (state.file, state.cursor.0),
+    };
+    vec![Effect::OpenInEditor {
+        path: index.root.join(&index.files[file].path),
+        line: line + 1,
+    }]
 }

@@ -17,40 +17,80 @@ pub(super) fn show_cards(state: &mut State, cards: Vec<Card>) {
     }
 }
 
-/// The candidates to complete with: the selected ones, else the focused one and the next best
-/// applicable ones up to k.
-pub(super) fn run_ids(state: &State) -> Vec<CandidateId> {
-    if !state.selected.is_empty() {
-        return state.selected.iter().copied().take(MAX_K).collect();
+/// Why candidate `c` is not completed, in a line for the status.
+pub(super) fn not_completed(state: &State, c: &CandidateRow) -> String {
+    let id = state.shown_id(c.id);
+    match &c.availability {
+        Availability::Building => format!("candidate {id} is still waiting for the backend"),
+        Availability::NotApplicable(why) => format!(
+            "candidate {id} does not apply to this hole ({}): nothing to complete",
+            why.as_deref().unwrap_or("its context is empty here")
+        ),
+        Availability::Applicable => format!("candidate {id} applies"),
     }
-    let first = state
-        .focused_candidate()
-        .filter(|c| !c.building())
-        .map(|c| c.id);
-    let rest = state
-        .candidates
-        .iter()
-        .filter(|c| c.applicable())
-        .map(|c| c.id);
-    let mut ids = Vec::new();
-    for id in first.into_iter().chain(rest) {
-        if !ids.contains(&id) && ids.len() < state.k {
-            ids.push(id);
-        }
-    }
-    ids
 }
 
-pub(super) fn run(state: &mut State) -> Vec<Effect> {
-    let prompts: Vec<(CandidateId, String)> = run_ids(state)
-        .into_iter()
-        .filter_map(|id| state.candidate(id).map(|c| (id, c.prompt.text())))
-        .collect();
+/// What a run completes, one request per distinct prompt: the selected candidates; else the
+/// top k applicable ones in rank order (`r`), or the focused one and then the best others
+/// (`focused_first`, Enter). A candidate whose prompt is the very text of one taken joins its
+/// request instead of taking a card. An error for a focused candidate that does not apply.
+pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunPrompt>, String> {
+    let (order, limit): (Vec<&CandidateRow>, usize) = if state.selected.is_empty() {
+        let first = match state.focused_candidate().filter(|_| focused_first) {
+            Some(c) if !c.applicable() => return Err(not_completed(state, c)),
+            first => first,
+        };
+        let rest = state.candidates.iter().filter(|c| c.applicable());
+        (first.into_iter().chain(rest).collect(), state.k)
+    } else {
+        let chosen = state.candidates.iter();
+        let chosen = chosen.filter(|c| state.selected.contains(&c.id) && c.applicable());
+        (chosen.collect(), MAX_K)
+    };
+    let mut runs: Vec<RunPrompt> = Vec::new();
+    for c in order {
+        if runs
+            .iter()
+            .any(|r| r.candidate == c.id || r.same.contains(&c.id))
+        {
+            continue;
+        }
+        let text = c.prompt.text();
+        if let Some(run) = runs.iter_mut().find(|r| r.text == text) {
+            run.same.push(c.id);
+        } else if runs.len() < limit {
+            runs.push(RunPrompt {
+                candidate: c.id,
+                same: Vec::new(),
+                text,
+                fitted: c.prompt.backend_tokens.is_some().then(|| c.prompt.clone()),
+            });
+        }
+    }
+    Ok(runs)
+}
+
+/// `r` (the top k) or Enter on a candidate (it first).
+pub(super) fn run(state: &mut State, focused_first: bool) -> Vec<Effect> {
+    let prompts = match run_prompts(state, focused_first) {
+        Ok(prompts) => prompts,
+        Err(why) => {
+            state.status = why;
+            return vec![];
+        }
+    };
     let count = prompts.len();
+    let shared: usize = prompts.iter().map(|p| p.same.len()).sum();
     let effects = start_completion(state, prompts, false);
     if !effects.is_empty() {
         state.cards.clear();
-        state.status = format!("completing with {count} candidates… Esc cancels");
+        state.status = match shared {
+            0 => format!("completing with {count} candidates… Esc cancels"),
+            n => format!(
+                "completing {count} prompts ({n} more candidates had one of the same prompts)… \
+                 Esc cancels"
+            ),
+        };
     }
     effects
 }
@@ -58,7 +98,7 @@ pub(super) fn run(state: &mut State) -> Vec<Effect> {
 /// Start completing `prompts` (candidate id, prompt text) for the current hole.
 pub(super) fn start_completion(
     state: &mut State,
-    prompts: Vec<(CandidateId, String)>,
+    prompts: Vec<RunPrompt>,
     edited: bool,
 ) -> Vec<Effect> {
     let (Some(index), Some(backend), Some(view)) = (&state.index, &state.backend, &state.view)
@@ -79,23 +119,104 @@ pub(super) fn start_completion(
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
         edited,
-        refit: match (&state.search, edited) {
-            (Some(search), false) => Some(Refit {
-                index: index.clone(),
-                search: search.clone(),
-                hole: hole.clone(),
-                tokenizer: state.setup.tokenizer(),
-                budget: state.setup.budget,
-            }),
-            _ => None,
-        },
+        refit: refit(state).filter(|_| !edited),
     };
     state.completion = CompletionPhase::Running {
-        streamed: Vec::new(),
+        cards: job
+            .prompts
+            .iter()
+            .map(|p| RunningCard {
+                candidate: p.candidate,
+                text: String::new(),
+                pieces: 0,
+                started: None,
+            })
+            .collect(),
     };
     state.explained = None;
     state.focus = Pane::Completions;
     vec![Effect::CancelCompletions, Effect::Complete(job)]
+}
+
+/// What composing the hole's prompts again for the backend needs.
+pub(super) fn refit(state: &State) -> Option<Refit> {
+    let (index, search, view) = (
+        state.index.as_ref()?,
+        state.search.as_ref()?,
+        state.view.as_ref()?,
+    );
+    Some(Refit {
+        index: index.clone(),
+        search: search.clone(),
+        hole: view.hole.clone(),
+        tokenizer: state.setup.tokenizer(),
+        budget: state.setup.budget,
+    })
+}
+
+/// Where the backend counts tokens in a tokenizer of its own, the focused candidate's prompt is
+/// fitted to that count as a run would send it, so that the prompt pane shows what is sent.
+/// One at a time; a hole whose fitting failed, or whose backend turned out not to count, is
+/// left as composed.
+pub(super) fn fit_focused(state: &mut State) -> Vec<Effect> {
+    let (Some(backend), Some(view)) = (&state.backend, &state.view) else {
+        return vec![];
+    };
+    let generation = view.generation;
+    let tokenizer = state.setup.tokenizer().tokenizer();
+    if state.fitting.is_some()
+        || state.fit_stopped == Some(generation)
+        || crate::session::counts_exactly(backend.as_ref(), tokenizer)
+    {
+        return vec![];
+    }
+    let backend = backend.clone();
+    let Some(candidate) = state
+        .focused_candidate()
+        .filter(|c| c.applicable() && c.prompt.backend_tokens.is_none())
+        .map(|c| c.id)
+    else {
+        return vec![];
+    };
+    let Some(refit) = refit(state) else {
+        return vec![];
+    };
+    state.fitting = Some(candidate);
+    vec![Effect::Fit {
+        generation,
+        candidate,
+        backend,
+        refit,
+    }]
+}
+
+/// A fitted prompt replaces its candidate's; a failure stops fitting at this hole.
+pub(super) fn fitted(
+    state: &mut State,
+    generation: u64,
+    candidate: CandidateId,
+    prompt: Result<Prompt, String>,
+) {
+    state.fitting = None;
+    if state
+        .view
+        .as_ref()
+        .is_none_or(|v| v.generation != generation)
+    {
+        return;
+    }
+    match prompt {
+        Ok(prompt) if prompt.backend_tokens.is_some() => {
+            if let Some(row) = state.candidates.iter_mut().find(|c| c.id == candidate) {
+                row.prompt = prompt;
+            }
+        }
+        Ok(_) => state.fit_stopped = Some(generation),
+        Err(why) => {
+            state.fit_stopped = Some(generation);
+            state.status = format!("cannot fit the prompt to the backend's count: {why}");
+        }
+    }
 }
 
 /// Esc: dismiss a warning, else stop the running completions, else close what is open.
@@ -124,8 +245,13 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
     let (Some(index), Some(view)) = (&state.index, &state.view) else {
         return vec![];
     };
-    let Some(card) = state.cards.get(n).filter(|c| c.outcome.is_ok()) else {
-        return vec![];
+    let card = match state.cards.get(n).map(|c| &c.outcome) {
+        None => return vec![],
+        Some(Err(why)) => {
+            state.status = format!("completion {} failed, nothing to pick: {why}", n + 1);
+            return vec![];
+        }
+        Some(Ok(_)) => &state.cards[n],
     };
     let prompt = card
         .edited
@@ -150,8 +276,15 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         .is_none()
         .then(|| procc_lesson(state, picked))
         .flatten();
+    for (i, card) in state.cards.iter_mut().enumerate() {
+        card.picked = i == n;
+    }
     state.card_cursor = n;
-    state.status = format!("picked completion {} (candidate {picked})…", n + 1);
+    state.status = format!(
+        "picked completion {} (candidate {})…",
+        n + 1,
+        state.shown_id(picked)
+    );
     vec![Effect::Pick { pick, bandit }]
 }
 
@@ -176,6 +309,7 @@ pub(super) fn procc_lesson(state: &State, picked: CandidateId) -> Option<BanditL
         .collect();
     Some(BanditLesson {
         context: procc.context,
+        available: procc.available,
         rewards,
     })
 }
@@ -250,6 +384,21 @@ fn shown_prompt_text(state: &State) -> Option<(String, String)> {
     let id = prompt.proposal_id;
     let stem = format!("{stem}-{}-{}-c{id}", hole.line + 1, hole.column + 1);
     Some((stem, prompt.text()))
+}
+
+/// `y` in the completions pane: the focused completion to the clipboard.
+pub(super) fn copy_completion(state: &mut State) -> Vec<Effect> {
+    let Some(done) = focused_card(state) else {
+        state.status = "no completion to copy".into();
+        return vec![];
+    };
+    let text = done.text.clone();
+    state.status = format!(
+        "completion {} copied to the clipboard ({} bytes, OSC 52)",
+        state.card_cursor + 1,
+        text.len()
+    );
+    vec![Effect::Copy(text)]
 }
 
 pub(super) fn copy_prompt(state: &mut State) -> Vec<Effect> {

@@ -68,7 +68,12 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         state.status = "edit discarded".into();
         return vec![];
     }
-    let prompt = (editor.candidate, editor.text());
+    let prompt = RunPrompt {
+        candidate: editor.candidate,
+        same: Vec::new(),
+        text: editor.text(),
+        fitted: None,
+    };
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {
         state.status = "completing with the edited prompt… Esc cancels".into();

@@ -11,7 +11,8 @@ pub enum Mode {
     Filter,
     /// Typing a line number to go to in the source pane.
     GoTo(String),
-    /// Typing what to search for in the source pane.
+    /// Typing what to search for in the source pane (or the prompt pane, when it has the
+    /// focus).
     Search(String),
     /// Fuzzy file picker: query and the cursor in its matches.
     Picker {
@@ -78,6 +79,12 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
         (Mode::GoTo(text), Confirm) => {
             state.mode = Mode::Normal;
             go_to_line(state, &text)
+        }
+        (Mode::Search(text), Confirm) if state.focus == Pane::Prompt => {
+            state.mode = Mode::Normal;
+            state.prompt_query = text;
+            state.prompt_match = None;
+            find_in_prompt(state, true)
         }
         (Mode::Search(text), Confirm) => {
             state.mode = Mode::Normal;

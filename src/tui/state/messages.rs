@@ -1,6 +1,8 @@
 //! What flows through the reducer: actions that reach `update` (a key's [`Command`] among
 //! them) and the effects it asks the driver for.
 
+use std::time::Instant;
+
 use super::*;
 
 pub enum Action {
@@ -22,7 +24,8 @@ pub enum Action {
     },
     /// Rows of each pane as drawn (`Pane::ALL` order), when they change.
     Layout([u16; 4]),
-    Tick,
+    /// The spinner's beat, with the time: running cards show how long they have taken.
+    Tick(Instant),
     /// How far opening the repository has come.
     Progress(Progress),
     Indexed(Result<Indexed, String>),
@@ -62,6 +65,18 @@ pub enum Action {
         ranker: RankerKind,
         ranked: Result<Vec<Ranked>, String>,
     },
+    /// Card slot `card`'s request was taken up by the backend at `at`.
+    CardStarted {
+        generation: u64,
+        card: usize,
+        at: Instant,
+    },
+    /// Candidate `candidate`'s prompt fitted to the backend's own count, or why it cannot be.
+    Fitted {
+        generation: u64,
+        candidate: CandidateId,
+        prompt: Result<Prompt, String>,
+    },
     /// Text streamed so far for card slot `card` of a running completion.
     Streamed {
         generation: u64,
@@ -72,8 +87,13 @@ pub enum Action {
         generation: u64,
         cards: Vec<Card>,
     },
-    /// How many picks the online ranker has learnt from.
-    OnlinePicks(u64),
+    /// What the online ranker has learnt: shows and picks per candidate.
+    OnlineLearnt(BTreeMap<CandidateId, Counts>),
+    /// A pick taught ProCC's bandit: the perspective it now chooses for the hole of `context`.
+    ProccTaught {
+        context: bandit::Context,
+        pick: Option<CandidateId>,
+    },
     /// The source pane's `shown`th text, highlighted.
     Highlighted {
         shown: u64,
@@ -85,6 +105,8 @@ pub enum Action {
         /// The file's text now, and what undoes the write (none for an undo).
         result: Result<(String, Option<Applied>), String>,
     },
+    /// The user's editor returned (or could not start: why): files may have changed.
+    Edited(Result<(), String>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
 }
@@ -139,6 +161,14 @@ pub enum Effect {
         generation: u64,
         ranker: RankerKind,
     },
+    /// Fit `candidate`'s prompt to the budget as `backend`'s model counts it (as a run sends
+    /// it), so that the prompt pane shows what would be sent.
+    Fit {
+        generation: u64,
+        candidate: CandidateId,
+        backend: Arc<dyn Backend>,
+        refit: Refit,
+    },
     Complete(CompleteJob),
     CancelCompletions,
     Pick {
@@ -173,6 +203,11 @@ pub enum Effect {
         stem: String,
         text: String,
     },
+    /// Hand the terminal to the user's editor on `path` at `line` (1-based).
+    OpenInEditor {
+        path: PathBuf,
+        line: usize,
+    },
     Suspend,
     Quit,
 }
@@ -181,8 +216,8 @@ pub enum Effect {
 pub struct CompleteJob {
     pub generation: u64,
     pub backend: Arc<dyn Backend>,
-    /// (candidate id, prompt text), one card each.
-    pub prompts: Vec<(CandidateId, String)>,
+    /// One card each.
+    pub prompts: Vec<RunPrompt>,
     pub current_file: String,
     pub file_text: String,
     pub offset: usize,

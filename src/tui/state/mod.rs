@@ -8,9 +8,10 @@
 //! hole view) and `provenance` (where prompt text came from, in words). The submodules share
 //! this module's imports through `use super::*`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use fuzzy_matcher::FuzzyMatcher;
 use fuzzy_matcher::skim::SkimMatcherV2;
@@ -30,9 +31,10 @@ use crate::explain::{self, ExplainedSpan};
 use crate::feedback;
 use crate::hole::Hole;
 use crate::metrics::Scores;
+use crate::model::Backend;
 use crate::model::config::BackendConfig;
-use crate::model::{Backend, TokenCounting};
-use crate::rank::{Ranked, RankerKind};
+use crate::rank::online::Counts;
+use crate::rank::{Ranked, RankerKind, bandit};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Tokenizer, TokenizerKind};
 
@@ -61,6 +63,7 @@ use complete::*;
 pub use editor::*;
 pub use input::*;
 pub use messages::*;
+pub use navigate::matches;
 use navigate::*;
 pub use phase::*;
 pub use setup::*;
@@ -87,8 +90,8 @@ pub struct State {
     pub candidates: Vec<CandidateRow>,
     pub proposals: Arc<Vec<ProposalContext>>,
     pub ranker: RankerKind,
-    /// How many picks the online ranker has learnt from.
-    pub online_picks: u64,
+    /// What the online ranker has learnt: shows and picks per candidate.
+    pub online: BTreeMap<CandidateId, Counts>,
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
@@ -110,6 +113,14 @@ pub struct State {
     pub editor: Option<Editor>,
     pub mouse: bool,
     pub tick: usize,
+    /// The time at the last tick (the driver's clock: `update` reads none).
+    pub now: Option<Instant>,
+    /// The candidate whose prompt is being fitted to the backend's count.
+    pub fitting: Option<CandidateId>,
+    /// The hole (its generation) at which fitting stopped: it failed, or the backend does not
+    /// count.
+    pub fit_stopped: Option<u64>,
+
     pub status: String,
     /// A problem with the user's files (keymap, theme, log): shown over the status until
     /// dismissed, so it cannot scroll away unread.
@@ -128,6 +139,9 @@ pub struct State {
     pub column_goal: usize,
     /// The last search in the source pane (n and N find it again).
     pub search_query: String,
+    /// The last search in the prompt pane, and which of its matches is current.
+    pub prompt_query: String,
+    pub prompt_match: Option<usize>,
     /// Rows of each pane (in `Pane::ALL` order) as last drawn: a page moves by them.
     pub pane_rows: [u16; 4],
     /// How ids are numbered on screen: the profile's (`--fidelity code` swaps 5 and 6).
@@ -156,7 +170,7 @@ impl State {
             candidates: Vec::new(),
             proposals: Arc::default(),
             ranker: RankerKind::RlpgH,
-            online_picks: 0,
+            online: BTreeMap::new(),
             procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
@@ -175,6 +189,10 @@ impl State {
             editor: None,
             mouse: true,
             tick: 0,
+            now: None,
+            fitting: None,
+            fit_stopped: None,
+
             status: "indexing…".into(),
             warning: None,
             shown: 0,
@@ -184,6 +202,8 @@ impl State {
             shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
+            prompt_query: String::new(),
+            prompt_match: None,
             pane_rows: [10; 4],
             numbering: Numbering::Table7,
         }
@@ -194,12 +214,18 @@ impl State {
         self.numbering.number(id)
     }
 
+    /// How many picks the online ranker has learnt from.
+    pub fn online_picks(&self) -> u64 {
+        self.online.values().map(|c| c.picks).sum()
+    }
+
     /// Whether something is in flight (the loop ticks the spinner only then).
     pub fn busy(&self) -> bool {
         self.running()
             || self.starting_backend.is_some()
             || matches!(self.phase, Phase::Opening(_) | Phase::Rereading)
             || self.highlighting.is_some()
+            || self.fitting.is_some()
             || self.analysing()
             || self.retrieving()
     }
@@ -291,6 +317,13 @@ impl State {
 
 /// Apply one action; return the effects it asks for.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
+    let mut effects = react(state, action);
+    // Whatever moved the focus, the prompt shown is the one a run would send.
+    effects.extend(fit_focused(state));
+    effects
+}
+
+fn react(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
         // Quitting and suspending work in every mode.
         Action::Command(command @ (Command::Quit | Command::Suspend)) => {
@@ -315,8 +348,9 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             width,
             height,
         } => click(state, pane, (row, col), (width, height)),
-        Action::Tick => {
+        Action::Tick(now) => {
             state.tick = state.tick.wrapping_add(1);
+            state.now = Some(now);
             vec![]
         }
         Action::Progress(progress) => {
@@ -428,19 +462,32 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
+        Action::CardStarted {
+            generation,
+            card,
+            at,
+        } => {
+            if let Some(running) = running_card(state, generation, card) {
+                running.started = Some(at);
+            }
+            vec![]
+        }
+        Action::Fitted {
+            generation,
+            candidate,
+            prompt,
+        } => {
+            fitted(state, generation, candidate, prompt);
+            vec![]
+        }
         Action::Streamed {
             generation,
             card,
             text,
         } => {
-            if !current(state, generation) {
-                return vec![];
-            }
-            if let CompletionPhase::Running { streamed } = &mut state.completion {
-                if streamed.len() <= card {
-                    streamed.resize(card + 1, String::new());
-                }
-                streamed[card].push_str(&text);
+            if let Some(running) = running_card(state, generation, card) {
+                running.text.push_str(&text);
+                running.pieces += 1;
             }
             vec![]
         }
@@ -457,8 +504,24 @@ pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
             highlighted(state, shown, lines);
             vec![]
         }
-        Action::OnlinePicks(picks) => {
-            state.online_picks = picks;
+        Action::OnlineLearnt(counts) => {
+            state.online = counts;
+            vec![]
+        }
+        Action::ProccTaught { context, pick } => {
+            if let Some(procc) = state.procc.as_mut().filter(|p| p.context == context) {
+                procc.pick = pick;
+            }
+            vec![]
+        }
+        Action::Edited(Ok(())) => {
+            state.status = "back from the editor: reading the repository again".into();
+            // The file shown comes from the new index once it is read.
+            state.lines.clear();
+            read_again(state)
+        }
+        Action::Edited(Err(why)) => {
+            state.status = why;
             vec![]
         }
         Action::Message(text) => {
@@ -477,6 +540,17 @@ fn analysed_status(state: &State) -> String {
     match state.candidates.iter().filter(|c| c.building()).count() {
         0 => ranked,
         n => format!("{ranked} · asking the backend for {n} retrieved candidates…"),
+    }
+}
+
+/// Card slot `card` of the running completion of hole `generation`.
+fn running_card(state: &mut State, generation: u64, card: usize) -> Option<&mut RunningCard> {
+    if !current(state, generation) {
+        return None;
+    }
+    match &mut state.completion {
+        CompletionPhase::Running { cards } => cards.get_mut(card),
+        CompletionPhase::Idle => None,
     }
 }
 

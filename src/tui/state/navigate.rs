@@ -227,7 +227,7 @@ pub(super) fn find(state: &mut State, forward: bool) -> Vec<Effect> {
 pub(super) fn confirm(state: &mut State) -> Vec<Effect> {
     match state.focus {
         Pane::Source => hole_at_cursor(state),
-        Pane::Candidates | Pane::Prompt => run(state),
+        Pane::Candidates | Pane::Prompt => run(state, true),
         Pane::Completions => pick(state, state.card_cursor),
     }
 }
@@ -278,5 +278,59 @@ pub(super) fn click(
         }
         Pane::Prompt | Pane::Completions => {}
     }
+    vec![]
+}
+
+/// Where `query` occurs in `text` (byte ranges); case matters only when the query has a
+/// capital, as in the source pane.
+pub fn matches(text: &str, query: &str) -> Vec<std::ops::Range<usize>> {
+    if query.is_empty() {
+        return Vec::new();
+    }
+    if query.chars().any(char::is_uppercase) {
+        return text
+            .match_indices(query)
+            .map(|(at, m)| at..at + m.len())
+            .collect();
+    }
+    // Folding ASCII keeps byte offsets; other text is searched as it is.
+    let (folded, needle) = (text.to_ascii_lowercase(), query.to_ascii_lowercase());
+    folded
+        .match_indices(&needle)
+        .map(|(at, m)| at..at + m.len())
+        .collect()
+}
+
+/// The next (or previous) match of the prompt search in the prompt shown, wrapping; the pane
+/// scrolls to it and the status counts ("match 2 of 7").
+pub(super) fn find_in_prompt(state: &mut State, forward: bool) -> Vec<Effect> {
+    let query = state.prompt_query.clone();
+    let Some(text) = state.shown_prompt().map(Prompt::text) else {
+        return vec![];
+    };
+    if query.is_empty() {
+        state.status = "nothing to search for: / searches the prompt".into();
+        return vec![];
+    }
+    let found = matches(&text, &query);
+    if found.is_empty() {
+        state.prompt_match = None;
+        state.status = format!("/{query}: not in this prompt");
+        return vec![];
+    }
+    let n = found.len();
+    let next = match (state.prompt_match, forward) {
+        (None, true) => 0,
+        (None, false) => n - 1,
+        (Some(i), true) => (i + 1) % n,
+        (Some(i), false) => (i + n - 1) % n,
+    };
+    state.prompt_match = Some(next);
+    state.prompt_scroll = text[..found[next].start]
+        .matches('\n')
+        .count()
+        .saturating_sub(2);
+    state.prompt_left = 0;
+    state.status = format!("/{query}: match {} of {n} in the prompt", next + 1);
     vec![]
 }

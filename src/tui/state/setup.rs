@@ -1,6 +1,7 @@
 //! Which backend completes: the setup chosen on the command line and switched in the UI.
 
 use super::*;
+use crate::session::counting_words;
 
 /// Which backend completes and how prompts are counted for it: what `keyhole complete`
 /// takes as flags, chosen on the command line and switched in the UI.
@@ -111,7 +112,8 @@ pub(super) fn switch_backend(
     effects
 }
 
-/// "NAME (kind, model) · budgets exact in TOKENIZER" for the status line and the picker.
+/// "NAME (kind, model) · budgets exact in code" for the status line and the picker (see
+/// [`counting_words`]).
 pub fn backend_summary(state: &State) -> String {
     let entry = state.setup.entry();
     let model = entry
@@ -119,14 +121,14 @@ pub fn backend_summary(state: &State) -> String {
         .as_deref()
         .map(|m| format!(", {m}"))
         .unwrap_or_default();
-    let counting = match state.backend.as_ref().map(|b| b.counting()) {
-        Some(TokenCounting::Approximate) => "approximate",
-        _ => "exact",
+    let tokenizer = state.setup.tokenizer().tokenizer();
+    let counting = match state.backend.as_deref() {
+        Some(backend) => counting_words(backend, tokenizer),
+        None => format!("in {}", tokenizer.name()),
     };
     format!(
-        "{} ({}{model}) · budgets {counting} in {}",
+        "{} ({}{model}) · budgets {counting}",
         entry.name,
         entry.kind.name(),
-        state.setup.tokenizer().name()
     )
 }

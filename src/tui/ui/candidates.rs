@@ -10,11 +10,16 @@ use ratatui::widgets::Paragraph;
 
 use super::bar;
 use crate::candidate::CandidateId;
-use crate::rank::RankerKind;
+use crate::rank::{RankerKind, online};
 use crate::tui::layout::scroll_top;
 use crate::tui::state::{AnalysisPhase, Availability, CandidateRow, Mode, State};
 
 const SCORE_WIDTH: usize = 8;
+/// The source column's width, and on a narrow pane.
+const SOURCE: usize = 19;
+const COMPACT_SOURCE: usize = 12;
+/// The width a full row takes: narrower panes get compact rows.
+const FULL_ROW: usize = 5 + SCORE_WIDTH + 6 + SOURCE + 1 + 9 + 6 + 1;
 /// The least room worth showing a row's note in (narrower panes show it in the prompt title).
 const NOTE_MIN: usize = 12;
 /// Marks ProCC's pick among its perspectives.
@@ -45,7 +50,7 @@ pub fn title(state: &State) -> String {
 /// The ranker's name; the online one says how much it has learnt (with no picks it ranks as
 /// the fixed one, which it should not hide).
 pub fn ranker_name(state: &State) -> String {
-    match (state.ranker, state.online_picks) {
+    match (state.ranker, state.online_picks()) {
         (RankerKind::Online, 0) => "online (no picks yet: as fixed)".into(),
         (RankerKind::Online, 1) => "online (1 pick)".into(),
         (RankerKind::Online, n) => format!("online ({n} picks)"),
@@ -59,7 +64,7 @@ pub fn score_unit(kind: RankerKind) -> &'static str {
         RankerKind::RlpgH | RankerKind::RlpgR => "P(success)",
         RankerKind::Bm25 => "BM25 (÷best)",
         RankerKind::Fixed => "fixed order",
-        RankerKind::Online => "pick rate",
+        RankerKind::Online => "picks/shown",
     }
 }
 
@@ -80,14 +85,19 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         );
         return;
     }
+    // A narrow pane keeps id, score, source, type and size: the bar goes, the source shortens.
+    let compact = (area.width as usize) < FULL_ROW;
+    let (score_width, source_width) = match compact {
+        true => (5, COMPACT_SOURCE),
+        false => (SCORE_WIDTH + 5, SOURCE),
+    };
     let header = Line::styled(
         format!(
-            "     # {:<w$} {:<19} {:<8} {:>5} ok",
+            "     # {:<score_width$} {:<source_width$} {:<8} {:>5} ok",
             score_unit(state.ranker),
             "source",
             "type",
             "tok",
-            w = SCORE_WIDTH + 5
         ),
         Style::new().fg(theme.muted).add_modifier(Modifier::BOLD),
     );
@@ -103,7 +113,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         } else {
             Style::new()
         };
-        let mut spans = row(state, c, best, base);
+        let mut spans = row(state, c, best, base, compact);
         let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
         let room = (area.width as usize).saturating_sub(used + 1);
         if let Some(note) = note(state, c).filter(|_| room >= NOTE_MIN) {
@@ -132,7 +142,13 @@ fn best_score(state: &State) -> f64 {
 
 /// id, score bar and value, source, type, tokens and whether it applies. A retrieved
 /// candidate shows its retrieval similarity (0..1) in another colour: no ranker scores it.
-fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'static>> {
+fn row(
+    state: &State,
+    c: &CandidateRow,
+    best: f64,
+    base: Style,
+    compact: bool,
+) -> Vec<Span<'static>> {
     let theme = &state.theme;
     let mark = if state.selected.contains(&c.id) {
         "●"
@@ -145,25 +161,41 @@ fn row(state: &State, c: &CandidateRow, best: f64, base: Style) -> Vec<Span<'sta
         (None, None) => (None, None, theme.score),
     };
     let score_bar = fraction.map_or_else(|| " ".repeat(SCORE_WIDTH), |f| bar(f, SCORE_WIDTH));
-    let score = value.map_or_else(|| "  —".into(), four_wide);
+    let score = match (state.ranker, state.online.get(&c.id)) {
+        // The online ranker's evidence, as counts: a rate after one pick would overstate it.
+        (RankerKind::Online, Some(n)) if c.score.is_some() => format!("{}/{}", n.picks, n.shown),
+        _ => value.map_or_else(|| "  —".into(), four_wide),
+    };
     let (ok, ok_colour) = match &c.availability {
         Availability::Applicable if procc_pick(state) == Some(c.id) => (PROCC_MARK, theme.good),
         Availability::Applicable => ("✓", theme.good),
         Availability::NotApplicable(_) => ("·", theme.muted),
         Availability::Building => (super::spinner(state), theme.muted),
     };
-    vec![
+    let source_width = if compact { COMPACT_SOURCE } else { SOURCE };
+    let mut spans = vec![
         Span::styled(
             format!("{mark}{:>4} ", state.shown_id(c.id)),
             base.fg(theme.explain),
         ),
         Span::styled(score_bar, base.fg(colour)),
         Span::styled(format!(" {score:<4} "), base.fg(theme.text)),
-        Span::styled(format!("{:<19.19} ", c.source), base.fg(theme.text)),
-        Span::styled(format!("{:<8} ", c.context_type), base.fg(theme.proposal)),
+        Span::styled(
+            format!("{:<source_width$.source_width$} ", c.source),
+            base.fg(theme.text),
+        ),
+        Span::styled(
+            format!("{:<8} ", c.id.info().type_text()),
+            base.fg(theme.proposal),
+        ),
         Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
-    ]
+    ];
+    if compact {
+        spans.remove(1);
+        spans[1].content = format!("{score:<4} ").into();
+    }
+    spans
 }
 
 /// A score in four characters: probabilities and similarities to two decimals, BM25's larger
@@ -180,7 +212,8 @@ fn procc_pick(state: &State) -> Option<CandidateId> {
     state.procc.as_ref().and_then(|p| p.pick)
 }
 
-/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick.
+/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick, why
+/// the online ranker put it where it is.
 pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
     match &c.availability {
         Availability::NotApplicable(why) => why.clone(),
@@ -188,7 +221,23 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
+        Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
+            Some(online_reason(state, c.id))
+        }
         Availability::Applicable => None,
+    }
+}
+
+/// Why the online ranker placed `id` where it is: its picks, or its prior alone.
+fn online_reason(state: &State, id: CandidateId) -> String {
+    match state.online.get(&id) {
+        Some(n) if n.shown > 0 => format!(
+            "picked {} of {} times shown, with the fixed order as a prior worth {} shows",
+            n.picks,
+            n.shown,
+            online::PRIOR_SHOWS
+        ),
+        _ => "never shown: its place in the fixed order".into(),
     }
 }
 
@@ -220,7 +269,13 @@ mod tests {
     }
 
     fn bar_of(state: &State, score: f64) -> String {
-        let spans = row(state, &scored(score), best_score(state), Style::new());
+        let spans = row(
+            state,
+            &scored(score),
+            best_score(state),
+            Style::new(),
+            false,
+        );
         spans[1].content.to_string()
     }
 
@@ -247,7 +302,9 @@ mod tests {
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         state.ranker = RankerKind::Online;
         assert!(title(&state).contains("online (no picks yet: as fixed)"));
-        crate::tui::state::update(&mut state, crate::tui::state::Action::OnlinePicks(3));
+        let counts = crate::rank::online::Counts { picks: 3, shown: 5 };
+        let learnt = [(CandidateId::nth(7), counts)].into_iter().collect();
+        crate::tui::state::update(&mut state, crate::tui::state::Action::OnlineLearnt(learnt));
         assert!(
             title(&state).contains("online (3 picks)"),
             "{}",

@@ -17,6 +17,9 @@ use super::command::{Command, Pane};
 use super::keymap::Layer;
 use super::state::{Mode, State};
 
+/// Screens narrower than this many cells get the narrow layout.
+const NARROW: u16 = 100;
+
 const SPINNER: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
 
 pub fn spinner(state: &State) -> &'static str {
@@ -59,6 +62,9 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         Mode::ConfirmApply => overlay::apply_question(frame, state),
         _ => {}
     }
+    if theme.monochrome {
+        super::theme::monochrome(frame.buffer_mut(), theme.background);
+    }
     inner
 }
 
@@ -73,8 +79,13 @@ fn pane_areas(state: &State, body: Rect) -> Vec<(Pane, Rect)> {
         Constraint::Percentage(25),
     ])
     .areas(body);
-    let [left, right] =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
+    // On a narrow screen the candidates take more of the top: their columns need the room.
+    let source_share = if body.width < NARROW { 40 } else { 50 };
+    let [left, right] = Layout::horizontal([
+        Constraint::Percentage(source_share),
+        Constraint::Percentage(100 - source_share),
+    ])
+    .areas(top);
     vec![
         (Pane::Source, left),
         (Pane::Candidates, right),

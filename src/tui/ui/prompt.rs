@@ -12,8 +12,10 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
+use crate::session::{counting_words, counts_exactly};
 use crate::token::Keep;
-use crate::tui::state::{Availability, Editor, State, provenance};
+use crate::tui::command::Pane;
+use crate::tui::state::{Availability, Editor, Mode, State, matches, provenance};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -21,6 +23,27 @@ const WARN_AT: f64 = 0.9;
 const BAR_WIDTH: usize = 20;
 
 pub fn title(state: &State) -> String {
+    format!("{}{}", prompt_title(state), search_note(state))
+}
+
+/// The prompt search being typed, or the last one with its place: " · /total 2 of 7".
+fn search_note(state: &State) -> String {
+    match &state.mode {
+        Mode::Search(typed) if state.focus == Pane::Prompt => format!(" · /{typed}▏"),
+        _ if state.prompt_query.is_empty() => String::new(),
+        _ => {
+            let found = state
+                .shown_prompt()
+                .map_or(0, |p| matches(&p.text(), &state.prompt_query).len());
+            match state.prompt_match.filter(|&i| i < found) {
+                Some(i) => format!(" · /{} {} of {found}", state.prompt_query, i + 1),
+                None => format!(" · /{} {found} found", state.prompt_query),
+            }
+        }
+    }
+}
+
+fn prompt_title(state: &State) -> String {
     if let Some(editor) = &state.editor {
         return edit_title(editor);
     }
@@ -48,25 +71,25 @@ pub fn title(state: &State) -> String {
             } else {
                 ""
             };
-            let backend = state.backend.as_ref();
-            if let (Some(counted), Some(backend)) = (p.backend_tokens, backend) {
+            let Some(backend) = state.backend.as_deref() else {
+                return format!("prompt · {used}/{} tokens ({})", p.budget, p.tokenizer);
+            };
+            let words = counting_words(backend, state.setup.tokenizer().tokenizer());
+            if let Some(counted) = p.backend_tokens {
                 // A model with a small context: the prompt was composed within its room.
                 let (limit, whose) = match p.model_room {
                     Some(room) => (room, ", the model's context"),
                     None => (state.setup.budget, ""),
                 };
-                return format!(
-                    "prompt · {counted}/{limit} tokens (counted by {}{whose}){explained}",
-                    backend.name()
-                );
+                return format!("prompt · {counted}/{limit} tokens ({words}{whose}){explained}");
             }
-            // Counted with a stand-in for the model's own tokenizer: say so.
-            let exact = backend.is_some_and(|b| b.tokenizer() == Some(p.tokenizer));
-            let approximate = if exact { "" } else { ", approximate" };
-            format!(
-                "prompt · {used}/{} tokens ({}{approximate}){explained}",
-                p.budget, p.tokenizer
-            )
+            let words = match state.fitting {
+                Some(_) if !counts_exactly(backend, state.setup.tokenizer().tokenizer()) => {
+                    format!("{}, fitting to {}'s count…", p.tokenizer, backend.name())
+                }
+                _ => words,
+            };
+            format!("prompt · {used}/{} tokens ({words}){explained}", p.budget)
         }
         None => "prompt".into(),
     }
@@ -163,8 +186,8 @@ fn segment_colour(theme: &Theme, kind: SegmentKind) -> Color {
 }
 
 /// The style of prompt byte `at`: its segment's colour, keyhole's formatting (no origin) in the
-/// formatting colour, explained bytes highlighted.
-fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
+/// formatting colour, explained bytes and matches of the prompt search highlighted.
+fn style_at(state: &State, prompt: &Prompt, found: &[Range<usize>], at: usize) -> Style {
     let theme = &state.theme;
     let mut start = 0;
     let mut style = Style::new().fg(theme.text);
@@ -197,6 +220,12 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
             .fg(theme.background)
             .add_modifier(Modifier::BOLD);
     }
+    if let Some(i) = found.iter().position(|m| m.contains(&at)) {
+        style = style.bg(theme.diff).fg(theme.background);
+        if state.prompt_match == Some(i) {
+            style = style.add_modifier(Modifier::BOLD | Modifier::UNDERLINED);
+        }
+    }
     style
 }
 
@@ -204,7 +233,11 @@ fn style_at(state: &State, prompt: &Prompt, at: usize) -> Style {
 /// changes only where a segment, a piece or an explained span starts or ends, so `style_at` runs
 /// once per such boundary rather than once per character (per character it was most of a frame).
 fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usize, Style)> {
+    let found = matches(&prompt.text(), &state.prompt_query);
     let mut bounds = vec![visible.start];
+    for m in &found {
+        bounds.extend([m.start, m.end]);
+    }
     let mut start = 0;
     for segment in &prompt.segments {
         bounds.push(start);
@@ -223,7 +256,7 @@ fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usi
     bounds.dedup();
     bounds
         .into_iter()
-        .map(|at| (at, style_at(state, prompt, at)))
+        .map(|at| (at, style_at(state, prompt, &found, at)))
         .collect()
 }
 

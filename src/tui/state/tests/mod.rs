@@ -3,6 +3,7 @@ use crate::compose::SegmentKind;
 use crate::rank::bandit;
 use crate::tui::ui;
 use ratatui::crossterm::event::KeyModifiers;
+use std::time::Instant;
 
 fn state() -> State {
     State::new(Keymap::builtin(), Theme::dark())
@@ -95,19 +96,40 @@ fn streamed_text_shows_while_running_and_gives_way_to_the_cards() {
         generation: 3,
         analysis: AnalysisPhase::Building,
     });
-    s.completion = CompletionPhase::Running { streamed: vec![] };
+    let waiting = |id| RunningCard {
+        candidate: CandidateId::nth(id),
+        text: String::new(),
+        pieces: 0,
+        started: None,
+    };
+    s.completion = CompletionPhase::Running {
+        cards: vec![waiting(6), waiting(7)],
+    };
     let streamed = |generation, card, text: &str| Action::Streamed {
         generation,
         card,
         text: text.into(),
     };
+    let at = Instant::now();
+    update(
+        &mut s,
+        Action::CardStarted {
+            generation: 3,
+            card: 1,
+            at,
+        },
+    );
     update(&mut s, streamed(3, 1, "find"));
     update(&mut s, streamed(3, 1, "ById("));
     update(&mut s, streamed(2, 0, "stale"));
-    let streamed = CompletionPhase::Running {
-        streamed: vec!["".into(), "findById(".into()],
+    let CompletionPhase::Running { cards } = &s.completion else {
+        panic!("still running");
     };
-    assert_eq!(s.completion, streamed);
+    assert_eq!(cards[0], waiting(6), "the first waits its turn");
+    assert_eq!(
+        (cards[1].text.as_str(), cards[1].pieces, cards[1].started),
+        ("findById(", 2, Some(at))
+    );
     update(
         &mut s,
         Action::Completed {
@@ -142,8 +164,15 @@ fn results_for_another_hole_are_dropped() {
     assert!(!s.running());
 }
 
+/// Candidate `id` whose prompt is its own text ("prompt of 7").
 fn candidate(id: usize) -> CandidateRow {
+    with_prompt(id, &format!("prompt of {id}"))
+}
+
+fn with_prompt(id: usize, text: &str) -> CandidateRow {
     let id = CandidateId::nth(id);
+    let mut sourced = crate::context::SourcedText::default();
+    sourced.push_plain(text);
     CandidateRow {
         id,
         label: format!("cand {id}"),
@@ -153,7 +182,13 @@ fn candidate(id: usize) -> CandidateRow {
         retrieval_score: None,
         availability: Availability::Applicable,
         prompt: Prompt {
-            segments: vec![],
+            segments: vec![crate::compose::Segment {
+                kind: SegmentKind::Default,
+                text: sourced,
+                tokens: 1,
+                allocated: 10,
+                cut: None,
+            }],
             budget: 10,
             tokenizer: "code",
             proposal_id: id,
@@ -428,7 +463,13 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     assert!(s.selected.is_empty() && s.status.contains("waiting"));
     assert!(ui::prompt::title(&s).contains("waiting for the backend"));
     s.k = MAX_K;
-    assert_eq!(run_ids(&s), [6, 68], "waiting rows are not completed");
+    let ids = |runs: Vec<RunPrompt>| runs.iter().map(|r| r.candidate.index()).collect::<Vec<_>>();
+    assert_eq!(
+        ids(run_prompts(&s, false).unwrap()),
+        [6, 68],
+        "waiting rows are not completed"
+    );
+    assert!(run_prompts(&s, true).unwrap_err().contains("still waiting"));
 
     let built = |id, availability| CandidateRow {
         id: CandidateId::nth(id),
@@ -465,11 +506,14 @@ fn card(candidate: usize) -> Card {
     Card {
         fitted: None,
         candidate,
+        same: Vec::new(),
         edited: None,
+        picked: false,
         outcome: Ok(Finished {
             text: format!("c{candidate}"),
             latency_ms: 0,
-            scores: crate::metrics::score("a", "a"),
+            queued_ms: 0,
+            scores: Some(crate::metrics::score("a", "a")),
             syntax_errors: 0,
         }),
     }
@@ -502,7 +546,7 @@ fn picking_a_procc_perspective_rewards_its_arm_and_the_shown_others_nothing() {
 #[test]
 fn the_editor_counts_tokens_and_esc_discards_it() {
     let mut s = state();
-    s.candidates = vec![candidate(7)];
+    s.candidates = vec![with_prompt(7, "")];
     assert!(matches!(
         key_action(&s, key('i')),
         Some(Action::Command(Command::Edit))
@@ -539,8 +583,10 @@ fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
     let card = |edited: Option<&str>| Card {
         fitted: None,
         candidate: CandidateId::nth(7),
+        same: Vec::new(),
         edited: edited.map(String::from),
         outcome: Err("offline".into()),
+        picked: false,
     };
     s.cards = (0..MAX_K).map(|_| card(None)).collect();
     show_cards(&mut s, vec![card(Some("edit"))]);
@@ -626,4 +672,238 @@ fn the_code_profile_shows_rlpgs_code_numbers_where_ids_are_shown() {
     assert_eq!(name(CandidateId::nth(6)), "proposal 5 (current PL 50%)");
     s.numbering = crate::candidate::Numbering::Table7;
     assert!(ui::prompt::title(&s).contains("candidate 5 is waiting"));
+}
+
+/// A state at a hole with an embedded backend, so that runs start.
+fn ready_to_run(candidates: Vec<CandidateRow>) -> State {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    let index = s.index.clone().unwrap();
+    s.backend = Some(Arc::new(crate::model::ngram::EmbeddedModel::new(&index)));
+    update(
+        &mut s,
+        Action::Analysed {
+            generation: 1,
+            candidates,
+            proposals: Arc::default(),
+            ranker: RankerKind::RlpgH,
+        },
+    );
+    s
+}
+
+fn job_of(effects: &[Effect]) -> &CompleteJob {
+    match effects {
+        [Effect::CancelCompletions, Effect::Complete(job)] => job,
+        _ => panic!("a completion run"),
+    }
+}
+
+#[test]
+fn identical_prompts_take_one_request_and_r_completes_the_top_k_distinct_ones() {
+    let same = "post lines";
+    let rows = vec![
+        with_prompt(7, same),
+        with_prompt(6, same),
+        with_prompt(5, same),
+        candidate(11),
+        candidate(52),
+        candidate(8),
+    ];
+    let mut s = ready_to_run(rows);
+    s.candidate_cursor = 4;
+    let effects = update(&mut s, Action::Command(Command::Run));
+    let job = job_of(&effects);
+    let runs: Vec<(usize, Vec<usize>)> = job
+        .prompts
+        .iter()
+        .map(|p| {
+            (
+                p.candidate.index(),
+                p.same.iter().map(|c| c.index()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [(7, vec![6, 5]), (11, vec![]), (52, vec![])],
+        "r takes the top k whatever is focused; 6 and 5 share 7's request"
+    );
+    assert!(
+        s.status
+            .contains("2 more candidates had one of the same prompts"),
+        "{}",
+        s.status
+    );
+    let CompletionPhase::Running { cards } = &s.completion else {
+        panic!("running");
+    };
+    assert_eq!(cards.len(), 3);
+}
+
+#[test]
+fn enter_completes_the_focused_candidate_first_and_refuses_one_that_does_not_apply() {
+    let why = "child_class offers no file at this hole (of method names)".to_string();
+    let inapplicable = CandidateRow {
+        availability: Availability::NotApplicable(Some(why.clone())),
+        ..candidate(32)
+    };
+    let mut s = ready_to_run(vec![
+        candidate(7),
+        candidate(11),
+        candidate(8),
+        inapplicable,
+    ]);
+    s.focus = Pane::Candidates;
+    s.candidate_cursor = 2;
+    let effects = update(&mut s, Action::Command(Command::Confirm));
+    let order: Vec<usize> = job_of(&effects)
+        .prompts
+        .iter()
+        .map(|p| p.candidate.index())
+        .collect();
+    assert_eq!(order, [8, 7, 11]);
+    (s.completion, s.focus) = (CompletionPhase::Idle, Pane::Candidates);
+    s.candidate_cursor = 3;
+    assert!(update(&mut s, Action::Command(Command::Confirm)).is_empty());
+    assert!(
+        s.status.contains("32 does not apply") && s.status.contains(&why),
+        "{}",
+        s.status
+    );
+    update(&mut s, Action::Command(Command::Select));
+    assert!(s.selected.is_empty(), "nor can it be selected");
+}
+
+#[test]
+fn a_pick_marks_its_card_a_failed_card_says_why_nothing_is_picked() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    let failed = Card {
+        outcome: Err("connection refused".into()),
+        ..card(7)
+    };
+    s.cards = vec![card(6), failed];
+    assert!(update(&mut s, Action::Command(Command::Pick2)).is_empty());
+    assert!(
+        s.status.contains("completion 2 failed") && s.status.contains("connection refused"),
+        "{}",
+        s.status
+    );
+    assert!(matches!(
+        update(&mut s, Action::Command(Command::Pick1))[..],
+        [Effect::Pick { .. }]
+    ));
+    assert_eq!(
+        s.cards.iter().map(|c| c.picked).collect::<Vec<_>>(),
+        [true, false]
+    );
+}
+
+#[test]
+fn procc_star_moves_when_a_pick_teaches_its_bandit() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.procc = Some(procc(Some(68)));
+    let context = procc(None).context;
+    update(
+        &mut s,
+        Action::ProccTaught {
+            context,
+            pick: Some(CandidateId::nth(69)),
+        },
+    );
+    assert!(
+        ui::candidates::title(&s).contains("ProCC ★69"),
+        "{}",
+        ui::candidates::title(&s)
+    );
+    let mut elsewhere = context;
+    elsewhere[0] += 1.0;
+    update(
+        &mut s,
+        Action::ProccTaught {
+            context: elsewhere,
+            pick: None,
+        },
+    );
+    assert!(
+        ui::candidates::title(&s).contains("ProCC ★69"),
+        "another hole's lesson"
+    );
+}
+
+#[test]
+fn slash_in_the_prompt_pane_searches_the_prompt_counts_and_highlights_matches() {
+    let mut s = state();
+    s.candidates = vec![with_prompt(7, "a\nb\nc\norder one\nd\nOrder two\nreorder")];
+    s.focus = Pane::Prompt;
+    assert!(matches!(
+        key_action(&s, key('/')),
+        Some(Action::Command(Command::Search))
+    ));
+    update(&mut s, Action::Command(Command::Search));
+    for c in "order".chars() {
+        press(&mut s, key(c));
+    }
+    assert!(
+        ui::prompt::title(&s).ends_with("/order▏"),
+        "{}",
+        ui::prompt::title(&s)
+    );
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.focus, Pane::Prompt, "the prompt keeps the focus");
+    assert_eq!(s.filter, "", "nothing filters the candidates");
+    assert_eq!(s.status, "/order: match 1 of 3 in the prompt");
+    assert_eq!(s.prompt_scroll, 1, "two lines above the match");
+    update(&mut s, Action::Command(Command::NextMatch));
+    assert!(
+        ui::prompt::title(&s).ends_with("/order 2 of 3"),
+        "{}",
+        ui::prompt::title(&s)
+    );
+    update(&mut s, Action::Command(Command::PrevMatch));
+    update(&mut s, Action::Command(Command::PrevMatch));
+    assert_eq!(s.prompt_match, Some(2), "it wraps");
+}
+
+#[test]
+fn y_copies_the_focused_completion_alt_digits_jump_to_panes_and_e_opens_the_editor() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.cards = vec![card(6), card(7)];
+    s.card_cursor = 1;
+    s.focus = Pane::Completions;
+    let effects = press(&mut s, key('y'));
+    assert!(
+        matches!(&effects[..], [Effect::Copy(text)] if text == "c7"),
+        "{}",
+        s.status
+    );
+    let alt = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT);
+    press(&mut s, alt('2'));
+    assert_eq!(s.focus, Pane::Candidates);
+    press(&mut s, alt('3'));
+    assert_eq!(s.focus, Pane::Prompt);
+    let effects = press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('E'), KeyModifiers::SHIFT),
+    );
+    let [Effect::OpenInEditor { path, line }] = &effects[..] else {
+        panic!("the editor opens");
+    };
+    assert!(path.ends_with("A.java") && *line == 1);
+    let effects = update(&mut s, Action::Edited(Ok(())));
+    assert!(matches!(&effects[..], [Effect::Index { .. }]), "read again");
+    assert_eq!(s.phase, Phase::Rereading);
+    s.phase = Phase::Ready;
+    s.shared_sample = true;
+    assert!(
+        press(
+            &mut s,
+            KeyEvent::new(KeyCode::Char('E'), KeyModifiers::SHIFT)
+        )
+        .is_empty()
+    );
+    assert!(s.status.contains("bundled sample"), "{}", s.status);
 }

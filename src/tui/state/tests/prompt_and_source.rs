@@ -61,11 +61,14 @@ fn explained_state(completion: &str) -> State {
     s.cards = vec![Card {
         fitted: None,
         candidate: CandidateId::nth(7),
+        same: Vec::new(),
         edited: None,
+        picked: false,
         outcome: Ok(Finished {
             text: completion.into(),
             latency_ms: 0,
-            scores: crate::metrics::score("a", "a"),
+            queued_ms: 0,
+            scores: Some(crate::metrics::score("a", "a")),
             syntax_errors: 0,
         }),
     }];
