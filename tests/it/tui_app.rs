@@ -581,8 +581,22 @@ async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
     // The repository was read again: the hole's target is the text as written.
     let target = |app: &App| app.state.view.as_ref().unwrap().hole.target.clone();
     assert_eq!(target(&app).as_deref(), Some("fromServer();"));
+    // A second write stacks on the first; undo takes them back in turn, the last first.
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    press(&mut app, KeyEvent::from(KeyCode::Char('a')));
+    press(&mut app, KeyEvent::from(KeyCode::Char('y')));
+    while !app.state.status.contains("2 writes to undo") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
     press(&mut app, KeyEvent::from(KeyCode::Char('u')));
-    while !app.state.status.starts_with("undone") {
+    while !app.state.status.contains("1 more to undo") {
+        next(&mut app).await;
+    }
+    app.settle(LIMIT).await.unwrap();
+    press(&mut app, KeyEvent::from(KeyCode::Char('u')));
+    while !app.state.status.starts_with("undone:") {
         next(&mut app).await;
     }
     app.settle(LIMIT).await.unwrap();

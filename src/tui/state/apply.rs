@@ -1,5 +1,5 @@
 //! Writing a completion into the file: a preview of the changed line and a question first,
-//! the new text in the source pane after, and one undo.
+//! the new text in the source pane after, and undo, write by write, last first.
 
 use super::*;
 
@@ -45,10 +45,6 @@ pub(super) fn ask_apply(state: &mut State) -> Vec<Effect> {
         state.status = "apply leaves the bundled sample as it is (every run and the screenshots \
                         share it): open a repository of yours to write into it"
             .into();
-        return vec![];
-    }
-    if state.applied.is_some() {
-        state.status = "one apply at a time: u undoes the last one first".into();
         return vec![];
     }
     if state.phase == Phase::Rereading {
@@ -98,8 +94,10 @@ pub(super) fn written(
     file: FileId,
     result: Result<(String, Option<Applied>), String>,
 ) -> Vec<Effect> {
+    let written_now;
     let applied = match result {
         Ok((text, applied)) => {
+            written_now = applied.is_some();
             state.on_disk = Some((file, text));
             applied
         }
@@ -112,11 +110,17 @@ pub(super) fn written(
         .index
         .as_ref()
         .map_or_else(String::new, |i| i.files[file].path.clone());
-    state.status = match &applied {
-        Some(_) => format!("wrote the completion into {path} · u undoes it"),
-        None => format!("undone: {path} is as it was"),
+    match applied {
+        Some(applied) => state.applied.push(applied),
+        None => drop(state.applied.pop()),
+    }
+    let left = state.applied.len();
+    state.status = match (written_now, left) {
+        (true, 1) => format!("wrote the completion into {path} · u undoes it"),
+        (true, n) => format!("wrote the completion into {path} · u undoes it ({n} writes to undo)"),
+        (false, 0) => format!("undone: {path} is as it was"),
+        (false, n) => format!("undone in {path} · {n} more to undo"),
     };
-    state.applied = applied;
     let mut effects = Vec::new();
     if state.file == file {
         let cursor = state.cursor;
@@ -151,7 +155,7 @@ pub(super) fn undo(state: &mut State) -> Vec<Effect> {
         state.status = "reading the repository again after the write; u works in a moment".into();
         return vec![];
     }
-    match &state.applied {
+    match state.applied.last() {
         Some(applied) => vec![Effect::Undo {
             file: applied.file,
             edit: applied.undo.clone(),

@@ -129,8 +129,9 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
-    /// The last completion written into a file, until undone.
-    pub applied: Option<Applied>,
+    /// The completions written into files and not undone, the last last: `u` takes them back
+    /// in turn.
+    pub applied: Vec<Applied>,
     /// A file's text on disk after a write, until the repository has been read again.
     pub on_disk: Option<(FileId, String)>,
     /// The repository is the bundled sample, which apply leaves alone.
@@ -197,7 +198,7 @@ impl State {
             warning: None,
             shown: 0,
             highlighting: None,
-            applied: None,
+            applied: Vec::new(),
             on_disk: None,
             shared_sample: false,
             column_goal: 0,
