@@ -45,6 +45,10 @@ impl CandidateId {
     pub const TYPED_TYPES: CandidateId = CandidateId(71);
     /// ChatLSP's typed-hole context: headers of what produces the expected type.
     pub const TYPED_HEADERS: CandidateId = CandidateId(72);
+    /// The prompt an editor plugin sent, recorded by `keyhole proxy` (`Family::Recorded`). It
+    /// stands outside the catalogue: it exists only for a recorded request's hole, no one types
+    /// its number, and `all()`, selections and evaluation never see it.
+    pub const AS_SENT: CandidateId = CandidateId(Self::COUNT as u8);
     /// The first retrieved candidate.
     pub const FIRST_RETRIEVED: CandidateId = CandidateId::FILE_BM25;
     /// The candidates that need the backend to write something first.
@@ -98,9 +102,9 @@ impl CandidateId {
         self.0 as usize
     }
 
-    /// This candidate's entry in the catalogue.
+    /// This candidate's entry in the catalogue ([`as_sent_info`] for the recorded prompt).
     pub fn info(self) -> &'static CandidateInfo {
-        &catalogue()[self.index()]
+        catalogue().get(self.index()).unwrap_or_else(as_sent_info)
     }
 
     /// `import MNB`, `default context`, `RepoCoder`: how people know it.
@@ -272,6 +276,8 @@ pub enum Family {
     Retrieved,
     /// Static context of the hole's expected type (ChatLSP).
     Typed,
+    /// The prompt an editor plugin sent for the hole ([`CandidateId::AS_SENT`]).
+    Recorded,
 }
 
 /// Where a proposal takes its context from (RLPG's prompt sources).
@@ -548,6 +554,22 @@ pub fn catalogue() -> &'static [CandidateInfo] {
         table
     });
     &TABLE
+}
+
+/// What the catalogue would say of [`CandidateId::AS_SENT`], the prompt a plugin sent: its
+/// label names no plugin (the row of a recorded request names the one that sent it).
+pub fn as_sent_info() -> &'static CandidateInfo {
+    static INFO: LazyLock<CandidateInfo> = LazyLock::new(|| CandidateInfo {
+        id: CandidateId::AS_SENT,
+        label: "as sent by the plugin".into(),
+        source: "recorded",
+        context_type: "as sent",
+        family: Family::Recorded,
+        needs_backend: false,
+        share: 0.0,
+        keep: Keep::End,
+    });
+    &INFO
 }
 
 /// A set of candidates named on a command line: ids and ranges (`62,7,63-66`), and `top:N` for

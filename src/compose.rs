@@ -109,6 +109,9 @@ pub struct Prompt {
     /// The prompt tokens the model's context leaves room for, where that is less than the
     /// budget and the prompt was composed within it instead.
     pub model_room: Option<usize>,
+    /// The text after the hole, sent apart for the model to fill in the middle: a recorded
+    /// plugin's (the session's `as_sent`); keyhole's own prompts send none.
+    pub suffix: Option<SourcedText>,
 }
 
 impl Prompt {
@@ -388,6 +391,7 @@ impl<'a> Composer<'a> {
             backend_tokens: None,
             assembly: Assembly::Capped,
             model_room: None,
+            suffix: None,
         }
     }
 
@@ -441,6 +445,7 @@ impl<'a> Composer<'a> {
             backend_tokens: None,
             assembly: Assembly::RlpgMainLoop { counted, separator },
             model_room: None,
+            suffix: None,
         }
     }
 

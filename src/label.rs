@@ -132,6 +132,11 @@ impl HoleRows {
             .map_err(|e| format!("{}: {e}", self.hole_id))
     }
 
+    /// The hole's file, relative to its repository.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
     /// The profile the hole's rows were made with.
     pub fn fidelity(&self) -> Fidelity {
         self.fidelity

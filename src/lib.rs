@@ -74,7 +74,6 @@ pub mod lang;
 pub mod lsp;
 pub mod metrics;
 pub mod model;
-#[cfg(feature = "proxy")]
 pub mod proxy;
 pub mod rank;
 pub mod repo;

@@ -50,6 +50,16 @@ pub fn iterations(text: &str) -> Result<u16, String> {
     whole(text, 2, 16).map(|n| n as u16)
 }
 
+/// A budget of requests (`keyhole tune --requests`).
+pub fn requests(text: &str) -> Result<usize, String> {
+    whole(text, 1, 100_000_000)
+}
+
+/// Holes per repository.
+pub fn holes(text: &str) -> Result<usize, String> {
+    whole(text, 1, 10_000)
+}
+
 /// Training epochs, and epochs without improvement before training stops.
 pub fn epochs(text: &str) -> Result<usize, String> {
     whole(text, 1, 100_000)

@@ -123,7 +123,12 @@ pub fn complete_command(args: &CompleteArgs) -> Result<()> {
             }
         })
         .collect();
-    let out = CompleteOut::new(&opened, &entry.name, backend.counting(), &rows);
+    // The ranker chose the candidates only where none were named.
+    let ranks_with = match args.ids.is_empty() {
+        true => opened.session.learning.ranks_with(args.rank.ranker),
+        false => None,
+    };
+    let out = CompleteOut::new(&opened, &entry.name, backend.counting(), ranks_with, &rows);
     if args.at.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -198,6 +203,9 @@ impl Row {
 struct CompleteOut<'a> {
     hole: HoleOut<'a>,
     backend: &'a str,
+    /// What chose the candidates where a classifier tuned for the backend's model ranked them
+    /// (`keyhole tune`): `RLPG-H tuned for smol, 400 holes`.
+    ranks_with: Option<String>,
     tokenizer: &'static str,
     token_counting: TokenCounting,
     completions: Vec<CompletionOut<'a>>,
@@ -240,6 +248,7 @@ impl<'a> CompleteOut<'a> {
         opened: &'a Opened,
         backend: &'a str,
         counting: TokenCounting,
+        ranks_with: Option<String>,
         rows: &'a [Row],
     ) -> CompleteOut<'a> {
         let completions = rows
@@ -267,6 +276,7 @@ impl<'a> CompleteOut<'a> {
         CompleteOut {
             hole: opened.hole_out(),
             backend,
+            ranks_with,
             tokenizer: opened.session.tokenizer.name(),
             token_counting: counting,
             completions,
@@ -280,6 +290,9 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
     let session = &opened.session;
     let counting = counting_words(session.backend.as_ref(), session.tokenizer);
     outln!("backend  {} (budgets {counting})", out.backend);
+    if let Some(ranks_with) = &out.ranks_with {
+        outln!("ranker   {ranks_with}");
+    }
     outln!();
     outln!(
         "{:>2}  {:<30} {:>6} {:>8}  {:<2} {:>5} {:>3}  completion",

@@ -9,7 +9,7 @@ use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod report;
-mod scale;
+pub(super) mod scale;
 
 use super::backends::BackendArgs;
 use super::dirs;
@@ -114,11 +114,11 @@ pub struct EvalArgs {
 }
 
 /// `path` made absolute, where it exists.
-fn canonical(path: &std::path::Path) -> PathBuf {
+pub(super) fn canonical(path: &std::path::Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn repository_name(path: &std::path::Path) -> String {
+pub(super) fn repository_name(path: &std::path::Path) -> String {
     canonical(path).file_name().map_or_else(
         || "repository".to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -128,7 +128,7 @@ fn repository_name(path: &std::path::Path) -> String {
 /// The concurrency to run with on `backend`'s server: at most the requests it works on at once
 /// (more would wait in its queue and run into the deadline), saying so and anything else about
 /// its limits the run exceeds. Unchanged where the server does not say.
-fn within_server_limits(
+pub(super) fn within_server_limits(
     backend: &dyn Backend,
     entry: &BackendConfig,
     options: &EvalOptions,
@@ -163,6 +163,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
             .map_or_else(Selection::all, |c| c.read_as(args.fidelity.numbering())),
         fidelity: args.fidelity,
         tokenizer: tokenizer_kind,
+        plan: None,
     };
     let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
     if let Some(name) = names
@@ -177,9 +178,16 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
         &report_settings(args),
         &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
     )?;
-    let mut batch = scale::Batch::open(args, &entry)?;
+    let mut batch = scale::Batch::open(
+        args.export_requests.as_deref(),
+        &args.import_responses,
+        &entry,
+    )?;
     // RLPG-H picks `top:N` candidates with the classifier the report ranks with.
     let learning = settings.learning()?;
+    if let Some(ranks_with) = learning.ranks_with(keyhole::rank::RankerKind::RlpgH) {
+        errln!("ranking with {ranks_with} (--classifier overrides it)");
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(args.max_failures);
@@ -248,7 +256,15 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     {
         return Ok(());
     }
-    report::write_report(args, &mut backends, &out, &runtime, &mut failures, total)
+    report::write_report(
+        args,
+        &mut backends,
+        &settings,
+        &out,
+        &runtime,
+        &mut failures,
+        total,
+    )
 }
 
 /// The backend of a run for each repository: the embedded model learns from each one, any
@@ -263,7 +279,7 @@ pub(super) struct Backends<'e> {
 }
 
 impl<'e> Backends<'e> {
-    fn new(entry: &'e BackendConfig, in_flight: usize) -> Backends<'e> {
+    pub(super) fn new(entry: &'e BackendConfig, in_flight: usize) -> Backends<'e> {
         Backends {
             entry,
             shared: None,
@@ -276,6 +292,11 @@ impl<'e> Backends<'e> {
     }
 
     /// The backend that completes holes of `index`.
+    /// The backend serving every repository, once built (not the embedded model's).
+    pub(super) fn shared(&self) -> Option<&Arc<dyn Backend>> {
+        self.shared.as_ref()
+    }
+
     pub(super) fn for_index(&mut self, index: &Arc<RepoIndex>) -> Result<Arc<dyn Backend>> {
         if self.entry.kind == BackendKind::Embedded {
             return Ok(Arc::from(model::build_backend(self.entry, index)?));
@@ -318,7 +339,7 @@ fn report_settings(args: &EvalArgs) -> ReportSettings {
     }
 }
 
-fn progress_bar(name: &str) -> ProgressBar {
+pub(super) fn progress_bar(name: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);
     let style =
         ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} holes  {per_sec}  ETA {eta}")

@@ -41,6 +41,7 @@ mod proposals;
 mod proxy;
 mod tasks;
 mod train;
+mod tune;
 mod ui;
 
 use std::io::{IsTerminal, Write};
@@ -111,6 +112,10 @@ enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Train the prompt proposal classifier (RLPG-H or RLPG-R) on evaluation label files.
     Train(train::TrainArgs),
+    /// Learn which contexts help your backend's model: label holes of your repositories with
+    /// it, train RLPG-H on those labels, and rank with that classifier from then on whenever
+    /// the backend and its model are the active ones.
+    Tune(Box<tune::TuneArgs>),
     /// List RLPG's sampled holes of a repository.
     Holes(holes::HolesArgs),
     /// Complete the tasks of a RepoEval or CrossCodeEval task file and score them.
@@ -227,6 +232,17 @@ fn run(cli: Cli) -> Result<()> {
             let options = cli.ui.options()?;
             keyhole::tui::run(cli.repo, cli.position, options)
         }
+        None if cli.ui.recorded.is_some() => {
+            // Not a terminal: what the UI would open, as `keyhole recorded show` prints it.
+            let repo = cli
+                .repo
+                .context("--recorded needs the repository the plugin edited")?;
+            proxy::recorded_command(&proxy::RecordedCommand::Show {
+                id: cli.ui.recorded.unwrap_or_default(),
+                repo: Some(repo),
+                json: false,
+            })
+        }
         None => {
             // Not a terminal (piped, CI): print what the UI would open on, as a table.
             // A repository without a position: the hole the UI would open on.
@@ -261,6 +277,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Backends { json }) => backends::backends_command(json),
         Some(Command::Eval(args)) => eval::eval_command(&args),
         Some(Command::Train(args)) => train::train_command(&args),
+        Some(Command::Tune(args)) => tune::tune_command(&args),
         Some(Command::Holes(args)) => holes::holes_command(&args),
         Some(Command::Render {
             state,

@@ -31,7 +31,8 @@ pub struct ProxyArgs {
 
 #[derive(Subcommand)]
 pub enum RecordedCommand {
-    /// One line per recorded completion request, newest last.
+    /// One line per recorded completion request, newest last (in the UI, R lists them and
+    /// opens one; `keyhole REPO --recorded N` opens request N).
     List {
         #[arg(long)]
         json: bool,
@@ -118,7 +119,7 @@ fn upstream(to: &str) -> Result<Upstream> {
 }
 
 fn log_dir() -> Option<PathBuf> {
-    dirs().data.as_ref().map(|d| d.join("proxy"))
+    proxy::log_dir(dirs())
 }
 
 pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
@@ -163,7 +164,8 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
     Ok(())
 }
 
-/// One line: number, endpoint, status, time, the end of what was sent and the answer.
+/// One line: number, who sent it, endpoint, status, time, the end of what was sent and the
+/// answer.
 fn summary(e: &Exchange) -> String {
     let before_cursor = e
         .sent
@@ -181,8 +183,9 @@ fn summary(e: &Exchange) -> String {
         .rev()
         .collect();
     format!(
-        "{:>5}  {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
+        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
         e.id,
+        e.sender(),
         e.endpoint,
         e.status,
         e.total_ms,
@@ -210,10 +213,10 @@ struct Located {
 fn locate(repo: &std::path::Path, exchange: &Exchange) -> Result<Located> {
     let settings = super::hole::settings(&Choices::default())?;
     let session = keyhole::Session::open(repo, &settings)?;
-    Ok(Located {
-        places: proxy::hole_places(&session.index, &exchange.sent),
-        provenance: proxy::provenance(&session.index, &exchange.sent),
-    })
+    let places = proxy::hole_places(&session.index, &exchange.sent);
+    // Where the pieces came from, the code around the cursor matched at the surest place.
+    let provenance = proxy::provenance(&session.index, &exchange.sent, places.first());
+    Ok(Located { places, provenance })
 }
 
 fn show_located(located: &Located) -> Result<()> {
@@ -229,10 +232,13 @@ fn show_located(located: &Located) -> Result<()> {
     }
     outln!("--- where the pieces came from ---");
     for piece in &located.provenance {
-        let from = if piece.from.is_empty() {
-            "no repository file: the plugin's own text".to_string()
-        } else {
-            piece.from.join(", ")
+        let from = match (piece.from.is_empty(), piece.framing_chars) {
+            (true, _) => "no repository file: the plugin's own text".to_string(),
+            (false, 0) => piece.from.join(", "),
+            (false, framing) => format!(
+                "{} (and {framing} chars of the plugin's own)",
+                piece.from.join(", ")
+            ),
         };
         outln!("  {:<24} {:>6} chars  {from}", piece.piece, piece.chars);
     }

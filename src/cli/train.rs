@@ -9,8 +9,8 @@ use keyhole::compose;
 use keyhole::eval::labels;
 use keyhole::rank::classifier::Variant;
 use keyhole::rank::classifier::bert::BertEncoder;
-use keyhole::rank::classifier::dataset::Rebuild;
-use keyhole::rank::classifier::train::{self, TrainOptions, TrainReport};
+use keyhole::rank::classifier::dataset::{Corpus, Rebuild};
+use keyhole::rank::classifier::train::{self, Holdout, TrainOptions, TrainReport};
 use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
@@ -67,7 +67,7 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         args.validation.clone()
     };
     let rebuild = Rebuild {
-        corpus: &args.corpus,
+        corpus: Corpus::Dir(&args.corpus),
         tokenizer: TokenizerKind::Code.tokenizer(),
         budget: args.budget,
         with_contexts: args.variant == Variant::R,
@@ -94,10 +94,11 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         .or_else(|| args.out.exists().then(|| args.out.clone()));
     let options = TrainOptions {
         variant: args.variant,
-        validation,
+        validation: Holdout::Repositories(validation),
         max_epochs: args.max_epochs,
         patience: args.patience,
         seed: args.seed,
+        fine_tune: false,
     };
     let report = train::train(
         &built.examples,

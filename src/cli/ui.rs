@@ -33,6 +33,11 @@ pub struct UiArgs {
     /// or code.
     #[arg(long, default_value = "paper")]
     pub fidelity: keyhole::context::fidelity::Fidelity,
+    /// Open the hole of recorded request N (`keyhole recorded list`): where the repository
+    /// holds what the plugin sent around the cursor, with the plugin's prompt as the first
+    /// candidate.
+    #[arg(long, value_name = "N", conflicts_with = "position")]
+    pub recorded: Option<u64>,
     /// The bundled sample to open when no repository is given: java, python or typescript.
     #[arg(long, value_name = "LANGUAGE", default_value = "java", value_parser = Sample::named)]
     pub sample: Sample,
@@ -61,6 +66,7 @@ impl UiArgs {
             theme: self.theme.clone(),
             warnings,
             sample: self.sample,
+            recorded: self.recorded,
         })
     }
 }

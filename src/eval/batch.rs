@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use super::LabelRow;
 use super::labels::LabelFile;
-use super::runner::{Job, RepoRun};
+use super::runner::{Job, RepoRun, copy_answer, share_identical};
 use crate::context::perspectives::Draft;
 use crate::hole::Hole;
 use crate::model::CompletionRequest;
@@ -524,7 +524,10 @@ impl BatchRun<'_> {
     ) -> (Vec<(Job, String)>, Vec<Value>) {
         let mut done = Vec::new();
         let mut missing = Vec::new();
-        for (job, request) in jobs {
+        // Identical requests of the hole are asked once, and their answer labels them all.
+        let keyed = jobs.into_iter().map(|(job, request)| ((), job, request));
+        let (jobs, copies) = share_identical(keyed.collect());
+        for ((), job, request) in jobs {
             let name = job_name(job);
             // An answer to the request as sent, or as sent once the engine refused suffixes.
             let hashes = [false, true].map(|left_to_right| {
@@ -541,6 +544,9 @@ impl BatchRun<'_> {
                     self.responses.left_to_right,
                 )),
             }
+        }
+        for ((), job, leader) in copies {
+            copy_answer(&mut done, job, leader);
         }
         (done, missing)
     }

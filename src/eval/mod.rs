@@ -14,8 +14,10 @@ pub mod interop;
 pub mod labels;
 pub mod merge;
 pub mod outdir;
+pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod shard;
+pub mod tune;
 
 pub use crate::label::{LabelRow, RLPG_CANDIDATES, ROWS_PER_HOLE, WRITTEN_ROWS, hole_id};

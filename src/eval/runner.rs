@@ -7,8 +7,8 @@
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
 //! iteration's completion, and ProCC's hypothetical line and summary).
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{self, StreamExt};
 use indicatif::ProgressBar;
@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
 use super::labels::LabelFile;
+use super::plan::Plan;
 use super::shard::Shard;
 use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
@@ -60,6 +61,9 @@ pub struct EvalOptions {
     pub fidelity: Fidelity,
     /// The tokenizer budgets are counted in.
     pub tokenizer: TokenizerKind,
+    /// Per hole, the candidates a budget of requests chose to complete besides `candidates`
+    /// (`keyhole tune`); the run then labels only the holes the plan names.
+    pub plan: Option<Arc<Plan>>,
 }
 
 /// The holes a run labels in `index`: RLPG's sample of at most `holes` drawn with `seed`, or
@@ -106,6 +110,10 @@ pub struct RunStats {
     pub failed: usize,
     /// Why the last failed hole failed.
     pub last_error: Option<BackendError>,
+    /// Requests sent, and the candidates that took another's answer instead (their prompts
+    /// were identical to it).
+    pub requests: usize,
+    pub shared: usize,
 }
 
 /// `N holes: C complete (R from an earlier run, K now), F failed`.
@@ -282,6 +290,43 @@ struct ChunkDone<'a> {
 struct Shared<'f> {
     failures: Mutex<&'f mut Failures>,
     in_flight: Semaphore,
+    /// Requests sent, and jobs answered by another's identical request.
+    sent: AtomicUsize,
+    shared: AtomicUsize,
+}
+
+/// A job with its request, keyed by what it belongs to (a hole of a chunk).
+pub(super) type KeyedJob<K> = (K, Job, CompletionRequest);
+/// A job that takes the answer of another's identical request: (key, job, the other job).
+pub(super) type Follower<K> = (K, Job, Job);
+
+/// `jobs` with each request sent once per key (a hole): the jobs to send, and for every job
+/// left out (key, job, the job sent with the identical request) so that one answer labels
+/// all of them. Candidates whose composed prompts are the same (two proposals that found the
+/// same context, or none that fits) cost one request.
+pub(super) fn share_identical<K: PartialEq + Copy>(
+    jobs: Vec<KeyedJob<K>>,
+) -> (Vec<KeyedJob<K>>, Vec<Follower<K>>) {
+    let mut sent: Vec<KeyedJob<K>> = Vec::with_capacity(jobs.len());
+    let mut copies = Vec::new();
+    for (key, job, request) in jobs {
+        match sent.iter().find(|(k, _, r)| *k == key && *r == request) {
+            Some(&(_, leader, _)) => copies.push((key, job, leader)),
+            None => sent.push((key, job, request)),
+        }
+    }
+    (sent, copies)
+}
+
+/// Adds `job`'s answer to `done`: the text `leader` got for the same request.
+pub(super) fn copy_answer(done: &mut Vec<(Job, String)>, job: Job, leader: Job) {
+    if let Some(text) = done
+        .iter()
+        .find(|(j, _)| *j == leader)
+        .map(|(_, t)| t.clone())
+    {
+        done.push((job, text));
+    }
 }
 
 impl RepoRun<'_> {
@@ -309,6 +354,8 @@ impl RepoRun<'_> {
         let shared = Shared {
             failures: Mutex::new(failures),
             in_flight: Semaphore::new(self.options.concurrency.max(1)),
+            sent: AtomicUsize::new(0),
+            shared: AtomicUsize::new(0),
         };
         let shared = &shared;
         // In order, so that rows are written hole by hole as sampled; a chunk that must stop
@@ -317,7 +364,10 @@ impl RepoRun<'_> {
             .map(|chunk| async move { (chunk, self.complete_chunk(chunk, shared).await) })
             .buffered(CHUNKS_IN_FLIGHT);
         while let Some((chunk, done)) = chunks.next().await {
-            self.write_chunk(chunk, done?, labels, shared, progress, &mut stats)?;
+            let written = self.write_chunk(chunk, done?, labels, shared, progress, &mut stats);
+            stats.requests = shared.sent.load(Ordering::Relaxed);
+            stats.shared = shared.shared.load(Ordering::Relaxed);
+            written?;
         }
         Ok(stats)
     }
@@ -434,13 +484,54 @@ impl RepoRun<'_> {
         stop.map_or(Ok(()), Err)
     }
 
-    /// The holes this run labels: RLPG's sample, or this shard's part of it.
+    /// The holes this run labels: RLPG's sample, or this shard's part of it; with a plan, the
+    /// ones it names.
     pub fn holes(&self) -> Vec<Hole> {
         let o = self.options;
-        run_holes(&self.session.index, o.holes, o.seed, o.fidelity, o.shard)
+        let mut holes = run_holes(&self.session.index, o.holes, o.seed, o.fidelity, o.shard);
+        if let Some(plan) = &o.plan {
+            holes.retain(|h| plan.has(&self.id(h)));
+        }
+        holes
     }
 
-    pub(super) fn id(&self, hole: &Hole) -> String {
+    /// RLPG's applicable candidates of `hole` grouped by the request each would send (a group
+    /// costs one request: [`share_identical`]), each with the probability of success the
+    /// session's RLPG-H gives it: what a [`super::plan`] weighs.
+    pub fn candidate_groups(&self, hole: &Hole) -> Vec<super::plan::Group> {
+        let composer = self.session.composer(hole);
+        let built = self.session.proposals(hole);
+        let ranked = self
+            .session
+            .rank(hole, &built, RankerKind::RlpgH)
+            .unwrap_or_default();
+        let probability = |id| ranked.iter().find(|r| r.id == id).map_or(0.0, |r| r.score);
+        let mut prompts: Vec<(CandidateId, Prompt)> = built
+            .iter()
+            .filter(|p| p.applicable())
+            .map(|p| (p.spec.id, composer.compose(Some(p))))
+            .collect();
+        prompts.push((CandidateId::DEFAULT, composer.compose(None)));
+        let jobs = prompts
+            .iter()
+            .map(|(id, prompt)| ((), Job::Candidate(*id), self.request(hole, prompt)))
+            .collect();
+        let (sent, copies) = share_identical(jobs);
+        // Every job here is a candidate's.
+        let candidate = |job| match job {
+            Job::Candidate(id) => Some((id, probability(id))),
+            Job::Draft(_) => None,
+        };
+        sent.into_iter()
+            .map(|((), leader, _)| {
+                let members = copies.iter().filter(|(_, _, l)| *l == leader);
+                let jobs = std::iter::once(leader).chain(members.map(|&(_, job, _)| job));
+                super::plan::Group(jobs.filter_map(candidate).collect())
+            })
+            .collect()
+    }
+
+    pub fn id(&self, hole: &Hole) -> String {
         run_hole_id(self.repository, &self.session.index, hole)
     }
 
@@ -540,15 +631,23 @@ impl RepoRun<'_> {
         later
     }
 
-    /// RLPG's candidates that `top:N` takes for this hole, by the run's RLPG-H ranking.
+    /// RLPG's candidates chosen for this hole beyond the run's ids: the plan's, and those
+    /// `top:N` takes by the run's RLPG-H ranking.
     fn top(&self, hole: &Hole, built: &[ProposalContext]) -> Vec<CandidateId> {
+        let mut chosen = match &self.options.plan {
+            Some(plan) => plan.candidates(&self.id(hole)).to_vec(),
+            None => Vec::new(),
+        };
         let Some(n) = self.options.candidates.top else {
-            return Vec::new();
+            return chosen;
         };
         let ranked = self.session.rank(hole, built, RankerKind::RlpgH);
-        ranked
-            .map(|r| r.into_iter().take(n).map(|r| r.id).collect())
-            .unwrap_or_default()
+        chosen.extend(
+            ranked
+                .map(|r| r.into_iter().take(n).map(|r| r.id).collect::<Vec<_>>())
+                .unwrap_or_default(),
+        );
+        chosen
     }
 
     /// Whether the run completes any candidate built from another completion (a second stage;
@@ -621,6 +720,8 @@ impl RepoRun<'_> {
         holes: usize,
         shared: &Shared<'_>,
     ) -> Result<Outcomes, RunError> {
+        let (jobs, copies) = share_identical(jobs);
+        shared.shared.fetch_add(copies.len(), Ordering::Relaxed);
         let failed: Vec<AtomicBool> = (0..holes).map(|_| AtomicBool::new(false)).collect();
         let failed = &failed;
         let mut done = stream::iter(jobs)
@@ -630,6 +731,7 @@ impl RepoRun<'_> {
                 if failed[h].load(Ordering::Relaxed) {
                     return (h, job, None);
                 }
+                shared.sent.fetch_add(1, Ordering::Relaxed);
                 let result =
                     perspectives::first_completion(self.session.backend.as_ref(), &request).await;
                 (h, job, Some(result))
@@ -646,6 +748,11 @@ impl RepoRun<'_> {
                     *slot = Err(err);
                 }
                 (Ok(_), Err(_)) => {}
+            }
+        }
+        for (h, job, leader) in copies {
+            if let Ok(list) = &mut per_hole[h] {
+                copy_answer(list, job, leader);
             }
         }
         Ok(per_hole)

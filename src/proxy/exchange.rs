@@ -144,7 +144,8 @@ pub struct Answered {
 }
 
 /// Read an answer body of the given content type: one JSON object, server-sent events
-/// (`data: {...}` lines, `[DONE]` at the end) or NDJSON (Ollama's streams).
+/// (`data: {...}` lines, `[DONE]` at the end) or NDJSON (Ollama's streams, also when labelled
+/// JSON).
 pub fn read_answer(content_type: &str, body: &[u8]) -> Answered {
     let body = String::from_utf8_lossy(body);
     let mut answered = Answered::default();
@@ -153,12 +154,16 @@ pub fn read_answer(content_type: &str, body: &[u8]) -> Answered {
             .filter_map(|line| line.strip_prefix("data:"))
             .filter_map(|data| serde_json::from_str(data.trim()).ok())
             .collect()
-    } else if content_type.contains("ndjson") {
-        body.lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect()
     } else {
-        serde_json::from_str(&body).into_iter().collect()
+        // One JSON object; else a stream of them, one a line (NDJSON, whatever the label says:
+        // a server may call its stream JSON).
+        match serde_json::from_str(&body) {
+            Ok(object) if !content_type.contains("ndjson") => vec![object],
+            _ => body
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect(),
+        }
     };
     for object in &objects {
         answered.text.push_str(&answer_text(object));

@@ -1,11 +1,19 @@
 //! Where a recorded completion request was made: the file and position of its hole, found in
 //! the repository from the text the plugin sent before and after the cursor, and where each
-//! piece of what it sent came from.
+//! piece of what it sent came from. Plugins send that text in three shapes: apart (llama.cpp's
+//! `/infill`: `input_prefix`, `prompt`, `input_suffix`), as a prompt and a suffix (OpenAI's and
+//! Ollama's `suffix`), or as one prompt in which they filled a model's fill-in-the-middle
+//! template themselves (Continue's and Twinny's `<fim_prefix>…<fim_suffix>…<fim_middle>`).
+
+use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::Serialize;
 
 use super::exchange::Sent;
+use crate::lang::Span;
 use crate::repo::{FileId, RepoIndex};
+use crate::sourced::SourcedText;
 
 /// Lines of the text before the cursor that must match (fewer when it has fewer).
 const ANCHOR_LINES: usize = 3;
@@ -19,6 +27,18 @@ pub enum Certainty {
     /// The text before the cursor is there, but what follows has changed since (the user went
     /// on writing, perhaps the completion itself).
     BeforeOnly,
+}
+
+impl Certainty {
+    /// How people read it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Certainty::Exact => "the text before and after the cursor match the file",
+            Certainty::BeforeOnly => {
+                "the text before the cursor matches; the file changed after it"
+            }
+        }
+    }
 }
 
 /// A place the hole may have been.
@@ -36,23 +56,130 @@ impl Place {
     pub fn position(&self) -> String {
         format!("{}:{}:{}", self.file, self.line, self.column)
     }
+
+    /// The file and byte offset of the place in `index`, if it has the file.
+    fn cursor(&self, index: &RepoIndex) -> Option<(FileId, usize)> {
+        let id = index.files.iter().position(|f| f.path == self.file)?;
+        let file = &index.files[id];
+        let start = file.line_start(self.line.checked_sub(1)?);
+        let offset = file.text[start..]
+            .char_indices()
+            .nth(self.column.checked_sub(1)?)
+            .map_or(file.text.len(), |(at, _)| start + at);
+        Some((id, offset))
+    }
+}
+
+/// The text a request sent before and after its cursor, as ranges of one of its pieces.
+struct AroundCursor<'s> {
+    /// The text before the cursor; for an infill request, its prefix and middle joined.
+    before: std::borrow::Cow<'s, str>,
+    after: &'s str,
+}
+
+/// The text before and after the cursor, whichever shape the request sent it in.
+fn around_cursor(sent: &Sent) -> AroundCursor<'_> {
+    let prompt = sent
+        .prompt
+        .as_deref()
+        .or_else(|| sent.messages.last().map(|m| m.content.as_str()))
+        .unwrap_or_default();
+    let suffix = sent.suffix.as_deref();
+    if let Some(prefix) = &sent.prefix {
+        return AroundCursor {
+            before: format!("{prefix}{prompt}").into(),
+            after: suffix.unwrap_or_default(),
+        };
+    }
+    match (suffix, fim_parts(prompt)) {
+        (None, Some(fim)) => AroundCursor {
+            before: prompt[fim.before].into(),
+            after: &prompt[fim.after],
+        },
+        _ => AroundCursor {
+            before: prompt.into(),
+            after: suffix.unwrap_or_default(),
+        },
+    }
+}
+
+/// Where a prompt a plugin filled a fill-in-the-middle template in holds the text before and
+/// after the cursor; the rest is the template's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FimParts {
+    before: Range<usize>,
+    after: Range<usize>,
+}
+
+/// The fill-in-the-middle templates of the models plugins serve, prefix first: (prefix marker,
+/// suffix marker, middle marker). Code Llama's markers stand apart from the text by a space.
+const PREFIX_FIRST: [(&str, &str, &str); 4] = [
+    // StarCoder, Stable Code (Continue's default template).
+    ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
+    // Qwen2.5-Coder, CodeGemma.
+    ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
+    // DeepSeek Coder.
+    ("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"),
+    // Code Llama (Twinny's default), whose markers a space sets apart.
+    ("<PRE>", " <SUF>", " <MID>"),
+];
+
+/// Codestral's template puts the suffix first: `[SUFFIX]…[PREFIX]…`.
+const SUFFIX_FIRST: (&str, &str) = ("[SUFFIX]", "[PREFIX]");
+
+/// The parts of `prompt` a fill-in-the-middle template holds, if it holds one.
+fn fim_parts(prompt: &str) -> Option<FimParts> {
+    for (prefix, suffix, middle) in PREFIX_FIRST {
+        let Some(at) = prompt.rfind(suffix) else {
+            continue;
+        };
+        if !prompt[..at].contains(prefix.trim()) {
+            continue;
+        }
+        let after = at + suffix.len();
+        let end = prompt[after..]
+            .rfind(middle)
+            .map_or(prompt.len(), |m| after + m);
+        return Some(FimParts {
+            before: 0..at,
+            after: after..end,
+        });
+    }
+    let (suffix, prefix) = SUFFIX_FIRST;
+    let first = prompt.find(suffix)?;
+    let second = first + prompt[first..].find(prefix)?;
+    Some(FimParts {
+        before: second + prefix.len()..prompt.len(),
+        after: first + suffix.len()..second,
+    })
 }
 
 /// The places a request's hole may have been, surest first; several of equal certainty mean
 /// the request cannot tell them apart.
 pub fn hole_places(index: &RepoIndex, sent: &Sent) -> Vec<Place> {
-    let before = text_before_cursor(sent);
-    let anchor = anchor(&before);
+    let around = around_cursor(sent);
+    let anchor = anchor(&around.before);
     if anchor.trim().is_empty() {
         return Vec::new();
     }
-    let after = sent.suffix.as_deref().unwrap_or_default();
-    let after_head = after.split_inclusive('\n').next().unwrap_or_default();
+    let after_head = around
+        .after
+        .split_inclusive('\n')
+        .next()
+        .unwrap_or_default();
+    // Spaces and tabs right after the cursor are compared apart: a plugin may leave a line's
+    // indentation out (llama.vscode sends no prompt on a blank line) or a template add one.
+    let blank = |text: &str| text.len() - text.trim_start_matches([' ', '\t']).len();
+    let sent_blank = blank(after_head);
     let mut places = Vec::new();
     for (id, file) in index.files.iter().enumerate() {
         for (at, _) in file.text.match_indices(anchor) {
-            let cursor = at + anchor.len();
-            let certainty = if file.text[cursor..].starts_with(after_head) {
+            let mut cursor = at + anchor.len();
+            let rest = &file.text[cursor..];
+            let file_blank = blank(rest);
+            let certainty = if rest[file_blank..].starts_with(&after_head[sent_blank..]) {
+                // The cursor stood after the indentation the plugin did not send.
+                cursor += file_blank.saturating_sub(sent_blank);
                 Certainty::Exact
             } else {
                 Certainty::BeforeOnly
@@ -62,17 +189,6 @@ pub fn hole_places(index: &RepoIndex, sent: &Sent) -> Vec<Place> {
     }
     places.sort_by(|a, b| a.certainty.cmp(&b.certainty).then(a.file.cmp(&b.file)));
     places
-}
-
-/// The text before the cursor: an infill request's prefix and its middle, a completion's
-/// prompt, a chat's last message.
-fn text_before_cursor(sent: &Sent) -> String {
-    let prefix = sent.prefix.as_deref().unwrap_or_default();
-    let prompt = match &sent.prompt {
-        Some(prompt) => prompt.as_str(),
-        None => sent.messages.last().map_or("", |m| m.content.as_str()),
-    };
-    format!("{prefix}{prompt}")
 }
 
 /// The last [`ANCHOR_LINES`] lines of `before`, the cursor's line up to the cursor included.
@@ -99,63 +215,335 @@ fn place(index: &RepoIndex, file: FileId, offset: usize, certainty: Certainty) -
     }
 }
 
-/// Where one piece of the sent text came from: the repository lines it equals, or none (the
-/// plugin's own framing, or text the repository does not hold).
+/// The plugin's prompt as keyhole's backends take it, each byte with its origin where a
+/// repository file holds it (the plugin's framing and template have none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SentPrompt {
+    /// What the model continues: an infill request's extra chunks (the server puts them
+    /// first), prefix and middle; another request's prompt as sent, template and all.
+    pub prompt: SourcedText,
+    /// The text after the cursor, where the request sent it apart.
+    pub suffix: Option<SourcedText>,
+}
+
+/// The prompt `sent` asks a model to continue, with where each piece came from, given the
+/// place its hole was (the code before and after it is matched there first); `None` for a chat
+/// request, which asks no model to continue code.
+pub fn sent_prompt(index: &RepoIndex, sent: &Sent, place: Option<&Place>) -> Option<SentPrompt> {
+    if sent.prompt.is_none() && sent.prefix.is_none() {
+        return None;
+    }
+    let lines = RepoLines::new(index);
+    let cursor = place.and_then(|p| p.cursor(index));
+    let after = |text: &str| lines.sourced(text, cursor, Side::After);
+    let prompt = sent.prompt.as_deref().unwrap_or_default();
+    if let Some(prefix) = &sent.prefix {
+        let mut sourced = SourcedText::default();
+        for chunk in &sent.extra {
+            sourced.append(lines.sourced(&chunk.text, None, Side::Before));
+        }
+        sourced.append(lines.sourced(&format!("{prefix}{prompt}"), cursor, Side::Before));
+        return Some(SentPrompt {
+            prompt: sourced,
+            suffix: sent.suffix.as_deref().map(after),
+        });
+    }
+    Some(SentPrompt {
+        prompt: lines.sourced_prompt(prompt, cursor, sent.suffix.is_none()),
+        suffix: sent.suffix.as_deref().map(after),
+    })
+}
+
+/// Which side of the cursor a text was sent from: the code nearest the cursor is its end
+/// before it and its start after it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Before,
+    After,
+}
+
+/// Comment marks plugins put before lines of other files (Continue's snippets).
+const COMMENT_MARKS: [&str; 4] = ["// ", "# ", "-- ", "; "];
+
+/// A line shorter than this (trimmed) says too little to start a match on (`}`, `else:`).
+const MIN_LINE_CHARS: usize = 4;
+
+/// Every line of the repository by its text, to find where sent lines came from.
+struct RepoLines<'i> {
+    index: &'i RepoIndex,
+    /// A line's text (no line break) to where it starts: (file, byte offset).
+    lines: HashMap<&'i str, Vec<(FileId, usize)>>,
+}
+
+impl<'i> RepoLines<'i> {
+    fn new(index: &'i RepoIndex) -> RepoLines<'i> {
+        let mut lines: HashMap<&str, Vec<(FileId, usize)>> = HashMap::new();
+        for (id, file) in index.files.iter().enumerate() {
+            let mut start = 0;
+            for line in file.text.split_inclusive('\n') {
+                let content = line.trim_end_matches(['\n', '\r']);
+                if content.trim().chars().count() >= MIN_LINE_CHARS {
+                    lines.entry(content).or_default().push((id, start));
+                }
+                start += line.len();
+            }
+        }
+        RepoLines { index, lines }
+    }
+
+    /// `text` with origins: the code next to the cursor matched at the cursor (byte for byte),
+    /// the rest line by line wherever the repository holds those lines.
+    fn sourced(&self, text: &str, cursor: Option<(FileId, usize)>, side: Side) -> SourcedText {
+        let mut sourced = SourcedText::default();
+        let Some((file, at)) = cursor else {
+            return self.by_lines(text);
+        };
+        let file_text = &self.index.files[file].text;
+        match side {
+            Side::Before => {
+                let n = common_suffix(text, &file_text[..at]);
+                sourced.append(self.by_lines(&text[..text.len() - n]));
+                sourced.push_span(self.index, file, Span::new(at - n, at));
+            }
+            Side::After => {
+                // A template may set the suffix apart by a space (Twinny's `<SUF> `).
+                let space = usize::from(text.starts_with(' ') && !file_text[at..].starts_with(' '));
+                let sent = &text[space..];
+                let rest = &file_text[at..];
+                let mut n = common_prefix(sent, rest);
+                // What the user wrote at the cursor since pushed the text after it on: it
+                // starts where the sent text's head is found again, a little further.
+                let mut wrote = 0;
+                let head = &sent[..char_floor(sent, SUFFIX_HEAD)];
+                let marks = head.chars().filter(|c| !c.is_whitespace()).count();
+                if n == 0 && marks >= SUFFIX_HEAD_MARKS {
+                    let near = &rest[..char_floor(rest, SUFFIX_SEARCH)];
+                    if let Some(found) = near.find(head) {
+                        wrote = found;
+                        n = common_prefix(sent, &rest[found..]);
+                    }
+                }
+                sourced.push_plain(&text[..space]);
+                let start = at + wrote;
+                sourced.push_span(self.index, file, Span::new(start, start + n));
+                sourced.append(self.by_lines(&sent[n..]));
+            }
+        }
+        sourced
+    }
+
+    /// A prompt sent whole (not an infill's middle) with origins: where it fills a FIM
+    /// template (`templated`: no suffix was sent apart), the two parts matched around the
+    /// cursor and the template the plugin's framing; else the text before the cursor.
+    fn sourced_prompt(
+        &self,
+        prompt: &str,
+        cursor: Option<(FileId, usize)>,
+        templated: bool,
+    ) -> SourcedText {
+        let Some(fim) = fim_parts(prompt).filter(|_| templated) else {
+            return self.sourced(prompt, cursor, Side::Before);
+        };
+        // Codestral's template puts the suffix first: the parts go in the prompt's order.
+        let mut parts = [(fim.before, Side::Before), (fim.after, Side::After)];
+        parts.sort_by_key(|(range, _)| range.start);
+        let mut sourced = SourcedText::default();
+        let mut at = 0;
+        for (range, side) in parts {
+            sourced.push_plain(&prompt[at..range.start]);
+            sourced.append(self.sourced(&prompt[range.clone()], cursor, side));
+            at = range.end;
+        }
+        sourced.push_plain(&prompt[at..]);
+        sourced
+    }
+
+    /// `text` with origins for the runs of whole lines a repository file holds in the same
+    /// order, and for lines a comment mark set before a repository line.
+    fn by_lines(&self, text: &str) -> SourcedText {
+        let mut sourced = SourcedText::default();
+        // The run being matched: its file, where it starts there and where the next line
+        // must start.
+        let mut run: Option<(FileId, usize, usize)> = None;
+        let flush = |sourced: &mut SourcedText, run: &mut Option<(FileId, usize, usize)>| {
+            if let Some((file, start, end)) = run.take() {
+                sourced.push_span(self.index, file, Span::new(start, end));
+            }
+        };
+        for line in text.split_inclusive('\n') {
+            if let Some((file, _, next)) = &mut run
+                && self.index.files[*file].text[*next..].starts_with(line)
+            {
+                *next += line.len();
+                continue;
+            }
+            flush(&mut sourced, &mut run);
+            let content = line.trim_end_matches(['\n', '\r']);
+            if let Some((file, start)) = self.best_start(text, line) {
+                run = Some((file, start, start + line.len()));
+                continue;
+            }
+            let marked = COMMENT_MARKS.iter().find_map(|mark| {
+                let code = content.strip_prefix(mark)?;
+                let &(file, start) = self.lines.get(code)?.first()?;
+                Some((mark.len(), file, start, code.len()))
+            });
+            match marked {
+                Some((mark, file, start, len)) => {
+                    sourced.push_plain(&line[..mark]);
+                    sourced.push_span(self.index, file, Span::new(start, start + len));
+                    sourced.push_plain(&line[mark + len..]);
+                }
+                None => sourced.push_plain(line),
+            }
+        }
+        flush(&mut sourced, &mut run);
+        sourced
+    }
+
+    /// Where the run of lines starting with `line` (a line of `text`) best continues: the
+    /// repository line equal to it whose following lines match the most of `text`'s.
+    fn best_start(&self, text: &str, line: &str) -> Option<(FileId, usize)> {
+        let content = line.trim_end_matches(['\n', '\r']);
+        let starts = self.lines.get(content)?;
+        let offset = line.as_ptr() as usize - text.as_ptr() as usize;
+        let following = &text[offset..];
+        starts
+            .iter()
+            .copied()
+            .filter(|&(file, start)| self.index.files[file].text[start..].starts_with(line))
+            .max_by_key(|&(file, start)| {
+                let matched = common_prefix(following, &self.index.files[file].text[start..]);
+                // Equal runs: the first file in the index.
+                (matched, std::cmp::Reverse(file))
+            })
+    }
+}
+
+/// Bytes of the text sent after the cursor that must be found again where the user wrote on.
+const SUFFIX_HEAD: usize = 40;
+/// Characters other than spaces the head needs to be worth finding (`}` and `}` will do so
+/// close to the cursor; a line break alone will not).
+const SUFFIX_HEAD_MARKS: usize = 2;
+/// How far after the cursor they are looked for.
+const SUFFIX_SEARCH: usize = 4096;
+
+/// The largest character boundary of `text` at or before byte `at`.
+fn char_floor(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Bytes at the end of `a` that end `b` too, at a character boundary.
+fn common_suffix(a: &str, b: &str) -> usize {
+    let n = a
+        .bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let mut start = a.len() - n;
+    while !a.is_char_boundary(start) {
+        start += 1;
+    }
+    a.len() - start
+}
+
+/// Bytes at the start of `a` that start `b` too, at a character boundary.
+fn common_prefix(a: &str, b: &str) -> usize {
+    let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    while !a.is_char_boundary(n) {
+        n -= 1;
+    }
+    n
+}
+
+/// Where one piece of the sent text came from: the repository lines it holds, and how much of
+/// it no file holds (the plugin's own framing, or text the repository does not have).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Provenance {
     /// What the piece is: `prefix`, `suffix`, `extra 1 (src/a.py)`, `message 2 (user)`.
     pub piece: String,
-    /// `FILE:FIRST-LAST`, 1-based lines; empty when no file holds the piece.
+    /// `FILE:FIRST-LAST`, 1-based lines, in the piece's order; empty when no file holds any
+    /// of it.
     pub from: Vec<String>,
     pub chars: usize,
+    /// Characters of the piece no repository file holds: the plugin's framing.
+    pub framing_chars: usize,
 }
 
-/// Where each piece of what was sent came from.
-pub fn provenance(index: &RepoIndex, sent: &Sent) -> Vec<Provenance> {
-    let mut pieces: Vec<(String, &str)> = Vec::new();
-    for (name, text) in [
-        ("prefix", &sent.prefix),
-        ("prompt", &sent.prompt),
-        ("suffix", &sent.suffix),
+/// Where each piece of what was sent came from, the code around the cursor matched at `place`
+/// first.
+pub fn provenance(index: &RepoIndex, sent: &Sent, place: Option<&Place>) -> Vec<Provenance> {
+    let lines = RepoLines::new(index);
+    let cursor = place.and_then(|p| p.cursor(index));
+    let mut pieces: Vec<(String, &str, Option<Side>)> = Vec::new();
+    for (name, text, side) in [
+        ("prefix", &sent.prefix, Side::Before),
+        ("prompt", &sent.prompt, Side::Before),
+        ("suffix", &sent.suffix, Side::After),
     ] {
         if let Some(text) = text {
-            pieces.push((name.to_string(), text));
+            pieces.push((name.to_string(), text, Some(side)));
         }
     }
     for (i, chunk) in sent.extra.iter().enumerate() {
-        pieces.push((format!("extra {} ({})", i + 1, chunk.filename), &chunk.text));
+        let name = format!("extra {} ({})", i + 1, chunk.filename);
+        pieces.push((name, &chunk.text, None));
     }
     for (i, message) in sent.messages.iter().enumerate() {
-        pieces.push((
-            format!("message {} ({})", i + 1, message.role),
-            &message.content,
-        ));
+        let name = format!("message {} ({})", i + 1, message.role);
+        pieces.push((name, &message.content, None));
     }
     pieces
         .into_iter()
-        .map(|(piece, text)| Provenance {
-            from: found_in(index, text),
-            chars: text.chars().count(),
-            piece,
+        .map(|(piece, text, side)| {
+            let sourced = match side {
+                // Only the prefix's end (an infill request's middle follows it) and the
+                // suffix's start touch the cursor.
+                Some(Side::Before) if piece == "prefix" && sent.prompt.is_some() => {
+                    lines.sourced(text, None, Side::Before)
+                }
+                Some(Side::Before) if piece == "prompt" && sent.prefix.is_none() => {
+                    lines.sourced_prompt(text, cursor, sent.suffix.is_none())
+                }
+                Some(side) => lines.sourced(text, cursor, side),
+                None => lines.sourced(text, None, Side::Before),
+            };
+            Provenance {
+                from: origin_lines(index, &sourced),
+                chars: text.chars().count(),
+                framing_chars: sourced
+                    .pieces
+                    .iter()
+                    .filter(|p| p.origin.is_none())
+                    .map(|p| sourced.text[p.range.clone()].chars().count())
+                    .sum(),
+                piece,
+            }
         })
         .collect()
 }
 
-/// The places whose lines hold `text` whole (its surrounding blank lines aside).
-fn found_in(index: &RepoIndex, text: &str) -> Vec<String> {
-    let text = text.trim_matches('\n');
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    let mut found = Vec::new();
-    for file in &index.files {
-        for (at, _) in file.text.match_indices(text) {
-            let first = file.line_of(at) + 1;
-            let last = file.line_of(at + text.len() - 1) + 1;
-            found.push(format!("{}:{first}-{last}", file.path));
+/// `FILE:FIRST-LAST` for each run of `text` a file holds, neighbouring runs of one file joined.
+fn origin_lines(index: &RepoIndex, text: &SourcedText) -> Vec<String> {
+    let mut runs: Vec<(FileId, usize, usize)> = Vec::new();
+    for origin in text.pieces.iter().filter_map(|p| p.origin) {
+        let file = &index.files[origin.file];
+        let (start, end) = (origin.span.start as usize, origin.span.end as usize);
+        let first = file.line_of(start) + 1;
+        let last = file.line_of(end.saturating_sub(1).max(start)) + 1;
+        match runs.last_mut() {
+            Some((f, _, hi)) if *f == origin.file && first <= *hi + 1 => *hi = (*hi).max(last),
+            _ => runs.push((origin.file, first, last)),
         }
     }
-    found
+    runs.into_iter()
+        .map(|(file, first, last)| format!("{}:{first}-{last}", index.files[file].path))
+        .collect()
 }
 
 #[cfg(test)]
@@ -195,9 +583,18 @@ mod tests {
             suffix: Some("\n    }\n}\n".into()),
             ..sent.clone()
         };
+        let place = &hole_places(&index(), &later)[0];
+        assert_eq!(place.certainty, Certainty::BeforeOnly);
+        // The suffix as sent is found again after what the user wrote (`sum;`).
+        let suffix = sent_prompt(&index(), &later, Some(place))
+            .unwrap()
+            .suffix
+            .unwrap();
+        assert!(framing(&suffix).is_empty(), "{:?}", framing(&suffix));
+        let origin = suffix.pieces[0].origin.unwrap();
         assert_eq!(
-            hole_places(&index(), &later)[0].certainty,
-            Certainty::BeforeOnly
+            origin.span.start as usize,
+            index().files[0].text.find("sum;").unwrap() + 4
         );
     }
 
@@ -211,9 +608,94 @@ mod tests {
             }],
             ..Sent::default()
         };
-        let found = provenance(&index(), &sent);
+        let found = provenance(&index(), &sent, None);
         assert_eq!(found[0].piece, "prompt");
         assert!(found[0].from.is_empty(), "the plugin's own text");
+        assert_eq!(found[0].framing_chars, "<fim_prefix>".len());
         assert_eq!(found[1].from, ["src/Price.java:1-2"]);
+        assert_eq!(found[1].framing_chars, 0);
+    }
+
+    /// The text of `sourced` no file holds, piece by piece.
+    fn framing(sourced: &SourcedText) -> Vec<&str> {
+        let pieces = sourced.pieces.iter().filter(|p| p.origin.is_none());
+        pieces.map(|p| &sourced.text[p.range.clone()]).collect()
+    }
+
+    #[test]
+    fn a_prompt_in_a_fim_template_is_found_and_its_template_marked_as_framing() {
+        let index = index();
+        // Continue's Qwen template, a snippet of another file commented out before the code.
+        let continue_qwen = "<|fim_prefix|>// Path: Price.java\n// class Price {\n//     long cents;\n\
+            class Cart {\n    int total() {\n        return <|fim_suffix|>sum;\n    }\n}\n<|fim_middle|>";
+        // Twinny's Code Llama template (a space sets its markers apart), and Codestral's
+        // suffix-first one.
+        let twinny = "<PRE> \n// Language: Java (java) \nclass Cart {\n    int total() {\n        return  <SUF> sum;\n    }\n <MID>";
+        let codestral =
+            "[SUFFIX]sum;\n    }\n}\n[PREFIX]class Cart {\n    int total() {\n        return ";
+        for prompt in [continue_qwen, twinny, codestral] {
+            let sent = Sent {
+                prompt: Some(prompt.into()),
+                ..Sent::default()
+            };
+            let places = hole_places(&index, &sent);
+            assert_eq!(places.len(), 1, "{prompt}");
+            assert_eq!(places[0].position(), "src/Cart.java:3:16", "{prompt}");
+            assert_eq!(places[0].certainty, Certainty::Exact, "{prompt}");
+            let sent_prompt = sent_prompt(&index, &sent, Some(&places[0])).unwrap();
+            assert_eq!(
+                sent_prompt.prompt.text, prompt,
+                "sent as the plugin sent it"
+            );
+            assert_eq!(sent_prompt.suffix, None);
+            let framing = framing(&sent_prompt.prompt);
+            assert!(
+                framing
+                    .iter()
+                    .all(|f| !f.contains("return") && !f.contains("sum;")),
+                "the code around the cursor is the file's: {framing:?}"
+            );
+            let marker = ["<|fim_suffix|>", " <SUF>", "[PREFIX]"];
+            assert!(
+                marker.iter().any(|m| framing.iter().any(|f| f.contains(m))),
+                "{framing:?}"
+            );
+        }
+        // Continue's commented snippet: the code after the comment mark is the other file's.
+        let sent = Sent {
+            prompt: Some(continue_qwen.into()),
+            ..Sent::default()
+        };
+        let sourced = sent_prompt(&index, &sent, None).unwrap().prompt;
+        let files: Vec<&str> = sourced
+            .files()
+            .into_iter()
+            .map(|f| index.files[f].path.as_str())
+            .collect();
+        assert!(files.contains(&"src/Price.java"), "{files:?}");
+    }
+
+    #[test]
+    fn a_blank_line_whose_indentation_was_not_sent_puts_the_cursor_after_it() {
+        // llama.vscode sends no middle on a line of spaces: the prefix ends at the line start.
+        let index = RepoIndex::from_sources(
+            std::path::Path::new("/repo"),
+            vec![(
+                "a.py".into(),
+                "def total(items):\n    s = 0\n    \n    return s\n".into(),
+            )],
+        );
+        let sent = Sent {
+            prefix: Some("def total(items):\n    s = 0\n".into()),
+            prompt: Some(String::new()),
+            suffix: Some("\n    return s\n".into()),
+            ..Sent::default()
+        };
+        let places = hole_places(&index, &sent);
+        assert_eq!(places[0].position(), "a.py:3:5");
+        assert_eq!(places[0].certainty, Certainty::Exact);
+        let sent_prompt = sent_prompt(&index, &sent, Some(&places[0])).unwrap();
+        assert!(framing(&sent_prompt.prompt).is_empty());
+        assert_eq!(sent_prompt.suffix.unwrap().text, "\n    return s\n");
     }
 }

@@ -27,6 +27,10 @@ pub struct Exchange {
     pub at: f64,
     /// The client's address.
     pub client: String,
+    /// The client's own name for itself (its User-Agent: `curl/8.5.0`, `axios/1.7.9`), where
+    /// it sent one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent: Option<String>,
     pub method: String,
     /// The path (and query) the plugin asked for, as it went to the server.
     pub endpoint: String,
@@ -45,6 +49,17 @@ pub struct Exchange {
     /// Why the server could not be reached, if it could not.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
+}
+
+impl Exchange {
+    /// Who sent it, as people read it: the client's name for itself (its product, without
+    /// the version), else its address.
+    pub fn sender(&self) -> &str {
+        match &self.agent {
+            Some(agent) => agent.split(['/', ' ']).next().unwrap_or(agent),
+            None => &self.client,
+        }
+    }
 }
 
 /// The append-only, bounded log.
@@ -150,6 +165,7 @@ mod tests {
             id: 0,
             at: 0.0,
             client: "127.0.0.1:5000".into(),
+            agent: None,
             method: "POST".into(),
             endpoint: "/infill".into(),
             upstream: "http://127.0.0.1:8080/".into(),

@@ -123,6 +123,9 @@ impl std::str::FromStr for RankerKind {
 pub struct Rankers {
     pub classifier: classifier::Classifier,
     pub online: online::OnlineRanker,
+    /// Whether the online ranker starts from the classifier's RLPG-H ranking rather than the
+    /// fixed order: a classifier tuned for the backend's model knows better than the fixed order.
+    pub online_from_classifier: bool,
 }
 
 impl Rankers {
@@ -133,6 +136,10 @@ impl Rankers {
             RankerKind::RlpgR => Box::new(self.classifier.ranker(classifier::Variant::R)?),
             RankerKind::Bm25 => Box::new(bm25::Bm25Ranker),
             RankerKind::Fixed => Box::new(FixedRanker),
+            RankerKind::Online if self.online_from_classifier => Box::new(online::Starting {
+                online: &self.online,
+                prior: self.classifier.ranker(classifier::Variant::H)?,
+            }),
             RankerKind::Online => Box::new(self.online.clone()),
         })
     }

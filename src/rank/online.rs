@@ -95,11 +95,28 @@ impl OnlineRanker {
         &self.counts
     }
 
-    /// The smoothed pick rate of `id`, whose fixed ranker score is `fixed`.
-    fn score(&self, id: CandidateId, fixed: f64) -> f64 {
+    /// The smoothed pick rate of `id`, which the ranker it starts from (the fixed one, or a
+    /// tuned classifier) scores `start` (0..1).
+    fn score(&self, id: CandidateId, start: f64) -> f64 {
         let c = self.counts.get(&id).copied().unwrap_or_default();
-        let prior = fixed / PRIOR_CARDS;
+        let prior = start / PRIOR_CARDS;
         (c.picks as f64 + PRIOR_SHOWS * prior) / (c.shown as f64 + PRIOR_SHOWS)
+    }
+}
+
+impl OnlineRanker {
+    /// `prior`'s ranking (scores in 0..1) moved by the picks; stable, so equal scores keep
+    /// the prior's order.
+    fn rank_from(&self, prior: Vec<Ranked>) -> Vec<Ranked> {
+        let mut ranked: Vec<Ranked> = prior
+            .into_iter()
+            .map(|r| Ranked {
+                id: r.id,
+                score: self.score(r.id, r.score),
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+        ranked
     }
 }
 
@@ -109,17 +126,24 @@ impl Ranker for OnlineRanker {
     }
 
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
-        let mut ranked: Vec<Ranked> = FixedRanker
-            .rank(input)
-            .into_iter()
-            .map(|r| Ranked {
-                id: r.id,
-                score: self.score(r.id, r.score),
-            })
-            .collect();
-        // Stable: equal scores keep the fixed order.
-        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
-        ranked
+        self.rank_from(FixedRanker.rank(input))
+    }
+}
+
+/// The online ranker starting from another ranker's scores instead of the fixed order: from a
+/// classifier tuned for the backend's model, whose probabilities are the prior rates.
+pub struct Starting<'a, R: Ranker> {
+    pub online: &'a OnlineRanker,
+    pub prior: R,
+}
+
+impl<R: Ranker> Ranker for Starting<'_, R> {
+    fn name(&self) -> &'static str {
+        "online"
+    }
+
+    fn rank(&self, input: &RankInput) -> Vec<Ranked> {
+        self.online.rank_from(self.prior.rank(input))
     }
 }
 
@@ -205,6 +229,51 @@ mod tests {
         }
         assert!(places.windows(2).all(|w| w[1] <= w[0]), "{places:?}");
         assert_eq!(places.last(), Some(&Some(0)), "{places:?}");
+    }
+
+    #[test]
+    fn starting_from_another_ranker_ranks_as_it_until_picks_move_it() {
+        /// Ranks the proposals in reverse id order.
+        struct Reverse;
+        impl Ranker for Reverse {
+            fn name(&self) -> &'static str {
+                "reverse"
+            }
+            fn rank(&self, input: &RankInput) -> Vec<Ranked> {
+                let n = input.proposals.len() as f64;
+                (0..input.proposals.len())
+                    .rev()
+                    .map(|i| Ranked {
+                        id: CandidateId::nth(i),
+                        score: (i as f64 + 1.0) / (n + 1.0),
+                    })
+                    .collect()
+            }
+        }
+        let proposals = all_applicable();
+        let mut online = OnlineRanker::default();
+        let fresh = Starting {
+            online: &online,
+            prior: Reverse,
+        };
+        let fresh_ranking = fresh.rank(&input(&proposals));
+        assert_eq!(ids(&fresh_ranking), ids(&Reverse.rank(&input(&proposals))));
+        let first = CandidateId::nth(0);
+        for _ in 0..8 {
+            online.record_pick(&[first, CandidateId::nth(61)], first);
+        }
+        let learnt = Starting {
+            online: &online,
+            prior: Reverse,
+        };
+        let place = |ranked: Vec<Ranked>, id| ranked.iter().position(|r| r.id == id);
+        assert_eq!(
+            place(fresh_ranking, first),
+            Some(61),
+            "the prior puts it last"
+        );
+        let learnt = learnt.rank(&input(&proposals));
+        assert!(place(learnt.clone(), first) < place(learnt, CandidateId::nth(61)));
     }
 
     #[test]

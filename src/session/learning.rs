@@ -15,6 +15,8 @@ use crate::rank::classifier::Classifier;
 use crate::rank::online::{self, OnlineRanker};
 use crate::rank::{RankInput, Ranked, RankerKind, Rankers};
 
+use super::tuned::{Tuned, TunedInfo};
+
 /// The pick log, in the data directory.
 const FEEDBACK_FILE: &str = "feedback.jsonl";
 
@@ -36,13 +38,16 @@ pub struct PickRecorded {
 }
 
 /// The rankers and what they learn, shared by every session of a process (the UI switching
-/// backends keeps its picks): the bundled classifier loaded once, on first use, and the online
-/// ranker from the data directory, kept current by this process's picks.
+/// backends keeps its picks): the classifier (the bundled one loaded once, on first use, or
+/// the one tuned for the backend, or the one asked for) and the online ranker from the data
+/// directory, kept current by this process's picks.
 #[derive(Clone)]
 pub struct Learning {
     rankers: Arc<OnceLock<RwLock<Rankers>>>,
     /// Where the online ranker, the bandit and the picks are kept.
     dirs: Arc<Dirs>,
+    /// What the classifier was tuned for, when it is a tuned one (`keyhole tune`).
+    tuned: Option<Arc<TunedInfo>>,
 }
 
 impl Learning {
@@ -51,6 +56,7 @@ impl Learning {
         Learning {
             rankers: Arc::default(),
             dirs: Arc::new(dirs),
+            tuned: None,
         }
     }
 
@@ -58,8 +64,40 @@ impl Learning {
     pub fn with_classifier(classifier: Classifier, dirs: Dirs) -> Learning {
         let learning = Learning::new(dirs);
         // Freshly made, so nothing has filled it yet.
-        let _ = learning.rankers.set(Self::load(classifier, &learning.dirs));
+        let _ = learning
+            .rankers
+            .set(Self::load(classifier, false, &learning.dirs));
         learning
+    }
+
+    /// Rankers with the classifier `keyhole tune` made for the backend: behind RLPG-H and
+    /// RLPG-R, and the prior the online ranker starts from.
+    pub fn with_tuned(tuned: Tuned, dirs: Dirs) -> Learning {
+        let mut learning = Learning::new(dirs);
+        let _ = learning
+            .rankers
+            .set(Self::load(tuned.classifier, true, &learning.dirs));
+        learning.tuned = Some(Arc::new(tuned.info));
+        learning
+    }
+
+    /// What the classifier was tuned for, when it is a tuned one.
+    pub fn tuned(&self) -> Option<&TunedInfo> {
+        self.tuned.as_deref()
+    }
+
+    /// What `kind` ranks with, where it reads a tuned classifier: `RLPG-H tuned for smol, 400
+    /// holes`, `online, starting from RLPG-H tuned for smol, 400 holes`; what a header shows
+    /// for the ranker. None for the bundled classifier, one asked for by name, and rankers
+    /// that read no classifier.
+    pub fn ranks_with(&self, kind: RankerKind) -> Option<String> {
+        let info = self.tuned()?;
+        match kind {
+            RankerKind::RlpgH => Some(info.describe()),
+            RankerKind::Online => Some(format!("online, starting from {}", info.describe())),
+            // A tuned model has only an RLPG-H head; RLPG-R says so when asked to rank.
+            _ => None,
+        }
     }
 
     /// Where what is learned is kept.
@@ -69,15 +107,19 @@ impl Learning {
 
     fn loaded(&self) -> &RwLock<Rankers> {
         self.rankers
-            .get_or_init(|| Self::load(Classifier::bundled(), &self.dirs))
+            .get_or_init(|| Self::load(Classifier::bundled(), false, &self.dirs))
     }
 
-    fn load(classifier: Classifier, dirs: &Dirs) -> RwLock<Rankers> {
+    fn load(classifier: Classifier, online_from_classifier: bool, dirs: &Dirs) -> RwLock<Rankers> {
         let (online, warning) = OnlineRanker::load_saved(dirs);
         if let Some(warning) = warning {
             tracing::warn!(%warning, "online ranker");
         }
-        RwLock::new(Rankers { classifier, online })
+        RwLock::new(Rankers {
+            classifier,
+            online,
+            online_from_classifier,
+        })
     }
 
     /// What the online ranker has learnt: shows and picks per candidate.

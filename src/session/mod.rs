@@ -7,13 +7,16 @@
 //! A session is opened from resolved [`Settings`] ([`Session::open`], [`Session::builder`]).
 //! The parts, in the order a hole flows through them: `search` (retrieval's indexes),
 //! `rows` (a hole's candidates as ranked rows), `fit` (prompts fitted to the backend's own
-//! token count) and `learning` (rankers, bandit and picks).
+//! token count), `learning` (rankers, bandit and picks) and `recorded` (the prompt a plugin
+//! sent for the hole, beside keyhole's).
 
 mod fit;
 mod learning;
+mod recorded;
 mod rows;
 mod search;
 mod settings;
+pub mod tuned;
 
 use std::sync::Arc;
 

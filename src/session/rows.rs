@@ -259,11 +259,12 @@ pub(super) fn retrieved_row(
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.
 fn retrieved(id: CandidateId) -> bool {
-    id >= CandidateId::FIRST_RETRIEVED
+    (CandidateId::FIRST_RETRIEVED..CandidateId::AS_SENT).contains(&id)
 }
 
-/// Score and order the candidates as `ranked` says. RLPG's applicable candidates it left out
-/// (all of them when the ranker failed) follow by id, then the retrieved candidates by id (no
+/// Score and order the candidates as `ranked` says. A recorded plugin's prompt stays first (it
+/// is what the others are compared with); RLPG's applicable candidates the ranker left out (all
+/// of them when it failed) follow the ranked ones by id, then the retrieved candidates by id (no
 /// ranker scores them, and their similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [CandidateRow], ranked: &[Ranked]) {
     let place = |id: CandidateId| ranked.iter().position(|r| r.id == id);
@@ -271,10 +272,11 @@ pub fn apply_ranking(candidates: &mut [CandidateRow], ranked: &[Ranked]) {
         c.score = place(c.id).map(|i| ranked[i].score);
     }
     candidates.sort_by_key(|c| match place(c.id) {
-        Some(at) => (0, at),
-        None if retrieved(c.id) => (2, c.id.index()),
-        None if c.applicable() => (1, c.id.index()),
-        None => (3, c.id.index()),
+        _ if c.id == CandidateId::AS_SENT => (0, 0),
+        Some(at) => (1, at),
+        None if retrieved(c.id) => (3, c.id.index()),
+        None if c.applicable() => (2, c.id.index()),
+        None => (4, c.id.index()),
     });
 }
 

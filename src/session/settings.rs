@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::tuned::{self, Tuned, TunedInfo};
 use super::{Learning, SearchIndex, Session, SharedSearch};
 use crate::compose::DEFAULT_BUDGET;
 use crate::context::fidelity::Fidelity;
@@ -70,6 +71,13 @@ pub struct Settings {
     pub dirs: Dirs,
     /// Whether the repository index goes through its cache in `dirs`.
     pub index_cache: bool,
+}
+
+/// Which classifier ranks, as [`Settings::classifier`] chooses it.
+enum ChosenClassifier {
+    Asked(Classifier),
+    Tuned(Tuned),
+    Bundled,
 }
 
 /// Why settings could not be resolved.
@@ -172,14 +180,45 @@ impl Settings {
         self.tokenizer.unwrap_or_else(|| self.backend().tokenizer())
     }
 
-    /// The rankers these settings name, learning in their data directory: the classifier is
-    /// read now (a bad file is an error before any work), the bundled one on first use.
+    /// The rankers these settings name, learning in their data directory: the classifier
+    /// [`Settings::classifier`] chooses, the bundled one loaded on first use.
     pub fn learning(&self) -> Result<Learning, ModelError> {
-        if self.classifier.is_none() && self.encoder_dir.is_none() {
-            return Ok(Learning::new(self.dirs.clone()));
+        Ok(match self.chosen_classifier()? {
+            ChosenClassifier::Asked(classifier) => {
+                Learning::with_classifier(classifier, self.dirs.clone())
+            }
+            ChosenClassifier::Tuned(tuned) => Learning::with_tuned(tuned, self.dirs.clone()),
+            ChosenClassifier::Bundled => Learning::new(self.dirs.clone()),
+        })
+    }
+
+    /// The classifier behind RLPG-H and RLPG-R, and what it was tuned for where it is a tuned
+    /// one: the one asked for (read now: a bad file is an error before any work); without
+    /// one, the classifier `keyhole tune` made for the chosen backend and its model; else the
+    /// bundled one.
+    pub fn classifier(&self) -> Result<(Classifier, Option<TunedInfo>), ModelError> {
+        Ok(match self.chosen_classifier()? {
+            ChosenClassifier::Asked(classifier) => (classifier, None),
+            ChosenClassifier::Tuned(tuned) => (tuned.classifier, Some(tuned.info)),
+            ChosenClassifier::Bundled => (Classifier::bundled(), None),
+        })
+    }
+
+    /// The one place the classifier is chosen. A tuned model that cannot be read is passed
+    /// over with a warning in the log: nobody asked for it by name.
+    fn chosen_classifier(&self) -> Result<ChosenClassifier, ModelError> {
+        if self.classifier.is_some() || self.encoder_dir.is_some() {
+            let asked = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref());
+            return Ok(ChosenClassifier::Asked(asked?));
         }
-        let classifier = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref())?;
-        Ok(Learning::with_classifier(classifier, self.dirs.clone()))
+        Ok(match tuned::find(&self.dirs, self.backend()) {
+            Ok(Some(tuned)) => ChosenClassifier::Tuned(tuned),
+            Ok(None) => ChosenClassifier::Bundled,
+            Err(warning) => {
+                tracing::warn!(%warning, "tuned classifier left out");
+                ChosenClassifier::Bundled
+            }
+        })
     }
 
     /// Sets the compute threads of a local model (backends.toml's `threads`) for the whole

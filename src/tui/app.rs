@@ -44,7 +44,9 @@ impl App {
             tokenizer: settings.tokenizer,
         };
         state.ranker = settings.ranker;
+        state.tuned = options.learning.tuned().map(|t| t.describe());
         state.numbering = settings.profile.numbering();
+        state.recorded.pending = options.recorded;
         App {
             state,
             driver: Driver::with_settings(tx.clone(), settings, options.learning),

@@ -47,6 +47,8 @@ pub enum Command {
     CycleRanker,
     /// Choose the completion backend among the configured ones.
     Backends,
+    /// Open the hole of a request an editor plugin made through `keyhole proxy`.
+    Recorded,
     /// Take back the last apply.
     Undo,
     /// Copy the prompt shown to the clipboard (OSC 52: works over ssh and in tmux).
@@ -69,6 +71,10 @@ pub enum Command {
     CopyCompletion,
     /// Open the file at the hole (or the cursor) in `$VISUAL` / `$EDITOR`.
     OpenInEditor,
+    /// List every action with its key; typing filters, Enter runs one.
+    Palette,
+    /// The requests sent this session: when, to whom, what, how long.
+    RequestLog,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

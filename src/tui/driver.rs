@@ -4,7 +4,7 @@
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::FutureExt;
 use futures_util::future::join_all;
@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
-    Progress, Stage,
+    LoggedRequest, Progress, Stage,
 };
 use crate::candidate::CandidateId;
 use crate::compose::Prompt;
@@ -106,6 +106,8 @@ async fn sent_prompts(
     };
     join_all(job.prompts.iter().map(|p| async move {
         match &p.fitted {
+            // A plugin's prompt goes as the plugin sent it.
+            _ if p.candidate == CandidateId::AS_SENT => Ok((p.text.clone(), None)),
             Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
             None => fit_candidate(session, drafted, &refit.hole, p.candidate)
                 .await
@@ -171,6 +173,7 @@ pub async fn complete(
             }
             let request = CompletionRequest {
                 current_file: Some(job.current_file.clone()),
+                suffix: job.prompts[card].suffix.clone(),
                 ..CompletionRequest::single_line(text.clone())
             };
             let (deltas, mut received) = tokio::sync::mpsc::unbounded_channel::<Delta>();
@@ -227,6 +230,40 @@ pub async fn complete(
                 text: c.text,
             }),
             picked: false,
+        })
+        .collect()
+}
+
+/// What a run sent and got back, request by request, for the request log.
+fn request_log(job: &CompleteJob, cards: &[Card], sent_at: SystemTime) -> Vec<LoggedRequest> {
+    let seconds = sent_at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let at = format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600 % 24,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    cards
+        .iter()
+        .zip(&job.prompts)
+        .map(|(card, run)| LoggedRequest {
+            at: at.clone(),
+            backend: job.backend.name().to_string(),
+            candidate: card.candidate,
+            shared_by: card.same.len(),
+            edited: job.edited,
+            prompt_tokens: card.fitted.as_ref().and_then(|p| p.backend_tokens),
+            prompt_bytes: card
+                .fitted
+                .as_ref()
+                .map_or(run.text.len(), |p| p.text().len()),
+            outcome: card
+                .outcome
+                .as_ref()
+                .map(|f| (f.text.clone(), f.queued_ms, f.latency_ms))
+                .map_err(Clone::clone),
         })
         .collect()
 }
@@ -466,6 +503,7 @@ impl Driver {
                 ranker,
                 tokenizer,
                 budget,
+                recorded,
             } => {
                 if let Some(task) = self.analysing.take() {
                     task.abort();
@@ -477,7 +515,12 @@ impl Driver {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
                         let (session, hole) = job;
-                        session.analyse(&hole, ranker)
+                        let mut analysis = session.analyse(&hole, ranker);
+                        if let Some(recorded) = &recorded {
+                            let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
+                            analysis.candidates.insert(0, sent);
+                        }
+                        analysis
                     });
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
@@ -589,16 +632,39 @@ impl Driver {
                         .map(|(_, built)| built)
                         .unwrap_or_default();
                     let fit = session.as_ref().map(|session| (session, drafts.as_slice()));
+                    let sent_at = SystemTime::now();
                     let run = AssertUnwindSafe(complete(&job, fit, Some(&tx))).catch_unwind();
                     let cards = run.await.unwrap_or_else(|payload| {
                         let _ = tx.send(Action::Message(panic_text(payload)));
                         Vec::new()
                     });
+                    let _ = tx.send(Action::Logged(request_log(&job, &cards, sent_at)));
                     let generation = job.generation;
                     let _ = tx.send(Action::Completed { generation, cards });
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::ReadRecorded => {
+                let dir = crate::proxy::log_dir(&self.settings.dirs);
+                self.blocking(
+                    move || {
+                        let (exchanges, unreadable) =
+                            dir.map_or_else(Default::default, |dir| crate::proxy::read_log(&dir));
+                        Action::RecordedRead {
+                            exchanges,
+                            unreadable,
+                        }
+                    },
+                    |error| Action::Message(format!("cannot read the recorded requests: {error}")),
+                );
+            }
+            Effect::LocateRecorded { index, exchange } => self.blocking(
+                move || {
+                    let places = crate::proxy::hole_places(&index, &exchange.sent);
+                    Action::RecordedLocated { exchange, places }
+                },
+                |error| Action::Message(format!("cannot look for the hole: {error}")),
+            ),
             Effect::ReadBackends => {
                 let dirs = self.settings.dirs.clone();
                 self.blocking(

@@ -29,6 +29,8 @@ pub enum Layer {
     Picker,
     /// Choosing the backend.
     Backends,
+    /// Choosing a recorded request, or the place of its hole.
+    Recorded,
     /// Editing a prompt (typing goes into the editor).
     Editor,
     /// A yes/no question (keys no binding takes answer no).
@@ -38,12 +40,13 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 8] = [
+    pub const ALL: [Layer; 9] = [
         Layer::Any,
         Layer::Normal,
         Layer::Filter,
         Layer::Picker,
         Layer::Backends,
+        Layer::Recorded,
         Layer::Editor,
         Layer::Confirm,
         Layer::Help,
@@ -57,6 +60,7 @@ impl Layer {
             Layer::Filter => "filter, search, go to line",
             Layer::Picker => "file picker",
             Layer::Backends => "backend picker",
+            Layer::Recorded => "recorded-requests picker",
             Layer::Editor => "prompt editor",
             Layer::Confirm => "apply question",
             Layer::Help => "this help",
@@ -245,6 +249,28 @@ impl Keymap {
                     .iter()
                     .any(|o| o.run == b.run && o.mode == layer && o.pane == pane && o.hint);
                 out.push((self.keys_for(layer, pane, b.run), b.desc.as_str(), hinted));
+            }
+        }
+        out
+    }
+
+    /// Every action of the normal mode with `pane` focused, with its keys and description: the
+    /// pane's own first, then the shared ones (the command palette lists these).
+    pub fn actions(&self, pane: Pane) -> Vec<(Command, String, &str)> {
+        let mut out: Vec<(Command, String, &str)> = Vec::new();
+        for (layer, scope) in [
+            (Layer::Normal, Some(pane)),
+            (Layer::Normal, None),
+            (Layer::Any, None),
+        ] {
+            for b in self
+                .bindings
+                .iter()
+                .filter(|b| b.mode == layer && b.pane == scope)
+            {
+                if !out.iter().any(|(run, _, _)| *run == b.run) {
+                    out.push((b.run, self.keys_for(layer, scope, b.run), b.desc.as_str()));
+                }
             }
         }
         out

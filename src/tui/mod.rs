@@ -86,6 +86,8 @@ pub struct Options {
     pub warnings: Vec<String>,
     /// The bundled sample opened when no repository is given.
     pub sample: crate::sample::Sample,
+    /// The recorded request whose hole to open (`--recorded N`).
+    pub recorded: Option<u64>,
 }
 
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.

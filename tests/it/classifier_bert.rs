@@ -20,7 +20,7 @@ use keyhole::hole::HoleWindow;
 use keyhole::rank::RankInput;
 use keyhole::rank::classifier::bert::BertEncoder;
 use keyhole::rank::classifier::dataset::{Example, Inputs};
-use keyhole::rank::classifier::train::{TrainOptions, train};
+use keyhole::rank::classifier::train::{Holdout, TrainOptions, train};
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::token::{Keep, TokenizerKind};
 
@@ -239,6 +239,7 @@ fn synthetic(
             let (hole, labels) = kinds[i % 2].clone();
             Example {
                 repository: repository.into(),
+                file: "A.java".into(),
                 inputs: Inputs::Bert {
                     hole,
                     contexts: contexts.clone(),
@@ -264,10 +265,11 @@ fn a_model_trained_on_the_encoder_ranks_holes_with_its_directory_only() {
         examples.extend(synthetic(&encoder, "valid", 32, r));
         let options = TrainOptions {
             variant,
-            validation: vec!["valid".into()],
+            validation: Holdout::Repositories(vec!["valid".into()]),
             max_epochs: epochs,
             patience: epochs,
             seed: 1,
+            fine_tune: false,
         };
         // RLPG-R starts from the RLPG-H model and keeps its head.
         let start = r.then_some(model.as_path());

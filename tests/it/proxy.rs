@@ -268,3 +268,401 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+// Request shapes of real editor plugins, written here from their public code, replayed through
+// the proxy as they send them: the server gets them unchanged, the record has them, and
+// `keyhole recorded show` finds the hole in the repository the plugin was editing.
+
+/// The repository the plugins were editing: the cursor stood on line 11 after `    return `
+/// (column 12), before `sum;`.
+const CART: &str = "import { Price } from \"./price\";\n\nexport class Cart {\n  private items: Price[] = [];\n\n  total(): number {\n    let sum = 0;\n    for (const item of this.items) {\n      sum += item.cents;\n    }\n    return sum;\n  }\n}\n";
+const PRICE: &str = "export class Price {\n  constructor(public cents: number) {}\n}\n";
+
+fn cart_repo() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    std::fs::write(repo.path().join("src/cart.ts"), CART).unwrap();
+    std::fs::write(repo.path().join("src/price.ts"), PRICE).unwrap();
+    repo
+}
+
+/// The cart before the cursor's line, the line up to the cursor, and the rest of the line with
+/// the lines after: how plugins cut the file at the cursor.
+fn cart_at_cursor() -> (String, &'static str, String) {
+    let cursor_line = CART.split_inclusive('\n').nth(10).unwrap();
+    let before_line: String = CART.split_inclusive('\n').take(10).collect();
+    let after: String = CART.split_inclusive('\n').skip(11).collect();
+    let (line_prefix, line_suffix) = cursor_line.split_at("    return ".len());
+    (before_line, line_prefix, format!("{line_suffix}{after}"))
+}
+
+/// A server that answers each endpoint plugins complete with as llama.cpp and Ollama do.
+async fn completing_server() -> Server {
+    Server::start(|request, _| match request.path.as_str() {
+        "/infill" => Reply::Json(
+            200,
+            json!({"content": "sum;", "tokens_predicted": 2, "tokens_evaluated": 90}),
+        ),
+        "/completion" | "/v1/completions" | "/v1/fim/completions" => Reply::Stream(sse(&[
+            json!({"content": "sum;", "choices": [{"text": "sum;", "delta": {"content": "sum;"}}]}),
+        ])),
+        "/api/generate" => Reply::Raw {
+            status: 200,
+            headers: vec![("Content-Type", "application/x-ndjson".into())],
+            body: b"{\"response\":\"sum\",\"done\":false}\n{\"response\":\";\",\"done\":true,\"eval_count\":2}\n"
+                .to_vec(),
+        },
+        _ => Reply::Json(404, json!({"error": "no such endpoint"})),
+    })
+    .await
+}
+
+/// Send `body` to `path` through `proxy` with `headers` as the plugin does; check the server
+/// got it unchanged and the answer came back; return the record's `recorded show --repo`.
+async fn replay(
+    server: &Server,
+    proxy: &RunningProxy,
+    scratch: &std::path::Path,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> Value {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}{path}", proxy.base))
+        .json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer = request.send().await.unwrap();
+    assert_eq!(answer.status(), 200, "{path}");
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("sum"), "{path}: {text}");
+    let seen = server.requests().last().unwrap().clone();
+    assert_eq!(seen.path, path);
+    assert_eq!(
+        &seen.body, body,
+        "{path}: the body reaches the server unchanged"
+    );
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        assert_eq!(
+            seen.headers.get(&name).map(String::as_str),
+            Some(*value),
+            "{name}"
+        );
+    }
+    let exchanges = recorded(scratch);
+    let id = exchanges.last().unwrap()["id"].to_string();
+    let repo = cart_repo();
+    let shown = common::ok(common::keyhole(
+        &[
+            "recorded",
+            "show",
+            &id,
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--json",
+        ],
+        scratch,
+    ));
+    serde_json::from_slice(&shown.stdout).unwrap()
+}
+
+/// The record found the hole at the cursor, sure of it, and the code before it in the cart.
+fn assert_found_at_the_cursor(shown: &Value) {
+    let places = shown["located"]["places"].as_array().unwrap();
+    assert_eq!(places.len(), 1, "{shown:#}");
+    assert_eq!(places[0]["file"], "src/cart.ts");
+    assert_eq!(
+        (places[0]["line"].as_u64(), places[0]["column"].as_u64()),
+        (Some(11), Some(12))
+    );
+    assert_eq!(places[0]["certainty"], "exact", "{shown:#}");
+    assert_eq!(shown["answered"]["text"], "sum;", "{shown:#}");
+}
+
+/// The provenance of the piece named `piece`: (where it came from, its framing characters).
+fn provenance_of(shown: &Value, piece: &str) -> (Vec<String>, u64) {
+    let pieces = shown["located"]["provenance"].as_array().unwrap();
+    let found = pieces
+        .iter()
+        .find(|p| p["piece"] == piece)
+        .unwrap_or_else(|| panic!("no {piece} in {shown:#}"));
+    let from = found["from"].as_array().unwrap();
+    let from = from
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    (from, found["framing_chars"].as_u64().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_vscode_infill_requests_go_through_unchanged_and_are_located() {
+    // ggml-org/llama.vscode at 009e5b72 (src/llama-server.ts, createRequestPayload), with
+    // src/completion.ts (033bf113: input_prefix is the lines before the cursor's line plus a
+    // line break, prompt the line up to the cursor, input_suffix the rest of the line and the
+    // lines after) and src/extra-context.ts (4a1e49cb: chunks carry text, time and the
+    // document's absolute file name). Sent with axios.
+    let server = completing_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(&server.base, scratch.path());
+    let (before_line, line_prefix, after) = cart_at_cursor();
+    let body = json!({
+        "input_prefix": before_line,
+        "input_suffix": after,
+        "input_extra": [{
+            "text": PRICE,
+            "time": 1_764_000_000_000u64,
+            "filename": "/home/dev/shop/src/price.ts",
+        }],
+        "prompt": line_prefix,
+        "n_predict": 128,
+        "top_k": 40,
+        "top_p": 0.99,
+        "stream": false,
+        "samplers": ["top_k", "top_p", "infill"],
+        "cache_prompt": true,
+        "n_indent": 4,
+        "t_max_prompt_ms": 500,
+        "t_max_predict_ms": 1000,
+    });
+    let headers = [
+        ("authorization", "Bearer sk-llama-vscode-0001"),
+        ("user-agent", "axios/1.7.9"),
+    ];
+    let shown = replay(&server, &proxy, scratch.path(), "/infill", &headers, &body).await;
+    assert_found_at_the_cursor(&shown);
+    assert_eq!(shown["agent"], "axios/1.7.9");
+    let listed = common::ok(common::keyhole(&["recorded", "list"], scratch.path()));
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.contains("    1  axios        /infill"), "{listed}");
+    assert_eq!(shown["sent"]["parameters"]["n_indent"], 4);
+    assert_eq!(shown["answered"]["prompt_tokens"], 90);
+    let (from, framing) = provenance_of(&shown, "extra 1 (/home/dev/shop/src/price.ts)");
+    assert_eq!((from, framing), (vec!["src/price.ts:1-3".to_string()], 0));
+    let (from, _) = provenance_of(&shown, "prompt");
+    assert_eq!(from, ["src/cart.ts:11-11"]);
+    let (from, framing) = provenance_of(&shown, "suffix");
+    assert_eq!((from, framing), (vec!["src/cart.ts:11-13".to_string()], 0));
+    // `keyhole REPO --recorded 1` without a terminal says what the UI would open.
+    let repo = cart_repo();
+    let repo_arg = repo.path().to_str().unwrap();
+    let opened = common::ok(common::keyhole(
+        &[repo_arg, "--recorded", "1"],
+        scratch.path(),
+    ));
+    let opened = String::from_utf8(opened.stdout).unwrap();
+    assert!(
+        opened.contains("--- hole: src/cart.ts:11:12 (Exact) ---"),
+        "{opened}"
+    );
+    let missing = common::keyhole(&[repo_arg, "--recorded", "99"], scratch.path());
+    assert_eq!(missing.status.code(), Some(2));
+    let error = String::from_utf8(missing.stderr).unwrap();
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(error.contains("no recorded request 99"), "{error}");
+    // The warm-up requests it sends to keep the extra chunks cached (n_predict 0, nothing
+    // around a cursor) go through too; there is no hole to find.
+    let warm_up = json!({
+        "input_prefix": "", "input_suffix": "", "input_extra": [], "prompt": "",
+        "n_predict": 0, "samplers": [], "cache_prompt": true,
+        "t_max_prompt_ms": 500, "t_max_predict_ms": 1,
+    });
+    let shown = replay(&server, &proxy, scratch.path(), "/infill", &[], &warm_up).await;
+    assert_eq!(shown["located"]["places"], json!([]));
+}
+
+/// Continue's prefix: its snippets of other files commented out, the current file's path, then
+/// the code before the cursor (core/autocomplete/templating/formatting.ts, formatSnippets).
+fn continue_prefix() -> String {
+    let (before_line, line_prefix, _) = cart_at_cursor();
+    let snippet = format!("Path: src/price.ts\n{}", PRICE.trim());
+    let commented: Vec<String> = snippet.lines().map(|l| format!("// {l}")).collect();
+    format!(
+        "{}\n// src/cart.ts\n{before_line}{line_prefix}",
+        commented.join("\n")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_autocomplete_through_llama_cpp_ollama_and_openai_is_located() {
+    // continuedev/continue at d0a3c0b6.
+    let server = completing_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(&server.base, scratch.path());
+    let (_, _, after) = cart_at_cursor();
+    let stops = [
+        "<|endoftext|>",
+        "<|fim_prefix|>",
+        "<|fim_middle|>",
+        "<|fim_suffix|>",
+    ];
+    // core/llm/llms/LlamaCpp.ts: POST {apiBase}completion with the prompt its Qwen template
+    // made (core/autocomplete/templating/AutocompleteTemplate.ts, qwenCoderFimTemplate),
+    // streamed; with no key configured it still sends `Bearer undefined`.
+    let templated = format!(
+        "<|fim_prefix|>{}<|fim_suffix|>{after}<|fim_middle|>",
+        continue_prefix()
+    );
+    let llama_cpp = json!({
+        "prompt": templated,
+        "stream": true,
+        "n_predict": 4096,
+        "stop": stops,
+        "temperature": 0.01,
+    });
+    let headers = [("authorization", "Bearer undefined")];
+    let shown = replay(
+        &server,
+        &proxy,
+        scratch.path(),
+        "/completion",
+        &headers,
+        &llama_cpp,
+    )
+    .await;
+    assert_found_at_the_cursor(&shown);
+    let (from, framing) = provenance_of(&shown, "prompt");
+    assert!(from.contains(&"src/price.ts:1-2".to_string()), "{from:?}");
+    assert!(
+        from.iter().any(|f| f.starts_with("src/cart.ts:1-")),
+        "{from:?}"
+    );
+    let template = "<|fim_prefix|>// Path: src/price.ts\n".len() + "<|fim_suffix|>".len();
+    assert!(framing as usize >= template, "{framing}");
+
+    // core/llm/llms/Ollama.ts, _streamFim: POST {apiBase}api/generate with the prefix and the
+    // suffix apart (raw left out when unset), its model-file options and keep_alive.
+    let ollama = json!({
+        "model": "qwen2.5-coder:1.5b-base",
+        "prompt": continue_prefix(),
+        "suffix": after,
+        "options": {"temperature": 0.01, "num_predict": 4096, "stop": stops, "num_ctx": 8192},
+        "keep_alive": 1800,
+        "stream": true,
+    });
+    let shown = replay(
+        &server,
+        &proxy,
+        scratch.path(),
+        "/api/generate",
+        &[],
+        &ollama,
+    )
+    .await;
+    assert_found_at_the_cursor(&shown);
+    assert_eq!(shown["answered"]["text"], "sum;");
+    assert_eq!(shown["answered"]["answer_tokens"], 2);
+
+    // core/llm/llms/OpenAI.ts, _streamFim: POST {apiBase}fim/completions, its key in both
+    // x-api-key and Authorization.
+    let openai = json!({
+        "model": "codestral-latest",
+        "prompt": continue_prefix(),
+        "suffix": after,
+        "max_tokens": 4096,
+        "temperature": 0.01,
+        "stop": stops,
+        "stream": true,
+    });
+    let key = "sk-continue-secret-7777";
+    let bearer = format!("Bearer {key}");
+    let headers = [("x-api-key", key), ("authorization", bearer.as_str())];
+    let shown = replay(
+        &server,
+        &proxy,
+        scratch.path(),
+        "/v1/fim/completions",
+        &headers,
+        &openai,
+    )
+    .await;
+    assert_found_at_the_cursor(&shown);
+    for entry in walk(&scratch.path().join("data")) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(!text.contains(key), "{} holds the key", entry.display());
+    }
+}
+
+/// Twinny's Code Llama prompt (src/extension/fim-templates.ts, getFimPromptTemplateLLama): no
+/// file context, the language and file header its completion provider writes
+/// (getPromptHeader), the prefix and suffix set apart from its markers by spaces.
+fn twinny_prompt() -> String {
+    let (before_line, line_prefix, after) = cart_at_cursor();
+    let header = "\n// Language: TypeScript (typescript) \n// File uri: file:///home/dev/shop/src/cart.ts (typescript) \n";
+    format!("<PRE> \n{header}{before_line}{line_prefix} <SUF> {after} <MID>")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twinny_fim_requests_to_ollama_and_an_openai_server_are_located() {
+    // twinnydotdev/twinny at 193d14c0: src/extension/provider-options.ts
+    // (createStreamRequestBodyFim) for Ollama and OpenAI-compatible providers, sent to the
+    // provider's path with an empty Authorization when no key is set
+    // (src/extension/providers/completion.ts, buildFimRequest).
+    let server = completing_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = start_proxy(&server.base, scratch.path());
+    let body = json!({
+        "model": "codellama:7b-code",
+        "prompt": twinny_prompt(),
+        "stream": true,
+        "keep_alive": "5m",
+        "options": {"temperature": 0.2, "num_predict": 512},
+    });
+    let headers = [("content-type", "application/json"), ("authorization", "")];
+    for path in ["/api/generate", "/v1/completions"] {
+        let shown = replay(&server, &proxy, scratch.path(), path, &headers, &body).await;
+        assert_found_at_the_cursor(&shown);
+        let (from, framing) = provenance_of(&shown, "prompt");
+        assert_eq!(from, ["src/cart.ts:1-13"], "{shown:#}");
+        // The markers, the spaces around them and the header are Twinny's own.
+        assert!(framing as usize > "<PRE>  <SUF>  <MID>".len(), "{framing}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_authorization_gives_way_to_the_backends_key() {
+    // Twinny sends `Authorization:` empty without a key; behind a backend with one, the
+    // backend's key goes in its place.
+    let server = completing_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    let backends = format!(
+        "[[backend]]\nname = \"ollama\"\nkind = \"ollama\"\nbase_url = \"{}\"\nmodel = \"codellama:7b-code\"\napi_key_env = \"KEYHOLE_TEST_OLLAMA_KEY\"\n",
+        server.base
+    );
+    std::fs::write(config.join("backends.toml"), backends).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(["proxy", "--listen", "127.0.0.1:0", "--to", "ollama"])
+        .envs(common::dirs_env(scratch.path()))
+        .env("KEYHOLE_TEST_OLLAMA_KEY", "sk-ollama-behind-keyhole")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let proxy = RunningProxy { child, base };
+    let body = json!({"model": "codellama:7b-code", "prompt": twinny_prompt(), "stream": true});
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/generate", proxy.base))
+        .header("authorization", "")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let seen = &server.requests()[0];
+    assert_eq!(
+        seen.headers["authorization"],
+        "Bearer sk-ollama-behind-keyhole"
+    );
+    assert_eq!(seen.body, body);
+}

@@ -104,6 +104,7 @@ async fn the_ui_and_prompt_build_the_code_profile_alike() {
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,
+        recorded: None,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(

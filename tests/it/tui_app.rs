@@ -530,6 +530,7 @@ async fn app_with(
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,
+        recorded: None,
     };
     let mut app = App::with_options(Keymap::builtin(), Theme::dark(), options);
     app.open(root, Some(position.to_string()));

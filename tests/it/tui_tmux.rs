@@ -188,3 +188,58 @@ fn opens_the_sample_completes_shows_help_and_quits() {
         "keyhole did not quit"
     );
 }
+
+#[test]
+fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
+    let cart =
+        "class Cart {\n    int total;\n\n    int total() {\n        return total;\n    }\n}\n";
+    let (home, repo) = home_with_repo(&[("Cart.java", cart.to_string())]);
+    // What llama.vim sent with the cursor after `return ` (it sends curl's User-Agent).
+    let dirs = keyhole::dirs::Dirs::under(home.path());
+    let log_dir = keyhole::proxy::log_dir(&dirs).unwrap();
+    let log = keyhole::proxy::RecordLog::open(&log_dir, keyhole::proxy::DEFAULT_MAX_BYTES).unwrap();
+    log.append(keyhole::proxy::Exchange {
+        id: 0,
+        at: 1_764_000_000.0,
+        client: "127.0.0.1:50000".into(),
+        agent: Some("curl/8.5.0".into()),
+        method: "POST".into(),
+        endpoint: "/infill".into(),
+        upstream: "http://127.0.0.1:8080/".into(),
+        status: 200,
+        sent: keyhole::proxy::Sent {
+            prefix: Some("class Cart {\n    int total;\n\n    int total() {\n".into()),
+            prompt: Some("        return ".into()),
+            suffix: Some("total;\n    }\n}\n".into()),
+            ..Default::default()
+        },
+        answered: keyhole::proxy::Answered {
+            text: "total;".into(),
+            ..Default::default()
+        },
+        first_byte_ms: Some(5.0),
+        total_ms: 9.0,
+        cancelled: false,
+        error: None,
+    })
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    let session = "keyhole-tui-recorded";
+    let _guard = shell(session, home.path(), &format!("{bin} {}", repo.display()));
+    // Once the candidates are all built, the repository is open.
+    wait_in(
+        session,
+        "retrieved candidates built",
+        Duration::from_secs(120),
+    );
+    tmux(&["send-keys", "-t", session, "R"]);
+    wait_in(session, "recorded requests", Duration::from_secs(30));
+    wait_in(session, "curl", Duration::from_secs(30));
+    tmux(&["send-keys", "-t", session, "Enter"]);
+    wait_in(session, "Cart.java:5:16", Duration::from_secs(60));
+    wait_in(session, "sent", Duration::from_secs(60));
+    tmux(&["send-keys", "-t", session, "r"]);
+    wait_in(session, "cand sent", Duration::from_secs(60));
+    tmux(&["send-keys", "-t", session, "q"]);
+    wait_in(session, "exit=0", Duration::from_secs(30));
+}

@@ -18,12 +18,14 @@ use keyhole::eval::runner::{Failures, RunStats};
 use keyhole::rank::bandit;
 use keyhole::rank::classifier::{Classifier, Variant};
 use keyhole::repo::RepoIndex;
+use keyhole::session::Settings;
 
 /// Read every label file of `out`, write the report beside them and print it; an error when
 /// holes of this run failed (`total`) or compositions did.
 pub fn write_report(
     args: &EvalArgs,
     backends: &mut Backends,
+    settings: &Settings,
     out: &OutDir,
     runtime: &tokio::runtime::Runtime,
     failures: &mut Failures,
@@ -37,7 +39,7 @@ pub fn write_report(
     }
     let labelled = grouping.finish();
     let holes = &labelled.holes;
-    let classifier = Classifier::open(args.classifier.as_deref(), args.encoder_dir.as_deref())?;
+    let (classifier, tuned) = settings.classifier()?;
     let classified = runtime.block_on(classify(args, backends, &classifier, holes, failures))?;
     // Holes of the run without rows: failed ones, and shards not merged or stopped part way.
     let missing = total.holes.saturating_sub(holes.len());
@@ -49,6 +51,14 @@ pub fn write_report(
              training data); in the per-repository table their training rows equal the default \
              context.",
         );
+    }
+    if let Some(tuned) = &tuned {
+        builder = builder.add_note(format!(
+            "RLPG-H ranks with the classifier {} (`keyhole tune`); it learnt from labels of {}, \
+             so on those repositories its rows are not held out.",
+            tuned.describe(),
+            tuned.repositories.join(", ")
+        ));
     }
     if let Some(set) = args.candidates.as_ref().filter(|&s| *s != Selection::all()) {
         builder = builder.add_note(format!(

@@ -156,7 +156,7 @@ fn repositories(merged: &Merged, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 /// Completions eval keeps in flight: `asked`, but no more than an HTTP backend's own limit
 /// (requests beyond it would wait for a turn within their deadline and time out).
-pub(super) fn in_flight(asked: usize, entry: &BackendConfig) -> Result<usize> {
+pub(in crate::cli) fn in_flight(asked: usize, entry: &BackendConfig) -> Result<usize> {
     if !entry.kind.is_http() || asked <= entry.concurrency {
         return Ok(asked);
     }
@@ -177,7 +177,7 @@ impl EvalArgs {
 
 /// `--export-requests` and `--import-responses`: a run answered from batch files instead of
 /// a server.
-pub(super) struct Batch {
+pub(in crate::cli) struct Batch {
     codec: BatchCodec,
     responses: Responses,
     /// Where the requests go, and the file they are written to until the run is done.
@@ -186,14 +186,17 @@ pub(super) struct Batch {
 }
 
 impl Batch {
-    /// The batch files of `args`, if it names any.
-    pub(super) fn open(args: &EvalArgs, entry: &BackendConfig) -> Result<Option<Batch>> {
-        if !args.batch() {
+    /// The batch files `--export-requests` and `--import-responses` name, if any.
+    pub(in crate::cli) fn open(
+        export_requests: Option<&std::path::Path>,
+        import_responses: &[PathBuf],
+        entry: &BackendConfig,
+    ) -> Result<Option<Batch>> {
+        if export_requests.is_none() && import_responses.is_empty() {
             return Ok(None);
         }
-        if let Some(export) = &args.export_requests
-            && let Some(import) = args
-                .import_responses
+        if let Some(export) = export_requests
+            && let Some(import) = import_responses
                 .iter()
                 .find(|import| same_file(export, import))
         {
@@ -203,7 +206,7 @@ impl Batch {
             );
         }
         let codec = BatchCodec::new(entry)?;
-        let responses = Responses::read(&args.import_responses, &codec)?;
+        let responses = Responses::read(import_responses, &codec)?;
         for file in &responses.cut {
             errln!(
                 "{file}: its last line is cut short; its request is exported again (or import the whole file later)"
@@ -223,14 +226,14 @@ impl Batch {
                 named(&responses.repeated)
             );
         }
-        let export = match &args.export_requests {
+        let export = match export_requests {
             Some(path) => {
                 let mut partial = path.as_os_str().to_owned();
                 partial.push(".partial");
                 let partial = PathBuf::from(partial);
                 let file =
                     File::create(&partial).with_context(|| format!("{}", partial.display()))?;
-                Some((path.clone(), partial, BufWriter::new(file)))
+                Some((path.to_path_buf(), partial, BufWriter::new(file)))
             }
             None => None,
         };
@@ -243,7 +246,11 @@ impl Batch {
     }
 
     /// Labels the holes of `run` the responses answer, and exports what the others need.
-    pub(super) fn label(&mut self, run: &RepoRun, labels: &mut LabelFile) -> Result<RunStats> {
+    pub(in crate::cli) fn label(
+        &mut self,
+        run: &RepoRun,
+        labels: &mut LabelFile,
+    ) -> Result<RunStats> {
         let batch = BatchRun {
             run,
             codec: &self.codec,
@@ -263,7 +270,7 @@ impl Batch {
     }
 
     /// Finishes the export; true when every hole is labelled (the report can be written).
-    pub(super) fn finish(self) -> Result<bool> {
+    pub(in crate::cli) fn finish(self) -> Result<bool> {
         let unknown = self.responses.unknown();
         if !unknown.is_empty() {
             errln!(

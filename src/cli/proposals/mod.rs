@@ -41,6 +41,9 @@ pub struct ProposalsOut<'a> {
     tokenizer: &'static str,
     budget: usize,
     ranker: RankerKind,
+    /// What the ranker ranks with where it reads a classifier tuned for the backend's model
+    /// (`keyhole tune`): `RLPG-H tuned for smol, 400 holes`.
+    ranks_with: Option<String>,
     /// RLPG's applicable candidates, best first. Ids here are as the profile numbers them.
     ranking: Vec<usize>,
     /// The 62 proposals in id order.
@@ -199,6 +202,7 @@ impl<'a> ProposalsOut<'a> {
             tokenizer: session.tokenizer.name(),
             budget: session.budget,
             ranker,
+            ranks_with: session.learning.ranks_with(ranker),
             ranking: all.ranking.iter().map(|r| opened.number(r.id)).collect(),
             proposals,
             default: DefaultOut {

@@ -9,7 +9,8 @@ use keyhole::candidate::CandidateId;
 /// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
 pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
     opened.print_header()?;
-    outln!("ranker      {}", out.ranker.name());
+    let ranker = out.ranks_with.as_deref().unwrap_or(out.ranker.name());
+    outln!("ranker      {ranker}");
     outln!();
     outln!(
         "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used or why not",

@@ -4,7 +4,7 @@
 //! [CLS] vectors, computed here once per distinct text (the encoder is frozen).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
@@ -23,6 +23,8 @@ use crate::token::{Keep, Tokenizer};
 /// One labelled hole, ready for the networks.
 pub struct Example {
     pub repository: String,
+    /// The hole's file, relative to its repository.
+    pub file: String,
     pub inputs: Inputs,
     /// 1 where the candidate was applicable.
     pub mask: Vec<f32>,
@@ -61,10 +63,32 @@ impl Inputs {
 /// Context vectors already computed, by text and kept end.
 type Encoded = Mutex<HashMap<(blake3::Hash, bool), Option<Arc<[f32]>>>>;
 
+/// Where the labelled repositories are.
+#[derive(Clone, Copy)]
+pub enum Corpus<'a> {
+    /// Each under this directory, by the name label rows give it.
+    Dir(&'a Path),
+    /// Each at its own path, by name.
+    Paths(&'a [(String, PathBuf)]),
+}
+
+impl Corpus<'_> {
+    /// Where repository `name` is.
+    fn path(&self, name: &str) -> PathBuf {
+        match self {
+            Corpus::Dir(dir) => dir.join(name),
+            Corpus::Paths(paths) => paths
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or_else(|| PathBuf::from(name), |(_, p)| p.clone()),
+        }
+    }
+}
+
 /// How to rebuild the holes' inputs.
 pub struct Rebuild<'a> {
     /// Finds repository `name` (as label rows name it).
-    pub corpus: &'a Path,
+    pub corpus: Corpus<'a>,
     pub tokenizer: &'a dyn Tokenizer,
     /// The budget the labels were made with (proposal contexts are cut to their share).
     pub budget: usize,
@@ -99,7 +123,7 @@ impl Rebuild<'_> {
         };
         let encoded = Encoded::default();
         for (name, holes) in by_repository {
-            let path = self.corpus.join(name);
+            let path = self.corpus.path(&name);
             let index = match RepoIndex::open(&path, self.cache) {
                 Ok(index) => index,
                 Err(e) => {
@@ -144,6 +168,7 @@ impl Rebuild<'_> {
         let flag = |yes: bool| if yes { 1.0 } else { 0.0 };
         Ok(Example {
             repository: rows.repository.to_string(),
+            file: rows.file().to_string(),
             inputs,
             mask: CandidateId::rlpg()
                 .map(|id| flag(rows.applicable(id)))

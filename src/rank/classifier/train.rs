@@ -36,13 +36,49 @@ const BATCH: usize = 64;
 #[derive(Clone, Debug)]
 pub struct TrainOptions {
     pub variant: Variant,
-    /// Repositories held out for early stopping.
-    pub validation: Vec<String>,
+    /// The holes held out for early stopping.
+    pub validation: Holdout,
     pub max_epochs: usize,
     /// Epochs without a better validation success before stopping.
     pub patience: usize,
     /// Orders the batches (weight initialisation and dropout use candle's unseeded RNG).
     pub seed: u64,
+    /// RLPG-H starts from the model at `start` (the bundled one without it) instead of from
+    /// nothing, and keeps it where no epoch does better on the validation holes: a few
+    /// hundred labels adjust what the model knows rather than replace it.
+    pub fine_tune: bool,
+}
+
+/// Which labelled holes are held out for validation: whole repositories (so the success
+/// measured is the success on code the model never saw), or with a single repository whole
+/// files of it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Holdout {
+    Repositories(Vec<String>),
+    /// (repository, file) pairs.
+    Files(BTreeSet<(String, String)>),
+}
+
+impl Holdout {
+    /// Whether a hole of `file` in `repository` is held out.
+    pub fn holds(&self, repository: &str, file: &str) -> bool {
+        match self {
+            Holdout::Repositories(names) => names.iter().any(|n| n == repository),
+            Holdout::Files(files) => files.contains(&(repository.to_string(), file.to_string())),
+        }
+    }
+
+    /// `junit4` or `3 files of junit4`, for messages and reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Holdout::Repositories(names) => names.join(", "),
+            Holdout::Files(files) => {
+                let repositories: BTreeSet<&str> = files.iter().map(|(r, _)| r.as_str()).collect();
+                let names: Vec<&str> = repositories.into_iter().collect();
+                format!("{} files of {}", files.len(), names.join(", "))
+            }
+        }
+    }
 }
 
 /// How one epoch went.
@@ -95,7 +131,13 @@ impl Model {
     /// A fresh encoder (unless `kind` is a BERT's) and RLPG-H head, or for RLPG-R the encoder
     /// and any RLPG-H head of `start` with a fresh RLPG-R head. Without `start`, RLPG-R starts
     /// from the bundled model, or with a BERT encoder from nothing.
-    fn new(variant: Variant, kind: EncoderKind, start: Option<&Path>) -> Result<Model> {
+    /// With `fine_tune`, RLPG-H starts from `start`'s (or the bundled model's) weights.
+    fn new(
+        variant: Variant,
+        kind: EncoderKind,
+        start: Option<&Path>,
+        fine_tune: bool,
+    ) -> Result<Model> {
         let mut vars = VarMap::new();
         let vb = VarBuilder::from_varmap(&vars, DType::F32, &Device::Cpu);
         let encoder = match kind {
@@ -104,6 +146,22 @@ impl Model {
         };
         if variant == Variant::H {
             let h = Some(HeadH::new(vb.pp("h"), kind.dims())?);
+            if fine_tune {
+                let (saved, source) = starting_weights(start, kind)?;
+                if !saved.is_empty() {
+                    let names: BTreeSet<String> =
+                        vars.data().lock().expect("vars").keys().cloned().collect();
+                    if let Some(missing) = names.iter().find(|n| !saved.contains_key(*n)) {
+                        bail!(
+                            "{source}: the starting model has no {missing} (is it a keyhole classifier?)"
+                        );
+                    }
+                    vars.set(saved.iter().filter(|(name, _)| names.contains(*name)))
+                        .with_context(|| {
+                            format!("{source}: the starting model does not fit this keyhole")
+                        })?;
+                }
+            }
             let trained = vars.all_vars();
             return Ok(Model {
                 vars,
@@ -114,30 +172,7 @@ impl Model {
                 trained,
             });
         }
-        let (saved, source) = match (start, kind) {
-            (Some(path), _) => (
-                candle_core::safetensors::load(path, &Device::Cpu).with_context(|| {
-                    format!("{}: cannot read the starting model", path.display())
-                })?,
-                path.display().to_string(),
-            ),
-            (None, EncoderKind::Hashed) => (
-                candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
-                BUNDLED_NAME.to_string(),
-            ),
-            (None, EncoderKind::Bert { .. }) => (HashMap::new(), String::new()),
-        };
-        let saved_kind = match saved.is_empty() {
-            true => kind,
-            false => EncoderKind::of(&saved)?,
-        };
-        if saved_kind != kind {
-            bail!(
-                "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
-                saved_kind.describe(),
-                kind.describe()
-            );
-        }
+        let (saved, _) = starting_weights(start, kind)?;
         // Keep the start's RLPG-H head, if it has one, so the written model still offers it.
         let h = match saved.contains_key("h.out.weight") {
             true => Some(HeadH::new(vb.pp("h"), kind.dims())?),
@@ -227,6 +262,38 @@ impl Model {
     fn restore(&mut self, snapshot: &HashMap<String, Tensor>) -> Result<()> {
         Ok(self.vars.set(snapshot.iter())?)
     }
+}
+
+/// The weights a model starts from, and where they come from: `start`, else the bundled
+/// model, or with a BERT encoder nothing; an error where they were trained on another encoder.
+fn starting_weights(
+    start: Option<&Path>,
+    kind: EncoderKind,
+) -> Result<(HashMap<String, Tensor>, String)> {
+    let (saved, source) = match (start, kind) {
+        (Some(path), _) => (
+            candle_core::safetensors::load(path, &Device::Cpu)
+                .with_context(|| format!("{}: cannot read the starting model", path.display()))?,
+            path.display().to_string(),
+        ),
+        (None, EncoderKind::Hashed) => (
+            candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
+            BUNDLED_NAME.to_string(),
+        ),
+        (None, EncoderKind::Bert { .. }) => (HashMap::new(), String::new()),
+    };
+    let saved_kind = match saved.is_empty() {
+        true => kind,
+        false => EncoderKind::of(&saved)?,
+    };
+    if saved_kind != kind {
+        bail!(
+            "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
+            saved_kind.describe(),
+            kind.describe()
+        );
+    }
+    Ok((saved, source))
 }
 
 /// One batch as tensors.
@@ -350,17 +417,18 @@ pub fn train(
     let began = Instant::now();
     let (train, validation): (Vec<&Example>, Vec<&Example>) = examples
         .iter()
-        .partition(|e| !options.validation.contains(&e.repository));
+        .partition(|e| !options.validation.holds(&e.repository, &e.file));
     if train.is_empty() || validation.is_empty() {
         bail!(
-            "need holes for training and for validation (validation repositories: {}; found {} and {})",
-            options.validation.join(", "),
+            "need holes for training and for validation (held out: {}; found {} and {})",
+            options.validation.describe(),
             train.len(),
             validation.len()
         );
     }
     let kind = train[0].inputs.encoder();
-    let mut model = Model::new(options.variant, kind, start)?;
+    let fine_tune = options.fine_tune && options.variant == Variant::H;
+    let mut model = Model::new(options.variant, kind, start, fine_tune)?;
     let with_contexts = options.variant == Variant::R;
     let params = ParamsAdamW {
         lr: LEARNING_RATE,
@@ -372,6 +440,19 @@ pub fn train(
     let mut order = train.clone();
     let mut epochs = Vec::new();
     let mut best: Option<(Epoch, HashMap<String, Tensor>)> = None;
+    if fine_tune {
+        // Epoch 0: the starting model, kept unless training does better.
+        let (validation_loss, validation_success) = evaluate(&model, &validation, false)?;
+        let stats = Epoch {
+            epoch: 0,
+            train_loss: evaluate(&model, &train, false)?.0,
+            validation_loss,
+            validation_success,
+        };
+        progress(&stats);
+        epochs.push(stats.clone());
+        best = Some((stats, model.snapshot()?));
+    }
     for epoch in 1..=options.max_epochs {
         order.shuffle(&mut rng);
         let mut losses = Vec::new();
@@ -501,6 +582,7 @@ mod tests {
                 labels[winner] = 1.0;
                 Example {
                     repository: repository.into(),
+                    file: format!("A{}.java", i % 7),
                     inputs: Inputs::Hashed {
                         hole: features::hole_ids(&window),
                         contexts: Vec::new(),
@@ -513,6 +595,32 @@ mod tests {
     }
 
     #[test]
+    fn files_of_one_repository_can_be_held_out() {
+        let mut examples = synthetic("only", 1024);
+        let held: BTreeSet<(String, String)> = [("only".to_string(), "A3.java".to_string())].into();
+        let dir = tempfile::tempdir().unwrap();
+        let options = TrainOptions {
+            variant: Variant::H,
+            validation: Holdout::Files(held),
+            max_epochs: 2,
+            patience: 1,
+            seed: 1,
+            fine_tune: false,
+        };
+        let out = dir.path().join("model.safetensors");
+        let report = train(&examples, &options, None, &out, &|_| {}).unwrap();
+        let held_out = examples.iter().filter(|e| e.file == "A3.java").count();
+        assert_eq!(report.validation_holes, held_out);
+        assert_eq!(report.train_holes, examples.len() - held_out);
+        examples.retain(|e| e.file == "A3.java");
+        let error = train(&examples, &options, None, &out, &|_| {}).unwrap_err();
+        assert!(
+            error.to_string().contains("held out: 1 files of only"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn rlpg_h_learns_which_proposal_a_hole_needs() {
         let mut examples = synthetic("train", 1024);
         examples.extend(synthetic("valid", 128));
@@ -520,10 +628,11 @@ mod tests {
         let out = dir.path().join("model.safetensors");
         let options = TrainOptions {
             variant: Variant::H,
-            validation: vec!["valid".into()],
+            validation: Holdout::Repositories(vec!["valid".into()]),
             max_epochs: 80,
             patience: 8,
             seed: 1,
+            fine_tune: false,
         };
         let report = train(&examples, &options, None, &out, &|_| {}).unwrap();
         // The fixed order cannot tell the two kinds of hole apart; the classifier must.
@@ -532,5 +641,16 @@ mod tests {
         let loaded = crate::rank::classifier::Classifier::load(&out).unwrap();
         assert!(loaded.has(Variant::H) && !loaded.has(Variant::R));
         assert!(!out.with_extension("safetensors.partial").exists());
+        // Fine-tuned from it, the model knows the holes before its first epoch.
+        let again = dir.path().join("again.safetensors");
+        let fine_tune = TrainOptions {
+            max_epochs: 1,
+            fine_tune: true,
+            ..options
+        };
+        let tuned = train(&examples, &fine_tune, Some(&out), &again, &|_| {}).unwrap();
+        assert_eq!(tuned.epochs[0].epoch, 0);
+        assert!(tuned.epochs[0].validation_success > 95.0, "{tuned:?}");
+        assert!(tuned.validation.model > 95.0, "{tuned:?}");
     }
 }

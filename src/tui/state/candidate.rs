@@ -43,7 +43,29 @@ pub struct RunPrompt {
     /// Its prompt as already fitted to the backend's own count (the prompt pane showed it): sent
     /// as it is.
     pub fitted: Option<Prompt>,
+    /// The text after the hole sent with it (a recorded plugin's prompt has one).
+    pub suffix: Option<String>,
 }
+
+/// One request a run sent, for the request log: when, to whom, what and how long.
+#[derive(Clone, Debug)]
+pub struct LoggedRequest {
+    /// The wall-clock time the run began, "HH:MM:SS" UTC.
+    pub at: String,
+    pub backend: String,
+    pub candidate: CandidateId,
+    /// Other candidates whose identical prompt this request answered.
+    pub shared_by: usize,
+    pub edited: bool,
+    /// The prompt's size: tokens as the backend counted them where it did, and bytes.
+    pub prompt_tokens: Option<usize>,
+    pub prompt_bytes: usize,
+    /// The completion with its queued and own time (ms), or why it failed.
+    pub outcome: Result<(String, u128, u128), String>,
+}
+
+/// The most requests the log keeps (the oldest go first).
+pub const REQUEST_LOG_KEEPS: usize = 500;
 
 /// One completion card.
 #[derive(Clone, Debug)]

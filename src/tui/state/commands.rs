@@ -83,6 +83,17 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         Command::CopyPrompt => copy_prompt(state),
         Command::CopyCompletion => copy_completion(state),
         Command::OpenInEditor => open_in_editor(state),
+        Command::Palette => {
+            state.mode = Mode::Palette {
+                query: String::new(),
+                cursor: 0,
+            };
+            vec![]
+        }
+        Command::RequestLog => {
+            state.mode = Mode::Requests { scroll: 0 };
+            vec![]
+        }
         Command::FocusSource => focus(state, Pane::Source),
         Command::FocusCandidates => focus(state, Pane::Candidates),
         Command::FocusPrompt => focus(state, Pane::Prompt),
@@ -94,6 +105,7 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
             vec![]
         }
         Command::CycleRanker => cycle_ranker(state),
+        Command::Recorded => open_picker(state),
         Command::Backends => {
             state.mode = Mode::Backends {
                 cursor: state.setup.backend,

@@ -56,7 +56,11 @@ pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunP
             continue;
         }
         let text = c.prompt.text();
-        if let Some(run) = runs.iter_mut().find(|r| r.text == text) {
+        let suffix = c.prompt.suffix.as_ref().map(|s| s.text.clone());
+        if let Some(run) = runs
+            .iter_mut()
+            .find(|r| (&r.text, &r.suffix) == (&text, &suffix))
+        {
             run.same.push(c.id);
         } else if runs.len() < limit {
             runs.push(RunPrompt {
@@ -64,6 +68,7 @@ pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunP
                 same: Vec::new(),
                 text,
                 fitted: c.prompt.backend_tokens.is_some().then(|| c.prompt.clone()),
+                suffix,
             });
         }
     }
@@ -171,9 +176,11 @@ pub(super) fn fit_focused(state: &mut State) -> Vec<Effect> {
         return vec![];
     }
     let backend = backend.clone();
+    // A plugin's prompt is sent as the plugin sent it, never fitted.
     let Some(candidate) = state
         .focused_candidate()
         .filter(|c| c.applicable() && c.prompt.backend_tokens.is_none())
+        .filter(|c| c.id != CandidateId::AS_SENT)
         .map(|c| c.id)
     else {
         return vec![];
@@ -253,17 +260,33 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         }
         Some(Ok(_)) => &state.cards[n],
     };
+    // Picks teach the rankers which of keyhole's candidates win; the plugin's prompt is none.
+    if card.candidate == CandidateId::AS_SENT {
+        for (i, card) in state.cards.iter_mut().enumerate() {
+            card.picked = i == n;
+        }
+        state.card_cursor = n;
+        state.status = format!(
+            "picked completion {} (the plugin's prompt): not recorded, it teaches the rankers nothing",
+            n + 1
+        );
+        return vec![];
+    }
+    let keyholes = || {
+        state
+            .cards
+            .iter()
+            .filter(|c| c.candidate != CandidateId::AS_SENT)
+    };
     let prompt = card
         .edited
         .clone()
         .or_else(|| card.prompt(state).map(Prompt::text));
     let pick = feedback::Pick {
         hole: view.hole.display(index),
-        candidates: state.cards.iter().map(|c| c.candidate).collect(),
+        candidates: keyholes().map(|c| c.candidate).collect(),
         prompt_hash: feedback::prompt_hash(prompt.as_deref().unwrap_or("")),
-        completions: state
-            .cards
-            .iter()
+        completions: keyholes()
             .map(|c| c.outcome.as_ref().map_or(String::new(), |f| f.text.clone()))
             .collect(),
         picked: card.candidate,
@@ -350,7 +373,7 @@ pub(super) fn explain_card(state: &mut State) -> Vec<Effect> {
                 |s| segment_name(s.kind, state.numbering),
             );
         let place = span.origin.map_or_else(
-            || "keyhole's own formatting".into(),
+            || super::provenance::framing_name(prompt).into(),
             |o| origin_text(index, o),
         );
         status += &format!(" · longest, {chars} chars: {place} in {segment}");

@@ -68,11 +68,17 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         state.status = "edit discarded".into();
         return vec![];
     }
+    // The edit replaces the prompt; the text after the hole goes with it as it was.
+    let suffix = state
+        .candidate(editor.candidate)
+        .and_then(|c| c.prompt.suffix.as_ref())
+        .map(|s| s.text.clone());
     let prompt = RunPrompt {
         candidate: editor.candidate,
         same: Vec::new(),
         text: editor.text(),
         fitted: None,
+        suffix,
     };
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {

@@ -19,9 +19,25 @@ pub enum Mode {
         query: String,
         cursor: usize,
     },
+    /// The command palette: query and the cursor in the actions it matches.
+    Palette {
+        query: String,
+        cursor: usize,
+    },
     /// Choosing the completion backend: the cursor in `Setup::backends`.
     Backends {
         cursor: usize,
+    },
+    /// The recorded-requests picker: the cursor in `Recorded::exchanges`.
+    Recorded {
+        cursor: usize,
+    },
+    /// Asking which of several places, as sure as each other, recorded request `exchange`
+    /// was made at.
+    RecordedPlace {
+        cursor: usize,
+        places: Vec<crate::proxy::Place>,
+        exchange: u64,
     },
     /// Waiting for y before writing the focused completion into the file.
     ConfirmApply,
@@ -29,6 +45,10 @@ pub enum Mode {
     Edit,
     /// The help overlay, scrolled down by this many rows.
     Help {
+        scroll: usize,
+    },
+    /// The request log, newest first, scrolled down by this many rows.
+    Requests {
         scroll: usize,
     },
 }
@@ -39,11 +59,12 @@ impl Mode {
         match self {
             Mode::Normal => Layer::Normal,
             Mode::Filter | Mode::GoTo(_) | Mode::Search(_) => Layer::Filter,
-            Mode::Picker { .. } => Layer::Picker,
+            Mode::Picker { .. } | Mode::Palette { .. } => Layer::Picker,
             Mode::Backends { .. } => Layer::Backends,
+            Mode::Recorded { .. } | Mode::RecordedPlace { .. } => Layer::Recorded,
             Mode::ConfirmApply => Layer::Confirm,
             Mode::Edit => Layer::Editor,
-            Mode::Help { .. } => Layer::Help,
+            Mode::Help { .. } | Mode::Requests { .. } => Layer::Help,
         }
     }
 }
@@ -106,13 +127,29 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             state.focus = Pane::Source;
             show_file(state, file)
         }
-        (Mode::Picker { .. } | Mode::Backends { .. }, Cancel) => close(state),
+        (Mode::Palette { query, cursor }, Up | Down | PageUp | PageDown) => {
+            let matches = state.palette_matches(&query).len();
+            let cursor = clamp_add(cursor, step(command, PICKER_PAGE), matches);
+            state.mode = Mode::Palette { query, cursor };
+            vec![]
+        }
+        (Mode::Palette { query, cursor }, Confirm) => {
+            state.mode = Mode::Normal;
+            match state.palette_matches(&query).get(cursor) {
+                Some(&(chosen, _, _)) => command_effects(state, chosen),
+                None => vec![],
+            }
+        }
+        (Mode::Picker { .. } | Mode::Palette { .. } | Mode::Backends { .. }, Cancel) => {
+            close(state)
+        }
         (Mode::Backends { cursor }, Up | Down) => {
             let cursor = clamp_add(cursor, step(command, 1), state.setup.backends.len());
             state.mode = Mode::Backends { cursor };
             vec![]
         }
         (Mode::Backends { cursor }, Confirm) => choose_backend(state, cursor),
+        (Mode::Recorded { .. } | Mode::RecordedPlace { .. }, _) => picker_command(state, command),
         (Mode::ConfirmApply, Confirm) => {
             state.mode = Mode::Normal;
             apply(state)
@@ -129,6 +166,13 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             vec![]
         }
         (Mode::Help { .. }, Cancel | Help) => close(state),
+        (Mode::Requests { scroll }, Up | Down | PageUp | PageDown | Top | Bottom) => {
+            let rows = state.request_log.len();
+            let scroll = clamp_add(scroll, step(command, HELP_PAGE), rows);
+            state.mode = Mode::Requests { scroll };
+            vec![]
+        }
+        (Mode::Requests { .. }, Cancel | Help | RequestLog) => close(state),
         _ => vec![],
     }
 }
@@ -158,7 +202,7 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             state.candidate_cursor = 0;
         }
         Mode::GoTo(text) | Mode::Search(text) => edit_text(text, key.code),
-        Mode::Picker { query, cursor } => {
+        Mode::Picker { query, cursor } | Mode::Palette { query, cursor } => {
             edit_text(query, key.code);
             *cursor = 0;
         }
@@ -168,7 +212,12 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             }
         }
         Mode::ConfirmApply => return mode_command(state, Command::Cancel),
-        Mode::Normal | Mode::Backends { .. } | Mode::Help { .. } => {}
+        Mode::Normal
+        | Mode::Backends { .. }
+        | Mode::Recorded { .. }
+        | Mode::RecordedPlace { .. }
+        | Mode::Help { .. }
+        | Mode::Requests { .. } => {}
     }
     vec![]
 }

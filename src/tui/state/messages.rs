@@ -87,6 +87,8 @@ pub enum Action {
         generation: u64,
         cards: Vec<Card>,
     },
+    /// The requests a run sent, for the request log.
+    Logged(Vec<LoggedRequest>),
     /// What the online ranker has learnt: shows and picks per candidate.
     OnlineLearnt(BTreeMap<CandidateId, Counts>),
     /// A pick taught ProCC's bandit: the perspective it now chooses for the hole of `context`.
@@ -104,6 +106,17 @@ pub enum Action {
         file: FileId,
         /// The file's text now, and what undoes the write (none for an undo).
         result: Result<(String, Option<Applied>), String>,
+    },
+    /// The proxy's record as read: every exchange, oldest first, and how many lines could not
+    /// be read.
+    RecordedRead {
+        exchanges: Vec<crate::proxy::Exchange>,
+        unreadable: usize,
+    },
+    /// Where the hole of a recorded request may be, surest first.
+    RecordedLocated {
+        exchange: Box<crate::proxy::Exchange>,
+        places: Vec<crate::proxy::Place>,
     },
     /// The user's editor returned (or could not start: why): files may have changed.
     Edited(Result<(), String>),
@@ -145,6 +158,15 @@ pub enum Effect {
         ranker: RankerKind,
         tokenizer: TokenizerKind,
         budget: usize,
+        /// The recorded request whose hole this is: its prompt joins the candidates.
+        recorded: Option<Arc<OpenRecorded>>,
+    },
+    /// Read the proxy's record (the recorded-requests picker opens on it).
+    ReadRecorded,
+    /// Find where the hole of a recorded request is in the repository.
+    LocateRecorded {
+        index: Arc<RepoIndex>,
+        exchange: Box<crate::proxy::Exchange>,
     },
     /// Read backends.toml again (the backend picker opens on what it says now).
     ReadBackends,

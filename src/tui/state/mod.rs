@@ -4,8 +4,9 @@
 //! Here: `State` and `update`. Beside it: `messages` (commands, actions, effects), `phase`
 //! (opening), `input` (modes and how each reads keys), `commands` (the normal mode),
 //! `navigate` (hole, file, cursors, search), `complete` (runs, cards, picks, explain),
-//! `apply` (write, preview, undo), `editor`, `setup` (backends), `candidate` (cards and the
-//! hole view) and `provenance` (where prompt text came from, in words). The submodules share
+//! `apply` (write, preview, undo), `editor`, `setup` (backends), `recorded` (the requests an
+//! editor plugin made through `keyhole proxy`), `candidate` (cards and the hole view) and
+//! `provenance` (where prompt text came from, in words). The submodules share
 //! this module's imports through `use super::*`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +49,7 @@ mod messages;
 mod navigate;
 mod phase;
 pub mod provenance;
+mod recorded;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -66,6 +68,8 @@ pub use messages::*;
 pub use navigate::matches;
 use navigate::*;
 pub use phase::*;
+use recorded::*;
+pub use recorded::{OpenRecorded, Recorded, recorded_row};
 pub use setup::*;
 
 pub const DEFAULT_K: usize = 3;
@@ -92,6 +96,9 @@ pub struct State {
     pub ranker: RankerKind,
     /// What the online ranker has learnt: shows and picks per candidate.
     pub online: BTreeMap<CandidateId, Counts>,
+    /// What RLPG-H ranks with where it is a classifier tuned for the backend's model
+    /// (`keyhole tune`): `RLPG-H tuned for smol, 400 holes`.
+    pub tuned: Option<String>,
     /// ProCC's pick among the retrieved candidates, once they are all built.
     pub procc: Option<Procc>,
     pub candidate_cursor: usize,
@@ -129,6 +136,8 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
+    /// The requests runs sent this session, oldest first (at most [`REQUEST_LOG_KEEPS`]).
+    pub request_log: Vec<LoggedRequest>,
     /// The completions written into files and not undone, the last last: `u` takes them back
     /// in turn.
     pub applied: Vec<Applied>,
@@ -147,6 +156,9 @@ pub struct State {
     pub pane_rows: [u16; 4],
     /// How ids are numbered on screen: the profile's (`--fidelity code` swaps 5 and 6).
     pub numbering: Numbering,
+    /// The requests an editor plugin made through `keyhole proxy`, and the one whose hole is
+    /// open.
+    pub recorded: Recorded,
 }
 
 impl State {
@@ -172,6 +184,7 @@ impl State {
             proposals: Arc::default(),
             ranker: RankerKind::RlpgH,
             online: BTreeMap::new(),
+            tuned: None,
             procc: None,
             candidate_cursor: 0,
             selected: BTreeSet::new(),
@@ -199,6 +212,7 @@ impl State {
             shown: 0,
             highlighting: None,
             applied: Vec::new(),
+            request_log: Vec::new(),
             on_disk: None,
             shared_sample: false,
             column_goal: 0,
@@ -207,12 +221,22 @@ impl State {
             prompt_match: None,
             pane_rows: [10; 4],
             numbering: Numbering::Table7,
+            recorded: Recorded::default(),
         }
     }
 
     /// The number shown for candidate `id` (see [`State::numbering`]).
     pub fn shown_id(&self, id: CandidateId) -> usize {
         self.numbering.number(id)
+    }
+
+    /// How a candidate's number is shown: [`State::shown_id`], or `sent` for the prompt a
+    /// plugin sent, which has none.
+    pub fn shown_number(&self, id: CandidateId) -> String {
+        match id {
+            CandidateId::AS_SENT => "sent".into(),
+            id => self.shown_id(id).to_string(),
+        }
     }
 
     /// How many picks the online ranker has learnt from.
@@ -281,6 +305,28 @@ impl State {
             Some(card) => card.prompt(self),
             None => self.focused_candidate().map(|c| &c.prompt),
         }
+    }
+
+    /// The actions the palette lists for `query` (fuzzy, over key and description), best
+    /// first; every one for an empty query. The palette itself is left out.
+    pub fn palette_matches(&self, query: &str) -> Vec<(Command, String, String)> {
+        let matcher = SkimMatcherV2::default();
+        let mut hits: Vec<(i64, usize, (Command, String, String))> = self
+            .keymap
+            .actions(self.focus)
+            .into_iter()
+            .filter(|(command, _, _)| *command != Command::Palette)
+            .enumerate()
+            .filter_map(|(n, (command, keys, desc))| {
+                let score = match query.is_empty() {
+                    true => 0,
+                    false => matcher.fuzzy_match(&format!("{desc} {keys}"), query)?,
+                };
+                Some((score, n, (command, keys, desc.to_string())))
+            })
+            .collect();
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.into_iter().map(|(_, _, hit)| hit).collect()
     }
 
     /// Files matching the picker query, best first.
@@ -370,8 +416,18 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             if state.on_disk.take().is_some() {
                 state.lines.clear();
             }
-            set_hole(state, indexed.hole)
+            let mut effects = set_hole(state, indexed.hole);
+            // `--recorded N`: its hole opens once the record is read.
+            if state.recorded.pending.is_some() {
+                effects.push(Effect::ReadRecorded);
+            }
+            effects
         }
+        Action::RecordedRead {
+            exchanges,
+            unreadable,
+        } => recorded_read(state, exchanges, unreadable),
+        Action::RecordedLocated { exchange, places } => located(state, *exchange, places),
         // Reading it again after a write failed: the index as it was stays.
         Action::Indexed(Err(e)) if state.phase == Phase::Rereading => {
             state.phase = Phase::Ready;
@@ -513,6 +569,12 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             if let Some(procc) = state.procc.as_mut().filter(|p| p.context == context) {
                 procc.pick = pick;
             }
+            vec![]
+        }
+        Action::Logged(requests) => {
+            state.request_log.extend(requests);
+            let extra = state.request_log.len().saturating_sub(REQUEST_LOG_KEEPS);
+            state.request_log.drain(..extra);
             vec![]
         }
         Action::Edited(Ok(())) => {

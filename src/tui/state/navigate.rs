@@ -33,6 +33,9 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     state.explained = None;
     state.completion = CompletionPhase::Idle;
     state.status = format!("hole {} · ranking candidates…", hole.display(&index));
+    // A recorded request's prompt belongs to its hole alone.
+    let recorded = state.recorded.open.take().filter(|r| r.at(&hole));
+    state.recorded.open = recorded.clone();
     effects.push(Effect::Analyse {
         index,
         search,
@@ -42,6 +45,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         ranker: state.ranker,
         tokenizer: state.setup.tokenizer(),
         budget: state.setup.budget,
+        recorded,
     });
     effects
 }

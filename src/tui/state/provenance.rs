@@ -15,6 +15,7 @@ pub fn segment_name(kind: SegmentKind, numbering: Numbering) -> String {
         SegmentKind::Proposal { id } => match id.family() {
             Family::Proposal => format!("proposal {} ({})", numbering.number(id), id.label()),
             Family::Default => "the default context".into(),
+            Family::Recorded => "the plugin's prompt".into(),
             Family::Retrieved | Family::Typed => {
                 format!(
                     "retrieved candidate {} ({})",
@@ -23,6 +24,15 @@ pub fn segment_name(kind: SegmentKind, numbering: Numbering) -> String {
                 )
             }
         },
+    }
+}
+
+/// Whose text a prompt's bytes without an origin are: the plugin's framing in the prompt it
+/// sent, keyhole's formatting in its own.
+pub fn framing_name(prompt: &Prompt) -> &'static str {
+    match prompt.proposal_id.family() {
+        Family::Recorded => "the plugin's framing",
+        _ => "keyhole's formatting",
     }
 }
 
@@ -89,7 +99,7 @@ pub fn explained_pieces(
                 (Some(origin), Some(segment)) => {
                     format!("{} in {segment}", origin_text(index, origin))
                 }
-                (None, Some(segment)) => format!("keyhole's formatting in {segment}"),
+                (None, Some(segment)) => format!("{} in {segment}", framing_name(prompt)),
                 _ => "not in the prompt".into(),
             };
             (piece, from)

@@ -48,12 +48,14 @@ pub fn title(state: &State) -> String {
 }
 
 /// The ranker's name; the online one says how much it has learnt (with no picks it ranks as
-/// the fixed one, which it should not hide).
+/// the order it starts from, which it should not hide), and RLPG-H what it was tuned for.
 pub fn ranker_name(state: &State) -> String {
+    let start = state.tuned.as_deref().unwrap_or("fixed");
     match (state.ranker, state.online_picks()) {
-        (RankerKind::Online, 0) => "online (no picks yet: as fixed)".into(),
+        (RankerKind::Online, 0) => format!("online (no picks yet: as {start})"),
         (RankerKind::Online, 1) => "online (1 pick)".into(),
         (RankerKind::Online, n) => format!("online ({n} picks)"),
+        (RankerKind::RlpgH, _) if state.tuned.is_some() => start.into(),
         (kind, _) => kind.name().into(),
     }
 }
@@ -175,7 +177,7 @@ fn row(
     let source_width = if compact { COMPACT_SOURCE } else { SOURCE };
     let mut spans = vec![
         Span::styled(
-            format!("{mark}{:>4} ", state.shown_id(c.id)),
+            format!("{mark}{:>4} ", state.shown_number(c.id)),
             base.fg(theme.explain),
         ),
         Span::styled(score_bar, base.fg(colour)),
@@ -221,6 +223,7 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
+        Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
         Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
             Some(online_reason(state, c.id))
         }
@@ -264,6 +267,7 @@ mod tests {
                 backend_tokens: None,
                 assembly: crate::compose::Assembly::Capped,
                 model_room: None,
+                suffix: None,
             },
         }
     }
@@ -295,6 +299,17 @@ mod tests {
         );
         assert_eq!(bar_of(&state, 6.0), "████····");
         assert!(score_unit(state.ranker).starts_with("BM25"));
+    }
+
+    #[test]
+    fn rlpg_h_says_which_model_it_was_tuned_for() {
+        let mut state = State::new(Keymap::builtin(), Theme::dark());
+        state.tuned = Some("RLPG-H tuned for smol, 400 holes".into());
+        assert!(title(&state).contains("ranker RLPG-H tuned for smol, 400 holes"));
+        state.ranker = RankerKind::Online;
+        assert!(title(&state).contains("online (no picks yet: as RLPG-H tuned for smol"));
+        state.ranker = RankerKind::Bm25;
+        assert!(!title(&state).contains("tuned"));
     }
 
     #[test]

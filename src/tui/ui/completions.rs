@@ -64,7 +64,7 @@ fn card_label(
     same: &[CandidateId],
     edited: Option<&str>,
 ) -> String {
-    let id = state.shown_id(candidate);
+    let id = state.shown_number(candidate);
     let mut label = match (edited, state.candidate(candidate)) {
         (Some(_), _) => format!("edited from cand {id}"),
         (None, Some(c)) => format!("cand {id} {}", c.label),

@@ -57,8 +57,14 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
     }
     match &state.mode {
         Mode::Picker { query, cursor } => overlay::picker(frame, state, query, *cursor),
+        Mode::Palette { query, cursor } => overlay::palette(frame, state, query, *cursor),
         Mode::Backends { cursor } => overlay::backends(frame, state, *cursor),
+        Mode::Recorded { cursor } => overlay::recorded(frame, state, *cursor),
+        Mode::RecordedPlace { cursor, places, .. } => {
+            overlay::recorded_places(frame, state, places, *cursor)
+        }
         Mode::Help { scroll } => overlay::help(frame, state, *scroll),
+        Mode::Requests { scroll } => overlay::requests(frame, state, *scroll),
         Mode::ConfirmApply => overlay::apply_question(frame, state),
         _ => {}
     }

@@ -1,5 +1,5 @@
-//! Overlays: the help table (from the live keymap), the fuzzy file picker and the backend
-//! picker.
+//! Overlays: the help table (from the live keymap), the fuzzy file picker, the backend picker
+//! and the recorded-requests picker.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -168,7 +168,126 @@ pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
         } else {
             Style::new()
         };
-        lines.push(Line::styled(index.files[file].path.clone(), style));
+        let path = tail_that_fits(&index.files[file].path, inner.width as usize);
+        lines.push(Line::styled(path, style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// `path` within `width` characters: whole if it fits, else its file name with as many of
+/// the folders above it as fit after "…/" (a long path keeps what tells files apart).
+pub fn tail_that_fits(path: &str, width: usize) -> String {
+    if path.chars().count() <= width {
+        return path.to_string();
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    let mut tail = parts[parts.len() - 1].to_string();
+    for part in parts[..parts.len() - 1].iter().rev() {
+        let longer = format!("{part}/{tail}");
+        if longer.chars().count() + 2 > width {
+            break;
+        }
+        tail = longer;
+    }
+    format!("…/{tail}")
+}
+
+/// The request log, newest first: when, to whom, which candidate, the prompt's size, the
+/// wait and the time taken, and what came back.
+pub fn requests(frame: &mut Frame, state: &State, scroll: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(140),
+        area.height.saturating_sub(2),
+    );
+    let title = format!(
+        "requests sent ({}) · newest first · Esc closes",
+        state.request_log.len()
+    );
+    let inner = panel(frame, state, rect, &title);
+    if state.request_log.is_empty() {
+        let none = "nothing sent yet: r completes";
+        frame.render_widget(
+            Paragraph::new(none).style(Style::new().fg(theme.muted)),
+            inner,
+        );
+        return;
+    }
+    let lines: Vec<Line> = state
+        .request_log
+        .iter()
+        .rev()
+        .skip(scroll)
+        .take(inner.height as usize)
+        .map(|r| {
+            let what = match (r.edited, r.shared_by) {
+                (true, _) => format!("edited from {}", state.shown_id(r.candidate)),
+                (false, 0) => format!("cand {}", state.shown_id(r.candidate)),
+                (false, n) => format!("cand {} (+{n} same)", state.shown_id(r.candidate)),
+            };
+            let size = match r.prompt_tokens {
+                Some(tokens) => format!("{tokens} tok"),
+                None => format!("{} B", r.prompt_bytes),
+            };
+            let (timing, answer, colour) = match &r.outcome {
+                Ok((text, queued, took)) => (
+                    format!("waited {queued} ms, took {took} ms"),
+                    format!("{text:?}"),
+                    theme.text,
+                ),
+                Err(why) => ("failed".to_string(), why.clone(), theme.bad),
+            };
+            Line::from(vec![
+                Span::styled(format!("{} ", r.at), Style::new().fg(theme.muted)),
+                Span::styled(
+                    format!("{:<12.12} ", r.backend),
+                    Style::new().fg(theme.title),
+                ),
+                Span::styled(format!("{what:<20} "), Style::new().fg(theme.explain)),
+                Span::styled(
+                    format!("{size:>9}  {timing:<30} "),
+                    Style::new().fg(theme.muted),
+                ),
+                Span::styled(answer, Style::new().fg(colour)),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The command palette: every action of the focused pane and the shared ones, with its key.
+pub fn palette(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(20).min(90),
+        area.height.saturating_sub(6),
+    );
+    let title = format!(
+        "actions in the {} pane · Enter runs one",
+        state.focus.name()
+    );
+    let inner = panel(frame, state, rect, &title);
+    let mut lines = vec![Line::styled(
+        format!("> {query}▏"),
+        Style::new().fg(theme.explain),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    let matches = state.palette_matches(query);
+    for (n, (_, keys, desc)) in matches.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{keys:>14}  "), style.fg(theme.explain)),
+            Span::styled(desc.clone(), style.fg(theme.text)),
+        ]));
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
@@ -205,6 +324,81 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The requests editor plugins made through `keyhole proxy`, newest first.
+pub fn recorded(frame: &mut Frame, state: &State, cursor: usize) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(8).min(110),
+        area.height.saturating_sub(6),
+    );
+    let inner = panel(
+        frame,
+        state,
+        rect,
+        "recorded requests · Enter opens the hole",
+    );
+    let unreadable = match state.recorded.unreadable {
+        0 => String::new(),
+        n => format!(" · {n} unreadable lines left out"),
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>5}  {:<8}  {:<12}  {:<20}  answer{unreadable}",
+            "#", "UTC", "client", "endpoint"
+        ),
+        Style::new().fg(theme.muted).add_modifier(Modifier::BOLD),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    let exchanges = &state.recorded.exchanges;
+    for (n, exchange) in exchanges.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(
+            crate::tui::state::recorded_row(exchange),
+            style,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The places a recorded request's hole fits as well as each other: which one was it?
+pub fn recorded_places(
+    frame: &mut Frame,
+    state: &State,
+    places: &[crate::proxy::Place],
+    cursor: usize,
+) {
+    let theme = &state.theme;
+    let area = frame.area();
+    let height = (places.len() as u16 + 4).min(area.height);
+    let rect = centered(area, area.width.saturating_sub(20).min(90), height);
+    let inner = panel(frame, state, rect, "which place was it?");
+    let mut lines = vec![Line::styled(
+        places
+            .first()
+            .map_or("", |p| p.certainty.describe())
+            .to_string(),
+        Style::new().fg(theme.muted),
+    )];
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    for (n, place) in places.iter().enumerate().skip(top).take(rows) {
+        let style = if n == cursor {
+            Style::new().bg(theme.selected)
+        } else {
+            Style::new()
+        };
+        lines.push(Line::styled(place.position(), style));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 /// The change apply would make, before it asks: the hole's line as it is and as it would be.
 pub fn apply_question(frame: &mut Frame, state: &State) {
     let Some((line, path, before, after)) = crate::tui::state::apply_preview(state) else {
@@ -233,6 +427,17 @@ pub fn apply_question(frame: &mut Frame, state: &State) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_path_keeps_its_file_name_and_the_folders_that_fit() {
+        let path = "src/main/java/com/acme/shop/service/OrderService.java";
+        assert_eq!(super::tail_that_fits(path, 80), path);
+        assert_eq!(
+            super::tail_that_fits(path, 30),
+            "…/service/OrderService.java"
+        );
+        assert_eq!(super::tail_that_fits(path, 10), "…/OrderService.java");
+    }
+
     use super::*;
     use crate::tui::keymap::Keymap;
     use crate::tui::theme::Theme;

@@ -13,6 +13,7 @@ use super::bar;
 use super::source::group;
 use crate::compose::{Prompt, Segment, SegmentKind};
 use crate::session::{counting_words, counts_exactly};
+use crate::sourced::SourcedText;
 use crate::token::Keep;
 use crate::tui::command::Pane;
 use crate::tui::state::{Availability, Editor, Mode, State, matches, provenance};
@@ -119,12 +120,13 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let Some(prompt) = state.shown_prompt() else {
         return;
     };
-    let bars: Vec<Line> = prompt
+    let mut bars: Vec<Line> = prompt
         .segments
         .iter()
         .filter(|s| s.kind != SegmentKind::Separator)
         .map(|s| budget_line(state, s, prompt.budget))
         .collect();
+    bars.extend(prompt.suffix.as_ref().map(|s| suffix_line(state, s)));
     let [top, text] =
         Layout::vertical([Constraint::Length(bars.len() as u16), Constraint::Min(0)]).areas(area);
     frame.render_widget(Paragraph::new(bars), top);
@@ -158,7 +160,7 @@ fn budget_line(state: &State, segment: &Segment, budget: usize) -> Line<'static>
         .map(|index| provenance::segment_sources(index, &segment.text))
         .unwrap_or_default();
     let name = match segment.kind {
-        SegmentKind::Proposal { id } => format!("cand {}", state.shown_id(id)),
+        SegmentKind::Proposal { id } => format!("cand {}", state.shown_number(id)),
         SegmentKind::Separator => "separator".into(),
         SegmentKind::Default => "default".into(),
     };
@@ -174,6 +176,28 @@ fn budget_line(state: &State, segment: &Segment, budget: usize) -> Line<'static>
         ),
         Span::styled(cut, Style::new().fg(theme.budget_over)),
         Span::styled(format!("  {sources}"), Style::new().fg(theme.muted)),
+    ])
+}
+
+/// "suffix    sent after the cursor, 12 lines  Cart.java:11-22": the text a plugin sent apart
+/// after the hole, and where it came from.
+fn suffix_line(state: &State, suffix: &SourcedText) -> Line<'static> {
+    let theme = &state.theme;
+    let sources = state
+        .index
+        .as_ref()
+        .map(|index| provenance::segment_sources(index, suffix))
+        .unwrap_or_default();
+    let lines = suffix.text.lines().count();
+    Line::from(vec![
+        Span::styled(
+            format!("{:<10}", "suffix"),
+            Style::new().fg(theme.default_context),
+        ),
+        Span::styled(
+            format!("sent after the cursor, {lines} lines  {sources}"),
+            Style::new().fg(theme.muted),
+        ),
     ])
 }
 
@@ -362,6 +386,7 @@ mod tests {
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
             model_room: None,
+            suffix: None,
         };
         let mut state = State::new(Keymap::builtin(), Theme::dark());
         let theme = state.theme.clone();

@@ -195,6 +195,7 @@ fn with_prompt(id: usize, text: &str) -> CandidateRow {
             backend_tokens: None,
             assembly: crate::compose::Assembly::Capped,
             model_room: None,
+            suffix: None,
         },
     }
 }
@@ -651,6 +652,7 @@ fn quit_cancels_and_quits_and_mouse_toggles() {
 }
 
 mod prompt_and_source;
+mod recorded;
 
 #[test]
 fn the_code_profile_shows_rlpgs_code_numbers_where_ids_are_shown() {
@@ -906,4 +908,62 @@ fn y_copies_the_focused_completion_alt_digits_jump_to_panes_and_e_opens_the_edit
         .is_empty()
     );
     assert!(s.status.contains("bundled sample"), "{}", s.status);
+}
+
+#[test]
+fn the_palette_lists_every_action_with_its_key_and_enter_runs_the_chosen_one() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.cards = vec![card(6)];
+    s.focus = Pane::Completions;
+    press(&mut s, KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT));
+    assert!(matches!(s.mode, Mode::Palette { .. }));
+    let all = s.palette_matches("");
+    assert!(
+        all.iter()
+            .any(|(c, keys, _)| *c == Command::Run && keys == "r")
+    );
+    assert!(
+        all.iter().any(|(c, _, _)| *c == Command::CopyCompletion),
+        "the pane's own"
+    );
+    for c in "copy compl".chars() {
+        press(&mut s, key(c));
+    }
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert!(
+        matches!(&effects[..], [Effect::Copy(text)] if text == "c6"),
+        "{}",
+        s.status
+    );
+    assert_eq!(s.mode, Mode::Normal);
+}
+
+#[test]
+fn the_request_log_keeps_what_runs_sent_newest_last_and_l_opens_it() {
+    let mut s = opened();
+    let logged = |n: usize| LoggedRequest {
+        at: "05:00:00".into(),
+        backend: "smol".into(),
+        candidate: CandidateId::nth(n % 60),
+        shared_by: 0,
+        edited: false,
+        prompt_tokens: Some(100),
+        prompt_bytes: 400,
+        outcome: Ok(("x".into(), 0, 12)),
+    };
+    update(&mut s, Action::Logged((0..3).map(logged).collect()));
+    assert_eq!(s.request_log.len(), 3);
+    update(
+        &mut s,
+        Action::Logged((0..REQUEST_LOG_KEEPS).map(logged).collect()),
+    );
+    assert_eq!(s.request_log.len(), REQUEST_LOG_KEEPS, "the oldest go");
+    press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('L'), KeyModifiers::SHIFT),
+    );
+    assert_eq!(s.mode, Mode::Requests { scroll: 0 });
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert_eq!(s.mode, Mode::Normal);
 }

@@ -50,6 +50,7 @@ fn explained_state(completion: &str) -> State {
         backend_tokens: None,
         assembly: crate::compose::Assembly::Capped,
         model_room: None,
+        suffix: None,
     };
     s.index = Some(index);
     s.phase = Phase::Ready;

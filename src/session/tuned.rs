@@ -1,0 +1,209 @@
+//! Classifiers tuned for one backend's model by `keyhole tune`, kept in the data directory,
+//! one directory per backend and model: where tune writes its labels, model and report, and
+//! the one lookup every session makes to rank with the model tuned for its backend.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dirs::Dirs;
+use crate::feedback;
+use crate::model::config::{BackendConfig, BackendKind};
+use crate::rank::classifier::{Classifier, Variant};
+
+/// Under the data directory: one directory per backend and model.
+pub const DIR: &str = "tuned";
+/// The tuned model, in its directory.
+pub const CLASSIFIER_FILE: &str = "classifier.safetensors";
+/// What the model was tuned for and on, in its directory; written last, so a model without it
+/// is not used.
+pub const INFO_FILE: &str = "tuned.json";
+/// Version of [`TunedInfo`]; a file of another version is not used.
+const VERSION: u32 = 1;
+
+/// What a tuned model is for and what it learnt from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TunedInfo {
+    pub version: u32,
+    /// The backend's name in backends.toml, and the model it names ([`model_name`]).
+    pub backend: String,
+    pub model: String,
+    pub variant: String,
+    /// Labelled holes the model was trained and validated on.
+    pub train_holes: usize,
+    pub validation_holes: usize,
+    pub repositories: Vec<String>,
+    /// Top-1 success on the held-out holes, percent: the tuned model's, and the classifier's
+    /// that ranked before it.
+    pub success: f64,
+    pub success_before: f64,
+    /// Seconds since the epoch when it was written.
+    pub unix_time: u64,
+}
+
+impl TunedInfo {
+    /// `RLPG-H tuned for smol (SmolLM2-135M), 400 holes`: what a header says it ranks with.
+    pub fn describe(&self) -> String {
+        let model = match self.model == self.backend {
+            true => String::new(),
+            false => format!(" ({})", self.model),
+        };
+        format!(
+            "{} tuned for {}{model}, {} holes",
+            self.variant,
+            self.backend,
+            self.train_holes + self.validation_holes
+        )
+    }
+}
+
+/// The model a backend entry completes with: the server's model, a local model's file name,
+/// else the backend's kind (the embedded model).
+pub fn model_name(entry: &BackendConfig) -> String {
+    if let Some(model) = &entry.model {
+        return model.clone();
+    }
+    if let Some(name) = entry.path.as_deref().and_then(Path::file_name) {
+        return name.to_string_lossy().into_owned();
+    }
+    match entry.kind {
+        BackendKind::Embedded => crate::model::config::EMBEDDED.to_string(),
+        kind => kind.name().to_string(),
+    }
+}
+
+/// The directory of the model tuned for `entry` (none without a data directory): its name
+/// readable, with a hash that keeps backends and models whose names read alike apart.
+pub fn tuned_dir(dirs: &Dirs, entry: &BackendConfig) -> Option<PathBuf> {
+    let model = model_name(entry);
+    let slug = |text: &str| -> String {
+        let kept: String = text
+            .chars()
+            .map(|c| match c.is_ascii_alphanumeric() || "._-".contains(c) {
+                true => c,
+                false => '_',
+            })
+            .take(48)
+            .collect();
+        kept.trim_start_matches('.').to_string()
+    };
+    let hash = blake3::hash(format!("{}\0{model}", entry.name).as_bytes()).to_hex();
+    let name = format!("{}--{}--{}", slug(&entry.name), slug(&model), &hash[..8]);
+    Some(dirs.data.as_ref()?.join(DIR).join(name))
+}
+
+/// A tuned model, loaded.
+pub struct Tuned {
+    pub info: TunedInfo,
+    pub classifier: Classifier,
+}
+
+/// The model tuned for `entry`'s backend and model, if `keyhole tune` made one; an error names
+/// the file that is there but cannot be used.
+pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, String> {
+    let Some(dir) = tuned_dir(dirs, entry) else {
+        return Ok(None);
+    };
+    let info_path = dir.join(INFO_FILE);
+    let bytes = match std::fs::read(&info_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", info_path.display())),
+    };
+    let info: TunedInfo = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{}: not a tuned model's description: {e}",
+            info_path.display()
+        )
+    })?;
+    feedback::check_version(info.version, VERSION)
+        .map_err(|e| format!("{}: {e}", info_path.display()))?;
+    if info.backend != entry.name || info.model != model_name(entry) {
+        return Ok(None);
+    }
+    let classifier = Classifier::load(&dir.join(CLASSIFIER_FILE)).map_err(|e| e.to_string())?;
+    if !classifier.has(Variant::H) {
+        return Err(format!(
+            "{}: has no RLPG-H head",
+            dir.join(CLASSIFIER_FILE).display()
+        ));
+    }
+    Ok(Some(Tuned { info, classifier }))
+}
+
+/// Records `info` as what the model in `dir` is, making it the one sessions find.
+pub fn record(dir: &Path, info: &TunedInfo) -> std::io::Result<()> {
+    let info = TunedInfo {
+        version: VERSION,
+        ..info.clone()
+    };
+    let json = serde_json::to_vec_pretty(&info).expect("tuned info serializes");
+    feedback::write_atomic(&dir.join(INFO_FILE), &json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(name: &str, model: &str) -> BackendConfig {
+        BackendConfig {
+            name: name.into(),
+            kind: BackendKind::OpenAi,
+            base_url: Some("http://127.0.0.1:9".into()),
+            model: Some(model.into()),
+            ..BackendConfig::embedded()
+        }
+    }
+
+    #[test]
+    fn each_backend_and_model_has_its_own_directory_inside_the_data_directory() {
+        let dirs = Dirs::under(Path::new("/tmp/k"));
+        let a = tuned_dir(&dirs, &server("smol", "org/SmolLM2-135M")).unwrap();
+        let b = tuned_dir(&dirs, &server("smol", "org/SmolLM2-360M")).unwrap();
+        let c = tuned_dir(&dirs, &server("smol/x", "m")).unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with("/tmp/k/data/tuned"), "{}", a.display());
+        assert!(
+            a.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("smol--org_SmolLM2-135M--")
+        );
+        assert_eq!(
+            c.parent(),
+            a.parent(),
+            "no separator of the name makes a subdirectory"
+        );
+        assert_eq!(tuned_dir(&Dirs::none(), &server("smol", "m")), None);
+        let local = BackendConfig::local("/models/tiny.Q8_0.gguf".into());
+        assert_eq!(model_name(&local), "tiny.Q8_0.gguf");
+        assert_eq!(model_name(&BackendConfig::embedded()), "embedded");
+    }
+
+    #[test]
+    fn the_description_names_the_backend_its_model_and_the_holes() {
+        let info = TunedInfo {
+            version: VERSION,
+            backend: "smol".into(),
+            model: "SmolLM2-135M".into(),
+            variant: "RLPG-H".into(),
+            train_holes: 300,
+            validation_holes: 100,
+            repositories: vec!["a".into()],
+            success: 40.0,
+            success_before: 35.0,
+            unix_time: 0,
+        };
+        assert_eq!(
+            info.describe(),
+            "RLPG-H tuned for smol (SmolLM2-135M), 400 holes"
+        );
+        let embedded = TunedInfo {
+            backend: "embedded".into(),
+            model: "embedded".into(),
+            ..info
+        };
+        assert_eq!(embedded.describe(), "RLPG-H tuned for embedded, 400 holes");
+    }
+}

@@ -1,0 +1,164 @@
+//! The recorded-requests picker: listing, choosing, asking which place, and the plugin's
+//! prompt as a candidate.
+
+use super::*;
+use crate::proxy::{Answered, Certainty, Exchange, Place, Sent};
+
+fn exchange(id: u64, agent: &str) -> Exchange {
+    Exchange {
+        id,
+        at: 1_700_000_000.0 + id as f64,
+        client: "127.0.0.1:40000".into(),
+        agent: Some(format!("{agent}/1.0")),
+        method: "POST".into(),
+        endpoint: "/infill".into(),
+        upstream: "http://127.0.0.1:8080/".into(),
+        status: 200,
+        sent: Sent {
+            prefix: Some("class A {".into()),
+            prompt: Some(String::new()),
+            suffix: Some("}\n".into()),
+            ..Sent::default()
+        },
+        answered: Answered {
+            text: format!("answer {id}"),
+            ..Answered::default()
+        },
+        first_byte_ms: Some(1.0),
+        total_ms: 2.0,
+        cancelled: false,
+        error: None,
+    }
+}
+
+fn place(line: usize) -> Place {
+    Place {
+        file: "A.java".into(),
+        line,
+        column: 10,
+        certainty: Certainty::Exact,
+    }
+}
+
+#[test]
+fn r_lists_the_record_newest_first_and_enter_looks_for_the_chosen_hole() {
+    let mut s = opened();
+    let effects = press(&mut s, key('R'));
+    assert!(matches!(effects[..], [Effect::ReadRecorded]));
+    assert_eq!(s.mode, Mode::Recorded { cursor: 0 });
+    let read = Action::RecordedRead {
+        exchanges: vec![exchange(1, "curl"), exchange(2, "axios")],
+        unreadable: 0,
+    };
+    update(&mut s, read);
+    let ids: Vec<u64> = s.recorded.exchanges.iter().map(|e| e.id).collect();
+    assert_eq!(ids, [2, 1], "newest first");
+    let row = recorded_row(&s.recorded.exchanges[0]);
+    assert!(row.contains("axios") && row.contains("/infill"), "{row}");
+    assert!(row.contains("answer 2"), "{row}");
+    press(&mut s, KeyEvent::from(KeyCode::Down));
+    let effects = press(&mut s, KeyEvent::from(KeyCode::Enter));
+    match &effects[..] {
+        [Effect::LocateRecorded { exchange, .. }] => assert_eq!(exchange.id, 1),
+        _ => panic!("Enter looks for the hole of the request chosen"),
+    }
+    assert_eq!(s.mode, Mode::Normal);
+    // Esc closes the picker without choosing.
+    press(&mut s, key('R'));
+    assert!(press(&mut s, KeyEvent::from(KeyCode::Esc)).is_empty());
+    assert_eq!(s.mode, Mode::Normal);
+}
+
+#[test]
+fn an_empty_record_says_how_to_fill_it() {
+    let mut s = opened();
+    press(&mut s, key('R'));
+    let read = Action::RecordedRead {
+        exchanges: vec![],
+        unreadable: 0,
+    };
+    update(&mut s, read);
+    assert_eq!(s.mode, Mode::Normal);
+    assert!(s.status.contains("keyhole proxy"), "{}", s.status);
+}
+
+#[test]
+fn several_places_as_sure_ask_which_and_none_says_so() {
+    let mut s = opened();
+    update(
+        &mut s,
+        Action::RecordedRead {
+            exchanges: vec![exchange(7, "curl")],
+            unreadable: 0,
+        },
+    );
+    let located = |places| Action::RecordedLocated {
+        exchange: Box::new(exchange(7, "curl")),
+        places,
+    };
+    update(&mut s, located(vec![]));
+    assert!(s.status.contains("in no file"), "{}", s.status);
+    assert!(s.recorded.open.is_none());
+    // Two exact places and a less sure one: only the two are offered.
+    update(&mut s, located(vec![place(1), place(1), less_sure_place()]));
+    assert!(s.status.contains("2 places fit"), "{}", s.status);
+    assert!(
+        matches!(&s.mode, Mode::RecordedPlace { places, exchange: 7, .. } if places.len() == 2)
+    );
+    press(&mut s, KeyEvent::from(KeyCode::Down));
+    press(&mut s, KeyEvent::from(KeyCode::Enter));
+    assert_eq!(s.mode, Mode::Normal);
+    let open = s.recorded.open.as_ref().expect("the chosen place opens");
+    assert_eq!((open.exchange.id, open.place.line), (7, 1));
+    assert!(s.status.contains("from curl"), "{}", s.status);
+    // One place opens at once.
+    s.recorded.open = None;
+    update(&mut s, located(vec![less_sure_place()]));
+    let open = s.recorded.open.as_ref().expect("one place opens");
+    assert_eq!(open.place.certainty, Certainty::BeforeOnly);
+    assert!(s.status.contains("changed"), "{}", s.status);
+}
+
+fn less_sure_place() -> Place {
+    Place {
+        certainty: Certainty::BeforeOnly,
+        ..place(1)
+    }
+}
+
+#[test]
+fn the_plugins_prompt_stays_first_and_picking_it_teaches_the_rankers_nothing() {
+    let mut sent = candidate(62);
+    sent.id = CandidateId::AS_SENT;
+    let mut cands = vec![candidate(3), sent, candidate(1)];
+    let ranked = [(1, 0.9), (3, 0.5)].map(|(id, score)| Ranked {
+        id: CandidateId::nth(id),
+        score,
+    });
+    apply_ranking(&mut cands, &ranked);
+    let order: Vec<CandidateId> = cands.iter().map(|c| c.id).collect();
+    assert_eq!(
+        order,
+        [
+            CandidateId::AS_SENT,
+            CandidateId::nth(1),
+            CandidateId::nth(3)
+        ]
+    );
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.candidates = cands;
+    s.cards = vec![card(1), card(3)];
+    s.cards[0].candidate = CandidateId::AS_SENT;
+    assert!(update(&mut s, Action::Command(Command::Pick1)).is_empty());
+    assert!(s.status.contains("plugin's prompt"), "{}", s.status);
+    // A pick of keyhole's candidate leaves the plugin's out of what is learnt.
+    match &update(&mut s, Action::Command(Command::Pick2))[..] {
+        [Effect::Pick { pick, .. }] => {
+            assert_eq!(pick.candidates, [CandidateId::nth(3)]);
+            assert_eq!(pick.completions.len(), 1);
+        }
+        _ => panic!("a pick of candidate 3 is recorded"),
+    }
+    assert_eq!(s.shown_number(CandidateId::AS_SENT), "sent");
+}

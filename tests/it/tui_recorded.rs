@@ -1,0 +1,171 @@
+//! A recorded completion opened in the headless app: `--recorded N` and the picker open the
+//! hole where the repository holds what the plugin sent, and the plugin's prompt runs beside
+//! keyhole's candidates with the same backend, scored against the file on disk.
+
+use std::time::Duration;
+
+use crate::common::scratch_dirs;
+use keyhole::candidate::CandidateId;
+use keyhole::proxy::{self, Answered, Exchange, ExtraChunk, RecordLog, Sent};
+use keyhole::tui::app::App;
+use keyhole::tui::command::Command;
+use keyhole::tui::keymap::Keymap;
+use keyhole::tui::state::{Action, Mode};
+use keyhole::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+const LIMIT: Duration = Duration::from_secs(120);
+const FILE: &str = "src/main/java/com/acme/shop/service/OrderService.java";
+/// Line 94, column 32 of FILE: the sample's demo hole.
+const LINE: usize = 94;
+
+/// What llama.vscode sent at the demo hole when the rest of the line was not written yet: the
+/// 20 lines before it and the middle of its line, the lines after, and a chunk of another file.
+fn infill_at_the_demo_hole(text: &str, cursor: usize) -> Sent {
+    let line_start = text[..cursor].rfind('\n').map_or(0, |i| i + 1);
+    let prefix_start = text[..line_start]
+        .match_indices('\n')
+        .rev()
+        .nth(20)
+        .map_or(0, |(i, _)| i + 1);
+    let line_end = cursor + text[cursor..].find('\n').unwrap_or(0);
+    Sent {
+        prefix: Some(text[prefix_start..line_start].to_string()),
+        prompt: Some(text[line_start..cursor].to_string()),
+        suffix: Some(
+            text[line_end..]
+                .lines()
+                .take(10)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        extra: vec![ExtraChunk {
+            filename: "/home/me/shop/Unsaved.java".into(),
+            text: "class Unsaved { int draft; }\n".into(),
+        }],
+        ..Sent::default()
+    }
+}
+
+fn record(dirs: &keyhole::dirs::Dirs, sent: Sent) {
+    let log = RecordLog::open(&proxy::log_dir(dirs).unwrap(), proxy::DEFAULT_MAX_BYTES).unwrap();
+    log.append(Exchange {
+        id: 0,
+        at: 1_764_000_000.0,
+        client: "127.0.0.1:51000".into(),
+        agent: Some("axios/1.7.9".into()),
+        method: "POST".into(),
+        endpoint: "/infill".into(),
+        upstream: "http://127.0.0.1:8080/".into(),
+        status: 200,
+        sent,
+        answered: Answered {
+            text: "order.total()".into(),
+            ..Answered::default()
+        },
+        first_byte_ms: Some(20.0),
+        total_ms: 80.0,
+        cancelled: false,
+        error: None,
+    })
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_the_best() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let text = std::fs::read_to_string(root.join(FILE)).unwrap();
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(LINE - 1)
+        .map(str::len)
+        .sum();
+    let cursor = line_start + 31;
+    record(&dirs, infill_at_the_demo_hole(&text, cursor));
+
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.state.recorded.pending = Some(1);
+    app.open(root, None);
+    app.settle(LIMIT).await.unwrap();
+
+    let state = &app.state;
+    let hole = &state.view.as_ref().unwrap().hole;
+    let index = state.index.as_ref().unwrap();
+    assert_eq!(
+        hole.display(index),
+        format!("{FILE}:{LINE}:32"),
+        "{}",
+        state.status
+    );
+    // The file on disk has the rest of the line the plugin did not see: what the user wrote.
+    let open = state
+        .recorded
+        .open
+        .as_ref()
+        .expect("the record's hole is open");
+    assert_eq!(open.place.certainty, proxy::Certainty::BeforeOnly);
+    assert!(!hole.target.as_deref().unwrap_or_default().is_empty());
+    let sent = &state.candidates[0];
+    assert_eq!(sent.id, CandidateId::AS_SENT);
+    assert_eq!(
+        sent.label,
+        "as sent by axios, found; the file changed after the cursor"
+    );
+    assert!(sent.applicable());
+    // Its provenance: the code before the hole from the hole's file, the unsaved chunk from
+    // no file of the repository.
+    let prompt = &sent.prompt;
+    let text_of = prompt.segments[0].text.clone();
+    let files: Vec<&str> = text_of
+        .files()
+        .into_iter()
+        .map(|f| index.files[f].path.as_str())
+        .collect();
+    assert_eq!(files, [FILE]);
+    assert!(prompt.text().starts_with("class Unsaved"));
+    assert!(prompt.suffix.is_some(), "the plugin's suffix goes with it");
+    // On screen: the row, and the prompt pane on it with where its parts came from.
+    let mut terminal = Terminal::new(TestBackend::new(150, 45)).unwrap();
+    terminal
+        .draw(|frame| {
+            keyhole::tui::ui::draw(frame, &app.state);
+        })
+        .unwrap();
+    let cells = terminal.backend().buffer().content();
+    let screen: String = cells.iter().map(|cell| cell.symbol()).collect();
+    for shown in ["as sent by axios", "cand sent", "OrderService.java:74-94"] {
+        assert!(screen.contains(shown), "{shown} is not on the screen");
+    }
+    // The suffix: the lines after the hole's line, found after what the user wrote since.
+    assert!(screen.contains("sent after the cursor, 10 lines  OrderService.java:94-103"));
+    let state = &app.state;
+    // keyhole's candidates follow, ranked.
+    assert!(state.candidates[1].score.is_some());
+    assert!(state.candidates.len() > 73);
+
+    // r completes the plugin's prompt and the best candidates with the same backend.
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let cards = &app.state.cards;
+    assert_eq!(cards.len(), app.state.k);
+    assert_eq!(cards[0].candidate, CandidateId::AS_SENT);
+    assert!(
+        cards.iter().all(|c| c.outcome.is_ok()),
+        "{:?}",
+        cards[0].outcome
+    );
+    assert_ne!(cards[1].candidate, CandidateId::AS_SENT);
+
+    // The picker lists it and opens it again from another hole.
+    app.dispatch(Action::Command(Command::Down));
+    app.dispatch(Action::Command(Command::Recorded));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.mode, Mode::Recorded { cursor: 0 });
+    assert_eq!(app.state.recorded.exchanges.len(), 1);
+    app.dispatch(Action::Command(Command::Confirm));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.mode, Mode::Normal);
+    assert_eq!(app.state.candidates[0].id, CandidateId::AS_SENT);
+}
