@@ -1,21 +1,32 @@
 //! A local GGUF model's prompt (prefill) and generation speed, in tokens per second, on a
-//! prompt of about 1,000 tokens of the bundled sample repository's Java.
+//! prompt of about 1,000 tokens of the bundled sample repository's Java; the time to re-run
+//! that prompt edited near its end (the prompt cache); and a check that keyhole's forward pass
+//! gives candle-transformers' greedy tokens on the same file.
 //!
 //! The model file is `KEYHOLE_BENCH_GGUF` (skipped with a note when unset); threads follow the
-//! machine unless `CANDLE_NUM_THREADS` says. Prefill is timed as a one-token completion;
-//! generation as the extra time of a 65-token completion (no stop sequence) over the tokens
-//! it wrote beyond the first. Each figure is the median of 3 runs after one warm-up.
+//! machine unless `KEYHOLE_BENCH_THREADS` says (as a backend's `threads`). Each timed prompt
+//! starts with a line of its own, so that the cache holds nothing of it. Prefill is timed as a
+//! one-token completion; generation as the extra time of a 65-token completion (no stop
+//! sequence) over the tokens it wrote beyond the first. Each figure is the median of 3 runs
+//! after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it loads the model twice more).
 
-use std::path::PathBuf;
+use std::io::{Cursor, Seek};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use keyhole::model::config::BackendConfig;
+use candle_core::quantized::gguf_file::{self, Content};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use candle_transformers::models::quantized_llama;
+use keyhole::model::config::{BackendConfig, Matrices};
 use keyhole::model::local::LocalBackend;
 use keyhole::model::{Backend, CompletionRequest};
 
 const PROMPT_TOKENS: usize = 1000;
 const GENERATED: usize = 65;
 const RUNS: usize = 3;
+/// Greedy tokens compared with candle-transformers'.
+const CHECKED: usize = 32;
 
 /// Java from the sample repository, cut to about `PROMPT_TOKENS` tokens of `backend`.
 fn prompt(backend: &LocalBackend) -> String {
@@ -44,21 +55,39 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
+fn request(prompt: String, max_tokens: usize) -> CompletionRequest {
+    CompletionRequest {
+        max_tokens,
+        stop: Vec::new(),
+        ..CompletionRequest::single_line(prompt)
+    }
+}
+
 fn main() {
-    let Some(path) = std::env::var_os("KEYHOLE_BENCH_GGUF") else {
+    let Some(path) = std::env::var_os("KEYHOLE_BENCH_GGUF").map(PathBuf::from) else {
         eprintln!("local_model: set KEYHOLE_BENCH_GGUF to a GGUF file to run this benchmark");
         return;
     };
+    let threads = std::env::var("KEYHOLE_BENCH_THREADS")
+        .ok()
+        .map(|n| n.parse().expect("KEYHOLE_BENCH_THREADS is a count"));
+    let config = BackendConfig {
+        threads,
+        ..BackendConfig::local(path.clone())
+    };
+    // SAFETY: no other thread runs yet.
+    unsafe { keyhole::model::local::use_threads(&config) };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let started = Instant::now();
-    let backend = LocalBackend::open(&BackendConfig::local(PathBuf::from(path))).unwrap();
+    let backend = LocalBackend::open(&config).unwrap();
     let load = started.elapsed();
-    let prompt = prompt(&backend);
-    let prompt_tokens = backend.model().count_tokens(&prompt).unwrap();
-    let request = |max_tokens: usize| CompletionRequest {
-        max_tokens,
-        stop: Vec::new(),
-        ..CompletionRequest::single_line(prompt.clone())
+    let text = prompt(&backend);
+    let prompt_tokens = backend.model().count_tokens(&text).unwrap();
+    let mut run = 0;
+    // A prompt the cache holds nothing of: the text after a line of its own.
+    let mut fresh = || {
+        run += 1;
+        format!("// run {run}\n{text}")
     };
     let time = |request: &CompletionRequest| {
         let started = Instant::now();
@@ -69,21 +98,34 @@ fn main() {
             .text;
         (started.elapsed(), text)
     };
-    let (short, long) = (request(1), request(GENERATED));
-    time(&short);
+    time(&request(fresh(), 1));
     let mut prefills = Vec::new();
     let mut generations = Vec::new();
+    let mut edits = Vec::new();
     let mut generated = 0;
     for _ in 0..RUNS {
-        let (prefill, _) = time(&short);
-        let (whole, text) = time(&long);
+        let original = fresh();
+        let (prefill, _) = time(&request(original.clone(), 1));
+        // The same prompt with its last line but two changed, as after an edit near the hole.
+        let mut lines: Vec<&str> = original.lines().collect();
+        let at = lines.len() - 3;
+        let edited_line = format!("{} // edited", lines[at]);
+        lines[at] = &edited_line;
+        let (edit, _) = time(&request(lines.join("\n") + "\n", 1));
+        let (whole, text) = time(&request(fresh(), GENERATED));
         generated = backend.model().count_tokens(&text).unwrap();
         prefills.push(prefill);
+        edits.push(edit);
         generations.push(whole.saturating_sub(prefill));
     }
     let prefill = median(prefills);
     let generation = median(generations);
+    let edit = median(edits);
     println!("model       {}", backend.model().path().display());
+    println!(
+        "threads     {}",
+        threads.map_or("default".into(), |n| n.to_string())
+    );
     println!("load        {:.2} s", load.as_secs_f64());
     println!(
         "prompt      {prompt_tokens} tokens in {:.2} s: {:.1} tokens/s",
@@ -96,4 +138,146 @@ fn main() {
         generation.as_secs_f64(),
         extra as f64 / generation.as_secs_f64()
     );
+    println!(
+        "edited      the prompt edited near its end, one token: {:.3} s ({:.0}% of a fresh run)",
+        edit.as_secs_f64(),
+        100.0 * edit.as_secs_f64() / prefill.as_secs_f64()
+    );
+    if backend.model().architecture() != "llama" {
+        println!("check       skipped: it runs candle-transformers' llama only");
+    } else if std::env::var("KEYHOLE_BENCH_CHECK").as_deref() != Ok("0") {
+        check(&path, &text, &runtime);
+    }
+}
+
+/// Compares keyhole's greedy tokens on a short prompt with candle-transformers' llama on the
+/// file's matrices as f32 (what keyhole ran for small models before its own forward pass).
+fn check(path: &Path, text: &str, runtime: &tokio::runtime::Runtime) {
+    let short: String = text.lines().take(12).map(|l| format!("{l}\n")).collect();
+    let greedy = request(short, CHECKED);
+    let backend = |matrices| {
+        LocalBackend::open(&BackendConfig {
+            matrices: Some(matrices),
+            ..BackendConfig::local(path.to_path_buf())
+        })
+        .unwrap()
+    };
+    let as_f32 = backend(Matrices::F32);
+    let (ids, _) = as_f32.model().prompt_ids(&greedy, CHECKED).unwrap();
+    let mut reference = reference(path);
+    let expected = as_f32
+        .model()
+        .decode(&reference_greedy(&mut reference, &ids, CHECKED))
+        .unwrap();
+    let (long, _) = as_f32
+        .model()
+        .prompt_ids(&request(text.into(), 1), 1)
+        .unwrap();
+    let reference_time = median(
+        (0..RUNS)
+            .map(|_| reference_prefill(&mut reference, &long))
+            .collect(),
+    );
+    drop(reference);
+    let complete = |backend: &LocalBackend| {
+        runtime
+            .block_on(backend.complete(&greedy, None))
+            .unwrap()
+            .remove(0)
+            .text
+    };
+    let f32_text = complete(&as_f32);
+    drop(as_f32);
+    let auto_text = complete(&backend(Matrices::Auto));
+    let same_start = |text: &str| {
+        let common = text
+            .chars()
+            .zip(expected.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        format!("{common} of {} characters", expected.chars().count())
+    };
+    println!(
+        "check       {} prompt tokens, {CHECKED} greedy tokens against candle-transformers (f32):",
+        ids.len()
+    );
+    println!("            all f32: same first {}", same_start(&f32_text));
+    println!(
+        "            prompt f32, tokens quantized (the default): same first {}",
+        same_start(&auto_text)
+    );
+    println!(
+        "reference   candle-transformers (f32) reads the {}-token prompt in {:.2} s: {:.1} tokens/s",
+        long.len(),
+        reference_time.as_secs_f64(),
+        long.len() as f64 / reference_time.as_secs_f64()
+    );
+}
+
+/// candle-transformers' llama on the file at `path`, its matrices as f32.
+fn reference(path: &Path) -> quantized_llama::ModelWeights {
+    let device = Device::Cpu;
+    let mut file = std::fs::File::open(path).unwrap();
+    let content = Content::read(&mut file).unwrap();
+    let mut tensors = Vec::new();
+    for (name, info) in &content.tensor_infos {
+        let tensor = info
+            .read(&mut file, content.tensor_data_offset, &device)
+            .unwrap();
+        let tensor = match info.shape.dims().len() {
+            2 => QTensor::quantize(&tensor.dequantize(&device).unwrap(), GgmlDType::F32).unwrap(),
+            _ => tensor,
+        };
+        tensors.push((name.as_str(), tensor));
+    }
+    let metadata: Vec<_> = content
+        .metadata
+        .iter()
+        .filter(|(key, _)| key.as_str() != "general.alignment")
+        .map(|(key, value)| (key.as_str(), value))
+        .collect();
+    let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
+    let mut bytes = Cursor::new(Vec::new());
+    gguf_file::write(&mut bytes, &metadata, &refs).unwrap();
+    drop(tensors);
+    bytes.rewind().unwrap();
+    let content = Content::read(&mut bytes).unwrap();
+    quantized_llama::ModelWeights::from_gguf(content, &mut bytes, &device).unwrap()
+}
+
+/// The most likely token after `ids` fed at `position`.
+fn reference_next(model: &mut quantized_llama::ModelWeights, ids: &[u32], position: usize) -> u32 {
+    let input = Tensor::new(ids, &Device::Cpu)
+        .unwrap()
+        .unsqueeze(0)
+        .unwrap();
+    let logits = model.forward(&input, position).unwrap().squeeze(0).unwrap();
+    logits.argmax(0).unwrap().to_scalar::<u32>().unwrap()
+}
+
+/// `count` greedy tokens after `prompt`.
+fn reference_greedy(
+    model: &mut quantized_llama::ModelWeights,
+    prompt: &[u32],
+    count: usize,
+) -> Vec<u32> {
+    model.clear_kv_cache();
+    let mut tokens = vec![reference_next(model, prompt, 0)];
+    while tokens.len() < count {
+        let position = prompt.len() + tokens.len() - 1;
+        let next = reference_next(model, &[*tokens.last().unwrap()], position);
+        tokens.push(next);
+    }
+    tokens
+}
+
+/// The time candle-transformers' llama takes to read `prompt` (512 tokens at a time, as
+/// keyhole fed it).
+fn reference_prefill(model: &mut quantized_llama::ModelWeights, prompt: &[u32]) -> Duration {
+    model.clear_kv_cache();
+    let started = Instant::now();
+    for (index, chunk) in prompt.chunks(512).enumerate() {
+        reference_next(model, chunk, index * 512);
+    }
+    started.elapsed()
 }

@@ -104,9 +104,10 @@ pub struct BackendConfig {
     pub user_template: Option<String>,
     /// Local backends: the GGUF model file.
     pub path: Option<PathBuf>,
-    /// Local backends: compute threads [default: the machine's physical cores].
+    /// Local backends: compute threads for prompts [default: the machine's physical cores];
+    /// generated tokens run on one (see [`super::local::use_threads`]).
     pub threads: Option<usize>,
-    /// Local backends: how the model's matrices run [default: auto].
+    /// Local backends: how the model's matrices are held [default: auto].
     pub matrices: Option<Matrices>,
     /// Whether a prompt's [trailing fragment](super::CompletionRequest::trailing_fragment) is
     /// moved into the completion's expected start [default: true]; `false` sends the prompt as
@@ -114,18 +115,20 @@ pub struct BackendConfig {
     pub token_healing: Option<bool>,
 }
 
-/// How a local model's matrices run.
+/// How a local model's matrices are held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Matrices {
-    /// As f32 where the whole model takes at most 1 GiB so (candle's GEMM reads prompts much
-    /// faster), else quantized.
+    /// Both as f32 and quantized where the whole model takes at most 1 GiB as f32: prompts
+    /// multiply the f32 copy (candle's GEMM), generated tokens the quantized one (a quarter
+    /// of the bytes to read); larger models quantized alone.
     #[default]
     Auto,
-    /// As f32: fastest on prompts, four to eight times the memory of a 4- or 8-bit file.
+    /// As f32 alone: fast prompts, slow generation, four to eight times the memory of a 4- or
+    /// 8-bit file.
     F32,
-    /// Quantized as stored, except the types candle has no fast kernel for (Q4_1, Q5_0, Q5_1),
-    /// which run as Q8_0: least memory.
+    /// Quantized alone, as stored except the types candle has no fast kernel for (Q4_1, Q5_0,
+    /// Q5_1), which run as Q8_0: least memory, slower prompts.
     Quantized,
 }
 

@@ -453,6 +453,39 @@ async fn q4_1_matrices_kept_quantized_run_as_q8_0_and_give_the_same_chain() {
 }
 
 #[tokio::test]
+async fn prompts_that_share_a_prefix_with_the_last_complete_as_on_a_fresh_model() {
+    // The model keeps the last sequence's keys and values and reuses the prefix a new prompt
+    // shares with it (an edit near the hole, the next sample, a shorter prompt): what it
+    // writes must be what a model that saw only the new prompt writes.
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let warm = backend(&path);
+    // Sampled warm enough that the text follows the logits, not only the chain.
+    let sampled = |prompt: &str, suffix: Option<&str>| CompletionRequest {
+        temperature: 8.0,
+        seed: Some(5),
+        n: 3,
+        suffix: suffix.map(String::from),
+        ..request(prompt, &[], 12)
+    };
+    let prompts = [
+        sampled("int a = 1;\nint b = 2;\nreturn f(", None),
+        sampled("int a = 1;\nint b = 3;\nreturn f(", None),
+        request("int a = 1;\nint b = 3;\nreturn f(", &[], 40),
+        sampled("int a = 1;\nint b = 3;\nreturn f(", Some(");\n}")),
+        sampled("int a = 1;\nint b = 3;\nreturn f(", Some(");\n}\n")),
+        sampled("int a = 1;\n", None),
+    ];
+    for (index, prompt) in prompts.iter().enumerate() {
+        // A model of its own for each fresh run: a copy of the file, loaded anew.
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let fresh_path = fresh_dir.path().join("fresh.gguf");
+        std::fs::copy(&path, &fresh_path).unwrap();
+        let expected = texts(&backend(&fresh_path), prompt).await;
+        assert_eq!(texts(&warm, prompt).await, expected, "prompt {index}");
+    }
+}
+
+#[tokio::test]
 async fn a_model_loads_once_per_process() {
     let (_dir, path) = written(&Tiny::LLAMA);
     let first = backend(&path);

@@ -1,8 +1,8 @@
 //! What a GGUF file's header must satisfy before anything is allocated from it.
 //!
-//! candle-transformers trusts the header: a zero head count divides by zero, a block count of
-//! 2^32 reserves terabytes, a large rotary dimension or context precomputes gigabytes of
-//! tables. A file is input like any other, so every hyperparameter and size candle reads is
+//! A header can say anything: a zero head count divides by zero, a block count of 2^32
+//! reserves terabytes, a large rotary dimension or context precomputes gigabytes of tables.
+//! A file is input like any other, so every hyperparameter and size the forward pass reads is
 //! checked here (with checked arithmetic) and the file is refused with a line naming the key;
 //! [`guarded`] turns whatever still panics into such a line too.
 
@@ -12,10 +12,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Once;
 
 use candle_core::quantized::gguf_file::{Content, TensorInfo, Value};
-use candle_transformers::models::quantized_llama;
 
-/// The most positions a model gets, whatever its `context_length` says: candle precomputes
-/// rotary tables for every position (Qwen2.5's longest trained context is 128 Ki).
+/// The most positions a model gets, whatever its `context_length` says: the forward pass
+/// precomputes rotary tables for every position (Qwen2.5's longest trained context is 128 Ki).
 pub const MAX_CONTEXT: usize = 1 << 17;
 /// Rotary tables may take this much beyond the weights' own size: a real model's tables are a
 /// sliver of its weights, a crafted file's can be gigabytes from a few bytes of header.
@@ -82,17 +81,28 @@ pub fn check_tensors(content: &Content, length: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// The hyperparameters candle reads for `arch`, checked; the most positions the model
-/// attends to is what the caller keeps.
+/// The hyperparameters of a model's forward pass, checked.
+#[derive(Clone, Debug)]
 pub struct Hyperparameters {
+    /// The most positions the model attends to.
     pub context_length: usize,
+    pub blocks: usize,
+    pub embedding: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    /// Leading dimensions of each head that rotary position embedding turns.
+    pub rotary: usize,
+    /// Base of the rotary frequencies (10,000 unless the file says).
+    pub rope_base: f32,
+    pub rms_epsilon: f32,
 }
 
 impl Hyperparameters {
-    /// Checks what `arch`'s model code in candle reads from `content`, and caps the trained
-    /// context in `content` at [`MAX_CONTEXT`] so that candle's tables have that many rows at
-    /// most. `weights` is the memory the weights take as loaded.
-    pub fn check(content: &mut Content, arch: &str, weights: u64) -> Result<Self, String> {
+    /// Reads and checks `arch`'s hyperparameters from `content`: counts that divide, sizes
+    /// that fit the tensors, and rotary tables within `weights` (the memory the weights take
+    /// as loaded).
+    pub fn check(content: &Content, arch: &str, weights: u64) -> Result<Self, String> {
         let read = Reader { content, arch };
         let heads = read.at_least("attention.head_count", 1)?;
         let kv_heads = read.at_least("attention.head_count_kv", 1)?;
@@ -150,28 +160,16 @@ impl Hyperparameters {
         }
         if arch == "llama" {
             let experts = read.optional("expert_count")?.unwrap_or(0);
-            if experts > tensors {
+            if experts > 1 {
                 return Err(read.bad(
                     "expert_count",
-                    format!("{experts} experts, but the file has {tensors} tensors"),
-                ));
-            }
-            let used = read.optional("expert_used_count")?.unwrap_or(0);
-            if used > experts {
-                return Err(read.bad(
-                    "expert_used_count",
-                    format!("{used}, more than the {experts} experts"),
+                    format!("{experts}: a mixture of experts, which keyhole does not run"),
                 ));
             }
         }
         let context_length = read.context_length()?;
-        // candle's llama always precomputes its fixed number of positions.
-        let positions = match arch {
-            "llama" => quantized_llama::MAX_SEQ_LEN,
-            _ => context_length,
-        } as u64;
-        // Positions times half the rotary size, as f32, for angles, cosines and sines.
-        let tables = positions * (rotary / 2) * 4 * 3;
+        // Positions times half the rotary size, as f32, for cosines and sines.
+        let tables = context_length as u64 * (rotary / 2) * 4 * 2;
         if tables > weights + TABLES_SLACK {
             return Err(read.bad(
                 if arch == "llama" {
@@ -185,14 +183,31 @@ impl Hyperparameters {
                 ),
             ));
         }
-        if arch != "llama" {
-            // candle sizes its tables by this key: keep it to the positions keyhole uses.
-            content.metadata.insert(
-                format!("{arch}.context_length"),
-                Value::U32(context_length as u32),
-            );
+        let rope_base = read.float("rope.freq_base")?.unwrap_or(10_000.0);
+        if !(rope_base > 1.0 && rope_base.is_finite()) {
+            return Err(read.bad("rope.freq_base", format!("{rope_base}, not above 1")));
         }
-        Ok(Hyperparameters { context_length })
+        let rms_epsilon = read
+            .float("attention.layer_norm_rms_epsilon")?
+            .ok_or_else(|| format!("`{arch}.attention.layer_norm_rms_epsilon` is missing"))?;
+        if !(rms_epsilon >= 0.0 && rms_epsilon.is_finite()) {
+            return Err(read.bad(
+                "attention.layer_norm_rms_epsilon",
+                format!("{rms_epsilon}, not a small positive number"),
+            ));
+        }
+        let usize = |n: u64| n as usize;
+        Ok(Hyperparameters {
+            context_length,
+            blocks: usize(blocks),
+            embedding: usize(embedding),
+            heads: usize(heads),
+            kv_heads: usize(kv_heads),
+            head_dim: usize(head_dim),
+            rotary: usize(rotary),
+            rope_base,
+            rms_epsilon,
+        })
     }
 }
 
@@ -211,9 +226,20 @@ impl Reader<'_> {
         let full = format!("{}.{key}", self.arch);
         match self.content.metadata.get(&full) {
             None => Ok(None),
-            // candle reads these as u32 and nothing else.
+            // GGUF writers store these as u32; anything else is a damaged or crafted file.
             Some(Value::U32(n)) => Ok(Some(u64::from(*n))),
             Some(other) => Err(format!("`{full}` is {other:?}, not a u32")),
+        }
+    }
+
+    /// A float, which files store as f32 (some as f64).
+    fn float(&self, key: &str) -> Result<Option<f32>, String> {
+        let full = format!("{}.{key}", self.arch);
+        match self.content.metadata.get(&full) {
+            None => Ok(None),
+            Some(Value::F32(x)) => Ok(Some(*x)),
+            Some(Value::F64(x)) => Ok(Some(*x as f32)),
+            Some(other) => Err(format!("`{full}` is {other:?}, not a float")),
         }
     }
 
@@ -225,20 +251,16 @@ impl Reader<'_> {
         }
     }
 
-    /// The most tokens the model attends to: its trained context (4,096 when unstated),
-    /// within what candle's llama precomputes and [`MAX_CONTEXT`].
+    /// The most tokens the model attends to: its trained context (4,096 when a llama file
+    /// does not say), at most [`MAX_CONTEXT`].
     fn context_length(&self) -> Result<usize, String> {
-        let limit = match self.arch {
-            "llama" => quantized_llama::MAX_SEQ_LEN,
-            _ => MAX_CONTEXT,
-        };
         let trained = match self.optional("context_length")? {
             Some(n) if n < 2 => return Err(self.bad("context_length", format!("{n}, less than 2"))),
             Some(n) => n,
-            None if self.arch == "llama" => quantized_llama::MAX_SEQ_LEN as u64,
+            None if self.arch == "llama" => 4096,
             None => return Err(format!("`{}.context_length` is missing", self.arch)),
         };
-        Ok(trained.min(limit as u64) as usize)
+        Ok(trained.min(MAX_CONTEXT as u64) as usize)
     }
 }
 
@@ -261,7 +283,7 @@ thread_local! {
     static GUARDED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `work`, turning a panic in it (candle's model code asserts what it assumes about a
+/// Runs `work`, turning a panic in it (candle's tensor code asserts what it assumes about a
 /// file) into an error line that says `what` failed, instead of a message and backtrace.
 pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     static QUIET_HOOK: Once = Once::new();

@@ -1,15 +1,17 @@
-//! A local neural backend: a quantized GGUF causal language model (llama family, Qwen2,
-//! Qwen3) run in-process with candle-transformers.
+//! A local neural backend: a GGUF causal language model (llama family, Qwen2, Qwen3) run
+//! in-process by keyhole's own forward pass over candle's tensors ([`transformer`]).
 //!
 //! The model loads once per process and file ([`shared`]) and is shared by every request
 //! behind one mutex: on a CPU one forward pass already uses every core, so requests taking
-//! turns lose nothing, and one KV cache is all the memory a model needs (qwen2's weights in
-//! candle-transformers cannot be cloned, so a copy per request is not on offer anyway).
-//! Generation runs on tokio's blocking threads so the async runtime keeps serving the UI;
-//! dropping the request's future sets a flag that generation checks between tokens.
+//! turns lose nothing, and one KV cache is all the memory a model needs. That cache outlives
+//! a request: the next prompt reuses the longest prefix it shares with the last sequence (an
+//! edited prompt, the next sample of the same prompt). Generation runs on tokio's blocking
+//! threads so the async runtime keeps serving the UI; dropping the request's future sets a
+//! flag that generation checks between tokens.
 
 mod header;
 pub use header::PANICKED;
+mod transformer;
 mod vocabulary;
 mod weights;
 
@@ -23,15 +25,12 @@ use async_trait::async_trait;
 use candle_transformers::generation::LogitsProcessor;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::config::{BackendConfig, Matrices};
+use super::config::{BackendConfig, BackendKind, Matrices};
 use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
+use transformer::Transformer;
 pub use vocabulary::Fim;
 use vocabulary::Vocabulary;
-use weights::{GgufFile, Weights, one_line};
-
-/// Prompt tokens fed per forward pass: bounds the attention scores' memory on long prompts
-/// and lets a cancelled request stop between chunks.
-const PREFILL_CHUNK: usize = 512;
+use weights::{GgufFile, one_line};
 
 /// A GGUF model file as a [`Backend`].
 pub struct LocalBackend {
@@ -39,13 +38,14 @@ pub struct LocalBackend {
     model: Arc<LocalModel>,
 }
 
-/// A loaded model: weights, tokenizer and the longest sequence it attends to.
+/// A loaded model: weights with the last sequence's KV cache, tokenizer and the longest
+/// sequence it attends to.
 pub struct LocalModel {
     path: PathBuf,
     architecture: String,
     context_length: usize,
     vocabulary: Vocabulary,
-    weights: Mutex<Weights>,
+    transformer: Mutex<Transformer>,
 }
 
 /// Models loaded in this process, by canonical path and how their matrices run; a model lives
@@ -69,25 +69,31 @@ pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, String
     Ok(model)
 }
 
-/// Sets the compute threads of candle (and rayon) from a local backend's `threads`, unless
-/// `CANDLE_NUM_THREADS` already says; candle reads the count from the environment only.
+/// Sets the compute threads for the whole process: a local backend's `threads` (by default
+/// the machine's physical cores) multiply prompts, unless `RAYON_NUM_THREADS` says; generated
+/// tokens and candle's element-wise work run on one thread, unless `CANDLE_NUM_THREADS` says.
+/// A token's products are bound by memory, not arithmetic, and candle's pool for them has
+/// its caller spin until every worker is done: when another process holds a core, each
+/// product waits for a descheduled worker, and two threads generated 3.4 tokens/s where one
+/// generated 46 (BENCHMARKS.md). candle reads both counts from the environment only.
 ///
 /// # Safety
 /// Changes the process environment: call it before the process starts any other thread.
 pub unsafe fn use_threads(config: &BackendConfig) {
-    if let Some(threads) = config.threads
-        && std::env::var_os("CANDLE_NUM_THREADS").is_none()
+    // SAFETY (both): the caller guarantees no other thread runs (and so reads the environment).
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    }
+    if let Some(threads) = config.threads.filter(|_| config.kind == BackendKind::Local)
+        && std::env::var_os("RAYON_NUM_THREADS").is_none()
     {
-        // SAFETY: the caller guarantees no other thread runs (and so reads the environment).
-        unsafe {
-            std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
-            std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
-        }
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", threads.to_string()) };
     }
 }
 
 impl LocalModel {
-    /// Reads the GGUF file at `path`: header, tokenizer, then weights (run as `matrices` says).
+    /// Reads the GGUF file at `path`: header, tokenizer, then weights (held as `matrices`
+    /// says).
     pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, String> {
         let mut file = GgufFile::open(path)?;
         let architecture = file.architecture()?;
@@ -100,17 +106,18 @@ impl LocalModel {
                 memory >> 20
             ));
         }
-        let context_length =
-            header::Hyperparameters::check(&mut file.content, &architecture, weights)?
-                .context_length;
+        let hyper = header::Hyperparameters::check(&file.content, &architecture, weights)?;
         let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
-        let weights = Weights::load(file, &architecture, matrices)?;
+        let kept = file.kept(matrices);
+        let transformer = header::guarded(&format!("loading the {architecture} weights"), || {
+            Transformer::load(&mut file, &architecture, &hyper, kept)
+        })?;
         Ok(LocalModel {
             path: path.to_path_buf(),
             architecture,
-            context_length,
+            context_length: hyper.context_length,
             vocabulary,
-            weights: Mutex::new(weights),
+            transformer: Mutex::new(transformer),
         })
     }
 
@@ -144,6 +151,11 @@ impl LocalModel {
     /// Exact token count of `text` in the model's tokenizer.
     pub fn count_tokens(&self, text: &str) -> Result<usize, String> {
         self.vocabulary.encode(text).map(|ids| ids.len())
+    }
+
+    /// The text of token ids, as a completion's tokens decode.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, String> {
+        self.vocabulary.decode(ids)
     }
 
     /// The token ids the model sees for `request`, with room left for `max_tokens`: the
@@ -212,7 +224,7 @@ impl LocalModel {
                 "the prompt is longer than the model's context; keeping its end"
             );
         }
-        let mut weights = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+        let mut transformer = self.transformer.lock().unwrap_or_else(|e| e.into_inner());
         // Its turn has come: say so (see `Backend::takes_turns`).
         if let Some(deltas) = deltas {
             let _ = deltas.send(Delta::started());
@@ -231,7 +243,7 @@ impl LocalModel {
             };
             let generation = Generation {
                 vocabulary: &self.vocabulary,
-                weights: &mut weights,
+                transformer: &mut transformer,
                 cancel,
             };
             let run = || {
@@ -254,7 +266,7 @@ type Generated = (Vec<String>, Option<usize>);
 /// One sample's generation loop.
 struct Generation<'a> {
     vocabulary: &'a Vocabulary,
-    weights: &'a mut Weights,
+    transformer: &'a mut Transformer,
     cancel: &'a AtomicBool,
 }
 
@@ -268,17 +280,15 @@ impl Generation<'_> {
         stream: &mut Stream,
     ) -> candle_core::Result<Option<String>> {
         let cancelled = || self.cancel.load(Ordering::Relaxed);
-        self.weights.reset();
-        let mut position = 0;
-        let mut logits = None;
-        for chunk in prompt.chunks(PREFILL_CHUNK) {
-            if cancelled() {
-                return Ok(None);
-            }
-            logits = Some(self.weights.forward(chunk, position)?);
-            position += chunk.len();
-        }
-        let mut logits = logits.expect("a prompt has at least one token");
+        let Some(prefilled) = self.transformer.prefill(prompt, cancelled)? else {
+            return Ok(None);
+        };
+        tracing::debug!(
+            prompt = prompt.len(),
+            reused = prefilled.reused,
+            "prompt read, its first tokens from the cache"
+        );
+        let mut logits = prefilled.logits;
         let mut generated = Vec::new();
         let mut text = String::new();
         while generated.len() < max_tokens {
@@ -297,8 +307,7 @@ impl Generation<'_> {
             if stream.stopped(&text) {
                 break;
             }
-            logits = self.weights.forward(&[next], position)?;
-            position += 1;
+            logits = self.transformer.forward(next)?;
         }
         Ok(Some(stream.finish(&text)))
     }

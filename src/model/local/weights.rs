@@ -1,14 +1,13 @@
-//! Reading a GGUF file into one of candle-transformers' quantized models, with a one-line
-//! reason for every file that cannot be used.
+//! Reading a GGUF file: its header checked against its length, and each weight matrix in the
+//! representations the forward pass multiplies it in.
 
 use std::fs::File;
-use std::io::{BufReader, Cursor, Read, Seek};
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
-use candle_core::quantized::gguf_file::{self, Content, Value};
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
-use candle_transformers::models::{quantized_llama, quantized_qwen2, quantized_qwen3};
+use candle_core::quantized::gguf_file::{self, Content};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Tensor};
 
 use super::header::{self, guarded};
 use crate::model::config::Matrices;
@@ -16,31 +15,23 @@ use crate::model::config::Matrices;
 /// The first bytes of every GGUF file.
 const MAGIC: &[u8; 4] = b"GGUF";
 
-/// A quantized causal language model with its KV cache.
-pub enum Weights {
-    /// Llama and everything in its GGUF layout (SmolLM, SmolLM2, Mistral, CodeLlama).
-    Llama(quantized_llama::ModelWeights),
-    Qwen2(quantized_qwen2::ModelWeights),
-    Qwen3(quantized_qwen3::ModelWeights),
-}
-
 /// The architectures keyhole runs, as `general.architecture` names them.
 const SUPPORTED: &str = "llama, qwen2, qwen3";
 
 /// Quantizations that candle 0.11 multiplies with scalar code only on x86 (it has no SIMD
 /// dot product for them): SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0.
-/// Matrices stored so are converted to Q8_0 at load, which keeps every value to within 8-bit
-/// rounding of the original at 1.7 times the memory.
+/// Their quantized copies are Q8_0, which keeps every value to within 8-bit rounding of the
+/// original at 1.7 times the memory.
 const SLOW: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1];
 
-/// Models whose matrices take at most this much memory as f32 run them as f32: candle
-/// multiplies f32 with an optimized GEMM, which on SmolLM2-135M fed a 1,000-token prompt
-/// 2.5 times faster than its quantized kernels (generation was 10% slower). Prompts are
-/// most of a completion's work, so small models trade memory for speed; larger ones keep
-/// their quantization.
-const F32_LIMIT: usize = 1 << 30;
+/// Models whose matrices take at most this much memory as f32 keep them twice, as f32 and
+/// quantized (1.25 to 1.5 times the f32 size): candle multiplies f32 with an optimized GEMM,
+/// which on SmolLM2-135M fed a 1,000-token prompt 2.5 times faster than its quantized
+/// kernels, while one token at a time reads every matrix, a quarter as many bytes when
+/// quantized. Larger models keep their quantization alone.
+const F32_LIMIT: u64 = 1 << 30;
 
-/// Where a model's tensors are read from: the file, or memory after a conversion.
+/// Where a model's tensors are read from.
 trait Source: Read + Seek {}
 impl<T: Read + Seek> Source for T {}
 
@@ -50,8 +41,54 @@ pub struct GgufFile {
     reader: Box<dyn Source>,
 }
 
+/// What a product is for, which decides the representation where a matrix holds both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// A prompt's tokens, as f32: the GEMM reuses each weight across the rows. Every prompt
+    /// token goes this way, however few are left after the cache, so that a prompt's keys
+    /// and values do not depend on what the cache held.
+    Prompt,
+    /// One generated token, quantized: memory-bound, and a quarter of the bytes to read.
+    Token,
+}
+
+/// Which representations a model's matrices are held in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// As f32, multiplied by candle's GEMM: fastest on many rows (a prompt).
+    pub dense: bool,
+    /// Quantized (Q8_0 in place of the [slow](SLOW) types): fastest on one row (a new token).
+    pub quantized: bool,
+}
+
+impl Kept {
+    pub const DENSE: Kept = Kept {
+        dense: true,
+        quantized: false,
+    };
+    pub const QUANTIZED: Kept = Kept {
+        dense: false,
+        quantized: true,
+    };
+    pub const BOTH: Kept = Kept {
+        dense: true,
+        quantized: true,
+    };
+
+    /// For the output projection, which multiplies only the last position's row: the
+    /// quantized copy alone where there is one.
+    pub fn for_output(self) -> Kept {
+        if self.quantized {
+            Kept::QUANTIZED
+        } else {
+            Kept::DENSE
+        }
+    }
+}
+
 impl GgufFile {
-    /// Opens `path` and reads its header; the tensors are read by [`Weights::load`].
+    /// Opens `path` and reads its header; the tensors are read by [`GgufFile::matrix`] and
+    /// [`GgufFile::vector`].
     pub fn open(path: &Path) -> Result<GgufFile, String> {
         let file = File::open(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
@@ -90,62 +127,41 @@ impl GgufFile {
         })
     }
 
-    /// The file with its matrices as `matrices` says, in memory: all as f32 (by default in a
-    /// model within [`F32_LIMIT`]), else the [slow](SLOW) ones as Q8_0; unchanged when nothing
-    /// needs converting.
-    fn with_fast_matrices(mut self, matrices: Matrices) -> candle_core::Result<GgufFile> {
-        let infos = &self.content.tensor_infos;
-        let as_f32 = self.as_f32(matrices);
-        let target = |info: &gguf_file::TensorInfo| conversion(info, as_f32);
-        if !infos.values().any(|info| target(info).is_some()) {
-            return Ok(self);
-        }
-        let mut tensors = Vec::with_capacity(self.content.tensor_infos.len());
-        for (name, info) in &self.content.tensor_infos {
-            let tensor = info.read(
-                &mut self.reader,
-                self.content.tensor_data_offset,
-                &Device::Cpu,
-            )?;
-            let tensor = match target(info) {
-                Some(dtype) => QTensor::quantize(&tensor.dequantize(&Device::Cpu)?, dtype)?,
-                None => tensor,
-            };
-            tensors.push((name.as_str(), tensor));
-        }
-        // The writer aligns tensors to its own default; a recorded alignment would mislead.
-        let metadata: Vec<(&str, &Value)> = self
-            .content
-            .metadata
-            .iter()
-            .filter(|(key, _)| key.as_str() != "general.alignment")
-            .map(|(key, value)| (key.as_str(), value))
-            .collect();
-        let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(n, t)| (*n, t)).collect();
-        let mut converted = Cursor::new(Vec::new());
-        gguf_file::write(&mut converted, &metadata, &refs)?;
-        drop(tensors);
-        converted.rewind()?;
-        Ok(GgufFile {
-            content: Content::read(&mut converted)?,
-            reader: Box::new(converted),
-        })
-    }
-
-    /// Whether the matrices run as f32: as asked, or by default in a model within
-    /// [`F32_LIMIT`] as f32.
-    fn as_f32(&self, matrices: Matrices) -> bool {
+    /// The representations the matrices are held in, as `matrices` says: by default both
+    /// for a model within [`F32_LIMIT`] as f32, else quantized alone.
+    pub fn kept(&self, matrices: Matrices) -> Kept {
         match matrices {
-            Matrices::Auto => self.tensor_bytes(|_| Some(GgmlDType::F32)) <= F32_LIMIT as u64,
-            Matrices::F32 => true,
-            Matrices::Quantized => false,
+            Matrices::Auto if self.tensor_bytes(|_| Some(GgmlDType::F32)) <= F32_LIMIT => {
+                Kept::BOTH
+            }
+            Matrices::Auto | Matrices::Quantized => Kept::QUANTIZED,
+            Matrices::F32 => Kept::DENSE,
         }
     }
 
     /// The memory the tensors take once loaded with their matrices as `matrices` says.
     pub fn loaded_bytes(&self, matrices: Matrices) -> u64 {
-        let as_f32 = self.as_f32(matrices);
-        self.tensor_bytes(|info| conversion(info, as_f32))
+        let kept = self.kept(matrices);
+        let tied = !self.has("output.weight");
+        let held = |(name, info): (&String, &gguf_file::TensorInfo)| {
+            let as_f32 = bytes_as(info, GgmlDType::F32);
+            let quantized = bytes_as(info, quantized_type(info));
+            match name.as_str() {
+                _ if !is_matrix(info) => bytes_as(info, info.ggml_dtype),
+                _ if is_float(info.ggml_dtype) => as_f32,
+                // Looked up as f32; a tied output projection multiplies a quantized copy.
+                "token_embd.weight" if tied && kept.quantized => as_f32 + quantized,
+                "token_embd.weight" => as_f32,
+                "output.weight" if kept.quantized => quantized,
+                "output.weight" => as_f32,
+                _ => kept.dense as u64 * as_f32 + kept.quantized as u64 * quantized,
+            }
+        };
+        self.content
+            .tensor_infos
+            .iter()
+            .map(held)
+            .fold(0u64, u64::saturating_add)
     }
 
     /// The tensors' total size, each as `dtype` says (as stored where it says `None`);
@@ -153,12 +169,8 @@ impl GgufFile {
     fn tensor_bytes(&self, dtype: impl Fn(&gguf_file::TensorInfo) -> Option<GgmlDType>) -> u64 {
         self.content
             .tensor_infos
-            .iter()
-            .map(|(name, info)| {
-                let elements = header::elements(name, info).unwrap_or(u64::MAX);
-                let dtype = dtype(info).unwrap_or(info.ggml_dtype);
-                (elements / dtype.block_size() as u64).saturating_mul(dtype.type_size() as u64)
-            })
+            .values()
+            .map(|info| bytes_as(info, dtype(info).unwrap_or(info.ggml_dtype)))
             .fold(0u64, u64::saturating_add)
     }
 
@@ -183,68 +195,155 @@ impl GgufFile {
             )),
         }
     }
-}
 
-/// What a tensor is converted to at load: every matrix to f32 when `as_f32`, else the
-/// [slow](SLOW) ones to Q8_0; `None` keeps it as stored.
-fn conversion(info: &gguf_file::TensorInfo, as_f32: bool) -> Option<GgmlDType> {
-    let dtype = info.ggml_dtype;
-    let dims = info.shape.dims();
-    if dims.len() != 2 || matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16) {
-        None
-    } else if as_f32 {
-        Some(GgmlDType::F32)
-    } else {
-        (SLOW.contains(&dtype) && dims[1].is_multiple_of(GgmlDType::Q8_0.block_size()))
-            .then_some(GgmlDType::Q8_0)
-    }
-}
-
-impl Weights {
-    /// The model in `file`, on the CPU.
-    pub fn load(file: GgufFile, arch: &str, matrices: Matrices) -> Result<Weights, String> {
-        let GgufFile {
-            content,
-            mut reader,
-        } = file
-            .with_fast_matrices(matrices)
-            .map_err(|e| format!("cannot convert the matrices: {}", one_line(&e)))?;
-        let device = Device::Cpu;
-        let load = || {
-            match arch {
-                "llama" => quantized_llama::ModelWeights::from_gguf(content, &mut reader, &device)
-                    .map(Weights::Llama),
-                "qwen2" => quantized_qwen2::ModelWeights::from_gguf(content, &mut reader, &device)
-                    .map(Weights::Qwen2),
-                "qwen3" => quantized_qwen3::ModelWeights::from_gguf(content, &mut reader, &device)
-                    .map(Weights::Qwen3),
-                other => return Err(format!("unsupported architecture `{other}`")),
-            }
-            .map_err(|e| format!("cannot load the {arch} weights: {}", one_line(&e)))
-        };
-        guarded(&format!("loading the {arch} weights"), load)
+    /// Whether the file has a tensor called `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.content.tensor_infos.contains_key(name)
     }
 
-    /// Forgets the previous sequence.
-    pub fn reset(&mut self) {
-        match self {
-            Weights::Llama(m) => m.clear_kv_cache(),
-            Weights::Qwen2(m) => m.clear_kv_cache(),
-            Weights::Qwen3(m) => m.clear_kv_cache(),
+    /// The tensor `name` as stored, checked to have the dimensions `dims` (GGUF order
+    /// reversed: rows first).
+    pub fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<QTensor, String> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| format!("tensor `{name}` is missing"))?;
+        if info.shape.dims() != dims {
+            return Err(format!(
+                "tensor `{name}` has dimensions {:?}, not {dims:?}",
+                info.shape.dims()
+            ));
+        }
+        info.read(
+            &mut self.reader,
+            self.content.tensor_data_offset,
+            &Device::Cpu,
+        )
+        .map_err(|e| format!("cannot read tensor `{name}`: {}", one_line(&e)))
+    }
+
+    /// The first dimension of tensor `name` (a matrix's rows).
+    pub fn rows(&self, name: &str) -> Result<usize, String> {
+        let info = self
+            .content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| format!("tensor `{name}` is missing"))?;
+        match info.shape.dims() {
+            &[rows, _] => Ok(rows),
+            dims => Err(format!(
+                "tensor `{name}` has dimensions {dims:?}, not a matrix's"
+            )),
         }
     }
 
-    /// Feeds `ids` at `position` (tokens already in the cache) and returns the logits for
-    /// the token after the last one.
-    pub fn forward(&mut self, ids: &[u32], position: usize) -> candle_core::Result<Tensor> {
-        let input = Tensor::new(ids, &Device::Cpu)?.unsqueeze(0)?;
-        let logits = match self {
-            Weights::Llama(m) => m.forward(&input, position)?,
-            Weights::Qwen2(m) => m.forward(&input, position)?,
-            Weights::Qwen3(m) => m.forward(&input, position)?,
-        };
-        logits.squeeze(0)
+    /// The vector `name` (a norm's weights or a bias) of `length` values, as f32.
+    pub fn vector(&mut self, name: &str, length: usize) -> Result<Tensor, String> {
+        self.tensor(name, &[length])?
+            .dequantize(&Device::Cpu)
+            .map_err(|e| format!("cannot read tensor `{name}`: {}", one_line(&e)))
     }
+
+    /// The matrix `name` of `rows` x `columns`, held as `kept` says.
+    pub fn matrix(
+        &mut self,
+        name: &str,
+        (rows, columns): (usize, usize),
+        kept: Kept,
+    ) -> Result<Matrix, String> {
+        let stored = self.tensor(name, &[rows, columns])?;
+        Matrix::new(stored, kept).map_err(|e| format!("cannot load `{name}`: {}", one_line(&e)))
+    }
+}
+
+/// A weight matrix, multiplied as f32 or quantized, whichever of those it holds is faster for
+/// the rows at hand.
+pub struct Matrix {
+    /// `(rows, columns)` f32 values.
+    dense: Option<Tensor>,
+    quantized: Option<QMatMul>,
+}
+
+impl Matrix {
+    /// `stored` held as `kept` says; a matrix stored as floats is only ever held as f32.
+    pub fn new(stored: QTensor, kept: Kept) -> candle_core::Result<Matrix> {
+        let dtype = stored.dtype();
+        if is_float(dtype) {
+            return Ok(Matrix::from_f32(stored.dequantize(&Device::Cpu)?));
+        }
+        let dense = match kept.dense {
+            true => Some(stored.dequantize(&Device::Cpu)?),
+            false => None,
+        };
+        let quantized = match kept.quantized {
+            false => None,
+            true => {
+                let fast = quantized_dtype(dtype, stored.shape().dims());
+                let stored = if fast == dtype {
+                    stored
+                } else {
+                    let values = match &dense {
+                        Some(values) => values.clone(),
+                        None => stored.dequantize(&Device::Cpu)?,
+                    };
+                    QTensor::quantize(&values, fast)?
+                };
+                Some(QMatMul::from_qtensor(stored)?)
+            }
+        };
+        Ok(Matrix { dense, quantized })
+    }
+
+    /// The matrix of `values`, held as f32 alone.
+    pub fn from_f32(values: Tensor) -> Matrix {
+        Matrix {
+            dense: Some(values),
+            quantized: None,
+        }
+    }
+
+    /// `input` (`(rows, columns)`) times the transposed matrix: `(rows, matrix rows)`, in the
+    /// representation for `pass` where the matrix holds both.
+    pub fn forward(&self, input: &Tensor, pass: Pass) -> candle_core::Result<Tensor> {
+        match (&self.dense, &self.quantized) {
+            (Some(dense), None) => input.matmul(&dense.t()?),
+            (Some(dense), Some(_)) if pass == Pass::Prompt => input.matmul(&dense.t()?),
+            (_, Some(quantized)) => quantized.forward(input),
+            (None, None) => unreachable!("a matrix holds at least one representation"),
+        }
+    }
+}
+
+/// Whether tensors of `dtype` are floats (which have no quantized copy).
+pub fn is_float(dtype: GgmlDType) -> bool {
+    matches!(dtype, GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16)
+}
+
+/// Whether a tensor is a matrix stored quantized (norms and biases are f32 vectors).
+fn is_matrix(info: &gguf_file::TensorInfo) -> bool {
+    info.shape.dims().len() == 2
+}
+
+/// The type a tensor's quantized copy has: as stored, except the [slow](SLOW) types as Q8_0
+/// where its rows are whole Q8_0 blocks.
+fn quantized_type(info: &gguf_file::TensorInfo) -> GgmlDType {
+    quantized_dtype(info.ggml_dtype, info.shape.dims())
+}
+
+fn quantized_dtype(dtype: GgmlDType, dims: &[usize]) -> GgmlDType {
+    let columns = dims.last().copied().unwrap_or(0);
+    if SLOW.contains(&dtype) && columns.is_multiple_of(GgmlDType::Q8_0.block_size()) {
+        GgmlDType::Q8_0
+    } else {
+        dtype
+    }
+}
+
+/// A tensor's size as `dtype`; sizes were checked by [`GgufFile::open`].
+fn bytes_as(info: &gguf_file::TensorInfo, dtype: GgmlDType) -> u64 {
+    let elements = header::elements("", info).unwrap_or(u64::MAX);
+    (elements / dtype.block_size() as u64).saturating_mul(dtype.type_size() as u64)
 }
 
 /// A candle error on one line: its message and context, without the backtrace candle adds
@@ -264,6 +363,10 @@ pub fn one_line(error: &candle_core::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Cursor;
+
+    use candle_core::quantized::gguf_file::Value;
+
     use super::*;
 
     /// A GGUF file in memory holding one 64x32 matrix stored as Q4_1 and one f32 vector.
@@ -295,36 +398,66 @@ mod tests {
         (file, stored.dequantize(&Device::Cpu).unwrap())
     }
 
-    /// The matrix `w` as `matrices` makes it: its type, and its largest difference from the
-    /// stored values.
-    fn converted(matrices: Matrices) -> (GgmlDType, f32) {
-        let (file, stored) = q4_1_file();
-        let mut file = file.with_fast_matrices(matrices).unwrap();
-        let info = &file.content.tensor_infos["w"];
-        let dtype = info.ggml_dtype;
-        let tensor = info
-            .read(
-                &mut file.reader,
-                file.content.tensor_data_offset,
-                &Device::Cpu,
-            )
+    /// `rows` rows of activations 32 wide.
+    fn activations(rows: usize) -> Tensor {
+        let values: Vec<f32> = (0..rows * 32)
+            .map(|i| ((i * 13 % 29) as f32 - 14.0) / 7.0)
+            .collect();
+        Tensor::from_vec(values, (rows, 32), &Device::Cpu).unwrap()
+    }
+
+    fn largest_difference(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
             .unwrap()
-            .dequantize(&Device::Cpu)
-            .unwrap();
-        let difference = (tensor - stored).unwrap().abs().unwrap().max_all().unwrap();
-        (dtype, difference.to_scalar::<f32>().unwrap())
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar()
+            .unwrap()
     }
 
     #[test]
-    fn matrices_run_as_f32_or_q8_0_as_asked_and_keep_their_values() {
-        let (dtype, difference) = converted(Matrices::F32);
-        assert_eq!((dtype, difference), (GgmlDType::F32, 0.0));
-        // A small model runs as f32 unless told otherwise.
-        assert_eq!(converted(Matrices::Auto).0, GgmlDType::F32);
-        let (dtype, difference) = converted(Matrices::Quantized);
-        assert_eq!(dtype, GgmlDType::Q8_0);
-        // Q8_0 keeps every value to within half a step of 1/127 of its block's largest (2).
-        assert!(difference <= 2.0 / 127.0, "{difference}");
-        assert!(difference > 0.0, "really requantized");
+    fn a_small_model_keeps_both_and_multiplies_prompts_as_f32_and_tokens_quantized() {
+        let (mut file, stored) = q4_1_file();
+        assert_eq!(file.kept(Matrices::Auto), Kept::BOTH);
+        assert_eq!(file.kept(Matrices::F32), Kept::DENSE);
+        assert_eq!(file.kept(Matrices::Quantized), Kept::QUANTIZED);
+        // f32 and Q8_0 copies of the 64x32 matrix, and the f32 norm.
+        let q8_0 = 64 * 32 / 32 * 34;
+        assert_eq!(
+            file.loaded_bytes(Matrices::Auto),
+            64 * 32 * 4 + q8_0 + 32 * 4
+        );
+        assert_eq!(file.loaded_bytes(Matrices::Quantized), q8_0 + 32 * 4);
+        let both = file.matrix("w", (64, 32), Kept::BOTH).unwrap();
+        let quantized = file.matrix("w", (64, 32), Kept::QUANTIZED).unwrap();
+        let dense = file.matrix("w", (64, 32), Kept::DENSE).unwrap();
+        let exact = |rows| activations(rows).matmul(&stored.t().unwrap()).unwrap();
+        // A prompt's rows, however few, multiply the exact values.
+        for rows in [1, 3] {
+            let prompt = both.forward(&activations(rows), Pass::Prompt).unwrap();
+            assert_eq!(largest_difference(&prompt, &exact(rows)), 0.0);
+        }
+        // A new token multiplies the Q8_0 copy (with its activations rounded to 8 bits too).
+        let token = both.forward(&activations(1), Pass::Token).unwrap();
+        let off = largest_difference(&token, &exact(1));
+        assert!(off > 0.0 && off < 0.5, "{off}");
+        let alone = quantized.forward(&activations(1), Pass::Prompt).unwrap();
+        assert_eq!(largest_difference(&token, &alone), 0.0);
+        let f32_alone = dense.forward(&activations(1), Pass::Token).unwrap();
+        assert_eq!(largest_difference(&f32_alone, &exact(1)), 0.0);
+    }
+
+    #[test]
+    fn a_matrix_of_other_dimensions_than_the_header_says_is_refused_by_name() {
+        let (mut file, _) = q4_1_file();
+        let error = file
+            .matrix("w", (32, 64), Kept::BOTH)
+            .err()
+            .expect("wrong dimensions");
+        assert_eq!(error, "tensor `w` has dimensions [64, 32], not [32, 64]");
+        let error = file.vector("gone", 32).expect_err("missing");
+        assert_eq!(error, "tensor `gone` is missing");
     }
 }
