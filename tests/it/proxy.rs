@@ -25,9 +25,15 @@ impl Drop for RunningProxy {
 }
 
 fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
+    start_proxy_with(to, scratch, &[])
+}
+
+/// The proxy to `to`, with `env` set besides its directories.
+fn start_proxy_with(to: &str, scratch: &std::path::Path, env: &[(&str, &str)]) -> RunningProxy {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(["proxy", "--listen", "127.0.0.1:0", "--to", to])
         .envs(common::dirs_env(scratch))
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -633,23 +639,8 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
         server.base
     );
     std::fs::write(config.join("backends.toml"), backends).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
-        .args(["proxy", "--listen", "127.0.0.1:0", "--to", "ollama"])
-        .envs(common::dirs_env(scratch.path()))
-        .env("KEYHOLE_TEST_OLLAMA_KEY", "sk-ollama-behind-keyhole")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    let proxy = RunningProxy { child, base };
+    let key = ("KEYHOLE_TEST_OLLAMA_KEY", "sk-ollama-behind-keyhole");
+    let proxy = start_proxy_with("ollama", scratch.path(), &[key]);
     let body = json!({"model": "codellama:7b-code", "prompt": twinny_prompt(), "stream": true});
     let answer = reqwest::Client::new()
         .post(format!("{}/api/generate", proxy.base))

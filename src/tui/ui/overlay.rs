@@ -145,33 +145,57 @@ pub fn help(frame: &mut Frame, state: &State, scroll: usize) {
     frame.render_widget(Paragraph::new(shown), inner);
 }
 
+/// A list in a panel: `head` (the query being typed, a summary or column names), then
+/// `count` rows as `row` draws them (given the row's index and the room's width), scrolled to
+/// keep `cursor` in view, the cursor's row highlighted.
+fn list(
+    frame: &mut Frame,
+    state: &State,
+    (rect, title): (Rect, &str),
+    head: Line<'static>,
+    count: usize,
+    cursor: usize,
+    row: impl Fn(usize, usize) -> Line<'static>,
+) {
+    let inner = panel(frame, state, rect, title);
+    let rows = inner.height.saturating_sub(1) as usize;
+    let top = scroll_top(cursor, rows);
+    let selected = Style::new().bg(state.theme.selected);
+    let mut lines = vec![head];
+    for n in (0..count).skip(top).take(rows) {
+        let line = row(n, inner.width as usize);
+        lines.push(match n == cursor {
+            true => line.patch_style(selected),
+            false => line,
+        });
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The query being typed above a list.
+fn query_line(state: &State, query: &str) -> Line<'static> {
+    Line::styled(format!("> {query}▏"), Style::new().fg(state.theme.explain))
+}
+
 pub fn picker(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
     let Some(index) = &state.index else { return };
-    let theme = &state.theme;
     let area = frame.area();
     let rect = centered(
         area,
         area.width.saturating_sub(20).min(90),
         area.height.saturating_sub(6),
     );
-    let inner = panel(frame, state, rect, "open a file");
-    let mut lines = vec![Line::styled(
-        format!("> {query}▏"),
-        Style::new().fg(theme.explain),
-    )];
-    let rows = inner.height.saturating_sub(1) as usize;
-    let top = scroll_top(cursor, rows);
     let matches = state.picker_matches(query);
-    for (n, &file) in matches.iter().enumerate().skip(top).take(rows) {
-        let style = if n == cursor {
-            Style::new().bg(theme.selected)
-        } else {
-            Style::new()
-        };
-        let path = tail_that_fits(&index.files[file].path, inner.width as usize);
-        lines.push(Line::styled(path, style));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    let head = query_line(state, query);
+    list(
+        frame,
+        state,
+        (rect, "open a file"),
+        head,
+        matches.len(),
+        cursor,
+        |n, width| Line::raw(tail_that_fits(&index.files[matches[n]].path, width)),
+    );
 }
 
 /// `path` within `width` characters: whole if it fits, else its file name with as many of
@@ -270,26 +294,23 @@ pub fn palette(frame: &mut Frame, state: &State, query: &str, cursor: usize) {
         "actions in the {} pane · Enter runs one",
         state.focus.name()
     );
-    let inner = panel(frame, state, rect, &title);
-    let mut lines = vec![Line::styled(
-        format!("> {query}▏"),
-        Style::new().fg(theme.explain),
-    )];
-    let rows = inner.height.saturating_sub(1) as usize;
-    let top = scroll_top(cursor, rows);
     let matches = state.palette_matches(query);
-    for (n, (_, keys, desc)) in matches.iter().enumerate().skip(top).take(rows) {
-        let style = if n == cursor {
-            Style::new().bg(theme.selected)
-        } else {
-            Style::new()
-        };
-        lines.push(Line::from(vec![
-            Span::styled(format!("{keys:>14}  "), style.fg(theme.explain)),
-            Span::styled(desc.clone(), style.fg(theme.text)),
-        ]));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    let head = query_line(state, query);
+    list(
+        frame,
+        state,
+        (rect, &title),
+        head,
+        matches.len(),
+        cursor,
+        |n, _| {
+            let (_, keys, desc) = &matches[n];
+            Line::from(vec![
+                Span::styled(format!("{keys:>14}  "), Style::new().fg(theme.explain)),
+                Span::styled(desc.clone(), Style::new().fg(theme.text)),
+            ])
+        },
+    );
 }
 
 /// The configured backends; the current one is marked. Base URLs are left out: they can hold
@@ -299,29 +320,29 @@ pub fn backends(frame: &mut Frame, state: &State, cursor: usize) {
     let area = frame.area();
     let height = (state.setup.backends.len() as u16 + 4).min(area.height);
     let rect = centered(area, area.width.saturating_sub(20).min(90), height);
-    let inner = panel(frame, state, rect, "complete with");
-    let mut lines = vec![Line::styled(
+    let head = Line::styled(
         crate::tui::state::backend_summary(state),
         Style::new().fg(theme.muted),
-    )];
-    let rows = inner.height.saturating_sub(1) as usize;
-    let top = scroll_top(cursor, rows);
-    for (n, entry) in state.setup.backends.iter().enumerate().skip(top).take(rows) {
-        let current = if n == state.setup.backend { "●" } else { " " };
-        let model = entry.model.as_deref().unwrap_or("");
-        let style = if n == cursor {
-            Style::new().bg(theme.selected)
-        } else {
-            Style::new()
-        };
-        let text = format!(
-            "{current} {:<20} {:<12} {model}",
-            entry.name,
-            entry.kind.name()
-        );
-        lines.push(Line::styled(text, style));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    );
+    let backends = &state.setup.backends;
+    list(
+        frame,
+        state,
+        (rect, "complete with"),
+        head,
+        backends.len(),
+        cursor,
+        |n, _| {
+            let entry = &backends[n];
+            let current = if n == state.setup.backend { "●" } else { " " };
+            let model = entry.model.as_deref().unwrap_or("");
+            Line::raw(format!(
+                "{current} {:<20} {:<12} {model}",
+                entry.name,
+                entry.kind.name()
+            ))
+        },
+    );
 }
 
 /// The requests editor plugins made through `keyhole proxy`, newest first.
@@ -333,38 +354,28 @@ pub fn recorded(frame: &mut Frame, state: &State, cursor: usize) {
         area.width.saturating_sub(8).min(110),
         area.height.saturating_sub(6),
     );
-    let inner = panel(
-        frame,
-        state,
-        rect,
-        "recorded requests · Enter opens the hole",
-    );
     let unreadable = match state.recorded.unreadable {
         0 => String::new(),
         n => format!(" · {n} unreadable lines left out"),
     };
-    let mut lines = vec![Line::styled(
+    let head = Line::styled(
         format!(
             "{:>5}  {:<8}  {:<12}  {:<20}  answer{unreadable}",
             "#", "UTC", "client", "endpoint"
         ),
         Style::new().fg(theme.muted).add_modifier(Modifier::BOLD),
-    )];
-    let rows = inner.height.saturating_sub(1) as usize;
-    let top = scroll_top(cursor, rows);
+    );
     let exchanges = &state.recorded.exchanges;
-    for (n, exchange) in exchanges.iter().enumerate().skip(top).take(rows) {
-        let style = if n == cursor {
-            Style::new().bg(theme.selected)
-        } else {
-            Style::new()
-        };
-        lines.push(Line::styled(
-            crate::tui::state::recorded_row(exchange),
-            style,
-        ));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    let title = "recorded requests · Enter opens the hole";
+    list(
+        frame,
+        state,
+        (rect, title),
+        head,
+        exchanges.len(),
+        cursor,
+        |n, _| Line::raw(crate::tui::state::recorded_row(&exchanges[n])),
+    );
 }
 
 /// The places a recorded request's hole fits as well as each other: which one was it?
@@ -378,25 +389,23 @@ pub fn recorded_places(
     let area = frame.area();
     let height = (places.len() as u16 + 4).min(area.height);
     let rect = centered(area, area.width.saturating_sub(20).min(90), height);
-    let inner = panel(frame, state, rect, "which place was it?");
-    let mut lines = vec![Line::styled(
+    let head = Line::styled(
         places
             .first()
             .map_or("", |p| p.certainty.describe())
             .to_string(),
         Style::new().fg(theme.muted),
-    )];
-    let rows = inner.height.saturating_sub(1) as usize;
-    let top = scroll_top(cursor, rows);
-    for (n, place) in places.iter().enumerate().skip(top).take(rows) {
-        let style = if n == cursor {
-            Style::new().bg(theme.selected)
-        } else {
-            Style::new()
-        };
-        lines.push(Line::styled(place.position(), style));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    );
+    let title = "which place was it?";
+    list(
+        frame,
+        state,
+        (rect, title),
+        head,
+        places.len(),
+        cursor,
+        |n, _| Line::raw(places[n].position()),
+    );
 }
 
 /// The change apply would make, before it asks: the hole's line as it is and as it would be.
