@@ -257,7 +257,10 @@ fn style_at(state: &State, prompt: &Prompt, found: &[Range<usize>], at: usize) -
 /// changes only where a segment, a piece or an explained span starts or ends, so `style_at` runs
 /// once per such boundary rather than once per character (per character it was most of a frame).
 fn style_runs(state: &State, prompt: &Prompt, visible: Range<usize>) -> Vec<(usize, Style)> {
-    let found = matches(&prompt.text(), &state.prompt_query);
+    let found = match state.prompt_query.is_empty() {
+        true => Vec::new(),
+        false => matches(&prompt.text(), &state.prompt_query),
+    };
     let mut bounds = vec![visible.start];
     for m in &found {
         bounds.extend([m.start, m.end]);
