@@ -75,6 +75,9 @@ pub enum Command {
     Palette,
     /// The requests sent this session: when, to whom, what, how long.
     RequestLog,
+    /// A line diff of two selected candidates' prompts, or of an edited prompt against its
+    /// original.
+    DiffPrompts,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

@@ -51,6 +51,10 @@ pub enum Mode {
     Requests {
         scroll: usize,
     },
+    /// A diff of two prompts (`State::diff`), scrolled down by this many rows.
+    Diff {
+        scroll: usize,
+    },
 }
 
 impl Mode {
@@ -64,7 +68,7 @@ impl Mode {
             Mode::Recorded { .. } | Mode::RecordedPlace { .. } => Layer::Recorded,
             Mode::ConfirmApply => Layer::Confirm,
             Mode::Edit => Layer::Editor,
-            Mode::Help { .. } | Mode::Requests { .. } => Layer::Help,
+            Mode::Help { .. } | Mode::Requests { .. } | Mode::Diff { .. } => Layer::Help,
         }
     }
 }
@@ -173,6 +177,13 @@ pub(super) fn mode_command(state: &mut State, command: Command) -> Vec<Effect> {
             vec![]
         }
         (Mode::Requests { .. }, Cancel | Help | RequestLog) => close(state),
+        (Mode::Diff { scroll }, Up | Down | PageUp | PageDown | Top | Bottom) => {
+            let rows = state.diff.as_ref().map_or(0, |d| d.lines.len());
+            let scroll = clamp_add(scroll, step(command, HELP_PAGE), rows);
+            state.mode = Mode::Diff { scroll };
+            vec![]
+        }
+        (Mode::Diff { .. }, Cancel | Help | DiffPrompts) => close(state),
         _ => vec![],
     }
 }
@@ -217,7 +228,8 @@ pub(super) fn input(state: &mut State, key: KeyEvent) -> Vec<Effect> {
         | Mode::Recorded { .. }
         | Mode::RecordedPlace { .. }
         | Mode::Help { .. }
-        | Mode::Requests { .. } => {}
+        | Mode::Requests { .. }
+        | Mode::Diff { .. } => {}
     }
     vec![]
 }

@@ -43,6 +43,7 @@ mod apply;
 mod candidate;
 mod commands;
 mod complete;
+mod diff;
 mod editor;
 mod input;
 mod messages;
@@ -62,6 +63,8 @@ pub use apply::{Applied, FileEdit, apply_preview};
 pub use candidate::*;
 use commands::*;
 use complete::*;
+use diff::diff_prompts;
+pub use diff::{DiffLine, PromptDiff};
 pub use editor::*;
 pub use input::*;
 pub use messages::*;
@@ -136,6 +139,8 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
+    /// The prompt diff shown (`D`).
+    pub diff: Option<PromptDiff>,
     /// The requests runs sent this session, oldest first (at most [`REQUEST_LOG_KEEPS`]).
     pub request_log: Vec<LoggedRequest>,
     /// The completions written into files and not undone, the last last: `u` takes them back
@@ -213,6 +218,7 @@ impl State {
             highlighting: None,
             applied: Vec::new(),
             request_log: Vec::new(),
+            diff: None,
             on_disk: None,
             shared_sample: false,
             column_goal: 0,

@@ -65,6 +65,7 @@ pub fn draw(frame: &mut Frame, state: &State) -> Vec<(Pane, Rect)> {
         }
         Mode::Help { scroll } => overlay::help(frame, state, *scroll),
         Mode::Requests { scroll } => overlay::requests(frame, state, *scroll),
+        Mode::Diff { scroll } => overlay::diff(frame, state, *scroll),
         Mode::ConfirmApply => overlay::apply_question(frame, state),
         _ => {}
     }

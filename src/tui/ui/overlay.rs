@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::tui::command::Pane;
 use crate::tui::keymap::Layer;
 use crate::tui::layout::scroll_top;
-use crate::tui::state::State;
+use crate::tui::state::{DiffLine, State};
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(height)])
@@ -278,6 +278,52 @@ pub fn requests(frame: &mut Frame, state: &State, scroll: usize) {
             ])
         })
         .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// A line diff of two prompts: removed lines, added lines, a little of what they share
+/// around each change, and how many shared lines were left out.
+pub fn diff(frame: &mut Frame, state: &State, scroll: usize) {
+    let Some(diff) = &state.diff else { return };
+    let theme = &state.theme;
+    let area = frame.area();
+    let rect = centered(
+        area,
+        area.width.saturating_sub(4).min(140),
+        area.height.saturating_sub(2),
+    );
+    let title = format!(
+        "{} · - only in the first, + only in the second · Esc closes",
+        diff.title
+    );
+    let inner = panel(frame, state, rect, &title);
+    let lines: Vec<Line> = match diff.lines.is_empty() {
+        true => vec![Line::styled(
+            "the prompts are the same",
+            Style::new().fg(theme.muted),
+        )],
+        false => diff
+            .lines
+            .iter()
+            .skip(scroll)
+            .take(inner.height as usize)
+            .map(|line| match line {
+                DiffLine::Removed(text) => {
+                    Line::styled(format!("- {text}"), Style::new().fg(theme.bad))
+                }
+                DiffLine::Added(text) => {
+                    Line::styled(format!("+ {text}"), Style::new().fg(theme.good))
+                }
+                DiffLine::Same(text) => {
+                    Line::styled(format!("  {text}"), Style::new().fg(theme.text))
+                }
+                DiffLine::SameRun(n) => Line::styled(
+                    format!("  … {n} lines the same"),
+                    Style::new().fg(theme.muted),
+                ),
+            })
+            .collect(),
+    };
     frame.render_widget(Paragraph::new(lines), inner);
 }
 

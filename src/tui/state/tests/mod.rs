@@ -967,3 +967,45 @@ fn the_request_log_keeps_what_runs_sent_newest_last_and_l_opens_it() {
     press(&mut s, KeyEvent::from(KeyCode::Esc));
     assert_eq!(s.mode, Mode::Normal);
 }
+
+#[test]
+fn d_diffs_two_selected_prompts_or_an_edited_prompt_against_its_original() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    s.candidates = vec![
+        with_prompt(7, "a\nb\nc"),
+        with_prompt(11, "a\nB\nc"),
+        with_prompt(8, "x"),
+    ];
+    s.focus = Pane::Candidates;
+    press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('D'), KeyModifiers::SHIFT),
+    );
+    assert!(s.status.contains("select two candidates"), "{}", s.status);
+    s.selected
+        .extend([CandidateId::nth(7), CandidateId::nth(11)]);
+    press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('D'), KeyModifiers::SHIFT),
+    );
+    assert_eq!(s.mode, Mode::Diff { scroll: 0 });
+    let diff = s.diff.clone().unwrap();
+    assert_eq!(diff.title, "cand 7 → cand 11");
+    assert!(diff.lines.contains(&DiffLine::Removed("b".into())));
+    assert!(diff.lines.contains(&DiffLine::Added("B".into())));
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert_eq!(s.mode, Mode::Normal);
+    s.cards = vec![Card {
+        edited: Some("a\nb\nc\nd".into()),
+        ..card(7)
+    }];
+    s.focus = Pane::Completions;
+    press(
+        &mut s,
+        KeyEvent::new(KeyCode::Char('D'), KeyModifiers::SHIFT),
+    );
+    let diff = s.diff.clone().unwrap();
+    assert_eq!(diff.title, "cand 7 → edited");
+    assert!(diff.lines.contains(&DiffLine::Added("d".into())));
+}
