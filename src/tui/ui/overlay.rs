@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use crate::tui::command::Pane;
 use crate::tui::keymap::Layer;
 use crate::tui::layout::scroll_top;
-use crate::tui::state::{DiffLine, State};
+use crate::tui::state::{DiffLine, LoggedRequest, State};
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [row] = Layout::vertical([Constraint::Length(height)])
@@ -124,25 +124,32 @@ pub fn help_lines(state: &State) -> Vec<Line<'static>> {
     lines
 }
 
-/// The help, one scrollable column that reads at 80x24.
-pub fn help(frame: &mut Frame, state: &State, scroll: usize) {
+/// A page of `lines` in a panel nearly the screen's size (at most `width` wide), scrolled
+/// down by `scroll` rows (never past the last page): help, the request log, a prompt diff.
+fn page(
+    frame: &mut Frame,
+    state: &State,
+    (width, title): (u16, &str),
+    lines: Vec<Line<'static>>,
+    scroll: usize,
+) {
     let area = frame.area();
     let rect = centered(
         area,
-        area.width.saturating_sub(4).min(100),
+        area.width.saturating_sub(4).min(width),
         area.height.saturating_sub(2),
     );
-    let inner = panel(
-        frame,
-        state,
-        rect,
-        "help · ↑↓ PgUp PgDn scroll · Esc or ? closes",
-    );
-    let lines = help_lines(state);
+    let inner = panel(frame, state, rect, title);
     let rows = inner.height as usize;
     let top = scroll.min(lines.len().saturating_sub(rows));
     let shown: Vec<Line> = lines.into_iter().skip(top).take(rows).collect();
     frame.render_widget(Paragraph::new(shown), inner);
+}
+
+/// The help, one scrollable column that reads at 80x24.
+pub fn help(frame: &mut Frame, state: &State, scroll: usize) {
+    let title = "help · ↑↓ PgUp PgDn scroll · Esc or ? closes";
+    page(frame, state, (100, title), help_lines(state), scroll);
 }
 
 /// A list in a panel: `head` (the query being typed, a summary or column names), then
@@ -220,65 +227,58 @@ pub fn tail_that_fits(path: &str, width: usize) -> String {
 /// wait and the time taken, and what came back.
 pub fn requests(frame: &mut Frame, state: &State, scroll: usize) {
     let theme = &state.theme;
-    let area = frame.area();
-    let rect = centered(
-        area,
-        area.width.saturating_sub(4).min(140),
-        area.height.saturating_sub(2),
-    );
     let title = format!(
         "requests sent ({}) · newest first · Esc closes",
         state.request_log.len()
     );
-    let inner = panel(frame, state, rect, &title);
-    if state.request_log.is_empty() {
-        let none = "nothing sent yet: r completes";
-        frame.render_widget(
-            Paragraph::new(none).style(Style::new().fg(theme.muted)),
-            inner,
-        );
-        return;
-    }
-    let lines: Vec<Line> = state
-        .request_log
-        .iter()
-        .rev()
-        .skip(scroll)
-        .take(inner.height as usize)
-        .map(|r| {
-            let what = match (r.edited, r.shared_by) {
-                (true, _) => format!("edited from {}", state.shown_id(r.candidate)),
-                (false, 0) => format!("cand {}", state.shown_id(r.candidate)),
-                (false, n) => format!("cand {} (+{n} same)", state.shown_id(r.candidate)),
-            };
-            let size = match r.prompt_tokens {
-                Some(tokens) => format!("{tokens} tok"),
-                None => format!("{} B", r.prompt_bytes),
-            };
-            let (timing, answer, colour) = match &r.outcome {
-                Ok((text, queued, took)) => (
-                    format!("waited {queued} ms, took {took} ms"),
-                    format!("{text:?}"),
-                    theme.text,
-                ),
-                Err(why) => ("failed".to_string(), why.clone(), theme.bad),
-            };
-            Line::from(vec![
-                Span::styled(format!("{} ", r.at), Style::new().fg(theme.muted)),
-                Span::styled(
-                    format!("{:<12.12} ", r.backend),
-                    Style::new().fg(theme.title),
-                ),
-                Span::styled(format!("{what:<20} "), Style::new().fg(theme.explain)),
-                Span::styled(
-                    format!("{size:>9}  {timing:<30} "),
-                    Style::new().fg(theme.muted),
-                ),
-                Span::styled(answer, Style::new().fg(colour)),
-            ])
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    let lines: Vec<Line> = match state.request_log.is_empty() {
+        true => vec![Line::styled(
+            "nothing sent yet: r completes",
+            Style::new().fg(theme.muted),
+        )],
+        false => state
+            .request_log
+            .iter()
+            .rev()
+            .map(|r| logged_line(state, r))
+            .collect(),
+    };
+    page(frame, state, (140, &title), lines, scroll);
+}
+
+/// "05:11:02 smol  cand 7 (+2 same)  1248 tok  waited 0 ms, took 812 ms  \"findBy…\"".
+fn logged_line(state: &State, r: &LoggedRequest) -> Line<'static> {
+    let theme = &state.theme;
+    let what = match (r.edited, r.shared_by) {
+        (true, _) => format!("edited from {}", state.shown_id(r.candidate)),
+        (false, 0) => format!("cand {}", state.shown_id(r.candidate)),
+        (false, n) => format!("cand {} (+{n} same)", state.shown_id(r.candidate)),
+    };
+    let size = match r.prompt_tokens {
+        Some(tokens) => format!("{tokens} tok"),
+        None => format!("{} B", r.prompt_bytes),
+    };
+    let (timing, answer, colour) = match &r.outcome {
+        Ok((text, queued, took)) => (
+            format!("waited {queued} ms, took {took} ms"),
+            format!("{text:?}"),
+            theme.text,
+        ),
+        Err(why) => ("failed".to_string(), why.clone(), theme.bad),
+    };
+    Line::from(vec![
+        Span::styled(format!("{} ", r.at), Style::new().fg(theme.muted)),
+        Span::styled(
+            format!("{:<12.12} ", r.backend),
+            Style::new().fg(theme.title),
+        ),
+        Span::styled(format!("{what:<20} "), Style::new().fg(theme.explain)),
+        Span::styled(
+            format!("{size:>9}  {timing:<30} "),
+            Style::new().fg(theme.muted),
+        ),
+        Span::styled(answer, Style::new().fg(colour)),
+    ])
 }
 
 /// A line diff of two prompts: removed lines, added lines, a little of what they share
@@ -286,45 +286,25 @@ pub fn requests(frame: &mut Frame, state: &State, scroll: usize) {
 pub fn diff(frame: &mut Frame, state: &State, scroll: usize) {
     let Some(diff) = &state.diff else { return };
     let theme = &state.theme;
-    let area = frame.area();
-    let rect = centered(
-        area,
-        area.width.saturating_sub(4).min(140),
-        area.height.saturating_sub(2),
-    );
     let title = format!(
         "{} · - only in the first, + only in the second · Esc closes",
         diff.title
     );
-    let inner = panel(frame, state, rect, &title);
+    let styled = |text: String, colour| Line::styled(text, Style::new().fg(colour));
     let lines: Vec<Line> = match diff.lines.is_empty() {
-        true => vec![Line::styled(
-            "the prompts are the same",
-            Style::new().fg(theme.muted),
-        )],
+        true => vec![styled("the prompts are the same".into(), theme.muted)],
         false => diff
             .lines
             .iter()
-            .skip(scroll)
-            .take(inner.height as usize)
             .map(|line| match line {
-                DiffLine::Removed(text) => {
-                    Line::styled(format!("- {text}"), Style::new().fg(theme.bad))
-                }
-                DiffLine::Added(text) => {
-                    Line::styled(format!("+ {text}"), Style::new().fg(theme.good))
-                }
-                DiffLine::Same(text) => {
-                    Line::styled(format!("  {text}"), Style::new().fg(theme.text))
-                }
-                DiffLine::SameRun(n) => Line::styled(
-                    format!("  … {n} lines the same"),
-                    Style::new().fg(theme.muted),
-                ),
+                DiffLine::Removed(text) => styled(format!("- {text}"), theme.bad),
+                DiffLine::Added(text) => styled(format!("+ {text}"), theme.good),
+                DiffLine::Same(text) => styled(format!("  {text}"), theme.text),
+                DiffLine::SameRun(n) => styled(format!("  … {n} lines the same"), theme.muted),
             })
             .collect(),
     };
-    frame.render_widget(Paragraph::new(lines), inner);
+    page(frame, state, (140, &title), lines, scroll);
 }
 
 /// The command palette: every action of the focused pane and the shared ones, with its key.
