@@ -48,6 +48,22 @@ pub(super) struct MemberSyntax {
 }
 
 impl MemberSyntax {
+    /// The member access of a language that writes the current instance and its superclass
+    /// as the keywords `this` and `super` (Java, TypeScript).
+    pub(super) const fn with_this_and_super(
+        kind: &'static str,
+        object: &'static str,
+        name: &'static str,
+    ) -> MemberSyntax {
+        MemberSyntax {
+            kind,
+            object,
+            name,
+            is_current: |node, _| node.kind() == "this",
+            is_super: |node, _| node.kind() == "super",
+        }
+    }
+
     /// `x` of `this.x`.
     fn field_of_current<'t>(&self, node: Node<'t>, source: &str) -> Option<Node<'t>> {
         let object = node.child_by_field_name(self.object)?;

@@ -214,13 +214,7 @@ pub(super) const HOLES: HoleGrammar = HoleGrammar {
 };
 
 /// `a.b`, `this` and `super` in Java.
-const MEMBERS: MemberSyntax = MemberSyntax {
-    kind: "field_access",
-    object: "object",
-    name: "field",
-    is_current: |node, _| node.kind() == "this",
-    is_super: |node, _| node.kind() == "super",
-};
+const MEMBERS: MemberSyntax = MemberSyntax::with_this_and_super("field_access", "object", "field");
 
 /// Walk up from the expression at the hole (the path's last node) through expressions it
 /// ends, to the place that says what type it must have.
@@ -533,12 +527,6 @@ impl TypeSyntax for JavaTypes {
                 | "Float"
                 | "Double"
         )
-    }
-
-    /// `T`, `E`, `K2`: by convention a type variable, which says nothing about a value.
-    fn is_type_variable(&self, written: &str) -> bool {
-        let name = self.erasure(written);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
     }
 }
 

@@ -191,8 +191,16 @@ pub trait TypeSyntax: Send + Sync {
     /// common types, which would make incidental matches everywhere.
     fn is_base_type(&self, written: &str) -> bool;
     /// Whether a written type is (by convention) a type variable, which says nothing about a
-    /// value.
-    fn is_type_variable(&self, written: &str) -> bool;
+    /// value: `T`, `E`, `K2`.
+    fn is_type_variable(&self, written: &str) -> bool {
+        is_type_variable_name(self.erasure(written))
+    }
+}
+
+/// The convention of Java, TypeScript and Python for type variables: one capital, perhaps a
+/// digit or another letter after it.
+fn is_type_variable_name(name: &str) -> bool {
+    name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
 }
 
 /// A method: its name, its signature (modifiers to the start of the body, annotations left

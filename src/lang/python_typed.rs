@@ -867,7 +867,7 @@ impl TypeSyntax for PythonTypes {
             .strip_suffix("_co")
             .or_else(|| name.strip_suffix("_contra"))
             .unwrap_or(name);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+        super::is_type_variable_name(name)
     }
 }
 

@@ -311,13 +311,8 @@ pub(super) const TSX_HOLES: HoleGrammar = HoleGrammar {
 };
 
 /// `a.b`, `this` and `super` in TypeScript.
-const MEMBERS: MemberSyntax = MemberSyntax {
-    kind: "member_expression",
-    object: "object",
-    name: "property",
-    is_current: |node, _| node.kind() == "this",
-    is_super: |node, _| node.kind() == "super",
-};
+const MEMBERS: MemberSyntax =
+    MemberSyntax::with_this_and_super("member_expression", "object", "property");
 
 fn is_function_node(kind: &str) -> bool {
     matches!(
@@ -715,12 +710,6 @@ impl TypeSyntax for TypeScriptTypes {
                     | "BigInt"
                     | "Function"
             )
-    }
-
-    /// `T`, `K2`: by convention a type variable.
-    fn is_type_variable(&self, written: &str) -> bool {
-        let name = self.erasure(written);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
     }
 }
 
