@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::FutureExt;
 use futures_util::future::join_all;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -141,8 +141,9 @@ type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
-/// arrives. A backend that takes one request at a time gets them in turn, so that each card's
-/// latency is its own and the wait before it is told apart.
+/// arrives. A backend that takes one request at a time gets them in turn, and a server at most
+/// as many at once as it has slots, so that each card's latency is its own and the wait before
+/// it is told apart.
 pub async fn complete(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
@@ -211,7 +212,16 @@ pub async fn complete(
         }
         results
     } else {
-        join_all((0..prompts.len()).map(answer)).await
+        // A server that says how many requests it works on at once (llama.cpp's slots) gets no
+        // more than that: the rest wait here, where their wait is seen, not in its queue.
+        let slots = match job.backend.limits().await {
+            Some(Ok(limits)) => limits.slots,
+            _ => prompts.len(),
+        };
+        futures_util::stream::iter((0..prompts.len()).map(answer))
+            .buffered(slots.max(1))
+            .collect()
+            .await
     };
     job.prompts
         .iter()
