@@ -378,6 +378,71 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
 /// Room for RepoCoder's windows in half of it, counted either way.
 const BUDGET: usize = 1200;
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_gets_no_more_cards_at_once_than_it_has_slots_and_the_wait_shows_apart() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const PAUSE: u64 = 150;
+    let (completing, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (now, seen) = (completing.clone(), most.clone());
+    let server = Server::start(move |request, _| match request.path.as_str() {
+        "/props" => Reply::Json(
+            200,
+            json!({ "total_slots": 1, "default_generation_settings": { "n_ctx": 8192 } }),
+        ),
+        "/tokenize" => {
+            let content = request.body["content"].as_str().unwrap_or("");
+            Reply::Json(
+                200,
+                json!({ "tokens": vec![0; content.chars().count() / 4] }),
+            )
+        }
+        _ => {
+            seen.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(PAUSE));
+            now.fetch_sub(1, Ordering::SeqCst);
+            match request.body["stream"] == json!(true) {
+                true => Reply::Stream(sse(&[json!({ "content": "x", "stop": true })])),
+                false => Reply::Json(200, json!({ "content": "x", "stop": true })),
+            }
+        }
+    })
+    .await;
+    let (_scratch, dirs) = scratch_dirs();
+    let setup = Setup {
+        backends: vec![BackendConfig {
+            name: "llama".into(),
+            ..config(BackendKind::LlamaCpp, &server.base)
+        }],
+        backend: 0,
+        budget: BUDGET,
+        tokenizer: None,
+    };
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let done: Vec<_> = app
+        .state
+        .cards
+        .iter()
+        .map(|c| c.outcome.as_ref().unwrap())
+        .collect();
+    assert_eq!(done.len(), 3);
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        1,
+        "one slot: one request at a time"
+    );
+    for (n, card) in done.iter().enumerate() {
+        assert!(card.latency_ms >= u128::from(PAUSE), "{n}: {card:?}");
+        assert!(
+            card.queued_ms >= n as u128 * u128::from(PAUSE),
+            "{n}: {card:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
