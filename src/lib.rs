@@ -49,7 +49,8 @@
 //! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
 //! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
 //! completion against the truth. [`session`] ties these together for one repository, and
-//! [`eval`] runs RLPG's protocol over many holes ([`eval::runner::RepoRun`]).
+//! [`eval`] runs RLPG's protocol over many holes of one ([`RepoRun`]) or over many
+//! repositories, label files and report included, as `keyhole eval` does ([`eval::run()`]).
 //!
 //! # Features
 //!
@@ -91,6 +92,7 @@ pub use compose::{Composer, DEFAULT_BUDGET, Prompt};
 pub use context::fidelity::Fidelity;
 pub use dirs::Dirs;
 pub use eval::runner::{EvalOptions, RepoRun};
+pub use eval::{Evaluation, Observer};
 pub use hole::Hole;
 pub use model::config::BackendConfig;
 pub use model::{Backend, build_backend};

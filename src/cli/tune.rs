@@ -237,7 +237,7 @@ fn held_out(repos: &[Repo], options: &EvalOptions) -> Result<Holdout> {
             (r.name.clone(), files.collect())
         })
         .collect();
-    tune::holdout(&files).map_err(anyhow::Error::msg)
+    Ok(tune::holdout(&files)?)
 }
 
 fn run_of<'a>(repo: &'a Repo, options: &'a EvalOptions) -> RepoRun<'a> {

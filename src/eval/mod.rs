@@ -23,3 +23,4 @@ pub mod shard;
 pub mod tune;
 
 pub use crate::label::{LabelRow, RLPG_CANDIDATES, ROWS_PER_HOLE, WRITTEN_ROWS, hole_id};
+pub use run::{Evaluation, Observer, Outcome, run};

@@ -4,10 +4,10 @@
 //! caller through an [`Observer`].
 //!
 //! ```
-//! use keyhole::eval::run::{self, Evaluation, Observer};
+//! use keyhole::eval::{self, Evaluation, Observer};
 //! use keyhole::{Dirs, Settings};
 //!
-//! /// Notes and the report on standard error; no progress display.
+//! /// Notes on standard error; no progress display, the report left in its file.
 //! struct Quiet;
 //! impl Observer for Quiet {
 //!     fn note(&self, line: &str) -> std::io::Result<()> {
@@ -24,7 +24,7 @@
 //! let mut evaluation = Evaluation::new(scratch.path().join("eval"));
 //! evaluation.holes = 2;
 //! evaluation.compose.clear(); // no compositions of the classifier's best proposals
-//! let outcome = run::run(&settings, &[repo], &evaluation, &Quiet)?;
+//! let outcome = eval::run(&settings, &[repo], &evaluation, &Quiet)?;
 //! assert_eq!(outcome.stats.holes, 2);
 //! let report = outcome.report.expect("every hole was answered");
 //! assert!(std::fs::read_to_string(report)?.contains("RLPG-H"));

@@ -106,18 +106,20 @@ impl RankerKind {
 }
 
 impl std::str::FromStr for RankerKind {
-    type Err = String;
+    type Err = UnknownRanker;
 
-    fn from_str(text: &str) -> Result<RankerKind, String> {
+    fn from_str(text: &str) -> Result<RankerKind, UnknownRanker> {
         RankerKind::ALL
             .into_iter()
             .find(|k| k.key() == text)
-            .ok_or_else(|| {
-                let keys: Vec<&str> = RankerKind::ALL.map(RankerKind::key).to_vec();
-                format!("'{text}' is not a ranker ({})", keys.join(", "))
-            })
+            .ok_or_else(|| UnknownRanker(text.to_string()))
     }
 }
+
+/// A ranker name keyhole does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a ranker ({known})", known = RankerKind::ALL.map(RankerKind::key).join(", "))]
+pub struct UnknownRanker(pub String);
 
 /// What the rankers need loaded: the classifier's weights and the online ranker's picks.
 pub struct Rankers {

@@ -123,9 +123,9 @@ impl BatchFiles {
             ))?;
         }
         if self.responses.left_to_right && self.export.is_some() {
-            observer.note(&format!(
-                "the engine does not fill in the middle (an answer refused the suffix); requests are exported left to right"
-            ))?;
+            observer.note(
+                "the engine does not fill in the middle (an answer refused the suffix); requests are exported left to right",
+            )?;
         }
         let waiting = self.stats.waiting();
         let stale = self.responses.stale();
