@@ -65,6 +65,8 @@ pub mod compose;
 pub(crate) mod config_file;
 pub mod context;
 pub mod dirs;
+// Plumbing the binary and the tests reach, not the library's interface: public, undocumented.
+#[doc(hidden)]
 pub mod escape;
 pub mod eval;
 pub mod explain;
@@ -72,6 +74,7 @@ pub mod feedback;
 pub mod hole;
 pub(crate) mod label;
 pub mod lang;
+#[doc(hidden)]
 pub mod lsp;
 pub mod metrics;
 pub mod model;

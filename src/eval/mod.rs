@@ -5,7 +5,7 @@
 //! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files. At scale, a run is
 //! cut into [`shard`]s on many machines and their directories are put together by [`merge`];
 //! [`batch`] writes a run's requests for a serving engine's batch mode and reads the answers.
-//! [`run`] puts these together over many repositories, as `keyhole eval` does.
+//! [`run`](mod@run) puts these together over many repositories, as `keyhole eval` does.
 
 /// Batch files speak the HTTP backends' wire formats.
 #[cfg(feature = "http")]

@@ -495,7 +495,7 @@ impl RepoRun<'_> {
     }
 
     /// RLPG's applicable candidates of `hole` grouped by the request each would send (a group
-    /// costs one request: [`share_identical`]), each with the probability of success the
+    /// costs one request: `share_identical`), each with the probability of success the
     /// session's RLPG-H gives it: what a [`super::plan`] weighs.
     pub fn candidate_groups(&self, hole: &Hole) -> Vec<super::plan::Group> {
         let composer = self.session.composer(hole);

@@ -198,7 +198,7 @@ impl Ranker for FixedRanker {
 const COMPOSED_SHARE: f64 = 0.5;
 
 /// The prompt from the `l` best candidates of `ranked` (appendix D.4): each gets a part of
-/// [`COMPOSED_SHARE`] in proportion to its normalized score, the best placed nearest the code.
+/// `COMPOSED_SHARE` in proportion to its normalized score, the best placed nearest the code.
 /// With l = 1 the single proposal's prompt is composed as any proposal's (its own share, or as
 /// its profile sends it), so it is the ranker's usual prompt. The
 /// default context, if ranked among them, adds nothing but its allocation goes back to it.

@@ -1,5 +1,5 @@
 //! A local neural backend: a GGUF causal language model (llama family, Qwen2, Qwen3) run
-//! in-process by keyhole's own forward pass over candle's tensors ([`transformer`]).
+//! in-process by keyhole's own forward pass over candle's tensors (`transformer`).
 //!
 //! The model loads once per process and file ([`shared`]) and is shared by every request
 //! behind one mutex: on a CPU one forward pass already uses every core, so requests taking

@@ -1,7 +1,7 @@
 //! Training examples from evaluation label files: for every labelled hole, the classifier's
 //! inputs rebuilt from the repository (hole window, each candidate's context) and its targets
 //! (which candidates were applicable, which succeeded). With a BERT encoder the inputs are its
-//! [CLS] vectors, computed here once per distinct text (the encoder is frozen).
+//! \[CLS\] vectors, computed here once per distinct text (the encoder is frozen).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -36,15 +36,15 @@ pub struct Example {
 /// asked for, as RLPG-R needs them and they are large; otherwise they are empty.
 pub enum Inputs {
     Hashed {
-        /// [`features::hole_ids`] of the hole window.
+        /// `features::hole_ids` of the hole window.
         hole: Vec<u32>,
-        /// Each candidate's [`features::context_ids`], by id (empty when not applicable).
+        /// Each candidate's `features::context_ids`, by id (empty when not applicable).
         contexts: Vec<Vec<u32>>,
     },
     Bert {
-        /// The hole window's [CLS] vector.
+        /// The hole window's \[CLS\] vector.
         hole: Vec<f32>,
-        /// Each candidate context's [CLS] vector, by id (`None` when it has none); shared
+        /// Each candidate context's \[CLS\] vector, by id (`None` when it has none); shared
         /// between holes with the same context.
         contexts: Vec<Option<Arc<[f32]>>>,
     },
