@@ -29,7 +29,10 @@ pub enum Sample {
 
 /// A name that is none of the bundled samples'.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("no bundled sample {name:?} (there are: {})", Sample::ALL.map(Sample::name).join(", "))]
+#[error(
+    "no bundled sample {name:?} (there are: {known})",
+    known = Sample::ALL.map(Sample::name).join(", ")
+)]
 pub struct UnknownSample {
     pub name: String,
 }

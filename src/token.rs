@@ -99,7 +99,10 @@ impl FromStr for TokenizerKind {
 
 /// A tokenizer name keyhole does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown tokenizer '{0}' (known: {known})", known = TokenizerKind::ALL.map(TokenizerKind::name).join(", "))]
+#[error(
+    "unknown tokenizer '{0}' (known: {known})",
+    known = TokenizerKind::ALL.map(TokenizerKind::name).join(", ")
+)]
 pub struct UnknownTokenizer(pub String);
 
 /// keyhole's code tokenizer: identifiers and numbers whole, common two- and three-character

@@ -165,5 +165,8 @@ impl FromStr for Fidelity {
 
 /// A profile name keyhole does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown fidelity '{0}' (known: {known})", known = Fidelity::ALL.map(Fidelity::name).join(", "))]
+#[error(
+    "unknown fidelity '{0}' (known: {known})",
+    known = Fidelity::ALL.map(Fidelity::name).join(", ")
+)]
 pub struct UnknownFidelity(pub String);

@@ -81,7 +81,7 @@ pub fn score(
     tuned: &Classifier,
     before: &Classifier,
 ) -> Result<Scored, String> {
-    let hole = rows.hole(index)?;
+    let hole = rows.hole(index).map_err(|e| e.to_string())?;
     // RLPG-H reads the hole window alone.
     let input = RankInput::new(index, &hole, &[]);
     let probabilities = |classifier: &Classifier| {

@@ -118,7 +118,10 @@ impl std::str::FromStr for RankerKind {
 
 /// A ranker name keyhole does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a ranker ({known})", known = RankerKind::ALL.map(RankerKind::key).join(", "))]
+#[error(
+    "'{0}' is not a ranker ({known})",
+    known = RankerKind::ALL.map(RankerKind::key).join(", ")
+)]
 pub struct UnknownRanker(pub String);
 
 /// What the rankers need loaded: the classifier's weights and the online ranker's picks.

@@ -151,7 +151,7 @@ impl Rebuild<'_> {
         rows: &HoleRows,
         encoded: &Encoded,
     ) -> Result<Example, String> {
-        let hole = rows.hole(index)?;
+        let hole = rows.hole(index).map_err(|e| e.to_string())?;
         let proposals = match self.with_contexts {
             // The labels' own profile: its holes and contexts are the ones labelled.
             true => build_for_budget(index, &hole, self.tokenizer, self.budget, rows.fidelity()),
