@@ -401,10 +401,6 @@ impl<'e> Backends<'e> {
         }
     }
 
-    pub fn entry(&self) -> &BackendConfig {
-        self.entry
-    }
-
     /// The backend serving every repository, once built (not the embedded model's).
     pub fn shared(&self) -> Option<&Arc<dyn Backend>> {
         self.shared.as_ref()
