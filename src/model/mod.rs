@@ -291,9 +291,10 @@ pub trait Backend: Send + Sync {
     }
 
     /// The most prompt tokens (in the model's own count) the model takes with room left for
-    /// the completion, where the backend knows its model's context (a local model): prompts
-    /// are composed within it rather than cut by the model. `None`: no limit keyhole knows.
-    fn prompt_room(&self) -> Option<usize> {
+    /// the completion, where the backend knows its model's context (a local model, a llama.cpp
+    /// server's slot): prompts are composed within it rather than cut by the model. `None`: no
+    /// limit keyhole knows.
+    async fn prompt_room(&self) -> Option<usize> {
         None
     }
 
