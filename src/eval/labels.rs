@@ -455,6 +455,16 @@ impl LabelIndex {
 
     /// The rows of hole `i`, read again from its files (catalogue numbering).
     pub fn hole_rows(&self, i: usize) -> io::Result<Vec<LabelRow>> {
+        self.read_hole(i, |line| serde_json::from_str::<LabelRow>(line))
+    }
+
+    /// The rows of hole `i` as [`hole_rows`](Self::hole_rows) reads them, each parsed by
+    /// `parse`.
+    fn read_hole(
+        &self,
+        i: usize,
+        parse: impl Fn(&str) -> serde_json::Result<LabelRow>,
+    ) -> io::Result<Vec<LabelRow>> {
         let end = self
             .holes
             .get(i + 1)
@@ -470,7 +480,7 @@ impl LabelIndex {
                 .read_to_string(&mut text)
                 .map_err(named)?;
             for line in text.lines() {
-                let row = serde_json::from_str::<LabelRow>(line).map_err(|e| {
+                let row = parse(line).map_err(|e| {
                     let detail = format!("changed while being read ({e})");
                     named(io::Error::new(io::ErrorKind::InvalidData, detail))
                 })?;
@@ -490,8 +500,68 @@ impl LabelIndex {
         (0..self.len())
             .filter(|&i| wanted(self.repository(i)))
             .map(move |i| {
-                let rows = self.hole_rows(i)?;
+                let rows = self.read_hole(i, OutcomeLine::parse)?;
                 Ok(grouping.outcomes(&rows).expect("blocks hold rows"))
             })
+    }
+}
+
+/// What a report reads of a row already read whole once: a [`LabelRow`] whose texts
+/// (prediction, target, backend) are skipped unread, for a faster pass over the files.
+#[derive(serde::Deserialize)]
+struct OutcomeLine {
+    hole_id: String,
+    repository: String,
+    file: String,
+    line: usize,
+    column: usize,
+    proposal_id: CandidateId,
+    #[serde(default)]
+    fidelity: Fidelity,
+    applicable: bool,
+    success: bool,
+    edit_similarity: f64,
+    proposal_truncated: bool,
+    default_truncated: bool,
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    bm25: Option<f64>,
+    #[serde(default)]
+    retrieval_score: Option<f64>,
+    #[serde(default)]
+    retrieval_jaccard: Option<f64>,
+    #[serde(default)]
+    why_not: Option<String>,
+}
+
+impl OutcomeLine {
+    fn parse(line: &str) -> serde_json::Result<LabelRow> {
+        let o: OutcomeLine = serde_json::from_str(line)?;
+        Ok(LabelRow {
+            hole_id: o.hole_id,
+            repository: o.repository,
+            file: o.file,
+            line: o.line,
+            column: o.column,
+            proposal_id: o.proposal_id,
+            fidelity: o.fidelity,
+            applicable: o.applicable,
+            success: o.success,
+            edit_similarity: o.edit_similarity,
+            edit_distance: 0,
+            prediction: String::new(),
+            target: String::new(),
+            proposal_tokens: 0,
+            default_tokens: 0,
+            proposal_truncated: o.proposal_truncated,
+            default_truncated: o.default_truncated,
+            backend: String::new(),
+            error: o.error.map(|_| String::new()),
+            bm25: o.bm25,
+            retrieval_score: o.retrieval_score,
+            retrieval_jaccard: o.retrieval_jaccard,
+            why_not: o.why_not,
+            model_room: None,
+        })
     }
 }
