@@ -234,15 +234,8 @@ async fn a_server_slot_smaller_than_the_budget_gets_prompts_composed_within_it_a
     const N_CTX: usize = 200;
     let room = N_CTX - keyhole::model::DEFAULT_MAX_TOKENS;
     let server = Server::start(move |request, _| match request.path.as_str() {
-        "/props" => Reply::Json(
-            200,
-            json!({ "total_slots": 1, "default_generation_settings": { "n_ctx": N_CTX } }),
-        ),
-        "/tokenize" => {
-            let content = request.body["content"].as_str().unwrap_or("");
-            let tokens = vec![0; content.chars().count() / 4];
-            Reply::Json(200, json!({ "tokens": tokens }))
-        }
+        "/props" => llama_props(1, N_CTX),
+        "/tokenize" => llama_tokens(request, 4),
         _ => Reply::Json(200, json!({ "content": "x", "stop": true })),
     })
     .await;
