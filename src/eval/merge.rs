@@ -78,12 +78,16 @@ pub struct Merged {
     /// Where each shard's whole holes are, in the order of `shards`: the rows stay in the
     /// shards' files until they are written.
     indexes: Vec<LabelIndex>,
-    /// Each repository's holes, in order: (file, line, column, shard, hole of its index).
-    holes: BTreeMap<String, Vec<(String, usize, usize, usize, usize)>>,
+    /// Each repository's holes, in order.
+    holes: BTreeMap<String, Vec<ShardHole>>,
     /// The holes each shard labels, in the order of `shards`.
     labelled: Vec<HashSet<String>>,
     _holds: Vec<File>,
 }
+
+/// A hole of a shard, where the merged file puts it: (file, line, column), then the shard and
+/// the hole's place in the shard's index.
+type ShardHole = (String, usize, usize, usize, usize);
 
 /// A shard that lacks rows of some of its holes.
 #[derive(Debug, PartialEq)]

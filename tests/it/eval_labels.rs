@@ -240,7 +240,7 @@ fn the_report_reads_a_repaired_label_file_as_the_label_reader_does() {
     text += &lines(&failed);
     std::fs::write(&path, &text).unwrap();
 
-    let index = LabelIndex::read(&[path.clone()]).unwrap();
+    let index = LabelIndex::read(std::slice::from_ref(&path)).unwrap();
     let streamed = report::build_from(&index, &[], 7).unwrap();
     let read = report::build(&read_file(&path).unwrap(), &[], 7);
     assert_eq!(streamed.summary.holes, 2, "holes 1 and 2, once each");
