@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{self, FuturesUnordered, StreamExt};
-use indicatif::ProgressBar;
 use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
@@ -333,10 +332,11 @@ impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
     /// are in. A hole with a failed request gets no rows (the next run retries it); the run
     /// stops at once when no request can succeed, or when `failures` says so.
+    /// `progress(holes done, holes in all)` is called as each hole's rows are written.
     pub async fn run(
         &self,
         labels: &mut LabelFile,
-        progress: &ProgressBar,
+        progress: &(dyn Fn(usize, usize) + Sync),
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
         let holes = self.holes();
@@ -349,8 +349,7 @@ impl RepoRun<'_> {
             resumed: holes.len() - todo.len(),
             ..RunStats::default()
         };
-        progress.set_length(holes.len() as u64);
-        progress.set_position(stats.resumed as u64);
+        progress(stats.resumed, stats.holes);
         let shared = Shared {
             failures: Mutex::new(failures),
             in_flight: Semaphore::new(self.options.concurrency.max(1)),
@@ -401,7 +400,7 @@ impl RepoRun<'_> {
                 if let Err(err) = self.write_hole(done, labels, shared, &mut stats) {
                     stop.get_or_insert(err);
                 }
-                progress.inc(1);
+                progress(stats.resumed + stats.completed + stats.failed, stats.holes);
             }
             stats.requests = shared.sent.load(Ordering::Relaxed);
             stats.shared = shared.shared.load(Ordering::Relaxed);
@@ -482,7 +481,7 @@ impl RepoRun<'_> {
     }
 
     /// RLPG's applicable candidates of `hole` grouped by the request each would send (a group
-    /// costs one request: [`share_identical`]), each with the probability of success the
+    /// costs one request: `share_identical`), each with the probability of success the
     /// session's RLPG-H gives it: what a [`super::plan`] weighs.
     pub fn candidate_groups(&self, hole: &Hole) -> Vec<super::plan::Group> {
         let composer = self.session.composer(hole);

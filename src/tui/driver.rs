@@ -140,7 +140,7 @@ async fn fit_candidate(
 type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
-/// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
+/// itself (see `sent_prompts`), and score each; streamed text goes to `stream` as it
 /// arrives. A backend that takes one request at a time gets them in turn, and a server at most
 /// as many at once as it has slots, so that each card's latency is its own and the wait before
 /// it is told apart.

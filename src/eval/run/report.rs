@@ -2,23 +2,23 @@
 //! plots, Table 10's compositions and ProCC's trained bandit.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use super::{Backends, EvalArgs, repository_name};
-use crate::cli::dirs;
-use keyhole::candidate::{CandidateId, Selection};
-use keyhole::eval::classified::{self, Classified, ClassifierEval, CompositionTally};
-use keyhole::eval::labels::LabelIndex;
-use keyhole::eval::outdir::OutDir;
-use keyhole::eval::report::{self, HoleRows};
-use keyhole::eval::runner::{Failures, RunStats};
-use keyhole::model::Backend;
-use keyhole::rank::bandit::{self, LinUcb};
-use keyhole::rank::classifier::Variant;
-use keyhole::repo::RepoIndex;
-use keyhole::session::Settings;
+use super::{Backends, Evaluation, Observer, repository_name};
+use crate::candidate::{CandidateId, Selection};
+use crate::eval::classified::{self, Classified, ClassifierEval, CompositionTally};
+use crate::eval::labels::LabelIndex;
+use crate::eval::outdir::OutDir;
+use crate::eval::report::{self, HoleRows};
+use crate::eval::runner::{Failures, RunStats};
+use crate::model::Backend;
+use crate::rank::bandit::{self, LinUcb};
+use crate::rank::classifier::Variant;
+use crate::repo::RepoIndex;
+use crate::session::Settings;
 
 /// Holes ranked by the classifier together: enough for its requests to run `concurrency` at
 /// once, few enough that what they hold does not grow with the run.
@@ -26,15 +26,18 @@ const CLASSIFIED_TOGETHER: usize = 512;
 
 /// Read every label file of `out` (twice, a hole at a time: see [`report::Choices`] and
 /// [`report::Scoring`]), write the report beside them and print it; an error when holes of
-/// this run failed (`total`) or compositions did.
-pub fn write_report(
-    args: &EvalArgs,
+/// this run failed (`total`) or compositions did; shown through `observer`.
+#[expect(clippy::too_many_arguments, reason = "the run's state, passed on once")]
+pub(super) fn write_report(
+    repos: &[PathBuf],
+    args: &Evaluation,
     backends: &mut Backends,
     settings: &Settings,
     out: &OutDir,
     runtime: &tokio::runtime::Runtime,
     failures: &mut Failures,
     total: RunStats,
+    observer: &dyn Observer,
 ) -> Result<()> {
     let label_dir = out.label_dir();
     let index = LabelIndex::read(&out.label_files()?)
@@ -47,7 +50,7 @@ pub fn write_report(
         .filter(|&v| classifier.has(v))
         .collect();
     let names = variants.iter().map(|v| v.name().to_string()).collect();
-    let mut scoring = report::Scoring::new(&choices, args.seed, names);
+    let mut scoring = report::Scoring::new(&choices, settings.seed, names);
     let mut compositions = CompositionTally::default();
     let run = ClassifierEval {
         classifier: &classifier,
@@ -55,18 +58,17 @@ pub fn write_report(
         // Compositions are completed online; batch files do not carry them (yet).
         compositions: match args.batch() {
             true => Vec::new(),
-            false => args.compose.0.iter().copied().filter(|&l| l > 1).collect(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
         },
-        tokenizer: args
-            .tokenizer
-            .unwrap_or(backends.entry().tokenizer())
-            .tokenizer(),
-        budget: args.budget,
+        tokenizer: settings.tokenizer().tokenizer(),
+        budget: settings.budget,
         concurrency: backends.in_flight,
-        fidelity: args.fidelity,
+        fidelity: settings.profile,
     };
     let mut ranking = Ranking {
-        args,
+        repos,
+        settings,
+        observer,
         backends,
         run,
         repository: None,
@@ -151,18 +153,15 @@ pub fn write_report(
         ));
     }
     let report = scoring.finish(notes, missing);
-    save_procc_bandit(&choices.bandit, args)?;
+    save_procc_bandit(&choices.bandit, args, settings, observer)?;
     report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
     append_compositions(out.root(), &compositions.rows())?;
-    outln!(
-        "{}",
-        std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default()
-    );
-    errln!(
+    observer.report(&std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default())?;
+    observer.note(&format!(
         "labels in {}, report in {}",
         label_dir.display(),
         out.root().join("report.md").display()
-    );
+    ))?;
     // A partial run must not look like success: the report covers what completed, and the
     // exit code says that something did not.
     if let Some(last) = total.last_error {
@@ -184,7 +183,9 @@ pub fn write_report(
 /// without one), with their compositions; holes of repositories not named on the command line
 /// cannot be rebuilt and are left out.
 struct Ranking<'r, 'e> {
-    args: &'r EvalArgs,
+    repos: &'r [PathBuf],
+    settings: &'r Settings,
+    observer: &'r dyn Observer,
     backends: &'r mut Backends<'e>,
     run: ClassifierEval<'r>,
     /// The repository being ranked: its name, index and backend.
@@ -205,14 +206,14 @@ impl Ranking<'_, '_> {
             return Ok(out);
         };
         let name = &first.repository;
-        let path = self.args.repos.iter().find(|p| repository_name(p) == *name);
+        let path = self.repos.iter().find(|p| repository_name(p) == *name);
         if self.variants.is_empty() || !choices.in_scope(name) || path.is_none() {
             return Ok(out);
         }
         if self.repository.as_ref().is_none_or(|(n, _, _)| n != name) {
             let path = path.expect("named above");
-            errln!("{name}: ranking holes with the classifier…");
-            let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
+            (self.observer).note(&format!("{name}: ranking holes with the classifier…"))?;
+            let index = Arc::new(RepoIndex::open(path, self.settings.dirs.cache.as_deref())?);
             let backend = self.backends.for_index(&index)?;
             self.repository = Some((name.clone(), index, backend));
         }
@@ -252,13 +253,19 @@ fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRo
 
 /// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
 /// with --keep-bandit, into the data directory.
-fn save_procc_bandit(bandit: &LinUcb, args: &EvalArgs) -> Result<()> {
+fn save_procc_bandit(
+    bandit: &LinUcb,
+    args: &Evaluation,
+    settings: &Settings,
+    observer: &dyn Observer,
+) -> Result<()> {
     let path = args.out.join(bandit::FILE);
     bandit
         .save(&path)
         .with_context(|| format!("{}", path.display()))?;
     if args.keep_bandit {
-        let dir = dirs()
+        let dir = settings
+            .dirs
             .data
             .clone()
             .context("no data directory for --keep-bandit")?;
@@ -266,7 +273,7 @@ fn save_procc_bandit(bandit: &LinUcb, args: &EvalArgs) -> Result<()> {
         bandit
             .save(&path)
             .with_context(|| format!("{}", path.display()))?;
-        errln!("ProCC bandit kept in {}", path.display());
+        observer.note(&format!("ProCC bandit kept in {}", path.display()))?;
     }
     Ok(())
 }
