@@ -4,7 +4,7 @@
 //! the backend (Table 10). Rankings pick among the labelled rows; compositions need new
 //! completions.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use futures_util::stream::{self, StreamExt};
 use rayon::prelude::*;
@@ -206,78 +206,73 @@ pub struct CompositionRow {
     pub default: f64,
 }
 
-/// Rows for l = 1 (the ranking's pick, from the label rows) and each composition, over the
-/// holes whose compositions all completed.
-pub fn composition_table(
-    results: &[Classified],
-    holes: &HashMap<&str, &HoleRows>,
-) -> Vec<CompositionRow> {
-    let percent = |hits: usize, n: usize| 100.0 * hits as f64 / n.max(1) as f64;
-    let scored: Vec<(&Classified, &HoleRows)> = results
-        .iter()
-        .filter(|c| c.failed.is_none())
-        .filter_map(|c| Some((c, *holes.get(c.hole_id.as_str())?)))
-        .collect();
-    let n = scored.len();
-    let default = percent(
-        scored
-            .iter()
-            .filter(|(_, h)| h.succeeded(CandidateId::DEFAULT))
-            .count(),
-        n,
-    );
-    let mut rows = Vec::new();
-    let variants: Vec<Variant> = results
-        .first()
-        .map_or(Vec::new(), |c| c.rankings.iter().map(|r| r.0).collect());
-    for variant in variants {
-        let top_hits = scored
-            .iter()
-            .filter(|(c, h)| {
-                c.rankings
-                    .iter()
-                    .find(|r| r.0 == variant)
-                    .and_then(|r| r.1.first())
-                    .is_some_and(|&id| h.succeeded(id))
-            })
-            .count();
-        rows.push(CompositionRow {
-            method: variant.name().into(),
-            l: 1,
-            holes: n,
-            success: percent(top_hits, n),
-            default,
-        });
-        let mut ls: Vec<usize> = scored
-            .iter()
-            .flat_map(|(c, _)| {
-                c.compositions
-                    .iter()
-                    .filter(|x| x.0 == variant)
-                    .map(|x| x.1)
-            })
-            .collect();
-        ls.sort_unstable();
-        ls.dedup();
-        for l in ls {
-            let hits = scored
+/// Table 10's counts, one classified hole at a time: rows for l = 1 (the ranking's pick, from
+/// the label rows) and each composition, over the holes whose compositions all completed.
+#[derive(Default)]
+pub struct CompositionTally {
+    holes: usize,
+    default_hits: usize,
+    /// Variants in the order the first hole ranks with them, each with its hits at l = 1 and
+    /// per composition l.
+    variants: Vec<(Variant, usize, BTreeMap<usize, usize>)>,
+    /// Holes whose composition requests failed, and the last such failure.
+    failed: usize,
+    last_failure: Option<BackendError>,
+}
+
+impl CompositionTally {
+    /// Count `result`, the classification of `hole`.
+    pub fn add(&mut self, result: &Classified, hole: &HoleRows) {
+        if self.holes == 0 && self.failed == 0 {
+            self.variants = result
+                .rankings
                 .iter()
-                .filter(|(c, _)| {
-                    c.compositions
-                        .iter()
-                        .any(|x| x.0 == variant && x.1 == l && x.2)
-                })
-                .count();
-            rows.push(CompositionRow {
+                .map(|r| (r.0, 0, BTreeMap::new()))
+                .collect();
+        }
+        if let Some(err) = &result.failed {
+            self.failed += 1;
+            self.last_failure = Some(err.clone());
+            return;
+        }
+        self.holes += 1;
+        self.default_hits += usize::from(hole.succeeded(CandidateId::DEFAULT));
+        for (variant, top_hits, by_l) in &mut self.variants {
+            let ranking = result.rankings.iter().find(|r| r.0 == *variant);
+            let top = ranking.and_then(|r| r.1.first());
+            *top_hits += usize::from(top.is_some_and(|&id| hole.succeeded(id)));
+            for &(v, l, hit) in &result.compositions {
+                if v == *variant {
+                    *by_l.entry(l).or_default() += usize::from(hit);
+                }
+            }
+        }
+    }
+
+    /// Holes whose composition requests failed (Table 10 leaves them out), and the last error.
+    pub fn failures(&self) -> (usize, Option<&BackendError>) {
+        (self.failed, self.last_failure.as_ref())
+    }
+
+    /// Table 10's rows.
+    pub fn rows(&self) -> Vec<CompositionRow> {
+        let n = self.holes;
+        let percent = |hits: usize| 100.0 * hits as f64 / n.max(1) as f64;
+        let default = percent(self.default_hits);
+        let mut rows = Vec::new();
+        for (variant, top_hits, by_l) in &self.variants {
+            let row = |l: usize, hits: usize| CompositionRow {
                 method: variant.name().into(),
                 l,
                 holes: n,
-                success: percent(hits, n),
+                success: percent(hits),
                 default,
-            });
+            };
+            rows.push(row(1, *top_hits));
+            rows.extend(by_l.iter().map(|(&l, &hits)| row(l, hits)));
         }
+        rows
     }
-    rows
 }
 
 /// Table 10 as markdown.

@@ -12,15 +12,16 @@
 //! Opening a file to write repairs it: the lines of torn blocks and repeated holes are moved
 //! to `REPO.jsonl.removed` beside it, so nothing is lost and reports never read them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::LabelRow;
 use crate::candidate::CandidateId;
+use crate::context::fidelity::Fidelity;
 use crate::feedback::write_atomic;
-use crate::label::Grouping;
+use crate::label::{Grouping, HoleRows};
 
 /// An open label file that appends whole holes.
 pub struct LabelFile {
@@ -57,7 +58,7 @@ impl LabelFile {
             write_atomic(path, terminated(&scan.kept).as_bytes())?;
         }
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let rows: Vec<LabelRow> = scan.holes.into_iter().flatten().collect();
+        let rows: Vec<LabelRow> = scan.holes.into_iter().flat_map(|b| b.rows).collect();
         let done = rows.iter().map(|r| r.hole_id.clone()).collect();
         Ok((
             LabelFile {
@@ -138,6 +139,9 @@ fn terminated(lines: &[String]) -> String {
 /// A run of consecutive lines holding rows of one hole with ids 0, 1, … in order, as `T`.
 struct Block<T> {
     hole_id: String,
+    repository: String,
+    /// Where its lines are in the file: byte offset and length.
+    at: (u64, u64),
     rows: T,
     /// How many rows (lines) it has.
     len: usize,
@@ -152,7 +156,7 @@ struct Block<T> {
 /// becomes a `T` as it ends, so that no more than one hole's rows are held at once.
 struct Scan<T> {
     /// The first whole block of every hole that has one without failures.
-    holes: Vec<T>,
+    holes: Vec<Block<T>>,
     /// Lines to keep, with their line breaks: whole blocks, failed ones included.
     kept: Vec<String>,
     /// Every other line: torn blocks, lines that do not parse, repeated whole holes.
@@ -187,18 +191,18 @@ impl<T> Scan<T> {
             unterminated,
         };
         let mut done = HashSet::new();
-        for block in blocks {
+        for mut block in blocks {
             let whole = block.from_zero && block.len == whole_len;
-            let keep = whole && (block.failed || done.insert(block.hole_id));
-            if keep && !block.failed {
-                scan.holes.push(block.rows);
-            }
+            let keep = whole && (block.failed || done.insert(block.hole_id.clone()));
             let to = if keep {
                 &mut scan.kept
             } else {
                 &mut scan.removed
             };
-            to.extend(block.lines);
+            to.extend(std::mem::take(&mut block.lines));
+            if keep && !block.failed {
+                scan.holes.push(block);
+            }
         }
         scan.removed.extend(unparsed);
         Ok(scan)
@@ -228,6 +232,8 @@ fn blocks<T>(
         if let Some((block, rows)) = open.take() {
             blocks.push(Block {
                 hole_id: block.hole_id,
+                repository: block.repository,
+                at: block.at,
                 rows: fold(rows.into_iter().map(numbered_in_catalogue).collect()),
                 len: block.len,
                 from_zero: block.from_zero,
@@ -238,11 +244,14 @@ fn blocks<T>(
     };
     let mut line = String::new();
     let mut unterminated = false;
+    let mut offset = 0;
     loop {
         line.clear();
-        if file.read_line(&mut line)? == 0 {
+        let read = file.read_line(&mut line)? as u64;
+        if read == 0 {
             break;
         }
+        offset += read;
         unterminated = !line.ends_with('\n');
         let Ok(row) = serde_json::from_str::<LabelRow>(&line) else {
             close(&mut open, &mut blocks);
@@ -259,6 +268,8 @@ fn blocks<T>(
             close(&mut open, &mut blocks);
             let block = Block {
                 hole_id: row.hole_id.clone(),
+                repository: row.repository.clone(),
+                at: (offset - read, 0),
                 rows: (),
                 len: 0,
                 from_zero: row.proposal_id.index() == 0,
@@ -269,6 +280,7 @@ fn blocks<T>(
         }
         let (block, rows) = open.as_mut().expect("a block is open");
         block.len += 1;
+        block.at.1 = offset - block.at.0;
         block.failed |= row.error.is_some();
         if keep_text {
             block.lines.push(line.clone());
@@ -324,19 +336,232 @@ pub fn label_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
 /// The rows of the complete holes of one file, which is left as it is.
 pub fn read_file(path: &Path) -> io::Result<Vec<LabelRow>> {
     let scan = Scan::new(BufReader::new(File::open(path)?), None, false, |rows| rows)?;
-    Ok(scan.holes.into_iter().flatten().collect())
+    Ok(scan.holes.into_iter().flat_map(|b| b.rows).collect())
 }
 
-/// Add the complete holes of one file, which is left as it is, to `grouping`: as
-/// [`read_file`] reads them, holding one hole's rows at a time.
-pub fn group_file(path: &Path, grouping: &mut Grouping) -> io::Result<()> {
-    let file = BufReader::new(File::open(path)?);
-    // A block's outcomes are added once the whole file says whether the block is whole.
-    let scan = Scan::new(file, None, false, |rows| {
-        (rows.len(), grouping.outcomes(&rows))
-    })?;
-    for (rows, hole) in scan.holes {
-        grouping.insert(hole.expect("blocks hold rows"), rows);
+/// Where the complete holes of a set of label files are, read once line by line (as
+/// [`read_file`] reads them, the files left as they are): a report then reads the holes one at
+/// a time, in hole id order, as many times as it needs, and never holds more than one hole's
+/// rows. What it keeps per hole is its id and where its rows are: about 100 bytes.
+#[derive(Debug)]
+pub struct LabelIndex {
+    files: Vec<PathBuf>,
+    /// Every complete hole's block, by hole id and then file order (a hole in two files has
+    /// two, and the later rows replace the earlier, as [`Grouping`] adds them).
+    blocks: Vec<Located>,
+    /// Where each hole's blocks start in `blocks`.
+    holes: Vec<u32>,
+    repositories: Vec<String>,
+    rows: usize,
+    fidelity: Option<Fidelity>,
+}
+
+/// One block of a hole's rows in one of the index's files.
+#[derive(Debug)]
+struct Located {
+    hole_id: Box<str>,
+    /// Index into the index's repositories.
+    repository: u32,
+    file: u32,
+    offset: u64,
+    bytes: u64,
+}
+
+impl LabelIndex {
+    /// Index the label files `paths`.
+    pub fn read(paths: &[PathBuf]) -> io::Result<LabelIndex> {
+        let mut index = LabelIndex {
+            files: paths.to_vec(),
+            blocks: Vec::new(),
+            holes: Vec::new(),
+            repositories: Vec::new(),
+            rows: 0,
+            fidelity: None,
+        };
+        for (file, path) in paths.iter().enumerate() {
+            let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+            let reader = BufReader::new(File::open(path).map_err(named)?);
+            // Only the first row's profile is kept (rows of one run share it).
+            let first = index.fidelity.is_none();
+            let scan = Scan::new(reader, None, false, |rows| {
+                first.then(|| rows.first().map(|r| r.fidelity)).flatten()
+            })
+            .map_err(named)?;
+            for block in scan.holes {
+                index.fidelity = index.fidelity.or(block.rows);
+                index.rows += block.len;
+                let known = index
+                    .repositories
+                    .iter()
+                    .position(|r| *r == block.repository);
+                let repository = known.unwrap_or_else(|| {
+                    index.repositories.push(block.repository);
+                    index.repositories.len() - 1
+                });
+                index.blocks.push(Located {
+                    hole_id: block.hole_id.into_boxed_str(),
+                    repository: repository as u32,
+                    file: file as u32,
+                    offset: block.at.0,
+                    bytes: block.at.1,
+                });
+            }
+        }
+        // Stable: a hole's blocks stay in file order.
+        index.blocks.sort_by(|a, b| a.hole_id.cmp(&b.hole_id));
+        let starts = (0..index.blocks.len())
+            .filter(|&i| i == 0 || index.blocks[i - 1].hole_id != index.blocks[i].hole_id);
+        index.holes = starts.map(|i| i as u32).collect();
+        Ok(index)
     }
-    Ok(())
+
+    /// How many holes it has.
+    pub fn len(&self) -> usize {
+        self.holes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.holes.is_empty()
+    }
+
+    /// How many rows the complete holes have (a hole in two files counts both).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The profile of the first row read: rows of one run share it.
+    pub fn fidelity(&self) -> Option<Fidelity> {
+        self.fidelity
+    }
+
+    /// The id of hole `i` (holes are in hole id order).
+    pub fn hole_id(&self, i: usize) -> &str {
+        &self.blocks[self.holes[i] as usize].hole_id
+    }
+
+    /// The repository of hole `i`.
+    pub fn repository(&self, i: usize) -> &str {
+        &self.repositories[self.blocks[self.holes[i] as usize].repository as usize]
+    }
+
+    /// How many holes each repository has.
+    pub fn repositories(&self) -> BTreeMap<String, usize> {
+        let mut holes = BTreeMap::new();
+        for i in 0..self.len() {
+            *holes.entry(self.repository(i).to_string()).or_default() += 1;
+        }
+        holes
+    }
+
+    /// The rows of hole `i`, read again from its files (catalogue numbering).
+    pub fn hole_rows(&self, i: usize) -> io::Result<Vec<LabelRow>> {
+        self.read_hole(i, |line| serde_json::from_str::<LabelRow>(line))
+    }
+
+    /// The rows of hole `i` as [`hole_rows`](Self::hole_rows) reads them, each parsed by
+    /// `parse`.
+    fn read_hole(
+        &self,
+        i: usize,
+        parse: impl Fn(&str) -> serde_json::Result<LabelRow>,
+    ) -> io::Result<Vec<LabelRow>> {
+        let end = self
+            .holes
+            .get(i + 1)
+            .map_or(self.blocks.len(), |&e| e as usize);
+        let mut rows = Vec::new();
+        for block in &self.blocks[self.holes[i] as usize..end] {
+            let path = &self.files[block.file as usize];
+            let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+            let mut file = File::open(path).map_err(named)?;
+            file.seek(SeekFrom::Start(block.offset)).map_err(named)?;
+            let mut text = String::new();
+            file.take(block.bytes)
+                .read_to_string(&mut text)
+                .map_err(named)?;
+            for line in text.lines() {
+                let row = parse(line).map_err(|e| {
+                    let detail = format!("changed while being read ({e})");
+                    named(io::Error::new(io::ErrorKind::InvalidData, detail))
+                })?;
+                rows.push(numbered_in_catalogue(row));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The outcomes of the holes of the repositories that `wanted` names, one at a time in hole
+    /// id order (only those are read).
+    pub fn holes<'a>(
+        &'a self,
+        wanted: &'a dyn Fn(&str) -> bool,
+    ) -> impl Iterator<Item = io::Result<HoleRows>> + 'a {
+        let mut grouping = Grouping::default();
+        (0..self.len())
+            .filter(|&i| wanted(self.repository(i)))
+            .map(move |i| {
+                let rows = self.read_hole(i, OutcomeLine::parse)?;
+                Ok(grouping.outcomes(&rows).expect("blocks hold rows"))
+            })
+    }
+}
+
+/// What a report reads of a row already read whole once: a [`LabelRow`] whose texts
+/// (prediction, target, backend) are skipped unread, for a faster pass over the files.
+#[derive(serde::Deserialize)]
+struct OutcomeLine {
+    hole_id: String,
+    repository: String,
+    file: String,
+    line: usize,
+    column: usize,
+    proposal_id: CandidateId,
+    #[serde(default)]
+    fidelity: Fidelity,
+    applicable: bool,
+    success: bool,
+    edit_similarity: f64,
+    proposal_truncated: bool,
+    default_truncated: bool,
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    bm25: Option<f64>,
+    #[serde(default)]
+    retrieval_score: Option<f64>,
+    #[serde(default)]
+    retrieval_jaccard: Option<f64>,
+    #[serde(default)]
+    why_not: Option<String>,
+}
+
+impl OutcomeLine {
+    fn parse(line: &str) -> serde_json::Result<LabelRow> {
+        let o: OutcomeLine = serde_json::from_str(line)?;
+        Ok(LabelRow {
+            hole_id: o.hole_id,
+            repository: o.repository,
+            file: o.file,
+            line: o.line,
+            column: o.column,
+            proposal_id: o.proposal_id,
+            fidelity: o.fidelity,
+            applicable: o.applicable,
+            success: o.success,
+            edit_similarity: o.edit_similarity,
+            edit_distance: 0,
+            prediction: String::new(),
+            target: String::new(),
+            proposal_tokens: 0,
+            default_tokens: 0,
+            proposal_truncated: o.proposal_truncated,
+            default_truncated: o.default_truncated,
+            backend: String::new(),
+            error: o.error.map(|_| String::new()),
+            bm25: o.bm25,
+            retrieval_score: o.retrieval_score,
+            retrieval_jaccard: o.retrieval_jaccard,
+            why_not: o.why_not,
+            model_room: None,
+        })
+    }
 }

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::labels::{self, LabelFile};
+use super::WRITTEN_ROWS;
+use super::labels::{self, LabelFile, LabelIndex};
 use super::outdir::{self, OutDir, OutDirError, Recorded};
 use super::runner::{run_hole_id, run_holes};
 use super::shard::Shard;
-use super::{LabelRow, WRITTEN_ROWS};
 use crate::repo::RepoIndex;
 
 /// Where a merge writes its label files until every one is whole; renamed to `labels` then,
@@ -75,12 +75,19 @@ pub struct Merged {
     pub settings: Recorded,
     /// The shards given, in the order of `dirs`, with their directories.
     pub shards: Vec<(Shard, PathBuf)>,
-    /// The rows of each repository, whole holes in order.
-    pub rows: BTreeMap<String, Vec<LabelRow>>,
+    /// Where each shard's whole holes are, in the order of `shards`: the rows stay in the
+    /// shards' files until they are written.
+    indexes: Vec<LabelIndex>,
+    /// Each repository's holes, in order.
+    holes: BTreeMap<String, Vec<ShardHole>>,
     /// The holes each shard labels, in the order of `shards`.
     labelled: Vec<HashSet<String>>,
     _holds: Vec<File>,
 }
+
+/// A hole of a shard, where the merged file puts it: (file, line, column), then the shard and
+/// the hole's place in the shard's index.
+type ShardHole = (String, usize, usize, usize, usize);
 
 /// A shard that lacks rows of some of its holes.
 #[derive(Debug, PartialEq)]
@@ -162,7 +169,8 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
     let mut first: Option<(PathBuf, Recorded)> = None;
     let mut shards: Vec<(Shard, PathBuf)> = Vec::new();
     let mut owner: HashMap<String, usize> = HashMap::new();
-    let mut rows: BTreeMap<String, Vec<LabelRow>> = BTreeMap::new();
+    let mut indexes = Vec::new();
+    let mut holes: BTreeMap<String, Vec<_>> = BTreeMap::new();
     let mut labelled = Vec::new();
     let mut holds = Vec::new();
     for (d, dir) in dirs.iter().enumerate() {
@@ -220,26 +228,32 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
         }
         shards.push((shard, dir.clone()));
         let mut mine = HashSet::new();
-        for path in outdir::run_label_files(dir, &recorded.labels.repositories)? {
-            let read = labels::read_file(&path).map_err(|e| MergeError::Io {
-                path: shown(&path),
+        let paths = outdir::run_label_files(dir, &recorded.labels.repositories)?;
+        let index = LabelIndex::read(&paths).map_err(|e| MergeError::Io {
+            path: shown(dir),
+            detail: e.to_string(),
+        })?;
+        // One hole's rows at a time, for where it goes in the merged file.
+        for i in 0..index.len() {
+            let hole_id = index.hole_id(i);
+            let hole_owner = *owner.entry(hole_id.to_string()).or_insert(d);
+            if hole_owner != d {
+                return Err(MergeError::Duplicate {
+                    dir: shown(dir),
+                    other: shown(&dirs[hole_owner]),
+                    hole_id: hole_id.to_string(),
+                });
+            }
+            mine.insert(hole_id.to_string());
+            let rows = index.hole_rows(i).map_err(|e| MergeError::Io {
+                path: shown(dir),
                 detail: e.to_string(),
             })?;
-            for row in read {
-                let hole_owner = *owner.entry(row.hole_id.clone()).or_insert(d);
-                if hole_owner != d {
-                    return Err(MergeError::Duplicate {
-                        dir: shown(dir),
-                        other: shown(&dirs[hole_owner]),
-                        hole_id: row.hole_id,
-                    });
-                }
-                if !mine.contains(&row.hole_id) {
-                    mine.insert(row.hole_id.clone());
-                }
-                rows.entry(row.repository.clone()).or_default().push(row);
-            }
+            let first = &rows[0];
+            let at = (first.file.clone(), first.line, first.column, d, i);
+            holes.entry(first.repository.clone()).or_default().push(at);
         }
+        indexes.push(index);
         labelled.push(mine);
     }
     let Some((_, mut settings)) = first else {
@@ -249,14 +263,14 @@ pub fn read(dirs: &[PathBuf]) -> Result<Merged, MergeError> {
         });
     };
     settings.labels.shard = Shard::WHOLE;
-    for repo in rows.values_mut() {
-        // Stable: a hole's rows stay in candidate order.
-        repo.sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    for repo in holes.values_mut() {
+        repo.sort_by(|a, b| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2)));
     }
     Ok(Merged {
         settings,
         shards,
-        rows,
+        indexes,
+        holes,
         labelled,
         _holds: holds,
     })
@@ -274,8 +288,11 @@ pub fn write(merged: &Merged, out: &Path) -> Result<OutDir, MergeError> {
         sources,
     } = &merged.settings;
     if outdir::has_rows(out) {
-        let held = labels::read_all(&[out.to_path_buf()]).unwrap_or_default();
-        let held: HashSet<&str> = held.iter().map(|r| r.hole_id.as_str()).collect();
+        let held = labels::label_files(&out.join("labels")).and_then(|p| LabelIndex::read(&p));
+        let held: HashSet<&str> = match &held {
+            Ok(held) => (0..held.len()).map(|i| held.hole_id(i)).collect(),
+            Err(_) => HashSet::new(),
+        };
         let same_settings = outdir::recorded(out).is_ok_and(|r| &r.labels == labels);
         let ours = merged
             .labelled
@@ -306,11 +323,17 @@ pub fn write(merged: &Merged, out: &Path) -> Result<OutDir, MergeError> {
     if partial.exists() {
         std::fs::remove_dir_all(&partial).map_err(io_error(&partial))?;
     }
-    for (repository, rows) in &merged.rows {
+    for (repository, holes) in &merged.holes {
         let path = partial.join(format!("{repository}.jsonl"));
         let (mut file, _) = LabelFile::open(&path, WRITTEN_ROWS).map_err(io_error(&path))?;
-        for hole in rows.chunk_by(|a, b| a.hole_id == b.hole_id) {
-            file.append_hole(hole).map_err(io_error(&path))?;
+        for &(_, _, _, shard, i) in holes {
+            let rows = merged.indexes[shard]
+                .hole_rows(i)
+                .map_err(|e| MergeError::Io {
+                    path: merged.shards[shard].1.display().to_string(),
+                    detail: e.to_string(),
+                })?;
+            file.append_hole(&rows).map_err(io_error(&path))?;
         }
     }
     std::fs::create_dir_all(&partial).map_err(io_error(&partial))?;

@@ -7,10 +7,11 @@
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
 //! iteration's completion, and ProCC's hypothetical line and summary).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::stream::{self, StreamExt};
+use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
@@ -32,14 +33,19 @@ use crate::repo::RepoIndex;
 use crate::session::{BuiltContext, FitError, Session};
 use crate::token::TokenizerKind;
 
-/// Holes whose prompts are built together (in parallel) before their completions run.
+/// Holes whose first prompts are built together (in parallel) before their completions run.
 const CHUNK: usize = 16;
-/// Chunks whose completions run at once. A chunk waits for its slowest request (one told to
-/// come back after a Retry-After second, say) before its second stage and its rows: the
-/// chunks after it go on meanwhile, within the same `concurrency` of requests. At 2,800
-/// requests a second a chunk is about a third of a second's work, so 8 cover a 1 s wait in
-/// each stage.
-const CHUNKS_IN_FLIGHT: usize = 8;
+/// Holes whose completions run at once, within the same `concurrency` of requests. Each goes
+/// through its stages on its own, so a hole waiting for its slowest request (one told to come
+/// back after a Retry-After second, say) holds up no other, and the next chunk is built as
+/// soon as there is room for it. With 2% of answers such a wait, most holes (about 56
+/// requests each) wait once: 128 holes of about a second each still carry ~7,000 requests a
+/// second.
+const HOLES_IN_FLIGHT: usize = 8 * CHUNK;
+/// Holes started but not yet written: those done wait for the holes sampled before them, so
+/// that label files keep the sampled order; at about 40 holes a second, 512 let the first
+/// wait several seconds before the run waits for it.
+const WRITE_WINDOW: usize = 32 * CHUNK;
 /// Failed requests, or failed holes, in a row before a run stops ([`Failures`]).
 pub const DEFAULT_MAX_FAILURES: usize = 8;
 
@@ -273,18 +279,12 @@ pub(super) struct FirstStage<'a> {
     pub(super) drafts: Vec<(Draft, CompletionRequest)>,
 }
 
-/// Per hole of a chunk: its completions by job, or the error that failed it.
-type Outcomes = Vec<Result<Vec<(Job, String)>, BackendError>>;
+/// A hole's completions by job, or the error that failed it.
+type Outcome = Result<Vec<(Job, String)>, BackendError>;
+/// A hole's rows, or the error that failed it.
+type HoleDone = Result<Vec<LabelRow>, BackendError>;
 
-/// A chunk's prompts and completions, ready for its rows.
-struct ChunkDone<'a> {
-    firsts: Vec<FirstStage<'a>>,
-    seconds: Vec<Option<Vec<HolePrompt>>>,
-    first_outcomes: Outcomes,
-    second_outcomes: Outcomes,
-}
-
-/// What the chunks in flight share: the failure count that stops the run, and the requests
+/// What the holes in flight share: the failure count that stops the run, and the requests
 /// in flight (`concurrency`).
 struct Shared<'f> {
     failures: Mutex<&'f mut Failures>,
@@ -357,130 +357,116 @@ impl RepoRun<'_> {
             shared: AtomicUsize::new(0),
         };
         let shared = &shared;
-        // In order, so that rows are written hole by hole as sampled; a chunk that must stop
-        // the run stops it when its turn comes, and drops (cancels) the chunks after it.
-        let mut chunks = stream::iter(todo.chunks(CHUNK))
-            .map(|chunk| async move { (chunk, self.complete_chunk(chunk, shared).await) })
-            .buffered(CHUNKS_IN_FLIGHT);
-        while let Some((chunk, done)) = chunks.next().await {
-            let written = self.write_chunk(chunk, done?, labels, shared, progress, &mut stats);
+        // Holes complete independently and are written in the order sampled: a hole done
+        // before the ones ahead of it waits (its rows only) until they are written. A hole that
+        // must stop the run stops it when its turn comes; one whose request says stop stops it
+        // at once, the holes done by then written and those in flight dropped (cancelled).
+        let mut chunks = todo.chunks(CHUNK).enumerate();
+        let mut in_flight = FuturesUnordered::new();
+        let mut waiting: BTreeMap<usize, HoleDone> = BTreeMap::new();
+        let (mut started, mut written) = (0, 0);
+        loop {
+            while in_flight.len() + CHUNK <= HOLES_IN_FLIGHT && started - written < WRITE_WINDOW {
+                let Some((c, chunk)) = chunks.next() else {
+                    break;
+                };
+                let firsts: Vec<FirstStage> =
+                    chunk.par_iter().map(|h| self.first_stage(h)).collect();
+                for (h, (hole, first)) in chunk.iter().zip(firsts).enumerate() {
+                    let position = c * CHUNK + h;
+                    in_flight.push(async move {
+                        (position, self.complete_hole(hole, first, shared).await)
+                    });
+                }
+                started += chunk.len();
+            }
+            let Some((position, done)) = in_flight.next().await else {
+                break;
+            };
+            let mut stop = match done {
+                Ok(done) => {
+                    waiting.insert(position, done);
+                    None
+                }
+                Err(err) => Some(err),
+            };
+            // In order, or every hole done so far once the run stops.
+            while let Some(entry) = waiting.first_entry() {
+                if stop.is_none() && *entry.key() != written {
+                    break;
+                }
+                let done = entry.remove();
+                written += 1;
+                if let Err(err) = self.write_hole(done, labels, shared, &mut stats) {
+                    stop.get_or_insert(err);
+                }
+                progress(stats.resumed + stats.completed + stats.failed, stats.holes);
+            }
             stats.requests = shared.sent.load(Ordering::Relaxed);
             stats.shared = shared.shared.load(Ordering::Relaxed);
-            written?;
+            if let Some(err) = stop {
+                return Err(err);
+            }
         }
         Ok(stats)
     }
 
-    /// Both stages for a chunk of holes: its prompts and their completions.
-    async fn complete_chunk(
+    /// Both stages of one hole, from its first stage's prompts: its rows, or the request that
+    /// failed it; an error when the run must stop.
+    async fn complete_hole(
         &self,
-        chunk: &[&Hole],
+        hole: &Hole,
+        mut first: FirstStage<'_>,
         shared: &Shared<'_>,
-    ) -> Result<ChunkDone<'_>, RunError> {
-        let mut firsts: Vec<FirstStage> = chunk.par_iter().map(|h| self.first_stage(h)).collect();
-        let mut unfit: Vec<Option<BackendError>> = vec![None; chunk.len()];
-        for ((hole, first), unfit) in chunk.iter().zip(&mut firsts).zip(&mut unfit) {
-            if let Err(err) = self.fit(hole, &mut first.prompts).await {
-                first.prompts.iter_mut().for_each(|p| p.prompt = None);
-                first.drafts.clear();
-                *unfit = Some(err);
-            }
+    ) -> Result<HoleDone, RunError> {
+        if let Err(err) = self.fit(hole, &mut first.prompts).await {
+            return Ok(Err(err));
         }
-        let jobs = firsts.iter().enumerate().flat_map(|(h, first)| {
-            let jobs = self.first_jobs(chunk[h], first);
-            jobs.into_iter()
-                .map(move |(job, request)| (h, job, request))
-        });
-        let mut first_outcomes = self
-            .complete_all(jobs.collect(), chunk.len(), shared)
-            .await?;
-        for (outcome, unfit) in first_outcomes.iter_mut().zip(unfit) {
-            if let Some(err) = unfit {
-                *outcome = Err(err);
-            }
+        let jobs = self.first_jobs(hole, &first);
+        let mut done = match self.complete_all(jobs, shared).await? {
+            Ok(done) => done,
+            Err(err) => return Ok(Err(err)),
+        };
+        let mut second = self.second_stage(hole, &first.composer, &done);
+        if let Err(err) = self.fit(hole, &mut second).await {
+            return Ok(Err(err));
         }
-        let mut seconds: Vec<Option<Vec<HolePrompt>>> = chunk
-            .par_iter()
-            .zip(&firsts)
-            .zip(&first_outcomes)
-            .map(|((hole, first), outcome)| {
-                let done = outcome.as_ref().ok()?;
-                Some(self.second_stage(hole, &first.composer, done))
-            })
-            .collect();
-        for ((hole, second), outcome) in chunk.iter().zip(&mut seconds).zip(&mut first_outcomes) {
-            if let Some(prompts) = second
-                && let Err(err) = self.fit(hole, prompts).await
-            {
-                *second = None;
-                *outcome = Err(err);
-            }
+        let jobs = self.candidate_jobs(hole, &second);
+        match self.complete_all(jobs, shared).await? {
+            Ok(more) => done.extend(more),
+            Err(err) => return Ok(Err(err)),
         }
-        let jobs = seconds.iter().enumerate().flat_map(|(h, second)| {
-            let jobs = self.candidate_jobs(chunk[h], second.as_deref().unwrap_or_default());
-            jobs.into_iter()
-                .map(move |(job, request)| (h, job, request))
-        });
-        let second_outcomes = self
-            .complete_all(jobs.collect(), chunk.len(), shared)
-            .await?;
-        Ok(ChunkDone {
-            firsts,
-            seconds,
-            first_outcomes,
-            second_outcomes,
-        })
+        Ok(Ok(self.rows(hole, first.prompts, second, done)))
     }
 
-    /// Writes the rows of each hole of a chunk that completed, and counts those that failed.
-    fn write_chunk(
+    /// Writes the rows of a hole that completed, or counts it as failed; an error when the
+    /// run must stop.
+    fn write_hole(
         &self,
-        chunk: &[&Hole],
-        done: ChunkDone<'_>,
+        done: HoleDone,
         labels: &mut LabelFile,
         shared: &Shared<'_>,
-        progress: &(dyn Fn(usize, usize) + Sync),
         stats: &mut RunStats,
     ) -> Result<(), RunError> {
         let mut failures = shared.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let outcomes = done.first_outcomes.into_iter().zip(done.second_outcomes);
-        let holes = chunk
-            .iter()
-            .zip(done.firsts)
-            .zip(done.seconds)
-            .zip(outcomes);
-        // The chunk's complete holes are written even when a failure among them stops the run.
-        let mut stop = None;
-        for (((hole, first), second), (done, more)) in holes {
-            let completions = done.and_then(|mut done| {
-                done.extend(more?);
-                Ok(done)
-            });
-            let counted = match completions {
-                Ok(done) => {
-                    let rows = self.rows(hole, first.prompts, second.unwrap_or_default(), done);
-                    labels
-                        .append_hole(&rows)
-                        .map_err(|source| RunError::Labels {
-                            path: labels.path().display().to_string(),
-                            source,
-                        })?;
-                    stats.completed += 1;
-                    failures.hole(None)
-                }
-                Err(err) => {
-                    stats.failed += 1;
-                    let counted = failures.hole(Some(&err));
-                    stats.last_error = Some(err);
-                    counted
-                }
-            };
-            if let Err(err) = counted {
-                stop.get_or_insert(err);
+        match done {
+            Ok(rows) => {
+                labels
+                    .append_hole(&rows)
+                    .map_err(|source| RunError::Labels {
+                        path: labels.path().display().to_string(),
+                        source,
+                    })?;
+                stats.completed += 1;
+                failures.hole(None)
             }
-            progress(stats.resumed + stats.completed + stats.failed, stats.holes);
+            Err(err) => {
+                stats.failed += 1;
+                let counted = failures.hole(Some(&err));
+                stats.last_error = Some(err);
+                counted
+            }
         }
-        stop.map_or(Ok(()), Err)
     }
 
     /// The holes this run labels: RLPG's sample, or this shard's part of it; with a plan, the
@@ -709,52 +695,51 @@ impl RepoRun<'_> {
         Ok(())
     }
 
-    /// Complete `jobs` (hole index within the chunk, job, request); per hole, its completions
-    /// by job, or the error that failed it. A failed hole's jobs not yet sent are skipped (its
-    /// other answers would be thrown away); the run stops as soon as `failures` says so, which
-    /// drops (cancels) the requests still in flight.
+    /// Complete `jobs`, one hole's: its completions by job, or the error that failed it. Once
+    /// a request failed, the hole's jobs not yet sent are skipped (its other answers would be
+    /// thrown away); the run stops as soon as `failures` says so, which drops (cancels) the
+    /// requests still in flight.
     async fn complete_all(
         &self,
-        jobs: Vec<(usize, Job, CompletionRequest)>,
-        holes: usize,
+        jobs: Vec<(Job, CompletionRequest)>,
         shared: &Shared<'_>,
-    ) -> Result<Outcomes, RunError> {
-        let (jobs, copies) = share_identical(jobs);
+    ) -> Result<Outcome, RunError> {
+        let jobs = jobs.into_iter().map(|(job, request)| ((), job, request));
+        let (jobs, copies) = share_identical(jobs.collect());
         shared.shared.fetch_add(copies.len(), Ordering::Relaxed);
-        let failed: Vec<AtomicBool> = (0..holes).map(|_| AtomicBool::new(false)).collect();
-        let failed = &failed;
+        let failed = &AtomicBool::new(false);
         let mut done = stream::iter(jobs)
-            .map(|(h, job, request)| async move {
-                // Shared by the chunks in flight: --concurrency bounds the run, not a chunk.
+            .map(|((), job, request)| async move {
+                // Shared by the holes in flight: --concurrency bounds the run, not a hole.
                 let _slot = shared.in_flight.acquire().await;
-                if failed[h].load(Ordering::Relaxed) {
-                    return (h, job, None);
+                if failed.load(Ordering::Relaxed) {
+                    return (job, None);
                 }
                 shared.sent.fetch_add(1, Ordering::Relaxed);
                 let result =
                     perspectives::first_completion(self.session.backend.as_ref(), &request).await;
-                (h, job, Some(result))
+                (job, Some(result))
             })
             .buffer_unordered(self.options.concurrency.max(1));
-        let mut per_hole: Outcomes = vec![Ok(Vec::new()); holes];
-        while let Some((h, job, result)) = done.next().await {
+        let mut outcome: Outcome = Ok(Vec::new());
+        while let Some((job, result)) = done.next().await {
             let Some(result) = result else { continue };
             (shared.failures.lock().unwrap_or_else(|e| e.into_inner())).request(&result)?;
-            match (result, &mut per_hole[h]) {
+            match (result, &mut outcome) {
                 (Ok(text), Ok(list)) => list.push((job, text)),
                 (Err(err), slot) => {
-                    failed[h].store(true, Ordering::Relaxed);
+                    failed.store(true, Ordering::Relaxed);
                     *slot = Err(err);
                 }
                 (Ok(_), Err(_)) => {}
             }
         }
-        for (h, job, leader) in copies {
-            if let Ok(list) = &mut per_hole[h] {
+        if let Ok(list) = &mut outcome {
+            for ((), job, leader) in copies {
                 copy_answer(list, job, leader);
             }
         }
-        Ok(per_hole)
+        Ok(outcome)
     }
 
     pub(super) fn request(&self, hole: &Hole, prompt: &Prompt) -> CompletionRequest {

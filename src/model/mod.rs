@@ -161,8 +161,9 @@ impl ServerLimits {
         }
         if budget + max_tokens > self.context_per_slot {
             advice.push(format!(
-                "{backend}: each server slot holds {} tokens, less than the budget of {budget} plus {max_tokens} to generate, so the server drops the start of long prompts; lower --budget or start llama-server with --ctx-size {} (the size is shared by its {} slot(s))",
+                "{backend}: each server slot holds {} tokens, less than the budget of {budget} plus {max_tokens} to generate, so prompts are composed within {} tokens; for the whole budget start llama-server with --ctx-size {} (the size is shared by its {} slot(s))",
                 self.context_per_slot,
+                self.context_per_slot.saturating_sub(max_tokens),
                 (budget + max_tokens) * self.slots,
                 self.slots
             ));
@@ -291,9 +292,10 @@ pub trait Backend: Send + Sync {
     }
 
     /// The most prompt tokens (in the model's own count) the model takes with room left for
-    /// the completion, where the backend knows its model's context (a local model): prompts
-    /// are composed within it rather than cut by the model. `None`: no limit keyhole knows.
-    fn prompt_room(&self) -> Option<usize> {
+    /// the completion, where the backend knows its model's context (a local model, a llama.cpp
+    /// server's slot): prompts are composed within it rather than cut by the model. `None`: no
+    /// limit keyhole knows.
+    async fn prompt_room(&self) -> Option<usize> {
         None
     }
 

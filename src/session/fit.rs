@@ -83,7 +83,7 @@ pub async fn fit(
     } = *target;
     // A model whose context is smaller than the budget gets a prompt composed within it, so
     // that what it sees is what keyhole shows (and proposals stay apart), not a cut.
-    let model_room = backend.prompt_room().filter(|&room| room < budget);
+    let model_room = backend.prompt_room().await.filter(|&room| room < budget);
     let budget = model_room.unwrap_or(budget);
     let composed = |local: usize| {
         let mut prompt = compose(&Composer::new(

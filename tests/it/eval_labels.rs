@@ -218,8 +218,8 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
 
 #[test]
 fn the_report_reads_a_repaired_label_file_as_the_label_reader_does() {
-    use keyhole::eval::labels::{group_file, read_file};
-    use keyhole::eval::report::{self, Builder, Grouping};
+    use keyhole::eval::labels::{LabelIndex, read_file};
+    use keyhole::eval::report;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.jsonl");
     let lines = |rows: &[LabelRow]| -> String {
@@ -240,9 +240,8 @@ fn the_report_reads_a_repaired_label_file_as_the_label_reader_does() {
     text += &lines(&failed);
     std::fs::write(&path, &text).unwrap();
 
-    let mut grouping = Grouping::default();
-    group_file(&path, &mut grouping).unwrap();
-    let streamed = Builder::grouped(std::borrow::Cow::Owned(grouping.finish()), &[], 7).build();
+    let index = LabelIndex::read(std::slice::from_ref(&path)).unwrap();
+    let streamed = report::build_from(&index, &[], 7).unwrap();
     let read = report::build(&read_file(&path).unwrap(), &[], 7);
     assert_eq!(streamed.summary.holes, 2, "holes 1 and 2, once each");
     assert_eq!(streamed.summary.rows, 2 * WRITTEN_ROWS);

@@ -486,3 +486,65 @@ fn procc_linucb_learns_on_the_training_split_and_picks_on_the_test_split() {
     let trained = report::train_procc(&rows, &train());
     assert_eq!(trained.pulls().iter().sum::<u64>(), 40);
 }
+
+#[test]
+fn a_report_read_hole_by_hole_from_label_files_is_the_report_of_their_rows() {
+    // Three repositories (one training), holes written out of hole id order, outcomes that
+    // vary per hole and candidate (ProCC's perspectives with retrieval scores, so its bandit
+    // learns): the two passes over the files give the report of the rows held in memory,
+    // byte for byte, and the same trained bandit.
+    use keyhole::eval::labels::{LabelIndex, read_all};
+    let mut rows = Vec::new();
+    for (r, repo) in ["a", "b", "c"].into_iter().enumerate() {
+        for n in (1..=25).rev() {
+            let mut hole = hole(
+                repo,
+                n,
+                (n + r) % 3 == 0,
+                &[(n % 9, n % 2 == 0), (10, n % 4 == 1)],
+            );
+            for (k, id) in CandidateId::PROCC.into_iter().enumerate() {
+                let row = &mut hole[id.index()];
+                row.applicable = (n + k) % 3 != 0;
+                row.success = row.applicable && (n * (k + 2) + r) % 5 == 0;
+                row.retrieval_score = Some(((n * 7 + k * 3 + r) % 11) as f64 / 11.0);
+                row.retrieval_jaccard = Some(((n * 5 + k) % 13) as f64 / 13.0);
+                row.edit_similarity = ((n + k) % 10) as f64 / 10.0;
+            }
+            hole[CandidateId::DEFAULT.index()].default_truncated = n % 7 == 0;
+            rows.extend(hole);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for repo in ["c", "a", "b"] {
+        let path = dir.path().join(format!("{repo}.jsonl"));
+        let text: String = rows
+            .iter()
+            .filter(|r| r.repository == repo)
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        paths.push(path);
+    }
+    paths.sort();
+    let index = LabelIndex::read(&paths).unwrap();
+    assert_eq!(index.len(), 75);
+    let streamed = report::build_from(&index, &train(), 7).unwrap();
+    // (As read back: serde_json's numbers may differ from the written ones in the last bit.)
+    let read = read_all(&paths).unwrap();
+    let held = report::build(&read, &train(), 7);
+    assert_eq!(
+        serde_json::to_string_pretty(&streamed).unwrap(),
+        serde_json::to_string_pretty(&held).unwrap()
+    );
+    assert!(
+        streamed
+            .notes
+            .iter()
+            .any(|n| n.contains("25 training holes"))
+    );
+    let learnt = report::Choices::learn(&index, &train()).unwrap().bandit;
+    assert_eq!(learnt, report::train_procc(&read, &train()));
+    assert!(learnt.pulls().iter().sum::<u64>() > 0);
+}

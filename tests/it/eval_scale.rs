@@ -601,3 +601,54 @@ async fn merge_can_leave_table_10_out_when_the_backend_is_gone() {
     assert_eq!(holes(&scratch.join("m2")).len(), 4);
     assert!(scratch.join("m2/report.md").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_request_holds_up_only_its_own_hole() {
+    // The server's first completion request is answered after a long pause (as a request told
+    // to come back after a Retry-After would be), every other one at once: meanwhile the other
+    // holes go through both stages (RepoCoder's second iteration needs the first's answers),
+    // so what comes after the pause is the slow hole's own second request only.
+    const PAUSE: std::time::Duration = std::time::Duration::from_secs(8);
+    let arrived = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = arrived.clone();
+    let server = Server::start(move |_, n| {
+        log.lock().unwrap().push(std::time::Instant::now());
+        let answer =
+            |text: &str| Reply::Json(200, json!({"choices": [{"index": 0, "text": text}]}));
+        match n {
+            0 => Reply::After(PAUSE, Box::new(answer("slow;"))),
+            _ => answer("x;"),
+        }
+    })
+    .await;
+    let scratch = completions_scratch(&server.base, 8);
+    let out = scratch.path().join("out");
+    let more = ["--candidates", "7,63,67", "--out", out.to_str().unwrap()];
+    let output = eval_srv(scratch.path(), "40", &more);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let arrived = arrived.lock().unwrap().clone();
+    let answered = arrived[0] + PAUSE;
+    let after: Vec<usize> = (0..arrived.len())
+        .filter(|&i| arrived[i] >= answered)
+        .collect();
+    assert!(
+        after.len() <= 2,
+        "{} of {} came after the pause",
+        after.len(),
+        arrived.len()
+    );
+    // The label file keeps the sampled order all the same (what a merge of shards writes).
+    let rows = rows(&out);
+    let mut order: Vec<(&str, usize, usize)> = rows
+        .iter()
+        .map(|r| (r.file.as_str(), r.line, r.column))
+        .collect();
+    order.dedup();
+    assert_eq!(order.len(), 40);
+    assert!(order.is_sorted(), "{order:?}");
+    assert!(rows.iter().any(|r| r.prediction == "slow;"));
+}

@@ -225,3 +225,69 @@ async fn eval_sends_no_more_at_once_than_the_server_has_slots_and_says_why() {
     );
     assert_eq!(in_flight.most(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_slot_smaller_than_the_budget_gets_prompts_composed_within_it_and_says_so() {
+    // A slot of 200 tokens (`n_ctx`), one token per 4 characters: with 24 tokens to generate,
+    // every prompt is composed within 176 tokens as the server counts them, so the server cuts
+    // nothing, and the output says the room was smaller than the budget.
+    const N_CTX: usize = 200;
+    let room = N_CTX - keyhole::model::DEFAULT_MAX_TOKENS;
+    let server = Server::start(move |request, _| match request.path.as_str() {
+        "/props" => llama_props(1, N_CTX),
+        "/tokenize" => llama_tokens(request, 4),
+        _ => Reply::Json(200, json!({ "content": "x", "stop": true })),
+    })
+    .await;
+    let scratch = configured(&server);
+    let complete = |extra: &'static [&'static str]| {
+        let sample = common::sample();
+        let scratch = scratch.path().to_path_buf();
+        async move {
+            let mut args = vec![
+                "complete",
+                &sample,
+                keyhole::sample::DEMO_HOLE,
+                "--backend",
+                "llama",
+            ];
+            args.extend(extra);
+            keyhole(&scratch, &args).await
+        }
+    };
+    let json: Value = serde_json::from_slice(&complete(&["--json"]).await.stdout).unwrap();
+    let rows = json["completions"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{json}");
+    for row in rows {
+        assert_eq!(row["model_room"], room, "{row}");
+    }
+    let sent: Vec<usize> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/completion" || r.path == "/infill")
+        .map(|r| {
+            let body = &r.body;
+            let text = body["prompt"].as_str().or(body["input_prefix"].as_str());
+            text.unwrap().chars().count() / 4
+        })
+        .collect();
+    assert!(!sent.is_empty());
+    assert!(
+        sent.iter().all(|&tokens| tokens <= room),
+        "{sent:?} over {room}"
+    );
+    // The server was asked about its slots once, not once a prompt.
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/props")
+        .count();
+    assert_eq!(asked, 1);
+    let text = String::from_utf8_lossy(&complete(&[]).await.stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "note: the model's context leaves room for {room} prompt tokens, fewer than the budget"
+        )),
+        "{text}"
+    );
+}

@@ -1,7 +1,5 @@
 //! Success rates over sets of holes.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 /// A success rate in percent, over all holes (hole-wise) and as the mean of per-repository
@@ -12,21 +10,16 @@ pub struct Rate {
     pub repo_wise: f64,
 }
 
-/// The rate of `(repository, hit)` outcomes; 0 for no outcomes.
-pub(super) fn rate<'h>(outcomes: impl IntoIterator<Item = (&'h str, bool)>) -> Rate {
-    let mut per_repo: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (repo, hit) in outcomes {
-        let (hits, total) = per_repo.entry(repo).or_default();
-        *hits += usize::from(hit);
-        *total += 1;
-    }
+/// The rate of per-repository `(hits, holes)` counts, in repository order; 0 for none.
+pub(super) fn rate_of(per_repo: impl IntoIterator<Item = (usize, usize)>) -> Rate {
+    let per_repo: Vec<(usize, usize)> = per_repo.into_iter().filter(|&(_, n)| n > 0).collect();
     if per_repo.is_empty() {
         return Rate::default();
     }
     let (hits, total) = per_repo
-        .values()
+        .iter()
         .fold((0, 0), |(h, t), &(hits, total)| (h + hits, t + total));
-    let repo_sum: f64 = per_repo.values().map(|&(h, t)| percent(h, t)).sum();
+    let repo_sum: f64 = per_repo.iter().map(|&(h, t)| percent(h, t)).sum();
     Rate {
         hole_wise: percent(hits, total),
         repo_wise: repo_sum / per_repo.len() as f64,

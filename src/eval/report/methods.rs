@@ -1,8 +1,6 @@
 //! Methods: each orders a hole's candidates. Its first applicable candidate is the prompt it
 //! picks (RLPG's methods, top-1); its first k are k attempts (success@k, Figure 2 top).
 
-use std::collections::HashMap;
-
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -18,11 +16,6 @@ use crate::rank::{RankInput, Ranker};
 
 /// Orders the candidate ids of one hole, best first; inapplicable ids are skipped.
 pub type RankFn<'a> = Box<dyn Fn(&HoleRows) -> Vec<CandidateId> + 'a>;
-
-pub(super) struct Method<'a> {
-    pub name: String,
-    pub rank: RankFn<'a>,
-}
 
 /// What a method does on one hole.
 #[derive(Clone, Copy, Debug)]
@@ -114,25 +107,39 @@ pub(super) fn random(seed: u64) -> RankFn<'static> {
     })
 }
 
-/// Proposals with their success rate as RLPG's fixed prompt proposal on `holes` (the proposal
-/// where applicable, the default context elsewhere), best first; ties keep the order of the
-/// ids as `numbering` numbers them.
-pub(super) fn fixed_order(holes: &[&HoleRows], numbering: Numbering) -> Vec<(CandidateId, f64)> {
-    let mut specs: Vec<&ProposalSpec> = candidate::proposal_specs().iter().collect();
-    specs.sort_by_key(|spec| numbering.number(spec.id));
-    let mut order: Vec<(CandidateId, f64)> = specs
-        .into_iter()
-        .map(|spec| {
-            let id = spec.id;
-            let hits = holes
-                .iter()
-                .filter(|h| attempts(vec![id, CandidateId::DEFAULT], h).success_at(1))
-                .count();
-            (id, percent(hits, holes.len()))
-        })
-        .collect();
-    order.sort_by(|a, b| b.1.total_cmp(&a.1));
-    order
+/// How often each proposal succeeds as RLPG's fixed prompt proposal (the proposal where
+/// applicable, the default context elsewhere) on the holes added.
+#[derive(Default)]
+pub(super) struct FixedTally {
+    hits: Vec<usize>,
+    holes: usize,
+}
+
+impl FixedTally {
+    pub fn add(&mut self, hole: &HoleRows) {
+        self.hits.resize(CandidateId::COUNT, 0);
+        for spec in candidate::proposal_specs() {
+            let hit = attempts(vec![spec.id, CandidateId::DEFAULT], hole).success_at(1);
+            self.hits[spec.id.index()] += usize::from(hit);
+        }
+        self.holes += 1;
+    }
+
+    /// The proposals with their success rate, best first; ties keep the order of the ids as
+    /// `numbering` numbers them.
+    pub fn order(&self, numbering: Numbering) -> Vec<(CandidateId, f64)> {
+        let mut specs: Vec<&ProposalSpec> = candidate::proposal_specs().iter().collect();
+        specs.sort_by_key(|spec| numbering.number(spec.id));
+        let mut order: Vec<(CandidateId, f64)> = specs
+            .into_iter()
+            .map(|spec| {
+                let hits = self.hits.get(spec.id.index()).copied().unwrap_or(0);
+                (spec.id, percent(hits, self.holes))
+            })
+            .collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        order
+    }
 }
 
 /// The fixed prompt proposal: the best of `order`, else the default context; further attempts
@@ -159,39 +166,25 @@ fn procc_context(hole: &HoleRows) -> (Context, [bool; ARMS]) {
     (bandit::context(features), features.map(|f| f.is_some()))
 }
 
-/// Run `bandit` over `holes` in order: its pick per hole (a candidate id; none where no
-/// perspective applied), learning from each pick's exact match once it is made when `learn`
-/// (ProCC's online adaptive selection).
-pub(super) fn procc_picks<'h>(
-    bandit: &mut LinUcb,
-    holes: impl IntoIterator<Item = &'h HoleRows>,
-    learn: bool,
-) -> Vec<(&'h str, CandidateId)> {
-    let mut picks = Vec::new();
-    for hole in holes {
-        let (x, available) = procc_context(hole);
-        let Some(arm) = bandit.choose(&x, available) else {
-            continue;
-        };
-        let id = CandidateId::PROCC[arm];
-        if learn {
-            bandit.update(arm, &x, f64::from(u8::from(hole.succeeded(id))));
-        }
-        picks.push((hole.hole_id.as_str(), id));
-    }
-    picks
+/// The arm `bandit` picks for `hole`, in its context; none where no perspective applied.
+fn procc_choice(bandit: &LinUcb, hole: &HoleRows) -> Option<(usize, Context)> {
+    let (x, available) = procc_context(hole);
+    Some((bandit.choose(&x, available)?, x))
 }
 
-/// ProCC (LinUCB): the perspective the bandit picked for the hole, the default context where
-/// it picked none.
-pub(super) fn picked(picks: HashMap<String, CandidateId>) -> RankFn<'static> {
-    Box::new(move |hole| {
-        picks
-            .get(hole.hole_id.as_str())
-            .map_or(vec![CandidateId::DEFAULT], |&id| {
-                vec![id, CandidateId::DEFAULT]
-            })
-    })
+/// ProCC's pick for `hole` (a candidate id; none where no perspective applied), as `bandit`
+/// makes it without learning.
+pub(super) fn procc_pick(bandit: &LinUcb, hole: &HoleRows) -> Option<CandidateId> {
+    procc_choice(bandit, hole).map(|(arm, _)| CandidateId::PROCC[arm])
+}
+
+/// [`procc_pick`], and `bandit` learns from the pick's exact match once it is made (ProCC's
+/// online adaptive selection).
+pub(super) fn procc_learn(bandit: &mut LinUcb, hole: &HoleRows) -> Option<CandidateId> {
+    let (arm, x) = procc_choice(bandit, hole)?;
+    let id = CandidateId::PROCC[arm];
+    bandit.update(arm, &x, f64::from(u8::from(hole.succeeded(id))));
+    Some(id)
 }
 
 /// Rank with a keyhole [`Ranker`]. Label rows keep no context text, so the ranker sees

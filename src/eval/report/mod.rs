@@ -13,11 +13,11 @@ mod markdown;
 mod methods;
 mod svg;
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -26,11 +26,18 @@ pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 
 use crate::candidate::{self, CandidateId, Numbering, ProposalSpec};
+use crate::context::fidelity::Fidelity;
 use crate::eval::LabelRow;
+use crate::eval::labels::LabelIndex;
 use crate::rank::FixedRanker;
 use crate::rank::bandit::LinUcb;
 use holes::{gain, percent};
-use methods::{Attempts, Method};
+
+/// A row of the method tables.
+struct Method<'a> {
+    name: String,
+    rank: Rank<'a>,
+}
 
 /// success@k is reported for k = 1..=MAX_K (the range of the paper's Figure 2).
 pub const MAX_K: usize = 20;
@@ -167,49 +174,102 @@ pub struct RepoRow {
     pub success: Vec<f64>,
 }
 
+/// Where a report reads its holes: one at a time, in hole id order, as often as it needs (a
+/// [`LabelIndex`] of label files, or holes held in memory).
+pub trait HoleSource {
+    /// The holes of the repositories `wanted` names, in hole id order.
+    fn holes<'a>(
+        &'a self,
+        wanted: &'a dyn Fn(&str) -> bool,
+    ) -> Box<dyn Iterator<Item = io::Result<HoleRows>> + 'a>;
+    /// How many holes each repository has.
+    fn repositories(&self) -> BTreeMap<String, usize>;
+    /// How many rows were read.
+    fn rows(&self) -> usize;
+    /// The profile of the first row read: rows of one run share it.
+    fn fidelity(&self) -> Option<Fidelity>;
+}
+
+impl HoleSource for LabelIndex {
+    fn holes<'a>(
+        &'a self,
+        wanted: &'a dyn Fn(&str) -> bool,
+    ) -> Box<dyn Iterator<Item = io::Result<HoleRows>> + 'a> {
+        Box::new(LabelIndex::holes(self, wanted))
+    }
+
+    fn repositories(&self) -> BTreeMap<String, usize> {
+        LabelIndex::repositories(self)
+    }
+
+    fn rows(&self) -> usize {
+        LabelIndex::rows(self)
+    }
+
+    fn fidelity(&self) -> Option<Fidelity> {
+        LabelIndex::fidelity(self)
+    }
+}
+
+impl HoleSource for Grouped {
+    fn holes<'a>(
+        &'a self,
+        wanted: &'a dyn Fn(&str) -> bool,
+    ) -> Box<dyn Iterator<Item = io::Result<HoleRows>> + 'a> {
+        let holes = self.holes.iter().filter(move |h| wanted(&h.repository));
+        Box::new(holes.cloned().map(Ok))
+    }
+
+    fn repositories(&self) -> BTreeMap<String, usize> {
+        let mut holes = BTreeMap::new();
+        for hole in &self.holes {
+            *holes.entry(hole.repository.clone()).or_default() += 1;
+        }
+        holes
+    }
+
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn fidelity(&self) -> Option<Fidelity> {
+        self.fidelity
+    }
+}
+
 /// The report with the built-in methods only.
 pub fn build(rows: &[LabelRow], train: &[String], seed: u64) -> Report {
     Builder::new(rows, train, seed).build()
 }
 
-/// Builds a report with further methods as extra rows.
+/// The report of the holes of `labels` with the built-in methods only, read a hole at a time.
+pub fn build_from(labels: &dyn HoleSource, train: &[String], seed: u64) -> io::Result<Report> {
+    let choices = Choices::learn(labels, train)?;
+    let mut scoring = Scoring::new(&choices, seed, Vec::new());
+    for hole in labels.holes(&|_| true) {
+        scoring.add(&hole?, &[]);
+    }
+    Ok(scoring.finish(Vec::new(), 0))
+}
+
+/// Builds a report of rows held in memory, with further methods as extra rows: the two passes
+/// of [`Choices`] and [`Scoring`] over them.
 pub struct Builder<'a> {
-    labels: Cow<'a, Grouped>,
+    labels: Grouped,
     train: Vec<String>,
     seed: u64,
-    extra: Vec<Method<'a>>,
-    extra_notes: Vec<String>,
-    missing_holes: usize,
+    extra: Vec<(String, RankFn<'a>)>,
 }
 
 impl<'a> Builder<'a> {
     /// `train` names the training repositories; `seed` draws the random method.
     pub fn new(rows: &[LabelRow], train: &[String], seed: u64) -> Self {
-        Self::grouped(Cow::Owned(Grouped::from_rows(rows)), train, seed)
-    }
-
-    /// The report of rows already grouped by hole (as [`Grouping`] reads them from files).
-    pub fn grouped(labels: Cow<'a, Grouped>, train: &[String], seed: u64) -> Self {
         Builder {
-            labels,
+            labels: Grouped::from_rows(rows),
             train: train.to_vec(),
             seed,
             extra: Vec::new(),
-            extra_notes: Vec::new(),
-            missing_holes: 0,
         }
-    }
-
-    /// Count `missing` holes of the run that have no rows among the incomplete ones.
-    pub fn missing_holes(mut self, missing: usize) -> Self {
-        self.missing_holes = missing;
-        self
-    }
-
-    /// Add a caveat about how the added methods were obtained.
-    pub fn add_note(mut self, note: impl Into<String>) -> Self {
-        self.extra_notes.push(note.into());
-        self
     }
 
     /// Add a method that orders each hole's candidate ids, best first.
@@ -218,184 +278,441 @@ impl<'a> Builder<'a> {
         name: impl Into<String>,
         rank: impl Fn(&HoleRows) -> Vec<CandidateId> + 'a,
     ) -> Self {
-        self.extra.push(Method {
-            name: name.into(),
-            rank: Box::new(rank),
-        });
+        self.extra.push((name.into(), Box::new(rank)));
         self
     }
 
     pub fn build(self) -> Report {
-        let holes = &self.labels.holes;
-        let split = Split::new(holes, &self.train);
-        let choice: Vec<&HoleRows> = split.choice.iter().map(|&i| &holes[i]).collect();
-        // Rows of one run share a profile, and with it how ids are numbered to people.
-        let numbering = self.labels.fidelity.map(|f| f.numbering());
-        let numbering = numbering.unwrap_or_default();
-        let order = methods::fixed_order(&choice, numbering);
-        let fixed = order[0];
-        let mut notes = split.notes.clone();
-        notes.extend(self.extra_notes);
-        notes.extend(why_not_notes(holes));
-        let (procc, procc_note) = procc_picks(holes, &split);
-        notes.push(procc_note);
-        let mut all_methods = vec![
-            method("default", methods::default_context()),
-            method("oracle", methods::oracle()),
+        let choices = Choices::learn(&self.labels, &self.train).expect("holes in memory");
+        let names = self.extra.iter().map(|(name, _)| name.clone()).collect();
+        let mut scoring = Scoring::new(&choices, self.seed, names);
+        for hole in &self.labels.holes {
+            let extra: Vec<Vec<CandidateId>> =
+                self.extra.iter().map(|(_, rank)| rank(hole)).collect();
+            scoring.add(hole, &extra);
+        }
+        scoring.finish(Vec::new(), 0)
+    }
+}
+
+/// ProCC's bandit trained as the report trains it (see [`Choices`]), for use beyond the
+/// report.
+pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
+    let choices = Choices::learn(&Grouped::from_rows(rows), train).expect("holes in memory");
+    choices.bandit
+}
+
+/// The report's first pass: what must be learnt from a set of holes before any hole can be
+/// scored. The fixed proposal is chosen on the training holes (all holes without a training
+/// split), and ProCC's bandit learns online over the same holes in hole id order, each pick
+/// made before its reward is seen.
+pub struct Choices {
+    split: Split,
+    numbering: Numbering,
+    /// Proposals with their rate as the fixed proposal on the choice holes, best first.
+    fixed: Vec<(CandidateId, f64)>,
+    /// ProCC's bandit once it learnt from every choice hole.
+    pub bandit: LinUcb,
+    rows: usize,
+}
+
+impl Choices {
+    /// Read the choice holes of `labels` once; `train` names the training repositories.
+    pub fn learn(labels: &dyn HoleSource, train: &[String]) -> io::Result<Choices> {
+        let split = Split::new(labels.repositories(), train);
+        let numbering = labels.fidelity().map(|f| f.numbering()).unwrap_or_default();
+        let mut fixed = methods::FixedTally::default();
+        let mut bandit = LinUcb::default();
+        let in_choice = |repository: &str| split.in_choice(repository);
+        for hole in labels.holes(&in_choice) {
+            let hole = hole?;
+            fixed.add(&hole);
+            methods::procc_learn(&mut bandit, &hole);
+        }
+        Ok(Choices {
+            fixed: fixed.order(numbering),
+            numbering,
+            bandit,
+            rows: labels.rows(),
+            split,
+        })
+    }
+
+    /// The training repositories' names, as given.
+    pub fn is_train(&self, repository: &str) -> bool {
+        self.split.is_train(repository)
+    }
+
+    /// Whether the method tables cover `repository`'s holes (the test split, or every hole
+    /// without one).
+    pub fn in_scope(&self, repository: &str) -> bool {
+        self.split.in_scope(repository)
+    }
+}
+
+/// The report's second pass: every hole scored as it comes, in hole id order, into counts per
+/// repository, so that what it holds does not grow with the number of holes.
+pub struct Scoring<'c> {
+    choices: &'c Choices,
+    seed: u64,
+    methods: Vec<Method<'static>>,
+    /// ProCC's bandit learning again as it learnt in the first pass (the same holes in the same
+    /// order make the same picks), for the picks on the holes it learns from.
+    procc: LinUcb,
+    repositories: BTreeMap<String, RepoTally>,
+    /// Per method, on the holes the tables cover.
+    scope: Vec<ScopeTally>,
+    scope_holes: usize,
+    /// Per candidate: (applicable, successful, holes with a row).
+    candidates: Vec<(usize, usize, usize)>,
+    reasons: BTreeMap<(CandidateId, Arc<str>), usize>,
+    holes: usize,
+    incomplete: usize,
+}
+
+/// One repository's holes and each method's hits at k = 1..=MAX_K among them.
+struct RepoTally {
+    holes: usize,
+    /// `hits[method][k - 1]`.
+    hits: Vec<[usize; MAX_K]>,
+}
+
+/// What a method's picks came to on the holes the tables cover.
+#[derive(Clone, Default)]
+struct ScopeTally {
+    /// Edit similarity summed in hole id order, over the picks that have a row.
+    edit_similarity: f64,
+    picked: usize,
+    /// Holes whose pick had the default context, the proposal context, either or both cut.
+    truncated: [usize; 4],
+}
+
+impl<'c> Scoring<'c> {
+    /// Scores with the built-in methods and `extra`, methods whose rankings come with each hole.
+    pub fn new(choices: &'c Choices, seed: u64, extra: Vec<String>) -> Self {
+        let order: Vec<CandidateId> = choices.fixed.iter().map(|&(id, _)| id).collect();
+        let mut all = vec![
+            method("default", Rank::Fn(methods::default_context())),
+            method("oracle", Rank::Fn(methods::oracle())),
             method(
                 "random context",
-                methods::single(CandidateId::RANDOM_CONTEXT),
+                Rank::Fn(methods::single(CandidateId::RANDOM_CONTEXT)),
             ),
-            method("random proposal", methods::random(self.seed)),
-            method("file-level BM25", methods::single(CandidateId::FILE_BM25)),
+            method("random proposal", Rank::Fn(methods::random(seed))),
+            method(
+                "file-level BM25",
+                Rank::Fn(methods::single(CandidateId::FILE_BM25)),
+            ),
             method(
                 "identifier usage",
-                methods::single(CandidateId::IDENTIFIER_USAGE),
+                Rank::Fn(methods::single(CandidateId::IDENTIFIER_USAGE)),
             ),
             method(
                 "typed-hole types",
-                methods::single(CandidateId::TYPED_TYPES),
+                Rank::Fn(methods::single(CandidateId::TYPED_TYPES)),
             ),
             method(
                 "typed-hole headers",
-                methods::single(CandidateId::TYPED_HEADERS),
+                Rank::Fn(methods::single(CandidateId::TYPED_HEADERS)),
             ),
+            method("fixed proposal", Rank::Fn(methods::fixed_proposal(order))),
+            method("fixed ranking", Rank::Fn(Box::new(by_ranker(&FixedRanker)))),
+            method("RLPG-BM25", Rank::Fn(methods::rlpg_bm25())),
             method(
-                "fixed proposal",
-                methods::fixed_proposal(order.iter().map(|&(id, _)| id).collect()),
+                "RepoCoder",
+                Rank::Fn(methods::single(CandidateId::REPOCODER)),
             ),
-            method("fixed ranking", Box::new(by_ranker(&FixedRanker))),
-            method("RLPG-BM25", methods::rlpg_bm25()),
-            method("RepoCoder", methods::single(CandidateId::REPOCODER)),
             method(
                 "RepoCoder iter 2",
-                methods::single(CandidateId::REPOCODER_ITERATION),
+                Rank::Fn(methods::single(CandidateId::REPOCODER_ITERATION)),
             ),
-            method("ProCC lexical", methods::single(CandidateId::LEXICAL)),
+            method(
+                "ProCC lexical",
+                Rank::Fn(methods::single(CandidateId::LEXICAL)),
+            ),
             method(
                 "ProCC hypothetical line",
-                methods::single(CandidateId::HYPOTHETICAL_LINE),
+                Rank::Fn(methods::single(CandidateId::HYPOTHETICAL_LINE)),
             ),
-            method("ProCC summary", methods::single(CandidateId::SUMMARY)),
-            method("ProCC (LinUCB)", methods::picked(procc)),
+            method(
+                "ProCC summary",
+                Rank::Fn(methods::single(CandidateId::SUMMARY)),
+            ),
+            method("ProCC (LinUCB)", Rank::Procc),
         ];
-        all_methods.extend(self.extra);
-        let eval = Eval::new(holes, &all_methods);
-        let mut summary = split.summary(self.labels.rows, holes, self.seed);
-        summary.incomplete_holes += self.missing_holes;
+        all.extend(
+            extra
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| method(&name, Rank::Extra(i))),
+        );
+        Scoring {
+            choices,
+            seed,
+            scope: vec![ScopeTally::default(); all.len()],
+            methods: all,
+            procc: LinUcb::default(),
+            repositories: BTreeMap::new(),
+            scope_holes: 0,
+            candidates: vec![(0, 0, 0); CandidateId::COUNT],
+            reasons: BTreeMap::new(),
+            holes: 0,
+            incomplete: 0,
+        }
+    }
+
+    /// How many holes were scored.
+    pub fn holes(&self) -> usize {
+        self.holes
+    }
+
+    /// Score the next hole (in hole id order), with the rankings of the extra methods.
+    pub fn add(&mut self, hole: &HoleRows, extra: &[Vec<CandidateId>]) {
+        let split = &self.choices.split;
+        let learns = split.in_choice(&hole.repository);
+        // Where the bandit learnt, its pick is the one it made then; elsewhere the trained
+        // bandit picks without learning.
+        let procc = match learns {
+            true => methods::procc_learn(&mut self.procc, hole),
+            false => methods::procc_pick(&self.choices.bandit, hole),
+        };
+        let in_scope = split.in_scope(&hole.repository);
+        let methods = self.methods.len();
+        let repo = self
+            .repositories
+            .entry(hole.repository.clone())
+            .or_insert_with(|| RepoTally {
+                holes: 0,
+                hits: vec![[0; MAX_K]; methods],
+            });
+        repo.holes += 1;
+        for (m, method) in self.methods.iter().enumerate() {
+            let order = match &method.rank {
+                Rank::Fn(rank) => rank(hole),
+                Rank::Procc => procc.map_or(vec![CandidateId::DEFAULT], |id| {
+                    vec![id, CandidateId::DEFAULT]
+                }),
+                Rank::Extra(i) => extra.get(*i).cloned().unwrap_or_default(),
+            };
+            let attempts = methods::attempts(order, hole);
+            if let Some(first) = attempts.first_hit {
+                repo.hits[m][first.min(MAX_K)..]
+                    .iter_mut()
+                    .for_each(|h| *h += 1);
+            }
+            if !in_scope {
+                continue;
+            }
+            if let Some(row) = hole.row(attempts.top) {
+                let tally = &mut self.scope[m];
+                // A failed request (rows of older versions) came no closer than a miss.
+                tally.edit_similarity += if row.failed { 0.0 } else { row.edit_similarity };
+                tally.picked += 1;
+                let (d, p) = (row.default_truncated, row.proposal_truncated);
+                for (count, cut) in tally.truncated.iter_mut().zip([d, p, d || p, d && p]) {
+                    *count += usize::from(cut);
+                }
+            }
+        }
+        self.scope_holes += usize::from(in_scope);
+        for id in CandidateId::all() {
+            let counts = &mut self.candidates[id.index()];
+            counts.0 += usize::from(hole.applicable(id));
+            counts.1 += usize::from(hole.succeeded(id));
+            counts.2 += usize::from(hole.row(id).is_some());
+            let why = hole.row(id).and_then(|r| r.why_not.clone());
+            // A candidate the run left out is named once, in the run's candidate set.
+            if let Some(why) = why.filter(|w| &**w != crate::eval::runner::NOT_SELECTED) {
+                *self.reasons.entry((id, why)).or_default() += 1;
+            }
+        }
+        self.holes += 1;
+        self.incomplete += usize::from(!hole.is_complete());
+    }
+
+    /// The report, with `notes` on how the extra methods were obtained and `missing` holes of
+    /// the run that have no rows counted among the incomplete ones.
+    pub fn finish(self, notes: Vec<String>, missing: usize) -> Report {
+        let choices = self.choices;
+        let split = &choices.split;
+        let numbering = choices.numbering;
+        let fixed = choices.fixed[0];
+        let mut all_notes = split.notes.clone();
+        all_notes.extend(notes);
+        all_notes.extend(self.reasons.iter().map(|((id, why), n)| {
+            format!("{} is not applicable on {n} holes: {why}.", id.label())
+        }));
+        all_notes.push(split.procc_note());
+        let rate = |m: usize, subset: &dyn Fn(&str) -> bool, k: usize| {
+            holes::rate_of(
+                self.repositories
+                    .iter()
+                    .filter(|(name, _)| subset(name))
+                    .map(|(_, r)| (r.hits[m][k - 1], r.holes)),
+            )
+        };
+        let in_scope = |r: &str| split.in_scope(r);
+        let default = rate(DEFAULT, &in_scope, 1);
+        let methods = self
+            .methods
+            .iter()
+            .zip(&self.scope)
+            .enumerate()
+            .map(|(m, (method, tally))| {
+                let success = rate(m, &in_scope, 1);
+                let share = |count| percent(count, self.scope_holes);
+                MethodRow {
+                    name: method.name.clone(),
+                    success,
+                    gain: Gain::over(success, default),
+                    edit_similarity: match tally.picked {
+                        0 => 0.0,
+                        n => 100.0 * tally.edit_similarity / n as f64,
+                    },
+                    truncation: Truncation {
+                        default: share(tally.truncated[0]),
+                        proposal: share(tally.truncated[1]),
+                        either: share(tally.truncated[2]),
+                        both: share(tally.truncated[3]),
+                    },
+                }
+            })
+            .collect();
+        let success_at_k = self
+            .methods
+            .iter()
+            .enumerate()
+            .map(|(m, method)| {
+                let rates: Vec<Rate> = (1..=MAX_K).map(|k| rate(m, &in_scope, k)).collect();
+                Curve {
+                    method: method.name.clone(),
+                    hole_wise: rates.iter().map(|r| r.hole_wise).collect(),
+                    repo_wise: rates.iter().map(|r| r.repo_wise).collect(),
+                }
+            })
+            .collect();
+        let is_train = |r: &str| split.is_train(r);
+        let is_test = |r: &str| !split.is_train(r);
+        let any = |_: &str| true;
+        let splits = [
+            ("train", &is_train as &dyn Fn(&str) -> bool),
+            ("test", &is_test),
+            ("all", &any),
+        ];
+        let splits = splits
+            .into_iter()
+            .filter_map(|(name, subset)| {
+                let repos = self.repositories.iter().filter(|(r, _)| subset(r));
+                let (repositories, holes) =
+                    repos.fold((0, 0), |(n, h), (_, r)| (n + 1, h + r.holes));
+                if holes == 0 {
+                    return None;
+                }
+                let (default, oracle) = (rate(DEFAULT, subset, 1), rate(ORACLE, subset, 1));
+                Some(SplitRow {
+                    split: name.into(),
+                    repositories,
+                    holes,
+                    default,
+                    oracle,
+                    gain: Gain::over(oracle, default),
+                })
+            })
+            .collect();
+        let repositories = self
+            .repositories
+            .iter()
+            .map(|(repo, tally)| RepoRow {
+                repository: repo.clone(),
+                split: if split.is_train(repo) {
+                    "train"
+                } else {
+                    "test"
+                }
+                .into(),
+                holes: tally.holes,
+                success: (0..self.methods.len())
+                    .map(|m| percent(tally.hits[m][0], tally.holes))
+                    .collect(),
+            })
+            .collect();
+        let names = |subset: &dyn Fn(&str) -> bool| -> Vec<String> {
+            let repos = self.repositories.keys().filter(|r| subset(r));
+            repos.cloned().collect()
+        };
         Report {
-            summary,
-            notes,
-            splits: split.table2(&eval),
+            summary: Summary {
+                holes: self.holes,
+                rows: choices.rows,
+                incomplete_holes: self.incomplete + missing,
+                train: names(&is_train),
+                test: names(&is_test),
+                method_scope: split.scope_name.into(),
+                seed: self.seed,
+            },
+            notes: all_notes,
+            splits,
             fixed_proposal: FixedChoice {
                 id: numbering.number(fixed.0),
                 label: fixed.0.label().into(),
                 success: fixed.1,
                 chosen_on: split.chosen_on.into(),
-                holes: split.choice.len(),
+                holes: split.choice_holes,
             },
-            methods: eval.method_rows(&all_methods, &split.scope),
-            success_at_k: eval.curves(&all_methods, &split.scope),
-            sources: tallies(holes, |s| s.source.name()),
-            context_types: tallies(holes, |s| s.context_type.abbreviation()),
-            proposals: proposal_rows(holes, numbering),
-            repositories: eval.repo_rows(&split),
+            methods,
+            success_at_k,
+            sources: tallies(&self.candidates, |s| s.source.name()),
+            context_types: tallies(&self.candidates, |s| s.context_type.abbreviation()),
+            proposals: proposal_rows(&self.candidates, self.holes, numbering),
+            repositories,
         }
     }
 }
 
-/// ProCC's bandit trained as the report trains it (see `procc_picks`), for use beyond the
-/// report.
-pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
-    train_procc_grouped(&Grouped::from_rows(rows), train)
+/// How a method ranks a hole's candidates.
+enum Rank<'a> {
+    Fn(RankFn<'a>),
+    /// ProCC's bandit's pick.
+    Procc,
+    /// The ranking that comes with the hole, `n`th of the extra methods.
+    Extra(usize),
 }
 
-/// [`train_procc`] on rows already grouped by hole.
-pub fn train_procc_grouped(labels: &Grouped, train: &[String]) -> LinUcb {
-    let holes = &labels.holes;
-    let split = Split::new(holes, train);
-    let mut bandit = LinUcb::default();
-    methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
-    bandit
-}
-
-/// ProCC (LinUCB)'s pick per hole, and a note saying how it learned: online over the training
-/// holes in hole order, each pick made before its reward is seen, then frozen for the others;
-/// with no training split, online over all holes.
-fn procc_picks(holes: &[HoleRows], split: &Split) -> (HashMap<String, CandidateId>, String) {
-    let mut bandit = LinUcb::default();
-    let mut picks = methods::procc_picks(&mut bandit, split.learn_from().map(|i| &holes[i]), true);
-    let note = if split.train.is_empty() {
-        "ProCC (LinUCB) learned online over all holes in hole order, each pick made before its \
-         exact match was seen."
-            .to_string()
-    } else {
-        picks.extend(methods::procc_picks(
-            &mut bandit,
-            split.test.iter().map(|&i| &holes[i]),
-            false,
-        ));
-        format!(
-            "ProCC (LinUCB) learned online over the {} training holes in hole order, then \
-             picked on the test holes without learning.",
-            split.train.len()
-        )
-    };
-    let picks = picks
-        .into_iter()
-        .map(|(hole, id)| (hole.to_string(), id))
-        .collect();
-    (picks, note)
-}
-
-/// Why candidates could not apply, where the rows say: one note per candidate and reason.
-fn why_not_notes(holes: &[HoleRows]) -> Vec<String> {
-    let mut reasons: BTreeMap<(CandidateId, &str), usize> = BTreeMap::new();
-    for hole in holes {
-        for id in CandidateId::all() {
-            let why = hole.row(id).and_then(|r| r.why_not.as_deref());
-            // A candidate the run left out is named once, in the run's candidate set.
-            if let Some(why) = why.filter(|&w| w != crate::eval::runner::NOT_SELECTED) {
-                *reasons.entry((id, why)).or_default() += 1;
-            }
-        }
-    }
-    reasons
-        .into_iter()
-        .map(|((id, why), n)| format!("{} is not applicable on {n} holes: {why}.", id.label()))
-        .collect()
-}
-
-fn method<'a>(name: &str, rank: RankFn<'a>) -> Method<'a> {
+fn method<'a>(name: &str, rank: Rank<'a>) -> Method<'a> {
     Method {
         name: name.into(),
         rank,
     }
 }
 
-/// Which holes are training and test, and which holes each part of the report uses.
+/// Which repositories are training and test, and which holes each part of the report uses.
 struct Split {
     train_repos: Vec<String>,
-    train: Vec<usize>,
-    test: Vec<usize>,
+    /// Holes of the training and of the test repositories.
+    train: usize,
+    test: usize,
     /// Holes the fixed proposal is chosen on, and what to call them.
-    choice: Vec<usize>,
+    choice_holes: usize,
     chosen_on: &'static str,
-    /// Holes the method tables cover, and what to call them.
-    scope: Vec<usize>,
+    /// What to call the holes the method tables cover.
     scope_name: &'static str,
     notes: Vec<String>,
 }
 
 impl Split {
-    fn new(holes: &[HoleRows], train_repos: &[String]) -> Split {
-        let (train, test): (Vec<usize>, Vec<usize>) =
-            (0..holes.len()).partition(|&i| named(train_repos, &holes[i].repository));
-        let all: Vec<usize> = (0..holes.len()).collect();
+    /// The split of `repositories` (holes per repository).
+    fn new(repositories: BTreeMap<String, usize>, train_repos: &[String]) -> Split {
+        let count = |train: bool| -> usize {
+            let repos = repositories
+                .iter()
+                .filter(|(r, _)| named(train_repos, r) == train);
+            repos.map(|(_, holes)| holes).sum()
+        };
+        let (train, test) = (count(true), count(false));
         let mut notes = Vec::new();
         let missing: Vec<&str> = train_repos
             .iter()
-            .filter(|t| !holes.iter().any(|h| h.repository == **t))
+            .filter(|t| !repositories.contains_key(t.as_str()))
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
@@ -404,84 +721,63 @@ impl Split {
                 missing.join(", ")
             ));
         }
-        let (choice, chosen_on) = if train.is_empty() {
+        let (choice_holes, chosen_on) = if train == 0 {
             notes.push(
                 "No training split: the fixed proposal was chosen on all holes, test holes \
                  included, so its row is not a held-out result."
                     .into(),
             );
-            (all.clone(), "all")
+            (train + test, "all")
         } else {
-            (train.clone(), "train")
+            (train, "train")
         };
-        let (scope, scope_name) = if test.is_empty() {
+        let scope_name = if test == 0 {
             notes.push("No test split: the method tables cover all holes.".into());
-            (all, "all repositories")
+            "all repositories"
         } else {
-            (test.clone(), "test repositories")
+            "test repositories"
         };
         Split {
             train_repos: train_repos.to_vec(),
             train,
             test,
-            choice,
+            choice_holes,
             chosen_on,
-            scope,
             scope_name,
             notes,
         }
-    }
-
-    /// The holes ProCC's bandit learns from: the training split, else all holes.
-    fn learn_from(&self) -> impl Iterator<Item = usize> + '_ {
-        let all = self
-            .train
-            .is_empty()
-            .then(|| 0..self.train.len() + self.test.len());
-        self.train.iter().copied().chain(all.into_iter().flatten())
     }
 
     fn is_train(&self, repository: &str) -> bool {
         named(&self.train_repos, repository)
     }
 
-    fn summary(&self, rows: usize, holes: &[HoleRows], seed: u64) -> Summary {
-        let repos = |subset: &[usize]| -> Vec<String> {
-            let names: BTreeSet<&str> = subset
-                .iter()
-                .map(|&i| holes[i].repository.as_str())
-                .collect();
-            names.into_iter().map(String::from).collect()
-        };
-        Summary {
-            holes: holes.len(),
-            rows,
-            incomplete_holes: holes.iter().filter(|h| !h.is_complete()).count(),
-            train: repos(&self.train),
-            test: repos(&self.test),
-            method_scope: self.scope_name.into(),
-            seed,
-        }
+    /// Whether the fixed proposal is chosen, and ProCC's bandit learns, on `repository`'s
+    /// holes: the training split, else all holes.
+    fn in_choice(&self, repository: &str) -> bool {
+        self.train == 0 || self.is_train(repository)
     }
 
-    fn table2(&self, eval: &Eval) -> Vec<SplitRow> {
-        let all: Vec<usize> = (0..eval.holes.len()).collect();
-        [("train", &self.train), ("test", &self.test), ("all", &all)]
-            .into_iter()
-            .filter(|(_, subset)| !subset.is_empty())
-            .map(|(name, subset)| {
-                let (default, oracle) =
-                    (eval.rate(DEFAULT, subset, 1), eval.rate(ORACLE, subset, 1));
-                SplitRow {
-                    split: name.into(),
-                    repositories: eval.repositories(subset).len(),
-                    holes: subset.len(),
-                    default,
-                    oracle,
-                    gain: Gain::over(oracle, default),
-                }
-            })
-            .collect()
+    /// Whether the method tables cover `repository`'s holes: the test split, else all holes.
+    fn in_scope(&self, repository: &str) -> bool {
+        self.test == 0 || !self.is_train(repository)
+    }
+
+    /// How ProCC's bandit learned: online over the training holes in hole order, each pick
+    /// made before its reward is seen, then frozen for the others; with no training split,
+    /// online over all holes.
+    fn procc_note(&self) -> String {
+        if self.train == 0 {
+            "ProCC (LinUCB) learned online over all holes in hole order, each pick made before its \
+             exact match was seen."
+                .to_string()
+        } else {
+            format!(
+                "ProCC (LinUCB) learned online over the {} training holes in hole order, then \
+                 picked on the test holes without learning.",
+                self.train
+            )
+        }
     }
 }
 
@@ -493,151 +789,13 @@ fn named(list: &[String], name: &str) -> bool {
 const DEFAULT: usize = 0;
 const ORACLE: usize = 1;
 
-/// Every method's attempts on every hole.
-struct Eval<'h> {
-    holes: &'h [HoleRows],
-    /// `attempts[method][hole]`.
-    attempts: Vec<Vec<Attempts>>,
-}
-
-impl<'h> Eval<'h> {
-    fn new(holes: &'h [HoleRows], methods: &[Method]) -> Self {
-        let attempts = methods
-            .iter()
-            .map(|m| {
-                holes
-                    .iter()
-                    .map(|h| methods::attempts((m.rank)(h), h))
-                    .collect()
-            })
-            .collect();
-        Eval { holes, attempts }
-    }
-
-    /// success@k of method `m` on `subset`.
-    fn rate(&self, m: usize, subset: &[usize], k: usize) -> Rate {
-        holes::rate(subset.iter().map(|&i| {
-            (
-                self.holes[i].repository.as_str(),
-                self.attempts[m][i].success_at(k),
-            )
-        }))
-    }
-
-    /// The holes of `subset` by repository.
-    fn repositories(&self, subset: &[usize]) -> BTreeMap<&'h str, Vec<usize>> {
-        let mut repos: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for &i in subset {
-            repos
-                .entry(self.holes[i].repository.as_str())
-                .or_default()
-                .push(i);
-        }
-        repos
-    }
-
-    fn method_rows(&self, methods: &[Method], scope: &[usize]) -> Vec<MethodRow> {
-        let default = self.rate(DEFAULT, scope, 1);
-        methods
-            .iter()
-            .enumerate()
-            .map(|(m, method)| {
-                let success = self.rate(m, scope, 1);
-                MethodRow {
-                    name: method.name.clone(),
-                    success,
-                    gain: Gain::over(success, default),
-                    edit_similarity: self.edit_similarity(m, scope),
-                    truncation: self.truncation(m, scope),
-                }
-            })
-            .collect()
-    }
-
-    fn edit_similarity(&self, m: usize, scope: &[usize]) -> f64 {
-        let picked: Vec<f64> = scope
-            .iter()
-            .filter_map(|&i| self.holes[i].row(self.attempts[m][i].top))
-            // A failed request (rows of older versions) came no closer than a miss.
-            .map(|r| if r.failed { 0.0 } else { r.edit_similarity })
-            .collect();
-        match picked.len() {
-            0 => 0.0,
-            n => 100.0 * picked.iter().sum::<f64>() / n as f64,
-        }
-    }
-
-    fn truncation(&self, m: usize, scope: &[usize]) -> Truncation {
-        let flags: Vec<(bool, bool)> = scope
-            .iter()
-            .filter_map(|&i| self.holes[i].row(self.attempts[m][i].top))
-            .map(|r| (r.default_truncated, r.proposal_truncated))
-            .collect();
-        let share = |f: fn(&(bool, bool)) -> bool| {
-            percent(flags.iter().filter(|x| f(x)).count(), scope.len())
-        };
-        Truncation {
-            default: share(|&(d, _)| d),
-            proposal: share(|&(_, p)| p),
-            either: share(|&(d, p)| d || p),
-            both: share(|&(d, p)| d && p),
-        }
-    }
-
-    fn curves(&self, methods: &[Method], scope: &[usize]) -> Vec<Curve> {
-        methods
-            .iter()
-            .enumerate()
-            .map(|(m, method)| {
-                let rates: Vec<Rate> = (1..=MAX_K).map(|k| self.rate(m, scope, k)).collect();
-                Curve {
-                    method: method.name.clone(),
-                    hole_wise: rates.iter().map(|r| r.hole_wise).collect(),
-                    repo_wise: rates.iter().map(|r| r.repo_wise).collect(),
-                }
-            })
-            .collect()
-    }
-
-    fn repo_rows(&self, split: &Split) -> Vec<RepoRow> {
-        let all: Vec<usize> = (0..self.holes.len()).collect();
-        self.repositories(&all)
-            .into_iter()
-            .map(|(repo, subset)| RepoRow {
-                repository: repo.into(),
-                split: if split.is_train(repo) {
-                    "train"
-                } else {
-                    "test"
-                }
-                .into(),
-                holes: subset.len(),
-                success: (0..self.attempts.len())
-                    .map(|m| self.rate(m, &subset, 1).hole_wise)
-                    .collect(),
-            })
-            .collect()
-    }
-}
-
-/// (applicable, successful) (hole, candidate) pairs per candidate id.
-fn counts(holes: &[HoleRows]) -> Vec<(usize, usize)> {
-    CandidateId::all()
-        .map(|id| {
-            let applicable = holes.iter().filter(|h| h.applicable(id)).count();
-            let successes = holes.iter().filter(|h| h.succeeded(id)).count();
-            (applicable, successes)
-        })
-        .collect()
-}
-
-/// Mean success where applicable per group of proposals, groups in Table 7 order.
-fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Tally> {
-    let counts = counts(holes);
+/// Mean success where applicable per group of proposals, groups in Table 7 order; `counts`
+/// per candidate id as [`Scoring`] keeps them.
+fn tallies(counts: &[(usize, usize, usize)], key: fn(&ProposalSpec) -> &'static str) -> Vec<Tally> {
     let mut groups: Vec<(&str, usize, usize)> = Vec::new();
     for spec in candidate::proposal_specs() {
         let name = key(spec);
-        let (applicable, successes) = counts[spec.id.index()];
+        let (applicable, successes, _) = counts[spec.id.index()];
         match groups.iter_mut().find(|g| g.0 == name) {
             Some(g) => (g.1, g.2) = (g.1 + applicable, g.2 + successes),
             None => groups.push((name, applicable, successes)),
@@ -654,15 +812,19 @@ fn tallies(holes: &[HoleRows], key: fn(&ProposalSpec) -> &'static str) -> Vec<Ta
 }
 
 /// Every candidate with rows (ids a run did not write, such as reserved ones, are left out).
-fn proposal_rows(holes: &[HoleRows], numbering: Numbering) -> Vec<ProposalRow> {
+fn proposal_rows(
+    counts: &[(usize, usize, usize)],
+    holes: usize,
+    numbering: Numbering,
+) -> Vec<ProposalRow> {
     let mut rows: Vec<ProposalRow> = CandidateId::all()
-        .zip(counts(holes))
-        .filter(|&(id, _)| holes.iter().any(|h| h.row(id).is_some()))
-        .map(|(id, (applicable, successes))| ProposalRow {
+        .zip(counts)
+        .filter(|&(_, &(_, _, with_row))| with_row > 0)
+        .map(|(id, &(applicable, successes, _))| ProposalRow {
             id: numbering.number(id),
             label: id.label().into(),
             applicable,
-            applicability: percent(applicable, holes.len()),
+            applicability: percent(applicable, holes),
             success: percent(successes, applicable),
         })
         .collect();

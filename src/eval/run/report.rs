@@ -1,28 +1,32 @@
 //! The report phase of `keyhole eval`: the label rows become report.md, report.json, the
 //! plots, Table 10's compositions and ProCC's trained bandit.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
-
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
 use super::{Backends, Evaluation, Observer, repository_name};
 use crate::candidate::{CandidateId, Selection};
-use crate::eval::classified::{self, Classified, ClassifierEval};
-use crate::eval::labels;
+use crate::eval::classified::{self, Classified, ClassifierEval, CompositionTally};
+use crate::eval::labels::LabelIndex;
 use crate::eval::outdir::OutDir;
-use crate::eval::report::{self, Grouped, Grouping, HoleRows};
+use crate::eval::report::{self, HoleRows};
 use crate::eval::runner::{Failures, RunStats};
-use crate::rank::bandit;
-use crate::rank::classifier::{Classifier, Variant};
+use crate::model::Backend;
+use crate::rank::bandit::{self, LinUcb};
+use crate::rank::classifier::Variant;
 use crate::repo::RepoIndex;
 use crate::session::Settings;
 
-/// Read every label file of `out`, write the report beside them and show it; an error when
-/// holes of this run failed (`total`) or compositions did.
+/// Holes ranked by the classifier together: enough for its requests to run `concurrency` at
+/// once, few enough that what they hold does not grow with the run.
+const CLASSIFIED_TOGETHER: usize = 512;
+
+/// Read every label file of `out` (twice, a hole at a time: see [`report::Choices`] and
+/// [`report::Scoring`]), write the report beside them and print it; an error when holes of
+/// this run failed (`total`) or compositions did; shown through `observer`.
 #[expect(clippy::too_many_arguments, reason = "the run's state, passed on once")]
 pub(super) fn write_report(
     repos: &[PathBuf],
@@ -36,38 +40,86 @@ pub(super) fn write_report(
     observer: &dyn Observer,
 ) -> Result<()> {
     let label_dir = out.label_dir();
-    // Rows are read one hole at a time and only their outcomes kept, not their texts.
-    let mut grouping = Grouping::default();
-    for path in out.label_files()? {
-        labels::group_file(&path, &mut grouping).with_context(|| format!("{}", path.display()))?;
-    }
-    let labelled = grouping.finish();
-    let holes = &labelled.holes;
+    let index = LabelIndex::read(&out.label_files()?)
+        .with_context(|| format!("{}", label_dir.display()))?;
     let (classifier, tuned) = settings.classifier()?;
-    let classified = runtime.block_on(classify(
+    let choices = report::Choices::learn(&index, &args.train)
+        .with_context(|| format!("{}", label_dir.display()))?;
+    let variants: Vec<Variant> = [Variant::H, Variant::R]
+        .into_iter()
+        .filter(|&v| classifier.has(v))
+        .collect();
+    let names = variants.iter().map(|v| v.name().to_string()).collect();
+    let mut scoring = report::Scoring::new(&choices, settings.seed, names);
+    let mut compositions = CompositionTally::default();
+    let run = ClassifierEval {
+        classifier: &classifier,
+        variants: vec![Variant::H, Variant::R],
+        // Compositions are completed online; batch files do not carry them (yet).
+        compositions: match args.batch() {
+            true => Vec::new(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
+        },
+        tokenizer: settings.tokenizer().tokenizer(),
+        budget: settings.budget,
+        concurrency: backends.in_flight,
+        fidelity: settings.profile,
+    };
+    let mut ranking = Ranking {
         repos,
-        args,
         settings,
-        backends,
-        &classifier,
-        holes,
-        failures,
         observer,
-    ))?;
+        backends,
+        run,
+        repository: None,
+        variants: &variants,
+    };
+    let mut together: Vec<HoleRows> = Vec::new();
+    let holes = index.holes(&|_| true);
+    // Rows of the holes of one repository are ranked together, then scored in hole id order.
+    for hole in holes.map(Some).chain([None]) {
+        let hole = hole
+            .transpose()
+            .with_context(|| format!("{}", label_dir.display()))?;
+        let full = together.len() == CLASSIFIED_TOGETHER;
+        let other_repository = hole
+            .as_ref()
+            .zip(together.last())
+            .is_some_and(|(h, last)| h.repository != last.repository);
+        if hole.is_none() || full || other_repository {
+            let rankings = runtime.block_on(ranking.rank(&choices, &together, failures))?;
+            for (hole, ranked) in together.drain(..).zip(rankings) {
+                let extra: Vec<Vec<CandidateId>> = match &ranked {
+                    Some(classified) => variants
+                        .iter()
+                        .map(|v| {
+                            let ranking = classified.rankings.iter().find(|r| r.0 == *v);
+                            ranking.map_or_else(Vec::new, |r| r.1.clone())
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                };
+                scoring.add(&hole, &extra);
+                if let Some(classified) = &ranked {
+                    compositions.add(classified, &hole);
+                }
+            }
+        }
+        together.extend(hole);
+    }
     // Holes of the run without rows: failed ones, and shards not merged or stopped part way.
-    let missing = total.holes.saturating_sub(holes.len());
-    let mut builder =
-        report::Builder::grouped(Cow::Borrowed(&labelled), &args.train, settings.seed)
-            .missing_holes(missing);
+    let missing = total.holes.saturating_sub(scoring.holes());
+    let mut notes = Vec::new();
     if !args.train.is_empty() {
-        builder = builder.add_note(
+        notes.push(
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
              training data); in the per-repository table their training rows equal the default \
-             context.",
+             context."
+                .to_string(),
         );
     }
     if let Some(tuned) = &tuned {
-        builder = builder.add_note(format!(
+        notes.push(format!(
             "RLPG-H ranks with the classifier {} (`keyhole tune`); it learnt from labels of {}, \
              so on those repositories its rows are not held out.",
             tuned.describe(),
@@ -75,53 +127,35 @@ pub(super) fn write_report(
         ));
     }
     if let Some(set) = args.candidates.as_ref().filter(|&s| *s != Selection::all()) {
-        builder = builder.add_note(format!(
+        notes.push(format!(
             "Candidate set: {set} and the default context; the others were not completed (their \
              rows count as not applicable), so every method and the oracle choose among these."
         ));
     }
     if args.batch() {
-        builder = builder.add_note(
+        notes.push(
             "Labelled from batch files: Table 10's compositions, which need completions of \
-             their own, are left out.",
+             their own, are left out."
+                .to_string(),
         );
     }
     if total.failed > 0 {
-        builder = builder.add_note(format!(
+        notes.push(format!(
             "Incomplete: {} of {} holes failed (backend errors) and are not in this report; \
              running the same `keyhole eval` again completes them.",
             total.failed, total.holes
         ));
     } else if missing > 0 {
-        builder = builder.add_note(format!(
+        notes.push(format!(
             "Incomplete: {missing} of the run's {} holes have no rows and are not in this report \
              (holes that failed in an earlier run, or shards not merged or stopped part way).",
             total.holes
         ));
     }
-    for variant in [Variant::H, Variant::R]
-        .into_iter()
-        .filter(|&v| classifier.has(v))
-    {
-        let by_hole: HashMap<&str, &[CandidateId]> = classified
-            .iter()
-            .filter_map(|c| {
-                let ranking = c.rankings.iter().find(|r| r.0 == variant)?;
-                Some((c.hole_id.as_str(), ranking.1.as_slice()))
-            })
-            .collect();
-        builder = builder.add_ranking(variant.name(), move |h| {
-            by_hole
-                .get(h.hole_id.as_str())
-                .map_or_else(Vec::new, |ids| ids.to_vec())
-        });
-    }
-    let report = builder.build();
-    save_procc_bandit(&labelled, args, settings, observer)?;
+    let report = scoring.finish(notes, missing);
+    save_procc_bandit(&choices.bandit, args, settings, observer)?;
     report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
-    let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id.as_str(), h)).collect();
-    let table = classified::composition_table(&classified, &by_id);
-    append_compositions(out.root(), &table)?;
+    append_compositions(out.root(), &compositions.rows())?;
     observer.report(&std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default())?;
     observer.note(&format!(
         "labels in {}, report in {}",
@@ -137,11 +171,9 @@ pub(super) fn write_report(
             total.holes
         );
     }
-    let uncomposed: Vec<&Classified> = classified.iter().filter(|c| c.failed.is_some()).collect();
-    if let Some(last) = uncomposed.last().and_then(|c| c.failed.as_ref()) {
+    if let (uncomposed, Some(last)) = compositions.failures() {
         bail!(
-            "Table 10 leaves out {} holes whose composition requests failed (the last: {last}); running the same command again completes them",
-            uncomposed.len()
+            "Table 10 leaves out {uncomposed} holes whose composition requests failed (the last: {last}); running the same command again completes them"
         );
     }
     Ok(())
@@ -150,51 +182,59 @@ pub(super) fn write_report(
 /// RLPG-H and RLPG-R on the holes the method tables cover (the test split, or every hole
 /// without one), with their compositions; holes of repositories not named on the command line
 /// cannot be rebuilt and are left out.
-#[expect(clippy::too_many_arguments, reason = "the run's state, passed on once")]
-async fn classify(
-    repos: &[PathBuf],
-    args: &Evaluation,
-    settings: &Settings,
-    backends: &mut Backends<'_>,
-    classifier: &Classifier,
-    holes: &[HoleRows],
-    failures: &mut Failures,
-    observer: &dyn Observer,
-) -> Result<Vec<Classified>> {
-    let in_scope = |h: &&HoleRows| args.train.is_empty() || !args.train.contains(&h.repository);
-    let run = ClassifierEval {
-        classifier,
-        variants: vec![Variant::H, Variant::R],
-        // Compositions are completed online; batch files do not carry them (yet).
-        compositions: match args.batch() {
-            true => Vec::new(),
-            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
-        },
-        tokenizer: settings.tokenizer().tokenizer(),
-        budget: settings.budget,
-        concurrency: backends.in_flight,
-        fidelity: settings.profile,
-    };
-    let mut out = Vec::new();
-    for path in repos {
-        let name = repository_name(path);
-        let mine: Vec<&HoleRows> = holes
-            .iter()
-            .filter(in_scope)
-            .filter(|h| h.repository == name)
-            .collect();
-        if mine.is_empty() {
-            continue;
+struct Ranking<'r, 'e> {
+    repos: &'r [PathBuf],
+    settings: &'r Settings,
+    observer: &'r dyn Observer,
+    backends: &'r mut Backends<'e>,
+    run: ClassifierEval<'r>,
+    /// The repository being ranked: its name, index and backend.
+    repository: Option<(String, Arc<RepoIndex>, Arc<dyn Backend>)>,
+    variants: &'r [Variant],
+}
+
+impl Ranking<'_, '_> {
+    /// Per hole of `holes` (holes of one repository), its classification where it has one.
+    async fn rank(
+        &mut self,
+        choices: &report::Choices,
+        holes: &[HoleRows],
+        failures: &mut Failures,
+    ) -> Result<Vec<Option<Classified>>> {
+        let mut out: Vec<Option<Classified>> = holes.iter().map(|_| None).collect();
+        let Some(first) = holes.first() else {
+            return Ok(out);
+        };
+        let name = &first.repository;
+        let path = self.repos.iter().find(|p| repository_name(p) == *name);
+        if self.variants.is_empty() || !choices.in_scope(name) || path.is_none() {
+            return Ok(out);
         }
-        observer.note(&format!(
-            "{name}: ranking {} holes with the classifier…",
-            mine.len()
-        ))?;
-        let index = Arc::new(RepoIndex::open(path, settings.dirs.cache.as_deref())?);
-        let backend = backends.for_index(&index)?;
-        out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
+        if self.repository.as_ref().is_none_or(|(n, _, _)| n != name) {
+            let path = path.expect("named above");
+            (self.observer).note(&format!("{name}: ranking holes with the classifier…"))?;
+            let index = Arc::new(RepoIndex::open(path, self.settings.dirs.cache.as_deref())?);
+            let backend = self.backends.for_index(&index)?;
+            self.repository = Some((name.clone(), index, backend));
+        }
+        let (_, index, backend) = self.repository.as_ref().expect("opened above");
+        let mine: Vec<&HoleRows> = holes.iter().collect();
+        let classified = self
+            .run
+            .run(index, &mine, backend.as_ref(), failures)
+            .await?;
+        let at: HashMap<&str, usize> = holes
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.hole_id.as_str(), i))
+            .collect();
+        for c in classified {
+            if let Some(&i) = at.get(c.hole_id.as_str()) {
+                out[i] = Some(c);
+            }
+        }
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// Table 10 goes at the end of report.md and into compositions.json.
@@ -214,12 +254,11 @@ fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRo
 /// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
 /// with --keep-bandit, into the data directory.
 fn save_procc_bandit(
-    labelled: &Grouped,
+    bandit: &LinUcb,
     args: &Evaluation,
     settings: &Settings,
     observer: &dyn Observer,
 ) -> Result<()> {
-    let bandit = report::train_procc_grouped(labelled, &args.train);
     let path = args.out.join(bandit::FILE);
     bandit
         .save(&path)

@@ -89,6 +89,8 @@ pub struct HttpBackend {
     /// Set once the server refused a fill-in-the-middle request ([`refuses_suffix`]; llama.cpp's
     /// `/infill` for a model without FIM tokens): requests go left to right from then on.
     no_infill: std::sync::OnceLock<String>,
+    /// What the server said of its limits, asked once: every prompt is composed within them.
+    limits: tokio::sync::OnceCell<Option<Result<ServerLimits, BackendError>>>,
 }
 
 /// The backend for an HTTP entry of the config; the embedded and local kinds are built elsewhere.
@@ -100,6 +102,7 @@ pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendErr
         transport,
         protocol,
         no_infill: std::sync::OnceLock::new(),
+        limits: tokio::sync::OnceCell::new(),
     }))
 }
 
@@ -227,7 +230,17 @@ impl Backend for HttpBackend {
     }
 
     async fn limits(&self) -> Option<Result<ServerLimits, BackendError>> {
-        self.protocol.limits(&self.transport).await
+        let ask = || self.protocol.limits(&self.transport);
+        self.limits.get_or_init(ask).await.clone()
+    }
+
+    /// A server slot's context less the completion's tokens (llama.cpp's `n_ctx`): a longer
+    /// prompt would be cut by the server, unseen. No room is known where the server says
+    /// nothing of its context, or could not be asked.
+    async fn prompt_room(&self) -> Option<usize> {
+        let limits = self.limits().await?.ok()?;
+        let max_tokens = self.config.max_tokens.unwrap_or(super::DEFAULT_MAX_TOKENS);
+        Some(limits.context_per_slot.saturating_sub(max_tokens))
     }
 
     async fn models(&self) -> Option<Result<Vec<String>, BackendError>> {

@@ -487,7 +487,7 @@ impl Backend for LocalBackend {
             .collect())
     }
 
-    fn prompt_room(&self) -> Option<usize> {
+    async fn prompt_room(&self) -> Option<usize> {
         let max_tokens = self.config.max_tokens.unwrap_or(super::DEFAULT_MAX_TOKENS);
         Some(self.model.prompt_room(max_tokens))
     }
