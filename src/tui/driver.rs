@@ -140,8 +140,8 @@ type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
-/// arrives. A backend that takes one request at a time gets them in turn, so that each card's
-/// latency is its own and the wait before it is told apart.
+/// arrives. The requests go out together (a local model decodes them as one batch); a card's
+/// time starts when the backend says its turn came, so that the wait before it is told apart.
 pub async fn complete(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
@@ -203,15 +203,7 @@ pub async fn complete(
             Ok((first, started - begun, started.elapsed()))
         }
     };
-    let results: Vec<Answered> = if job.backend.takes_turns() {
-        let mut results = Vec::with_capacity(prompts.len());
-        for card in 0..prompts.len() {
-            results.push(answer(card).await);
-        }
-        results
-    } else {
-        join_all((0..prompts.len()).map(answer)).await
-    };
+    let results: Vec<Answered> = join_all((0..prompts.len()).map(answer)).await;
     job.prompts
         .iter()
         .zip(prompts.iter())

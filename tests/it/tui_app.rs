@@ -687,3 +687,59 @@ async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
     // The last one waited for two turns and then took one: its time leaves the wait out.
     assert!(done[2].latency_ms < done[2].queued_ms, "{:?}", done[2]);
 }
+
+/// A model that runs the requests sent together as one batch (as the local backend does):
+/// it counts how many are in flight at once.
+#[derive(Default)]
+struct Batched {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl keyhole::model::Backend for Batched {
+    fn name(&self) -> &str {
+        "batched"
+    }
+
+    fn counting(&self) -> keyhole::model::TokenCounting {
+        keyhole::model::TokenCounting::Approximate
+    }
+
+    fn takes_turns(&self) -> bool {
+        true
+    }
+
+    async fn complete(
+        &self,
+        _request: &keyhole::model::CompletionRequest,
+        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
+    ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
+        use std::sync::atomic::Ordering;
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        if let Some(deltas) = deltas {
+            let _ = deltas.send(keyhole::model::Delta::started());
+        }
+        tokio::time::sleep(PAUSE).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Ok(vec![keyhole::model::Completion {
+            text: "x".into(),
+            latency: PAUSE,
+            model_prompt_tokens: None,
+        }])
+    }
+}
+
+#[tokio::test]
+async fn the_cards_requests_reach_a_model_that_takes_turns_together_so_it_can_batch_them() {
+    let (mut app, _scratch) = opened().await;
+    let model = std::sync::Arc::new(Batched::default());
+    app.state.backend = Some(model.clone());
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.cards.len(), 3);
+    assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
+    let most = model.most.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(most, 3, "requests in flight at once");
+}
