@@ -58,11 +58,11 @@ use keyhole::context::{perspectives, proposals};
 use keyhole::hole::{Hole, sample_holes};
 use keyhole::repo::RepoIndex;
 use keyhole::session::{Session, Settings};
-use keyhole::token::{self, TokenizerKind};
+use keyhole::token::{self, Keep, TokenizerKind};
 use serde_json::Value;
 
 fn main() {
-    let usage = "usage: fidelity repocoder|repocoder2|holes|rlpg|default|completions REPO ORACLE.jsonl [paper|code]";
+    let usage = "usage: fidelity repocoder|repocoder2|holes|rlpg|default|completions|assembly REPO ORACLE.jsonl [paper|code]";
     let mut args = std::env::args().skip(1);
     let (Some(kind), Some(repo), Some(oracle)) = (args.next(), args.next(), args.next()) else {
         panic!("{usage}");
@@ -77,6 +77,7 @@ fn main() {
         "repocoder" => repocoder(&index, &rows, fidelity, Iteration::First),
         "repocoder2" => repocoder(&index, &rows, fidelity, Iteration::Second),
         "completions" => completions(index, &rows),
+        "assembly" => assembly(index, &rows, fidelity),
         "holes" => holes(&index, &rows, fidelity),
         "rlpg" => rlpg(&index, &rows, fidelity),
         "rlpg-prompt" => rlpg_prompt(&index, &rows, fidelity),
@@ -316,7 +317,10 @@ fn default_context(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             DEFAULT_BUDGET,
             fidelity.default_reading(),
         );
-        let ours = composer.compose(None).text();
+        // `get_default_prompt` itself, not the `codex` mode's prompt around it (`rlpg-prompt`).
+        let ours = composer
+            .compose_context(CandidateId::DEFAULT, &Default::default(), 0.0, Keep::Start)
+            .text();
         holes += 1;
         exact += usize::from(ours == theirs);
         equal += usize::from(words(&ours) == words(theirs));
@@ -427,6 +431,88 @@ fn completions(index: RepoIndex, holes: &str) {
         h["completion"] = Value::from(completion);
     }
     println!("{}", serde_json::to_string_pretty(&holes).unwrap());
+}
+
+/// What the paper profile's cap changes in success: on the holes of `keyhole holes --json`,
+/// every applicable proposal completed by the session's backend (the embedded model by
+/// default) twice, its prompt assembled as RLPG's main loop sends it and capped at its
+/// allocation (the paper's reading); success rates of the default context, the mean over
+/// applicable pairs, the oracle over proposals and the best fixed proposal, for each.
+fn assembly(index: RepoIndex, holes: &str, fidelity: Fidelity) {
+    let holes: Value = serde_json::from_str(holes).expect("keyhole holes --json");
+    let settings = Settings {
+        tokenizer: Some(TokenizerKind::R50kBase),
+        profile: fidelity,
+        ..Settings::default()
+    };
+    let session = Session::builder(&settings)
+        .on(Arc::new(index))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
+    let complete = |hole: &Hole, prompt: &compose::Prompt| {
+        let request = perspectives::line_request(&session.index, hole, prompt);
+        let text = runtime
+            .block_on(perspectives::first_completion(
+                session.backend.as_ref(),
+                &request,
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+        keyhole::metrics::score(&text, hole.target.as_deref().unwrap_or("")).exact_match
+    };
+    let proposals = candidate::proposal_specs().len();
+    // Per assembly (main loop, capped): per proposal, its successes; per hole, any success.
+    let mut fixed = [vec![0usize; proposals], vec![0usize; proposals]];
+    let (mut oracle, mut pairs, mut hits) = ([0usize; 2], 0usize, [0usize; 2]);
+    let (mut holes_done, mut default_hits) = (0usize, 0usize);
+    for h in holes["holes"].as_array().expect("a holes array") {
+        let at = format!(
+            "{}:{}:{}",
+            h["file"].as_str().unwrap(),
+            h["line"],
+            h["column"]
+        );
+        let hole = Hole::parse(&session.index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let composer = session.composer(&hole);
+        holes_done += 1;
+        default_hits += usize::from(complete(&hole, &composer.compose(None)));
+        let mut any = [false; 2];
+        for p in session.proposals(&hole).iter().filter(|p| p.applicable()) {
+            pairs += 1;
+            let sent = composer.compose(Some(p));
+            let capped = composer.compose_context(p.spec.id, &p.context, p.spec.share, p.keep);
+            for (a, prompt) in [sent, capped].iter().enumerate() {
+                let hit = complete(&hole, prompt);
+                hits[a] += usize::from(hit);
+                fixed[a][usize::from(p.spec.id)] += usize::from(hit);
+                any[a] |= hit;
+            }
+        }
+        for a in 0..2 {
+            oracle[a] += usize::from(any[a]);
+        }
+    }
+    let rate = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
+    println!("{holes_done} holes, {pairs} applicable (hole, proposal) pairs");
+    println!(
+        "default context (candidate 62): {:.2}",
+        rate(default_hits, holes_done)
+    );
+    for (a, name) in ["RLPG's main loop", "capped at the allocation"]
+        .iter()
+        .enumerate()
+    {
+        let (best, best_hits) = fixed[a]
+            .iter()
+            .enumerate()
+            .max_by_key(|&(id, n)| (*n, std::cmp::Reverse(id)))
+            .unwrap();
+        println!(
+            "{name}: pairs {:.2}, oracle {:.2}, best fixed proposal #{best} {:.2}",
+            rate(hits[a], pairs),
+            rate(oracle[a], holes_done),
+            rate(*best_hits, holes_done)
+        );
+    }
 }
 
 /// Agreement of candidate 66 (or 67) with RepoCoder's retrieval and r-g (or r-g-r-g) prompt.

@@ -21,6 +21,9 @@ pub const MAX_BUDGET: usize = 1 << 22;
 
 /// The separator between proposal context and default context (B.5: newline).
 const SEPARATOR: &str = "\n";
+/// What RLPG's code puts before the default context when it sends it alone (its `codex`
+/// mode: `'' + ' ' + default`).
+const CODEX_SEPARATOR: &str = " ";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -203,7 +206,9 @@ pub enum DefaultReading {
     /// As RLPG's code reads it (`get_default_prompt`): CRLF as LF (Python's universal
     /// newlines), starting at the file's first line that does not start with `/` or `*`, and
     /// after the cut cleaned up as its tokenizer's decode cleaned it (`a > 0 ? b` becomes
-    /// `a > 0? b`); tokens are counted before the clean-up, as RLPG counts them.
+    /// `a > 0? b`); tokens are counted before the clean-up, as RLPG counts them. Sent alone
+    /// (candidate 62), it follows a space and the whole is cut again, as RLPG's `codex` mode
+    /// sends it.
     RlpgCode,
 }
 
@@ -315,12 +320,23 @@ impl<'a> Composer<'a> {
                 }
                 _ => self.compose_context(c.id(), c.text(), c.share(), c.keep()),
             },
-            None => self.compose_context(
-                CandidateId::DEFAULT,
-                &SourcedText::default(),
-                0.0,
-                Keep::Start,
-            ),
+            None => match self.default_reading {
+                DefaultReading::AsWritten => self.compose_context(
+                    CandidateId::DEFAULT,
+                    &SourcedText::default(),
+                    0.0,
+                    Keep::Start,
+                ),
+                // RLPG's `codex` mode: an empty rule context and a space before the default
+                // context, cut again to the budget as a rule's prompt is.
+                DefaultReading::RlpgCode => self.compose_as_rlpg(
+                    CandidateId::DEFAULT,
+                    &SourcedText::default(),
+                    0.0,
+                    0,
+                    CODEX_SEPARATOR,
+                ),
+            },
         }
     }
 
@@ -431,6 +447,8 @@ impl<'a> Composer<'a> {
             whole(SegmentKind::Separator, sep, tok.count(separator), None),
             default,
         ];
+        // The default context alone has no rule context to show.
+        segments.retain(|s| !(matches!(s.kind, SegmentKind::Proposal { .. }) && s.text.is_empty()));
         let joined: String = segments.iter().map(|s| s.text.text.as_str()).collect();
         if tok.count(&joined) > budget {
             let ends = tok.token_ends(&joined);

@@ -87,10 +87,12 @@
 //!   context what is left (section 2.3). On 6,087 prompts of six repositories, all equal to
 //!   RLPG's (EVALUATION.md).
 //!
-//! Not reproduced: candidate 62 as RLPG's `codex` mode sends it, after a space and cut again
-//! to the budget (13 of 180 holes differ beyond whitespace); the order of RepoCoder's equally
-//! scored windows, which its own runs leave to the order its process pool finishes
-//! (`as_completed`).
+//! - Candidate 62 (the default context alone) is sent as RLPG's `codex` mode sends it: after
+//!   a space, the whole cut again to the budget (without it, 13 of 180 holes differed beyond
+//!   whitespace: the space merges with the first token and the cut drops a few more).
+//!
+//! Not reproduced: the order of RepoCoder's equally scored windows, which its own runs leave
+//! to the order its process pool finishes (`as_completed`).
 
 use std::str::FromStr;
 

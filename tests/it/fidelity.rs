@@ -572,11 +572,13 @@ fn code_reads_the_code_before_a_crlf_hole_with_lf_default_reading() {
     };
     let before = "class Main {\n    int a = 1;\n    int b = ";
     let code = prompt("code");
-    assert_eq!(code["text"], before);
+    // Sent alone, after a space, as RLPG's `codex` mode sends it.
+    assert_eq!(code["text"], format!(" {before}"));
     let r50k = TokenizerKind::R50kBase.tokenizer();
-    assert_eq!(code["tokens"], r50k.count(before), "counted as read");
+    let default = &code["segments"][1];
+    assert_eq!(default["tokens"], r50k.count(before), "counted as read");
     // Each kept piece still points at the file's own lines.
-    let pieces = &code["segments"][0]["pieces"];
+    let pieces = &default["pieces"];
     assert_eq!(pieces[0]["file"], "Main.java", "{code}");
     assert_eq!(prompt("paper")["text"], before.replace('\n', "\r\n"));
 }
@@ -696,7 +698,8 @@ fn code_cuts_a_long_parent_class_context_from_its_front() {
     assert!(paper.starts_with("[Base] Base field0 field1"), "{paper}");
 }
 
-/// The text of `prompt --json` for `at` in `repo` (the default context alone), per profile.
+/// The default context's segment of `prompt --json` for `at` in `repo` (the default context
+/// alone; the code profile sends it after a space), per profile.
 fn default_prompt(repo: &Path, at: &str, fidelity: &str, scratch: &Path) -> serde_json::Value {
     let repo = repo.to_string_lossy().into_owned();
     let args = [
@@ -709,7 +712,11 @@ fn default_prompt(repo: &Path, at: &str, fidelity: &str, scratch: &Path) -> serd
         "--tokenizer",
         "r50k_base",
     ];
-    serde_json::from_slice(&ok(keyhole(&args, scratch)).stdout).unwrap()
+    let prompt: serde_json::Value =
+        serde_json::from_slice(&ok(keyhole(&args, scratch)).stdout).unwrap();
+    let segments = prompt["segments"].as_array().unwrap();
+    let default = segments.iter().find(|s| s["kind"]["kind"] == "default");
+    default.expect("a default segment").clone()
 }
 
 #[test]
@@ -799,6 +806,47 @@ fn sent(
 fn hole_line(main: &str) -> String {
     let line = main.lines().position(|l| l.contains("int hole")).unwrap() + 1;
     format!("p/Main.java:{line}:16")
+}
+
+#[test]
+fn code_sends_the_default_context_alone_after_a_space_cut_again_to_the_budget() {
+    // RLPG's `codex` mode: `' ' + get_default_prompt(budget)`, then the last `budget` tokens
+    // of that. Where the code before the hole fits, the space stays in front; where it was
+    // cut to the budget, the space makes one token too many and the cut takes the first.
+    let main = class_with_fields("Main", "m", 40);
+    let at = hole_line(&main);
+    let (_repo, index, h) = temp_repo(&[("p/Main.java", &main)], &at);
+    let r50k = TokenizerKind::R50kBase.tokenizer();
+    let composer = |fidelity: Fidelity, budget: usize| {
+        keyhole::compose::Composer::new(&index, &h, r50k, budget, fidelity.default_reading())
+    };
+    let whole = composer(Fidelity::Code, 4072).compose(None);
+    assert!(
+        whole.text().starts_with(" package p;"),
+        "{:?}",
+        whole.text()
+    );
+    assert_eq!(
+        whole.segments[0].kind,
+        keyhole::compose::SegmentKind::Separator
+    );
+    let paper = composer(Fidelity::Paper, 4072).compose(None).text();
+    assert_eq!(whole.text(), format!(" {paper}"));
+    for budget in [63, 64, 65, 66] {
+        let paper = composer(Fidelity::Paper, budget).compose(None).text();
+        let code = composer(Fidelity::Code, budget).compose(None).text();
+        assert_eq!(
+            r50k.count(&paper),
+            budget,
+            "the default context fills the budget"
+        );
+        assert!(r50k.count(&code) <= budget, "{budget}: {code:?}");
+        assert!(
+            format!(" {paper}").ends_with(&code),
+            "{budget}: {code:?} {paper:?}"
+        );
+        assert_ne!(code, format!(" {paper}"), "{budget}: cut again");
+    }
 }
 
 #[test]
