@@ -46,14 +46,16 @@ pub struct Job {
     /// `None`: greedy.
     pub temperature: Option<f64>,
     pub stop: Arc<[String]>,
-    /// Set when the request's future is dropped: the job leaves at the next step.
+    /// Set when the request's future is dropped: the job leaves at the next step,
+    /// unanswered.
     pub cancel: Arc<AtomicBool>,
     pub deltas: Option<UnboundedSender<Delta>>,
     pub reply: oneshot::Sender<Answer>,
 }
 
-/// A job's texts, one per sample, or why it failed; `None` when it was cancelled.
-pub type Answer = Result<Option<Vec<String>>, String>;
+/// A job's texts, one per sample, or why it failed. A cancelled job gets no answer: nobody
+/// waits for it.
+pub type Answer = Result<Vec<String>, String>;
 
 /// What a model's requests share: the jobs waiting for the thread that runs them, and the
 /// sequences it keeps between runs.
@@ -387,7 +389,7 @@ impl Engine<'_> {
                 .extend(begun.live.into_iter().map(|sample| sample.sequence));
             let answer = match begun.failed {
                 Some(error) => Err(error),
-                None => Ok(Some(begun.texts.into_iter().flatten().collect())),
+                None => Ok(begun.texts.into_iter().flatten().collect()),
             };
             let _ = begun.job.reply.send(answer);
         }
@@ -604,7 +606,7 @@ mod tests {
 
     impl Sent {
         fn texts(mut self) -> Vec<String> {
-            self.answer.try_recv().unwrap().unwrap().unwrap()
+            self.answer.try_recv().unwrap().unwrap()
         }
 
         /// The texts streamed so far, the start left out.
@@ -745,7 +747,7 @@ mod tests {
         assert_eq!(engine.live(), MAX_SEQUENCES);
         let (one, mut one_sent) = greedy(2, 12);
         engine.waiting.push_back(one);
-        while !matches!(one_sent.answer.try_recv(), Ok(Ok(Some(_)))) {
+        while !matches!(one_sent.answer.try_recv(), Ok(Ok(_))) {
             assert!(
                 !engine.begun.is_empty(),
                 "the second job was never answered"

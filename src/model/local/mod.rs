@@ -324,9 +324,7 @@ impl Backend for LocalBackend {
         let texts = answer
             .await
             .map_err(|_| self.error("generation stopped: the model's thread ended".into()))?
-            .map_err(|detail| self.error(detail))?
-            // Only a dropped future cancels, and then nobody reads this.
-            .unwrap_or_default();
+            .map_err(|detail| self.error(detail))?;
         let latency = start.elapsed();
         Ok(texts
             .into_iter()
