@@ -10,7 +10,9 @@
 //! starts with a line of its own, so that the cache holds nothing of it. Prefill is timed as a
 //! one-token completion; generation as the extra time of a 65-token completion (no stop
 //! sequence) over the tokens it wrote beyond the first. Each figure is the median of 3 runs
-//! after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it loads the model twice more).
+//! (`KEYHOLE_BENCH_RUNS`) after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it
+//! loads the model twice more); `KEYHOLE_BENCH_ONLY=together` times only the requests sent
+//! together.
 //! `KEYHOLE_BENCH_SERVER=URL` times a llama.cpp `llama-server` at URL on the same k prompts
 //! (its `/completion`, `cache_prompt` false), for a side-by-side figure.
 
@@ -34,7 +36,10 @@ const CARDS: usize = 4;
 const CARD_TOKENS: usize = 48;
 /// Widths of the batch whose decoding speed is timed.
 const WIDTHS: [usize; 4] = [1, 2, 4, 8];
-const RUNS: usize = 3;
+/// Runs of each figure, unless `KEYHOLE_BENCH_RUNS` says.
+fn runs() -> usize {
+    std::env::var("KEYHOLE_BENCH_RUNS").map_or(3, |n| n.parse().expect("a count"))
+}
 /// Greedy tokens compared with candle-transformers'.
 const CHECKED: usize = 32;
 
@@ -102,7 +107,27 @@ fn main() {
     let backend = LocalBackend::open(&config).unwrap();
     let load = started.elapsed();
     let lines = java_lines();
+    println!("model       {}", backend.model().path().display());
+    println!(
+        "threads     {}",
+        threads.map_or("default".into(), |n| n.to_string())
+    );
+    println!("load        {:.2} s", load.as_secs_f64());
     let text = java(&backend, &lines, 0, PROMPT_TOKENS);
+    let together_only = std::env::var("KEYHOLE_BENCH_ONLY").as_deref() == Ok("together");
+    if !together_only {
+        one_prompt(&backend, &runtime, &text);
+    }
+    together(&backend, &runtime, &lines);
+    if backend.model().architecture() != "llama" {
+        println!("check       skipped: it runs candle-transformers' llama only");
+    } else if std::env::var("KEYHOLE_BENCH_CHECK").as_deref() != Ok("0") && !together_only {
+        check(&path, &text, &runtime);
+    }
+}
+
+/// Prefill and generation speed on `text`, and the time to re-run it edited near its end.
+fn one_prompt(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, text: &str) {
     let prompt_tokens = backend.model().count_tokens(&text).unwrap();
     let mut run = 0;
     // A prompt the cache holds nothing of: the text after a line of its own.
@@ -124,7 +149,7 @@ fn main() {
     let mut generations = Vec::new();
     let mut edits = Vec::new();
     let mut generated = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let original = fresh();
         let (prefill, _) = time(&request(original.clone(), 1));
         // The same prompt with its last line but two changed, as after an edit near the hole.
@@ -142,12 +167,6 @@ fn main() {
     let prefill = median(prefills);
     let generation = median(generations);
     let edit = median(edits);
-    println!("model       {}", backend.model().path().display());
-    println!(
-        "threads     {}",
-        threads.map_or("default".into(), |n| n.to_string())
-    );
-    println!("load        {:.2} s", load.as_secs_f64());
     println!(
         "prompt      {prompt_tokens} tokens in {:.2} s: {:.1} tokens/s",
         prefill.as_secs_f64(),
@@ -164,12 +183,6 @@ fn main() {
         edit.as_secs_f64(),
         100.0 * edit.as_secs_f64() / prefill.as_secs_f64()
     );
-    together(&backend, &runtime, &lines);
-    if backend.model().architecture() != "llama" {
-        println!("check       skipped: it runs candle-transformers' llama only");
-    } else if std::env::var("KEYHOLE_BENCH_CHECK").as_deref() != Ok("0") {
-        check(&path, &text, &runtime);
-    }
 }
 
 /// Times `CARDS` distinct prompts sent together and one prompt's `CARDS` samples, each until
@@ -211,7 +224,7 @@ fn together(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, lines: &[
     let mut times = Vec::new();
     let mut generated = 0;
     let before = backend.model().decoded();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let (time, tokens) = all(requests(cards(PROMPT_TOKENS)));
         times.push(time);
         generated = tokens;
@@ -229,7 +242,7 @@ fn together(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, lines: &[
         tokens as f64 / steps.max(1) as f64
     );
     let mut times = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let sampled = CompletionRequest {
             n: CARDS,
             temperature: 0.8,
@@ -263,7 +276,7 @@ fn together(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, lines: &[
     }
     #[cfg(feature = "http")]
     if let Ok(url) = std::env::var("KEYHOLE_BENCH_SERVER") {
-        let times: Vec<Duration> = (0..RUNS)
+        let times: Vec<Duration> = (0..runs())
             .map(|_| server(runtime, &url, &cards(PROMPT_TOKENS)))
             .collect();
         println!(
@@ -320,7 +333,7 @@ fn check(path: &Path, text: &str, runtime: &tokio::runtime::Runtime) {
         .prompt_ids(&request(text.into(), 1), 1)
         .unwrap();
     let reference_time = median(
-        (0..RUNS)
+        (0..runs())
             .map(|_| reference_prefill(&mut reference, &long))
             .collect(),
     );
