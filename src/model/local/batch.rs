@@ -1,11 +1,10 @@
 //! Requests that wait for the model at the same time run together, as llama-server's parallel
 //! slots do: each reads its prompt into a sequence of its own (reusing what an idle sequence
 //! holds of it), then every live sequence decodes its next token in one step whose matrix
-//! products take all their rows at once ([`Transformer::step`]). A token's products read every
-//! weight once whatever the rows, so four sequences step in little more than one's time. Each
-//! sequence has its own cache, sampler, stop rules and cancel flag; one that ends leaves the
-//! batch and the others go on. The samples of one request (`n`) share its prompt: it is read
-//! once and copied into each sample's sequence.
+//! products take all their rows at once ([`Transformer::step`]), reading each weight once for
+//! all of them. Each sequence has its own cache, sampler, stop rules and cancel flag; one that
+//! ends leaves the batch and the others go on. The samples of one request (`n`) share its
+//! prompt: it is read once and copied into each sample's sequence.
 //!
 //! A thread runs the batch while there is work ([`submit`] starts it) and ends when none is
 //! left; between such runs the idle sequences stay with the model as its prompt cache.
@@ -28,11 +27,12 @@ use super::{LocalModel, header, one_line};
 use crate::model::Delta;
 
 /// The most sequences a model holds at once: those decoding (the rows of a step) and those
-/// kept idle for the prefix a later prompt may share. Eight covers the UI's five cards and
-/// `complete -k 8` in one batch; a step of 8 rows took 2.4 times one row's time on
-/// SmolLM2-135M (BENCHMARKS.md), so wider batches gain little per token while every sequence
-/// may hold a whole context of keys and values (46 KB a position for SmolLM2-135M: 48 MB for
-/// a 1,000-token prompt, 380 MB at its full 8,192).
+/// kept idle for the prefix a later prompt may share. Eight covers the UI's five cards, with
+/// room for samples, in one batch. Wider batches would not decode faster: on the busy 2-core
+/// machine of BENCHMARKS.md a step of 8 rows took 7.9 times one row's time (the quantized
+/// products were bound by arithmetic there, not by reading the weights), while each sequence
+/// may hold a whole context of keys and values (45 KiB a position for SmolLM2-135M: 45 to 90
+/// MiB for a 1,000-token prompt as its buffer grows, 360 MiB at its full 8,192).
 pub const MAX_SEQUENCES: usize = 8;
 
 /// A request as the model runs it.
