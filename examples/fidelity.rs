@@ -407,13 +407,7 @@ fn completions(index: RepoIndex, holes: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
     let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
     for h in holes["holes"].as_array_mut().expect("a holes array") {
-        let at = format!(
-            "{}:{}:{}",
-            h["file"].as_str().unwrap(),
-            h["line"],
-            h["column"]
-        );
-        let hole = Hole::parse(&session.index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let hole = listed_hole(&session.index, h);
         let first = session.perspectives().immediate(&hole);
         let composer = session.composer(&hole);
         let prompt = first
@@ -427,10 +421,21 @@ fn completions(index: RepoIndex, holes: &str) {
                 session.backend.as_ref(),
                 &request,
             ))
-            .unwrap_or_else(|e| panic!("{at}: {e}"));
+            .unwrap_or_else(|e| panic!("{}:{}: {e}", h["file"], h["line"]));
         h["completion"] = Value::from(completion);
     }
     println!("{}", serde_json::to_string_pretty(&holes).unwrap());
+}
+
+/// A hole of `keyhole holes --json`'s list.
+fn listed_hole(index: &RepoIndex, h: &Value) -> Hole {
+    let at = format!(
+        "{}:{}:{}",
+        h["file"].as_str().unwrap(),
+        h["line"],
+        h["column"]
+    );
+    Hole::parse(index, &at).unwrap_or_else(|e| panic!("{at}: {e}"))
 }
 
 /// What the paper profile's cap changes in success: on the holes of `keyhole holes --json`,
@@ -465,13 +470,7 @@ fn assembly(index: RepoIndex, holes: &str, fidelity: Fidelity) {
     let (mut oracle, mut pairs, mut hits) = ([0usize; 2], 0usize, [0usize; 2]);
     let (mut holes_done, mut default_hits) = (0usize, 0usize);
     for h in holes["holes"].as_array().expect("a holes array") {
-        let at = format!(
-            "{}:{}:{}",
-            h["file"].as_str().unwrap(),
-            h["line"],
-            h["column"]
-        );
-        let hole = Hole::parse(&session.index, &at).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let hole = listed_hole(&session.index, h);
         let composer = session.composer(&hole);
         holes_done += 1;
         default_hits += usize::from(complete(&hole, &composer.compose(None)));

@@ -247,22 +247,25 @@ pub fn id_kinds() -> String {
 }
 
 impl std::str::FromStr for CandidateId {
-    type Err = String;
+    type Err = NotACandidateId;
 
-    fn from_str(text: &str) -> Result<CandidateId, String> {
+    fn from_str(text: &str) -> Result<CandidateId, NotACandidateId> {
         text.trim()
             .parse::<usize>()
             .ok()
             .and_then(CandidateId::new)
-            .ok_or_else(|| {
-                format!(
-                    "candidate ids run from 0 to {}: {}",
-                    CandidateId::COUNT - 1,
-                    id_kinds()
-                )
-            })
+            .ok_or_else(|| NotACandidateId(text.to_string()))
     }
 }
+
+/// A text that is no candidate's id (`--id`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "candidate ids run from 0 to {last}: {kinds}",
+    last = CandidateId::COUNT - 1,
+    kinds = id_kinds()
+)]
+pub struct NotACandidateId(pub String);
 
 /// Which kind of candidate it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::candidate::CandidateId;
 use crate::context::fidelity::Fidelity;
-use crate::hole::Hole;
+use crate::hole::{Hole, HoleError};
 use crate::repo::RepoIndex;
 
 /// Candidate ids a report reads: every candidate of the catalogue. A hole may have fewer rows
@@ -109,6 +109,14 @@ pub struct HoleRows {
     by_id: Vec<Option<Outcome>>,
 }
 
+/// A labelled hole that is not in its repository as it is now (the file changed or went).
+#[derive(Debug, thiserror::Error)]
+#[error("{hole_id}: {source}")]
+pub struct LabelledHoleError {
+    pub hole_id: String,
+    pub source: HoleError,
+}
+
 impl HoleRows {
     pub fn row(&self, id: CandidateId) -> Option<&Outcome> {
         self.by_id.get(id.index()).and_then(Option::as_ref)
@@ -127,9 +135,11 @@ impl HoleRows {
     }
 
     /// The labelled hole found again in `index` (its repository), or why it cannot be.
-    pub fn hole(&self, index: &RepoIndex) -> Result<Hole, String> {
-        Hole::at(index, &self.file, self.line, self.column)
-            .map_err(|e| format!("{}: {e}", self.hole_id))
+    pub fn hole(&self, index: &RepoIndex) -> Result<Hole, LabelledHoleError> {
+        Hole::at(index, &self.file, self.line, self.column).map_err(|source| LabelledHoleError {
+            hole_id: self.hole_id.clone(),
+            source,
+        })
     }
 
     /// The hole's file, relative to its repository.

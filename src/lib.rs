@@ -49,7 +49,8 @@
 //! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
 //! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
 //! completion against the truth. [`session`] ties these together for one repository, and
-//! [`eval`] runs RLPG's protocol over many holes ([`eval::runner::RepoRun`]).
+//! [`eval`] runs RLPG's protocol over many holes of one ([`RepoRun`]) or over many
+//! repositories, label files and report included, as `keyhole eval` does ([`eval::run()`]).
 //!
 //! # Features
 //!
@@ -64,6 +65,8 @@ pub mod compose;
 pub(crate) mod config_file;
 pub mod context;
 pub mod dirs;
+// Plumbing the binary and the tests reach, not the library's interface: public, undocumented.
+#[doc(hidden)]
 pub mod escape;
 pub mod eval;
 pub mod explain;
@@ -71,6 +74,7 @@ pub mod feedback;
 pub mod hole;
 pub(crate) mod label;
 pub mod lang;
+#[doc(hidden)]
 pub mod lsp;
 pub mod metrics;
 pub mod model;
@@ -91,6 +95,7 @@ pub use compose::{Composer, DEFAULT_BUDGET, Prompt};
 pub use context::fidelity::Fidelity;
 pub use dirs::Dirs;
 pub use eval::runner::{EvalOptions, RepoRun};
+pub use eval::{Evaluation, Observer};
 pub use hole::Hole;
 pub use model::config::BackendConfig;
 pub use model::{Backend, build_backend};

@@ -27,6 +27,16 @@ pub enum Sample {
     TypeScript,
 }
 
+/// A name that is none of the bundled samples'.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no bundled sample {name:?} (there are: {known})",
+    known = Sample::ALL.map(Sample::name).join(", ")
+)]
+pub struct UnknownSample {
+    pub name: String,
+}
+
 impl Sample {
     pub const ALL: [Sample; 3] = [Sample::Java, Sample::Python, Sample::TypeScript];
 
@@ -40,16 +50,12 @@ impl Sample {
     }
 
     /// The sample named `name`; the error names the ones there are.
-    pub fn named(name: &str) -> Result<Sample, String> {
+    pub fn named(name: &str) -> Result<Sample, UnknownSample> {
         Sample::ALL
             .into_iter()
             .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Sample::ALL.iter().map(|s| s.name()).collect();
-                format!(
-                    "no bundled sample {name:?} (there are: {})",
-                    names.join(", ")
-                )
+            .ok_or_else(|| UnknownSample {
+                name: name.to_string(),
             })
     }
 

@@ -88,17 +88,22 @@ impl TokenizerKind {
 }
 
 impl FromStr for TokenizerKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownTokenizer;
+    fn from_str(s: &str) -> Result<Self, UnknownTokenizer> {
         Self::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown tokenizer '{s}' (known: {})", names.join(", "))
-            })
+            .ok_or_else(|| UnknownTokenizer(s.to_string()))
     }
 }
+
+/// A tokenizer name keyhole does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown tokenizer '{0}' (known: {known})",
+    known = TokenizerKind::ALL.map(TokenizerKind::name).join(", ")
+)]
+pub struct UnknownTokenizer(pub String);
 
 /// keyhole's code tokenizer: identifiers and numbers whole, common two- and three-character
 /// operators whole, every other symbol alone, runs of spaces/tabs as one token, and every line

@@ -1,34 +1,25 @@
 //! `keyhole eval`: RLPG's protocol over repositories, label files, and the report.
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::Mutex;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
 use clap::builder::TypedValueParser as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
-mod report;
 pub(super) mod scale;
 
 use super::backends::BackendArgs;
-use super::dirs;
 use keyhole::candidate::Selection;
 use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::eval::WRITTEN_ROWS;
-
-use keyhole::eval::labels::{self, LabelFile};
-use keyhole::eval::outdir::{LabelSettings, OutDir, ReportSettings};
-use keyhole::eval::runner::{
-    DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats, run_holes,
-};
+use keyhole::escape;
+use keyhole::eval::run::{self, DEFAULT_CONCURRENCY, DEFAULT_HOLES, Evaluation, Observer};
+use keyhole::eval::runner::DEFAULT_MAX_FAILURES;
 use keyhole::eval::shard::Shard;
-use keyhole::model;
-use keyhole::model::Backend;
-use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::repo::RepoIndex;
-use keyhole::session::{Choices, Session, Settings};
+use keyhole::session::{Choices, Settings};
 use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
@@ -40,7 +31,7 @@ pub struct EvalArgs {
     #[arg(required = true)]
     repos: Vec<PathBuf>,
     /// Holes per repository at most, drawn with --seed (RLPG's cap is 10,000).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = DEFAULT_HOLES)]
     holes: usize,
     #[arg(long, default_value_t = 9)]
     seed: u64,
@@ -62,7 +53,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "paper")]
     fidelity: Fidelity,
     /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
-    #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
+    #[arg(long, default_value_t = DEFAULT_CONCURRENCY, value_parser = super::bounds::concurrency)]
     concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row (a dead or hung
     /// server; a wrong key, model or URL stops the run at the first answer).
@@ -113,201 +104,27 @@ pub struct EvalArgs {
     report_only: bool,
 }
 
-/// `path` made absolute, where it exists.
-pub(super) fn canonical(path: &std::path::Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
-}
-
-pub(super) fn repository_name(path: &std::path::Path) -> String {
-    canonical(path).file_name().map_or_else(
-        || "repository".to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
-/// The concurrency to run with on `backend`'s server: at most the requests it works on at once
-/// (more would wait in its queue and run into the deadline), saying so and anything else about
-/// its limits the run exceeds. Unchanged where the server does not say.
-pub(super) fn within_server_limits(
-    backend: &dyn Backend,
-    entry: &BackendConfig,
-    options: &EvalOptions,
-    runtime: &tokio::runtime::Runtime,
-) -> Result<usize> {
-    let Some(Ok(limits)) = runtime.block_on(backend.limits()) else {
-        return Ok(options.concurrency);
-    };
-    let max_tokens = entry.max_tokens.unwrap_or(model::DEFAULT_MAX_TOKENS);
-    for line in limits.advice(&entry.name, options.concurrency, options.budget, max_tokens) {
-        errln!("{line}");
-    }
-    Ok(options.concurrency.min(limits.slots))
-}
-
 pub fn eval_command(args: &EvalArgs) -> Result<()> {
     if let Some(command) = &args.command {
         return scale::run(command);
     }
     let settings = session_settings(args)?;
-    let entry = settings.backend().clone();
-    let tokenizer_kind = settings.tokenizer();
-    let mut options = EvalOptions {
-        holes: Some(args.holes),
-        seed: args.seed,
-        budget: args.budget,
-        concurrency: scale::in_flight(args.concurrency, &entry)?,
-        shard: args.shard.unwrap_or(Shard::WHOLE),
-        candidates: args
-            .candidates
-            .as_ref()
-            .map_or_else(Selection::all, |c| c.read_as(args.fidelity.numbering())),
-        fidelity: args.fidelity,
-        tokenizer: tokenizer_kind,
-        plan: None,
-    };
-    let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
-    if let Some(name) = names
-        .iter()
-        .find(|n| names.iter().filter(|m| m == n).count() > 1)
-    {
-        bail!("two repositories are named {name}: their label files would be one");
-    }
-    let mut out = OutDir::open(
-        &args.out,
-        &LabelSettings::new(names.clone(), &options, &entry),
-        &report_settings(args),
-        &args.repos.iter().map(|p| canonical(p)).collect::<Vec<_>>(),
-    )?;
-    let mut batch = scale::Batch::open(
-        args.export_requests.as_deref(),
-        &args.import_responses,
-        &entry,
-    )?;
-    // RLPG-H picks `top:N` candidates with the classifier the report ranks with.
-    let learning = settings.learning()?;
-    if let Some(ranks_with) = learning.ranks_with(keyhole::rank::RankerKind::RlpgH) {
-        errln!("ranking with {ranks_with} (--classifier overrides it)");
-    }
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let label_dir = out.label_dir();
-    let mut failures = Failures::new(args.max_failures);
-    let mut total = RunStats::default();
-    let mut backends = Backends::new(&entry, options.concurrency);
-    let mut server_checked = false;
-    for (path, name) in args.repos.iter().zip(&names) {
-        let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
-        out.check_sources(name, &index)?;
-        // A merged directory is reported on, not labelled: its missing shards stay missing.
-        if args.report_only {
-            let o = &options;
-            total.holes += run_holes(&index, o.holes, o.seed, o.fidelity, o.shard).len();
-            continue;
-        }
-        let backend = backends.for_index(&index)?;
-        if !server_checked {
-            server_checked = true;
-            options.concurrency =
-                within_server_limits(backend.as_ref(), &entry, &options, &runtime)?;
-            backends.in_flight = options.concurrency;
-        }
-        let label_path = label_dir.join(format!("{name}.jsonl"));
-        let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
-            .with_context(|| format!("{}", label_path.display()))?;
-        if labels.removed_lines() > 0 {
-            errln!(
-                "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
-                labels.removed_lines(),
-                labels::removed_path(&label_path).display()
-            );
-        }
-        let progress = progress_bar(name);
-        let session = Session::builder(&settings)
-            .learning(learning.clone())
-            .backend(backend)
-            .on(index)?;
-        let run = RepoRun {
-            repository: name,
-            session: &session,
-            options: &options,
-        };
-        let result = match &mut batch {
-            Some(batch) => batch.label(&run, &mut labels),
-            None => runtime
-                .block_on(run.run(&mut labels, &progress, &mut failures))
-                .map_err(Into::into),
-        };
-        progress.finish_and_clear();
-        if backends.shared.is_none() {
-            super::hole::print_notices(session.backend.as_ref())?;
-        }
-        let stats = result?;
-        errln!("{name}: {stats}");
-        total.holes += stats.holes;
-        total.failed += stats.failed;
-        total.last_error = stats.last_error.or(total.last_error);
-    }
-    // A backend that serves every repository says what it changed once.
-    if let Some(backend) = &backends.shared {
-        super::hole::print_notices(backend.as_ref())?;
-    }
-    // A batch run reports once every hole is answered.
-    if let Some(batch) = batch
-        && !batch.finish()?
-    {
-        return Ok(());
-    }
-    report::write_report(
-        args,
-        &mut backends,
-        &settings,
-        &out,
-        &runtime,
-        &mut failures,
-        total,
-    )
-}
-
-/// The backend of a run for each repository: the embedded model learns from each one, any
-/// other backend (a local model, loaded once; a server, whose fallbacks are learnt once)
-/// serves them all.
-pub(super) struct Backends<'e> {
-    entry: &'e BackendConfig,
-    shared: Option<Arc<dyn Backend>>,
-    /// Requests in flight at once: what the run asked, within backends.toml's `concurrency`
-    /// and the server's slots.
-    pub(super) in_flight: usize,
-}
-
-impl<'e> Backends<'e> {
-    pub(super) fn new(entry: &'e BackendConfig, in_flight: usize) -> Backends<'e> {
-        Backends {
-            entry,
-            shared: None,
-            in_flight,
-        }
-    }
-
-    pub(super) fn entry(&self) -> &BackendConfig {
-        self.entry
-    }
-
-    /// The backend that completes holes of `index`.
-    /// The backend serving every repository, once built (not the embedded model's).
-    pub(super) fn shared(&self) -> Option<&Arc<dyn Backend>> {
-        self.shared.as_ref()
-    }
-
-    pub(super) fn for_index(&mut self, index: &Arc<RepoIndex>) -> Result<Arc<dyn Backend>> {
-        if self.entry.kind == BackendKind::Embedded {
-            return Ok(Arc::from(model::build_backend(self.entry, index)?));
-        }
-        if let Some(backend) = &self.shared {
-            return Ok(Arc::clone(backend));
-        }
-        let backend: Arc<dyn Backend> = Arc::from(model::build_backend(self.entry, index)?);
-        self.shared = Some(Arc::clone(&backend));
-        Ok(backend)
-    }
+    let mut evaluation = Evaluation::new(&args.out);
+    evaluation.holes = args.holes;
+    evaluation.train.clone_from(&args.train);
+    evaluation.concurrency = args.concurrency;
+    evaluation.max_failures = args.max_failures;
+    evaluation.keep_bandit = args.keep_bandit;
+    evaluation.compose.clone_from(&args.compose.0);
+    evaluation.candidates.clone_from(&args.candidates);
+    evaluation.shard = args.shard;
+    evaluation.export_requests.clone_from(&args.export_requests);
+    evaluation
+        .import_responses
+        .clone_from(&args.import_responses);
+    evaluation.report_only = args.report_only;
+    run::run(&settings, &args.repos, &evaluation, &Terminal::default())?;
+    Ok(())
 }
 
 /// The settings of the sessions that label each repository.
@@ -325,17 +142,34 @@ fn session_settings(args: &EvalArgs) -> Result<Settings> {
     super::hole::settings(&choices)
 }
 
-/// What the report of this run depends on beyond the rows.
-fn report_settings(args: &EvalArgs) -> ReportSettings {
-    let shown = |p: &std::path::Path| p.display().to_string();
-    ReportSettings {
-        classifier: args
-            .classifier
-            .as_deref()
-            .map_or_else(|| "bundled".to_string(), shown),
-        encoder_dir: args.encoder_dir.as_deref().map(shown),
-        train: args.train.clone(),
-        compose: args.compose.0.clone(),
+/// An evaluation as it goes, on a terminal: notes on standard error, a progress bar per
+/// repository, the report on standard output.
+#[derive(Default)]
+pub(super) struct Terminal {
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Observer for Terminal {
+    fn note(&self, line: &str) -> std::io::Result<()> {
+        writeln!(std::io::stderr(), "{}", escape::controls(line))
+    }
+
+    fn holes(&self, repository: &str, done: usize, total: usize) {
+        let mut bar = self.bar.lock().unwrap_or_else(|e| e.into_inner());
+        let bar = bar.get_or_insert_with(|| progress_bar(repository));
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    }
+
+    fn labelled(&self, _: &str) {
+        let bar = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn report(&self, markdown: &str) -> std::io::Result<()> {
+        writeln!(std::io::stdout(), "{markdown}")
     }
 }
 

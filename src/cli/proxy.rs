@@ -65,7 +65,7 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
         Some(log) => format!("recording to {}", log.dir().display()),
         None => "recording nothing".to_string(),
     };
-    let proxy = Arc::new(Proxy::new(upstream, log).map_err(anyhow::Error::msg)?);
+    let proxy = Arc::new(Proxy::new(upstream, log)?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)

@@ -10,8 +10,7 @@ use clap::Args;
 
 use super::backends::BackendArgs;
 use super::dirs;
-use super::eval::scale::Batch;
-use super::eval::{Backends, canonical, progress_bar, repository_name, within_server_limits};
+use super::eval::{Terminal, progress_bar};
 use keyhole::candidate::{CandidateId, Selection};
 use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
@@ -19,6 +18,10 @@ use keyhole::eval::WRITTEN_ROWS;
 use keyhole::eval::labels::{self, LabelFile};
 use keyhole::eval::outdir::{LabelSettings, OutDir, OutDirError, ReportSettings};
 use keyhole::eval::plan::{self, HoleCost};
+use keyhole::eval::run::batch_files::BatchFiles;
+use keyhole::eval::run::{
+    Backends, Observer as _, canonical, in_flight, repository_name, within_server_limits,
+};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
 use keyhole::eval::shard::Shard;
 use keyhole::eval::tune::{self, TuneReport};
@@ -92,7 +95,7 @@ pub fn tune_command(args: &TuneArgs) -> Result<()> {
         holes: Some(args.holes),
         seed: args.seed,
         budget: args.budget,
-        concurrency: super::eval::scale::in_flight(args.concurrency, &entry)?,
+        concurrency: in_flight(args.concurrency, &entry, &Terminal::default())?,
         shard: Shard::WHOLE,
         // The default context always; the plan adds the other candidates per hole.
         candidates: Selection {
@@ -234,7 +237,7 @@ fn held_out(repos: &[Repo], options: &EvalOptions) -> Result<Holdout> {
             (r.name.clone(), files.collect())
         })
         .collect();
-    tune::holdout(&files).map_err(anyhow::Error::msg)
+    Ok(tune::holdout(&files)?)
 }
 
 fn run_of<'a>(repo: &'a Repo, options: &'a EvalOptions) -> RepoRun<'a> {
@@ -294,10 +297,12 @@ fn label(
     options: &mut EvalOptions,
     repos: &mut [Repo],
 ) -> Result<Option<RunStats>> {
-    let mut batch = Batch::open(
+    let terminal = Terminal::default();
+    let mut batch = BatchFiles::open(
         args.export_requests.as_deref(),
         &args.import_responses,
         entry,
+        &terminal,
     )?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let mut failures = Failures::of("tune", DEFAULT_MAX_FAILURES);
@@ -306,8 +311,13 @@ fn label(
     for repo in repos.iter_mut() {
         if !server_checked {
             server_checked = true;
-            options.concurrency =
-                within_server_limits(repo.session.backend.as_ref(), entry, options, &runtime)?;
+            options.concurrency = within_server_limits(
+                repo.session.backend.as_ref(),
+                entry,
+                options,
+                &runtime,
+                &terminal,
+            )?;
             backends.in_flight = options.concurrency;
         }
         let run = RepoRun {
@@ -315,14 +325,14 @@ fn label(
             session: &repo.session,
             options,
         };
-        let progress = progress_bar(&repo.name);
+        let progress = |done, total| terminal.holes(&repo.name, done, total);
         let result = match &mut batch {
             Some(batch) => batch.label(&run, &mut repo.labels),
             None => runtime
                 .block_on(run.run(&mut repo.labels, &progress, &mut failures))
                 .map_err(Into::into),
         };
-        progress.finish_and_clear();
+        terminal.labelled(&repo.name);
         if backends.shared().is_none() {
             super::hole::print_notices(repo.session.backend.as_ref())?;
         }
@@ -342,7 +352,7 @@ fn label(
         super::hole::print_notices(backend.as_ref())?;
     }
     if let Some(batch) = batch
-        && !batch.finish()?
+        && !batch.finish(&terminal)?
     {
         return Ok(None);
     }

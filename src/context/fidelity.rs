@@ -156,11 +156,19 @@ impl Fidelity {
 }
 
 impl FromStr for Fidelity {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownFidelity;
+    fn from_str(s: &str) -> Result<Self, UnknownFidelity> {
         Self::ALL
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown fidelity '{s}' (known: paper, code)"))
+            .ok_or_else(|| UnknownFidelity(s.to_string()))
     }
 }
+
+/// A profile name keyhole does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown fidelity '{0}' (known: {known})",
+    known = Fidelity::ALL.map(Fidelity::name).join(", ")
+)]
+pub struct UnknownFidelity(pub String);

@@ -392,7 +392,7 @@ pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
 
 /// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to
 /// `max_tokens` from the kept end, then cleaned up as transformers' decode cleaned it (see
-/// [`rlpg_text::decode_clean_up`]); the tokens counted are those before the clean-up, as RLPG counts them:
+/// `rlpg_text::decode_clean_up`); the tokens counted are those before the clean-up, as RLPG counts them:
 /// `len(truncated_codex_tokens)`, all `max_tokens` of them when the text was cut (a cut piece
 /// can count fewer once tokenized again). Both only delete characters, so the text keeps its
 /// provenance.

@@ -45,7 +45,7 @@ pub struct Definition {
     pub path: String,
     /// Byte offset of its start in the file.
     pub start: usize,
-    /// Its text, cut after [`MAX_DEFINITION_LINES`] lines.
+    /// Its text, cut after `MAX_DEFINITION_LINES` lines.
     pub text: String,
     /// Whether lines were cut.
     pub cut: bool,

@@ -17,8 +17,8 @@
 //! labelled as soon as all its answers are in.
 //!
 //! Response files are read as online answers are: a line holds at most
-//! [`MAX_ANSWER_BYTES`], and a line that is too long or not UTF-8 is left out on its own (its
-//! request is asked again), named by file and line.
+//! [`MAX_ANSWER_BYTES`](crate::model::http::MAX_ANSWER_BYTES), and a line that is too long or
+//! not UTF-8 is left out on its own (its request is asked again), named by file and line.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};

@@ -5,6 +5,7 @@
 //! tables and plots, [`interop`] speaks RepoEval / CrossCodeEval task files. At scale, a run is
 //! cut into [`shard`]s on many machines and their directories are put together by [`merge`];
 //! [`batch`] writes a run's requests for a serving engine's batch mode and reads the answers.
+//! [`run`](mod@run) puts these together over many repositories, as `keyhole eval` does.
 
 /// Batch files speak the HTTP backends' wire formats.
 #[cfg(feature = "http")]
@@ -16,8 +17,10 @@ pub mod merge;
 pub mod outdir;
 pub mod plan;
 pub mod report;
+pub mod run;
 pub mod runner;
 pub mod shard;
 pub mod tune;
 
 pub use crate::label::{LabelRow, RLPG_CANDIDATES, ROWS_PER_HOLE, WRITTEN_ROWS, hole_id};
+pub use run::{Evaluation, Observer, Outcome, run};

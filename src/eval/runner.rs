@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{self, StreamExt};
-use indicatif::ProgressBar;
 use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
@@ -333,10 +332,11 @@ impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
     /// are in. A hole with a failed request gets no rows (the next run retries it); the run
     /// stops at once when no request can succeed, or when `failures` says so.
+    /// `progress(holes done, holes in all)` is called as each hole's rows are written.
     pub async fn run(
         &self,
         labels: &mut LabelFile,
-        progress: &ProgressBar,
+        progress: &(dyn Fn(usize, usize) + Sync),
         failures: &mut Failures,
     ) -> Result<RunStats, RunError> {
         let holes = self.holes();
@@ -349,8 +349,7 @@ impl RepoRun<'_> {
             resumed: holes.len() - todo.len(),
             ..RunStats::default()
         };
-        progress.set_length(holes.len() as u64);
-        progress.set_position(stats.resumed as u64);
+        progress(stats.resumed, stats.holes);
         let shared = Shared {
             failures: Mutex::new(failures),
             in_flight: Semaphore::new(self.options.concurrency.max(1)),
@@ -440,7 +439,7 @@ impl RepoRun<'_> {
         done: ChunkDone<'_>,
         labels: &mut LabelFile,
         shared: &Shared<'_>,
-        progress: &ProgressBar,
+        progress: &(dyn Fn(usize, usize) + Sync),
         stats: &mut RunStats,
     ) -> Result<(), RunError> {
         let mut failures = shared.failures.lock().unwrap_or_else(|e| e.into_inner());
@@ -479,7 +478,7 @@ impl RepoRun<'_> {
             if let Err(err) = counted {
                 stop.get_or_insert(err);
             }
-            progress.inc(1);
+            progress(stats.resumed + stats.completed + stats.failed, stats.holes);
         }
         stop.map_or(Ok(()), Err)
     }
@@ -496,7 +495,7 @@ impl RepoRun<'_> {
     }
 
     /// RLPG's applicable candidates of `hole` grouped by the request each would send (a group
-    /// costs one request: [`share_identical`]), each with the probability of success the
+    /// costs one request: `share_identical`), each with the probability of success the
     /// session's RLPG-H gives it: what a [`super::plan`] weighs.
     pub fn candidate_groups(&self, hole: &Hole) -> Vec<super::plan::Group> {
         let composer = self.session.composer(hole);

@@ -16,13 +16,27 @@ use crate::repo::RepoIndex;
 /// Share of a single repository's holes held out, as whole files.
 const HELD_OUT_FILES: f64 = 0.2;
 
+/// Why no holes can be held out.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HoldoutError {
+    #[error("no repositories")]
+    NoRepositories,
+    /// One repository whose sampled holes lie in fewer than two files.
+    #[error(
+        "{repository}: its sampled holes are in {files} file{}; tune holds whole files out, so it needs two, or another repository",
+        if *files == 1 { "" } else { "s" }
+    )]
+    TooFewFiles { repository: String, files: usize },
+}
+
 /// The holes held out for validation and the report, given each repository's name and the
 /// files of its sampled holes (one entry per hole): the last repository, or with one
 /// repository about a fifth of its holes, as whole files chosen by a hash of their paths (the
 /// same on every run).
-pub fn holdout(repositories: &[(String, Vec<String>)]) -> Result<Holdout, String> {
+pub fn holdout(repositories: &[(String, Vec<String>)]) -> Result<Holdout, HoldoutError> {
     let Some((name, files)) = repositories.last() else {
-        return Err("no repositories".into());
+        return Err(HoldoutError::NoRepositories);
     };
     if repositories.len() > 1 {
         return Ok(Holdout::Repositories(vec![name.clone()]));
@@ -32,11 +46,10 @@ pub fn holdout(repositories: &[(String, Vec<String>)]) -> Result<Holdout, String
         *holes.entry(file).or_default() += 1;
     }
     if holes.len() < 2 {
-        return Err(format!(
-            "{name}: its sampled holes are in {} file{}; tune holds whole files out, so it needs two, or another repository",
-            holes.len(),
-            if holes.len() == 1 { "" } else { "s" }
-        ));
+        return Err(HoldoutError::TooFewFiles {
+            repository: name.clone(),
+            files: holes.len(),
+        });
     }
     let mut order: Vec<(&str, usize)> = holes.into_iter().collect();
     order.sort_by_key(|(file, _)| *blake3::hash(file.as_bytes()).as_bytes());
@@ -68,7 +81,7 @@ pub fn score(
     tuned: &Classifier,
     before: &Classifier,
 ) -> Result<Scored, String> {
-    let hole = rows.hole(index)?;
+    let hole = rows.hole(index).map_err(|e| e.to_string())?;
     // RLPG-H reads the hole window alone.
     let input = RankInput::new(index, &hole, &[]);
     let probabilities = |classifier: &Classifier| {
@@ -283,7 +296,12 @@ mod tests {
         assert!((2..10).contains(&held.len()), "{held:?}");
         assert_eq!(holdout(&repos), Ok(Holdout::Files(held)));
         let one = [("r".to_string(), vec!["A.java".to_string(); 3])];
-        assert!(holdout(&one).unwrap_err().contains("in 1 file;"));
+        let one_file = holdout(&one).unwrap_err();
+        assert!(
+            one_file
+                .to_string()
+                .starts_with("r: its sampled holes are in 1 file;")
+        );
         let two = [("a".to_string(), vec![]), ("b".to_string(), vec![])];
         assert_eq!(holdout(&two), Ok(Holdout::Repositories(vec!["b".into()])));
     }

@@ -55,6 +55,11 @@ impl Upstream {
     }
 }
 
+/// The proxy's HTTP client could not be made (no TLS roots, say).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot make an HTTP client: {0}")]
+pub struct ClientError(#[from] reqwest::Error);
+
 /// The proxy: one upstream, one HTTP client (its connections kept alive), an optional record.
 pub struct Proxy {
     upstream: Upstream,
@@ -63,12 +68,11 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    pub fn new(upstream: Upstream, log: Option<RecordLog>) -> Result<Proxy, String> {
+    pub fn new(upstream: Upstream, log: Option<RecordLog>) -> Result<Proxy, ClientError> {
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .build()?;
         Ok(Proxy {
             upstream,
             client,

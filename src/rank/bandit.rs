@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::feedback;
 
-/// The perspectives, in [`CandidateId::PROCC`] order.
+/// The perspectives, in [`CandidateId::PROCC`](crate::CandidateId::PROCC) order.
 pub const ARMS: usize = 3;
 /// Two features per arm and a bias.
 pub const FEATURES: usize = 2 * ARMS + 1;

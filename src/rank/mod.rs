@@ -106,18 +106,23 @@ impl RankerKind {
 }
 
 impl std::str::FromStr for RankerKind {
-    type Err = String;
+    type Err = UnknownRanker;
 
-    fn from_str(text: &str) -> Result<RankerKind, String> {
+    fn from_str(text: &str) -> Result<RankerKind, UnknownRanker> {
         RankerKind::ALL
             .into_iter()
             .find(|k| k.key() == text)
-            .ok_or_else(|| {
-                let keys: Vec<&str> = RankerKind::ALL.map(RankerKind::key).to_vec();
-                format!("'{text}' is not a ranker ({})", keys.join(", "))
-            })
+            .ok_or_else(|| UnknownRanker(text.to_string()))
     }
 }
+
+/// A ranker name keyhole does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'{0}' is not a ranker ({known})",
+    known = RankerKind::ALL.map(RankerKind::key).join(", ")
+)]
+pub struct UnknownRanker(pub String);
 
 /// What the rankers need loaded: the classifier's weights and the online ranker's picks.
 pub struct Rankers {
@@ -196,7 +201,7 @@ impl Ranker for FixedRanker {
 const COMPOSED_SHARE: f64 = 0.5;
 
 /// The prompt from the `l` best candidates of `ranked` (appendix D.4): each gets a part of
-/// [`COMPOSED_SHARE`] in proportion to its normalized score, the best placed nearest the code.
+/// `COMPOSED_SHARE` in proportion to its normalized score, the best placed nearest the code.
 /// With l = 1 the single proposal's prompt is composed as any proposal's (its own share, or as
 /// its profile sends it), so it is the ranker's usual prompt. The
 /// default context, if ranked among them, adds nothing but its allocation goes back to it.

@@ -42,6 +42,27 @@ struct State {
     candidates: BTreeMap<CandidateId, Counts>,
 }
 
+/// How the online ranker orders, in a line for a table's header.
+pub fn how_it_orders() -> String {
+    format!(
+        "picks per showing, with the fixed order as a prior worth {PRIOR_SHOWS} shows; never \
+         shown: the fixed order (no exploration: a candidate is shown when it is in the top k \
+         or chosen)"
+    )
+}
+
+/// Why the online ranker placed a candidate with `counts` where it is: its picks, or its
+/// prior alone.
+pub fn reason(counts: Option<&Counts>) -> String {
+    match counts {
+        Some(n) if n.shown > 0 => format!(
+            "picked {} of {} times shown, with the fixed order as a prior worth {PRIOR_SHOWS} shows",
+            n.picks, n.shown
+        ),
+        _ => "never shown: its place in the fixed order".into(),
+    }
+}
+
 /// Pick counts per candidate id, ranking by smoothed pick rate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OnlineRanker {

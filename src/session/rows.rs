@@ -105,7 +105,7 @@ impl HoleCandidates {
     }
 
     /// Every applicable candidate's prompt composed again by `session` to fit the budget as the
-    /// backend's model counts it (see [`fit`]); nothing changes where keyhole counts as the
+    /// backend's model counts it (see `fit`); nothing changes where keyhole counts as the
     /// model does.
     pub async fn fit(&mut self, session: &Session, hole: &Hole) -> Result<(), FitError> {
         if session.counts_exactly() {

@@ -78,6 +78,8 @@ pub enum Command {
     /// A line diff of two selected candidates' prompts, or of an edited prompt against its
     /// original.
     DiffPrompts,
+    /// Drop the focused candidate's kept edit: its prompt is the composed one again.
+    DiscardEdit,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use futures_util::FutureExt;
 use futures_util::future::join_all;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -22,6 +22,7 @@ use crate::dirs::Dirs;
 use crate::hole::Hole;
 use crate::metrics;
 use crate::model::Backend;
+use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
@@ -107,7 +108,7 @@ async fn sent_prompts(
     join_all(job.prompts.iter().map(|p| async move {
         match &p.fitted {
             // A plugin's prompt goes as the plugin sent it.
-            _ if p.candidate == CandidateId::AS_SENT => Ok((p.text.clone(), None)),
+            _ if p.candidate == CandidateId::AS_SENT || p.edited => Ok((p.text.clone(), None)),
             Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
             None => fit_candidate(session, drafted, &refit.hole, p.candidate)
                 .await
@@ -139,9 +140,10 @@ async fn fit_candidate(
 type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
-/// itself (see [`sent_prompts`]), and score each; streamed text goes to `stream` as it
-/// arrives. The requests go out together (a local model decodes them as one batch); a card's
-/// time starts when the backend says its turn came, so that the wait before it is told apart.
+/// itself (see `sent_prompts`), and score each; streamed text goes to `stream` as it
+/// arrives. The requests go out together (a local model decodes them as one batch), to a
+/// server at most as many at once as it has slots; a card's time starts when its turn comes,
+/// so that each card's latency is its own and the wait before it is told apart.
 pub async fn complete(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
@@ -203,7 +205,16 @@ pub async fn complete(
             Ok((first, started - begun, started.elapsed()))
         }
     };
-    let results: Vec<Answered> = join_all((0..prompts.len()).map(answer)).await;
+    // A server that says how many requests it works on at once (llama.cpp's slots) gets no
+    // more than that: the rest wait here, where their wait is seen, not in its queue.
+    let slots = match job.backend.limits().await {
+        Some(Ok(limits)) => limits.slots,
+        _ => prompts.len(),
+    };
+    let results: Vec<Answered> = futures_util::stream::iter((0..prompts.len()).map(answer))
+        .buffered(slots.max(1))
+        .collect()
+        .await;
     job.prompts
         .iter()
         .zip(prompts.iter())
@@ -211,7 +222,7 @@ pub async fn complete(
         .map(|((run, sent), result)| Card {
             candidate: run.candidate,
             same: run.same.clone(),
-            edited: job.edited.then(|| run.text.clone()),
+            edited: run.edited.then(|| run.text.clone()),
             fitted: sent.as_ref().ok().and_then(|(_, fitted)| fitted.clone()),
             outcome: result.map(|(c, queued, own)| Finished {
                 // Nothing follows an end-of-line hole: no text to score against.
@@ -224,6 +235,30 @@ pub async fn complete(
             picked: false,
         })
         .collect()
+}
+
+/// The rankers for backend `entry` where they differ from `current`: the classifier `keyhole
+/// tune` made for its model, or the bundled one after a tuned one (a classifier asked for by
+/// name stays). `None`: keep `current`.
+fn learning_for(
+    settings: &Settings,
+    entry: &BackendConfig,
+    current: &Learning,
+) -> Option<Learning> {
+    if settings.classifier.is_some() || settings.encoder_dir.is_some() {
+        return None;
+    }
+    let settings = Settings {
+        backends: vec![entry.clone()],
+        chosen: 0,
+        ..settings.clone()
+    };
+    let learning = settings
+        .learning()
+        .map_err(|e| tracing::warn!(error = %e, "rankers for the new backend"))
+        .ok()?;
+    let describe = |l: &Learning| l.tuned().map(|t| t.describe());
+    (describe(&learning) != describe(current)).then_some(learning)
 }
 
 /// What a run sent and got back, request by request, for the request log.
@@ -245,7 +280,7 @@ fn request_log(job: &CompleteJob, cards: &[Card], sent_at: SystemTime) -> Vec<Lo
             backend: job.backend.name().to_string(),
             candidate: card.candidate,
             shared_by: card.same.len(),
-            edited: job.edited,
+            edited: run.edited,
             prompt_tokens: card.fitted.as_ref().and_then(|p| p.backend_tokens),
             prompt_bytes: card
                 .fitted
@@ -671,18 +706,31 @@ impl Driver {
                 chosen,
                 entry,
                 index,
-            } => self.blocking(
-                move || {
-                    let backend = model::build_backend(&entry, &index)
-                        .map(Arc::from)
-                        .map_err(|e| e.to_string());
-                    Action::BackendSwitched { chosen, backend }
-                },
-                move |error| Action::BackendSwitched {
-                    chosen,
-                    backend: Err(error),
-                },
-            ),
+            } => {
+                let (settings, current) = (self.settings.clone(), self.learning.clone());
+                self.blocking(
+                    move || {
+                        let backend = model::build_backend(&entry, &index)
+                            .map(Arc::from)
+                            .map_err(|e| e.to_string());
+                        let learning = backend
+                            .is_ok()
+                            .then(|| learning_for(&settings, &entry, &current))
+                            .flatten();
+                        Action::BackendSwitched {
+                            chosen,
+                            backend,
+                            learning,
+                        }
+                    },
+                    move |error| Action::BackendSwitched {
+                        chosen,
+                        backend: Err(error),
+                        learning: None,
+                    },
+                )
+            }
+            Effect::UseLearning(learning) => self.learning = learning,
             Effect::Pick { pick, bandit } => {
                 let (tx, learning) = (self.tx.clone(), self.learning.clone());
                 self.blocking(
@@ -765,6 +813,55 @@ impl Driver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::tuned::{self, TunedInfo};
+
+    #[test]
+    fn switching_to_a_backend_with_a_tuned_classifier_ranks_with_it_and_back() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = Dirs::under(root.path());
+        let embedded = BackendConfig::embedded();
+        let srv = BackendConfig {
+            name: "srv".into(),
+            ..BackendConfig::embedded()
+        };
+        // `keyhole tune` made a classifier for srv's model.
+        let dir = tuned::tuned_dir(&dirs, &srv).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let bundled = include_bytes!("../rank/classifier/bundled.safetensors");
+        std::fs::write(dir.join(tuned::CLASSIFIER_FILE), bundled).unwrap();
+        let info = TunedInfo {
+            version: 1,
+            backend: "srv".into(),
+            model: tuned::model_name(&srv),
+            variant: "RLPG-H".into(),
+            train_holes: 300,
+            validation_holes: 100,
+            repositories: vec!["a".into()],
+            success: 50.0,
+            success_before: 45.0,
+            unix_time: 0,
+        };
+        tuned::record(&dir, &info).unwrap();
+        let settings = Settings {
+            dirs: dirs.clone(),
+            ..Settings::default()
+        };
+        let untuned = Learning::new(dirs.clone());
+        let tuned = learning_for(&settings, &srv, &untuned).expect("srv's tuned classifier");
+        assert_eq!(tuned.tuned(), Some(&info));
+        // Switching between two untuned backends, or to srv again, changes nothing.
+        assert!(learning_for(&settings, &embedded, &untuned).is_none());
+        assert!(learning_for(&settings, &srv, &tuned).is_none());
+        // Back to the embedded model: the bundled classifier again.
+        let back = learning_for(&settings, &embedded, &tuned).expect("the bundled rankers");
+        assert_eq!(back.tuned(), None);
+        // A classifier asked for by name stays whatever the backend.
+        let asked = Settings {
+            classifier: Some(dir.join(tuned::CLASSIFIER_FILE)),
+            ..settings
+        };
+        assert!(learning_for(&asked, &srv, &untuned).is_none());
+    }
 
     #[test]
     fn a_saved_prompt_never_replaces_a_file() {

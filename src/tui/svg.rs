@@ -1,5 +1,5 @@
-//! A ratatui buffer as SVG: background rectangles, then one <text> per row with one <tspan> per
-//! run of same-styled cells, each placed at its column. Monospace cells of CELL_W x CELL_H.
+//! A ratatui buffer as SVG: background rectangles, then one `<text>` per row with one
+//! `<tspan>` per run of same-styled cells, each placed at its column. Monospace cells of CELL_W x CELL_H.
 
 use std::fmt::Write;
 

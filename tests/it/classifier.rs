@@ -45,6 +45,56 @@ fn every_ranker_sorts_the_applicable_candidates_by_its_score() {
 }
 
 #[test]
+fn the_online_ranker_explains_its_order_with_counts() {
+    use keyhole::candidate::CandidateId;
+    use keyhole::rank::online::OnlineRanker;
+    let scratch = tempfile::tempdir().unwrap();
+    // Candidate 9 picked 2 of the 3 times it was shown beside 6 and 7.
+    let mut ranker = OnlineRanker::default();
+    let shown = [6, 7, 9].map(CandidateId::nth);
+    for picked in [9, 9, 6] {
+        ranker.record_pick(&shown, CandidateId::nth(picked));
+    }
+    let data = scratch.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    ranker.save(&data.join("online-ranker.json")).unwrap();
+    let args = ["proposals", &sample(), DEMO, "--ranker", "online"];
+    let text = String::from_utf8(ok(keyhole(&args, scratch.path())).stdout).unwrap();
+    assert!(text.contains("3 picks; picks per showing"), "{text}");
+    assert!(text.contains("no exploration"), "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("rank  score"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let row = |id: &str| rows.iter().find(|r| r.get(2) == Some(&id)).unwrap().clone();
+    assert_eq!(
+        &row("9")[..2],
+        ["1", "2/3"],
+        "picked 2 of 3 ranks first: {text}"
+    );
+    assert_eq!(row("7")[1], "0/3", "{text}");
+    assert!(
+        row("0")[1].parse::<f64>().is_ok(),
+        "never shown: a prior score: {text}"
+    );
+    let json_args = ["proposals", &sample(), DEMO, "--ranker", "online", "--json"];
+    let json: Value =
+        serde_json::from_slice(&ok(keyhole(&json_args, scratch.path())).stdout).unwrap();
+    assert_eq!(
+        json["online_counts"]["9"],
+        serde_json::json!({"picks": 2, "shown": 3})
+    );
+    let fixed = ["proposals", &sample(), DEMO, "--json"];
+    let json: Value = serde_json::from_slice(&ok(keyhole(&fixed, scratch.path())).stdout).unwrap();
+    assert!(
+        json.get("online_counts").is_none(),
+        "only for the online ranker"
+    );
+}
+
+#[test]
 fn the_table_shows_scores_best_first_and_names_the_ranker() {
     let scratch = tempfile::tempdir().unwrap();
     let out = ok(keyhole(&["proposals", &sample(), DEMO], scratch.path()));

@@ -452,12 +452,13 @@ fn completions_scratch(base: &str, concurrency: usize) -> tempfile::TempDir {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
-    // Slow answers, so that requests pile up to whatever limit holds them.
-    let slow = || {
-        Server::start(|_, _| {
+    // Slow answers, so that requests pile up to whatever limit holds them: slow enough, when
+    // nothing caps them, for both holes' prompts to be composed and sent on a loaded machine.
+    let slow = |millis: u64| {
+        Server::start(move |_, _| {
             let answer = json!({"choices": [{"index": 0, "text": "x;"}]});
             Reply::After(
-                std::time::Duration::from_millis(200),
+                std::time::Duration::from_millis(millis),
                 Box::new(Reply::Json(200, answer)),
             )
         })
@@ -468,7 +469,7 @@ async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
         eval_srv(scratch, "2", &more)
     };
 
-    let server = slow().await;
+    let server = slow(2_000).await;
     let scratch = completions_scratch(&server.base, 128);
     let output = eval(scratch.path(), "128");
     assert!(
@@ -480,7 +481,7 @@ async fn eval_keeps_as_many_requests_in_flight_as_the_backend_allows() {
     assert!(server.most_in_flight() > 64, "{}", server.most_in_flight());
 
     // More than the backend allows is capped, and said, rather than left to time out.
-    let server = slow().await;
+    let server = slow(200).await;
     let scratch = completions_scratch(&server.base, 3);
     let output = eval(scratch.path(), "128");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -3,12 +3,9 @@
 //! shrinking when the model's tokenizer counts more than keyhole's and growing when it counts
 //! fewer; and no more requests at once than it has slots (`/props`).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use serde_json::{Value, json};
 
-use crate::backends_support::{Reply, Server};
+use crate::backends_support::{InFlight, Reply, Server, llama_props, llama_tokens};
 use crate::common;
 
 const BUDGET: usize = 300;
@@ -17,11 +14,7 @@ const BUDGET: usize = 300;
 /// and that completes every prompt with `x`.
 async fn server(chars_per_token: usize) -> Server {
     Server::start(move |request, _| match request.path.as_str() {
-        "/tokenize" => {
-            let content = request.body["content"].as_str().unwrap_or("");
-            let tokens = vec![0; content.chars().count() / chars_per_token];
-            Reply::Json(200, json!({ "tokens": tokens }))
-        }
+        "/tokenize" => llama_tokens(request, chars_per_token),
         _ => Reply::Json(200, json!({ "content": "x", "stop": true })),
     })
     .await
@@ -208,26 +201,14 @@ async fn proposals_reports_every_prompt_fitted_to_the_servers_count() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eval_sends_no_more_at_once_than_the_server_has_slots_and_says_why() {
-    // Completions being answered now, and the most at once: each holds a server thread a while.
-    let completing = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
-    let (now, seen) = (completing.clone(), most.clone());
+    // Each completion holds a server thread a while.
+    let in_flight = InFlight::default();
+    let counted = in_flight.clone();
     let server = Server::start(move |request, _| match request.path.as_str() {
-        "/props" => Reply::Json(
-            200,
-            json!({ "total_slots": 1, "default_generation_settings": { "n_ctx": 512 } }),
-        ),
-        "/tokenize" => {
-            let content = request.body["content"].as_str().unwrap_or("");
-            Reply::Json(
-                200,
-                json!({ "tokens": vec![0; content.chars().count() / 4] }),
-            )
-        }
+        "/props" => llama_props(1, 512),
+        "/tokenize" => llama_tokens(request, 4),
         _ => {
-            seen.fetch_max(now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            now.fetch_sub(1, Ordering::SeqCst);
+            counted.hold(std::time::Duration::from_millis(20));
             Reply::Json(200, json!({ "content": "x", "stop": true }))
         }
     })
@@ -242,5 +223,5 @@ async fn eval_sends_no_more_at_once_than_the_server_has_slots_and_says_why() {
         stderr.contains("each server slot holds 512 tokens, less than the budget of 4072"),
         "{stderr}"
     );
-    assert_eq!(most.load(Ordering::SeqCst), 1);
+    assert_eq!(in_flight.most(), 1);
 }

@@ -7,7 +7,7 @@ use keyhole::candidate::CandidateId;
 
 use std::time::Duration;
 
-use backends_support::{Reply, Server, config, sse};
+use backends_support::{InFlight, Reply, Server, config, llama_props, llama_tokens, sse};
 use keyhole::model::config::{BackendConfig, BackendKind};
 use keyhole::rank::RankerKind;
 use keyhole::rank::classifier::Classifier;
@@ -378,25 +378,9 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
 /// Room for RepoCoder's windows in half of it, counted either way.
 const BUDGET: usize = 1200;
 
-#[tokio::test]
-async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
-    // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
-    let server = Server::start(|request, _| match request.path.as_str() {
-        "/tokenize" => {
-            let content = request.body["content"].as_str().unwrap_or("");
-            Reply::Json(
-                200,
-                json!({ "tokens": vec![0; content.chars().count() / 2] }),
-            )
-        }
-        // Retrieval's own requests (RepoCoder's first pass, ProCC's line) do not stream.
-        _ if request.body["stream"] == json!(true) => {
-            Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })]))
-        }
-        _ => Reply::Json(200, json!({ "content": "fromServer();", "stop": true })),
-    })
-    .await;
-    let (_scratch, dirs) = scratch_dirs();
+/// The app on the sample's demo hole completing with `server` as llama.cpp, budget [`BUDGET`].
+async fn on_llama(server: &Server) -> (App, tempfile::TempDir) {
+    let (scratch, dirs) = scratch_dirs();
     let setup = Setup {
         backends: vec![BackendConfig {
             name: "llama".into(),
@@ -407,7 +391,66 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
         tokenizer: None,
     };
     let root = keyhole::sample::materialize(&dirs).unwrap();
-    let mut app = app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await;
+    (
+        app_with(setup, root, keyhole::sample::DEMO_HOLE, dirs).await,
+        scratch,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_gets_no_more_cards_at_once_than_it_has_slots_and_the_wait_shows_apart() {
+    const PAUSE: u64 = 150;
+    let in_flight = InFlight::default();
+    let counted = in_flight.clone();
+    let server = Server::start(move |request, _| match request.path.as_str() {
+        "/props" => llama_props(1, 8192),
+        "/tokenize" => llama_tokens(request, 4),
+        _ => {
+            counted.hold(Duration::from_millis(PAUSE));
+            match request.body["stream"] == json!(true) {
+                true => Reply::Stream(sse(&[json!({ "content": "x", "stop": true })])),
+                false => Reply::Json(200, json!({ "content": "x", "stop": true })),
+            }
+        }
+    })
+    .await;
+    let (mut app, _scratch) = on_llama(&server).await;
+    let done = run_in_turns(&mut app, u128::from(PAUSE)).await;
+    assert_eq!(in_flight.most(), 1, "one slot: one request at a time");
+    assert_eq!(done.len(), 3);
+}
+
+/// `r`'s cards, each checked to have taken at least `pause_ms` and waited that long for each
+/// card before it.
+async fn run_in_turns(app: &mut App, pause_ms: u128) -> Vec<keyhole::tui::state::Finished> {
+    app.dispatch(Action::Command(Command::Run));
+    app.settle(LIMIT).await.unwrap();
+    let done: Vec<_> = app
+        .state
+        .cards
+        .iter()
+        .map(|c| c.outcome.clone().unwrap())
+        .collect();
+    for (n, card) in done.iter().enumerate() {
+        assert!(card.latency_ms >= pause_ms, "{n}: {card:?}");
+        assert!(card.queued_ms >= n as u128 * pause_ms, "{n}: {card:?}");
+    }
+    done
+}
+
+#[tokio::test]
+async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
+    // llama.cpp whose tokenizer makes a token of every two characters: about twice keyhole's.
+    let server = Server::start(|request, _| match request.path.as_str() {
+        "/tokenize" => llama_tokens(request, 2),
+        // Retrieval's own requests (RepoCoder's first pass, ProCC's line) do not stream.
+        _ if request.body["stream"] == json!(true) => {
+            Reply::Stream(sse(&[json!({ "content": "fromServer();", "stop": true })]))
+        }
+        _ => Reply::Json(200, json!({ "content": "fromServer();", "stop": true })),
+    })
+    .await;
+    let (mut app, _scratch) = on_llama(&server).await;
     // The focused candidate's prompt is fitted as it opens: the pane shows what a run sends, in
     // the words the backend picker uses too.
     let title = keyhole::tui::ui::prompt::title(&app.state);
@@ -425,7 +468,10 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     // answers during analysis; fitting composes them again without asking anew.
     let completions = |server: &Server| {
         let requests = server.requests().into_iter();
-        requests.filter(|r| r.path != "/tokenize").count()
+        // Not counting tokens, nor asking how many slots the server has.
+        let completing =
+            |r: &backends_support::Recorded| !["/tokenize", "/props"].contains(&r.path.as_str());
+        requests.filter(completing).count()
     };
     let asked = completions(&server);
     let chosen = [7, 67, 69].map(CandidateId::nth);
@@ -627,8 +673,7 @@ async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
     );
 }
 
-/// A model that computes one request at a time, each for `PAUSE`, behind one lock (as the
-/// local backend does).
+/// A model that computes one request at a time, each for `PAUSE`, behind one lock.
 struct OneAtATime(tokio::sync::Mutex<()>);
 
 const PAUSE: Duration = Duration::from_millis(300);
@@ -670,20 +715,8 @@ impl keyhole::model::Backend for OneAtATime {
 async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
     let (mut app, _scratch) = opened().await;
     app.state.backend = Some(std::sync::Arc::new(OneAtATime(Default::default())));
-    app.dispatch(Action::Command(Command::Run));
-    app.settle(LIMIT).await.unwrap();
-    let done: Vec<_> = app
-        .state
-        .cards
-        .iter()
-        .map(|c| c.outcome.as_ref().unwrap())
-        .collect();
+    let done = run_in_turns(&mut app, PAUSE.as_millis()).await;
     assert_eq!(done.len(), 3);
-    let pause = PAUSE.as_millis();
-    for (n, card) in done.iter().enumerate() {
-        assert!(card.latency_ms >= pause, "{n}: {card:?}");
-        assert!(card.queued_ms >= n as u128 * pause, "{n}: {card:?}");
-    }
     // The last one waited for two turns and then took one: its time leaves the wait out.
     assert!(done[2].latency_ms < done[2].queued_ms, "{:?}", done[2]);
 }
@@ -691,10 +724,7 @@ async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
 /// A model that runs the requests sent together as one batch (as the local backend does):
 /// it counts how many are in flight at once.
 #[derive(Default)]
-struct Batched {
-    in_flight: std::sync::atomic::AtomicUsize,
-    most: std::sync::atomic::AtomicUsize,
-}
+struct Batched(InFlight);
 
 #[async_trait::async_trait]
 impl keyhole::model::Backend for Batched {
@@ -715,14 +745,10 @@ impl keyhole::model::Backend for Batched {
         _request: &keyhole::model::CompletionRequest,
         deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
     ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
-        use std::sync::atomic::Ordering;
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
         if let Some(deltas) = deltas {
             let _ = deltas.send(keyhole::model::Delta::started());
         }
-        tokio::time::sleep(PAUSE).await;
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.wait(PAUSE).await;
         Ok(vec![keyhole::model::Completion {
             text: "x".into(),
             latency: PAUSE,
@@ -740,6 +766,5 @@ async fn the_cards_requests_reach_a_model_that_takes_turns_together_so_it_can_ba
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), 3);
     assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
-    let most = model.most.load(std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(most, 3, "requests in flight at once");
+    assert_eq!(model.0.most(), 3, "requests in flight at once");
 }

@@ -1,21 +1,15 @@
-//! `keyhole eval merge` and eval's batch files: the glue between the command line and
-//! [`keyhole::eval::merge`] and [`keyhole::eval::batch`].
+//! `keyhole eval merge`: the glue between the command line and [`keyhole::eval::merge`].
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Subcommand;
 
-use super::{BackendArgs, EvalArgs, canonical, eval_command, repository_name};
+use super::{BackendArgs, EvalArgs, eval_command};
 use keyhole::candidate::Selection;
-use keyhole::eval::batch::{BatchRun, BatchStats, Responses};
-use keyhole::eval::labels::LabelFile;
 use keyhole::eval::merge::{self, Merged};
-use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, RepoRun, RunStats};
-use keyhole::model::config::{BackendConfig, MAX_CONCURRENCY};
-use keyhole::model::http::BatchCodec;
+use keyhole::eval::run::{canonical, repository_name};
+use keyhole::eval::runner::DEFAULT_MAX_FAILURES;
 use keyhole::repo::RepoIndex;
 
 #[derive(Subcommand)]
@@ -154,200 +148,10 @@ fn repositories(merged: &Merged, given: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-/// Completions eval keeps in flight: `asked`, but no more than an HTTP backend's own limit
-/// (requests beyond it would wait for a turn within their deadline and time out).
-pub(in crate::cli) fn in_flight(asked: usize, entry: &BackendConfig) -> Result<usize> {
-    if !entry.kind.is_http() || asked <= entry.concurrency {
-        return Ok(asked);
-    }
-    errln!(
-        "{}: {} requests in flight, not {asked}: the backend's concurrency in backends.toml allows no more (it may be raised to {MAX_CONCURRENCY})",
-        entry.name,
-        entry.concurrency
-    );
-    Ok(entry.concurrency)
-}
-
-impl EvalArgs {
-    /// Whether the run is answered from batch files rather than a server.
-    pub(super) fn batch(&self) -> bool {
-        self.export_requests.is_some() || !self.import_responses.is_empty()
-    }
-}
-
-/// `--export-requests` and `--import-responses`: a run answered from batch files instead of
-/// a server.
-pub(in crate::cli) struct Batch {
-    codec: BatchCodec,
-    responses: Responses,
-    /// Where the requests go, and the file they are written to until the run is done.
-    export: Option<(PathBuf, PathBuf, BufWriter<File>)>,
-    stats: BatchStats,
-}
-
-impl Batch {
-    /// The batch files `--export-requests` and `--import-responses` name, if any.
-    pub(in crate::cli) fn open(
-        export_requests: Option<&std::path::Path>,
-        import_responses: &[PathBuf],
-        entry: &BackendConfig,
-    ) -> Result<Option<Batch>> {
-        if export_requests.is_none() && import_responses.is_empty() {
-            return Ok(None);
-        }
-        if let Some(export) = export_requests
-            && let Some(import) = import_responses
-                .iter()
-                .find(|import| same_file(export, import))
-        {
-            bail!(
-                "--export-requests {} is also a response file to import: writing the requests would overwrite its answers; export to another file",
-                import.display()
-            );
-        }
-        let codec = BatchCodec::new(entry)?;
-        let responses = Responses::read(import_responses, &codec)?;
-        for file in &responses.cut {
-            errln!(
-                "{file}: its last line is cut short; its request is exported again (or import the whole file later)"
-            );
-        }
-        if !responses.left_out.is_empty() {
-            errln!(
-                "warning: {} lines of the response files are left out and their requests asked again ({})",
-                responses.left_out.len(),
-                named(&responses.left_out)
-            );
-        }
-        if !responses.repeated.is_empty() {
-            errln!(
-                "warning: {} answers repeat a custom id answered before, and only the first answer of each is used ({})",
-                responses.repeated.len(),
-                named(&responses.repeated)
-            );
-        }
-        let export = match export_requests {
-            Some(path) => {
-                let mut partial = path.as_os_str().to_owned();
-                partial.push(".partial");
-                let partial = PathBuf::from(partial);
-                let file =
-                    File::create(&partial).with_context(|| format!("{}", partial.display()))?;
-                Some((path.to_path_buf(), partial, BufWriter::new(file)))
-            }
-            None => None,
-        };
-        Ok(Some(Batch {
-            codec,
-            responses,
-            export,
-            stats: BatchStats::default(),
-        }))
-    }
-
-    /// Labels the holes of `run` the responses answer, and exports what the others need.
-    pub(in crate::cli) fn label(
-        &mut self,
-        run: &RepoRun,
-        labels: &mut LabelFile,
-    ) -> Result<RunStats> {
-        let batch = BatchRun {
-            run,
-            codec: &self.codec,
-            responses: &self.responses,
-        };
-        let export = self.export.as_mut().map(|(_, _, w)| w as &mut dyn Write);
-        let stats = batch
-            .run(labels, export)
-            .with_context(|| format!("{}", labels.path().display()))?;
-        self.stats.add(&stats);
-        Ok(RunStats {
-            holes: stats.holes,
-            resumed: stats.resumed,
-            completed: stats.labelled,
-            ..RunStats::default()
-        })
-    }
-
-    /// Finishes the export; true when every hole is labelled (the report can be written).
-    pub(in crate::cli) fn finish(self) -> Result<bool> {
-        let unknown = self.responses.unknown();
-        if !unknown.is_empty() {
-            errln!(
-                "warning: {} answers are for holes this run does not have (another seed, shard or repository) and are not used ({})",
-                unknown.len(),
-                named(&unknown)
-            );
-        }
-        if self.responses.failed > 0 {
-            errln!(
-                "{} answers in the response files are errors and their requests are asked again (the last: {})",
-                self.responses.failed,
-                self.responses.last_error.as_deref().unwrap_or_default()
-            );
-        }
-        if self.responses.left_to_right && self.export.is_some() {
-            errln!(
-                "the engine does not fill in the middle (an answer refused the suffix); requests are exported left to right"
-            );
-        }
-        let waiting = self.stats.waiting();
-        let stale = self.responses.stale();
-        let exported = self.export.is_some();
-        if let Some((path, partial, writer)) = self.export {
-            let written = writer.into_inner().map_err(|e| e.into_error());
-            written
-                .and_then(|file| file.sync_all())
-                .and_then(|()| std::fs::rename(&partial, &path))
-                .with_context(|| format!("{}", path.display()))?;
-            errln!("{}", self.stats.export_summary(&path));
-        }
-        if !stale.is_empty() {
-            bail!(
-                "{} answers in the response files answer requests this run does not send (made with other settings, such as another --budget, model or candidate set, or by an older keyhole), so they label nothing ({}); answer the requests --export-requests writes with this run's settings",
-                stale.len(),
-                named(&stale)
-            );
-        }
-        if waiting > 0 && !exported {
-            bail!(
-                "{waiting} holes have no answers in the response files yet ({} of round 1, {} of round 2); --export-requests FILE writes their requests",
-                self.stats.first_holes,
-                self.stats.second_holes
-            );
-        }
-        Ok(waiting == 0)
-    }
-}
-
-/// The first few of `things`, and how many more there are.
-fn named(things: &[String]) -> String {
-    const SHOWN: usize = 3;
-    let mut text = things[..things.len().min(SHOWN)].join("; ");
-    if things.len() > SHOWN {
-        text.push_str(&format!("; and {} more", things.len() - SHOWN));
-    }
-    text
-}
-
 /// `, and N more` after the first of `count` things named.
 fn and_more(count: usize) -> String {
     match count {
         0 | 1 => String::new(),
         n => format!(", and {} more", n - 1),
     }
-}
-
-/// Whether `a` and `b` name one file (`a` need not exist yet).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    let resolved = |p: &std::path::Path| match (p.parent(), p.file_name()) {
-        (Some(dir), Some(name)) => canonical(if dir.as_os_str().is_empty() {
-            std::path::Path::new(".")
-        } else {
-            dir
-        })
-        .join(name),
-        _ => canonical(p),
-    };
-    canonical(a) == canonical(b) || resolved(a) == resolved(b)
 }

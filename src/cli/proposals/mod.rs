@@ -3,6 +3,7 @@
 
 mod table;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -12,7 +13,7 @@ use super::backends::BackendArgs;
 use super::hole::{HoleArgs, HoleOut, Opened, RankArgs, context_segment, default_segment};
 use keyhole::candidate::{CandidateId, ContextType, PromptSource};
 use keyhole::compose;
-use keyhole::rank::RankerKind;
+use keyhole::rank::{RankerKind, online};
 use keyhole::session::{HoleCandidates, proposal_why_not};
 use keyhole::token::Keep;
 
@@ -53,6 +54,10 @@ pub struct ProposalsOut<'a> {
     retrieved: Vec<RetrievedOut<'a>>,
     /// The perspective ProCC's LinUCB bandit picks (a fresh bandit where none was kept).
     procc_pick: Option<CandidateId>,
+    /// With `--ranker online`: what it has learnt, shows and picks per candidate (ids as the
+    /// profile numbers them); candidates never shown are left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    online_counts: Option<BTreeMap<usize, online::Counts>>,
 }
 
 #[derive(Serialize)]
@@ -203,6 +208,10 @@ impl<'a> ProposalsOut<'a> {
             budget: session.budget,
             ranker,
             ranks_with: session.learning.ranks_with(ranker),
+            online_counts: (ranker == RankerKind::Online).then(|| {
+                let counts = session.learning.online_counts().into_iter();
+                counts.map(|(id, n)| (opened.number(id), n)).collect()
+            }),
             ranking: all.ranking.iter().map(|r| opened.number(r.id)).collect(),
             proposals,
             default: DefaultOut {

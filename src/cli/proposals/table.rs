@@ -5,12 +5,18 @@ use anyhow::Result;
 use super::ProposalsOut;
 use crate::cli::hole::{Opened, cut_name, file_name, summarize};
 use keyhole::candidate::CandidateId;
+use keyhole::rank::online;
 
 /// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
 pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
     opened.print_header()?;
     let ranker = out.ranks_with.as_deref().unwrap_or(out.ranker.name());
     outln!("ranker      {ranker}");
+    if let Some(counts) = &out.online_counts {
+        let picks: u64 = counts.values().map(|n| n.picks).sum();
+        outln!("            {picks} picks; {}", online::how_it_orders());
+        outln!("            score: picked/shown where shown");
+    }
     outln!();
     outln!(
         "{:>4} {:>6}  {:>3}  {:<23} {:<4} {:<4} {:>6} {:>6}  {:<5}  files used or why not",
@@ -71,7 +77,11 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
             )
         };
         let (rank, score, source, kind, applicable, tokens, allocated, cut, files) = columns;
-        let (rank, score) = shown(rank, score);
+        let (rank, mut score) = shown(rank, score);
+        // The online ranker's evidence, as counts: a rate after one pick would overstate it.
+        if let Some(n) = out.online_counts.as_ref().and_then(|c| c.get(&id)) {
+            score = format!("{}/{}", n.picks, n.shown);
+        }
         let applicable = if applicable { "yes" } else { "no" };
         let cut = cut_name(cut);
         outln!(

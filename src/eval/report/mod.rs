@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use crate::label::{Grouped, Grouping, HoleRows, group as group_holes};
+pub use crate::label::{Grouped, Grouping, HoleRows, LabelledHoleError, group as group_holes};
 pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 
@@ -304,7 +304,7 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// ProCC's bandit trained as the report trains it (see [`procc_picks`]), for use beyond the
+/// ProCC's bandit trained as the report trains it (see `procc_picks`), for use beyond the
 /// report.
 pub fn train_procc(rows: &[LabelRow], train: &[String]) -> LinUcb {
     train_procc_grouped(&Grouped::from_rows(rows), train)

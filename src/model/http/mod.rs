@@ -1,7 +1,7 @@
 //! HTTP backends: OpenAI-compatible, Ollama and llama.cpp servers.
 //!
-//! One [`HttpBackend`] serves every protocol: a [`Protocol`] says where to send a request, what
-//! to send and how to read the answer, and the shared [`transport`] does the rest (key,
+//! One [`HttpBackend`] serves every protocol: a `Protocol` says where to send a request, what
+//! to send and how to read the answer, and the shared `transport` does the rest (key,
 //! retries, deadline, concurrency, size bound, stream framing).
 
 mod llamacpp;

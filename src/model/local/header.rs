@@ -301,7 +301,7 @@ pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Resul
     result.unwrap_or_else(|panic| Err(format!("{what} {PANICKED}: {}", panic_message(&*panic))))
 }
 
-/// What [`guarded`] says of a panic it caught: a check this module lacks (the GGUF fuzz
+/// What `guarded` says of a panic it caught: a check this module lacks (the GGUF fuzz
 /// target counts it as a finding).
 pub const PANICKED: &str = "stopped on a panic";
 

@@ -1,8 +1,8 @@
 //! A local neural backend: a GGUF causal language model (llama family, Qwen2, Qwen3) run
-//! in-process by keyhole's own forward pass over candle's tensors ([`transformer`]).
+//! in-process by keyhole's own forward pass over candle's tensors (`transformer`).
 //!
 //! The model loads once per process and file ([`shared`]) and is shared by every request.
-//! Requests that wait for it at the same time run as one batch ([`batch`]): each prompt is
+//! Requests that wait for it at the same time run as one batch (`batch`): each prompt is
 //! read in turn, then their tokens decode together, one step for all of them. The KV caches
 //! outlive a request: a prompt reuses the longest prefix it shares with a held sequence (an
 //! edited prompt, the same candidate again), and a request's samples share one reading of
@@ -36,6 +36,28 @@ pub use vocabulary::Fim;
 use vocabulary::Vocabulary;
 use weights::{GgufFile, one_line};
 
+/// Why a model file cannot be run, or a text cannot pass through its tokenizer. The file's
+/// checks (header, tensors, vocabulary) say what they found in one line each.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LocalModelError {
+    /// The weights, as they would be held, need more memory than the machine has.
+    #[error(
+        "the weights take {} MiB as loaded, more than this machine's {} MiB",
+        weights >> 20,
+        memory >> 20
+    )]
+    TooLarge { weights: u64, memory: u64 },
+    /// The file is not a model keyhole can run.
+    #[error("{0}")]
+    File(String),
+    /// The tokenizer cannot encode or decode a text.
+    #[error("{0}")]
+    Tokenizer(String),
+    #[error("the prompt is empty and the vocabulary has no end-of-text token")]
+    EmptyPrompt,
+}
+
 /// A GGUF model file as a [`Backend`].
 pub struct LocalBackend {
     config: BackendConfig,
@@ -60,7 +82,7 @@ static LOADED: LazyLock<Mutex<Loaded>> = LazyLock::new(|| Mutex::new(HashMap::ne
 
 /// The model at `path` with its matrices as `matrices` says, loaded now unless this process
 /// already holds it.
-pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, String> {
+pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, LocalModelError> {
     let key = (
         path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
         matrices,
@@ -99,24 +121,24 @@ pub unsafe fn use_threads(config: &BackendConfig) {
 impl LocalModel {
     /// Reads the GGUF file at `path`: header, tokenizer, then weights (held as `matrices`
     /// says).
-    pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, String> {
-        let mut file = GgufFile::open(path)?;
-        let architecture = file.architecture()?;
+    pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, LocalModelError> {
+        // The file's checks live in this module's private parts and say what they found.
+        let mut file = GgufFile::open(path).map_err(LocalModelError::File)?;
+        let architecture = file.architecture().map_err(LocalModelError::File)?;
         let weights = file.loaded_bytes(matrices);
         let memory = header::machine_memory();
         if let Some(memory) = memory.filter(|&m| weights > m) {
-            return Err(format!(
-                "the weights take {} MiB as loaded, more than this machine's {} MiB",
-                weights >> 20,
-                memory >> 20
-            ));
+            return Err(LocalModelError::TooLarge { weights, memory });
         }
-        let hyper = header::Hyperparameters::check(&file.content, &architecture, weights)?;
-        let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
+        let hyper = header::Hyperparameters::check(&file.content, &architecture, weights)
+            .map_err(LocalModelError::File)?;
+        let vocabulary =
+            Vocabulary::load(&file.content.metadata, path).map_err(LocalModelError::File)?;
         let kept = file.kept(matrices);
         let transformer = header::guarded(&format!("loading the {architecture} weights"), || {
             Transformer::load(&mut file, &architecture, &hyper, kept)
-        })?;
+        })
+        .map_err(LocalModelError::File)?;
         Ok(LocalModel {
             path: path.to_path_buf(),
             architecture,
@@ -155,13 +177,18 @@ impl LocalModel {
     }
 
     /// Exact token count of `text` in the model's tokenizer.
-    pub fn count_tokens(&self, text: &str) -> Result<usize, String> {
-        self.vocabulary.encode(text).map(|ids| ids.len())
+    pub fn count_tokens(&self, text: &str) -> Result<usize, LocalModelError> {
+        self.vocabulary
+            .encode(text)
+            .map(|ids| ids.len())
+            .map_err(LocalModelError::Tokenizer)
     }
 
     /// The text of token ids, as a completion's tokens decode.
-    pub fn decode(&self, ids: &[u32]) -> Result<String, String> {
-        self.vocabulary.decode(ids)
+    pub fn decode(&self, ids: &[u32]) -> Result<String, LocalModelError> {
+        self.vocabulary
+            .decode(ids)
+            .map_err(LocalModelError::Tokenizer)
     }
 
     /// The token ids the model sees for `request`, with room left for `max_tokens`: the
@@ -173,15 +200,16 @@ impl LocalModel {
         &self,
         request: &CompletionRequest,
         max_tokens: usize,
-    ) -> Result<(Vec<u32>, bool), String> {
+    ) -> Result<(Vec<u32>, bool), LocalModelError> {
         let vocabulary = &self.vocabulary;
+        let encode = |text: &str| vocabulary.encode(text).map_err(LocalModelError::Tokenizer);
         let room = self.context_length.saturating_sub(max_tokens);
         let mut ids: Vec<u32> = vocabulary.bos().into_iter().collect();
-        let prefix = vocabulary.encode(&request.prompt)?;
+        let prefix = encode(&request.prompt)?;
         let suffix = request.suffix.as_deref().filter(|s| !s.is_empty());
         let (prefix_keep, truncated) = match (vocabulary.fim(), suffix) {
             (Some(fim), Some(suffix)) => {
-                let suffix = vocabulary.encode(suffix)?;
+                let suffix = encode(suffix)?;
                 let room = room.saturating_sub(ids.len() + 3);
                 // The prefix gets at least three quarters of the room; the suffix the rest.
                 let prefix_keep = prefix
@@ -206,7 +234,7 @@ impl LocalModel {
             ids.extend(vocabulary.eos());
         }
         if ids.is_empty() {
-            return Err("the prompt is empty and the vocabulary has no end-of-text token".into());
+            return Err(LocalModelError::EmptyPrompt);
         }
         Ok((ids, truncated || prefix_keep < prefix.len()))
     }
@@ -234,11 +262,11 @@ impl LocalBackend {
             backend: config.name.clone(),
             detail: "path (the GGUF model file) is not set".into(),
         })?;
-        let model = shared(&path, config.matrices.unwrap_or_default()).map_err(|detail| {
+        let model = shared(&path, config.matrices.unwrap_or_default()).map_err(|error| {
             BackendError::LocalModel {
                 backend: config.name.clone(),
                 path,
-                detail,
+                detail: error.to_string(),
             }
         })?;
         Ok(LocalBackend {
@@ -293,7 +321,9 @@ impl Backend for LocalBackend {
         let submitted = tokio::task::spawn_blocking(move || {
             // Leave the prompt at least one token of the context.
             let max_tokens = request.max_tokens.min(model.context_length - 1);
-            let (prompt, truncated) = model.prompt_ids(&request, max_tokens)?;
+            let (prompt, truncated) = model
+                .prompt_ids(&request, max_tokens)
+                .map_err(|e| e.to_string())?;
             if truncated {
                 tracing::warn!(
                     model = %model.path.display(),
@@ -345,7 +375,7 @@ impl Backend for LocalBackend {
         Some(
             self.model
                 .count_tokens(text)
-                .map_err(|detail| self.error(detail)),
+                .map_err(|error| self.error(error.to_string())),
         )
     }
 }

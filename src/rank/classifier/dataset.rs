@@ -1,7 +1,7 @@
 //! Training examples from evaluation label files: for every labelled hole, the classifier's
 //! inputs rebuilt from the repository (hole window, each candidate's context) and its targets
 //! (which candidates were applicable, which succeeded). With a BERT encoder the inputs are its
-//! [CLS] vectors, computed here once per distinct text (the encoder is frozen).
+//! \[CLS\] vectors, computed here once per distinct text (the encoder is frozen).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -36,15 +36,15 @@ pub struct Example {
 /// asked for, as RLPG-R needs them and they are large; otherwise they are empty.
 pub enum Inputs {
     Hashed {
-        /// [`features::hole_ids`] of the hole window.
+        /// `features::hole_ids` of the hole window.
         hole: Vec<u32>,
-        /// Each candidate's [`features::context_ids`], by id (empty when not applicable).
+        /// Each candidate's `features::context_ids`, by id (empty when not applicable).
         contexts: Vec<Vec<u32>>,
     },
     Bert {
-        /// The hole window's [CLS] vector.
+        /// The hole window's \[CLS\] vector.
         hole: Vec<f32>,
-        /// Each candidate context's [CLS] vector, by id (`None` when it has none); shared
+        /// Each candidate context's \[CLS\] vector, by id (`None` when it has none); shared
         /// between holes with the same context.
         contexts: Vec<Option<Arc<[f32]>>>,
     },
@@ -151,7 +151,7 @@ impl Rebuild<'_> {
         rows: &HoleRows,
         encoded: &Encoded,
     ) -> Result<Example, String> {
-        let hole = rows.hole(index)?;
+        let hole = rows.hole(index).map_err(|e| e.to_string())?;
         let proposals = match self.with_contexts {
             // The labels' own profile: its holes and contexts are the ones labelled.
             true => build_for_budget(index, &hole, self.tokenizer, self.budget, rows.fidelity()),

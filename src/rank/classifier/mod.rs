@@ -41,16 +41,21 @@ pub enum Variant {
 }
 
 impl std::str::FromStr for Variant {
-    type Err = String;
+    type Err = UnknownVariant;
 
     /// `h` or `r`, as `keyhole train --variant` takes it.
-    fn from_str(text: &str) -> Result<Variant, String> {
+    fn from_str(text: &str) -> Result<Variant, UnknownVariant> {
         [Variant::H, Variant::R]
             .into_iter()
             .find(|v| v.prefix() == text)
-            .ok_or_else(|| format!("'{text}' is not a classifier variant (h, r)"))
+            .ok_or_else(|| UnknownVariant(text.to_string()))
     }
 }
+
+/// A classifier variant other than `h` and `r`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a classifier variant (h, r)")]
+pub struct UnknownVariant(pub String);
 
 impl Variant {
     pub fn name(self) -> &'static str {

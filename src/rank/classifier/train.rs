@@ -6,7 +6,7 @@
 //! paper froze CodeBERT). RLPG-R then freezes that encoder, as the paper freezes F_phi, and
 //! trains its own head; it starts from a model file that already has an encoder. With a BERT
 //! encoder (examples made with [`super::dataset::Rebuild::encoder`]) both train only their
-//! head on the frozen [CLS] vectors, as in the paper.
+//! head on the frozen \[CLS\] vectors, as in the paper.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -378,7 +378,7 @@ fn ids(examples: &[&Example], with_contexts: bool) -> candle_core::Result<BatchI
     })
 }
 
-/// With a BERT encoder each candidate's context is one chunk: its [CLS] vector.
+/// With a BERT encoder each candidate's context is one chunk: its \[CLS\] vector.
 fn vectors(
     examples: &[&Example],
     width: usize,

@@ -45,6 +45,8 @@ pub struct RunPrompt {
     pub fitted: Option<Prompt>,
     /// The text after the hole sent with it (a recorded plugin's prompt has one).
     pub suffix: Option<String>,
+    /// The text is the user's edit: sent as written, never fitted again.
+    pub edited: bool,
 }
 
 /// One request a run sent, for the request log: when, to whom, what and how long.

@@ -91,6 +91,7 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
             vec![]
         }
         Command::DiffPrompts => diff_prompts(state),
+        Command::DiscardEdit => discard_edit(state),
         Command::RequestLog => {
             state.mode = Mode::Requests { scroll: 0 };
             vec![]

@@ -32,8 +32,8 @@ pub(super) fn not_completed(state: &State, c: &CandidateRow) -> String {
 
 /// What a run completes, one request per distinct prompt: the selected candidates; else the
 /// top k applicable ones in rank order (`r`), or the focused one and then the best others
-/// (`focused_first`, Enter). A candidate whose prompt is the very text of one taken joins its
-/// request instead of taking a card. An error for a focused candidate that does not apply.
+/// (`focused_first`, Enter); a candidate the user edited sends its kept edit. A candidate whose
+/// prompt is the very text of one taken joins its request instead of taking a card. An error for a focused candidate that does not apply.
 pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunPrompt>, String> {
     let (order, limit): (Vec<&CandidateRow>, usize) = if state.selected.is_empty() {
         let first = match state.focused_candidate().filter(|_| focused_first) {
@@ -55,7 +55,8 @@ pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunP
         {
             continue;
         }
-        let text = c.prompt.text();
+        let kept = state.kept_edit(c.id);
+        let text = kept.map_or_else(|| c.prompt.text(), String::from);
         let suffix = c.prompt.suffix.as_ref().map(|s| s.text.clone());
         if let Some(run) = runs
             .iter_mut()
@@ -67,8 +68,10 @@ pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunP
                 candidate: c.id,
                 same: Vec::new(),
                 text,
-                fitted: c.prompt.backend_tokens.is_some().then(|| c.prompt.clone()),
+                fitted: (kept.is_none() && c.prompt.backend_tokens.is_some())
+                    .then(|| c.prompt.clone()),
                 suffix,
+                edited: kept.is_some(),
             });
         }
     }

@@ -62,7 +62,8 @@ impl PromptDiff {
 }
 
 /// `D`: in the completions pane, an edited card's prompt against the one it was edited from;
-/// elsewhere the two selected candidates' prompts (one selected: it against the focused one).
+/// elsewhere the focused candidate's kept edit against its composed prompt, or the two
+/// selected candidates' prompts (one selected: it against the focused one).
 pub(super) fn diff_prompts(state: &mut State) -> Vec<Effect> {
     let edited = state
         .cards
@@ -74,7 +75,7 @@ pub(super) fn diff_prompts(state: &mut State) -> Vec<Effect> {
             let title = format!("cand {} → edited", state.shown_id(id));
             PromptDiff::new(title, &original.prompt.text(), &text)
         }),
-        None => two_candidates(state),
+        None => kept_edit(state).or_else(|| two_candidates(state)),
     };
     match diff {
         Some(diff) => {
@@ -88,6 +89,16 @@ pub(super) fn diff_prompts(state: &mut State) -> Vec<Effect> {
         }
     }
     vec![]
+}
+
+/// The focused candidate's kept edit against its composed prompt, when nothing is selected.
+fn kept_edit(state: &State) -> Option<PromptDiff> {
+    let c = state
+        .focused_candidate()
+        .filter(|_| state.selected.is_empty())?;
+    let edit = state.kept_edit(c.id)?;
+    let title = format!("cand {} → edited", state.shown_id(c.id));
+    Some(PromptDiff::new(title, &c.prompt.text(), edit))
 }
 
 /// The selected two, or the selected one and the focused one, in rank order.

@@ -1,5 +1,7 @@
 //! Editing a candidate's prompt in place, with a live token count.
 
+use std::collections::HashMap;
+
 use super::*;
 
 /// A candidate's prompt being edited, with its live token count.
@@ -9,17 +11,47 @@ pub struct Editor {
     pub budget: usize,
     pub tokenizer: &'static dyn Tokenizer,
     pub tokens: usize,
+    /// The composed prompt, to tell an edit from no change.
+    original: String,
+}
+
+/// Prompts the user edited, per hole and candidate, kept until discarded: the prompt pane
+/// shows them and runs send them instead of the composed prompt.
+#[derive(Default)]
+pub struct KeptEdits(HashMap<(FileId, usize, CandidateId), String>);
+
+impl KeptEdits {
+    pub fn get(&self, hole: &Hole, id: CandidateId) -> Option<&str> {
+        self.0
+            .get(&(hole.file, hole.offset, id))
+            .map(String::as_str)
+    }
+
+    fn keep(&mut self, hole: &Hole, id: CandidateId, text: String) {
+        self.0.insert((hole.file, hole.offset, id), text);
+    }
+
+    fn discard(&mut self, hole: &Hole, id: CandidateId) -> bool {
+        self.0.remove(&(hole.file, hole.offset, id)).is_some()
+    }
+}
+
+/// The tokenizer `prompt` was counted in.
+pub fn prompt_tokenizer(prompt: &Prompt) -> &'static dyn Tokenizer {
+    TokenizerKind::ALL
+        .into_iter()
+        .find(|k| k.name() == prompt.tokenizer)
+        .unwrap_or(TokenizerKind::Code)
+        .tokenizer()
 }
 
 impl Editor {
-    fn new(candidate: &CandidateRow, theme: &Theme) -> Editor {
+    /// The editor of `candidate`'s prompt, starting from the user's kept edit where there is one.
+    fn new(candidate: &CandidateRow, kept: Option<&str>, theme: &Theme) -> Editor {
         let prompt = &candidate.prompt;
-        let tokenizer = TokenizerKind::ALL
-            .into_iter()
-            .find(|k| k.name() == prompt.tokenizer)
-            .unwrap_or(TokenizerKind::Code)
-            .tokenizer();
-        let text = prompt.text();
+        let tokenizer = prompt_tokenizer(prompt);
+        let original = prompt.text();
+        let text = kept.map_or_else(|| original.clone(), String::from);
         let mut textarea = TextArea::new(text.split('\n').map(String::from).collect());
         textarea.set_style(Style::new().fg(theme.text));
         textarea.set_cursor_line_style(Style::new().bg(theme.selected));
@@ -29,6 +61,7 @@ impl Editor {
             budget: prompt.budget,
             tokenizer,
             tokens: tokenizer.count(&text),
+            original,
         }
     }
 
@@ -46,7 +79,7 @@ impl Editor {
 pub(super) fn open_editor(state: &mut State) -> Vec<Effect> {
     let Some(editor) = state
         .focused_candidate()
-        .map(|c| Editor::new(c, &state.theme))
+        .map(|c| Editor::new(c, state.kept_edit(c.id), &state.theme))
     else {
         return vec![];
     };
@@ -57,15 +90,30 @@ pub(super) fn open_editor(state: &mut State) -> Vec<Effect> {
     vec![]
 }
 
-/// Close the editor: `submit` completes with the edit (Ctrl-S by default), else it is
-/// discarded and the prompt stays as it was.
+/// Close the editor, keeping the edit for the candidate until it is discarded (`d`): `submit`
+/// also completes with it (Ctrl-S by default). An edit back to the composed prompt keeps
+/// nothing.
 pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
     state.mode = Mode::Normal;
     let Some(editor) = state.editor.take() else {
         return vec![];
     };
+    let id = editor.candidate;
+    let shown = state.shown_id(id);
+    if let Some(hole) = state.view.as_ref().map(|v| v.hole.clone()) {
+        if editor.text() == editor.original {
+            state.edits.discard(&hole, id);
+        } else {
+            state.edits.keep(&hole, id, editor.text());
+        }
+    }
     if !submit {
-        state.status = "edit discarded".into();
+        state.status = match state.kept_edit(id) {
+            Some(_) => format!(
+                "edit of candidate {shown} kept: runs send it; i edits it again, d discards it"
+            ),
+            None => format!("candidate {shown}: its prompt as composed"),
+        };
         return vec![];
     }
     // The edit replaces the prompt; the text after the hole goes with it as it was.
@@ -79,10 +127,26 @@ pub(super) fn close_editor(state: &mut State, submit: bool) -> Vec<Effect> {
         text: editor.text(),
         fitted: None,
         suffix,
+        edited: true,
     };
     let effects = start_completion(state, vec![prompt], true);
     if !effects.is_empty() {
         state.status = "completing with the edited prompt… Esc cancels".into();
     }
     effects
+}
+
+/// `d`: drop the focused candidate's kept edit; its prompt is the composed one again.
+pub(super) fn discard_edit(state: &mut State) -> Vec<Effect> {
+    let (Some(c), Some(view)) = (state.focused_candidate(), &state.view) else {
+        return vec![];
+    };
+    let (id, hole) = (c.id, view.hole.clone());
+    let shown = state.shown_id(id);
+    state.status = if state.edits.discard(&hole, id) {
+        format!("edit of candidate {shown} discarded: its prompt as composed")
+    } else {
+        format!("candidate {shown} has no edit to discard")
+    };
+    vec![]
 }

@@ -43,10 +43,12 @@ pub enum Action {
         backends: Vec<BackendConfig>,
         warnings: Vec<String>,
     },
-    /// Backend `chosen` of the setup is ready, or why it could not be built.
+    /// Backend `chosen` of the setup is ready, or why it could not be built; with the rankers
+    /// for it where they change (`keyhole tune` made a classifier for one of the two).
     BackendSwitched {
         chosen: usize,
         backend: Result<Arc<dyn Backend>, String>,
+        learning: Option<Learning>,
     },
     /// Building the candidates of hole `generation` failed (a bug: the driver caught a panic).
     AnalysisFailed {
@@ -141,6 +143,8 @@ pub enum IndexBackend {
 }
 
 pub enum Effect {
+    /// Rank with these from now on (the classifier tuned for the backend switched to).
+    UseLearning(Learning),
     /// Open the repository with `backend`.
     Index {
         root: PathBuf,
@@ -244,7 +248,8 @@ pub struct CompleteJob {
     pub file_text: String,
     pub offset: usize,
     pub target: String,
-    /// The prompts are user edits: their cards join the ones shown instead of replacing them.
+    /// A run of the prompt just edited (Ctrl-S): its card joins the ones shown instead of
+    /// replacing them.
     pub edited: bool,
     /// What composing the prompts again needs, so that each fits the budget as the backend's
     /// model counts it; `None` for edits, which are sent as written.

@@ -55,6 +55,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
+use crate::session::Learning;
 pub use crate::session::{
     Availability, BanditLesson, CandidateRow, Procc, SharedSearch, apply_ranking,
 };
@@ -121,6 +122,8 @@ pub struct State {
     pub zoomed: bool,
     pub mode: Mode,
     pub editor: Option<Editor>,
+    /// Prompts the user edited and kept (`i`, then Esc or Ctrl-S), until discarded (`d`).
+    pub edits: KeptEdits,
     pub mouse: bool,
     pub tick: usize,
     /// The time at the last tick (the driver's clock: `update` reads none).
@@ -206,6 +209,7 @@ impl State {
             zoomed: false,
             mode: Mode::Normal,
             editor: None,
+            edits: KeptEdits::default(),
             mouse: true,
             tick: 0,
             now: None,
@@ -299,6 +303,11 @@ impl State {
 
     pub fn candidate(&self, id: CandidateId) -> Option<&CandidateRow> {
         self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// The user's kept edit of candidate `id`'s prompt at the current hole.
+    pub fn kept_edit(&self, id: CandidateId) -> Option<&str> {
+        self.edits.get(&self.view.as_ref()?.hole, id)
     }
 
     /// The prompt in the prompt pane: the explained card's, else the focused candidate's.
@@ -446,7 +455,11 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.phase = Phase::Failed(e);
             vec![Effect::Quit]
         }
-        Action::BackendSwitched { chosen, backend } => switch_backend(state, chosen, backend),
+        Action::BackendSwitched {
+            chosen,
+            backend,
+            learning,
+        } => switch_backend(state, chosen, backend, learning),
         Action::BackendsRead { backends, warnings } => backends_read(state, backends, warnings),
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {

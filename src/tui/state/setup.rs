@@ -93,6 +93,7 @@ pub(super) fn switch_backend(
     state: &mut State,
     chosen: usize,
     backend: Result<Arc<dyn Backend>, String>,
+    learning: Option<Learning>,
 ) -> Vec<Effect> {
     state.starting_backend = None;
     let backend = match backend {
@@ -104,10 +105,15 @@ pub(super) fn switch_backend(
     };
     state.setup.backend = chosen;
     state.backend = Some(backend);
-    let effects = match state.view.as_ref().map(|v| v.hole.clone()) {
-        Some(hole) => set_hole(state, hole),
-        None => vec![],
-    };
+    // The new rankers first: the hole is ranked again with them.
+    let mut effects = Vec::new();
+    if let Some(learning) = learning {
+        state.tuned = learning.tuned().map(|t| t.describe());
+        effects.push(Effect::UseLearning(learning));
+    }
+    if let Some(hole) = state.view.as_ref().map(|v| v.hole.clone()) {
+        effects.extend(set_hole(state, hole));
+    }
     state.status = format!("completing with {}", backend_summary(state));
     effects
 }

@@ -154,6 +154,8 @@ fn row(
     let theme = &state.theme;
     let mark = if state.selected.contains(&c.id) {
         "●"
+    } else if state.kept_edit(c.id).is_some() {
+        "✎"
     } else {
         " "
     };
@@ -225,22 +227,9 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         }
         Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
         Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
-            Some(online_reason(state, c.id))
+            Some(online::reason(state.online.get(&c.id)))
         }
         Availability::Applicable => None,
-    }
-}
-
-/// Why the online ranker placed `id` where it is: its picks, or its prior alone.
-fn online_reason(state: &State, id: CandidateId) -> String {
-    match state.online.get(&id) {
-        Some(n) if n.shown > 0 => format!(
-            "picked {} of {} times shown, with the fixed order as a prior worth {} shows",
-            n.picks,
-            n.shown,
-            online::PRIOR_SHOWS
-        ),
-        _ => "never shown: its place in the fixed order".into(),
     }
 }
 

@@ -16,7 +16,9 @@ use crate::session::{counting_words, counts_exactly};
 use crate::sourced::SourcedText;
 use crate::token::Keep;
 use crate::tui::command::Pane;
-use crate::tui::state::{Availability, Editor, Mode, State, matches, provenance};
+use crate::tui::state::{
+    Availability, CandidateRow, Editor, Mode, State, matches, prompt_tokenizer, provenance,
+};
 use crate::tui::theme::Theme;
 
 /// A segment using this share of its allocation is drawn amber; a cut one red.
@@ -63,6 +65,13 @@ fn prompt_title(state: &State) -> String {
             }
             _ => {}
         }
+    }
+    if let Some((c, edit)) = kept_edit_shown(state) {
+        let tokens = prompt_tokenizer(&c.prompt).count(edit);
+        return format!(
+            "prompt · edited by you · {tokens}/{} tokens ({}) · d discards, D compares",
+            c.prompt.budget, c.prompt.tokenizer
+        );
     }
     match state.shown_prompt() {
         Some(p) => {
@@ -112,9 +121,34 @@ fn edit_title(editor: &Editor) -> String {
     )
 }
 
+/// The focused candidate and the user's kept edit of its prompt, where the pane shows that
+/// edit (no card is explained).
+fn kept_edit_shown(state: &State) -> Option<(&CandidateRow, &str)> {
+    let c = state
+        .focused_candidate()
+        .filter(|_| state.explained.is_none())?;
+    Some((c, state.kept_edit(c.id)?))
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     if let Some(editor) = &state.editor {
         frame.render_widget(&editor.textarea, area);
+        return;
+    }
+    if let Some((_, edit)) = kept_edit_shown(state) {
+        // Written by the user: no segments to colour, sent as it is.
+        let lines: Vec<Line> = edit
+            .lines()
+            .skip(state.prompt_scroll)
+            .take(area.height as usize)
+            .map(|l| Line::styled(l.to_string(), Style::new().fg(state.theme.text)))
+            .collect();
+        let lines = Paragraph::new(lines);
+        let lines = match state.prompt_wrap {
+            true => lines.wrap(Wrap { trim: false }),
+            false => lines,
+        };
+        frame.render_widget(lines, area);
         return;
     }
     let Some(prompt) = state.shown_prompt() else {

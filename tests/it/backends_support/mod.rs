@@ -218,6 +218,55 @@ async fn write_stream(socket: &mut TcpStream, pieces: &[String]) -> std::io::Res
     Ok(())
 }
 
+/// llama.cpp's `/props`: `slots` requests at once, `n_ctx` tokens each.
+pub fn llama_props(slots: usize, n_ctx: usize) -> Reply {
+    let props = serde_json::json!({
+        "total_slots": slots,
+        "default_generation_settings": { "n_ctx": n_ctx },
+    });
+    Reply::Json(200, props)
+}
+
+/// llama.cpp's `/tokenize` for a tokenizer that makes a token of every `chars_per_token`
+/// characters of the request's `content`.
+pub fn llama_tokens(request: &Recorded, chars_per_token: usize) -> Reply {
+    let content = request.body["content"].as_str().unwrap_or("");
+    let tokens = vec![0; content.chars().count() / chars_per_token];
+    Reply::Json(200, serde_json::json!({ "tokens": tokens }))
+}
+
+/// Requests a handler is answering at once, and the most there were.
+#[derive(Clone, Default)]
+pub struct InFlight {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl InFlight {
+    /// Hold the server thread answering a request for `pause`, counted in flight meanwhile.
+    pub fn hold(&self, pause: Duration) {
+        self.enter();
+        std::thread::sleep(pause);
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// As [`InFlight::hold`], for a task on the async runtime: sleeps without the thread.
+    pub async fn wait(&self, pause: Duration) {
+        self.enter();
+        tokio::time::sleep(pause).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn enter(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+    }
+
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
+}
+
 /// SSE `data:` lines for these JSON events, then `data: [DONE]`.
 pub fn sse(events: &[Value]) -> Vec<String> {
     let mut lines: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();

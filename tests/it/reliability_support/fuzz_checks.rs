@@ -305,6 +305,7 @@ pub fn check_gguf(data: &[u8]) {
     let path = std::env::temp_dir().join(name);
     std::fs::write(&path, data).unwrap();
     if let Err(error) = LocalModel::load(&path, config::Matrices::Auto) {
+        let error = error.to_string();
         assert_eq!(error.lines().count(), 1, "{error:?}");
         assert!(!error.contains(local::PANICKED), "{error}");
     }

@@ -267,7 +267,7 @@ impl BertEncoder {
         &self.dir
     }
 
-    /// The hidden state at the first position (the [CLS] token) of `text`, cut to the model's
+    /// The hidden state at the first position (the \[CLS\] token) of `text`, cut to the model's
     /// tokens from its `keep` end; a text without tokens gives zeros.
     pub fn encode(&self, text: &str, keep: Keep) -> Result<Vec<f32>> {
         let ids = self.token_ids(text, keep)?;

@@ -1,5 +1,5 @@
 //! A frozen BERT-family encoder read from a local directory, as the paper's F_phi (section
-//! 2.2: CodeBERT's hidden state at the first position, the [CLS] token). The directory holds
+//! 2.2: CodeBERT's hidden state at the first position, the \[CLS\] token). The directory holds
 //! what Hugging Face ships for CodeBERT, GraphCodeBERT, UniXcoder or any BERT/RoBERTa model:
 //! `config.json`, `model.safetensors` and `tokenizer.json`. Nothing is ever downloaded.
 //!

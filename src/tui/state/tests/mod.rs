@@ -284,6 +284,7 @@ fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
     let failed = Action::BackendSwitched {
         chosen: 1,
         backend: Err("other: cannot read model.gguf".into()),
+        learning: None,
     };
     assert!(update(&mut s, failed).is_empty());
     assert_eq!(s.setup.backend, 0);
@@ -545,7 +546,7 @@ fn picking_a_procc_perspective_rewards_its_arm_and_the_shown_others_nothing() {
     );
 }
 #[test]
-fn the_editor_counts_tokens_and_esc_discards_it() {
+fn the_editor_counts_tokens_and_esc_closes_it() {
     let mut s = state();
     s.candidates = vec![with_prompt(7, "")];
     assert!(matches!(
@@ -568,6 +569,71 @@ fn the_editor_counts_tokens_and_esc_discards_it() {
     press(&mut s, KeyEvent::from(KeyCode::Esc));
     assert!(s.editor.is_none() && s.mode == Mode::Normal);
     assert_eq!(s.candidates[0].prompt.text(), "", "the prompt is unchanged");
+}
+
+#[test]
+fn an_edit_is_kept_per_candidate_sent_by_runs_and_dropped_by_d() {
+    let mut s = ready_to_run(vec![
+        with_prompt(7, "class A {"),
+        with_prompt(6, "class B {"),
+    ]);
+    s.focus = Pane::Candidates;
+    update(&mut s, Action::Command(Command::Edit));
+    press(&mut s, KeyEvent::from(KeyCode::End));
+    for c in " int x".chars() {
+        press(&mut s, key(c));
+    }
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    let seven = CandidateId::nth(7);
+    assert_eq!(s.kept_edit(seven), Some("class A { int x"));
+    assert!(
+        s.status.contains("edit of candidate 7 kept"),
+        "{}",
+        s.status
+    );
+    // The pane shows the edit; the row is marked; D compares it with the composed prompt.
+    s.focus = Pane::Candidates;
+    assert!(
+        ui::prompt::title(&s).contains("edited by you"),
+        "{}",
+        ui::prompt::title(&s)
+    );
+    update(&mut s, Action::Command(Command::DiffPrompts));
+    assert!(matches!(s.mode, Mode::Diff { .. }));
+    assert_eq!(s.diff.as_ref().unwrap().title, "cand 7 → edited");
+    s.mode = Mode::Normal;
+    // Moving away and back keeps it; `i` resumes from it.
+    update(&mut s, Action::Command(Command::Down));
+    assert_eq!(s.kept_edit(CandidateId::nth(6)), None);
+    update(&mut s, Action::Command(Command::Up));
+    update(&mut s, Action::Command(Command::Edit));
+    assert_eq!(s.editor.as_ref().unwrap().text(), "class A { int x");
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    // `r` sends the edit, as written, on the edited candidate's card.
+    let effects = update(&mut s, Action::Command(Command::Run));
+    let job = job_of(&effects);
+    let sent: Vec<(usize, &str, bool)> = job
+        .prompts
+        .iter()
+        .map(|p| (p.candidate.index(), p.text.as_str(), p.edited))
+        .collect();
+    assert_eq!(
+        sent,
+        [(7, "class A { int x", true), (6, "class B {", false)]
+    );
+    // `d` drops it: the composed prompt again.
+    s.focus = Pane::Candidates;
+    update(&mut s, Action::Command(Command::DiscardEdit));
+    assert_eq!(s.kept_edit(seven), None);
+    assert!(s.status.contains("discarded"), "{}", s.status);
+    assert!(!ui::prompt::title(&s).contains("edited by you"));
+    // An edit back to the composed text keeps nothing.
+    update(&mut s, Action::Command(Command::Edit));
+    press(&mut s, KeyEvent::from(KeyCode::End));
+    press(&mut s, key('x'));
+    press(&mut s, KeyEvent::from(KeyCode::Backspace));
+    press(&mut s, KeyEvent::from(KeyCode::Esc));
+    assert_eq!(s.kept_edit(seven), None);
 }
 
 #[test]

@@ -5,31 +5,35 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result, bail};
 
-use super::{Backends, EvalArgs, repository_name};
-use crate::cli::dirs;
-use keyhole::candidate::{CandidateId, Selection};
-use keyhole::eval::classified::{self, Classified, ClassifierEval};
-use keyhole::eval::labels;
-use keyhole::eval::outdir::OutDir;
-use keyhole::eval::report::{self, Grouped, Grouping, HoleRows};
-use keyhole::eval::runner::{Failures, RunStats};
-use keyhole::rank::bandit;
-use keyhole::rank::classifier::{Classifier, Variant};
-use keyhole::repo::RepoIndex;
-use keyhole::session::Settings;
+use super::{Backends, Evaluation, Observer, repository_name};
+use crate::candidate::{CandidateId, Selection};
+use crate::eval::classified::{self, Classified, ClassifierEval};
+use crate::eval::labels;
+use crate::eval::outdir::OutDir;
+use crate::eval::report::{self, Grouped, Grouping, HoleRows};
+use crate::eval::runner::{Failures, RunStats};
+use crate::rank::bandit;
+use crate::rank::classifier::{Classifier, Variant};
+use crate::repo::RepoIndex;
+use crate::session::Settings;
 
-/// Read every label file of `out`, write the report beside them and print it; an error when
+/// Read every label file of `out`, write the report beside them and show it; an error when
 /// holes of this run failed (`total`) or compositions did.
-pub fn write_report(
-    args: &EvalArgs,
+#[expect(clippy::too_many_arguments, reason = "the run's state, passed on once")]
+pub(super) fn write_report(
+    repos: &[PathBuf],
+    args: &Evaluation,
     backends: &mut Backends,
     settings: &Settings,
     out: &OutDir,
     runtime: &tokio::runtime::Runtime,
     failures: &mut Failures,
     total: RunStats,
+    observer: &dyn Observer,
 ) -> Result<()> {
     let label_dir = out.label_dir();
     // Rows are read one hole at a time and only their outcomes kept, not their texts.
@@ -40,11 +44,21 @@ pub fn write_report(
     let labelled = grouping.finish();
     let holes = &labelled.holes;
     let (classifier, tuned) = settings.classifier()?;
-    let classified = runtime.block_on(classify(args, backends, &classifier, holes, failures))?;
+    let classified = runtime.block_on(classify(
+        repos,
+        args,
+        settings,
+        backends,
+        &classifier,
+        holes,
+        failures,
+        observer,
+    ))?;
     // Holes of the run without rows: failed ones, and shards not merged or stopped part way.
     let missing = total.holes.saturating_sub(holes.len());
-    let mut builder = report::Builder::grouped(Cow::Borrowed(&labelled), &args.train, args.seed)
-        .missing_holes(missing);
+    let mut builder =
+        report::Builder::grouped(Cow::Borrowed(&labelled), &args.train, settings.seed)
+            .missing_holes(missing);
     if !args.train.is_empty() {
         builder = builder.add_note(
             "RLPG-H and RLPG-R rank the test repositories only (the classifier learned from \
@@ -103,20 +117,17 @@ pub fn write_report(
         });
     }
     let report = builder.build();
-    save_procc_bandit(&labelled, args)?;
+    save_procc_bandit(&labelled, args, settings, observer)?;
     report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
     let by_id: HashMap<&str, &HoleRows> = holes.iter().map(|h| (h.hole_id.as_str(), h)).collect();
     let table = classified::composition_table(&classified, &by_id);
     append_compositions(out.root(), &table)?;
-    outln!(
-        "{}",
-        std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default()
-    );
-    errln!(
+    observer.report(&std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default())?;
+    observer.note(&format!(
         "labels in {}, report in {}",
         label_dir.display(),
         out.root().join("report.md").display()
-    );
+    ))?;
     // A partial run must not look like success: the report covers what completed, and the
     // exit code says that something did not.
     if let Some(last) = total.last_error {
@@ -139,12 +150,16 @@ pub fn write_report(
 /// RLPG-H and RLPG-R on the holes the method tables cover (the test split, or every hole
 /// without one), with their compositions; holes of repositories not named on the command line
 /// cannot be rebuilt and are left out.
+#[expect(clippy::too_many_arguments, reason = "the run's state, passed on once")]
 async fn classify(
-    args: &EvalArgs,
+    repos: &[PathBuf],
+    args: &Evaluation,
+    settings: &Settings,
     backends: &mut Backends<'_>,
     classifier: &Classifier,
     holes: &[HoleRows],
     failures: &mut Failures,
+    observer: &dyn Observer,
 ) -> Result<Vec<Classified>> {
     let in_scope = |h: &&HoleRows| args.train.is_empty() || !args.train.contains(&h.repository);
     let run = ClassifierEval {
@@ -153,18 +168,15 @@ async fn classify(
         // Compositions are completed online; batch files do not carry them (yet).
         compositions: match args.batch() {
             true => Vec::new(),
-            false => args.compose.0.iter().copied().filter(|&l| l > 1).collect(),
+            false => args.compose.iter().copied().filter(|&l| l > 1).collect(),
         },
-        tokenizer: args
-            .tokenizer
-            .unwrap_or(backends.entry().tokenizer())
-            .tokenizer(),
-        budget: args.budget,
+        tokenizer: settings.tokenizer().tokenizer(),
+        budget: settings.budget,
         concurrency: backends.in_flight,
-        fidelity: args.fidelity,
+        fidelity: settings.profile,
     };
     let mut out = Vec::new();
-    for path in &args.repos {
+    for path in repos {
         let name = repository_name(path);
         let mine: Vec<&HoleRows> = holes
             .iter()
@@ -174,8 +186,11 @@ async fn classify(
         if mine.is_empty() {
             continue;
         }
-        errln!("{name}: ranking {} holes with the classifier…", mine.len());
-        let index = Arc::new(RepoIndex::open(path, dirs().cache.as_deref())?);
+        observer.note(&format!(
+            "{name}: ranking {} holes with the classifier…",
+            mine.len()
+        ))?;
+        let index = Arc::new(RepoIndex::open(path, settings.dirs.cache.as_deref())?);
         let backend = backends.for_index(&index)?;
         out.extend(run.run(&index, &mine, backend.as_ref(), failures).await?);
     }
@@ -198,14 +213,20 @@ fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRo
 
 /// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
 /// with --keep-bandit, into the data directory.
-fn save_procc_bandit(labelled: &Grouped, args: &EvalArgs) -> Result<()> {
+fn save_procc_bandit(
+    labelled: &Grouped,
+    args: &Evaluation,
+    settings: &Settings,
+    observer: &dyn Observer,
+) -> Result<()> {
     let bandit = report::train_procc_grouped(labelled, &args.train);
     let path = args.out.join(bandit::FILE);
     bandit
         .save(&path)
         .with_context(|| format!("{}", path.display()))?;
     if args.keep_bandit {
-        let dir = dirs()
+        let dir = settings
+            .dirs
             .data
             .clone()
             .context("no data directory for --keep-bandit")?;
@@ -213,7 +234,7 @@ fn save_procc_bandit(labelled: &Grouped, args: &EvalArgs) -> Result<()> {
         bandit
             .save(&path)
             .with_context(|| format!("{}", path.display()))?;
-        errln!("ProCC bandit kept in {}", path.display());
+        observer.note(&format!("ProCC bandit kept in {}", path.display()))?;
     }
     Ok(())
 }
