@@ -128,7 +128,7 @@ fn main() {
 
 /// Prefill and generation speed on `text`, and the time to re-run it edited near its end.
 fn one_prompt(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, text: &str) {
-    let prompt_tokens = backend.model().count_tokens(&text).unwrap();
+    let prompt_tokens = backend.model().count_tokens(text).unwrap();
     let mut run = 0;
     // A prompt the cache holds nothing of: the text after a line of its own.
     let mut fresh = || {
