@@ -4,6 +4,7 @@
 //! (RLPG's baselines, RepoCoder, ProCC's perspectives) in [`perspectives`], built on
 //! [`retrieval`] and [`windows`].
 
+mod codex_tokens;
 pub mod fidelity;
 pub mod perspectives;
 pub mod profile;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::HoleRequest;
 use super::SourcedText;
+use super::codex_tokens::CodexTokens;
 use super::fidelity::Fidelity;
 use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::terms;
@@ -133,7 +134,10 @@ impl WindowIndex {
                 places[id].push(place);
             }
         }
-        let token_sets: Vec<Vec<u32>> = texts.par_iter().map(|t| token_set(t)).collect();
+        let token_sets: Vec<Vec<u32>> = texts
+            .par_iter()
+            .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
+            .collect();
         let mut built = WindowIndex {
             places,
             vocabulary: FxHashMap::default(),
@@ -549,10 +553,7 @@ fn tf_weight(tf: u16) -> f32 {
 
 /// The distinct Codex token ids of `text`, sorted: what RepoCoder's Jaccard compares.
 pub fn token_set(text: &str) -> Vec<u32> {
-    let mut ids = token::p50k().ids(text);
-    ids.sort_unstable();
-    ids.dedup();
-    ids
+    CodexTokens::default().distinct(text)
 }
 
 /// The windows of a file of `lines` lines, as RepoCoder's code makes them: one centred on every

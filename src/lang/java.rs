@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use tree_sitter::{Node, Tree, TreeCursor};
 
 use super::java_typed;
-use super::tree::NameUsages;
+use super::tree::{NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
@@ -53,7 +53,7 @@ impl Language for Java {
     }
 
     fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax {
-        java_typed::hole_syntax(source, hole)
+        super::hole_grammar::hole_syntax(&java_typed::HOLES, source, hole)
     }
 
     fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
@@ -197,10 +197,6 @@ struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
     usages: NameUsages<'a>,
-}
-
-pub(super) fn span(node: Node) -> Span {
-    Span::new(node.start_byte(), node.end_byte())
 }
 
 impl<'a> Extractor<'a> {

@@ -6,17 +6,15 @@
 //! 3.1): a placeholder expression is written at the hole, with the brackets still open before
 //! it closed, and the placeholder's place in the syntax tree gives the expected type.
 
-use std::ops::Range;
-
 use tree_sitter::Node;
 
-use super::java::{header_span, parse, signature_start, span};
-use super::tree::{ancestors, expression_at, path_to};
+use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
+use super::java::{header_span, parse, signature_start};
+use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
-    TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
+    TypeSyntax,
 };
-use crate::text::identifier_start;
 
 // ----- Outlines -------------------------------------------------------------------------------
 
@@ -28,24 +26,6 @@ fn type_kind(kind: &str) -> Option<TypeKind> {
         "record_declaration" => Some(TypeKind::Record),
         _ => None,
     }
-}
-
-fn named_children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
-}
-
-fn text<'a>(node: Node, source: &'a str) -> &'a str {
-    &source[node.byte_range()]
-}
-
-/// A type as written, whitespace runs made single spaces: `Map<Long,\n Integer>` →
-/// `Map<Long, Integer>`.
-fn type_text(node: Node, source: &str) -> String {
-    text(node, source)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Parts of a type body that hold members too: what error recovery wrapped, and an enum's
@@ -215,143 +195,30 @@ fn constant_span(node: Node) -> Span {
 
 // ----- The hole -------------------------------------------------------------------------------
 
-/// The placeholder expression written at the hole.
-const PLACEHOLDER: &str = "keyholeHole__";
+/// Java's typed-hole reading.
+pub(super) const HOLES: HoleGrammar = HoleGrammar {
+    lexicon: Lexicon {
+        line_comment: "//",
+        block_comment: Some(("/*", "*/")),
+        strings: &[("\"\"\"", true), ("\"", false), ("'", false)],
+        keywords_before_expression: &["return", "new", "throw", "case", "yield", "assert", "else"],
+        braces_are_blocks: true,
+    },
+    string_parts: &["string_fragment", "escape_sequence"],
+    parse,
+    is_type_declaration: |kind| type_kind(kind).is_some(),
+    outline,
+    expectation,
+    locals,
+    in_static_code,
+};
 
-/// Keywords an expression may follow directly: a hole right after one gets a space first.
-const KEYWORDS_BEFORE_EXPRESSION: [&str; 7] =
-    ["return", "new", "throw", "case", "yield", "assert", "else"];
-
-/// Where the hole's prefix ends, lexically.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Lexical {
-    Code,
-    LineComment,
-    BlockComment,
-    String,
-    TextBlock,
-    Char,
-}
-
-/// The lexical state at the end of `prefix` and the brackets still open there.
-fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
-    let bytes = prefix.as_bytes();
-    let at = |i: usize, s: &[u8]| bytes[i..].starts_with(s);
-    let mut state = Lexical::Code;
-    let mut open: Vec<u8> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match state {
-            Lexical::Code => match b {
-                b'/' if at(i, b"//") => state = Lexical::LineComment,
-                b'/' if at(i, b"/*") => {
-                    state = Lexical::BlockComment;
-                    i += 1;
-                }
-                b'"' if at(i, b"\"\"\"") => {
-                    state = Lexical::TextBlock;
-                    i += 2;
-                }
-                b'"' => state = Lexical::String,
-                b'\'' => state = Lexical::Char,
-                b'(' | b'[' | b'{' => open.push(b),
-                b')' | b']' | b'}' => {
-                    let opener = match b {
-                        b')' => b'(',
-                        b']' => b'[',
-                        _ => b'{',
-                    };
-                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
-                        open.truncate(pos);
-                    }
-                }
-                _ => {}
-            },
-            Lexical::LineComment if b == b'\n' => state = Lexical::Code,
-            Lexical::BlockComment if at(i, b"*/") => {
-                state = Lexical::Code;
-                i += 1;
-            }
-            Lexical::String | Lexical::Char | Lexical::TextBlock if b == b'\\' => i += 1,
-            Lexical::String if b == b'"' || b == b'\n' => state = Lexical::Code,
-            Lexical::Char if b == b'\'' || b == b'\n' => state = Lexical::Code,
-            Lexical::TextBlock if at(i, b"\"\"\"") => {
-                state = Lexical::Code;
-                i += 2;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    (state, open)
-}
-
-/// `source` with the placeholder written at `hole`, the literal it is in closed and the
-/// brackets open since the innermost `{` closed, then `;`. Returns the text, the inserted
-/// range and the placeholder's range; `None` inside a comment, where nothing is expected.
-fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
-    let prefix = &source[..hole];
-    let (state, open) = scan(prefix);
-    let mut insert = String::new();
-    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
-        insert.push(' ');
-    }
-    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
-    insert.push_str(PLACEHOLDER);
-    match state {
-        Lexical::LineComment | Lexical::BlockComment => return None,
-        Lexical::String => insert.push('"'),
-        Lexical::Char => insert.push('\''),
-        Lexical::TextBlock => insert.push_str("\"\"\""),
-        Lexical::Code => {}
-    }
-    for &opener in open.iter().rev().take_while(|&&o| o != b'{') {
-        insert.push(if opener == b'(' { ')' } else { ']' });
-    }
-    insert.push(';');
-    let text = format!("{prefix}{insert}{}", &source[hole..]);
-    Some((text, hole..hole + insert.len(), placeholder))
-}
-
-pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
-    let hole = source.floor_char_boundary(hole);
-    let (text, inserted, placeholder) =
-        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
-    let Some(tree) = parse(&text) else {
-        return HoleSyntax::default();
-    };
-    let root = tree.root_node();
-    let deepest = root
-        .descendant_for_byte_range(placeholder.start, placeholder.end)
-        .unwrap_or(root);
-    let mut path = path_to(root, deepest);
-    expression_at(&mut path, &["string_fragment", "escape_sequence"]);
-    let expected = (!placeholder.is_empty())
-        .then(|| expectation(&path, &text))
-        .flatten();
-    HoleSyntax {
-        outline: outline(root, &text),
-        expected,
-        enclosing_types: ancestors(&path)
-            .filter(|a| type_kind(a.kind()).is_some())
-            .filter_map(|a| a.child_by_field_name("name"))
-            .map(|n| text[n.byte_range()].to_string())
-            .collect(),
-        locals: locals(&path, &text),
-        is_static: in_static_code(&path),
-        text,
-        inserted,
-    }
-}
-
-fn boolean() -> Option<Expectation> {
-    Some(Expectation::Type("boolean".into()))
-}
+/// `a.b`, `this` and `super` in Java.
+const MEMBERS: MemberSyntax = MemberSyntax::with_this_and_super("field_access", "object", "field");
 
 /// Walk up from the expression at the hole (the path's last node) through expressions it
 /// ends, to the place that says what type it must have.
-fn expectation(path: &[Node], source: &str) -> Option<Expectation> {
+fn expectation(path: &[Node], _root: Node, source: &str) -> Option<Expectation> {
     let mut at = path.len().checked_sub(1)?;
     loop {
         let node = path[at];
@@ -384,30 +251,13 @@ fn expectation(path: &[Node], source: &str) -> Option<Expectation> {
             "assignment_expression" if is("right") => {
                 let op = parent.child_by_field_name("operator")?;
                 return (op.kind() == "=")
-                    .then(|| assigned(parent.child_by_field_name("left")?, source))
+                    .then(|| MEMBERS.assigned(parent.child_by_field_name("left")?, source))
                     .flatten();
             }
             "return_statement" => return return_type(&path[..at], source),
             "argument_list" => return argument(&path[..at], node, source),
             _ => return None,
         }
-    }
-}
-
-/// `x = ` and `this.x = `: the variable whose type is expected.
-fn assigned(left: Node, source: &str) -> Option<Expectation> {
-    match left.kind() {
-        "identifier" => Some(Expectation::Variable {
-            name: text(left, source).into(),
-            field_only: false,
-        }),
-        "field_access" if left.child_by_field_name("object")?.kind() == "this" => {
-            Some(Expectation::Variable {
-                name: text(left.child_by_field_name("field")?, source).into(),
-                field_only: true,
-            })
-        }
-        _ => None,
     }
 }
 
@@ -441,16 +291,7 @@ fn argument(list_path: &[Node], node: Node, source: &str) -> Option<Expectation>
         "method_invocation" => {
             let receiver = match call.child_by_field_name("object") {
                 None => Receiver::Current,
-                Some(o) if o.kind() == "this" => Receiver::Current,
-                Some(o) if o.kind() == "super" => Receiver::Super,
-                Some(o) if o.kind() == "identifier" => Receiver::Name(text(o, source).into()),
-                Some(o)
-                    if o.kind() == "field_access"
-                        && o.child_by_field_name("object")?.kind() == "this" =>
-                {
-                    Receiver::Name(text(o.child_by_field_name("field")?, source).into())
-                }
-                Some(_) => return None,
+                Some(object) => MEMBERS.receiver(object, source)?,
             };
             Some(Expectation::Argument {
                 receiver,
@@ -583,7 +424,7 @@ fn parameters(scope: Node, source: &str) -> Vec<Local> {
 
 /// Whether the code at the path's last node has no `this`: a static method, initializer or
 /// field.
-fn in_static_code(path: &[Node]) -> bool {
+fn in_static_code(path: &[Node], _source: &str) -> bool {
     ancestors(path)
         .find(|a| {
             matches!(
@@ -686,12 +527,6 @@ impl TypeSyntax for JavaTypes {
                 | "Float"
                 | "Double"
         )
-    }
-
-    /// `T`, `E`, `K2`: by convention a type variable, which says nothing about a value.
-    fn is_type_variable(&self, written: &str) -> bool {
-        let name = self.erasure(written);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
     }
 }
 

@@ -3,16 +3,20 @@
 //! files, what a hole's syntax says and how its types are written. Another language adds a
 //! module here and an entry in [`languages`]; the rest of the program stays as it is.
 
+mod hole_grammar;
 pub mod java;
 mod java_typed;
 pub mod python;
 mod python_typed;
 mod tree;
+mod tsconfig;
 pub mod typescript;
 mod typescript_typed;
 
+use std::any::Any;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -128,9 +132,42 @@ pub trait ImportScope {
     fn files_ending_with(&self, suffix: &str) -> &[FileId];
     /// The file a [`Language::qualified_names`] name belongs to.
     fn declaring(&self, qualified: &str) -> Option<FileId>;
-    /// The text of a project file at the repository root that the language asked for in
-    /// [`Language::project_files`] (`tsconfig.json`), if there is one.
-    fn project_file(&self, name: &str) -> Option<&str>;
+    /// The project file (`packages/a/tsconfig.json`) at a repository-relative path, if there
+    /// is one: read once per index, however many files ask.
+    fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>>;
+}
+
+/// A file of a repository that is no source file but says how its sources import each other
+/// (`tsconfig.json`), with what its language made of it, made once.
+pub struct ProjectFile {
+    text: String,
+    reading: OnceLock<Result<Box<dyn Any + Send + Sync>, String>>,
+}
+
+impl ProjectFile {
+    pub fn new(text: String) -> ProjectFile {
+        ProjectFile {
+            text,
+            reading: OnceLock::new(),
+        }
+    }
+
+    /// What `read` makes of the text, made the first time it is asked; `None` where `read`
+    /// says why it cannot ([`ProjectFile::problem`]).
+    pub fn reading<T: Any + Send + Sync>(
+        &self,
+        read: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Option<&T> {
+        let reading = self
+            .reading
+            .get_or_init(|| read(&self.text).map(|t| Box::new(t) as Box<dyn Any + Send + Sync>));
+        reading.as_ref().ok()?.downcast_ref()
+    }
+
+    /// Why the file could not be read, where a language tried and could not.
+    pub fn problem(&self) -> Option<&str> {
+        self.reading.get()?.as_ref().err().map(String::as_str)
+    }
 }
 
 /// How a language writes types, for the typed-hole context: what a written type names and
@@ -154,8 +191,16 @@ pub trait TypeSyntax: Send + Sync {
     /// common types, which would make incidental matches everywhere.
     fn is_base_type(&self, written: &str) -> bool;
     /// Whether a written type is (by convention) a type variable, which says nothing about a
-    /// value.
-    fn is_type_variable(&self, written: &str) -> bool;
+    /// value: `T`, `E`, `K2`.
+    fn is_type_variable(&self, written: &str) -> bool {
+        is_type_variable_name(self.erasure(written))
+    }
+}
+
+/// The convention of Java, TypeScript and Python for type variables: one capital, perhaps a
+/// digit or another letter after it.
+fn is_type_variable_name(name: &str) -> bool {
+    name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
 }
 
 /// A method: its name, its signature (modifiers to the start of the body, annotations left
@@ -372,10 +417,6 @@ pub trait Language: Send + Sync {
     fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
         let _ = (path, facts);
         Vec::new()
-    }
-    /// Project files at the repository root that import resolution reads (`tsconfig.json`).
-    fn project_files(&self) -> &'static [&'static str] {
-        &[]
     }
     /// The repository files the imports of the file at `path` reach, each once, in the order
     /// of the declarations, with the lines each is used on.

@@ -4,7 +4,7 @@
 use tree_sitter::{Node, Tree};
 
 use super::python_typed;
-use super::tree::NameUsages;
+use super::tree::{NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
@@ -52,7 +52,7 @@ impl Language for Python {
     }
 
     fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax {
-        python_typed::hole_syntax(source, hole)
+        super::hole_grammar::hole_syntax(&python_typed::HOLES, source, hole)
     }
 
     fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
@@ -258,10 +258,6 @@ struct Extractor<'a> {
     usages: NameUsages<'a>,
     /// Node ids of the docstrings met so far (a definition is met before its body).
     docstrings: Vec<usize>,
-}
-
-pub(super) fn span(node: Node) -> Span {
-    Span::new(node.start_byte(), node.end_byte())
 }
 
 impl<'a> Extractor<'a> {
@@ -694,7 +690,7 @@ def helper(x):
                 .find(|(n, _)| n == qualified)
                 .map(|(_, id)| *id)
         }
-        fn project_file(&self, _: &str) -> Option<&str> {
+        fn project_file(&self, _: &str) -> Option<std::sync::Arc<crate::lang::ProjectFile>> {
             None
         }
     }

@@ -8,44 +8,30 @@
 //! As for Java, a placeholder expression is written at the hole and its place in the tree
 //! gives the expected type.
 
-use std::ops::Range;
-
 use tree_sitter::Node;
 
-use super::python::{parse, span};
-use super::tree::{ancestors, expression_at, path_to};
+use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
+use super::python::parse;
+use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
-    TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, Local, MethodOutline, Span, TypeKind, TypeOutline, TypeSyntax,
 };
-use crate::text::identifier_start;
 
 // ----- Outlines -------------------------------------------------------------------------------
 
-fn named_children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
-        .collect()
-}
-
-fn text<'a>(node: Node, source: &'a str) -> &'a str {
-    &source[node.byte_range()]
-}
-
-/// A type as written, whitespace runs made single spaces.
-fn type_text(node: Node, source: &str) -> String {
-    text(node, source)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A node's named children without comments (which Python's grammar places anywhere in a
+/// block or an argument list).
+fn code_children(node: Node) -> Vec<Node> {
+    let mut children = named_children(node);
+    children.retain(|c| c.kind() != "comment");
+    children
 }
 
 /// A class's bases as written, keyword arguments (`metaclass=...`) left out.
 pub(super) fn bases(class: Node, source: &str) -> Vec<String> {
     class
         .child_by_field_name("superclasses")
-        .map(named_children)
+        .map(code_children)
         .unwrap_or_default()
         .into_iter()
         .filter(|b| {
@@ -111,7 +97,7 @@ fn decorators<'a>(parent: Option<Node>, source: &'a str) -> Vec<&'a str> {
     let Some(decorated) = parent.filter(|p| p.kind() == "decorated_definition") else {
         return Vec::new();
     };
-    named_children(decorated)
+    code_children(decorated)
         .into_iter()
         .filter(|d| d.kind() == "decorator")
         .filter_map(|d| d.named_child(0))
@@ -129,7 +115,7 @@ fn decorators<'a>(parent: Option<Node>, source: &'a str) -> Vec<&'a str> {
 
 /// A class body's statements, decorated definitions unwrapped, with the wrapper if any.
 fn members(body: Node) -> Vec<(Node, Option<Node>)> {
-    named_children(body)
+    code_children(body)
         .into_iter()
         .map(|m| {
             if m.kind() == "decorated_definition" {
@@ -147,7 +133,7 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
     // An explicit stack of nodes to look in: deep nesting cannot overflow the call stack.
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        for child in named_children(node) {
+        for child in code_children(node) {
             match child.kind() {
                 "class_definition" => {
                     types.push(class_outline(child, Some(node), source));
@@ -315,7 +301,7 @@ fn self_fields(method: Node, source: &str) -> Vec<FieldOutline> {
         .collect::<Vec<_>>();
     let mut found: Vec<(Node, Node)> = Vec::new();
     while let Some(node) = stack.pop() {
-        for child in named_children(node) {
+        for child in code_children(node) {
             match child.kind() {
                 "expression_statement" => {
                     if let Some(a) = child.named_child(0).filter(|a| a.kind() == "assignment") {
@@ -376,7 +362,7 @@ struct Param<'t> {
 fn parameters<'t>(function: Node<'t>, source: &str) -> Vec<Param<'t>> {
     function
         .child_by_field_name("parameters")
-        .map(named_children)
+        .map(code_children)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|p| {
@@ -431,7 +417,7 @@ fn positional_params(function: Node, bound: bool, source: &str) -> (Vec<String>,
     let mut varargs = false;
     let list = function
         .child_by_field_name("parameters")
-        .map(named_children)
+        .map(code_children)
         .unwrap_or_default();
     for (i, param) in list.into_iter().enumerate() {
         if i == 0 && bound {
@@ -467,136 +453,42 @@ fn positional_params(function: Node, bound: bool, source: &str) -> (Vec<String>,
 
 // ----- The hole -------------------------------------------------------------------------------
 
-/// The placeholder expression written at the hole.
-const PLACEHOLDER: &str = "keyholeHole__";
-
-/// Keywords an expression may follow directly: a hole right after one gets a space first.
-const KEYWORDS_BEFORE_EXPRESSION: [&str; 14] = [
-    "return", "yield", "await", "not", "if", "elif", "while", "assert", "in", "is", "and", "or",
-    "else", "raise",
-];
-
-/// Where the hole's prefix ends, lexically.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Lexical {
-    Code,
-    Comment,
-    /// A string opened by `quote`, three of them if `triple`.
-    String {
-        quote: u8,
-        triple: bool,
+/// Python's typed-hole reading.
+pub(super) const HOLES: HoleGrammar = HoleGrammar {
+    lexicon: Lexicon {
+        line_comment: "#",
+        block_comment: None,
+        strings: &[("\"\"\"", true), ("'''", true), ("\"", false), ("'", false)],
+        keywords_before_expression: &[
+            "return", "yield", "await", "not", "if", "elif", "while", "assert", "in", "is", "and",
+            "or", "else", "raise",
+        ],
+        braces_are_blocks: false,
     },
-}
+    string_parts: &["string_content", "escape_sequence"],
+    parse,
+    is_type_declaration: |kind| kind == "class_definition",
+    outline,
+    expectation,
+    locals,
+    in_static_code,
+};
 
-/// The lexical state at the end of `prefix` and the brackets still open there.
-fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
-    let bytes = prefix.as_bytes();
-    let mut state = Lexical::Code;
-    let mut open: Vec<u8> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match state {
-            Lexical::Code => match b {
-                b'#' => state = Lexical::Comment,
-                b'"' | b'\'' => {
-                    let triple = bytes[i..].starts_with(&[b, b, b]);
-                    state = Lexical::String { quote: b, triple };
-                    if triple {
-                        i += 2;
-                    }
-                }
-                b'(' | b'[' | b'{' => open.push(b),
-                b')' | b']' | b'}' => {
-                    let opener = match b {
-                        b')' => b'(',
-                        b']' => b'[',
-                        _ => b'{',
-                    };
-                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
-                        open.truncate(pos);
-                    }
-                }
-                _ => {}
-            },
-            Lexical::Comment if b == b'\n' => state = Lexical::Code,
-            Lexical::String { .. } if b == b'\\' => i += 1,
-            Lexical::String { quote, triple } => {
-                if triple && bytes[i..].starts_with(&[quote, quote, quote]) {
-                    state = Lexical::Code;
-                    i += 2;
-                } else if !triple && (b == quote || b == b'\n') {
-                    state = Lexical::Code;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    (state, open)
-}
-
-/// `source` with the placeholder written at `hole`, the string it is in and the brackets
-/// still open closed. Returns the text, the inserted range and the placeholder's range;
-/// `None` inside a comment, where nothing is expected.
-fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
-    let prefix = &source[..hole];
-    let (state, open) = scan(prefix);
-    let mut insert = String::new();
-    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
-        insert.push(' ');
-    }
-    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
-    insert.push_str(PLACEHOLDER);
-    match state {
-        Lexical::Comment => return None,
-        Lexical::String { quote, triple } => {
-            let quotes = if triple { 3 } else { 1 };
-            insert.extend(std::iter::repeat_n(quote as char, quotes));
-        }
-        Lexical::Code => {}
-    }
-    for &opener in open.iter().rev() {
-        insert.push(match opener {
-            b'(' => ')',
-            b'[' => ']',
-            _ => '}',
-        });
-    }
-    let text = format!("{prefix}{insert}{}", &source[hole..]);
-    Some((text, hole..hole + insert.len(), placeholder))
-}
-
-pub(super) fn hole_syntax(source: &str, hole: usize) -> HoleSyntax {
-    let hole = source.floor_char_boundary(hole.min(source.len()));
-    let (text, inserted, placeholder) =
-        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
-    let Some(tree) = parse(&text) else {
-        return HoleSyntax::default();
-    };
-    let root = tree.root_node();
-    let deepest = root
-        .descendant_for_byte_range(placeholder.start, placeholder.end)
-        .unwrap_or(root);
-    let mut path = path_to(root, deepest);
-    expression_at(&mut path, &["string_content", "escape_sequence"]);
-    let expected = (!placeholder.is_empty())
-        .then(|| expectation(&path, root, &text))
-        .flatten();
-    HoleSyntax {
-        outline: outline(root, &text),
-        expected,
-        enclosing_types: ancestors(&path)
-            .filter(|a| a.kind() == "class_definition")
-            .filter_map(|a| a.child_by_field_name("name"))
-            .map(|n| text[n.byte_range()].to_string())
-            .collect(),
-        locals: locals(&path, &text),
-        is_static: in_static_code(&path, &text),
-        text,
-        inserted,
-    }
-}
+/// `a.b`, `self` (and `cls`) and `super()` in Python.
+const MEMBERS: MemberSyntax = MemberSyntax {
+    kind: "attribute",
+    object: "object",
+    name: "attribute",
+    is_current: |node, source| {
+        node.kind() == "identifier" && matches!(text(node, source), "self" | "cls")
+    },
+    is_super: |node, source| {
+        node.kind() == "call"
+            && node
+                .child_by_field_name("function")
+                .is_some_and(|f| text(f, source) == "super")
+    },
+};
 
 /// Walk up from the expression at the hole (the path's last node) through expressions it
 /// ends, to the place that says what type it must have. A condition expects nothing: any
@@ -614,7 +506,7 @@ fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
             "subscript" if is("value") => at -= 1,
             "conditional_expression" => {
                 // `a if cond else b`: the condition is the second part.
-                if named_children(parent).get(1) == Some(&node) {
+                if code_children(parent).get(1) == Some(&node) {
                     return None;
                 }
                 at -= 1;
@@ -623,7 +515,7 @@ fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
                 if let Some(ty) = parent.child_by_field_name("type") {
                     return Some(Expectation::Type(type_text(ty, source)));
                 }
-                return assigned(parent.child_by_field_name("left")?, source);
+                return MEMBERS.assigned(parent.child_by_field_name("left")?, source);
             }
             "return_statement" => return return_type(&path[..at], source),
             "keyword_argument" if is("value") => {
@@ -633,23 +525,6 @@ fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
             "argument_list" => return argument(&path[..at], node, None, root, source),
             _ => return None,
         }
-    }
-}
-
-/// `x = ` and `self.x = `: the variable whose type is expected.
-fn assigned(left: Node, source: &str) -> Option<Expectation> {
-    match left.kind() {
-        "identifier" => Some(Expectation::Variable {
-            name: text(left, source).into(),
-            field_only: false,
-        }),
-        "attribute" if super::python::is_self_attribute(left, source) => {
-            Some(Expectation::Variable {
-                name: text(left.child_by_field_name("attribute")?, source).into(),
-                field_only: true,
-            })
-        }
-        _ => None,
     }
 }
 
@@ -678,7 +553,7 @@ fn argument(
     source: &str,
 ) -> Option<Expectation> {
     let (&list, call_path) = list_path.split_last()?;
-    let arguments = named_children(list);
+    let arguments = code_children(list);
     let positional: Vec<&Node> = arguments
         .iter()
         .filter(|a| a.kind() != "keyword_argument")
@@ -708,19 +583,8 @@ fn argument(
         return None;
     }
     let object = function.child_by_field_name("object")?;
-    let receiver = match object.kind() {
-        "identifier" if matches!(text(object, source), "self" | "cls") => Receiver::Current,
-        "identifier" => Receiver::Name(text(object, source).into()),
-        "call" if text(object.child_by_field_name("function")?, source) == "super" => {
-            Receiver::Super
-        }
-        "attribute" if super::python::is_self_attribute(object, source) => {
-            Receiver::Name(text(object.child_by_field_name("attribute")?, source).into())
-        }
-        _ => return None,
-    };
     Some(Expectation::Argument {
-        receiver,
+        receiver: MEMBERS.receiver(object, source)?,
         name: text(function.child_by_field_name("attribute")?, source).into(),
         position: position?,
         arity,
@@ -729,7 +593,7 @@ fn argument(
 
 /// The module-level function `name`, if this file defines one.
 fn module_function<'t>(root: Node<'t>, name: &str, source: &str) -> Option<Node<'t>> {
-    named_children(root)
+    code_children(root)
         .into_iter()
         .map(|d| match d.kind() {
             "decorated_definition" => d.child_by_field_name("definition").unwrap_or(d),
@@ -807,7 +671,7 @@ fn assigned_before(body: Node, before: usize, source: &str) -> Vec<Local> {
     let mut found = Vec::new();
     let mut stack = vec![body];
     while let Some(node) = stack.pop() {
-        for child in named_children(node) {
+        for child in code_children(node) {
             if child.start_byte() >= before {
                 continue;
             }
@@ -1003,14 +867,14 @@ impl TypeSyntax for PythonTypes {
             .strip_suffix("_co")
             .or_else(|| name.strip_suffix("_contra"))
             .unwrap_or(name);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
+        super::is_type_variable_name(name)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lang::{Language, python::Python};
+    use crate::lang::{HoleSyntax, Language, Receiver, python::Python};
 
     const SOURCE: &str = r#"from dataclasses import dataclass
 
@@ -1050,7 +914,7 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
     fn at(marker: &str) -> HoleSyntax {
         let hole = SOURCE.find(&format!("{marker}$")).expect("marker") + marker.len();
         let cut = format!("{}{}", &SOURCE[..hole], &SOURCE[hole + 1..]);
-        hole_syntax(&cut.replace('$', "x"), hole)
+        Python.hole_syntax(&cut.replace('$', "x"), hole)
     }
 
     fn ty(text: &str) -> Option<Expectation> {
@@ -1109,7 +973,7 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         let probe = |line: &str, cut: usize| {
             let source = SOURCE.replace("        return $", line);
             let hole = source.find(line).unwrap() + cut;
-            hole_syntax(&source.replace('$', "x"), hole).expected
+            Python.hole_syntax(&source.replace('$', "x"), hole).expected
         };
         assert_eq!(probe("        x: Money = y", 19), ty("Money"));
         assert_eq!(probe("        return price_of(a)", 24), ty("Line"));
@@ -1171,7 +1035,7 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         ];
         for text in texts {
             for hole in 0..=text.len() {
-                let syntax = hole_syntax(text, hole);
+                let syntax = Python.hole_syntax(text, hole);
                 assert!(syntax.inserted.end <= syntax.text.len());
                 Python.extract(&text[..text.floor_char_boundary(hole)]);
             }

@@ -1,5 +1,5 @@
-//! What every language reads off a tree-sitter tree the same way: the path down to a node and
-//! the syntax errors in a range.
+//! What every language reads off a tree-sitter tree the same way: spans and texts of nodes,
+//! the path down to a node and the syntax errors in a range.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -34,6 +34,30 @@ pub(super) fn parse(
         };
         parsers[at].1.parse(source, None)
     })
+}
+
+/// A node's byte span.
+pub(super) fn span(node: Node) -> Span {
+    Span::new(node.start_byte(), node.end_byte())
+}
+
+/// A node's text.
+pub(super) fn text<'a>(node: Node, source: &'a str) -> &'a str {
+    &source[node.byte_range()]
+}
+
+/// A type as written, whitespace runs made single spaces: `Map<Long,\n Integer>` →
+/// `Map<Long, Integer>`.
+pub(super) fn type_text(node: Node, source: &str) -> String {
+    text(node, source)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(super) fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
 }
 
 /// The lines each name is used on, gathered while a file's tree is walked.

@@ -1,12 +1,12 @@
 //! TypeScript, TSX and JavaScript facts through tree-sitter-typescript, in one pass over the
 //! syntax tree, and ES imports resolved to repository files as TypeScript's module resolution
-//! finds them (relative specifiers by path, others through `tsconfig.json`'s `baseUrl` and
-//! `paths`).
+//! finds them (relative specifiers by path, others through the `baseUrl` and `paths` of the
+//! file's nearest `tsconfig.json`).
 
-use serde::Deserialize;
 use tree_sitter::{Node, Tree};
 
-use super::tree::NameUsages;
+use super::tree::{NameUsages, named_children, span};
+use super::tsconfig::{TsConfig, normalize};
 use super::typescript_typed;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
@@ -96,7 +96,11 @@ impl Language for TypeScript {
     }
 
     fn hole_syntax(&self, source: &str, hole: usize) -> HoleSyntax {
-        typescript_typed::hole_syntax(self.grammar, source, hole)
+        let holes = match self.grammar {
+            Grammar::TypeScript => &typescript_typed::HOLES,
+            Grammar::Tsx => &typescript_typed::TSX_HOLES,
+        };
+        super::hole_grammar::hole_syntax(holes, source, hole)
     }
 
     fn syntax_errors(&self, source: &str, within: std::ops::Range<usize>) -> Vec<SyntaxError> {
@@ -139,10 +143,6 @@ impl Language for TypeScript {
         names
     }
 
-    fn project_files(&self) -> &'static [&'static str] {
-        &["tsconfig.json"]
-    }
-
     /// Each import, re-export, `require` and `import()` whose specifier names a repository
     /// file, with the lines its bound names are used on.
     fn resolve_imports(
@@ -151,10 +151,7 @@ impl Language for TypeScript {
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import> {
-        let config = scope
-            .project_file("tsconfig.json")
-            .map(TsConfig::read)
-            .unwrap_or_default();
+        let config = TsConfig::of_file(path, scope);
         let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         let mut found = Vec::new();
         for import in &facts.imports {
@@ -191,91 +188,6 @@ impl Language for TypeScript {
 
 // ----- Module resolution ----------------------------------------------------------------------
 
-/// What import resolution reads of the root's `tsconfig.json`.
-#[derive(Debug, Default, PartialEq)]
-struct TsConfig {
-    /// Where non-relative specifiers are looked up, repository-relative (`""`: the root).
-    base_url: Option<String>,
-    /// `paths` patterns (`@app/*`) with their substitutions, relative to `base_url` or else
-    /// the root.
-    paths: Vec<(String, Vec<String>)>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct TsConfigFile {
-    #[serde(default)]
-    compiler_options: CompilerOptions,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct CompilerOptions {
-    base_url: Option<String>,
-    #[serde(default)]
-    paths: serde_json::Map<String, serde_json::Value>,
-}
-
-impl TsConfig {
-    /// tsconfig allows comments and trailing commas, so it is read as JSONC; one that still
-    /// cannot be read leaves resolution to relative specifiers.
-    fn read(text: &str) -> TsConfig {
-        let options = jsonc_parser::ParseOptions::default();
-        let Ok(file) = jsonc_parser::parse_to_serde_value::<TsConfigFile>(text, &options) else {
-            return TsConfig::default();
-        };
-        let options = file.compiler_options;
-        let paths = options
-            .paths
-            .into_iter()
-            .map(|(pattern, targets)| {
-                let targets = targets
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|t| t.as_str().map(str::to_string))
-                    .collect();
-                (pattern, targets)
-            })
-            .collect();
-        TsConfig {
-            base_url: options.base_url.and_then(|b| normalize("", &b)),
-            paths,
-        }
-    }
-
-    /// The repository paths a non-relative specifier may name, most specific pattern first
-    /// (an exact pattern, then the longest prefix before `*`), then under `baseUrl`.
-    fn candidates(&self, specifier: &str) -> Vec<String> {
-        let base = self.base_url.as_deref().unwrap_or("");
-        let mut matched: Vec<(usize, &[String], &str)> = Vec::new();
-        for (pattern, targets) in &self.paths {
-            match pattern.split_once('*') {
-                None if pattern == specifier => matched.push((usize::MAX, targets, "")),
-                Some((prefix, suffix))
-                    if specifier.len() >= prefix.len() + suffix.len()
-                        && specifier.starts_with(prefix)
-                        && specifier.ends_with(suffix) =>
-                {
-                    let star = &specifier[prefix.len()..specifier.len() - suffix.len()];
-                    matched.push((prefix.len(), targets, star));
-                }
-                _ => {}
-            }
-        }
-        matched.sort_by_key(|(specificity, _, _)| std::cmp::Reverse(*specificity));
-        let mut out: Vec<String> = matched
-            .into_iter()
-            .flat_map(|(_, targets, star)| targets.iter().map(move |t| t.replacen('*', star, 1)))
-            .filter_map(|t| normalize(base, &t))
-            .collect();
-        if self.base_url.is_some() {
-            out.extend(normalize(base, specifier));
-        }
-        out
-    }
-}
-
 /// A file's path without its extension (`.d.ts` whole): the module it is.
 fn module_path(path: &str) -> &str {
     let stem = path.strip_suffix(".d.ts").unwrap_or(path);
@@ -288,21 +200,6 @@ fn module_path(path: &str) -> &str {
 /// `module#Name`: a declaration's name under [`Language::qualified_names`].
 fn qualified(module: &str, name: &str) -> String {
     format!("{module}#{name}")
-}
-
-/// `dir` joined with a relative `path`, `.` and `..` resolved; `None` above the root.
-fn normalize(dir: &str, path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            _ => parts.push(part),
-        }
-    }
-    Some(parts.join("/"))
 }
 
 /// The file an import specifier written in `dir` names, if it is a repository file. Bare
@@ -381,15 +278,6 @@ struct Extractor<'a> {
     usages: NameUsages<'a>,
     /// The names a `const x = require('./e')` binds, for the call at this byte.
     pending_names: Option<(usize, Vec<String>)>,
-}
-
-pub(super) fn span(node: Node) -> Span {
-    Span::new(node.start_byte(), node.end_byte())
-}
-
-fn named_children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
 }
 
 /// The declarations a node is: a class (also an abstract one or a named class expression),
@@ -766,7 +654,10 @@ pub(super) fn signature_start(node: Node) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::lang::ProjectFile;
 
     const SOURCE: &str = r#"import { Order, LineItem as Item } from './model/order';
 import type { Money } from "../money";
@@ -923,7 +814,16 @@ const fs = require('./fs-shim');
     /// A repository of paths, for resolution tests.
     struct Files {
         paths: Vec<&'static str>,
-        tsconfig: Option<&'static str>,
+        configs: Vec<(String, Arc<ProjectFile>)>,
+    }
+
+    /// Project files at their paths.
+    fn configs(files: &[(&str, &str)]) -> Vec<(String, Arc<ProjectFile>)> {
+        let file = |text: &str| Arc::new(ProjectFile::new(text.to_string()));
+        files
+            .iter()
+            .map(|&(path, text)| (path.to_string(), file(text)))
+            .collect()
     }
 
     impl ImportScope for Files {
@@ -936,8 +836,9 @@ const fs = require('./fs-shim');
         fn declaring(&self, _: &str) -> Option<FileId> {
             None
         }
-        fn project_file(&self, name: &str) -> Option<&str> {
-            self.tsconfig.filter(|_| name == "tsconfig.json")
+        fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
+            let found = self.configs.iter().find(|(p, _)| p == path);
+            found.map(|(_, file)| file.clone())
         }
     }
 
@@ -962,7 +863,7 @@ const fs = require('./fs-shim');
                 "lib/legacy.js",
                 "src/app.ts",
             ],
-            tsconfig: None,
+            configs: Vec::new(),
         };
         let source = "import { Order } from './model/order';\nimport * as u from './util';\n\
                       import { h } from './h.js';\nimport type { T } from './types';\n\
@@ -983,9 +884,10 @@ const fs = require('./fs-shim');
 
     #[test]
     fn tsconfig_paths_and_base_url_resolve_bare_specifiers() {
-        let files = Files {
+        let mut files = Files {
             paths: vec!["src/app/core/base.ts", "src/shared/log.ts", "src/main.ts"],
-            tsconfig: Some(
+            configs: configs(&[(
+                "tsconfig.json",
                 r#"{
                   // comments and trailing commas are allowed
                   "compilerOptions": {
@@ -993,7 +895,7 @@ const fs = require('./fs-shim');
                     "paths": { "@app/*": ["app/*"], "@log": ["shared/log.ts"], },
                   },
                 }"#,
-            ),
+            )]),
         };
         let source = "import { Base } from '@app/core/base';\nimport log from '@log';\n\
                       import { x } from 'shared/log';\nimport React from 'react';\n";
@@ -1004,10 +906,114 @@ const fs = require('./fs-shim');
                 ("src/shared/log.ts", vec![])
             ]
         );
-        let unreadable = Files {
-            tsconfig: Some("{ not json"),
-            ..files
+        files.configs = configs(&[("tsconfig.json", "{ not json")]);
+        assert!(resolved(&files, "src/main.ts", source).is_empty());
+        let problem = files.configs[0].1.problem().unwrap();
+        assert!(problem.contains("line 1"), "{problem}");
+    }
+
+    #[test]
+    fn each_file_reads_its_nearest_tsconfig_and_what_it_extends() {
+        let files = Files {
+            paths: vec![
+                "packages/app/src/main.ts",
+                "packages/shared/src/log.ts",
+                "packages/web/src/page.ts",
+                "packages/web/src/ui/button.ts",
+                "packages/admin/src/panel.ts",
+                "packages/admin/lib/log.ts",
+                "tools/build.ts",
+            ],
+            configs: configs(&[
+                // Paths without a baseUrl are relative to the file that writes them.
+                (
+                    "tsconfig.base.json",
+                    r#"{ "compilerOptions": { "paths": { "@shared/*": ["packages/shared/src/*"] } } }"#,
+                ),
+                // `extends` without `.json`.
+                (
+                    "packages/app/tsconfig.json",
+                    r#"{ "extends": "../../tsconfig.base" }"#,
+                ),
+                // A baseUrl (relative to this file) makes the extended paths relative to it,
+                // as TypeScript does.
+                (
+                    "packages/web/tsconfig.json",
+                    r#"{ "extends": ["../../tsconfig.base.json"], "compilerOptions": { "baseUrl": "src" } }"#,
+                ),
+                // Its own `paths` replace the extended ones.
+                (
+                    "packages/admin/tsconfig.json",
+                    r#"{ "extends": "../../tsconfig.base.json",
+                         "compilerOptions": { "paths": { "@shared/*": ["lib/*"] } } }"#,
+                ),
+            ]),
         };
-        assert!(resolved(&unreadable, "src/main.ts", source).is_empty());
+        let source = "import { log } from '@shared/log';\nimport { Button } from 'ui/button';\n";
+        let resolved_from = |path| resolved(&files, path, source);
+        assert_eq!(
+            resolved_from("packages/app/src/main.ts"),
+            vec![("packages/shared/src/log.ts", vec![])]
+        );
+        assert_eq!(
+            resolved_from("packages/web/src/page.ts"),
+            vec![("packages/web/src/ui/button.ts", vec![])]
+        );
+        assert_eq!(
+            resolved_from("packages/admin/src/panel.ts"),
+            vec![("packages/admin/lib/log.ts", vec![])]
+        );
+        // No tsconfig above the file: relative specifiers only.
+        assert!(resolved_from("tools/build.ts").is_empty());
+    }
+
+    #[test]
+    fn extends_cycles_and_chains_end() {
+        let mut configs_list = vec![
+            (
+                "a/tsconfig.json".to_string(),
+                r#"{ "extends": "./b.json", "compilerOptions": { "baseUrl": "." } }"#.to_string(),
+            ),
+            (
+                "a/b.json".to_string(),
+                r#"{ "extends": "./tsconfig.json", "compilerOptions": { "paths": { "@x": ["x.ts"] } } }"#
+                    .to_string(),
+            ),
+        ];
+        // A chain longer than any real one, each link extending the next.
+        for i in 0..39 {
+            configs_list.push((
+                format!("c/{i}.json"),
+                format!(r#"{{ "extends": "./{}.json" }}"#, i + 1),
+            ));
+        }
+        configs_list.push((
+            "c/tsconfig.json".to_string(),
+            r#"{ "extends": "./0.json", "compilerOptions": { "baseUrl": "." } }"#.to_string(),
+        ));
+        configs_list.push((
+            "c/39.json".to_string(),
+            r#"{ "compilerOptions": { "paths": { "@x": ["x.ts"] } } }"#.to_string(),
+        ));
+        let list: Vec<(&str, &str)> = configs_list
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let files = Files {
+            paths: vec!["a/x.ts", "a/main.ts", "c/x.ts", "c/main.ts"],
+            configs: configs(&list),
+        };
+        let source = "import { x } from '@x';\n";
+        assert_eq!(
+            resolved(&files, "a/main.ts", source),
+            vec![("a/x.ts", vec![])]
+        );
+        // The far end of the long chain (its `paths`) is beyond the bound; `baseUrl` of the
+        // nearest file still applies.
+        assert!(resolved(&files, "c/main.ts", source).is_empty());
+        assert_eq!(
+            resolved(&files, "c/main.ts", "import { x } from 'x';\n"),
+            vec![("c/x.ts", vec![])]
+        );
     }
 }

@@ -8,36 +8,17 @@
 //! type. TypeScript writes a name before its type (`total: Money`), so a member's or local's
 //! whole `name: Type` is its head (its type span) and its name span is empty at the end of it.
 
-use std::ops::Range;
-
 use tree_sitter::Node;
 
-use super::tree::{ancestors, expression_at, path_to};
+use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
+use super::tree::{ancestors, named_children, span, text, type_text};
 use super::typescript::{
-    Grammar, header_span, is_parameter_property, parse, signature_start, span, type_kind,
+    Grammar, header_span, is_parameter_property, parse, signature_start, type_kind,
 };
 use super::{
-    Expectation, FieldOutline, HoleSyntax, Local, MethodOutline, Receiver, Span, TypeKind,
-    TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
+    TypeSyntax,
 };
-use crate::text::identifier_start;
-
-fn named_children(node: Node) -> Vec<Node> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).collect()
-}
-
-fn text<'a>(node: Node, source: &'a str) -> &'a str {
-    &source[node.byte_range()]
-}
-
-/// A type as written, whitespace runs made single spaces.
-fn type_text(node: Node, source: &str) -> String {
-    text(node, source)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// The type of a `type_annotation` field (`: Order` → `Order`).
 fn annotation<'t>(node: Node<'t>, field: &str) -> Option<Node<'t>> {
@@ -301,128 +282,37 @@ fn method_outline(node: Node, class: &str, source: &str) -> Option<MethodOutline
 
 // ----- The hole -------------------------------------------------------------------------------
 
-/// The placeholder expression written at the hole.
-const PLACEHOLDER: &str = "keyholeHole__";
+/// TypeScript's typed-hole reading (the TypeScript grammar; [`TSX_HOLES`] for TSX and
+/// JavaScript).
+pub(super) const HOLES: HoleGrammar = HoleGrammar {
+    lexicon: Lexicon {
+        line_comment: "//",
+        block_comment: Some(("/*", "*/")),
+        // A template literal's `${...}` is read as the literal's text.
+        strings: &[("`", true), ("\"", false), ("'", false)],
+        keywords_before_expression: &[
+            "return", "new", "throw", "case", "yield", "await", "else", "typeof",
+        ],
+        braces_are_blocks: true,
+    },
+    string_parts: &["string_fragment", "escape_sequence"],
+    parse: |source| parse(Grammar::TypeScript, source),
+    is_type_declaration: |kind| type_kind(kind).is_some(),
+    outline,
+    expectation,
+    locals,
+    in_static_code,
+};
 
-/// Keywords an expression may follow directly: a hole right after one gets a space first.
-const KEYWORDS_BEFORE_EXPRESSION: [&str; 8] = [
-    "return", "new", "throw", "case", "yield", "await", "else", "typeof",
-];
+/// [`HOLES`] with the TSX grammar.
+pub(super) const TSX_HOLES: HoleGrammar = HoleGrammar {
+    parse: |source| parse(Grammar::Tsx, source),
+    ..HOLES
+};
 
-/// Where the hole's prefix ends, lexically.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Lexical {
-    Code,
-    LineComment,
-    BlockComment,
-    /// A string opened with this quote.
-    String(u8),
-}
-
-/// The lexical state at the end of `prefix` and the brackets still open there. A template
-/// literal's `${` opens a bracket like any other; its text counts as code.
-fn scan(prefix: &str) -> (Lexical, Vec<u8>) {
-    let bytes = prefix.as_bytes();
-    let at = |i: usize, s: &[u8]| bytes[i..].starts_with(s);
-    let mut state = Lexical::Code;
-    let mut open: Vec<u8> = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match state {
-            Lexical::Code => match b {
-                b'/' if at(i, b"//") => state = Lexical::LineComment,
-                b'/' if at(i, b"/*") => {
-                    state = Lexical::BlockComment;
-                    i += 1;
-                }
-                b'"' | b'\'' | b'`' => state = Lexical::String(b),
-                b'(' | b'[' | b'{' => open.push(b),
-                b')' | b']' | b'}' => {
-                    let opener = match b {
-                        b')' => b'(',
-                        b']' => b'[',
-                        _ => b'{',
-                    };
-                    if let Some(pos) = open.iter().rposition(|&o| o == opener) {
-                        open.truncate(pos);
-                    }
-                }
-                _ => {}
-            },
-            Lexical::LineComment if b == b'\n' => state = Lexical::Code,
-            Lexical::BlockComment if at(i, b"*/") => {
-                state = Lexical::Code;
-                i += 1;
-            }
-            Lexical::String(_) if b == b'\\' => i += 1,
-            Lexical::String(q) if b == q || (b == b'\n' && q != b'`') => state = Lexical::Code,
-            _ => {}
-        }
-        i += 1;
-    }
-    (state, open)
-}
-
-/// `source` with the placeholder written at `hole`, the string it is in closed and the
-/// brackets open since the innermost `{` closed, then `;`. Returns the text, the inserted
-/// range and the placeholder's range; `None` inside a comment, where nothing is expected.
-fn probe(source: &str, hole: usize) -> Option<(String, Range<usize>, Range<usize>)> {
-    let prefix = &source[..hole];
-    let (state, open) = scan(prefix);
-    let mut insert = String::new();
-    if KEYWORDS_BEFORE_EXPRESSION.contains(&&prefix[identifier_start(prefix)..]) {
-        insert.push(' ');
-    }
-    let placeholder = hole + insert.len()..hole + insert.len() + PLACEHOLDER.len();
-    insert.push_str(PLACEHOLDER);
-    match state {
-        Lexical::LineComment | Lexical::BlockComment => return None,
-        Lexical::String(quote) => insert.push(quote as char),
-        Lexical::Code => {}
-    }
-    for &opener in open.iter().rev().take_while(|&&o| o != b'{') {
-        insert.push(if opener == b'(' { ')' } else { ']' });
-    }
-    insert.push(';');
-    let text = format!("{prefix}{insert}{}", &source[hole..]);
-    Some((text, hole..hole + insert.len(), placeholder))
-}
-
-pub(super) fn hole_syntax(grammar: Grammar, source: &str, hole: usize) -> HoleSyntax {
-    let hole = source.floor_char_boundary(hole);
-    let (text, inserted, placeholder) =
-        probe(source, hole).unwrap_or_else(|| (source.to_string(), hole..hole, hole..hole));
-    let Some(tree) = parse(grammar, &text) else {
-        return HoleSyntax::default();
-    };
-    let root = tree.root_node();
-    let deepest = root
-        .descendant_for_byte_range(placeholder.start, placeholder.end)
-        .unwrap_or(root);
-    let mut path = path_to(root, deepest);
-    expression_at(&mut path, &["string_fragment", "escape_sequence"]);
-    let expected = (!placeholder.is_empty())
-        .then(|| expectation(&path, root, &text))
-        .flatten();
-    HoleSyntax {
-        outline: outline(root, &text),
-        expected,
-        enclosing_types: ancestors(&path)
-            .filter(|a| type_kind(a.kind()).is_some())
-            .filter_map(|a| a.child_by_field_name("name"))
-            .map(|n| text[n.byte_range()].to_string())
-            .collect(),
-        locals: locals(&path, &text),
-        is_static: in_static_code(&path),
-        text,
-        inserted,
-    }
-}
-
-fn boolean() -> Option<Expectation> {
-    Some(Expectation::Type("boolean".into()))
-}
+/// `a.b`, `this` and `super` in TypeScript.
+const MEMBERS: MemberSyntax =
+    MemberSyntax::with_this_and_super("member_expression", "object", "property");
 
 fn is_function_node(kind: &str) -> bool {
     matches!(
@@ -463,30 +353,13 @@ fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
                 return annotation(parent, "type").map(|t| Expectation::Type(type_text(t, source)));
             }
             "assignment_expression" if is("right") => {
-                return assigned(parent.child_by_field_name("left")?, source);
+                return MEMBERS.assigned(parent.child_by_field_name("left")?, source);
             }
             "return_statement" => return return_type(&path[..at], source),
             "arrow_function" if is("body") => return returned(parent, source),
             "arguments" => return argument(&path[..at], node, root, source),
             _ => return None,
         }
-    }
-}
-
-/// `x = ` and `this.x = `: the variable whose type is expected.
-fn assigned(left: Node, source: &str) -> Option<Expectation> {
-    match left.kind() {
-        "identifier" => Some(Expectation::Variable {
-            name: text(left, source).into(),
-            field_only: false,
-        }),
-        "member_expression" if left.child_by_field_name("object")?.kind() == "this" => {
-            Some(Expectation::Variable {
-                name: text(left.child_by_field_name("property")?, source).into(),
-                field_only: true,
-            })
-        }
-        _ => None,
     }
 }
 
@@ -550,17 +423,8 @@ fn argument(list_path: &[Node], node: Node, root: Node, source: &str) -> Option<
                 return None;
             }
             let object = function.child_by_field_name("object")?;
-            let receiver = match object.kind() {
-                "this" => Receiver::Current,
-                "super" => Receiver::Super,
-                "identifier" => Receiver::Name(text(object, source).into()),
-                "member_expression" if object.child_by_field_name("object")?.kind() == "this" => {
-                    Receiver::Name(text(object.child_by_field_name("property")?, source).into())
-                }
-                _ => return None,
-            };
             Some(Expectation::Argument {
-                receiver,
+                receiver: MEMBERS.receiver(object, source)?,
                 name: text(function.child_by_field_name("property")?, source).into(),
                 position,
                 arity,
@@ -689,7 +553,7 @@ fn parameters(function: Node, source: &str) -> Vec<Local> {
 }
 
 /// Whether the code at the path's last node has no `this`: a static method, field or block.
-fn in_static_code(path: &[Node]) -> bool {
+fn in_static_code(path: &[Node], _source: &str) -> bool {
     ancestors(path)
         .find(|a| {
             matches!(
@@ -847,19 +711,13 @@ impl TypeSyntax for TypeScriptTypes {
                     | "Function"
             )
     }
-
-    /// `T`, `K2`: by convention a type variable.
-    fn is_type_variable(&self, written: &str) -> bool {
-        let name = self.erasure(written);
-        name.len() <= 2 && name.chars().next().is_some_and(char::is_uppercase)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::typescript::TYPESCRIPT;
     use super::*;
-    use crate::lang::Language;
+    use crate::lang::{HoleSyntax, Language};
 
     #[test]
     fn type_text_helpers() {
@@ -1011,7 +869,7 @@ function ship(order: Order, when: Date): boolean {
     fn hole(before: &str, line: &str) -> HoleSyntax {
         let at = SOURCE.find(before).unwrap();
         let source = format!("{}{line}\n{}", &SOURCE[..at], &SOURCE[at..]);
-        hole_syntax(Grammar::TypeScript, &source, at + line.len())
+        TYPESCRIPT.hole_syntax(&source, at + line.len())
     }
 
     fn expected(before: &str, line: &str) -> Option<Expectation> {

@@ -2,13 +2,14 @@
 //! files, siblings, similar names and exact duplicates (RLPG appendix A.2).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
 use super::{FileId, SourceFile};
 pub use crate::lang::{Import, ImportKind};
-use crate::lang::{ImportScope, Span, TypeKind};
+use crate::lang::{ImportScope, ProjectFile, Span, TypeKind};
 
 /// A class of this file that extends a class declared in another repository file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,8 +26,8 @@ pub struct RepoGraph {
     types: HashMap<String, FileId>,
     /// Every '/'-boundary suffix of every path → the files ending so, shortest path first.
     suffixes: HashMap<String, Vec<FileId>>,
-    /// The root's project files the languages asked for, by name.
-    project_files: HashMap<&'static str, String>,
+    /// The project files import resolution asked for.
+    project_files: ProjectFiles,
     /// Simple class name → files declaring a class of that name.
     classes: HashMap<String, Vec<FileId>>,
     dirs: HashMap<String, Vec<FileId>>,
@@ -36,6 +37,8 @@ pub struct RepoGraph {
     pub children: Vec<Vec<FileId>>,
     /// Whether the file has an exact copy elsewhere in the repository.
     pub duplicated: Vec<bool>,
+    /// Project files a language could not read, one line each: resolution went without them.
+    pub warnings: Vec<String>,
 }
 
 /// Parts of a file stem split on underscores, hyphens (`loan-service.ts`) and camelCase,
@@ -73,7 +76,10 @@ impl RepoGraph {
                 .collect(),
             types: HashMap::new(),
             suffixes: path_suffixes(files),
-            project_files: read_project_files(root),
+            project_files: ProjectFiles {
+                root: root.to_path_buf(),
+                read: Mutex::default(),
+            },
             classes: HashMap::new(),
             dirs: HashMap::new(),
             parts: HashMap::new(),
@@ -81,6 +87,7 @@ impl RepoGraph {
             parents: Vec::new(),
             children: vec![Vec::new(); files.len()],
             duplicated: vec![false; files.len()],
+            warnings: Vec::new(),
         };
         for (id, file) in files.iter().enumerate() {
             graph.add_declarations(id, file);
@@ -114,6 +121,7 @@ impl RepoGraph {
             }
         }
         graph.mark_duplicates(files);
+        graph.warnings = graph.project_files.problems();
         graph
     }
 
@@ -230,8 +238,8 @@ impl ImportScope for RepoGraph {
         self.types.get(qualified).copied()
     }
 
-    fn project_file(&self, name: &str) -> Option<&str> {
-        self.project_files.get(name).map(String::as_str)
+    fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
+        self.project_files.get(path)
     }
 }
 
@@ -254,14 +262,41 @@ fn path_suffixes(files: &[SourceFile]) -> HashMap<String, Vec<FileId>> {
     suffixes
 }
 
-/// The project files at `root` that some language reads; those missing or unreadable are
-/// simply absent (import resolution then goes without them).
-fn read_project_files(root: &Path) -> HashMap<&'static str, String> {
-    crate::lang::languages()
-        .iter()
-        .flat_map(|l| l.project_files())
-        .filter_map(|&name| Some((name, std::fs::read_to_string(root.join(name)).ok()?)))
-        .collect()
+/// The project files (`tsconfig.json`) import resolution asks for, each read from the
+/// repository the first time.
+struct ProjectFiles {
+    root: PathBuf,
+    /// By repository-relative path; `None` where there is no such file (or it is no text).
+    read: Mutex<HashMap<String, Option<Arc<ProjectFile>>>>,
+}
+
+impl ProjectFiles {
+    fn get(&self, path: &str) -> Option<Arc<ProjectFile>> {
+        // Repository paths only: nothing outside the repository is read.
+        if path.starts_with('/') || path.split('/').any(|part| part == "..") {
+            return None;
+        }
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        let file = read.entry(path.to_string()).or_insert_with(|| {
+            let text = std::fs::read_to_string(self.root.join(path)).ok()?;
+            Some(Arc::new(ProjectFile::new(text)))
+        });
+        file.clone()
+    }
+
+    /// A line for each file a language could not read, in path order.
+    fn problems(&self) -> Vec<String> {
+        let read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut problems: Vec<String> = read
+            .iter()
+            .filter_map(|(path, file)| {
+                let why = file.as_ref()?.problem()?;
+                Some(format!("{path}: {why}; imports were resolved without it"))
+            })
+            .collect();
+        problems.sort();
+        problems
+    }
 }
 
 #[cfg(test)]

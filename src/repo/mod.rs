@@ -112,7 +112,8 @@ pub struct RepoIndex {
     pub root: PathBuf,
     pub files: Vec<SourceFile>,
     pub graph: RepoGraph,
-    /// Files skipped and cache problems, one line each; the index is usable regardless.
+    /// Files skipped, project files that could not be read and cache problems, one line each;
+    /// the index is usable regardless.
     pub warnings: Vec<String>,
     pub cache: CacheReport,
     /// The language servers typed holes ask, one per language, started on the first hole
@@ -198,6 +199,7 @@ impl RepoIndex {
             || must_store.then(|| cache.store(&files)).flatten(),
         );
         warnings.extend(store_warning);
+        warnings.extend(graph.warnings.iter().cloned());
         Ok(RepoIndex {
             root,
             files,

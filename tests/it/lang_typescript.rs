@@ -1,6 +1,7 @@
 //! TypeScript, TSX and JavaScript repositories through the CLI: indexing, RLPG's proposals
-//! from ES imports (relative, barrel and tsconfig `paths`), parents and siblings, hole
-//! sampling and typed holes from annotations, in a repository that also holds Java.
+//! from ES imports (relative, barrel, and each package's tsconfig `paths` with what it
+//! extends), parents and siblings, hole sampling and typed holes from annotations, in a
+//! repository that also holds Java.
 
 use std::fs;
 use std::path::Path;
@@ -222,4 +223,73 @@ fn typed_hole_candidates_take_the_expected_type_from_annotations() {
         prompt.contains("// Expected type at the hole: Money\n"),
         "{prompt}"
     );
+}
+
+/// A monorepo: each package's `tsconfig.json` extends a base at the root whose `paths` reach
+/// another package; one package's tsconfig is malformed.
+fn monorepo(root: &Path) {
+    write(
+        root,
+        "tsconfig.base.json",
+        r#"{ "compilerOptions": { "baseUrl": ".", "paths": { "@shared/*": ["packages/shared/src/*"] } } }"#,
+    );
+    write(
+        root,
+        "packages/app/tsconfig.json",
+        "{ \"extends\": \"../../tsconfig.base.json\" }\n",
+    );
+    write(
+        root,
+        "packages/shared/src/log.ts",
+        "export function log(message: string): void {\n  console.log(message);\n}\n",
+    );
+    write(
+        root,
+        "packages/app/src/main.ts",
+        "import { log } from '@shared/log';\n\nexport function main(): void {\n  log('started');\n}\n",
+    );
+    write(root, "packages/broken/tsconfig.json", "{ \"extends\": ,\n");
+    write(
+        root,
+        "packages/broken/src/use.ts",
+        "import { log } from '@shared/log';\n\nlog('broken');\n",
+    );
+}
+
+#[test]
+fn imports_resolve_through_each_packages_tsconfig_and_what_it_extends() {
+    let (scratch, _) = common::scratch_dirs();
+    let repo = tempfile::tempdir().unwrap();
+    monorepo(repo.path());
+    let root = repo.path().to_str().unwrap();
+    let proposals = run_json(
+        &["proposals", root, "packages/app/src/main.ts:4:3", "--json"],
+        scratch.path(),
+    );
+    let import = proposal(&proposals, 16);
+    assert_eq!(files(import), ["packages/shared/src/log.ts"]);
+
+    // The malformed tsconfig is one warning naming it; its package resolves relative imports
+    // only, and everything else works.
+    let output = common::ok(keyhole(&["index", root], scratch.path()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("packages/broken/tsconfig.json") && warnings[0].contains("line 1"),
+        "{stderr}"
+    );
+    let proposals = run_json(
+        &[
+            "proposals",
+            root,
+            "packages/broken/src/use.ts:3:1",
+            "--json",
+        ],
+        scratch.path(),
+    );
+    assert_eq!(proposal(&proposals, 16)["applicable"], false);
 }
