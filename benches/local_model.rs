@@ -1,14 +1,20 @@
 //! A local GGUF model's prompt (prefill) and generation speed, in tokens per second, on a
 //! prompt of about 1,000 tokens of the bundled sample repository's Java; the time to re-run
-//! that prompt edited near its end (the prompt cache); and a check that keyhole's forward pass
-//! gives candle-transformers' greedy tokens on the same file.
+//! that prompt edited near its end (the prompt cache); k = 4 requests sent together (four
+//! distinct prompts of about 1,000 tokens, 48 tokens each, as the UI's cards) and one request
+//! for 4 samples, timed until all are done; the batch's decoding speed by its width; and a
+//! check that keyhole's forward pass gives candle-transformers' greedy tokens on the same file.
 //!
 //! The model file is `KEYHOLE_BENCH_GGUF` (skipped with a note when unset); threads follow the
 //! machine unless `KEYHOLE_BENCH_THREADS` says (as a backend's `threads`). Each timed prompt
 //! starts with a line of its own, so that the cache holds nothing of it. Prefill is timed as a
 //! one-token completion; generation as the extra time of a 65-token completion (no stop
 //! sequence) over the tokens it wrote beyond the first. Each figure is the median of 3 runs
-//! after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it loads the model twice more).
+//! (`KEYHOLE_BENCH_RUNS`) after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it
+//! loads the model twice more); `KEYHOLE_BENCH_ONLY=together` times only the requests sent
+//! together.
+//! `KEYHOLE_BENCH_SERVER=URL` times a llama.cpp `llama-server` at URL on the same k prompts
+//! (its `/completion`, `cache_prompt` false), for a side-by-side figure.
 
 use std::io::{Cursor, Seek};
 use std::path::{Path, PathBuf};
@@ -18,18 +24,27 @@ use candle_core::quantized::gguf_file::{self, Content};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama;
+use futures_util::future::join_all;
 use keyhole::model::config::{BackendConfig, Matrices};
 use keyhole::model::local::LocalBackend;
 use keyhole::model::{Backend, CompletionRequest};
 
 const PROMPT_TOKENS: usize = 1000;
 const GENERATED: usize = 65;
-const RUNS: usize = 3;
+/// Requests sent together, as the UI's cards, and the tokens each generates.
+const CARDS: usize = 4;
+const CARD_TOKENS: usize = 48;
+/// Widths of the batch whose decoding speed is timed.
+const WIDTHS: [usize; 4] = [1, 2, 4, 8];
+/// Runs of each figure, unless `KEYHOLE_BENCH_RUNS` says.
+fn runs() -> usize {
+    std::env::var("KEYHOLE_BENCH_RUNS").map_or(3, |n| n.parse().expect("a count"))
+}
 /// Greedy tokens compared with candle-transformers'.
 const CHECKED: usize = 32;
 
-/// Java from the sample repository, cut to about `PROMPT_TOKENS` tokens of `backend`.
-fn prompt(backend: &LocalBackend) -> String {
+/// The lines of the sample repository's Java files, in path order.
+fn java_lines() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-repo");
     let mut files: Vec<PathBuf> = ignore::Walk::new(&root)
         .filter_map(Result::ok)
@@ -37,14 +52,24 @@ fn prompt(backend: &LocalBackend) -> String {
         .filter(|p| p.extension().is_some_and(|e| e == "java"))
         .collect();
     files.sort();
+    files
+        .iter()
+        .flat_map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            text.lines().map(String::from).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The sample's Java from line `start` on (wrapping around), cut to about `tokens` tokens of
+/// `backend`.
+fn java(backend: &LocalBackend, lines: &[String], start: usize, tokens: usize) -> String {
     let mut text = String::new();
-    for file in files {
-        for line in std::fs::read_to_string(file).unwrap().lines() {
-            text.push_str(line);
-            text.push('\n');
-            if backend.model().count_tokens(&text).unwrap() >= PROMPT_TOKENS {
-                return text;
-            }
+    for line in lines.iter().cycle().skip(start).take(lines.len()) {
+        text.push_str(line);
+        text.push('\n');
+        if backend.model().count_tokens(&text).unwrap() >= tokens {
+            break;
         }
     }
     text
@@ -81,8 +106,29 @@ fn main() {
     let started = Instant::now();
     let backend = LocalBackend::open(&config).unwrap();
     let load = started.elapsed();
-    let text = prompt(&backend);
-    let prompt_tokens = backend.model().count_tokens(&text).unwrap();
+    let lines = java_lines();
+    println!("model       {}", backend.model().path().display());
+    println!(
+        "threads     {}",
+        threads.map_or("default".into(), |n| n.to_string())
+    );
+    println!("load        {:.2} s", load.as_secs_f64());
+    let text = java(&backend, &lines, 0, PROMPT_TOKENS);
+    let together_only = std::env::var("KEYHOLE_BENCH_ONLY").as_deref() == Ok("together");
+    if !together_only {
+        one_prompt(&backend, &runtime, &text);
+    }
+    together(&backend, &runtime, &lines);
+    if backend.model().architecture() != "llama" {
+        println!("check       skipped: it runs candle-transformers' llama only");
+    } else if std::env::var("KEYHOLE_BENCH_CHECK").as_deref() != Ok("0") && !together_only {
+        check(&path, &text, &runtime);
+    }
+}
+
+/// Prefill and generation speed on `text`, and the time to re-run it edited near its end.
+fn one_prompt(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, text: &str) {
+    let prompt_tokens = backend.model().count_tokens(text).unwrap();
     let mut run = 0;
     // A prompt the cache holds nothing of: the text after a line of its own.
     let mut fresh = || {
@@ -103,7 +149,7 @@ fn main() {
     let mut generations = Vec::new();
     let mut edits = Vec::new();
     let mut generated = 0;
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let original = fresh();
         let (prefill, _) = time(&request(original.clone(), 1));
         // The same prompt with its last line but two changed, as after an edit near the hole.
@@ -121,12 +167,6 @@ fn main() {
     let prefill = median(prefills);
     let generation = median(generations);
     let edit = median(edits);
-    println!("model       {}", backend.model().path().display());
-    println!(
-        "threads     {}",
-        threads.map_or("default".into(), |n| n.to_string())
-    );
-    println!("load        {:.2} s", load.as_secs_f64());
     println!(
         "prompt      {prompt_tokens} tokens in {:.2} s: {:.1} tokens/s",
         prefill.as_secs_f64(),
@@ -143,11 +183,130 @@ fn main() {
         edit.as_secs_f64(),
         100.0 * edit.as_secs_f64() / prefill.as_secs_f64()
     );
-    if backend.model().architecture() != "llama" {
-        println!("check       skipped: it runs candle-transformers' llama only");
-    } else if std::env::var("KEYHOLE_BENCH_CHECK").as_deref() != Ok("0") {
-        check(&path, &text, &runtime);
+}
+
+/// Times `CARDS` distinct prompts sent together and one prompt's `CARDS` samples, each until
+/// all are done, and the batch's decoding by its width; with `KEYHOLE_BENCH_SERVER`, the same
+/// prompts on llama-server.
+fn together(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, lines: &[String]) {
+    let mut run = 0;
+    // Distinct windows of the Java, each after a line of its own.
+    let mut cards = |tokens: usize| {
+        run += 1;
+        (0..CARDS)
+            .map(|card| {
+                let start = card * lines.len() / CARDS;
+                let java = java(backend, lines, start, tokens);
+                format!("// run {run}, card {card}\n{java}")
+            })
+            .collect::<Vec<_>>()
+    };
+    let all = |requests: Vec<CompletionRequest>| {
+        let started = Instant::now();
+        let done = runtime.block_on(join_all(
+            requests
+                .iter()
+                .map(|request| backend.complete(request, None)),
+        ));
+        let generated: usize = done
+            .into_iter()
+            .flat_map(Result::unwrap)
+            .map(|c| backend.model().count_tokens(&c.text).unwrap())
+            .sum();
+        (started.elapsed(), generated)
+    };
+    let requests = |prompts: Vec<String>| {
+        prompts
+            .into_iter()
+            .map(|prompt| request(prompt, CARD_TOKENS))
+            .collect::<Vec<_>>()
+    };
+    let mut times = Vec::new();
+    let mut generated = 0;
+    let before = backend.model().decoded();
+    for _ in 0..runs() {
+        let (time, tokens) = all(requests(cards(PROMPT_TOKENS)));
+        times.push(time);
+        generated = tokens;
     }
+    let decoded = backend.model().decoded();
+    let (steps, tokens) = (decoded.steps - before.steps, decoded.tokens - before.tokens);
+    let prompt_tokens: usize = cards(PROMPT_TOKENS)
+        .iter()
+        .map(|p| backend.model().count_tokens(p).unwrap())
+        .sum();
+    println!(
+        "together    {CARDS} prompts ({prompt_tokens} tokens), {CARD_TOKENS} tokens each \
+         ({generated} written): {:.2} s until all are done; {:.1} rows a step",
+        median(times).as_secs_f64(),
+        tokens as f64 / steps.max(1) as f64
+    );
+    let mut times = Vec::new();
+    for _ in 0..runs() {
+        let sampled = CompletionRequest {
+            n: CARDS,
+            temperature: 0.8,
+            seed: Some(1),
+            ..request(cards(PROMPT_TOKENS).remove(0), CARD_TOKENS)
+        };
+        times.push(all(vec![sampled]).0);
+    }
+    println!(
+        "samples     {CARDS} samples of one prompt, {CARD_TOKENS} tokens each: {:.2} s",
+        median(times).as_secs_f64()
+    );
+    for width in WIDTHS {
+        // Short prompts (the first lines of each window), so that decoding is the time.
+        let prompts: Vec<String> = (0..width)
+            .map(|n| {
+                let start = n * lines.len() / width;
+                format!("// width {width}, {n}\n{}", java(backend, lines, start, 32))
+            })
+            .collect();
+        let before = backend.model().decoded();
+        let (time, _) = all(requests(prompts));
+        let decoded = backend.model().decoded();
+        let tokens = decoded.tokens - before.tokens;
+        let steps = decoded.steps - before.steps;
+        println!(
+            "width {width}     {tokens} tokens in {steps} steps, {:.1} ms a step, {:.1} tokens/s",
+            time.as_secs_f64() * 1000.0 / steps.max(1) as f64,
+            tokens as f64 / time.as_secs_f64()
+        );
+    }
+    #[cfg(feature = "http")]
+    if let Ok(url) = std::env::var("KEYHOLE_BENCH_SERVER") {
+        let times: Vec<Duration> = (0..runs())
+            .map(|_| server(runtime, &url, &cards(PROMPT_TOKENS)))
+            .collect();
+        println!(
+            "server      the same {CARDS} prompts on {url}: {:.2} s until all are done",
+            median(times).as_secs_f64()
+        );
+    }
+}
+
+/// The time llama-server at `url` takes to complete `prompts` sent together, `CARD_TOKENS`
+/// tokens each, greedy, its prompt cache off.
+#[cfg(feature = "http")]
+fn server(runtime: &tokio::runtime::Runtime, url: &str, prompts: &[String]) -> Duration {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let sent = prompts.iter().map(|prompt| {
+        let body = serde_json::json!({
+            "prompt": prompt,
+            "n_predict": CARD_TOKENS,
+            "temperature": 0.0,
+            "cache_prompt": false,
+        });
+        let request = client.post(format!("{url}/completion")).json(&body).send();
+        async move {
+            let answer: serde_json::Value = request.await.unwrap().json().await.unwrap();
+            assert!(answer["content"].is_string(), "{answer}");
+        }
+    });
+    runtime.block_on(join_all(sent));
+    started.elapsed()
 }
 
 /// Compares keyhole's greedy tokens on a short prompt with candle-transformers' llama on the
@@ -174,7 +333,7 @@ fn check(path: &Path, text: &str, runtime: &tokio::runtime::Runtime) {
         .prompt_ids(&request(text.into(), 1), 1)
         .unwrap();
     let reference_time = median(
-        (0..RUNS)
+        (0..runs())
             .map(|_| reference_prefill(&mut reference, &long))
             .collect(),
     );

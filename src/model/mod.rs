@@ -263,11 +263,11 @@ pub trait Backend: Send + Sync {
         false
     }
 
-    /// Whether it answers one request at a time (a local model computes behind one lock):
-    /// requests sent together wait in turn, and callers that show latencies queue them
-    /// themselves so that each one's time is its own. Such a backend sends
-    /// [`Delta::started`] when a request's turn comes (other work, such as building retrieved
-    /// candidates, may hold it first).
+    /// Whether requests wait for their turn at it (a local model reads one prompt at a time
+    /// before the requests sent together decode as one batch): such a backend sends
+    /// [`Delta::started`] when a request's turn comes, so that callers that show latencies
+    /// tell the wait apart (other work, such as building retrieved candidates, may hold the
+    /// model first).
     fn takes_turns(&self) -> bool {
         false
     }

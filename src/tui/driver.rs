@@ -141,9 +141,9 @@ type Answered = Result<(Completion, Duration, Duration), String>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see `sent_prompts`), and score each; streamed text goes to `stream` as it
-/// arrives. A backend that takes one request at a time gets them in turn, and a server at most
-/// as many at once as it has slots, so that each card's latency is its own and the wait before
-/// it is told apart.
+/// arrives. The requests go out together (a local model decodes them as one batch), to a
+/// server at most as many at once as it has slots; a card's time starts when its turn comes,
+/// so that each card's latency is its own and the wait before it is told apart.
 pub async fn complete(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
@@ -205,24 +205,16 @@ pub async fn complete(
             Ok((first, started - begun, started.elapsed()))
         }
     };
-    let results: Vec<Answered> = if job.backend.takes_turns() {
-        let mut results = Vec::with_capacity(prompts.len());
-        for card in 0..prompts.len() {
-            results.push(answer(card).await);
-        }
-        results
-    } else {
-        // A server that says how many requests it works on at once (llama.cpp's slots) gets no
-        // more than that: the rest wait here, where their wait is seen, not in its queue.
-        let slots = match job.backend.limits().await {
-            Some(Ok(limits)) => limits.slots,
-            _ => prompts.len(),
-        };
-        futures_util::stream::iter((0..prompts.len()).map(answer))
-            .buffered(slots.max(1))
-            .collect()
-            .await
+    // A server that says how many requests it works on at once (llama.cpp's slots) gets no
+    // more than that: the rest wait here, where their wait is seen, not in its queue.
+    let slots = match job.backend.limits().await {
+        Some(Ok(limits)) => limits.slots,
+        _ => prompts.len(),
     };
+    let results: Vec<Answered> = futures_util::stream::iter((0..prompts.len()).map(answer))
+        .buffered(slots.max(1))
+        .collect()
+        .await;
     job.prompts
         .iter()
         .zip(prompts.iter())

@@ -1,6 +1,7 @@
 //! The local GGUF backend on a tiny llama that the test writes: loading, greedy and seeded
-//! sampling, stop rules, streaming, exact token counts, fill-in-the-middle layout, long
-//! prompts, and one-line errors for files that cannot be used.
+//! sampling, stop rules, streaming, requests sent together (one batch) and one of them
+//! dropped, exact token counts, fill-in-the-middle layout, long prompts, and one-line errors
+//! for files that cannot be used.
 //!
 //! The model's layers carry small random weights, and its output matrix is built so that
 //! greedy decoding follows a chain of tokens (each token's embedding is the output row of its
@@ -350,12 +351,120 @@ async fn seeded_sampling_repeats_and_samples_differ() {
         n: 3,
         ..request("f(", &[], 12)
     };
+    let prompt = backend.model().prompt_ids(&sampled, 12).unwrap().0;
+    let read = || backend.model().decoded().prompt_tokens;
+    let before = read();
     let first = texts(&backend, &sampled).await;
+    // The three samples read the prompt once.
+    assert_eq!(read() - before, prompt.len() as u64);
     let again = texts(&backend, &sampled).await;
     assert_eq!(first.len(), 3);
     assert_eq!(first, again);
     assert!(first[0] != first[1] || first[1] != first[2], "{first:?}");
     assert!(first.iter().all(|t| t != AFTER_PAREN), "{first:?}");
+}
+
+/// A copy of the model at `path`, loaded anew: nothing it holds comes from another test's
+/// requests. The directory lives as long as the backend.
+fn fresh_copy(path: &Path) -> (tempfile::TempDir, LocalBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("fresh.gguf");
+    std::fs::copy(path, &copy).unwrap();
+    let backend = backend(&copy);
+    (dir, backend)
+}
+
+/// Requests of every kind: greedy to the end of text, cut by a stop sequence, by
+/// `max_tokens`, and sampled twice from another prompt.
+fn mixed_requests() -> Vec<CompletionRequest> {
+    vec![
+        request("f(", &[], 40),
+        request("int y = f(", &["x;"], 40),
+        request("return f(", &[], 3),
+        CompletionRequest {
+            temperature: 8.0,
+            seed: Some(4),
+            n: 2,
+            ..request("int a = 1;\nreturn a", &[], 12)
+        },
+    ]
+}
+
+#[tokio::test]
+async fn requests_sent_together_write_what_each_writes_alone_and_stream_apart() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let requests = mixed_requests();
+    let (_alone_dir, alone) = fresh_copy(&path);
+    let mut expected = Vec::new();
+    for request in &requests {
+        expected.push(texts(&alone, request).await);
+    }
+    assert_eq!(expected[0], [AFTER_PAREN]);
+    let together = backend(&path);
+    let sent = requests.iter().map(|request| {
+        let together = &together;
+        async move {
+            let (sender, mut receiver) = mpsc::unbounded_channel();
+            let completions = together.complete(request, Some(&sender)).await.unwrap();
+            drop(sender);
+            let mut streamed = vec![String::new(); completions.len()];
+            let mut started = 0;
+            while let Some(delta) = receiver.recv().await {
+                match delta.is_start() {
+                    true => started += 1,
+                    false => streamed[delta.index].push_str(&delta.text),
+                }
+            }
+            assert_eq!(started, 1);
+            let texts: Vec<String> = completions.into_iter().map(|c| c.text).collect();
+            assert_eq!(streamed, texts);
+            texts
+        }
+    });
+    let got = futures_util::future::join_all(sent).await;
+    assert_eq!(got, expected);
+}
+
+#[tokio::test]
+async fn a_request_dropped_while_others_run_leaves_them_to_finish_as_alone() {
+    let (_dir, path) = written(&Tiny::LLAMA);
+    let requests = mixed_requests();
+    let (_alone_dir, alone) = fresh_copy(&path);
+    let mut expected = Vec::new();
+    for request in &requests {
+        expected.push(texts(&alone, request).await);
+    }
+    let together = std::sync::Arc::new(backend(&path));
+    // Noise to its last token: it is still running when it is dropped.
+    let long = CompletionRequest {
+        temperature: 100.0,
+        seed: Some(9),
+        ..request("f(", &[], 50)
+    };
+    let (sender, mut dropped) = mpsc::unbounded_channel();
+    let cancelled = tokio::spawn({
+        let together = together.clone();
+        async move { together.complete(&long, Some(&sender)).await }
+    });
+    let others: Vec<_> = requests
+        .into_iter()
+        .map(|request| {
+            let together = together.clone();
+            tokio::spawn(async move { together.complete(&request, None).await.unwrap() })
+        })
+        .collect();
+    // Dropped once it has streamed a piece of text.
+    while dropped.recv().await.unwrap().is_start() {}
+    cancelled.abort();
+    // The model lets go of its stream.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while dropped.recv().await.is_some() {}
+    });
+    closed.await.expect("the dropped request's stream closes");
+    for (other, expected) in others.into_iter().zip(expected) {
+        let texts: Vec<String> = other.await.unwrap().into_iter().map(|c| c.text).collect();
+        assert_eq!(texts, expected);
+    }
 }
 
 #[tokio::test]
@@ -476,11 +585,9 @@ async fn prompts_that_share_a_prefix_with_the_last_complete_as_on_a_fresh_model(
         sampled("int a = 1;\n", None),
     ];
     for (index, prompt) in prompts.iter().enumerate() {
-        // A model of its own for each fresh run: a copy of the file, loaded anew.
-        let fresh_dir = tempfile::tempdir().unwrap();
-        let fresh_path = fresh_dir.path().join("fresh.gguf");
-        std::fs::copy(&path, &fresh_path).unwrap();
-        let expected = texts(&backend(&fresh_path), prompt).await;
+        // A model of its own for each fresh run.
+        let (_fresh_dir, fresh) = fresh_copy(&path);
+        let expected = texts(&fresh, prompt).await;
         assert_eq!(texts(&warm, prompt).await, expected, "prompt {index}");
     }
 }

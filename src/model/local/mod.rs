@@ -1,14 +1,17 @@
 //! A local neural backend: a GGUF causal language model (llama family, Qwen2, Qwen3) run
 //! in-process by keyhole's own forward pass over candle's tensors (`transformer`).
 //!
-//! The model loads once per process and file ([`shared`]) and is shared by every request
-//! behind one mutex: on a CPU one forward pass already uses every core, so requests taking
-//! turns lose nothing, and one KV cache is all the memory a model needs. That cache outlives
-//! a request: the next prompt reuses the longest prefix it shares with the last sequence (an
-//! edited prompt, the next sample of the same prompt). Generation runs on tokio's blocking
-//! threads so the async runtime keeps serving the UI; dropping the request's future sets a
-//! flag that generation checks between tokens.
+//! The model loads once per process and file ([`shared`]) and is shared by every request.
+//! Requests that wait for it at the same time run as one batch (`batch`): each prompt is
+//! read in turn, then their tokens decode together, one step for all of them. The KV caches
+//! outlive a request: a prompt reuses the longest prefix it shares with a held sequence (an
+//! edited prompt, the same candidate again), and a request's samples share one reading of
+//! its prompt. The batch runs on a thread of its own so the async runtime keeps serving the
+//! UI; dropping a request's future sets a flag that the batch checks between tokens.
 
+mod batch;
+#[cfg(test)]
+mod fixture;
 mod header;
 pub use header::PANICKED;
 mod transformer;
@@ -22,11 +25,12 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use candle_transformers::generation::LogitsProcessor;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::{BackendConfig, BackendKind, Matrices};
 use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
+use batch::{Batch, Job};
+pub use batch::{Decoded, MAX_SEQUENCES};
 use transformer::Transformer;
 pub use vocabulary::Fim;
 use vocabulary::Vocabulary;
@@ -60,14 +64,15 @@ pub struct LocalBackend {
     model: Arc<LocalModel>,
 }
 
-/// A loaded model: weights with the last sequence's KV cache, tokenizer and the longest
-/// sequence it attends to.
+/// A loaded model: weights, tokenizer, the longest sequence it attends to, and the batch its
+/// requests run in (with the sequences it holds).
 pub struct LocalModel {
     path: PathBuf,
     architecture: String,
     context_length: usize,
     vocabulary: Vocabulary,
-    transformer: Mutex<Transformer>,
+    transformer: Transformer,
+    batch: Batch,
 }
 
 /// Models loaded in this process, by canonical path and how their matrices run; a model lives
@@ -139,7 +144,8 @@ impl LocalModel {
             architecture,
             context_length: hyper.context_length,
             vocabulary,
-            transformer: Mutex::new(transformer),
+            transformer,
+            batch: Batch::default(),
         })
     }
 
@@ -233,171 +239,10 @@ impl LocalModel {
         Ok((ids, truncated || prefix_keep < prefix.len()))
     }
 
-    /// Runs `request` to the end (or until `cancel` is set), sending text to `deltas` as it
-    /// decodes: the texts, and the prompt's tokens where it was cut to fit the context.
-    /// `None` when cancelled.
-    fn complete(
-        &self,
-        request: &CompletionRequest,
-        cancel: &AtomicBool,
-        deltas: Option<&UnboundedSender<Delta>>,
-    ) -> Result<Option<Generated>, String> {
-        // Leave the prompt at least one token of the context.
-        let max_tokens = request.max_tokens.min(self.context_length - 1);
-        let (prompt, truncated) = self
-            .prompt_ids(request, max_tokens)
-            .map_err(|e| e.to_string())?;
-        if truncated {
-            tracing::warn!(
-                model = %self.path.display(),
-                context = self.context_length,
-                "the prompt is longer than the model's context; keeping its end"
-            );
-        }
-        let mut transformer = self.transformer.lock().unwrap_or_else(|e| e.into_inner());
-        // Its turn has come: say so (see `Backend::takes_turns`).
-        if let Some(deltas) = deltas {
-            let _ = deltas.send(Delta::started());
-        }
-        let seed = request.seed.unwrap_or_else(rand::random);
-        let temperature = (request.temperature > 0.0).then_some(f64::from(request.temperature));
-        let mut texts = Vec::with_capacity(request.n.max(1));
-        for index in 0..request.n.max(1) {
-            // Seeds are offset per sample so that seeded samples still differ.
-            let sampler = LogitsProcessor::new(seed.wrapping_add(index as u64), temperature, None);
-            let mut stream = Stream {
-                index,
-                sent: 0,
-                stop: &request.stop,
-                deltas,
-            };
-            let generation = Generation {
-                vocabulary: &self.vocabulary,
-                transformer: &mut transformer,
-                cancel,
-            };
-            let run = || {
-                generation
-                    .run(&prompt, sampler, max_tokens, &mut stream)
-                    .map_err(|e| format!("generation failed: {}", one_line(&e)))
-            };
-            match header::guarded("generation", run)? {
-                Some(text) => texts.push(text),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some((texts, truncated.then_some(prompt.len()))))
-    }
-}
-
-/// A request's texts, and the prompt's tokens where it was cut to fit the context.
-type Generated = (Vec<String>, Option<usize>);
-
-/// One sample's generation loop.
-struct Generation<'a> {
-    vocabulary: &'a Vocabulary,
-    transformer: &'a mut Transformer,
-    cancel: &'a AtomicBool,
-}
-
-impl Generation<'_> {
-    /// The completion of `prompt`: until an end token, a stop sequence or `max_tokens`.
-    fn run(
-        self,
-        prompt: &[u32],
-        mut sampler: LogitsProcessor,
-        max_tokens: usize,
-        stream: &mut Stream,
-    ) -> candle_core::Result<Option<String>> {
-        let cancelled = || self.cancel.load(Ordering::Relaxed);
-        let Some(prefilled) = self.transformer.prefill(prompt, cancelled)? else {
-            return Ok(None);
-        };
-        tracing::debug!(
-            prompt = prompt.len(),
-            reused = prefilled.reused,
-            "prompt read, its first tokens from the cache"
-        );
-        let mut logits = prefilled.logits;
-        let mut generated = Vec::new();
-        let mut text = String::new();
-        while generated.len() < max_tokens {
-            if cancelled() {
-                return Ok(None);
-            }
-            let next = sampler.sample(&logits)?;
-            if self.vocabulary.ends(next) {
-                break;
-            }
-            generated.push(next);
-            text = self
-                .vocabulary
-                .decode(&generated)
-                .map_err(candle_core::Error::msg)?;
-            if stream.stopped(&text) {
-                break;
-            }
-            logits = self.transformer.forward(next)?;
-        }
-        Ok(Some(stream.finish(&text)))
-    }
-}
-
-/// Passes a sample's text on as deltas, holding back what may still change: an incomplete
-/// UTF-8 character at the end (a character split across tokens decodes as U+FFFD until its
-/// last byte arrives) and a tail that may begin a stop sequence.
-struct Stream<'a> {
-    index: usize,
-    /// Bytes of the text already sent.
-    sent: usize,
-    stop: &'a [String],
-    deltas: Option<&'a UnboundedSender<Delta>>,
-}
-
-impl Stream<'_> {
-    /// Sends what of `text` is settled; true once `text` holds a stop sequence.
-    fn stopped(&mut self, text: &str) -> bool {
-        let cut = super::apply_stop(text, self.stop).len();
-        if cut < text.len() {
-            self.send(&text[..cut]);
-            return true;
-        }
-        let settled = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
-        let held = self
-            .stop
-            .iter()
-            .filter_map(|stop| {
-                (1..stop.len())
-                    .rev()
-                    .filter(|&n| stop.is_char_boundary(n))
-                    .find(|&n| settled.ends_with(&stop[..n]))
-            })
-            .max()
-            .unwrap_or(0);
-        self.send(&settled[..settled.len() - held]);
-        false
-    }
-
-    /// The final text of the sample, with what was held back sent.
-    fn finish(&mut self, text: &str) -> String {
-        let text = super::apply_stop(text, self.stop);
-        let text = text.trim_end_matches(char::REPLACEMENT_CHARACTER);
-        self.send(text);
-        text.to_string()
-    }
-
-    fn send(&mut self, settled: &str) {
-        let Some(new) = settled.get(self.sent..).filter(|new| !new.is_empty()) else {
-            return;
-        };
-        if let Some(deltas) = self.deltas {
-            // A closed receiver means nobody listens any more; the final text still counts.
-            let _ = deltas.send(Delta {
-                index: self.index,
-                text: new.to_string(),
-            });
-        }
-        self.sent = settled.len();
+    /// What the model computed since it loaded: prompt tokens read, batch steps and the
+    /// tokens they decoded.
+    pub fn decoded(&self) -> Decoded {
+        self.batch.decoded()
     }
 }
 
@@ -455,6 +300,8 @@ impl Backend for LocalBackend {
     }
 
     fn takes_turns(&self) -> bool {
+        // A request's prompt is read in its turn; the tokens of requests in the batch then
+        // decode together.
         true
     }
 
@@ -468,14 +315,46 @@ impl Backend for LocalBackend {
         let model = Arc::clone(&self.model);
         let cancel = Arc::new(AtomicBool::new(false));
         let _cancel_on_drop = CancelOnDrop(Arc::clone(&cancel));
+        let (reply, answer) = tokio::sync::oneshot::channel();
         let deltas = deltas.cloned();
-        let (texts, model_prompt_tokens) =
-            tokio::task::spawn_blocking(move || model.complete(&request, &cancel, deltas.as_ref()))
-                .await
-                .map_err(|e| self.error(format!("generation stopped: {e}")))?
-                .map_err(|detail| self.error(detail))?
-                // Only a dropped future cancels, and then nobody reads this.
-                .unwrap_or_default();
+        // Tokenizing a long prompt takes a while: off the async threads, as the batch runs.
+        let submitted = tokio::task::spawn_blocking(move || {
+            // Leave the prompt at least one token of the context.
+            let max_tokens = request.max_tokens.min(model.context_length - 1);
+            let (prompt, truncated) = model
+                .prompt_ids(&request, max_tokens)
+                .map_err(|e| e.to_string())?;
+            if truncated {
+                tracing::warn!(
+                    model = %model.path.display(),
+                    context = model.context_length,
+                    "the prompt is longer than the model's context; keeping its end"
+                );
+            }
+            let model_prompt_tokens = truncated.then_some(prompt.len());
+            let temperature = request.temperature;
+            let job = Job {
+                prompt,
+                max_tokens,
+                samples: request.n.max(1),
+                seed: request.seed.unwrap_or_else(rand::random),
+                temperature: (temperature > 0.0).then_some(f64::from(temperature)),
+                stop: request.stop.into(),
+                cancel,
+                deltas,
+                reply,
+            };
+            batch::submit(&model, job);
+            Ok::<_, String>(model_prompt_tokens)
+        });
+        let model_prompt_tokens = submitted
+            .await
+            .map_err(|e| self.error(format!("generation stopped: {e}")))?
+            .map_err(|detail| self.error(detail))?;
+        let texts = answer
+            .await
+            .map_err(|_| self.error("generation stopped: the model's thread ended".into()))?
+            .map_err(|detail| self.error(detail))?;
         let latency = start.elapsed();
         Ok(texts
             .into_iter()

@@ -2,11 +2,13 @@
 //! (biases on the query, key and value projections) and Qwen3 (each head's queries and keys
 //! normalized), written with candle's tensor operations.
 //!
-//! Two things candle-transformers' models do not offer are why it is written here: each
+//! Three things candle-transformers' models do not offer are why it is written here: each
 //! weight matrix is multiplied in the representation that is fastest for the rows at hand
-//! ([`Matrix`]: f32 GEMM for a prompt, quantized for one new token), and the KV cache is
-//! keyhole's, with the tokens it holds, so that a prompt that shares a prefix with the last
-//! sequence only computes the rest ([`Transformer::prefill`]).
+//! ([`Matrix`]: f32 GEMM for a prompt, quantized for new tokens); the KV caches are
+//! keyhole's, one [`Sequence`] each with the tokens it holds, so that a prompt that shares a
+//! prefix with a held sequence only computes the rest ([`Transformer::prefill`]); and one
+//! step decodes a token for each of several sequences, their rows multiplied together
+//! ([`Transformer::step`]).
 
 use candle_core::{D, DType, Device, Result, Tensor};
 use candle_nn::ops::{rms_norm, silu, softmax_last_dim};
@@ -23,7 +25,8 @@ const PREFILL_CHUNK: usize = 512;
 /// generating token by token copies them rarely.
 const CACHE_GROWTH: usize = 256;
 
-/// A loaded model and the keys and values of the last sequence it read.
+/// A loaded model: its weights, read-only once loaded. What it read of each sequence is that
+/// sequence's [`Sequence`].
 pub struct Transformer {
     /// `(vocabulary, embedding)` f32 rows, looked up by token id.
     embeddings: Tensor,
@@ -32,8 +35,14 @@ pub struct Transformer {
     output: Matrix,
     rotary: Rotary,
     shape: Shape,
+}
+
+/// One sequence's keys and values in every layer, and the tokens they are of.
+pub struct Sequence {
     /// The tokens whose keys and values every layer's cache holds, in order.
     tokens: Vec<u32>,
+    /// One per layer.
+    caches: Vec<KvCache>,
 }
 
 /// The sizes of attention.
@@ -47,13 +56,22 @@ struct Shape {
 
 /// What a layer needs to know of the pass it is in.
 struct Context<'a> {
-    /// Tokens held before this pass's.
-    position: usize,
+    /// Each sequence's rows in the pass.
+    spans: &'a [Span],
     rotary: &'a Rotary,
     shape: Shape,
-    /// The causal mask, where the pass has more than one token.
-    mask: Option<&'a Tensor>,
     pass: Pass,
+}
+
+/// One sequence's rows in a pass: consecutive tokens fed after those it holds.
+struct Span {
+    /// Its first row among the pass's.
+    start: usize,
+    count: usize,
+    /// Tokens the sequence held before.
+    position: usize,
+    /// The causal mask, where it feeds more than one token.
+    mask: Option<Tensor>,
 }
 
 /// What [`Transformer::prefill`] did: the logits after the prompt's last token, and how many
@@ -75,7 +93,6 @@ struct Layer {
     gate: Matrix,
     up: Matrix,
     down: Matrix,
-    cache: KvCache,
 }
 
 /// A matrix with an optional bias (Qwen2's attention has them).
@@ -193,7 +210,6 @@ impl Transformer {
                 gate: file.matrix(&name("ffn_gate.weight"), (feed_forward, embedding), kept)?,
                 up: file.matrix(&name("ffn_up.weight"), (feed_forward, embedding), kept)?,
                 down: file.matrix(&name("ffn_down.weight"), (embedding, feed_forward), kept)?,
-                cache: KvCache::new(shape.context),
             });
         }
         let rotary = Rotary::new(hyper, arch == "llama")
@@ -205,123 +221,216 @@ impl Transformer {
             output,
             rotary,
             shape,
-            tokens: Vec::new(),
         })
     }
 
-    /// Makes the cache hold `prompt` and returns the logits after its last token. The longest
-    /// prefix `prompt` shares with the tokens already held is kept (as llama.cpp's
+    /// A sequence that holds nothing yet.
+    pub fn sequence(&self) -> Sequence {
+        Sequence {
+            tokens: Vec::new(),
+            caches: (0..self.layers.len())
+                .map(|_| KvCache::new(self.shape.context))
+                .collect(),
+        }
+    }
+
+    /// Makes `sequence` hold `prompt` and returns the logits after its last token. The longest
+    /// prefix `prompt` shares with the tokens it already holds is kept (as llama.cpp's
     /// `cache_prompt`), the rest is computed a chunk at a time; `None` once `cancelled` says.
     pub fn prefill(
-        &mut self,
+        &self,
+        sequence: &mut Sequence,
         prompt: &[u32],
         cancelled: impl Fn() -> bool,
     ) -> Result<Option<Prefilled>> {
         if prompt.is_empty() {
             candle_core::bail!("an empty prompt");
         }
-        let shared = self
-            .tokens
-            .iter()
-            .zip(prompt)
-            .take_while(|(held, new)| held == new)
-            .count();
         // The last prompt token is always fed: its logits are what the prompt is for.
-        let reused = shared.min(prompt.len() - 1);
-        self.rewind(reused);
+        let reused = sequence.shared(prompt).min(prompt.len() - 1);
+        sequence.rewind(reused);
         let mut logits = None;
         for chunk in prompt[reused..].chunks(PREFILL_CHUNK) {
             if cancelled() {
                 return Ok(None);
             }
-            logits = Some(self.feed(chunk, Pass::Prompt)?);
+            logits = Some(
+                self.feed(&mut [sequence], &[chunk], Pass::Prompt)?
+                    .squeeze(0)?,
+            );
         }
         let logits = logits.expect("at least the last prompt token is fed");
         Ok(Some(Prefilled { logits, reused }))
     }
 
-    /// Feeds a generated token after the tokens held and returns the logits after it.
-    pub fn forward(&mut self, token: u32) -> Result<Tensor> {
-        self.feed(&[token], Pass::Token)
+    /// Feeds one generated token to each sequence, `tokens[i]` after what `sequences[i]`
+    /// holds, in one pass whose products multiply all their rows at once, and returns the
+    /// logits after each, `(sequences, vocabulary)`. Each sequence attends to its own cache
+    /// only, so its logits are what it gets alone.
+    pub fn step(&self, sequences: &mut [&mut Sequence], tokens: &[u32]) -> Result<Tensor> {
+        let ids: Vec<&[u32]> = tokens.iter().map(std::slice::from_ref).collect();
+        self.feed(sequences, &ids, Pass::Token)
     }
 
-    /// Feeds `ids` after the tokens held and returns the logits after the last of them.
-    fn feed(&mut self, ids: &[u32], pass: Pass) -> Result<Tensor> {
-        let result = self.run(ids, pass);
-        match result {
-            Ok(_) => self.tokens.extend(ids),
-            // Some layers may have cached the ids and others not: start afresh next time.
-            Err(_) => self.rewind(0),
+    /// Feeds `ids[i]` after the tokens `sequences[i]` holds and returns the logits after the
+    /// last of each, `(sequences, vocabulary)`.
+    fn feed(&self, sequences: &mut [&mut Sequence], ids: &[&[u32]], pass: Pass) -> Result<Tensor> {
+        let result = self.run(sequences, ids, pass);
+        for (sequence, ids) in sequences.iter_mut().zip(ids) {
+            match result {
+                Ok(_) => sequence.tokens.extend(*ids),
+                // Some layers may have cached the ids and others not: start afresh next time.
+                Err(_) => sequence.rewind(0),
+            }
         }
         result
     }
 
-    /// Forgets the held tokens from position `len` on.
-    pub fn rewind(&mut self, len: usize) {
-        self.tokens.truncate(len);
-        for layer in &mut self.layers {
-            layer.cache.len = layer.cache.len.min(len);
-        }
-    }
-
-    fn run(&mut self, ids: &[u32], pass: Pass) -> Result<Tensor> {
-        let position = self.tokens.len();
-        let count = ids.len();
-        if position + count > self.shape.context {
-            candle_core::bail!(
-                "{} tokens, more than the model's context of {}",
-                position + count,
-                self.shape.context
-            );
-        }
+    fn run(&self, sequences: &mut [&mut Sequence], ids: &[&[u32]], pass: Pass) -> Result<Tensor> {
         let vocabulary = self.embeddings.dim(0)?;
-        if let Some(id) = ids.iter().find(|&&id| id as usize >= vocabulary) {
-            candle_core::bail!("token {id} is not in the model's {vocabulary} embeddings");
-        }
-        let ids = Tensor::new(ids, &Device::Cpu)?;
-        let mut hidden = self.embeddings.index_select(&ids, 0)?;
-        let mask = match count {
-            1 => None,
-            _ => Some(causal_mask(count, position)?),
-        };
-        for layer in &mut self.layers {
-            let normed = layer.attention_norm.forward(&hidden)?;
-            let context = Context {
-                position,
-                rotary: &self.rotary,
-                shape: self.shape,
-                mask: mask.as_ref(),
-                pass,
+        let mut spans = Vec::with_capacity(ids.len());
+        let mut rows = 0;
+        for (sequence, ids) in sequences.iter().zip(ids) {
+            let position = sequence.tokens.len();
+            let count = ids.len();
+            if count == 0 {
+                candle_core::bail!("nothing to feed");
+            }
+            if position + count > self.shape.context {
+                candle_core::bail!(
+                    "{} tokens, more than the model's context of {}",
+                    position + count,
+                    self.shape.context
+                );
+            }
+            if let Some(id) = ids.iter().find(|&&id| id as usize >= vocabulary) {
+                candle_core::bail!("token {id} is not in the model's {vocabulary} embeddings");
+            }
+            let mask = match count {
+                1 => None,
+                _ => Some(causal_mask(count, position)?),
             };
-            let attended = layer.attend(&normed, &context)?;
+            spans.push(Span {
+                start: rows,
+                count,
+                position,
+                mask,
+            });
+            rows += count;
+        }
+        let all: Vec<u32> = ids.concat();
+        let all = Tensor::new(all.as_slice(), &Device::Cpu)?;
+        let mut hidden = self.embeddings.index_select(&all, 0)?;
+        let context = Context {
+            spans: &spans,
+            rotary: &self.rotary,
+            shape: self.shape,
+            pass,
+        };
+        for (index, layer) in self.layers.iter().enumerate() {
+            let normed = layer.attention_norm.forward(&hidden)?;
+            let mut caches: Vec<&mut KvCache> = sequences
+                .iter_mut()
+                .map(|sequence| &mut sequence.caches[index])
+                .collect();
+            let attended = layer.attend(&normed, &mut caches, &context)?;
             hidden = (hidden + attended)?;
             let normed = layer.feed_forward_norm.forward(&hidden)?;
             let fed = layer.feed_forward(&normed, pass)?;
             hidden = (hidden + fed)?;
         }
-        let last = hidden.narrow(0, count - 1, 1)?;
-        let logits = self
-            .output
-            .forward(&self.output_norm.forward(&last)?, Pass::Token)?;
-        logits.squeeze(0)
+        // Only the last row of each sequence is read out.
+        let last: Vec<u32> = spans
+            .iter()
+            .map(|s| (s.start + s.count - 1) as u32)
+            .collect();
+        let last = hidden.index_select(&Tensor::new(last.as_slice(), &Device::Cpu)?, 0)?;
+        self.output
+            .forward(&self.output_norm.forward(&last)?, Pass::Token)
+    }
+}
+
+impl Sequence {
+    /// How many of `prompt`'s first tokens it holds.
+    pub fn shared(&self, prompt: &[u32]) -> usize {
+        self.tokens
+            .iter()
+            .zip(prompt)
+            .take_while(|(held, new)| held == new)
+            .count()
+    }
+
+    /// Forgets the held tokens from position `len` on.
+    pub fn rewind(&mut self, len: usize) {
+        self.tokens.truncate(len);
+        for cache in &mut self.caches {
+            cache.len = cache.len.min(len);
+        }
+    }
+
+    /// A new sequence holding a copy of the first `len` tokens of this one (a prompt that
+    /// several samples continue).
+    pub fn fork(&self, len: usize) -> Result<Sequence> {
+        let len = len.min(self.tokens.len());
+        let caches = self
+            .caches
+            .iter()
+            .map(|cache| cache.copy(len))
+            .collect::<Result<_>>()?;
+        Ok(Sequence {
+            tokens: self.tokens[..len].to_vec(),
+            caches,
+        })
     }
 }
 
 impl Layer {
-    /// Self-attention of `input` (`(tokens, embedding)`, normalized) over the cached keys and
-    /// values and its own.
-    fn attend(&mut self, input: &Tensor, context: &Context) -> Result<Tensor> {
-        let count = input.dim(0)?;
+    /// Self-attention of `input` (`(rows, embedding)`, normalized): each span's rows over
+    /// its sequence's cache (`caches`, in the order of `context.spans`) and its own.
+    fn attend(
+        &self,
+        input: &Tensor,
+        caches: &mut [&mut KvCache],
+        context: &Context,
+    ) -> Result<Tensor> {
+        let pass = context.pass;
+        let query = self.query.forward(input, pass)?;
+        let key = self.key.forward(input, pass)?;
+        let value = self.value.forward(input, pass)?;
+        let mixed = context
+            .spans
+            .iter()
+            .zip(caches)
+            .map(|(span, cache)| {
+                let rows = |t: &Tensor| t.narrow(0, span.start, span.count);
+                let projected = (rows(&query)?, rows(&key)?, rows(&value)?);
+                self.attend_span(projected, cache, span, context)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mixed = match mixed.len() {
+            1 => mixed.into_iter().next().expect("one span"),
+            _ => Tensor::cat(&mixed, 0)?,
+        };
+        self.attention_output.forward(&mixed, pass)
+    }
+
+    /// One span's attention: its projected queries, keys and values (`(tokens, heads x head
+    /// size)`) rotated to its positions, its keys and values appended to its `cache`, and its
+    /// queries over everything the cache holds; `(tokens, heads x head size)`.
+    fn attend_span(
+        &self,
+        (query, key, value): (Tensor, Tensor, Tensor),
+        cache: &mut KvCache,
+        span: &Span,
+        context: &Context,
+    ) -> Result<Tensor> {
+        let count = span.count;
         let Shape {
             heads,
             kv_heads,
             head_dim,
             ..
         } = context.shape;
-        let pass = context.pass;
-        let query = self.query.forward(input, pass)?;
-        let key = self.key.forward(input, pass)?;
-        let value = self.value.forward(input, pass)?;
         let query = query.reshape((count, heads, head_dim))?;
         let key = key.reshape((count, kv_heads, head_dim))?;
         let value = value.reshape((count, kv_heads, head_dim))?;
@@ -332,12 +441,10 @@ impl Layer {
         // Heads first: (heads, tokens, head size).
         let query = context
             .rotary
-            .apply(&query.transpose(0, 1)?, context.position)?;
-        let key = context
-            .rotary
-            .apply(&key.transpose(0, 1)?, context.position)?;
+            .apply(&query.transpose(0, 1)?, span.position)?;
+        let key = context.rotary.apply(&key.transpose(0, 1)?, span.position)?;
         let value = value.transpose(0, 1)?.contiguous()?;
-        let (keys, values) = self.cache.append(&key, &value)?;
+        let (keys, values) = cache.append(&key, &value)?;
         let positions = keys.dim(1)?;
         // Each key head serves `group` consecutive query heads: stacking their queries as
         // rows lets one product per key head cover them, without copying the keys.
@@ -346,7 +453,7 @@ impl Layer {
         let scores = query
             .matmul(&keys.t()?)?
             .affine(1.0 / (head_dim as f64).sqrt(), 0.0)?;
-        let scores = match context.mask {
+        let scores = match &span.mask {
             None => scores,
             Some(mask) => scores
                 .reshape((kv_heads, group, count, positions))?
@@ -354,11 +461,10 @@ impl Layer {
                 .reshape((kv_heads, group * count, positions))?,
         };
         let mixed = softmax_last_dim(&scores)?.matmul(&values)?;
-        let mixed = mixed
+        mixed
             .reshape((heads, count, head_dim))?
             .transpose(0, 1)?
-            .reshape((count, heads * head_dim))?;
-        self.attention_output.forward(&mixed, pass)
+            .reshape((count, heads * head_dim))
     }
 
     /// The gated feed-forward network (SwiGLU) on `input` (normalized).
@@ -449,8 +555,9 @@ impl KvCache {
                 .next_multiple_of(CACHE_GROWTH)
                 .min(self.limit)
                 .max(needed);
-            self.keys = Some(grow(self.keys.take(), key, self.len, grown)?);
-            self.values = Some(grow(self.values.take(), value, self.len, grown)?);
+            let heads = (key.dim(0)?, key.dim(2)?);
+            self.keys = Some(grow(self.keys.take(), heads, self.len, grown)?);
+            self.values = Some(grow(self.values.take(), heads, self.len, grown)?);
         }
         let (Some(keys), Some(values)) = (&self.keys, &self.values) else {
             unreachable!("allocated above")
@@ -460,11 +567,35 @@ impl KvCache {
         self.len = needed;
         Ok((keys.narrow(1, 0, needed)?, values.narrow(1, 0, needed)?))
     }
+
+    /// A cache holding a copy of the first `len` positions of this one, with room to grow.
+    fn copy(&self, len: usize) -> Result<KvCache> {
+        let len = len.min(self.len);
+        let capacity = len.next_multiple_of(CACHE_GROWTH).min(self.limit);
+        let copy = |buffer: &Option<Tensor>| match buffer {
+            Some(buffer) if len > 0 => {
+                let heads = (buffer.dim(0)?, buffer.dim(2)?);
+                grow(Some(buffer.clone()), heads, len, capacity).map(Some)
+            }
+            _ => Ok(None),
+        };
+        Ok(KvCache {
+            keys: copy(&self.keys)?,
+            values: copy(&self.values)?,
+            len,
+            limit: self.limit,
+        })
+    }
 }
 
-/// A buffer of `capacity` positions shaped like `like`, holding the first `len` of `old`.
-fn grow(old: Option<Tensor>, like: &Tensor, len: usize, capacity: usize) -> Result<Tensor> {
-    let (heads, _, head_dim) = like.dims3()?;
+/// A buffer of `capacity` positions for `(kv heads, head size)`, holding the first `len` of
+/// `old`.
+fn grow(
+    old: Option<Tensor>,
+    (heads, head_dim): (usize, usize),
+    len: usize,
+    capacity: usize,
+) -> Result<Tensor> {
     let buffer = Tensor::zeros((heads, capacity, head_dim), DType::F32, &Device::Cpu)?;
     if let Some(old) = old.filter(|_| len > 0) {
         buffer.slice_set(&old.narrow(1, 0, len)?.contiguous()?, 1, 0)?;
@@ -489,119 +620,15 @@ fn causal_mask(count: usize, position: usize) -> Result<Tensor> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
-    use candle_core::quantized::gguf_file::{self, Content, Value};
-    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::quantized::GgmlDType;
+    use candle_core::quantized::gguf_file::Content;
     use candle_transformers::models::{quantized_llama, quantized_qwen2, quantized_qwen3};
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
 
     use super::*;
     use crate::model::config::Matrices;
-
-    const EMBEDDING: usize = 64;
-    const HEADS: usize = 4;
-    const KV_HEADS: usize = 2;
-    const HEAD: usize = EMBEDDING / HEADS;
-    const FEED_FORWARD: usize = 128;
-    const VOCABULARY: usize = 48;
-    const LAYERS: usize = 2;
-    const CONTEXT: usize = 600;
-
-    /// A model of `arch` with random weights, its matrices rounded to `dtype`, written into
-    /// `dir`: stored as `dtype`, or with `as_f32` as the f32 values of that rounding.
-    fn tiny(dir: &Path, arch: &str, dtype: GgmlDType, as_f32: bool) -> PathBuf {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut random = |dims: &[usize], scale: f32, around: f32, dtype: GgmlDType| {
-            let count = dims.iter().product();
-            let values: Vec<f32> = (0..count)
-                .map(|_| around + scale * (rng.random::<f32>() * 2.0 - 1.0))
-                .collect();
-            let tensor = Tensor::from_vec(values, dims, &Device::Cpu).unwrap();
-            let rounded = QTensor::quantize(&tensor, dtype).unwrap();
-            match as_f32 {
-                true => {
-                    let values = rounded.dequantize(&Device::Cpu).unwrap();
-                    QTensor::quantize(&values, GgmlDType::F32).unwrap()
-                }
-                false => rounded,
-            }
-        };
-        let mut tensors = vec![
-            (
-                "token_embd.weight".to_string(),
-                random(&[VOCABULARY, EMBEDDING], 1.0, 0.0, GgmlDType::F32),
-            ),
-            (
-                "output_norm.weight".into(),
-                random(&[EMBEDDING], 0.1, 1.0, GgmlDType::F32),
-            ),
-        ];
-        if arch != "qwen3" {
-            // Qwen3's output projection is tied to its embeddings here.
-            tensors.push((
-                "output.weight".into(),
-                random(&[VOCABULARY, EMBEDDING], 0.5, 0.0, dtype),
-            ));
-        }
-        for layer in 0..LAYERS {
-            let name = |part: &str| format!("blk.{layer}.{part}");
-            for (part, rows, columns) in [
-                ("attn_q.weight", HEADS * HEAD, EMBEDDING),
-                ("attn_k.weight", KV_HEADS * HEAD, EMBEDDING),
-                ("attn_v.weight", KV_HEADS * HEAD, EMBEDDING),
-                ("attn_output.weight", EMBEDDING, HEADS * HEAD),
-                ("ffn_gate.weight", FEED_FORWARD, EMBEDDING),
-                ("ffn_up.weight", FEED_FORWARD, EMBEDDING),
-                ("ffn_down.weight", EMBEDDING, FEED_FORWARD),
-            ] {
-                tensors.push((name(part), random(&[rows, columns], 0.5, 0.0, dtype)));
-            }
-            for part in ["attn_norm.weight", "ffn_norm.weight"] {
-                tensors.push((name(part), random(&[EMBEDDING], 0.1, 1.0, GgmlDType::F32)));
-            }
-            if arch == "qwen2" {
-                for (part, size) in [
-                    ("attn_q.bias", HEADS * HEAD),
-                    ("attn_k.bias", KV_HEADS * HEAD),
-                    ("attn_v.bias", KV_HEADS * HEAD),
-                ] {
-                    tensors.push((name(part), random(&[size], 0.5, 0.0, GgmlDType::F32)));
-                }
-            }
-            if arch == "qwen3" {
-                for part in ["attn_q_norm.weight", "attn_k_norm.weight"] {
-                    tensors.push((name(part), random(&[HEAD], 0.1, 1.0, GgmlDType::F32)));
-                }
-            }
-        }
-        let key = |name: &str| format!("{arch}.{name}");
-        let count = |n: usize| Value::U32(n as u32);
-        let metadata = vec![
-            (
-                "general.architecture".to_string(),
-                Value::String(arch.into()),
-            ),
-            (key("attention.head_count"), count(HEADS)),
-            (key("attention.head_count_kv"), count(KV_HEADS)),
-            (key("attention.key_length"), count(HEAD)),
-            (key("block_count"), count(LAYERS)),
-            (key("embedding_length"), count(EMBEDDING)),
-            (key("rope.dimension_count"), count(HEAD)),
-            (key("rope.freq_base"), Value::F32(10_000.0)),
-            (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
-            (key("context_length"), count(CONTEXT)),
-            // candle-transformers' Qwen3 computes its rotary tables in f16 unless told f32.
-            ("general.dtype".into(), count(0)),
-        ];
-        let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let path = dir.join(format!("{arch}-{dtype:?}-{as_f32}.gguf"));
-        let mut file = std::fs::File::create(&path).unwrap();
-        gguf_file::write(&mut file, &metadata, &tensors).unwrap();
-        path
-    }
+    use crate::model::local::fixture::{VOCABULARY, tiny};
 
     fn own(path: &Path, matrices: Matrices) -> Transformer {
         let mut file = GgufFile::open(path).unwrap();
@@ -659,6 +686,12 @@ mod tests {
         largest(&(a - b).unwrap()).unwrap() / largest(b).unwrap()
     }
 
+    /// The logits after `token` fed to `sequence` alone.
+    fn forward(model: &Transformer, sequence: &mut Sequence, token: u32) -> Tensor {
+        let logits = model.step(&mut [sequence], &[token]).unwrap();
+        logits.squeeze(0).unwrap()
+    }
+
     fn argmax(logits: &Tensor) -> u32 {
         logits.argmax(0).unwrap().to_scalar().unwrap()
     }
@@ -681,10 +714,12 @@ mod tests {
     ) {
         let (own_file, reference_file) = files;
         let mut reference = Reference::load(reference_file, arch);
-        let mut model = own(own_file, matrices);
+        let model = own(own_file, matrices);
+        let mut sequence = model.sequence();
         let prompt = prompt(250);
         let mut expected = reference.forward(&prompt, 0);
-        let mut logits = model.prefill(&prompt, || false).unwrap().unwrap().logits;
+        let prefilled = model.prefill(&mut sequence, &prompt, || false).unwrap();
+        let mut logits = prefilled.unwrap().logits;
         for step in 0..10 {
             let tolerance = if step == 0 {
                 tolerances.0
@@ -698,7 +733,7 @@ mod tests {
                 assert_eq!(argmax(&logits), next, "{arch}, step {step}");
             }
             expected = reference.forward(&[next], prompt.len() + step);
-            logits = model.forward(next).unwrap();
+            logits = forward(&model, &mut sequence, next);
         }
     }
 
@@ -744,27 +779,33 @@ mod tests {
     fn a_prompt_sharing_a_prefix_with_the_cache_computes_only_the_rest_and_the_same_logits() {
         let dir = tempfile::tempdir().unwrap();
         let path = tiny(dir.path(), "qwen2", GgmlDType::Q8_0, false);
-        let mut cached = own(&path, Matrices::Auto);
-        let mut fresh = own(&path, Matrices::Auto);
+        let model = own(&path, Matrices::Auto);
+        let (mut cached, mut fresh) = (model.sequence(), model.sequence());
         let first = prompt(40);
-        assert_eq!(cached.prefill(&first, || false).unwrap().unwrap().reused, 0);
-        cached.forward(3).unwrap();
-        cached.forward(5).unwrap();
+        let read = |sequence: &mut Sequence, prompt: &[u32]| {
+            model.prefill(sequence, prompt, || false).unwrap().unwrap()
+        };
+        assert_eq!(read(&mut cached, &first).reused, 0);
+        forward(&model, &mut cached, 3);
+        forward(&model, &mut cached, 5);
         // An edit after the first 30 tokens.
         let mut edited = first[..30].to_vec();
         edited.extend([9, 10, 11, 12]);
-        let again = cached.prefill(&edited, || false).unwrap().unwrap();
+        let again = read(&mut cached, &edited);
         assert_eq!(again.reused, 30);
-        let once = fresh.prefill(&edited, || false).unwrap().unwrap();
+        let once = read(&mut fresh, &edited);
         assert_eq!(once.reused, 0);
         let off = relative_difference(&again.logits, &once.logits);
         assert!(off < 1e-5, "{off}");
-        // The same prompt once more (the next sample): all but its last token are reused.
-        let same = cached.prefill(&edited, || false).unwrap().unwrap();
+        // The same prompt once more: all but its last token are reused.
+        let same = read(&mut cached, &edited);
         assert_eq!(same.reused, edited.len() - 1);
         assert!(relative_difference(&same.logits, &once.logits) < 1e-5);
         // And the tokens generated after it carry on as after a fresh prompt.
-        let off = relative_difference(&cached.forward(7).unwrap(), &fresh.forward(7).unwrap());
+        let off = relative_difference(
+            &forward(&model, &mut cached, 7),
+            &forward(&model, &mut fresh, 7),
+        );
         assert!(off < 1e-5, "{off}");
     }
 
@@ -772,7 +813,8 @@ mod tests {
     fn a_cancelled_prefill_stops_and_the_next_prompt_starts_from_what_was_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = tiny(dir.path(), "llama", GgmlDType::Q8_0, false);
-        let mut model = own(&path, Matrices::Auto);
+        let model = own(&path, Matrices::Auto);
+        let mut sequence = model.sequence();
         let long = prompt(PREFILL_CHUNK + 20);
         let calls = std::cell::Cell::new(0);
         // Cancelled after the first chunk.
@@ -780,8 +822,72 @@ mod tests {
             calls.set(calls.get() + 1);
             calls.get() > 1
         };
-        assert!(model.prefill(&long, cancelled).unwrap().is_none());
-        let resumed = model.prefill(&long, || false).unwrap().unwrap();
+        assert!(
+            model
+                .prefill(&mut sequence, &long, cancelled)
+                .unwrap()
+                .is_none()
+        );
+        let resumed = model
+            .prefill(&mut sequence, &long, || false)
+            .unwrap()
+            .unwrap();
         assert_eq!(resumed.reused, PREFILL_CHUNK);
+    }
+
+    #[test]
+    fn a_batched_step_gives_each_sequence_exactly_the_logits_it_gets_alone() {
+        // Sequences of different lengths and tokens, stepped together and each alone: the rows
+        // of one product do not mix, and each attends to its own cache.
+        let dir = tempfile::tempdir().unwrap();
+        for arch in ["llama", "qwen2", "qwen3"] {
+            let path = tiny(dir.path(), arch, GgmlDType::Q8_0, false);
+            let model = own(&path, Matrices::Auto);
+            let prompts = [prompt(30), prompt(7), prompt(300)[100..].to_vec()];
+            let start = |prompt: &Vec<u32>| {
+                let mut sequence = model.sequence();
+                model.prefill(&mut sequence, prompt, || false).unwrap();
+                sequence
+            };
+            let mut together: Vec<Sequence> = prompts.iter().map(start).collect();
+            let mut alone: Vec<Sequence> = prompts.iter().map(start).collect();
+            for step in 0..5u32 {
+                let tokens = [step, 2 * step + 1, 40 - step];
+                let mut batch: Vec<&mut Sequence> = together.iter_mut().collect();
+                let logits = model.step(&mut batch, &tokens).unwrap();
+                for (index, sequence) in alone.iter_mut().enumerate() {
+                    let expected = forward(&model, sequence, tokens[index]);
+                    let got = logits.get(index).unwrap();
+                    assert_eq!(
+                        relative_difference(&got, &expected),
+                        0.0,
+                        "{arch}, step {step}"
+                    );
+                }
+            }
+            for (a, b) in together.iter().zip(&alone) {
+                assert_eq!(a.tokens, b.tokens);
+            }
+        }
+    }
+
+    #[test]
+    fn a_forked_sequence_continues_as_the_original_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = tiny(dir.path(), "llama", GgmlDType::Q8_0, false);
+        let model = own(&path, Matrices::Auto);
+        let mut original = model.sequence();
+        let prompt = prompt(260);
+        model.prefill(&mut original, &prompt, || false).unwrap();
+        let mut fork = original.fork(prompt.len()).unwrap();
+        // The original goes on past the prompt; the fork keeps the prompt alone.
+        forward(&model, &mut original, 1);
+        assert_eq!(fork.tokens, prompt);
+        let mut again = original.fork(prompt.len()).unwrap();
+        let expected = forward(&model, &mut fork, 2);
+        assert_eq!(
+            relative_difference(&forward(&model, &mut again, 2), &expected),
+            0.0
+        );
     }
 }

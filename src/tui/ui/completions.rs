@@ -117,7 +117,7 @@ fn card_block(
 fn running(state: &State, card: &RunningCard) -> Paragraph<'static> {
     let theme = &state.theme;
     let progress = match (card.started, state.now) {
-        (None, _) => "queued: the backend answers one request at a time".to_string(),
+        (None, _) => "queued: waiting for its turn at the model".to_string(),
         (Some(started), now) => {
             let elapsed = now.map_or(0.0, |now| {
                 now.saturating_duration_since(started).as_secs_f64()

@@ -245,10 +245,21 @@ pub struct InFlight {
 impl InFlight {
     /// Hold the server thread answering a request for `pause`, counted in flight meanwhile.
     pub fn hold(&self, pause: Duration) {
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
+        self.enter();
         std::thread::sleep(pause);
         self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// As [`InFlight::hold`], for a task on the async runtime: sleeps without the thread.
+    pub async fn wait(&self, pause: Duration) {
+        self.enter();
+        tokio::time::sleep(pause).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn enter(&self) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
     }
 
     pub fn most(&self) -> usize {
