@@ -20,6 +20,20 @@ async fn server(chars_per_token: usize) -> Server {
     .await
 }
 
+/// The prompts `server` was sent to complete, in order (llama.cpp's `/completion` and `/infill`).
+fn sent_prompts(server: &Server) -> Vec<String> {
+    let completions = server.requests().into_iter();
+    let completions = completions.filter(|r| r.path == "/completion" || r.path == "/infill");
+    completions
+        .map(|r| {
+            let text = r.body["prompt"]
+                .as_str()
+                .or(r.body["input_prefix"].as_str());
+            text.unwrap().to_string()
+        })
+        .collect()
+}
+
 /// `keyhole ARGS` with the scratch directories of `scratch`, checked to succeed.
 async fn keyhole(scratch: &std::path::Path, args: &[&str]) -> std::process::Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
@@ -145,16 +159,7 @@ async fn eval_sends_every_prompt_fitted_to_the_servers_count() {
     let scratch = configured(&server);
     eval_sample(scratch.path(), &["--budget", &BUDGET.to_string()]).await;
 
-    let sent: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path == "/completion" || r.path == "/infill")
-        .map(|r| {
-            let body = &r.body;
-            let text = body["prompt"].as_str().or(body["input_prefix"].as_str());
-            text.unwrap().to_string()
-        })
-        .collect();
+    let sent: Vec<String> = sent_prompts(&server);
     assert!(sent.len() >= 3, "{sent:?}");
     for prompt in &sent {
         let tokens = prompt.chars().count() / 2;
@@ -261,15 +266,9 @@ async fn a_server_slot_smaller_than_the_budget_gets_prompts_composed_within_it_a
     for row in rows {
         assert_eq!(row["model_room"], room, "{row}");
     }
-    let sent: Vec<usize> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path == "/completion" || r.path == "/infill")
-        .map(|r| {
-            let body = &r.body;
-            let text = body["prompt"].as_str().or(body["input_prefix"].as_str());
-            text.unwrap().chars().count() / 4
-        })
+    let sent: Vec<usize> = sent_prompts(&server)
+        .iter()
+        .map(|text| text.chars().count() / 4)
         .collect();
     assert!(!sent.is_empty());
     assert!(

@@ -390,15 +390,21 @@ fn mixed_requests() -> Vec<CompletionRequest> {
     ]
 }
 
+/// What each of `requests` writes when sent alone, to a fresh copy of the model at `path`.
+async fn each_alone(path: &Path, requests: &[CompletionRequest]) -> Vec<Vec<String>> {
+    let (_alone_dir, alone) = fresh_copy(path);
+    let mut expected = Vec::new();
+    for request in requests {
+        expected.push(texts(&alone, request).await);
+    }
+    expected
+}
+
 #[tokio::test]
 async fn requests_sent_together_write_what_each_writes_alone_and_stream_apart() {
     let (_dir, path) = written(&Tiny::LLAMA);
     let requests = mixed_requests();
-    let (_alone_dir, alone) = fresh_copy(&path);
-    let mut expected = Vec::new();
-    for request in &requests {
-        expected.push(texts(&alone, request).await);
-    }
+    let expected = each_alone(&path, &requests).await;
     assert_eq!(expected[0], [AFTER_PAREN]);
     let together = backend(&path);
     let sent = requests.iter().map(|request| {
@@ -429,11 +435,7 @@ async fn requests_sent_together_write_what_each_writes_alone_and_stream_apart() 
 async fn a_request_dropped_while_others_run_leaves_them_to_finish_as_alone() {
     let (_dir, path) = written(&Tiny::LLAMA);
     let requests = mixed_requests();
-    let (_alone_dir, alone) = fresh_copy(&path);
-    let mut expected = Vec::new();
-    for request in &requests {
-        expected.push(texts(&alone, request).await);
-    }
+    let expected = each_alone(&path, &requests).await;
     let together = std::sync::Arc::new(backend(&path));
     // Noise to its last token: it is still running when it is dropped.
     let long = CompletionRequest {

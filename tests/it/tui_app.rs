@@ -673,15 +673,21 @@ async fn apply_leaves_the_bundled_sample_alone_and_says_why() {
     );
 }
 
-/// A model that computes one request at a time, each for `PAUSE`, behind one lock.
-struct OneAtATime(tokio::sync::Mutex<()>);
+/// A model that takes turns (as the local backend does): each request computes for `PAUSE`,
+/// one at a time behind a lock when `lock` is set, else together as one batch; it counts how
+/// many are in flight at once.
+#[derive(Default)]
+struct TakesTurns {
+    lock: Option<tokio::sync::Mutex<()>>,
+    in_flight: InFlight,
+}
 
 const PAUSE: Duration = Duration::from_millis(300);
 
 #[async_trait::async_trait]
-impl keyhole::model::Backend for OneAtATime {
+impl keyhole::model::Backend for TakesTurns {
     fn name(&self) -> &str {
-        "one-at-a-time"
+        "takes-turns"
     }
 
     fn counting(&self) -> keyhole::model::TokenCounting {
@@ -698,11 +704,14 @@ impl keyhole::model::Backend for OneAtATime {
         deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
     ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
         let started = std::time::Instant::now();
-        let _turn = self.0.lock().await;
+        let _turn = match &self.lock {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
         if let Some(deltas) = deltas {
             let _ = deltas.send(keyhole::model::Delta::started());
         }
-        tokio::time::sleep(PAUSE).await;
+        self.in_flight.wait(PAUSE).await;
         Ok(vec![keyhole::model::Completion {
             text: "x".into(),
             latency: started.elapsed(),
@@ -714,57 +723,25 @@ impl keyhole::model::Backend for OneAtATime {
 #[tokio::test]
 async fn a_card_s_time_is_its_own_and_the_wait_for_its_turn_is_shown_apart() {
     let (mut app, _scratch) = opened().await;
-    app.state.backend = Some(std::sync::Arc::new(OneAtATime(Default::default())));
+    let one_at_a_time = TakesTurns {
+        lock: Some(Default::default()),
+        ..TakesTurns::default()
+    };
+    app.state.backend = Some(std::sync::Arc::new(one_at_a_time));
     let done = run_in_turns(&mut app, PAUSE.as_millis()).await;
     assert_eq!(done.len(), 3);
     // The last one waited for two turns and then took one: its time leaves the wait out.
     assert!(done[2].latency_ms < done[2].queued_ms, "{:?}", done[2]);
 }
 
-/// A model that runs the requests sent together as one batch (as the local backend does):
-/// it counts how many are in flight at once.
-#[derive(Default)]
-struct Batched(InFlight);
-
-#[async_trait::async_trait]
-impl keyhole::model::Backend for Batched {
-    fn name(&self) -> &str {
-        "batched"
-    }
-
-    fn counting(&self) -> keyhole::model::TokenCounting {
-        keyhole::model::TokenCounting::Approximate
-    }
-
-    fn takes_turns(&self) -> bool {
-        true
-    }
-
-    async fn complete(
-        &self,
-        _request: &keyhole::model::CompletionRequest,
-        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
-    ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
-        if let Some(deltas) = deltas {
-            let _ = deltas.send(keyhole::model::Delta::started());
-        }
-        self.0.wait(PAUSE).await;
-        Ok(vec![keyhole::model::Completion {
-            text: "x".into(),
-            latency: PAUSE,
-            model_prompt_tokens: None,
-        }])
-    }
-}
-
 #[tokio::test]
 async fn the_cards_requests_reach_a_model_that_takes_turns_together_so_it_can_batch_them() {
     let (mut app, _scratch) = opened().await;
-    let model = std::sync::Arc::new(Batched::default());
+    let model = std::sync::Arc::new(TakesTurns::default());
     app.state.backend = Some(model.clone());
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
     assert_eq!(app.state.cards.len(), 3);
     assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
-    assert_eq!(model.0.most(), 3, "requests in flight at once");
+    assert_eq!(model.in_flight.most(), 3, "requests in flight at once");
 }
