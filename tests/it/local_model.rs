@@ -880,6 +880,25 @@ async fn a_qwen2_context_of_four_billion_tokens_is_capped_before_anything_is_all
 }
 
 #[test]
+fn a_tensor_name_with_line_breaks_is_refused_in_one_line() {
+    // Found by the `gguf` fuzz target (2026-11-27): an empty tensor whose name holds line
+    // breaks made a six-line error.
+    let bytes = include_bytes!("reliability_support/gguf/tensor-name-with-line-breaks.gguf");
+    fuzz_checks::check_gguf(bytes);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("names.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    let error = keyhole::model::local::LocalModel::load(&path, Matrices::Auto)
+        .err()
+        .expect("an empty tensor is refused")
+        .to_string();
+    assert!(
+        error.contains("has no elements") && error.contains("\\n"),
+        "{error}"
+    );
+}
+
+#[test]
 fn damaged_model_files_load_or_are_refused_in_one_line_without_a_panic() {
     // What the `gguf` fuzz target checks, on the tiny model cut short and with its header's
     // bytes (counts, lengths, types, dimensions, offsets, values) overwritten.

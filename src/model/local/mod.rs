@@ -48,11 +48,12 @@ pub enum LocalModelError {
         memory >> 20
     )]
     TooLarge { weights: u64, memory: u64 },
-    /// The file is not a model keyhole can run.
-    #[error("{0}")]
+    /// The file is not a model keyhole can run. Names read from the file (tensors, keys) may
+    /// hold line breaks or escapes: they are written escaped, so the error stays one line.
+    #[error("{}", crate::escape::controls(.0))]
     File(String),
     /// The tokenizer cannot encode or decode a text.
-    #[error("{0}")]
+    #[error("{}", crate::escape::controls(.0))]
     Tokenizer(String),
     #[error("the prompt is empty and the vocabulary has no end-of-text token")]
     EmptyPrompt,
