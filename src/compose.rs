@@ -450,8 +450,8 @@ impl<'a> Composer<'a> {
         // The default context alone has no rule context to show.
         segments.retain(|s| !(matches!(s.kind, SegmentKind::Proposal { .. }) && s.text.is_empty()));
         let joined: String = segments.iter().map(|s| s.text.text.as_str()).collect();
-        if tok.count(&joined) > budget {
-            let ends = tok.token_ends(&joined);
+        let ends = tok.token_ends(&joined);
+        if ends.len() > budget {
             let cut_at = ends[ends.len() - budget - 1];
             segments = rlpg_final_cut(segments, cut_at, tok);
         }

@@ -160,6 +160,15 @@ fn code_token_end(text: &str, start: usize) -> usize {
         c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' => {
             run(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
         }
+        // Every operator of two or three characters has one of these second.
+        c if c.is_ascii()
+            && !matches!(
+                bytes.get(start + 1),
+                Some(b'=' | b'>' | b'<' | b'&' | b'|' | b'+' | b'-' | b':' | b'.')
+            ) =>
+        {
+            start + 1
+        }
         c if c.is_ascii() => {
             let rest = &text[start..];
             OPERATORS_3

@@ -328,8 +328,8 @@ fn label(
         let progress = |done, total| terminal.holes(&repo.name, done, total);
         let result = match &mut batch {
             Some(batch) => batch.label(&run, &mut repo.labels),
-            None => runtime
-                .block_on(run.run(&mut repo.labels, &progress, &mut failures))
+            None => run
+                .run(&runtime, &mut repo.labels, &progress, &mut failures)
                 .map_err(Into::into),
         };
         terminal.labelled(&repo.name);

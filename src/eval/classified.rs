@@ -26,6 +26,9 @@ use crate::repo::RepoIndex;
 use crate::session::{FitError, FitTarget, counts_exactly, fit};
 use crate::token::Tokenizer;
 
+/// Holes ranked and composed at once, before their compositions are completed.
+const PREPARED_AT_ONCE: usize = 64;
+
 /// What to run.
 pub struct ClassifierEval<'a> {
     pub classifier: &'a Classifier,
@@ -54,6 +57,8 @@ pub struct Classified {
 struct Pending {
     classified: Classified,
     hole: Hole,
+    /// Its contexts, where its compositions are composed again to fit the backend (else
+    /// none).
     proposals: Vec<ProposalContext>,
     /// Per variant, its ranking of the proposals.
     ranked: Vec<(Variant, Vec<Ranked>)>,
@@ -71,24 +76,31 @@ impl ClassifierEval<'_> {
         backend: &dyn Backend,
         failures: &mut Failures,
     ) -> Result<Vec<Classified>, RunError> {
-        let pending: Vec<Pending> = holes
-            .par_iter()
-            .filter_map(|h| self.prepare(index, h))
-            .collect();
-        let mut done = stream::iter(pending)
-            .map(|p| self.complete(p, index, backend))
-            .buffer_unordered(self.concurrency.max(1));
+        // A hole's 62 contexts are kept until its compositions are sent only where the backend
+        // counts tokens its own way (they are composed again to fit it).
+        let refit = !self.compositions.is_empty() && !counts_exactly(backend, self.tokenizer);
         let mut out = Vec::new();
-        while let Some(classified) = done.next().await {
-            let failed = classified.failed.as_ref();
-            failures.request(&failed.map_or(Ok(()), |e| Err(e.clone())))?;
-            failures.hole(failed)?;
-            out.push(classified);
+        // Ranked in groups, so that memory holds one group's contexts, not every hole's.
+        for group in holes.chunks(PREPARED_AT_ONCE) {
+            let pending: Vec<Pending> = group
+                .par_iter()
+                .filter_map(|h| self.prepare(index, h, refit))
+                .collect();
+            let mut done = stream::iter(pending)
+                .map(|p| self.complete(p, index, backend))
+                .buffer_unordered(self.concurrency.max(1));
+            while let Some(classified) = done.next().await {
+                let failed = classified.failed.as_ref();
+                failures.request(&failed.map_or(Ok(()), |e| Err(e.clone())))?;
+                failures.hole(failed)?;
+                out.push(classified);
+            }
         }
         Ok(out)
     }
 
-    fn prepare(&self, index: &RepoIndex, rows: &HoleRows) -> Option<Pending> {
+    /// `rows`' hole ranked and its compositions composed; its contexts kept if `refit`.
+    fn prepare(&self, index: &RepoIndex, rows: &HoleRows, refit: bool) -> Option<Pending> {
         let hole = rows.hole(index).ok()?;
         let proposals = build_for_budget(index, &hole, self.tokenizer, self.budget, self.fidelity);
         let input = RankInput::new(index, &hole, &proposals);
@@ -126,7 +138,7 @@ impl ClassifierEval<'_> {
                 failed: None,
             },
             hole,
-            proposals,
+            proposals: if refit { proposals } else { Vec::new() },
             ranked,
             prompts,
         })

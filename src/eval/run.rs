@@ -282,8 +282,8 @@ pub fn run(
         let progress = |done, total| observer.holes(name, done, total);
         let result = match &mut batch {
             Some(batch) => batch.label(&run, &mut labels),
-            None => runtime
-                .block_on(run.run(&mut labels, &progress, &mut failures))
+            None => run
+                .run(&runtime, &mut labels, &progress, &mut failures)
                 .map_err(Into::into),
         };
         observer.labelled(name);

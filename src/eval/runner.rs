@@ -1,7 +1,7 @@
 //! Running the protocol on one repository: sample holes, build every candidate's prompt,
 //! complete them with bounded concurrency, and append the rows hole by hole.
 //!
-//! A chunk of holes runs in two stages: the first completes every prompt that needs nothing
+//! A hole runs in two stages: the first completes every prompt that needs nothing
 //! from the backend, together with what the later candidates need written first (ProCC's
 //! hypothetical line and summary); the second builds and completes the candidates that
 //! depend on those texts (RepoCoder's second iteration, which retrieves with the first
@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::stream::{self, FuturesUnordered, StreamExt};
-use rayon::prelude::*;
 use tokio::sync::Semaphore;
 
 use super::labels::LabelFile;
@@ -33,19 +32,16 @@ use crate::repo::RepoIndex;
 use crate::session::{BuiltContext, FitError, Session};
 use crate::token::TokenizerKind;
 
-/// Holes whose first prompts are built together (in parallel) before their completions run.
-const CHUNK: usize = 16;
 /// Holes whose completions run at once, within the same `concurrency` of requests. Each goes
 /// through its stages on its own, so a hole waiting for its slowest request (one told to come
-/// back after a Retry-After second, say) holds up no other, and the next chunk is built as
-/// soon as there is room for it. With 2% of answers such a wait, most holes (about 56
-/// requests each) wait once: 128 holes of about a second each still carry ~7,000 requests a
-/// second.
-const HOLES_IN_FLIGHT: usize = 8 * CHUNK;
+/// back after a Retry-After second, say) holds up no other. With 2% of answers such a wait,
+/// most holes (about 56 requests each) wait once: 128 holes of about a second each still
+/// carry ~7,000 requests a second.
+const HOLES_IN_FLIGHT: usize = 128;
 /// Holes started but not yet written: those done wait for the holes sampled before them, so
-/// that label files keep the sampled order; at about 40 holes a second, 512 let the first
+/// that label files keep the sampled order; at about 40 holes a second, 256 let the first
 /// wait several seconds before the run waits for it.
-const WRITE_WINDOW: usize = 32 * CHUNK;
+const WRITE_WINDOW: usize = 256;
 /// Failed requests, or failed holes, in a row before a run stops ([`Failures`]).
 pub const DEFAULT_MAX_FAILURES: usize = 8;
 
@@ -328,13 +324,31 @@ pub(super) fn copy_answer(done: &mut Vec<(Job, String)>, job: Job, leader: Job) 
     }
 }
 
+/// `work` run on the CPU pool (`cpu`), awaited without holding up the thread that polls the
+/// run; a panic in it is the caller's.
+async fn on_cpu<'s, T: Send + 's>(
+    cpu: &rayon::Scope<'s>,
+    work: impl FnOnce() -> T + Send + 's,
+) -> T {
+    let (send, result) = tokio::sync::oneshot::channel();
+    cpu.spawn(move |_| {
+        let _ = send.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+    });
+    match result.await {
+        Ok(Ok(value)) => value,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => unreachable!("a scope runs every job spawned in it"),
+    }
+}
+
 impl RepoRun<'_> {
     /// Run every hole not yet in `labels`; a hole's rows are written when all its completions
     /// are in. A hole with a failed request gets no rows (the next run retries it); the run
     /// stops at once when no request can succeed, or when `failures` says so.
     /// `progress(holes done, holes in all)` is called as each hole's rows are written.
-    pub async fn run(
+    pub fn run(
         &self,
+        runtime: &tokio::runtime::Runtime,
         labels: &mut LabelFile,
         progress: &(dyn Fn(usize, usize) + Sync),
         failures: &mut Failures,
@@ -356,32 +370,44 @@ impl RepoRun<'_> {
             sent: AtomicUsize::new(0),
             shared: AtomicUsize::new(0),
         };
-        let shared = &shared;
+        // This thread only sends, receives and writes; every hole's prompts and rows are built
+        // on the CPU pool, so building one hole never holds up another's requests.
+        rayon::in_place_scope(|cpu| {
+            runtime.block_on(self.drive(cpu, &todo, labels, progress, &shared, &mut stats))
+        })?;
+        Ok(stats)
+    }
+
+    /// The run's loop: starts holes while there is room, and writes each in the order sampled
+    /// as they finish.
+    async fn drive<'s>(
+        &'s self,
+        cpu: &rayon::Scope<'s>,
+        todo: &[&'s Hole],
+        labels: &mut LabelFile,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        shared: &Shared<'_>,
+        stats: &mut RunStats,
+    ) -> Result<(), RunError> {
         // Holes complete independently and are written in the order sampled: a hole done
         // before the ones ahead of it waits (its rows only) until they are written. A hole that
         // must stop the run stops it when its turn comes; one whose request says stop stops it
         // at once, the holes done by then written and those in flight dropped (cancelled).
-        let mut chunks = todo.chunks(CHUNK).enumerate();
+        let mut pending = todo.iter().enumerate();
         let mut in_flight = FuturesUnordered::new();
         let mut waiting: BTreeMap<usize, HoleDone> = BTreeMap::new();
         let (mut started, mut written) = (0, 0);
         loop {
-            while in_flight.len() + CHUNK <= HOLES_IN_FLIGHT && started - written < WRITE_WINDOW {
-                let Some((c, chunk)) = chunks.next() else {
+            while in_flight.len() < HOLES_IN_FLIGHT && started - written < WRITE_WINDOW {
+                let Some((position, &hole)) = pending.next() else {
                     break;
                 };
-                let firsts: Vec<FirstStage> =
-                    chunk.par_iter().map(|h| self.first_stage(h)).collect();
-                for (h, (hole, first)) in chunk.iter().zip(firsts).enumerate() {
-                    let position = c * CHUNK + h;
-                    in_flight.push(async move {
-                        (position, self.complete_hole(hole, first, shared).await)
-                    });
-                }
-                started += chunk.len();
+                in_flight
+                    .push(async move { (position, self.complete_hole(cpu, hole, shared).await) });
+                started += 1;
             }
             let Some((position, done)) = in_flight.next().await else {
-                break;
+                return Ok(());
             };
             let mut stop = match done {
                 Ok(done) => {
@@ -397,7 +423,7 @@ impl RepoRun<'_> {
                 }
                 let done = entry.remove();
                 written += 1;
-                if let Err(err) = self.write_hole(done, labels, shared, &mut stats) {
+                if let Err(err) = self.write_hole(done, labels, shared, stats) {
                     stop.get_or_insert(err);
                 }
                 progress(stats.resumed + stats.completed + stats.failed, stats.holes);
@@ -408,26 +434,30 @@ impl RepoRun<'_> {
                 return Err(err);
             }
         }
-        Ok(stats)
     }
 
-    /// Both stages of one hole, from its first stage's prompts: its rows, or the request that
-    /// failed it; an error when the run must stop.
-    async fn complete_hole(
-        &self,
-        hole: &Hole,
-        mut first: FirstStage<'_>,
+    /// Both stages of one hole, its prompts and rows built on `cpu`: its rows, or the request
+    /// that failed it; an error when the run must stop.
+    async fn complete_hole<'s>(
+        &'s self,
+        cpu: &rayon::Scope<'s>,
+        hole: &'s Hole,
         shared: &Shared<'_>,
     ) -> Result<HoleDone, RunError> {
+        let mut first = on_cpu(cpu, move || self.first_stage(hole)).await;
         if let Err(err) = self.fit(hole, &mut first.prompts).await {
             return Ok(Err(err));
         }
         let jobs = self.first_jobs(hole, &first);
-        let mut done = match self.complete_all(jobs, shared).await? {
+        let done = match self.complete_all(jobs, shared).await? {
             Ok(done) => done,
             Err(err) => return Ok(Err(err)),
         };
-        let mut second = self.second_stage(hole, &first.composer, &done);
+        let (mut second, first, mut done) = on_cpu(cpu, move || {
+            let second = self.second_stage(hole, &first.composer, &done);
+            (second, first, done)
+        })
+        .await;
         if let Err(err) = self.fit(hole, &mut second).await {
             return Ok(Err(err));
         }
@@ -436,7 +466,11 @@ impl RepoRun<'_> {
             Ok(more) => done.extend(more),
             Err(err) => return Ok(Err(err)),
         }
-        Ok(Ok(self.rows(hole, first.prompts, second, done)))
+        let prompts = first.prompts;
+        Ok(Ok(on_cpu(cpu, move || {
+            self.rows(hole, prompts, second, done)
+        })
+        .await))
     }
 
     /// Writes the rows of a hole that completed, or counts it as failed; an error when the

@@ -225,15 +225,14 @@ fn rank_by_common_imports(req: &HoleRequest, candidates: Vec<FileId>) -> Vec<Fil
 
 /// Import of X: the files X import, ranked by how many of the X files import each.
 fn rank_imports_by_frequency(req: &HoleRequest, of: &[FileId]) -> Vec<FileId> {
-    let mut counts: Vec<(FileId, usize)> = Vec::new();
+    // Counted in a map: X can be hundreds of files (a large package's siblings).
+    let mut counted: std::collections::HashMap<FileId, usize> = std::collections::HashMap::new();
     for &file in of {
         for import in imports_of(req, file) {
-            match counts.iter_mut().find(|(f, _)| *f == import.file) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((import.file, 1)),
-            }
+            *counted.entry(import.file).or_default() += 1;
         }
     }
-    counts.sort_by_key(|&(file, n)| (std::cmp::Reverse(n), file));
+    let mut counts: Vec<(FileId, usize)> = counted.into_iter().collect();
+    counts.sort_unstable_by_key(|&(file, n)| (std::cmp::Reverse(n), file));
     counts.into_iter().map(|(f, _)| f).collect()
 }
