@@ -35,9 +35,10 @@ use crate::token::TokenizerKind;
 /// Holes whose completions run at once, within the same `concurrency` of requests. Each goes
 /// through its stages on its own, so a hole waiting for its slowest request (one told to come
 /// back after a Retry-After second, say) holds up no other. With 2% of answers such a wait,
-/// most holes (about 56 requests each) wait once: 128 holes of about a second each still
-/// carry ~7,000 requests a second.
-const HOLES_IN_FLIGHT: usize = 128;
+/// most holes (about 56 requests each) wait once: 64 holes of about a second each still
+/// carry ~3,500 requests a second, twice what 2 cores build (128 ran no faster, in 40% more
+/// memory: BENCHMARKS.md).
+const HOLES_IN_FLIGHT: usize = 64;
 /// Holes started but not yet written: those done wait for the holes sampled before them, so
 /// that label files keep the sampled order; at about 40 holes a second, 256 let the first
 /// wait several seconds before the run waits for it.

@@ -344,8 +344,9 @@ impl Engine<'_> {
         }
         let transformer = &self.model.transformer;
         let stepped = header::guarded("generation", || {
-            let logits = transformer
-                .step(&mut sequences, &tokens)
+            // On a thread of the CPU pool, whose other threads then take the products'
+            // pieces without a hand-over for each.
+            let logits = rayon::scope(|_| transformer.step(&mut sequences, &tokens))
                 .map_err(|e| failed(&e))?;
             (0..tokens.len())
                 .map(|row| logits.get(row).map_err(|e| failed(&e)))

@@ -98,12 +98,13 @@ pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, LocalM
 }
 
 /// Sets the compute threads for the whole process: a local backend's `threads` (by default
-/// the machine's physical cores) multiply prompts, unless `RAYON_NUM_THREADS` says; generated
-/// tokens and candle's element-wise work run on one thread, unless `CANDLE_NUM_THREADS` says.
-/// A token's products are bound by memory, not arithmetic, and candle's pool for them has
-/// its caller spin until every worker is done: when another process holds a core, each
-/// product waits for a descheduled worker, and two threads generated 3.4 tokens/s where one
-/// generated 46 (BENCHMARKS.md). candle reads both counts from the environment only.
+/// the machine's physical cores, unless `RAYON_NUM_THREADS` says) multiply prompts and, in
+/// pieces of rows, generated tokens (see `weights::token_pieces`); candle's own pool (its
+/// element-wise work and a product it runs whole) stays on one thread, unless
+/// `CANDLE_NUM_THREADS` says: its caller spins until every worker is done, so when another
+/// process holds a core each product waits for a descheduled worker, and two threads
+/// generated 3.4 tokens/s where one generated 46 (BENCHMARKS.md). candle reads both counts
+/// from the environment only.
 ///
 /// # Safety
 /// Changes the process environment: call it before the process starts any other thread.
