@@ -879,19 +879,38 @@ async fn a_qwen2_context_of_four_billion_tokens_is_capped_before_anything_is_all
     assert!(completion.chars().count() <= 4, "{completion:?}");
 }
 
+/// What loading a fuzz finding `bytes` says, after the fuzz target's own check passed on it,
+/// and whether the model code's guard caught a panic meanwhile.
+fn fuzz_finding_refused(bytes: &[u8]) -> (String, bool) {
+    fuzz_checks::check_gguf(bytes);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("finding.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    let caught = keyhole::model::local::panics_caught();
+    let error = keyhole::model::local::LocalModel::load(&path, Matrices::Auto)
+        .err()
+        .expect("the finding is refused")
+        .to_string();
+    (error, keyhole::model::local::panics_caught() > caught)
+}
+
+#[test]
+fn a_tensor_name_that_reads_like_the_guards_message_is_no_caught_panic() {
+    // Found by the `gguf` fuzz target (2026-11-27, session 9): a tensor name holding "stopped
+    // on a panic" passed for a caught panic where the check read the message; the file is
+    // refused by the header's own check (522,133,279 dimensions), no panic.
+    let bytes = include_bytes!("reliability_support/gguf/tensor-name-reads-like-a-panic.gguf");
+    let (error, panicked) = fuzz_finding_refused(bytes);
+    assert!(error.contains("dimensions, max is 4"), "{error}");
+    assert!(!panicked, "{error}");
+}
+
 #[test]
 fn a_tensor_name_with_line_breaks_is_refused_in_one_line() {
     // Found by the `gguf` fuzz target (2026-11-27): an empty tensor whose name holds line
     // breaks made a six-line error.
     let bytes = include_bytes!("reliability_support/gguf/tensor-name-with-line-breaks.gguf");
-    fuzz_checks::check_gguf(bytes);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("names.gguf");
-    std::fs::write(&path, bytes).unwrap();
-    let error = keyhole::model::local::LocalModel::load(&path, Matrices::Auto)
-        .err()
-        .expect("an empty tensor is refused")
-        .to_string();
+    let (error, _) = fuzz_finding_refused(bytes);
     assert!(
         error.contains("has no elements") && error.contains("\\n"),
         "{error}"

@@ -281,6 +281,15 @@ pub fn check_alignment(alignment: Option<&Value>) -> Result<(), String> {
 thread_local! {
     /// Whether a panic on this thread is caught by [`guarded`], which reports it itself.
     static GUARDED: Cell<bool> = const { Cell::new(false) };
+    /// Panics [`guarded`] caught on this thread.
+    static CAUGHT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many panics [`guarded`] has caught on this thread: each is a check this module lacks
+/// (the GGUF fuzz target counts them as findings; the message text cannot tell, since a file
+/// can hold any text in its names).
+pub fn panics_caught() -> usize {
+    CAUGHT.with(Cell::get)
 }
 
 /// Runs `work`, turning a panic in it (candle's tensor code asserts what it assumes about a
@@ -298,11 +307,13 @@ pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Resul
     let was = GUARDED.with(|g| g.replace(true));
     let result = catch_unwind(AssertUnwindSafe(work));
     GUARDED.with(|g| g.set(was));
-    result.unwrap_or_else(|panic| Err(format!("{what} {PANICKED}: {}", panic_message(&*panic))))
+    result.unwrap_or_else(|panic| {
+        CAUGHT.with(|c| c.set(c.get() + 1));
+        Err(format!("{what} {PANICKED}: {}", panic_message(&*panic)))
+    })
 }
 
-/// What `guarded` says of a panic it caught: a check this module lacks (the GGUF fuzz
-/// target counts it as a finding).
+/// What `guarded` says of a panic it caught.
 pub const PANICKED: &str = "stopped on a panic";
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -330,4 +341,26 @@ pub fn machine_memory() -> Option<u64> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_caught_panic_is_one_line_and_counted_on_its_thread() {
+        let before = panics_caught();
+        let ok = guarded("reading", || Ok::<_, String>(1));
+        assert_eq!((ok, panics_caught()), (Ok(1), before));
+        let caught = guarded("reading the weights", || -> Result<(), String> {
+            panic!("index out of range\nsecond line")
+        });
+        assert_eq!(
+            caught,
+            Err(format!(
+                "reading the weights {PANICKED}: index out of range"
+            ))
+        );
+        assert_eq!(panics_caught(), before + 1);
+    }
 }

@@ -13,7 +13,7 @@ mod batch;
 #[cfg(test)]
 mod fixture;
 mod header;
-pub use header::PANICKED;
+pub use header::{PANICKED, panics_caught};
 mod transformer;
 mod vocabulary;
 mod weights;
