@@ -87,7 +87,7 @@ impl ClassifierEval<'_> {
                 .filter_map(|h| self.prepare(index, h, refit))
                 .collect();
             let mut done = stream::iter(pending)
-                .map(|p| self.complete(p, index, backend))
+                .map(|p| self.complete(p, index, backend, refit))
                 .buffer_unordered(self.concurrency.max(1));
             while let Some(classified) = done.next().await {
                 let failed = classified.failed.as_ref();
@@ -145,12 +145,13 @@ impl ClassifierEval<'_> {
     }
 
     /// The hole's compositions completed (composed again to fit the backend's own token count
-    /// where it has one), or the first failed request.
+    /// if `refit`), or the first failed request.
     async fn complete(
         &self,
         pending: Pending,
         index: &RepoIndex,
         backend: &dyn Backend,
+        refit: bool,
     ) -> Classified {
         let Pending {
             mut classified,
@@ -166,7 +167,6 @@ impl ClassifierEval<'_> {
             budget: self.budget,
             default_reading: self.fidelity.default_reading(),
         };
-        let refit = !counts_exactly(backend, self.tokenizer);
         let expected = hole.target.as_deref().unwrap_or_default();
         for (variant, l, prompt) in prompts {
             let prompt = match refit {
