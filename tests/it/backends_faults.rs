@@ -263,7 +263,7 @@ async fn the_api_key_is_sent_as_a_bearer_token_but_never_shown() {
             keyhole::sample::DEMO_HOLE,
         ])
         .args(["--backend", "keyed", "-k", "1"])
-        .envs(crate::common::dirs_env(scratch.path()))
+        .envs(crate::common::hermetic_env(scratch.path()))
         .env(VAR, KEY)
         .output()
         .await

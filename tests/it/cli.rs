@@ -12,7 +12,7 @@ fn keyhole(args: &[&str]) -> Output {
     let scratch = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .envs(common::dirs_env(scratch.path()))
+        .envs(common::hermetic_env(scratch.path()))
         .output()
         .unwrap()
 }

@@ -168,7 +168,7 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
     let keyhole = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_keyhole"));
         c.args(args)
-            .envs(crate::common::dirs_env(out.path()))
+            .envs(crate::common::hermetic_env(out.path()))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         c

@@ -37,7 +37,7 @@ fn sent_prompts(server: &Server) -> Vec<String> {
 /// `keyhole ARGS` with the scratch directories of `scratch`, checked to succeed.
 async fn keyhole(scratch: &std::path::Path, args: &[&str]) -> std::process::Output {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
-    command.args(args).envs(common::dirs_env(scratch));
+    command.args(args).envs(common::hermetic_env(scratch));
     common::ok(command.output().await.unwrap())
 }
 
@@ -86,7 +86,7 @@ async fn prompt(config_dir: &std::path::Path, backend: &str) -> Value {
 /// Scratch directories whose backends.toml names `server` as the llama.cpp backend `llama`.
 fn configured(server: &Server) -> tempfile::TempDir {
     let scratch = tempfile::tempdir().unwrap();
-    let config = common::dirs_env(scratch.path())[0].1.clone();
+    let config = std::path::PathBuf::from(&common::hermetic_env(scratch.path())[0].1);
     std::fs::create_dir_all(&config).unwrap();
     let toml = format!(
         "[[backend]]\nname = \"llama\"\nkind = \"llamacpp\"\nbase_url = \"{}\"\n",

@@ -32,7 +32,7 @@ fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
 fn start_proxy_with(to: &str, scratch: &std::path::Path, env: &[(&str, &str)]) -> RunningProxy {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(["proxy", "--listen", "127.0.0.1:0", "--to", to])
-        .envs(common::dirs_env(scratch))
+        .envs(common::hermetic_env(scratch))
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,6 +1,7 @@
 //! End to end in a real terminal: `keyhole` (no arguments) in tmux, driven with send-keys and
-//! read with capture-pane. Fails where tmux is not installed: these are the only tests of the
-//! real terminal, and a skip would read as a pass (`.ci/run` installs tmux).
+//! read with capture-pane. tmux is installed on first use where the tests run as root
+//! (`common::tools`); elsewhere they fail saying so: these are the only tests of the real
+//! terminal, and a skip would read as a pass.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 const SESSION: &str = "keyhole-tui-e2e";
 
 fn tmux(args: &[&str]) -> String {
+    crate::common::tools::require_tmux();
     let out = Command::new("tmux")
         .args(args)
         .output()
@@ -57,9 +59,9 @@ impl Drop for Session {
 /// directories in `home`; the session is killed when the guard drops.
 fn shell(session: &'static str, home: &std::path::Path, script: &str) -> Session {
     tmux(&["kill-session", "-t", session]);
-    let env: Vec<String> = crate::common::dirs_env(home)
+    let env: Vec<String> = crate::common::hermetic_env(home)
         .iter()
-        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .map(|(var, value)| format!("{var}={}", value.to_string_lossy()))
         .collect();
     let script = format!(
         "{} {script}; code=$?; echo; echo exit=$code; sleep 600",
@@ -141,9 +143,9 @@ fn opens_the_sample_completes_shows_help_and_quits() {
     tmux(&["kill-session", "-t", SESSION]);
     let bin = env!("CARGO_BIN_EXE_keyhole");
     let scratch = tempfile::tempdir().unwrap();
-    let dirs: Vec<String> = crate::common::dirs_env(scratch.path())
+    let dirs: Vec<String> = crate::common::hermetic_env(scratch.path())
         .iter()
-        .map(|(var, dir)| format!("{var}={}", dir.display()))
+        .map(|(var, value)| format!("{var}={}", value.to_string_lossy()))
         .collect();
     let mut command = vec![
         "new-session",

@@ -1,9 +1,9 @@
 //! Typed holes from a real language server (ChatLSP's TypeScript port), and servers that
 //! misbehave: each gives a one-line reason, none hangs.
 //!
-//! The tests of real servers fail where `typescript-language-server` or `pyright-langserver`
-//! is not installed: a skip would read as a pass. `.ci/run` installs them under `target/lsp`;
-//! the tests look there, or in the directory `KEYHOLE_LSP_BIN` names.
+//! The tests of real servers ask the pinned ones (`tests/language-servers.txt`), which the
+//! tests install under `target/lsp` on first use, or those in the directory `KEYHOLE_LSP_BIN`
+//! names; never a server on the machine's `PATH`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,10 +21,7 @@ use keyhole::token::TokenizerKind;
 
 /// Where the test's language servers are installed.
 fn server_bin() -> PathBuf {
-    match std::env::var_os("KEYHOLE_LSP_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/lsp/node_modules/.bin"),
-    }
+    crate::common::tools::language_servers()
 }
 
 /// The candidate rows 71 and 72 of the hole at `line`:`column` of `path` in `root` (files
@@ -75,8 +72,7 @@ fn pyright_types_a_python_hole_in_the_candidate_rows() {
     let bin = server_bin();
     assert!(
         lsp::find_on_path("pyright-langserver", bin.as_os_str()).is_some(),
-        "pyright-langserver is not in {} (run .ci/run, or `npm install --prefix target/lsp \
-         pyright`, or set KEYHOLE_LSP_BIN)",
+        "pyright-langserver is not in {} (KEYHOLE_LSP_BIN names it)",
         bin.display()
     );
     // The hole: `make`'s body after `return `.
@@ -138,8 +134,7 @@ fn typescript_server() -> PathBuf {
     let bin = server_bin();
     lsp::find_on_path("typescript-language-server", bin.as_os_str()).unwrap_or_else(|| {
         panic!(
-            "typescript-language-server is not in {} (run .ci/run, or `npm install --prefix \
-             target/lsp typescript-language-server typescript`, or set KEYHOLE_LSP_BIN)",
+            "typescript-language-server is not in {} (KEYHOLE_LSP_BIN names it)",
             bin.display()
         )
     })

@@ -1,6 +1,9 @@
 //! Shared fixtures: the bundled sample repository and helpers to build proposals on it.
 #![allow(dead_code)]
 
+pub mod tools;
+
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::LazyLock;
@@ -42,13 +45,15 @@ pub fn copy_sample(dest: &Path) {
     assert!(status.success());
 }
 
-/// The environment that gives a `keyhole` process its own config, cache and data directories
-/// under `scratch`, never the user's.
-pub fn dirs_env(scratch: &Path) -> [(&'static str, PathBuf); 3] {
+/// The environment of a `keyhole` process under test: its own config, cache and data
+/// directories under `scratch`, never the user's, and no language server from the machine's
+/// `PATH` (a test of a server names the pinned ones: [`tools::language_servers`]).
+pub fn hermetic_env(scratch: &Path) -> [(&'static str, OsString); 4] {
     [
-        ("KEYHOLE_CONFIG_DIR", scratch.join("config")),
-        ("KEYHOLE_CACHE_DIR", scratch.join("cache")),
-        ("KEYHOLE_DATA_DIR", scratch.join("data")),
+        ("KEYHOLE_CONFIG_DIR", scratch.join("config").into()),
+        ("KEYHOLE_CACHE_DIR", scratch.join("cache").into()),
+        ("KEYHOLE_DATA_DIR", scratch.join("data").into()),
+        ("KEYHOLE_LANGUAGE_SERVERS", "off".into()),
     ]
 }
 
@@ -56,7 +61,7 @@ pub fn dirs_env(scratch: &Path) -> [(&'static str, PathBuf); 3] {
 pub fn keyhole(args: &[&str], scratch: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .envs(dirs_env(scratch))
+        .envs(hermetic_env(scratch))
         .output()
         .unwrap()
 }

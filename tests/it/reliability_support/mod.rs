@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 pub fn keyhole(scratch: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .envs(crate::common::dirs_env(scratch))
+        .envs(crate::common::hermetic_env(scratch))
         .envs(env.iter().copied())
         .output()
         .expect("the keyhole binary runs")
