@@ -18,7 +18,8 @@ use super::SourcedText;
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
 use crate::lang::{
-    self, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span, TypeOutline, TypeSyntax,
+    self, DeclarationStyle, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span,
+    TypeOutline, TypeSyntax,
 };
 use crate::repo::{FileId, RepoIndex};
 
@@ -410,16 +411,27 @@ impl<'a> TypedHole<'a> {
         out
     }
 
+    /// A type's definition with bodies left out, as the hole's language writes one.
     fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
+        let style = self.style();
+        let python = style == DeclarationStyle::Python;
         let outline = self.type_at(t);
         self.push_span(out, t.file, outline.header);
-        out.push_plain(" {\n");
+        out.push_plain(if python { ":\n" } else { " {\n" });
+        let mut members = 0;
+        // Enum constants: Java's on one line closed by `;`, TypeScript's a line each with a
+        // comma, Python's a line each.
         for (i, constant) in outline.constants.iter().enumerate() {
-            out.push_plain(if i == 0 { "    " } else { ", " });
+            let java = style == DeclarationStyle::Java;
+            out.push_plain(if java && i > 0 { ", " } else { "    " });
             self.push_span(out, t.file, *constant);
-        }
-        if !outline.constants.is_empty() {
-            out.push_plain(";\n");
+            match style {
+                DeclarationStyle::Java if i + 1 == outline.constants.len() => out.push_plain(";\n"),
+                DeclarationStyle::Java => {}
+                DeclarationStyle::TypeScript => out.push_plain(",\n"),
+                DeclarationStyle::Python => out.push_plain("\n"),
+            }
+            members += 1;
         }
         for (f, field) in outline.fields.iter().enumerate() {
             if self.holds_hole(t.file, field.decl) {
@@ -428,15 +440,23 @@ impl<'a> TypedHole<'a> {
             out.push_plain("    ");
             self.push_field(out, t, f, None);
             out.push_plain("\n");
+            members += 1;
         }
         for (m, method) in outline.methods.iter().enumerate() {
-            if !self.holds_hole(t.file, method.decl) {
+            // A member made up by the reading (a dataclass's `__init__`) has no text of its own.
+            let written = method.decl != outline.header;
+            if written && !self.holds_hole(t.file, method.decl) {
                 out.push_plain("    ");
                 self.push_method(out, t, m);
                 out.push_plain("\n");
+                members += 1;
             }
         }
-        out.push_plain("}\n");
+        match (python, members) {
+            (true, 0) => out.push_plain("    ...\n"),
+            (true, _) => {}
+            (false, _) => out.push_plain("}\n"),
+        }
     }
 
     // ----- Relevant headers ------------------------------------------------------------------
@@ -451,7 +471,7 @@ impl<'a> TypedHole<'a> {
             .chain(self.types.components(&expected.text))
             .filter(|t| !self.types.is_base_type(t) && !self.types.is_type_variable(t))
             .map(|t| Target {
-                text: normalize(t),
+                text: normalize(&self.types.non_null(t)),
                 definition: self.resolve(expected.file, t),
             })
             .collect()
@@ -560,7 +580,7 @@ impl<'a> TypedHole<'a> {
     /// Whether a value of type `written` (in `file`) is consistent with `target`: the same
     /// type, the same class with other type arguments, or a repository subtype of it.
     fn consistent(&self, written: &str, file: FileId, target: &Target) -> bool {
-        if normalize(written) == target.text {
+        if normalize(&self.types.non_null(written)) == target.text {
             return true;
         }
         let found = self.resolve(file, written);
@@ -645,47 +665,95 @@ impl<'a> TypedHole<'a> {
         out
     }
 
+    /// One header: a declaration as the hole's language writes it, with the type declaring it
+    /// in a comment where that is not the innermost type around the hole.
     fn format_entry(&self, entry: &Entry) -> SourcedText {
         let mut out = SourcedText::default();
         match entry.declaration {
             Declaration::Local(local) => {
-                self.push_span(&mut out, self.hole.file, local.type_span);
-                out.push_plain(" ");
-                self.push_span(&mut out, self.hole.file, local.name_span);
-                out.push_plain(";");
+                let file = self.hole.file;
+                match self.style() {
+                    // `T name;`
+                    DeclarationStyle::Java => {
+                        self.push_span(&mut out, file, local.type_span);
+                        out.push_plain(" ");
+                        self.push_span(&mut out, file, local.name_span);
+                        out.push_plain(";");
+                    }
+                    // The local's type span is its whole `name: T`, or its name alone
+                    // where the type was inferred.
+                    DeclarationStyle::TypeScript => {
+                        self.push_span(&mut out, file, local.type_span);
+                        if !self.span_text(file, local.type_span).contains(':') {
+                            out.push_plain(&format!(": {}", local.type_name));
+                        }
+                        out.push_plain(";");
+                    }
+                    DeclarationStyle::Python => {
+                        self.push_span(&mut out, file, local.name_span);
+                        out.push_plain(": ");
+                        self.push_span(&mut out, file, local.type_span);
+                    }
+                }
             }
             Declaration::Field(t, f, n) => self.push_field(&mut out, t, f, Some(n)),
             Declaration::Method(t, m) => self.push_method(&mut out, t, m),
         }
         if let Some(owner) = &entry.owner {
-            out.push_plain(&format!(" // {owner}"));
+            out.push_plain(&format!("  {} {owner}", self.comment()));
         }
         out
     }
 
     // ----- Formatting with provenance --------------------------------------------------------
 
-    /// `private final Long id;`: the field's head and its names (name `only`, if given).
+    fn style(&self) -> DeclarationStyle {
+        self.types.declaration_style()
+    }
+
+    /// A field's declaration (name `only` of it, if given): `private final Long id;` in Java,
+    /// `readonly id: string;` in TypeScript (its head holds the name), `id: int` in Python.
     fn push_field(&self, out: &mut SourcedText, t: TypeRef, field: usize, only: Option<usize>) {
         let field = &self.type_at(t).fields[field];
-        self.push_span(out, t.file, field.head);
         let names = field
             .names
             .iter()
             .enumerate()
             .filter(|(n, _)| only.is_none_or(|o| o == *n));
-        for (i, (_, (_, span))) in names.enumerate() {
-            out.push_plain(if i == 0 { " " } else { ", " });
-            self.push_span(out, t.file, *span);
+        match self.style() {
+            DeclarationStyle::Java => {
+                self.push_span(out, t.file, field.head);
+                for (i, (_, (_, span))) in names.enumerate() {
+                    out.push_plain(if i == 0 { " " } else { ", " });
+                    self.push_span(out, t.file, *span);
+                }
+                out.push_plain(";");
+            }
+            DeclarationStyle::TypeScript => {
+                self.push_span(out, t.file, field.head);
+                out.push_plain(";");
+            }
+            DeclarationStyle::Python => {
+                for (i, (_, (_, span))) in names.enumerate() {
+                    if i > 0 {
+                        out.push_plain("\n    ");
+                    }
+                    self.push_span(out, t.file, *span);
+                    out.push_plain(": ");
+                    self.push_span(out, t.file, field.head);
+                }
+            }
         }
-        out.push_plain(";");
     }
 
-    /// A method's signature as a declaration without body.
+    /// A method's signature as a declaration without body: `T m(U u);`, or Python's
+    /// `def m(self, u: U) -> T: ...`.
     fn push_method(&self, out: &mut SourcedText, t: TypeRef, method: usize) {
         let signature = self.type_at(t).methods[method].signature;
         self.push_span(out, t.file, signature);
-        if !self.span_text(t.file, signature).ends_with(';') {
+        if self.style() == DeclarationStyle::Python {
+            out.push_plain(": ...");
+        } else if !self.span_text(t.file, signature).ends_with(';') {
             out.push_plain(";");
         }
     }

@@ -445,6 +445,10 @@ fn in_static_code(path: &[Node], _source: &str) -> bool {
 pub struct JavaTypes;
 
 impl TypeSyntax for JavaTypes {
+    fn declaration_style(&self) -> super::DeclarationStyle {
+        super::DeclarationStyle::Java
+    }
+
     /// `java.util.List<Order>[]` → `java.util.List`; annotations and varargs dots left out.
     fn erasure<'t>(&self, written: &'t str) -> &'t str {
         let name = written

@@ -195,6 +195,27 @@ pub trait TypeSyntax: Send + Sync {
     fn is_type_variable(&self, written: &str) -> bool {
         is_type_variable_name(self.erasure(written))
     }
+    /// The type without its "or nothing": `Optional[T]` and `T | None` → `T` in Python,
+    /// `T | undefined | null` → `T` in TypeScript; `written` itself where nothing is left out.
+    /// A value of `T` is what a hole of `T | None` asks for, and a parameter of `T | None` is
+    /// the value a hole of `T` most often takes.
+    fn non_null(&self, written: &str) -> String {
+        written.trim().to_string()
+    }
+    /// How the language writes the declarations a typed hole shows.
+    fn declaration_style(&self) -> DeclarationStyle;
+}
+
+/// How a language writes the declarations typed-hole context shows: ChatLSP reproduces
+/// definitions in the hole's own concrete syntax, so a Python prompt never holds Java.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclarationStyle {
+    /// `class C {`, `private T name;`, `T m(U u);`, `}`.
+    Java,
+    /// `class C {`, `name: T;` (a field's head holds its name), `m(u: U): T;`, `}`.
+    TypeScript,
+    /// `class C:`, `    name: T`, `    def m(self, u: U) -> T: ...`.
+    Python,
 }
 
 /// The convention of Java, TypeScript and Python for type variables: one capital, perhaps a

@@ -773,6 +773,25 @@ fn split_top(written: &str, separator: char) -> Vec<&str> {
 }
 
 impl TypeSyntax for PythonTypes {
+    fn declaration_style(&self) -> super::DeclarationStyle {
+        super::DeclarationStyle::Python
+    }
+
+    fn non_null(&self, written: &str) -> String {
+        let written = unquoted(written);
+        let (head, _) = written.split_once('[').unwrap_or_default();
+        if (head == "Optional" || head.ends_with(".Optional")) && written.ends_with(']') {
+            return self.non_null(&written[head.len() + 1..written.len() - 1]);
+        }
+        let union: Vec<&str> = split_top(written, '|').into_iter().map(str::trim).collect();
+        let kept: Vec<&str> = union.iter().copied().filter(|m| *m != "None").collect();
+        if kept.is_empty() || kept.len() == union.len() {
+            written.to_string()
+        } else {
+            kept.join(" | ")
+        }
+    }
+
     /// `typing.List[Order]` → `typing.List`; `"Order"` → `Order`; a union the erasure of its
     /// first member that is not `None` (`Order | None` → `Order`).
     fn erasure<'t>(&self, written: &'t str) -> &'t str {
@@ -1079,5 +1098,17 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         }
         assert!(t.is_type_variable("T") && t.is_type_variable("T_co"));
         assert!(!t.is_type_variable("Order"));
+        assert_eq!(t.non_null("Optional[list[Order]]"), "list[Order]");
+        assert_eq!(
+            t.non_null("t.Optional[t.List[\"Parameter\"]]"),
+            "t.List[\"Parameter\"]"
+        );
+        assert_eq!(t.non_null("None | Order | Line"), "Order | Line");
+        assert_eq!(t.non_null("\"Order | None\""), "Order");
+        assert_eq!(
+            t.non_null("dict[str, Order | None]"),
+            "dict[str, Order | None]"
+        );
+        assert_eq!(t.non_null("None"), "None");
     }
 }

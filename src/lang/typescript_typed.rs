@@ -597,6 +597,22 @@ fn is_nullish(written: &str) -> bool {
 }
 
 impl TypeSyntax for TypeScriptTypes {
+    fn declaration_style(&self) -> super::DeclarationStyle {
+        super::DeclarationStyle::TypeScript
+    }
+
+    /// `T | undefined | null` → `T`; an intersection is left as written.
+    fn non_null(&self, written: &str) -> String {
+        let written = written.trim();
+        let union = members(written);
+        let kept: Vec<&str> = union.iter().copied().filter(|m| !is_nullish(m)).collect();
+        if written.contains('&') || kept.is_empty() || kept.len() == union.len() {
+            written.to_string()
+        } else {
+            kept.join(" | ")
+        }
+    }
+
     /// `readonly ns.Order<T>[] | undefined` → `ns.Order`: the first member of a union that is
     /// not `null` or `undefined`, its name without arguments or array marks.
     fn erasure<'t>(&self, written: &'t str) -> &'t str {
@@ -953,5 +969,18 @@ function ship(order: Order, when: Date): boolean {
             expected("        return this.price;", "        // x = "),
             None
         );
+    }
+
+    #[test]
+    fn non_null_leaves_out_undefined_and_null_of_a_union() {
+        let t = TypeScriptTypes;
+        assert_eq!(t.non_null("Order | undefined"), "Order");
+        assert_eq!(t.non_null("null | Order | Line"), "Order | Line");
+        assert_eq!(
+            t.non_null("Map<string, Order | null>"),
+            "Map<string, Order | null>"
+        );
+        assert_eq!(t.non_null("A & B | null"), "A & B | null");
+        assert_eq!(t.non_null("undefined"), "undefined");
     }
 }

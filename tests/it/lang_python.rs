@@ -183,9 +183,16 @@ fn typed_hole_candidates_take_the_type_from_annotations() {
         text.contains("# Expected type at the hole: Money"),
         "{text}"
     );
-    assert!(text.contains("class Money"), "{text}");
+    // Written as Python writes it: no braces, no `;`, the type after the name, a stub body.
     assert!(
-        text.contains("def plus(self, other: \"Money\") -> \"Money\""),
+        text.contains(
+            "class Money:\n    cents: int\n    currency: str\n    \
+             def plus(self, other: \"Money\") -> \"Money\": ...\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Money {") && !text.contains("int cents;"),
         "{text}"
     );
     // `return ` in `-> Money`: the annotated local `total` is a Money in scope.
@@ -201,5 +208,36 @@ fn typed_hole_candidates_take_the_type_from_annotations() {
         dir.path(),
     );
     let text = headers["text"].as_str().unwrap();
-    assert!(text.contains("Money total"), "{text}");
+    assert!(text.contains("\ntotal: Money\n"), "{text}");
+    assert!(!text.contains("Money total;"), "{text}");
+}
+
+#[test]
+fn typed_hole_headers_offer_the_optional_parameter_a_hole_of_its_type_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let core = "import typing as t\n\n\nclass Parameter:\n    name: str\n\n\n\
+                class Command:\n    def __init__(self, name: str, params: \
+                t.Optional[t.List[\"Parameter\"]] = None) -> None:\n        \
+                self.params: t.List[\"Parameter\"] = params or []\n";
+    std::fs::create_dir_all(repo.join("pkg")).unwrap();
+    std::fs::write(repo.join("pkg/core.py"), core).unwrap();
+    // The hole after `self.params: t.List["Parameter"] = ` (click's core.py has this line).
+    let headers = json(
+        &[
+            "prompt",
+            repo.to_str().unwrap(),
+            "pkg/core.py:10:44",
+            "--id",
+            "72",
+            "--json",
+        ],
+        dir.path(),
+    );
+    let text = headers["text"].as_str().unwrap();
+    assert!(
+        text.contains("\nparams: t.Optional[t.List[\"Parameter\"]]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("\nname: str\n"), "{text}");
 }

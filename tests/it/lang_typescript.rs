@@ -206,7 +206,8 @@ fn typed_hole_candidates_take_the_expected_type_from_annotations() {
         scratch.path(),
     ));
     let prompt = String::from_utf8_lossy(&output.stdout);
-    assert!(prompt.contains("price: Money ;"), "{prompt}");
+    // A local as TypeScript declares one, the name before its type.
+    assert!(prompt.contains("\nprice: Money;\n"), "{prompt}");
     // An argument of a method with an annotated parameter, on a typed parameter.
     let output = common::ok(keyhole(
         &[
