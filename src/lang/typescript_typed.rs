@@ -369,17 +369,21 @@ fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
     returned(function, source)
 }
 
-/// What a function's annotation says it returns: an async function's `Promise<T>` returns a
-/// `T`; `void` expects nothing.
+/// What a function's annotation says it returns; `void` expects nothing. An async function's
+/// `Promise<T>` takes a `T` or a promise of one, which TypeScript's checker writes
+/// `T | PromiseLike<T>` (its contextual type there).
 fn returned(function: Node, source: &str) -> Option<Expectation> {
-    let mut ty = type_text(annotation(function, "return_type")?, source);
+    let ty = type_text(annotation(function, "return_type")?, source);
     let promised = ty
         .strip_prefix("Promise<")
-        .and_then(|t| t.strip_suffix('>'));
-    if let Some(inner) = promised.filter(|_| has_token(function, "async")) {
-        ty = inner.trim().to_string();
+        .and_then(|t| t.strip_suffix('>'))
+        .map(str::trim)
+        .filter(|_| has_token(function, "async"));
+    match promised {
+        Some("void") => None,
+        Some(inner) => Some(Expectation::Type(format!("{inner} | PromiseLike<{inner}>"))),
+        None => (ty != "void").then_some(Expectation::Type(ty)),
     }
-    (ty != "void").then_some(Expectation::Type(ty))
 }
 
 /// Argument `node` of the call whose argument list is the path's last node.
@@ -933,6 +937,25 @@ function ship(order: Order, when: Date): boolean {
         assert_eq!(expected(in_total, "        ship(this, "), ty("Date"));
         let in_ship = "    return true;";
         assert_eq!(expected(in_ship, "    const n = "), None);
+    }
+
+    #[test]
+    fn an_async_functions_return_expects_a_value_or_a_promise_of_one() {
+        let source = "async function load(): Promise<Order | undefined> {\n    return \n}\n\
+                      async function done(): Promise<void> {\n    return \n}\n\
+                      function now(): Promise<Order> {\n    return \n}\n";
+        let holes: Vec<usize> = source
+            .match_indices("return ")
+            .map(|(i, _)| i + 7)
+            .collect();
+        let expected = |at| TYPESCRIPT.hole_syntax(source, at).expected;
+        assert_eq!(
+            expected(holes[0]),
+            ty("Order | undefined | PromiseLike<Order | undefined>")
+        );
+        assert_eq!(expected(holes[1]), None);
+        // Not async: the promise itself.
+        assert_eq!(expected(holes[2]), ty("Promise<Order>"));
     }
 
     #[test]
