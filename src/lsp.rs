@@ -57,6 +57,106 @@ pub const PYRIGHT: ServerSpec = ServerSpec {
     type_probe: "\n__keyhole_probe: {}\n",
 };
 
+/// The servers keyhole knows, each with the name of the language whose holes it types
+/// (`Language::name`): the languages `--language-servers` can name.
+pub const KNOWN: [(&str, &ServerSpec); 2] = [("python", &PYRIGHT), ("typescript", &TYPESCRIPT)];
+
+/// The server keyhole asks for the language called `language`, where it knows one.
+pub fn server_for(language: &str) -> Option<&'static ServerSpec> {
+    KNOWN
+        .iter()
+        .find(|(l, _)| *l == language)
+        .map(|&(_, spec)| spec)
+}
+
+/// The environment variable that chooses servers where no flag does, with the flag's syntax.
+pub const SERVERS_VARIABLE: &str = "KEYHOLE_LANGUAGE_SERVERS";
+
+/// Which servers typed holes ask, as a person chose them (`--language-servers`,
+/// [`SERVERS_VARIABLE`]): `auto`, `off`, or `LANGUAGE=COMMAND[,LANGUAGE=COMMAND]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ServerChoice {
+    /// Each language's usual server, where its executable is on `PATH`.
+    #[default]
+    Auto,
+    /// None: typed holes read the syntax tree only.
+    Off,
+    /// These commands (a path, or a name looked up on `PATH`) for these languages, with the
+    /// server's usual arguments; languages not named get none.
+    Commands(Vec<(String, PathBuf)>),
+}
+
+/// Why a choice of servers could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{value}`: {why} (the choices: auto, off or LANGUAGE=COMMAND[,LANGUAGE=COMMAND], LANGUAGE one of {})",
+    known_languages()
+)]
+pub struct ServerChoiceError {
+    value: String,
+    why: String,
+}
+
+fn known_languages() -> String {
+    KNOWN.map(|(language, _)| language).join(", ")
+}
+
+impl std::str::FromStr for ServerChoice {
+    type Err = ServerChoiceError;
+
+    fn from_str(text: &str) -> Result<ServerChoice, ServerChoiceError> {
+        let error = |why: String| ServerChoiceError {
+            value: text.to_string(),
+            why,
+        };
+        match text.trim() {
+            "auto" => return Ok(ServerChoice::Auto),
+            "off" => return Ok(ServerChoice::Off),
+            "" => return Err(error("empty".into())),
+            _ => {}
+        }
+        let mut commands: Vec<(String, PathBuf)> = Vec::new();
+        for item in text.split(',') {
+            let Some((language, command)) = item.split_once('=') else {
+                return Err(error(match item == text {
+                    true => "not a choice".into(),
+                    false => format!("`{}` is not LANGUAGE=COMMAND", item.trim()),
+                }));
+            };
+            let (language, command) = (language.trim(), command.trim());
+            if server_for(language).is_none() {
+                return Err(error(format!("keyhole asks no server for `{language}`")));
+            }
+            if command.is_empty() {
+                return Err(error(format!("no command for {language}")));
+            }
+            if commands.iter().any(|(l, _)| l == language) {
+                return Err(error(format!("{language} is named twice")));
+            }
+            commands.push((language.to_string(), PathBuf::from(command)));
+        }
+        Ok(ServerChoice::Commands(commands))
+    }
+}
+
+impl ServerChoice {
+    /// The choice [`SERVERS_VARIABLE`] makes: `auto` where it is not set.
+    pub fn from_env() -> Result<ServerChoice, ServerChoiceError> {
+        match std::env::var_os(SERVERS_VARIABLE) {
+            None => Ok(ServerChoice::Auto),
+            Some(value) => value.to_string_lossy().parse(),
+        }
+    }
+}
+
+/// How typed holes use language servers: which, and how long one may take.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerOptions {
+    pub choice: ServerChoice,
+    /// The longest wait for any answer, the start included [default: [`Timeouts::default`]].
+    pub timeout: Option<Duration>,
+}
+
 /// How long a server may take to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
@@ -424,6 +524,13 @@ pub struct Servers {
     slots: Mutex<HashMap<&'static str, Arc<Mutex<Slot>>>>,
     /// Where servers are looked for: `PATH` where `None`.
     search_path: Option<OsString>,
+    chosen: Mutex<Chosen>,
+}
+
+/// Which servers a pool starts, and how long they may take.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Chosen {
+    servers: ServerChoice,
     timeouts: Timeouts,
 }
 
@@ -433,13 +540,57 @@ impl Servers {
         Servers {
             slots: Mutex::default(),
             search_path,
-            timeouts,
+            chosen: Mutex::new(Chosen {
+                servers: ServerChoice::Auto,
+                timeouts,
+            }),
         }
     }
 
-    /// Run `ask` with the server of `spec` started in `root`, `None` where its executable is
-    /// not on `PATH`. A server that times out or exits is stopped, and its error is the
-    /// answer for the rest of the session.
+    /// Use the servers and timeout `options` choose from now on (sessions on a shared index
+    /// choose after it is open); servers started under another choice stop once no hole
+    /// asks them. A timeout not chosen keeps the pool's.
+    pub fn choose(&self, options: &ServerOptions) {
+        let mut chosen = self.chosen.lock().unwrap_or_else(|e| e.into_inner());
+        let wanted = Chosen {
+            servers: options.choice.clone(),
+            timeouts: options.timeout.map_or(chosen.timeouts, |t| Timeouts {
+                start: t,
+                request: t,
+            }),
+        };
+        if *chosen != wanted {
+            *chosen = wanted;
+            self.slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+    }
+
+    /// The executable of the server of `spec` as chosen, `None` where none is chosen or it
+    /// is not on the search path.
+    fn program(&self, spec: &ServerSpec, servers: &ServerChoice) -> Option<PathBuf> {
+        let command = match servers {
+            ServerChoice::Off => return None,
+            ServerChoice::Auto => Path::new(spec.command),
+            ServerChoice::Commands(commands) => {
+                let (language, _) = KNOWN.iter().find(|(_, known)| *known == spec)?;
+                let (_, command) = commands.iter().find(|(l, _)| l == language)?;
+                command.as_path()
+            }
+        };
+        // A command with a directory is a path; a bare name is looked up.
+        if command.components().count() > 1 {
+            return Some(command.to_path_buf());
+        }
+        let search_path = match &self.search_path {
+            Some(path) => path.clone(),
+            None => std::env::var_os("PATH")?,
+        };
+        find_on_path(&command.to_string_lossy(), &search_path)
+    }
+
+    /// Run `ask` with the server of `spec` started in `root`, `None` where none is chosen
+    /// for it or its executable is not on `PATH`. A server that times out or exits is
+    /// stopped, and its error is the answer for the rest of the session.
     pub fn with<T>(
         &self,
         spec: &'static ServerSpec,
@@ -451,13 +602,14 @@ impl Servers {
             match slots.get(spec.command) {
                 Some(slot) => Arc::clone(slot),
                 None => {
-                    let search_path = match &self.search_path {
-                        Some(path) => path.clone(),
-                        None => std::env::var_os("PATH")?,
-                    };
-                    let program = find_on_path(spec.command, &search_path)?;
+                    let chosen = self
+                        .chosen
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    let program = self.program(spec, &chosen.servers)?;
                     let started =
-                        Client::start(spec.command, &program, spec.args, root, self.timeouts);
+                        Client::start(spec.command, &program, spec.args, root, chosen.timeouts);
                     tracing::info!(
                         server = spec.command,
                         ok = started.is_ok(),
@@ -524,6 +676,82 @@ mod tests {
                 "{bad:?} should be an error"
             );
         }
+    }
+
+    #[test]
+    fn server_choices_read_as_written_and_bad_ones_say_why() {
+        assert_eq!("auto".parse(), Ok(ServerChoice::Auto));
+        assert_eq!(" off ".parse(), Ok(ServerChoice::Off));
+        assert_eq!(
+            "python=/opt/pyright-langserver, typescript = tsls".parse(),
+            Ok(ServerChoice::Commands(vec![
+                ("python".into(), "/opt/pyright-langserver".into()),
+                ("typescript".into(), "tsls".into()),
+            ]))
+        );
+        for (bad, why) in [
+            ("", "empty"),
+            ("on", "`on`: not a choice"),
+            ("java=x", "keyhole asks no server for `java`"),
+            ("python=", "no command for python"),
+            ("python=a,python=b", "python is named twice"),
+            ("python=a,off", "`off` is not LANGUAGE=COMMAND"),
+        ] {
+            let error = bad.parse::<ServerChoice>().unwrap_err().to_string();
+            assert!(error.contains(why), "{bad:?}: {error}");
+            assert!(error.contains("python, typescript"), "{error}");
+        }
+    }
+
+    #[test]
+    fn each_language_with_a_server_is_named_by_its_language() {
+        for language in crate::lang::languages() {
+            let spec = server_for(language.name());
+            assert_eq!(language.language_server(), spec, "{}", language.name());
+        }
+        assert_eq!(server_for("python"), Some(&PYRIGHT));
+        assert_eq!(server_for("typescript"), Some(&TYPESCRIPT));
+        assert_eq!(server_for("java"), None);
+    }
+
+    #[test]
+    fn a_pool_starts_what_is_chosen_and_nothing_where_servers_are_off() {
+        let bin = tempfile::tempdir().unwrap();
+        let fake = bin.path().join(PYRIGHT.command);
+        std::fs::write(&fake, "").unwrap();
+        let servers = Servers::new(Some(bin.path().as_os_str().to_owned()), Timeouts::default());
+        let chosen = |servers: &Servers| {
+            let chosen = servers.chosen.lock().unwrap().clone();
+            servers.program(&PYRIGHT, &chosen.servers)
+        };
+        assert_eq!(chosen(&servers), Some(fake.clone()));
+        servers.choose(&ServerOptions {
+            choice: ServerChoice::Off,
+            timeout: Some(Duration::from_secs(3)),
+        });
+        assert_eq!(chosen(&servers), None);
+        assert_eq!(
+            servers.chosen.lock().unwrap().timeouts,
+            Timeouts {
+                start: Duration::from_secs(3),
+                request: Duration::from_secs(3)
+            }
+        );
+        let elsewhere = PathBuf::from("/opt/pyright/bin/pyright-langserver");
+        servers.choose(&ServerOptions {
+            choice: ServerChoice::Commands(vec![("python".into(), elsewhere.clone())]),
+            timeout: None,
+        });
+        assert_eq!(chosen(&servers), Some(elsewhere));
+        assert_eq!(
+            servers.program(&TYPESCRIPT, &servers.chosen.lock().unwrap().servers),
+            None
+        );
+        // A timeout not chosen keeps the pool's.
+        assert_eq!(
+            servers.chosen.lock().unwrap().timeouts.request,
+            Duration::from_secs(3)
+        );
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub fn requests(text: &str) -> Result<usize, String> {
     whole(text, 1, 100_000_000)
 }
 
+/// Seconds a language server may take to answer: at most an hour.
+pub fn server_timeout(text: &str) -> Result<std::time::Duration, String> {
+    whole(text, 1, 3600).map(|s| std::time::Duration::from_secs(s as u64))
+}
+
 /// Holes per repository.
 pub fn holes(text: &str) -> Result<usize, String> {
     whole(text, 1, 10_000)

@@ -65,6 +65,8 @@ pub struct EvalArgs {
     keep_bandit: bool,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    servers: super::hole::ServerArgs,
     /// The classifier whose RLPG-H and RLPG-R rankings become report rows [default: the
     /// bundled one].
     #[arg(long)]
@@ -139,6 +141,7 @@ fn session_settings(args: &EvalArgs) -> Result<Settings> {
         ..Choices::default()
     };
     args.backend.choose(&mut choices);
+    args.servers.choose(&mut choices);
     super::hole::settings(&choices)
 }
 

@@ -2,6 +2,7 @@
 //! library [`Session`], and the pieces of output every one of them prints.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -15,6 +16,7 @@ use keyhole::context::fidelity::Fidelity;
 use keyhole::context::{SourcedText, perspectives};
 use keyhole::escape;
 use keyhole::hole::Hole;
+use keyhole::lsp::ServerChoice;
 use keyhole::model::Backend;
 use keyhole::rank::RankerKind;
 use keyhole::repo::RepoIndex;
@@ -26,6 +28,28 @@ pub struct CacheArgs {
     /// Do not read or write the on-disk index cache.
     #[arg(long)]
     pub no_cache: bool,
+}
+
+/// Which language servers type holes (candidates 71 and 72), and how long they may take.
+#[derive(Args, Clone, Default)]
+pub struct ServerArgs {
+    /// Language servers for typed holes: auto (each language's server where it is on PATH),
+    /// off, or LANGUAGE=COMMAND[,LANGUAGE=COMMAND] (python, typescript) [default:
+    /// KEYHOLE_LANGUAGE_SERVERS, else auto].
+    #[arg(long, value_name = "SERVERS")]
+    pub language_servers: Option<ServerChoice>,
+    /// Seconds a language server may take for any answer, its start included [default: 60
+    /// to start, 10 a request].
+    #[arg(long, value_name = "SECS", value_parser = bounds::server_timeout)]
+    pub language_server_timeout: Option<Duration>,
+}
+
+impl ServerArgs {
+    /// Put these choices into `choices`.
+    pub fn choose(&self, choices: &mut Choices) {
+        choices.language_servers.clone_from(&self.language_servers);
+        choices.language_server_timeout = self.language_server_timeout;
+    }
 }
 
 #[derive(Args)]
@@ -53,6 +77,8 @@ pub struct HoleArgs {
     pub iterations: u16,
     #[command(flatten)]
     pub cache: CacheArgs,
+    #[command(flatten)]
+    pub servers: ServerArgs,
 }
 
 /// How to rank the candidates of a hole.
@@ -88,6 +114,7 @@ impl HoleArgs {
         choices.profile = Some(self.fidelity);
         choices.iterations = Some(self.iterations);
         choices.no_cache = self.cache.no_cache;
+        self.servers.choose(choices);
     }
 }
 

@@ -266,6 +266,7 @@ fn run(cli: Cli) -> Result<()> {
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs { no_cache: false },
+                servers: cli.ui.servers.clone(),
             };
             proposals::proposals_command(&at, &cli.ui.backend, &cli.ui.rank)
         }

@@ -40,6 +40,8 @@ pub struct TuneArgs {
     repos: Vec<PathBuf>,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    servers: super::hole::ServerArgs,
     /// At most this many requests this run, spent where labels teach most: held-out holes in
     /// full, then the candidates the current classifier is least sure of [default: every
     /// candidate of every hole].
@@ -219,6 +221,7 @@ fn session_settings(args: &TuneArgs) -> Result<Settings> {
         ..Choices::default()
     };
     args.backend.choose(&mut choices);
+    args.servers.choose(&mut choices);
     super::hole::settings(&choices)
 }
 

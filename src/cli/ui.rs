@@ -7,7 +7,7 @@ use clap::Args;
 use super::backends::BackendArgs;
 use super::bounds;
 use super::dirs;
-use super::hole::RankArgs;
+use super::hole::{RankArgs, ServerArgs};
 use keyhole::compose;
 use keyhole::sample::Sample;
 use keyhole::session::{Choices, Settings};
@@ -20,6 +20,8 @@ pub struct UiArgs {
     pub backend: BackendArgs,
     #[command(flatten)]
     pub rank: RankArgs,
+    #[command(flatten)]
+    pub servers: ServerArgs,
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     pub budget: usize,
@@ -55,6 +57,7 @@ impl UiArgs {
         };
         self.backend.choose(&mut choices);
         self.rank.choose(&mut choices);
+        self.servers.choose(&mut choices);
         // A bad backends.toml entry is left out with a warning: the UI still starts.
         let (settings, warnings) = Settings::resolve_leniently(&choices, dirs().clone())?;
         // SAFETY: resolved before the UI starts a thread.

@@ -448,9 +448,9 @@ pub trait Language: Send + Sync {
         scope: &dyn ImportScope,
     ) -> Vec<Import>;
     /// The language server that types its holes (ChatLSP's typed-hole context), used where
-    /// its executable is on `PATH`; none where the tree-sitter approximation is all there is.
+    /// one is chosen and found; none where the tree-sitter approximation is all there is.
     fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
-        None
+        crate::lsp::server_for(self.name())
     }
     /// Whether RLPG's published code (written for Java) reads this language. Where it does
     /// not, `--fidelity code` takes keyhole's own imports and parents in its place.

@@ -64,10 +64,6 @@ impl Language for Python {
             || (trimmed.starts_with("from ") && trimmed.contains(" import"))
     }
 
-    fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
-        Some(&crate::lsp::PYRIGHT)
-    }
-
     fn types(&self) -> &'static dyn TypeSyntax {
         &python_typed::PythonTypes
     }

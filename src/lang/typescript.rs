@@ -119,10 +119,6 @@ impl Language for TypeScript {
         trimmed.starts_with("import ") || reexport || directive
     }
 
-    fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
-        Some(&crate::lsp::TYPESCRIPT)
-    }
-
     fn types(&self) -> &'static dyn TypeSyntax {
         &typescript_typed::TypeScriptTypes
     }

@@ -12,6 +12,7 @@ use crate::compose::DEFAULT_BUDGET;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
+use crate::lsp;
 use crate::model::config::{self, BackendConfig, BackendKind, ConfigError};
 use crate::model::{self, Backend, BackendError};
 use crate::rank::RankerKind;
@@ -48,6 +49,10 @@ pub struct Choices {
     pub seed: Option<u64>,
     /// Neither read nor write the repository index's cache.
     pub no_cache: bool,
+    /// Which language servers typed holes ask [default: `KEYHOLE_LANGUAGE_SERVERS`, else
+    /// auto], and how long one may take.
+    pub language_servers: Option<lsp::ServerChoice>,
+    pub language_server_timeout: Option<std::time::Duration>,
 }
 
 /// Everything a session is opened with, resolved (ripgrep's high-level arguments).
@@ -71,6 +76,7 @@ pub struct Settings {
     pub dirs: Dirs,
     /// Whether the repository index goes through its cache in `dirs`.
     pub index_cache: bool,
+    pub language_servers: lsp::ServerOptions,
 }
 
 /// Which classifier ranks, as [`Settings::classifier`] chooses it.
@@ -90,6 +96,8 @@ pub enum SettingsError {
     NoSuchBackend(String),
     #[error("--model-path: backend `{0}` is not a local one")]
     NotLocal(String),
+    #[error("{}: {}", lsp::SERVERS_VARIABLE, .0)]
+    LanguageServers(lsp::ServerChoiceError),
 }
 
 impl Default for Settings {
@@ -143,7 +151,12 @@ impl Settings {
                 backends.len() - 1
             }
         };
-        Ok(Settings::with_backends(backends, at, choices, dirs))
+        let mut settings = Settings::with_backends(backends, at, choices, dirs);
+        if choices.language_servers.is_none() {
+            settings.language_servers.choice =
+                lsp::ServerChoice::from_env().map_err(SettingsError::LanguageServers)?;
+        }
+        Ok(settings)
     }
 
     fn with_backends(
@@ -167,6 +180,10 @@ impl Settings {
             seed: choices.seed.unwrap_or(perspectives::DEFAULT_SEED),
             dirs,
             index_cache: !choices.no_cache,
+            language_servers: lsp::ServerOptions {
+                choice: choices.language_servers.clone().unwrap_or_default(),
+                timeout: choices.language_server_timeout,
+            },
         }
     }
 
@@ -460,6 +477,7 @@ impl<'a> SessionBuilder<'a> {
     /// else the bundled ones (loaded on first use).
     pub fn with_parts(self, index: Arc<RepoIndex>, backend: Arc<dyn Backend>) -> Session {
         let settings = self.settings;
+        index.language_servers.choose(&settings.language_servers);
         let learning = self
             .learning
             .unwrap_or_else(|| Learning::new(settings.dirs.clone()));

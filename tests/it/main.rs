@@ -31,6 +31,7 @@ mod index;
 mod lang_python;
 mod lang_typescript;
 mod local_model;
+mod lsp_client;
 mod proposals;
 mod proxy;
 mod reliability_eval;

@@ -110,6 +110,7 @@ fn merge_command(
         max_failures: DEFAULT_MAX_FAILURES,
         keep_bandit: false,
         backend: BackendArgs::recorded(&labels.backend, labels.model.clone(), labels.max_tokens),
+        servers: Default::default(),
         classifier: (report.classifier != "bundled").then(|| PathBuf::from(&report.classifier)),
         encoder_dir: report.encoder_dir.as_ref().map(PathBuf::from),
         compose: super::super::bounds::Compositions(compose.unwrap_or(&report.compose).to_vec()),
