@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::dirs_env;
+use crate::common::hermetic_env;
 
 /// What every fake server starts with: reading and writing framed messages.
 const FRAMING: &str = r#"import json, os, sys
@@ -89,7 +89,7 @@ fn keyhole(args: &[&str], scratch: &Path, path: &OsString, servers: Option<&str>
     let mut command = Command::new(env!("CARGO_BIN_EXE_keyhole"));
     command
         .args(args)
-        .envs(dirs_env(scratch))
+        .envs(hermetic_env(scratch))
         .env("PATH", path)
         .env_remove("KEYHOLE_LANGUAGE_SERVERS");
     if let Some(servers) = servers {
