@@ -16,7 +16,7 @@ use crate::model::config::{self, BackendConfig, BackendKind, ConfigError};
 use crate::model::{self, Backend, BackendError};
 use crate::rank::RankerKind;
 use crate::rank::classifier::{Classifier, ModelError};
-use crate::repo::{self, RepoIndex};
+use crate::repo::{self, RepoIndex, Vendored};
 use crate::token::TokenizerKind;
 
 /// What a person asked for, every choice optional (ripgrep's low-level arguments): the
@@ -48,6 +48,8 @@ pub struct Choices {
     pub seed: Option<u64>,
     /// Neither read nor write the repository index's cache.
     pub no_cache: bool,
+    /// Index the folders languages install dependencies into (`node_modules`, `.venv`) too.
+    pub include_vendored: bool,
 }
 
 /// Everything a session is opened with, resolved (ripgrep's high-level arguments).
@@ -71,6 +73,8 @@ pub struct Settings {
     pub dirs: Dirs,
     /// Whether the repository index goes through its cache in `dirs`.
     pub index_cache: bool,
+    /// Whether the folders of installed dependencies are indexed.
+    pub vendored: Vendored,
 }
 
 /// Which classifier ranks, as [`Settings::classifier`] chooses it.
@@ -167,6 +171,10 @@ impl Settings {
             seed: choices.seed.unwrap_or(perspectives::DEFAULT_SEED),
             dirs,
             index_cache: !choices.no_cache,
+            vendored: match choices.include_vendored {
+                true => Vendored::Included,
+                false => Vendored::Skipped,
+            },
         }
     }
 
@@ -429,7 +437,7 @@ impl<'a> SessionBuilder<'a> {
                 self.report(OpenStage::Graph, done, total);
             }
         };
-        let index = RepoIndex::open_with_progress(repo, cache, &files)?;
+        let index = RepoIndex::open_with_progress(repo, cache, settings.vendored, &files)?;
         if index.files.is_empty() {
             return Err(OpenError::NoSourceFiles(repo.to_path_buf()));
         }
