@@ -19,15 +19,29 @@ use keyhole::hole::Hole;
 use keyhole::lsp::ServerChoice;
 use keyhole::model::Backend;
 use keyhole::rank::RankerKind;
-use keyhole::repo::RepoIndex;
+use keyhole::repo::{RepoIndex, Vendored};
 use keyhole::session::{Choices, Session, Settings};
 use keyhole::token::{Keep, TokenizerKind};
 
+/// How the repository is indexed.
 #[derive(Args)]
 pub struct CacheArgs {
     /// Do not read or write the on-disk index cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Also index the folders languages install dependencies into (node_modules, .venv,
+    /// venv, site-packages), which are left out by default.
+    #[arg(long)]
+    pub include_vendored: bool,
+}
+
+impl CacheArgs {
+    fn vendored(&self) -> Vendored {
+        match self.include_vendored {
+            true => Vendored::Included,
+            false => Vendored::Skipped,
+        }
+    }
 }
 
 /// Which language servers type holes (candidates 71 and 72), and how long they may take.
@@ -115,6 +129,7 @@ impl HoleArgs {
         choices.iterations = Some(self.iterations);
         choices.no_cache = self.cache.no_cache;
         self.servers.choose(choices);
+        choices.include_vendored = self.cache.include_vendored;
     }
 }
 
@@ -134,7 +149,8 @@ pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
     } else {
         dirs().cache.clone()
     };
-    let index = RepoIndex::open(repo, cache_dir.as_deref())?;
+    let index =
+        RepoIndex::open_with_progress(repo, cache_dir.as_deref(), cache.vendored(), &|_, _| {})?;
     print_warnings(&index)?;
     if index.files.is_empty() {
         return Err(keyhole::session::OpenError::NoSourceFiles(repo.to_path_buf()).into());

@@ -265,7 +265,10 @@ fn run(cli: Cli) -> Result<()> {
                 fidelity: cli.ui.fidelity,
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
-                cache: CacheArgs { no_cache: false },
+                cache: CacheArgs {
+                    no_cache: false,
+                    include_vendored: cli.ui.include_vendored,
+                },
                 servers: cli.ui.servers.clone(),
             };
             proposals::proposals_command(&at, &cli.ui.backend, &cli.ui.rank)

@@ -43,6 +43,10 @@ pub struct UiArgs {
     /// The bundled sample to open when no repository is given: java, python or typescript.
     #[arg(long, value_name = "LANGUAGE", default_value = "java", value_parser = Sample::named)]
     pub sample: Sample,
+    /// Also index the folders languages install dependencies into (node_modules, .venv,
+    /// venv, site-packages), which are left out by default.
+    #[arg(long)]
+    pub include_vendored: bool,
 }
 
 impl UiArgs {
@@ -53,6 +57,7 @@ impl UiArgs {
             budget: Some(self.budget),
             tokenizer: self.tokenizer,
             profile: Some(self.fidelity),
+            include_vendored: self.include_vendored,
             ..Choices::default()
         };
         self.backend.choose(&mut choices);

@@ -245,7 +245,12 @@ pub fn run(
     let mut backends = Backends::new(entry, options.concurrency);
     let mut server_checked = false;
     for (path, name) in repos.iter().zip(&names) {
-        let index = Arc::new(RepoIndex::open(path, settings.dirs.cache.as_deref())?);
+        let index = Arc::new(RepoIndex::open_with_progress(
+            path,
+            settings.dirs.cache.as_deref(),
+            settings.vendored,
+            &|_, _| {},
+        )?);
         out.check_sources(name, &index)?;
         // A merged directory is reported on, not labelled: its missing shards stay missing.
         if evaluation.report_only {

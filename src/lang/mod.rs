@@ -135,6 +135,9 @@ pub trait ImportScope {
     /// The project file (`packages/a/tsconfig.json`) at a repository-relative path, if there
     /// is one: read once per index, however many files ask.
     fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>>;
+    /// Say one line of what resolution left out of a project file (a cut `extends` chain):
+    /// the repository index shows it among its warnings.
+    fn note(&self, _line: String) {}
 }
 
 /// A file of a repository that is no source file but says how its sources import each other
@@ -447,6 +450,12 @@ pub trait Language: Send + Sync {
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import>;
+    /// Folders this language's tools install dependencies into (`node_modules`), which its
+    /// own resolution does not take for the project's sources: a repository walk leaves them
+    /// out unless asked to include them. Short: only names no project uses for its own code.
+    fn vendored_dirs(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// The language server that types its holes (ChatLSP's typed-hole context), used where
     /// one is chosen and found; none where the tree-sitter approximation is all there is.
     fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {
@@ -476,6 +485,14 @@ pub fn languages() -> [&'static dyn Language; 4] {
 /// The language that handles `path`, if keyhole knows one.
 pub fn for_path(path: &Path) -> Option<&'static dyn Language> {
     languages().into_iter().find(|l| l.handles(path))
+}
+
+/// Whether a folder of this name holds some language's installed dependencies
+/// ([`Language::vendored_dirs`]).
+pub fn is_vendored_dir(name: &str) -> bool {
+    languages()
+        .iter()
+        .any(|l| l.vendored_dirs().contains(&name))
 }
 
 /// The languages keyhole reads and their files, for messages: "Java (*.java)".

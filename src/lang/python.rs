@@ -30,6 +30,12 @@ impl Language for Python {
         &["py", "pyi"]
     }
 
+    /// Virtual environments (`python -m venv venv`, uv's and poetry's `.venv`) and the
+    /// `site-packages` of an environment kept elsewhere: installed packages, not the project's.
+    fn vendored_dirs(&self) -> &'static [&'static str] {
+        &[".venv", "venv", "site-packages"]
+    }
+
     fn extract(&self, source: &str) -> FileFacts {
         match parse(source) {
             Some(tree) => {

@@ -1,6 +1,12 @@
 //! What TypeScript's module resolution reads of a file's project: the nearest `tsconfig.json`
 //! above the file (a monorepo's `packages/a/tsconfig.json`, else the root's) with the
-//! configurations it `extends`, for `baseUrl` and `paths`.
+//! configurations it `extends`, for `baseUrl` and `paths`. Each configuration is resolved once
+//! per index, however many files it serves; a resolution reads each configuration it reaches
+//! once, and at most [`MAX_CONFIGS`] of them, so `extends` arrays that reach each other cannot
+//! multiply the work.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -10,8 +16,12 @@ use super::ImportScope;
 /// longer than this is a mistake, and resolution must end on any repository.
 const MAX_EXTENDS: usize = 8;
 
+/// How many configurations one resolution may read besides its own: more is no project a
+/// person set up, and the bound keeps `extends` arrays that reach each other cheap.
+const MAX_CONFIGS: usize = 64;
+
 /// A configuration's `baseUrl` and `paths`, with everything it extends applied.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct TsConfig {
     /// Where non-relative specifiers are looked up, repository-relative (`""`: the root).
     base_url: Option<String>,
@@ -49,71 +59,45 @@ struct CompilerOptions {
     paths: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-impl TsConfigFile {
-    fn read(text: &str) -> Result<TsConfigFile, String> {
+/// A configuration file as its project file holds it: what it says, and (once a source file
+/// asked for it) its configuration with what it extends applied.
+struct ReadConfig {
+    file: TsConfigFile,
+    resolved: OnceLock<Arc<TsConfig>>,
+}
+
+impl ReadConfig {
+    fn read(text: &str) -> Result<ReadConfig, String> {
         let options = jsonc_parser::ParseOptions::default();
         let file: Option<TsConfigFile> = jsonc_parser::parse_to_serde_value(text, &options)
             .map_err(|e| e.to_string().replace('\n', " "))?;
-        Ok(file.unwrap_or_default())
+        Ok(ReadConfig {
+            file: file.unwrap_or_default(),
+            resolved: OnceLock::new(),
+        })
     }
 }
 
 impl TsConfig {
     /// The configuration of the file at `path`: the nearest `tsconfig.json` in its directory
     /// or above, with what it extends. None: resolution goes by relative specifiers only.
-    pub(super) fn of_file(path: &str, scope: &dyn ImportScope) -> TsConfig {
+    pub(super) fn of_file(path: &str, scope: &dyn ImportScope) -> Arc<TsConfig> {
         let mut dir = path.rsplit_once('/').map_or("", |(d, _)| d);
         loop {
             let candidate = join(dir, "tsconfig.json");
-            if scope.project_file(&candidate).is_some() {
-                return TsConfig::read(&candidate, scope, &mut Vec::new());
+            if let Some(project_file) = scope.project_file(&candidate) {
+                let Some(read) = project_file.reading(ReadConfig::read) else {
+                    // It does not read; the repository index says so.
+                    return Arc::default();
+                };
+                let resolve = || Arc::new(Resolution::new(&candidate, scope).run(&read.file));
+                return read.resolved.get_or_init(resolve).clone();
             }
             if dir.is_empty() {
-                return TsConfig::default();
+                return Arc::default();
             }
             dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
         }
-    }
-
-    /// The configuration at `path` with what it extends applied; `chain` holds the
-    /// configurations being read, so a cycle ends where it closes. One that cannot be read
-    /// counts as empty (the repository index warns about it).
-    fn read(path: &str, scope: &dyn ImportScope, chain: &mut Vec<String>) -> TsConfig {
-        let Some(project_file) = scope.project_file(path) else {
-            return TsConfig::default();
-        };
-        let Some(file) = project_file.reading(TsConfigFile::read) else {
-            return TsConfig::default();
-        };
-        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-        let mut config = TsConfig::default();
-        chain.push(path.to_string());
-        let bases: &[String] = match &file.extends {
-            Extends::None => &[],
-            Extends::One(base) => std::slice::from_ref(base),
-            Extends::Many(bases) => bases,
-        };
-        for base in bases {
-            // Package names (`@tsconfig/node20`) name files under node_modules, not the
-            // repository's.
-            if !(base.starts_with("./") || base.starts_with("../")) || chain.len() > MAX_EXTENDS {
-                continue;
-            }
-            let Some(base_path) = normalize(dir, base).map(|p| with_json(p, scope)) else {
-                continue;
-            };
-            if !chain.contains(&base_path) {
-                config.override_with(TsConfig::read(&base_path, scope, chain));
-            }
-        }
-        chain.pop();
-        let options = &file.compiler_options;
-        config.override_with(TsConfig {
-            base_url: options.base_url.as_deref().and_then(|b| normalize(dir, b)),
-            paths: options.paths.iter().flatten().map(pattern).collect(),
-            paths_dir: dir.to_string(),
-        });
-        config
     }
 
     /// `other`'s settings where it has them (a configuration overrides what it extends,
@@ -160,6 +144,108 @@ impl TsConfig {
     }
 }
 
+/// One resolution of a configuration with what it extends.
+struct Resolution<'s> {
+    scope: &'s dyn ImportScope,
+    /// The configuration resolved, which a note names.
+    entry: &'s str,
+    /// The configurations being read, innermost last: a cycle ends where it closes.
+    chain: Vec<String>,
+    /// Configurations already resolved here: a diamond of `extends` reads each once.
+    done: HashMap<String, TsConfig>,
+    /// Configurations read besides the entry, against [`MAX_CONFIGS`].
+    read: usize,
+    /// Whether a note about a cut was made: one line per resolution.
+    noted: bool,
+}
+
+impl<'s> Resolution<'s> {
+    fn new(entry: &'s str, scope: &'s dyn ImportScope) -> Self {
+        Resolution {
+            scope,
+            entry,
+            chain: Vec::new(),
+            done: HashMap::new(),
+            read: 0,
+            noted: false,
+        }
+    }
+
+    fn run(mut self, file: &TsConfigFile) -> TsConfig {
+        self.resolve(self.entry, file)
+    }
+
+    /// The configuration at `path`, written as `file`, with what it extends applied. One
+    /// that cannot be read counts as empty (the repository index warns about it).
+    fn resolve(&mut self, path: &str, file: &TsConfigFile) -> TsConfig {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let mut config = TsConfig::default();
+        self.chain.push(path.to_string());
+        let bases: &[String] = match &file.extends {
+            Extends::None => &[],
+            Extends::One(base) => std::slice::from_ref(base),
+            Extends::Many(bases) => bases,
+        };
+        for base in bases {
+            // Package names (`@tsconfig/node20`) name files under node_modules, not the
+            // repository's.
+            if !(base.starts_with("./") || base.starts_with("../")) {
+                continue;
+            }
+            let Some(base_path) = normalize(dir, base).map(|p| with_json(p, self.scope)) else {
+                continue;
+            };
+            if self.chain.contains(&base_path) {
+                continue;
+            }
+            if let Some(done) = self.done.get(&base_path) {
+                config.override_with(done.clone());
+                continue;
+            }
+            if self.chain.len() > MAX_EXTENDS {
+                let why = format!("goes deeper than {MAX_EXTENDS} configurations");
+                self.cut(&base_path, &why);
+                continue;
+            }
+            if self.read == MAX_CONFIGS {
+                let why = format!("reaches more than {MAX_CONFIGS} configurations");
+                self.cut(&base_path, &why);
+                continue;
+            }
+            let Some(project_file) = self.scope.project_file(&base_path) else {
+                continue;
+            };
+            let Some(base) = project_file.reading(ReadConfig::read) else {
+                continue;
+            };
+            self.read += 1;
+            let base_config = self.resolve(&base_path, &base.file);
+            config.override_with(base_config);
+        }
+        self.chain.pop();
+        let options = &file.compiler_options;
+        config.override_with(TsConfig {
+            base_url: options.base_url.as_deref().and_then(|b| normalize(dir, b)),
+            paths: options.paths.iter().flatten().map(pattern).collect(),
+            paths_dir: dir.to_string(),
+        });
+        self.done.insert(path.to_string(), config.clone());
+        config
+    }
+
+    /// Note, once, that the entry's `extends` were cut before `skipped`, for the reason
+    /// `why`.
+    fn cut(&mut self, skipped: &str, why: &str) {
+        if !self.noted {
+            self.noted = true;
+            self.scope.note(format!(
+                "{}: its `extends` {why}; not read from {skipped} on",
+                self.entry
+            ));
+        }
+    }
+}
+
 /// A `paths` entry with its substitutions (those that are not strings left out).
 fn pattern((pattern, targets): (&String, &serde_json::Value)) -> (String, Vec<String>) {
     let targets = targets
@@ -200,4 +286,58 @@ pub(super) fn normalize(dir: &str, path: &str) -> Option<String> {
         }
     }
     Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::lang::{FileId, ProjectFile};
+
+    /// Project files only, counting how often one is asked for.
+    struct Configs {
+        files: Vec<(&'static str, Arc<ProjectFile>)>,
+        asked: AtomicUsize,
+    }
+
+    impl ImportScope for Configs {
+        fn file_at(&self, _: &str) -> Option<FileId> {
+            None
+        }
+        fn files_ending_with(&self, _: &str) -> &[FileId] {
+            &[]
+        }
+        fn declaring(&self, _: &str) -> Option<FileId> {
+            None
+        }
+        fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            let found = self.files.iter().find(|(p, _)| *p == path);
+            found.map(|(_, file)| file.clone())
+        }
+    }
+
+    #[test]
+    fn a_configuration_is_resolved_once_for_all_the_files_it_serves() {
+        let file = |text: &str| Arc::new(ProjectFile::new(text.to_string()));
+        let scope = Configs {
+            files: vec![
+                ("tsconfig.json", file(r#"{ "extends": "./base.json" }"#)),
+                (
+                    "base.json",
+                    file(r#"{ "compilerOptions": { "baseUrl": "src" } }"#),
+                ),
+            ],
+            asked: AtomicUsize::new(0),
+        };
+        let first = TsConfig::of_file("src/a/one.ts", &scope);
+        assert_eq!(first.candidates("x"), ["src/x"]);
+        let asked = scope.asked.load(Ordering::Relaxed);
+        let second = TsConfig::of_file("src/b/two.ts", &scope);
+        assert_eq!(second.candidates("x"), ["src/x"]);
+        // Only the search for the nearest configuration (src/b, src, the root); what it
+        // extends is not read again.
+        assert_eq!(scope.asked.load(Ordering::Relaxed) - asked, 3);
+    }
 }

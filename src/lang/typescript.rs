@@ -119,6 +119,12 @@ impl Language for TypeScript {
         trimmed.starts_with("import ") || reexport || directive
     }
 
+    /// npm's, pnpm's and yarn's installs: TypeScript resolves a bare specifier there only
+    /// through a package's own `package.json`, never as the repository's sources.
+    fn vendored_dirs(&self) -> &'static [&'static str] {
+        &["node_modules"]
+    }
+
     fn types(&self) -> &'static dyn TypeSyntax {
         &typescript_typed::TypeScriptTypes
     }

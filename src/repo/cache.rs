@@ -11,13 +11,14 @@
 //! format of the derived state, makes it stale and it is built again.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::SourceFile;
+use super::read::Refusal;
 use crate::lang::{FileFacts, MethodDecl, Span};
 
 /// The largest cache file read; a larger one is rebuilt.
@@ -207,30 +208,11 @@ pub mod packed_u32 {
 /// The bytes of the cache file at `path`, none when there is no file yet. Only a regular file
 /// of at most [`MAX_CACHE_BYTES`] is read: a FIFO would block and `/dev/zero` never end.
 fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    // Opening a FIFO for reading waits for a writer, unless non-blocking.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read ({e})")),
-    };
-    // Checked on the opened file, so that it is the file that is read.
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => {}
-        Ok(_) => return Err("not a regular file".into()),
-        Err(e) => return Err(format!("cannot read ({e})")),
+    match super::read::read_regular_file(path, MAX_CACHE_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(Refusal::Missing) => Ok(None),
+        Err(why) => Err(why.to_string()),
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_CACHE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read ({e})"))?;
-    if bytes.len() as u64 > MAX_CACHE_BYTES {
-        return Err(format!("larger than {} MiB", MAX_CACHE_BYTES >> 20));
-    }
-    Ok(Some(bytes))
 }
 
 /// Whether cached `facts` can describe `text`: every span lies inside it on character

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
+use super::read::read_repo_file;
 use super::{FileId, SourceFile};
 pub use crate::lang::{Import, ImportKind};
 use crate::lang::{ImportScope, ProjectFile, Span, TypeKind};
@@ -79,6 +80,7 @@ impl RepoGraph {
             project_files: ProjectFiles {
                 root: root.to_path_buf(),
                 read: Mutex::default(),
+                notes: Mutex::default(),
             },
             classes: HashMap::new(),
             dirs: HashMap::new(),
@@ -241,6 +243,15 @@ impl ImportScope for RepoGraph {
     fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
         self.project_files.get(path)
     }
+
+    fn note(&self, line: String) {
+        let mut notes = self
+            .project_files
+            .notes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        notes.push(line);
+    }
 }
 
 /// Every '/'-boundary suffix of every file's path, each with its files, shortest path first.
@@ -262,39 +273,70 @@ fn path_suffixes(files: &[SourceFile]) -> HashMap<String, Vec<FileId>> {
     suffixes
 }
 
+/// The largest project file read: a `tsconfig.json` or `package.json` of more is no
+/// configuration a person wrote, and reading it would only cost memory.
+pub const MAX_PROJECT_FILE_BYTES: u64 = 4 << 20;
+
 /// The project files (`tsconfig.json`) import resolution asks for, each read from the
-/// repository the first time.
+/// repository the first time, through [`read_repo_file`].
 struct ProjectFiles {
     root: PathBuf,
-    /// By repository-relative path; `None` where there is no such file (or it is no text).
-    read: Mutex<HashMap<String, Option<Arc<ProjectFile>>>>,
+    /// By repository-relative path: what was read, or why it was not.
+    read: Mutex<HashMap<String, ProjectFileRead>>,
+    /// What languages said of the configurations they resolved (a cut `extends` chain).
+    notes: Mutex<Vec<String>>,
+}
+
+enum ProjectFileRead {
+    Absent,
+    /// Not read (a FIFO, a link out of the repository, too large, not UTF-8): why.
+    Refused(String),
+    Read(Arc<ProjectFile>),
 }
 
 impl ProjectFiles {
     fn get(&self, path: &str) -> Option<Arc<ProjectFile>> {
-        // Repository paths only: nothing outside the repository is read.
-        if path.starts_with('/') || path.split('/').any(|part| part == "..") {
-            return None;
-        }
         let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
         let file = read.entry(path.to_string()).or_insert_with(|| {
-            let text = std::fs::read_to_string(self.root.join(path)).ok()?;
-            Some(Arc::new(ProjectFile::new(text)))
+            match read_repo_file(&self.root, Path::new(path), MAX_PROJECT_FILE_BYTES) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => ProjectFileRead::Read(Arc::new(ProjectFile::new(text))),
+                    Err(_) => ProjectFileRead::Refused(format!("{path}: not valid UTF-8")),
+                },
+                Err(e) if e.is_missing() => ProjectFileRead::Absent,
+                Err(e) => ProjectFileRead::Refused(e.to_string()),
+            }
         });
-        file.clone()
+        match file {
+            ProjectFileRead::Read(file) => Some(file.clone()),
+            _ => None,
+        }
     }
 
-    /// A line for each file a language could not read, in path order.
+    /// A line for each file that could not be read or a language could not read, and each
+    /// note of a language, in order.
     fn problems(&self) -> Vec<String> {
         let read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
         let mut problems: Vec<String> = read
             .iter()
             .filter_map(|(path, file)| {
-                let why = file.as_ref()?.problem()?;
-                Some(format!("{path}: {why}; imports were resolved without it"))
+                let why = match file {
+                    ProjectFileRead::Absent => return None,
+                    ProjectFileRead::Refused(why) => why.clone(),
+                    ProjectFileRead::Read(file) => format!("{path}: {}", file.problem()?),
+                };
+                Some(format!("{why}; imports were resolved without it"))
             })
             .collect();
+        problems.extend(
+            self.notes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
         problems.sort();
+        problems.dedup();
         problems
     }
 }

@@ -4,6 +4,7 @@
 mod cache;
 mod graph;
 pub mod listing;
+mod read;
 mod scan;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use rayon::prelude::*;
 
 pub use cache::{Derived, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
+pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
 pub use scan::{MAX_FILE_BYTES, name_text};
 
 use crate::lang::{self, FileFacts, Language};
@@ -121,6 +123,16 @@ pub struct RepoIndex {
     pub language_servers: crate::lsp::Servers,
 }
 
+/// Whether the folders a language installs dependencies into (`node_modules`, `.venv`:
+/// [`Language::vendored_dirs`]) are indexed with the repository's own files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Vendored {
+    /// Left out, as the language's own resolution leaves them out of the project's sources.
+    #[default]
+    Skipped,
+    Included,
+}
+
 /// Why a repository could not be opened at all.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -134,15 +146,18 @@ pub enum OpenError {
 impl RepoIndex {
     /// Index the repository at `root`, reusing and refreshing the cache in `cache_dir` (none:
     /// no cache). Unreadable, binary, non-UTF-8 and huge files are skipped with a warning.
+    /// Folders of installed dependencies are left out ([`Vendored::Skipped`]).
     pub fn open(root: &Path, cache_dir: Option<&Path>) -> Result<RepoIndex, OpenError> {
-        Self::open_with_progress(root, cache_dir, &|_, _| {})
+        Self::open_with_progress(root, cache_dir, Vendored::Skipped, &|_, _| {})
     }
 
-    /// [`RepoIndex::open`], calling `progress(files done, files found)` as files are indexed
-    /// (from worker threads, so it must be cheap and thread-safe).
+    /// [`RepoIndex::open`] with or without the folders of installed dependencies, calling
+    /// `progress(files done, files found)` as files are indexed (from worker threads, so it
+    /// must be cheap and thread-safe).
     pub fn open_with_progress(
         root: &Path,
         cache_dir: Option<&Path>,
+        vendored: Vendored,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<RepoIndex, OpenError> {
         if !root.exists() {
@@ -153,7 +168,7 @@ impl RepoIndex {
         }
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let mut warnings = Vec::new();
-        let found = scan::find_sources(&root, &mut warnings);
+        let found = scan::find_sources(&root, vendored, &mut warnings);
         let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
         let (total, done) = (jobs.len(), AtomicUsize::new(0));
@@ -161,7 +176,7 @@ impl RepoIndex {
         let results: Vec<_> = jobs
             .into_par_iter()
             .map(|(cached, found)| {
-                let result = index_file(found, cached);
+                let result = index_file(&root, found, cached);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                 result
             })
@@ -259,10 +274,11 @@ enum FactsFrom {
 
 /// Read, hash and (unless the cache has facts of this content) parse one file.
 fn index_file(
+    root: &Path,
     found: scan::Found,
     cached: Option<cache::Entry>,
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
-    let text = scan::read_source(&found)?;
+    let text = scan::read_source(root, &found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
     let language = found.language;
     let Some(entry) = cached.filter(|e| e.hash == hash) else {

@@ -1,9 +1,15 @@
 //! Finding and reading the source files of a repository.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use ignore::Match;
 use ignore::WalkBuilder;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use super::Vendored;
+use super::read::{RepoReadError, read_repo_file};
 use crate::lang;
 
 /// Files larger than this are skipped: generated or data files, not code a person completes.
@@ -16,14 +22,26 @@ pub struct Found {
     pub language: &'static dyn lang::Language,
 }
 
-/// Walk `root` respecting .gitignore (also outside git checkouts), keeping files some language
-/// handles. Problems (unreadable directories, symlink loops) become warnings, never failures.
-pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
+/// Walk `root` respecting its ignore files (also outside git checkouts: [`IgnoreFiles`]),
+/// keeping files some language handles, and leaving out folders of installed dependencies
+/// unless `vendored` says to include them. Problems (unreadable directories, symlink loops,
+/// ignore files that cannot be read) become warnings, never failures.
+pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>) -> Vec<Found> {
+    let ignore_files = Arc::new(Mutex::new(IgnoreFiles::new(root)));
+    let kept = ignore_files.clone();
     let walker = WalkBuilder::new(root)
+        .standard_filters(false)
         .hidden(true)
-        .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            let vendored_dir = is_dir
+                && vendored == Vendored::Skipped
+                && lang::is_vendored_dir(&entry.file_name().to_string_lossy());
+            let mut ignore_files = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            entry.depth() == 0 || !(vendored_dir || ignore_files.ignored(entry.path(), is_dir))
+        })
         .build();
     let mut found = Vec::new();
     for entry in walker {
@@ -74,7 +92,95 @@ pub fn find_sources(root: &Path, warnings: &mut Vec<String>) -> Vec<Found> {
         }
         distinct
     });
+    let mut ignore_files = ignore_files.lock().unwrap_or_else(PoisonError::into_inner);
+    warnings.append(&mut ignore_files.warnings);
     found
+}
+
+/// The ignore files of a repository as git reads them (each folder's `.gitignore`, and
+/// `.git/info/exclude` at the root) with ripgrep's `.ignore` beside them, each read through
+/// [`read_repo_file`] when the walk first reaches its folder: left to the `ignore` crate, a
+/// FIFO there would hang the walk and a link to `/dev/zero` grow memory without end. Files
+/// outside the repository (a global excludes file, a parent folder's) are not read.
+struct IgnoreFiles {
+    root: PathBuf,
+    /// Each folder's rules, none where it has no ignore file.
+    by_dir: HashMap<PathBuf, Option<Gitignore>>,
+    warnings: Vec<String>,
+}
+
+impl IgnoreFiles {
+    fn new(root: &Path) -> IgnoreFiles {
+        IgnoreFiles {
+            root: root.to_path_buf(),
+            by_dir: HashMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Whether `path` (under the root) is ignored: the nearest folder whose rules match it
+    /// decides, as git has it, and within a folder the last matching rule.
+    fn ignored(&mut self, path: &Path, is_dir: bool) -> bool {
+        for dir in path.ancestors().skip(1) {
+            if !dir.starts_with(&self.root) {
+                break;
+            }
+            match self.rules(dir).map(|rules| rules.matched(path, is_dir)) {
+                Some(Match::Ignore(_)) => return true,
+                Some(Match::Whitelist(_)) => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The rules of the ignore files in `dir`, read the first time.
+    fn rules(&mut self, dir: &Path) -> Option<&Gitignore> {
+        if !self.by_dir.contains_key(dir) {
+            let rules = self.read_rules(dir);
+            self.by_dir.insert(dir.to_path_buf(), rules);
+        }
+        self.by_dir[dir].as_ref()
+    }
+
+    fn read_rules(&mut self, dir: &Path) -> Option<Gitignore> {
+        // Lowest precedence first: a later rule overrides an earlier one.
+        let names: &[&str] = match dir == self.root {
+            true => &[".git/info/exclude", ".gitignore", ".ignore"],
+            false => &[".gitignore", ".ignore"],
+        };
+        let mut builder = GitignoreBuilder::new(dir);
+        let mut any = false;
+        for name in names {
+            let file = dir.join(name);
+            let bytes = match read_repo_file(&self.root, &file, MAX_FILE_BYTES) {
+                Ok(bytes) => bytes,
+                Err(e) if e.is_missing() => continue,
+                Err(e) => {
+                    self.warnings
+                        .push(format!("{e}; its rules were not applied"));
+                    continue;
+                }
+            };
+            any = true;
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                if let Err(e) = builder.add_line(Some(file.clone()), line) {
+                    self.warnings
+                        .push(format!("{e}; that rule was not applied"));
+                }
+            }
+        }
+        if !any {
+            return None;
+        }
+        builder
+            .build()
+            .map_err(|e| {
+                self.warnings
+                    .push(format!("{e}; its rules were not applied"))
+            })
+            .ok()
+    }
 }
 
 /// A file or directory name as text: as it is where it is UTF-8, else with each byte that is
@@ -97,25 +203,17 @@ pub fn name_text(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, str> {
 /// Why a file was not indexed.
 #[derive(Debug, thiserror::Error)]
 pub enum SkipReason {
-    #[error("{0}: cannot read: {1}")]
-    Unreadable(String, std::io::Error),
-    #[error("{0}: larger than {limit} bytes", limit = MAX_FILE_BYTES)]
-    TooLarge(String),
+    #[error(transparent)]
+    Refused(#[from] RepoReadError),
     #[error("{0}: binary file")]
     Binary(String),
     #[error("{0}: not valid UTF-8")]
     NotUtf8(String),
 }
 
-/// Read a source file as text, or say why not.
-pub fn read_source(found: &Found) -> Result<String, SkipReason> {
-    let meta =
-        std::fs::metadata(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(SkipReason::TooLarge(found.rel.clone()));
-    }
-    let bytes =
-        std::fs::read(&found.abs).map_err(|e| SkipReason::Unreadable(found.rel.clone(), e))?;
+/// Read a source file of the repository at `root` as text, or say why not.
+pub fn read_source(root: &Path, found: &Found) -> Result<String, SkipReason> {
+    let bytes = read_repo_file(root, &found.abs, MAX_FILE_BYTES)?;
     if bytes.contains(&0) {
         return Err(SkipReason::Binary(found.rel.clone()));
     }

@@ -17,7 +17,7 @@ use crate::model::config::{self, BackendConfig, BackendKind, ConfigError};
 use crate::model::{self, Backend, BackendError};
 use crate::rank::RankerKind;
 use crate::rank::classifier::{Classifier, ModelError};
-use crate::repo::{self, RepoIndex};
+use crate::repo::{self, RepoIndex, Vendored};
 use crate::token::TokenizerKind;
 
 /// What a person asked for, every choice optional (ripgrep's low-level arguments): the
@@ -53,6 +53,8 @@ pub struct Choices {
     /// auto], and how long one may take.
     pub language_servers: Option<lsp::ServerChoice>,
     pub language_server_timeout: Option<std::time::Duration>,
+    /// Index the folders languages install dependencies into (`node_modules`, `.venv`) too.
+    pub include_vendored: bool,
 }
 
 /// Everything a session is opened with, resolved (ripgrep's high-level arguments).
@@ -77,6 +79,8 @@ pub struct Settings {
     /// Whether the repository index goes through its cache in `dirs`.
     pub index_cache: bool,
     pub language_servers: lsp::ServerOptions,
+    /// Whether the folders of installed dependencies are indexed.
+    pub vendored: Vendored,
 }
 
 /// Which classifier ranks, as [`Settings::classifier`] chooses it.
@@ -183,6 +187,10 @@ impl Settings {
             language_servers: lsp::ServerOptions {
                 choice: choices.language_servers.clone().unwrap_or_default(),
                 timeout: choices.language_server_timeout,
+            },
+            vendored: match choices.include_vendored {
+                true => Vendored::Included,
+                false => Vendored::Skipped,
             },
         }
     }
@@ -446,7 +454,7 @@ impl<'a> SessionBuilder<'a> {
                 self.report(OpenStage::Graph, done, total);
             }
         };
-        let index = RepoIndex::open_with_progress(repo, cache, &files)?;
+        let index = RepoIndex::open_with_progress(repo, cache, settings.vendored, &files)?;
         if index.files.is_empty() {
             return Err(OpenError::NoSourceFiles(repo.to_path_buf()));
         }

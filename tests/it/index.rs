@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use keyhole::hole::{Hole, HoleColumn, HoleError, sample_holes};
-use keyhole::repo::RepoIndex;
+use keyhole::repo::{RepoIndex, Vendored};
 
 fn write(root: &Path, rel: &str, content: &[u8]) {
     let path = root.join(rel);
@@ -234,4 +234,97 @@ fn a_full_cache_directory_is_reported_and_indexing_goes_on() {
     assert_eq!(index.files.len(), 38);
     assert_ran_without_cache(&index);
     assert_eq!(entries, 0, "a failed write leaves no partial file behind");
+}
+
+/// `open` run on another thread: `None` where it did not finish within minutes (a hang).
+fn open_within_minutes(root: &Path) -> Option<RepoIndex> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || send.send(RepoIndex::open(&root, None).unwrap()));
+    receive
+        .recv_timeout(std::time::Duration::from_secs(180))
+        .ok()
+}
+
+#[test]
+fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".gitignore", b"*.gen.ts\nout/\n");
+    write(root, ".git/info/exclude", b"local.ts\n");
+    write(root, "src/.gitignore", b"!keep.gen.ts\n");
+    for file in [
+        "a.ts",
+        "local.ts",
+        "drop.gen.ts",
+        "out/b.ts",
+        "src/keep.gen.ts",
+        "src/other.gen.ts",
+        "src/c.ts",
+    ] {
+        write(root, file, b"export const a = 1;\n");
+    }
+    let index = RepoIndex::open(root, None).unwrap();
+    assert_eq!(paths(&index), ["a.ts", "src/c.ts", "src/keep.gen.ts"]);
+    assert!(index.warnings.is_empty(), "{:?}", index.warnings);
+}
+
+#[cfg(unix)]
+#[test]
+fn ignore_files_that_are_fifos_or_links_out_of_the_repository_are_refused_with_a_warning() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("repo");
+    write(&root, "a.ts", b"export const a = 1;\n");
+    write(&root, "sub/b.ts", b"export const b = 1;\n");
+    let fifo = std::ffi::CString::new(root.join(".gitignore").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    // Rules outside the repository are not the repository's: not read, not applied.
+    write(scratch.path(), "elsewhere", b"*.ts\n");
+    std::os::unix::fs::symlink(
+        scratch.path().join("elsewhere"),
+        root.join("sub/.gitignore"),
+    )
+    .unwrap();
+    let index = open_within_minutes(&root).expect("a FIFO as .gitignore must not hang indexing");
+    assert_eq!(paths(&index), ["a.ts", "sub/b.ts"]);
+    let warnings = index.warnings.join("\n");
+    for expected in [
+        ".gitignore: not a regular file; its rules were not applied",
+        "sub/.gitignore: outside the repository; its rules were not applied",
+    ] {
+        assert!(
+            warnings.contains(expected),
+            "missing '{expected}' in:\n{warnings}"
+        );
+    }
+}
+
+#[test]
+fn folders_of_installed_dependencies_are_left_out_unless_included() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("repo");
+    for file in [
+        "src/app.ts",
+        "node_modules/left-pad/index.ts",
+        "packages/ui/node_modules/react/index.d.ts",
+        "main.py",
+        "venv/lib/python3.12/site-packages/six.py",
+        "site-packages/requests/api.py",
+    ] {
+        write(&root, file, b"export const a = 1;\n");
+    }
+    let index = RepoIndex::open(&root, None).unwrap();
+    assert_eq!(paths(&index), ["main.py", "src/app.ts"]);
+    let everything = RepoIndex::open_with_progress(&root, None, Vendored::Included, &|_, _| {});
+    assert_eq!(paths(&everything.unwrap()).len(), 6);
+
+    // The command line's flag.
+    let files = |extra: &[&str]| {
+        let args = [&["index", root.to_str().unwrap(), "--json"][..], extra].concat();
+        let out = common::ok(common::keyhole(&args, scratch.path()));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["files"].as_u64().unwrap()
+    };
+    assert_eq!(files(&[]), 2);
+    assert_eq!(files(&["--include-vendored"]), 6);
 }

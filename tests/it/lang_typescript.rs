@@ -294,3 +294,106 @@ fn imports_resolve_through_each_packages_tsconfig_and_what_it_extends() {
     );
     assert_eq!(proposal(&proposals, 16)["applicable"], false);
 }
+
+/// The repository indexed on another thread: `None` where it did not finish within minutes.
+fn index_within_minutes(root: &Path) -> Option<keyhole::repo::RepoIndex> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || send.send(keyhole::repo::RepoIndex::open(&root, None).unwrap()));
+    receive
+        .recv_timeout(std::time::Duration::from_secs(180))
+        .ok()
+}
+
+/// Six sources that import `@x`, beside the configurations under test.
+fn six_sources(root: &Path) {
+    write(root, "src/x.ts", "export const x = 1;\n");
+    for i in 0..5 {
+        write(
+            root,
+            &format!("src/m{i}.ts"),
+            "import { x } from '@x';\nexport const y = x;\n",
+        );
+    }
+}
+
+#[test]
+fn extends_arrays_that_reach_each_other_index_without_hanging_and_say_where_they_were_cut() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    six_sources(root);
+    // Fourteen configurations, each extending all the others (an exponential number of
+    // paths through them when each is resolved again wherever it is reached).
+    let names: Vec<String> = (0..14).map(|i| format!("./c{i}.json")).collect();
+    for i in 0..14 {
+        let others: Vec<&String> = names.iter().filter(|n| **n != names[i]).collect();
+        let paths = r#""paths": { "@x": ["src/x.ts"] }"#;
+        let config = format!(r#"{{ "extends": {others:?}, "compilerOptions": {{ {paths} }} }}"#);
+        write(root, &format!("c{i}.json"), &config);
+    }
+    write(
+        root,
+        "tsconfig.json",
+        &format!(r#"{{ "extends": {names:?} }}"#),
+    );
+    let index = index_within_minutes(root).expect("extends arrays must not take exponential time");
+    let m0 = index.file_id("src/m0.ts").unwrap();
+    let imported: Vec<&str> = index.graph.imports[m0]
+        .iter()
+        .map(|i| index.files[i.file].path.as_str())
+        .collect();
+    assert_eq!(imported, ["src/x.ts"]);
+    let cut: Vec<&String> = index
+        .warnings
+        .iter()
+        .filter(|w| w.contains("`extends`"))
+        .collect();
+    assert_eq!(cut.len(), 1, "{:?}", index.warnings);
+    assert!(
+        cut[0].starts_with("tsconfig.json: its `extends` goes deeper than 8 configurations"),
+        "{cut:?}"
+    );
+}
+
+#[test]
+fn a_long_extends_chain_or_a_wide_one_is_cut_with_a_warning_naming_the_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path();
+    six_sources(root);
+    // A chain of twelve, and a configuration that extends a hundred others.
+    write(root, "tsconfig.json", r#"{ "extends": "./1.json" }"#);
+    for i in 1..12 {
+        write(
+            root,
+            &format!("{i}.json"),
+            &format!(r#"{{ "extends": "./{}.json" }}"#, i + 1),
+        );
+    }
+    write(
+        root,
+        "12.json",
+        r#"{ "compilerOptions": { "baseUrl": "." } }"#,
+    );
+    let wide: Vec<String> = (0..100).map(|i| format!("./wide/{i}.json")).collect();
+    write(
+        root,
+        "lib/tsconfig.json",
+        &format!(r#"{{ "extends": {wide:?} }}"#),
+    );
+    for i in 0..100 {
+        write(root, &format!("lib/wide/{i}.json"), "{}");
+    }
+    write(root, "lib/a.ts", "export const a = 1;\n");
+    let index = index_within_minutes(root).expect("indexing ends");
+    let warnings = index.warnings.join("\n");
+    for expected in [
+        "tsconfig.json: its `extends` goes deeper than 8 configurations; not read from 9.json on",
+        "lib/tsconfig.json: its `extends` reaches more than 64 configurations; not read from \
+         lib/wide/64.json on",
+    ] {
+        assert!(
+            warnings.contains(expected),
+            "missing '{expected}' in:\n{warnings}"
+        );
+    }
+}

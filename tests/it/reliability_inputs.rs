@@ -447,5 +447,91 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
             input.extend_from_slice(text.as_bytes());
             fuzz_checks::check_typed(&input);
         }
+        fuzz_checks::check_tsconfig(text.as_bytes());
+    }
+    // Configurations that extend each other every way, one that is not UTF-8, JSONC.
+    let tsconfigs: [&[u8]; 3] = [
+        b"{\"extends\":[\"./base\",\"../tsconfig.json\",\"./sub/more.json\"]}\0\
+         {\"extends\":\"./pkg/tsconfig.json\",\"compilerOptions\":{\"baseUrl\":\"pkg\"}}\0\
+         {\"extends\":[\"./base\",\"./tsconfig.json\"]}\0\
+         {\"extends\":[\"./base.json\",\"../tsconfig.json\"],\"compilerOptions\":{\"paths\":{\"@a/*\":[\"src/*\"]}}}\0\
+         {\"extends\":[\"../base\",\"./tsconfig.json\",\"../../tsconfig.json\"]}\0\
+         {\"extends\":\"../tsconfig.json\"}",
+        b"// c\n{ \"compilerOptions\": { \"paths\": { \"@a/*\": [\"*\", 7, null], }, }, }\0\xff",
+        b"{\"extends\":\"./../../../../etc/passwd\"}\0{\"compilerOptions\":{\"baseUrl\":\"/\"}}",
+    ];
+    for tsconfig in tsconfigs {
+        fuzz_checks::check_tsconfig(tsconfig);
+    }
+}
+
+/// `RepoIndex::open` on another thread: `None` where it did not finish within minutes.
+fn open_within_minutes(root: &Path) -> Option<RepoIndex> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || send.send(RepoIndex::open(&root, None).unwrap()));
+    receive
+        .recv_timeout(std::time::Duration::from_secs(180))
+        .ok()
+}
+
+/// The repository files the imports of the file at `path` reach.
+fn imported(index: &RepoIndex, path: &str) -> Vec<String> {
+    let id = index.file_id(path).unwrap();
+    let files = index.graph.imports[id].iter();
+    files.map(|i| index.files[i.file].path.clone()).collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn tsconfig_files_that_are_fifos_devices_links_out_or_huge_are_refused_with_a_warning() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("repo");
+    let config = r#"{ "compilerOptions": { "paths": { "@x": ["x.ts"] } } }"#;
+    write(scratch.path(), "outside.json", config);
+    for package in ["good", "fifo", "zero", "outside", "huge", "extends"] {
+        write(&root, &format!("{package}/x.ts"), "export const x = 1;\n");
+        let main = "import { x } from '@x';\nconsole.log(x);\n";
+        write(&root, &format!("{package}/main.ts"), main);
+    }
+    write(&root, "good/tsconfig.json", config);
+    let fifo = std::ffi::CString::new(arg(&root.join("fifo/tsconfig.json"))).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let link = |target: &Path, at: &str| std::os::unix::fs::symlink(target, root.join(at));
+    link(Path::new("/dev/zero"), "zero/tsconfig.json").unwrap();
+    link(
+        &scratch.path().join("outside.json"),
+        "outside/tsconfig.json",
+    )
+    .unwrap();
+    // What a configuration extends goes through the same check.
+    write(
+        &root,
+        "extends/tsconfig.json",
+        r#"{ "extends": "./base.json" }"#,
+    );
+    link(&scratch.path().join("outside.json"), "extends/base.json").unwrap();
+    let mut huge = config.trim_end_matches('}').to_string();
+    huge.push_str(&format!(", \"padding\": \"{}\" }}", "x".repeat(5 << 20)));
+    write(&root, "huge/tsconfig.json", &huge);
+
+    let index = open_within_minutes(&root).expect("a FIFO as tsconfig.json must not hang indexing");
+    assert_eq!(imported(&index, "good/main.ts"), ["good/x.ts"]);
+    for package in ["fifo", "zero", "outside", "huge", "extends"] {
+        let main = format!("{package}/main.ts");
+        assert!(imported(&index, &main).is_empty(), "{main}");
+    }
+    let warnings = index.warnings.join("\n");
+    for expected in [
+        "fifo/tsconfig.json: not a regular file; imports were resolved without it",
+        "zero/tsconfig.json: outside the repository; imports were resolved without it",
+        "outside/tsconfig.json: outside the repository; imports were resolved without it",
+        "extends/base.json: outside the repository; imports were resolved without it",
+        "huge/tsconfig.json: larger than 4194304 bytes; imports were resolved without it",
+    ] {
+        assert!(
+            warnings.contains(expected),
+            "missing '{expected}' in:\n{warnings}"
+        );
     }
 }

@@ -213,7 +213,12 @@ impl Ranking<'_, '_> {
         if self.repository.as_ref().is_none_or(|(n, _, _)| n != name) {
             let path = path.expect("named above");
             (self.observer).note(&format!("{name}: ranking holes with the classifier…"))?;
-            let index = Arc::new(RepoIndex::open(path, self.settings.dirs.cache.as_deref())?);
+            let index = Arc::new(RepoIndex::open_with_progress(
+                path,
+                self.settings.dirs.cache.as_deref(),
+                self.settings.vendored,
+                &|_, _| {},
+            )?);
             let backend = self.backends.for_index(&index)?;
             self.repository = Some((name.clone(), index, backend));
         }

@@ -140,6 +140,82 @@ pub fn check_typed(data: &[u8]) {
     }
 }
 
+/// Where the pieces of a tsconfig input are written: the configuration nearest the sources,
+/// and what it may extend, as written or with `.json` added, a folder up and a folder down.
+const TSCONFIGS: [&str; 6] = [
+    "pkg/tsconfig.json",
+    "tsconfig.json",
+    "pkg/base.json",
+    "pkg/base",
+    "pkg/sub/more.json",
+    "pkg/sub/tsconfig.json",
+];
+
+/// Sources that import through `paths`, `baseUrl` and relative specifiers.
+const TSCONFIG_SOURCES: [(&str, &str); 4] = [
+    (
+        "pkg/main.ts",
+        "import { a } from '@a/a';\nimport b from 'b';\nimport c from './c';\n",
+    ),
+    ("pkg/c.ts", "export const c = 1;\n"),
+    ("pkg/src/a.ts", "export const a = 1;\n"),
+    (
+        "pkg/sub/b.ts",
+        "import { a } from '@a/a';\nexport default a;\n",
+    ),
+];
+
+/// Arbitrary bytes as a TypeScript project's configurations (cut at each NUL byte into up
+/// to six files, which extend each other as they say, JSONC or not, UTF-8 or not): indexing
+/// ends without a panic, every warning is one line, and every import reaches another
+/// repository file.
+pub fn check_tsconfig(data: &[u8]) {
+    let scratch = Scratch::new("tsconfig");
+    let root = scratch.0.as_path();
+    for (bytes, name) in data.split(|&b| b == 0).zip(TSCONFIGS) {
+        write(root, name, bytes);
+    }
+    for (name, text) in TSCONFIG_SOURCES {
+        write(root, name, text);
+    }
+    let index = RepoIndex::open(root, None).expect("the repository opens");
+    assert_eq!(index.files.len(), TSCONFIG_SOURCES.len());
+    for warning in &index.warnings {
+        assert!(
+            !warning.contains('\n'),
+            "a warning of several lines: {warning:?}"
+        );
+    }
+    for (id, imports) in index.graph.imports.iter().enumerate() {
+        assert!(
+            imports
+                .iter()
+                .all(|i| i.file != id && i.file < index.files.len())
+        );
+    }
+}
+
+/// A directory of its own under the system's temporary one, removed when dropped (the fuzz
+/// targets have no `tempfile`).
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("keyhole-{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Writes `content` at `rel` under `root`, creating directories.
 pub fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
     let path = root.join(rel);

@@ -1,0 +1,175 @@
+//! The one way keyhole reads a file of a repository: sources, project files (`tsconfig.json`
+//! and what it extends, `package.json`, `pyproject.toml`), ignore files. A repository is
+//! input keyhole does not control: any of them may be a FIFO (opening it waits for a writer
+//! for ever), a device or a link to one (`/dev/zero` never ends), or a link out of the
+//! repository (`/etc/passwd`). Only a regular file inside the repository, of at most the
+//! caller's cap, is read; anything else is refused with the reason, which callers turn into
+//! one warning line naming the file.
+
+use std::io::Read;
+use std::path::{Component, Path};
+
+/// Why a file was not read, whichever file it was.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("no such file")]
+    Missing,
+    #[error("outside the repository")]
+    Outside,
+    #[error("not a regular file")]
+    NotAFile,
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+    #[error("cannot read: {0}")]
+    Unreadable(std::io::Error),
+}
+
+/// Why a file of a repository was not read: the file (repository-relative, '/'-separated) and
+/// the reason, shown as one line (`tsconfig.json: not a regular file`).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {why}")]
+pub struct RepoReadError {
+    pub file: String,
+    pub why: Refusal,
+}
+
+impl RepoReadError {
+    /// Whether there is simply no such file: where a file is optional (a `tsconfig.json`
+    /// above a source), that is no problem to report.
+    pub fn is_missing(&self) -> bool {
+        matches!(self.why, Refusal::Missing)
+    }
+}
+
+/// The bytes of the file at `path` (relative to `root`, or absolute under it), if it is a
+/// regular file inside the repository at `root` once links are resolved, of at most `cap`
+/// bytes. `root` should be canonical (as [`super::RepoIndex`] holds it); one that is not is
+/// made so.
+pub fn read_repo_file(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, RepoReadError> {
+    let refused = |why| RepoReadError {
+        file: repo_name(root, path),
+        why,
+    };
+    let joined = root.join(path);
+    let resolved = joined.canonicalize().map_err(|e| refused(refusal(e)))?;
+    let inside = resolved.starts_with(root)
+        || root
+            .canonicalize()
+            .is_ok_and(|root| resolved.starts_with(root));
+    if !inside {
+        return Err(refused(Refusal::Outside));
+    }
+    read_regular_file(&resolved, cap).map_err(refused)
+}
+
+/// The bytes of the regular file at `path`, of at most `cap` bytes, whatever else is there: a
+/// FIFO is opened without waiting and refused, and no more than `cap + 1` bytes are ever read,
+/// so a device without end cannot grow memory. For files keyhole keeps itself (its cache) as
+/// much as for a repository's, through [`read_repo_file`].
+pub fn read_regular_file(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading waits for a writer, unless non-blocking.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(refusal)?;
+    // Checked on the opened file, so that it is the file that is read, whatever the path
+    // names by now.
+    let meta = file.metadata().map_err(Refusal::Unreadable)?;
+    if !meta.is_file() {
+        return Err(Refusal::NotAFile);
+    }
+    if meta.len() > cap {
+        return Err(Refusal::TooLarge(cap));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Refusal::Unreadable)?;
+    // A file that grew since it was measured.
+    if bytes.len() as u64 > cap {
+        return Err(Refusal::TooLarge(cap));
+    }
+    Ok(bytes)
+}
+
+fn refusal(error: std::io::Error) -> Refusal {
+    match error.kind() {
+        // `.git/info/exclude` where `.git` is a file (a worktree's) is as missing.
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => Refusal::Missing,
+        _ => Refusal::Unreadable(error),
+    }
+}
+
+/// `path` as the repository names it: relative to `root`, '/'-separated, each name as
+/// [`super::name_text`] writes it.
+fn repo_name(root: &Path, path: &Path) -> String {
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(super::name_text(name).into_owned()),
+            Component::ParentDir => Some("..".to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn repo() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        let root = root.canonicalize().unwrap();
+        (dir, root)
+    }
+
+    #[test]
+    fn reads_a_regular_file_inside_the_repository_within_its_cap() {
+        let (_dir, root) = repo();
+        std::fs::write(root.join("src/a.ts"), "let a = 1;\n").unwrap();
+        let bytes = read_repo_file(&root, Path::new("src/a.ts"), 100).unwrap();
+        assert_eq!(bytes, b"let a = 1;\n");
+        // An absolute path under the root names the same file.
+        assert!(read_repo_file(&root, &root.join("src/a.ts"), 100).is_ok());
+        let err = read_repo_file(&root, Path::new("src/a.ts"), 4).unwrap_err();
+        assert_eq!(err.to_string(), "src/a.ts: larger than 4 bytes");
+        let err = read_repo_file(&root, Path::new("src/none.ts"), 4).unwrap_err();
+        assert!(err.is_missing(), "{err}");
+    }
+
+    #[test]
+    fn refuses_fifos_devices_and_links_out_of_the_repository() {
+        let (dir, root) = repo();
+        let fifo = std::ffi::CString::new(root.join("fifo.json").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.json")).unwrap();
+        std::fs::write(dir.path().join("secret"), "outside").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("secret.json")).unwrap();
+        std::os::unix::fs::symlink("../secret.json", root.join("src/up.json")).unwrap();
+        let read = |name: &str| read_repo_file(&root, Path::new(name), 1 << 20).unwrap_err();
+        assert_eq!(
+            read("fifo.json").to_string(),
+            "fifo.json: not a regular file"
+        );
+        assert!(matches!(read("zero.json").why, Refusal::Outside));
+        // Kept files are read through the same check: a device is no file.
+        assert!(matches!(
+            read_regular_file(Path::new("/dev/zero"), 1 << 20),
+            Err(Refusal::NotAFile)
+        ));
+        assert_eq!(
+            read("secret.json").to_string(),
+            "secret.json: outside the repository"
+        );
+        assert!(matches!(read("src/up.json").why, Refusal::Outside));
+        assert!(matches!(read("../secret").why, Refusal::Outside));
+        // A link that stays inside is followed.
+        std::os::unix::fs::symlink("../fifo.json", root.join("src/fifo.json")).unwrap();
+        assert!(matches!(read("src/fifo.json").why, Refusal::NotAFile));
+    }
+}
