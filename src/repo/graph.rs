@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 
 use super::{FileId, SourceFile};
+use crate::lang::{FileFacts, ImportScope, ProjectFile, Span, TypeKind};
 pub use crate::lang::{Import, ImportKind};
-use crate::lang::{ImportScope, ProjectFile, Span, TypeKind};
 
 /// A class of this file that extends a class declared in another repository file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,11 +103,16 @@ impl RepoGraph {
                 graph.parts.entry(part).or_default().push(id);
             }
         }
-        graph.imports = files
+        let scope = Resolving {
+            graph: &graph,
+            files,
+        };
+        let imports = files
             .par_iter()
             .enumerate()
-            .map(|(id, f)| graph.resolve_imports(id, f))
+            .map(|(id, f)| scope.resolve_imports(id, f))
             .collect();
+        graph.imports = imports;
         graph.parents = files
             .par_iter()
             .enumerate()
@@ -138,12 +143,6 @@ impl RepoGraph {
                 self.types.insert(name, id);
             }
         }
-    }
-
-    fn resolve_imports(&self, id: FileId, file: &SourceFile) -> Vec<Import> {
-        let mut found = file.language.resolve_imports(&file.path, &file.facts, self);
-        found.retain(|i| i.file != id);
-        found
     }
 
     /// The file declaring the top-level type with this fully qualified name.
@@ -225,21 +224,41 @@ impl RepoGraph {
     }
 }
 
-impl ImportScope for RepoGraph {
+/// What a language may ask while it resolves one file's imports: the graph's lookups, and the
+/// facts of the other files (what a Python package's `__init__.py` re-exports).
+struct Resolving<'g> {
+    graph: &'g RepoGraph,
+    files: &'g [SourceFile],
+}
+
+impl Resolving<'_> {
+    fn resolve_imports(&self, id: FileId, file: &SourceFile) -> Vec<Import> {
+        let mut found = file.language.resolve_imports(&file.path, &file.facts, self);
+        found.retain(|i| i.file != id);
+        found
+    }
+}
+
+impl ImportScope for Resolving<'_> {
     fn file_at(&self, path: &str) -> Option<FileId> {
-        self.by_path.get(path).copied()
+        self.graph.by_path.get(path).copied()
     }
 
     fn files_ending_with(&self, suffix: &str) -> &[FileId] {
-        self.suffixes.get(suffix).map_or(&[], Vec::as_slice)
+        self.graph.suffixes.get(suffix).map_or(&[], Vec::as_slice)
     }
 
     fn declaring(&self, qualified: &str) -> Option<FileId> {
-        self.types.get(qualified).copied()
+        self.graph.types.get(qualified).copied()
     }
 
     fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
-        self.project_files.get(path)
+        self.graph.project_files.get(path)
+    }
+
+    fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
+        let file = self.files.get(file)?;
+        Some((&file.path, &file.facts))
     }
 }
 

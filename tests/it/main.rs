@@ -33,6 +33,7 @@ mod lang_typescript;
 mod local_model;
 mod proposals;
 mod proxy;
+mod python_imports;
 mod reliability_eval;
 mod reliability_faults;
 mod reliability_inputs;
