@@ -169,3 +169,70 @@ fn a_root_named_by_pyproject_or_setup_cfg_is_where_absolute_imports_are_found() 
         assert_eq!(files, set(&[&at("acme/util.py")]), "{}", config.0);
     }
 }
+
+#[test]
+fn the_paper_profile_samples_no_hole_in_a_docstring_and_the_code_profile_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[(
+            "orders.py",
+            "\"\"\"Orders.\n\nEvery order has a total.\n\"\"\"\n\n\ndef total(order):\n    \"\"\"The order's total,\n    in cents.\"\"\"\n    return order.cents  # cents\n",
+        )],
+    );
+    let lines = |fidelity: &str| -> Vec<u64> {
+        let args = [
+            "holes",
+            repo.to_str().unwrap(),
+            "--fidelity",
+            fidelity,
+            "--json",
+        ];
+        let report: Value = serde_json::from_slice(&ok(keyhole(&args, dir.path())).stdout).unwrap();
+        let holes = report["holes"].as_array().unwrap().iter();
+        holes.map(|h| h["line"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(lines("paper"), [7, 10]);
+    // RLPG's code reads one line at a time: a docstring's lines are holes.
+    assert_eq!(lines("code"), [1, 3, 4, 7, 8, 9, 10]);
+}
+
+#[test]
+fn a_repository_opens_on_code_of_the_most_imported_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[
+            (
+                "src/pkg/__init__.py",
+                "\"\"\"The package.\n\nIt re-exports its modules' names.\n\"\"\"\n\nfrom .core import (\n    Engine,\n    start,\n)\n",
+            ),
+            (
+                "src/pkg/core.py",
+                "\"\"\"The engine.\"\"\"\n\nimport os\n\n\nclass Engine:\n    \"\"\"Runs.\"\"\"\n\n    name = os.name\n\n\ndef start():\n    return Engine()\n",
+            ),
+            (
+                "src/pkg/cli.py",
+                "from pkg import start\n\n\ndef main():\n    start()\n",
+            ),
+            (
+                "tests/test_core.py",
+                "import pkg\n\n\ndef test_start():\n    assert pkg.start()\n",
+            ),
+            // Imports of the package alone: its `__init__.py` is the most imported file.
+            ("src/pkg/plugins.py", "import pkg\n\nLOADED = []\n"),
+            ("tests/conftest.py", "import pkg\n"),
+        ],
+    );
+    // Without a terminal `keyhole REPO` prints what the UI would open on.
+    let out = ok(keyhole(&[repo.to_str().unwrap()], dir.path()));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let hole = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("hole"))
+        .expect("a hole line")
+        .trim();
+    assert_eq!(hole, "src/pkg/core.py:6:7", "{stdout}");
+}
