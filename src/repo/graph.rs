@@ -64,6 +64,29 @@ pub fn name_parts(stem: &str) -> Vec<String> {
     parts
 }
 
+/// What affixes every test file of a language shares (pytest's `test_` and `_test`; the
+/// `.test` and `.spec` of `panel.test.ts` are past the stem's first dot already), which make no
+/// name similar: left out, `tests/test_panel.py` is similar to `panel.py` and not to every
+/// other test. Java's `OrderServiceTest` keeps its `Test`, a camel-case part as RLPG reads it.
+const TEST_PREFIXES: &[&str] = &["test_"];
+const TEST_SUFFIXES: &[&str] = &["_test"];
+
+/// The parts of a file stem by which similar names are matched: [`name_parts`] of the stem
+/// without a test file's affix.
+pub fn similar_name_parts(stem: &str) -> Vec<String> {
+    let mut name = stem;
+    if let Some(rest) = TEST_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+        name = rest;
+    }
+    if let Some(rest) = TEST_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)) {
+        name = rest;
+    }
+    if name.is_empty() {
+        name = stem;
+    }
+    name_parts(name)
+}
+
 impl RepoGraph {
     /// The graph of `files`, indexed from the repository at `root` (whose project files, such
     /// as `tsconfig.json`, import resolution may read).
@@ -96,7 +119,7 @@ impl RepoGraph {
                 .entry(file.dir().to_string())
                 .or_default()
                 .push(id);
-            let mut parts = name_parts(file.stem());
+            let mut parts = similar_name_parts(file.stem());
             parts.sort();
             parts.dedup();
             for part in parts {
@@ -211,7 +234,7 @@ impl RepoGraph {
     /// Other files of the same language whose names share a part with this one's, in path
     /// order.
     pub fn similar_names(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
-        let mut similar: Vec<FileId> = name_parts(files[id].stem())
+        let mut similar: Vec<FileId> = similar_name_parts(files[id].stem())
             .iter()
             .filter_map(|p| self.parts.get(p))
             .flatten()

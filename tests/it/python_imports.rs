@@ -236,3 +236,27 @@ fn a_repository_opens_on_code_of_the_most_imported_module() {
         .trim();
     assert_eq!(hole, "src/pkg/core.py:6:7", "{stdout}");
 }
+
+#[test]
+fn similar_names_of_a_test_file_are_its_subject_not_every_other_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let test = "from rich.panel import Panel\n\n\ndef test_panel():\n    assert Panel()\n";
+    write_tree(
+        &repo,
+        &[
+            ("rich/__init__.py", ""),
+            ("rich/panel.py", "class Panel:\n    pass\n"),
+            ("rich/layout.py", "class Layout:\n    pass\n"),
+            ("tests/test_panel.py", test),
+            ("tests/test_layout.py", "def test_layout():\n    pass\n"),
+            ("tests/test_console.py", "def test_console():\n    pass\n"),
+            ("tests/panel_test.py", "def test_more():\n    pass\n"),
+        ],
+    );
+    let report = proposals(&repo, "tests/test_panel.py:5:12", &[], dir.path());
+    assert_eq!(
+        ranked(&report, "similar_name"),
+        set(&["rich/panel.py", "tests/panel_test.py"])
+    );
+}
