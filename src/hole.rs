@@ -240,11 +240,15 @@ fn documentation_lines(file: &SourceFile) -> Vec<bool> {
     let mut lines = vec![false; file.line_count()];
     for doc in &file.facts.documentation {
         let (start, end) = (doc.start as usize, doc.end as usize);
-        for line in file.line_of(start)..=file.line_of(end.saturating_sub(1).max(start)) {
+        let (first, last) = (
+            file.line_of(start),
+            file.line_of(end.saturating_sub(1).max(start)),
+        );
+        for (line, documentation) in lines.iter_mut().enumerate().take(last + 1).skip(first) {
             let text = file.line_text(line);
             let from = file.line_start(line) + (text.len() - text.trim_start().len());
             if from >= start && from + text.trim().len() <= end {
-                lines[line] = true;
+                *documentation = true;
             }
         }
     }

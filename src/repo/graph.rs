@@ -343,7 +343,7 @@ impl ProjectFiles {
 
 #[cfg(test)]
 mod tests {
-    use super::name_parts;
+    use super::{name_parts, similar_name_parts};
 
     #[test]
     fn names_split_on_camel_case_acronyms_and_underscores() {
@@ -355,5 +355,18 @@ mod tests {
         assert_eq!(name_parts("order_repository"), ["order", "repository"]);
         assert_eq!(name_parts("IOUtils"), ["io", "utils"]);
         assert_eq!(name_parts("loan-service"), ["loan", "service"]);
+    }
+
+    #[test]
+    fn similar_names_leave_out_test_affixes_only() {
+        assert_eq!(similar_name_parts("test_panel"), ["panel"]);
+        assert_eq!(similar_name_parts("panel_test"), ["panel"]);
+        assert_eq!(similar_name_parts("test"), ["test"]);
+        assert_eq!(similar_name_parts("test_"), ["test"]);
+        assert_eq!(
+            similar_name_parts("OrderServiceTest"),
+            ["order", "service", "test"]
+        );
+        assert_eq!(similar_name_parts("testing_utils"), ["testing", "utils"]);
     }
 }
