@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::lang;
-use crate::repo::{FileId, RepoIndex};
+use crate::repo::{FileId, RepoIndex, SourceFile};
 
 /// A position to complete: file, 0-based line and 0-based character column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -102,33 +102,56 @@ impl Hole {
         }
     }
 
-    /// Where a repository opens without a position: the first of RLPG's sampled holes (past
-    /// the preamble: package and import lines) in the file the most others import, so the
-    /// first screen shows a hole worth completing rather than a licence header.
+    /// Where a repository opens without a position: the first hole in code of the file the
+    /// most others import among those that have code, so the first screen shows a hole worth
+    /// completing rather than a licence header, a docstring or a package `__init__.py` that
+    /// only re-exports. A hole in code is one of the paper's sampled holes (no comment or
+    /// documentation line) past the preamble (package and import lines) on a line that uses
+    /// a name (not the rest of a long import or a lone bracket).
     pub fn opening(index: &RepoIndex) -> Hole {
         let mut imported = vec![0usize; index.files.len()];
         for import in index.graph.imports.iter().flatten() {
             imported[import.file] += 1;
         }
+        let mut first_in_code: Vec<Option<Hole>> = vec![None; index.files.len()];
+        let mut lines_using_names: Option<(FileId, Vec<bool>)> = None;
+        for hole in sample_holes(index, None, 0, HoleColumn::TrimmedMiddle) {
+            if first_in_code[hole.file].is_some() {
+                continue;
+            }
+            let file = &index.files[hole.file];
+            if file
+                .language
+                .is_preamble_line(file.line_text(hole.line).trim())
+            {
+                continue;
+            }
+            let using = match &mut lines_using_names {
+                Some((f, using)) if *f == hole.file => using,
+                slot => &mut slot.insert((hole.file, lines_using_names_of(file))).1,
+            };
+            if using.get(hole.line) == Some(&true) {
+                let file = hole.file;
+                first_in_code[file] = Some(hole);
+            }
+        }
+        let central = (0..index.files.len())
+            .filter(|&f| first_in_code[f].is_some())
+            .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)));
+        if let Some(hole) = central.and_then(|f| first_in_code[f].take()) {
+            return hole;
+        }
+        // No file has code: the first line of the most imported one.
         let central = (0..index.files.len())
             .max_by_key(|&f| (imported[f], std::cmp::Reverse(f)))
             .unwrap_or(0);
-        let preamble = |h: &Hole| {
-            let file = &index.files[h.file];
-            file.language
-                .is_preamble_line(file.line_text(h.line).trim())
-        };
-        sample_holes(index, None, 0, HoleColumn::TrimmedMiddle)
-            .into_iter()
-            .filter(|h| h.file == central)
-            .find(|h| !preamble(h))
-            .unwrap_or(Hole {
-                file: central,
-                line: 0,
-                column: 0,
-                offset: 0,
-                target: Some(index.files[central].line_text(0).trim_end().to_string()),
-            })
+        Hole {
+            file: central,
+            line: 0,
+            column: 0,
+            offset: 0,
+            target: Some(index.files[central].line_text(0).trim_end().to_string()),
+        }
     }
 
     /// The hole at 0-based `line` and character `column` (already checked to be in range).
@@ -183,14 +206,26 @@ pub fn every_line(index: &RepoIndex, columns_per_line: usize, seed: u64) -> Vec<
     holes
 }
 
-/// Where a sampled hole sits in its line.
+/// How a profile samples holes: where a hole sits in its line, and which lines take one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HoleColumn {
-    /// The middle character of the trimmed line: the paper's "middle of the line".
+    /// The paper's: the middle character of the trimmed line ("the middle of the line"), on
+    /// lines of code: no blank, comment or documentation line. RLPG skipped Java's comment
+    /// lines, javadoc's included; a Python docstring is documentation as javadoc is, though
+    /// its lines carry no mark a line alone shows.
     TrimmedMiddle,
-    /// `int(len(stripped) / 2)` characters into the line with its indentation, as RLPG's
-    /// `create_hole_data.py` puts it.
+    /// RLPG's code's: `int(len(stripped) / 2)` characters into the line with its indentation,
+    /// on every line its `create_hole_data.py` takes, read one at a time: neither blank nor a
+    /// comment line ([`takes_hole`]), so a docstring's lines are holes.
     RlpgCode,
+}
+
+impl HoleColumn {
+    /// Whether lines of documentation the grammar reads as code (Python's docstrings) are
+    /// holes.
+    fn takes_documentation(self) -> bool {
+        self == HoleColumn::RlpgCode
+    }
 }
 
 /// Whether RLPG takes a hole on a line of this text: one neither blank nor a comment line.
@@ -199,9 +234,44 @@ pub fn takes_hole(language: &dyn lang::Language, line: &str) -> bool {
     !trimmed.is_empty() && !language.is_comment_line(trimmed)
 }
 
-/// RLPG's holes for a repository: every line that is neither blank nor a comment, in files
-/// that have no exact copy elsewhere, and the rest of the line after the hole as the target;
-/// the hole's column is `column`'s. With `cap`, at most that many are
+/// For each line of `file`, whether it holds documentation and nothing else: a docstring's
+/// lines, not a line with code before or after one.
+fn documentation_lines(file: &SourceFile) -> Vec<bool> {
+    let mut lines = vec![false; file.line_count()];
+    for doc in &file.facts.documentation {
+        let (start, end) = (doc.start as usize, doc.end as usize);
+        let (first, last) = (
+            file.line_of(start),
+            file.line_of(end.saturating_sub(1).max(start)),
+        );
+        for (line, documentation) in lines.iter_mut().enumerate().take(last + 1).skip(first) {
+            let text = file.line_text(line);
+            let from = file.line_start(line) + (text.len() - text.trim_start().len());
+            if from >= start && from + text.trim().len() <= end {
+                *documentation = true;
+            }
+        }
+    }
+    lines
+}
+
+/// For each line of `file`, whether a name is used on it (import lines use none).
+fn lines_using_names_of(file: &SourceFile) -> Vec<bool> {
+    let mut lines = vec![false; file.line_count()];
+    for (_, used) in &file.facts.name_usages {
+        for &line in used {
+            if let Some(slot) = lines.get_mut(line as usize) {
+                *slot = true;
+            }
+        }
+    }
+    lines
+}
+
+/// RLPG's holes for a repository: every line that is neither blank nor a comment (nor, in the
+/// paper's reading, documentation: see [`HoleColumn`]), in files that have no exact copy
+/// elsewhere, and the rest of the line after the hole as the target; the hole's column is
+/// `column`'s. With `cap`, at most that many are
 /// drawn at random with `seed` (RLPG capped each repository at 10,000); the result is in
 /// file/line order.
 pub fn sample_holes(
@@ -216,9 +286,14 @@ pub fn sample_holes(
         if index.graph.duplicated[id] {
             continue;
         }
+        let documentation = if column.takes_documentation() {
+            Vec::new()
+        } else {
+            documentation_lines(file)
+        };
         for line in 0..file.line_count() {
             let text = file.line_text(line);
-            if !takes_hole(language, text) {
+            if !takes_hole(language, text) || documentation.get(line) == Some(&true) {
                 continue;
             }
             let trimmed = text.trim();

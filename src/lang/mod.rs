@@ -138,6 +138,12 @@ pub trait ImportScope {
     /// Say one line of what resolution left out of a project file (a cut `extends` chain):
     /// the repository index shows it among its warnings.
     fn note(&self, _line: String) {}
+    /// The path and facts of another repository file, for a language whose imports reach
+    /// through what that file re-exports (a Python package's `__init__.py`).
+    fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
+        let _ = file;
+        None
+    }
 }
 
 /// A file of a repository that is no source file but says how its sources import each other
@@ -260,6 +266,19 @@ pub struct FileFacts {
     /// them elsewhere (Java: `types`).
     #[serde(default)]
     pub top_level_names: Vec<String>,
+    /// The names a wildcard import of the module brings in where the module lists them
+    /// (Python's `__all__`); `None`: its public top-level names.
+    #[serde(default)]
+    pub wildcard_names: Option<Vec<String>>,
+    /// Every dotted name used in the code (`pkg.core.Name`, as long as it stays a name: cut at a
+    /// call or subscript), with the 0-based lines it is used on, sorted by name: how a file
+    /// uses a module it imports whole (`import pkg` then `pkg.Name`).
+    #[serde(default)]
+    pub dotted_usages: Vec<(String, Vec<u32>)>,
+    /// Documentation the grammar reads as code (Python's docstrings), which the paper's hole
+    /// sampling steps over as it steps over comment lines.
+    #[serde(default)]
+    pub documentation: Vec<Span>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,

@@ -1,6 +1,10 @@
 //! Python facts through tree-sitter-python, in one pass over the syntax tree, and how Python
 //! imports reach repository files.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use tree_sitter::{Node, Tree};
 
 use super::python_typed;
@@ -74,154 +78,519 @@ impl Language for Python {
         &python_typed::PythonTypes
     }
 
-    /// `PATH::Name` for every top-level class, function and assigned name, under every
-    /// '/'-boundary suffix of the file's path: a wildcard import, resolved to a path suffix,
-    /// looks up which of the names the importing file uses the module declares (the full
-    /// path is the conventional one). And `DIR/::Name` under the suffixes of the file's
-    /// directory: a package's `__init__.py` re-exports its modules' names (`from .order import
-    /// Order`), and `from pkg import Order` reaches the module declaring it through this key.
-    fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
-        let starts = || std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
-        let dir_len = path.rfind('/').map_or(0, |i| i + 1);
-        let mut out = Vec::new();
-        for name in top_level_names(facts) {
-            for start in starts() {
-                out.push((declared_key(&path[start..], name), start == 0));
-                if start <= dir_len {
-                    let dir = &path[start..dir_len];
-                    out.push((declared_key(dir, name), start == 0));
-                }
-            }
-        }
-        out
-    }
-
-    /// Every import resolved to the module file it names (`a/b.py` or `a/b/__init__.py`), a
-    /// `from m import x` to the submodule `m/x.py` when there is one; a wildcard import
-    /// reaches its module when the file uses a name the module declares. Python has no
-    /// implicit same-package names.
+    /// Every import resolved to the module file it names (`a/b.py` or `a/b/__init__.py`) as
+    /// Python finds it: a relative import against the importing file's package, an absolute
+    /// one under the file's import roots ([`import_roots`]) and nowhere else, so that `import
+    /// json` beside a package's `json.py` reaches nothing (the standard library's `json`).
+    /// `from m import x` reaches the submodule `m/x.py` where there is one, else `m` and the
+    /// module declaring `x` where `m` re-exports it; a module imported whole (`import pkg`,
+    /// `import pkg.sub as s`) also reaches the modules declaring the names used through it
+    /// (`pkg.Name`); a wildcard import reaches its module, and the modules declaring what it
+    /// re-exports, where the file uses a name it brings in. Python has no implicit
+    /// same-package names.
     fn resolve_imports(
         &self,
         path: &str,
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import> {
+        let modules = Modules::new(scope);
         let mut found = Vec::new();
         for import in &facts.imports {
             if import.wildcard {
-                let Some((target, suffix)) = module_file(scope, path, &import.path) else {
-                    continue;
-                };
-                let mut lines: Vec<u32> = Vec::new();
-                for (name, used) in &facts.name_usages {
-                    if scope.declaring(&declared_key(&suffix, name)) == Some(target) {
-                        lines.extend(used);
-                    }
-                }
-                lines.sort_unstable();
-                lines.dedup();
-                super::add_import(&mut found, target, ImportKind::Wildcard, &lines);
-                continue;
-            }
-            let target = module_file(scope, path, &import.path).or_else(|| {
-                // `from m import name`: the name is declared in module `m`.
-                let (module, _) = import.path.rsplit_once('.')?;
-                let module = if module.chars().all(|c| c == '.') {
-                    // `from . import name`: the package's `__init__.py`.
-                    format!("{module}.")
-                } else {
-                    module.to_string()
-                };
-                module_file(scope, path, &module)
-            });
-            let Some((target, found_as)) = target else {
-                continue;
-            };
-            let mut lines: Vec<u32> = Vec::new();
-            for name in &import.names {
-                lines.extend(facts.usages_of(name));
-            }
-            lines.sort_unstable();
-            super::add_import(&mut found, target, ImportKind::Single, &lines);
-            // `from pkg import Name` where `pkg/__init__.py` only re-exports `Name`: the
-            // package's module declaring it is imported too.
-            let imported = import.path.rsplit('.').next().unwrap_or_default();
-            if let Some(package) = found_as.strip_suffix("__init__.py")
-                && scope.declaring(&declared_key(&found_as, imported)) != Some(target)
-                && let Some(declaring) = scope.declaring(&declared_key(package, imported))
-            {
-                super::add_import(&mut found, declaring, ImportKind::Single, &lines);
+                modules.wildcard(path, import, facts, &mut found);
+            } else {
+                modules.single(path, import, facts, &mut found);
             }
         }
         found
     }
 }
 
-/// The key [`Python::qualified_names`] registers a module's top-level name under.
-fn declared_key(path_suffix: &str, name: &str) -> String {
-    format!("{path_suffix}::{name}")
+/// How many re-exports deep a name is followed to the module that declares it.
+const REEXPORT_DEPTH: usize = 8;
+
+/// Python's module lookup in one repository, for the imports of one file: the file a module
+/// name is, and the module that declares a name another module offers.
+struct Modules<'s> {
+    scope: &'s dyn ImportScope,
+    /// Import roots by importing file, worked out once: re-exports are followed through the
+    /// same `__init__.py` again and again.
+    roots: RefCell<FxHashMap<String, Rc<[String]>>>,
 }
 
-/// Names a `from m import *` can bring in: the module's top-level classes, functions and
-/// assigned names, as its outline and signatures record them.
-fn top_level_names(facts: &FileFacts) -> Vec<&str> {
-    let mut names: Vec<&str> = facts
-        .types
-        .iter()
-        .filter(|t| t.top_level)
-        .map(|t| t.name.as_str())
-        .collect();
-    names.extend(facts.top_level_names.iter().map(String::as_str));
-    names.sort_unstable();
-    names.dedup();
-    names
-}
-
-/// The repository file of module `module` (`a.b`, `.sibling`, `..pkg.mod`, `.`) imported from
-/// the file at `from`, with the path it was found under (a suffix of the file's path).
-fn module_file(scope: &dyn ImportScope, from: &str, module: &str) -> Option<(FileId, String)> {
-    let dots = module.len() - module.trim_start_matches('.').len();
-    let parts: Vec<&str> = module[dots..]
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .collect();
-    let mut dir: Vec<&str> = from.split('/').collect();
-    dir.pop();
-    if dots > 0 {
-        // Relative: one dot is the importing file's package, each further dot one level up.
-        for _ in 1..dots {
-            dir.pop()?;
+impl<'s> Modules<'s> {
+    fn new(scope: &'s dyn ImportScope) -> Self {
+        Modules {
+            scope,
+            roots: RefCell::default(),
         }
-        let base = dir.join("/");
-        let package = |name: &str| match base.as_str() {
-            "" => name.to_string(),
-            base => format!("{base}/{name}"),
-        };
-        return module_paths(&parts)
-            .into_iter()
-            .map(|p| package(&p))
-            .find_map(|p| Some((scope.file_at(&p)?, p)));
     }
-    // Absolute: under some source root (the repository's root, `src/`, ...). A root the
-    // importing file sits under wins, the shallowest first (Python 3 imports are absolute);
-    // else the shortest path anywhere.
-    let suffixes = module_paths(&parts);
-    for depth in 0..=dir.len() {
-        let root = dir[..depth].join("/");
-        for suffix in &suffixes {
-            let path = if root.is_empty() {
-                suffix.clone()
-            } else {
-                format!("{root}/{suffix}")
+
+    fn roots(&self, path: &str) -> Rc<[String]> {
+        if let Some(roots) = self.roots.borrow().get(path) {
+            return roots.clone();
+        }
+        let roots: Rc<[String]> = import_roots(self.scope, path).into();
+        self.roots
+            .borrow_mut()
+            .insert(path.to_string(), roots.clone());
+        roots
+    }
+
+    /// The file of module `module` (`a.b`, `.sibling`, `..pkg.mod`, `.`) imported from the
+    /// file at `from`.
+    fn file(&self, from: &str, module: &str) -> Option<FileId> {
+        let dots = module.len() - module.trim_start_matches('.').len();
+        let parts: Vec<&str> = module[dots..]
+            .split('.')
+            .filter(|p| !p.is_empty())
+            .collect();
+        let bases: Vec<String> = if dots > 0 {
+            // Relative: one dot is the importing file's package, each further dot one level up.
+            let mut dir: Vec<&str> = from.split('/').collect();
+            dir.pop();
+            for _ in 1..dots {
+                dir.pop()?;
+            }
+            vec![dir.join("/")]
+        } else {
+            self.roots(from).to_vec()
+        };
+        let paths = module_paths(&parts);
+        bases.iter().find_map(|base| {
+            paths
+                .iter()
+                .find_map(|p| self.scope.file_at(&join(base, p)))
+        })
+    }
+
+    /// `import a.b`, `import a.b as s`, `from m import x as y`: the module named, and the
+    /// modules declaring what the file uses through it.
+    fn single(&self, path: &str, import: &ImportDecl, facts: &FileFacts, found: &mut Vec<Import>) {
+        let mut lines: Vec<u32> = Vec::new();
+        for name in &import.names {
+            lines.extend(facts.usages_of(name));
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        if let Some(module) = self.file(path, &import.path) {
+            super::add_import(found, module, ImportKind::Single, &lines);
+            for bound in &import.names {
+                let denoted = self.bound_module(path, import, bound).unwrap_or(module);
+                for (rest, used) in dotted_uses(facts, bound) {
+                    let parts: Vec<&str> = rest.split('.').collect();
+                    if let Some(home) = self.through(denoted, &parts)
+                        && home != module
+                    {
+                        super::add_import(found, home, ImportKind::Single, used);
+                    }
+                }
+            }
+            return;
+        }
+        // `from m import Name`: the module `m`, and the one declaring `Name` where `m`
+        // re-exports it (a package's `__init__.py`).
+        let Some((module, name)) = import.path.rsplit_once('.') else {
+            return;
+        };
+        let Some(module) = self.file(path, &from_module(module)) else {
+            return;
+        };
+        super::add_import(found, module, ImportKind::Single, &lines);
+        if let Some(home) = self.declaring(module, name, REEXPORT_DEPTH)
+            && home != module
+        {
+            super::add_import(found, home, ImportKind::Single, &lines);
+        }
+    }
+
+    /// The module a name bound by an import denotes, where it is not the module imported:
+    /// `import a.b.c` binds `a`, the package. (`from a import a` reads the same; the
+    /// declaration keeps no difference between the two.)
+    fn bound_module(&self, path: &str, import: &ImportDecl, bound: &str) -> Option<FileId> {
+        let (first, _) = import.path.split_once('.')?;
+        (first == bound).then(|| self.file(path, first))?
+    }
+
+    /// `from m import *`: `m`, used where the file uses a name it brings in, and the modules
+    /// declaring the names it re-exports.
+    fn wildcard(
+        &self,
+        path: &str,
+        import: &ImportDecl,
+        facts: &FileFacts,
+        found: &mut Vec<Import>,
+    ) {
+        let Some(module) = self.file(path, &import.path) else {
+            return;
+        };
+        let mut through: Vec<u32> = Vec::new();
+        let mut homes: Vec<(FileId, &[u32])> = Vec::new();
+        for (name, used) in &facts.name_usages {
+            if !self.brings_in(module, name) {
+                continue;
+            }
+            let Some(home) = self.declaring(module, name, REEXPORT_DEPTH) else {
+                continue;
             };
-            if let Some(id) = scope.file_at(&path) {
-                return Some((id, suffix.clone()));
+            through.extend(used);
+            if home != module {
+                homes.push((home, used));
+            }
+        }
+        through.sort_unstable();
+        through.dedup();
+        super::add_import(found, module, ImportKind::Wildcard, &through);
+        for (home, lines) in homes {
+            super::add_import(found, home, ImportKind::Wildcard, lines);
+        }
+    }
+
+    /// Where a dotted use of `module` leads (`["core", "Name"]` of `pkg.core.Name`): down its
+    /// subpackages, then to the module declaring the first name that is no submodule.
+    fn through(&self, module: FileId, parts: &[&str]) -> Option<FileId> {
+        let mut at = module;
+        for part in parts {
+            let (path, _) = self.scope.source(at)?;
+            match self.submodule(path, part) {
+                Some(sub) => at = sub,
+                None => return self.declaring(at, part, REEXPORT_DEPTH),
+            }
+        }
+        Some(at)
+    }
+
+    /// Submodule `name` of the package whose `__init__.py` is at `path`.
+    fn submodule(&self, path: &str, name: &str) -> Option<FileId> {
+        let file_name = path.rsplit('/').next().unwrap_or(path);
+        if !matches!(file_name, "__init__.py" | "__init__.pyi") {
+            return None;
+        }
+        let dir = &path[..path.len() - file_name.len()];
+        module_paths(&[name])
+            .iter()
+            .find_map(|p| self.scope.file_at(&format!("{dir}{p}")))
+    }
+
+    /// The module declaring `name` as `module` offers it: `module` itself where the name is one
+    /// of its top-level classes, functions or assignments, else the module it takes the name
+    /// from (`from .core import Name`, `from pkg.core import *`, a submodule `from . import
+    /// core`), followed `depth` re-exports deep.
+    fn declaring(&self, module: FileId, name: &str, depth: usize) -> Option<FileId> {
+        let (path, facts) = self.scope.source(module)?;
+        if facts.top_level_names.iter().any(|n| n == name) {
+            return Some(module);
+        }
+        if depth == 0 {
+            return None;
+        }
+        for import in &facts.imports {
+            if import.wildcard {
+                let Some(from) = self.file(path, &import.path) else {
+                    continue;
+                };
+                if self.brings_in(from, name)
+                    && let Some(home) = self.declaring(from, name, depth - 1)
+                {
+                    return Some(home);
+                }
+            } else if import.names.iter().any(|n| n == name) {
+                // A module bound by name (`from . import core`, `import a.b as name`) is its
+                // own home.
+                if let Some(sub) = self.file(path, &import.path) {
+                    return Some(sub);
+                }
+                let Some((from, imported)) = import.path.rsplit_once('.') else {
+                    continue;
+                };
+                let Some(from) = self.file(path, &from_module(from)) else {
+                    continue;
+                };
+                return self.declaring(from, imported, depth - 1).or(Some(from));
+            }
+        }
+        None
+    }
+
+    /// Whether `from module import *` brings in `name`: one of its `__all__`, else any public
+    /// name.
+    fn brings_in(&self, module: FileId, name: &str) -> bool {
+        let listed = self
+            .scope
+            .source(module)
+            .and_then(|(_, facts)| facts.wildcard_names.as_ref());
+        match listed {
+            Some(listed) => listed.iter().any(|n| n == name),
+            None => !name.starts_with('_'),
+        }
+    }
+}
+
+/// The module part of `from m import name`'s path (`m` of `m.name`): `from . import x` is
+/// written `.x`, whose module is the package `.`.
+fn from_module(module: &str) -> String {
+    if module.chars().all(|c| c == '.') {
+        format!("{module}.")
+    } else {
+        module.to_string()
+    }
+}
+
+/// The dotted uses of `bound` in a file: for `pkg` of `pkg.core.Name` on line 3,
+/// (`core.Name`, `[3]`).
+fn dotted_uses<'f>(
+    facts: &'f FileFacts,
+    bound: &str,
+) -> impl Iterator<Item = (&'f str, &'f [u32])> {
+    let prefix = format!("{bound}.");
+    let start = facts
+        .dotted_usages
+        .partition_point(|(name, _)| name.as_str() < prefix.as_str());
+    facts.dotted_usages[start..]
+        .iter()
+        .map_while(move |(name, lines)| {
+            let rest = name.strip_prefix(&prefix)?;
+            Some((rest, lines.as_slice()))
+        })
+}
+
+/// Where Python looks for the absolute imports of the file at `path`, first first:
+/// - for a test file (`test_*.py`, `*_test.py`, `conftest.py`), pytest's rootdir insertion:
+///   the first directory up from it that is no package;
+/// - the roots of the project it belongs to (the nearest directory up holding a `setup.py`,
+///   `pyproject.toml` or `setup.cfg`, else the repository): those its `pyproject.toml` and
+///   `setup.cfg` name ([`configured_roots`]), its `src/`, and the project's own directory;
+/// - then the repository's, where the project is another.
+///
+/// Never a package module's own directory: Python 3's imports are absolute, and a package's
+/// `json.py` does not shadow the standard library's `json`.
+fn import_roots(scope: &dyn ImportScope, path: &str) -> Vec<String> {
+    let dir = parent_dir(path);
+    let mut roots: Vec<String> = Vec::new();
+    if is_test_file(&path[path.rfind('/').map_or(0, |i| i + 1)..]) {
+        let mut base = dir;
+        while !base.is_empty() && scope.file_at(&join(base, "__init__.py")).is_some() {
+            base = parent_dir(base);
+        }
+        roots.push(base.to_string());
+    }
+    let mut project = dir;
+    while !project.is_empty() && !is_project(scope, project) {
+        project = parent_dir(project);
+    }
+    roots.extend(project_roots(scope, project));
+    if !project.is_empty() {
+        roots.extend(project_roots(scope, ""));
+    }
+    let mut seen = FxHashSet::default();
+    roots.retain(|r| seen.insert(r.clone()));
+    roots
+}
+
+/// Whether pytest collects the file as a test module or conftest (its default patterns).
+fn is_test_file(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".py") else {
+        return false;
+    };
+    stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest"
+}
+
+/// Whether the directory `dir` holds a Python project: a `setup.py`, `pyproject.toml` or
+/// `setup.cfg`.
+fn is_project(scope: &dyn ImportScope, dir: &str) -> bool {
+    scope.file_at(&join(dir, "setup.py")).is_some()
+        || ["pyproject.toml", "setup.cfg"]
+            .iter()
+            .any(|name| scope.project_file(&join(dir, name)).is_some())
+}
+
+/// The import roots of the project in `dir`: those its configuration names, its `src/`, and
+/// the directory itself (its top-level packages and modules).
+fn project_roots(scope: &dyn ImportScope, dir: &str) -> Vec<String> {
+    let mut roots: Vec<String> = configured_roots(scope, dir)
+        .iter()
+        .map(|root| join(dir, root))
+        .collect();
+    roots.push(join(dir, "src"));
+    roots.push(dir.to_string());
+    roots
+}
+
+/// The import roots the `pyproject.toml` and `setup.cfg` in `dir` name, relative to `dir`.
+/// The one place keyhole reads a Python project's configuration: through the index's project
+/// files, each read and understood once.
+fn configured_roots(scope: &dyn ImportScope, dir: &str) -> Vec<String> {
+    let mut roots = Vec::new();
+    if let Some(file) = scope.project_file(&join(dir, "pyproject.toml")) {
+        roots.extend(file.reading(pyproject_roots).into_iter().flatten().cloned());
+    }
+    if let Some(file) = scope.project_file(&join(dir, "setup.cfg")) {
+        roots.extend(file.reading(setup_cfg_roots).into_iter().flatten().cloned());
+    }
+    roots
+}
+
+/// The import roots a `pyproject.toml` names: setuptools' `package-dir` and `packages.find`
+/// `where`, Poetry's `packages` `from`, Hatch's wheel `packages` (`src/pkg`: `src`) and
+/// `sources`, PDM's `package-dir`, and pytest's `pythonpath`.
+fn pyproject_roots(text: &str) -> Result<Vec<String>, String> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| crate::config_file::toml_error_line(text, &e))?;
+    let at = |keys: &[&str]| -> Option<&toml::Value> {
+        let (last, tables) = keys.split_last()?;
+        let mut table = &table;
+        for key in tables {
+            table = table.get(*key)?.as_table()?;
+        }
+        table.get(*last)
+    };
+    let mut roots: Vec<String> = Vec::new();
+    let setuptools = at(&["tool", "setuptools", "package-dir"]).and_then(toml::Value::as_table);
+    for (package, dir) in setuptools.into_iter().flatten() {
+        roots.extend(dir.as_str().and_then(|dir| package_dir_root(package, dir)));
+    }
+    roots.extend(strings(at(&[
+        "tool",
+        "setuptools",
+        "packages",
+        "find",
+        "where",
+    ])));
+    let poetry = at(&["tool", "poetry", "packages"]).and_then(toml::Value::as_array);
+    for package in poetry.into_iter().flatten() {
+        let from = package.get("from").and_then(toml::Value::as_str);
+        roots.extend(from.map(str::to_string));
+    }
+    for wheel in [
+        &["tool", "hatch", "build", "targets", "wheel"][..],
+        &["tool", "hatch", "build"][..],
+    ] {
+        let packages = strings(at(&[wheel, &["packages"]].concat()));
+        roots.extend(
+            packages
+                .iter()
+                .map(|p| parent_dir(p.trim_end_matches('/')).to_string()),
+        );
+        match at(&[wheel, &["sources"]].concat()) {
+            Some(toml::Value::Table(sources)) => roots.extend(
+                sources
+                    .iter()
+                    .filter(|(_, to)| to.as_str() == Some(""))
+                    .map(|(from, _)| from.clone()),
+            ),
+            sources => roots.extend(strings(sources)),
+        }
+    }
+    let pdm = at(&["tool", "pdm", "build", "package-dir"]).and_then(toml::Value::as_str);
+    roots.extend(pdm.map(str::to_string));
+    roots.extend(strings(at(&[
+        "tool",
+        "pytest",
+        "ini_options",
+        "pythonpath",
+    ])));
+    Ok(roots.iter().filter_map(|r| repository_dir(r)).collect())
+}
+
+/// A TOML string or array's strings.
+fn strings(value: Option<&toml::Value>) -> Vec<String> {
+    match value {
+        Some(toml::Value::String(s)) => vec![s.clone()],
+        Some(toml::Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The import roots a `setup.cfg` names: `[options] package_dir` and `[options.packages.find]
+/// where`, and pytest's `pythonpath` under `[tool:pytest]`. INI as setuptools reads it:
+/// `key = value` or `key: value`, a value going on over indented lines, `#` and `;` comments.
+fn setup_cfg_roots(text: &str) -> Result<Vec<String>, String> {
+    let mut section = String::new();
+    let mut key = String::new();
+    let mut values: Vec<(String, String, String)> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with(['#', ';']) {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            values.push((section.clone(), key.clone(), trimmed.to_string()));
+        } else if let Some(name) = trimmed.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            section = name.trim().to_string();
+            key.clear();
+        } else if let Some(at) = trimmed.find(['=', ':']) {
+            key = trimmed[..at].trim().to_string();
+            let value = trimmed[at + 1..].trim();
+            if !value.is_empty() {
+                values.push((section.clone(), key.clone(), value.to_string()));
             }
         }
     }
-    suffixes
-        .into_iter()
-        .find_map(|s| Some((*scope.files_ending_with(&s).first()?, s)))
+    let mut roots: Vec<String> = Vec::new();
+    for (section, key, value) in &values {
+        match (section.as_str(), key.as_str()) {
+            ("options", "package_dir") => {
+                if let Some((package, dir)) = value.split_once('=') {
+                    roots.extend(package_dir_root(package.trim(), dir.trim()));
+                }
+            }
+            ("options.packages.find", "where") | ("tool:pytest", "pythonpath") => {
+                roots.extend(value.split_whitespace().map(str::to_string));
+            }
+            _ => {}
+        }
+    }
+    Ok(roots.iter().filter_map(|r| repository_dir(r)).collect())
+}
+
+/// The root a `package_dir` entry makes: `"" = "src"` maps every package under `src/`;
+/// `pkg = "lib/pkg"` puts `pkg` under `lib/`. A package kept under another name (`pkg =
+/// "lib"`) is no root.
+fn package_dir_root(package: &str, dir: &str) -> Option<String> {
+    if package.is_empty() {
+        return Some(dir.to_string());
+    }
+    let package = package.replace('.', "/");
+    let dir = dir.trim_end_matches('/');
+    if dir == package {
+        return Some(String::new());
+    }
+    dir.strip_suffix(&package)
+        .and_then(|root| root.strip_suffix('/'))
+        .map(str::to_string)
+}
+
+/// A configured directory as a repository-relative path (`./src/` → `src`, `.` → the project
+/// itself); `None` for one that leaves the project (`..`, absolute).
+fn repository_dir(dir: &str) -> Option<String> {
+    let dir = dir.trim().trim_matches('"');
+    if dir.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = dir
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    (!parts.contains(&"..")).then(|| parts.join("/"))
+}
+
+/// The directory of a repository path ("" at the root).
+fn parent_dir(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// `dir/name`, or `name` at the repository root.
+fn join(dir: &str, name: &str) -> String {
+    match (dir, name) {
+        ("", name) => name.to_string(),
+        (dir, "") => dir.to_string(),
+        (dir, name) => format!("{dir}/{name}"),
+    }
 }
 
 /// The files a module's parts may be, in the order Python prefers them: `a/b.py`, the
@@ -252,12 +621,16 @@ struct Context {
     in_type: bool,
     /// Inside any class or function: declarations are not top level.
     nested: bool,
+    /// The object of an attribute (`pkg.core` of `pkg.core.Name`): part of a longer dotted
+    /// name, recorded with it.
+    in_dotted: bool,
 }
 
 struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
     usages: NameUsages<'a>,
+    dotted: FxHashMap<String, Vec<u32>>,
     /// Node ids of the docstrings met so far (a definition is met before its body).
     docstrings: Vec<usize>,
 }
@@ -268,6 +641,7 @@ impl<'a> Extractor<'a> {
             source,
             facts: FileFacts::default(),
             usages: NameUsages::default(),
+            dotted: FxHashMap::default(),
             docstrings: Vec::new(),
         }
     }
@@ -290,6 +664,8 @@ impl<'a> Extractor<'a> {
                 {
                     child_ctx.in_type = true;
                 }
+                child_ctx.in_dotted =
+                    node.kind() == "attribute" && node.child_by_field_name("object") == Some(child);
                 stack.push((child, child_ctx));
             }
         }
@@ -313,6 +689,7 @@ impl<'a> Extractor<'a> {
                     self.usage(node);
                 }
             }
+            "attribute" if !ctx.in_dotted && !ctx.in_import => self.dotted_usage(node),
             "type" => inner.in_type = true,
             "keyword_argument" if ctx.in_type => inner.in_type = false,
             "string" if !self.docstrings.contains(&node.id()) => {
@@ -324,7 +701,7 @@ impl<'a> Extractor<'a> {
                 let parts: Vec<usize> = node.named_children(&mut cursor).map(|c| c.id()).collect();
                 self.docstrings.extend(parts);
             }
-            "module" => self.docstrings.extend(docstring(node).map(|d| d.id())),
+            "module" => self.note_docstring_of(Some(node)),
             "import_statement" | "import_from_statement" | "future_import_statement" => {
                 self.import(node);
                 inner.in_import = true;
@@ -352,13 +729,46 @@ impl<'a> Extractor<'a> {
     }
 
     fn note_docstring(&mut self, definition: Node) {
-        let body = definition.child_by_field_name("body");
-        self.docstrings
-            .extend(body.and_then(docstring).map(|d| d.id()));
+        self.note_docstring_of(definition.child_by_field_name("body"));
+    }
+
+    /// The docstring of a module or a definition's body, if it has one.
+    fn note_docstring_of(&mut self, body: Option<Node>) {
+        if let Some(string) = body.and_then(docstring) {
+            self.docstrings.push(string.id());
+            self.facts.documentation.push(span(string));
+        }
     }
 
     fn usage(&mut self, node: Node) {
         self.usages.record(self.text(node), node);
+    }
+
+    /// A dotted name as long as it stays one (`a.b.c` of `a.b.c(x).d`), its first parts.
+    fn dotted_usage(&mut self, node: Node) {
+        let mut parts: Vec<&str> = Vec::new();
+        let mut at = node;
+        while at.kind() == "attribute" {
+            let Some(name) = at.child_by_field_name("attribute") else {
+                return;
+            };
+            parts.push(self.text(name));
+            let Some(object) = at.child_by_field_name("object") else {
+                return;
+            };
+            at = object;
+        }
+        if at.kind() != "identifier" {
+            return;
+        }
+        parts.push(self.text(at));
+        parts.reverse();
+        parts.truncate(MAX_DOTTED_PARTS);
+        let lines = self.dotted.entry(parts.join(".")).or_default();
+        let line = node.start_position().row as u32;
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
     }
 
     /// `import a.b as x` (binds `x`; without `as`, `a`), `from m import c as d` (binds `d`;
@@ -463,13 +873,64 @@ impl<'a> Extractor<'a> {
             // A module's globals are its attributes (`pricing.VAT_PERCENT`), as a class's.
             self.facts.field_declarations.push(span(node));
             self.facts.top_level_names.push(self.text(left).to_string());
+            if self.text(left) == "__all__" {
+                // What `from m import *` brings in, where it is written out.
+                let listed = assignment.child_by_field_name("right");
+                self.facts.wildcard_names = listed.and_then(|list| self.string_items(list));
+            }
         }
+    }
+
+    /// The strings of a list or tuple display of plain strings (`["a", 'b']`).
+    fn string_items(&self, list: Node) -> Option<Vec<String>> {
+        if !matches!(list.kind(), "list" | "tuple") {
+            return None;
+        }
+        let mut cursor = list.walk();
+        let items: Vec<Node> = list.named_children(&mut cursor).collect();
+        items
+            .into_iter()
+            .filter(|item| item.kind() != "comment")
+            .map(|item| match item.kind() {
+                "string" => string_value(self.text(item)).map(str::to_string),
+                _ => None,
+            })
+            .collect()
     }
 
     fn finish(mut self) -> FileFacts {
         self.facts.name_usages = self.usages.into_sorted();
+        // Only the dotted names starting with a name an import binds say which module is used.
+        let bound: FxHashSet<&str> = self
+            .facts
+            .imports
+            .iter()
+            .flat_map(|i| i.names.iter().map(String::as_str))
+            .collect();
+        let mut dotted: Vec<(String, Vec<u32>)> = self
+            .dotted
+            .into_iter()
+            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
+            .collect();
+        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.facts.dotted_usages = dotted;
         self.facts
     }
+}
+
+/// The longest dotted name kept (`a.b.c.d.e.f`): a module imported whole is reached through
+/// its first few parts.
+const MAX_DOTTED_PARTS: usize = 6;
+
+/// The text of a plain string literal without its prefix and quotes (`r"a"` → `a`).
+fn string_value(literal: &str) -> Option<&str> {
+    let quoted = literal.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    ["\"\"\"", "'''", "\"", "'"].iter().find_map(|quote| {
+        quoted
+            .strip_prefix(quote)?
+            .strip_suffix(quote)
+            .filter(|_| quoted.len() >= 2 * quote.len())
+    })
 }
 
 /// `a . b` → `a.b`: a dotted name or relative module as written, whitespace left out.
@@ -512,7 +973,6 @@ pub(super) fn docstring(body: Node) -> Option<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rustc_hash::FxHashMap;
 
     const SOURCE: &str = r#""""Order services."""
 
@@ -634,39 +1094,30 @@ def helper(x):
         );
     }
 
-    /// A repository of paths, for resolution without an index.
+    /// A repository of paths and their facts, for resolution without an index.
     struct Paths {
         paths: Vec<&'static str>,
-        names: Vec<(String, FileId)>,
-        suffixes: FxHashMap<String, Vec<FileId>>,
+        facts: Vec<FileFacts>,
+        /// Project files by path.
+        projects: Vec<(&'static str, std::sync::Arc<crate::lang::ProjectFile>)>,
     }
 
     impl Paths {
         fn new(files: &[(&'static str, &str)]) -> Paths {
-            let mut paths = Paths {
-                paths: files.iter().map(|(p, _)| *p).collect(),
-                names: Vec::new(),
-                suffixes: FxHashMap::default(),
-            };
-            for (id, (path, source)) in files.iter().enumerate() {
-                for (name, _) in Python.qualified_names(path, &Python.extract(source)) {
-                    if !paths.names.iter().any(|(n, _)| *n == name) {
-                        paths.names.push((name, id));
-                    }
-                }
-                let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
-                for start in starts {
-                    paths
-                        .suffixes
-                        .entry(path[start..].to_string())
-                        .or_default()
-                        .push(id);
-                }
+            let (sources, projects): (Vec<_>, Vec<_>) = files
+                .iter()
+                .partition(|(p, _)| Python.handles(std::path::Path::new(p)));
+            Paths {
+                paths: sources.iter().map(|(p, _)| *p).collect(),
+                facts: sources.iter().map(|(_, s)| Python.extract(s)).collect(),
+                projects: projects
+                    .iter()
+                    .map(|(p, text)| {
+                        let file = crate::lang::ProjectFile::new(text.to_string());
+                        (*p, std::sync::Arc::new(file))
+                    })
+                    .collect(),
             }
-            for ids in paths.suffixes.values_mut() {
-                ids.sort_by_key(|&id| paths.paths[id].len());
-            }
-            paths
         }
 
         fn resolve(&self, path: &str, source: &str) -> Vec<(&str, Vec<u32>)> {
@@ -683,17 +1134,18 @@ def helper(x):
         fn file_at(&self, path: &str) -> Option<FileId> {
             self.paths.iter().position(|p| *p == path)
         }
-        fn files_ending_with(&self, suffix: &str) -> &[FileId] {
-            self.suffixes.get(suffix).map_or(&[], Vec::as_slice)
+        fn files_ending_with(&self, _: &str) -> &[FileId] {
+            &[]
         }
-        fn declaring(&self, qualified: &str) -> Option<FileId> {
-            self.names
-                .iter()
-                .find(|(n, _)| n == qualified)
-                .map(|(_, id)| *id)
-        }
-        fn project_file(&self, _: &str) -> Option<std::sync::Arc<crate::lang::ProjectFile>> {
+        fn declaring(&self, _: &str) -> Option<FileId> {
             None
+        }
+        fn project_file(&self, path: &str) -> Option<std::sync::Arc<crate::lang::ProjectFile>> {
+            let found = self.projects.iter().find(|(p, _)| *p == path);
+            found.map(|(_, file)| file.clone())
+        }
+        fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
+            Some((self.paths.get(file)?, self.facts.get(file)?))
         }
     }
 
@@ -724,16 +1176,182 @@ def helper(x):
                 ("src/shop/util.py", vec![6]),
             ]
         );
-        // An absolute import prefers the source root the importing file is under.
+        // An absolute import is looked for under the import roots (`src/`), not beside the
+        // importing file.
         let from_tests = repo.resolve(
             "tests/shop/test_util.py",
             "import shop.util\nshop.util.slug()\n",
         );
-        assert_eq!(from_tests, vec![("tests/shop/util.py", vec![1])]);
+        assert_eq!(from_tests, vec![("src/shop/util.py", vec![1])]);
         // Modules outside the repository resolve to nothing.
         assert!(
             repo.resolve("src/shop/a.py", "import os\nfrom typing import List\n")
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn imports_follow_reexports_to_the_declaring_module() {
+        let repo = Paths::new(&[
+            (
+                "pkg/__init__.py",
+                "\"\"\"The package.\"\"\"\nfrom .core import Engine\nfrom ._util import *\n__all__ = [\"Engine\", \"helper\"]\n",
+            ),
+            ("pkg/core.py", "class Engine:\n    pass\n"),
+            (
+                "pkg/_util.py",
+                "__all__ = ['helper']\ndef helper():\n    pass\ndef hidden():\n    pass\n",
+            ),
+            ("pkg/sub/__init__.py", "from pkg.sub.impl import Thing\n"),
+            ("pkg/sub/impl.py", "class Thing:\n    pass\n"),
+        ]);
+        let source = "import pkg\nimport pkg.sub as s\nfrom pkg import *\n\npkg.Engine()\ns.Thing()\nhelper()\nhidden()\n";
+        assert_eq!(
+            repo.resolve("tests/test_x.py", source),
+            vec![
+                ("pkg/__init__.py", vec![4, 6]),
+                ("pkg/core.py", vec![4]),
+                ("pkg/sub/__init__.py", vec![5]),
+                ("pkg/sub/impl.py", vec![5]),
+                // Through the package's `__all__` and its wildcard import; `hidden` is in
+                // neither `__all__`.
+                ("pkg/_util.py", vec![6]),
+            ]
+        );
+        // `import a.b.c` binds `a`: `a.b.c.Name` walks down the subpackages.
+        let deep = repo.resolve(
+            "tests/test_y.py",
+            "import pkg.sub.impl\n\npkg.sub.impl.Thing\npkg.Engine\n",
+        );
+        assert_eq!(
+            deep,
+            vec![("pkg/sub/impl.py", vec![2, 3]), ("pkg/core.py", vec![3])]
+        );
+    }
+
+    #[test]
+    fn absolute_imports_come_from_import_roots_only() {
+        let repo = Paths::new(&[
+            ("pkg/__init__.py", ""),
+            ("pkg/json.py", "def dumps(x):\n    pass\n"),
+            ("pkg/types.py", "Number = int\n"),
+            ("pkg/abc.py", "class Base:\n    pass\n"),
+            ("pkg/util.py", "def slug(s):\n    pass\n"),
+        ]);
+        let source = "from abc import ABC\nimport json\nimport types\nfrom pkg.util import slug\nfrom . import types as own\n\nslug(json, types, own, ABC)\n";
+        assert_eq!(
+            repo.resolve("pkg/service.py", source),
+            vec![("pkg/util.py", vec![6]), ("pkg/types.py", vec![6])],
+            "the standard library's abc, json and types are no package modules"
+        );
+        // A test module outside any package sees its own directory (pytest's rootdir
+        // insertion), and the roots.
+        let tests = Paths::new(&[
+            ("tests/helpers.py", "def make():\n    pass\n"),
+            ("tests/test_a.py", ""),
+            ("tests/unit/__init__.py", ""),
+            ("tests/unit/test_b.py", ""),
+            ("tests/scripts/tool.py", ""),
+            ("tests/scripts/gen.py", ""),
+        ]);
+        let source = "from helpers import make\nmake()\n";
+        assert_eq!(
+            tests.resolve("tests/test_a.py", source),
+            vec![("tests/helpers.py", vec![1])]
+        );
+        assert_eq!(
+            tests.resolve("tests/unit/test_b.py", source),
+            vec![("tests/helpers.py", vec![1])]
+        );
+        assert!(
+            tests
+                .resolve("tests/scripts/gen.py", "import tool\ntool.x\n")
+                .is_empty()
+        );
+        // A project's `setup.py` makes its directory a root for its own files.
+        let examples = Paths::new(&[
+            ("examples/complex/setup.py", ""),
+            ("examples/complex/complex/__init__.py", ""),
+            ("examples/complex/complex/cli.py", "def main():\n    pass\n"),
+            ("examples/complex/complex/commands/cmd_init.py", ""),
+        ]);
+        assert_eq!(
+            examples.resolve(
+                "examples/complex/complex/commands/cmd_init.py",
+                "from complex.cli import main\nmain()\n"
+            ),
+            vec![("examples/complex/complex/cli.py", vec![1])]
+        );
+    }
+
+    #[test]
+    fn project_files_name_import_roots() {
+        let roots = |files: &[(&'static str, &str)]| -> Vec<String> {
+            let repo = Paths::new(files);
+            import_roots(&repo, "x.py")
+        };
+        assert_eq!(
+            roots(&[(
+                "pyproject.toml",
+                "[tool.setuptools.packages.find]\nwhere = [\"lib\"]\n"
+            )]),
+            ["lib", "src", ""]
+        );
+        assert_eq!(
+            roots(&[(
+                "pyproject.toml",
+                "[tool.setuptools.package-dir]\n\"\" = \"./code/\"\nacme = \"other/acme\"\nodd = \"elsewhere\"\n"
+            )]),
+            ["code", "other", "src", ""]
+        );
+        assert_eq!(
+            roots(&[(
+                "pyproject.toml",
+                "[tool.poetry]\npackages = [{ include = \"a\", from = \"python\" }]\n[tool.hatch.build.targets.wheel]\npackages = [\"pkgs/attr\"]\n[tool.pdm.build]\npackage-dir = \"pdm\"\n[tool.pytest.ini_options]\npythonpath = [\".\", \"../outside\", \"/abs\"]\n"
+            )]),
+            ["python", "pkgs", "pdm", "", "src"]
+        );
+        assert_eq!(
+            roots(&[(
+                "setup.cfg",
+                "[metadata]\nname = x\n\n[options]\npackage_dir =\n    =source\n# comment\n[options.packages.find]\nwhere = found\n[tool:pytest]\npythonpath = tests\n"
+            )]),
+            ["source", "found", "tests", "src", ""]
+        );
+        // A malformed pyproject.toml names no root and says why, on one line.
+        let repo = Paths::new(&[("pyproject.toml", "[tool.setuptools\n")]);
+        assert_eq!(import_roots(&repo, "x.py"), ["src", ""]);
+        let file = repo.project_file("pyproject.toml").unwrap();
+        let problem = file.problem().expect("a problem");
+        assert!(
+            problem.starts_with("line 1") && !problem.contains('\n'),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn docstrings_all_and_dotted_names_are_recorded() {
+        let source = "\"\"\"Doc.\n\nMore.\"\"\"\nimport pkg\n__all__ = ('a', \"b\")\n\ndef f():\n    \"\"\"F.\"\"\"\n    return pkg.core.Name(1).attr + other.x\n";
+        let facts = Python.extract(source);
+        let docs: Vec<&str> = facts
+            .documentation
+            .iter()
+            .map(|s| &source[s.range()])
+            .collect();
+        assert_eq!(docs, ["\"\"\"Doc.\n\nMore.\"\"\"", "\"\"\"F.\"\"\""]);
+        assert_eq!(
+            facts.wildcard_names,
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        // Only names an import binds start a recorded dotted name; a call ends it.
+        assert_eq!(
+            facts.dotted_usages,
+            vec![("pkg.core.Name".to_string(), vec![8])]
+        );
+        let computed = Python.extract("__all__ = [n for n in names]\n");
+        assert_eq!(
+            computed.wildcard_names, None,
+            "not written out: every public name"
         );
     }
 

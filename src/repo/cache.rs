@@ -25,7 +25,7 @@ use crate::lang::{FileFacts, MethodDecl, Span};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 4;
+const FORMAT_VERSION: u32 = 5;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
@@ -234,6 +234,9 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
         syntax_errors: _,
         outline,
         top_level_names: _,
+        wildcard_names: _,
+        dotted_usages,
+        documentation,
     } = facts;
     let mut spans: Vec<Span> = Vec::new();
     spans.extend(types.iter().map(|t| t.name_span));
@@ -241,6 +244,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
     spans.extend(type_identifiers);
     spans.extend(field_declarations);
     spans.extend(string_literals);
+    spans.extend(documentation);
     for MethodDecl {
         name,
         signature,
@@ -266,6 +270,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
     spans.iter().all(span_fits)
         && name_usages
             .iter()
+            .chain(dotted_usages)
             .flat_map(|(_, lines)| lines)
             .all(|&line| (line as usize) < line_count.max(1))
 }

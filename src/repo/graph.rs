@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use super::read::read_repo_file;
 use super::{FileId, SourceFile};
+use crate::lang::{FileFacts, ImportScope, ProjectFile, Span, TypeKind};
 pub use crate::lang::{Import, ImportKind};
-use crate::lang::{ImportScope, ProjectFile, Span, TypeKind};
 
 /// A class of this file that extends a class declared in another repository file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +65,29 @@ pub fn name_parts(stem: &str) -> Vec<String> {
     parts
 }
 
+/// What affixes every test file of a language shares (pytest's `test_` and `_test`; the
+/// `.test` and `.spec` of `panel.test.ts` are past the stem's first dot already), which make no
+/// name similar: left out, `tests/test_panel.py` is similar to `panel.py` and not to every
+/// other test. Java's `OrderServiceTest` keeps its `Test`, a camel-case part as RLPG reads it.
+const TEST_PREFIXES: &[&str] = &["test_"];
+const TEST_SUFFIXES: &[&str] = &["_test"];
+
+/// The parts of a file stem by which similar names are matched: [`name_parts`] of the stem
+/// without a test file's affix.
+pub fn similar_name_parts(stem: &str) -> Vec<String> {
+    let mut name = stem;
+    if let Some(rest) = TEST_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+        name = rest;
+    }
+    if let Some(rest) = TEST_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)) {
+        name = rest;
+    }
+    if name.is_empty() {
+        name = stem;
+    }
+    name_parts(name)
+}
+
 impl RepoGraph {
     /// The graph of `files`, indexed from the repository at `root` (whose project files, such
     /// as `tsconfig.json`, import resolution may read).
@@ -98,18 +121,23 @@ impl RepoGraph {
                 .entry(file.dir().to_string())
                 .or_default()
                 .push(id);
-            let mut parts = name_parts(file.stem());
+            let mut parts = similar_name_parts(file.stem());
             parts.sort();
             parts.dedup();
             for part in parts {
                 graph.parts.entry(part).or_default().push(id);
             }
         }
-        graph.imports = files
+        let scope = Resolving {
+            graph: &graph,
+            files,
+        };
+        let imports = files
             .par_iter()
             .enumerate()
-            .map(|(id, f)| graph.resolve_imports(id, f))
+            .map(|(id, f)| scope.resolve_imports(id, f))
             .collect();
+        graph.imports = imports;
         graph.parents = files
             .par_iter()
             .enumerate()
@@ -140,12 +168,6 @@ impl RepoGraph {
                 self.types.insert(name, id);
             }
         }
-    }
-
-    fn resolve_imports(&self, id: FileId, file: &SourceFile) -> Vec<Import> {
-        let mut found = file.language.resolve_imports(&file.path, &file.facts, self);
-        found.retain(|i| i.file != id);
-        found
     }
 
     /// The file declaring the top-level type with this fully qualified name.
@@ -214,7 +236,7 @@ impl RepoGraph {
     /// Other files of the same language whose names share a part with this one's, in path
     /// order.
     pub fn similar_names(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
-        let mut similar: Vec<FileId> = name_parts(files[id].stem())
+        let mut similar: Vec<FileId> = similar_name_parts(files[id].stem())
             .iter()
             .filter_map(|p| self.parts.get(p))
             .flatten()
@@ -227,25 +249,46 @@ impl RepoGraph {
     }
 }
 
-impl ImportScope for RepoGraph {
+/// What a language may ask while it resolves one file's imports: the graph's lookups, and the
+/// facts of the other files (what a Python package's `__init__.py` re-exports).
+struct Resolving<'g> {
+    graph: &'g RepoGraph,
+    files: &'g [SourceFile],
+}
+
+impl Resolving<'_> {
+    fn resolve_imports(&self, id: FileId, file: &SourceFile) -> Vec<Import> {
+        let mut found = file.language.resolve_imports(&file.path, &file.facts, self);
+        found.retain(|i| i.file != id);
+        found
+    }
+}
+
+impl ImportScope for Resolving<'_> {
     fn file_at(&self, path: &str) -> Option<FileId> {
-        self.by_path.get(path).copied()
+        self.graph.by_path.get(path).copied()
     }
 
     fn files_ending_with(&self, suffix: &str) -> &[FileId] {
-        self.suffixes.get(suffix).map_or(&[], Vec::as_slice)
+        self.graph.suffixes.get(suffix).map_or(&[], Vec::as_slice)
     }
 
     fn declaring(&self, qualified: &str) -> Option<FileId> {
-        self.types.get(qualified).copied()
+        self.graph.types.get(qualified).copied()
     }
 
     fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
-        self.project_files.get(path)
+        self.graph.project_files.get(path)
+    }
+
+    fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
+        let file = self.files.get(file)?;
+        Some((&file.path, &file.facts))
     }
 
     fn note(&self, line: String) {
         let mut notes = self
+            .graph
             .project_files
             .notes
             .lock()
@@ -343,7 +386,7 @@ impl ProjectFiles {
 
 #[cfg(test)]
 mod tests {
-    use super::name_parts;
+    use super::{name_parts, similar_name_parts};
 
     #[test]
     fn names_split_on_camel_case_acronyms_and_underscores() {
@@ -355,5 +398,18 @@ mod tests {
         assert_eq!(name_parts("order_repository"), ["order", "repository"]);
         assert_eq!(name_parts("IOUtils"), ["io", "utils"]);
         assert_eq!(name_parts("loan-service"), ["loan", "service"]);
+    }
+
+    #[test]
+    fn similar_names_leave_out_test_affixes_only() {
+        assert_eq!(similar_name_parts("test_panel"), ["panel"]);
+        assert_eq!(similar_name_parts("panel_test"), ["panel"]);
+        assert_eq!(similar_name_parts("test"), ["test"]);
+        assert_eq!(similar_name_parts("test_"), ["test"]);
+        assert_eq!(
+            similar_name_parts("OrderServiceTest"),
+            ["order", "service", "test"]
+        );
+        assert_eq!(similar_name_parts("testing_utils"), ["testing", "utils"]);
     }
 }
