@@ -449,3 +449,45 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
         }
     }
 }
+
+/// Control characters in `text` other than line breaks: what must never reach a terminal.
+fn controls_in(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| c.is_control() && c != '\n')
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_in_a_file_or_a_servers_answer_reach_the_terminal_escaped() {
+    use crate::backends_support::{Reply, Server};
+    let hostile = "\u{1b}]0;title\u{7}\u{1b}[2J";
+    let code = format!(
+        "class A {{\n    int f() {{ return 1; /* {hostile} */ }}\n    int g() {{ return f(); }}\n}}\n"
+    );
+    let (scratch, repo) = repo_with(&[("A.java", code.as_bytes())]);
+    let server = Server::start(move |_, _| {
+        Reply::Json(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "text": format!("1; // {hostile}\nnext")}]}),
+        )
+    })
+    .await;
+    reliability_support::write_backends(
+        scratch.path(),
+        &format!(
+            "[[backend]]\nname = \"srv\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\nretries = 0\n",
+            server.base
+        ),
+    );
+    let hole = "A.java:2:22";
+    for args in [
+        vec!["proposals", arg(&repo), hole],
+        vec!["complete", arg(&repo), hole, "--backend", "srv", "-k", "2"],
+    ] {
+        let output = keyhole(scratch.path(), &args, &[]);
+        let shown = stdout(&output);
+        // On main: the file's line and target, and the server's answer, printed raw.
+        assert_eq!(controls_in(&shown), Vec::<char>::new(), "{args:?}: {shown}");
+        assert!(shown.contains("]0;title"), "{args:?}: {shown}");
+    }
+}
