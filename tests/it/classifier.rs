@@ -326,28 +326,21 @@ fn a_damaged_tuned_classifier_is_refused_in_one_line_and_the_bundled_one_ranks()
         bytes[at] ^= 0x40;
         bytes
     };
-    let damages: [(&str, Box<dyn Fn(&std::path::Path)>); 5] = [
-        (
-            "truncated",
-            Box::new(|f| std::fs::write(f, &BUNDLED[..BUNDLED.len() / 2]).unwrap()),
-        ),
-        ("emptied", Box::new(|f| std::fs::write(f, b"").unwrap())),
-        ("deleted", Box::new(|f| std::fs::remove_file(f).unwrap())),
-        (
-            "flipped",
-            Box::new(move |f| std::fs::write(f, &flipped).unwrap()),
-        ),
-        // Written so by tune itself: its checksum holds, its weights do not.
-        ("NaN", Box::new(|_| {})),
-    ];
-    for (damage, damage_file) in damages {
+    for damage in ["truncated", "emptied", "deleted", "flipped", "NaN"] {
         let scratch = tempfile::tempdir().unwrap();
         let bytes = match damage {
             "NaN" => with_nan_weights(),
             _ => BUNDLED.to_vec(),
         };
         let file = tuned_for_the_embedded_backend(scratch.path(), &bytes);
-        damage_file(&file);
+        match damage {
+            "truncated" => std::fs::write(&file, &BUNDLED[..BUNDLED.len() / 2]).unwrap(),
+            "emptied" => std::fs::write(&file, b"").unwrap(),
+            "deleted" => std::fs::remove_file(&file).unwrap(),
+            "flipped" => std::fs::write(&file, &flipped).unwrap(),
+            // NaN: written so by tune itself: its checksum holds, its weights do not.
+            _ => {}
+        }
         let out = ok(keyhole(&["proposals", &sample(), DEMO], scratch.path()));
         let stderr = String::from_utf8(out.stderr).unwrap();
         // On main: nothing said (a flipped or NaN model even ranked).
