@@ -491,3 +491,50 @@ async fn escape_sequences_in_a_file_or_a_servers_answer_reach_the_terminal_escap
         assert!(shown.contains("]0;title"), "{args:?}: {shown}");
     }
 }
+
+#[test]
+#[cfg(unix)]
+fn a_language_servers_error_text_stays_on_its_row_of_the_proposals_table() {
+    use std::os::unix::fs::PermissionsExt;
+    let code =
+        "function total(xs: number[]): number {\n  const sum: number = 0;\n  return sum;\n}\n";
+    let (scratch, repo) = repo_with(&[("a.ts", code.as_bytes())]);
+    // A server that refuses `initialize` (the first request, id 1) in two lines, one of them
+    // clearing the screen.
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let server = bin.join("typescript-language-server");
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"cannot start\nsecond line \u001b[2J"}}"#;
+    std::fs::write(
+        &server,
+        format!(
+            "#!/bin/sh\nprintf 'Content-Length: {}\\r\\n\\r\\n%s' '{body}'\nsleep 20\n",
+            body.len()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "a.ts:2:23"],
+        &[("PATH", &path)],
+    );
+    let shown = stdout(&output);
+    assert_eq!(controls_in(&shown), Vec::<char>::new(), "{shown}");
+    // The reason is on the typed holes' rows, its line break written out.
+    let rows: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("cannot start"))
+        .collect();
+    assert!(!rows.is_empty(), "{shown}");
+    assert!(
+        rows.iter()
+            .all(|row| row.contains("cannot start\\nsecond line \\u{1b}[2J")),
+        "{rows:?}"
+    );
+}
