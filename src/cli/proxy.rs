@@ -313,11 +313,9 @@ fn show(e: &Exchange) -> Result<()> {
         }
     }
     if !e.sent.parameters.is_empty() {
-        // JSON escapes control characters in strings; keys too.
-        outln!(
-            "--- parameters ---\n{}",
-            serde_json::to_string(&e.sent.parameters)?
-        );
+        // JSON escapes the C0 controls in strings, not DEL nor the C1 ones.
+        let parameters = serde_json::to_string(&e.sent.parameters)?;
+        outln!("--- parameters ---\n{}", escape::controls(&parameters));
     }
     let tokens = match (e.answered.prompt_tokens, e.answered.answer_tokens) {
         (None, None) => String::new(),
