@@ -137,7 +137,8 @@ pub fn backends_command(json: bool) -> Result<()> {
                 b.name,
                 b.kind
             );
-            outln!("{:<16} {}", "", b.check.detail);
+            // A server's own words may be in it.
+            outln!("{:<16} {}", "", keyhole::escape::controls(&b.check.detail));
         }
     }
     let down: Vec<&str> = out

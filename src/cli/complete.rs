@@ -12,6 +12,7 @@ use super::hole::{HoleArgs, HoleOut, Opened, RankArgs};
 use keyhole::candidate::{CandidateId, ContextType};
 use keyhole::compose::Prompt;
 use keyhole::context::typed::{self, CompletionError};
+use keyhole::escape;
 use keyhole::metrics;
 use keyhole::model::{Completion, CompletionRequest, TokenCounting};
 use keyhole::session::counting_words;
@@ -285,8 +286,10 @@ impl<'a> CompleteOut<'a> {
 }
 
 fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
-    outln!("hole     {}", opened.hole.display(&opened.session.index));
-    outln!("target   {}", out.hole.target.unwrap_or("(unknown)"));
+    let hole = opened.hole.display(&opened.session.index);
+    outln!("hole     {}", escape::controls(&hole));
+    let target = out.hole.target.unwrap_or("(unknown)");
+    outln!("target   {}", escape::controls(target));
     let session = &opened.session;
     let counting = counting_words(session.backend.as_ref(), session.tokenizer);
     outln!("backend  {} (budgets {counting})", out.backend);
@@ -306,7 +309,9 @@ fn print(opened: &Opened, out: &CompleteOut) -> Result<()> {
     );
     for (i, c) in out.completions.iter().enumerate() {
         let name = format!("{} {}", c.proposal_id, c.label);
-        match (c.text, c.error) {
+        // What the backend answered, on the row's one line.
+        let (text, error) = (c.text.map(escape::controls), c.error.map(escape::controls));
+        match (text, error) {
             (Some(text), _) => outln!(
                 "{:>2}  {name:<30} {:>6} {:>8.1}  {:<2} {:>5} {:>3}  {text}",
                 i + 1,

@@ -268,9 +268,9 @@ impl Opened {
             escape::controls(&self.hole.display(index))
         );
         let line = index.files[self.hole.file].line_text(self.hole.line);
-        outln!("line        {}", line.trim());
+        outln!("line        {}", escape::controls(line.trim()));
         let target = self.hole.target.as_deref().unwrap_or("(unknown)");
-        outln!("target      {target}");
+        outln!("target      {}", escape::controls(target));
         let tokenizer = self.session.tokenizer.name();
         outln!("budget      {} {tokenizer} tokens", self.session.budget);
         Ok(())

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
 use super::dirs;
+use keyhole::escape;
 use keyhole::model::secret;
 use keyhole::proxy::{self, Exchange, Proxy, RecordLog, Upstream};
 use keyhole::session::{Choices, Settings};
@@ -124,7 +125,7 @@ fn log_dir() -> Option<PathBuf> {
 
 pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
     let (exchanges, unreadable) = match log_dir() {
-        Some(dir) => proxy::read_log(&dir),
+        Some(dir) => proxy::read_log(&dir)?,
         None => (Vec::new(), 0),
     };
     if unreadable > 0 {
@@ -165,7 +166,7 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
 }
 
 /// One line: number, who sent it, endpoint, status, time, the end of what was sent and the
-/// answer.
+/// answer; what the plugin and the server sent escaped, as everywhere.
 fn summary(e: &Exchange) -> String {
     let before_cursor = e
         .sent
@@ -185,8 +186,8 @@ fn summary(e: &Exchange) -> String {
     format!(
         "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
         e.id,
-        e.sender(),
-        e.endpoint,
+        escape::controls(e.sender()),
+        escape::controls(&e.endpoint),
         e.status,
         e.total_ms,
         if e.cancelled { " (cancelled)" } else { "" },
@@ -222,11 +223,19 @@ fn locate(repo: &std::path::Path, exchange: &Exchange) -> Result<Located> {
 fn show_located(located: &Located) -> Result<()> {
     match located.places.as_slice() {
         [] => outln!("--- hole: not found in the repository ---"),
-        [only] => outln!("--- hole: {} ({:?}) ---", only.position(), only.certainty),
+        [only] => outln!(
+            "--- hole: {} ({:?}) ---",
+            escape::controls(&only.position()),
+            only.certainty
+        ),
         many => {
             outln!("--- hole: {} places fit; the surest first ---", many.len());
             for place in many {
-                outln!("  {} ({:?})", place.position(), place.certainty);
+                outln!(
+                    "  {} ({:?})",
+                    escape::controls(&place.position()),
+                    place.certainty
+                );
             }
         }
     }
@@ -240,19 +249,27 @@ fn show_located(located: &Located) -> Result<()> {
                 piece.from.join(", ")
             ),
         };
-        outln!("  {:<24} {:>6} chars  {from}", piece.piece, piece.chars);
+        outln!(
+            "  {:<24} {:>6} chars  {}",
+            escape::controls(&piece.piece),
+            piece.chars,
+            escape::controls(&from)
+        );
     }
     Ok(())
 }
 
 fn show(e: &Exchange) -> Result<()> {
+    let agent = e.agent.as_deref().map_or_else(String::new, |agent| {
+        format!(" ({})", escape::controls(agent))
+    });
     outln!(
-        "request {}  {} {}  from {}  to {}",
+        "request {}  {} {}  from {}{agent}  to {}",
         e.id,
-        e.method,
-        e.endpoint,
-        e.client,
-        e.upstream
+        escape::controls(&e.method),
+        escape::controls(&e.endpoint),
+        escape::controls(&e.client),
+        escape::controls(&e.upstream)
     );
     let first_byte = e
         .first_byte_ms
@@ -268,13 +285,22 @@ fn show(e: &Exchange) -> Result<()> {
         }
     );
     if let Some(error) = &e.error {
-        outln!("error  {error}");
+        outln!("error  {}", escape::controls(error));
     }
+    // Bodies keep their lines; names and every other control character are escaped.
     for chunk in &e.sent.extra {
-        outln!("--- extra chunk: {} ---\n{}", chunk.filename, chunk.text);
+        outln!(
+            "--- extra chunk: {} ---\n{}",
+            escape::controls(&chunk.filename),
+            escape::lines(&chunk.text)
+        );
     }
     for message in &e.sent.messages {
-        outln!("--- {} ---\n{}", message.role, message.content);
+        outln!(
+            "--- {} ---\n{}",
+            escape::controls(&message.role),
+            escape::lines(&message.content)
+        );
     }
     let pieces = [
         ("prefix", &e.sent.prefix),
@@ -283,14 +309,13 @@ fn show(e: &Exchange) -> Result<()> {
     ];
     for (name, text) in pieces {
         if let Some(text) = text {
-            outln!("--- {name} ---\n{text}");
+            outln!("--- {name} ---\n{}", escape::lines(text));
         }
     }
     if !e.sent.parameters.is_empty() {
-        outln!(
-            "--- parameters ---\n{}",
-            serde_json::to_string(&e.sent.parameters)?
-        );
+        // JSON escapes the C0 controls in strings, not DEL nor the C1 ones.
+        let parameters = serde_json::to_string(&e.sent.parameters)?;
+        outln!("--- parameters ---\n{}", escape::controls(&parameters));
     }
     let tokens = match (e.answered.prompt_tokens, e.answered.answer_tokens) {
         (None, None) => String::new(),
@@ -300,6 +325,9 @@ fn show(e: &Exchange) -> Result<()> {
             a.map_or("?".into(), |n| n.to_string())
         ),
     };
-    outln!("--- answer{tokens} ---\n{}", e.answered.text);
+    outln!(
+        "--- answer{tokens} ---\n{}",
+        escape::lines(&e.answered.text)
+    );
     Ok(())
 }

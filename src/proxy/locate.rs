@@ -133,15 +133,17 @@ fn fim_parts(prompt: &str) -> Option<FimParts> {
         let Some(at) = prompt.rfind(suffix) else {
             continue;
         };
-        if !prompt[..at].contains(prefix.trim()) {
+        // The text before the cursor starts after the prefix marker: the marker is the
+        // template's, and with fewer lines than the anchor takes it would be looked for too.
+        let Some(open) = prompt[..at].find(prefix.trim()) else {
             continue;
-        }
+        };
         let after = at + suffix.len();
         let end = prompt[after..]
             .rfind(middle)
             .map_or(prompt.len(), |m| after + m);
         return Some(FimParts {
-            before: 0..at,
+            before: open + prefix.trim().len()..at,
             after: after..end,
         });
     }
@@ -195,9 +197,13 @@ pub fn hole_places(index: &RepoIndex, sent: &Sent) -> Vec<Place> {
 fn anchor(before: &str) -> &str {
     let mut start = before.len();
     for _ in 0..ANCHOR_LINES {
-        match before[..start.saturating_sub(1)].rfind('\n') {
-            Some(i) if start > 0 => start = i + 1,
-            _ => return before,
+        // The break that ends the line before, not the one the text may end with (cut at a
+        // character, never a byte: the text ends as the plugin sent it, `é` or `日` included).
+        let earlier = &before[..start];
+        let earlier = earlier.strip_suffix('\n').unwrap_or(earlier);
+        match earlier.rfind('\n') {
+            Some(i) => start = i + 1,
+            None => return before,
         }
     }
     &before[start..]
@@ -314,10 +320,10 @@ impl<'i> RepoLines<'i> {
                 // What the user wrote at the cursor since pushed the text after it on: it
                 // starts where the sent text's head is found again, a little further.
                 let mut wrote = 0;
-                let head = &sent[..char_floor(sent, SUFFIX_HEAD)];
+                let head = &sent[..sent.floor_char_boundary(SUFFIX_HEAD)];
                 let marks = head.chars().filter(|c| !c.is_whitespace()).count();
                 if n == 0 && marks >= SUFFIX_HEAD_MARKS {
-                    let near = &rest[..char_floor(rest, SUFFIX_SEARCH)];
+                    let near = &rest[..rest.floor_char_boundary(SUFFIX_SEARCH)];
                     if let Some(found) = near.find(head) {
                         wrote = found;
                         n = common_prefix(sent, &rest[found..]);
@@ -427,15 +433,6 @@ const SUFFIX_HEAD: usize = 40;
 const SUFFIX_HEAD_MARKS: usize = 2;
 /// How far after the cursor they are looked for.
 const SUFFIX_SEARCH: usize = 4096;
-
-/// The largest character boundary of `text` at or before byte `at`.
-fn char_floor(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
 
 /// Bytes at the end of `a` that end `b` too, at a character boundary.
 fn common_suffix(a: &str, b: &str) -> usize {
@@ -549,6 +546,8 @@ fn origin_lines(index: &RepoIndex, text: &SourcedText) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::Strategy;
+    use proptest::prop_oneof;
 
     fn index() -> RepoIndex {
         RepoIndex::from_sources(
@@ -697,5 +696,90 @@ mod tests {
         let sent_prompt = sent_prompt(&index, &sent, Some(&places[0])).unwrap();
         assert!(framing(&sent_prompt.prompt).is_empty());
         assert_eq!(sent_prompt.suffix.unwrap().text, "\n    return s\n");
+    }
+
+    #[test]
+    fn text_before_the_cursor_may_end_in_any_character() {
+        // A comment ending in `é` and a CJK identifier: the anchor is cut at characters.
+        let index = RepoIndex::from_sources(
+            std::path::Path::new("/repo"),
+            vec![(
+                "a.py".into(),
+                "def f():\n    # café\n    total = 1\n    名前 = total\n".into(),
+            )],
+        );
+        for (before, after, column) in [
+            ("def f():\n    # café", "\n", 11),
+            ("    total = 1\n    名前", " = total\n", 7),
+        ] {
+            let sent = Sent {
+                prompt: Some(before.into()),
+                suffix: Some(after.into()),
+                ..Sent::default()
+            };
+            let places = hole_places(&index, &sent);
+            assert_eq!(places.len(), 1, "{before}");
+            assert_eq!(places[0].column, column, "{before}");
+            assert!(sent_prompt(&index, &sent, Some(&places[0])).is_some());
+        }
+    }
+
+    /// Text around a cursor: any Unicode, or a few characters of several widths that make
+    /// repeated and partial matches likely.
+    fn around() -> impl Strategy<Value = String> {
+        prop_oneof!["(\\PC|\n|\t|\r){0,48}", "[a é日😀#\n]{0,24}",]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Whatever text a plugin sends before and after the cursor, in whichever shape,
+        /// locating never panics, and every place it finds has that text right before it in
+        /// the file (the indentation the plugin may leave out aside).
+        #[test]
+        fn any_text_around_the_cursor_is_located_only_where_the_file_holds_it(
+            head in around(), before in around(), after in around(), tail in around(),
+        ) {
+            let text = format!("{head}{before}{after}{tail}");
+            let index = RepoIndex::from_sources(
+                std::path::Path::new("/repo"),
+                vec![("src/a.py".into(), text)],
+            );
+            let shapes = [
+                Sent {
+                    prefix: Some(before.clone()),
+                    prompt: Some(String::new()),
+                    suffix: Some(after.clone()),
+                    ..Sent::default()
+                },
+                Sent {
+                    prompt: Some(before.clone()),
+                    suffix: Some(after.clone()),
+                    ..Sent::default()
+                },
+                Sent {
+                    prompt: Some(format!("<fim_prefix>{before}<fim_suffix>{after}<fim_middle>")),
+                    ..Sent::default()
+                },
+            ];
+            let blanks: &[char] = &[' ', '\t'];
+            for sent in shapes {
+                let places = hole_places(&index, &sent);
+                let anchor = anchor(&before);
+                if !anchor.trim().is_empty() && !before.contains("<fim_") && !after.contains("<fim_") {
+                    proptest::prop_assert!(!places.is_empty(), "the file holds {before:?}");
+                }
+                for place in &places {
+                    let (file, offset) = place.cursor(&index).expect("a place in the index");
+                    let held = &index.files[file].text[..offset];
+                    proptest::prop_assert!(
+                        held.trim_end_matches(blanks).ends_with(anchor.trim_end_matches(blanks)),
+                        "{place:?}: {held:?} does not end with {anchor:?}"
+                    );
+                }
+                sent_prompt(&index, &sent, places.first());
+                provenance(&index, &sent, places.first());
+            }
+        }
     }
 }

@@ -79,7 +79,10 @@ impl RecordLog {
     /// Open (creating) the log in `dir`; ids go on from the last one recorded.
     pub fn open(dir: &Path, max_bytes: u64) -> std::io::Result<RecordLog> {
         std::fs::create_dir_all(dir)?;
-        let next_id = read_log(dir).0.last().map_or(1, |e| e.id + 1);
+        let next_id = match read_log(dir)?.0.last() {
+            Some(last) => next_id(last.id)?,
+            None => 1,
+        };
         let mut file = append(&dir.join(CURRENT))?;
         let mut bytes = file.metadata()?.len();
         // A line a crash cut short stays unreadable; the next one must not join it.
@@ -108,6 +111,8 @@ impl RecordLog {
     pub fn append(&self, mut exchange: Exchange) -> std::io::Result<u64> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         exchange.id = state.next_id;
+        // Checked before anything is written: an id is never reused, not even by wrapping.
+        let following = next_id(exchange.id)?;
         let mut line = serde_json::to_vec(&exchange).map_err(std::io::Error::other)?;
         line.push(b'\n');
         if state.bytes > 0 && state.bytes + line.len() as u64 > self.max_bytes {
@@ -119,9 +124,19 @@ impl RecordLog {
         state.file.write_all(&line)?;
         state.file.flush()?;
         state.bytes += line.len() as u64;
-        state.next_id += 1;
+        state.next_id = following;
         Ok(exchange.id)
     }
+}
+
+/// The id after `id`; an error rather than a wrap to 0 (which would sort the newest first)
+/// once ids are used up.
+fn next_id(id: u64) -> std::io::Result<u64> {
+    id.checked_add(1).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "the record's ids are used up (the last is {id}); move {CURRENT} and {OLDER} away to start again"
+        ))
+    })
 }
 
 fn ends_with_newline(path: &Path) -> std::io::Result<bool> {
@@ -137,23 +152,33 @@ fn append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// Every exchange recorded in `dir`, oldest first, and how many lines could not be read (a
-/// line cut by a crash, a hand edit).
-pub fn read_log(dir: &Path) -> (Vec<Exchange>, usize) {
+/// Every exchange recorded in `dir`, oldest first, and how many lines could not be parsed (a
+/// line cut by a crash, a hand edit). A file that cannot be read (a directory in its place, a
+/// disk error) stops the reading with an error naming it: a read that fails once fails again,
+/// and counting each failure as a line would never end.
+pub fn read_log(dir: &Path) -> std::io::Result<(Vec<Exchange>, usize)> {
     let mut exchanges = Vec::new();
     let mut unreadable = 0;
     for name in [OLDER, CURRENT] {
-        let Ok(file) = File::open(dir.join(name)) else {
-            continue;
+        let path = dir.join(name);
+        let named = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
         };
-        for line in BufReader::new(file).lines() {
-            match line.map(|l| serde_json::from_str::<Exchange>(&l)) {
-                Ok(Ok(exchange)) => exchanges.push(exchange),
-                _ => unreadable += 1,
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(named(e)),
+        };
+        for line in BufReader::new(file).split(b'\n') {
+            // Bytes, not `lines()`: a line whose bytes are not UTF-8 is one unreadable line,
+            // not an I/O error.
+            match serde_json::from_slice::<Exchange>(&line.map_err(named)?) {
+                Ok(exchange) => exchanges.push(exchange),
+                Err(_) => unreadable += 1,
             }
         }
     }
-    (exchanges, unreadable)
+    Ok((exchanges, unreadable))
 }
 
 #[cfg(test)]
@@ -194,7 +219,7 @@ mod tests {
         for i in 4..12 {
             assert_eq!(log.append(exchange(&format!("p{i}"))).unwrap(), i + 1);
         }
-        let (kept, unreadable) = read_log(dir.path());
+        let (kept, unreadable) = read_log(dir.path()).unwrap();
         assert_eq!(unreadable, 0);
         // Bounded: the oldest went with the first rotation, the newest are all there in order.
         assert!(kept.len() < 12, "{} kept", kept.len());
@@ -213,13 +238,64 @@ mod tests {
         drop(log);
         let mut file = append(&dir.path().join(CURRENT)).unwrap();
         file.write_all(b"{\"id\": 2, \"at\"").unwrap();
-        let (kept, unreadable) = read_log(dir.path());
+        let (kept, unreadable) = read_log(dir.path()).unwrap();
         assert_eq!((kept.len(), unreadable), (1, 1));
         assert_eq!(kept[0].sent.prompt.as_deref(), Some("whole"));
         // The next exchange after a restart is whole again, under the next id.
         let log = RecordLog::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
         assert_eq!(log.append(exchange("after")).unwrap(), 2);
-        let (kept, unreadable) = read_log(dir.path());
+        let (kept, unreadable) = read_log(dir.path()).unwrap();
         assert_eq!((kept.len(), unreadable), (2, 1));
+    }
+    #[test]
+    fn a_log_that_cannot_be_read_is_one_error_naming_it_not_an_endless_count() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(CURRENT)).unwrap();
+        // On main this read counted every failed read as a line, for ever.
+        let error = read_log(dir.path()).unwrap_err().to_string();
+        assert!(error.contains(CURRENT), "{error}");
+        assert_eq!(error.lines().count(), 1, "{error}");
+        let error = RecordLog::open(dir.path(), DEFAULT_MAX_BYTES)
+            .err()
+            .unwrap();
+        assert!(error.to_string().contains(CURRENT), "{error}");
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_one_unreadable_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RecordLog::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        log.append(exchange("first")).unwrap();
+        append(&dir.path().join(CURRENT))
+            .unwrap()
+            .write_all(b"\xff\xfe not json\n")
+            .unwrap();
+        log.append(exchange("second")).unwrap();
+        let (kept, unreadable) = read_log(dir.path()).unwrap();
+        assert_eq!((kept.len(), unreadable), (2, 1));
+    }
+
+    #[test]
+    fn ids_are_never_reused_by_wrapping_past_the_largest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut last = exchange("last");
+        last.id = u64::MAX - 1;
+        let mut line = serde_json::to_vec(&last).unwrap();
+        line.push(b'\n');
+        std::fs::write(dir.path().join(CURRENT), line).unwrap();
+        // u64::MAX - 1 recorded: there is no id after the next, so it is refused, not 0.
+        let log = RecordLog::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let error = log.append(exchange("one more")).unwrap_err().to_string();
+        assert!(error.contains("used up"), "{error}");
+        let (kept, _) = read_log(dir.path()).unwrap();
+        assert_eq!(
+            kept.iter().map(|e| e.id).collect::<Vec<_>>(),
+            [u64::MAX - 1]
+        );
+        last.id = u64::MAX;
+        let mut line = serde_json::to_vec(&last).unwrap();
+        line.push(b'\n');
+        std::fs::write(dir.path().join(CURRENT), line).unwrap();
+        assert!(RecordLog::open(dir.path(), DEFAULT_MAX_BYTES).is_err());
     }
 }

@@ -303,7 +303,10 @@ impl Pending {
         self.exchange.error = self.exchange.error.as_deref().map(redact);
         self.exchange.answered.text = redact(&self.exchange.answered.text);
         if let Err(err) = log.append(self.exchange) {
-            tracing::warn!(%err, dir = %log.dir().display(), "proxy: cannot record an exchange");
+            crate::escape::warn(&format!(
+                "proxy: cannot record an exchange in {}: {err}",
+                log.dir().display()
+            ));
         }
     }
 }

@@ -113,7 +113,7 @@ impl Learning {
     fn load(classifier: Classifier, online_from_classifier: bool, dirs: &Dirs) -> RwLock<Rankers> {
         let (online, warning) = OnlineRanker::load_saved(dirs);
         if let Some(warning) = warning {
-            tracing::warn!(%warning, "online ranker");
+            crate::escape::warn(&format!("online ranker: {warning}"));
         }
         RwLock::new(Rankers {
             classifier,
@@ -235,7 +235,7 @@ pub(super) fn procc_context<'c>(
 fn teach_bandit(path: &Path, lesson: &BanditLesson) -> std::io::Result<Option<CandidateId>> {
     let (mut bandit, warning) = LinUcb::load(path);
     if let Some(warning) = warning {
-        tracing::warn!(%warning, "ProCC bandit");
+        crate::escape::warn(&format!("ProCC bandit: {warning}"));
     }
     for &(arm, reward) in &lesson.rewards {
         bandit.update(arm, &lesson.context, reward);

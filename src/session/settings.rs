@@ -229,8 +229,8 @@ impl Settings {
         })
     }
 
-    /// The one place the classifier is chosen. A tuned model that cannot be read is passed
-    /// over with a warning in the log: nobody asked for it by name.
+    /// The one place the classifier is chosen. A tuned model that cannot be used (unreadable,
+    /// damaged) is passed over with a one-line warning: nobody asked for it by name.
     fn chosen_classifier(&self) -> Result<ChosenClassifier, ModelError> {
         if self.classifier.is_some() || self.encoder_dir.is_some() {
             let asked = Classifier::open(self.classifier.as_deref(), self.encoder_dir.as_deref());
@@ -239,8 +239,10 @@ impl Settings {
         Ok(match tuned::find(&self.dirs, self.backend()) {
             Ok(Some(tuned)) => ChosenClassifier::Tuned(tuned),
             Ok(None) => ChosenClassifier::Bundled,
-            Err(warning) => {
-                tracing::warn!(%warning, "tuned classifier left out");
+            Err(why) => {
+                crate::escape::warn(&format!(
+                    "tuned classifier left out, ranking with the bundled one: {why}"
+                ));
                 ChosenClassifier::Bundled
             }
         })

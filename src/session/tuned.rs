@@ -92,6 +92,18 @@ pub fn tuned_dir(dirs: &Dirs, entry: &BackendConfig) -> Option<PathBuf> {
     Some(dirs.data.as_ref()?.join(DIR).join(name))
 }
 
+/// [`TunedInfo`] as [`INFO_FILE`] holds it, with the checksum of the classifier it describes:
+/// a file that was changed or damaged since (a flipped byte still loads, and ranks otherwise)
+/// is refused. Files written before the checksum have none and are used as they are: refusing
+/// them would throw away a tuning that took hours, and the weights are still checked on load.
+#[derive(Serialize, Deserialize)]
+struct StoredInfo {
+    #[serde(flatten)]
+    info: TunedInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    classifier_blake3: Option<String>,
+}
+
 /// A tuned model, loaded.
 pub struct Tuned {
     pub info: TunedInfo,
@@ -110,7 +122,10 @@ pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, String>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", info_path.display())),
     };
-    let info: TunedInfo = serde_json::from_slice(&bytes).map_err(|e| {
+    let StoredInfo {
+        info,
+        classifier_blake3,
+    } = serde_json::from_slice(&bytes).map_err(|e| {
         format!(
             "{}: not a tuned model's description: {e}",
             info_path.display()
@@ -121,23 +136,35 @@ pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, String>
     if info.backend != entry.name || info.model != model_name(entry) {
         return Ok(None);
     }
-    let classifier = Classifier::load(&dir.join(CLASSIFIER_FILE)).map_err(|e| e.to_string())?;
-    if !classifier.has(Variant::H) {
+    let path = dir.join(CLASSIFIER_FILE);
+    let file = path.display();
+    let bytes = std::fs::read(&path).map_err(|e| format!("{file}: {e}"))?;
+    if let Some(expected) = classifier_blake3
+        && blake3::hash(&bytes).to_hex().as_str() != expected
+    {
         return Err(format!(
-            "{}: has no RLPG-H head",
-            dir.join(CLASSIFIER_FILE).display()
+            "{file}: changed or damaged since `keyhole tune` wrote it (its checksum is not the one {INFO_FILE} records)"
         ));
+    }
+    let classifier = Classifier::from_file_bytes(&bytes, &path).map_err(|e| e.to_string())?;
+    if !classifier.has(Variant::H) {
+        return Err(format!("{file}: has no RLPG-H head"));
     }
     Ok(Some(Tuned { info, classifier }))
 }
 
-/// Records `info` as what the model in `dir` is, making it the one sessions find.
+/// Records `info` as what the model in `dir` (written before) is, with its checksum, making it
+/// the one sessions find.
 pub fn record(dir: &Path, info: &TunedInfo) -> std::io::Result<()> {
-    let info = TunedInfo {
-        version: VERSION,
-        ..info.clone()
+    let classifier = std::fs::read(dir.join(CLASSIFIER_FILE))?;
+    let stored = StoredInfo {
+        info: TunedInfo {
+            version: VERSION,
+            ..info.clone()
+        },
+        classifier_blake3: Some(blake3::hash(&classifier).to_hex().to_string()),
     };
-    let json = serde_json::to_vec_pretty(&info).expect("tuned info serializes");
+    let json = serde_json::to_vec_pretty(&stored).expect("tuned info serializes");
     feedback::write_atomic(&dir.join(INFO_FILE), &json)
 }
 
@@ -205,5 +232,38 @@ mod tests {
             ..info
         };
         assert_eq!(embedded.describe(), "RLPG-H tuned for embedded, 400 holes");
+    }
+    #[test]
+    fn a_description_written_before_checksums_still_finds_its_model() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs::under(scratch.path());
+        let entry = BackendConfig::embedded();
+        let dir = tuned_dir(&dirs, &entry).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let bundled = include_bytes!("../rank/classifier/bundled.safetensors");
+        std::fs::write(dir.join(CLASSIFIER_FILE), bundled).unwrap();
+        let info = TunedInfo {
+            version: VERSION,
+            backend: entry.name.clone(),
+            model: model_name(&entry),
+            variant: "RLPG-H".into(),
+            train_holes: 3,
+            validation_holes: 1,
+            repositories: vec![],
+            success: 1.0,
+            success_before: 1.0,
+            unix_time: 0,
+        };
+        // As keyhole wrote it before: the description alone.
+        std::fs::write(dir.join(INFO_FILE), serde_json::to_vec(&info).unwrap()).unwrap();
+        assert!(find(&dirs, &entry).unwrap().is_some());
+        // As tune writes it now: with the checksum, which a changed byte no longer matches.
+        record(&dir, &info).unwrap();
+        assert!(find(&dirs, &entry).unwrap().is_some());
+        let mut changed = bundled.to_vec();
+        changed[bundled.len() / 2] ^= 1;
+        std::fs::write(dir.join(CLASSIFIER_FILE), changed).unwrap();
+        let error = find(&dirs, &entry).err().unwrap();
+        assert!(error.contains("changed or damaged"), "{error}");
     }
 }

@@ -372,12 +372,8 @@ fn save_prompt_in(dir: &Path, stem: &str, text: &str) -> String {
 
 /// What a panic said, for one line on the screen.
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".into());
-    format!("internal error ({})", crate::text::excerpt(&text, 120))
+    let said = crate::escape::panic_message(payload.as_ref());
+    format!("internal error ({})", crate::text::excerpt(said, 120))
 }
 
 /// What only the terminal loop can do.
@@ -674,13 +670,15 @@ impl Driver {
             Effect::ReadRecorded => {
                 let dir = crate::proxy::log_dir(&self.settings.dirs);
                 self.blocking(
-                    move || {
-                        let (exchanges, unreadable) =
-                            dir.map_or_else(Default::default, |dir| crate::proxy::read_log(&dir));
-                        Action::RecordedRead {
+                    move || match dir.map_or_else(
+                        || Ok(Default::default()),
+                        |dir| crate::proxy::read_log(&dir),
+                    ) {
+                        Ok((exchanges, unreadable)) => Action::RecordedRead {
                             exchanges,
                             unreadable,
-                        }
+                        },
+                        Err(error) => Action::Message(format!("{error}")),
                     },
                     |error| Action::Message(format!("cannot read the recorded requests: {error}")),
                 );

@@ -123,9 +123,14 @@ pub fn run(
         .chain(theme_warning)
         .chain(log_warning)
         .collect();
-    // ratatui::init also restores the terminal on panic.
+    // ratatui::init also restores the terminal on panic; a signal from outside restores it
+    // through `signals`, and an error returns to the restore below.
+    #[cfg(unix)]
+    signals::restore_the_terminal_on_signals();
     let mut terminal = ratatui::init();
     keep_the_terminal_through_background_panics();
+    // Lines written to standard error now would land in the middle of the screen.
+    crate::escape::warn_to_stderr(false);
     let result = runtime.block_on(async {
         let mut app = App::with_options(keymap, theme, options);
         app.state.shared_sample = shared_sample;
@@ -146,6 +151,7 @@ pub fn run(
     });
     let _ = set_mouse(false);
     ratatui::restore();
+    crate::escape::warn_to_stderr(true);
     // Indexing and analysis run on blocking threads that cannot be interrupted: leave them to
     // the process's exit instead of waiting for them with the shell blanked.
     runtime.shutdown_background();
@@ -201,17 +207,83 @@ pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Re
 
 /// A panic in a worker thread is caught by the driver and shown as a failed job, so it must
 /// not give the terminal back (ratatui's hook would, leaving a dead screen where `q` no longer
-/// reads as a key): it goes to the log. A panic on the UI thread still restores the terminal.
+/// reads as a key): it goes to the log, without a message that may quote user text. A panic
+/// on the UI thread gives the mouse back, then ratatui's hook restores the terminal and the
+/// command line's reports the panic.
 fn keep_the_terminal_through_background_panics() {
     let ui_thread = std::thread::current().id();
     let restore_and_report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if std::thread::current().id() == ui_thread {
+            let _ = set_mouse(false);
             restore_and_report(info);
         } else {
-            tracing::error!(panic = %info, "worker thread");
+            let at = info.location().map(ToString::to_string).unwrap_or_default();
+            let said = crate::escape::panic_message(info.payload());
+            tracing::error!(at, said, "worker thread panicked");
         }
     }));
+}
+
+/// The terminal given back when a signal from outside ends the UI (`kill`, a closed terminal
+/// window; Ctrl-C in raw mode is a key, not a signal), and a language server that went away
+/// an error to report rather than a SIGPIPE that kills the UI with the terminal raw.
+#[cfg(unix)]
+mod signals {
+    use std::sync::OnceLock;
+
+    /// The terminal and its settings before the UI took it.
+    static SAVED: OnceLock<(libc::c_int, libc::termios)> = OnceLock::new();
+
+    /// Mouse reports and bracketed paste off, the cursor shown, the main screen back.
+    const LEAVE: &[u8] =
+        b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?25h\x1b[?1049l";
+
+    /// The signals that end a process by default and may come while the UI runs.
+    const ENDING: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
+
+    /// Save the terminal's settings and handle [`ENDING`] by restoring them first; ignore
+    /// SIGPIPE (the screen is a terminal, and a closed pipe is an error the code reports).
+    pub fn restore_the_terminal_on_signals() {
+        // SAFETY: plain libc calls on a zeroed `termios`/`sigaction`; the handler makes only
+        // async-signal-safe calls.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            // The terminal crossterm puts in raw mode: standard input if it is one.
+            let fd = match libc::isatty(0) {
+                1 => 0,
+                _ => libc::open(c"/dev/tty".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC),
+            };
+            let mut termios: libc::termios = std::mem::zeroed();
+            if fd < 0 || libc::tcgetattr(fd, &mut termios) != 0 {
+                return;
+            }
+            if SAVED.set((fd, termios)).is_err() {
+                return;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = restore_then_end as *const () as libc::sighandler_t;
+            // The default action is back once the handler runs: re-raised, the signal ends the
+            // process as it meant to.
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            for signal in ENDING {
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    extern "C" fn restore_then_end(signal: libc::c_int) {
+        // SAFETY: tcsetattr, write and raise are async-signal-safe; SAVED is set before this
+        // handler is installed and never changes.
+        unsafe {
+            if let Some((fd, termios)) = SAVED.get() {
+                libc::tcsetattr(*fd, libc::TCSANOW, termios);
+            }
+            libc::write(1, LEAVE.as_ptr().cast(), LEAVE.len());
+            libc::raise(signal);
+        }
+    }
 }
 
 /// Draw; wait for input, an action or a spinner tick; apply everything queued; repeat.

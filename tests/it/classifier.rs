@@ -262,3 +262,95 @@ fn complete_takes_the_top_k_of_the_chosen_ranker() {
         assert_eq!(used, best, "{ranker}");
     }
 }
+
+/// The bundled model, tuned for the embedded backend as `keyhole tune` leaves it under
+/// `scratch`: its file (written with `bytes`) and the description that makes sessions use it.
+fn tuned_for_the_embedded_backend(scratch: &std::path::Path, bytes: &[u8]) -> std::path::PathBuf {
+    use keyhole::session::tuned;
+    let dirs = keyhole::dirs::Dirs::under(scratch);
+    let entry = keyhole::model::config::BackendConfig::embedded();
+    let dir = tuned::tuned_dir(&dirs, &entry).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(tuned::CLASSIFIER_FILE);
+    std::fs::write(&file, bytes).unwrap();
+    let info = tuned::TunedInfo {
+        version: 1,
+        backend: entry.name.clone(),
+        model: tuned::model_name(&entry),
+        variant: "RLPG-H".into(),
+        train_holes: 30,
+        validation_holes: 10,
+        repositories: vec!["a".into()],
+        success: 50.0,
+        success_before: 45.0,
+        unix_time: 0,
+    };
+    tuned::record(&dir, &info).unwrap();
+    file
+}
+
+const BUNDLED: &[u8] = include_bytes!("../../src/rank/classifier/bundled.safetensors");
+
+/// The bundled model with its RLPG-H head's output weights all NaN (a tuning that diverged).
+fn with_nan_weights() -> Vec<u8> {
+    use candle_core::{Device, Tensor};
+    let mut tensors = candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu).unwrap();
+    let out = &tensors["h.out.weight"];
+    let nan = Tensor::full(f32::NAN, out.shape(), &Device::Cpu).unwrap();
+    tensors.insert("h.out.weight".into(), nan);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    candle_core::safetensors::save(&tensors, file.path()).unwrap();
+    std::fs::read(file.path()).unwrap()
+}
+
+#[test]
+fn a_damaged_tuned_classifier_is_refused_in_one_line_and_the_bundled_one_ranks() {
+    let ranker_line = |stdout: &[u8]| {
+        let text = String::from_utf8_lossy(stdout);
+        let line = text.lines().find(|l| l.starts_with("ranker"));
+        line.unwrap_or_default().to_string()
+    };
+    let scratch = tempfile::tempdir().unwrap();
+    tuned_for_the_embedded_backend(scratch.path(), BUNDLED);
+    let intact = ok(keyhole(&["proposals", &sample(), DEMO], scratch.path()));
+    assert!(
+        ranker_line(&intact.stdout).contains("tuned for embedded"),
+        "{}",
+        ranker_line(&intact.stdout)
+    );
+    assert!(intact.stderr.is_empty());
+
+    let flipped = {
+        let mut bytes = BUNDLED.to_vec();
+        let at = bytes.len() * 3 / 4;
+        bytes[at] ^= 0x40;
+        bytes
+    };
+    for damage in ["truncated", "emptied", "deleted", "flipped", "NaN"] {
+        let scratch = tempfile::tempdir().unwrap();
+        let bytes = match damage {
+            "NaN" => with_nan_weights(),
+            _ => BUNDLED.to_vec(),
+        };
+        let file = tuned_for_the_embedded_backend(scratch.path(), &bytes);
+        match damage {
+            "truncated" => std::fs::write(&file, &BUNDLED[..BUNDLED.len() / 2]).unwrap(),
+            "emptied" => std::fs::write(&file, b"").unwrap(),
+            "deleted" => std::fs::remove_file(&file).unwrap(),
+            "flipped" => std::fs::write(&file, &flipped).unwrap(),
+            // NaN: written so by tune itself: its checksum holds, its weights do not.
+            _ => {}
+        }
+        let out = ok(keyhole(&["proposals", &sample(), DEMO], scratch.path()));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        // On main: nothing said (a flipped or NaN model even ranked).
+        assert_eq!(stderr.lines().count(), 1, "{damage}: {stderr}");
+        assert!(
+            stderr.starts_with(
+                "keyhole: warning: tuned classifier left out, ranking with the bundled one: "
+            ) && stderr.contains(&file.display().to_string()),
+            "{damage}: {stderr}"
+        );
+        assert_eq!(ranker_line(&out.stdout), "ranker      RLPG-H", "{damage}");
+    }
+}

@@ -657,3 +657,166 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
     );
     assert_eq!(seen.body, body);
 }
+
+// What a plugin or a server sent is outside text: it may end anywhere in a character, hold
+// escape sequences, and the record it sits in may be damaged.
+
+/// Record `exchange` (its id given by the log) in the data directory under `scratch`.
+fn record_exchange(scratch: &std::path::Path, exchange: keyhole::proxy::Exchange) -> u64 {
+    let dirs = keyhole::dirs::Dirs::under(scratch);
+    let log = keyhole::proxy::RecordLog::open(
+        &keyhole::proxy::log_dir(&dirs).unwrap(),
+        keyhole::proxy::DEFAULT_MAX_BYTES,
+    )
+    .unwrap();
+    log.append(exchange).unwrap()
+}
+
+fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
+    keyhole::proxy::Exchange {
+        id: 0,
+        at: 1_764_000_000.0,
+        client: "127.0.0.1:51000".into(),
+        agent: Some("llama.vim".into()),
+        method: "POST".into(),
+        endpoint: "/infill".into(),
+        upstream: "http://127.0.0.1:8080/".into(),
+        status: 200,
+        sent,
+        answered: keyhole::proxy::Answered {
+            text: "1".into(),
+            ..keyhole::proxy::Answered::default()
+        },
+        first_byte_ms: Some(1.0),
+        total_ms: 2.0,
+        cancelled: false,
+        error: None,
+    }
+}
+
+#[test]
+fn a_request_whose_text_before_the_cursor_ends_in_any_character_is_located() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let code = "def total(items):\n    # café\n    s = 0\n    名前 = s\n    return s\n";
+    std::fs::write(repo.path().join("cart.py"), code).unwrap();
+    for (before, after, place) in [
+        (
+            "def total(items):\n    # café",
+            "\n    s = 0\n",
+            "cart.py:2:11",
+        ),
+        ("    s = 0\n    名前", " = s\n", "cart.py:4:7"),
+    ] {
+        let id = record_exchange(
+            scratch.path(),
+            exchange_sending(keyhole::proxy::Sent {
+                prefix: Some(before.into()),
+                prompt: Some(String::new()),
+                suffix: Some(after.into()),
+                ..keyhole::proxy::Sent::default()
+            }),
+        );
+        let repo = repo.path().to_str().unwrap();
+        let shown = common::keyhole(
+            &["recorded", "show", &id.to_string(), "--repo", repo],
+            scratch.path(),
+        );
+        let stderr = String::from_utf8_lossy(&shown.stderr);
+        // On main: exit 101, the panic quoting the plugin's prompt.
+        assert_eq!(shown.status.code(), Some(0), "{stderr}");
+        let stdout = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            stdout.contains(&format!("--- hole: {place} (Exact) ---")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn recorded_text_is_shown_with_its_lines_and_without_control_characters() {
+    let scratch = tempfile::tempdir().unwrap();
+    let hostile = "\u{1b}]0;title\u{7}\u{1b}[2J";
+    let mut exchange = exchange_sending(keyhole::proxy::Sent {
+        prompt: Some(format!("first line\nsecond{hostile}\r")),
+        extra: vec![keyhole::proxy::ExtraChunk {
+            filename: format!("src/a{hostile}.py"),
+            text: format!("x = 1\n{hostile}"),
+        }],
+        ..keyhole::proxy::Sent::default()
+    });
+    exchange.answered.text = format!("sum;{hostile}\nnext");
+    exchange.agent = Some(format!("vim{hostile}/9"));
+    exchange.client = format!("127.0.0.1{hostile}");
+    exchange.endpoint = format!("/infill{hostile}");
+    exchange.upstream = format!("http://x{hostile}/");
+    exchange.error = Some(format!("refused{hostile}\nsecond"));
+    let id = record_exchange(scratch.path(), exchange).to_string();
+    for args in [vec!["recorded", "show", &id], vec!["recorded", "list"]] {
+        let shown = common::ok(common::keyhole(&args, scratch.path()));
+        let stdout = String::from_utf8(shown.stdout).unwrap();
+        let controls: Vec<char> = stdout
+            .chars()
+            .filter(|&c| c.is_control() && c != '\n')
+            .collect();
+        assert!(controls.is_empty(), "{args:?}: {controls:?} in {stdout}");
+        assert!(stdout.contains("]0;title"), "{args:?}: {stdout}");
+    }
+    let shown = common::ok(common::keyhole(&["recorded", "show", &id], scratch.path()));
+    let stdout = String::from_utf8(shown.stdout).unwrap();
+    // A body keeps its lines; a one-line field's break is written as `\n`.
+    assert!(
+        stdout.contains("\nfirst line\nsecond\\u{1b}]0;title\\u{7}\\u{1b}[2J\\r\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nsum;\\u{1b}]0;title"), "{stdout}");
+    assert!(
+        stdout.contains("error  refused\\u{1b}]0;title\\u{7}\\u{1b}[2J\\nsecond\n"),
+        "{stdout}"
+    );
+}
+
+/// `keyhole ARGS` under `scratch`, which must end within a few minutes (a hang is a failure).
+fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .envs(common::dirs_env(scratch))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            panic!("keyhole {args:?} still running after 3 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_record_that_cannot_be_read_is_one_line_and_exit_2_not_a_spin() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dirs = keyhole::dirs::Dirs::under(scratch.path());
+    let log_dir = keyhole::proxy::log_dir(&dirs).unwrap();
+    std::fs::create_dir_all(log_dir.join("exchanges.jsonl")).unwrap();
+    for args in [
+        &["recorded", "list"][..],
+        &["recorded", "show", "1"],
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--to",
+            "http://127.0.0.1:9",
+        ],
+    ] {
+        let output = keyhole_finishing(args, scratch.path());
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("exchanges.jsonl"), "{args:?}: {stderr}");
+    }
+}

@@ -535,3 +535,92 @@ fn tsconfig_files_that_are_fifos_devices_links_out_or_huge_are_refused_with_a_wa
         );
     }
 }
+
+/// Control characters in `text` other than line breaks: what must never reach a terminal.
+fn controls_in(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| c.is_control() && c != '\n')
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_in_a_file_or_a_servers_answer_reach_the_terminal_escaped() {
+    use crate::backends_support::{Reply, Server};
+    let hostile = "\u{1b}]0;title\u{7}\u{1b}[2J";
+    let code = format!(
+        "class A {{\n    int f() {{ return 1; /* {hostile} */ }}\n    int g() {{ return f(); }}\n}}\n"
+    );
+    let (scratch, repo) = repo_with(&[("A.java", code.as_bytes())]);
+    let server = Server::start(move |_, _| {
+        Reply::Json(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "text": format!("1; // {hostile}\nnext")}]}),
+        )
+    })
+    .await;
+    reliability_support::write_backends(
+        scratch.path(),
+        &format!(
+            "[[backend]]\nname = \"srv\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\nretries = 0\n",
+            server.base
+        ),
+    );
+    let hole = "A.java:2:22";
+    for args in [
+        vec!["proposals", arg(&repo), hole],
+        vec!["complete", arg(&repo), hole, "--backend", "srv", "-k", "2"],
+    ] {
+        let output = keyhole(scratch.path(), &args, &[]);
+        let shown = stdout(&output);
+        // On main: the file's line and target, and the server's answer, printed raw.
+        assert_eq!(controls_in(&shown), Vec::<char>::new(), "{args:?}: {shown}");
+        assert!(shown.contains("]0;title"), "{args:?}: {shown}");
+    }
+}
+
+#[test]
+#[cfg(unix)]
+fn a_language_servers_error_text_stays_on_its_row_of_the_proposals_table() {
+    use std::os::unix::fs::PermissionsExt;
+    let code =
+        "function total(xs: number[]): number {\n  const sum: number = 0;\n  return sum;\n}\n";
+    let (scratch, repo) = repo_with(&[("a.ts", code.as_bytes())]);
+    // A server that refuses `initialize` (the first request, id 1) in two lines, one of them
+    // clearing the screen.
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let server = bin.join("typescript-language-server");
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"cannot start\nsecond line \u001b[2J"}}"#;
+    std::fs::write(
+        &server,
+        format!(
+            "#!/bin/sh\nprintf 'Content-Length: {}\\r\\n\\r\\n%s' '{body}'\nsleep 20\n",
+            body.len()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = keyhole(
+        scratch.path(),
+        &["proposals", arg(&repo), "a.ts:2:23"],
+        &[("PATH", &path)],
+    );
+    let shown = stdout(&output);
+    assert_eq!(controls_in(&shown), Vec::<char>::new(), "{shown}");
+    // The reason is on the typed holes' rows, its line break written out.
+    let rows: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("cannot start"))
+        .collect();
+    assert!(!rows.is_empty(), "{shown}");
+    assert!(
+        rows.iter()
+            .all(|row| row.contains("cannot start\\nsecond line \\u{1b}[2J")),
+        "{rows:?}"
+    );
+}

@@ -169,3 +169,66 @@ async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_th
     assert_eq!(app.state.mode, Mode::Normal);
     assert_eq!(app.state.candidates[0].id, CandidateId::AS_SENT);
 }
+
+/// A repository of one Python file whose comment ends in `é`, and the app over it with
+/// request 1 recorded (sending `before` and `after` around the cursor) and pending.
+async fn app_opening_a_recorded_request(before: &str, after: &str) -> (tempfile::TempDir, App) {
+    let (scratch, dirs) = scratch_dirs();
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let code = "def total(items):\n    s = 0\n    # café\n    return s\n";
+    std::fs::write(repo.join("cart.py"), code).unwrap();
+    record(
+        &dirs,
+        Sent {
+            prefix: Some(before.into()),
+            prompt: Some(String::new()),
+            suffix: Some(after.into()),
+            ..Sent::default()
+        },
+    );
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.state.recorded.pending = Some(1);
+    app.open(repo, None);
+    app.settle(LIMIT).await.unwrap();
+    (scratch, app)
+}
+
+#[tokio::test]
+async fn a_recorded_request_ending_in_a_non_ascii_character_opens_at_its_hole() {
+    let (_scratch, app) = app_opening_a_recorded_request(
+        "def total(items):\n    s = 0\n    # café",
+        "\n    return s\n",
+    )
+    .await;
+    let state = &app.state;
+    let index = state.index.as_ref().unwrap();
+    // On main: locating panicked, and the default hole stayed open.
+    assert_eq!(
+        state.view.as_ref().unwrap().hole.display(index),
+        "cart.py:3:11",
+        "{} / {:?}",
+        state.status,
+        state.warning
+    );
+    assert!(state.recorded.open.is_some());
+    assert_eq!(state.warning, None);
+}
+
+#[tokio::test]
+async fn a_recorded_request_that_cannot_be_located_says_so_until_dismissed() {
+    let (_scratch, mut app) =
+        app_opening_a_recorded_request("def elsewhere():\n    unknown = 1\n    ", "\n").await;
+    assert!(app.state.recorded.open.is_none());
+    let warning = app.state.warning.clone().expect("a warning that stays");
+    assert!(
+        warning.contains("recorded request 1") && warning.contains("in no file"),
+        "{warning}"
+    );
+    // The hole's analysis and moves around do not replace it; Esc does.
+    app.dispatch(Action::Command(Command::Down));
+    app.settle(LIMIT).await.unwrap();
+    assert_eq!(app.state.warning.as_deref(), Some(warning.as_str()));
+    app.dispatch(Action::Command(Command::Cancel));
+    assert_eq!(app.state.warning, None);
+}

@@ -245,3 +245,61 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
     tmux(&["send-keys", "-t", session, "q"]);
     wait_in(session, "exit=0", Duration::from_secs(30));
 }
+
+/// keyhole's process id: the child of the shell the session `session` runs.
+fn keyhole_pid(session: &str) -> String {
+    let shell = tmux(&["display-message", "-p", "-t", session, "#{pane_pid}"]);
+    let children = Command::new("ps")
+        .args(["-o", "pid=", "--ppid", shell.trim()])
+        .output()
+        .unwrap();
+    let children = String::from_utf8_lossy(&children.stdout).into_owned();
+    children
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("no child of the shell {shell}"))
+        .to_string()
+}
+
+#[test]
+fn a_signal_from_outside_gives_the_terminal_back() {
+    let (home, repo) =
+        home_with_repo(&[("A.java", "class A {\n  int f() { return 1; }\n}\n".into())]);
+    let bin = env!("CARGO_BIN_EXE_keyhole");
+    // After keyhole ends: how it ended, and whether the terminal reads lines and echoes
+    // again (`icanon echo`) or was left raw (`-icanon -echo`).
+    let script = format!(
+        "{bin} {}; echo ended=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -e -icanon -e icanon -e -echo -e echo | tr '\\n' ' '",
+        repo.display()
+    );
+    // A signal that ends the process ends it as the signal (128 + its number) after the
+    // terminal is given back; SIGPIPE (a language server that went away) does not end the UI.
+    for (signal, ended) in [
+        ("TERM", "ended=143"),
+        ("HUP", "ended=129"),
+        ("INT", "ended=130"),
+        ("PIPE", "ended=0"),
+    ] {
+        let session = "keyhole-tui-signal";
+        let _guard = shell(session, home.path(), &script);
+        wait_in(session, "A.java", Duration::from_secs(120));
+        let pid = keyhole_pid(session);
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        if signal == "PIPE" {
+            sleep(Duration::from_millis(500));
+            tmux(&["send-keys", "-t", session, "q"]);
+        }
+        wait_in(session, "exit=", Duration::from_secs(30));
+        let screen = screen_of(session);
+        assert!(screen.contains(ended), "SIG{signal}: {screen}");
+        // On main: `-icanon -echo`, the shell's terminal left raw.
+        assert!(
+            screen.contains("icanon echo") && !screen.contains("-icanon"),
+            "SIG{signal}: {screen}"
+        );
+    }
+}

@@ -5,6 +5,7 @@ use anyhow::Result;
 use super::ProposalsOut;
 use crate::cli::hole::{Opened, cut_name, file_name, summarize};
 use keyhole::candidate::CandidateId;
+use keyhole::escape;
 use keyhole::rank::online;
 
 /// The table: the hole, RLPG's candidates in rank order, then the retrieved ones.
@@ -84,6 +85,9 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
         }
         let applicable = if applicable { "yes" } else { "no" };
         let cut = cut_name(cut);
+        // File names and a language server's reasons come from outside: escaped, or a line
+        // break in one would split the row.
+        let files = escape::controls(&files);
         outln!(
             "{rank:>4} {score:>6}  {id:>3}  {source:<23} {kind:<4} {applicable:<4} {tokens:>6} {allocated:>6}  {cut:<5}  {files}"
         );
@@ -116,8 +120,10 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
             r.allocated,
             cut_name(r.cut),
             r.score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
-            r.why_not
-                .map_or_else(|| summarize(&files, 3), str::to_string),
+            escape::controls(
+                &r.why_not
+                    .map_or_else(|| summarize(&files, 3), str::to_string)
+            ),
         );
     }
     if let Some(id) = out.procc_pick {

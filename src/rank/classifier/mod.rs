@@ -233,6 +233,12 @@ impl Classifier {
         Self::from_bytes(&bytes, &file, encoder_dir)
     }
 
+    /// A model with keyhole's own encoder whose file `path` was read as `bytes` (by a caller
+    /// that checked them first).
+    pub fn from_file_bytes(bytes: &[u8], path: &Path) -> Result<Classifier, ModelError> {
+        Self::from_bytes(bytes, &path.display().to_string(), None)
+    }
+
     /// The bundled model, or the one at `path`, with `encoder_dir` as [`Classifier::load_with`].
     pub fn open(path: Option<&Path>, encoder_dir: Option<&Path>) -> Result<Classifier, ModelError> {
         match path {
@@ -252,6 +258,22 @@ impl Classifier {
         };
         let tensors =
             candle_core::safetensors::load_buffer(bytes, &Device::Cpu).map_err(unreadable)?;
+        // A NaN or infinite weight loads, then gives NaN scores that decide the order.
+        let mut names: Vec<&String> = tensors.keys().collect();
+        names.sort();
+        for name in names {
+            let values = tensors[name]
+                .to_dtype(DType::F32)
+                .and_then(|t| t.flatten_all())
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(unreadable)?;
+            if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+                return Err(ModelError::Unreadable {
+                    file: source.to_string(),
+                    reason: format!("weight {name} holds {bad}, not a finite number"),
+                });
+            }
+        }
         let kind = EncoderKind::of(&tensors).map_err(unreadable)?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
         let h = match vb.contains_tensor("h.out.weight") {
@@ -365,8 +387,9 @@ impl Ranker for ClassifierRanker<'_> {
     /// checked when loaded, so this should not happen) ranks as the fixed order, with a warning
     /// in the log.
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
+        let finite = |p: &Vec<f32>| p.iter().all(|p| p.is_finite());
         match self.classifier.probabilities(self.variant, input) {
-            Ok(p) => sorted(
+            Ok(p) if finite(&p) => sorted(
                 CandidateId::rlpg()
                     .filter(|&id| input.applicable(id))
                     .map(|id| Ranked {
@@ -375,11 +398,16 @@ impl Ranker for ClassifierRanker<'_> {
                     })
                     .collect(),
             ),
-            Err(e) => {
-                tracing::warn!(
-                    "{} failed ({e}); ranking in the fixed order",
-                    self.variant.name()
-                );
+            outcome => {
+                let why = match outcome {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "its scores are not all numbers".to_string(),
+                };
+                crate::escape::warn(&format!(
+                    "{} of {} failed ({why}); ranking in the fixed order",
+                    self.variant.name(),
+                    self.classifier.source
+                ));
                 super::FixedRanker.rank(input)
             }
         }

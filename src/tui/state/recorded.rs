@@ -4,6 +4,7 @@
 //! plugin's prompt as one more candidate beside keyhole's.
 
 use super::*;
+use crate::escape;
 use crate::proxy::{Certainty, Exchange, Place};
 
 /// What the picker lists and the recorded request whose hole is open.
@@ -59,9 +60,9 @@ pub fn recorded_row(exchange: &Exchange) -> String {
     format!(
         "{:>5}  {time}  {:<12.12}  {:<20.20}  {}",
         exchange.id,
-        exchange.sender(),
-        exchange.endpoint,
-        crate::text::excerpt(answer.trim(), 40)
+        escape::controls(exchange.sender()),
+        escape::controls(&exchange.endpoint),
+        escape::controls(&crate::text::excerpt(answer.trim(), 40))
     )
 }
 
@@ -84,7 +85,7 @@ pub(super) fn recorded_read(
         return match state.recorded.exchanges.iter().position(|e| e.id == id) {
             Some(at) => choose(state, at),
             None => {
-                state.status = format!("no recorded request {id} (R lists them)");
+                cannot_open(state, id, "there is no such request (R lists them)");
                 vec![]
             }
         };
@@ -119,10 +120,8 @@ pub(super) fn located(state: &mut State, exchange: Exchange, places: Vec<Place>)
             .cloned()
             .collect(),
         None => {
-            state.status = format!(
-                "recorded request {}: the text it sent before the cursor is in no file of this repository",
-                exchange.id
-            );
+            let why = "the text it sent before the cursor is in no file of this repository";
+            cannot_open(state, exchange.id, why);
             return vec![];
         }
     };
@@ -145,6 +144,15 @@ pub(super) fn located(state: &mut State, exchange: Exchange, places: Vec<Place>)
     }
 }
 
+/// Say why recorded request `id`'s hole cannot be opened, as a warning that stays until
+/// dismissed (a status would be replaced at once by the hole opened meanwhile, which is not
+/// the request's).
+fn cannot_open(state: &mut State, id: u64, why: &str) {
+    state.warning = Some(format!(
+        "recorded request {id}: its hole is not opened: {why}"
+    ));
+}
+
 /// Open `exchange`'s hole at `place`.
 pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) -> Vec<Effect> {
     state.mode = Mode::Normal;
@@ -154,7 +162,7 @@ pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) ->
     let hole = match Hole::locate(index, &place.position()) {
         Ok(hole) => hole,
         Err(e) => {
-            state.status = format!("recorded request {}: {e}", exchange.id);
+            cannot_open(state, exchange.id, &e.to_string());
             return vec![];
         }
     };
