@@ -447,5 +447,8 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
             input.extend_from_slice(text.as_bytes());
             fuzz_checks::check_typed(&input);
         }
+        fuzz_checks::check_lsp_frames(text.as_bytes());
+        let framed = format!("Content-Length: {}\r\n\r\n{text}", text.len());
+        fuzz_checks::check_lsp_frames(framed.as_bytes());
     }
 }
