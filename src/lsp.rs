@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -650,7 +650,13 @@ impl Client {
             return Err(broken.clone());
         }
         let failed = match self.writer.outbox.try_send(framed(message)) {
-            Err(_) => Some(self.exited(method)),
+            Err(TrySendError::Disconnected(_)) => Some(self.exited(method)),
+            // Never while every write is waited for; said as what it would mean.
+            Err(TrySendError::Full(_)) => Some(LspError::Stalled {
+                server: self.name.clone(),
+                method: method.to_string(),
+                seconds: 0,
+            }),
             Ok(()) => {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match self.writer.written.recv_timeout(left) {
