@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use proptest::prelude::*;
+
 use crate::common::dirs_env;
 
 /// What every fake server starts with: reading and writing framed messages.
@@ -549,4 +551,33 @@ fn typescript_without_tsserver_is_named_with_the_install_that_works() {
         "{line}"
     );
     assert!(!line.contains("typescript@5"), "{line}");
+}
+
+// ----- Framing --------------------------------------------------------------------------------
+
+/// One piece of what a server writes: a header line of some kind, or a body.
+fn frame_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        (0usize..64).prop_map(|n| format!("Content-Length: {n}\r\n").into_bytes()),
+        Just(b"content-length:7\n".to_vec()),
+        Just(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"Content-Length: 99999999999999999999\r\n".to_vec()),
+        Just(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}".to_vec()),
+        (1usize..12_000).prop_map(|n| vec![b'x'; n]),
+        proptest::collection::vec(any::<u8>(), 0..40),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The framing's fuzz invariants on streams built of header lines and bodies, the shapes
+    /// a byte-level fuzzer finds slowly: long lines, many lines, huge lengths, cut bodies.
+    #[test]
+    fn framing_invariants_hold_on_streams_of_headers_and_bodies(
+        pieces in proptest::collection::vec(frame_piece(), 0..40)
+    ) {
+        crate::reliability_support::fuzz_checks::check_lsp_frames(&pieces.concat());
+    }
 }
