@@ -7,12 +7,13 @@
 //! they are built as JSON values; a crate of protocol types would add more than it saves.
 
 use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -190,8 +191,18 @@ pub enum LspError {
         method: String,
         seconds: u64,
     },
+    #[error(
+        "{server} stopped reading: `{method}` was not taken within {seconds} s, so it was stopped"
+    )]
+    Stalled {
+        server: String,
+        method: String,
+        seconds: u64,
+    },
     #[error("{server} exited while keyhole waited for `{method}`")]
     Exited { server: String, method: String },
+    #[error("{server} was stopped: {reason}")]
+    Broken { server: String, reason: String },
     #[error("{server} answered `{method}` with an error: {message}")]
     Answer {
         server: String,
@@ -200,62 +211,290 @@ pub enum LspError {
     },
 }
 
+impl LspError {
+    /// Whether the server is unusable from now on (rather than one request failing).
+    fn stops_the_server(&self) -> bool {
+        !matches!(self, LspError::Answer { .. })
+    }
+}
+
 // ----- Framing --------------------------------------------------------------------------------
+
+/// One message with its `Content-Length` header, as written.
+pub fn framed(message: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("a JSON value serializes");
+    let mut bytes = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    bytes.extend(body);
+    bytes
+}
 
 /// Write one message with its `Content-Length` header.
 pub fn write_message(out: &mut impl Write, message: &Value) -> io::Result<()> {
-    let body = serde_json::to_vec(message)?;
-    write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
-    out.write_all(&body)?;
+    out.write_all(&framed(message))?;
     out.flush()
 }
 
 /// Most bytes one message may take; a longer header is a broken server, not a big answer.
 const MAX_MESSAGE: usize = 256 << 20;
+/// Most bytes one header line may take (real ones are under 100).
+const MAX_HEADER_LINE: usize = 8 << 10;
+/// Most lines one message's header may take, blank ones before it included.
+const MAX_HEADER_LINES: usize = 32;
 
-/// Read one message; `None` at the end of the stream. Headers other than `Content-Length`
-/// are read past.
-pub fn read_message(input: &mut impl BufRead) -> io::Result<Option<Value>> {
+/// Read one message's body; `None` at the end of the stream. Headers other than
+/// `Content-Length` are read past. Whatever the input, at most [`MAX_HEADER_LINE`] bytes of a
+/// header line and [`MAX_MESSAGE`] bytes of a body are held.
+pub fn read_body(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let mut length = None;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+    let mut line = Vec::new();
+    for _ in 0..MAX_HEADER_LINES {
+        if !read_header_line(input, &mut line)? {
             return match length {
-                None => Ok(None),
-                Some(_) => Err(invalid("the stream ended inside a header")),
+                None if line.is_empty() => Ok(None),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a header",
+                )),
             };
         }
-        let header = line.trim_end_matches(['\r', '\n']);
+        let header = std::str::from_utf8(&line)
+            .map_err(|_| invalid("a header that is not UTF-8"))?
+            .trim_end_matches(['\r', '\n']);
         if header.is_empty() {
-            if length.is_some() {
-                break;
+            match length {
+                Some(n) => return read_exactly(input, n).map(Some),
+                None => continue,
             }
-            continue;
         }
         let (name, value) = header
             .split_once(':')
-            .ok_or_else(|| invalid(&format!("not a header: {header:?}")))?;
+            .ok_or_else(|| invalid(&format!("not a header: {:?}", cut(header))))?;
         if name.eq_ignore_ascii_case("content-length") {
             let n: usize = value
                 .trim()
                 .parse()
-                .map_err(|_| invalid(&format!("bad Content-Length: {value:?}")))?;
+                .map_err(|_| invalid(&format!("bad Content-Length: {:?}", cut(value))))?;
             if n > MAX_MESSAGE {
-                return Err(invalid(&format!("a message of {n} bytes")));
+                return Err(invalid(&format!(
+                    "a message of {n} bytes (at most {MAX_MESSAGE})"
+                )));
             }
             length = Some(n);
         }
     }
-    let mut body = vec![0; length.unwrap_or_default()];
-    input.read_exact(&mut body)?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| invalid(&format!("not JSON: {e}")))
+    Err(invalid(&format!(
+        "a header of more than {MAX_HEADER_LINES} lines"
+    )))
+}
+
+/// Read one message; `None` at the end of the stream ([`read_body`], then JSON).
+pub fn read_message(input: &mut impl BufRead) -> io::Result<Option<Value>> {
+    read_body(input)?.map(|body| parse(&body)).transpose()
+}
+
+/// A message's body as JSON.
+fn parse(body: &[u8]) -> io::Result<Value> {
+    serde_json::from_slice(body).map_err(|e| invalid(&format!("not JSON: {e}")))
+}
+
+/// Read a line into `line` (emptied first), its newline included; `false` at the end of the
+/// stream before a newline. A line longer than [`MAX_HEADER_LINE`] is an error once that much
+/// is read, whatever follows.
+fn read_header_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
+    line.clear();
+    loop {
+        let buffer = input.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(false);
+        }
+        let (taken, ends) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (buffer.len(), false),
+        };
+        if line.len() + taken > MAX_HEADER_LINE {
+            return Err(invalid(&format!(
+                "a header line longer than {MAX_HEADER_LINE} bytes"
+            )));
+        }
+        line.extend_from_slice(&buffer[..taken]);
+        input.consume(taken);
+        if ends {
+            return Ok(true);
+        }
+    }
+}
+
+/// Exactly `n` bytes, read as they come (a body that never arrives holds no more than it sent).
+fn read_exactly(input: &mut impl Read, n: usize) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    input.take(n as u64).read_to_end(&mut body)?;
+    if body.len() < n {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the stream ended inside a message",
+        ));
+    }
+    Ok(body)
+}
+
+/// The start of a server's text, for a message.
+fn cut(text: &str) -> &str {
+    &text[..text.floor_char_boundary(60)]
 }
 
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+// ----- Pipes ----------------------------------------------------------------------------------
+
+/// Messages read from a server and not yet taken, bounded in number and bytes: a server that
+/// writes faster than keyhole reads is held back (its writes wait) instead of filling memory.
+struct Inbox {
+    state: Mutex<InboxState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct InboxState {
+    bodies: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// Why no more will come: the stream ended (`None` inside) or could not be read.
+    ended: Option<Option<String>>,
+    /// The client is gone: the reader stops.
+    closed: bool,
+}
+
+/// Messages held at most, and their bytes (one larger message is still let in alone).
+const INBOX_MESSAGES: usize = 256;
+const INBOX_BYTES: usize = 16 << 20;
+
+/// Why [`Inbox::take`] gave no message.
+enum NoMessage {
+    TimedOut,
+    /// The stream ended (`None`) or could not be read.
+    Ended(Option<String>),
+}
+
+impl Inbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, InboxState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Read messages from `output` into the inbox until it ends or the client is gone.
+    fn fill(&self, output: impl Read) {
+        let mut input = BufReader::new(output);
+        let ended = loop {
+            match read_body(&mut input) {
+                Ok(Some(body)) => {
+                    if !self.put(body) {
+                        return;
+                    }
+                }
+                Ok(None) => break None,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break None,
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        self.lock().ended = Some(ended);
+        self.changed.notify_all();
+    }
+
+    /// Wait for room, then hold `body`; `false` where the client is gone.
+    fn put(&self, body: Vec<u8>) -> bool {
+        let mut state = self.lock();
+        while !state.closed
+            && !state.bodies.is_empty()
+            && (state.bodies.len() >= INBOX_MESSAGES || state.bytes + body.len() > INBOX_BYTES)
+        {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.closed {
+            return false;
+        }
+        state.bytes += body.len();
+        state.bodies.push_back(body);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The next message, waiting until `deadline` at most.
+    fn take(&self, deadline: Instant) -> Result<Vec<u8>, NoMessage> {
+        let mut state = self.lock();
+        loop {
+            if let Some(body) = state.bodies.pop_front() {
+                state.bytes -= body.len();
+                self.changed.notify_all();
+                return Ok(body);
+            }
+            if let Some(ended) = &state.ended {
+                return Err(NoMessage::Ended(ended.clone()));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(NoMessage::TimedOut);
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The client is gone: let the reader stop and drop what is held.
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.bodies.clear();
+        self.changed.notify_all();
+    }
+}
+
+/// Writes to a server's standard input from a thread of their own, so that every write has a
+/// deadline (a server that stops reading blocks that thread, never keyhole), with SIGPIPE
+/// blocked there: a server that exited is an error of the write, not the end of keyhole.
+struct Writer {
+    outbox: SyncSender<Vec<u8>>,
+    written: Receiver<io::Result<()>>,
+    /// Why writing stopped for good: a write ran past its deadline or failed.
+    broken: Option<LspError>,
+}
+
+impl Writer {
+    fn new(mut stdin: impl Write + Send + 'static) -> Writer {
+        let (outbox, to_write) = mpsc::sync_channel::<Vec<u8>>(1);
+        let (report, written) = mpsc::sync_channel(1);
+        std::thread::spawn(move || {
+            block_sigpipe();
+            for bytes in to_write {
+                let done = stdin.write_all(&bytes).and_then(|()| stdin.flush());
+                let failed = done.is_err();
+                if report.send(done).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        Writer {
+            outbox,
+            written,
+            broken: None,
+        }
+    }
+}
+
+/// Block SIGPIPE for the calling thread, where writes to a pipe whose reader is gone then fail
+/// with `EPIPE`; the signal stays pending on this thread only, which the process never reads.
+fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: a signal set on the stack, initialized by sigemptyset before use; changing the
+    // calling thread's own mask has no other effect.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 // ----- Client ---------------------------------------------------------------------------------
@@ -264,8 +503,8 @@ fn invalid(what: &str) -> io::Error {
 pub struct Client {
     name: String,
     child: Child,
-    stdin: ChildStdin,
-    messages: Receiver<Value>,
+    writer: Writer,
+    inbox: Arc<Inbox>,
     next_id: u64,
     timeouts: Timeouts,
     /// Whether a request after `initialize` was answered (the project is loaded).
@@ -319,7 +558,8 @@ pub fn find_on_path(command: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
 }
 
 impl Client {
-    /// Start `program` in `root` and initialize it, waiting at most `timeouts.start`.
+    /// Start `program` in `root` and initialize it, waiting at most `timeouts.start`. The
+    /// server runs in a process group of its own, which is ended with it.
     pub fn start(
         name: &str,
         program: &Path,
@@ -331,32 +571,32 @@ impl Client {
             server: name.to_string(),
             reason,
         };
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .current_dir(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| start_error(e.to_string()))?;
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().map_err(|e| start_error(e.to_string()))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
+            let _ = child.wait();
             return Err(start_error("no pipes to it".into()));
         };
-        let (send, messages) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut input = BufReader::new(stdout);
-            while let Ok(Some(message)) = read_message(&mut input) {
-                if send.send(message).is_err() {
-                    break;
-                }
-            }
+        let inbox = Arc::new(Inbox {
+            state: Mutex::default(),
+            changed: Condvar::new(),
         });
+        let filling = Arc::clone(&inbox);
+        std::thread::spawn(move || filling.fill(stdout));
         let mut client = Client {
             name: name.to_string(),
             child,
-            stdin,
-            messages,
+            writer: Writer::new(stdin),
+            inbox,
             next_id: 0,
             timeouts,
             loaded: false,
@@ -395,25 +635,73 @@ impl Client {
         }
     }
 
+    /// How long the next answer may take: the start timeout until the project is loaded.
+    fn timeout(&self) -> Duration {
+        match self.loaded {
+            true => self.timeouts.request,
+            false => self.timeouts.start,
+        }
+    }
+
+    /// Hand `message` to the server by `deadline`. A write that misses it or fails leaves the
+    /// writer broken: every later one fails the same way without waiting.
+    fn send(&mut self, method: &str, message: &Value, deadline: Instant) -> Result<(), LspError> {
+        if let Some(broken) = &self.writer.broken {
+            return Err(broken.clone());
+        }
+        let failed = match self.writer.outbox.try_send(framed(message)) {
+            Err(TrySendError::Disconnected(_)) => Some(self.exited(method)),
+            // Never while every write is waited for; said as what it would mean.
+            Err(TrySendError::Full(_)) => Some(LspError::Stalled {
+                server: self.name.clone(),
+                method: method.to_string(),
+                seconds: 0,
+            }),
+            Ok(()) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.writer.written.recv_timeout(left) {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+                        Some(self.exited(method))
+                    }
+                    Ok(Err(e)) => Some(LspError::Broken {
+                        server: self.name.clone(),
+                        reason: format!("writing `{method}` to it failed: {e}"),
+                    }),
+                    Err(RecvTimeoutError::Disconnected) => Some(self.exited(method)),
+                    Err(RecvTimeoutError::Timeout) => Some(LspError::Stalled {
+                        server: self.name.clone(),
+                        method: method.to_string(),
+                        seconds: seconds(left),
+                    }),
+                }
+            }
+        };
+        match failed {
+            None => Ok(()),
+            Some(error) => {
+                self.writer.broken = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
     /// Send a notification.
     pub fn notify(&mut self, method: &str, params: Value) -> Result<(), LspError> {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        write_message(&mut self.stdin, &message).map_err(|_| self.exited(method))
+        let deadline = Instant::now() + self.timeout();
+        self.send(method, &message, deadline)
     }
 
     /// A request answered within the request timeout (the start timeout for the first).
     pub fn request(&mut self, method: &str, params: Value) -> Result<Value, LspError> {
-        let timeout = match self.loaded {
-            true => self.timeouts.request,
-            false => self.timeouts.start,
-        };
-        let answer = self.request_within(method, params, timeout)?;
+        let answer = self.request_within(method, params, self.timeout())?;
         self.loaded = true;
         Ok(answer)
     }
 
-    /// A request's result, waiting at most `timeout`. The server's own requests in between
-    /// (configuration, progress) are answered with nothing.
+    /// A request's result, written and answered within `timeout`. The server's own requests
+    /// in between (configuration, progress) are answered with nothing.
     pub fn request_within(
         &mut self,
         method: &str,
@@ -422,21 +710,29 @@ impl Client {
     ) -> Result<Value, LspError> {
         self.next_id += 1;
         let id = self.next_id;
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        write_message(&mut self.stdin, &message).map_err(|_| self.exited(method))?;
         let deadline = Instant::now() + timeout;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(method, &message, deadline)?;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = match self.messages.recv_timeout(left) {
-                Ok(message) => message,
-                Err(RecvTimeoutError::Timeout) => {
+            let message = match self.inbox.take(deadline) {
+                Ok(body) => parse(&body).map_err(|e| LspError::Broken {
+                    server: self.name.clone(),
+                    reason: format!("it wrote {e}"),
+                })?,
+                Err(NoMessage::TimedOut) => {
                     return Err(LspError::Timeout {
                         server: self.name.clone(),
                         method: method.to_string(),
-                        seconds: timeout.as_secs_f64().ceil() as u64,
+                        seconds: seconds(timeout),
                     });
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(self.exited(method)),
+                Err(NoMessage::Ended(None)) => return Err(self.exited(method)),
+                Err(NoMessage::Ended(Some(why))) => {
+                    return Err(LspError::Broken {
+                        server: self.name.clone(),
+                        reason: format!("it wrote {why}"),
+                    });
+                }
             };
             match (message.get("id"), message.get("method")) {
                 (Some(their_id), Some(their_method)) => {
@@ -448,7 +744,7 @@ impl Client {
                         _ => Value::Null,
                     };
                     let answer = json!({"jsonrpc": "2.0", "id": their_id, "result": result});
-                    write_message(&mut self.stdin, &answer).map_err(|_| self.exited(method))?;
+                    self.send(method, &answer, deadline)?;
                 }
                 (Some(their_id), None) if their_id.as_u64() == Some(id) => {
                     if let Some(error) = message.get("error") {
@@ -496,17 +792,88 @@ impl Client {
 }
 
 impl Drop for Client {
-    /// Ask the server to shut down, then make sure it is gone.
+    /// Ask the server to shut down where it still reads, then end its process group.
     fn drop(&mut self) {
-        if self
-            .request_within("shutdown", Value::Null, SHUTDOWN_TIMEOUT)
-            .is_ok()
+        if self.writer.broken.is_none()
+            && self
+                .request_within("shutdown", Value::Null, SHUTDOWN_TIMEOUT)
+                .is_ok()
         {
-            let _ = self.notify("exit", Value::Null);
+            let deadline = Instant::now() + SHUTDOWN_TIMEOUT;
+            let exit = json!({"jsonrpc": "2.0", "method": "exit"});
+            let _ = self.send("exit", &exit, deadline);
+        }
+        self.inbox.close();
+        #[cfg(unix)]
+        if let Ok(group) = libc::pid_t::try_from(self.child.id()) {
+            // SAFETY: signals the group the server leads (started with `process_group(0)`);
+            // its id cannot be reused before the server is waited for below.
+            unsafe { libc::kill(-group, libc::SIGKILL) };
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whole seconds of `duration`, rounded up, for messages.
+fn seconds(duration: Duration) -> u64 {
+    duration.as_secs_f64().ceil() as u64
+}
+
+// ----- Notices ------------------------------------------------------------------------------
+
+/// Where notices go: set by the program (the CLI's standard error), else the log.
+static NOTICES: OnceLock<fn(&str)> = OnceLock::new();
+
+/// Send the notices of language servers to `show` for the rest of the process (the first
+/// call wins). Without one they are logged.
+pub fn show_notices_with(show: fn(&str)) {
+    let _ = NOTICES.set(show);
+}
+
+/// Say `line` about `server`, once per server in a process, however many holes and
+/// repositories ask it.
+fn notice_once(server: &str, line: &str) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if said.iter().any(|s| s == server) {
+        return;
+    }
+    said.push(server.to_string());
+    match NOTICES.get() {
+        Some(show) => show(line),
+        None => tracing::warn!(%line, "language server not used"),
+    }
+}
+
+/// `error` with what a person can do about it, where keyhole knows: typescript-language-server
+/// fails to initialize where the TypeScript it finds has no `tsserver.js` (npm's
+/// `typescript@7` has none).
+fn explained(spec: &ServerSpec, program: &Path, root: &Path, error: LspError) -> LspError {
+    let (LspError::Answer { server, .. } | LspError::Exited { server, .. }) = &error else {
+        return error;
+    };
+    if *spec != TYPESCRIPT || tsserver_found(program, root) {
+        return error;
+    }
+    LspError::Start {
+        server: server.clone(),
+        reason: "no tsserver.js beside it or in the repository (npm's typescript@7 has none); \
+                 install one that has it: npm install typescript@5"
+            .into(),
+    }
+}
+
+/// Whether a `node_modules/typescript/lib/tsserver.js` is in the repository or a folder above
+/// the server's installed file, where typescript-language-server looks.
+fn tsserver_found(program: &Path, root: &Path) -> bool {
+    let installed = program
+        .canonicalize()
+        .unwrap_or_else(|_| program.to_path_buf());
+    installed.ancestors().chain(root.ancestors()).any(|dir| {
+        dir.join("node_modules/typescript/lib/tsserver.js")
+            .is_file()
+    })
 }
 
 // ----- Pool -----------------------------------------------------------------------------------
@@ -561,8 +928,17 @@ impl Servers {
         };
         if *chosen != wanted {
             *chosen = wanted;
-            self.slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            drop(chosen);
+            self.stop();
         }
+    }
+
+    /// Stop every server now (a program that exits without dropping the pool calls this);
+    /// a hole that asks later starts its server again.
+    pub fn stop(&self) {
+        // Dropping a client ends the server's process group.
+        let stopped = std::mem::take(&mut *self.slots.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(stopped);
     }
 
     /// The executable of the server of `spec` as chosen, `None` where none is chosen or it
@@ -589,8 +965,10 @@ impl Servers {
     }
 
     /// Run `ask` with the server of `spec` started in `root`, `None` where none is chosen
-    /// for it or its executable is not on `PATH`. A server that times out or exits is
-    /// stopped, and its error is the answer for the rest of the session.
+    /// for it or its executable is not on `PATH`. A server that fails to start, times out,
+    /// exits or breaks the protocol is stopped, and its error is the answer for the rest of
+    /// the session; the first error of each server is a notice (callers read the syntax tree
+    /// instead).
     pub fn with<T>(
         &self,
         spec: &'static ServerSpec,
@@ -608,8 +986,12 @@ impl Servers {
                         .unwrap_or_else(|e| e.into_inner())
                         .clone();
                     let program = self.program(spec, &chosen.servers)?;
-                    let started =
-                        Client::start(spec.command, &program, spec.args, root, chosen.timeouts);
+                    // The name a person chose it by, or the usual one.
+                    let name = program
+                        .file_name()
+                        .map_or(spec.command.into(), |n| n.to_string_lossy());
+                    let started = Client::start(&name, &program, spec.args, root, chosen.timeouts)
+                        .map_err(|e| explained(spec, &program, root, e));
                     tracing::info!(
                         server = spec.command,
                         ok = started.is_ok(),
@@ -626,13 +1008,18 @@ impl Servers {
         };
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
         let answer = match &mut *slot {
-            Slot::Failed(e) => return Some(Err(e.clone())),
+            Slot::Failed(e) => Err(e.clone()),
             Slot::Running(client) => ask(client),
         };
-        if let Err(e @ (LspError::Timeout { .. } | LspError::Exited { .. })) = &answer {
-            tracing::warn!(error = %e, "language server stopped");
-            // Dropping the client kills the process.
-            *slot = Slot::Failed(e.clone());
+        if let Err(e) = &answer {
+            notice_once(
+                spec.command,
+                &format!("{e}; typed holes are read from the syntax tree"),
+            );
+            if e.stops_the_server() && matches!(*slot, Slot::Running(_)) {
+                // Dropping the client ends the server's process group.
+                *slot = Slot::Failed(e.clone());
+            }
         }
         Some(answer)
     }
@@ -675,6 +1062,82 @@ mod tests {
                 read_message(&mut io::Cursor::new(bad)).is_err(),
                 "{bad:?} should be an error"
             );
+        }
+    }
+
+    #[test]
+    fn a_header_line_or_header_past_its_cap_is_an_error_before_more_is_held() {
+        let long = format!("X-Long: {}\r\n", "y".repeat(MAX_HEADER_LINE));
+        let error = read_body(&mut io::Cursor::new(long)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("a header line longer than {MAX_HEADER_LINE} bytes")
+        );
+        // A line that never ends is refused once the cap is read, from any reader.
+        let mut endless = io::BufReader::with_capacity(4096, io::repeat(b'9'));
+        assert!(read_body(&mut endless).is_err());
+        let many = "X-A: 1\r\n".repeat(MAX_HEADER_LINES + 1);
+        let error = read_body(&mut io::Cursor::new(many)).unwrap_err();
+        assert!(error.to_string().contains("more than 32 lines"), "{error}");
+        let blank = "\r\n".repeat(MAX_HEADER_LINES + 1);
+        assert!(read_body(&mut io::Cursor::new(blank)).is_err());
+        let huge = format!("Content-Length: {}\r\n\r\n", MAX_MESSAGE + 1);
+        let error = read_body(&mut io::Cursor::new(huge)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("a message of 268435457 bytes"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_body_cut_short_is_the_end_of_the_stream_not_garbage() {
+        let error = read_body(&mut io::Cursor::new("Content-Length: 10\r\n\r\n{}")).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+        let error = read_body(&mut io::Cursor::new("Content-Length: 10\r\n")).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn the_inbox_holds_back_a_flood_and_gives_the_end_after_what_it_holds() {
+        let inbox = Arc::new(Inbox {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        let flood = {
+            let inbox = Arc::clone(&inbox);
+            std::thread::spawn(move || {
+                let mut put = 0;
+                while put < 2 * INBOX_MESSAGES && inbox.put(b"{}".to_vec()) {
+                    put += 1;
+                }
+                put
+            })
+        };
+        // The writer waits once the inbox is full.
+        while inbox.lock().bodies.len() < INBOX_MESSAGES {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(inbox.lock().bodies.len(), INBOX_MESSAGES);
+        // Taking one lets one more in; closing lets the writer go.
+        let soon = Instant::now() + Duration::from_secs(5);
+        assert!(inbox.take(soon).is_ok());
+        inbox.close();
+        assert!(flood.join().unwrap() <= INBOX_MESSAGES + 1);
+        // After the end, what was held comes first, then why it ended.
+        let inbox = Inbox {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        };
+        inbox.fill(io::Cursor::new(
+            "Content-Length: 2\r\n\r\n{}Content-Length: x\r\n\r\n",
+        ));
+        assert_eq!(inbox.take(soon).ok(), Some(b"{}".to_vec()));
+        match inbox.take(soon) {
+            Err(NoMessage::Ended(Some(why))) => assert!(why.contains("Content-Length"), "{why}"),
+            _ => panic!("the error that ended the stream"),
         }
     }
 

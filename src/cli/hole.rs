@@ -281,6 +281,8 @@ impl Opened {
     /// piece by piece takes longer than a one-hole command's own work.
     pub fn finish(self) -> Result<()> {
         print_notices(self.session.backend.as_ref())?;
+        // Language servers are processes of their own: they are stopped, not left running.
+        self.session.index.language_servers.stop();
         std::mem::forget(self);
         Ok(())
     }

@@ -226,9 +226,19 @@ fn dirs() -> &'static Dirs {
     DIRS.get_or_init(Dirs::from_env)
 }
 
+/// A notice of the library's (a language server not used, say) as one warning line.
+fn warn(line: &str) {
+    let _ = writeln!(std::io::stderr(), "warning: {}", escape::controls(line));
+}
+
 fn run(cli: Cli) -> Result<()> {
+    let ui = cli.command.is_none() && std::io::stdout().is_terminal();
+    if !ui {
+        // The UI owns the terminal: its notices stay in its log.
+        keyhole::lsp::show_notices_with(warn);
+    }
     match cli.command {
-        None if std::io::stdout().is_terminal() => {
+        None if ui => {
             let options = cli.ui.options()?;
             keyhole::tui::run(cli.repo, cli.position, options)
         }

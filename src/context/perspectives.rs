@@ -60,7 +60,8 @@ impl RetrievedContext {
 }
 
 /// ChatLSP's static context (candidates 71 and 72), saying why one does not apply: from the
-/// language's server where it is installed, else from the syntax tree.
+/// language's server where one is chosen and answers, else from the syntax tree (the pool
+/// says once why a server did not answer).
 fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let file = &index.files[hole.file];
     let asked = file.language.language_server().and_then(|spec| {
@@ -70,41 +71,29 @@ fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
         })
     });
     match asked {
-        Some(answer) => server_candidates(index, hole, answer),
-        None => approximated_candidates(index, hole),
+        Some(Ok(answer)) => server_candidates(index, hole, &answer),
+        Some(Err(_)) | None => approximated_candidates(index, hole),
     }
 }
 
-/// Candidates 71 and 72 from a language server's answer; a server that failed says how in
-/// both rows.
+/// Candidates 71 and 72 from a language server's answer.
 fn server_candidates(
     index: &RepoIndex,
     hole: &Hole,
-    answer: Result<typed_server::ServerAnswer, crate::lsp::LspError>,
+    answer: &typed_server::ServerAnswer,
 ) -> Vec<RetrievedContext> {
     let server = index.files[hole.file]
         .language
         .language_server()
         .map_or("the language server", |s| s.command);
-    let (contexts, no_type) = match &answer {
-        Ok(answer) => (
-            typed_server::contexts(answer, index, hole),
-            answer.expected.is_none(),
-        ),
-        Err(_) => (
-            [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS]
-                .map(|id| (id, Default::default())),
-            true,
-        ),
-    };
-    contexts
+    let no_type = answer.expected.is_none();
+    typed_server::contexts(answer, index, hole)
         .into_iter()
         .map(|(id, context)| {
-            let why_not = match (&answer, context.is_empty(), no_type) {
-                (Err(e), _, _) => Some(e.to_string()),
-                (_, false, _) => None,
-                (_, true, true) => Some(format!("{server} found no expected type at the hole")),
-                (_, true, false) => Some(format!(
+            let why_not = match (context.is_empty(), no_type) {
+                (false, _) => None,
+                (true, true) => Some(format!("{server} found no expected type at the hole")),
+                (true, false) => Some(format!(
                     "{server} lists nothing in scope that produces the expected type"
                 )),
             };

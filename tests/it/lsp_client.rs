@@ -8,6 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use proptest::prelude::*;
+
 use crate::common::hermetic_env;
 
 /// What every fake server starts with: reading and writing framed messages.
@@ -50,6 +52,7 @@ while True:
 /// Writes the server `name` into `dir`: [`FRAMING`], then a line that leaves a file named
 /// `started` beside it, then `body`.
 fn fake_server(dir: &Path, name: &str, body: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
     let path = dir.join(name);
     let started = dir.join("started");
     let script = format!(
@@ -114,8 +117,6 @@ fn servers_are_chosen_by_the_flag_or_the_variable_the_flag_winning() {
     // One server where `auto` looks, another only a command names.
     let on_path = scratch.path().join("on-path");
     let elsewhere = scratch.path().join("elsewhere");
-    std::fs::create_dir_all(&on_path).unwrap();
-    std::fs::create_dir_all(&elsewhere).unwrap();
     fake_server(&on_path, "pyright-langserver", TYPING);
     let named = fake_server(&elsewhere, "my-pyright", TYPING);
     let named_choice = format!("python={}", named.display());
@@ -213,7 +214,6 @@ fn the_timeout_flag_bounds_how_long_a_server_is_waited_for() {
     let scratch = tempfile::tempdir().unwrap();
     let repo = python_repo(scratch.path());
     let bin = scratch.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
     // Answers `initialize`, then reads everything and answers nothing.
     let silent = "m = read()\nanswer(m, {'capabilities': {}})\nwhile True:\n    read()\n";
     let server = fake_server(&bin, "silent", silent);
@@ -230,9 +230,354 @@ fn the_timeout_flag_bounds_how_long_a_server_is_waited_for() {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let output = keyhole(&args, scratch.path(), &path, None);
     assert!(output.status.success(), "{}", text(&output));
+    assert!(text(&output).contains("within 1 s"), "{}", text(&output));
+}
+
+// ----- Servers that misbehave -------------------------------------------------------------
+
+/// How a bounded run of keyhole ended.
+struct Bounded {
+    /// `None` where it was killed for running past the deadline or the memory bound.
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    /// The most resident memory seen, in MB.
+    peak_mb: u64,
+    why_killed: Option<String>,
+}
+
+/// A generous bound that proves a hang is gone, never a speed target.
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(180);
+/// A generous bound that proves memory growth is gone.
+const MEMORY_MB: u64 = 500;
+
+/// Resident memory of process `pid` in MB (0 once it is gone).
+fn resident_mb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    kb / 1024
+}
+
+/// `keyhole ARGS` as [`keyhole`] runs it, killed where it runs past [`DEADLINE`] or holds
+/// more than [`MEMORY_MB`], its memory sampled as it runs.
+fn keyhole_bounded(args: &[&str], scratch: &Path) -> Bounded {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
+        .args(args)
+        .envs(hermetic_env(scratch))
+        .env_remove("KEYHOLE_LANGUAGE_SERVERS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drained as it runs, so a full pipe never stalls it.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let started = std::time::Instant::now();
+    let mut peak_mb = 0;
+    let mut why_killed = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        peak_mb = peak_mb.max(resident_mb(child.id()));
+        if peak_mb > MEMORY_MB {
+            why_killed = Some(format!("it held {peak_mb} MB"));
+        } else if started.elapsed() > DEADLINE {
+            why_killed = Some(format!("it ran past {} s", DEADLINE.as_secs()));
+        }
+        if why_killed.is_some() {
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Bounded {
+        code: status.code().or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            status.signal().map(|s| 128 + s)
+        }),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        peak_mb,
+        why_killed,
+    }
+}
+
+/// A Python repository whose hole's file is larger than a pipe holds (the whole file goes to
+/// the server), and the proposals command for its hole with `server` chosen for Python.
+fn large_repo_and_args(scratch: &Path, server: &Path) -> Vec<String> {
+    let repo = python_repo(scratch);
+    let mut text = std::fs::read_to_string(repo.join("app.py")).unwrap();
+    // Several pipe buffers (64 KiB each on Linux), under the size keyhole reads.
+    for i in 0..4_000 {
+        text.push_str(&format!(
+            "\n\ndef helper_{i}(money: Money) -> int:\n    return money.cents + {i}\n"
+        ));
+    }
+    std::fs::write(repo.join("app.py"), text).unwrap();
+    [
+        "proposals",
+        repo.to_str().unwrap(),
+        HOLE,
+        "--language-servers",
+        &format!("python={}", server.display()),
+        "--language-server-timeout",
+        "10",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// keyhole's proposals for the large repository's hole, `server` chosen for Python.
+fn proposals_with(scratch: &Path, server: &Path) -> Bounded {
+    let args = large_repo_and_args(scratch, server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    keyhole_bounded(&args, scratch)
+}
+
+/// [`proposals_with`] a fake server whose script ends with `body`, checked to have fallen
+/// back to the syntax tree saying `why` ([`assert_fell_back`]).
+fn falls_back(body: &str, why: &str) {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = fake_server(scratch.path(), "fake-server", body);
+    assert_fell_back(&proposals_with(scratch.path(), &server), why);
+}
+
+/// The run finished with the candidate table, its typed-hole rows from the syntax tree, and
+/// one line on standard error saying why the server was not used.
+fn assert_fell_back(run: &Bounded, why: &str) {
+    assert_eq!(run.why_killed, None, "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.peak_mb <= MEMORY_MB, "{} MB", run.peak_mb);
+    let typed = run
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("71 "))
+        .unwrap_or_else(|| panic!("no row 71 in {}", run.stdout));
+    assert!(typed.contains("yes"), "the syntax tree's reading: {typed}");
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("fake-server"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains(why), "{}", lines[0]);
+    assert!(lines[0].contains("syntax tree"), "{}", lines[0]);
+}
+
+#[test]
+fn a_server_that_stops_reading_is_stopped_at_its_deadline() {
+    // Answers `initialize`, then never reads again.
+    let silent = "m = read()\nanswer(m, {'capabilities': {}})\nimport time\ntime.sleep(3600)\n";
+    falls_back(silent, "stopped reading");
+}
+
+#[test]
+fn a_server_that_floods_while_not_reading_stays_within_memory() {
+    // Answers `initialize`, then writes notifications and requests as fast as it can.
+    let flood = r#"m = read()
+answer(m, {'capabilities': {}})
+note = json.dumps({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 4, "message": "x" * 4000}}).encode()
+ask = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "workspace/configuration", "params": {"items": []}}).encode()
+chunk = b"".join(b"Content-Length: %d\r\n\r\n" % len(b) + b for b in [note, ask] * 200)
+while True:
+    sys.stdout.buffer.write(chunk)
+"#;
+    falls_back(flood, "stopped reading");
+}
+
+#[test]
+fn a_header_line_without_end_stays_within_memory() {
+    let endless = "sys.stdout.buffer.write(b'Content-Length: ')\nwhile True:\n    sys.stdout.buffer.write(b'9' * 65536)\n";
+    falls_back(endless, "a header line longer than");
+}
+
+#[test]
+fn an_oversized_message_is_named_as_what_it_is() {
+    let huge = "read()\nsys.stdout.buffer.write(b'Content-Length: 999999999999\\r\\n\\r\\n')\nsys.stdout.buffer.flush()\nwhile True:\n    read()\n";
+    falls_back(huge, "a message of 999999999999 bytes");
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_one_line_and_every_other_candidate_is_shown() {
+    let scratch = tempfile::tempdir().unwrap();
+    let server = scratch.path().join("fake-server");
+    std::fs::write(&server, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = proposals_with(scratch.path(), &server);
+    assert_fell_back(&run, "exited");
     assert!(
-        text(&output).contains("did not answer `textDocument/hover` within 1 s"),
+        run.stdout.contains("\n 70  ProCC summary"),
         "{}",
-        text(&output)
+        run.stdout
     );
+}
+
+#[test]
+fn a_server_that_fails_to_start_falls_back_to_the_syntax_tree() {
+    let scratch = tempfile::tempdir().unwrap();
+    let absent = scratch.path().join("fake-server");
+    let run = proposals_with(scratch.path(), &absent);
+    assert_fell_back(&run, "could not be started");
+    // One that answers `initialize` with an error, the same way.
+    let failing = fake_server(
+        scratch.path(),
+        "fake-server",
+        "m = read()\nsend({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': 1, 'message': 'no project'}})\nwhile True:\n    read()\n",
+    );
+    let run = proposals_with(scratch.path(), &failing);
+    assert_fell_back(&run, "no project");
+}
+
+/// Whether process `pid` is still running (a zombie is not).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn processes_a_server_starts_end_with_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let pid_file = scratch.path().join("child.pid");
+    // Starts a process of its own, then types holes.
+    let body = format!(
+        "import subprocess\nchild = subprocess.Popen(['sleep', '600'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nopen({:?}, 'w').write(str(child.pid))\n{TYPING}",
+        pid_file.to_str().unwrap()
+    );
+    let server = fake_server(scratch.path(), "fake-server", &body);
+    let repo = python_repo(scratch.path());
+    let choice = format!("python={}", server.display());
+    let output = keyhole(
+        &[
+            "prompt",
+            repo.to_str().unwrap(),
+            HOLE,
+            "--id",
+            "71",
+            "--language-servers",
+            &choice,
+        ],
+        scratch.path(),
+        &std::env::var_os("PATH").unwrap_or_default(),
+        None,
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("FakeServerType"));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The group is ended as keyhole stops the server; give the kernel a moment.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        !running(pid)
+    });
+    if !gone {
+        // SAFETY: ends the process this test's server started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(gone, "the server's own process {pid} outlived keyhole");
+}
+
+#[test]
+fn typescript_without_tsserver_is_named_with_the_install_that_works() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("ts");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(
+        repo.join("main.ts"),
+        "interface Money { cents: number }\nfunction make(): Money {\n  return { cents: 1 };\n}\n",
+    )
+    .unwrap();
+    // typescript-language-server as it answers where TypeScript has no tsserver.js.
+    let bin = scratch.path().join("bin");
+    let failing = "m = read()\nsend({'jsonrpc': '2.0', 'id': m['id'], 'error': {'code': 1, 'message': 'Could not find a valid TypeScript installation'}})\nwhile True:\n    read()\n";
+    let server = fake_server(&bin, "typescript-language-server", failing);
+    let choice = format!("typescript={}", server.display());
+    let proposals = [
+        "proposals",
+        repo.to_str().unwrap(),
+        "main.ts:3:10",
+        "--language-servers",
+        &choice,
+    ];
+    let run = keyhole_bounded(&proposals, scratch.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("typescript-language-server"));
+    let line = line.unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        line.contains("tsserver.js") && line.contains("npm install typescript@5"),
+        "{line}"
+    );
+    // With a TypeScript that has one beside the server, the server's own words.
+    let lib = scratch.path().join("node_modules/typescript/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(lib.join("tsserver.js"), "").unwrap();
+    let run = keyhole_bounded(&proposals, scratch.path());
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("typescript-language-server"));
+    let line = line.unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        line.contains("Could not find a valid TypeScript installation"),
+        "{line}"
+    );
+    assert!(!line.contains("typescript@5"), "{line}");
+}
+
+// ----- Framing --------------------------------------------------------------------------------
+
+/// One piece of what a server writes: a header line of some kind, or a body.
+fn frame_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        (0usize..64).prop_map(|n| format!("Content-Length: {n}\r\n").into_bytes()),
+        Just(b"content-length:7\n".to_vec()),
+        Just(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"Content-Length: 99999999999999999999\r\n".to_vec()),
+        Just(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}".to_vec()),
+        (1usize..12_000).prop_map(|n| vec![b'x'; n]),
+        proptest::collection::vec(any::<u8>(), 0..40),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The framing's fuzz invariants on streams built of header lines and bodies, the shapes
+    /// a byte-level fuzzer finds slowly: long lines, many lines, huge lengths, cut bodies.
+    #[test]
+    fn framing_invariants_hold_on_streams_of_headers_and_bodies(
+        pieces in proptest::collection::vec(frame_piece(), 0..40)
+    ) {
+        crate::reliability_support::fuzz_checks::check_lsp_frames(&pieces.concat());
+    }
 }

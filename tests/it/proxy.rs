@@ -780,7 +780,7 @@ fn recorded_text_is_shown_with_its_lines_and_without_control_characters() {
 fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
-        .envs(common::dirs_env(scratch))
+        .envs(common::hermetic_env(scratch))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

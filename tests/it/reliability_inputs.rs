@@ -448,6 +448,9 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
             fuzz_checks::check_typed(&input);
         }
         fuzz_checks::check_tsconfig(text.as_bytes());
+        fuzz_checks::check_lsp_frames(text.as_bytes());
+        let framed = format!("Content-Length: {}\r\n\r\n{text}", text.len());
+        fuzz_checks::check_lsp_frames(framed.as_bytes());
     }
     // Configurations that extend each other every way, one that is not UTF-8, JSONC.
     let tsconfigs: [&[u8]; 3] = [

@@ -98,7 +98,7 @@ fn pyright_types_a_python_hole_in_the_candidate_rows() {
 }
 
 #[test]
-fn a_server_that_never_answers_says_so_in_both_rows() {
+fn a_server_that_never_answers_leaves_both_rows_to_the_syntax_tree() {
     let bin = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
@@ -121,13 +121,22 @@ fn a_server_that_never_answers_says_so_in_both_rows() {
         bin.path().as_os_str().to_owned(),
         quick,
     );
+    // The server is stopped after its timeout and keyhole's own reading builds both rows,
+    // as it does where no server is installed.
+    assert!(rows[0].applicable(), "{rows:#?}");
     for row in &rows {
-        assert!(!row.applicable());
-        assert_eq!(
-            row.why_not.as_deref(),
-            Some("pyright-langserver did not answer `initialize` within 3 s, so it was stopped")
-        );
+        let why_not = row.why_not.as_deref().unwrap_or_default();
+        assert!(!why_not.contains("pyright"), "{why_not}");
     }
+    let types = &rows[0].context.text;
+    assert!(
+        types.contains("# Expected type at the hole: Order"),
+        "{types}"
+    );
+    assert!(
+        types.contains("class Order:\n    total: Money\n"),
+        "{types}"
+    );
 }
 
 fn typescript_server() -> PathBuf {

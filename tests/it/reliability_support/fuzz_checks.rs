@@ -14,6 +14,7 @@ use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
 use keyhole::hole::Hole;
 use keyhole::lang::{FileFacts, Java, Language, Span};
+use keyhole::lsp;
 use keyhole::model::config::{self, BackendConfig, BackendKind};
 use keyhole::model::http;
 use keyhole::model::local::{self, LocalModel};
@@ -352,6 +353,46 @@ pub fn check_stream(data: &[u8]) {
         whole,
         "chunks of {step} bytes read differently"
     );
+}
+
+/// Any bytes as what a language server writes (headers, `Content-Length`, bodies): no panic,
+/// errors on one line, the messages read the same whatever pieces the bytes arrive in, and
+/// each message read writes back and reads again as itself.
+pub fn check_lsp_frames(data: &[u8]) {
+    /// Every body until the end or the first error (its text).
+    fn read_all(input: &mut impl std::io::BufRead) -> (Vec<Vec<u8>>, Option<String>) {
+        let mut bodies = Vec::new();
+        loop {
+            match lsp::read_body(input) {
+                Ok(Some(body)) => bodies.push(body),
+                Ok(None) => return (bodies, None),
+                Err(e) => return (bodies, Some(e.to_string())),
+            }
+        }
+    }
+    let whole = read_all(&mut &data[..]);
+    if let Some(error) = &whole.1 {
+        assert_eq!(error.lines().count(), 1, "{error:?}");
+    }
+    for capacity in [1, 7] {
+        let mut pieces = std::io::BufReader::with_capacity(capacity, data);
+        assert_eq!(
+            read_all(&mut pieces),
+            whole,
+            "read {capacity} bytes at a time"
+        );
+    }
+    for body in &whole.0 {
+        let mut framed = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        framed.extend_from_slice(body);
+        let Ok(Some(message)) = lsp::read_message(&mut &framed[..]) else {
+            continue;
+        };
+        let mut written = Vec::new();
+        lsp::write_message(&mut written, &message).unwrap();
+        let read = lsp::read_message(&mut &written[..]).unwrap();
+        assert_eq!(read.as_ref(), Some(&message));
+    }
 }
 
 /// Any text as backends.toml, keymap.toml and theme.toml: no panic, and what is wrong is
