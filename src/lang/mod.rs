@@ -126,10 +126,6 @@ pub type FileId = usize;
 pub trait ImportScope {
     /// The file at a repository-relative, '/'-separated path.
     fn file_at(&self, path: &str) -> Option<FileId>;
-    /// The files whose paths end with `suffix` at a '/' boundary (`b/c.py` matches `a/b/c.py`
-    /// and `b/c.py`), shortest path first: where a module path names a file under some
-    /// source root the language cannot know.
-    fn files_ending_with(&self, suffix: &str) -> &[FileId];
     /// The file a [`Language::qualified_names`] name belongs to.
     fn declaring(&self, qualified: &str) -> Option<FileId>;
     /// The project file (`packages/a/tsconfig.json`) at a repository-relative path, if there

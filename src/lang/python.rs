@@ -1134,9 +1134,6 @@ def helper(x):
         fn file_at(&self, path: &str) -> Option<FileId> {
             self.paths.iter().position(|p| *p == path)
         }
-        fn files_ending_with(&self, _: &str) -> &[FileId] {
-            &[]
-        }
         fn declaring(&self, _: &str) -> Option<FileId> {
             None
         }

@@ -305,9 +305,6 @@ mod tests {
         fn file_at(&self, _: &str) -> Option<FileId> {
             None
         }
-        fn files_ending_with(&self, _: &str) -> &[FileId] {
-            &[]
-        }
         fn declaring(&self, _: &str) -> Option<FileId> {
             None
         }

@@ -832,9 +832,6 @@ const fs = require('./fs-shim');
         fn file_at(&self, path: &str) -> Option<FileId> {
             self.paths.iter().position(|p| *p == path)
         }
-        fn files_ending_with(&self, _: &str) -> &[FileId] {
-            &[]
-        }
         fn declaring(&self, _: &str) -> Option<FileId> {
             None
         }

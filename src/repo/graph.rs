@@ -25,8 +25,6 @@ pub struct RepoGraph {
     pub by_path: HashMap<String, FileId>,
     /// A language's qualified names ([`crate::lang::Language::qualified_names`]) → file.
     types: HashMap<String, FileId>,
-    /// Every '/'-boundary suffix of every path → the files ending so, shortest path first.
-    suffixes: HashMap<String, Vec<FileId>>,
     /// The project files import resolution asked for.
     project_files: ProjectFiles,
     /// Simple class name → files declaring a class of that name.
@@ -99,7 +97,6 @@ impl RepoGraph {
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect(),
             types: HashMap::new(),
-            suffixes: path_suffixes(files),
             project_files: ProjectFiles {
                 root: root.to_path_buf(),
                 read: Mutex::default(),
@@ -269,10 +266,6 @@ impl ImportScope for Resolving<'_> {
         self.graph.by_path.get(path).copied()
     }
 
-    fn files_ending_with(&self, suffix: &str) -> &[FileId] {
-        self.graph.suffixes.get(suffix).map_or(&[], Vec::as_slice)
-    }
-
     fn declaring(&self, qualified: &str) -> Option<FileId> {
         self.graph.types.get(qualified).copied()
     }
@@ -295,25 +288,6 @@ impl ImportScope for Resolving<'_> {
             .unwrap_or_else(PoisonError::into_inner);
         notes.push(line);
     }
-}
-
-/// Every '/'-boundary suffix of every file's path, each with its files, shortest path first.
-fn path_suffixes(files: &[SourceFile]) -> HashMap<String, Vec<FileId>> {
-    let mut suffixes: HashMap<String, Vec<FileId>> = HashMap::new();
-    for (id, file) in files.iter().enumerate() {
-        let path = file.path.as_str();
-        let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
-        for start in starts {
-            suffixes
-                .entry(path[start..].to_string())
-                .or_default()
-                .push(id);
-        }
-    }
-    for ids in suffixes.values_mut() {
-        ids.sort_by_key(|&id| (files[id].path.len(), id));
-    }
-    suffixes
 }
 
 /// The largest project file read: a `tsconfig.json` or `package.json` of more is no
