@@ -82,7 +82,10 @@ use self::batch_files::BatchFiles;
 use super::WRITTEN_ROWS;
 use super::labels::{self, LabelFile};
 use super::outdir::{LabelSettings, OutDir, ReportSettings};
-use super::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats, run_holes};
+use super::runner::{
+    DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
+    run_holes,
+};
 use super::shard::Shard;
 use crate::candidate::Selection;
 use crate::model::config::{BackendConfig, BackendKind, MAX_CONCURRENCY};
@@ -112,6 +115,8 @@ pub struct Evaluation {
     pub concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row.
     pub max_failures: usize,
+    /// Stop when a hole waits this long for one stage (a stall, never a slow run).
+    pub stage_deadline: std::time::Duration,
     /// Keep ProCC's bandit, as trained for the report, in the data directory too.
     pub keep_bandit: bool,
     /// Compositions of the classifier's top-l proposals to complete on the test holes
@@ -139,6 +144,7 @@ impl Evaluation {
             train: Vec::new(),
             concurrency: DEFAULT_CONCURRENCY,
             max_failures: DEFAULT_MAX_FAILURES,
+            stage_deadline: DEFAULT_STAGE_DEADLINE,
             keep_bandit: false,
             compose: vec![2, 5],
             candidates: None,
@@ -211,6 +217,7 @@ pub fn run(
         fidelity: settings.profile,
         tokenizer: settings.tokenizer(),
         plan: None,
+        stage_deadline: evaluation.stage_deadline,
     };
     let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
     if let Some(name) = names
@@ -238,7 +245,7 @@ pub fn run(
             "ranking with {ranks_with} (--classifier overrides it)"
         ))?;
     }
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = Runtime::start()?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(evaluation.max_failures);
     let mut total = RunStats::default();
@@ -324,6 +331,34 @@ pub fn run(
         stats: total,
         report: Some(out.root().join("report.md")),
     })
+}
+
+/// The async runtime of a run. It is shut down without waiting for its blocking threads: a
+/// request stuck in one past the stage deadline must not keep the run from returning its
+/// error (dropping a tokio runtime waits for every blocking thread).
+pub struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    pub fn start() -> Result<Runtime> {
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        Ok(Runtime(Some(runtime)))
+    }
+}
+
+impl std::ops::Deref for Runtime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("a runtime lives until dropped")
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// What `backend` changed of what was asked, as notes.

@@ -71,7 +71,7 @@ pub struct Session {
 impl Session {
     /// The retrieval perspectives over the open repository.
     pub fn perspectives(&self) -> Perspectives<'_> {
-        let search = self.search.get_or_init(|| SearchIndex::open(&self.index));
+        let search = self.search_index();
         Perspectives {
             index: &self.index,
             retrieval: &search.retrieval,
@@ -81,6 +81,29 @@ impl Session {
             seed: self.seed,
             fidelity: self.fidelity,
         }
+    }
+
+    /// The search indexes, built now if no one has built them yet. Holes' jobs on the CPU
+    /// pool wait for them in the cell, so a thread of the pool builds them there alone
+    /// ([`SearchIndex::build`]); any other thread builds them with the whole pool outside the
+    /// cell, where no job waits for pool work (two such threads may both build; the first
+    /// is kept).
+    fn search_index(&self) -> &SearchIndex {
+        if let Some(built) = self.search.get() {
+            return built;
+        }
+        if rayon::current_thread_index().is_none() {
+            let _ = self.search.set(SearchIndex::open(&self.index));
+        }
+        self.search.get_or_init(|| SearchIndex::open(&self.index))
+    }
+
+    /// Builds now what every hole of the session shares and would otherwise build on first
+    /// use: eval and tune call it before they start holes on the CPU pool, so that the first
+    /// holes do not all wait for one build.
+    pub fn build_shared(&self) {
+        self.search_index();
+        self.learning.load_now();
     }
 
     /// The composer of `hole`'s prompts within the budget.
