@@ -1006,3 +1006,111 @@ impl RepoRun<'_> {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Condvar;
+
+    use async_trait::async_trait;
+    use tokio::sync::mpsc::UnboundedSender;
+
+    use super::*;
+    use crate::dirs::Dirs;
+    use crate::model::{Backend, Completion, Delta, TokenCounting};
+    use crate::session::Settings;
+
+    /// A backend stuck in what a hole's first stage asks it on the CPU pool (which tokenizer it
+    /// counts in) until the test lets it go.
+    #[derive(Default)]
+    struct Stuck {
+        released: Mutex<bool>,
+        release: Condvar,
+    }
+
+    impl Stuck {
+        fn let_go(&self) {
+            *self.released.lock().unwrap() = true;
+            self.release.notify_all();
+        }
+    }
+
+    #[async_trait]
+    impl Backend for Stuck {
+        fn name(&self) -> &str {
+            "stuck"
+        }
+
+        fn counting(&self) -> TokenCounting {
+            TokenCounting::Approximate
+        }
+
+        fn tokenizer(&self) -> Option<&'static str> {
+            let released = self.released.lock().unwrap();
+            drop(self.release.wait_while(released, |r| !*r).unwrap());
+            None
+        }
+
+        async fn complete(
+            &self,
+            _: &CompletionRequest,
+            _: Option<&UnboundedSender<Delta>>,
+        ) -> Result<Vec<Completion>, BackendError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_stage_stuck_on_the_cpu_pool_stops_the_run_at_its_deadline_naming_hole_and_stage() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(scratch.path().into()),
+            ..Dirs::none()
+        };
+        let repo = crate::sample::materialize(&dirs).unwrap();
+        let settings = Settings::default();
+        let stuck = Arc::new(Stuck::default());
+        let session = Session::builder(&settings)
+            .backend(stuck.clone())
+            .open(&repo)
+            .unwrap();
+        let options = EvalOptions {
+            holes: Some(3),
+            seed: settings.seed,
+            budget: settings.budget,
+            concurrency: 4,
+            shard: Shard::WHOLE,
+            candidates: Selection::all(),
+            fidelity: settings.profile,
+            tokenizer: settings.tokenizer(),
+            plan: None,
+            stage_deadline: Duration::from_millis(500),
+        };
+        let run = RepoRun {
+            repository: "sample",
+            session: &session,
+            options: &options,
+        };
+        let (mut labels, _) = LabelFile::open(
+            &scratch.path().join("labels.jsonl"),
+            super::super::WRITTEN_ROWS,
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut failures = Failures::new(DEFAULT_MAX_FAILURES);
+        // The run returns while the stuck jobs still hold their threads of the pool.
+        let result = run.run(&runtime, &mut labels, &|_, _| {}, &mut failures);
+        stuck.let_go();
+        let Err(err @ RunError::Stalled { stage, .. }) = result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(stage, Stage::FirstPrompts);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("eval stopped: hole sample/")
+                && message.ends_with(
+                    "waited 0.5 s for its prompts to be built (first stage, on the CPU pool) (--stage-deadline); keyhole or its backend is stuck there"
+                ),
+            "{message}"
+        );
+    }
+}
