@@ -20,7 +20,7 @@ use keyhole::eval::outdir::{LabelSettings, OutDir, OutDirError, ReportSettings};
 use keyhole::eval::plan::{self, HoleCost};
 use keyhole::eval::run::batch_files::BatchFiles;
 use keyhole::eval::run::{
-    Backends, Observer as _, Runtime, canonical, in_flight, repository_name, within_server_limits,
+    Backends, Observer as _, Runtime, canonical, in_flight, repository_names, within_server_limits,
 };
 use keyhole::eval::runner::{
     DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
@@ -90,13 +90,7 @@ pub fn tune_command(args: &TuneArgs) -> Result<()> {
     let Some(dir) = tuned::tuned_dir(&settings.dirs, &entry) else {
         bail!("no data directory to keep the tuned classifier in (set KEYHOLE_DATA_DIR)");
     };
-    let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
-    if let Some(name) = names
-        .iter()
-        .find(|n| names.iter().filter(|m| m == n).count() > 1)
-    {
-        bail!("two repositories are named {name}: their label files would be one");
-    }
+    let names = repository_names(&args.repos)?;
     let mut options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,

@@ -219,13 +219,22 @@ pub fn run(
         plan: None,
         stage_deadline: evaluation.stage_deadline,
     };
-    let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
-    if let Some(name) = names
-        .iter()
-        .find(|n| names.iter().filter(|m| m == n).count() > 1)
-    {
-        bail!("two repositories are named {name}: their label files would be one");
-    }
+    let names = repository_names(repos)?;
+    let located: Vec<(String, PathBuf)> = names.iter().cloned().zip(repos.to_vec()).collect();
+    let train = evaluation.train.iter().map(|given| {
+        let meant = repository_meant(given, &located).map(str::to_string);
+        meant.with_context(|| {
+            format!(
+                "--train {given}: no repository of this run is at that path or has that name ({})",
+                names.join(", ")
+            )
+        })
+    });
+    // The training split by the names label files and reports give the repositories.
+    let evaluation = &Evaluation {
+        train: train.collect::<Result<_>>()?,
+        ..evaluation.clone()
+    };
     let mut out = OutDir::open(
         &evaluation.out,
         &LabelSettings::new(names.clone(), &options, entry),
@@ -367,6 +376,39 @@ fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io::Result<()
         observer.note(&format!("note: {notice}"))?;
     }
     Ok(())
+}
+
+/// The names of `repos` in label files and reports (their directories'), checked to be
+/// distinct: two repositories of one name would share a label file.
+pub fn repository_names(repos: &[PathBuf]) -> Result<Vec<String>> {
+    let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
+    for (i, name) in names.iter().enumerate() {
+        let Some(first) = names[..i].iter().position(|n| n == name) else {
+            continue;
+        };
+        if canonical(&repos[first]) == canonical(&repos[i]) {
+            bail!(
+                "{} and {} are one repository: give it once",
+                repos[first].display(),
+                repos[i].display()
+            );
+        }
+        bail!("two repositories are named {name}: their label files would be one");
+    }
+    Ok(names)
+}
+
+/// The repository of `repos` (each a name and where it is) that `given` means: the one at the
+/// path `given` (absolute or relative, with a trailing slash or through a symbolic link: both
+/// sides made canonical), else the one named `given`.
+pub fn repository_meant<'r>(given: &str, repos: &'r [(String, PathBuf)]) -> Option<&'r str> {
+    let at = Path::new(given).canonicalize().ok();
+    let by_path = at.and_then(|at| repos.iter().find(|(_, path)| canonical(path) == at));
+    let by_name = || {
+        let name = given.trim_end_matches('/');
+        repos.iter().find(|(n, _)| n == name)
+    };
+    by_path.or_else(by_name).map(|(name, _)| name.as_str())
 }
 
 /// `path` made absolute, where it exists.

@@ -606,3 +606,78 @@ async fn tasks_stop_on_a_refused_key_count_failures_apart_and_resume() {
     assert_eq!(flaky.requests().len(), 8, "only the failed two asked again");
     assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6);
 }
+
+#[cfg(unix)]
+#[test]
+fn training_and_validation_repositories_are_found_by_path_in_every_shape_or_by_name() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch.path();
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-python");
+    for name in ["a", "b"] {
+        copy_dir(&python, &scratch.join("repos").join(name));
+    }
+    std::os::unix::fs::symlink(scratch.join("repos/a"), scratch.join("link")).unwrap();
+    // Run from `scratch`, so that relative paths start there.
+    let eval_training = |out: &str, train: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+            .current_dir(scratch)
+            .args(["eval", "repos/a", "repos/b", "--holes", "2", "--out", out])
+            .args(["--candidates", "62", "--compose", "", "--train", train])
+            .envs(crate::common::dirs_env(scratch))
+            .output()
+            .unwrap()
+    };
+    let absolute = scratch.join("repos/a").to_str().unwrap().to_string();
+    let shapes = [
+        "a".to_string(),
+        "repos/a".to_string(),
+        "repos/a/".to_string(),
+        "./repos/../repos/a".to_string(),
+        absolute.clone(),
+        format!("{absolute}/"),
+        "link".to_string(),
+        scratch.join("link").to_str().unwrap().to_string(),
+    ];
+    for (n, train) in shapes.iter().enumerate() {
+        let out = format!("out{n}");
+        succeeded(&eval_training(&out, train));
+        let report = std::fs::read_to_string(scratch.join(out).join("report.md")).unwrap();
+        assert!(
+            report.contains("training repositories: a; test repositories: b."),
+            "--train {train}: {report}"
+        );
+    }
+    let err = one_line_error(&eval_training("none", "repos/c"));
+    assert!(
+        err.contains(
+            "--train repos/c: no repository of this run is at that path or has that name (a, b)"
+        ),
+        "{err}"
+    );
+
+    // `keyhole train`'s held-out repositories, the same way.
+    std::os::unix::fs::symlink(scratch.join("repos/b"), scratch.join("link-b")).unwrap();
+    let train_validating = |validation: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+            .current_dir(scratch)
+            .args(["train", "out0", "--corpus", "repos", "--max-epochs", "1"])
+            .args(["--out", "model.safetensors", "--validation", validation])
+            .envs(crate::common::dirs_env(scratch))
+            .output()
+            .unwrap()
+    };
+    let absolute = scratch.join("repos/b/").to_str().unwrap().to_string();
+    for validation in ["b", "repos/b", &absolute, "link-b"] {
+        succeeded(&train_validating(validation));
+        let report = std::fs::read_to_string(scratch.join("model.report.md")).unwrap();
+        assert!(
+            report.contains("validated on b ("),
+            "--validation {validation}: {report}"
+        );
+    }
+    let err = one_line_error(&train_validating("repos/c"));
+    assert!(
+        err.contains("--validation repos/c: no labelled repository is at that path (in --corpus) or has that name (a, b)"),
+        "{err}"
+    );
+}
