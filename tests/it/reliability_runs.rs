@@ -39,7 +39,7 @@ fn eval(scratch: &Path, repo: &Path, holes: usize, out: &str, extra: &[&str]) ->
 
 /// Stderr of a command that wrote its report though `missing` of the run's `holes` holes have
 /// no rows: exit code 2, and the last line says so, as `eval` says that holes failed.
-fn incomplete(output: &Output, missing: usize, holes: usize) -> String {
+pub(crate) fn incomplete(output: &Output, missing: usize, holes: usize) -> String {
     let stderr = stderr(output);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     let last = stderr.lines().last().unwrap_or_default();
