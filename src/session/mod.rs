@@ -297,3 +297,48 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dirs::Dirs;
+
+    /// Jobs of a small CPU pool, started from outside it as eval starts holes, all asking for
+    /// search indexes no one has built: the first builds them while the others wait in the
+    /// cell, and every job ends (#36: the builder took up a waiting job and deadlocked).
+    #[test]
+    fn holes_on_the_pool_that_wait_for_the_search_indexes_all_end() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(scratch.path().into()),
+            ..Dirs::none()
+        };
+        let repo = crate::sample::materialize(&dirs).unwrap();
+        let session = Session::open(&repo, &Settings::default()).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                // Not built yet: no cache, and a fresh cell each round.
+                let fresh = Session {
+                    search: SharedSearch::default(),
+                    ..session.clone()
+                };
+                pool.in_place_scope(|jobs| {
+                    for _ in 0..32 {
+                        jobs.spawn(|_| assert!(!fresh.perspectives().windows.is_empty()));
+                    }
+                });
+            }
+            done.send(()).unwrap();
+        });
+        let waited = std::time::Duration::from_secs(300);
+        assert!(
+            ended.recv_timeout(waited).is_ok(),
+            "jobs waiting for the search indexes were still waiting after {waited:?}"
+        );
+    }
+}
