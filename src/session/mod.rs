@@ -303,9 +303,10 @@ mod tests {
     use super::*;
     use crate::dirs::Dirs;
 
-    /// Jobs of a small CPU pool, started from outside it as eval starts holes, all asking for
-    /// search indexes no one has built: the first builds them while the others wait in the
-    /// cell, and every job ends (#36: the builder took up a waiting job and deadlocked).
+    /// Jobs of a small CPU pool, started from outside it one after another as eval starts
+    /// holes, all asking for search indexes no one has built: the first builds them while the
+    /// others wait in the cell, and every job ends (#36: a builder that split its work took up
+    /// a waiting job while it waited for a piece, and deadlocked).
     #[test]
     fn holes_on_the_pool_that_wait_for_the_search_indexes_all_end() {
         let scratch = tempfile::tempdir().unwrap();
@@ -327,9 +328,12 @@ mod tests {
                     search: SharedSearch::default(),
                     ..session.clone()
                 };
+                // One job starts the build; the others come while it goes on, and wake idle
+                // threads, which take up pieces of the build before them.
                 pool.in_place_scope(|jobs| {
-                    for _ in 0..32 {
+                    for _ in 0..40 {
                         jobs.spawn(|_| assert!(!fresh.perspectives().windows.is_empty()));
+                        std::thread::sleep(std::time::Duration::from_millis(3));
                     }
                 });
             }
