@@ -20,6 +20,11 @@ fn whole(text: &str, min: usize, max: usize) -> Result<usize, String> {
     }
 }
 
+/// How long a hole may wait for one stage of `eval` or `tune`, in seconds (at most a day).
+pub fn stage_deadline(text: &str) -> Result<u64, String> {
+    whole(text, 1, 86_400).map(|seconds| seconds as u64)
+}
+
 /// A prompt budget, in tokens.
 pub fn budget(text: &str) -> Result<usize, String> {
     whole(text, 1, MAX_BUDGET)

@@ -17,7 +17,7 @@ use keyhole::compose;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::escape;
 use keyhole::eval::run::{self, DEFAULT_CONCURRENCY, DEFAULT_HOLES, Evaluation, Observer};
-use keyhole::eval::runner::DEFAULT_MAX_FAILURES;
+use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE};
 use keyhole::eval::shard::Shard;
 use keyhole::session::{Choices, Settings};
 use keyhole::token::TokenizerKind;
@@ -59,6 +59,10 @@ pub struct EvalArgs {
     /// server; a wrong key, model or URL stops the run at the first answer).
     #[arg(long, default_value_t = DEFAULT_MAX_FAILURES, value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
     max_failures: usize,
+    /// Stop, naming the hole and the stage, when a hole waits this many seconds for one
+    /// stage: its prompts, or one request (a stall; a request's own deadline comes first).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_STAGE_DEADLINE.as_secs(), value_parser = super::bounds::stage_deadline)]
+    stage_deadline: u64,
     /// Keep ProCC's bandit, as trained for the report, in the data directory, where
     /// `keyhole proposals` reads it to pick a perspective (it is always written to --out).
     #[arg(long)]
@@ -116,6 +120,7 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
     evaluation.train.clone_from(&args.train);
     evaluation.concurrency = args.concurrency;
     evaluation.max_failures = args.max_failures;
+    evaluation.stage_deadline = std::time::Duration::from_secs(args.stage_deadline);
     evaluation.keep_bandit = args.keep_bandit;
     evaluation.compose.clone_from(&args.compose.0);
     evaluation.candidates.clone_from(&args.candidates);

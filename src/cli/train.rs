@@ -1,12 +1,15 @@
 //! `keyhole train`: fit RLPG-H or RLPG-R on evaluation label files.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use keyhole::compose;
+use keyhole::eval::LabelRow;
 use keyhole::eval::labels;
+use keyhole::eval::run::repository_meant;
 use keyhole::rank::classifier::Variant;
 use keyhole::rank::classifier::bert::BertEncoder;
 use keyhole::rank::classifier::dataset::{Corpus, Rebuild};
@@ -64,7 +67,7 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
     let validation = if args.validation.is_empty() {
         vec![last.repository.clone()]
     } else {
-        args.validation.clone()
+        validation_names(&args.validation, &rows, &args.corpus)?
     };
     let rebuild = Rebuild {
         corpus: Corpus::Dir(&args.corpus),
@@ -161,4 +164,24 @@ fn markdown(r: &TrainReport) -> String {
         );
     }
     out
+}
+
+/// The labelled repositories `given` (by name, or by path to the repository in `corpus`) holds
+/// out, by the names the label rows give them.
+fn validation_names(given: &[String], rows: &[LabelRow], corpus: &Path) -> Result<Vec<String>> {
+    let labelled: BTreeSet<&str> = rows.iter().map(|r| r.repository.as_str()).collect();
+    let located: Vec<(String, PathBuf)> = labelled
+        .iter()
+        .map(|&name| (name.to_string(), corpus.join(name)))
+        .collect();
+    given
+        .iter()
+        .map(|given| match repository_meant(given, &located) {
+            Some(name) => Ok(name.to_string()),
+            None => bail!(
+                "--validation {given}: no labelled repository is at that path (in --corpus) or has that name ({})",
+                labelled.iter().copied().collect::<Vec<_>>().join(", ")
+            ),
+        })
+        .collect()
 }

@@ -20,9 +20,11 @@ use keyhole::eval::outdir::{LabelSettings, OutDir, OutDirError, ReportSettings};
 use keyhole::eval::plan::{self, HoleCost};
 use keyhole::eval::run::batch_files::BatchFiles;
 use keyhole::eval::run::{
-    Backends, Observer as _, canonical, in_flight, repository_name, within_server_limits,
+    Backends, Observer as _, Runtime, canonical, in_flight, repository_names, within_server_limits,
 };
-use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats};
+use keyhole::eval::runner::{
+    DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
+};
 use keyhole::eval::shard::Shard;
 use keyhole::eval::tune::{self, TuneReport};
 use keyhole::rank::classifier::dataset::{Corpus, Rebuild};
@@ -58,6 +60,10 @@ pub struct TuneArgs {
     /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
     #[arg(long, default_value_t = 4, value_parser = super::bounds::concurrency)]
     concurrency: usize,
+    /// Stop, naming the hole and the stage, when a hole waits this many seconds for one
+    /// stage: its prompts, or one request (a stall; a request's own deadline comes first).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_STAGE_DEADLINE.as_secs(), value_parser = super::bounds::stage_deadline)]
+    stage_deadline: u64,
     #[arg(long, default_value_t = 40, value_parser = super::bounds::epochs)]
     max_epochs: usize,
     #[arg(long, default_value_t = 5, value_parser = super::bounds::epochs)]
@@ -86,13 +92,7 @@ pub fn tune_command(args: &TuneArgs) -> Result<()> {
     let Some(dir) = tuned::tuned_dir(&settings.dirs, &entry) else {
         bail!("no data directory to keep the tuned classifier in (set KEYHOLE_DATA_DIR)");
     };
-    let names: Vec<String> = args.repos.iter().map(|p| repository_name(p)).collect();
-    if let Some(name) = names
-        .iter()
-        .find(|n| names.iter().filter(|m| m == n).count() > 1)
-    {
-        bail!("two repositories are named {name}: their label files would be one");
-    }
+    let names = repository_names(&args.repos)?;
     let mut options = EvalOptions {
         holes: Some(args.holes),
         seed: args.seed,
@@ -107,6 +107,7 @@ pub fn tune_command(args: &TuneArgs) -> Result<()> {
         fidelity: Fidelity::Paper,
         tokenizer: settings.tokenizer(),
         plan: None,
+        stage_deadline: std::time::Duration::from_secs(args.stage_deadline),
     };
     let paths: Vec<PathBuf> = args.repos.iter().map(|p| canonical(p)).collect();
     let out = OutDir::open(
@@ -307,7 +308,7 @@ fn label(
         entry,
         &terminal,
     )?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = Runtime::start()?;
     let mut failures = Failures::of("tune", DEFAULT_MAX_FAILURES);
     let mut total = RunStats::default();
     let mut server_checked = batch.is_some();

@@ -110,6 +110,11 @@ struct RepoCoderOrder {
 }
 
 impl WindowIndex {
+    /// Every window of `index`, tokenized on the CPU pool, or by the caller alone where it is
+    /// a thread of the pool: other jobs of the pool may wait for this index (built on first
+    /// use), and a thread of the pool that split the work could take up one of them while it
+    /// waits for a piece; that job would then wait, on top of the same stack, for the build it
+    /// buries (#36).
     pub fn new(index: &RepoIndex) -> WindowIndex {
         let mut places: Vec<Vec<Window>> = Vec::new();
         let mut texts: Vec<String> = Vec::new();
@@ -134,10 +139,15 @@ impl WindowIndex {
                 places[id].push(place);
             }
         }
-        let token_sets: Vec<Vec<u32>> = texts
-            .par_iter()
-            .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
-            .collect();
+        let token_sets: Vec<Vec<u32>> = if rayon::current_thread_index().is_some() {
+            let mut tokens = CodexTokens::default();
+            texts.iter().map(|text| tokens.distinct(text)).collect()
+        } else {
+            texts
+                .par_iter()
+                .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
+                .collect()
+        };
         let mut built = WindowIndex {
             places,
             vocabulary: FxHashMap::default(),
@@ -274,7 +284,9 @@ impl WindowIndex {
     }
 
     /// RepoCoder's window list order (files as `glob` lists them, which is `os.walk` order for
-    /// files that are not hidden; then windows down each file), built on first use.
+    /// files that are not hidden; then windows down each file), built on first use by the
+    /// thread that asks, alone (holes' jobs on the CPU pool wait for it: see
+    /// [`WindowIndex::new`]).
     fn repocoder_order(&self, index: &RepoIndex) -> &RepoCoderOrder {
         self.repocoder_order.get_or_init(|| {
             let walk = listing::walk_order(&index.root);

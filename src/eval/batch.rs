@@ -468,6 +468,9 @@ impl BatchRun<'_> {
             second_round: self.run.has_second_stage(),
             ..BatchStats::default()
         };
+        // Built before the holes' jobs on the CPU pool, rather than by the first while the
+        // others wait.
+        self.run.session.build_shared();
         for chunk in todo.chunks(CHUNK) {
             let outcomes: Vec<Outcome> = chunk.par_iter().map(|h| self.hole(h)).collect();
             for outcome in outcomes {

@@ -82,7 +82,10 @@ use self::batch_files::BatchFiles;
 use super::WRITTEN_ROWS;
 use super::labels::{self, LabelFile};
 use super::outdir::{LabelSettings, OutDir, ReportSettings};
-use super::runner::{DEFAULT_MAX_FAILURES, EvalOptions, Failures, RepoRun, RunStats, run_holes};
+use super::runner::{
+    DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
+    run_holes,
+};
 use super::shard::Shard;
 use crate::candidate::Selection;
 use crate::model::config::{BackendConfig, BackendKind, MAX_CONCURRENCY};
@@ -112,6 +115,8 @@ pub struct Evaluation {
     pub concurrency: usize,
     /// Stop after this many failed requests, or failed holes, in a row.
     pub max_failures: usize,
+    /// Stop when a hole waits this long for one stage (a stall, never a slow run).
+    pub stage_deadline: std::time::Duration,
     /// Keep ProCC's bandit, as trained for the report, in the data directory too.
     pub keep_bandit: bool,
     /// Compositions of the classifier's top-l proposals to complete on the test holes
@@ -139,6 +144,7 @@ impl Evaluation {
             train: Vec::new(),
             concurrency: DEFAULT_CONCURRENCY,
             max_failures: DEFAULT_MAX_FAILURES,
+            stage_deadline: DEFAULT_STAGE_DEADLINE,
             keep_bandit: false,
             compose: vec![2, 5],
             candidates: None,
@@ -211,14 +217,24 @@ pub fn run(
         fidelity: settings.profile,
         tokenizer: settings.tokenizer(),
         plan: None,
+        stage_deadline: evaluation.stage_deadline,
     };
-    let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
-    if let Some(name) = names
-        .iter()
-        .find(|n| names.iter().filter(|m| m == n).count() > 1)
-    {
-        bail!("two repositories are named {name}: their label files would be one");
-    }
+    let names = repository_names(repos)?;
+    let located: Vec<(String, PathBuf)> = names.iter().cloned().zip(repos.to_vec()).collect();
+    let train = evaluation.train.iter().map(|given| {
+        let meant = repository_meant(given, &located).map(str::to_string);
+        meant.with_context(|| {
+            format!(
+                "--train {given}: no repository of this run is at that path or has that name ({})",
+                names.join(", ")
+            )
+        })
+    });
+    // The training split by the names label files and reports give the repositories.
+    let evaluation = &Evaluation {
+        train: train.collect::<Result<_>>()?,
+        ..evaluation.clone()
+    };
     let mut out = OutDir::open(
         &evaluation.out,
         &LabelSettings::new(names.clone(), &options, entry),
@@ -238,7 +254,7 @@ pub fn run(
             "ranking with {ranks_with} (--classifier overrides it)"
         ))?;
     }
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = Runtime::start()?;
     let label_dir = out.label_dir();
     let mut failures = Failures::new(evaluation.max_failures);
     let mut total = RunStats::default();
@@ -331,12 +347,73 @@ pub fn run(
     })
 }
 
+/// The async runtime of a run. It is shut down without waiting for its blocking threads: a
+/// request stuck in one past the stage deadline must not keep the run from returning its
+/// error (dropping a tokio runtime waits for every blocking thread).
+pub struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Runtime {
+    pub fn start() -> Result<Runtime> {
+        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+        Ok(Runtime(Some(runtime)))
+    }
+}
+
+impl std::ops::Deref for Runtime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("a runtime lives until dropped")
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// What `backend` changed of what was asked, as notes.
 fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io::Result<()> {
     for notice in backend.notices() {
         observer.note(&format!("note: {notice}"))?;
     }
     Ok(())
+}
+
+/// The names of `repos` in label files and reports (their directories'), checked to be
+/// distinct: two repositories of one name would share a label file.
+pub fn repository_names(repos: &[PathBuf]) -> Result<Vec<String>> {
+    let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
+    for (i, name) in names.iter().enumerate() {
+        let Some(first) = names[..i].iter().position(|n| n == name) else {
+            continue;
+        };
+        if canonical(&repos[first]) == canonical(&repos[i]) {
+            bail!(
+                "{} and {} are one repository: give it once",
+                repos[first].display(),
+                repos[i].display()
+            );
+        }
+        bail!("two repositories are named {name}: their label files would be one");
+    }
+    Ok(names)
+}
+
+/// The repository of `repos` (each a name and where it is) that `given` means: the one at the
+/// path `given` (absolute or relative, with a trailing slash or through a symbolic link: both
+/// sides made canonical), else the one named `given`.
+pub fn repository_meant<'r>(given: &str, repos: &'r [(String, PathBuf)]) -> Option<&'r str> {
+    let at = Path::new(given).canonicalize().ok();
+    let by_path = at.and_then(|at| repos.iter().find(|(_, path)| canonical(path) == at));
+    let by_name = || {
+        let name = given.trim_end_matches('/');
+        repos.iter().find(|(n, _)| n == name)
+    };
+    by_path.or_else(by_name).map(|(name, _)| name.as_str())
 }
 
 /// `path` made absolute, where it exists.

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use tokio::sync::Semaphore;
@@ -45,6 +46,10 @@ const HOLES_IN_FLIGHT: usize = 64;
 const WRITE_WINDOW: usize = 256;
 /// Failed requests, or failed holes, in a row before a run stops ([`Failures`]).
 pub const DEFAULT_MAX_FAILURES: usize = 8;
+/// How long a hole waits for one stage at most ([`EvalOptions::stage_deadline`]): far beyond
+/// a stage's normal time (building a hole's prompts takes well under a second; a request ends
+/// at its backend's own deadline, a minute unless configured), so that only a stall reaches it.
+pub const DEFAULT_STAGE_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How to run the protocol.
 #[derive(Clone, Debug)]
@@ -66,6 +71,9 @@ pub struct EvalOptions {
     /// Per hole, the candidates a budget of requests chose to complete besides `candidates`
     /// (`keyhole tune`); the run then labels only the holes the plan names.
     pub plan: Option<Arc<Plan>>,
+    /// How long a hole waits for one stage at most (its prompts built on the CPU pool, one
+    /// request answered, ...) before the run stops, naming the hole and the stage.
+    pub stage_deadline: Duration,
 }
 
 /// The holes a run labels in `index`: RLPG's sample of at most `holes` drawn with `seed`, or
@@ -154,6 +162,49 @@ pub enum RunError {
         path: String,
         source: std::io::Error,
     },
+    /// A hole waited past the stage deadline: something is stuck, and waiting longer would
+    /// wait for ever.
+    #[error(
+        "{command} stopped: hole {hole} waited {} s for {stage} (--stage-deadline); keyhole or its backend is stuck there",
+        deadline.as_secs_f64()
+    )]
+    Stalled {
+        command: &'static str,
+        hole: String,
+        stage: Stage,
+        deadline: Duration,
+    },
+}
+
+/// A stage of a hole, as a stalled run names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Building the prompts that need nothing from the backend, on the CPU pool.
+    FirstPrompts,
+    /// Composing prompts again to fit the backend's own token count.
+    Fitting,
+    /// One of the requests of its first stage.
+    FirstRequest,
+    /// Building the prompts made from the first stage's completions, on the CPU pool.
+    SecondPrompts,
+    /// One of the requests of its second stage.
+    SecondRequest,
+    /// Scoring its completions into rows, on the CPU pool.
+    Rows,
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stage::FirstPrompts => "its prompts to be built (first stage, on the CPU pool)",
+            Stage::Fitting => "its prompts to be fitted to the backend's token count",
+            Stage::FirstRequest => "a completion of its first stage",
+            Stage::SecondPrompts => "its second-stage prompts to be built (on the CPU pool)",
+            Stage::SecondRequest => "a completion of its second stage",
+            Stage::Rows => "its rows to be scored (on the CPU pool)",
+        })
+    }
 }
 
 /// Failures in a row, of requests and of holes, and the decision to stop. A dead server fails
@@ -172,6 +223,11 @@ pub struct Failures {
 }
 
 impl Failures {
+    /// The command that stops, for its messages.
+    pub fn command(&self) -> &'static str {
+        self.command
+    }
+
     /// `keyhole eval`'s failures.
     pub fn new(max: usize) -> Failures {
         Failures::of("eval", max)
@@ -270,8 +326,8 @@ pub(super) enum Job {
 
 /// One hole's first stage: its composer, the prompts that need nothing from the backend, and
 /// the drafts to write.
-pub(super) struct FirstStage<'a> {
-    pub(super) composer: Composer<'a>,
+pub(super) struct FirstStage {
+    pub(super) composer: Composer<'static>,
     pub(super) prompts: Vec<HolePrompt>,
     pub(super) drafts: Vec<(Draft, CompletionRequest)>,
 }
@@ -281,9 +337,12 @@ type Outcome = Result<Vec<(Job, String)>, BackendError>;
 /// A hole's rows, or the error that failed it.
 type HoleDone = Result<Vec<LabelRow>, BackendError>;
 
-/// What the holes in flight share: the failure count that stops the run, and the requests
-/// in flight (`concurrency`).
+/// What the holes in flight share: the run's parts for their jobs on the CPU pool, the failure
+/// count that stops the run, and the requests in flight (`concurrency`).
 struct Shared<'f> {
+    cpu: Arc<Owned>,
+    /// The command that runs, for the message of a stalled hole.
+    command: &'static str,
     failures: Mutex<&'f mut Failures>,
     in_flight: Semaphore,
     /// Requests sent, and jobs answered by another's identical request.
@@ -325,20 +384,65 @@ pub(super) fn copy_answer(done: &mut Vec<(Job, String)>, job: Job, leader: Job) 
     }
 }
 
-/// `work` run on the CPU pool (`cpu`), awaited without holding up the thread that polls the
-/// run; a panic in it is the caller's.
-async fn on_cpu<'s, T: Send + 's>(
-    cpu: &rayon::Scope<'s>,
-    work: impl FnOnce() -> T + Send + 's,
+/// A run's parts owned, for the jobs of its holes on the CPU pool: a job is not scoped to the
+/// run, so that a run whose hole waited past its deadline returns rather than wait for ever
+/// for the job that is stuck.
+struct Owned {
+    repository: String,
+    session: Session,
+    options: EvalOptions,
+}
+
+impl Owned {
+    fn run(&self) -> RepoRun<'_> {
+        RepoRun {
+            repository: &self.repository,
+            session: &self.session,
+            options: &self.options,
+        }
+    }
+}
+
+/// `work` on the run's holes, run on the CPU pool and awaited without holding up the thread
+/// that polls the run; a panic in it is the caller's.
+async fn on_cpu<T: Send + 'static>(
+    cpu: &Arc<Owned>,
+    work: impl FnOnce(&RepoRun) -> T + Send + 'static,
 ) -> T {
     let (send, result) = tokio::sync::oneshot::channel();
-    cpu.spawn(move |_| {
-        let _ = send.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+    let cpu = Arc::clone(cpu);
+    rayon::spawn(move || {
+        let work = std::panic::AssertUnwindSafe(|| work(&cpu.run()));
+        let _ = send.send(std::panic::catch_unwind(work));
     });
     match result.await {
         Ok(Ok(value)) => value,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => unreachable!("a scope runs every job spawned in it"),
+        Err(_) => unreachable!("the pool runs every job spawned on it"),
+    }
+}
+
+/// One stage of one hole with the run's deadline for it.
+#[derive(Clone, Copy)]
+struct Deadline<'h, 'r> {
+    run: &'r RepoRun<'r>,
+    hole: &'h Hole,
+    stage: Stage,
+    command: &'static str,
+}
+
+impl Deadline<'_, '_> {
+    /// What `work` gives, or [`RunError::Stalled`] once it has taken the stage deadline.
+    async fn wait<T>(self, work: impl Future<Output = T>) -> Result<T, RunError> {
+        let deadline = self.run.options.stage_deadline;
+        tokio::time::timeout(deadline, work)
+            .await
+            .map_err(|_| RunError::Stalled {
+                command: self.command,
+                hole: self.run.id(self.hole),
+                stage: self.stage,
+                deadline,
+            })
     }
 }
 
@@ -365,7 +469,15 @@ impl RepoRun<'_> {
             ..RunStats::default()
         };
         progress(stats.resumed, stats.holes);
+        // Built before any hole starts, rather than by the first holes while the others wait.
+        self.session.build_shared();
         let shared = Shared {
+            cpu: Arc::new(Owned {
+                repository: self.repository.to_string(),
+                session: self.session.clone(),
+                options: self.options.clone(),
+            }),
+            command: failures.command(),
             failures: Mutex::new(failures),
             in_flight: Semaphore::new(self.options.concurrency.max(1)),
             sent: AtomicUsize::new(0),
@@ -373,18 +485,15 @@ impl RepoRun<'_> {
         };
         // This thread only sends, receives and writes; every hole's prompts and rows are built
         // on the CPU pool, so building one hole never holds up another's requests.
-        rayon::in_place_scope(|cpu| {
-            runtime.block_on(self.drive(cpu, &todo, labels, progress, &shared, &mut stats))
-        })?;
+        runtime.block_on(self.drive(&todo, labels, progress, &shared, &mut stats))?;
         Ok(stats)
     }
 
     /// The run's loop: starts holes while there is room, and writes each in the order sampled
     /// as they finish.
-    async fn drive<'s>(
-        &'s self,
-        cpu: &rayon::Scope<'s>,
-        todo: &[&'s Hole],
+    async fn drive(
+        &self,
+        todo: &[&Hole],
         labels: &mut LabelFile,
         progress: &(dyn Fn(usize, usize) + Sync),
         shared: &Shared<'_>,
@@ -403,8 +512,7 @@ impl RepoRun<'_> {
                 let Some((position, &hole)) = pending.next() else {
                     break;
                 };
-                in_flight
-                    .push(async move { (position, self.complete_hole(cpu, hole, shared).await) });
+                in_flight.push(async move { (position, self.complete_hole(hole, shared).await) });
                 started += 1;
             }
             let Some((position, done)) = in_flight.next().await else {
@@ -437,41 +545,68 @@ impl RepoRun<'_> {
         }
     }
 
-    /// Both stages of one hole, its prompts and rows built on `cpu`: its rows, or the request
-    /// that failed it; an error when the run must stop.
-    async fn complete_hole<'s>(
-        &'s self,
-        cpu: &rayon::Scope<'s>,
-        hole: &'s Hole,
-        shared: &Shared<'_>,
-    ) -> Result<HoleDone, RunError> {
-        let mut first = on_cpu(cpu, move || self.first_stage(hole)).await;
-        if let Err(err) = self.fit(hole, &mut first.prompts).await {
+    /// Both stages of one hole, its prompts and rows built on the CPU pool: its rows, or the
+    /// request that failed it; an error when the run must stop, or when the hole waited past
+    /// the stage deadline.
+    async fn complete_hole(&self, hole: &Hole, shared: &Shared<'_>) -> Result<HoleDone, RunError> {
+        let within = |stage| self.within(hole, stage, shared);
+        let cpu = &shared.cpu;
+        let owned = hole.clone();
+        let mut first = within(Stage::FirstPrompts)
+            .wait(on_cpu(cpu, move |run| run.first_stage(&owned)))
+            .await?;
+        if let Err(err) = within(Stage::Fitting)
+            .wait(self.fit(hole, &mut first.prompts))
+            .await?
+        {
             return Ok(Err(err));
         }
         let jobs = self.first_jobs(hole, &first);
-        let done = match self.complete_all(jobs, shared).await? {
+        let done = match self
+            .complete_all(jobs, shared, within(Stage::FirstRequest))
+            .await?
+        {
             Ok(done) => done,
             Err(err) => return Ok(Err(err)),
         };
-        let (mut second, first, mut done) = on_cpu(cpu, move || {
-            let second = self.second_stage(hole, &first.composer, &done);
-            (second, first, done)
-        })
-        .await;
-        if let Err(err) = self.fit(hole, &mut second).await {
+        let owned = hole.clone();
+        let (mut second, first, mut done) = within(Stage::SecondPrompts)
+            .wait(on_cpu(cpu, move |run| {
+                let second = run.second_stage(&owned, &first.composer, &done);
+                (second, first, done)
+            }))
+            .await?;
+        if let Err(err) = within(Stage::Fitting)
+            .wait(self.fit(hole, &mut second))
+            .await?
+        {
             return Ok(Err(err));
         }
         let jobs = self.candidate_jobs(hole, &second);
-        match self.complete_all(jobs, shared).await? {
+        match self
+            .complete_all(jobs, shared, within(Stage::SecondRequest))
+            .await?
+        {
             Ok(more) => done.extend(more),
             Err(err) => return Ok(Err(err)),
         }
-        let prompts = first.prompts;
-        Ok(Ok(on_cpu(cpu, move || {
-            self.rows(hole, prompts, second, done)
-        })
-        .await))
+        let (owned, prompts) = (hole.clone(), first.prompts);
+        let rows = within(Stage::Rows)
+            .wait(on_cpu(cpu, move |run| {
+                run.rows(&owned, prompts, second, done)
+            }))
+            .await?;
+        Ok(Ok(rows))
+    }
+
+    /// `stage` of `hole`, bounded by the run's stage deadline.
+    fn within<'h>(&self, hole: &'h Hole, stage: Stage, shared: &Shared<'_>) -> Deadline<'h, '_> {
+        Deadline {
+            run: self,
+            hole,
+            stage,
+            command: shared.command,
+        }
     }
 
     /// Writes the rows of a hole that completed, or counts it as failed; an error when the
@@ -561,7 +696,7 @@ impl RepoRun<'_> {
 
     /// The default prompt, every proposal's (RLPG builds all 62 for every hole), the retrieved
     /// candidates that need nothing from the backend, and the drafts the others need.
-    pub(super) fn first_stage(&self, hole: &Hole) -> FirstStage<'_> {
+    pub(super) fn first_stage(&self, hole: &Hole) -> FirstStage {
         let composer = self.session.composer(hole);
         let refit = !self.session.counts_exactly();
         let built: Vec<ProposalContext> = self.session.proposals(hole);
@@ -738,6 +873,7 @@ impl RepoRun<'_> {
         &self,
         jobs: Vec<(Job, CompletionRequest)>,
         shared: &Shared<'_>,
+        deadline: Deadline<'_, '_>,
     ) -> Result<Outcome, RunError> {
         let jobs = jobs.into_iter().map(|(job, request)| ((), job, request));
         let (jobs, copies) = share_identical(jobs.collect());
@@ -751,14 +887,17 @@ impl RepoRun<'_> {
                     return (job, None);
                 }
                 shared.sent.fetch_add(1, Ordering::Relaxed);
-                let result =
-                    perspectives::first_completion(self.session.backend.as_ref(), &request).await;
+                let backend = self.session.backend.as_ref();
+                let result = deadline
+                    .wait(perspectives::first_completion(backend, &request))
+                    .await;
                 (job, Some(result))
             })
             .buffer_unordered(self.options.concurrency.max(1));
         let mut outcome: Outcome = Ok(Vec::new());
         while let Some((job, result)) = done.next().await {
             let Some(result) = result else { continue };
+            let result = result?;
             (shared.failures.lock().unwrap_or_else(|e| e.into_inner())).request(&result)?;
             match (result, &mut outcome) {
                 (Ok(text), Ok(list)) => list.push((job, text)),
@@ -865,5 +1004,113 @@ impl RepoRun<'_> {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Condvar;
+
+    use async_trait::async_trait;
+    use tokio::sync::mpsc::UnboundedSender;
+
+    use super::*;
+    use crate::dirs::Dirs;
+    use crate::model::{Backend, Completion, Delta, TokenCounting};
+    use crate::session::Settings;
+
+    /// A backend stuck in what a hole's first stage asks it on the CPU pool (which tokenizer it
+    /// counts in) until the test lets it go.
+    #[derive(Default)]
+    struct Stuck {
+        released: Mutex<bool>,
+        release: Condvar,
+    }
+
+    impl Stuck {
+        fn let_go(&self) {
+            *self.released.lock().unwrap() = true;
+            self.release.notify_all();
+        }
+    }
+
+    #[async_trait]
+    impl Backend for Stuck {
+        fn name(&self) -> &str {
+            "stuck"
+        }
+
+        fn counting(&self) -> TokenCounting {
+            TokenCounting::Approximate
+        }
+
+        fn tokenizer(&self) -> Option<&'static str> {
+            let released = self.released.lock().unwrap();
+            drop(self.release.wait_while(released, |r| !*r).unwrap());
+            None
+        }
+
+        async fn complete(
+            &self,
+            _: &CompletionRequest,
+            _: Option<&UnboundedSender<Delta>>,
+        ) -> Result<Vec<Completion>, BackendError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_stage_stuck_on_the_cpu_pool_stops_the_run_at_its_deadline_naming_hole_and_stage() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(scratch.path().into()),
+            ..Dirs::none()
+        };
+        let repo = crate::sample::materialize(&dirs).unwrap();
+        let settings = Settings::default();
+        let stuck = Arc::new(Stuck::default());
+        let session = Session::builder(&settings)
+            .backend(stuck.clone())
+            .open(&repo)
+            .unwrap();
+        let options = EvalOptions {
+            holes: Some(3),
+            seed: settings.seed,
+            budget: settings.budget,
+            concurrency: 4,
+            shard: Shard::WHOLE,
+            candidates: Selection::all(),
+            fidelity: settings.profile,
+            tokenizer: settings.tokenizer(),
+            plan: None,
+            stage_deadline: Duration::from_millis(500),
+        };
+        let run = RepoRun {
+            repository: "sample",
+            session: &session,
+            options: &options,
+        };
+        let (mut labels, _) = LabelFile::open(
+            &scratch.path().join("labels.jsonl"),
+            super::super::WRITTEN_ROWS,
+        )
+        .unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let mut failures = Failures::new(DEFAULT_MAX_FAILURES);
+        // The run returns while the stuck jobs still hold their threads of the pool.
+        let result = run.run(&runtime, &mut labels, &|_, _| {}, &mut failures);
+        stuck.let_go();
+        let Err(err @ RunError::Stalled { stage, .. }) = result else {
+            panic!("{result:?}");
+        };
+        assert_eq!(stage, Stage::FirstPrompts);
+        let message = err.to_string();
+        assert!(
+            message.starts_with("eval stopped: hole sample/")
+                && message.ends_with(
+                    "waited 0.5 s for its prompts to be built (first stage, on the CPU pool) (--stage-deadline); keyhole or its backend is stuck there"
+                ),
+            "{message}"
+        );
     }
 }

@@ -149,7 +149,9 @@ impl RepoModel {
         built
     }
 
-    /// Build from a repository's files (a few seconds for a large repository).
+    /// Build from a repository's files (a few seconds for a large repository): sorted on the
+    /// CPU pool, or by the caller alone where it is a thread of the pool, which must not take
+    /// up other jobs while it waits for a piece: jobs of the pool may wait for these statistics.
     pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
         let mut vocab = Vocabulary::new();
         let mut stream = vec![BOUNDARY];
@@ -171,7 +173,12 @@ impl RepoModel {
         let mut by_context: Vec<u32> = (1..stream.len() as u32)
             .filter(|&p| stream[p as usize] != BOUNDARY)
             .collect();
-        by_context.par_sort_unstable_by(|&a, &b| backward(&stream, a).cmp(backward(&stream, b)));
+        let order = |&a: &u32, &b: &u32| backward(&stream, a).cmp(backward(&stream, b));
+        if rayon::current_thread_index().is_some() {
+            by_context.sort_unstable_by(order);
+        } else {
+            by_context.par_sort_unstable_by(order);
+        }
         RepoModel {
             vocab,
             stream,
@@ -469,12 +476,23 @@ impl EmbeddedModel {
         }
     }
 
+    /// The statistics, built by the first completion that needs them. A thread of the CPU
+    /// pool builds them in the cell alone ([`RepoModel::build`]), any other outside the cell
+    /// with the whole pool, so that no job of the pool waiting for the cell waits for pool
+    /// work (#36); two such threads may both build, and the first is kept.
     fn statistics(&self) -> &RepoModel {
         let Statistics { index, built } = self.repo.as_ref();
-        built.get_or_init(|| match index {
+        let build = || match index {
             Some(index) => RepoModel::open(index),
             None => RepoModel::build(&[]),
-        })
+        };
+        if let Some(statistics) = built.get() {
+            return statistics;
+        }
+        if rayon::current_thread_index().is_none() {
+            let _ = built.set(build());
+        }
+        built.get_or_init(build)
     }
 
     /// One completion of `request.prompt`; `sample` picks the sample's seed offset.

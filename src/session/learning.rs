@@ -105,6 +105,13 @@ impl Learning {
         &self.dirs
     }
 
+    /// Loads the rankers now where they are still to be loaded on first use.
+    pub fn load_now(&self) {
+        self.loaded();
+    }
+
+    /// The rankers, loaded on first use by the thread that asks, alone: holes' jobs on the
+    /// CPU pool may wait for them, and loading splits no work among the pool's threads.
     fn loaded(&self) -> &RwLock<Rankers> {
         self.rankers
             .get_or_init(|| Self::load(Classifier::bundled(), false, &self.dirs))

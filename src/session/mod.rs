@@ -71,7 +71,7 @@ pub struct Session {
 impl Session {
     /// The retrieval perspectives over the open repository.
     pub fn perspectives(&self) -> Perspectives<'_> {
-        let search = self.search.get_or_init(|| SearchIndex::open(&self.index));
+        let search = self.search_index();
         Perspectives {
             index: &self.index,
             retrieval: &search.retrieval,
@@ -81,6 +81,29 @@ impl Session {
             seed: self.seed,
             fidelity: self.fidelity,
         }
+    }
+
+    /// The search indexes, built now if no one has built them yet. Holes' jobs on the CPU
+    /// pool wait for them in the cell, so a thread of the pool builds them there alone
+    /// ([`SearchIndex::build`]); any other thread builds them with the whole pool outside the
+    /// cell, where no job waits for pool work (two such threads may both build; the first
+    /// is kept).
+    fn search_index(&self) -> &SearchIndex {
+        if let Some(built) = self.search.get() {
+            return built;
+        }
+        if rayon::current_thread_index().is_none() {
+            let _ = self.search.set(SearchIndex::open(&self.index));
+        }
+        self.search.get_or_init(|| SearchIndex::open(&self.index))
+    }
+
+    /// Builds now what every hole of the session shares and would otherwise build on first
+    /// use: eval and tune call it before they start holes on the CPU pool, so that the first
+    /// holes do not all wait for one build.
+    pub fn build_shared(&self) {
+        self.search_index();
+        self.learning.load_now();
     }
 
     /// The composer of `hole`'s prompts within the budget.
@@ -272,5 +295,54 @@ impl Session {
                 .choose(&context, available)
                 .map(|arm| CandidateId::PROCC[arm]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dirs::Dirs;
+
+    /// Jobs of a small CPU pool, started from outside it one after another as eval starts
+    /// holes, all asking for search indexes no one has built: the first builds them while the
+    /// others wait in the cell, and every job ends (#36: a builder that split its work took up
+    /// a waiting job while it waited for a piece, and deadlocked).
+    #[test]
+    fn holes_on_the_pool_that_wait_for_the_search_indexes_all_end() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(scratch.path().into()),
+            ..Dirs::none()
+        };
+        let repo = crate::sample::materialize(&dirs).unwrap();
+        let session = Session::open(&repo, &Settings::default()).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let (done, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for _ in 0..10 {
+                // Not built yet: no cache, and a fresh cell each round.
+                let fresh = Session {
+                    search: SharedSearch::default(),
+                    ..session.clone()
+                };
+                // One job starts the build; the others come while it goes on, and wake idle
+                // threads, which take up pieces of the build before them.
+                pool.in_place_scope(|jobs| {
+                    for _ in 0..40 {
+                        jobs.spawn(|_| assert!(!fresh.perspectives().windows.is_empty()));
+                        std::thread::sleep(std::time::Duration::from_millis(3));
+                    }
+                });
+            }
+            done.send(()).unwrap();
+        });
+        let waited = std::time::Duration::from_secs(300);
+        assert!(
+            ended.recv_timeout(waited).is_ok(),
+            "jobs waiting for the search indexes were still waiting after {waited:?}"
+        );
     }
 }

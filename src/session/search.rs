@@ -35,7 +35,8 @@ impl SearchIndex {
         built
     }
 
-    /// The search indexes of `index`, built afresh.
+    /// The search indexes of `index`, built afresh (by the caller alone where it is a thread
+    /// of the CPU pool: see [`WindowIndex::new`]).
     pub fn build(index: &RepoIndex) -> SearchIndex {
         SearchIndex {
             retrieval: Retrieval::new(index),
@@ -44,5 +45,6 @@ impl SearchIndex {
     }
 }
 
-/// Retrieval state shared by the sessions of one open repository, built on first use.
+/// Retrieval state shared by the sessions of one open repository, built on first use
+/// (`Session::perspectives`) or while the session opens ([`super::search_built`]).
 pub type SharedSearch = Arc<OnceLock<SearchIndex>>;

@@ -463,3 +463,95 @@ async fn failed_composition_requests_are_left_out_of_table_10_not_counted_as_mis
     let last = last_line(&output);
     assert!(last.contains("answered 401: down (eval stopped"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hole_waiting_past_the_stage_deadline_stops_the_run_naming_hole_and_stage() {
+    // A server that never answers, behind a backend whose own deadline is far away: the stage
+    // deadline is what ends the wait.
+    let server = Server::start(|_, _| Reply::Hang).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"{BACKEND}\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\nretries = 0\ndeadline_secs = 300\n",
+        server.base
+    );
+    write_backends(scratch.path(), &toml);
+    let started = Instant::now();
+    let output = eval(
+        scratch.path(),
+        2,
+        &["--backend", BACKEND, "--stage-deadline", "2"],
+    );
+    let message = one_line_error(&output);
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        message.contains("eval stopped: hole sample-repo/")
+            && message
+                .contains("waited 2 s for a completion of its first stage (--stage-deadline)"),
+        "{message}"
+    );
+    assert_eq!(label_text(scratch.path()), "");
+}
+
+/// Three `keyhole eval --shard I/3` of `sample` started at once on a fresh cache, their holes
+/// starting while the search indexes are being built; each must end within `limit` of the
+/// start, else it is killed and the test fails naming it.
+fn shards_at_once(round: usize, sample: &str, limit: Duration) {
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch.path();
+    let repo = format!("{}/examples/{sample}", env!("CARGO_MANIFEST_DIR"));
+    let started = Instant::now();
+    let mut shards: Vec<(usize, std::process::Child)> = (1..=3)
+        .map(|i| {
+            let log = std::fs::File::create(scratch.join(format!("shard{i}.log"))).unwrap();
+            let out = scratch.join(format!("out{i}"));
+            let child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
+                .args(["eval", &repo, "--holes", "12", "--shard", &format!("{i}/3")])
+                .args(["--concurrency", "16", "--candidates", "62", "--compose", ""])
+                .arg("--out")
+                .arg(&out)
+                .envs(crate::common::dirs_env(scratch))
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            (i, child)
+        })
+        .collect();
+    for position in 0..shards.len() {
+        let i = shards[position].0;
+        let status = loop {
+            if let Some(status) = shards[position].1.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                for (_, child) in &mut shards {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                panic!(
+                    "round {round}: shard {i}/3 of {sample} was still running after {limit:?} on a fresh cache: eval stalled"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let log = std::fs::read_to_string(scratch.join(format!("shard{i}.log"))).unwrap();
+        assert!(
+            status.success(),
+            "round {round}, shard {i}/3 of {sample}: {log}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_shards_on_a_fresh_cache_never_stall() {
+    // On the main of the time, 1 to 3 of the 6 shards of a round hung for good at 0% CPU.
+    for round in 1..=20 {
+        for sample in ["sample-python", "sample-typescript"] {
+            shards_at_once(round, sample, Duration::from_secs(180));
+        }
+    }
+}

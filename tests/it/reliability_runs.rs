@@ -37,6 +37,21 @@ fn eval(scratch: &Path, repo: &Path, holes: usize, out: &str, extra: &[&str]) ->
     keyhole(scratch, &[&args[..], extra].concat(), &[])
 }
 
+/// Stderr of a command that wrote its report though `missing` of the run's `holes` holes have
+/// no rows: exit code 2, and the last line says so, as `eval` says that holes failed.
+pub(crate) fn incomplete(output: &Output, missing: usize, holes: usize) -> String {
+    let stderr = stderr(output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(&format!(
+            "keyhole: {missing} of the run's {holes} holes have no rows (holes that failed in an earlier run, or shards not merged or stopped part way); the report covers the others"
+        )),
+        "{stderr}"
+    );
+    stderr
+}
+
 fn merge(scratch: &Path, dirs: &[&Path], out: &str) -> Output {
     let out = scratch.join(out);
     let mut args = vec!["eval", "merge", "--out", out.to_str().unwrap()];
@@ -323,7 +338,7 @@ fn merges_refuse_or_report_what_is_incomplete_and_rerun_after_a_kill() {
     )
     .unwrap();
     let output = merge(scratch, &[&one, &two], "m");
-    let stderr = succeeded(&output);
+    let stderr = incomplete(&output, 1, 6);
     assert!(
         stderr.contains(&format!(
             "shard 2/2 ({}) has no rows for 1 of its 3 holes",
@@ -337,7 +352,7 @@ fn merges_refuse_or_report_what_is_incomplete_and_rerun_after_a_kill() {
 
     // Killed while writing its report: the rerun keeps the label files and writes it.
     std::fs::remove_file(scratch.join("m/report.md")).unwrap();
-    succeeded(&merge(scratch, &[&one, &two], "m"));
+    incomplete(&merge(scratch, &[&one, &two], "m"), 1, 6);
     assert!(scratch.join("m/report.md").exists());
     // Killed while writing its label files: they were aside, and the rerun writes them.
     let partial = scratch.join("m/labels.partial");
@@ -348,7 +363,7 @@ fn merges_refuse_or_report_what_is_incomplete_and_rerun_after_a_kill() {
         !scratch.join("m/labels").exists(),
         "nothing passes as whole"
     );
-    succeeded(&merge(scratch, &[&one, &two], "m"));
+    incomplete(&merge(scratch, &[&one, &two], "m"), 1, 6);
     assert_eq!(holes(&scratch.join("m")).len(), 5);
     assert!(!partial.exists());
     // Other shards into it are refused, saying what to do.
@@ -444,8 +459,16 @@ fn a_missing_shard_warning_is_one_line_at_any_count() {
     let scratch = scratch.path();
     let output = eval(scratch, &sample(), 10, "one", &["--shard", "1/100000"]);
     succeeded(&output);
-    let stderr = succeeded(&merge(scratch, &[&scratch.join("one")], "m"));
-    let warning: Vec<&str> = stderr.lines().filter(|l| l.contains("shards")).collect();
+    let merged = holes(&scratch.join("one")).len();
+    let stderr = incomplete(
+        &merge(scratch, &[&scratch.join("one")], "m"),
+        10 - merged,
+        10,
+    );
+    let warning: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:") && l.contains("shards"))
+        .collect();
     assert_eq!(warning.len(), 1, "{stderr}");
     assert!(
         warning[0].contains(
@@ -582,4 +605,79 @@ async fn tasks_stop_on_a_refused_key_count_failures_apart_and_resume() {
     );
     assert_eq!(flaky.requests().len(), 8, "only the failed two asked again");
     assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 6);
+}
+
+#[cfg(unix)]
+#[test]
+fn training_and_validation_repositories_are_found_by_path_in_every_shape_or_by_name() {
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch = scratch.path();
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/sample-python");
+    for name in ["a", "b"] {
+        copy_dir(&python, &scratch.join("repos").join(name));
+    }
+    std::os::unix::fs::symlink(scratch.join("repos/a"), scratch.join("link")).unwrap();
+    // Run from `scratch`, so that relative paths start there.
+    let eval_training = |out: &str, train: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+            .current_dir(scratch)
+            .args(["eval", "repos/a", "repos/b", "--holes", "2", "--out", out])
+            .args(["--candidates", "62", "--compose", "", "--train", train])
+            .envs(crate::common::dirs_env(scratch))
+            .output()
+            .unwrap()
+    };
+    let absolute = scratch.join("repos/a").to_str().unwrap().to_string();
+    let shapes = [
+        "a".to_string(),
+        "repos/a".to_string(),
+        "repos/a/".to_string(),
+        "./repos/../repos/a".to_string(),
+        absolute.clone(),
+        format!("{absolute}/"),
+        "link".to_string(),
+        scratch.join("link").to_str().unwrap().to_string(),
+    ];
+    for (n, train) in shapes.iter().enumerate() {
+        let out = format!("out{n}");
+        succeeded(&eval_training(&out, train));
+        let report = std::fs::read_to_string(scratch.join(out).join("report.md")).unwrap();
+        assert!(
+            report.contains("training repositories: a; test repositories: b."),
+            "--train {train}: {report}"
+        );
+    }
+    let err = one_line_error(&eval_training("none", "repos/c"));
+    assert!(
+        err.contains(
+            "--train repos/c: no repository of this run is at that path or has that name (a, b)"
+        ),
+        "{err}"
+    );
+
+    // `keyhole train`'s held-out repositories, the same way.
+    std::os::unix::fs::symlink(scratch.join("repos/b"), scratch.join("link-b")).unwrap();
+    let train_validating = |validation: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+            .current_dir(scratch)
+            .args(["train", "out0", "--corpus", "repos", "--max-epochs", "1"])
+            .args(["--out", "model.safetensors", "--validation", validation])
+            .envs(crate::common::dirs_env(scratch))
+            .output()
+            .unwrap()
+    };
+    let absolute = scratch.join("repos/b/").to_str().unwrap().to_string();
+    for validation in ["b", "repos/b", &absolute, "link-b"] {
+        succeeded(&train_validating(validation));
+        let report = std::fs::read_to_string(scratch.join("model.report.md")).unwrap();
+        assert!(
+            report.contains("validated on b ("),
+            "--validation {validation}: {report}"
+        );
+    }
+    let err = one_line_error(&train_validating("repos/c"));
+    assert!(
+        err.contains("--validation repos/c: no labelled repository is at that path (in --corpus) or has that name (a, b)"),
+        "{err}"
+    );
 }

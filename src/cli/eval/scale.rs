@@ -9,7 +9,7 @@ use super::{BackendArgs, EvalArgs, eval_command};
 use keyhole::candidate::Selection;
 use keyhole::eval::merge::{self, Merged};
 use keyhole::eval::run::{canonical, repository_name};
-use keyhole::eval::runner::DEFAULT_MAX_FAILURES;
+use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE};
 use keyhole::repo::RepoIndex;
 
 #[derive(Subcommand)]
@@ -108,6 +108,7 @@ fn merge_command(
         fidelity: labels.fidelity,
         concurrency,
         max_failures: DEFAULT_MAX_FAILURES,
+        stage_deadline: DEFAULT_STAGE_DEADLINE.as_secs(),
         keep_bandit: false,
         backend: BackendArgs::recorded(&labels.backend, labels.model.clone(), labels.max_tokens),
         servers: Default::default(),

@@ -145,11 +145,19 @@ pub(super) fn write_report(
              running the same `keyhole eval` again completes them.",
             total.failed, total.holes
         ));
-    } else if missing > 0 {
-        notes.push(format!(
-            "Incomplete: {missing} of the run's {} holes have no rows and are not in this report \
-             (holes that failed in an earlier run, or shards not merged or stopped part way).",
+    }
+    // Holes of the run without rows, though none failed in this run: said in the report, and
+    // by the exit code, as a run whose holes failed says it.
+    let unlabelled = (total.failed == 0 && missing > 0).then(|| {
+        format!(
+            "{missing} of the run's {} holes have no rows (holes that failed in an earlier run, \
+             or shards not merged or stopped part way)",
             total.holes
+        )
+    });
+    if let Some(unlabelled) = &unlabelled {
+        notes.push(format!(
+            "Incomplete: {unlabelled} and are not in this report."
         ));
     }
     let report = scoring.finish(notes, missing);
@@ -169,6 +177,11 @@ pub(super) fn write_report(
             "{} of {} holes failed and have no label rows (the last: {last}); the report covers the complete ones, and running the same command again retries the failed ones",
             total.failed,
             total.holes
+        );
+    }
+    if let Some(unlabelled) = unlabelled {
+        bail!(
+            "{unlabelled}; the report covers the others, and labelling them (or merging every shard) completes it"
         );
     }
     if let (uncomposed, Some(last)) = compositions.failures() {
