@@ -513,7 +513,7 @@ fn shards_at_once(round: usize, sample: &str, limit: Duration) {
                 .args(["--concurrency", "16", "--candidates", "62", "--compose", ""])
                 .arg("--out")
                 .arg(&out)
-                .envs(crate::common::dirs_env(scratch))
+                .envs(crate::common::hermetic_env(scratch))
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()

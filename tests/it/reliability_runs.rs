@@ -623,7 +623,7 @@ fn training_and_validation_repositories_are_found_by_path_in_every_shape_or_by_n
             .current_dir(scratch)
             .args(["eval", "repos/a", "repos/b", "--holes", "2", "--out", out])
             .args(["--candidates", "62", "--compose", "", "--train", train])
-            .envs(crate::common::dirs_env(scratch))
+            .envs(crate::common::hermetic_env(scratch))
             .output()
             .unwrap()
     };
@@ -662,7 +662,7 @@ fn training_and_validation_repositories_are_found_by_path_in_every_shape_or_by_n
             .current_dir(scratch)
             .args(["train", "out0", "--corpus", "repos", "--max-epochs", "1"])
             .args(["--out", "model.safetensors", "--validation", validation])
-            .envs(crate::common::dirs_env(scratch))
+            .envs(crate::common::hermetic_env(scratch))
             .output()
             .unwrap()
     };
