@@ -236,16 +236,6 @@ fn a_full_cache_directory_is_reported_and_indexing_goes_on() {
     assert_eq!(entries, 0, "a failed write leaves no partial file behind");
 }
 
-/// `open` run on another thread: `None` where it did not finish within minutes (a hang).
-fn open_within_minutes(root: &Path) -> Option<RepoIndex> {
-    let (send, receive) = std::sync::mpsc::channel();
-    let root = root.to_path_buf();
-    std::thread::spawn(move || send.send(RepoIndex::open(&root, None).unwrap()));
-    receive
-        .recv_timeout(std::time::Duration::from_secs(180))
-        .ok()
-}
-
 #[test]
 fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -285,7 +275,8 @@ fn ignore_files_that_are_fifos_or_links_out_of_the_repository_are_refused_with_a
         root.join("sub/.gitignore"),
     )
     .unwrap();
-    let index = open_within_minutes(&root).expect("a FIFO as .gitignore must not hang indexing");
+    let index =
+        common::index_within_minutes(&root).expect("a FIFO as .gitignore must not hang indexing");
     assert_eq!(paths(&index), ["a.ts", "sub/b.ts"]);
     let warnings = index.warnings.join("\n");
     for expected in [

@@ -295,16 +295,6 @@ fn imports_resolve_through_each_packages_tsconfig_and_what_it_extends() {
     assert_eq!(proposal(&proposals, 16)["applicable"], false);
 }
 
-/// The repository indexed on another thread: `None` where it did not finish within minutes.
-fn index_within_minutes(root: &Path) -> Option<keyhole::repo::RepoIndex> {
-    let (send, receive) = std::sync::mpsc::channel();
-    let root = root.to_path_buf();
-    std::thread::spawn(move || send.send(keyhole::repo::RepoIndex::open(&root, None).unwrap()));
-    receive
-        .recv_timeout(std::time::Duration::from_secs(180))
-        .ok()
-}
-
 /// Six sources that import `@x`, beside the configurations under test.
 fn six_sources(root: &Path) {
     write(root, "src/x.ts", "export const x = 1;\n");
@@ -336,7 +326,8 @@ fn extends_arrays_that_reach_each_other_index_without_hanging_and_say_where_they
         "tsconfig.json",
         &format!(r#"{{ "extends": {names:?} }}"#),
     );
-    let index = index_within_minutes(root).expect("extends arrays must not take exponential time");
+    let index =
+        common::index_within_minutes(root).expect("extends arrays must not take exponential time");
     let m0 = index.file_id("src/m0.ts").unwrap();
     let imported: Vec<&str> = index.graph.imports[m0]
         .iter()
@@ -384,7 +375,7 @@ fn a_long_extends_chain_or_a_wide_one_is_cut_with_a_warning_naming_the_file() {
         write(root, &format!("lib/wide/{i}.json"), "{}");
     }
     write(root, "lib/a.ts", "export const a = 1;\n");
-    let index = index_within_minutes(root).expect("indexing ends");
+    let index = common::index_within_minutes(root).expect("indexing ends");
     let warnings = index.warnings.join("\n");
     for expected in [
         "tsconfig.json: its `extends` goes deeper than 8 configurations; not read from 9.json on",

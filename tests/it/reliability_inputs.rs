@@ -3,7 +3,7 @@
 //! files, keymap and theme files that do not parse, and the inputs the fuzzer found.
 //! (A backends.toml with a wrong type is covered by tests/it/backends_config.rs.)
 
-use crate::reliability_support;
+use crate::{common, reliability_support};
 
 use std::path::{Path, PathBuf};
 
@@ -468,16 +468,6 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
     }
 }
 
-/// `RepoIndex::open` on another thread: `None` where it did not finish within minutes.
-fn open_within_minutes(root: &Path) -> Option<RepoIndex> {
-    let (send, receive) = std::sync::mpsc::channel();
-    let root = root.to_path_buf();
-    std::thread::spawn(move || send.send(RepoIndex::open(&root, None).unwrap()));
-    receive
-        .recv_timeout(std::time::Duration::from_secs(180))
-        .ok()
-}
-
 /// The repository files the imports of the file at `path` reach.
 fn imported(index: &RepoIndex, path: &str) -> Vec<String> {
     let id = index.file_id(path).unwrap();
@@ -518,7 +508,8 @@ fn tsconfig_files_that_are_fifos_devices_links_out_or_huge_are_refused_with_a_wa
     huge.push_str(&format!(", \"padding\": \"{}\" }}", "x".repeat(5 << 20)));
     write(&root, "huge/tsconfig.json", &huge);
 
-    let index = open_within_minutes(&root).expect("a FIFO as tsconfig.json must not hang indexing");
+    let index = common::index_within_minutes(&root)
+        .expect("a FIFO as tsconfig.json must not hang indexing");
     assert_eq!(imported(&index, "good/main.ts"), ["good/x.ts"]);
     for package in ["fifo", "zero", "outside", "huge", "extends"] {
         let main = format!("{package}/main.ts");

@@ -122,3 +122,16 @@ pub fn ranked_names(hole: &Hole, id: usize) -> Vec<String> {
         .map(|&f| SAMPLE.files[f].stem().to_string())
         .collect()
 }
+
+/// The repository at `root` indexed (no cache) on another thread: `None` where that did not
+/// finish within minutes, which is a hang, not a slow machine.
+pub fn index_within_minutes(root: &Path) -> Option<RepoIndex> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let root = root.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = send.send(RepoIndex::open(&root, None).unwrap());
+    });
+    receive
+        .recv_timeout(std::time::Duration::from_secs(180))
+        .ok()
+}
