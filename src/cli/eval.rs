@@ -38,8 +38,9 @@ pub struct EvalArgs {
     /// Where label files (labels/REPO.jsonl), report.md, report.json and plots/ go.
     #[arg(long, default_value = "keyhole-eval")]
     out: PathBuf,
-    /// Repositories of the training split (comma-separated names); the fixed proposal is
-    /// chosen on them and the others are the test split.
+    /// Repositories of the training split (comma-separated paths, as given or in any other
+    /// spelling of the same folder, or names); the fixed proposal is chosen on them and the
+    /// others are the test split.
     #[arg(long, value_delimiter = ',')]
     train: Vec<String>,
     /// Total prompt budget in tokens.

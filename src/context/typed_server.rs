@@ -232,7 +232,10 @@ impl Asking<'_> {
         if let Some((_, text)) = self.texts.iter().find(|(p, _)| p == path) {
             return Some(text.clone());
         }
-        let text = std::fs::read_to_string(path).ok()?;
+        // A server names files outside the repository too (a library's declarations), so
+        // only the checks that keep a read bounded apply: a regular file, capped.
+        let bytes = crate::repo::read_regular_file(path, crate::repo::MAX_FILE_BYTES).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
         let id = language_id(&path.to_string_lossy());
         self.client.open(path, id, &text).ok()?;
         self.texts.push((path.to_path_buf(), text.clone()));

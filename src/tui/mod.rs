@@ -180,7 +180,14 @@ pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Re
         false => (spec, None),
     };
     let no_file = || HoleError::NoSuchFile(path.to_string());
-    let text = std::fs::read_to_string(root.join(path)).map_err(|_| no_file())?;
+    // Through the repository's one checked read: a FIFO or a link out must not hang or leak.
+    let bytes = crate::repo::read_repo_file(
+        root,
+        std::path::Path::new(path),
+        crate::repo::MAX_FILE_BYTES,
+    )
+    .map_err(|_| no_file())?;
+    let text = String::from_utf8(bytes).map_err(|_| no_file())?;
     let Some((line, column)) = at else {
         return Ok(());
     };

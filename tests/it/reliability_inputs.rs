@@ -574,16 +574,15 @@ async fn escape_sequences_in_a_file_or_a_servers_answer_reach_the_terminal_escap
 
 #[test]
 #[cfg(unix)]
-fn a_language_servers_error_text_stays_on_its_row_of_the_proposals_table() {
+fn a_language_servers_error_text_is_one_escaped_warning_and_the_table_keeps_its_rows() {
     use std::os::unix::fs::PermissionsExt;
-    let code =
-        "function total(xs: number[]): number {\n  const sum: number = 0;\n  return sum;\n}\n";
-    let (scratch, repo) = repo_with(&[("a.ts", code.as_bytes())]);
+    let code = "def total(xs: list[int]) -> int:\n    s: int = 0\n    return s\n";
+    let (scratch, repo) = repo_with(&[("a.py", code.as_bytes())]);
     // A server that refuses `initialize` (the first request, id 1) in two lines, one of them
     // clearing the screen.
     let bin = scratch.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let server = bin.join("typescript-language-server");
+    let server = bin.join("pyright-langserver");
     let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"cannot start\nsecond line \u001b[2J"}}"#;
     std::fs::write(
         &server,
@@ -601,20 +600,30 @@ fn a_language_servers_error_text_stays_on_its_row_of_the_proposals_table() {
     );
     let output = keyhole(
         scratch.path(),
-        &["proposals", arg(&repo), "a.ts:2:23"],
-        &[("PATH", &path)],
+        &["proposals", arg(&repo), "a.py:2:14"],
+        &[("PATH", &path), ("KEYHOLE_LANGUAGE_SERVERS", "auto")],
     );
     let shown = stdout(&output);
     assert_eq!(controls_in(&shown), Vec::<char>::new(), "{shown}");
-    // The reason is on the typed holes' rows, its line break written out.
-    let rows: Vec<&str> = shown
+    // The typed holes' rows fall back to keyhole's own reading, and the server's reason is
+    // one warning line on stderr, its line break and escape sequence written out.
+    let typed: Vec<&str> = shown
+        .lines()
+        .filter(|l| {
+            l.trim_start().starts_with("71  typed-hole")
+                || l.trim_start().starts_with("72  typed-hole")
+        })
+        .collect();
+    assert_eq!(typed.len(), 2, "{shown}");
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(controls_in(&said), Vec::<char>::new(), "{said}");
+    let warnings: Vec<&str> = said
         .lines()
         .filter(|l| l.contains("cannot start"))
         .collect();
-    assert!(!rows.is_empty(), "{shown}");
+    assert_eq!(warnings.len(), 1, "{said}");
     assert!(
-        rows.iter()
-            .all(|row| row.contains("cannot start\\nsecond line \\u{1b}[2J")),
-        "{rows:?}"
+        warnings[0].contains("cannot start\\nsecond line \\u{1b}[2J"),
+        "{said}"
     );
 }
