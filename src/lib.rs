@@ -78,6 +78,7 @@ pub mod lang;
 pub mod lsp;
 pub mod metrics;
 pub mod model;
+mod pool;
 pub mod proxy;
 pub mod rank;
 pub mod repo;

@@ -139,7 +139,7 @@ impl WindowIndex {
                 places[id].push(place);
             }
         }
-        let token_sets: Vec<Vec<u32>> = if rayon::current_thread_index().is_some() {
+        let token_sets: Vec<Vec<u32>> = if crate::pool::on_pool_thread() {
             let mut tokens = CodexTokens::default();
             texts.iter().map(|text| tokens.distinct(text)).collect()
         } else {

@@ -174,7 +174,7 @@ impl RepoModel {
             .filter(|&p| stream[p as usize] != BOUNDARY)
             .collect();
         let order = |&a: &u32, &b: &u32| backward(&stream, a).cmp(backward(&stream, b));
-        if rayon::current_thread_index().is_some() {
+        if crate::pool::on_pool_thread() {
             by_context.sort_unstable_by(order);
         } else {
             by_context.par_sort_unstable_by(order);
@@ -476,23 +476,15 @@ impl EmbeddedModel {
         }
     }
 
-    /// The statistics, built by the first completion that needs them. A thread of the CPU
-    /// pool builds them in the cell alone ([`RepoModel::build`]), any other outside the cell
-    /// with the whole pool, so that no job of the pool waiting for the cell waits for pool
-    /// work (#36); two such threads may both build, and the first is kept.
+    /// The statistics, built by the first completion that needs them, as the CPU pool's rule
+    /// for shared values says ([`crate::pool::get_or_build`]).
     fn statistics(&self) -> &RepoModel {
         let Statistics { index, built } = self.repo.as_ref();
         let build = || match index {
             Some(index) => RepoModel::open(index),
             None => RepoModel::build(&[]),
         };
-        if let Some(statistics) = built.get() {
-            return statistics;
-        }
-        if rayon::current_thread_index().is_none() {
-            let _ = built.set(build());
-        }
-        built.get_or_init(build)
+        crate::pool::get_or_build(built, build)
     }
 
     /// One completion of `request.prompt`; `sample` picks the sample's seed offset.

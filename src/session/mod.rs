@@ -83,19 +83,10 @@ impl Session {
         }
     }
 
-    /// The search indexes, built now if no one has built them yet. Holes' jobs on the CPU
-    /// pool wait for them in the cell, so a thread of the pool builds them there alone
-    /// ([`SearchIndex::build`]); any other thread builds them with the whole pool outside the
-    /// cell, where no job waits for pool work (two such threads may both build; the first
-    /// is kept).
+    /// The search indexes, built now if nobody has built them yet; holes' jobs on the CPU pool
+    /// wait for them, so they are built by the pool's rule ([`crate::pool::get_or_build`]).
     fn search_index(&self) -> &SearchIndex {
-        if let Some(built) = self.search.get() {
-            return built;
-        }
-        if rayon::current_thread_index().is_none() {
-            let _ = self.search.set(SearchIndex::open(&self.index));
-        }
-        self.search.get_or_init(|| SearchIndex::open(&self.index))
+        crate::pool::get_or_build(&self.search, || SearchIndex::open(&self.index))
     }
 
     /// Builds now what every hole of the session shares and would otherwise build on first
