@@ -471,6 +471,13 @@ pub trait Language: Send + Sync {
     fn vendored_dirs(&self) -> &'static [&'static str] {
         &[]
     }
+    /// The prefixes and suffixes of a file stem that every test file of the language shares
+    /// (pytest's `test_`, `_test`), which similar names leave out. None by default: Java's
+    /// `OrderServiceTest` keeps `Test`, a camel-case part as RLPG reads it, and TypeScript's
+    /// `.test`/`.spec` are past the stem's first dot already.
+    fn test_affixes(&self) -> (&'static [&'static str], &'static [&'static str]) {
+        (&[], &[])
+    }
     /// The language server that types its holes (ChatLSP's typed-hole context), used where
     /// one is chosen and found; none where the tree-sitter approximation is all there is.
     fn language_server(&self) -> Option<&'static crate::lsp::ServerSpec> {

@@ -40,6 +40,11 @@ impl Language for Python {
         &[".venv", "venv", "site-packages"]
     }
 
+    /// pytest's test files: `test_panel.py`, `panel_test.py`.
+    fn test_affixes(&self) -> (&'static [&'static str], &'static [&'static str]) {
+        (&["test_"], &["_test"])
+    }
+
     fn extract(&self, source: &str) -> FileFacts {
         match parse(source) {
             Some(tree) => {

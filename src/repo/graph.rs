@@ -63,21 +63,17 @@ pub fn name_parts(stem: &str) -> Vec<String> {
     parts
 }
 
-/// What affixes every test file of a language shares (pytest's `test_` and `_test`; the
-/// `.test` and `.spec` of `panel.test.ts` are past the stem's first dot already), which make no
-/// name similar: left out, `tests/test_panel.py` is similar to `panel.py` and not to every
-/// other test. Java's `OrderServiceTest` keeps its `Test`, a camel-case part as RLPG reads it.
-const TEST_PREFIXES: &[&str] = &["test_"];
-const TEST_SUFFIXES: &[&str] = &["_test"];
-
 /// The parts of a file stem by which similar names are matched: [`name_parts`] of the stem
-/// without a test file's affix.
-pub fn similar_name_parts(stem: &str) -> Vec<String> {
+/// without the affix every test file of its language shares
+/// ([`crate::lang::Language::test_affixes`]), which would make every test similar to every
+/// other.
+pub fn similar_name_parts(stem: &str, language: &dyn crate::lang::Language) -> Vec<String> {
+    let (prefixes, suffixes) = language.test_affixes();
     let mut name = stem;
-    if let Some(rest) = TEST_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+    if let Some(rest) = prefixes.iter().find_map(|p| name.strip_prefix(p)) {
         name = rest;
     }
-    if let Some(rest) = TEST_SUFFIXES.iter().find_map(|s| name.strip_suffix(s)) {
+    if let Some(rest) = suffixes.iter().find_map(|s| name.strip_suffix(s)) {
         name = rest;
     }
     if name.is_empty() {
@@ -118,7 +114,7 @@ impl RepoGraph {
                 .entry(file.dir().to_string())
                 .or_default()
                 .push(id);
-            let mut parts = similar_name_parts(file.stem());
+            let mut parts = similar_name_parts(file.stem(), file.language);
             parts.sort();
             parts.dedup();
             for part in parts {
@@ -233,7 +229,7 @@ impl RepoGraph {
     /// Other files of the same language whose names share a part with this one's, in path
     /// order.
     pub fn similar_names(&self, files: &[SourceFile], id: FileId) -> Vec<FileId> {
-        let mut similar: Vec<FileId> = similar_name_parts(files[id].stem())
+        let mut similar: Vec<FileId> = similar_name_parts(files[id].stem(), files[id].language)
             .iter()
             .filter_map(|p| self.parts.get(p))
             .flatten()
@@ -376,14 +372,16 @@ mod tests {
 
     #[test]
     fn similar_names_leave_out_test_affixes_only() {
-        assert_eq!(similar_name_parts("test_panel"), ["panel"]);
-        assert_eq!(similar_name_parts("panel_test"), ["panel"]);
-        assert_eq!(similar_name_parts("test"), ["test"]);
-        assert_eq!(similar_name_parts("test_"), ["test"]);
-        assert_eq!(
-            similar_name_parts("OrderServiceTest"),
-            ["order", "service", "test"]
-        );
-        assert_eq!(similar_name_parts("testing_utils"), ["testing", "utils"]);
+        let python = crate::lang::for_path(std::path::Path::new("a.py")).unwrap();
+        let parts = |stem| similar_name_parts(stem, python);
+        assert_eq!(parts("test_panel"), ["panel"]);
+        assert_eq!(parts("panel_test"), ["panel"]);
+        assert_eq!(parts("test"), ["test"]);
+        assert_eq!(parts("test_"), ["test"]);
+        assert_eq!(parts("OrderServiceTest"), ["order", "service", "test"]);
+        assert_eq!(parts("testing_utils"), ["testing", "utils"]);
+        // Java has no such affix: RLPG's camel-case and underscore parts as they are.
+        let java = crate::lang::for_path(std::path::Path::new("A.java")).unwrap();
+        assert_eq!(similar_name_parts("Order_test", java), ["order", "test"]);
     }
 }
