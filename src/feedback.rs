@@ -61,6 +61,10 @@ pub enum ApplyError {
     Io { path: PathBuf, source: io::Error },
 }
 
+/// The largest file a completion is applied to: reading it back to check it is unchanged must
+/// stay bounded, whatever was put at its path since it was indexed.
+const MAX_APPLIED_FILE_BYTES: u64 = 256 << 20;
+
 /// Replace `replace` bytes at byte `offset` of the file at `path` with `text`, but only if the
 /// file is still the content whose blake3 hash is `expected_hash`. The file is replaced
 /// atomically: on any error it is left as it was. `data_dir` is keyhole's data directory, where
@@ -77,7 +81,14 @@ pub fn apply_completion(
         path: path.to_path_buf(),
         source,
     };
-    let content = fs::read(path).map_err(io_error)?;
+    // Through the checked read: a FIFO or device put at the path since must not hang it.
+    let content =
+        crate::repo::read_regular_file(path, MAX_APPLIED_FILE_BYTES).map_err(|refused| {
+            match refused {
+                crate::repo::Refusal::Unreadable(e) => io_error(e),
+                other => io_error(io::Error::other(other)),
+            }
+        })?;
     if blake3::hash(&content).as_bytes() != expected_hash {
         return Err(ApplyError::ChangedOnDisk {
             path: path.to_path_buf(),
