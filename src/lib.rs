@@ -57,8 +57,9 @@
 //! All on by default: `tui` (the terminal UI, [`tui`]), `local-model` (GGUF models run
 //! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `proxy` (`keyhole
 //! proxy`, [`proxy`], between an editor plugin and its server), `bert` (BERT-family
-//! encoders for the classifier) and `mimalloc` (the binary's allocator). The `keyhole` binary
-//! needs them all; with `default-features = false` the library builds without any.
+//! encoders for the classifier) and `cli` (the `keyhole` binary: all of the above, its flags,
+//! progress bars and allocator). With `default-features = false` the library builds its core
+//! alone: indexing, proposals, retrieval, composing, ranking and the embedded model.
 
 pub mod candidate;
 pub mod compose;
