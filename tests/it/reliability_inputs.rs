@@ -231,33 +231,33 @@ fn a_file_of_a_language_keyhole_does_not_read_is_named_as_such() {
 #[test]
 fn unreadable_files_are_skipped_with_a_warning_naming_them() {
     use std::os::unix::fs::PermissionsExt;
-    let (_scratch, repo) =
-        repo_with(&[("A.java", GOOD.as_bytes()), ("Locked.java", b"class L {}")]);
+    use std::os::unix::process::CommandExt;
+    let (scratch, repo) = repo_with(&[("A.java", GOOD.as_bytes()), ("Locked.java", b"class L {}")]);
     let locked = repo.join("Locked.java");
-    let set_mode =
-        |mode| std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(mode)).unwrap();
-    set_mode(0o000);
-    // Root (as in many CI containers) reads files whatever their mode: nothing to test then.
-    if std::fs::read(&locked).is_ok() {
-        set_mode(0o644);
-        eprintln!(
-            "skipped: this user can read {} despite mode 000",
-            locked.display()
-        );
-        return;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command
+        .args(["proposals", arg(&repo), "A.java:4:9", "--json"])
+        .envs(common::hermetic_env(scratch.path()));
+    // Root (as on CI) reads a file whatever its mode, so there keyhole runs as `nobody`, who
+    // may enter the scratch directory and write its own directories there but not read the
+    // locked file.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::set_permissions(&repo, std::fs::Permissions::from_mode(0o755)).unwrap();
+        command.uid(65534).gid(65534);
     }
-    let index = RepoIndex::open(&repo, None).unwrap();
-    set_mode(0o644);
-    let paths: Vec<&str> = index.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["A.java"]);
-    assert!(
-        index
-            .warnings
-            .iter()
-            .any(|w| w.contains("Locked.java: cannot read")),
-        "{:?}",
-        index.warnings
+    let out = command.output().expect("the keyhole binary runs");
+    assert_eq!(
+        proposal_rows(&out),
+        62,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Locked.java: cannot read"), "{stderr}");
+    assert!(!stdout(&out).contains("Locked.java"), "{}", stdout(&out));
 }
 
 /// Writes `text` as `file` in a fresh config directory and loads it with `load`; the warning
