@@ -17,6 +17,7 @@ mod cli;
 mod cli_complete;
 mod compose;
 mod derived_cache;
+mod docs_keys;
 mod embedded_model;
 mod eval_candidates;
 mod eval_interop;
