@@ -268,6 +268,10 @@ fn lines_using_names_of(file: &SourceFile) -> Vec<bool> {
     lines
 }
 
+/// The seed a run draws its holes and its random baseline with unless one is given, so that
+/// every command, shard and session draws the same.
+pub const DEFAULT_SEED: u64 = 9;
+
 /// RLPG's holes for a repository: every line that is neither blank nor a comment (nor, in the
 /// paper's reading, documentation: see [`HoleColumn`]), in files that have no exact copy
 /// elsewhere, and the rest of the line after the hole as the target; the hole's column is

@@ -12,15 +12,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub(super) mod scale;
 
 use super::backends::BackendArgs;
+use super::hole::PromptArgs;
 use keyhole::candidate::Selection;
-use keyhole::compose;
-use keyhole::context::fidelity::Fidelity;
 use keyhole::escape;
 use keyhole::eval::run::{self, DEFAULT_CONCURRENCY, DEFAULT_HOLES, Evaluation, Observer};
 use keyhole::eval::runner::{DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE};
 use keyhole::eval::shard::Shard;
+use keyhole::hole;
 use keyhole::session::{Choices, Settings};
-use keyhole::token::TokenizerKind;
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -33,7 +32,7 @@ pub struct EvalArgs {
     /// Holes per repository at most, drawn with --seed (RLPG's cap is 10,000).
     #[arg(long, default_value_t = DEFAULT_HOLES)]
     holes: usize,
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = hole::DEFAULT_SEED)]
     seed: u64,
     /// Where label files (labels/REPO.jsonl), report.md, report.json and plots/ go.
     #[arg(long, default_value = "keyhole-eval")]
@@ -43,16 +42,8 @@ pub struct EvalArgs {
     /// others are the test split.
     #[arg(long, value_delimiter = ',')]
     train: Vec<String>,
-    /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]
-    budget: usize,
-    /// Tokenizer the budget is counted in [default: the backend's].
-    #[arg(long)]
-    tokenizer: Option<TokenizerKind>,
-    /// Whose rules place the holes and build the contexts where a paper and its authors'
-    /// code disagree: paper or code.
-    #[arg(long, default_value = "paper")]
-    fidelity: Fidelity,
+    #[command(flatten)]
+    prompt: PromptArgs,
     /// Completions in flight at once (at most the backend's `concurrency` in backends.toml).
     #[arg(long, default_value_t = DEFAULT_CONCURRENCY, value_parser = super::bounds::concurrency)]
     concurrency: usize,
@@ -138,14 +129,12 @@ pub fn eval_command(args: &EvalArgs) -> Result<()> {
 /// The settings of the sessions that label each repository.
 fn session_settings(args: &EvalArgs) -> Result<Settings> {
     let mut choices = Choices {
-        budget: Some(args.budget),
-        tokenizer: args.tokenizer,
-        profile: Some(args.fidelity),
         seed: Some(args.seed),
         classifier: args.classifier.clone(),
         encoder_dir: args.encoder_dir.clone(),
         ..Choices::default()
     };
+    args.prompt.choose(&mut choices);
     args.backend.choose(&mut choices);
     args.servers.choose(&mut choices);
     super::hole::settings(&choices)

@@ -66,12 +66,9 @@ impl ServerArgs {
     }
 }
 
-#[derive(Args)]
-pub struct HoleArgs {
-    /// Repository root.
-    pub repo: PathBuf,
-    /// FILE:LINE:COL, FILE relative to REPO, LINE and COL 1-based.
-    pub position: String,
+/// How prompts are counted and built: every command that composes prompts takes these.
+#[derive(Args, Clone)]
+pub struct PromptArgs {
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
     pub budget: usize,
@@ -79,10 +76,29 @@ pub struct HoleArgs {
     /// o200k_base [default: the backend's, else code].
     #[arg(long)]
     pub tokenizer: Option<TokenizerKind>,
-    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
-    /// or code.
+    /// Whose rules place the holes and build the contexts where a paper and its authors'
+    /// code disagree: paper or code.
     #[arg(long, default_value = "paper")]
     pub fidelity: Fidelity,
+}
+
+impl PromptArgs {
+    /// Put these choices into `choices`.
+    pub fn choose(&self, choices: &mut Choices) {
+        choices.budget = Some(self.budget);
+        choices.tokenizer = self.tokenizer;
+        choices.profile = Some(self.fidelity);
+    }
+}
+
+#[derive(Args)]
+pub struct HoleArgs {
+    /// Repository root.
+    pub repo: PathBuf,
+    /// FILE:LINE:COL, FILE relative to REPO, LINE and COL 1-based.
+    pub position: String,
+    #[command(flatten)]
+    pub prompt: PromptArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -123,9 +139,7 @@ impl RankArgs {
 impl HoleArgs {
     /// Put these choices into `choices`.
     pub fn choose(&self, choices: &mut Choices) {
-        choices.budget = Some(self.budget);
-        choices.tokenizer = self.tokenizer;
-        choices.profile = Some(self.fidelity);
+        self.prompt.choose(choices);
         choices.iterations = Some(self.iterations);
         choices.no_cache = self.cache.no_cache;
         self.servers.choose(choices);

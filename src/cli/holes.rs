@@ -6,10 +6,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::bounds;
-use super::hole::{CacheArgs, open_repo};
+use super::hole::{CacheArgs, PromptArgs, open_repo};
 use keyhole::compose;
-use keyhole::context::fidelity::Fidelity;
 use keyhole::escape;
 use keyhole::eval::interop;
 use keyhole::hole;
@@ -21,23 +19,16 @@ pub struct HolesArgs {
     /// At most this many holes, drawn at random with --seed.
     #[arg(long)]
     cap: Option<usize>,
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = hole::DEFAULT_SEED)]
     seed: u64,
     #[arg(long)]
     json: bool,
     /// Write the holes as a CrossCodeEval-style task file (prompt: the default context).
     #[arg(long)]
     export: Option<PathBuf>,
-    /// Budget of the exported prompts.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
-    budget: usize,
-    /// Tokenizer the exported prompts' budget is counted in.
-    #[arg(long, default_value = "code")]
-    tokenizer: TokenizerKind,
-    /// Where the holes sit: paper (the middle of the trimmed line) or code (as RLPG's code
-    /// puts them).
-    #[arg(long, default_value = "paper")]
-    fidelity: Fidelity,
+    /// The exported prompts' budget and tokenizer, and where the holes sit.
+    #[command(flatten)]
+    prompt: PromptArgs,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -58,16 +49,26 @@ struct HolesOut<'a> {
 
 pub fn holes_command(args: &HolesArgs) -> Result<()> {
     let index = open_repo(&args.repo, &args.cache)?;
-    let holes = hole::sample_holes(&index, args.cap, args.seed, args.fidelity.hole_column());
+    let holes = hole::sample_holes(
+        &index,
+        args.cap,
+        args.seed,
+        args.prompt.fidelity.hole_column(),
+    );
     if let Some(path) = &args.export {
         let name = index
             .root
             .file_name()
             .map_or_else(|| "repository".into(), |n| n.to_string_lossy().into_owned());
-        let tok = args.tokenizer.tokenizer();
+        let tok = args
+            .prompt
+            .tokenizer
+            .unwrap_or(TokenizerKind::Code)
+            .tokenizer();
         let rows = holes.iter().map(|h| {
-            let default_reading = args.fidelity.default_reading();
-            let composer = compose::Composer::new(&index, h, tok, args.budget, default_reading);
+            let default_reading = args.prompt.fidelity.default_reading();
+            let composer =
+                compose::Composer::new(&index, h, tok, args.prompt.budget, default_reading);
             let prompt = composer.compose(None).text();
             interop::export_row(&index, &name, h, &prompt)
         });

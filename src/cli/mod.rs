@@ -270,9 +270,7 @@ fn run(cli: Cli) -> Result<()> {
             let at = HoleArgs {
                 repo,
                 position,
-                budget: cli.ui.budget,
-                tokenizer: cli.ui.tokenizer,
-                fidelity: cli.ui.fidelity,
+                prompt: cli.ui.prompt.clone(),
                 json: false,
                 iterations: perspectives::DEFAULT_ITERATIONS,
                 cache: CacheArgs {

@@ -10,6 +10,7 @@ use keyhole::compose;
 use keyhole::eval::LabelRow;
 use keyhole::eval::labels;
 use keyhole::eval::run::repository_meant;
+use keyhole::hole;
 use keyhole::rank::classifier::Variant;
 use keyhole::rank::classifier::bert::BertEncoder;
 use keyhole::rank::classifier::dataset::{Corpus, Rebuild};
@@ -47,7 +48,7 @@ pub struct TrainArgs {
     max_epochs: usize,
     #[arg(long, default_value_t = 5, value_parser = super::bounds::epochs)]
     patience: usize,
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = hole::DEFAULT_SEED)]
     seed: u64,
     /// The budget the labels were made with.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]

@@ -27,6 +27,7 @@ use keyhole::eval::runner::{
 };
 use keyhole::eval::shard::Shard;
 use keyhole::eval::tune::{self, TuneReport};
+use keyhole::hole;
 use keyhole::rank::classifier::dataset::{Corpus, Rebuild};
 use keyhole::rank::classifier::train::{self as training, Holdout, TrainOptions};
 use keyhole::rank::classifier::{Classifier, Variant};
@@ -52,7 +53,7 @@ pub struct TuneArgs {
     /// Holes sampled per repository.
     #[arg(long, default_value_t = 200, value_parser = super::bounds::holes)]
     holes: usize,
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = hole::DEFAULT_SEED)]
     seed: u64,
     /// Total prompt budget in tokens.
     #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = super::bounds::budget)]

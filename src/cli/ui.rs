@@ -5,13 +5,10 @@ use anyhow::Result;
 use clap::Args;
 
 use super::backends::BackendArgs;
-use super::bounds;
 use super::dirs;
-use super::hole::{RankArgs, ServerArgs};
-use keyhole::compose;
+use super::hole::{PromptArgs, RankArgs, ServerArgs};
 use keyhole::sample::Sample;
 use keyhole::session::{Choices, Settings};
-use keyhole::token::TokenizerKind;
 
 /// What the UI completes with and how it ranks and counts: the choices of `complete`.
 #[derive(Args)]
@@ -22,19 +19,11 @@ pub struct UiArgs {
     pub rank: RankArgs,
     #[command(flatten)]
     pub servers: ServerArgs,
-    /// Total prompt budget in tokens.
-    #[arg(long, default_value_t = compose::DEFAULT_BUDGET, value_parser = bounds::budget)]
-    pub budget: usize,
-    /// Tokenizer the budget is counted in [default: the backend's, else code].
-    #[arg(long)]
-    pub tokenizer: Option<TokenizerKind>,
+    #[command(flatten)]
+    pub prompt: PromptArgs,
     /// The UI's colours: dark or light [default: what theme.toml names, else dark].
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
-    /// Whose rules build the contexts where a paper and its authors' code disagree: paper
-    /// or code.
-    #[arg(long, default_value = "paper")]
-    pub fidelity: keyhole::context::fidelity::Fidelity,
     /// Open the hole of recorded request N (`keyhole recorded list`): where the repository
     /// holds what the plugin sent around the cursor, with the plugin's prompt as the first
     /// candidate.
@@ -54,12 +43,10 @@ impl UiArgs {
     /// is taken over.
     pub fn options(&self) -> Result<keyhole::tui::Options> {
         let mut choices = Choices {
-            budget: Some(self.budget),
-            tokenizer: self.tokenizer,
-            profile: Some(self.fidelity),
             include_vendored: self.include_vendored,
             ..Choices::default()
         };
+        self.prompt.choose(&mut choices);
         self.backend.choose(&mut choices);
         self.rank.choose(&mut choices);
         self.servers.choose(&mut choices);

@@ -34,3 +34,25 @@ pub struct HoleRequest<'a> {
     /// Seeds the random choices (combined with the hole's position).
     pub seed: u64,
 }
+
+impl<'a> HoleRequest<'a> {
+    /// The request for a candidate given `share` of `budget` (its share in the catalogue),
+    /// allocated as the composer will allocate it.
+    pub fn new(
+        index: &'a RepoIndex,
+        hole: &'a Hole,
+        tokenizer: &'a dyn Tokenizer,
+        (budget, share): (usize, f64),
+        fidelity: fidelity::Fidelity,
+        seed: u64,
+    ) -> Self {
+        HoleRequest {
+            index,
+            hole,
+            tokenizer,
+            allocation: crate::compose::proposal_allocation(budget, share),
+            fidelity,
+            seed,
+        }
+    }
+}

@@ -17,7 +17,7 @@ use super::typed_server;
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
 use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, CandidateId};
-use crate::compose::{self, Composer, Prompt};
+use crate::compose::{Composer, Prompt};
 use crate::hole::Hole;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::repo::RepoIndex;
@@ -25,8 +25,6 @@ use crate::token::Tokenizer;
 
 /// RepoCoder's iterations by default (the paper's main comparison is one against two).
 pub const DEFAULT_ITERATIONS: u16 = 2;
-/// Seed of the random baseline outside evaluations (the evaluation's default seed).
-pub const DEFAULT_SEED: u64 = 9;
 /// Tokens a summary may take.
 const SUMMARY_TOKENS: usize = 64;
 
@@ -147,14 +145,14 @@ impl<'a> Perspectives<'a> {
     where
         'a: 'h,
     {
-        HoleRequest {
-            index: self.index,
+        HoleRequest::new(
+            self.index,
             hole,
-            tokenizer: self.tokenizer,
-            allocation: compose::proposal_allocation(self.budget, candidate::RETRIEVED_SHARE),
-            seed: self.seed,
-            fidelity: self.fidelity,
-        }
+            self.tokenizer,
+            (self.budget, candidate::RETRIEVED_SHARE),
+            self.fidelity,
+            self.seed,
+        )
     }
 
     /// The candidates that need nothing from the backend: 63–66 and 68.

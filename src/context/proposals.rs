@@ -108,14 +108,15 @@ pub fn build_for_budget(
     candidate::proposal_specs()
         .iter()
         .map(|&spec| {
-            let req = HoleRequest {
+            // No proposal draws at random.
+            let req = HoleRequest::new(
                 index,
                 hole,
                 tokenizer,
-                allocation: crate::compose::proposal_allocation(budget, spec.share),
+                (budget, spec.share),
                 fidelity,
-                seed: super::perspectives::DEFAULT_SEED,
-            };
+                crate::hole::DEFAULT_SEED,
+            );
             build(spec, &req)
         })
         .collect()

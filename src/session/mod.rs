@@ -210,14 +210,14 @@ impl Session {
     /// candidate that needs it.
     pub async fn context(&self, hole: &Hole, id: CandidateId) -> BuiltContext {
         if let Some(spec) = id.proposal() {
-            let request = HoleRequest {
-                index: &self.index,
+            let request = HoleRequest::new(
+                &self.index,
                 hole,
-                tokenizer: self.tokenizer,
-                allocation: crate::compose::proposal_allocation(self.budget, spec.share),
-                fidelity: self.fidelity,
-                seed: self.seed,
-            };
+                self.tokenizer,
+                (self.budget, spec.share),
+                self.fidelity,
+                self.seed,
+            );
             return BuiltContext::Proposal(proposals::build(spec, &request));
         }
         if id == CandidateId::DEFAULT {

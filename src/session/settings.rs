@@ -181,7 +181,7 @@ impl Settings {
             iterations: choices
                 .iterations
                 .unwrap_or(perspectives::DEFAULT_ITERATIONS),
-            seed: choices.seed.unwrap_or(perspectives::DEFAULT_SEED),
+            seed: choices.seed.unwrap_or(crate::hole::DEFAULT_SEED),
             dirs,
             index_cache: !choices.no_cache,
             language_servers: lsp::ServerOptions {

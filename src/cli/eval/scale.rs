@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::Subcommand;
 
-use super::{BackendArgs, EvalArgs, eval_command};
+use super::{BackendArgs, EvalArgs, PromptArgs, eval_command};
 use keyhole::candidate::Selection;
 use keyhole::eval::merge::{self, Merged};
 use keyhole::eval::run::{canonical, repository_name};
@@ -102,10 +102,12 @@ fn merge_command(
         seed: labels.seed,
         out: out.to_path_buf(),
         train: report.train.clone(),
-        budget: labels.budget,
         // The run's own tokenizer and profile, as the label settings recorded them.
-        tokenizer: labels.tokenizer.parse().ok(),
-        fidelity: labels.fidelity,
+        prompt: PromptArgs {
+            budget: labels.budget,
+            tokenizer: labels.tokenizer.parse().ok(),
+            fidelity: labels.fidelity,
+        },
         concurrency,
         max_failures: DEFAULT_MAX_FAILURES,
         stage_deadline: DEFAULT_STAGE_DEADLINE.as_secs(),

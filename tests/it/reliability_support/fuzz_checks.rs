@@ -8,7 +8,7 @@ use keyhole::candidate::{self, CandidateId};
 use keyhole::compose::{self, Composer, DefaultReading};
 use keyhole::context::HoleRequest;
 use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{self, Perspectives};
+use keyhole::context::perspectives::Perspectives;
 use keyhole::context::proposals;
 use keyhole::context::retrieval::Retrieval;
 use keyhole::context::windows::WindowIndex;
@@ -302,7 +302,7 @@ pub fn compose_retrieved(
         windows: &searches.windows,
         tokenizer: tok,
         budget,
-        seed: perspectives::DEFAULT_SEED,
+        seed: keyhole::hole::DEFAULT_SEED,
         fidelity: Fidelity::Paper,
     };
     let composer = Composer::new(index, hole, tok, budget, DefaultReading::AsWritten);
