@@ -146,9 +146,7 @@ async fn attempts(args: &CompleteArgs, opened: &Opened) -> Result<Vec<Attempt>> 
         let k = if args.samples.is_some() { 1 } else { args.k };
         // Ranking needs the proposals only: no retrieval state is built for it.
         let proposals = session.proposals(hole);
-        let ranking = session
-            .rank(hole, &proposals, args.rank.ranker)
-            .map_err(anyhow::Error::msg)?;
+        let ranking = session.rank(hole, &proposals, args.rank.ranker)?;
         ranking.iter().take(k).map(|r| r.id).collect()
     } else {
         args.ids.iter().map(|&typed| opened.meant(typed)).collect()

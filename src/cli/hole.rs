@@ -167,7 +167,7 @@ pub fn open_repo(repo: &Path, cache: &CacheArgs) -> Result<RepoIndex> {
         RepoIndex::open_with_progress(repo, cache_dir.as_deref(), cache.vendored(), &|_, _| {})?;
     print_warnings(&index)?;
     if index.files.is_empty() {
-        return Err(keyhole::session::OpenError::NoSourceFiles(repo.to_path_buf()).into());
+        return Err(keyhole::session::SessionError::NoSourceFiles(repo.to_path_buf()).into());
     }
     Ok(index)
 }

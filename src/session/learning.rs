@@ -11,7 +11,7 @@ use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::feedback;
 use crate::rank::bandit::{self, LinUcb};
-use crate::rank::classifier::Classifier;
+use crate::rank::classifier::{Classifier, ModelError};
 use crate::rank::online::{self, OnlineRanker};
 use crate::rank::{RankInput, Ranked, RankerKind, Rankers};
 
@@ -136,9 +136,9 @@ impl Learning {
     }
 
     /// The order `kind` gives the proposals, or why it cannot rank.
-    pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, String> {
+    pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, ModelError> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
-        let ranker = rankers.get(kind).map_err(|e| e.to_string())?;
+        let ranker = rankers.get(kind)?;
         Ok(ranker.rank(input))
     }
 

@@ -28,7 +28,7 @@ pub use rows::{
 };
 pub use search::{SearchIndex, SharedSearch};
 pub use settings::{
-    Choices, OpenError, OpenStage, Opening, SessionBuilder, Settings, SettingsError,
+    Choices, OpenStage, Opening, SessionBuilder, SessionError, Settings, SettingsError,
     read_backends_leniently, search_built,
 };
 
@@ -142,7 +142,7 @@ impl Session {
         );
         let (ranking, warning) = match self.rank(hole, &built, ranker) {
             Ok(ranking) => (ranking, None),
-            Err(why) => (Vec::new(), Some(why)),
+            Err(why) => (Vec::new(), Some(why.to_string())),
         };
         apply_ranking(&mut candidates, &ranking);
         Analysis {
@@ -161,7 +161,7 @@ impl Session {
         hole: &Hole,
         proposals: &[ProposalContext],
         ranker: RankerKind,
-    ) -> Result<Vec<Ranked>, String> {
+    ) -> Result<Vec<Ranked>, crate::rank::classifier::ModelError> {
         let input = RankInput::new(&self.index, hole, proposals);
         self.learning.rank(ranker, &input)
     }

@@ -311,10 +311,10 @@ fn chosen_backend(
     Ok(entry)
 }
 
-/// Why a session could not be opened.
+/// Why a session could not be opened (the repository itself: [`repo::OpenError`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum OpenError {
+pub enum SessionError {
     #[error(transparent)]
     Repository(#[from] repo::OpenError),
     #[error("{}: no source files keyhole reads (it reads {})", .0.display(), crate::lang::read_languages())]
@@ -387,7 +387,7 @@ impl Session {
     /// assert!(!prompt.is_empty());
     /// # Ok(()) }
     /// ```
-    pub fn open(repo: &Path, settings: &Settings) -> Result<Session, OpenError> {
+    pub fn open(repo: &Path, settings: &Settings) -> Result<Session, SessionError> {
         Session::builder(settings).open(repo)
     }
 
@@ -443,7 +443,7 @@ impl<'a> SessionBuilder<'a> {
     }
 
     /// Index the repository at `repo` and open the session on it.
-    pub fn open(self, repo: &Path) -> Result<Session, OpenError> {
+    pub fn open(self, repo: &Path) -> Result<Session, SessionError> {
         let settings = self.settings;
         let cache = settings
             .index_cache
@@ -458,13 +458,13 @@ impl<'a> SessionBuilder<'a> {
         };
         let index = RepoIndex::open_with_progress(repo, cache, settings.vendored, &files)?;
         if index.files.is_empty() {
-            return Err(OpenError::NoSourceFiles(repo.to_path_buf()));
+            return Err(SessionError::NoSourceFiles(repo.to_path_buf()));
         }
         self.on(Arc::new(index))
     }
 
     /// The session on an index already open.
-    pub fn on(mut self, index: Arc<RepoIndex>) -> Result<Session, OpenError> {
+    pub fn on(mut self, index: Arc<RepoIndex>) -> Result<Session, SessionError> {
         let total = index.files.len();
         if self.search_now && self.search.is_none() {
             self.report(OpenStage::Search, total, total);

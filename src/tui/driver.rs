@@ -587,7 +587,9 @@ impl Driver {
                     move || Action::Ranked {
                         generation,
                         ranker,
-                        ranked: learning.rank(ranker, &RankInput::new(&index, &hole, &proposals)),
+                        ranked: learning
+                            .rank(ranker, &RankInput::new(&index, &hole, &proposals))
+                            .map_err(|e| e.to_string()),
                     },
                     move |error| Action::Ranked {
                         generation,
