@@ -159,6 +159,13 @@ impl Observer for Terminal {
         bar.set_position(done as u64);
     }
 
+    fn composing(&self, repository: &str, done: usize, total: usize) {
+        self.holes(&format!("{repository}: composing prompts"), done, total);
+        if done == total {
+            self.labelled(repository);
+        }
+    }
+
     fn labelled(&self, _: &str) {
         let bar = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(bar) = bar {
@@ -171,7 +178,7 @@ impl Observer for Terminal {
     }
 }
 
-pub(super) fn progress_bar(name: &str) -> ProgressBar {
+fn progress_bar(name: &str) -> ProgressBar {
     let bar = ProgressBar::new(0);
     let style =
         ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} holes  {per_sec}  ETA {eta}")

@@ -173,6 +173,12 @@ pub trait Observer: Sync {
         let _ = (repository, done, total);
     }
 
+    /// `done` of the `total` sampled holes of `repository` have their prompts composed, before
+    /// labelling starts (`keyhole tune` plans its requests from them).
+    fn composing(&self, repository: &str, done: usize, total: usize) {
+        let _ = (repository, done, total);
+    }
+
     /// The labelling of `repository` has ended, however it ended.
     fn labelled(&self, repository: &str) {
         let _ = repository;
@@ -376,7 +382,7 @@ impl Drop for Runtime {
 }
 
 /// What `backend` changed of what was asked, as notes.
-fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io::Result<()> {
+pub(crate) fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io::Result<()> {
     for notice in backend.notices() {
         observer.note(&format!("note: {notice}"))?;
     }

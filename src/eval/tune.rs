@@ -1,8 +1,12 @@
 //! What `keyhole tune` measures on the held-out holes of the user's own repositories: the
 //! success of the tuned RLPG-H's top choice, of the classifier that ranked before it, of the
-//! best single proposal, of the fixed order, of the default context, and of the oracle.
+//! best single proposal, of the fixed order, of the default context, and of the oracle; and
+//! the run itself ([`run`], in `pipeline`).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod pipeline;
+pub use pipeline::{Tuned, Tuning, run};
 
 use serde::Serialize;
 
