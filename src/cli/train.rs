@@ -118,7 +118,7 @@ pub fn train_command(args: &TrainArgs) -> Result<()> {
         },
     )?;
     write_report(&report, &args.out)?;
-    outln!("{}", markdown(&report));
+    outln!("{}", report.markdown());
     errln!("model in {}", args.out.display());
     Ok(())
 }
@@ -133,38 +133,7 @@ fn write_report(report: &TrainReport, out: &std::path::Path) -> Result<()> {
     let md = out.with_extension("report.md");
     std::fs::write(&json, serde_json::to_vec_pretty(report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
-    std::fs::write(&md, markdown(report)).with_context(|| format!("cannot write {}", md.display()))
-}
-
-fn markdown(r: &TrainReport) -> String {
-    let mut out = format!(
-        "# {} training report\n\nTrained on {} ({} holes), validated on {} ({} holes), \
-         {:.0} s, {} trained parameters; best epoch {} of {}.\n\n\
-         | On validation holes | Top-1 success |\n| --- | --- |\n\
-         | {} | {:.2}% |\n| default context | {:.2}% |\n| fixed ranking | {:.2}% |\n| oracle | {:.2}% |\n\n\
-         | Epoch | Train loss | Validation loss | Validation success |\n| --- | --- | --- | --- |\n",
-        r.variant,
-        r.train_repositories.join(", "),
-        r.train_holes,
-        r.validation_repositories.join(", "),
-        r.validation_holes,
-        r.seconds,
-        r.trained_parameters,
-        r.best_epoch,
-        r.epochs.len(),
-        r.variant,
-        r.validation.model,
-        r.validation.default,
-        r.validation.fixed,
-        r.validation.oracle,
-    );
-    for e in &r.epochs {
-        out += &format!(
-            "| {} | {:.4} | {:.4} | {:.2}% |\n",
-            e.epoch, e.train_loss, e.validation_loss, e.validation_success
-        );
-    }
-    out
+    std::fs::write(&md, report.markdown()).with_context(|| format!("cannot write {}", md.display()))
 }
 
 /// The labelled repositories `given` (by name, or by path to the repository in `corpus`) holds

@@ -108,6 +108,42 @@ pub struct TrainReport {
     pub trained_parameters: usize,
 }
 
+impl TrainReport {
+    /// The report as Markdown: the split, the validation holes' top-1 success against the
+    /// default context, the fixed ranking and the oracle, and each epoch.
+    pub fn markdown(&self) -> String {
+        let r = self;
+        let mut out = format!(
+            "# {} training report\n\nTrained on {} ({} holes), validated on {} ({} holes), \
+             {:.0} s, {} trained parameters; best epoch {} of {}.\n\n\
+             | On validation holes | Top-1 success |\n| --- | --- |\n\
+             | {} | {:.2}% |\n| default context | {:.2}% |\n| fixed ranking | {:.2}% |\n| oracle | {:.2}% |\n\n\
+             | Epoch | Train loss | Validation loss | Validation success |\n| --- | --- | --- | --- |\n",
+            r.variant,
+            r.train_repositories.join(", "),
+            r.train_holes,
+            r.validation_repositories.join(", "),
+            r.validation_holes,
+            r.seconds,
+            r.trained_parameters,
+            r.best_epoch,
+            r.epochs.len(),
+            r.variant,
+            r.validation.model,
+            r.validation.default,
+            r.validation.fixed,
+            r.validation.oracle,
+        );
+        for e in &r.epochs {
+            out += &format!(
+                "| {} | {:.4} | {:.4} | {:.2}% |\n",
+                e.epoch, e.train_loss, e.validation_loss, e.validation_success
+            );
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub model: f64,
