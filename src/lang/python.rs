@@ -11,7 +11,7 @@ use super::python_typed;
 use super::tree::{NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
-    MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
+    MAX_DOTTED_PARTS, MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
 };
 
 pub struct Python;
@@ -183,7 +183,7 @@ impl<'s> Modules<'s> {
             super::add_import(found, module, ImportKind::Single, &lines);
             for bound in &import.names {
                 let denoted = self.bound_module(path, import, bound).unwrap_or(module);
-                for (rest, used) in dotted_uses(facts, bound) {
+                for (rest, used) in facts.dotted_uses_of(bound) {
                     let parts: Vec<&str> = rest.split('.').collect();
                     if let Some(home) = self.through(denoted, &parts)
                         && home != module
@@ -340,24 +340,6 @@ fn from_module(module: &str) -> String {
     } else {
         module.to_string()
     }
-}
-
-/// The dotted uses of `bound` in a file: for `pkg` of `pkg.core.Name` on line 3,
-/// (`core.Name`, `[3]`).
-fn dotted_uses<'f>(
-    facts: &'f FileFacts,
-    bound: &str,
-) -> impl Iterator<Item = (&'f str, &'f [u32])> {
-    let prefix = format!("{bound}.");
-    let start = facts
-        .dotted_usages
-        .partition_point(|(name, _)| name.as_str() < prefix.as_str());
-    facts.dotted_usages[start..]
-        .iter()
-        .map_while(move |(name, lines)| {
-            let rest = name.strip_prefix(&prefix)?;
-            Some((rest, lines.as_slice()))
-        })
 }
 
 /// Where Python looks for the absolute imports of the file at `path`, first first:
@@ -826,6 +808,7 @@ impl<'a> Extractor<'a> {
             wildcard,
             is_static: false,
             names,
+            ..ImportDecl::default()
         });
     }
 
@@ -922,10 +905,6 @@ impl<'a> Extractor<'a> {
         self.facts
     }
 }
-
-/// The longest dotted name kept (`a.b.c.d.e.f`): a module imported whole is reached through
-/// its first few parts.
-const MAX_DOTTED_PARTS: usize = 6;
 
 /// The text of a plain string literal without its prefix and quotes (`r"a"` → `a`).
 fn string_value(literal: &str) -> Option<&str> {
