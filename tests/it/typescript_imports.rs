@@ -4,7 +4,7 @@
 //! barrels of every kind followed to the file that declares what a file uses, also through a
 //! namespace import (`core.someName`).
 
-use crate::common::{imported, set, write_tree};
+use crate::common::{imported, keyhole, ok, set, write_tree};
 
 #[test]
 fn tests_that_import_their_own_package_by_name_reach_the_declaring_files() {
@@ -178,4 +178,48 @@ fn a_namespace_imports_members_reach_the_files_behind_barrels_of_every_kind() {
             "src/core/util.ts",
         ])
     );
+}
+
+#[test]
+fn a_malformed_package_json_is_one_warning_naming_it_and_resolution_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[
+            ("pnpm-workspace.yaml", "packages:\n  - 'packages/*'\n"),
+            (
+                "packages/broken/package.json",
+                "{ \"name\": \"@acme/broken\",\n  \"main\": }\n",
+            ),
+            ("packages/broken/src/index.ts", "export const broken = 1;\n"),
+            (
+                "packages/ok/package.json",
+                r#"{ "name": "@acme/ok", "types": "src/index.ts" }"#,
+            ),
+            ("packages/ok/src/index.ts", "export const ok = 1;\n"),
+            (
+                "packages/app/main.ts",
+                "import { broken } from '@acme/broken';\nimport { ok } from '@acme/ok';\n\nconsole.log(broken, ok);\n",
+            ),
+        ],
+    );
+    let out = ok(keyhole(
+        &["index", repo.to_str().unwrap(), "--json"],
+        dir.path(),
+    ));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("packages/broken/package.json: ") && warnings[0].contains("line 2"),
+        "{warnings:?}"
+    );
+    let files = imported(&repo, "packages/app/main.ts:4:13", dir.path());
+    assert_eq!(files, set(&["packages/ok/src/index.ts"]));
 }
