@@ -450,10 +450,6 @@ impl FileFacts {
     }
 }
 
-/// The longest dotted name [`FileFacts::dotted_usages`] keeps (`a.b.c.d.e.f`): a module
-/// imported whole is reached through its first few parts.
-pub const MAX_DOTTED_PARTS: usize = 6;
-
 /// A programming language keyhole can index.
 pub trait Language: Send + Sync {
     /// The language's name in the program; files of one name are one language, whose files

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use super::ImportScope;
-use super::tsconfig::normalize;
+use super::tsconfig::{join, normalize};
 
 /// The conditions TypeScript matches in `exports` for an import, besides a configuration's
 /// `customConditions` (which come first among equals: the order that counts is the one the
@@ -404,13 +404,6 @@ fn strings(values: &[Value]) -> Vec<String> {
         .iter()
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect()
-}
-
-fn join(dir: &str, name: &str) -> String {
-    match dir {
-        "" => name.to_string(),
-        _ => format!("{dir}/{name}"),
-    }
 }
 
 #[cfg(test)]

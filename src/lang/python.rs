@@ -8,10 +8,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tree_sitter::{Node, Tree};
 
 use super::python_typed;
-use super::tree::{NameUsages, span};
+use super::tree::{DottedUsages, NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
-    MAX_DOTTED_PARTS, MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
+    MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
 };
 
 pub struct Python;
@@ -617,7 +617,7 @@ struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
     usages: NameUsages<'a>,
-    dotted: FxHashMap<String, Vec<u32>>,
+    dotted: DottedUsages,
     /// Node ids of the docstrings met so far (a definition is met before its body).
     docstrings: Vec<usize>,
 }
@@ -628,7 +628,7 @@ impl<'a> Extractor<'a> {
             source,
             facts: FileFacts::default(),
             usages: NameUsages::default(),
-            dotted: FxHashMap::default(),
+            dotted: DottedUsages::default(),
             docstrings: Vec::new(),
         }
     }
@@ -749,13 +749,7 @@ impl<'a> Extractor<'a> {
             return;
         }
         parts.push(self.text(at));
-        parts.reverse();
-        parts.truncate(MAX_DOTTED_PARTS);
-        let lines = self.dotted.entry(parts.join(".")).or_default();
-        let line = node.start_position().row as u32;
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.dotted.record(parts, node);
     }
 
     /// `import a.b as x` (binds `x`; without `as`, `a`), `from m import c as d` (binds `d`;
@@ -888,20 +882,7 @@ impl<'a> Extractor<'a> {
 
     fn finish(mut self) -> FileFacts {
         self.facts.name_usages = self.usages.into_sorted();
-        // Only the dotted names starting with a name an import binds say which module is used.
-        let bound: FxHashSet<&str> = self
-            .facts
-            .imports
-            .iter()
-            .flat_map(|i| i.names.iter().map(String::as_str))
-            .collect();
-        let mut dotted: Vec<(String, Vec<u32>)> = self
-            .dotted
-            .into_iter()
-            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
-            .collect();
-        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.dotted_usages = dotted;
+        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
         self.facts
     }
 }

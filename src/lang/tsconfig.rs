@@ -279,7 +279,8 @@ fn with_json(path: String, scope: &dyn ImportScope) -> String {
     }
 }
 
-fn join(dir: &str, name: &str) -> String {
+/// `name` in the repository directory `dir` (`""`: the root).
+pub(super) fn join(dir: &str, name: &str) -> String {
     match dir {
         "" => name.to_string(),
         _ => format!("{dir}/{name}"),

@@ -1,19 +1,21 @@
 //! TypeScript, TSX and JavaScript facts through tree-sitter-typescript, in one pass over the
 //! syntax tree, and ES imports resolved to repository files as TypeScript's module resolution
-//! finds them (relative specifiers by path, others through the `baseUrl` and `paths` of the
-//! file's nearest `tsconfig.json`).
+//! finds them: relative specifiers by path, others through the `baseUrl` and `paths` of the
+//! file's nearest `tsconfig.json`, then the repository's own packages by name
+//! ([`super::packages`]). A name imported from a barrel is followed to the file that declares
+//! it, and a namespace's members used through it (`core.parse`) to theirs.
 
 use std::cell::RefCell;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Tree};
 
-use super::tree::{NameUsages, named_children, span};
+use super::tree::{DottedUsages, NameUsages, named_children, span};
 use super::tsconfig::{TsConfig, normalize};
 use super::typescript_typed;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
-    MAX_DOTTED_PARTS, MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
+    MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
 };
 
 /// One of the two grammars tree-sitter-typescript ships: TypeScript proper, and TSX, which
@@ -144,6 +146,9 @@ impl Language for TypeScript {
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import> {
+        // The file's configuration is read whether or not an import needs it, so that what
+        // is wrong with it is said whatever the file imports.
+        TsConfig::of_file(path, scope);
         let modules = Modules::new(scope);
         let mut found = Vec::new();
         for import in &facts.imports {
@@ -399,7 +404,7 @@ struct Extractor<'a> {
     /// once the file's imports are known.
     local_exports: Vec<(String, String)>,
     /// Dotted names (`core.parse`, `z.ZodType`) with the lines they are used on.
-    dotted: FxHashMap<String, Vec<u32>>,
+    dotted: DottedUsages,
 }
 
 /// The declarations a node is: a class (also an abstract one or a named class expression),
@@ -441,7 +446,7 @@ impl<'a> Extractor<'a> {
             usages: NameUsages::default(),
             pending_names: None,
             local_exports: Vec::new(),
-            dotted: FxHashMap::default(),
+            dotted: DottedUsages::default(),
         }
     }
 
@@ -688,7 +693,7 @@ impl<'a> Extractor<'a> {
     }
 
     /// A dotted name as long as it stays one (`a.b.c` of `a.b.c(x).d`, `ns.Type` in a type),
-    /// recorded once, at its outermost node, with its first [`MAX_DOTTED_PARTS`] parts.
+    /// recorded once, at its outermost node.
     fn dotted_usage(&mut self, node: Node) {
         let inner_of_longer = node
             .parent()
@@ -707,13 +712,7 @@ impl<'a> Extractor<'a> {
             return;
         }
         parts.push(self.text(at));
-        parts.reverse();
-        parts.truncate(MAX_DOTTED_PARTS);
-        let line = node.start_position().row as u32;
-        let lines = self.dotted.entry(parts.join(".")).or_default();
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.dotted.record(parts, node);
     }
 
     /// `const x = require('./e')` and `const { a, b } = await import('./f')`: the names the
@@ -857,21 +856,7 @@ impl<'a> Extractor<'a> {
         }
         self.facts.top_level_names.sort_unstable();
         self.facts.top_level_names.dedup();
-        // Only the dotted names starting with a name an import binds say which module is used.
-        let bound: FxHashSet<&str> = self
-            .facts
-            .imports
-            .iter()
-            .filter(|i| !i.reexport)
-            .flat_map(|i| i.names.iter().map(String::as_str))
-            .collect();
-        let mut dotted: Vec<(String, Vec<u32>)> = self
-            .dotted
-            .into_iter()
-            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
-            .collect();
-        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.dotted_usages = dotted;
+        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
         self.facts
     }
 }
