@@ -6,7 +6,9 @@
 //! Inside a package, `exports` (subpaths, `*` patterns, conditions in the order written: the
 //! `tsconfig.json`'s `customConditions`, `types`, `import`, `node`, `default`), else `types`,
 //! `typings`, `main` and `index`, each target taken only where it is a repository file, as
-//! TypeScript falls through to the next condition when one names no file.
+//! TypeScript falls through to the next condition when one names no file. A `#` specifier
+//! (`#internal/log`) is a subpath import of the file's own package, through its `imports`
+//! by the same rules.
 //!
 //! Every `package.json` and `pnpm-workspace.yaml` is read once per index through
 //! [`ImportScope::project_file`] (the repository's checked reads), and a workspace's packages
@@ -34,8 +36,20 @@ pub(super) fn resolve<T>(
     scope: &dyn ImportScope,
     load: &dyn Fn(&str) -> Option<T>,
 ) -> Option<T> {
-    let (name, subpath) = split_specifier(specifier)?;
     let conditions = Conditions(custom_conditions);
+    if specifier.starts_with('#') {
+        // A subpath import: the `imports` of the package the file belongs to.
+        let (package_dir, manifest) = nearest_manifest(dir, scope)?;
+        let Value::Object(imports) = manifest.imports.as_ref()? else {
+            return None;
+        };
+        let exports = Targets {
+            dir: &package_dir,
+            conditions: &conditions,
+        };
+        return exports.matching(imports, specifier, load);
+    }
+    let (name, subpath) = split_specifier(specifier)?;
     if let Some((package_dir, manifest)) = nearest_manifest(dir, scope)
         && manifest.name.as_deref() == Some(name)
         && manifest.exports.is_some()
@@ -78,6 +92,9 @@ impl Conditions<'_> {
 struct Manifest {
     name: Option<String>,
     exports: Option<Value>,
+    /// Subpath imports (`"#internal/*": "./src/internal/*.ts"`), which only the package's own
+    /// files use.
+    imports: Option<Value>,
     /// `types`, `typings` and `main`, in the order TypeScript tries them.
     entries: Vec<String>,
     /// The `workspaces` field's patterns (npm, yarn: an array, or `{ "packages": [...] }`).
@@ -108,6 +125,7 @@ impl Manifest {
         let manifest = Manifest {
             name: string("name"),
             exports: value.get("exports").filter(|e| !e.is_null()).cloned(),
+            imports: value.get("imports").cloned(),
             entries: ["types", "typings", "main"]
                 .into_iter()
                 .filter_map(string)
@@ -131,7 +149,7 @@ impl Manifest {
         let at = |relative: &str| normalize(dir, relative).and_then(|p| load(&p));
         if let Some(exports) = &self.exports {
             // Where `exports` is given, it is all the package offers.
-            return Exports { dir, conditions }.resolve(exports, subpath, load);
+            return Targets { dir, conditions }.resolve(exports, subpath, load);
         }
         if subpath != "." {
             return at(subpath);
@@ -143,15 +161,15 @@ impl Manifest {
     }
 }
 
-/// Node's `exports` rules, as TypeScript follows them.
-struct Exports<'e> {
+/// Node's rules for the targets of `exports` and `imports`, as TypeScript follows them.
+struct Targets<'e> {
     dir: &'e str,
     conditions: &'e Conditions<'e>,
 }
 
-impl Exports<'_> {
-    /// The target of `subpath`: an exact key, else the pattern (`./*`, `./locales/*`) with the
-    /// longest part before its `*`.
+impl Targets<'_> {
+    /// The target of `subpath` (`.`, `./v4`, `./locales/en.js`), matched against `./*` and
+    /// `./locales/*` patterns as [`Targets::matching`] does.
     fn resolve<T>(
         &self,
         exports: &Value,
@@ -164,6 +182,17 @@ impl Exports<'_> {
             _ if subpath == "." => return self.target(exports, None, load),
             _ => return None,
         };
+        self.matching(subpaths, subpath, load)
+    }
+
+    /// The target of the key `subpath` of `exports` or `imports` names: an exact key, else the
+    /// pattern with the longest part before its `*`.
+    fn matching<T>(
+        &self,
+        subpaths: &serde_json::Map<String, Value>,
+        subpath: &str,
+        load: &dyn Fn(&str) -> Option<T>,
+    ) -> Option<T> {
         if let Some(target) = subpaths.get(subpath).filter(|_| !subpath.contains('*')) {
             return self.target(target, None, load);
         }

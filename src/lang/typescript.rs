@@ -1657,4 +1657,27 @@ const fs = require('./fs-shim');
                 .is_empty()
         );
     }
+    #[test]
+    fn subpath_imports_resolve_through_the_packages_imports() {
+        let repo = Repo::new(&[
+            (
+                "package.json",
+                r##"{ "name": "app", "imports": {
+                    "#internal/*": "./src/internal/*.ts",
+                    "#config": { "types": "./src/config.ts", "default": "./dist/config.js" },
+                    "#dep": "lodash" } }"##,
+            ),
+            ("src/internal/log.ts", "export function log() {}\n"),
+            ("src/config.ts", "export const config = {};\n"),
+            (
+                "src/main.ts",
+                "import { log } from '#internal/log';\nimport { config } from '#config';\n\
+                 import dep from '#dep';\nimport { x } from '#missing';\nlog(config, dep, x);\n",
+            ),
+        ]);
+        assert_eq!(
+            repo.imports_of("src/main.ts"),
+            vec![("src/internal/log.ts", vec![4]), ("src/config.ts", vec![4])]
+        );
+    }
 }
