@@ -302,7 +302,7 @@ impl<'a> Extractor<'a> {
                 path: self.text(*path).split_whitespace().collect(),
                 wildcard: children.iter().any(|c| c.kind() == "asterisk"),
                 is_static: children.iter().any(|c| c.kind() == "static"),
-                names: Vec::new(),
+                ..ImportDecl::default()
             });
         }
     }

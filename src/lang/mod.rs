@@ -6,6 +6,7 @@
 mod hole_grammar;
 pub mod java;
 mod java_typed;
+mod packages;
 pub mod python;
 mod python_typed;
 mod tree;
@@ -66,7 +67,7 @@ pub struct TypeDecl {
 }
 
 /// One import declaration, as written.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportDecl {
     /// What the import names, in the language's notation: Java's dotted path without
     /// `import`, `static`, `.*` and `;`; Python's module with its leading dots; an ES module
@@ -79,6 +80,17 @@ pub struct ImportDecl {
     /// a as b`: `b`); empty where the language reads them off `path` (Java).
     #[serde(default)]
     pub names: Vec<String>,
+    /// What the declaration takes from its module, where the language says it apart from
+    /// `names` (TypeScript): each as the name it goes by here (bound in the file, or exported
+    /// under, for a re-export) and its name in the module, `*` for the module itself:
+    /// `import { a as b }` → (`b`, `a`); `import * as ns` → (`ns`, `*`); `import d` → (`d`,
+    /// `default`); `export { a as b } from` → (`b`, `a`); `export * as ns from` → (`ns`, `*`).
+    #[serde(default)]
+    pub members: Vec<(String, String)>,
+    /// It passes what it takes on to the file's importers (`export ... from`) instead of
+    /// binding it in the file.
+    #[serde(default)]
+    pub reexport: bool,
 }
 
 /// How an import reached a repository file.
@@ -139,6 +151,11 @@ pub trait ImportScope {
     fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
         let _ = file;
         None
+    }
+    /// Every directory that directly holds a repository source file (`""`: the root), for a
+    /// language that finds its packages by where they are (a workspace's `packages/*`).
+    fn directories(&self) -> Vec<&str> {
+        Vec::new()
     }
 }
 
@@ -415,6 +432,21 @@ impl FileFacts {
         self.name_usages
             .binary_search_by(|(n, _)| n.as_str().cmp(name))
             .map_or(&[], |i| &self.name_usages[i].1)
+    }
+
+    /// The dotted uses of `bound` in the file: for `pkg` of `pkg.core.Name` on line 3,
+    /// (`core.Name`, `[3]`).
+    pub fn dotted_uses_of<'f>(&'f self, bound: &str) -> impl Iterator<Item = (&'f str, &'f [u32])> {
+        let prefix = format!("{bound}.");
+        let start = self
+            .dotted_usages
+            .partition_point(|(name, _)| name.as_str() < prefix.as_str());
+        self.dotted_usages[start..]
+            .iter()
+            .map_while(move |(name, lines)| {
+                let rest = name.strip_prefix(&prefix)?;
+                Some((rest, lines.as_slice()))
+            })
     }
 }
 

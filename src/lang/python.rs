@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tree_sitter::{Node, Tree};
 
 use super::python_typed;
-use super::tree::{NameUsages, span};
+use super::tree::{DottedUsages, NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
@@ -183,7 +183,7 @@ impl<'s> Modules<'s> {
             super::add_import(found, module, ImportKind::Single, &lines);
             for bound in &import.names {
                 let denoted = self.bound_module(path, import, bound).unwrap_or(module);
-                for (rest, used) in dotted_uses(facts, bound) {
+                for (rest, used) in facts.dotted_uses_of(bound) {
                     let parts: Vec<&str> = rest.split('.').collect();
                     if let Some(home) = self.through(denoted, &parts)
                         && home != module
@@ -340,24 +340,6 @@ fn from_module(module: &str) -> String {
     } else {
         module.to_string()
     }
-}
-
-/// The dotted uses of `bound` in a file: for `pkg` of `pkg.core.Name` on line 3,
-/// (`core.Name`, `[3]`).
-fn dotted_uses<'f>(
-    facts: &'f FileFacts,
-    bound: &str,
-) -> impl Iterator<Item = (&'f str, &'f [u32])> {
-    let prefix = format!("{bound}.");
-    let start = facts
-        .dotted_usages
-        .partition_point(|(name, _)| name.as_str() < prefix.as_str());
-    facts.dotted_usages[start..]
-        .iter()
-        .map_while(move |(name, lines)| {
-            let rest = name.strip_prefix(&prefix)?;
-            Some((rest, lines.as_slice()))
-        })
 }
 
 /// Where Python looks for the absolute imports of the file at `path`, first first:
@@ -635,7 +617,7 @@ struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
     usages: NameUsages<'a>,
-    dotted: FxHashMap<String, Vec<u32>>,
+    dotted: DottedUsages,
     /// Node ids of the docstrings met so far (a definition is met before its body).
     docstrings: Vec<usize>,
 }
@@ -646,7 +628,7 @@ impl<'a> Extractor<'a> {
             source,
             facts: FileFacts::default(),
             usages: NameUsages::default(),
-            dotted: FxHashMap::default(),
+            dotted: DottedUsages::default(),
             docstrings: Vec::new(),
         }
     }
@@ -767,13 +749,7 @@ impl<'a> Extractor<'a> {
             return;
         }
         parts.push(self.text(at));
-        parts.reverse();
-        parts.truncate(MAX_DOTTED_PARTS);
-        let lines = self.dotted.entry(parts.join(".")).or_default();
-        let line = node.start_position().row as u32;
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+        self.dotted.record(parts, node);
     }
 
     /// `import a.b as x` (binds `x`; without `as`, `a`), `from m import c as d` (binds `d`;
@@ -826,6 +802,7 @@ impl<'a> Extractor<'a> {
             wildcard,
             is_static: false,
             names,
+            ..ImportDecl::default()
         });
     }
 
@@ -905,27 +882,10 @@ impl<'a> Extractor<'a> {
 
     fn finish(mut self) -> FileFacts {
         self.facts.name_usages = self.usages.into_sorted();
-        // Only the dotted names starting with a name an import binds say which module is used.
-        let bound: FxHashSet<&str> = self
-            .facts
-            .imports
-            .iter()
-            .flat_map(|i| i.names.iter().map(String::as_str))
-            .collect();
-        let mut dotted: Vec<(String, Vec<u32>)> = self
-            .dotted
-            .into_iter()
-            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
-            .collect();
-        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.facts.dotted_usages = dotted;
+        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
         self.facts
     }
 }
-
-/// The longest dotted name kept (`a.b.c.d.e.f`): a module imported whole is reached through
-/// its first few parts.
-const MAX_DOTTED_PARTS: usize = 6;
 
 /// The text of a plain string literal without its prefix and quotes (`r"a"` → `a`).
 fn string_value(literal: &str) -> Option<&str> {

@@ -89,6 +89,47 @@ impl<'a> NameUsages<'a> {
     }
 }
 
+/// The longest dotted name [`DottedUsages`] keeps (`a.b.c.d.e.f`): a module imported whole is
+/// reached through its first few parts.
+const MAX_DOTTED_PARTS: usize = 6;
+
+/// Dotted names (`pkg.core.Name`, their first [`MAX_DOTTED_PARTS`] parts) and the
+/// lines each is used on, for [`super::FileFacts::dotted_usages`].
+#[derive(Default)]
+pub(super) struct DottedUsages {
+    lines: rustc_hash::FxHashMap<String, Vec<u32>>,
+}
+
+impl DottedUsages {
+    /// The dotted name of `parts` (innermost last: `Name`, `core`, `pkg` of `pkg.core.Name`)
+    /// is used on the line `node` starts on.
+    pub(super) fn record(&mut self, mut parts: Vec<&str>, node: Node) {
+        parts.reverse();
+        parts.truncate(MAX_DOTTED_PARTS);
+        let line = node.start_position().row as u32;
+        let lines = self.lines.entry(parts.join(".")).or_default();
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+    }
+
+    /// The names that start with a name one of `imports` binds, which alone say which module
+    /// is used, sorted by name ([`super::FileFacts::dotted_uses_of`] looks them up in order).
+    pub(super) fn into_sorted(self, imports: &[super::ImportDecl]) -> Vec<(String, Vec<u32>)> {
+        let bound: rustc_hash::FxHashSet<&str> = imports
+            .iter()
+            .flat_map(|i| i.names.iter().map(String::as_str))
+            .collect();
+        let mut dotted: Vec<(String, Vec<u32>)> = self
+            .lines
+            .into_iter()
+            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
+            .collect();
+        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        dotted
+    }
+}
+
 /// Climb the path to the expression the placeholder is: the contents of a string (nodes of
 /// the grammar's `string_parts` kinds) are their literal.
 pub(super) fn expression_at(path: &mut Vec<Node>, string_parts: &[&str]) {

@@ -30,6 +30,9 @@ pub(super) struct TsConfig {
     /// The directory the substitutions are relative to when there is no `baseUrl`: that of
     /// the configuration that wrote `paths`.
     paths_dir: String,
+    /// `customConditions`: conditions a package's `exports` are matched with, besides
+    /// TypeScript's own.
+    custom_conditions: Option<Vec<String>>,
 }
 
 /// One configuration file as written (tsconfig allows comments and trailing commas: JSONC).
@@ -57,6 +60,7 @@ enum Extends {
 struct CompilerOptions {
     base_url: Option<String>,
     paths: Option<serde_json::Map<String, serde_json::Value>>,
+    custom_conditions: Option<Vec<String>>,
 }
 
 /// A configuration file as its project file holds it: what it says, and (once a source file
@@ -110,6 +114,14 @@ impl TsConfig {
             self.paths = other.paths;
             self.paths_dir = other.paths_dir;
         }
+        if other.custom_conditions.is_some() {
+            self.custom_conditions = other.custom_conditions;
+        }
+    }
+
+    /// The configuration's `customConditions` (as extended), for a package's `exports`.
+    pub(super) fn custom_conditions(&self) -> &[String] {
+        self.custom_conditions.as_deref().unwrap_or_default()
     }
 
     /// The repository paths a non-relative specifier may name, most specific pattern first
@@ -228,6 +240,7 @@ impl<'s> Resolution<'s> {
             base_url: options.base_url.as_deref().and_then(|b| normalize(dir, b)),
             paths: options.paths.iter().flatten().map(pattern).collect(),
             paths_dir: dir.to_string(),
+            custom_conditions: options.custom_conditions.clone(),
         });
         self.done.insert(path.to_string(), config.clone());
         config
@@ -266,7 +279,8 @@ fn with_json(path: String, scope: &dyn ImportScope) -> String {
     }
 }
 
-fn join(dir: &str, name: &str) -> String {
+/// `name` in the repository directory `dir` (`""`: the root).
+pub(super) fn join(dir: &str, name: &str) -> String {
     match dir {
         "" => name.to_string(),
         _ => format!("{dir}/{name}"),

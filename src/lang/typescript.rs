@@ -1,11 +1,16 @@
 //! TypeScript, TSX and JavaScript facts through tree-sitter-typescript, in one pass over the
 //! syntax tree, and ES imports resolved to repository files as TypeScript's module resolution
-//! finds them (relative specifiers by path, others through the `baseUrl` and `paths` of the
-//! file's nearest `tsconfig.json`).
+//! finds them: relative specifiers by path, others through the `baseUrl` and `paths` of the
+//! file's nearest `tsconfig.json`, then the repository's own packages by name
+//! ([`super::packages`]). A name imported from a barrel is followed to the file that declares
+//! it, and a namespace's members used through it (`core.parse`) to theirs.
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
 use tree_sitter::{Node, Tree};
 
-use super::tree::{NameUsages, named_children, span};
+use super::tree::{DottedUsages, NameUsages, named_children, span};
 use super::tsconfig::{TsConfig, normalize};
 use super::typescript_typed;
 use super::{
@@ -129,58 +134,65 @@ impl Language for TypeScript {
         &typescript_typed::TypeScriptTypes
     }
 
-    /// Each top-level type as `module#Name` (its path without extension), where it is
-    /// declared, and as `dir#Name` for every directory above it, where a barrel that
-    /// re-exports it may be imported; the first file of a directory claims a name there.
-    fn qualified_names(&self, path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
-        let module = module_path(path);
-        let dirs: Vec<&str> = std::iter::once("")
-            .chain(module.match_indices('/').map(|(i, _)| &module[..i]))
-            .collect();
-        let mut names = Vec::new();
-        for decl in facts.types.iter().filter(|t| t.top_level) {
-            names.push((qualified(module, &decl.name), true));
-            names.extend(dirs.iter().map(|d| (qualified(d, &decl.name), false)));
-        }
-        names
-    }
-
     /// Each import, re-export, `require` and `import()` whose specifier names a repository
-    /// file, with the lines its bound names are used on.
+    /// file, with the lines its bound names are used on; and for each name it binds, the file
+    /// that declares what the name stands for, followed through barrels (`export * from`,
+    /// `export { a as b } from`, `export * as ns from`, an imported name exported again): for
+    /// a namespace (`import * as core`, or a name a barrel exports as one), the files that
+    /// declare the members used through it (`core.parse`).
     fn resolve_imports(
         &self,
         path: &str,
         facts: &FileFacts,
         scope: &dyn ImportScope,
     ) -> Vec<Import> {
-        let config = TsConfig::of_file(path, scope);
-        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        // The file's configuration is read whether or not an import needs it, so that what
+        // is wrong with it is said whatever the file imports.
+        TsConfig::of_file(path, scope);
+        let modules = Modules::new(scope);
         let mut found = Vec::new();
         for import in &facts.imports {
-            let Some((target, target_path)) = resolve_specifier(dir, &import.path, &config, scope)
-            else {
+            let Some(target) = modules.resolve(path, &import.path) else {
                 continue;
             };
             let kind = match import.wildcard {
                 true => ImportKind::Wildcard,
                 false => ImportKind::Single,
             };
-            let lines_of = |name: &str| facts.usages_of(name).to_vec();
-            let mut lines: Vec<u32> = import.names.iter().flat_map(|n| lines_of(n)).collect();
+            let mut lines: Vec<u32> = import
+                .names
+                .iter()
+                .flat_map(|n| facts.usages_of(n).iter().copied())
+                .collect();
             lines.sort_unstable();
             lines.dedup();
             super::add_import(&mut found, target, kind, &lines);
-            // A name the target only re-exports (a barrel `index.ts`) reaches the file of its
-            // subtree that declares it.
-            let module = module_path(&target_path);
-            let dir = target_path.rsplit_once('/').map_or("", |(d, _)| d);
-            for name in &import.names {
-                let declared_there = scope.declaring(&qualified(module, name)).is_some();
-                if let Some(declaring) = scope
-                    .declaring(&qualified(dir, name))
-                    .filter(|d| !declared_there && *d != target)
-                {
-                    super::add_import(&mut found, declaring, kind, &lines_of(name));
+            if import.reexport {
+                continue;
+            }
+            for (bound, taken) in &import.members {
+                let denoted = match taken.as_str() {
+                    "*" => Denoted::Namespace(target),
+                    name => match modules.declaring(target, name) {
+                        Some(denoted) => denoted,
+                        None => continue,
+                    },
+                };
+                let used = facts.usages_of(bound);
+                match denoted {
+                    Denoted::Declared(home) | Denoted::Namespace(home) if home != target => {
+                        super::add_import(&mut found, home, kind, used)
+                    }
+                    _ => {}
+                }
+                if let Denoted::Namespace(namespace) = denoted {
+                    for (rest, used) in facts.dotted_uses_of(bound) {
+                        if let Some(home) = modules.through(namespace, rest)
+                            && home != target
+                        {
+                            super::add_import(&mut found, home, kind, used);
+                        }
+                    }
                 }
             }
         }
@@ -190,28 +202,129 @@ impl Language for TypeScript {
 
 // ----- Module resolution ----------------------------------------------------------------------
 
-/// A file's path without its extension (`.d.ts` whole): the module it is.
-fn module_path(path: &str) -> &str {
-    let stem = path.strip_suffix(".d.ts").unwrap_or(path);
-    match stem.rsplit_once('.') {
-        Some((module, extension)) if !extension.contains('/') && !module.ends_with('/') => module,
-        _ => stem,
+/// What a name a module offers stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Denoted {
+    /// A declaration of this file.
+    Declared(FileId),
+    /// This module as a whole (`export * as ns from`, an `import * as ns` exported again).
+    Namespace(FileId),
+}
+
+/// How many barrels deep a name is followed to the file that declares it.
+const REEXPORT_DEPTH: usize = 8;
+
+/// TypeScript's module lookup for the imports of one file: the file a specifier names from a
+/// file, and the file declaring a name a module offers. Specifiers are resolved once per
+/// importing directory, however many names are followed through the same barrels.
+struct Modules<'s> {
+    scope: &'s dyn ImportScope,
+    resolved: RefCell<FxHashMap<(String, String), Option<FileId>>>,
+}
+
+impl<'s> Modules<'s> {
+    fn new(scope: &'s dyn ImportScope) -> Self {
+        Modules {
+            scope,
+            resolved: RefCell::default(),
+        }
+    }
+
+    /// The file `specifier`, written in the file at `from`, names.
+    fn resolve(&self, from: &str, specifier: &str) -> Option<FileId> {
+        let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
+        let key = (dir.to_string(), specifier.to_string());
+        if let Some(known) = self.resolved.borrow().get(&key) {
+            return *known;
+        }
+        let found = resolve_specifier(from, specifier, self.scope).map(|(id, _)| id);
+        self.resolved.borrow_mut().insert(key, found);
+        found
+    }
+
+    /// What `name` stands for as `module` offers it: its own declaration, else what it
+    /// re-exports under that name, followed [`REEXPORT_DEPTH`] barrels deep, each file once.
+    fn declaring(&self, module: FileId, name: &str) -> Option<Denoted> {
+        let mut seen = Vec::new();
+        self.declaring_within(module, name, REEXPORT_DEPTH, &mut seen)
+    }
+
+    fn declaring_within(
+        &self,
+        module: FileId,
+        name: &str,
+        depth: usize,
+        seen: &mut Vec<FileId>,
+    ) -> Option<Denoted> {
+        if seen.contains(&module) {
+            return None;
+        }
+        seen.push(module);
+        let (path, facts) = self.scope.source(module)?;
+        if facts
+            .top_level_names
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
+        {
+            return Some(Denoted::Declared(module));
+        }
+        if depth == 0 {
+            return None;
+        }
+        // A name the module takes from another (re-exported, or imported and exported
+        // again: an importer asking for it shows it is exported).
+        for import in &facts.imports {
+            let Some((_, taken)) = import.members.iter().find(|(as_name, _)| as_name == name)
+            else {
+                continue;
+            };
+            let Some(from) = self.resolve(path, &import.path) else {
+                continue;
+            };
+            return match taken.as_str() {
+                "*" => Some(Denoted::Namespace(from)),
+                taken => self
+                    .declaring_within(from, taken, depth - 1, seen)
+                    .or(Some(Denoted::Declared(from))),
+            };
+        }
+        // `export * from` passes on every name but `default`.
+        if name == "default" {
+            return None;
+        }
+        facts
+            .imports
+            .iter()
+            .filter(|i| i.reexport && i.wildcard)
+            .filter_map(|i| self.resolve(path, &i.path))
+            .find_map(|from| self.declaring_within(from, name, depth - 1, seen))
+    }
+
+    /// Where a dotted use of the namespace `module` leads (`parse` of `core.parse`,
+    /// `util.Text` of `ns.util.Text`): through each part that is a namespace again, to the
+    /// file declaring the first that is not.
+    fn through(&self, module: FileId, dotted: &str) -> Option<FileId> {
+        let mut at = module;
+        for part in dotted.split('.') {
+            match self.declaring(at, part)? {
+                Denoted::Namespace(namespace) => at = namespace,
+                Denoted::Declared(home) => return Some(home),
+            }
+        }
+        Some(at)
     }
 }
 
-/// `module#Name`: a declaration's name under [`Language::qualified_names`].
-fn qualified(module: &str, name: &str) -> String {
-    format!("{module}#{name}")
-}
-
-/// The file an import specifier written in `dir` names, if it is a repository file. Bare
-/// package names (`react`) without a `paths` or `baseUrl` match are not.
+/// The file an import specifier written in the file at `from` names, if it is a repository
+/// file: a relative specifier by path; a bare one through the `paths` and `baseUrl` of the
+/// file's `tsconfig.json`, then the repository's own packages ([`super::packages`]). Others
+/// (`react`, installed packages) are not.
 fn resolve_specifier(
-    dir: &str,
+    from: &str,
     specifier: &str,
-    config: &TsConfig,
     scope: &dyn ImportScope,
 ) -> Option<(FileId, String)> {
+    let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
     let relative = specifier == "."
         || specifier == ".."
         || specifier.starts_with("./")
@@ -222,10 +335,16 @@ fn resolve_specifier(
     if specifier.starts_with('/') {
         return None;
     }
+    let config = TsConfig::of_file(from, scope);
+    let load = |path: &str| resolve_path(path, scope);
     config
         .candidates(specifier)
         .iter()
-        .find_map(|path| resolve_path(path, scope))
+        .find_map(|path| load(path))
+        .or_else(|| {
+            let conditions = config.custom_conditions();
+            super::packages::resolve(dir, specifier, conditions, scope, &load)
+        })
 }
 
 /// A module path as TypeScript resolves it: a `.js`-family specifier names its TypeScript
@@ -278,8 +397,14 @@ struct Extractor<'a> {
     source: &'a str,
     facts: FileFacts,
     usages: NameUsages<'a>,
-    /// The names a `const x = require('./e')` binds, for the call at this byte.
-    pending_names: Option<(usize, Vec<String>)>,
+    /// The names a `const x = require('./e')` binds (with what each takes from the module),
+    /// for the call at this byte.
+    pending_names: Option<(usize, Vec<(String, String)>)>,
+    /// `export { a as b }` without a module: (`a`, `b`), sorted out in [`Extractor::finish`]
+    /// once the file's imports are known.
+    local_exports: Vec<(String, String)>,
+    /// Dotted names (`core.parse`, `z.ZodType`) with the lines they are used on.
+    dotted: DottedUsages,
 }
 
 /// The declarations a node is: a class (also an abstract one or a named class expression),
@@ -320,6 +445,8 @@ impl<'a> Extractor<'a> {
             facts: FileFacts::default(),
             usages: NameUsages::default(),
             pending_names: None,
+            local_exports: Vec::new(),
+            dotted: DottedUsages::default(),
         }
     }
 
@@ -397,6 +524,10 @@ impl<'a> Extractor<'a> {
                 self.reexport(node);
                 return true;
             }
+            "export_statement" if matches!(kinds, [_]) => self.export(node),
+            "member_expression" | "nested_identifier" | "nested_type_identifier" if !in_header => {
+                self.dotted_usage(node)
+            }
             "lexical_declaration" | "variable_declaration" => self.function_variables(node),
             // `const x = require('./e')` is an import line: its names are not usages.
             "variable_declarator" => return self.note_require(node),
@@ -422,64 +553,166 @@ impl<'a> Extractor<'a> {
     /// `import x, { A, B as C } from './b'`, `import * as ns from './c'`, `import './d'`,
     /// `import x = require('./e')`.
     fn import(&mut self, node: Node) {
-        let mut names = Vec::new();
+        let mut members = Vec::new();
         let mut source = node.child_by_field_name("source");
         for child in named_children(node) {
             match child.kind() {
                 "import_clause" => {
                     for part in named_children(child) {
                         match part.kind() {
-                            "identifier" => names.push(self.text(part).to_string()),
-                            "namespace_import" => names.extend(
+                            "identifier" => members.push(self.member(part, "default")),
+                            "namespace_import" => members.extend(
                                 named_children(part)
                                     .into_iter()
-                                    .map(|n| self.text(n).to_string()),
+                                    .map(|n| self.member(n, "*")),
                             ),
-                            "named_imports" => {
-                                for specifier in named_children(part) {
-                                    let bound = specifier
-                                        .child_by_field_name("alias")
-                                        .or_else(|| specifier.child_by_field_name("name"));
-                                    names.extend(bound.map(|b| self.text(b).to_string()));
-                                }
-                            }
+                            "named_imports" => members.extend(
+                                named_children(part)
+                                    .into_iter()
+                                    .filter_map(|s| self.specifier(s)),
+                            ),
                             _ => {}
                         }
                     }
                 }
                 "import_require_clause" => {
                     source = child.child_by_field_name("source");
-                    names.extend(
+                    members.extend(
                         named_children(child)
                             .into_iter()
                             .filter(|c| c.kind() == "identifier")
-                            .map(|c| self.text(c).to_string()),
+                            .map(|c| self.member(c, "*")),
                     );
                 }
                 _ => {}
             }
         }
-        self.push_import(source, false, names);
+        self.push_import(source, false, members, false);
     }
 
-    /// `export { A } from './d'` binds nothing here; `export * from './d'` is a wildcard.
+    /// A name bound to what a module offers as `taken`.
+    fn member(&self, bound: Node, taken: &str) -> (String, String) {
+        (self.text(bound).to_string(), taken.to_string())
+    }
+
+    /// `A` or `A as B` of an import or export list: (`B`, `A`); a string name (`"a-b" as c`)
+    /// without its quotes.
+    fn specifier(&self, specifier: Node) -> Option<(String, String)> {
+        let name_text = |n: Node| match n.kind() {
+            "string" => string_value(n, self.source).map(str::to_string),
+            _ => Some(self.text(n).to_string()),
+        };
+        let name = name_text(specifier.child_by_field_name("name")?)?;
+        let alias = match specifier.child_by_field_name("alias") {
+            Some(alias) => name_text(alias)?,
+            None => name.clone(),
+        };
+        Some((alias, name))
+    }
+
+    /// `export { A as B } from './d'` and `export * as ns from './d'` re-export what they
+    /// name; `export * from './d'` is a wildcard. None binds a name here.
     fn reexport(&mut self, node: Node) {
-        let wildcard = named_children(node)
-            .iter()
-            .all(|c| c.kind() != "export_clause");
-        self.push_import(node.child_by_field_name("source"), wildcard, Vec::new());
+        let mut members = Vec::new();
+        let mut wildcard = true;
+        for child in named_children(node) {
+            match child.kind() {
+                "export_clause" => {
+                    wildcard = false;
+                    members.extend(
+                        named_children(child)
+                            .into_iter()
+                            .filter_map(|s| self.specifier(s)),
+                    );
+                }
+                "namespace_export" => {
+                    wildcard = false;
+                    let name = child.named_child(0);
+                    members.extend(name.and_then(|n| match n.kind() {
+                        "string" => {
+                            string_value(n, self.source).map(|n| (n.to_string(), "*".to_string()))
+                        }
+                        _ => Some(self.member(n, "*")),
+                    }));
+                }
+                _ => {}
+            }
+        }
+        self.push_import(node.child_by_field_name("source"), wildcard, members, true);
     }
 
-    fn push_import(&mut self, source: Option<Node>, wildcard: bool, names: Vec<String>) {
+    /// A top-level `export` of the file's own declarations: the names it exports (`export
+    /// default` as `default`) are the module's; a list (`export { a as b }`) is sorted out once
+    /// the file's imports are known.
+    fn export(&mut self, node: Node) {
+        let mut cursor = node.walk();
+        if node.children(&mut cursor).any(|c| c.kind() == "default") {
+            self.facts.top_level_names.push("default".to_string());
+            return;
+        }
+        if let Some(declaration) = node.child_by_field_name("declaration") {
+            let names = declared_names(declaration, self.source);
+            self.facts.top_level_names.extend(names);
+            return;
+        }
+        for clause in named_children(node) {
+            if clause.kind() == "export_clause" {
+                let listed: Vec<(String, String)> = named_children(clause)
+                    .into_iter()
+                    .filter_map(|s| self.specifier(s))
+                    .map(|(exported, local)| (local, exported))
+                    .collect();
+                self.local_exports.extend(listed);
+            }
+        }
+    }
+
+    /// An import or re-export of the module `source` names, taking `members` from it.
+    fn push_import(
+        &mut self,
+        source: Option<Node>,
+        wildcard: bool,
+        members: Vec<(String, String)>,
+        reexport: bool,
+    ) {
         let Some(path) = source.and_then(|s| string_value(s, self.source)) else {
             return;
+        };
+        let names = match reexport {
+            true => Vec::new(),
+            false => members.iter().map(|(bound, _)| bound.clone()).collect(),
         };
         self.facts.imports.push(ImportDecl {
             path: path.to_string(),
             wildcard,
-            is_static: false,
             names,
+            members,
+            reexport,
+            ..ImportDecl::default()
         });
+    }
+
+    /// A dotted name as long as it stays one (`a.b.c` of `a.b.c(x).d`, `ns.Type` in a type),
+    /// recorded once, at its outermost node.
+    fn dotted_usage(&mut self, node: Node) {
+        let inner_of_longer = node
+            .parent()
+            .and_then(dotted_step)
+            .is_some_and(|(object, _)| object == node);
+        if inner_of_longer {
+            return;
+        }
+        let mut parts = Vec::new();
+        let mut at = node;
+        while let Some((object, property)) = dotted_step(at) {
+            parts.push(self.text(property));
+            at = object;
+        }
+        if !matches!(at.kind(), "identifier" | "type_identifier") || parts.is_empty() {
+            return;
+        }
+        parts.push(self.text(at));
+        self.dotted.record(parts, node);
     }
 
     /// `const x = require('./e')` and `const { a, b } = await import('./f')`: the names the
@@ -500,21 +733,23 @@ impl<'a> Extractor<'a> {
         if self.loaded_module(value).is_none() {
             return false;
         }
-        let names = match name.kind() {
-            "identifier" => vec![self.text(name).to_string()],
+        let members = match name.kind() {
+            "identifier" => vec![self.member(name, "*")],
             "object_pattern" => named_children(name)
                 .into_iter()
                 .filter_map(|p| match p.kind() {
-                    "shorthand_property_identifier_pattern" => Some(p),
-                    "pair_pattern" => p.child_by_field_name("value"),
+                    "shorthand_property_identifier_pattern" => Some(self.member(p, self.text(p))),
+                    "pair_pattern" => {
+                        let key = p.child_by_field_name("key")?;
+                        let value = p.child_by_field_name("value")?;
+                        (value.kind() == "identifier").then(|| self.member(value, self.text(key)))
+                    }
                     _ => None,
                 })
-                .filter(|n| n.kind() == "identifier" || n.kind().starts_with("shorthand"))
-                .map(|n| self.text(n).to_string())
                 .collect(),
             _ => Vec::new(),
         };
-        self.pending_names = Some((value.start_byte(), names));
+        self.pending_names = Some((value.start_byte(), members));
         true
     }
 
@@ -538,11 +773,11 @@ impl<'a> Extractor<'a> {
         let Some(specifier) = self.loaded_module(node) else {
             return;
         };
-        let names = match self.pending_names.take() {
-            Some((at, names)) if at == node.start_byte() => names,
+        let members = match self.pending_names.take() {
+            Some((at, members)) if at == node.start_byte() => members,
             _ => Vec::new(),
         };
-        self.push_import(Some(specifier), false, names);
+        self.push_import(Some(specifier), false, members, false);
     }
 
     fn type_decl(&mut self, node: Node, kind: TypeKind, top_level: bool) {
@@ -602,7 +837,94 @@ impl<'a> Extractor<'a> {
 
     fn finish(mut self) -> FileFacts {
         self.facts.name_usages = self.usages.into_sorted();
+        // `import { a } from './x'; export { a as b }` re-exports `x`'s `a` as `b`, as
+        // `export { a as b } from './x'` would; a listed name the file declares is its own.
+        for (local, exported) in std::mem::take(&mut self.local_exports) {
+            let imported = self.facts.imports.iter().find_map(|i| {
+                let taken = i.members.iter().find(|(bound, _)| *bound == local)?;
+                Some((i.path.clone(), taken.1.clone()))
+            });
+            match imported {
+                Some((path, taken)) => self.facts.imports.push(ImportDecl {
+                    path,
+                    members: vec![(exported, taken)],
+                    reexport: true,
+                    ..ImportDecl::default()
+                }),
+                None => self.facts.top_level_names.push(exported),
+            }
+        }
+        self.facts.top_level_names.sort_unstable();
+        self.facts.top_level_names.dedup();
+        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
         self.facts
+    }
+}
+
+/// The object and property of one step of a dotted name (`a.b` of `a.b.c`, `ns.T` in a type);
+/// none for an optional step (`a?.b`) or a `#private` one, which end the name.
+fn dotted_step(node: Node) -> Option<(Node, Node)> {
+    let dotted = matches!(
+        node.kind(),
+        "member_expression" | "nested_identifier" | "nested_type_identifier"
+    );
+    if !dotted || node.child_by_field_name("optional_chain").is_some() {
+        return None;
+    }
+    let (object, property) = (node.named_child(0)?, node.named_child(1)?);
+    matches!(property.kind(), "property_identifier" | "type_identifier")
+        .then_some((object, property))
+}
+
+/// The names a declaration introduces: a function's, class's, interface's, type's, enum's or
+/// namespace's name, each variable of a `const`/`let`/`var` (plain names; a destructuring
+/// pattern's names too), what an `export declare` declares.
+fn declared_names(declaration: Node, source: &str) -> Vec<String> {
+    let text = |n: Node| source[n.byte_range()].to_string();
+    match declaration.kind() {
+        "lexical_declaration" | "variable_declaration" => named_children(declaration)
+            .into_iter()
+            .filter_map(|d| d.child_by_field_name("name"))
+            .flat_map(|pattern| {
+                let mut names = Vec::new();
+                pattern_names(pattern, source, &mut names);
+                names
+            })
+            .collect(),
+        "ambient_declaration" => named_children(declaration)
+            .into_iter()
+            .flat_map(|d| declared_names(d, source))
+            .collect(),
+        _ => declaration
+            .child_by_field_name("name")
+            .filter(|n| n.kind() != "string")
+            .map(text)
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// The names a binding pattern binds (`{ a, b: c, ...d }`, `[e, f = 1]`).
+fn pattern_names(pattern: Node, source: &str, names: &mut Vec<String>) {
+    match pattern.kind() {
+        "identifier" | "shorthand_property_identifier_pattern" => {
+            names.push(source[pattern.byte_range()].to_string())
+        }
+        "pair_pattern" => {
+            if let Some(value) = pattern.child_by_field_name("value") {
+                pattern_names(value, source, names);
+            }
+        }
+        "assignment_pattern" | "object_assignment_pattern" => {
+            if let Some(left) = pattern.child_by_field_name("left") {
+                pattern_names(left, source, names);
+            }
+        }
+        _ => {
+            for child in named_children(pattern) {
+                pattern_names(child, source, names);
+            }
+        }
     }
 }
 
@@ -1013,6 +1335,349 @@ const fs = require('./fs-shim');
         assert_eq!(
             resolved(&files, "c/main.ts", "import { x } from 'x';\n"),
             vec![("c/x.ts", vec![])]
+        );
+    }
+    /// A repository of sources (with their facts) and project files, for the rules that read
+    /// other files: barrels, packages, workspaces.
+    struct Repo {
+        sources: Vec<(String, FileFacts)>,
+        projects: Vec<(String, Arc<ProjectFile>)>,
+    }
+
+    impl Repo {
+        fn new(files: &[(&str, &str)]) -> Repo {
+            let (sources, projects): (Vec<_>, Vec<_>) = files
+                .iter()
+                .partition(|(path, _)| has_source_extension(path));
+            Repo {
+                sources: sources
+                    .iter()
+                    .map(|(path, text)| (path.to_string(), TSX.extract(text)))
+                    .collect(),
+                projects: configs(&projects),
+            }
+        }
+
+        /// The files the imports of `from` reach, each with its usage lines.
+        fn imports_of(&self, from: &str) -> Vec<(&str, Vec<u32>)> {
+            let id = self.file_at(from).expect("a source of the repository");
+            TYPESCRIPT
+                .resolve_imports(from, &self.sources[id].1, self)
+                .into_iter()
+                .map(|i| (self.sources[i.file].0.as_str(), i.usage_lines))
+                .collect()
+        }
+    }
+
+    impl ImportScope for Repo {
+        fn file_at(&self, path: &str) -> Option<FileId> {
+            self.sources.iter().position(|(p, _)| p == path)
+        }
+        fn declaring(&self, _: &str) -> Option<FileId> {
+            None
+        }
+        fn project_file(&self, path: &str) -> Option<Arc<ProjectFile>> {
+            let found = self.projects.iter().find(|(p, _)| p == path);
+            found.map(|(_, file)| file.clone())
+        }
+        fn source(&self, file: FileId) -> Option<(&str, &FileFacts)> {
+            self.sources.get(file).map(|(p, f)| (p.as_str(), f))
+        }
+        fn directories(&self) -> Vec<&str> {
+            let dirs = self.sources.iter().map(|(p, _)| p.rsplit_once('/'));
+            dirs.map(|split| split.map_or("", |(d, _)| d)).collect()
+        }
+    }
+
+    #[test]
+    fn exports_members_and_dotted_uses_are_recorded() {
+        let source = "import * as core from './core';\nimport d, { a as b } from './m';\n\
+                      export * as util from './util';\nexport { x as y, default as z } from './n';\n\
+                      export function f() {}\nexport const { g, h: i } = o, j = 1;\n\
+                      export default class {}\nexport type T = number;\nconst k = 1;\nexport { k as K, b };\n\
+                      core.parse(1).data.x;\nlet t: core.util.Text = core.a?.b;\nother.c.d;\n";
+        let facts = TYPESCRIPT.extract(source);
+        let members: Vec<_> = facts
+            .imports
+            .iter()
+            .map(|i| (i.path.as_str(), i.reexport, i.wildcard, i.members.clone()))
+            .collect();
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            members,
+            vec![
+                ("./core", false, false, vec![pair("core", "*")]),
+                (
+                    "./m",
+                    false,
+                    false,
+                    vec![pair("d", "default"), pair("b", "a")]
+                ),
+                ("./util", true, false, vec![pair("util", "*")]),
+                (
+                    "./n",
+                    true,
+                    false,
+                    vec![pair("y", "x"), pair("z", "default")]
+                ),
+                // `export { b }` of an imported `b` passes on `./m`'s `a`.
+                ("./m", true, false, vec![pair("b", "a")]),
+            ]
+        );
+        assert_eq!(
+            facts.top_level_names,
+            ["K", "T", "default", "f", "g", "i", "j"]
+        );
+        let dotted: Vec<_> = facts
+            .dotted_usages
+            .iter()
+            .map(|(n, l)| (n.as_str(), l.clone()))
+            .collect();
+        // Cut at a call and at `?.`; only names an import binds.
+        assert_eq!(
+            dotted,
+            vec![
+                ("core.a", vec![11]),
+                ("core.parse", vec![10]),
+                ("core.util.Text", vec![11])
+            ]
+        );
+    }
+
+    /// A core module behind a barrel of every kind, as zod's `v4/core` and `v4/classic` are.
+    const BARRELS: [(&str, &str); 7] = [
+        (
+            "src/core/parse.ts",
+            "export function parse(s: string) { return s; }\nexport const VERSION = 1;\n",
+        ),
+        (
+            "src/core/errors.ts",
+            "export class ZodError extends Error {}\n",
+        ),
+        (
+            "src/core/util.ts",
+            "export function clone<T>(x: T): T { return x; }\n",
+        ),
+        (
+            "src/core/legacy.ts",
+            "export default function legacy() {}\n",
+        ),
+        (
+            "src/core/index.ts",
+            "export * from \"./parse.js\";\nexport { ZodError as CoreError } from \"./errors.js\";\n\
+             export * as util from \"./util.js\";\nexport { default as legacy } from \"./legacy.js\";\n",
+        ),
+        // An imported namespace exported again, under two names.
+        (
+            "src/classic/index.ts",
+            "import * as z from \"../core/index.js\";\nexport * from \"../core/index.js\";\nexport { z, z as default };\n",
+        ),
+        ("src/unrelated.ts", "export function parse() {}\n"),
+    ];
+
+    #[test]
+    fn names_imported_from_a_barrel_reach_their_declaring_files() {
+        let mut files = BARRELS.to_vec();
+        files.push((
+            "src/app.ts",
+            "import { parse, CoreError, util, legacy } from \"./core/index.js\";\n\nparse(\"x\");\n\
+             throw new CoreError();\nutil.clone(1);\nlegacy();\n",
+        ));
+        let repo = Repo::new(&files);
+        assert_eq!(
+            repo.imports_of("src/app.ts"),
+            vec![
+                ("src/core/index.ts", vec![2, 3, 4, 5]),
+                ("src/core/parse.ts", vec![2]),
+                ("src/core/errors.ts", vec![3]),
+                ("src/core/util.ts", vec![4]),
+                ("src/core/legacy.ts", vec![5]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_namespace_imports_members_reach_their_declaring_files() {
+        let mut files = BARRELS.to_vec();
+        files.push((
+            "src/app.ts",
+            "import * as core from \"./core/index.js\";\nimport z from \"./classic/index.js\";\n\
+             core.parse(\"x\");\nlet e: core.CoreError;\ncore.util.clone(2);\nz.legacy();\nz.nothing;\n",
+        ));
+        let repo = Repo::new(&files);
+        assert_eq!(
+            repo.imports_of("src/app.ts"),
+            vec![
+                // `z`, the default export of `classic`, is the `core` namespace again.
+                ("src/core/index.ts", vec![2, 3, 4, 5, 6]),
+                ("src/core/errors.ts", vec![3]),
+                ("src/core/parse.ts", vec![2]),
+                ("src/core/util.ts", vec![4]),
+                ("src/classic/index.ts", vec![5, 6]),
+                ("src/core/legacy.ts", vec![5]),
+            ]
+        );
+    }
+
+    #[test]
+    fn barrels_that_export_each_other_end() {
+        let repo = Repo::new(&[
+            (
+                "a.ts",
+                "export * from './b';\nexport * as self from './a';\n",
+            ),
+            ("b.ts", "export * from './a';\n"),
+            (
+                "main.ts",
+                "import * as a from './a';\na.self.self.self.missing;\na.nothing;\n",
+            ),
+        ]);
+        assert_eq!(repo.imports_of("main.ts"), vec![("a.ts", vec![1, 2])]);
+    }
+
+    /// A package that imports itself by name (zod's tests: `from "zod/v4"`), mapped through
+    /// `exports` by a condition its `tsconfig.json` names in `customConditions`; the built
+    /// files the other conditions name are not in the repository.
+    fn self_referencing(tsconfig: &'static str) -> Repo {
+        Repo::new(&[
+            (
+                "packages/zod/package.json",
+                r#"{ "name": "zod", "main": "./index.cjs", "exports": {
+                    "./package.json": "./package.json",
+                    ".": { "@zod/source": "./src/index.ts", "types": "./index.d.cts", "import": "./index.js" },
+                    "./v4": { "@zod/source": "./src/v4/index.ts", "types": "./v4/index.d.cts" },
+                    "./v4/locales/*": { "@zod/source": "./src/v4/locales/*", "types": "./v4/locales/*" } } }"#,
+            ),
+            ("packages/zod/tsconfig.json", tsconfig),
+            (
+                "packages/zod/src/index.ts",
+                "export * from './v4/index.js';\n",
+            ),
+            (
+                "packages/zod/src/v4/index.ts",
+                "export function string() {}\n",
+            ),
+            (
+                "packages/zod/src/v4/locales/en.ts",
+                "export default function en() {}\n",
+            ),
+            (
+                "packages/zod/src/v4/tests/string.test.ts",
+                "import * as z from \"zod/v4\";\nimport { string } from \"zod\";\n\
+                 import en from \"zod/v4/locales/en.js\";\nimport * as mini from \"zod/mini\";\n\
+                 z.string(); string(); en();\n",
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_package_imports_itself_through_exports_and_custom_conditions() {
+        let repo =
+            self_referencing(r#"{ "compilerOptions": { "customConditions": ["@zod/source"] } }"#);
+        assert_eq!(
+            repo.imports_of("packages/zod/src/v4/tests/string.test.ts"),
+            vec![
+                ("packages/zod/src/v4/index.ts", vec![4]),
+                ("packages/zod/src/index.ts", vec![4]),
+                ("packages/zod/src/v4/locales/en.ts", vec![4]),
+            ]
+        );
+        // Without the condition, `exports` names only built files, which are not here.
+        let repo = self_referencing("{}");
+        assert!(
+            repo.imports_of("packages/zod/src/v4/tests/string.test.ts")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn workspace_packages_resolve_by_name_through_exports_and_entry_fields() {
+        let packages = [
+            (
+                "packages/shared/src/index.ts",
+                "export function isArray() {}\n",
+            ),
+            ("packages/utils/src/index.ts", "export const VERSION = 1;\n"),
+            (
+                "packages/utils/src/strings.ts",
+                "export function trim() {}\n",
+            ),
+            ("packages/utils/src/math.ts", "export function add() {}\n"),
+            ("tools/tool/src/index.ts", "export const tool = 1;\n"),
+            // No `exports`: `types` (its build is absent), then `main`.
+            (
+                "packages/shared/package.json",
+                r#"{ "name": "@acme/shared", "types": "./dist/index.d.ts", "main": "src/index.ts" }"#,
+            ),
+            (
+                "packages/utils/package.json",
+                r#"{ "name": "@acme/utils", "exports": { ".": "./src/index.ts",
+                     "./strings": { "require": "./cjs/strings.js", "default": "./src/strings.ts" },
+                     "./*": "./src/*.ts" } }"#,
+            ),
+            // A package of the repository that is no workspace package.
+            (
+                "tools/tool/package.json",
+                r#"{ "name": "@acme/tool", "main": "src/index.ts" }"#,
+            ),
+            (
+                "packages/app/src/main.ts",
+                "import { isArray } from '@acme/shared';\nimport { trim } from '@acme/utils/strings';\n\
+                 import { add } from '@acme/utils/math';\nimport { tool } from '@acme/tool';\n\
+                 import { x } from '@acme/utils/nothing';\nimport React from 'react';\n",
+            ),
+        ];
+        let expected = vec![
+            ("packages/shared/src/index.ts", vec![]),
+            ("packages/utils/src/strings.ts", vec![]),
+            ("packages/utils/src/math.ts", vec![]),
+        ];
+        let mut pnpm = packages.to_vec();
+        pnpm.push((
+            "pnpm-workspace.yaml",
+            "packages:\n  - 'packages/*'\ncatalog:\n  react: ^19\n",
+        ));
+        assert_eq!(
+            Repo::new(&pnpm).imports_of("packages/app/src/main.ts"),
+            expected
+        );
+        let mut npm = packages.to_vec();
+        npm.push((
+            "package.json",
+            r#"{ "private": true, "workspaces": { "packages": ["packages/*"] } }"#,
+        ));
+        assert_eq!(
+            Repo::new(&npm).imports_of("packages/app/src/main.ts"),
+            expected
+        );
+        // Outside any workspace, a package is not linked where another finds it.
+        assert!(
+            Repo::new(&packages)
+                .imports_of("packages/app/src/main.ts")
+                .is_empty()
+        );
+    }
+    #[test]
+    fn subpath_imports_resolve_through_the_packages_imports() {
+        let repo = Repo::new(&[
+            (
+                "package.json",
+                r##"{ "name": "app", "imports": {
+                    "#internal/*": "./src/internal/*.ts",
+                    "#config": { "types": "./src/config.ts", "default": "./dist/config.js" },
+                    "#dep": "lodash" } }"##,
+            ),
+            ("src/internal/log.ts", "export function log() {}\n"),
+            ("src/config.ts", "export const config = {};\n"),
+            (
+                "src/main.ts",
+                "import { log } from '#internal/log';\nimport { config } from '#config';\n\
+                 import dep from '#dep';\nimport { x } from '#missing';\nlog(config, dep, x);\n",
+            ),
+        ]);
+        assert_eq!(
+            repo.imports_of("src/main.ts"),
+            vec![("src/internal/log.ts", vec![4]), ("src/config.ts", vec![4])]
         );
     }
 }

@@ -275,6 +275,10 @@ impl ImportScope for Resolving<'_> {
         Some((&file.path, &file.facts))
     }
 
+    fn directories(&self) -> Vec<&str> {
+        self.graph.dirs.keys().map(String::as_str).collect()
+    }
+
     fn note(&self, line: String) {
         let mut notes = self
             .graph

@@ -54,3 +54,4 @@ mod tui_tmux;
 mod tune;
 mod typed_holes;
 mod typed_server;
+mod typescript_imports;

@@ -4,45 +4,9 @@
 //! the module declaring what a file uses, and the holes a person would choose (none inside a
 //! docstring in the paper's sampling, an opening in code, similar names without test affixes).
 
-use std::collections::BTreeSet;
-use std::path::Path;
-
 use serde_json::Value;
 
-use crate::common::{keyhole, ok};
-
-fn write_tree(root: &Path, files: &[(&str, &str)]) {
-    for (path, text) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
-
-fn proposals(repo: &Path, position: &str, extra: &[&str], scratch: &Path) -> Value {
-    let mut args = vec!["proposals", repo.to_str().unwrap(), position, "--json"];
-    args.extend(extra);
-    serde_json::from_slice(&ok(keyhole(&args, scratch)).stdout).expect("JSON")
-}
-
-/// Every file the proposals of `source` rank for the hole.
-fn ranked(report: &Value, source: &str) -> BTreeSet<String> {
-    let proposals = report["proposals"].as_array().unwrap().iter();
-    proposals
-        .filter(|p| p["source"] == source)
-        .flat_map(|p| p["ranked_files"].as_array().unwrap())
-        .map(|f| f.as_str().unwrap().to_string())
-        .collect()
-}
-
-/// The files a hole's import proposals take their context from.
-fn imported(repo: &Path, position: &str, scratch: &Path) -> BTreeSet<String> {
-    ranked(&proposals(repo, position, &[], scratch), "import")
-}
-
-fn set(files: &[&str]) -> BTreeSet<String> {
-    files.iter().map(|f| f.to_string()).collect()
-}
+use crate::common::{imported, keyhole, ok, proposals_json, ranked, set, write_tree};
 
 #[test]
 fn a_package_module_named_like_the_standard_library_is_not_what_import_json_means() {
@@ -254,7 +218,7 @@ fn similar_names_of_a_test_file_are_its_subject_not_every_other_test() {
             ("tests/panel_test.py", "def test_more():\n    pass\n"),
         ],
     );
-    let report = proposals(&repo, "tests/test_panel.py:5:12", &[], dir.path());
+    let report = proposals_json(&repo, "tests/test_panel.py:5:12", &[], dir.path());
     assert_eq!(
         ranked(&report, "similar_name"),
         set(&["rich/panel.py", "tests/panel_test.py"])

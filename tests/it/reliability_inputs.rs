@@ -453,7 +453,7 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
         fuzz_checks::check_lsp_frames(framed.as_bytes());
     }
     // Configurations that extend each other every way, one that is not UTF-8, JSONC.
-    let tsconfigs: [&[u8]; 3] = [
+    let tsconfigs: [&[u8]; 4] = [
         b"{\"extends\":[\"./base\",\"../tsconfig.json\",\"./sub/more.json\"]}\0\
          {\"extends\":\"./pkg/tsconfig.json\",\"compilerOptions\":{\"baseUrl\":\"pkg\"}}\0\
          {\"extends\":[\"./base\",\"./tsconfig.json\"]}\0\
@@ -462,6 +462,13 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
          {\"extends\":\"../tsconfig.json\"}",
         b"// c\n{ \"compilerOptions\": { \"paths\": { \"@a/*\": [\"*\", 7, null], }, }, }\0\xff",
         b"{\"extends\":\"./../../../../etc/passwd\"}\0{\"compilerOptions\":{\"baseUrl\":\"/\"}}",
+        // Packages: conditions, patterns, targets out of the package, workspaces of every
+        // shape, a manifest that is not JSON.
+        b"{\"compilerOptions\":{\"customConditions\":[\"src\"]}}\0{}\0\0\0\0\0\
+         {\"name\":\"pkg\",\"exports\":{\"./sub\":{\"src\":\"./sub/b.ts\"},\"./*\":[null,\"./../../*\",\"./*.ts\"],\".\":{\"x\":1,\"default\":\"./c.ts\"}}}\0\
+         packages:\n  - '**'\n  - '!pkg/x/**'\n\0\
+         {\"workspaces\":{\"packages\":[\"pkg/*\",7]}}\0\
+         {\"name\":\"@w/sub\",\"main\":\"b.ts\",\"exports\":\"./b.ts\"",
     ];
     for tsconfig in tsconfigs {
         fuzz_checks::check_tsconfig(tsconfig);

@@ -3,6 +3,7 @@
 
 pub mod tools;
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -134,4 +135,45 @@ pub fn index_within_minutes(root: &Path) -> Option<RepoIndex> {
     receive
         .recv_timeout(std::time::Duration::from_secs(180))
         .ok()
+}
+
+/// Write `files` (repository-relative path, text) under `root`: a repository laid out as a
+/// test needs it.
+pub fn write_tree(root: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// `keyhole proposals REPO POSITION --json` with `extra` flags, its report.
+pub fn proposals_json(
+    repo: &Path,
+    position: &str,
+    extra: &[&str],
+    scratch: &Path,
+) -> serde_json::Value {
+    let mut args = vec!["proposals", repo.to_str().unwrap(), position, "--json"];
+    args.extend(extra);
+    serde_json::from_slice(&ok(keyhole(&args, scratch)).stdout).expect("JSON")
+}
+
+/// Every file the proposals of `source` rank for the hole.
+pub fn ranked(report: &serde_json::Value, source: &str) -> BTreeSet<String> {
+    let proposals = report["proposals"].as_array().unwrap().iter();
+    proposals
+        .filter(|p| p["source"] == source)
+        .flat_map(|p| p["ranked_files"].as_array().unwrap())
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The files a hole's import proposals take their context from.
+pub fn imported(repo: &Path, position: &str, scratch: &Path) -> BTreeSet<String> {
+    ranked(&proposals_json(repo, position, &[], scratch), "import")
+}
+
+pub fn set(files: &[&str]) -> BTreeSet<String> {
+    files.iter().map(|f| f.to_string()).collect()
 }

@@ -142,34 +142,41 @@ pub fn check_typed(data: &[u8]) {
 }
 
 /// Where the pieces of a tsconfig input are written: the configuration nearest the sources,
-/// and what it may extend, as written or with `.json` added, a folder up and a folder down.
-const TSCONFIGS: [&str; 6] = [
+/// and what it may extend, as written or with `.json` added, a folder up and a folder down;
+/// then the packages' manifests and workspace lists that bare specifiers are resolved through.
+const TSCONFIGS: [&str; 10] = [
     "pkg/tsconfig.json",
     "tsconfig.json",
     "pkg/base.json",
     "pkg/base",
     "pkg/sub/more.json",
     "pkg/sub/tsconfig.json",
+    "pkg/package.json",
+    "pnpm-workspace.yaml",
+    "package.json",
+    "pkg/sub/package.json",
 ];
 
-/// Sources that import through `paths`, `baseUrl` and relative specifiers.
+/// Sources that import through `paths`, `baseUrl`, relative specifiers and packages (their
+/// own by name, a workspace's), and through barrels.
 const TSCONFIG_SOURCES: [(&str, &str); 4] = [
     (
         "pkg/main.ts",
-        "import { a } from '@a/a';\nimport b from 'b';\nimport c from './c';\n",
+        "import { a } from '@a/a';\nimport b from 'b';\nimport c from './c';\n\
+         import * as p from 'pkg/sub';\nimport { s } from '@w/sub/x';\np.a.b.c; s.t;\n",
     ),
     ("pkg/c.ts", "export const c = 1;\n"),
     ("pkg/src/a.ts", "export const a = 1;\n"),
     (
         "pkg/sub/b.ts",
-        "import { a } from '@a/a';\nexport default a;\n",
+        "import { a } from '@a/a';\nexport default a;\nexport * from '../c';\nexport * as n from 'pkg';\n",
     ),
 ];
 
 /// Arbitrary bytes as a TypeScript project's configurations (cut at each NUL byte into up
-/// to six files, which extend each other as they say, JSONC or not, UTF-8 or not): indexing
-/// ends without a panic, every warning is one line, and every import reaches another
-/// repository file.
+/// to ten files: `tsconfig.json`s, which extend each other as they say, `package.json`s and a
+/// `pnpm-workspace.yaml`; JSONC or not, UTF-8 or not): indexing ends without a panic, every
+/// warning is one line, and every import reaches another repository file.
 pub fn check_tsconfig(data: &[u8]) {
     let scratch = Scratch::new("tsconfig");
     let root = scratch.0.as_path();
