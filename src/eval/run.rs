@@ -267,12 +267,7 @@ pub fn run(
     let mut backends = Backends::new(entry, options.concurrency);
     let mut server_checked = false;
     for (path, name) in repos.iter().zip(&names) {
-        let index = Arc::new(RepoIndex::open_with_progress(
-            path,
-            settings.dirs.cache.as_deref(),
-            settings.vendored,
-            &|_, _| {},
-        )?);
+        let index = open_index(settings, path)?;
         out.check_sources(name, &index)?;
         // A merged directory is reported on, not labelled: its missing shards stay missing.
         if evaluation.report_only {
@@ -287,16 +282,7 @@ pub fn run(
                 within_server_limits(backend.as_ref(), entry, &options, &runtime, observer)?;
             backends.in_flight = options.concurrency;
         }
-        let label_path = label_dir.join(format!("{name}.jsonl"));
-        let (mut labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
-            .with_context(|| format!("{}", label_path.display()))?;
-        if labels.removed_lines() > 0 {
-            observer.note(&format!(
-                "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
-                labels.removed_lines(),
-                labels::removed_path(&label_path).display()
-            ))?;
-        }
+        let mut labels = open_labels(&label_dir, name, observer)?;
         let session = Session::builder(settings)
             .learning(learning.clone())
             .backend(backend)
@@ -382,6 +368,36 @@ impl Drop for Runtime {
 }
 
 /// What `backend` changed of what was asked, as notes.
+/// The index of the repository at `path`, as the settings open one for a run.
+pub(crate) fn open_index(settings: &Settings, path: &Path) -> Result<Arc<RepoIndex>> {
+    Ok(Arc::new(RepoIndex::open_with_progress(
+        path,
+        settings.dirs.cache.as_deref(),
+        settings.vendored,
+        &|_, _| {},
+    )?))
+}
+
+/// The label file of repository `name` in `label_dir`, saying where lines it had to take out
+/// went.
+pub(crate) fn open_labels(
+    label_dir: &Path,
+    name: &str,
+    observer: &dyn Observer,
+) -> Result<LabelFile> {
+    let label_path = label_dir.join(format!("{name}.jsonl"));
+    let (labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
+        .with_context(|| format!("{}", label_path.display()))?;
+    if labels.removed_lines() > 0 {
+        observer.note(&format!(
+            "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
+            labels.removed_lines(),
+            labels::removed_path(&label_path).display()
+        ))?;
+    }
+    Ok(labels)
+}
+
 pub(crate) fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io::Result<()> {
     for notice in backend.notices() {
         observer.note(&format!("note: {notice}"))?;

@@ -18,14 +18,13 @@ use crate::eval::outdir::{LabelSettings, OutDir, OutDirError, ReportSettings};
 use crate::eval::plan::{self, HoleCost};
 use crate::eval::run::batch_files::BatchFiles;
 use crate::eval::run::{
-    Backends, Observer, Runtime, canonical, in_flight, note_backend, repository_names,
-    within_server_limits,
+    Backends, Observer, Runtime, canonical, in_flight, note_backend, open_index, open_labels,
+    repository_names, within_server_limits,
 };
 use crate::eval::runner::{
     DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
 };
 use crate::eval::shard::Shard;
-use crate::label::WRITTEN_ROWS;
 use crate::rank::classifier::dataset::{Corpus, Rebuild};
 use crate::rank::classifier::train::{self as training, Holdout, TrainOptions};
 use crate::rank::classifier::{Classifier, Variant};
@@ -142,20 +141,13 @@ pub fn run(
     let mut backends = Backends::new(&entry, options.concurrency);
     let mut opened = Vec::new();
     for (path, name) in paths.iter().zip(&names) {
-        let index = Arc::new(RepoIndex::open_with_progress(
-            path,
-            settings.dirs.cache.as_deref(),
-            settings.vendored,
-            &|_, _| {},
-        )?);
+        let index = open_index(settings, path)?;
         out.check_sources(name, &index).map_err(in_tune_terms)?;
         let session = Session::builder(settings)
             .learning(learning.clone())
             .backend(backends.for_index(&index)?)
             .on(index)?;
-        let label_path = out.label_dir().join(format!("{name}.jsonl"));
-        let (labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
-            .with_context(|| format!("{}", label_path.display()))?;
+        let labels = open_labels(&out.label_dir(), name, observer)?;
         opened.push(Repo {
             name: name.clone(),
             path: path.clone(),
