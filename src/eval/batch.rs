@@ -272,7 +272,7 @@ impl Responses {
         let status = response.get("status_code").and_then(Value::as_u64);
         let body = response.get("body").unwrap_or(&Value::Null);
         let status = match status {
-            Some(200) => return codec.texts(body),
+            Some(200) => return codec.texts(body).map_err(|e| e.to_string()),
             Some(status) => status,
             None => return Err("a response without `status_code`".to_string()),
         };

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::transport::{Framing, Transport};
-use super::{Piece, Protocol, insert_some, single_text};
+use super::{AnswerError, Piece, Protocol, insert_some, single_text};
 use crate::model::{BackendError, CompletionRequest, ServerLimits, TokenCounting};
 
 pub(super) struct LlamaCpp;
@@ -44,11 +44,11 @@ impl Protocol for LlamaCpp {
         Framing::Sse
     }
 
-    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, String> {
+    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, AnswerError> {
         single_text(answer, "content")
     }
 
-    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String> {
+    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), AnswerError> {
         let done = event.get("stop").and_then(Value::as_bool).unwrap_or(false);
         Ok((single_text(event, "content")?, done))
     }
@@ -69,8 +69,9 @@ impl Protocol for LlamaCpp {
                     slots: slots.max(1),
                     context_per_slot,
                 }),
-                _ => Err(endpoint
-                    .malformed("no `total_slots` or `default_generation_settings.n_ctx`".into())),
+                _ => Err(endpoint.malformed(AnswerError::Missing(
+                    "total_slots` or `default_generation_settings.n_ctx",
+                ))),
             }
         });
         Some(limits)
@@ -89,7 +90,7 @@ impl Protocol for LlamaCpp {
                 let tokens = answer.get("tokens").and_then(Value::as_array);
                 tokens
                     .map(Vec::len)
-                    .ok_or_else(|| endpoint.malformed("no `tokens` array".into()))
+                    .ok_or_else(|| endpoint.malformed(AnswerError::Missing("tokens")))
             });
         Some(count)
     }

@@ -22,8 +22,8 @@ use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, ServerLimits, TokenCounting,
     apply_stop, secret,
 };
+pub use transport::{AnswerError, MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
 use transport::{Framing, StreamReader, Transport};
-pub use transport::{MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
 
 /// Text for completion `index` of one HTTP answer.
 struct Piece {
@@ -40,9 +40,9 @@ trait Protocol: Send + Sync {
     fn body(&self, request: &CompletionRequest, stream: bool) -> Value;
     fn framing(&self) -> Framing;
     /// The texts of a whole (unstreamed) answer.
-    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, String>;
+    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, AnswerError>;
     /// The text pieces of one streamed event, and whether it ends the stream.
-    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String>;
+    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), AnswerError>;
 
     /// Where the server lists its models, and the names in that list.
     fn models_path(&self) -> &'static str {
@@ -106,11 +106,22 @@ pub fn build_http(config: &BackendConfig) -> Result<Box<dyn Backend>, BackendErr
     }))
 }
 
+/// Why [`read_stream`] read no texts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// `config` is not an HTTP backend's.
+    #[error(transparent)]
+    Config(#[from] BackendError),
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
+}
+
 /// The texts of a streamed answer as the protocol of `config` reads them, the body arriving
 /// in `chunks`, or why it is malformed: the part of streaming that needs no server (the
 /// fuzz target drives it). A stream that stops without its end gives what came.
-pub fn read_stream(config: &BackendConfig, chunks: &[&[u8]]) -> Result<Vec<String>, String> {
-    let protocol = protocol(config).map_err(|e| e.to_string())?;
+pub fn read_stream(config: &BackendConfig, chunks: &[&[u8]]) -> Result<Vec<String>, StreamError> {
+    let protocol = protocol(config)?;
     let mut reader = StreamReader::new(protocol.framing());
     let mut texts: BTreeMap<usize, String> = BTreeMap::new();
     let mut on_event = |event: &Value| {
@@ -409,10 +420,10 @@ impl BatchCodec {
     }
 
     /// The raw texts of an answer's body, in choice order, or why it holds none.
-    pub fn texts(&self, body: &Value) -> Result<Vec<String>, String> {
+    pub fn texts(&self, body: &Value) -> Result<Vec<String>, AnswerError> {
         let mut pieces = self.protocol.answer(body)?;
         if pieces.is_empty() {
-            return Err("no completions".to_string());
+            return Err(AnswerError::NoCompletions);
         }
         pieces.sort_by_key(|p| p.index);
         Ok(pieces.into_iter().map(|p| p.text).collect())
@@ -513,11 +524,11 @@ fn insert_some(object: &mut Value, key: &str, value: Option<impl Into<Value>>) {
 }
 
 /// The one completion in `answer[field]`, for servers without `n`.
-fn single_text(answer: &Value, field: &str) -> Result<Vec<Piece>, String> {
+fn single_text(answer: &Value, field: &'static str) -> Result<Vec<Piece>, AnswerError> {
     let text = answer
         .get(field)
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("no `{field}` text"))?;
+        .ok_or(AnswerError::Missing(field))?;
     Ok(vec![Piece {
         index: 0,
         text: text.to_string(),

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::transport::Framing;
-use super::{Piece, Protocol, insert_some, single_text};
+use super::{AnswerError, Piece, Protocol, insert_some, single_text};
 use crate::model::CompletionRequest;
 
 pub(super) struct Ollama {
@@ -52,11 +52,11 @@ impl Protocol for Ollama {
         Framing::Ndjson
     }
 
-    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, String> {
+    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, AnswerError> {
         single_text(answer, "response")
     }
 
-    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String> {
+    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), AnswerError> {
         let done = event.get("done").and_then(Value::as_bool).unwrap_or(false);
         Ok((single_text(event, "response")?, done))
     }

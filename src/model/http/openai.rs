@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tiktoken_rs::tokenizer::{Tokenizer, get_tokenizer};
 
 use super::transport::{Framing, Transport};
-use super::{Piece, Protocol, insert_some};
+use super::{AnswerError, Piece, Protocol, insert_some};
 use crate::model::config::{PROMPT_PLACEHOLDER, SUFFIX_PLACEHOLDER};
 use crate::model::{BackendError, CompletionRequest, TokenCounting};
 
@@ -45,11 +45,11 @@ impl OpenAi {
     }
 
     /// The completions of an answer or a streamed chunk.
-    fn choices(&self, value: &Value, streamed: bool) -> Result<Vec<Piece>, String> {
+    fn choices(&self, value: &Value, streamed: bool) -> Result<Vec<Piece>, AnswerError> {
         let choices = value
             .get("choices")
             .and_then(Value::as_array)
-            .ok_or("no `choices` array")?;
+            .ok_or(AnswerError::Missing("choices"))?;
         choices
             .iter()
             .enumerate()
@@ -66,12 +66,12 @@ impl OpenAi {
             .collect()
     }
 
-    fn text(&self, choice: &Value, streamed: bool) -> Result<String, String> {
+    fn text(&self, choice: &Value, streamed: bool) -> Result<String, AnswerError> {
         if self.chat.is_none() {
             let text = choice
                 .get("text")
                 .and_then(Value::as_str)
-                .ok_or("a choice without `text`")?;
+                .ok_or(AnswerError::Missing("text"))?;
             return Ok(text.to_string());
         }
         // A chat chunk may carry only the role, and a refusal has null content: no text.
@@ -83,7 +83,7 @@ impl OpenAi {
         match choice.pointer(pointer) {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(text)) => Ok(text.clone()),
-            Some(_) => Err(format!("`{pointer}` is not text")),
+            Some(_) => Err(AnswerError::NotText(pointer)),
         }
     }
 }
@@ -151,12 +151,12 @@ impl Protocol for OpenAi {
         self.chat.is_some()
     }
 
-    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, String> {
+    fn answer(&self, answer: &Value) -> Result<Vec<Piece>, AnswerError> {
         self.choices(answer, false)
     }
 
     /// Only `data: [DONE]` ends an OpenAI stream.
-    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), String> {
+    fn event(&self, event: &Value) -> Result<(Vec<Piece>, bool), AnswerError> {
         Ok((self.choices(event, true)?, false))
     }
 

@@ -152,7 +152,7 @@ impl Endpoint<'_> {
         &self,
         body: &Value,
         framing: Framing,
-        mut on_event: impl FnMut(&Value) -> Result<bool, String> + Send,
+        mut on_event: impl FnMut(&Value) -> Result<bool, AnswerError> + Send,
     ) -> Result<(), BackendError> {
         self.within_deadline(async {
             let (mut response, _permit) = self.send(Some(body)).await?;
@@ -284,11 +284,11 @@ impl Endpoint<'_> {
         }
     }
 
-    pub fn malformed(&self, detail: String) -> BackendError {
+    pub fn malformed(&self, detail: AnswerError) -> BackendError {
         BackendError::Malformed {
             backend: self.transport.backend.clone(),
             url: self.shown.clone(),
-            detail: self.transport.redact(&detail),
+            detail: self.transport.redact(&detail.to_string()),
         }
     }
 
@@ -316,12 +316,33 @@ impl Endpoint<'_> {
     }
 }
 
+/// What is wrong with a server's answer or one of its streamed events: the detail of a
+/// [`BackendError::Malformed`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    #[error("invalid JSON: {0}")]
+    InvalidJson(String),
+    /// The answer is an `error` object: what it says.
+    #[error("server error: {0}")]
+    Server(String),
+    /// A field the protocol needs is absent (its name, as the protocol's documentation
+    /// writes it).
+    #[error("no `{0}`")]
+    Missing(&'static str),
+    #[error("`{0}` is not text")]
+    NotText(&'static str),
+    #[error("no completions")]
+    NoCompletions,
+}
+
 /// Parses an answer or one streamed event, treating an `error` object as the failure it
 /// reports.
-fn parse_answer(bytes: &[u8]) -> Result<Value, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+fn parse_answer(bytes: &[u8]) -> Result<Value, AnswerError> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| AnswerError::InvalidJson(e.to_string()))?;
     match value.get("error") {
-        Some(error) => Err(format!("server error: {}", error_text(error))),
+        Some(error) => Err(AnswerError::Server(error_text(error))),
         None => Ok(value),
     }
 }
@@ -347,8 +368,8 @@ impl StreamReader {
     pub(super) fn feed(
         &mut self,
         chunk: &[u8],
-        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
-    ) -> Result<bool, String> {
+        on_event: &mut impl FnMut(&Value) -> Result<bool, AnswerError>,
+    ) -> Result<bool, AnswerError> {
         // Only the new chunk can hold a newline not yet read: scanning all that is pending
         // again would be quadratic in the length of a long line.
         let before = self.pending.len();
@@ -370,8 +391,8 @@ impl StreamReader {
     /// when that ended the stream.
     pub(super) fn finish(
         self,
-        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
-    ) -> Result<bool, String> {
+        on_event: &mut impl FnMut(&Value) -> Result<bool, AnswerError>,
+    ) -> Result<bool, AnswerError> {
         self.line(&String::from_utf8_lossy(&self.pending), on_event)
     }
 
@@ -379,8 +400,8 @@ impl StreamReader {
     fn line(
         &self,
         line: &str,
-        on_event: &mut impl FnMut(&Value) -> Result<bool, String>,
-    ) -> Result<bool, String> {
+        on_event: &mut impl FnMut(&Value) -> Result<bool, AnswerError>,
+    ) -> Result<bool, AnswerError> {
         let payload = match self.framing {
             Framing::Ndjson => line.trim(),
             // Other SSE fields (event:, id:, comments) carry nothing we use.

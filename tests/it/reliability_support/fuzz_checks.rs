@@ -352,11 +352,12 @@ pub fn check_stream(data: &[u8]) {
         model: Some("m".into()),
         ..BackendConfig::embedded()
     };
-    let whole = http::read_stream(&config, &[body]);
+    let read = |chunks: &[&[u8]]| http::read_stream(&config, chunks).map_err(|e| e.to_string());
+    let whole = read(&[body]);
     let step = usize::from(cut).max(1);
     let chunks: Vec<&[u8]> = body.chunks(step).collect();
     assert_eq!(
-        http::read_stream(&config, &chunks),
+        read(&chunks),
         whole,
         "chunks of {step} bytes read differently"
     );
