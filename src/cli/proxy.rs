@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
-use keyhole::proxy::{self, Exchange, Proxy, RecordLog, Upstream};
+use keyhole::proxy::{self, Exchange, Proxy, RecordStore, Upstream};
 use keyhole::session::{Choices, Settings};
 
 #[derive(Args)]
@@ -25,7 +25,8 @@ pub struct ProxyArgs {
     /// Record nothing.
     #[arg(long)]
     no_log: bool,
-    /// The largest log file in MiB before it rotates (two are kept).
+    /// The most the record store keeps, in MiB, shared by every proxy recording there; the
+    /// oldest exchanges go first, and one exchange takes at most a quarter.
     #[arg(long, default_value_t = proxy::DEFAULT_MAX_BYTES >> 20, value_name = "MIB")]
     log_max_mib: u64,
 }
@@ -53,28 +54,34 @@ pub enum RecordedCommand {
 
 pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
     let upstream = upstream(&args.to)?;
-    let log = match (args.no_log, log_dir()) {
+    let dir = match (args.no_log, log_dir()) {
         (true, _) => None,
-        (false, Some(dir)) => Some(
-            RecordLog::open(&dir, args.log_max_mib.max(1) << 20)
-                .with_context(|| format!("cannot open the record in {}", dir.display()))?,
-        ),
+        (false, Some(dir)) => Some(dir),
         (false, None) => bail!("no data directory to record in; give --no-log"),
     };
     let shown = secret::shown_url(upstream.base.as_str());
-    let recording = match &log {
-        Some(log) => format!("recording to {}", log.dir().display()),
-        None => "recording nothing".to_string(),
-    };
-    let proxy = Arc::new(Proxy::new(upstream, log)?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Listening first: a plugin's requests wait in the queue while the store opens (and
+        // moves in an earlier version's log), however large it is.
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
         let address = listener.local_addr().unwrap_or(args.listen);
+        let store = match &dir {
+            Some(dir) => Some(
+                RecordStore::open(dir, args.log_max_mib.max(1) << 20)
+                    .with_context(|| format!("cannot open the record in {}", dir.display()))?,
+            ),
+            None => None,
+        };
+        let recording = match &store {
+            Some(store) => format!("recording to {}", store.dir().display()),
+            None => "recording nothing".to_string(),
+        };
+        let proxy = Arc::new(Proxy::new(upstream, store)?);
         errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
-        // Until interrupted: every exchange is on disk once it ends.
+        // Until interrupted: every exchange is in the store once it ends.
         proxy.serve(listener).await;
         Ok(())
     })

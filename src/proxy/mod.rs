@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
-pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordLog, read_log};
+pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
 #[cfg(feature = "proxy")]
 pub use server::{ClientError, Proxy, Upstream};
 

@@ -1,7 +1,7 @@
 //! The proxy's HTTP server: every request goes to the server as it came and its answer streams
 //! back as it comes (server-sent events and NDJSON included, status and headers unchanged); a
 //! client that hangs up cancels the server's request with it. What each completion request sent
-//! and got back is recorded ([`super::RecordLog`]).
+//! and got back is recorded ([`super::RecordStore`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -20,7 +20,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use super::{Answered, Exchange, RecordLog, read_answer, read_request};
+use super::{Answered, Exchange, RecordStore, read_answer, read_request};
 use crate::model::secret;
 
 /// The body of the proxy's answers.
@@ -64,11 +64,11 @@ pub struct ClientError(#[from] reqwest::Error);
 pub struct Proxy {
     upstream: Upstream,
     client: reqwest::Client,
-    log: Option<Arc<RecordLog>>,
+    log: Option<Arc<RecordStore>>,
 }
 
 impl Proxy {
-    pub fn new(upstream: Upstream, log: Option<RecordLog>) -> Result<Proxy, ClientError> {
+    pub fn new(upstream: Upstream, log: Option<RecordStore>) -> Result<Proxy, ClientError> {
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(10))
@@ -161,9 +161,7 @@ impl Proxy {
                 sent: read_request(&body),
                 answered: Answered::default(),
                 first_byte_ms: None,
-                total_ms: 0.0,
-                cancelled: false,
-                error: None,
+                ..Exchange::default()
             },
             started,
             log: self.log.clone(),
@@ -269,7 +267,7 @@ struct Pending {
     exchange: Exchange,
     started: Instant,
     /// Where it is recorded; `None`: not recorded (no log, or a request without text).
-    log: Option<Arc<RecordLog>>,
+    log: Option<Arc<RecordStore>>,
     content_type: String,
     answer: Vec<u8>,
     /// Redacted from what is recorded.
@@ -302,7 +300,7 @@ impl Pending {
         let redact = |text: &str| secret::redact_all(text, &self.secrets);
         self.exchange.error = self.exchange.error.as_deref().map(redact);
         self.exchange.answered.text = redact(&self.exchange.answered.text);
-        if let Err(err) = log.append(self.exchange) {
+        if let Err(err) = log.append(&self.exchange) {
             crate::escape::warn(&format!(
                 "proxy: cannot record an exchange in {}: {err}",
                 log.dir().display()

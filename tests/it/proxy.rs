@@ -12,9 +12,9 @@ use crate::backends_support::{Reply, Server, sse};
 use crate::common;
 
 /// A running `keyhole proxy` and the address it listens on; killed when dropped.
-struct RunningProxy {
-    child: Child,
-    base: String,
+pub(crate) struct RunningProxy {
+    pub(crate) child: Child,
+    pub(crate) base: String,
 }
 
 impl Drop for RunningProxy {
@@ -24,12 +24,16 @@ impl Drop for RunningProxy {
     }
 }
 
-fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
+pub(crate) fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
     start_proxy_with(to, scratch, &[])
 }
 
 /// The proxy to `to`, with `env` set besides its directories.
-fn start_proxy_with(to: &str, scratch: &std::path::Path, env: &[(&str, &str)]) -> RunningProxy {
+pub(crate) fn start_proxy_with(
+    to: &str,
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(["proxy", "--listen", "127.0.0.1:0", "--to", to])
         .envs(common::hermetic_env(scratch))
@@ -50,7 +54,7 @@ fn start_proxy_with(to: &str, scratch: &std::path::Path, env: &[(&str, &str)]) -
     RunningProxy { child, base }
 }
 
-fn recorded(scratch: &std::path::Path) -> Vec<Value> {
+pub(crate) fn recorded(scratch: &std::path::Path) -> Vec<Value> {
     let output = common::ok(common::keyhole(&["recorded", "list", "--json"], scratch));
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -664,12 +668,12 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
 /// Record `exchange` (its id given by the log) in the data directory under `scratch`.
 fn record_exchange(scratch: &std::path::Path, exchange: keyhole::proxy::Exchange) -> u64 {
     let dirs = keyhole::dirs::Dirs::under(scratch);
-    let log = keyhole::proxy::RecordLog::open(
+    let log = keyhole::proxy::RecordStore::open(
         &keyhole::proxy::log_dir(&dirs).unwrap(),
         keyhole::proxy::DEFAULT_MAX_BYTES,
     )
     .unwrap();
-    log.append(exchange).unwrap()
+    log.append(&exchange).unwrap()
 }
 
 fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
@@ -691,6 +695,7 @@ fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
         total_ms: 2.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     }
 }
 

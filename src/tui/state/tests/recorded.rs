@@ -28,6 +28,7 @@ fn exchange(id: u64, agent: &str) -> Exchange {
         total_ms: 2.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     }
 }
 
