@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
-use keyhole::proxy::{self, Exchange, Proxy, RecordStore, Upstream};
+use keyhole::proxy::{self, Access, Exchange, Proxy, RecordStore, Upstream};
 use keyhole::session::{Choices, Settings};
 
 #[derive(Args)]
@@ -19,6 +19,14 @@ pub struct ProxyArgs {
     /// Address to listen on; point the plugin's server URL here.
     #[arg(long, default_value = "127.0.0.1:8012")]
     listen: SocketAddr,
+    /// Listen on an address other machines can reach (--listen 0.0.0.0:8012): they can then
+    /// use the server, and its API key, through the proxy.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Serve requests from web pages of this origin (`http://localhost:3000`); requests from
+    /// any other page are refused. May be given more than once.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
     /// The model server: a URL (`http://127.0.0.1:8080`) or a backend's name in backends.toml.
     #[arg(long, value_name = "URL|BACKEND")]
     to: String,
@@ -60,6 +68,22 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
         (false, None) => bail!("no data directory to record in; give --no-log"),
     };
     let shown = secret::shown_url(upstream.base.as_str());
+    if !args.listen.ip().is_loopback() {
+        if !args.allow_remote {
+            bail!(
+                "--listen {}: other machines can reach that address and would use {shown} through the proxy; give --allow-remote to listen there anyway",
+                args.listen
+            );
+        }
+        let key = match &upstream.api_key {
+            Some(_) => format!(" with backend {}'s API key", args.to),
+            None => String::new(),
+        };
+        escape::warn(&format!(
+            "listening on {}: any machine that reaches it can use {shown}{key} through the proxy",
+            args.listen
+        ));
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listening first: a plugin's requests wait in the queue while the store opens (and
@@ -79,7 +103,11 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             Some(store) => format!("recording to {}", store.dir().display()),
             None => "recording nothing".to_string(),
         };
-        let proxy = Arc::new(Proxy::new(upstream, store)?);
+        let access = Access {
+            listen: address,
+            allowed_origins: args.allow_origin.clone(),
+        };
+        let proxy = Arc::new(Proxy::new(upstream, store, access)?);
         errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
         // Until interrupted: every exchange is in the store once it ends.
         proxy.serve(listener).await;

@@ -16,7 +16,7 @@ pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_reques
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
 #[cfg(feature = "proxy")]
-pub use server::{ClientError, Proxy, Upstream};
+pub use server::{Access, ClientError, Proxy, Upstream};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

@@ -15,12 +15,14 @@ use futures_util::{Stream, StreamExt};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue, USER_AGENT};
+use hyper::header::{
+    AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue, ORIGIN, USER_AGENT,
+};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use super::{Answered, Exchange, RecordStore, read_answer, read_request};
+use super::{Exchange, RecordStore, read_answer, read_request};
 use crate::model::secret;
 
 /// The body of the proxy's answers.
@@ -60,15 +62,80 @@ impl Upstream {
 #[error("cannot make an HTTP client: {0}")]
 pub struct ClientError(#[from] reqwest::Error);
 
+/// Who may use the proxy: only programs of the machine it runs on, unless its user says
+/// otherwise. A web page in a browser can send requests to a local server too, and would spend
+/// the backend's key: the browser names the page in `Origin`, and names the page's own host in
+/// `Host` when DNS rebinding points that host at this machine.
+#[derive(Clone, Debug)]
+pub struct Access {
+    /// Where the proxy listens: a request's `Host` must name this address or `localhost`.
+    pub listen: SocketAddr,
+    /// The browser origins served (`http://localhost:3000`); a request from any other is
+    /// refused.
+    pub allowed_origins: Vec<String>,
+}
+
+impl Access {
+    /// Why `headers` are refused, if they are.
+    fn refusal(&self, headers: &hyper::HeaderMap) -> Option<String> {
+        if let Some(host) = headers.get(HOST)
+            && !self.serves_host(host.as_bytes())
+        {
+            let host = String::from_utf8_lossy(host.as_bytes());
+            return Some(format!(
+                "refused: Host {host} is not this proxy's address nor localhost"
+            ));
+        }
+        let origin = headers.get(ORIGIN)?;
+        let origin = String::from_utf8_lossy(origin.as_bytes());
+        let allowed = self
+            .allowed_origins
+            .iter()
+            .any(|allowed| allowed.trim_end_matches('/') == origin.trim_end_matches('/'));
+        (!allowed).then(|| {
+            format!(
+                "refused: a web page's request (Origin {origin}); --allow-origin {origin} serves it"
+            )
+        })
+    }
+
+    /// Whether `host` (a Host header: a name or an address, maybe a port) names the proxy.
+    fn serves_host(&self, host: &[u8]) -> bool {
+        let Ok(host) = std::str::from_utf8(host) else {
+            return false;
+        };
+        let name = match host.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default(),
+            None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+        };
+        if name.eq_ignore_ascii_case("localhost") {
+            return true;
+        }
+        let Ok(address) = name.parse::<std::net::IpAddr>() else {
+            // Any other name may be a page's, pointed here by DNS rebinding.
+            return false;
+        };
+        let listening = self.listen.ip();
+        listening.is_unspecified()
+            || address == listening
+            || (listening.is_loopback() && address.is_loopback())
+    }
+}
+
 /// The proxy: one upstream, one HTTP client (its connections kept alive), an optional record.
 pub struct Proxy {
     upstream: Upstream,
     client: reqwest::Client,
     log: Option<Arc<RecordStore>>,
+    access: Access,
 }
 
 impl Proxy {
-    pub fn new(upstream: Upstream, log: Option<RecordStore>) -> Result<Proxy, ClientError> {
+    pub fn new(
+        upstream: Upstream,
+        log: Option<RecordStore>,
+        access: Access,
+    ) -> Result<Proxy, ClientError> {
         let client = reqwest::Client::builder()
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(10))
@@ -77,6 +144,7 @@ impl Proxy {
             upstream,
             client,
             log: log.map(Arc::new),
+            access,
         })
     }
 
@@ -126,6 +194,30 @@ impl Proxy {
         secrets
     }
 
+    /// What is known of an exchange when its request's head has come.
+    fn exchange_of(
+        &self,
+        parts: &hyper::http::request::Parts,
+        endpoint: &str,
+        peer: SocketAddr,
+    ) -> Exchange {
+        Exchange {
+            at: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            client: peer.to_string(),
+            agent: parts
+                .headers
+                .get(USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(|agent| crate::text::excerpt(agent, 80)),
+            method: parts.method.to_string(),
+            endpoint: endpoint.to_string(),
+            upstream: secret::shown_url(self.upstream.base.as_str()),
+            ..Exchange::default()
+        }
+    }
+
     /// Forward one request and stream its answer back, recording the exchange.
     async fn forward(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<ProxyBody> {
         let started = Instant::now();
@@ -135,6 +227,23 @@ impl Proxy {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string();
+        if let Some(refusal) = self.access.refusal(&parts.headers) {
+            let refused = Pending {
+                exchange: Exchange {
+                    status: StatusCode::FORBIDDEN.as_u16(),
+                    refused: true,
+                    error: Some(refusal.clone()),
+                    ..self.exchange_of(&parts, &endpoint, peer)
+                },
+                started,
+                log: self.log.clone(),
+                content_type: String::new(),
+                answer: Vec::new(),
+                secrets: self.secrets_of(&parts.headers),
+            };
+            refused.finish(false);
+            return plain(StatusCode::FORBIDDEN, format!("keyhole proxy: {refusal}"));
+        }
         let body = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(err) => {
@@ -144,24 +253,8 @@ impl Proxy {
         };
         let mut pending = Pending {
             exchange: Exchange {
-                id: 0,
-                at: SystemTime::now()
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64()),
-                client: peer.to_string(),
-                agent: parts
-                    .headers
-                    .get(USER_AGENT)
-                    .and_then(|v| v.to_str().ok())
-                    .map(|agent| crate::text::excerpt(agent, 80)),
-                method: parts.method.to_string(),
-                endpoint: endpoint.clone(),
-                upstream: secret::shown_url(self.upstream.base.as_str()),
-                status: 0,
                 sent: read_request(&body),
-                answered: Answered::default(),
-                first_byte_ms: None,
-                ..Exchange::default()
+                ..self.exchange_of(&parts, &endpoint, peer)
             },
             started,
             log: self.log.clone(),

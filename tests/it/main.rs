@@ -34,6 +34,7 @@ mod local_model;
 mod lsp_client;
 mod proposals;
 mod proxy;
+mod proxy_access;
 mod proxy_store;
 mod python_imports;
 mod reliability_eval;

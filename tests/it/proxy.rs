@@ -11,10 +11,12 @@ use serde_json::{Value, json};
 use crate::backends_support::{Reply, Server, sse};
 use crate::common;
 
-/// A running `keyhole proxy` and the address it listens on; killed when dropped.
+/// A running `keyhole proxy`, the address it listens on and what it said before it
+/// listened (its warnings); killed when dropped.
 pub(crate) struct RunningProxy {
     pub(crate) child: Child,
     pub(crate) base: String,
+    pub(crate) said: Vec<String>,
 }
 
 impl Drop for RunningProxy {
@@ -34,24 +36,39 @@ pub(crate) fn start_proxy_with(
     scratch: &std::path::Path,
     env: &[(&str, &str)],
 ) -> RunningProxy {
+    spawn_proxy(&["--listen", "127.0.0.1:0", "--to", to], scratch, env)
+}
+
+/// `keyhole proxy ARGS`, once it says where it listens.
+pub(crate) fn spawn_proxy(
+    args: &[&str],
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
-        .args(["proxy", "--listen", "127.0.0.1:0", "--to", to])
+        .arg("proxy")
+        .args(args)
         .envs(common::hermetic_env(scratch))
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    // "keyhole proxy: http://127.0.0.1:PORT -> ..., recording to ..."
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    RunningProxy { child, base }
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut said = Vec::new();
+    loop {
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "the proxy ended: {said:?}");
+        // "keyhole proxy: http://127.0.0.1:PORT -> ..., recording to ..."
+        if let Some(base) = line
+            .strip_prefix("keyhole proxy: ")
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            let base = base.to_string();
+            return RunningProxy { child, base, said };
+        }
+        said.push(line);
+    }
 }
 
 pub(crate) fn recorded(scratch: &std::path::Path) -> Vec<Value> {
@@ -782,7 +799,7 @@ fn recorded_text_is_shown_with_its_lines_and_without_control_characters() {
 }
 
 /// `keyhole ARGS` under `scratch`, which must end within a few minutes (a hang is a failure).
-fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
+pub(crate) fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
         .envs(common::hermetic_env(scratch))
