@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::redact::redact_json;
+
 /// A chunk of another file a plugin sends with an infill request (llama.cpp's `input_extra`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtraChunk {
@@ -37,7 +39,7 @@ pub struct Sent {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub messages: Vec<Message>,
     /// Every other field of the request (model, temperature, n_predict, stream, ...), those
-    /// whose names say they hold a credential left out.
+    /// whose names say they hold a credential, at any depth, redacted.
     #[serde(skip_serializing_if = "Map::is_empty", default)]
     pub parameters: Map<String, Value>,
 }
@@ -96,10 +98,16 @@ pub fn read_request(body: &[u8]) -> Sent {
             })
             .collect();
     }
-    sent.parameters = fields
-        .into_iter()
-        .filter(|(name, _)| !TEXT_FIELDS.contains(&name.as_str()) && !names_a_credential(name))
-        .collect();
+    let mut parameters = Value::Object(
+        fields
+            .into_iter()
+            .filter(|(name, _)| !TEXT_FIELDS.contains(&name.as_str()))
+            .collect(),
+    );
+    redact_json(&mut parameters);
+    if let Value::Object(parameters) = parameters {
+        sent.parameters = parameters;
+    }
     sent
 }
 
@@ -120,17 +128,6 @@ fn text_of(value: &Value) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// A field whose name says it holds a credential: never recorded.
-fn names_a_credential(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    // Counts such as `max_tokens` are parameters; `access_token` is a credential.
-    let token = name.contains("token") && !name.ends_with("tokens");
-    token
-        || ["key", "secret", "password", "authorization"]
-            .iter()
-            .any(|word| name.contains(word))
 }
 
 /// What the server answered: the completion text and the token counts it reported.
@@ -207,6 +204,7 @@ fn answer_text(object: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::redact::REDACTED;
 
     #[test]
     fn an_infill_request_reads_prefix_middle_suffix_and_extra_chunks() {
@@ -219,8 +217,8 @@ mod tests {
         assert_eq!(sent.suffix.as_deref(), Some("\n"));
         assert_eq!(sent.extra[0].filename, "a.py");
         assert_eq!(sent.parameters["n_predict"], 64);
-        assert!(
-            !sent.parameters.contains_key("api_key"),
+        assert_eq!(
+            sent.parameters["api_key"], REDACTED,
             "credentials are never recorded"
         );
         assert!(sent.has_text());

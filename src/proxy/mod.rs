@@ -7,6 +7,7 @@
 mod exchange;
 mod locate;
 mod record;
+mod redact;
 #[cfg(feature = "proxy")]
 mod server;
 
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
+pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
 pub use server::{Access, ClientError, Proxy, Upstream};
 

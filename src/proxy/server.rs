@@ -22,6 +22,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use super::redact::redact_query;
 use super::{Exchange, RecordStore, read_answer, read_request};
 use crate::model::secret;
 
@@ -212,7 +213,7 @@ impl Proxy {
                 .and_then(|v| v.to_str().ok())
                 .map(|agent| crate::text::excerpt(agent, 80)),
             method: parts.method.to_string(),
-            endpoint: endpoint.to_string(),
+            endpoint: redact_query(endpoint),
             upstream: secret::shown_url(self.upstream.base.as_str()),
             ..Exchange::default()
         }
