@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -11,7 +12,7 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
-use keyhole::proxy::{self, Access, Exchange, Proxy, RecordStore, Upstream};
+use keyhole::proxy::{self, Access, Bounds, Exchange, Proxy, RecordStore, Upstream};
 use keyhole::session::{Choices, Settings};
 
 #[derive(Args)]
@@ -33,6 +34,19 @@ pub struct ProxyArgs {
     /// Record nothing.
     #[arg(long)]
     no_log: bool,
+    /// Seconds a request's headers may take, counted from the connection's opening or its
+    /// previous request's end (so also how long an idle connection is kept).
+    #[arg(long, default_value_t = Bounds::default().header_timeout.as_secs(), value_name = "SECS")]
+    header_timeout: u64,
+    /// Seconds a request's body may take after its headers.
+    #[arg(long, default_value_t = Bounds::default().body_timeout.as_secs(), value_name = "SECS")]
+    body_timeout: u64,
+    /// Seconds a client may take nothing of its answer before it is cut off.
+    #[arg(long, default_value_t = Bounds::default().idle_timeout.as_secs(), value_name = "SECS")]
+    idle_timeout: u64,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = Bounds::default().max_connections, value_name = "N")]
+    max_connections: usize,
     /// The most the record store keeps, in MiB, shared by every proxy recording there; the
     /// oldest exchanges go first, and one exchange takes at most a quarter.
     #[arg(long, default_value_t = proxy::DEFAULT_MAX_BYTES >> 20, value_name = "MIB")]
@@ -107,7 +121,13 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             listen: address,
             allowed_origins: args.allow_origin.clone(),
         };
-        let proxy = Arc::new(Proxy::new(upstream, store, access)?);
+        let bounds = Bounds {
+            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            max_connections: args.max_connections.max(1),
+        };
+        let proxy = Arc::new(Proxy::new(upstream, store, access, bounds)?);
         errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
         // Until interrupted: every exchange is in the store once it ends.
         proxy.serve(listener).await;
@@ -347,6 +367,12 @@ fn show(e: &Exchange) -> Result<()> {
             outln!("--- {name} ---\n{}", escape::lines(text));
         }
     }
+    if let Some(body) = &e.sent.body {
+        outln!(
+            "--- body{} ---\n{body}",
+            cut_note(e.request_cut, e.request_bytes)
+        );
+    }
     if !e.sent.parameters.is_empty() {
         // JSON escapes the C0 controls in strings, not DEL nor the C1 ones.
         let parameters = serde_json::to_string(&e.sent.parameters)?;
@@ -361,8 +387,17 @@ fn show(e: &Exchange) -> Result<()> {
         ),
     };
     outln!(
-        "--- answer{tokens} ---\n{}",
+        "--- answer{tokens}{} ---\n{}",
+        cut_note(e.answer_cut, e.answer_bytes),
         escape::lines(&e.answered.text)
     );
     Ok(())
+}
+
+/// What a heading says of a body only the start of which was kept.
+fn cut_note(cut: bool, bytes: u64) -> String {
+    match cut {
+        true => format!(" (cut: {bytes} bytes came, the start kept)"),
+        false => String::new(),
+    }
 }

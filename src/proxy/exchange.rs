@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::redact::redact_json;
+use super::redact::{redact_json, redact_text};
 
 /// A chunk of another file a plugin sends with an infill request (llama.cpp's `input_extra`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,11 @@ pub struct Sent {
     /// whose names say they hold a credential, at any depth, redacted.
     #[serde(skip_serializing_if = "Map::is_empty", default)]
     pub parameters: Map<String, Value>,
+    /// The body itself where no fields could be read from it (not a JSON object, or cut):
+    /// its bytes escaped (controls and bytes that are not UTF-8 written as escapes), its
+    /// credentials redacted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub body: Option<String>,
 }
 
 impl Sent {
@@ -67,10 +72,18 @@ const TEXT_FIELDS: [&str; 7] = [
 
 /// Read a request body: JSON from any of the endpoints plugins use (OpenAI completions and
 /// chat, llama.cpp `/completion`, `/infill`, `/tokenize`, Ollama `/api/generate` and
-/// `/api/chat`). A body that is not a JSON object sends no text.
-pub fn read_request(body: &[u8]) -> Sent {
-    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
-        return Sent::default();
+/// `/api/chat`). A body that is not a JSON object, or only the start of one (`cut`), sends
+/// no text: it is kept as [`Sent::body`].
+pub fn read_request(body: &[u8], cut: bool) -> Sent {
+    let fields = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(fields)) if !cut => fields,
+        _ if body.is_empty() => return Sent::default(),
+        _ => {
+            return Sent {
+                body: Some(redact_text(&crate::escape::bytes(body))),
+                ..Sent::default()
+            };
+        }
     };
     let text = |name: &str| fields.get(name).and_then(text_of);
     let mut sent = Sent {
@@ -211,7 +224,7 @@ mod tests {
         let body = br#"{"input_prefix":"def f():\n","prompt":"    ret","input_suffix":"\n",
             "input_extra":[{"filename":"a.py","text":"X = 1\n"}],"n_predict":64,
             "api_key":"sk-secret","stream":true}"#;
-        let sent = read_request(body);
+        let sent = read_request(body, false);
         assert_eq!(sent.prefix.as_deref(), Some("def f():\n"));
         assert_eq!(sent.prompt.as_deref(), Some("    ret"));
         assert_eq!(sent.suffix.as_deref(), Some("\n"));
@@ -228,10 +241,10 @@ mod tests {
     fn chat_requests_read_messages_and_content_parts() {
         let body = br#"{"model":"m","max_tokens":8,"messages":[{"role":"system","content":"be brief"},
             {"role":"user","content":[{"type":"text","text":"complete "},{"type":"text","text":"this"}]}]}"#;
-        let sent = read_request(body);
+        let sent = read_request(body, false);
         assert_eq!(sent.messages[1].content, "complete this");
         assert_eq!(sent.parameters["max_tokens"], 8);
-        assert!(!read_request(b"not json").has_text());
+        assert!(!read_request(b"not json", false).has_text());
     }
 
     #[test]

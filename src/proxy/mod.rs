@@ -18,7 +18,7 @@ pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_pro
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
 pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
-pub use server::{Access, ClientError, Proxy, Upstream};
+pub use server::{Access, Bounds, ClientError, Proxy, Upstream};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

@@ -3,6 +3,9 @@
 //! deep (`options.api_key`, `auth`, `credentials`, `bearer`, `pwd`). They are found by name,
 //! with the one list below, and replaced before anything is written.
 
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
 use serde_json::Value;
 
 /// What stands where a credential was.
@@ -74,6 +77,32 @@ pub fn redact_pairs(pairs: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// Text that may hold credentials but is not JSON one can read (a body cut short, a form, a
+/// text body): `"name": "value"` pairs and `name=value` pairs whose names hold credentials get
+/// their values redacted.
+pub fn redact_text(text: &str) -> String {
+    static JSON_PAIR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#""([^"\\]{1,64})"(\s*:\s*)"(?:[^"\\]|\\.)*"?"#).expect("a valid pattern")
+    });
+    static FORM_PAIR: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"([A-Za-z0-9_.%+-]{1,64})=([^&\s"\\]*)"#).expect("a valid pattern")
+    });
+    let json = JSON_PAIR.replace_all(text, |pair: &Captures<'_>| {
+        match names_a_credential(&pair[1]) {
+            true => format!("\"{}\"{}\"{REDACTED}\"", &pair[1], &pair[2]),
+            false => pair[0].to_string(),
+        }
+    });
+    FORM_PAIR
+        .replace_all(&json, |pair: &Captures<'_>| {
+            match names_a_credential(&decoded(&pair[1])) {
+                true => format!("{}={REDACTED}", &pair[1]),
+                false => pair[0].to_string(),
+            }
+        })
+        .into_owned()
 }
 
 /// A query's name as its sender meant it (`api%5Fkey`, `api+key`).

@@ -35,6 +35,7 @@ mod lsp_client;
 mod proposals;
 mod proxy;
 mod proxy_access;
+mod proxy_faults;
 mod proxy_secrets;
 mod proxy_store;
 mod python_imports;

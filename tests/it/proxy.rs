@@ -17,6 +17,8 @@ pub(crate) struct RunningProxy {
     pub(crate) child: Child,
     pub(crate) base: String,
     pub(crate) said: Vec<String>,
+    /// What it says from then on.
+    pub(crate) stderr: BufReader<std::process::ChildStderr>,
 }
 
 impl Drop for RunningProxy {
@@ -45,9 +47,18 @@ pub(crate) fn spawn_proxy(
     scratch: &std::path::Path,
     env: &[(&str, &str)],
 ) -> RunningProxy {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
-        .arg("proxy")
-        .args(args)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command.arg("proxy").args(args);
+    run_proxy(command, scratch, env)
+}
+
+/// Run `command` (a `keyhole proxy`, maybe through a shell) until it says where it listens.
+pub(crate) fn run_proxy(
+    mut command: Command,
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
+    let mut child = command
         .envs(common::hermetic_env(scratch))
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
@@ -65,7 +76,12 @@ pub(crate) fn spawn_proxy(
             .and_then(|rest| rest.split_whitespace().next())
         {
             let base = base.to_string();
-            return RunningProxy { child, base, said };
+            return RunningProxy {
+                child,
+                base,
+                said,
+                stderr,
+            };
         }
         said.push(line);
     }
