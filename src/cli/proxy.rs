@@ -238,16 +238,26 @@ fn summary(e: &Exchange) -> String {
         .into_iter()
         .rev()
         .collect();
+    let marks = [
+        (e.cancelled, " (cancelled)"),
+        (e.refused, " (refused)"),
+        (e.sent.context_only(), " (context only)"),
+        (e.request_cut || e.answer_cut, " (cut)"),
+    ];
+    let marks: String = marks
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, m)| *m)
+        .collect();
     format!(
-        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
+        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{marks}  \"{}\" -> \"{}\"",
         e.id,
         escape::controls(e.sender()),
         escape::controls(&e.endpoint),
         e.status,
         e.total_ms,
-        if e.cancelled { " (cancelled)" } else { "" },
-        tail,
-        first_line(&e.answered.text),
+        escape::controls(&tail),
+        escape::controls(first_line(&e.answered.text)),
     )
 }
 

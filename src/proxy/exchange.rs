@@ -59,6 +59,22 @@ impl Sent {
     }
 }
 
+impl Sent {
+    /// Whether the request only hands the server context to keep (llama.vim's ring updates:
+    /// `n_predict: 0`, empty texts) and asks for no completion: no hole to open.
+    pub fn context_only(&self) -> bool {
+        let asks_for_none = ["n_predict", "max_tokens", "num_predict"]
+            .iter()
+            .any(|name| self.parameters.get(*name).and_then(Value::as_i64) == Some(0));
+        let empty = |text: &Option<String>| text.as_deref().unwrap_or_default().is_empty();
+        let no_text = empty(&self.prefix)
+            && empty(&self.prompt)
+            && empty(&self.suffix)
+            && self.messages.is_empty();
+        self.has_text() && (asks_for_none || no_text)
+    }
+}
+
 /// The fields each endpoint's text travels in; everything else is a parameter.
 const TEXT_FIELDS: [&str; 7] = [
     "prompt",
@@ -235,6 +251,21 @@ mod tests {
             "credentials are never recorded"
         );
         assert!(sent.has_text());
+    }
+
+    #[test]
+    fn context_only_requests_are_told_from_completion_requests() {
+        // llama.vim's ring update, and the same with a text but nothing to predict.
+        let ring = br#"{"input_prefix":"","input_suffix":"","prompt":"","n_predict":0,
+            "input_extra":[{"filename":"a.py","text":"X = 1\n"}]}"#;
+        assert!(read_request(ring, false).context_only());
+        let cache = br#"{"prompt":"def f(","n_predict":0}"#;
+        assert!(read_request(cache, false).context_only());
+        let empty = br#"{"input_prefix":"","input_suffix":"","prompt":""}"#;
+        assert!(read_request(empty, false).context_only());
+        let asks = br#"{"input_prefix":"def f(","input_suffix":"","prompt":"","n_predict":64}"#;
+        assert!(!read_request(asks, false).context_only());
+        assert!(!read_request(b"", false).context_only());
     }
 
     #[test]

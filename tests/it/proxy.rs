@@ -244,6 +244,8 @@ async fn a_server_that_is_down_gets_a_one_line_502_and_a_record() {
     let text = answer.text().await.unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("cannot reach"), "{text}");
+    // Why: not reqwest's "error sending request" alone.
+    assert!(text.to_lowercase().contains("connection refused"), "{text}");
     let exchanges = recorded(scratch.path());
     assert_eq!(exchanges[0]["status"], 502);
     assert_eq!(exchanges[0]["sent"]["suffix"], "):\n");
@@ -704,6 +706,19 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
         "Bearer sk-ollama-behind-keyhole"
     );
     assert_eq!(seen.body, body);
+    // llama.vim sends the scheme with no token: no credential either.
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/generate", proxy.base))
+        .header("authorization", "Bearer ")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        server.requests()[1].headers["authorization"],
+        "Bearer sk-ollama-behind-keyhole"
+    );
 }
 
 // What a plugin or a server sent is outside text: it may end anywhere in a character, hold
