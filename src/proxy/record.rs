@@ -136,6 +136,11 @@ impl RecordStore {
         connection
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(named)?;
+        // In WAL mode NORMAL never corrupts the store and a crash of the process loses
+        // nothing; only a power cut may lose the last exchanges. FULL would sync every append.
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(named)?;
         connection.execute_batch(SCHEMA).map_err(named)?;
         for name in OLD_LOGS {
             migrate(&mut connection, &dir.join(name)).map_err(|e| {

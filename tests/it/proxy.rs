@@ -64,26 +64,27 @@ pub(crate) fn run_proxy(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut said = Vec::new();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    // Killed and waited for when dropped, whatever happens from here.
+    let mut proxy = RunningProxy {
+        child,
+        base: String::new(),
+        said: Vec::new(),
+        stderr,
+    };
     loop {
         let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        assert!(!line.is_empty(), "the proxy ended: {said:?}");
+        proxy.stderr.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "the proxy ended: {:?}", proxy.said);
         // "keyhole proxy: http://127.0.0.1:PORT -> ..., recording to ..."
         if let Some(base) = line
             .strip_prefix("keyhole proxy: ")
             .and_then(|rest| rest.split_whitespace().next())
         {
-            let base = base.to_string();
-            return RunningProxy {
-                child,
-                base,
-                said,
-                stderr,
-            };
+            proxy.base = base.to_string();
+            return proxy;
         }
-        said.push(line);
+        proxy.said.push(line);
     }
 }
 
