@@ -174,8 +174,9 @@ pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) ->
         }
     };
     let sure = match place.certainty {
-        Certainty::Exact => "sure",
-        Certainty::BeforeOnly => "the file changed after the cursor since",
+        Certainty::Exact => "sure".to_string(),
+        Certainty::BeforeOnly => "the file changed after the cursor since".to_string(),
+        nearest @ Certainty::Nearest { .. } => nearest.describe(),
     };
     let id = exchange.id;
     let sender = exchange.sender().to_string();

@@ -422,8 +422,8 @@ pub fn recorded_places(
     let head = Line::styled(
         places
             .first()
-            .map_or("", |p| p.certainty.describe())
-            .to_string(),
+            .map(|p| p.certainty.describe())
+            .unwrap_or_default(),
         Style::new().fg(theme.muted),
     );
     let title = "which place was it?";
