@@ -57,26 +57,12 @@ pub fn redact_json(value: &mut Value) {
 
 /// A path with its query's credentials redacted (`/v1/completions?key=…` →
 /// `/v1/completions?key=[redacted]`); the rest as it came.
+#[cfg(feature = "proxy")]
 pub fn redact_query(path_and_query: &str) -> String {
     match path_and_query.split_once('?') {
-        Some((path, query)) => format!("{path}?{}", redact_pairs(query)),
+        Some((path, query)) => format!("{path}?{}", redact_text(query)),
         None => path_and_query.to_string(),
     }
-}
-
-/// `name=value` pairs joined by `&` (a query, a form body) with each credential's value
-/// redacted; text between the pairs as it came.
-pub fn redact_pairs(pairs: &str) -> String {
-    pairs
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((name, _)) if names_a_credential(&decoded(name)) => {
-                format!("{name}={REDACTED}")
-            }
-            _ => pair.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("&")
 }
 
 /// Text that may hold credentials but is not JSON one can read (a body cut short, a form, a
@@ -188,6 +174,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "proxy")]
     #[test]
     fn query_credentials_are_redacted_and_the_rest_kept() {
         assert_eq!(
@@ -199,7 +186,7 @@ mod tests {
         assert_eq!(redact_query("/infill"), "/infill");
         assert_eq!(redact_query("/x?flag&token"), "/x?flag&token");
         assert_eq!(
-            redact_pairs("prompt=a%3Db&password=p"),
+            redact_text("prompt=a%3Db&password=p"),
             "prompt=a%3Db&password=[redacted]"
         );
     }
