@@ -1,7 +1,10 @@
 //! The proxy's HTTP server: every request goes to the server as it came and its answer streams
 //! back as it comes (server-sent events and NDJSON included, status and headers unchanged); a
 //! client that hangs up cancels the server's request with it. What each completion request sent
-//! and got back is recorded ([`super::RecordStore`]).
+//! and got back is recorded ([`super::RecordStore`]), however it ends, credentials redacted.
+//! Only the machine's own programs are served ([`Access`]), and no client can hold the proxy's
+//! time or memory for long ([`Bounds`]): a request body streams to the server, only its start
+//! kept for the record.
 
 use std::convert::Infallible;
 use std::future::Future;
