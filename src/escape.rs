@@ -24,6 +24,19 @@ pub fn lines(text: &str) -> Cow<'_, str> {
     escaped(text, |c| c.is_control() && c != '\n' && c != '\t')
 }
 
+/// Bytes from outside that may not be text (a request body of any kind): the UTF-8 in them
+/// as [`controls`] writes it, every other byte as `\xNN`.
+pub fn bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&controls(chunk.valid()));
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
     if !text.chars().any(&escape) {
         return Cow::Borrowed(text);
@@ -86,6 +99,15 @@ mod tests {
             controls("a\nb\r\t\u{1b}[31mc\u{7f}\u{9b}"),
             "a\\nb\\r\\t\\u{1b}[31mc\\u{7f}\\u{9b}"
         );
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_are_written_as_escapes() {
+        assert_eq!(
+            bytes(b"a=1\n\xff\xfeb\x1b[2J"),
+            "a=1\\n\\xff\\xfeb\\u{1b}[2J"
+        );
+        assert_eq!(bytes("é".as_bytes()), "é");
     }
 
     #[test]

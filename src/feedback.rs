@@ -2,7 +2,7 @@
 //! ranking can learn from) and the completion they apply to their file.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,15 +26,59 @@ pub struct Pick {
     pub unix_time: u64,
 }
 
-/// Append `pick` as one JSON line and sync it, so a crash loses at most the line being written.
+/// Append `pick` to the pick log at `path` ([`PickLog`]).
 pub fn append_pick(path: &Path, pick: &Pick) -> io::Result<()> {
-    create_parent(path)?;
-    let mut line = serde_json::to_vec(pick)?;
-    line.push(b'\n');
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    // One write per line keeps concurrent appenders from interleaving within a line.
-    file.write_all(&line)?;
-    file.sync_data()
+    PickLog::lock(path)?.append(pick)
+}
+
+/// The pick log, one JSON line per pick, which every keyhole process (each UI, each
+/// `keyhole complete --pick`) appends to: open and locked against the others until dropped, so
+/// what a pick teaches (the online ranker, ProCC's bandit) is read, changed and saved under
+/// the same lock and no process's lesson overwrites another's. An advisory lock on the file
+/// itself, not a database: the log stays the JSON-lines file people and `keyhole train` read.
+pub struct PickLog {
+    file: File,
+}
+
+impl PickLog {
+    /// Open (creating, readable by its owner only) and lock the log at `path`; waits while
+    /// another process holds it.
+    pub fn lock(path: &Path) -> io::Result<PickLog> {
+        create_parent(path)?;
+        let mut options = OpenOptions::new();
+        options.create(true).read(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
+        file.lock()?;
+        Ok(PickLog { file })
+    }
+
+    /// Append `pick` as one line and sync it. A line that a full disk cut short is taken back,
+    /// and one a crash left without its line break is ended first: every line stays whole.
+    pub fn append(&mut self, pick: &Pick) -> io::Result<()> {
+        let mut line = serde_json::to_vec(pick)?;
+        line.push(b'\n');
+        let len = self.file.metadata()?.len();
+        if len > 0 && !self.ends_with_newline(len)? {
+            line.insert(0, b'\n');
+        }
+        let written = self
+            .file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data());
+        if written.is_err() {
+            let _ = self.file.set_len(len);
+        }
+        written
+    }
+
+    fn ends_with_newline(&mut self, len: u64) -> io::Result<bool> {
+        let mut last = [0u8];
+        self.file.seek(io::SeekFrom::Start(len - 1))?;
+        self.file.read_exact(&mut last)?;
+        Ok(last[0] == b'\n')
+    }
 }
 
 /// A short stable name for a prompt's text: the first 16 hex digits of its blake3 hash.

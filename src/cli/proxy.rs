@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -11,7 +12,7 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
-use keyhole::proxy::{self, Exchange, Proxy, RecordLog, Upstream};
+use keyhole::proxy::{self, Access, Bounds, Exchange, Proxy, RecordStore, Upstream};
 use keyhole::session::{Choices, Settings};
 
 #[derive(Args)]
@@ -19,13 +20,35 @@ pub struct ProxyArgs {
     /// Address to listen on; point the plugin's server URL here.
     #[arg(long, default_value = "127.0.0.1:8012")]
     listen: SocketAddr,
+    /// Listen on an address other machines can reach (--listen 0.0.0.0:8012): they can then
+    /// use the server, and its API key, through the proxy.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Serve requests from web pages of this origin (`http://localhost:3000`); requests from
+    /// any other page are refused. May be given more than once.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
     /// The model server: a URL (`http://127.0.0.1:8080`) or a backend's name in backends.toml.
     #[arg(long, value_name = "URL|BACKEND")]
     to: String,
     /// Record nothing.
     #[arg(long)]
     no_log: bool,
-    /// The largest log file in MiB before it rotates (two are kept).
+    /// Seconds a request's headers may take, counted from the connection's opening or its
+    /// previous request's end (so also how long an idle connection is kept).
+    #[arg(long, default_value_t = Bounds::default().header_timeout.as_secs(), value_name = "SECS")]
+    header_timeout: u64,
+    /// Seconds a request's body may take after its headers.
+    #[arg(long, default_value_t = Bounds::default().body_timeout.as_secs(), value_name = "SECS")]
+    body_timeout: u64,
+    /// Seconds a client may take nothing of its answer before it is cut off.
+    #[arg(long, default_value_t = Bounds::default().idle_timeout.as_secs(), value_name = "SECS")]
+    idle_timeout: u64,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = Bounds::default().max_connections, value_name = "N")]
+    max_connections: usize,
+    /// The most the record store keeps, in MiB, shared by every proxy recording there; the
+    /// oldest exchanges go first, and one exchange takes at most a quarter.
     #[arg(long, default_value_t = proxy::DEFAULT_MAX_BYTES >> 20, value_name = "MIB")]
     log_max_mib: u64,
 }
@@ -53,28 +76,60 @@ pub enum RecordedCommand {
 
 pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
     let upstream = upstream(&args.to)?;
-    let log = match (args.no_log, log_dir()) {
+    let dir = match (args.no_log, log_dir()) {
         (true, _) => None,
-        (false, Some(dir)) => Some(
-            RecordLog::open(&dir, args.log_max_mib.max(1) << 20)
-                .with_context(|| format!("cannot open the record in {}", dir.display()))?,
-        ),
+        (false, Some(dir)) => Some(dir),
         (false, None) => bail!("no data directory to record in; give --no-log"),
     };
     let shown = secret::shown_url(upstream.base.as_str());
-    let recording = match &log {
-        Some(log) => format!("recording to {}", log.dir().display()),
-        None => "recording nothing".to_string(),
-    };
-    let proxy = Arc::new(Proxy::new(upstream, log)?);
+    if !args.listen.ip().is_loopback() {
+        if !args.allow_remote {
+            bail!(
+                "--listen {}: other machines can reach that address and would use {shown} through the proxy; give --allow-remote to listen there anyway",
+                args.listen
+            );
+        }
+        let key = match &upstream.api_key {
+            Some(_) => format!(" with backend {}'s API key", args.to),
+            None => String::new(),
+        };
+        escape::warn(&format!(
+            "listening on {}: any machine that reaches it can use {shown}{key} through the proxy",
+            args.listen
+        ));
+    }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Listening first: a plugin's requests wait in the queue while the store opens (and
+        // moves in an earlier version's log), however large it is.
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("--listen {}: cannot listen there", args.listen))?;
         let address = listener.local_addr().unwrap_or(args.listen);
+        let store = match &dir {
+            Some(dir) => Some(
+                RecordStore::open(dir, args.log_max_mib.max(1) << 20)
+                    .with_context(|| format!("cannot open the record in {}", dir.display()))?,
+            ),
+            None => None,
+        };
+        let recording = match &store {
+            Some(store) => format!("recording to {}", store.dir().display()),
+            None => "recording nothing".to_string(),
+        };
+        let access = Access {
+            listen: address,
+            allowed_origins: args.allow_origin.clone(),
+        };
+        let bounds = Bounds {
+            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            max_connections: args.max_connections.max(1),
+        };
+        let proxy = Arc::new(Proxy::new(upstream, store, access, bounds)?);
         errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
-        // Until interrupted: every exchange is on disk once it ends.
+        // Until interrupted: every exchange is in the store once it ends.
         proxy.serve(listener).await;
         Ok(())
     })
@@ -183,16 +238,26 @@ fn summary(e: &Exchange) -> String {
         .into_iter()
         .rev()
         .collect();
+    let marks = [
+        (e.cancelled, " (cancelled)"),
+        (e.refused, " (refused)"),
+        (e.sent.context_only(), " (context only)"),
+        (e.request_cut || e.answer_cut, " (cut)"),
+    ];
+    let marks: String = marks
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, m)| *m)
+        .collect();
     format!(
-        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{}  {:?} -> {:?}",
+        "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{marks}  \"{}\" -> \"{}\"",
         e.id,
         escape::controls(e.sender()),
         escape::controls(&e.endpoint),
         e.status,
         e.total_ms,
-        if e.cancelled { " (cancelled)" } else { "" },
-        tail,
-        first_line(&e.answered.text),
+        escape::controls(&tail),
+        escape::controls(first_line(&e.answered.text)),
     )
 }
 
@@ -312,6 +377,12 @@ fn show(e: &Exchange) -> Result<()> {
             outln!("--- {name} ---\n{}", escape::lines(text));
         }
     }
+    if let Some(body) = &e.sent.body {
+        outln!(
+            "--- body{} ---\n{body}",
+            cut_note(e.request_cut, e.request_bytes)
+        );
+    }
     if !e.sent.parameters.is_empty() {
         // JSON escapes the C0 controls in strings, not DEL nor the C1 ones.
         let parameters = serde_json::to_string(&e.sent.parameters)?;
@@ -326,8 +397,17 @@ fn show(e: &Exchange) -> Result<()> {
         ),
     };
     outln!(
-        "--- answer{tokens} ---\n{}",
+        "--- answer{tokens}{} ---\n{}",
+        cut_note(e.answer_cut, e.answer_bytes),
         escape::lines(&e.answered.text)
     );
     Ok(())
+}
+
+/// What a heading says of a body only the start of which was kept.
+fn cut_note(cut: bool, bytes: u64) -> String {
+    match cut {
+        true => format!(" (cut: {bytes} bytes came, the start kept)"),
+        false => String::new(),
+    }
 }

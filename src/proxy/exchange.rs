@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::redact::{redact_json, redact_text};
+
 /// A chunk of another file a plugin sends with an infill request (llama.cpp's `input_extra`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtraChunk {
@@ -37,9 +39,14 @@ pub struct Sent {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub messages: Vec<Message>,
     /// Every other field of the request (model, temperature, n_predict, stream, ...), those
-    /// whose names say they hold a credential left out.
+    /// whose names say they hold a credential, at any depth, redacted.
     #[serde(skip_serializing_if = "Map::is_empty", default)]
     pub parameters: Map<String, Value>,
+    /// The body itself where no fields could be read from it (not a JSON object, or cut):
+    /// its bytes escaped (controls and bytes that are not UTF-8 written as escapes), its
+    /// credentials redacted.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub body: Option<String>,
 }
 
 impl Sent {
@@ -49,6 +56,22 @@ impl Sent {
             || self.prompt.is_some()
             || self.suffix.is_some()
             || !self.messages.is_empty()
+    }
+}
+
+impl Sent {
+    /// Whether the request only hands the server context to keep (llama.vim's ring updates:
+    /// `n_predict: 0`, empty texts) and asks for no completion: no hole to open.
+    pub fn context_only(&self) -> bool {
+        let asks_for_none = ["n_predict", "max_tokens", "num_predict"]
+            .iter()
+            .any(|name| self.parameters.get(*name).and_then(Value::as_i64) == Some(0));
+        let empty = |text: &Option<String>| text.as_deref().unwrap_or_default().is_empty();
+        let no_text = empty(&self.prefix)
+            && empty(&self.prompt)
+            && empty(&self.suffix)
+            && self.messages.is_empty();
+        self.has_text() && (asks_for_none || no_text)
     }
 }
 
@@ -65,10 +88,18 @@ const TEXT_FIELDS: [&str; 7] = [
 
 /// Read a request body: JSON from any of the endpoints plugins use (OpenAI completions and
 /// chat, llama.cpp `/completion`, `/infill`, `/tokenize`, Ollama `/api/generate` and
-/// `/api/chat`). A body that is not a JSON object sends no text.
-pub fn read_request(body: &[u8]) -> Sent {
-    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
-        return Sent::default();
+/// `/api/chat`). A body that is not a JSON object, or only the start of one (`cut`), sends
+/// no text: it is kept as [`Sent::body`].
+pub fn read_request(body: &[u8], cut: bool) -> Sent {
+    let fields = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(fields)) if !cut => fields,
+        _ if body.is_empty() => return Sent::default(),
+        _ => {
+            return Sent {
+                body: Some(redact_text(&crate::escape::bytes(body))),
+                ..Sent::default()
+            };
+        }
     };
     let text = |name: &str| fields.get(name).and_then(text_of);
     let mut sent = Sent {
@@ -96,10 +127,16 @@ pub fn read_request(body: &[u8]) -> Sent {
             })
             .collect();
     }
-    sent.parameters = fields
-        .into_iter()
-        .filter(|(name, _)| !TEXT_FIELDS.contains(&name.as_str()) && !names_a_credential(name))
-        .collect();
+    let mut parameters = Value::Object(
+        fields
+            .into_iter()
+            .filter(|(name, _)| !TEXT_FIELDS.contains(&name.as_str()))
+            .collect(),
+    );
+    redact_json(&mut parameters);
+    if let Value::Object(parameters) = parameters {
+        sent.parameters = parameters;
+    }
     sent
 }
 
@@ -120,17 +157,6 @@ fn text_of(value: &Value) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// A field whose name says it holds a credential: never recorded.
-fn names_a_credential(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    // Counts such as `max_tokens` are parameters; `access_token` is a credential.
-    let token = name.contains("token") && !name.ends_with("tokens");
-    token
-        || ["key", "secret", "password", "authorization"]
-            .iter()
-            .any(|word| name.contains(word))
 }
 
 /// What the server answered: the completion text and the token counts it reported.
@@ -207,33 +233,49 @@ fn answer_text(object: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::redact::REDACTED;
 
     #[test]
     fn an_infill_request_reads_prefix_middle_suffix_and_extra_chunks() {
         let body = br#"{"input_prefix":"def f():\n","prompt":"    ret","input_suffix":"\n",
             "input_extra":[{"filename":"a.py","text":"X = 1\n"}],"n_predict":64,
             "api_key":"sk-secret","stream":true}"#;
-        let sent = read_request(body);
+        let sent = read_request(body, false);
         assert_eq!(sent.prefix.as_deref(), Some("def f():\n"));
         assert_eq!(sent.prompt.as_deref(), Some("    ret"));
         assert_eq!(sent.suffix.as_deref(), Some("\n"));
         assert_eq!(sent.extra[0].filename, "a.py");
         assert_eq!(sent.parameters["n_predict"], 64);
-        assert!(
-            !sent.parameters.contains_key("api_key"),
+        assert_eq!(
+            sent.parameters["api_key"], REDACTED,
             "credentials are never recorded"
         );
         assert!(sent.has_text());
     }
 
     #[test]
+    fn context_only_requests_are_told_from_completion_requests() {
+        // llama.vim's ring update, and the same with a text but nothing to predict.
+        let ring = br#"{"input_prefix":"","input_suffix":"","prompt":"","n_predict":0,
+            "input_extra":[{"filename":"a.py","text":"X = 1\n"}]}"#;
+        assert!(read_request(ring, false).context_only());
+        let cache = br#"{"prompt":"def f(","n_predict":0}"#;
+        assert!(read_request(cache, false).context_only());
+        let empty = br#"{"input_prefix":"","input_suffix":"","prompt":""}"#;
+        assert!(read_request(empty, false).context_only());
+        let asks = br#"{"input_prefix":"def f(","input_suffix":"","prompt":"","n_predict":64}"#;
+        assert!(!read_request(asks, false).context_only());
+        assert!(!read_request(b"", false).context_only());
+    }
+
+    #[test]
     fn chat_requests_read_messages_and_content_parts() {
         let body = br#"{"model":"m","max_tokens":8,"messages":[{"role":"system","content":"be brief"},
             {"role":"user","content":[{"type":"text","text":"complete "},{"type":"text","text":"this"}]}]}"#;
-        let sent = read_request(body);
+        let sent = read_request(body, false);
         assert_eq!(sent.messages[1].content, "complete this");
         assert_eq!(sent.parameters["max_tokens"], 8);
-        assert!(!read_request(b"not json").has_text());
+        assert!(!read_request(b"not json", false).has_text());
     }
 
     #[test]

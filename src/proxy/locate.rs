@@ -27,16 +27,23 @@ pub enum Certainty {
     /// The text before the cursor is there, but what follows has changed since (the user went
     /// on writing, perhaps the completion itself).
     BeforeOnly,
+    /// The lines just before the cursor are not there as sent (the file was edited near the
+    /// hole), but the cursor's line is, where `matched` of the `sent` lines around it are too:
+    /// the nearest window of the file to what was sent.
+    Nearest { matched: u16, sent: u16 },
 }
 
 impl Certainty {
     /// How people read it.
-    pub fn describe(self) -> &'static str {
+    pub fn describe(self) -> String {
         match self {
-            Certainty::Exact => "the text before and after the cursor match the file",
+            Certainty::Exact => "the text before and after the cursor match the file".into(),
             Certainty::BeforeOnly => {
-                "the text before the cursor matches; the file changed after it"
+                "the text before the cursor matches; the file changed after it".into()
             }
+            Certainty::Nearest { matched, sent } => format!(
+                "the file changed near the cursor: its line and {matched} of the {sent} lines sent around it match"
+            ),
         }
     }
 }
@@ -189,8 +196,67 @@ pub fn hole_places(index: &RepoIndex, sent: &Sent) -> Vec<Place> {
             places.push(place(index, id, cursor, certainty));
         }
     }
+    if places.is_empty() {
+        return nearest_places(index, &around.before, around.after);
+    }
     places.sort_by(|a, b| a.certainty.cmp(&b.certainty).then(a.file.cmp(&b.file)));
     places
+}
+
+/// Lines on each side of the cursor compared when the anchor is not found as sent.
+const NEAREST_WINDOW: usize = 12;
+
+/// Where the cursor's line (as sent, up to the cursor) begins a line of a file and most of the
+/// lines sent around it are near it: the places with the most such lines, if at least half.
+fn nearest_places(index: &RepoIndex, before: &str, after: &str) -> Vec<Place> {
+    let (earlier, cursor_line) = before.rsplit_once('\n').unwrap_or(("", before));
+    if cursor_line.trim().is_empty() {
+        return Vec::new();
+    }
+    let meaningful = |line: &&str| !line.trim().is_empty();
+    let sent: Vec<&str> = earlier
+        .lines()
+        .rev()
+        .take(NEAREST_WINDOW)
+        .chain(after.lines().skip(1).take(NEAREST_WINDOW))
+        .filter(meaningful)
+        .map(str::trim)
+        .collect();
+    let mut best = (0, Vec::new());
+    for (id, file) in index.files.iter().enumerate() {
+        for (at, _) in file.text.match_indices(cursor_line) {
+            if at > 0 && file.text.as_bytes()[at - 1] != b'\n' {
+                continue;
+            }
+            let cursor = at + cursor_line.len();
+            let above = file.text[..at].lines().rev().take(NEAREST_WINDOW);
+            let below = file.text[cursor..].lines().skip(1).take(NEAREST_WINDOW);
+            let near: Vec<&str> = above
+                .chain(below)
+                .filter(meaningful)
+                .map(str::trim)
+                .collect();
+            let matched = sent.iter().filter(|line| near.contains(line)).count();
+            if matched > best.0 {
+                best = (matched, Vec::new());
+            }
+            if matched == best.0 {
+                best.1.push((id, cursor));
+            }
+        }
+    }
+    let (matched, found) = best;
+    if sent.is_empty() || matched * 2 < sent.len() {
+        return Vec::new();
+    }
+    let certainty = Certainty::Nearest {
+        matched: u16::try_from(matched).unwrap_or(u16::MAX),
+        sent: u16::try_from(sent.len()).unwrap_or(u16::MAX),
+    };
+    found
+        .into_iter()
+        .map(|(id, cursor)| place(index, id, cursor, certainty))
+        .collect()
 }
 
 /// The last [`ANCHOR_LINES`] lines of `before`, the cursor's line up to the cursor included.
@@ -563,6 +629,64 @@ mod tests {
                 ),
             ],
         )
+    }
+
+    #[test]
+    fn a_hole_is_still_found_after_edits_just_above_it_and_says_how_sure() {
+        let file = "class Cart {\n    List<Item> items;\n    int tax;\n\n    int total() {\n        int sum = 0;\n        for (Item i : items) sum += i.cents;\n        return sum;\n    }\n}\n";
+        let sent = Sent {
+            prefix: Some(file[..file.find("return ").unwrap() + 7].into()),
+            prompt: Some(String::new()),
+            suffix: Some(file[file.find("sum;\n    }").unwrap()..].into()),
+            ..Sent::default()
+        };
+        // The loop above the hole was rewritten, and a field added: the anchor is gone.
+        let edited = file
+            .replace(
+                "for (Item i : items) sum += i.cents;",
+                "sum = items.stream().mapToInt(Item::cents).sum();",
+            )
+            .replace("    int tax;\n", "    int tax;\n    int discount;\n");
+        let index = RepoIndex::from_sources(
+            std::path::Path::new("/repo"),
+            vec![
+                ("src/Cart.java".into(), edited.clone()),
+                (
+                    "src/Other.java".into(),
+                    "class Other {\n        return sum;\n}\n".into(),
+                ),
+            ],
+        );
+        let places = hole_places(&index, &sent);
+        assert_eq!(places.len(), 1, "{places:?}");
+        assert_eq!(places[0].file, "src/Cart.java");
+        assert_eq!((places[0].line, places[0].column), (9, 16));
+        let Certainty::Nearest {
+            matched,
+            sent: around,
+        } = places[0].certainty
+        else {
+            panic!("{:?}", places[0].certainty);
+        };
+        assert!(
+            matched < around && matched * 2 >= around,
+            "{matched} of {around}"
+        );
+        assert!(
+            places[0]
+                .certainty
+                .describe()
+                .contains("changed near the cursor")
+        );
+        // A file that shares only the cursor's line is no place for it.
+        let elsewhere = RepoIndex::from_sources(
+            std::path::Path::new("/repo"),
+            vec![(
+                "src/Other.java".into(),
+                "class Other {\n        return sum;\n}\n".into(),
+            )],
+        );
+        assert!(hole_places(&elsewhere, &sent).is_empty());
     }
 
     #[test]

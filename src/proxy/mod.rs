@@ -7,6 +7,7 @@
 mod exchange;
 mod locate;
 mod record;
+mod redact;
 #[cfg(feature = "proxy")]
 mod server;
 
@@ -14,9 +15,10 @@ use std::path::PathBuf;
 
 pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
-pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordLog, read_log};
+pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
+pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
-pub use server::{ClientError, Proxy, Upstream};
+pub use server::{Access, Bounds, ClientError, Proxy, Upstream};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

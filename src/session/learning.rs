@@ -160,10 +160,17 @@ impl Learning {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         log_pick(&pick);
-        if let Err(e) = feedback::append_pick(&dir.join(FEEDBACK_FILE), &pick) {
-            tracing::warn!(error = %e, "cannot log the pick");
-            return said(format!("cannot log the pick: {e}"));
-        }
+        // Held until the lesson is saved: another process's pick waits rather than
+        // overwriting this one's lesson with its own.
+        let logged = feedback::PickLog::lock(&dir.join(FEEDBACK_FILE))
+            .and_then(|mut log| log.append(&pick).map(|()| log));
+        let _log = match logged {
+            Ok(log) => log,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot log the pick");
+                return said(format!("cannot log the pick: {e}"));
+            }
+        };
         let path = dir.join(online::FILE);
         let (mut ranker, warning) = OnlineRanker::load(&path);
         ranker.record_pick(&pick.candidates, pick.picked);
@@ -257,6 +264,36 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+
+    #[test]
+    fn picks_from_processes_at_once_each_reach_the_log_and_the_online_ranker() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = Dirs::under(root.path());
+        // Two processes' worth: each its own Learning on the same data directory.
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                let learning = Learning::new(dirs.clone());
+                scope.spawn(move || {
+                    for _ in 0..25 {
+                        let pick = feedback::Pick {
+                            hole: "A.java:3:9".into(),
+                            candidates: vec![CandidateId::nth(6), CandidateId::DEFAULT],
+                            prompt_hash: String::new(),
+                            completions: vec![String::new(), String::new()],
+                            picked: CandidateId::nth(6),
+                            unix_time: 0,
+                        };
+                        learning.record_pick(pick, None);
+                    }
+                });
+            }
+        });
+        let log = std::fs::read_to_string(dirs.data_file(FEEDBACK_FILE).unwrap()).unwrap();
+        assert_eq!(log.lines().count(), 50);
+        let (ranker, _) = OnlineRanker::load(&dirs.data_file(online::FILE).unwrap());
+        // Read, changed and saved under the pick log's lock: no pick's lesson overwritten.
+        assert_eq!(ranker.counts()[&CandidateId::nth(6)].picks, 50);
+    }
 
     #[test]
     fn a_logged_pick_names_the_hole_but_not_the_completions() {

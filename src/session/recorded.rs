@@ -45,9 +45,12 @@ impl Session {
         };
         // How sure the place is stays in view beside the row.
         let found = match place.map(|p| p.certainty) {
-            Some(Certainty::Exact) => ", found exactly",
-            Some(Certainty::BeforeOnly) => ", found; the file changed after the cursor",
-            None => "",
+            Some(Certainty::Exact) => ", found exactly".to_string(),
+            Some(Certainty::BeforeOnly) => ", found; the file changed after the cursor".to_string(),
+            Some(Certainty::Nearest { matched, sent }) => {
+                format!(", found nearest ({matched} of {sent} lines around it match)")
+            }
+            None => String::new(),
         };
         CandidateRow {
             label: format!("as sent by {}{found}", exchange.sender()),

@@ -19,6 +19,47 @@ fn pick(picked: usize) -> Pick {
 }
 
 #[test]
+fn a_line_left_without_its_break_is_ended_before_the_next_pick() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("picks.jsonl");
+    // A crash (or a full disk) cut the last pick short.
+    fs::write(&path, "{\"hole\": \"src/A.java:1:1\", \"cand").unwrap();
+    append_pick(&path, &pick(14)).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(serde_json::from_str::<Pick>(lines[1]).unwrap(), pick(14));
+}
+
+#[test]
+fn picks_appended_at_once_by_many_writers_are_each_one_whole_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("picks.jsonl");
+    std::thread::scope(|scope| {
+        for writer in 0..8 {
+            let path = &path;
+            scope.spawn(move || {
+                for _ in 0..40 {
+                    append_pick(path, &pick(10 + writer)).unwrap();
+                }
+            });
+        }
+    });
+    let text = fs::read_to_string(&path).unwrap();
+    let picks: Vec<Pick> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(picks.len(), 320);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
+
+#[test]
 fn picks_append_as_json_lines_that_parse_back() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("data/picks.jsonl");

@@ -11,10 +11,14 @@ use serde_json::{Value, json};
 use crate::backends_support::{Reply, Server, sse};
 use crate::common;
 
-/// A running `keyhole proxy` and the address it listens on; killed when dropped.
-struct RunningProxy {
-    child: Child,
-    base: String,
+/// A running `keyhole proxy`, the address it listens on and what it said before it
+/// listened (its warnings); killed when dropped.
+pub(crate) struct RunningProxy {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) said: Vec<String>,
+    /// What it says from then on.
+    pub(crate) stderr: BufReader<std::process::ChildStderr>,
 }
 
 impl Drop for RunningProxy {
@@ -24,33 +28,67 @@ impl Drop for RunningProxy {
     }
 }
 
-fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
+pub(crate) fn start_proxy(to: &str, scratch: &std::path::Path) -> RunningProxy {
     start_proxy_with(to, scratch, &[])
 }
 
 /// The proxy to `to`, with `env` set besides its directories.
-fn start_proxy_with(to: &str, scratch: &std::path::Path, env: &[(&str, &str)]) -> RunningProxy {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
-        .args(["proxy", "--listen", "127.0.0.1:0", "--to", to])
+pub(crate) fn start_proxy_with(
+    to: &str,
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
+    spawn_proxy(&["--listen", "127.0.0.1:0", "--to", to], scratch, env)
+}
+
+/// `keyhole proxy ARGS`, once it says where it listens.
+pub(crate) fn spawn_proxy(
+    args: &[&str],
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_keyhole"));
+    command.arg("proxy").args(args);
+    run_proxy(command, scratch, env)
+}
+
+/// Run `command` (a `keyhole proxy`, maybe through a shell) until it says where it listens.
+pub(crate) fn run_proxy(
+    mut command: Command,
+    scratch: &std::path::Path,
+    env: &[(&str, &str)],
+) -> RunningProxy {
+    let mut child = command
         .envs(common::hermetic_env(scratch))
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    // "keyhole proxy: http://127.0.0.1:PORT -> ..., recording to ..."
-    let base = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    RunningProxy { child, base }
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    // Killed and waited for when dropped, whatever happens from here.
+    let mut proxy = RunningProxy {
+        child,
+        base: String::new(),
+        said: Vec::new(),
+        stderr,
+    };
+    loop {
+        let mut line = String::new();
+        proxy.stderr.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "the proxy ended: {:?}", proxy.said);
+        // "keyhole proxy: http://127.0.0.1:PORT -> ..., recording to ..."
+        if let Some(base) = line
+            .strip_prefix("keyhole proxy: ")
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            proxy.base = base.to_string();
+            return proxy;
+        }
+        proxy.said.push(line);
+    }
 }
 
-fn recorded(scratch: &std::path::Path) -> Vec<Value> {
+pub(crate) fn recorded(scratch: &std::path::Path) -> Vec<Value> {
     let output = common::ok(common::keyhole(&["recorded", "list", "--json"], scratch));
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -115,10 +153,8 @@ async fn an_infill_request_streams_through_and_is_recorded_without_its_key() {
     assert_eq!(e["answered"]["answer_tokens"], 3);
     assert_eq!(e["cancelled"], false);
     // The plugin's key reaches no file of keyhole's.
-    for entry in walk(&scratch.path().join("data")) {
-        let text = std::fs::read_to_string(&entry).unwrap_or_default();
-        assert!(!text.contains(SECRET), "{} holds the key", entry.display());
-    }
+    let holding = files_holding(&scratch.path().join("data"), SECRET);
+    assert!(holding.is_empty(), "{holding:?} hold the key");
     let shown = common::ok(common::keyhole(&["recorded", "show", "1"], scratch.path()));
     let shown = String::from_utf8(shown.stdout).unwrap();
     assert!(shown.contains("--- prefix ---\nint total() {"), "{shown}");
@@ -209,6 +245,8 @@ async fn a_server_that_is_down_gets_a_one_line_502_and_a_record() {
     let text = answer.text().await.unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.contains("cannot reach"), "{text}");
+    // Why: not reqwest's "error sending request" alone.
+    assert!(text.to_lowercase().contains("connection refused"), "{text}");
     let exchanges = recorded(scratch.path());
     assert_eq!(exchanges[0]["status"], 502);
     assert_eq!(exchanges[0]["sent"]["suffix"], "):\n");
@@ -260,6 +298,19 @@ fn bad_proxy_arguments_are_one_line_errors() {
         scratch.path(),
     ));
     assert!(err.contains("no recorded request 9"), "{err}");
+}
+
+/// The files under `dir` whose bytes (a database's too) hold `secret`.
+pub(crate) fn files_holding(dir: &std::path::Path, secret: &str) -> Vec<std::path::PathBuf> {
+    walk(dir)
+        .into_iter()
+        .filter(|file| {
+            let bytes = std::fs::read(file).unwrap_or_default();
+            bytes
+                .windows(secret.len())
+                .any(|window| window == secret.as_bytes())
+        })
+        .collect()
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -656,6 +707,19 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
         "Bearer sk-ollama-behind-keyhole"
     );
     assert_eq!(seen.body, body);
+    // llama.vim sends the scheme with no token: no credential either.
+    let answer = reqwest::Client::new()
+        .post(format!("{}/api/generate", proxy.base))
+        .header("authorization", "Bearer ")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        server.requests()[1].headers["authorization"],
+        "Bearer sk-ollama-behind-keyhole"
+    );
 }
 
 // What a plugin or a server sent is outside text: it may end anywhere in a character, hold
@@ -664,12 +728,12 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
 /// Record `exchange` (its id given by the log) in the data directory under `scratch`.
 fn record_exchange(scratch: &std::path::Path, exchange: keyhole::proxy::Exchange) -> u64 {
     let dirs = keyhole::dirs::Dirs::under(scratch);
-    let log = keyhole::proxy::RecordLog::open(
+    let log = keyhole::proxy::RecordStore::open(
         &keyhole::proxy::log_dir(&dirs).unwrap(),
         keyhole::proxy::DEFAULT_MAX_BYTES,
     )
     .unwrap();
-    log.append(exchange).unwrap()
+    log.append(&exchange).unwrap()
 }
 
 fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
@@ -691,6 +755,7 @@ fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
         total_ms: 2.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     }
 }
 
@@ -777,7 +842,7 @@ fn recorded_text_is_shown_with_its_lines_and_without_control_characters() {
 }
 
 /// `keyhole ARGS` under `scratch`, which must end within a few minutes (a hang is a failure).
-fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
+pub(crate) fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keyhole"))
         .args(args)
         .envs(common::hermetic_env(scratch))

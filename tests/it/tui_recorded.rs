@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::common::scratch_dirs;
 use keyhole::candidate::CandidateId;
-use keyhole::proxy::{self, Answered, Exchange, ExtraChunk, RecordLog, Sent};
+use keyhole::proxy::{self, Answered, Exchange, ExtraChunk, RecordStore, Sent};
 use keyhole::tui::app::App;
 use keyhole::tui::command::Command;
 use keyhole::tui::keymap::Keymap;
@@ -49,8 +49,8 @@ fn infill_at_the_demo_hole(text: &str, cursor: usize) -> Sent {
 }
 
 fn record(dirs: &keyhole::dirs::Dirs, sent: Sent) {
-    let log = RecordLog::open(&proxy::log_dir(dirs).unwrap(), proxy::DEFAULT_MAX_BYTES).unwrap();
-    log.append(Exchange {
+    let log = RecordStore::open(&proxy::log_dir(dirs).unwrap(), proxy::DEFAULT_MAX_BYTES).unwrap();
+    log.append(&Exchange {
         id: 0,
         at: 1_764_000_000.0,
         client: "127.0.0.1:51000".into(),
@@ -68,6 +68,7 @@ fn record(dirs: &keyhole::dirs::Dirs, sent: Sent) {
         total_ms: 80.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     })
     .unwrap();
 }

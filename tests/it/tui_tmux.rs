@@ -199,8 +199,9 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
     // What llama.vim sent with the cursor after `return ` (it sends curl's User-Agent).
     let dirs = keyhole::dirs::Dirs::under(home.path());
     let log_dir = keyhole::proxy::log_dir(&dirs).unwrap();
-    let log = keyhole::proxy::RecordLog::open(&log_dir, keyhole::proxy::DEFAULT_MAX_BYTES).unwrap();
-    log.append(keyhole::proxy::Exchange {
+    let log =
+        keyhole::proxy::RecordStore::open(&log_dir, keyhole::proxy::DEFAULT_MAX_BYTES).unwrap();
+    log.append(&keyhole::proxy::Exchange {
         id: 0,
         at: 1_764_000_000.0,
         client: "127.0.0.1:50000".into(),
@@ -223,6 +224,7 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
         total_ms: 9.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     })
     .unwrap();
     let bin = env!("CARGO_BIN_EXE_keyhole");

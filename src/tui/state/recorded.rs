@@ -12,8 +12,11 @@ use crate::proxy::{Certainty, Exchange, Place};
 pub struct Recorded {
     /// Every recorded completion request, newest first, as last read.
     pub exchanges: Vec<Exchange>,
-    /// Lines of the record that could not be read (cut by a crash).
+    /// Records that could not be read (written by a later version, or by hand).
     pub unreadable: usize,
+    /// Requests left out of the list: those that ask for no completion (context a plugin
+    /// hands the server to keep) and those the proxy refused; `--recorded N` still opens one.
+    pub hidden: usize,
     /// The request whose hole is open: its prompt is a candidate while the hole stays there.
     pub open: Option<Arc<OpenRecorded>>,
     /// The request to open once the repository is (`keyhole REPO --recorded N`).
@@ -79,9 +82,10 @@ pub(super) fn recorded_read(
     unreadable: usize,
 ) -> Vec<Effect> {
     exchanges.reverse();
-    state.recorded.exchanges = exchanges;
     state.recorded.unreadable = unreadable;
     if let Some(id) = state.recorded.pending.take() {
+        state.recorded.exchanges = exchanges;
+        state.recorded.hidden = 0;
         return match state.recorded.exchanges.iter().position(|e| e.id == id) {
             Some(at) => choose(state, at),
             None => {
@@ -90,6 +94,9 @@ pub(super) fn recorded_read(
             }
         };
     }
+    let listed = |e: &Exchange| !e.refused && !e.sent.context_only();
+    state.recorded.hidden = exchanges.iter().filter(|e| !listed(e)).count();
+    state.recorded.exchanges = exchanges.into_iter().filter(listed).collect();
     if state.recorded.exchanges.is_empty() && matches!(state.mode, Mode::Recorded { .. }) {
         state.mode = Mode::Normal;
         state.status = "no recorded requests yet: point an editor plugin at keyhole proxy".into();
@@ -167,8 +174,9 @@ pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) ->
         }
     };
     let sure = match place.certainty {
-        Certainty::Exact => "sure",
-        Certainty::BeforeOnly => "the file changed after the cursor since",
+        Certainty::Exact => "sure".to_string(),
+        Certainty::BeforeOnly => "the file changed after the cursor since".to_string(),
+        nearest @ Certainty::Nearest { .. } => nearest.describe(),
     };
     let id = exchange.id;
     let sender = exchange.sender().to_string();

@@ -382,7 +382,11 @@ pub fn recorded(frame: &mut Frame, state: &State, cursor: usize) {
     );
     let unreadable = match state.recorded.unreadable {
         0 => String::new(),
-        n => format!(" · {n} unreadable lines left out"),
+        n => format!(" · {n} unreadable records left out"),
+    };
+    let unreadable = match state.recorded.hidden {
+        0 => unreadable,
+        n => format!("{unreadable} · {n} context-only or refused not listed"),
     };
     let head = Line::styled(
         format!(
@@ -418,8 +422,8 @@ pub fn recorded_places(
     let head = Line::styled(
         places
             .first()
-            .map_or("", |p| p.certainty.describe())
-            .to_string(),
+            .map(|p| p.certainty.describe())
+            .unwrap_or_default(),
         Style::new().fg(theme.muted),
     );
     let title = "which place was it?";

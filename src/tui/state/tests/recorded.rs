@@ -28,6 +28,7 @@ fn exchange(id: u64, agent: &str) -> Exchange {
         total_ms: 2.0,
         cancelled: false,
         error: None,
+        ..Default::default()
     }
 }
 
@@ -38,6 +39,37 @@ fn place(line: usize) -> Place {
         column: 10,
         certainty: Certainty::Exact,
     }
+}
+
+#[test]
+fn context_only_and_refused_requests_are_not_listed_but_open_by_number() {
+    let mut s = opened();
+    press(&mut s, key('R'));
+    let mut ring = exchange(2, "curl");
+    ring.sent.parameters.insert("n_predict".into(), 0.into());
+    let mut refused = exchange(3, "curl");
+    refused.refused = true;
+    let read = |s: &mut State| {
+        let exchanges = vec![exchange(1, "curl"), ring.clone(), refused.clone()];
+        update(
+            s,
+            Action::RecordedRead {
+                exchanges,
+                unreadable: 0,
+            },
+        )
+    };
+    read(&mut s);
+    let ids: Vec<u64> = s.recorded.exchanges.iter().map(|e| e.id).collect();
+    assert_eq!(ids, [1]);
+    assert_eq!(s.recorded.hidden, 2);
+    // Asked for by number, a context-only request is still found.
+    s.recorded.pending = Some(2);
+    let effects = read(&mut s);
+    assert!(matches!(
+        &effects[..],
+        [Effect::LocateRecorded { exchange, .. }] if exchange.id == 2
+    ));
 }
 
 #[test]
