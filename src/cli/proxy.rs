@@ -289,17 +289,17 @@ fn show_located(located: &Located) -> Result<()> {
     match located.places.as_slice() {
         [] => outln!("--- hole: not found in the repository ---"),
         [only] => outln!(
-            "--- hole: {} ({:?}) ---",
+            "--- hole: {} ({}) ---",
             escape::controls(&only.position()),
-            only.certainty
+            only.certainty.describe()
         ),
         many => {
             outln!("--- hole: {} places fit; the surest first ---", many.len());
             for place in many {
                 outln!(
-                    "  {} ({:?})",
+                    "  {} ({})",
                     escape::controls(&place.position()),
-                    place.certainty
+                    place.certainty.describe()
                 );
             }
         }

@@ -510,7 +510,9 @@ async fn llama_vscode_infill_requests_go_through_unchanged_and_are_located() {
     ));
     let opened = String::from_utf8(opened.stdout).unwrap();
     assert!(
-        opened.contains("--- hole: src/cart.ts:11:12 (Exact) ---"),
+        opened.contains(
+            "--- hole: src/cart.ts:11:12 (the text before and after the cursor match the file) ---"
+        ),
         "{opened}"
     );
     let missing = common::keyhole(&[repo_arg, "--recorded", "99"], scratch.path());
@@ -792,7 +794,9 @@ fn a_request_whose_text_before_the_cursor_ends_in_any_character_is_located() {
         assert_eq!(shown.status.code(), Some(0), "{stderr}");
         let stdout = String::from_utf8_lossy(&shown.stdout);
         assert!(
-            stdout.contains(&format!("--- hole: {place} (Exact) ---")),
+            stdout.contains(&format!(
+                "--- hole: {place} (the text before and after the cursor match the file) ---"
+            )),
             "{stdout}"
         );
     }

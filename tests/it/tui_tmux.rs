@@ -10,9 +10,13 @@ use std::time::{Duration, Instant};
 
 const SESSION: &str = "keyhole-tui-e2e";
 
+/// tmux on a server of this test process's own (`-L`), so the tests never touch the user's
+/// tmux sessions, nor those of a test run beside this one, which use the same session names.
 fn tmux(args: &[&str]) -> String {
     crate::common::tools::require_tmux();
+    let socket = format!("keyhole-tests-{}", std::process::id());
     let out = Command::new("tmux")
+        .args(["-L", &socket])
         .args(args)
         .output()
         .expect("tmux is installed (the end-to-end UI tests drive keyhole in it)");
