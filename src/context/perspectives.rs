@@ -65,9 +65,8 @@ impl RetrievedContext {
 fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let file = &index.files[hole.file];
     let asked = file.language.language_server().and_then(|spec| {
-        let path = index.root.join(&file.path);
         index.language_servers.with(spec, &index.root, |client| {
-            typed_server::ask(client, spec, &index.root, &path, &file.text, hole.offset)
+            typed_server::ask(client, spec, index, hole)
         })
     });
     match asked {

@@ -18,7 +18,7 @@ use super::SourcedText;
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
 use crate::lang::{
-    self, DeclarationStyle, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span,
+    self, DeclarationStyle, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
 };
 use crate::repo::{FileId, RepoIndex};
@@ -160,7 +160,7 @@ impl<'a> TypedHole<'a> {
         }
     }
 
-    fn type_at(&self, t: TypeRef) -> &TypeOutline {
+    pub fn type_at(&self, t: TypeRef) -> &TypeOutline {
         &self.outline(t.file)[t.index]
     }
 
@@ -367,19 +367,8 @@ impl<'a> TypedHole<'a> {
             if hop == TYPE_DEPTH {
                 continue;
             }
-            let outline = self.type_at(t);
-            let mentioned = outline
-                .supertypes
-                .iter()
-                .chain(outline.fields.iter().map(|f| &f.type_name))
-                .chain(
-                    outline
-                        .methods
-                        .iter()
-                        .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
-                );
-            for written in mentioned {
-                for name in self.types.type_names(written) {
+            for written in self.mentioned_types(t) {
+                for name in self.types.type_names(&written) {
                     if let Some(found) = self.resolve(t.file, name) {
                         visit(found, hop + 1, &mut queue);
                     }
@@ -387,6 +376,103 @@ impl<'a> TypedHole<'a> {
             }
         }
         out
+    }
+
+    /// The types a definition is written with: its supertypes, its fields' types, its methods'
+    /// parameter and return types, an alias's value.
+    fn mentioned_types(&self, t: TypeRef) -> Vec<String> {
+        let outline = self.type_at(t);
+        let aliased = (outline.kind == TypeKind::Alias)
+            .then(|| self.span_text(t.file, outline.header))
+            .and_then(|header| Some(header.split_once('=')?.1.trim().to_string()));
+        outline
+            .supertypes
+            .iter()
+            .chain(outline.fields.iter().map(|f| &f.type_name))
+            .chain(
+                outline
+                    .methods
+                    .iter()
+                    .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
+            )
+            .cloned()
+            .chain(aliased)
+            .collect()
+    }
+
+    // ----- Definitions a language server points at ---------------------------------------------
+
+    /// Byte `original` of `file` in the text its outline was read from: the hole's file is
+    /// read with the rest of the hole's line cut and a placeholder in its place, so nothing
+    /// of that rest is there.
+    fn analysed_offset(&self, file: FileId, original: usize) -> Option<usize> {
+        let inserted = &self.syntax.inserted;
+        match original {
+            _ if file != self.hole.file => Some(original),
+            o if o < inserted.start => Some(o),
+            o if o >= inserted.start + self.gap => Some(o - self.gap + inserted.len()),
+            _ => None,
+        }
+    }
+
+    /// The byte of `file` that byte `analysed` of its outline's text was read from; none
+    /// inside what was inserted at the hole.
+    fn original_offset(&self, file: FileId, analysed: usize) -> Option<usize> {
+        let inserted = &self.syntax.inserted;
+        match analysed {
+            _ if file != self.hole.file => Some(analysed),
+            p if p < inserted.start => Some(p),
+            p if p >= inserted.end => Some(p - inserted.len() + self.gap),
+            _ => None,
+        }
+    }
+
+    /// The type a language server's definition at byte `original` of `file` names: the
+    /// innermost type declared there whose name is written at that byte, or whose declaration
+    /// starts there. None for anything else it may point at (a type parameter, an object type
+    /// without a name, a variable), which is no definition to show.
+    pub fn type_declared_at(&self, file: FileId, original: usize) -> Option<TypeRef> {
+        let at = self.analysed_offset(file, original)?;
+        let text = if file == self.hole.file {
+            &self.syntax.text
+        } else {
+            &self.index.files[file].text
+        };
+        let rest = text.get(at..)?;
+        let word = &rest[..rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len())];
+        self.outline(file)
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.decl.range().contains(&at))
+            .filter(|(_, t)| word == t.name || at <= t.header.start as usize)
+            .min_by_key(|(_, t)| t.decl.end - t.decl.start)
+            .map(|(index, _)| TypeRef { file, index })
+    }
+
+    /// Where type `t`'s declaration starts in its file as it is.
+    pub fn declaration_start(&self, t: TypeRef) -> Option<usize> {
+        self.original_offset(t.file, self.type_at(t).decl.start as usize)
+    }
+
+    /// The pieces of `t`'s definition as [`Self::push_definition`] shows it that write types
+    /// (its header, its fields' heads, its methods' signatures), in its file as it is: where
+    /// a server is asked for the definitions of the types it is written with.
+    pub fn written_types(&self, t: TypeRef) -> Vec<Span> {
+        let outline = self.type_at(t);
+        let fields = outline.fields.iter().map(|f| (f.head, f.decl));
+        let methods = outline.methods.iter().map(|m| (m.signature, m.decl));
+        std::iter::once((outline.header, outline.header))
+            .chain(fields)
+            .chain(methods)
+            .filter(|(_, decl)| !self.holds_hole(t.file, *decl))
+            .filter_map(|(span, _)| {
+                let start = self.original_offset(t.file, span.start as usize)?;
+                let end = self.original_offset(t.file, span.end as usize)?;
+                Some(Span::new(start, end))
+            })
+            .collect()
     }
 
     /// Candidate 71: the expected type, then the relevant definitions as code with bodies
@@ -411,12 +497,17 @@ impl<'a> TypedHole<'a> {
         out
     }
 
-    /// A type's definition with bodies left out, as the hole's language writes one.
-    fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
+    /// A type's definition with bodies left out, as the hole's language writes one; an alias
+    /// as declared.
+    pub fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
         let style = self.style();
         let python = style == DeclarationStyle::Python;
         let outline = self.type_at(t);
         self.push_span(out, t.file, outline.header);
+        if outline.kind == TypeKind::Alias {
+            out.push_plain(";\n");
+            return;
+        }
         out.push_plain(if python { ":\n" } else { " {\n" });
         let mut members = 0;
         // Enum constants: Java's on one line closed by `;`, TypeScript's a line each with a

@@ -50,6 +50,9 @@ pub enum TypeKind {
     Interface,
     Enum,
     Record,
+    /// A type alias for a type other than an object type (`type Grid = Emoji[][]`): in an
+    /// outline, its header is the whole declaration and it has no members.
+    Alias,
 }
 
 /// A type declared in a file (top-level or nested).

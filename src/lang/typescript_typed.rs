@@ -91,15 +91,19 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
 
 fn type_outline(node: Node, kind: TypeKind, source: &str) -> Option<TypeOutline> {
     let name = text(node.child_by_field_name("name")?, source).to_string();
+    let mut kind = kind;
     let (header, body) = if node.kind() == "type_alias_declaration" {
-        // Only an object type reads as a definition with members: `type Order = { ... }`.
+        // An object type reads as a definition with members: `type Order = { ... }`; any
+        // other is an alias whose whole declaration is its header.
         let value = node.child_by_field_name("value")?;
-        if value.kind() != "object_type" {
-            return None;
-        }
         let start = signature_start(node);
-        let end = start + source[start..value.start_byte()].trim_end().len();
-        (Span::new(start, end), Some(value))
+        if value.kind() == "object_type" {
+            let end = start + source[start..value.start_byte()].trim_end().len();
+            (Span::new(start, end), Some(value))
+        } else {
+            kind = TypeKind::Alias;
+            (Span::new(start, value.end_byte()), None)
+        }
     } else {
         (header_span(node, source), node.child_by_field_name("body"))
     };
