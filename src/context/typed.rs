@@ -555,9 +555,12 @@ impl<'a> TypedHole<'a> {
     /// ChatLSP's target types: the expected type and its components (type arguments, array
     /// elements), base types left out (section 2.6.1).
     fn targets(&self) -> Vec<Target> {
-        let Some(expected) = &self.expected else {
-            return Vec::new();
-        };
+        self.expected
+            .as_ref()
+            .map_or_else(Vec::new, |expected| self.targets_of(expected))
+    }
+
+    fn targets_of(&self, expected: &ExpectedType) -> Vec<Target> {
         std::iter::once(expected.text.as_str())
             .chain(self.types.components(&expected.text))
             .filter(|t| !self.types.is_base_type(t) && !self.types.is_type_variable(t))
@@ -569,7 +572,8 @@ impl<'a> TypedHole<'a> {
     }
 
     /// The typing context in order of locality: locals nearest first, the members of the
-    /// enclosing types, inherited members, then static members of imported types.
+    /// enclosing types, inherited members, static members of imported types, then the
+    /// module's own top level and the values it imports from repository modules.
     fn typing_context(&self) -> Vec<Entry<'_>> {
         let mut entries: Vec<Entry> = self
             .syntax
@@ -599,7 +603,48 @@ impl<'a> TypedHole<'a> {
                     .filter(|e| member.as_ref().is_none_or(|m| &e.name == m)),
             );
         }
+        if let Some(module) = self.module_of(self.hole.file) {
+            entries.extend(self.members(module, None, |_, _| true));
+        }
+        for (module, names) in self.imported_values() {
+            let owner = Some(format!("from {}", self.index.files[module.file].path));
+            entries.extend(
+                self.members(module, owner, |_, private| !private)
+                    .filter(|e| names.contains(&e.name)),
+            );
+        }
         entries
+    }
+
+    /// The top level of `file` as its outline's [`TypeKind::Module`], where the language
+    /// outlines one.
+    fn module_of(&self, file: FileId) -> Option<TypeRef> {
+        let index = self
+            .outline(file)
+            .iter()
+            .position(|t| t.kind == TypeKind::Module)?;
+        Some(TypeRef { file, index })
+    }
+
+    /// The top levels of the repository modules the current file imports from, each with the
+    /// names the file's imports bind (`from .types import STRING`, `import { initial }`).
+    fn imported_values(&self) -> Vec<(TypeRef, Vec<String>)> {
+        let facts = &self.index.files[self.hole.file].facts;
+        let names: Vec<String> = facts
+            .imports
+            .iter()
+            .filter(|i| !i.wildcard)
+            .flat_map(|i| i.names.iter().cloned())
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        self.index.graph.imports[self.hole.file]
+            .iter()
+            .filter(|i| i.file != self.hole.file)
+            .filter_map(|i| self.module_of(i.file))
+            .map(|module| (module, names.clone()))
+            .collect()
     }
 
     /// Repository types the current file imports (single-type and static imports), with the
@@ -677,7 +722,20 @@ impl<'a> TypedHole<'a> {
         let found = self.resolve(file, written);
         match (found, target.definition) {
             (Some(t), Some(def)) => self.lineage(t).contains(&def),
-            (None, None) => self.types.simple_name(written) == self.types.simple_name(&target.text),
+            // Types outside the repository: one name, and the same arguments where both have
+            // them (`t.List[str]` is no `t.List["Parameter"]`).
+            (None, None) => {
+                let arguments = |t: &str| -> Vec<String> {
+                    self.types
+                        .components(t)
+                        .into_iter()
+                        .map(normalize)
+                        .collect()
+                };
+                let (ours, theirs) = (arguments(written), arguments(&target.text));
+                self.types.simple_name(written) == self.types.simple_name(&target.text)
+                    && (ours.is_empty() || theirs.is_empty() || ours == theirs)
+            }
             _ => false,
         }
     }
@@ -685,12 +743,53 @@ impl<'a> TypedHole<'a> {
     /// 1.0 when the entry's type is consistent with a target; [`RELATED_SCORE`] when its type
     /// is a repository type with an instance field or method of a target type.
     fn score(&self, entry: &Entry, targets: &[Target]) -> f64 {
+        self.score_written(&entry.type_name, entry.file, targets)
+    }
+
+    /// [`Self::score`] of a value of type `produced`, both types as a language server writes
+    /// them in the hole's file: where the server's headers are scored by the rules the
+    /// syntax tree's are.
+    pub fn score_against(&self, produced: &str, expected: &str) -> f64 {
+        let expected = ExpectedType {
+            text: expected.to_string(),
+            file: self.hole.file,
+        };
+        self.score_written(produced, self.hole.file, &self.targets_of(&expected))
+    }
+
+    /// Whether a function or method called `name` is declared around the hole (the one being
+    /// written, which is no value to use in it).
+    pub fn encloses_hole(&self, name: &str) -> bool {
+        self.outline(self.hole.file)
+            .iter()
+            .flat_map(|t| &t.methods)
+            .any(|m| m.name == name && self.holds_hole(self.hole.file, m.decl))
+    }
+
+    /// Whether `name` is a parameter or local variable in scope at the hole.
+    pub fn is_local(&self, name: &str) -> bool {
+        self.syntax.locals.iter().any(|l| l.name == name)
+    }
+
+    /// Whether the hole's file writes `name` as a whole word anywhere.
+    pub fn file_writes(&self, name: &str) -> bool {
+        let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+        let text = &self.index.files[self.hole.file].text;
+        !name.is_empty()
+            && text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].chars().next();
+                !before.is_some_and(is_part) && !after.is_some_and(is_part)
+            })
+    }
+
+    fn score_written(&self, written: &str, file: FileId, targets: &[Target]) -> f64 {
         let direct =
             |written: &str, file| targets.iter().any(|t| self.consistent(written, file, t));
-        if direct(&entry.type_name, entry.file) {
+        if direct(written, file) {
             return 1.0;
         }
-        let Some(t) = self.resolve(entry.file, &entry.type_name) else {
+        let Some(t) = self.resolve(file, written) else {
             return 0.0;
         };
         let outline = self.type_at(t);
@@ -726,6 +825,14 @@ impl<'a> TypedHole<'a> {
             .filter(|(score, _)| *score > 0.0)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        // One header per name: the nearest declaration is the one the name means there (an
+        // override, an overload stub or a module's own assignment after it say nothing more).
+        let mut named: Vec<String> = Vec::new();
+        scored.retain(|(_, e)| {
+            let first = !named.contains(&e.name);
+            named.push(e.name.clone());
+            first
+        });
         scored
             .into_iter()
             .take(MAX_HEADERS)
@@ -822,6 +929,10 @@ impl<'a> TypedHole<'a> {
             }
             DeclarationStyle::TypeScript => {
                 self.push_span(out, t.file, field.head);
+                // A type the syntax inferred (`const a = new A()`) is not in the head.
+                if !self.span_text(t.file, field.head).contains(':') {
+                    out.push_plain(&format!(": {}", field.type_name));
+                }
                 out.push_plain(";");
             }
             DeclarationStyle::Python => {

@@ -30,6 +30,7 @@ use super::SourcedText;
 use super::typed::{MAX_HEADERS, TYPE_DEPTH, TypeRef, TypedHole};
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
+use crate::lang::DeclarationStyle;
 use crate::lsp::{Client, LspError, ServerSpec, uri_path};
 use crate::repo::{FileId, RepoIndex};
 
@@ -37,8 +38,6 @@ use crate::repo::{FileId, RepoIndex};
 const MAX_DEFINITIONS: usize = 12;
 /// Completion entries whose details are asked for at most.
 const MAX_RESOLVED: usize = 60;
-/// ChatLSP's score for an entry reaching a target through a component (typed.rs's too).
-const RELATED_SCORE: f64 = 0.5;
 
 /// A type definition the server pointed to: a type declared in a file of the repository,
 /// shown as the syntax tree outlines it (bodies and documentation left out).
@@ -417,23 +416,12 @@ pub fn ask(
             })
         })
         .collect();
-    let targets: Vec<String> = std::iter::once(normalize(&expected))
-        .chain(
-            type_names(&expected)
-                .into_iter()
-                .map(|(_, n)| n.to_string()),
-        )
-        .collect();
-    let headers = headers(asking.client, at_hole, &targets)?;
+    let headers = headers(asking.client, at_hole, &typed, &expected)?;
     Ok(ServerAnswer {
         expected: Some(expected),
         definitions,
         headers,
     })
-}
-
-fn normalize(written: &str) -> String {
-    written.split_whitespace().collect()
 }
 
 /// The type a completion entry's declaration produces: a function's return type, a value's
@@ -449,22 +437,6 @@ fn produced_type(declaration: &str) -> Option<&str> {
         .or_else(|| declaration.split_once(": ").map(|(_, t)| t))
 }
 
-/// ChatLSP's score of an entry against the targets: 1 for a type consistent with one, a half
-/// for one that has a target among its components, else 0.
-fn score(declaration: &str, targets: &[String]) -> f64 {
-    let Some(produced) = produced_type(declaration) else {
-        return 0.0;
-    };
-    let produced_normal = normalize(produced);
-    if targets.contains(&produced_normal) {
-        return 1.0;
-    }
-    let mentions = type_names(produced)
-        .iter()
-        .any(|(_, n)| targets.iter().skip(1).any(|t| t == n));
-    if mentions { RELATED_SCORE } else { 0.0 }
-}
-
 /// Completion kinds that are values: method, function, field, variable, property, constant.
 const VALUE_KINDS: [u64; 6] = [2, 3, 5, 6, 10, 21];
 
@@ -473,7 +445,8 @@ const VALUE_KINDS: [u64; 6] = [2, 3, 5, 6, 10, 21];
 fn headers(
     client: &mut Client,
     at_hole: Value,
-    targets: &[String],
+    typed: &TypedHole,
+    expected: &str,
 ) -> Result<Vec<ServerHeader>, LspError> {
     let answer = client.request("textDocument/completion", at_hole)?;
     let items = match &answer {
@@ -484,11 +457,20 @@ fn headers(
         .into_iter()
         .filter(|i| i["kind"].as_u64().is_some_and(|k| VALUE_KINDS.contains(&k)))
         .filter(|i| !i["label"].as_str().unwrap_or("_").starts_with('_'))
+        // The function being written is no value to use in it.
+        .filter(|i| !typed.encloses_hole(i["label"].as_str().unwrap_or_default()))
         .collect();
-    // Nearest first: servers sort locals and the file's own names before globals.
-    items.sort_by(|a, b| {
-        let key = |i: &Value| i["sortText"].as_str().unwrap_or("").to_string();
-        key(a).cmp(&key(b))
+    // Nearest first: the hole's locals and parameters, then the other names its file writes
+    // (its own and imported names), then the rest, each in the server's order (pyright sorts
+    // builtins and the file's names alike, alphabetically, and only some are asked about).
+    items.sort_by_cached_key(|i| {
+        let label = i["label"].as_str().unwrap_or_default();
+        let near = match (typed.is_local(label), typed.file_writes(label)) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => 2,
+        };
+        (near, i["sortText"].as_str().unwrap_or_default().to_string())
     });
     let mut scored = Vec::new();
     for item in items.into_iter().take(MAX_RESOLVED) {
@@ -498,18 +480,24 @@ fn headers(
                 let resolved = client.request("completionItem/resolve", item.clone())?;
                 match resolved["detail"].as_str().filter(|d| !d.is_empty()) {
                     Some(detail) => detail.to_string(),
-                    // pyright puts the declaration first in the documentation.
+                    // pyright writes the declaration as the documentation's code, in plain
+                    // text its first paragraph (the docstring follows).
                     None => {
                         let documentation = json!({"contents": resolved["documentation"]});
                         let text = hover_text(&documentation);
-                        text.lines().next().unwrap_or_default().to_string()
+                        text.split("\n\n").next().unwrap_or_default().to_string()
                     }
                 }
             }
         };
         let declaration = detail.split_whitespace().collect::<Vec<_>>().join(" ");
-        let score = score(&declaration, targets);
-        if score > 0.0 {
+        // Scored as the syntax tree's headers are, the server's types read in the hole's file.
+        let score = produced_type(&declaration).map_or(0.0, |p| typed.score_against(p, expected));
+        if score > 0.0
+            && !scored
+                .iter()
+                .any(|h: &ServerHeader| h.declaration == declaration)
+        {
             scored.push(ServerHeader { declaration, score });
         }
     }
@@ -549,8 +537,13 @@ pub fn contexts(
         headers.push_plain(&format!(
             "{comment} Consider using these variables relevant to the expected type:\n"
         ));
+        // Statements end with `;` where the language ends them so.
+        let end = match index.files[hole.file].language.types().declaration_style() {
+            DeclarationStyle::Python => "",
+            DeclarationStyle::Java | DeclarationStyle::TypeScript => ";",
+        };
         for header in &answer.headers {
-            headers.push_plain(&format!("{};\n", header.declaration));
+            headers.push_plain(&format!("{}{end}\n", header.declaration));
         }
     }
     [
@@ -613,17 +606,15 @@ mod tests {
     }
 
     #[test]
-    fn headers_score_as_chatlsp_does() {
-        let targets = vec!["Grid".to_string(), "Grid".to_string()];
-        assert_eq!(score("function clear(g: Grid): Grid", &targets), 1.0);
-        assert_eq!(score("const grid: Grid", &targets), 1.0);
+    fn a_declaration_produces_its_return_or_value_type() {
+        assert_eq!(produced_type("function clear(g: Grid): Grid"), Some("Grid"));
+        assert_eq!(produced_type("const grid: Grid"), Some("Grid"));
+        assert_eq!(produced_type("def load(path: str) -> Grid"), Some("Grid"));
         assert_eq!(
-            score("function rows(g: Grid): Grid[]", &targets),
-            RELATED_SCORE
+            produced_type("(variable) grid: Grid | None"),
+            Some("Grid | None")
         );
-        assert_eq!(score("function count(g: Grid): number", &targets), 0.0);
-        assert_eq!(score("def load(path: str) -> Grid", &targets), 1.0);
-        assert_eq!(score("(variable) grid: Grid", &targets), 1.0);
+        assert_eq!(produced_type("count"), None);
     }
 
     #[test]

@@ -557,3 +557,36 @@ fn no_installed_server_means_no_answer() {
     let servers = pool(empty.path().as_os_str().to_owned());
     assert!(hover(&servers, root.path()).is_none());
 }
+
+#[test]
+fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_being_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        "kinds.py",
+        "class ParamType:\n    name: str\n\n\nclass StringType(ParamType):\n    pass\n\n\n\
+         STRING = StringType()\n",
+    );
+    write(
+        &root,
+        "core.py",
+        "from kinds import STRING, ParamType\n\n\n\
+         def default_type(flag: bool) -> ParamType:\n    return STRING\n",
+    );
+    let (index, hole) = index_and_hole(&root, "core.py", "    return ");
+    let bin = server_bin();
+    let program = lsp::find_on_path("pyright-langserver", bin.as_os_str()).unwrap();
+    let answer = ask_server("pyright-langserver", &program, &lsp::PYRIGHT, &index, &hole)
+        .expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("ParamType"), "{answer:?}");
+    let [_, (_, headers)] = typed_server::contexts(&answer, &index, &hole);
+    // A StringType is a ParamType: the syntax tree's subtyping scores the server's header.
+    assert!(
+        headers.text.contains("STRING: StringType\n"),
+        "{}",
+        headers.text
+    );
+    assert!(!headers.text.contains("default_type"), "{}", headers.text);
+    assert!(!headers.text.contains(';'), "Python: {}", headers.text);
+}
