@@ -64,11 +64,10 @@ impl RetrievedContext {
 /// says once why a server did not answer).
 fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let file = &index.files[hole.file];
-    let asked = file.language.language_server().and_then(|spec| {
-        index.language_servers.with(spec, &index.root, |client| {
-            typed_server::ask(client, spec, index, hole)
-        })
-    });
+    let asked = file
+        .language
+        .language_server()
+        .and_then(|spec| typed_server::cached_answer(spec, index, hole));
     match asked {
         Some(Ok(answer)) => server_candidates(index, hole, &answer),
         Some(Err(_)) | None => approximated_candidates(index, hole),

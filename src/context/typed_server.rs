@@ -336,6 +336,42 @@ impl Asking<'_> {
     }
 }
 
+/// Bumped whenever [`ServerAnswer`] or what [`ask`] asks changes, so older answers are not
+/// reused.
+const ANSWER_FORMAT: u32 = 1;
+
+/// The answer of the server of `spec` at `hole`, asked once per content: kept in the
+/// repository's cache under the server's identity, the hole's file's text, the hole and the
+/// texts of the repository files it imports, so a call on an unchanged file starts no server.
+/// `None` where no server is chosen or installed; a failure is not kept.
+pub fn cached_answer(
+    spec: &'static ServerSpec,
+    index: &RepoIndex,
+    hole: &Hole,
+) -> Option<Result<ServerAnswer, LspError>> {
+    let identity = index.language_servers.identity(spec)?;
+    let mut key = blake3::Hasher::new();
+    key.update(&ANSWER_FORMAT.to_le_bytes());
+    key.update(identity.as_bytes());
+    key.update(&(hole.offset as u64).to_le_bytes());
+    key.update(&index.files[hole.file].hash);
+    for import in &index.graph.imports[hole.file] {
+        key.update(&index.files[import.file].hash);
+    }
+    let key = *key.finalize().as_bytes();
+    let cache = index.keyed_cache("server-answers");
+    if let Some(answer) = cache.as_ref().and_then(|c| c.load::<ServerAnswer>(&key)) {
+        return Some(Ok(answer));
+    }
+    let asked = index
+        .language_servers
+        .with(spec, &index.root, |client| ask(client, spec, index, hole))?;
+    if let (Ok(answer), Some(cache)) = (&asked, &cache) {
+        cache.store(&key, answer);
+    }
+    Some(asked)
+}
+
 /// Ask the server of `spec` about `hole`: its expected type, the repository types that type
 /// is written with (followed to [`TYPE_DEPTH`] hops) and the typing context's headers.
 pub fn ask(

@@ -590,3 +590,84 @@ fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_b
     assert!(!headers.text.contains("default_type"), "{}", headers.text);
     assert!(!headers.text.contains(';'), "Python: {}", headers.text);
 }
+
+// ----- Answers kept by content -------------------------------------------------------------
+
+/// The typed rows of the hole after `return ` in `make` of `orders.py` under `root`, the index
+/// cached in `cache`, pyright found in `search_path`.
+fn cached_rows(root: &Path, cache: &Path, search_path: &Path) -> Vec<RetrievedContext> {
+    let mut index = RepoIndex::open(root, Some(cache)).unwrap();
+    index.language_servers = Servers::new(
+        Some(search_path.as_os_str().to_owned()),
+        Timeouts::default(),
+    );
+    let search = SearchIndex::build(&index);
+    let perspectives = Perspectives {
+        index: &index,
+        retrieval: &search.retrieval,
+        windows: &search.windows,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        budget: 4072,
+        seed: 9,
+        fidelity: Fidelity::Paper,
+    };
+    let hole = Hole::at(&index, "orders.py", 14, 12).unwrap();
+    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+    perspectives
+        .immediate(&hole)
+        .into_iter()
+        .filter(|c| typed.contains(&c.id))
+        .collect()
+}
+
+#[test]
+fn a_servers_answers_are_kept_by_content_and_asked_again_when_a_file_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(&root, "orders.py", ORDERS);
+    // pyright behind a script that notes each start.
+    let bin = tempfile::tempdir().unwrap();
+    let starts = bin.path().join("starts");
+    let real = lsp::find_on_path("pyright-langserver", server_bin().as_os_str()).unwrap();
+    let wrapper = bin.path().join("pyright-langserver");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho start >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let first = cached_rows(&root, cache.path(), bin.path());
+    assert!(first[0].context.text.contains("class Order:"), "{first:#?}");
+    assert_eq!(started(), 1);
+    // A second session on the unchanged file: the same rows, no server started.
+    let second = cached_rows(&root, cache.path(), bin.path());
+    assert_eq!(second, first);
+    assert_eq!(started(), 1);
+    // The file changed: the server is asked again.
+    write(
+        &root,
+        "orders.py",
+        &ORDERS.replace("cents: int", "cents: float"),
+    );
+    let third = cached_rows(&root, cache.path(), bin.path());
+    assert_eq!(started(), 2);
+    assert!(
+        third[0]
+            .context
+            .text
+            .contains("class Money:\n    cents: float"),
+        "{third:#?}"
+    );
+}
