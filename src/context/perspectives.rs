@@ -43,7 +43,13 @@ pub struct RetrievedContext {
     pub jaccard: Option<f64>,
     /// Why the candidate cannot apply at all (rather than found nothing), for people.
     pub why_not: Option<String>,
+    /// Which reading built a typed-hole candidate (71, 72): [`TREE_SITTER`] or the language
+    /// server's name.
+    pub reader: Option<String>,
 }
+
+/// The reader of typed holes built from the syntax tree.
+pub const TREE_SITTER: &str = "tree-sitter";
 
 impl RetrievedContext {
     pub fn applicable(&self) -> bool {
@@ -99,6 +105,7 @@ fn server_candidates(
                 id,
                 context,
                 why_not,
+                reader: Some(server.to_string()),
                 ..RetrievedContext::default()
             }
         })
@@ -122,6 +129,7 @@ fn approximated_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedConte
                 id,
                 context,
                 why_not,
+                reader: Some(TREE_SITTER.to_string()),
                 ..RetrievedContext::default()
             }
         })
@@ -249,6 +257,7 @@ impl<'a> Perspectives<'a> {
             score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
             jaccard: best.map(|w| self.windows.jaccard_with(w, &around_hole(self.index, hole))),
             why_not,
+            reader: None,
         }
     }
 }

@@ -167,6 +167,9 @@ pub struct CandidateRow {
     /// search RepoCoder's windows).
     pub retrieval_score: Option<f64>,
     pub availability: Availability,
+    /// Which reading built a typed-hole candidate: `tree-sitter` or the language server's
+    /// name.
+    pub reader: Option<String>,
     /// The prompt it composes to (the default context's while it is not applicable).
     pub prompt: Prompt,
 }
@@ -188,6 +191,7 @@ impl CandidateRow {
             score: None,
             retrieval_score,
             availability,
+            reader: None,
             prompt,
         }
     }
@@ -254,7 +258,10 @@ pub(super) fn retrieved_row(
     let prompt = built
         .compose(composer)
         .unwrap_or_else(|| composer.compose(None));
-    CandidateRow::new(built.id, availability, built.score, prompt)
+    CandidateRow {
+        reader: built.reader.clone(),
+        ..CandidateRow::new(built.id, availability, built.score, prompt)
+    }
 }
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.

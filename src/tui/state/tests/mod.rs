@@ -181,6 +181,7 @@ fn with_prompt(id: usize, text: &str) -> CandidateRow {
         score: None,
         retrieval_score: None,
         availability: Availability::Applicable,
+        reader: None,
         prompt: Prompt {
             segments: vec![crate::compose::Segment {
                 kind: SegmentKind::Default,
