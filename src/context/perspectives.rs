@@ -68,7 +68,7 @@ impl RetrievedContext {
 /// ChatLSP's static context (candidates 71 and 72), saying why one does not apply: from the
 /// language's server where one is chosen and answers, else from the syntax tree (the pool
 /// says once why a server did not answer).
-fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
+pub fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let file = &index.files[hole.file];
     let asked = file
         .language
@@ -163,8 +163,16 @@ impl<'a> Perspectives<'a> {
         }
     }
 
-    /// The candidates that need nothing from the backend: 63–66 and 68.
+    /// The candidates that need nothing from the backend: 63–66, 68, 71 and 72.
     pub fn immediate(&self, hole: &Hole) -> Vec<RetrievedContext> {
+        let mut built = self.searched(hole);
+        built.extend(typed_candidates(self.index, hole));
+        built
+    }
+
+    /// [`Self::immediate`] less the typed holes (71, 72), which may wait for a language
+    /// server.
+    pub fn searched(&self, hole: &Hole) -> Vec<RetrievedContext> {
         let req = self.request(hole);
         let plain = |id, context| RetrievedContext {
             id,
@@ -194,9 +202,6 @@ impl<'a> Perspectives<'a> {
                 Similarity::TfIdfCosine,
             ),
         ]
-        .into_iter()
-        .chain(typed_candidates(self.index, hole))
-        .collect()
     }
 
     /// RepoCoder's next iteration after one that completed the hole with `previous`.

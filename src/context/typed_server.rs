@@ -349,16 +349,7 @@ pub fn cached_answer(
     index: &RepoIndex,
     hole: &Hole,
 ) -> Option<Result<ServerAnswer, LspError>> {
-    let identity = index.language_servers.identity(spec)?;
-    let mut key = blake3::Hasher::new();
-    key.update(&ANSWER_FORMAT.to_le_bytes());
-    key.update(identity.as_bytes());
-    key.update(&(hole.offset as u64).to_le_bytes());
-    key.update(&index.files[hole.file].hash);
-    for import in &index.graph.imports[hole.file] {
-        key.update(&index.files[import.file].hash);
-    }
-    let key = *key.finalize().as_bytes();
+    let key = answer_key(spec, index, hole)?;
     let cache = index.keyed_cache("server-answers");
     if let Some(answer) = cache.as_ref().and_then(|c| c.load::<ServerAnswer>(&key)) {
         return Some(Ok(answer));
@@ -370,6 +361,33 @@ pub fn cached_answer(
         cache.store(&key, answer);
     }
     Some(asked)
+}
+
+/// Whether typing `hole` would ask a language server now: one is chosen and installed for its
+/// language and no answer is kept for it (the UI builds the other candidates meanwhile).
+pub fn would_ask_a_server(index: &RepoIndex, hole: &Hole) -> bool {
+    let Some(spec) = index.files[hole.file].language.language_server() else {
+        return false;
+    };
+    let Some(key) = answer_key(spec, index, hole) else {
+        return false;
+    };
+    let cache = index.keyed_cache("server-answers");
+    cache.and_then(|c| c.load::<ServerAnswer>(&key)).is_none()
+}
+
+/// The key of the server's answer at `hole`; none where no server is chosen or installed.
+fn answer_key(spec: &ServerSpec, index: &RepoIndex, hole: &Hole) -> Option<[u8; 32]> {
+    let identity = index.language_servers.identity(spec)?;
+    let mut key = blake3::Hasher::new();
+    key.update(&ANSWER_FORMAT.to_le_bytes());
+    key.update(identity.as_bytes());
+    key.update(&(hole.offset as u64).to_le_bytes());
+    key.update(&index.files[hole.file].hash);
+    for import in &index.graph.imports[hole.file] {
+        key.update(&index.files[import.file].hash);
+    }
+    Some(*key.finalize().as_bytes())
 }
 
 /// Ask the server of `spec` about `hole`: its expected type, the repository types that type

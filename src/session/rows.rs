@@ -204,6 +204,15 @@ impl CandidateRow {
         self.availability == Availability::Building
     }
 
+    /// What a building row waits for: a typed hole (71, 72) its language server, the others
+    /// the backend.
+    pub fn waits_for(&self) -> &'static str {
+        match self.id.info().family {
+            crate::candidate::Family::Typed => "the language server",
+            _ => "the backend",
+        }
+    }
+
     /// Tokens of the candidate's own context in the prompt (the default context's for the
     /// default candidate); none while it does not apply.
     pub fn tokens(&self) -> usize {

@@ -593,14 +593,26 @@ fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_b
 
 // ----- Answers kept by content -------------------------------------------------------------
 
-/// The typed rows of the hole after `return ` in `make` of `orders.py` under `root`, the index
-/// cached in `cache`, pyright found in `search_path`.
-fn cached_rows(root: &Path, cache: &Path, search_path: &Path) -> Vec<RetrievedContext> {
+fn cached_index(root: &Path, cache: &Path, search_path: &Path) -> RepoIndex {
     let mut index = RepoIndex::open(root, Some(cache)).unwrap();
     index.language_servers = Servers::new(
         Some(search_path.as_os_str().to_owned()),
         Timeouts::default(),
     );
+    index
+}
+
+/// Whether the hole of [`cached_rows`] would ask the server (the UI then builds it later).
+fn would_ask(root: &Path, cache: &Path, search_path: &Path) -> bool {
+    let index = cached_index(root, cache, search_path);
+    let hole = Hole::at(&index, "orders.py", 14, 12).unwrap();
+    typed_server::would_ask_a_server(&index, &hole)
+}
+
+/// The typed rows of the hole after `return ` in `make` of `orders.py` under `root`, the index
+/// cached in `cache`, pyright found in `search_path`.
+fn cached_rows(root: &Path, cache: &Path, search_path: &Path) -> Vec<RetrievedContext> {
+    let index = cached_index(root, cache, search_path);
     let search = SearchIndex::build(&index);
     let perspectives = Perspectives {
         index: &index,
@@ -648,9 +660,19 @@ fn a_servers_answers_are_kept_by_content_and_asked_again_when_a_file_changes() {
             .lines()
             .count()
     };
+    assert!(would_ask(&root, cache.path(), bin.path()));
     let first = cached_rows(&root, cache.path(), bin.path());
     assert!(first[0].context.text.contains("class Order:"), "{first:#?}");
     assert_eq!(started(), 1);
+    assert!(
+        !would_ask(&root, cache.path(), bin.path()),
+        "the answer is kept"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    assert!(
+        !would_ask(&root, cache.path(), empty.path()),
+        "no server installed"
+    );
     // A second session on the unchanged file: the same rows, no server started.
     let second = cached_rows(&root, cache.path(), bin.path());
     assert_eq!(second, first);

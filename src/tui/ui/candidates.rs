@@ -221,7 +221,7 @@ fn procc_pick(state: &State) -> Option<CandidateId> {
 pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
     match &c.availability {
         Availability::NotApplicable(why) => why.clone(),
-        Availability::Building => Some("waiting for the backend".into()),
+        Availability::Building => Some(format!("waiting for {}", c.waits_for())),
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
