@@ -5,27 +5,13 @@
 //! `PATH=target/lsp/node_modules/.bin:$PATH cargo run --release --example typed_server_latency
 //! -- REPO [HOLES]`
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use keyhole::RepoIndex;
 use keyhole::context::typed_server;
+use keyhole::hole::Hole;
 use keyhole::lsp::{self, Client, Timeouts};
-
-fn ts_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if path.is_dir() && name != "node_modules" && !name.starts_with('.') {
-            ts_files(&path, out);
-        } else if name.ends_with(".ts") && !name.ends_with(".d.ts") {
-            out.push(path);
-        }
-    }
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -35,13 +21,24 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let root = Path::new(args.get(1).map_or(".", String::as_str)).canonicalize()?;
     let wanted: usize = args.get(2).map_or(Ok(50), |n| n.parse())?;
-    let mut files = Vec::new();
-    ts_files(&root, &mut files);
+    let index = RepoIndex::open(&root, None)?;
+    let files: Vec<&str> = index
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| p.ends_with(".ts") && !p.ends_with(".d.ts"))
+        .collect();
     let mut holes = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file)?;
+    for path in &files {
+        let text = &index.files[index.file_id(path).expect("indexed")].text;
         for (at, _) in text.match_indices("return ") {
-            holes.push((file.clone(), text.clone(), at + "return ".len()));
+            let before = &text[..at + "return ".len()];
+            let line = before.matches('\n').count() + 1;
+            let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+                .chars()
+                .count()
+                + 1;
+            holes.push(Hole::at(&index, path, line, column)?);
         }
     }
     holes.truncate(wanted);
@@ -59,9 +56,9 @@ fn main() -> anyhow::Result<()> {
     let start = started.elapsed();
     let mut times = Vec::new();
     let (mut typed, mut definitions, mut headers) = (0, 0, 0);
-    for (path, text, offset) in &holes {
+    for hole in &holes {
         let asked = Instant::now();
-        let answer = typed_server::ask(&mut client, spec, &root, path, text, *offset)?;
+        let answer = typed_server::ask(&mut client, spec, &index, hole)?;
         times.push(asked.elapsed());
         typed += usize::from(answer.expected.is_some());
         definitions += answer.definitions.len();

@@ -964,6 +964,32 @@ impl Servers {
         find_on_path(&command.to_string_lossy(), &search_path)
     }
 
+    /// What names the server of `spec` as chosen, without starting it: its executable's path
+    /// (links followed), size and modification time, which an install or upgrade changes;
+    /// `None` where none is chosen or it is not on the search path. Answers cached under it
+    /// are a new server's to give again.
+    pub fn identity(&self, spec: &ServerSpec) -> Option<String> {
+        let chosen = self
+            .chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let program = self.program(spec, &chosen.servers)?;
+        let real = std::fs::canonicalize(&program).unwrap_or(program);
+        let metadata = std::fs::metadata(&real).ok()?;
+        let modified = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Some(format!(
+            "{} {} {} {modified}",
+            spec.command,
+            real.display(),
+            metadata.len()
+        ))
+    }
+
     /// Run `ask` with the server of `spec` started in `root`, `None` where none is chosen
     /// for it or its executable is not on `PATH`. A server that fails to start, times out,
     /// exits or breaks the protocol is stopped, and its error is the answer for the rest of

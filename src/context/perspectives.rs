@@ -41,7 +41,13 @@ pub struct RetrievedContext {
     pub jaccard: Option<f64>,
     /// Why the candidate cannot apply at all (rather than found nothing), for people.
     pub why_not: Option<String>,
+    /// Which reading built a typed-hole candidate (71, 72): [`TREE_SITTER`] or the language
+    /// server's name.
+    pub reader: Option<String>,
 }
+
+/// The reader of typed holes built from the syntax tree.
+pub const TREE_SITTER: &str = "tree-sitter";
 
 impl RetrievedContext {
     pub fn applicable(&self) -> bool {
@@ -60,14 +66,12 @@ impl RetrievedContext {
 /// ChatLSP's static context (candidates 71 and 72), saying why one does not apply: from the
 /// language's server where one is chosen and answers, else from the syntax tree (the pool
 /// says once why a server did not answer).
-fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
+pub fn typed_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedContext> {
     let file = &index.files[hole.file];
-    let asked = file.language.language_server().and_then(|spec| {
-        let path = index.root.join(&file.path);
-        index.language_servers.with(spec, &index.root, |client| {
-            typed_server::ask(client, spec, &index.root, &path, &file.text, hole.offset)
-        })
-    });
+    let asked = file
+        .language
+        .language_server()
+        .and_then(|spec| typed_server::cached_answer(spec, index, hole));
     match asked {
         Some(Ok(answer)) => server_candidates(index, hole, &answer),
         Some(Err(_)) | None => approximated_candidates(index, hole),
@@ -99,6 +103,7 @@ fn server_candidates(
                 id,
                 context,
                 why_not,
+                reader: Some(server.to_string()),
                 ..RetrievedContext::default()
             }
         })
@@ -122,6 +127,7 @@ fn approximated_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedConte
                 id,
                 context,
                 why_not,
+                reader: Some(TREE_SITTER.to_string()),
                 ..RetrievedContext::default()
             }
         })
@@ -155,8 +161,16 @@ impl<'a> Perspectives<'a> {
         )
     }
 
-    /// The candidates that need nothing from the backend: 63–66 and 68.
+    /// The candidates that need nothing from the backend: 63–66, 68, 71 and 72.
     pub fn immediate(&self, hole: &Hole) -> Vec<RetrievedContext> {
+        let mut built = self.searched(hole);
+        built.extend(typed_candidates(self.index, hole));
+        built
+    }
+
+    /// [`Self::immediate`] less the typed holes (71, 72), which may wait for a language
+    /// server.
+    pub fn searched(&self, hole: &Hole) -> Vec<RetrievedContext> {
         let req = self.request(hole);
         let plain = |id, context| RetrievedContext {
             id,
@@ -186,9 +200,6 @@ impl<'a> Perspectives<'a> {
                 Similarity::TfIdfCosine,
             ),
         ]
-        .into_iter()
-        .chain(typed_candidates(self.index, hole))
-        .collect()
     }
 
     /// RepoCoder's next iteration after one that completed the hole with `previous`.
@@ -249,6 +260,7 @@ impl<'a> Perspectives<'a> {
             score: best.and_then(|w| hits.iter().find(|h| h.window == w).map(|h| h.score)),
             jaccard: best.map(|w| self.windows.jaccard_with(w, &around_hole(self.index, hole))),
             why_not,
+            reader: None,
         }
     }
 }

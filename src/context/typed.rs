@@ -18,7 +18,7 @@ use super::SourcedText;
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
 use crate::lang::{
-    self, DeclarationStyle, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span,
+    self, DeclarationStyle, Expectation, HoleSyntax, ImportKind, Local, Receiver, Span, TypeKind,
     TypeOutline, TypeSyntax,
 };
 use crate::repo::{FileId, RepoIndex};
@@ -160,7 +160,7 @@ impl<'a> TypedHole<'a> {
         }
     }
 
-    fn type_at(&self, t: TypeRef) -> &TypeOutline {
+    pub fn type_at(&self, t: TypeRef) -> &TypeOutline {
         &self.outline(t.file)[t.index]
     }
 
@@ -367,19 +367,8 @@ impl<'a> TypedHole<'a> {
             if hop == TYPE_DEPTH {
                 continue;
             }
-            let outline = self.type_at(t);
-            let mentioned = outline
-                .supertypes
-                .iter()
-                .chain(outline.fields.iter().map(|f| &f.type_name))
-                .chain(
-                    outline
-                        .methods
-                        .iter()
-                        .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
-                );
-            for written in mentioned {
-                for name in self.types.type_names(written) {
+            for written in self.mentioned_types(t) {
+                for name in self.types.type_names(&written) {
                     if let Some(found) = self.resolve(t.file, name) {
                         visit(found, hop + 1, &mut queue);
                     }
@@ -387,6 +376,103 @@ impl<'a> TypedHole<'a> {
             }
         }
         out
+    }
+
+    /// The types a definition is written with: its supertypes, its fields' types, its methods'
+    /// parameter and return types, an alias's value.
+    fn mentioned_types(&self, t: TypeRef) -> Vec<String> {
+        let outline = self.type_at(t);
+        let aliased = (outline.kind == TypeKind::Alias)
+            .then(|| self.span_text(t.file, outline.header))
+            .and_then(|header| Some(header.split_once('=')?.1.trim().to_string()));
+        outline
+            .supertypes
+            .iter()
+            .chain(outline.fields.iter().map(|f| &f.type_name))
+            .chain(
+                outline
+                    .methods
+                    .iter()
+                    .flat_map(|m| m.return_type.iter().chain(m.params.iter())),
+            )
+            .cloned()
+            .chain(aliased)
+            .collect()
+    }
+
+    // ----- Definitions a language server points at ---------------------------------------------
+
+    /// Byte `original` of `file` in the text its outline was read from: the hole's file is
+    /// read with the rest of the hole's line cut and a placeholder in its place, so nothing
+    /// of that rest is there.
+    fn analysed_offset(&self, file: FileId, original: usize) -> Option<usize> {
+        let inserted = &self.syntax.inserted;
+        match original {
+            _ if file != self.hole.file => Some(original),
+            o if o < inserted.start => Some(o),
+            o if o >= inserted.start + self.gap => Some(o - self.gap + inserted.len()),
+            _ => None,
+        }
+    }
+
+    /// The byte of `file` that byte `analysed` of its outline's text was read from; none
+    /// inside what was inserted at the hole.
+    fn original_offset(&self, file: FileId, analysed: usize) -> Option<usize> {
+        let inserted = &self.syntax.inserted;
+        match analysed {
+            _ if file != self.hole.file => Some(analysed),
+            p if p < inserted.start => Some(p),
+            p if p >= inserted.end => Some(p - inserted.len() + self.gap),
+            _ => None,
+        }
+    }
+
+    /// The type a language server's definition at byte `original` of `file` names: the
+    /// innermost type declared there whose name is written at that byte, or whose declaration
+    /// starts there. None for anything else it may point at (a type parameter, an object type
+    /// without a name, a variable), which is no definition to show.
+    pub fn type_declared_at(&self, file: FileId, original: usize) -> Option<TypeRef> {
+        let at = self.analysed_offset(file, original)?;
+        let text = if file == self.hole.file {
+            &self.syntax.text
+        } else {
+            &self.index.files[file].text
+        };
+        let rest = text.get(at..)?;
+        let word = &rest[..rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .unwrap_or(rest.len())];
+        self.outline(file)
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.decl.range().contains(&at))
+            .filter(|(_, t)| word == t.name || at <= t.header.start as usize)
+            .min_by_key(|(_, t)| t.decl.end - t.decl.start)
+            .map(|(index, _)| TypeRef { file, index })
+    }
+
+    /// Where type `t`'s declaration starts in its file as it is.
+    pub fn declaration_start(&self, t: TypeRef) -> Option<usize> {
+        self.original_offset(t.file, self.type_at(t).decl.start as usize)
+    }
+
+    /// The pieces of `t`'s definition as [`Self::push_definition`] shows it that write types
+    /// (its header, its fields' heads, its methods' signatures), in its file as it is: where
+    /// a server is asked for the definitions of the types it is written with.
+    pub fn written_types(&self, t: TypeRef) -> Vec<Span> {
+        let outline = self.type_at(t);
+        let fields = outline.fields.iter().map(|f| (f.head, f.decl));
+        let methods = outline.methods.iter().map(|m| (m.signature, m.decl));
+        std::iter::once((outline.header, outline.header))
+            .chain(fields)
+            .chain(methods)
+            .filter(|(_, decl)| !self.holds_hole(t.file, *decl))
+            .filter_map(|(span, _)| {
+                let start = self.original_offset(t.file, span.start as usize)?;
+                let end = self.original_offset(t.file, span.end as usize)?;
+                Some(Span::new(start, end))
+            })
+            .collect()
     }
 
     /// Candidate 71: the expected type, then the relevant definitions as code with bodies
@@ -411,12 +497,17 @@ impl<'a> TypedHole<'a> {
         out
     }
 
-    /// A type's definition with bodies left out, as the hole's language writes one.
-    fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
+    /// A type's definition with bodies left out, as the hole's language writes one; an alias
+    /// as declared.
+    pub fn push_definition(&self, out: &mut SourcedText, t: TypeRef) {
         let style = self.style();
         let python = style == DeclarationStyle::Python;
         let outline = self.type_at(t);
         self.push_span(out, t.file, outline.header);
+        if outline.kind == TypeKind::Alias {
+            out.push_plain(";\n");
+            return;
+        }
         out.push_plain(if python { ":\n" } else { " {\n" });
         let mut members = 0;
         // Enum constants: Java's on one line closed by `;`, TypeScript's a line each with a
@@ -464,9 +555,12 @@ impl<'a> TypedHole<'a> {
     /// ChatLSP's target types: the expected type and its components (type arguments, array
     /// elements), base types left out (section 2.6.1).
     fn targets(&self) -> Vec<Target> {
-        let Some(expected) = &self.expected else {
-            return Vec::new();
-        };
+        self.expected
+            .as_ref()
+            .map_or_else(Vec::new, |expected| self.targets_of(expected))
+    }
+
+    fn targets_of(&self, expected: &ExpectedType) -> Vec<Target> {
         std::iter::once(expected.text.as_str())
             .chain(self.types.components(&expected.text))
             .filter(|t| !self.types.is_base_type(t) && !self.types.is_type_variable(t))
@@ -478,7 +572,8 @@ impl<'a> TypedHole<'a> {
     }
 
     /// The typing context in order of locality: locals nearest first, the members of the
-    /// enclosing types, inherited members, then static members of imported types.
+    /// enclosing types, inherited members, static members of imported types, then the
+    /// module's own top level and the values it imports from repository modules.
     fn typing_context(&self) -> Vec<Entry<'_>> {
         let mut entries: Vec<Entry> = self
             .syntax
@@ -508,7 +603,48 @@ impl<'a> TypedHole<'a> {
                     .filter(|e| member.as_ref().is_none_or(|m| &e.name == m)),
             );
         }
+        if let Some(module) = self.module_of(self.hole.file) {
+            entries.extend(self.members(module, None, |_, _| true));
+        }
+        for (module, names) in self.imported_values() {
+            let owner = Some(format!("from {}", self.index.files[module.file].path));
+            entries.extend(
+                self.members(module, owner, |_, private| !private)
+                    .filter(|e| names.contains(&e.name)),
+            );
+        }
         entries
+    }
+
+    /// The top level of `file` as its outline's [`TypeKind::Module`], where the language
+    /// outlines one.
+    fn module_of(&self, file: FileId) -> Option<TypeRef> {
+        let index = self
+            .outline(file)
+            .iter()
+            .position(|t| t.kind == TypeKind::Module)?;
+        Some(TypeRef { file, index })
+    }
+
+    /// The top levels of the repository modules the current file imports from, each with the
+    /// names the file's imports bind (`from .types import STRING`, `import { initial }`).
+    fn imported_values(&self) -> Vec<(TypeRef, Vec<String>)> {
+        let facts = &self.index.files[self.hole.file].facts;
+        let names: Vec<String> = facts
+            .imports
+            .iter()
+            .filter(|i| !i.wildcard)
+            .flat_map(|i| i.names.iter().cloned())
+            .collect();
+        if names.is_empty() {
+            return Vec::new();
+        }
+        self.index.graph.imports[self.hole.file]
+            .iter()
+            .filter(|i| i.file != self.hole.file)
+            .filter_map(|i| self.module_of(i.file))
+            .map(|module| (module, names.clone()))
+            .collect()
     }
 
     /// Repository types the current file imports (single-type and static imports), with the
@@ -586,7 +722,20 @@ impl<'a> TypedHole<'a> {
         let found = self.resolve(file, written);
         match (found, target.definition) {
             (Some(t), Some(def)) => self.lineage(t).contains(&def),
-            (None, None) => self.types.simple_name(written) == self.types.simple_name(&target.text),
+            // Types outside the repository: one name, and the same arguments where both have
+            // them (`t.List[str]` is no `t.List["Parameter"]`).
+            (None, None) => {
+                let arguments = |t: &str| -> Vec<String> {
+                    self.types
+                        .components(t)
+                        .into_iter()
+                        .map(normalize)
+                        .collect()
+                };
+                let (ours, theirs) = (arguments(written), arguments(&target.text));
+                self.types.simple_name(written) == self.types.simple_name(&target.text)
+                    && (ours.is_empty() || theirs.is_empty() || ours == theirs)
+            }
             _ => false,
         }
     }
@@ -594,12 +743,53 @@ impl<'a> TypedHole<'a> {
     /// 1.0 when the entry's type is consistent with a target; [`RELATED_SCORE`] when its type
     /// is a repository type with an instance field or method of a target type.
     fn score(&self, entry: &Entry, targets: &[Target]) -> f64 {
+        self.score_written(&entry.type_name, entry.file, targets)
+    }
+
+    /// [`Self::score`] of a value of type `produced`, both types as a language server writes
+    /// them in the hole's file: where the server's headers are scored by the rules the
+    /// syntax tree's are.
+    pub fn score_against(&self, produced: &str, expected: &str) -> f64 {
+        let expected = ExpectedType {
+            text: expected.to_string(),
+            file: self.hole.file,
+        };
+        self.score_written(produced, self.hole.file, &self.targets_of(&expected))
+    }
+
+    /// Whether a function or method called `name` is declared around the hole (the one being
+    /// written, which is no value to use in it).
+    pub fn encloses_hole(&self, name: &str) -> bool {
+        self.outline(self.hole.file)
+            .iter()
+            .flat_map(|t| &t.methods)
+            .any(|m| m.name == name && self.holds_hole(self.hole.file, m.decl))
+    }
+
+    /// Whether `name` is a parameter or local variable in scope at the hole.
+    pub fn is_local(&self, name: &str) -> bool {
+        self.syntax.locals.iter().any(|l| l.name == name)
+    }
+
+    /// Whether the hole's file writes `name` as a whole word anywhere.
+    pub fn file_writes(&self, name: &str) -> bool {
+        let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+        let text = &self.index.files[self.hole.file].text;
+        !name.is_empty()
+            && text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].chars().next();
+                !before.is_some_and(is_part) && !after.is_some_and(is_part)
+            })
+    }
+
+    fn score_written(&self, written: &str, file: FileId, targets: &[Target]) -> f64 {
         let direct =
             |written: &str, file| targets.iter().any(|t| self.consistent(written, file, t));
-        if direct(&entry.type_name, entry.file) {
+        if direct(written, file) {
             return 1.0;
         }
-        let Some(t) = self.resolve(entry.file, &entry.type_name) else {
+        let Some(t) = self.resolve(file, written) else {
             return 0.0;
         };
         let outline = self.type_at(t);
@@ -635,6 +825,14 @@ impl<'a> TypedHole<'a> {
             .filter(|(score, _)| *score > 0.0)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        // One header per name: the nearest declaration is the one the name means there (an
+        // override, an overload stub or a module's own assignment after it say nothing more).
+        let mut named: Vec<String> = Vec::new();
+        scored.retain(|(_, e)| {
+            let first = !named.contains(&e.name);
+            named.push(e.name.clone());
+            first
+        });
         scored
             .into_iter()
             .take(MAX_HEADERS)
@@ -731,6 +929,10 @@ impl<'a> TypedHole<'a> {
             }
             DeclarationStyle::TypeScript => {
                 self.push_span(out, t.file, field.head);
+                // A type the syntax inferred (`const a = new A()`) is not in the head.
+                if !self.span_text(t.file, field.head).contains(':') {
+                    out.push_plain(&format!(": {}", field.type_name));
+                }
                 out.push_plain(";");
             }
             DeclarationStyle::Python => {

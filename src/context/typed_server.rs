@@ -5,8 +5,12 @@
 //!   after `declare function _<T>(): T`), the hole's line cut there; hovering over it gives
 //!   the type the server inferred for `T`: the expected type;
 //! - the names in that type are looked up with go-to-definition (from a line that writes the
-//!   type, appended to the file), then the names in those definitions, to [`TYPE_DEPTH`]
-//!   hops: the relevant type definitions (candidate 71);
+//!   type, appended to the file), then the names its definition is written with, to
+//!   [`TYPE_DEPTH`] hops: the relevant type definitions (candidate 71). Only what names a type
+//!   declared in a repository file counts, and each is shown as the syntax tree outlines it
+//!   ([`TypedHole::push_definition`]: Python's `class C:` with annotated attributes and
+//!   `def m(...) -> T: ...` stubs, TypeScript's `interface`/`type` with their names), so the
+//!   server's and the syntax tree's definitions read alike and every piece names its file;
 //! - the completion list at the hole is the typing context the server knows; its entries whose
 //!   type produces the expected type or a type it names are the relevant headers (candidate
 //!   72), scored and cut as ChatLSP does. The paper's port simulated this step by hand, since
@@ -17,44 +21,38 @@
 //! [`super::typed`] is the tree-sitter approximation used where no server is installed.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::SourcedText;
-use super::typed::{MAX_HEADERS, TYPE_DEPTH};
+use super::typed::{MAX_HEADERS, TYPE_DEPTH, TypeRef, TypedHole};
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
-use crate::lang::Span;
+use crate::lang::DeclarationStyle;
 use crate::lsp::{Client, LspError, ServerSpec, uri_path};
-use crate::repo::RepoIndex;
+use crate::repo::{FileId, RepoIndex};
 
 /// Definitions gathered for one hole at most, so a hole's requests stay bounded.
 const MAX_DEFINITIONS: usize = 12;
-/// Lines of one definition shown at most.
-const MAX_DEFINITION_LINES: usize = 40;
 /// Completion entries whose details are asked for at most.
 const MAX_RESOLVED: usize = 60;
-/// ChatLSP's score for an entry reaching a target through a component (typed.rs's too).
-const RELATED_SCORE: f64 = 0.5;
 
-/// A type definition the server pointed to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A type definition the server pointed to: a type declared in a file of the repository,
+/// shown as the syntax tree outlines it (bodies and documentation left out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Definition {
     /// Repository-relative path of its file.
     pub path: String,
-    /// Byte offset of its start in the file.
+    /// Byte offset of its declaration's start in the file.
     pub start: usize,
-    /// Its text, cut after `MAX_DEFINITION_LINES` lines.
-    pub text: String,
-    /// Whether lines were cut.
-    pub cut: bool,
     /// 0 for a name of the expected type, 1 for a name in such a definition, and so on.
     pub hop: usize,
 }
 
 /// A value of the typing context, as the server describes it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ServerHeader {
     /// The server's declaration line for it (`function clear(g: Grid): Grid`).
     pub declaration: String,
@@ -62,7 +60,7 @@ pub struct ServerHeader {
 }
 
 /// What the server says about a hole.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerAnswer {
     pub expected: Option<String>,
     pub definitions: Vec<Definition>,
@@ -181,9 +179,9 @@ fn type_names(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
-/// Where a definition answer points: (uri, start line, start character, end line, end
-/// character), the whole declaration where the server gives it (`targetRange`).
-fn locations(answer: &Value) -> Vec<(String, [usize; 4])> {
+/// Where a definition answer points: (uri, line, character) of the name it names where the
+/// server says (`targetSelectionRange`), else of the start of its range.
+fn locations(answer: &Value) -> Vec<(String, [usize; 2])> {
     let items: Vec<&Value> = match answer {
         Value::Array(items) => items.iter().collect(),
         Value::Null => Vec::new(),
@@ -193,7 +191,7 @@ fn locations(answer: &Value) -> Vec<(String, [usize; 4])> {
         .into_iter()
         .filter_map(|item| {
             let (uri, range) = match item.get("targetUri") {
-                Some(uri) => (uri, &item["targetRange"]),
+                Some(uri) => (uri, &item["targetSelectionRange"]),
                 None => (item.get("uri")?, &item["range"]),
             };
             let n = |v: &Value| v.as_u64().map(|n| n as usize);
@@ -202,102 +200,87 @@ fn locations(answer: &Value) -> Vec<(String, [usize; 4])> {
                 [
                     n(&range["start"]["line"])?,
                     n(&range["start"]["character"])?,
-                    n(&range["end"]["line"])?,
-                    n(&range["end"]["character"])?,
                 ],
             ))
         })
         .collect()
 }
 
+/// Where the bytes of the hole's file are in the text the server is given: the prelude
+/// before it, the rest of the hole's line replaced by the placeholder.
+#[derive(Clone, Copy)]
+struct HoleText {
+    prelude: usize,
+    hole: usize,
+    line_end: usize,
+    placeholder: usize,
+}
+
+impl HoleText {
+    /// Byte `original` of the file in the server's text; none in the cut rest of the line.
+    fn to_server(self, original: usize) -> Option<usize> {
+        match original {
+            o if o < self.hole => Some(o + self.prelude),
+            o if o >= self.line_end => {
+                Some(o - self.line_end + self.hole + self.placeholder + self.prelude)
+            }
+            _ => None,
+        }
+    }
+
+    /// The byte of the file that byte `at` of the server's text is; none in what keyhole wrote.
+    fn to_original(self, at: usize) -> Option<usize> {
+        let after = self.prelude + self.hole + self.placeholder;
+        match at {
+            a if a < self.prelude => None,
+            a if a < self.prelude + self.hole => Some(a - self.prelude),
+            a if a >= after => Some(a - after + self.line_end),
+            _ => None,
+        }
+    }
+}
+
 /// One hole's questions to one server.
 struct Asking<'c> {
     client: &'c mut Client,
-    root: PathBuf,
-    /// The hole's file as the server has it.
-    hole_path: PathBuf,
+    index: &'c RepoIndex,
+    typed: &'c TypedHole<'c>,
+    hole_file: FileId,
+    /// The hole's file as the server has it now.
     hole_text: String,
-    /// Other files' texts, as read for the server.
-    texts: Vec<(PathBuf, String)>,
-    /// Document symbols of the files asked about.
-    symbols: Vec<(PathBuf, Value)>,
+    hole_at: HoleText,
+    /// Files other than the hole's opened for the server.
+    opened: HashSet<FileId>,
 }
 
 impl Asking<'_> {
-    /// The text of an opened file, opening it from disk first.
-    fn text(&mut self, path: &Path) -> Option<String> {
-        if path == self.hole_path {
-            return Some(self.hole_text.clone());
-        }
-        if let Some((_, text)) = self.texts.iter().find(|(p, _)| p == path) {
-            return Some(text.clone());
-        }
-        // A server names files outside the repository too (a library's declarations), so
-        // only the checks that keep a read bounded apply: a regular file, capped.
-        let bytes = crate::repo::read_regular_file(path, crate::repo::MAX_FILE_BYTES).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        let id = language_id(&path.to_string_lossy());
-        self.client.open(path, id, &text).ok()?;
-        self.texts.push((path.to_path_buf(), text.clone()));
-        Some(text)
+    fn path(&self, file: FileId) -> PathBuf {
+        self.index.root.join(&self.index.files[file].path)
     }
 
-    /// The range of the innermost document symbol of `path` called `name` around position
-    /// `at` (line, character), the symbols asked for once per file.
-    fn declaration_around(
-        &mut self,
-        path: &Path,
-        name: &str,
-        at: [usize; 2],
-    ) -> Result<Option<[usize; 4]>, LspError> {
-        let symbols = match self.symbols.iter().find(|(p, _)| p == path) {
-            Some((_, symbols)) => symbols.clone(),
-            None => {
-                let params = json!({"textDocument": {"uri": crate::lsp::file_uri(path)}});
-                let symbols = self.client.request("textDocument/documentSymbol", params)?;
-                self.symbols.push((path.to_path_buf(), symbols.clone()));
-                symbols
-            }
-        };
-        let mut stack: Vec<&Value> = symbols
-            .as_array()
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        let point = |v: &Value| -> Option<[usize; 2]> {
-            Some([
-                v["line"].as_u64()? as usize,
-                v["character"].as_u64()? as usize,
-            ])
-        };
-        let mut found = None;
-        while let Some(symbol) = stack.pop() {
-            let range = match symbol.get("location") {
-                Some(location) => &location["range"],
-                None => &symbol["range"],
-            };
-            if let (Some(start), Some(end)) = (point(&range["start"]), point(&range["end"])) {
-                // Children come later, so the innermost symbol is the last found.
-                if symbol["name"].as_str() == Some(name) && start <= at && at <= end {
-                    found = Some([start[0], start[1], end[0], end[1]]);
-                }
-            }
-            stack.extend(symbol["children"].as_array().into_iter().flatten());
+    /// The text of `file` as the server has it, opened first (as the index read it).
+    fn text(&mut self, file: FileId) -> Result<&str, LspError> {
+        if file == self.hole_file {
+            return Ok(&self.hole_text);
         }
-        Ok(found)
+        let source = &self.index.files[file];
+        if self.opened.insert(file) {
+            let path = self.path(file);
+            self.client
+                .open(&path, language_id(&source.path), &source.text)?;
+        }
+        Ok(&source.text)
     }
 
-    /// Definitions of the repository types named at `names` (offsets in `path`'s text).
-    fn definitions_at(
-        &mut self,
-        path: &Path,
-        text: &str,
-        names: &[(usize, &str)],
-    ) -> Result<Vec<(PathBuf, usize, usize)>, LspError> {
+    /// The repository types the server's definitions of the names at `at` (byte offsets of
+    /// `file`'s text as the server has it) name.
+    fn definitions_at(&mut self, file: FileId, at: &[usize]) -> Result<Vec<TypeRef>, LspError> {
         let mut out = Vec::new();
-        for &(at, _) in names {
+        let path = self.path(file);
+        for &offset in at {
             let params = json!({
-                "textDocument": {"uri": crate::lsp::file_uri(path)},
-                "position": position(text, at),
+                "textDocument": {"uri": crate::lsp::file_uri(&path)},
+                "position": position(self.text(file)?, offset),
             });
             // Go to Type Definition, as ChatLSP's port asks (go-to-definition stops at an
             // import); go-to-definition where a server has no type definitions.
@@ -307,49 +290,125 @@ impl Asking<'_> {
             if locations(&answer).is_empty() {
                 answer = self.client.request("textDocument/definition", params)?;
             }
-            for (uri, [l0, c0, l1, c1]) in locations(&answer) {
+            for (uri, [line, character]) in locations(&answer) {
                 let Some(target) = uri_path(&uri) else {
                     continue;
                 };
-                let inside = target.starts_with(&self.root)
-                    && !target.components().any(|c| c.as_os_str() == "node_modules");
-                if !inside {
-                    continue;
-                }
-                let Some(target_text) = self.text(&target) else {
+                // Only the repository's own files: a library's declarations are base types.
+                let Some(found) = target
+                    .strip_prefix(&self.index.root)
+                    .ok()
+                    .and_then(|relative| self.index.file_id(&relative.to_string_lossy()))
+                else {
                     continue;
                 };
-                // A type definition may point at the name only: the declaration is the
-                // document symbol that name names.
-                let named = &target_text[offset_of(&target_text, l0, c0)..];
-                let name = &named[..named
-                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-                    .unwrap_or(named.len())];
-                let [l0, c0, l1, c1] = self
-                    .declaration_around(&target, name, [l0, c0])?
-                    .unwrap_or([l0, c0, l1, c1]);
-                let start = offset_of(&target_text, l0, c0);
-                let end = offset_of(&target_text, l1, c1).max(start);
-                out.push((target, start, end));
+                let at = offset_of(self.text(found)?, line, character);
+                let original = match found == self.hole_file {
+                    true => self.hole_at.to_original(at),
+                    false => Some(at),
+                };
+                out.extend(original.and_then(|o| self.typed.type_declared_at(found, o)));
             }
         }
         Ok(out)
     }
+
+    /// Where the types `t`'s definition is written with are named, in its file as the
+    /// server has it, its own name left out.
+    fn names_in(&self, t: TypeRef) -> Vec<usize> {
+        let file = &self.index.files[t.file];
+        let own = &self.typed.type_at(t).name;
+        let mut out = Vec::new();
+        for span in self.typed.written_types(t) {
+            let written = &file.text[span.range()];
+            for (at, name) in type_names(written) {
+                let original = span.start as usize + at;
+                let in_server = match t.file == self.hole_file {
+                    true => self.hole_at.to_server(original),
+                    false => Some(original),
+                };
+                if name != own {
+                    out.extend(in_server);
+                }
+            }
+        }
+        out
+    }
 }
 
-/// Ask the server of `spec` about the hole at byte `offset` of the file at `path` (absolute,
-/// under `root`) whose text is `text`.
+/// Bumped whenever [`ServerAnswer`] or what [`ask`] asks changes, so older answers are not
+/// reused.
+const ANSWER_FORMAT: u32 = 1;
+
+/// The answer of the server of `spec` at `hole`, asked once per content: kept in the
+/// repository's cache under the server's identity, the hole's file's text, the hole and the
+/// texts of the repository files it imports, so a call on an unchanged file starts no server.
+/// `None` where no server is chosen or installed; a failure is not kept.
+pub fn cached_answer(
+    spec: &'static ServerSpec,
+    index: &RepoIndex,
+    hole: &Hole,
+) -> Option<Result<ServerAnswer, LspError>> {
+    let key = answer_key(spec, index, hole)?;
+    let cache = index.keyed_cache("server-answers");
+    if let Some(answer) = cache.as_ref().and_then(|c| c.load::<ServerAnswer>(&key)) {
+        return Some(Ok(answer));
+    }
+    let asked = index
+        .language_servers
+        .with(spec, &index.root, |client| ask(client, spec, index, hole))?;
+    if let (Ok(answer), Some(cache)) = (&asked, &cache) {
+        cache.store(&key, answer);
+    }
+    Some(asked)
+}
+
+/// Whether typing `hole` would ask a language server now: one is chosen and installed for its
+/// language and no answer is kept for it (the UI builds the other candidates meanwhile).
+pub fn would_ask_a_server(index: &RepoIndex, hole: &Hole) -> bool {
+    let Some(spec) = index.files[hole.file].language.language_server() else {
+        return false;
+    };
+    let Some(key) = answer_key(spec, index, hole) else {
+        return false;
+    };
+    let cache = index.keyed_cache("server-answers");
+    cache.and_then(|c| c.load::<ServerAnswer>(&key)).is_none()
+}
+
+/// The key of the server's answer at `hole`; none where no server is chosen or installed.
+fn answer_key(spec: &ServerSpec, index: &RepoIndex, hole: &Hole) -> Option<[u8; 32]> {
+    let identity = index.language_servers.identity(spec)?;
+    let mut key = blake3::Hasher::new();
+    key.update(&ANSWER_FORMAT.to_le_bytes());
+    key.update(identity.as_bytes());
+    key.update(&(hole.offset as u64).to_le_bytes());
+    key.update(&index.files[hole.file].hash);
+    for import in &index.graph.imports[hole.file] {
+        key.update(&index.files[import.file].hash);
+    }
+    Some(*key.finalize().as_bytes())
+}
+
+/// Ask the server of `spec` about `hole`: its expected type, the repository types that type
+/// is written with (followed to [`TYPE_DEPTH`] hops) and the typing context's headers.
 pub fn ask(
     client: &mut Client,
     spec: &ServerSpec,
-    root: &Path,
-    path: &Path,
-    text: &str,
-    offset: usize,
+    index: &RepoIndex,
+    hole: &Hole,
 ) -> Result<ServerAnswer, LspError> {
-    let offset = text.floor_char_boundary(offset.min(text.len()));
+    let file = &index.files[hole.file];
+    let path = index.root.join(&file.path);
+    let text = &file.text;
+    let offset = text.floor_char_boundary(hole.offset.min(text.len()));
     let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-    let hole = spec.prelude.len() + offset;
+    let hole_at = HoleText {
+        prelude: spec.prelude.len(),
+        hole: offset,
+        line_end,
+        placeholder: spec.placeholder.len(),
+    };
     let cut = format!(
         "{}{}{}{}",
         spec.prelude,
@@ -357,11 +416,11 @@ pub fn ask(
         spec.placeholder,
         &text[line_end..]
     );
-    let id = language_id(&path.to_string_lossy());
-    client.open(path, id, &cut)?;
+    let id = language_id(&file.path);
+    client.open(&path, id, &cut)?;
     let at_hole = json!({
-        "textDocument": {"uri": crate::lsp::file_uri(path)},
-        "position": position(&cut, hole + spec.hover_at),
+        "textDocument": {"uri": crate::lsp::file_uri(&path)},
+        "position": position(&cut, hole_at.prelude + offset + spec.hover_at),
     });
     let hover = client.request("textDocument/hover", at_hole.clone())?;
     let Some(expected) = expected_from_hover(&hover_text(&hover)) else {
@@ -369,80 +428,54 @@ pub fn ask(
     };
     // A line writing the expected type, where its names can be looked up.
     let probed = format!("{cut}{}", spec.type_probe.replace("{}", &expected));
-    client.open(path, id, &probed)?;
+    client.open(&path, id, &probed)?;
     let probe_start = cut.len() + spec.type_probe.find("{}").unwrap_or(0);
+    let typed = TypedHole::new(index, hole);
     let mut asking = Asking {
         client,
-        root: root.to_path_buf(),
-        hole_path: path.to_path_buf(),
-        hole_text: probed.clone(),
-        texts: Vec::new(),
-        symbols: Vec::new(),
+        index,
+        typed: &typed,
+        hole_file: hole.file,
+        hole_text: probed,
+        hole_at,
+        opened: HashSet::new(),
     };
-    let names: Vec<(usize, &str)> = type_names(&expected)
+    let names: Vec<usize> = type_names(&expected)
         .into_iter()
-        .map(|(at, name)| (probe_start + at, name))
+        .map(|(at, _)| probe_start + at)
         .collect();
-    let mut found: Vec<(PathBuf, usize, usize, usize)> = Vec::new();
-    let mut seen: HashSet<(PathBuf, usize)> = HashSet::new();
-    let mut level = asking.definitions_at(path, &probed, &names)?;
+    let mut found: Vec<(TypeRef, usize)> = Vec::new();
+    let mut level = asking.definitions_at(hole.file, &names)?;
     for hop in 0..=TYPE_DEPTH {
         let mut next = Vec::new();
-        for (file, start, end) in level {
-            if found.len() == MAX_DEFINITIONS || !seen.insert((file.clone(), start)) {
+        for t in level {
+            if found.len() == MAX_DEFINITIONS || found.iter().any(|(f, _)| *f == t) {
                 continue;
             }
-            found.push((file.clone(), start, end, hop));
+            found.push((t, hop));
             if hop < TYPE_DEPTH {
-                let Some(file_text) = asking.text(&file) else {
-                    continue;
-                };
-                let body = &file_text[start..end];
-                let own = type_names(body).first().map(|(_, n)| *n);
-                let names: Vec<(usize, &str)> = type_names(body)
-                    .into_iter()
-                    .filter(|(_, n)| Some(*n) != own)
-                    .map(|(at, n)| (start + at, n))
-                    .collect();
-                next.extend(asking.definitions_at(&file, &file_text, &names)?);
+                let names = asking.names_in(t);
+                next.extend(asking.definitions_at(t.file, &names)?);
             }
         }
         level = next;
     }
     let definitions = found
         .into_iter()
-        .filter_map(|(file, start, end, hop)| {
-            let file_text = asking.text(&file)?;
-            let mut text: Vec<&str> = file_text[start..end].lines().collect();
-            let long = text.len() > MAX_DEFINITION_LINES;
-            text.truncate(MAX_DEFINITION_LINES);
-            let relative = file.strip_prefix(root).unwrap_or(&file);
+        .filter_map(|(t, hop)| {
             Some(Definition {
-                path: relative.to_string_lossy().replace('\\', "/"),
-                start,
-                text: text.join("\n"),
-                cut: long,
+                path: index.files[t.file].path.clone(),
+                start: typed.declaration_start(t)?,
                 hop,
             })
         })
-        .collect::<Vec<_>>();
-    let targets: Vec<String> = std::iter::once(normalize(&expected))
-        .chain(
-            type_names(&expected)
-                .into_iter()
-                .map(|(_, n)| n.to_string()),
-        )
         .collect();
-    let headers = headers(asking.client, at_hole, &targets)?;
+    let headers = headers(asking.client, at_hole, &typed, &expected)?;
     Ok(ServerAnswer {
         expected: Some(expected),
         definitions,
         headers,
     })
-}
-
-fn normalize(written: &str) -> String {
-    written.split_whitespace().collect()
 }
 
 /// The type a completion entry's declaration produces: a function's return type, a value's
@@ -458,22 +491,6 @@ fn produced_type(declaration: &str) -> Option<&str> {
         .or_else(|| declaration.split_once(": ").map(|(_, t)| t))
 }
 
-/// ChatLSP's score of an entry against the targets: 1 for a type consistent with one, a half
-/// for one that has a target among its components, else 0.
-fn score(declaration: &str, targets: &[String]) -> f64 {
-    let Some(produced) = produced_type(declaration) else {
-        return 0.0;
-    };
-    let produced_normal = normalize(produced);
-    if targets.contains(&produced_normal) {
-        return 1.0;
-    }
-    let mentions = type_names(produced)
-        .iter()
-        .any(|(_, n)| targets.iter().skip(1).any(|t| t == n));
-    if mentions { RELATED_SCORE } else { 0.0 }
-}
-
 /// Completion kinds that are values: method, function, field, variable, property, constant.
 const VALUE_KINDS: [u64; 6] = [2, 3, 5, 6, 10, 21];
 
@@ -482,7 +499,8 @@ const VALUE_KINDS: [u64; 6] = [2, 3, 5, 6, 10, 21];
 fn headers(
     client: &mut Client,
     at_hole: Value,
-    targets: &[String],
+    typed: &TypedHole,
+    expected: &str,
 ) -> Result<Vec<ServerHeader>, LspError> {
     let answer = client.request("textDocument/completion", at_hole)?;
     let items = match &answer {
@@ -493,11 +511,20 @@ fn headers(
         .into_iter()
         .filter(|i| i["kind"].as_u64().is_some_and(|k| VALUE_KINDS.contains(&k)))
         .filter(|i| !i["label"].as_str().unwrap_or("_").starts_with('_'))
+        // The function being written is no value to use in it.
+        .filter(|i| !typed.encloses_hole(i["label"].as_str().unwrap_or_default()))
         .collect();
-    // Nearest first: servers sort locals and the file's own names before globals.
-    items.sort_by(|a, b| {
-        let key = |i: &Value| i["sortText"].as_str().unwrap_or("").to_string();
-        key(a).cmp(&key(b))
+    // Nearest first: the hole's locals and parameters, then the other names its file writes
+    // (its own and imported names), then the rest, each in the server's order (pyright sorts
+    // builtins and the file's names alike, alphabetically, and only some are asked about).
+    items.sort_by_cached_key(|i| {
+        let label = i["label"].as_str().unwrap_or_default();
+        let near = match (typed.is_local(label), typed.file_writes(label)) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => 2,
+        };
+        (near, i["sortText"].as_str().unwrap_or_default().to_string())
     });
     let mut scored = Vec::new();
     for item in items.into_iter().take(MAX_RESOLVED) {
@@ -507,18 +534,24 @@ fn headers(
                 let resolved = client.request("completionItem/resolve", item.clone())?;
                 match resolved["detail"].as_str().filter(|d| !d.is_empty()) {
                     Some(detail) => detail.to_string(),
-                    // pyright puts the declaration first in the documentation.
+                    // pyright writes the declaration as the documentation's code, in plain
+                    // text its first paragraph (the docstring follows).
                     None => {
                         let documentation = json!({"contents": resolved["documentation"]});
                         let text = hover_text(&documentation);
-                        text.lines().next().unwrap_or_default().to_string()
+                        text.split("\n\n").next().unwrap_or_default().to_string()
                     }
                 }
             }
         };
         let declaration = detail.split_whitespace().collect::<Vec<_>>().join(" ");
-        let score = score(&declaration, targets);
-        if score > 0.0 {
+        // Scored as the syntax tree's headers are, the server's types read in the hole's file.
+        let score = produced_type(&declaration).map_or(0.0, |p| typed.score_against(p, expected));
+        if score > 0.0
+            && !scored
+                .iter()
+                .any(|h: &ServerHeader| h.declaration == declaration)
+        {
             scored.push(ServerHeader { declaration, score });
         }
     }
@@ -528,7 +561,7 @@ fn headers(
 }
 
 /// Both candidates' contexts from the server's answer, written with the line comments of the
-/// hole's language; definitions in files of the index keep their provenance.
+/// hole's language; each definition as the syntax tree outlines it, with its provenance.
 pub fn contexts(
     answer: &ServerAnswer,
     index: &RepoIndex,
@@ -540,25 +573,17 @@ pub fn contexts(
         types.push_plain(&format!(
             "{comment} Expected type at the hole: {expected}\n"
         ));
-        if !answer.definitions.is_empty() {
+        let typed = TypedHole::new(index, hole);
+        let declared: Vec<TypeRef> = answer
+            .definitions
+            .iter()
+            .filter_map(|d| typed.type_declared_at(index.file_id(&d.path)?, d.start))
+            .collect();
+        if !declared.is_empty() {
             types.push_plain(&format!("{comment} Relevant type definitions:\n"));
         }
-        for definition in &answer.definitions {
-            let in_index = index
-                .file_id(&definition.path)
-                .filter(|&id| id != hole.file)
-                .filter(|&id| {
-                    let end = definition.start + definition.text.len();
-                    index.files[id].text.get(definition.start..end) == Some(&definition.text)
-                });
-            match in_index {
-                Some(id) => {
-                    let end = definition.start + definition.text.len();
-                    types.push_span(index, id, Span::new(definition.start, end));
-                }
-                None => types.push_plain(&definition.text),
-            }
-            types.push_plain(if definition.cut { "\n...\n" } else { "\n" });
+        for t in declared {
+            typed.push_definition(&mut types, t);
         }
     }
     let mut headers = SourcedText::default();
@@ -566,8 +591,13 @@ pub fn contexts(
         headers.push_plain(&format!(
             "{comment} Consider using these variables relevant to the expected type:\n"
         ));
+        // Statements end with `;` where the language ends them so.
+        let end = match index.files[hole.file].language.types().declaration_style() {
+            DeclarationStyle::Python => "",
+            DeclarationStyle::Java | DeclarationStyle::TypeScript => ";",
+        };
         for header in &answer.headers {
-            headers.push_plain(&format!("{};\n", header.declaration));
+            headers.push_plain(&format!("{}{end}\n", header.declaration));
         }
     }
     [
@@ -630,33 +660,49 @@ mod tests {
     }
 
     #[test]
-    fn headers_score_as_chatlsp_does() {
-        let targets = vec!["Grid".to_string(), "Grid".to_string()];
-        assert_eq!(score("function clear(g: Grid): Grid", &targets), 1.0);
-        assert_eq!(score("const grid: Grid", &targets), 1.0);
+    fn a_declaration_produces_its_return_or_value_type() {
+        assert_eq!(produced_type("function clear(g: Grid): Grid"), Some("Grid"));
+        assert_eq!(produced_type("const grid: Grid"), Some("Grid"));
+        assert_eq!(produced_type("def load(path: str) -> Grid"), Some("Grid"));
         assert_eq!(
-            score("function rows(g: Grid): Grid[]", &targets),
-            RELATED_SCORE
+            produced_type("(variable) grid: Grid | None"),
+            Some("Grid | None")
         );
-        assert_eq!(score("function count(g: Grid): number", &targets), 0.0);
-        assert_eq!(score("def load(path: str) -> Grid", &targets), 1.0);
-        assert_eq!(score("(variable) grid: Grid", &targets), 1.0);
+        assert_eq!(produced_type("count"), None);
     }
 
     #[test]
-    fn definition_answers_of_every_shape_give_their_ranges() {
+    fn definition_answers_of_every_shape_give_the_names_they_point_at() {
         let range =
             json!({"start": {"line": 1, "character": 2}, "end": {"line": 3, "character": 4}});
-        let link = json!([{"targetUri": "file:///a.ts", "targetRange": range, "targetSelectionRange": range}]);
+        let name =
+            json!({"start": {"line": 2, "character": 6}, "end": {"line": 2, "character": 9}});
+        let link = json!([{"targetUri": "file:///a.ts", "targetRange": range, "targetSelectionRange": name}]);
         let location = json!({"uri": "file:///b.ts", "range": range});
-        assert_eq!(
-            locations(&link),
-            vec![("file:///a.ts".to_string(), [1, 2, 3, 4])]
-        );
+        assert_eq!(locations(&link), vec![("file:///a.ts".to_string(), [2, 6])]);
         assert_eq!(
             locations(&location),
-            vec![("file:///b.ts".to_string(), [1, 2, 3, 4])]
+            vec![("file:///b.ts".to_string(), [1, 2])]
         );
         assert!(locations(&Value::Null).is_empty());
+    }
+
+    #[test]
+    fn the_hole_files_bytes_map_to_the_servers_text_and_back() {
+        // "ab|cd\nef" with the hole at 2 and its line's rest "cd" cut; the server's text is
+        // "P" + "ab" + "_()" + "\nef".
+        let at = HoleText {
+            prelude: 1,
+            hole: 2,
+            line_end: 4,
+            placeholder: 3,
+        };
+        assert_eq!(at.to_server(1), Some(2));
+        assert_eq!(at.to_server(3), None);
+        assert_eq!(at.to_server(5), Some(7));
+        assert_eq!(at.to_original(7), Some(5));
+        assert_eq!(at.to_original(2), Some(1));
+        assert_eq!(at.to_original(0), None);
+        assert_eq!(at.to_original(4), None);
     }
 }

@@ -51,6 +51,13 @@ pub enum TypeKind {
     Interface,
     Enum,
     Record,
+    /// A type alias for a type other than an object type (`type Grid = Emoji[][]`): in an
+    /// outline, its header is the whole declaration and it has no members.
+    Alias,
+    /// In an outline, a module's top level (Python, TypeScript) as a type without a name or
+    /// span: its constants with a declared type as static fields, its functions as static
+    /// methods, the values its code and its importers see.
+    Module,
 }
 
 /// A type declared in a file (top-level or nested).

@@ -127,7 +127,8 @@ fn members(body: Node) -> Vec<(Node, Option<Node>)> {
         .collect()
 }
 
-/// Every class at the top level, in a class body or in a function, in source order.
+/// Every class at the top level, in a class body or in a function, in source order, then the
+/// module's top level ([`TypeKind::Module`]).
 pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
     let mut types = Vec::new();
     // An explicit stack of nodes to look in: deep nesting cannot overflow the call stack.
@@ -156,7 +157,49 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
         }
     }
     types.sort_by_key(|t| t.decl.start);
+    types.push(module_outline(root, source));
     types
+}
+
+/// The module's top level as a [`TypeKind::Module`]: its assignments of an annotated or
+/// constructed value, and its functions.
+fn module_outline(root: Node, source: &str) -> TypeOutline {
+    let mut module = TypeOutline {
+        name: String::new(),
+        kind: TypeKind::Module,
+        header: Span::new(0, 0),
+        decl: Span::new(0, 0),
+        supertypes: Vec::new(),
+        constants: Vec::new(),
+        fields: Vec::new(),
+        methods: Vec::new(),
+    };
+    for (statement, wrapper) in members(root) {
+        match statement.kind() {
+            "expression_statement" => {
+                let assignment = statement
+                    .named_child(0)
+                    .filter(|a| a.kind() == "assignment");
+                let field = assignment.and_then(|a| class_field(a, statement, source));
+                module.fields.extend(field.map(|f| FieldOutline {
+                    is_static: true,
+                    ..f
+                }));
+            }
+            "function_definition" => {
+                let decorators = decorators(wrapper, source);
+                let (params, varargs) = positional_params(statement, false, source);
+                module.methods.push(MethodOutline {
+                    params,
+                    varargs,
+                    is_static: true,
+                    ..method_outline(statement, "", &decorators, source)
+                });
+            }
+            _ => {}
+        }
+    }
+    module
 }
 
 /// A class's outline; `container` is the node it sits in (its decorators' if decorated).
@@ -945,7 +988,14 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         let tree = parse(SOURCE).unwrap();
         let types = outline(tree.root_node(), SOURCE);
         let names: Vec<_> = types.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["Line", "Order"]);
+        assert_eq!(names, ["Line", "Order", ""]);
+        // The module's top level: its function, its first parameter kept (no `self`).
+        let module = &types[2];
+        assert_eq!(module.kind, TypeKind::Module);
+        let price_of = &module.methods[0];
+        assert_eq!(price_of.name, "price_of");
+        assert_eq!(price_of.params, ["Line"]);
+        assert_eq!(price_of.return_type.as_deref(), Some("Money"));
         let order = &types[1];
         assert_eq!(&SOURCE[order.header.range()], "class Order(Entity)");
         assert_eq!(order.supertypes, ["Entity"]);

@@ -64,8 +64,8 @@ fn is_private(node: Node, source: &str) -> bool {
 
 // ----- Outlines -------------------------------------------------------------------------------
 
-/// Every class, interface, object type alias and enum at the top level (also exported, ambient
-/// or in a namespace), in source order.
+/// Every class, interface, type alias and enum at the top level (also exported, ambient or in
+/// a namespace), in source order, then the file's top level ([`TypeKind::Module`]).
 pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
     let mut types = Vec::new();
     let mut bodies = vec![root];
@@ -86,20 +86,85 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
         }
     }
     types.sort_by_key(|t| t.decl.start);
+    types.push(module_outline(root, source));
     types
+}
+
+/// The file's top level as a [`TypeKind::Module`]: its variables with a declared (or
+/// constructed) type, their heads from `const` to the type, and its functions.
+fn module_outline(root: Node, source: &str) -> TypeOutline {
+    let mut module = TypeOutline {
+        name: String::new(),
+        kind: TypeKind::Module,
+        header: Span::new(0, 0),
+        decl: Span::new(0, 0),
+        supertypes: Vec::new(),
+        constants: Vec::new(),
+        fields: Vec::new(),
+        methods: Vec::new(),
+    };
+    for statement in named_children(root) {
+        let statement = match statement.kind() {
+            "export_statement" => match statement.child_by_field_name("declaration") {
+                Some(declaration) => declaration,
+                None => continue,
+            },
+            _ => statement,
+        };
+        match statement.kind() {
+            "lexical_declaration" | "variable_declaration" => {
+                for declarator in named_children(statement) {
+                    let Some(local) = typed_local(declarator, "name", source) else {
+                        continue;
+                    };
+                    let head_end = local.type_span.end as usize;
+                    module.fields.push(FieldOutline {
+                        head: Span::new(statement.start_byte(), head_end),
+                        type_name: local.type_name,
+                        names: vec![(local.name, Span::new(head_end, head_end))],
+                        decl: span(declarator),
+                        is_static: true,
+                        is_private: false,
+                    });
+                }
+            }
+            "function_declaration" | "generator_function_declaration" | "function_signature" => {
+                let Some(name) = statement.child_by_field_name("name") else {
+                    continue;
+                };
+                let (params, varargs) = parameter_types(statement, source);
+                module.methods.push(MethodOutline {
+                    name: text(name, source).to_string(),
+                    signature: header_span(statement, source),
+                    decl: span(statement),
+                    return_type: annotation(statement, "return_type").map(|t| type_text(t, source)),
+                    params,
+                    varargs,
+                    is_static: true,
+                    is_private: false,
+                });
+            }
+            _ => {}
+        }
+    }
+    module
 }
 
 fn type_outline(node: Node, kind: TypeKind, source: &str) -> Option<TypeOutline> {
     let name = text(node.child_by_field_name("name")?, source).to_string();
+    let mut kind = kind;
     let (header, body) = if node.kind() == "type_alias_declaration" {
-        // Only an object type reads as a definition with members: `type Order = { ... }`.
+        // An object type reads as a definition with members: `type Order = { ... }`; any
+        // other is an alias whose whole declaration is its header.
         let value = node.child_by_field_name("value")?;
-        if value.kind() != "object_type" {
-            return None;
-        }
         let start = signature_start(node);
-        let end = start + source[start..value.start_byte()].trim_end().len();
-        (Span::new(start, end), Some(value))
+        if value.kind() == "object_type" {
+            let end = start + source[start..value.start_byte()].trim_end().len();
+            (Span::new(start, end), Some(value))
+        } else {
+            kind = TypeKind::Alias;
+            (Span::new(start, value.end_byte()), None)
+        }
     } else {
         (header_span(node, source), node.child_by_field_name("body"))
     };
@@ -818,8 +883,16 @@ function ship(order: Order, when: Date): boolean {
     fn outlines_classes_interfaces_aliases_and_enums() {
         let types = outline();
         let names: Vec<_> = types.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["Priced", "Line", "Order", "Status"]);
+        assert_eq!(names, ["Priced", "Line", "Order", "Status", ""]);
         assert_eq!(at(types[1].header), "type Line =");
+        // The file's top level: its function, as a static method of the module.
+        let module = &types[4];
+        assert_eq!(module.kind, TypeKind::Module);
+        assert_eq!(
+            at(module.methods[0].signature),
+            "function ship(order: Order, when: Date): boolean"
+        );
+        assert_eq!(module.methods[0].params, ["Order", "Date"]);
         assert_eq!(types[1].fields[1].type_name, "number");
         let order = &types[2];
         assert_eq!(

@@ -8,7 +8,9 @@
 //! What is costly to derive from every file (the sliding-window database, the embedded model's
 //! statistics) is cached beside it as a [`Derived`] file, `<hash of root path>.<name>.bin`,
 //! keyed by every file's path and content hash: any changed, added or removed file, or a new
-//! format of the derived state, makes it stale and it is built again.
+//! format of the derived state, makes it stale and it is built again. Answers about one place
+//! (a language server's at a hole) are kept one file each under a key of what they depend on
+//! ([`Keyed`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -168,6 +170,57 @@ impl Derived {
             .and_then(|bytes| write_checked(&self.path, &bytes));
         if let Err(e) = written {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write a derived cache");
+        }
+    }
+}
+
+/// Answers cached one file each beside the index's cache, in `<hash of root path>.<name>/`,
+/// each under a key naming everything it was derived from (for a language server's answer
+/// at a hole: the server, the file's text, the hole and the files it imports), so an
+/// answer is reused exactly while those stay as they were; a key never matches stale state.
+pub struct Keyed {
+    dir: PathBuf,
+}
+
+impl Keyed {
+    /// The answers called `name` beside the index's cache file `index_file`.
+    pub fn beside(index_file: &Path, name: &str) -> Keyed {
+        Keyed {
+            dir: index_file.with_extension(name),
+        }
+    }
+
+    fn path(&self, key: &[u8; 32]) -> PathBuf {
+        self.dir
+            .join(format!("{}.bin", blake3::Hash::from_bytes(*key).to_hex()))
+    }
+
+    /// The answer kept under `key`, if any; one that cannot be read or fails its checksum is
+    /// logged and asked again.
+    pub fn load<T: DeserializeOwned>(&self, key: &[u8; 32]) -> Option<T> {
+        let path = self.path(key);
+        let bytes = match read_bounded(&path) {
+            Ok(bytes) => bytes?,
+            Err(why) => {
+                tracing::warn!(path = %path.display(), %why, "cached answer; asking again");
+                return None;
+            }
+        };
+        let payload = checked(&bytes)
+            .map_err(|why| tracing::warn!(path = %path.display(), why, "cached answer"))
+            .ok()?;
+        let (stored, rest) = postcard::take_from_bytes::<[u8; 32]>(payload).ok()?;
+        (stored == *key).then(|| postcard::from_bytes(rest).ok())?
+    }
+
+    /// Keep `answer` under `key` (a warning in the log if it cannot be written).
+    pub fn store<T: Serialize>(&self, key: &[u8; 32], answer: &T) {
+        let path = self.path(key);
+        let written = postcard::to_stdvec(&(key, answer))
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| write_checked(&path, &bytes));
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot keep an answer");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Derived, packed_u32};
+pub use cache::{Derived, Keyed, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
 pub use scan::{MAX_FILE_BYTES, name_text};
@@ -253,6 +253,12 @@ impl RepoIndex {
     pub fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
         let index_file = self.cache.path.as_deref()?;
         Some(Derived::beside(index_file, name, version, &self.files))
+    }
+
+    /// The answers called `name` kept beside the index's own cache, one per key; none when
+    /// the index is not cached.
+    pub fn keyed_cache(&self, name: &str) -> Option<Keyed> {
+        Some(Keyed::beside(self.cache.path.as_deref()?, name))
     }
 
     /// The file at a repository-relative path.

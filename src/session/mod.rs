@@ -41,6 +41,7 @@ use crate::context::HoleRequest;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
+use crate::context::typed_server;
 use crate::hole::Hole;
 use crate::model::Backend;
 use crate::rank::bandit::{self, LinUcb};
@@ -122,9 +123,36 @@ impl Session {
     /// Every candidate that needs no backend, with placeholders for those that do, in the
     /// order `ranker` gives.
     pub fn analyse(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
+        self.analyse_typing(hole, ranker, false)
+    }
+
+    /// [`Session::analyse`], the typed holes (71, 72) left building where a language server
+    /// would be asked for them (see [`Session::typed_rows`]), so that a person sees the rest
+    /// at once.
+    pub fn analyse_before_servers(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
+        self.analyse_typing(
+            hole,
+            ranker,
+            typed_server::would_ask_a_server(&self.index, hole),
+        )
+    }
+
+    /// The typed-hole rows (71, 72) of `hole`, from its language server where one answers.
+    pub fn typed_rows(&self, hole: &Hole) -> Vec<CandidateRow> {
+        let composer = self.composer(hole);
+        perspectives::typed_candidates(&self.index, hole)
+            .iter()
+            .map(|c| retrieved_row(c, &composer))
+            .collect()
+    }
+
+    fn analyse_typing(&self, hole: &Hole, ranker: RankerKind, defer_typed: bool) -> Analysis {
         let built = self.proposals(hole);
         let composer = self.composer(hole);
-        let retrieved = self.perspectives().immediate(hole);
+        let retrieved = match defer_typed {
+            true => self.perspectives().searched(hole),
+            false => self.perspectives().immediate(hole),
+        };
         let mut candidates: Vec<CandidateRow> =
             built.iter().map(|p| proposal_row(p, &composer)).collect();
         // The default context alone has no proposal.
@@ -136,9 +164,12 @@ impl Session {
             default.clone(),
         ));
         candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
+        let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+        let building = CandidateId::NEED_BACKEND
+            .into_iter()
+            .chain(typed.into_iter().filter(|_| defer_typed));
         candidates.extend(
-            CandidateId::NEED_BACKEND
-                .map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
+            building.map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
         );
         let (ranking, warning) = match self.rank(hole, &built, ranker) {
             Ok(ranking) => (ranking, None),

@@ -167,6 +167,9 @@ pub struct CandidateRow {
     /// search RepoCoder's windows).
     pub retrieval_score: Option<f64>,
     pub availability: Availability,
+    /// Which reading built a typed-hole candidate: `tree-sitter` or the language server's
+    /// name.
+    pub reader: Option<String>,
     /// The prompt it composes to (the default context's while it is not applicable).
     pub prompt: Prompt,
 }
@@ -188,6 +191,7 @@ impl CandidateRow {
             score: None,
             retrieval_score,
             availability,
+            reader: None,
             prompt,
         }
     }
@@ -198,6 +202,15 @@ impl CandidateRow {
 
     pub fn building(&self) -> bool {
         self.availability == Availability::Building
+    }
+
+    /// What a building row waits for: a typed hole (71, 72) its language server, the others
+    /// the backend.
+    pub fn waits_for(&self) -> &'static str {
+        match self.id.info().family {
+            crate::candidate::Family::Typed => "the language server",
+            _ => "the backend",
+        }
     }
 
     /// Tokens of the candidate's own context in the prompt (the default context's for the
@@ -254,7 +267,10 @@ pub(super) fn retrieved_row(
     let prompt = built
         .compose(composer)
         .unwrap_or_else(|| composer.compose(None));
-    CandidateRow::new(built.id, availability, built.score, prompt)
+    CandidateRow {
+        reader: built.reader.clone(),
+        ..CandidateRow::new(built.id, availability, built.score, prompt)
+    }
 }
 
 /// Whether candidate `id` is a retrieved one (63–72) rather than RLPG's.

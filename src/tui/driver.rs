@@ -26,7 +26,9 @@ use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{BuiltContext, Learning, Opening, Session, Settings, SharedSearch};
+use crate::session::{
+    BuiltContext, CandidateRow, Learning, Opening, Session, Settings, SharedSearch,
+};
 use crate::token::TokenizerKind;
 
 /// Open the repository with `backend` as `settings` say, and find the hole (a bare path: its
@@ -538,7 +540,7 @@ impl Driver {
                     let job = (session.clone(), hole.clone());
                     let analysis = tokio::task::spawn_blocking(move || {
                         let (session, hole) = job;
-                        let mut analysis = session.analyse(&hole, ranker);
+                        let mut analysis = session.analyse_before_servers(&hole, ranker);
                         if let Some(recorded) = &recorded {
                             let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
                             analysis.candidates.insert(0, sent);
@@ -556,6 +558,11 @@ impl Driver {
                             return;
                         }
                     };
+                    // The typed holes a language server answers fill their rows when it has,
+                    // beside the candidates that wait for the backend.
+                    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+                    let waiting = |c: &CandidateRow| c.building() && typed.contains(&c.id);
+                    let server_asked = analysis.candidates.iter().any(waiting);
                     let _ = tx.send(Action::Analysed {
                         generation,
                         candidates: analysis.candidates,
@@ -564,6 +571,16 @@ impl Driver {
                     });
                     if let Some(warning) = analysis.warning {
                         let _ = tx.send(Action::Message(warning));
+                    }
+                    if server_asked {
+                        let (session, hole, tx) = (session.clone(), hole.clone(), tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let candidates = session.typed_rows(&hole);
+                            let _ = tx.send(Action::Typed {
+                                generation,
+                                candidates,
+                            });
+                        });
                     }
                     let later = session.retrieve_later(&hole, &analysis.retrieved).await;
                     *drafted.lock().unwrap_or_else(PoisonError::into_inner) =

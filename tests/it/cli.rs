@@ -47,6 +47,34 @@ fn one_line_error(output: &Output) -> String {
 }
 
 #[test]
+fn typed_hole_rows_say_which_reading_built_them() {
+    let json = stdout_json(&keyhole(&["proposals", &sample(), DEMO, "--json"]));
+    let typed: Vec<&Value> = json["retrieved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| [71, 72].contains(&r["id"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(typed.len(), 2);
+    // Servers are off in the tests' environment: the syntax tree read both.
+    for row in &typed {
+        assert_eq!(row["reader"], "tree-sitter", "{row}");
+    }
+    let others = json["retrieved"].as_array().unwrap().iter();
+    assert!(
+        others
+            .filter(|r| r["id"] == 63)
+            .all(|r| r["reader"].is_null())
+    );
+    let text = stdout(&keyhole(&["proposals", &sample(), DEMO]));
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("72 "))
+        .unwrap();
+    assert!(line.contains("tree-sitter: "), "{line}");
+}
+
+#[test]
 fn proposals_json_lists_all_62_rows() {
     let json = stdout_json(&keyhole(&["proposals", &sample(), DEMO, "--json"]));
     let rows = json["proposals"].as_array().unwrap();

@@ -445,3 +445,132 @@ fn applicability_on_a_real_repository() {
         pct(headers)
     );
 }
+
+// ----- Headers of Python and TypeScript modules ------------------------------------------------
+
+const PY_TYPES: &str = r#"class ParamType:
+    name: str
+
+
+class StringType(ParamType):
+    pass
+
+
+def make_type(name: str) -> ParamType:
+    return StringType()
+
+
+def describe(kind: ParamType) -> str:
+    return kind.name
+
+
+STRING = StringType()
+LIMIT: int = 3
+"#;
+
+const PY_CORE: &str = r#"import typing as t
+
+from .types import STRING, make_type, ParamType
+
+
+class Parameter:
+    name: str
+
+
+class BaseCommand:
+    def get_params(self) -> t.List["Parameter"]:
+        return []
+
+    def get_names(self) -> t.List[str]:
+        return []
+
+
+class Command(BaseCommand):
+    def __init__(self, params: t.Optional[t.List["Parameter"]] = None) -> None:
+        self.params: t.List["Parameter"] = params or []
+
+    def get_params(self) -> t.List["Parameter"]:
+        return self.params
+
+
+def default_type(flag: bool) -> ParamType:
+    return STRING
+"#;
+
+/// The headers' text of the hole at the first `▮` of `marked`, a line of `path` with a `▮`
+/// where the hole is.
+fn headers_text(index: &RepoIndex, path: &str, marked: &str) -> String {
+    let (before, after) = marked.split_once('▮').expect("a ▮ in the line");
+    let line = format!("{before}{after}");
+    let file = &index.files[index.file_id(path).expect("file")];
+    let number = (0..file.line_count())
+        .find(|&l| file.line_text(l).trim_end() == line)
+        .unwrap_or_else(|| panic!("{line} not in {path}"));
+    let hole = Hole::at(index, path, number + 1, before.chars().count() + 1).expect("hole");
+    let text = TypedHole::new(index, &hole).contexts()[1].1.clone();
+    assert_provenance(index, &text);
+    text.text
+}
+
+#[test]
+fn python_headers_hold_module_constants_imported_bindings_and_parameters() {
+    let (_dir, index) = repo(&[
+        ("pkg/__init__.py", ""),
+        ("pkg/types.py", PY_TYPES),
+        ("pkg/core.py", PY_CORE),
+    ]);
+    // An imported function and constant whose type is the declared return type, in the
+    // order their module declares them.
+    let imported = headers_text(&index, "pkg/core.py", "    return ▮STRING");
+    assert_eq!(
+        imported,
+        "# Consider using these variables relevant to the expected type:\n\
+         def make_type(name: str) -> ParamType: ...  # from pkg/types.py\n\
+         STRING: StringType  # from pkg/types.py\n"
+    );
+    // The module's own constant, assigned after the function the hole is in.
+    let own = headers_text(&index, "pkg/types.py", "    return ▮StringType()");
+    assert!(own.contains("STRING: StringType\n"), "{own}");
+    assert!(!own.contains("LIMIT"), "{own}");
+    // The parameter at `self.params: t.List["Parameter"] = ▮params or []`, the nearest
+    // `get_params` once (not its parent's too), and no list of another element type.
+    let params = headers_text(
+        &index,
+        "pkg/core.py",
+        "        self.params: t.List[\"Parameter\"] = ▮params or []",
+    );
+    assert_eq!(
+        params,
+        "# Consider using these variables relevant to the expected type:\n\
+         params: t.Optional[t.List[\"Parameter\"]]\n\
+         def get_params(self) -> t.List[\"Parameter\"]: ...\n"
+    );
+}
+
+#[test]
+fn typescript_headers_hold_imported_constants_and_functions() {
+    let (_dir, index) = repo(&[
+        (
+            "model.ts",
+            "export interface Model {\n  grid: string[];\n}\n\
+             export const initial: Model = { grid: [] };\n\
+             export const size: number = 3;\n\
+             export function reset(m: Model): Model {\n  return m;\n}\n",
+        ),
+        (
+            "main.ts",
+            "import { Model, initial, reset, size } from './model';\n\
+             \n\
+             export function update(flag: boolean): Model {\n  return initial;\n}\n\
+             \n\
+             export const fallback = reset(initial);\n",
+        ),
+    ]);
+    let text = headers_text(&index, "main.ts", "  return ▮initial;");
+    assert_eq!(
+        text,
+        "// Consider using these variables relevant to the expected type:\n\
+         const initial: Model;  // from model.ts\n\
+         function reset(m: Model): Model;  // from model.ts\n"
+    );
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use keyhole::candidate::CandidateId;
+use keyhole::context::SourcedText;
 use keyhole::context::fidelity::Fidelity;
 use keyhole::context::perspectives::{Perspectives, RetrievedContext};
 use keyhole::context::typed_server::{self, ServerAnswer};
@@ -181,22 +182,85 @@ fn emoji_paint(root: &Path) {
     write(root, "main.ts", MAIN);
 }
 
-fn ask_typescript(root: &Path, text: &str, offset: usize) -> Result<ServerAnswer, LspError> {
-    let mut client = Client::start(
+/// The index of `root` (its files written there) and the hole after the first `marker` of
+/// `path`.
+fn index_and_hole(root: &Path, path: &str, marker: &str) -> (RepoIndex, Hole) {
+    let index = RepoIndex::from_sources(root, read_back(root));
+    let file = index.file_id(path).unwrap();
+    let text = &index.files[file].text;
+    let before = &text[..text.find(marker).unwrap() + marker.len()];
+    let line = before.matches('\n').count() + 1;
+    let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    let hole = Hole::at(&index, path, line, column).unwrap();
+    (index, hole)
+}
+
+/// Every file written under `root`, as (relative path, text).
+fn read_back(root: &Path) -> Vec<(String, String)> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+fn ask_server(
+    name: &str,
+    program: &Path,
+    spec: &ServerSpec,
+    index: &RepoIndex,
+    hole: &Hole,
+) -> Result<ServerAnswer, LspError> {
+    let mut client = Client::start(name, program, spec.args, &index.root, Timeouts::default())?;
+    typed_server::ask(&mut client, spec, index, hole)
+}
+
+fn ask_typescript(index: &RepoIndex, hole: &Hole) -> Result<ServerAnswer, LspError> {
+    let program = typescript_server();
+    ask_server(
         "typescript-language-server",
-        &typescript_server(),
-        lsp::TYPESCRIPT.args,
-        root,
-        Timeouts::default(),
-    )?;
-    typed_server::ask(
-        &mut client,
+        &program,
         &lsp::TYPESCRIPT,
-        root,
-        &root.join("main.ts"),
-        text,
-        offset,
+        index,
+        hole,
     )
+}
+
+/// Every piece of `text` with a file holds that file's text at its span.
+fn assert_true_provenance(index: &RepoIndex, text: &SourcedText) {
+    for piece in &text.pieces {
+        if let Some(origin) = piece.origin {
+            assert_eq!(
+                &text.text[piece.range.clone()],
+                &index.files[origin.file].text[origin.span.range()]
+            );
+        }
+    }
+}
+
+/// The files the pieces of `text` come from, and the text of those from none.
+fn sources(index: &RepoIndex, text: &SourcedText) -> (Vec<String>, String) {
+    let mut files: Vec<String> = Vec::new();
+    let mut plain = String::new();
+    for piece in &text.pieces {
+        match piece.origin {
+            Some(origin) => {
+                let path = index.files[origin.file].path.clone();
+                if !files.contains(&path) {
+                    files.push(path);
+                }
+            }
+            None => plain.push_str(&text.text[piece.range.clone()]),
+        }
+    }
+    (files, plain)
 }
 
 #[test]
@@ -205,33 +269,25 @@ fn typescript_language_server_gives_the_expected_type_its_definitions_and_header
     let root = dir.path().canonicalize().unwrap();
     emoji_paint(&root);
     // The hole: `update`'s body after `return `, the rest of the line cut.
-    let offset = MAIN.rfind("return model").unwrap() + "return ".len();
-    let answer = ask_typescript(&root, MAIN, offset).expect("the server answers");
+    let (index, hole) = index_and_hole(&root, "main.ts", "Action): Model {\n  return ");
+    let answer = ask_typescript(&index, &hole).expect("the server answers");
     assert_eq!(answer.expected.as_deref(), Some("Model"));
-    let definitions: Vec<(&str, &str, usize)> = answer
+    let hops: Vec<(&str, usize)> = answer
         .definitions
         .iter()
-        .map(|d| (d.path.as_str(), d.text.as_str(), d.hop))
+        .map(|d| (d.path.as_str(), d.hop))
         .collect();
+    assert_eq!(hops[0], ("model.ts", 0), "{hops:?}");
+    let [(_, types), _] = typed_server::contexts(&answer, &index, &hole);
+    let text = &types.text;
     assert!(
-        definitions
-            .iter()
-            .any(|(p, t, hop)| *p == "model.ts" && t.contains("interface Model {") && *hop == 0),
-        "{definitions:#?}"
+        text.contains("interface Model {\n    grid: Grid;\n"),
+        "{text}"
     );
     // Followed from Model's definition: Grid, then Emoji from Grid's.
-    assert!(
-        definitions
-            .iter()
-            .any(|(_, t, hop)| t.contains("type Grid = Emoji[][]") && *hop == 1),
-        "{definitions:#?}"
-    );
-    assert!(
-        definitions
-            .iter()
-            .any(|(_, t, _)| t.contains("type Emoji = string")),
-        "{definitions:#?}"
-    );
+    assert!(text.contains("type Grid = Emoji[][];\n"), "{text}");
+    assert!(text.contains("type Emoji = string;\n"), "{text}");
+    assert_true_provenance(&index, &types);
     // The typing context: values producing a Model; not `count`, which produces a number.
     let headers: Vec<&str> = answer
         .headers
@@ -246,13 +302,131 @@ fn typescript_language_server_gives_the_expected_type_its_definitions_and_header
 }
 
 #[test]
+fn typescript_definitions_are_named_declarations_without_type_parameters_or_bare_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        "model.ts",
+        "export type Emoji = string;\n\
+         export interface Box<T> {\n  value: T;\n  label: Emoji;\n  wrap<U>(inner: U): Box<U>;\n}\n\
+         export type Picked =\n  | { kind: 'one'; box: Box<Emoji> }\n  | { kind: 'none' };\n",
+    );
+    write(
+        &root,
+        "main.ts",
+        "import { Box, Picked, Emoji } from './model';\n\
+         export function pick(e: Emoji): Picked {\n  return undefined as any;\n}\n",
+    );
+    let (index, hole) = index_and_hole(&root, "main.ts", "  return ");
+    let answer = ask_typescript(&index, &hole).expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("Picked"));
+    let [(_, types), _] = typed_server::contexts(&answer, &index, &hole);
+    let text = &types.text;
+    assert!(
+        text.contains(
+            "type Picked =\n  | { kind: 'one'; box: Box<Emoji> }\n  | { kind: 'none' };\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("interface Box<T> {\n    value: T;\n"),
+        "{text}"
+    );
+    // No line holds a type parameter alone, and every definition starts with its keyword.
+    for line in text.lines() {
+        assert!(!["T", "U", "T;", "U;"].contains(&line.trim()), "{text}");
+        assert!(!line.starts_with('{') && !line.starts_with('|'), "{text}");
+    }
+    assert_true_provenance(&index, &types);
+}
+
+/// A Python module whose classes have docstrings and bodies, one of them in the hole's own
+/// file, and a class named only in a docstring and a body.
+const INVENTORY: &str = r#"class Unrelated:
+    pass
+
+
+class Money:
+    """An amount.
+
+    Made with Unrelated() in tests.
+    """
+
+    cents: int
+
+    def add(self, other: "Money") -> "Money":
+        """Add."""
+        helper = Unrelated()
+        return Money()
+"#;
+
+const STOCK: &str = r#"from inventory import Money
+
+
+class Item:
+    """An item on a shelf.
+
+    See Unrelated.
+    """
+
+    price: Money
+
+    def total(self, count: int) -> Money:
+        """The price of `count`."""
+        return self.price
+
+
+def first(items: list[Item]) -> Item:
+    return items[0]
+"#;
+
+#[test]
+fn pyright_definitions_are_class_outlines_from_their_true_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root, "inventory.py", INVENTORY);
+    write(&root, "stock.py", STOCK);
+    let (index, hole) = index_and_hole(&root, "stock.py", "-> Item:\n    return ");
+    let bin = server_bin();
+    let program = lsp::find_on_path("pyright-langserver", bin.as_os_str()).unwrap();
+    let answer = ask_server("pyright-langserver", &program, &lsp::PYRIGHT, &index, &hole)
+        .expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("Item"), "{answer:?}");
+    let [(_, types), _] = typed_server::contexts(&answer, &index, &hole);
+    let text = &types.text;
+    assert!(
+        text.contains(
+            "class Item:\n    price: Money\n    def total(self, count: int) -> Money: ...\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "class Money:\n    cents: int\n    def add(self, other: \"Money\") -> \"Money\": ...\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("\"\"\""), "no docstring: {text}");
+    assert!(
+        !text.contains("Unrelated"),
+        "only types the expected type is built from: {text}"
+    );
+    // Item is in the hole's own file, Money in another: each piece names its file.
+    let (files, plain) = sources(&index, &types);
+    assert_eq!(files, ["stock.py", "inventory.py"], "{text}");
+    assert!(!plain.contains("price"), "{plain}");
+    assert_true_provenance(&index, &types);
+}
+
+#[test]
 fn a_hole_without_an_expected_type_is_said_so() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     emoji_paint(&root);
     // A statement position: nothing constrains the hole.
-    let offset = MAIN.find("\nexport const initial").unwrap() + 1;
-    let answer = ask_typescript(&root, MAIN, offset).expect("the server answers");
+    let (index, hole) = index_and_hole(&root, "main.ts", "}\n\n");
+    let answer = ask_typescript(&index, &hole).expect("the server answers");
     assert_eq!(answer, ServerAnswer::default());
 }
 
@@ -309,9 +483,11 @@ fn pool(search_path: OsString) -> Servers {
 }
 
 fn hover(servers: &Servers, root: &Path) -> Option<Result<ServerAnswer, LspError>> {
-    let path = root.join("main.ts");
+    let sources = vec![("main.ts".to_string(), "let x: number = 1;\n".to_string())];
+    let index = RepoIndex::from_sources(root, sources);
+    let hole = Hole::at(&index, "main.ts", 1, 17).unwrap();
     servers.with(&FAKE, root, |client| {
-        typed_server::ask(client, &FAKE, root, &path, "let x: number = 1;\n", 16)
+        typed_server::ask(client, &FAKE, &index, &hole)
     })
 }
 
@@ -380,4 +556,140 @@ fn no_installed_server_means_no_answer() {
     let root = tempfile::tempdir().unwrap();
     let servers = pool(empty.path().as_os_str().to_owned());
     assert!(hover(&servers, root.path()).is_none());
+}
+
+#[test]
+fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_being_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        "kinds.py",
+        "class ParamType:\n    name: str\n\n\nclass StringType(ParamType):\n    pass\n\n\n\
+         STRING = StringType()\n",
+    );
+    write(
+        &root,
+        "core.py",
+        "from kinds import STRING, ParamType\n\n\n\
+         def default_type(flag: bool) -> ParamType:\n    return STRING\n",
+    );
+    let (index, hole) = index_and_hole(&root, "core.py", "    return ");
+    let bin = server_bin();
+    let program = lsp::find_on_path("pyright-langserver", bin.as_os_str()).unwrap();
+    let answer = ask_server("pyright-langserver", &program, &lsp::PYRIGHT, &index, &hole)
+        .expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("ParamType"), "{answer:?}");
+    let [_, (_, headers)] = typed_server::contexts(&answer, &index, &hole);
+    // A StringType is a ParamType: the syntax tree's subtyping scores the server's header.
+    assert!(
+        headers.text.contains("STRING: StringType\n"),
+        "{}",
+        headers.text
+    );
+    assert!(!headers.text.contains("default_type"), "{}", headers.text);
+    assert!(!headers.text.contains(';'), "Python: {}", headers.text);
+}
+
+// ----- Answers kept by content -------------------------------------------------------------
+
+fn cached_index(root: &Path, cache: &Path, search_path: &Path) -> RepoIndex {
+    let mut index = RepoIndex::open(root, Some(cache)).unwrap();
+    index.language_servers = Servers::new(
+        Some(search_path.as_os_str().to_owned()),
+        Timeouts::default(),
+    );
+    index
+}
+
+/// Whether the hole of [`cached_rows`] would ask the server (the UI then builds it later).
+fn would_ask(root: &Path, cache: &Path, search_path: &Path) -> bool {
+    let index = cached_index(root, cache, search_path);
+    let hole = Hole::at(&index, "orders.py", 14, 12).unwrap();
+    typed_server::would_ask_a_server(&index, &hole)
+}
+
+/// The typed rows of the hole after `return ` in `make` of `orders.py` under `root`, the index
+/// cached in `cache`, pyright found in `search_path`.
+fn cached_rows(root: &Path, cache: &Path, search_path: &Path) -> Vec<RetrievedContext> {
+    let index = cached_index(root, cache, search_path);
+    let search = SearchIndex::build(&index);
+    let perspectives = Perspectives {
+        index: &index,
+        retrieval: &search.retrieval,
+        windows: &search.windows,
+        tokenizer: TokenizerKind::Code.tokenizer(),
+        budget: 4072,
+        seed: 9,
+        fidelity: Fidelity::Paper,
+    };
+    let hole = Hole::at(&index, "orders.py", 14, 12).unwrap();
+    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+    perspectives
+        .immediate(&hole)
+        .into_iter()
+        .filter(|c| typed.contains(&c.id))
+        .collect()
+}
+
+#[test]
+fn a_servers_answers_are_kept_by_content_and_asked_again_when_a_file_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(&root, "orders.py", ORDERS);
+    // pyright behind a script that notes each start.
+    let bin = tempfile::tempdir().unwrap();
+    let starts = bin.path().join("starts");
+    let real = lsp::find_on_path("pyright-langserver", server_bin().as_os_str()).unwrap();
+    let wrapper = bin.path().join("pyright-langserver");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho start >> '{}'\nexec '{}' \"$@\"\n",
+            starts.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert!(would_ask(&root, cache.path(), bin.path()));
+    let first = cached_rows(&root, cache.path(), bin.path());
+    assert!(first[0].context.text.contains("class Order:"), "{first:#?}");
+    assert_eq!(started(), 1);
+    assert!(
+        !would_ask(&root, cache.path(), bin.path()),
+        "the answer is kept"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    assert!(
+        !would_ask(&root, cache.path(), empty.path()),
+        "no server installed"
+    );
+    // A second session on the unchanged file: the same rows, no server started.
+    let second = cached_rows(&root, cache.path(), bin.path());
+    assert_eq!(second, first);
+    assert_eq!(started(), 1);
+    // The file changed: the server is asked again.
+    write(
+        &root,
+        "orders.py",
+        &ORDERS.replace("cents: int", "cents: float"),
+    );
+    let third = cached_rows(&root, cache.path(), bin.path());
+    assert_eq!(started(), 2);
+    assert!(
+        third[0]
+            .context
+            .text
+            .contains("class Money:\n    cents: float"),
+        "{third:#?}"
+    );
 }

@@ -112,6 +112,8 @@ struct RetrievedOut<'a> {
     /// The best retrieved window's similarity to the query.
     score: Option<f64>,
     jaccard: Option<f64>,
+    /// Which reading built a typed-hole candidate: `tree-sitter` or the language server's name.
+    reader: Option<&'a str>,
     /// Files the context draws on, in prompt order.
     files: Vec<&'a str>,
     default_tokens: Option<usize>,
@@ -190,6 +192,7 @@ impl<'a> ProposalsOut<'a> {
                     cut: seg.and_then(|s| s.cut),
                     score: built.score,
                     jaccard: built.jaccard,
+                    reader: built.reader.as_deref(),
                     files: seg
                         .map(|s| s.text.files())
                         .unwrap_or_default()

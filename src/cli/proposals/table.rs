@@ -120,10 +120,16 @@ pub(super) fn print(opened: &Opened, out: &ProposalsOut) -> Result<()> {
             r.allocated,
             cut_name(r.cut),
             r.score.map_or_else(|| "-".into(), |s| format!("{s:.3}")),
-            escape::controls(
-                &r.why_not
-                    .map_or_else(|| summarize(&files, 3), str::to_string)
-            ),
+            escape::controls(&{
+                let said = r
+                    .why_not
+                    .map_or_else(|| summarize(&files, 3), str::to_string);
+                // A typed hole names the reading that built it.
+                match r.reader {
+                    Some(reader) => format!("{reader}: {said}"),
+                    None => said,
+                }
+            }),
         );
     }
     if let Some(id) = out.procc_pick {

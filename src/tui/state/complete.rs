@@ -21,7 +21,7 @@ pub(super) fn show_cards(state: &mut State, cards: Vec<Card>) {
 pub(super) fn not_completed(state: &State, c: &CandidateRow) -> String {
     let id = state.shown_id(c.id);
     match &c.availability {
-        Availability::Building => format!("candidate {id} is still waiting for the backend"),
+        Availability::Building => format!("candidate {id} is still waiting for {}", c.waits_for()),
         Availability::NotApplicable(why) => format!(
             "candidate {id} does not apply to this hole ({}): nothing to complete",
             why.as_deref().unwrap_or("its context is empty here")

@@ -61,6 +61,12 @@ pub enum Action {
         candidates: Vec<CandidateRow>,
         procc: Procc,
     },
+    /// The typed holes (71, 72) of hole `generation`, once its language server answered or
+    /// the syntax tree was read in its place.
+    Typed {
+        generation: u64,
+        candidates: Vec<CandidateRow>,
+    },
     /// A new order of the candidates from `ranker`, or why it cannot rank.
     Ranked {
         generation: u64,

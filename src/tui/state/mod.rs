@@ -512,6 +512,19 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             }
             vec![]
         }
+        Action::Typed {
+            generation,
+            candidates,
+        } => {
+            if current(state, generation) {
+                for built in candidates {
+                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
+                        *row = built;
+                    }
+                }
+            }
+            vec![]
+        }
         Action::Ranked {
             generation,
             ranker,
@@ -619,9 +632,26 @@ fn analysed_status(state: &State) -> String {
         state.candidates.len(),
         state.ranker.name()
     );
-    match state.candidates.iter().filter(|c| c.building()).count() {
-        0 => ranked,
-        n => format!("{ranked} · asking the backend for {n} retrieved candidates…"),
+    let building = state.candidates.iter().filter(|c| c.building());
+    let (backend, server): (Vec<_>, Vec<_>) =
+        building.partition(|c| c.waits_for() == "the backend");
+    let asking = [
+        (!backend.is_empty()).then(|| {
+            format!(
+                "asking the backend for {} retrieved candidates",
+                backend.len()
+            )
+        }),
+        (!server.is_empty()).then(|| "the language server for the typed holes".to_string()),
+    ];
+    match asking
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" and ")
+    {
+        asked if asked.is_empty() => ranked,
+        asked => format!("{ranked} · {asked}…"),
     }
 }
 

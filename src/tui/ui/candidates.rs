@@ -216,16 +216,19 @@ fn procc_pick(state: &State) -> Option<CandidateId> {
     state.procc.as_ref().and_then(|p| p.pick)
 }
 
-/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick, why
-/// the online ranker put it where it is.
+/// What a wide pane adds after a row: why it does not apply, that it waits, ProCC's pick, which
+/// reading built a typed hole, why the online ranker put it where it is.
 pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
     match &c.availability {
         Availability::NotApplicable(why) => why.clone(),
-        Availability::Building => Some("waiting for the backend".into()),
+        Availability::Building => Some(format!("waiting for {}", c.waits_for())),
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
         Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
+        Availability::Applicable if c.reader.is_some() => {
+            c.reader.as_ref().map(|reader| format!("read by {reader}"))
+        }
         Availability::Applicable if state.ranker == RankerKind::Online && c.score.is_some() => {
             Some(online::reason(state.online.get(&c.id)))
         }
@@ -248,6 +251,7 @@ mod tests {
             score: Some(score),
             retrieval_score: None,
             availability: Availability::Applicable,
+            reader: None,
             prompt: crate::compose::Prompt {
                 segments: vec![],
                 budget: 10,
@@ -288,6 +292,23 @@ mod tests {
         );
         assert_eq!(bar_of(&state, 6.0), "████····");
         assert!(score_unit(state.ranker).starts_with("BM25"));
+    }
+
+    #[test]
+    fn a_typed_hole_row_says_which_reading_built_it() {
+        let state = State::new(Keymap::builtin(), Theme::dark());
+        let typed = CandidateRow {
+            id: CandidateId::TYPED_TYPES,
+            score: None,
+            reader: Some("pyright-langserver".into()),
+            ..scored(0.0)
+        };
+        assert_eq!(
+            note(&state, &typed).as_deref(),
+            Some("read by pyright-langserver")
+        );
+        let not_typed = scored(0.5);
+        assert_eq!(note(&state, &not_typed), None);
     }
 
     #[test]

@@ -59,8 +59,9 @@ fn prompt_title(state: &State) -> String {
             }
             Availability::Building => {
                 return format!(
-                    "candidate {} is waiting for the backend",
-                    state.shown_id(c.id)
+                    "candidate {} is waiting for {}",
+                    state.shown_id(c.id),
+                    c.waits_for()
                 );
             }
             _ => {}

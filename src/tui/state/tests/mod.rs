@@ -181,6 +181,7 @@ fn with_prompt(id: usize, text: &str) -> CandidateRow {
         score: None,
         retrieval_score: None,
         availability: Availability::Applicable,
+        reader: None,
         prompt: Prompt {
             segments: vec![crate::compose::Segment {
                 kind: SegmentKind::Default,
@@ -501,6 +502,48 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
     update(&mut s, Action::Command(Command::Up));
     update(&mut s, Action::Command(Command::Select));
     assert!(s.selected.contains(&CandidateId::nth(69)));
+}
+
+#[test]
+fn typed_holes_a_language_server_answers_fill_their_rows_later() {
+    let mut s = opened();
+    at_hole(&mut s, 4);
+    let analysed = vec![candidate(6), waiting(71), waiting(72)];
+    update(&mut s, analysed_by_rlpg_h(4, analysed));
+    assert!(
+        s.status.contains("the language server for the typed holes")
+            && !s.status.contains("backend"),
+        "{}",
+        s.status
+    );
+    update(&mut s, Action::Command(Command::FocusNext));
+    update(&mut s, Action::Command(Command::Bottom));
+    assert!(ui::prompt::title(&s).contains("waiting for the language server"));
+    let read = |generation| Action::Typed {
+        generation,
+        candidates: vec![
+            CandidateRow {
+                reader: Some("pyright-langserver".into()),
+                ..candidate(71)
+            },
+            CandidateRow {
+                availability: Availability::NotApplicable(None),
+                ..candidate(72)
+            },
+        ],
+    };
+    update(&mut s, read(3));
+    assert!(
+        s.candidate(CandidateId::nth(71)).unwrap().building(),
+        "a stale hole's rows are dropped"
+    );
+    update(&mut s, read(4));
+    let ids: Vec<_> = s.candidates.iter().map(|c| c.id).collect();
+    assert_eq!(ids, [6, 71, 72], "rows keep their places");
+    let types = s.candidate(CandidateId::nth(71)).unwrap();
+    assert!(types.applicable());
+    assert_eq!(types.reader.as_deref(), Some("pyright-langserver"));
+    assert!(!s.candidate(CandidateId::nth(72)).unwrap().applicable());
 }
 
 fn card(candidate: usize) -> Card {
