@@ -27,7 +27,7 @@ use crate::lang::{FileFacts, MethodDecl, Span};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 6;
+const FORMAT_VERSION: u32 = 7;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
