@@ -26,7 +26,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::{RepoIndex, SourceFile, packed_u32};
+use crate::repo::{Cached, RepoIndex, SourceFile, packed_u32};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -138,14 +138,16 @@ impl RepoModel {
     /// is as it was (the build takes seconds on a large repository, most of it the sort);
     /// built and cached otherwise.
     pub fn open(index: &RepoIndex) -> RepoModel {
-        let cache = index.derived_cache("embedded-model", CACHE_VERSION);
-        if let Some(cached) = cache.as_ref().and_then(|c| c.load()) {
-            return cached;
+        let Some(cache) = index.derived_cache("embedded-model", CACHE_VERSION) else {
+            return RepoModel::build(&index.files);
+        };
+        match cache.load::<RepoModel>() {
+            Cached::Current(model) => return model,
+            Cached::Stale(_) | Cached::Missing => {}
+            Cached::Unusable(why) => tracing::warn!("{why}"),
         }
         let built = RepoModel::build(&index.files);
-        if let Some(cache) = cache {
-            cache.store(&built);
-        }
+        cache.store(&built);
         built
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Derived, packed_u32};
+pub use cache::{Cached, Derived, FileChanges, FileTable, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
 pub use scan::{MAX_FILE_BYTES, name_text};
