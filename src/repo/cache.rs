@@ -219,6 +219,11 @@ impl FileTable {
         self.0.len()
     }
 
+    /// Every file's path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(path, _)| path.as_str())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -75,59 +75,14 @@ pub type SharedSearch = Arc<OnceLock<SearchIndex>>;
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::context::HoleRequest;
     use crate::context::fidelity::Fidelity;
     use crate::context::perspectives::{around_hole, repocoder_query};
     use crate::context::windows::Similarity;
-    use crate::dirs::Dirs;
     use crate::hole::{Hole, HoleColumn, sample_holes};
-    use crate::sample::Sample;
+    use crate::repo::testing::{edited, in_memory as index, java_sample};
     use crate::token::TokenizerKind;
-
-    /// The Java sample's files as (path, text), in the index's order.
-    fn sample_sources() -> Vec<(String, String)> {
-        let data = tempfile::tempdir().unwrap();
-        let dirs = Dirs {
-            data: Some(data.path().to_path_buf()),
-            config: None,
-            cache: None,
-            state: None,
-        };
-        let root = Sample::Java.materialize(&dirs).unwrap();
-        let index = RepoIndex::open(&root, None).unwrap();
-        (index.files.iter())
-            .map(|f| (f.path.clone(), f.text.clone()))
-            .collect()
-    }
-
-    /// The sample after a one-line edit of one file, a rewrite of another, a file removed and
-    /// two added (one a near copy, whose windows the index already holds, one new).
-    fn edited(sources: &[(String, String)]) -> Vec<(String, String)> {
-        let mut after = sources.to_vec();
-        let (path, text) = after[3].clone();
-        let mut lines: Vec<&str> = text.lines().collect();
-        lines.insert(lines.len() / 2, "        int edited = 1;");
-        after[3] = (path, lines.join("\n") + "\n");
-        after[5].1 = after[5]
-            .1
-            .replace("order", "purchase")
-            .replace("Order", "Purchase");
-        after.remove(7);
-        let copy = sources[4].1.replace("return", "return /* copied */");
-        let (dir, _) = sources[1].0.rsplit_once('/').unwrap();
-        after.insert(2, (format!("{dir}/Aaa.java"), copy));
-        let last = sources.last().unwrap().0.rsplit_once('/').unwrap().0;
-        let new = "class Zzz {\n    int tax(int rate) {\n        return rate * 2;\n    }\n}\n";
-        after.push((format!("{last}/Zzz.java"), new.to_string()));
-        after
-    }
-
-    fn index(sources: &[(String, String)]) -> RepoIndex {
-        RepoIndex::from_sources(Path::new("/nonexistent/sample"), sources.to_vec())
-    }
 
     /// What each index answers for `hole`: BM25's files, and every window search's hits (their
     /// places and exact scores) under both profiles, with the best hit's term Jaccard.
@@ -163,7 +118,7 @@ mod tests {
 
     #[test]
     fn indexes_updated_file_by_file_answer_as_ones_built_afresh() {
-        let sources = sample_sources();
+        let sources = java_sample();
         let (before, after) = (index(&sources), index(&edited(&sources)));
         let mut updated = SearchIndex::build(&before);
         updated.update(&after);
