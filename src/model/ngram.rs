@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -205,15 +205,18 @@ impl RepoModel {
                 }
             }
         }
-        let mut unseen: Vec<&str> = Vec::new();
+        // Distinct first, then sorted: a fresh build meets every token of the repository here.
+        let mut unseen: FxHashSet<&str> = FxHashSet::default();
         for &token in fresh.iter().flatten() {
             match self.vocab.get(token) {
                 Some(id) => count[id as usize] += 1,
-                None => unseen.push(token),
+                None => {
+                    unseen.insert(token);
+                }
             }
         }
+        let mut unseen: Vec<&str> = unseen.into_iter().collect();
         unseen.sort_unstable();
-        unseen.dedup();
         let remaining = (1..self.vocab.strings.len()).filter(|&id| count[id] > 0);
         let mut strings: Vec<Box<str>> = Vec::with_capacity(self.vocab.strings.len());
         let mut renumbered = vec![u32::MAX; self.vocab.strings.len()];
