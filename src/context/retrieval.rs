@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{HoleRequest, SourcedText};
 use crate::hole::{Hole, HoleWindow};
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex};
+use crate::repo::{FileChanges, FileId, RepoIndex};
 use crate::token::Keep;
 
 /// Lines above and below a usage in an identifier usage window.
@@ -24,13 +24,20 @@ pub fn terms(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Okapi BM25 with the defaults of the `rank-bm25` package RLPG used (k1 1.5, b 0.75, and
-/// negative idf replaced by 0.25 × the mean idf).
+/// negative idf replaced by 0.25 × the mean idf). Documents can be added, dropped and
+/// renumbered ([`Bm25::update`]); what is global (document frequencies, the mean length and
+/// idf) follows, and scores are exactly those of an index built afresh from the same documents.
 #[derive(Serialize, Deserialize)]
 pub struct Bm25 {
-    postings: FxHashMap<String, Vec<(usize, u32)>>,
-    idf: FxHashMap<String, f64>,
-    doc_len: Vec<f64>,
-    mean_len: f64,
+    /// Per term: the documents holding it and how often, in no particular order.
+    postings: FxHashMap<String, Vec<(u32, u32)>>,
+    /// Per document: its number of terms.
+    doc_len: Vec<u32>,
+    /// The sum of `doc_len`, kept exact so that the mean does not depend on the order of
+    /// updates.
+    total_len: u64,
+    /// What a term held by more than half of the documents weighs: 0.25 × the mean idf.
+    floor_idf: f64,
 }
 
 const K1: f64 = 1.5;
@@ -39,52 +46,107 @@ const EPSILON: f64 = 0.25;
 
 impl Bm25 {
     pub fn new<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
-        let mut postings: FxHashMap<String, Vec<(usize, u32)>> = FxHashMap::default();
-        let mut doc_len = Vec::new();
-        for (doc, text) in docs.into_iter().enumerate() {
-            let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
-            for term in terms(text) {
-                *tf.entry(term).or_default() += 1;
+        let mut bm25 = Bm25 {
+            postings: FxHashMap::default(),
+            doc_len: Vec::new(),
+            total_len: 0,
+            floor_idf: 0.0,
+        };
+        for text in docs {
+            bm25.doc_len.push(0);
+            bm25.add(bm25.doc_len.len() - 1, text);
+        }
+        bm25.settle();
+        bm25
+    }
+
+    /// Keep document `old` as document `kept[old]`, or drop it where that is `None`; then make
+    /// room for `count` documents in all and add `added` (document, text) to them. Only the
+    /// kept documents' postings are visited, and only the added texts are read.
+    pub fn update<'a>(
+        &mut self,
+        kept: &[Option<u32>],
+        count: usize,
+        added: impl IntoIterator<Item = (usize, &'a str)>,
+    ) {
+        self.postings.retain(|_, docs| {
+            docs.retain_mut(|(doc, _)| match kept[*doc as usize] {
+                Some(new) => {
+                    *doc = new;
+                    true
+                }
+                None => false,
+            });
+            !docs.is_empty()
+        });
+        let mut doc_len = vec![0; count];
+        for (old, new) in kept.iter().enumerate() {
+            if let Some(new) = new {
+                doc_len[*new as usize] = self.doc_len[old];
             }
-            doc_len.push(tf.values().sum::<u32>() as f64);
-            for (term, n) in tf {
-                postings.entry(term.to_string()).or_default().push((doc, n));
+        }
+        self.doc_len = doc_len;
+        for (doc, text) in added {
+            self.add(doc, text);
+        }
+        self.settle();
+    }
+
+    fn add(&mut self, doc: usize, text: &str) {
+        let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
+        for term in terms(text) {
+            *tf.entry(term).or_default() += 1;
+        }
+        self.doc_len[doc] = tf.values().sum::<u32>();
+        for (term, n) in tf {
+            let docs = match self.postings.get_mut(term) {
+                Some(docs) => docs,
+                None => self.postings.entry(term.to_string()).or_default(),
+            };
+            docs.push((doc as u32, n));
+        }
+    }
+
+    /// The global statistics, once the documents are all there. The mean idf is summed by
+    /// document frequency, so it does not depend on the order the terms were met in.
+    fn settle(&mut self) {
+        self.total_len = self.doc_len.iter().map(|&l| u64::from(l)).sum();
+        let mut terms_by_df: Vec<(usize, usize)> = {
+            let mut counts: FxHashMap<usize, usize> = FxHashMap::default();
+            for docs in self.postings.values() {
+                *counts.entry(docs.len()).or_default() += 1;
             }
-        }
-        let n = doc_len.len() as f64;
-        let mut idf: FxHashMap<String, f64> = postings
-            .iter()
-            .map(|(t, p)| {
-                (
-                    t.clone(),
-                    ((n - p.len() as f64 + 0.5) / (p.len() as f64 + 0.5)).ln(),
-                )
-            })
-            .collect();
-        let mean_idf = idf.values().sum::<f64>() / idf.len().max(1) as f64;
-        for value in idf.values_mut().filter(|v| **v < 0.0) {
-            *value = EPSILON * mean_idf;
-        }
-        let mean_len = doc_len.iter().sum::<f64>() / n.max(1.0);
-        Bm25 {
-            postings,
-            idf,
-            doc_len,
-            mean_len,
-        }
+            counts.into_iter().collect()
+        };
+        terms_by_df.sort_unstable();
+        let idf_sum: f64 = (terms_by_df.iter())
+            .map(|&(df, terms)| terms as f64 * self.raw_idf(df))
+            .sum();
+        self.floor_idf = EPSILON * idf_sum / self.postings.len().max(1) as f64;
+    }
+
+    fn raw_idf(&self, df: usize) -> f64 {
+        let (n, df) = (self.doc_len.len() as f64, df as f64);
+        ((n - df + 0.5) / (df + 0.5)).ln()
     }
 
     /// Every document's score for `query`.
     pub fn scores(&self, query: &str) -> Vec<f64> {
         let mut scores = vec![0.0; self.doc_len.len()];
+        let mean_len = self.total_len as f64 / (self.doc_len.len() as f64).max(1.0);
         for term in terms(query) {
-            let (Some(postings), Some(idf)) = (self.postings.get(term), self.idf.get(term)) else {
+            let Some(postings) = self.postings.get(term) else {
                 continue;
+            };
+            let idf = match self.raw_idf(postings.len()) {
+                idf if idf < 0.0 => self.floor_idf,
+                idf => idf,
             };
             for &(doc, tf) in postings {
                 let tf = f64::from(tf);
-                let norm = K1 * (1.0 - B + B * self.doc_len[doc] / self.mean_len.max(1.0));
-                scores[doc] += idf * tf * (K1 + 1.0) / (tf + norm);
+                let norm =
+                    K1 * (1.0 - B + B * f64::from(self.doc_len[doc as usize]) / mean_len.max(1.0));
+                scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
         scores
@@ -108,6 +170,14 @@ impl Retrieval {
         Retrieval {
             files: Bm25::new(index.files.iter().map(|f| f.text.as_str())),
         }
+    }
+
+    /// Brought up to `index`'s files from the files it was built from: only what `changes`
+    /// says is new or changed is read (see [`Bm25::update`]).
+    pub fn update(&mut self, changes: &FileChanges, index: &RepoIndex) {
+        let added = (changes.derived_again.iter())
+            .map(|&id| (id as usize, index.files[id as usize].text.as_str()));
+        self.files.update(&changes.kept, index.files.len(), added);
     }
 
     /// File-level BM25: whole other files, most similar to the hole window first, until the
@@ -252,6 +322,55 @@ mod tests {
         assert_eq!(
             terms("a.b(c_d, $e1)").collect::<Vec<_>>(),
             ["a", "b", "c_d", "$e1"]
+        );
+    }
+
+    #[test]
+    fn bm25_updated_document_by_document_scores_as_one_built_afresh() {
+        let before = [
+            "order repository save order",
+            "customer name email",
+            "",
+            "order total tax",
+            "misc words here",
+            "customer order id",
+        ];
+        // Document 1 is removed, 3 changed, two are added (one empty); the rest move.
+        let after = [
+            "order repository save order",
+            "brand new document about tax",
+            "",
+            "order total tax rate rate",
+            "misc words here",
+            "",
+            "customer order id",
+        ];
+        let kept = [Some(0), None, Some(2), None, Some(4), Some(6)];
+        let mut updated = Bm25::new(before);
+        updated.update(
+            &kept,
+            after.len(),
+            [(1, after[1]), (3, after[3]), (5, after[5])],
+        );
+        let fresh = Bm25::new(after);
+        let bits = |scores: Vec<f64>| scores.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+        for query in [
+            "order",
+            "customer order tax",
+            "rate words new",
+            "email",
+            "order order id",
+        ] {
+            assert_eq!(
+                bits(updated.scores(query)),
+                bits(fresh.scores(query)),
+                "{query}"
+            );
+        }
+        assert_eq!(updated.floor_idf.to_bits(), fresh.floor_idf.to_bits());
+        assert!(
+            !updated.postings.contains_key("email"),
+            "a term no document holds is gone"
         );
     }
 }

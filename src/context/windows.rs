@@ -19,7 +19,7 @@ use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::terms;
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileId, RepoIndex, SourceFile, listing, packed_u32};
+use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing, packed_u32};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -75,17 +75,26 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// Every window of a repository, indexed by term.
+/// Every window of a repository, indexed by term. Files can come and go
+/// ([`WindowIndex::update`]): a window is tokenized once, when its text first appears, and what
+/// is global (the number of windows, document frequencies, the norms) follows. Searches answer
+/// exactly as an index built afresh from the same files does: ties are broken by the windows'
+/// first places, never by their ids, which depend on the order files came.
 #[derive(Serialize, Deserialize)]
 pub struct WindowIndex {
     /// Per window: every place its text occurs, in file and line order.
     places: Vec<Vec<Window>>,
+    /// Per window: the key of its text (what identical windows share).
+    text_keys: Vec<[u8; 16]>,
+    /// Every term met, by id; a term no window holds any more has no postings.
     vocabulary: FxHashMap<String, u32>,
-    /// Per term id: the windows holding it and how often.
+    /// Per term id: the windows holding it and how often, in no particular order.
     postings: Vec<Vec<(u32, u16)>>,
-    /// Per window: its distinct term ids, sorted (flattened; `term_starts` delimits them).
+    /// Per window: its distinct term ids, in the order the window's text first uses them
+    /// (flattened; `term_starts` delimits them), and how often it uses each.
     #[serde(with = "packed_u32")]
     window_terms: Vec<u32>,
+    window_term_counts: Vec<u16>,
     #[serde(with = "packed_u32")]
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
@@ -99,6 +108,23 @@ pub struct WindowIndex {
     /// RepoCoder's order of the windows and of their places ([`WindowOrder::RepoCoder`]).
     #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
+}
+
+/// The windows' `items` (one per window) of the windows `kept` says to keep, in order.
+fn keep_windows<T>(items: Vec<T>, kept: impl Fn(usize) -> bool) -> Vec<T> {
+    let items = items.into_iter().enumerate();
+    items
+        .filter(|(window, _)| kept(*window))
+        .map(|(_, item)| item)
+        .collect()
+}
+
+/// What identical windows share: the start of their text's hash.
+fn text_key(text: &str) -> [u8; 16] {
+    let hash = blake3::hash(text.as_bytes());
+    hash.as_bytes()[..16]
+        .try_into()
+        .expect("a hash is 32 bytes")
 }
 
 /// Windows as RepoCoder's code lists them.
@@ -116,10 +142,49 @@ impl WindowIndex {
     /// waits for a piece; that job would then wait, on top of the same stack, for the build it
     /// buries (#36).
     pub fn new(index: &RepoIndex) -> WindowIndex {
-        let mut places: Vec<Vec<Window>> = Vec::new();
-        let mut texts: Vec<String> = Vec::new();
-        let mut by_text: FxHashMap<blake3::Hash, usize> = FxHashMap::default();
-        for (file, source) in index.files.iter().enumerate() {
+        let mut built = WindowIndex {
+            places: Vec::new(),
+            text_keys: Vec::new(),
+            vocabulary: FxHashMap::default(),
+            postings: Vec::new(),
+            window_terms: Vec::new(),
+            window_term_counts: Vec::new(),
+            term_starts: vec![0],
+            norms: Vec::new(),
+            token_ids: Vec::new(),
+            token_starts: vec![0],
+            repocoder_order: OnceLock::new(),
+        };
+        built.update(
+            &FileChanges::between(&FileTable::default(), &index.files),
+            index,
+        );
+        built
+    }
+
+    /// Brought up to `index`'s files from the files it was built from: the places of kept
+    /// files move to their new positions, those of changed and removed files go, and the
+    /// windows of changed and added files are cut again; a window whose text is already
+    /// known only gains a place, a window left with none goes, and only windows of new text
+    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says).
+    pub fn update(&mut self, changes: &FileChanges, index: &RepoIndex) {
+        for places in &mut self.places {
+            places.retain_mut(|place| match changes.kept[place.file] {
+                Some(new) => {
+                    place.file = new as FileId;
+                    true
+                }
+                None => false,
+            });
+        }
+        let mut by_text: FxHashMap<[u8; 16], usize> = (self.text_keys.iter().copied())
+            .enumerate()
+            .map(|(id, key)| (key, id))
+            .collect();
+        let known = self.places.len();
+        let mut new_texts: Vec<String> = Vec::new();
+        for &file in &changes.derived_again {
+            let (file, source) = (file as FileId, &index.files[file as usize]);
             if source.text.is_empty() {
                 continue;
             }
@@ -130,62 +195,106 @@ impl WindowIndex {
                     end: end as u32,
                 };
                 let text = lines_text(source, first, end);
-                let next = places.len();
-                let id = *by_text.entry(blake3::hash(text.as_bytes())).or_insert(next);
+                let key = text_key(&text);
+                let next = self.places.len();
+                let id = *by_text.entry(key).or_insert(next);
                 if id == next {
-                    places.push(Vec::new());
-                    texts.push(text);
+                    self.places.push(Vec::new());
+                    self.text_keys.push(key);
+                    new_texts.push(text);
                 }
-                places[id].push(place);
+                let places = &mut self.places[id];
+                let at = places.partition_point(|p| (p.file, p.first) < (file, place.first));
+                places.insert(at, place);
             }
         }
+        self.drop_windows_without_places(known);
         let token_sets: Vec<Vec<u32>> = if crate::pool::on_pool_thread() {
             let mut tokens = CodexTokens::default();
-            texts.iter().map(|text| tokens.distinct(text)).collect()
+            new_texts.iter().map(|text| tokens.distinct(text)).collect()
         } else {
-            texts
+            new_texts
                 .par_iter()
                 .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
                 .collect()
         };
-        let mut built = WindowIndex {
-            places,
-            vocabulary: FxHashMap::default(),
-            postings: Vec::new(),
-            window_terms: Vec::new(),
-            term_starts: vec![0],
-            norms: Vec::new(),
-            token_ids: Vec::new(),
-            token_starts: vec![0],
-            repocoder_order: OnceLock::new(),
-        };
-        for (text, ids) in texts.iter().zip(token_sets) {
-            built.add_terms(text);
-            built.token_ids.extend(ids);
-            built.token_starts.push(built.token_ids.len() as u32);
+        for (text, ids) in new_texts.iter().zip(token_sets) {
+            self.add_terms(text);
+            self.token_ids.extend(ids);
+            self.token_starts.push(self.token_ids.len() as u32);
         }
-        built.norms = built.compute_norms();
-        built
+        self.norms = self.compute_norms();
+        self.repocoder_order = OnceLock::new();
+    }
+
+    /// Drop the windows among the first `known` that have no place left, renumbering the rest
+    /// (those from `known` on have places and no terms yet: they keep their order after
+    /// the known ones).
+    fn drop_windows_without_places(&mut self, known: usize) {
+        let mut renumbered: Vec<Option<u32>> = Vec::with_capacity(known);
+        let mut next = 0u32;
+        for places in &self.places[..known] {
+            renumbered.push((!places.is_empty()).then(|| {
+                next += 1;
+                next - 1
+            }));
+        }
+        if renumbered.iter().all(Option::is_some) {
+            return;
+        }
+        for postings in &mut self.postings {
+            postings.retain_mut(|(window, _)| match renumbered[*window as usize] {
+                Some(new) => {
+                    *window = new;
+                    true
+                }
+                None => false,
+            });
+        }
+        let (mut terms, mut counts, mut term_starts) = (Vec::new(), Vec::new(), vec![0]);
+        let (mut tokens, mut token_starts) = (Vec::new(), vec![0]);
+        for window in (0..known).filter(|&w| renumbered[w].is_some()) {
+            let term_range =
+                self.term_starts[window] as usize..self.term_starts[window + 1] as usize;
+            terms.extend_from_slice(&self.window_terms[term_range.clone()]);
+            counts.extend_from_slice(&self.window_term_counts[term_range]);
+            term_starts.push(terms.len() as u32);
+            tokens.extend_from_slice(self.window_token_ids(window));
+            token_starts.push(tokens.len() as u32);
+        }
+        (self.window_terms, self.window_term_counts, self.term_starts) =
+            (terms, counts, term_starts);
+        (self.token_ids, self.token_starts) = (tokens, token_starts);
+        let kept = |window: usize| window >= known || renumbered[window].is_some();
+        self.places = keep_windows(std::mem::take(&mut self.places), kept);
+        self.text_keys = keep_windows(std::mem::take(&mut self.text_keys), kept);
     }
 
     fn add_terms(&mut self, text: &str) {
         let id = (self.term_starts.len() - 1) as u32;
         let mut tf: FxHashMap<u32, u16> = FxHashMap::default();
+        let mut in_order: Vec<u32> = Vec::new();
         for term in terms(text) {
-            let next = self.vocabulary.len() as u32;
-            let term = *self.vocabulary.entry(term.to_string()).or_insert(next);
-            if term as usize == self.postings.len() {
-                self.postings.push(Vec::new());
-            }
-            let n = tf.entry(term).or_default();
+            let term = match self.vocabulary.get(term) {
+                Some(&term) => term,
+                None => {
+                    let next = self.vocabulary.len() as u32;
+                    self.vocabulary.insert(term.to_string(), next);
+                    self.postings.push(Vec::new());
+                    next
+                }
+            };
+            let n = tf.entry(term).or_insert_with(|| {
+                in_order.push(term);
+                0
+            });
             *n = n.saturating_add(1);
         }
-        let mut ids: Vec<u32> = tf.keys().copied().collect();
-        ids.sort_unstable();
-        for &term in &ids {
+        for &term in &in_order {
             self.postings[term as usize].push((id, tf[&term]));
+            self.window_term_counts.push(tf[&term]);
         }
-        self.window_terms.extend(ids);
+        self.window_terms.extend(in_order);
         self.term_starts.push(self.window_terms.len() as u32);
     }
 
@@ -195,16 +304,26 @@ impl WindowIndex {
         ((n + 1.0) / (df + 1.0)).ln() + 1.0
     }
 
+    /// Every window's norm, each summed over its terms in the order its text uses them (so it
+    /// is the same however the index came about).
     fn compute_norms(&self) -> Vec<f32> {
-        let mut squares = vec![0.0f32; self.len()];
-        for term in 0..self.postings.len() as u32 {
-            let idf = self.idf(term);
-            for &(w, tf) in &self.postings[term as usize] {
-                let weight = tf_weight(tf) * idf;
-                squares[w as usize] += weight * weight;
-            }
-        }
-        squares.into_iter().map(f32::sqrt).collect()
+        let idf: Vec<f32> = (0..self.postings.len() as u32)
+            .map(|t| self.idf(t))
+            .collect();
+        (0..self.len())
+            .map(|window| {
+                let range =
+                    self.term_starts[window] as usize..self.term_starts[window + 1] as usize;
+                let terms = self.window_terms[range.clone()].iter();
+                let squares = terms
+                    .zip(&self.window_term_counts[range])
+                    .map(|(&term, &tf)| {
+                        let weight = tf_weight(tf) * idf[term as usize];
+                        weight * weight
+                    });
+                squares.fold(0.0f32, |sum, square| sum + square).sqrt()
+            })
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -218,6 +337,13 @@ impl WindowIndex {
     /// The first place window `id` occurs.
     pub fn window(&self, id: usize) -> Window {
         self.places[id][0]
+    }
+
+    /// Where window `id` first occurs, as (file, line): windows are in this order in a fresh
+    /// index, and ties are broken in it.
+    fn first_place(&self, id: usize) -> (FileId, u32) {
+        let place = self.places[id][0];
+        (place.file, place.first)
     }
 
     /// Every place window `id` occurs, in file and line order.
@@ -235,7 +361,7 @@ impl WindowIndex {
         similarity: Similarity,
     ) -> Vec<Hit> {
         self.search_ordered(index, hole, query, similarity, |a, b| {
-            a.window.cmp(&b.window)
+            self.first_place(a.window).cmp(&self.first_place(b.window))
         })
     }
 
@@ -307,7 +433,7 @@ impl WindowIndex {
                 })
                 .collect();
             let mut windows: Vec<usize> = (0..places.len()).collect();
-            windows.sort_by_key(|&w| key(&places[w][0]));
+            windows.sort_by_key(|&w| (key(&places[w][0]), self.first_place(w)));
             let mut rank = vec![0; places.len()];
             for (position, w) in windows.into_iter().enumerate() {
                 rank[w] = position;
@@ -316,23 +442,29 @@ impl WindowIndex {
         })
     }
 
-    /// The query's distinct terms: known ones by id with their count, and how many distinct
-    /// terms the repository never saw.
+    /// The query's distinct terms: those some window holds by id with their count, in the
+    /// order the query first uses them (so that sums over them do not depend on term ids), and
+    /// how many distinct terms no window holds.
     fn query_terms(&self, query: &str) -> QueryTerms {
-        let mut known: FxHashMap<u32, u16> = FxHashMap::default();
+        let mut known: Vec<(u32, u16)> = Vec::new();
+        let mut position: FxHashMap<u32, usize> = FxHashMap::default();
         let mut unknown: Vec<&str> = Vec::new();
         for term in terms(query) {
-            match self.vocabulary.get(term) {
-                Some(&id) => {
-                    let n = known.entry(id).or_default();
-                    *n = n.saturating_add(1);
+            let held = self.vocabulary.get(term).copied();
+            match held.filter(|&id| !self.postings[id as usize].is_empty()) {
+                Some(id) => {
+                    let at = *position.entry(id).or_insert_with(|| {
+                        known.push((id, 0));
+                        known.len() - 1
+                    });
+                    known[at].1 = known[at].1.saturating_add(1);
                 }
                 None if !unknown.contains(&term) => unknown.push(term),
                 None => {}
             }
         }
         QueryTerms {
-            known: known.into_iter().collect(),
+            known,
             unknown: unknown.len(),
         }
     }
@@ -399,11 +531,7 @@ impl WindowIndex {
     pub fn jaccard_with(&self, window: usize, text: &str) -> f64 {
         let query = self.query_terms(text);
         let ids = self.window_term_ids(window);
-        let shared = query
-            .known
-            .iter()
-            .filter(|(t, _)| ids.binary_search(t).is_ok())
-            .count();
+        let shared = query.known.iter().filter(|(t, _)| ids.contains(t)).count();
         let union = query.known.len() + query.unknown + ids.len() - shared;
         if union == 0 {
             0.0

@@ -19,14 +19,14 @@ use async_trait::async_trait;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::{RepoIndex, SourceFile, packed_u32};
+use crate::repo::{Cached, FileChanges, FileTable, RepoIndex, SourceFile, packed_u32};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -39,7 +39,7 @@ const PROMPT_WEIGHT: f64 = 2.0;
 const BOUNDARY: u32 = 0;
 /// The statistics' format in their cache beside the repository index: bumped whenever what
 /// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in).
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
@@ -69,7 +69,9 @@ pub fn model_tokens(text: &str) -> Vec<&str> {
     out
 }
 
-/// Token strings and their ids. Id 0 is the file boundary.
+/// Token strings and their ids: id 0 is the file boundary, the others follow the strings'
+/// order, so that the ids of a repository's tokens do not depend on the order its files came in
+/// and a token gained or lost leaves the others in order ([`RepoModel::update`]).
 #[derive(Default)]
 struct Vocabulary {
     ids: FxHashMap<Box<str>, u32>,
@@ -77,20 +79,13 @@ struct Vocabulary {
 }
 
 impl Vocabulary {
-    fn new() -> Self {
-        let mut v = Vocabulary::default();
-        v.strings.push("".into());
-        v
-    }
-
-    fn intern(&mut self, token: &str) -> u32 {
-        if let Some(&id) = self.ids.get(token) {
-            return id;
-        }
-        let id = self.strings.len() as u32;
-        self.strings.push(token.into());
-        self.ids.insert(token.into(), id);
-        id
+    /// The vocabulary of `tokens`, sorted and without repeats.
+    fn of_sorted(tokens: Vec<Box<str>>) -> Self {
+        let strings: Vec<Box<str>> = std::iter::once("".into()).chain(tokens).collect();
+        let ids = (strings.iter().enumerate().skip(1))
+            .map(|(id, s)| (s.clone(), id as u32))
+            .collect();
+        Vocabulary { ids, strings }
     }
 
     fn get(&self, token: &str) -> Option<u32> {
@@ -107,23 +102,29 @@ impl Serialize for Vocabulary {
 
 impl<'de> Deserialize<'de> for Vocabulary {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let strings = Vec::<Box<str>>::deserialize(deserializer)?;
-        let ids = (strings.iter().enumerate().skip(1))
-            .map(|(id, s)| (s.clone(), id as u32))
-            .collect();
-        Ok(Vocabulary { ids, strings })
+        let mut strings = Vec::<Box<str>>::deserialize(deserializer)?;
+        let sorted = strings.first().is_some_and(|s| s.is_empty())
+            && strings[1..].windows(2).all(|w| w[0] < w[1]);
+        if !sorted {
+            return Err(serde::de::Error::custom("a vocabulary out of order"));
+        }
+        strings.remove(0);
+        Ok(Vocabulary::of_sorted(strings))
     }
 }
 
-/// Repository statistics: every file's tokens in one stream and a suffix array over it.
+/// Repository statistics: every file's tokens in one stream and a suffix array over it. Files
+/// can come and go ([`RepoModel::update`]); the statistics are then exactly those built afresh.
 #[derive(Serialize, Deserialize)]
 pub struct RepoModel {
+    /// The files the statistics were built from, in the index's order.
+    built_from: FileTable,
     vocab: Vocabulary,
     /// All files' tokens, each file followed by `BOUNDARY`.
     #[serde(with = "packed_u32")]
     stream: Vec<u32>,
     /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
-    /// before `p` read backwards.
+    /// before `p` read backwards, then by position ([`context_order`]).
     #[serde(with = "packed_u32")]
     by_context: Vec<u32>,
     /// Each file's range in the stream, by repository path.
@@ -131,61 +132,179 @@ pub struct RepoModel {
     /// How often each token occurs, for the last resort.
     #[serde(with = "packed_u32")]
     unigram: Vec<u32>,
+    /// Per token: where it first occurs among the repository's tokens, by rank. Equal scores
+    /// go to the token met first, as they did when ids were given in that order.
+    #[serde(with = "packed_u32")]
+    first_met: Vec<u32>,
 }
 
 impl RepoModel {
-    /// The statistics of `index`, from the cache beside the repository index while every file
-    /// is as it was (the build takes seconds on a large repository, most of it the sort);
-    /// built and cached otherwise.
+    /// The statistics of `index`, from the cache beside the repository index (the build takes
+    /// seconds on a large repository, most of it the sort): as they are while every file is as
+    /// it was, updated for the files that changed, were added or removed otherwise, and kept
+    /// for the next run. A cache that cannot be trusted is rebuilt, with one line in the log.
     pub fn open(index: &RepoIndex) -> RepoModel {
-        let cache = index.derived_cache("embedded-model", CACHE_VERSION);
-        if let Some(cached) = cache.as_ref().and_then(|c| c.load()) {
-            return cached;
-        }
-        let built = RepoModel::build(&index.files);
-        if let Some(cache) = cache {
-            cache.store(&built);
-        }
-        built
+        let Some(cache) = index.derived_cache("embedded-model", CACHE_VERSION) else {
+            return RepoModel::build(&index.files);
+        };
+        let model = match cache.load::<RepoModel>() {
+            Cached::Current(model) => return model,
+            Cached::Stale(mut model) => {
+                model.update(&index.files);
+                model
+            }
+            Cached::Missing => RepoModel::build(&index.files),
+            Cached::Unusable(why) => {
+                tracing::warn!("{why}");
+                RepoModel::build(&index.files)
+            }
+        };
+        cache.store(&model);
+        model
     }
 
     /// Build from a repository's files (a few seconds for a large repository): sorted on the
     /// CPU pool, or by the caller alone where it is a thread of the pool, which must not take
     /// up other jobs while it waits for a piece: jobs of the pool may wait for these statistics.
     pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
-        let mut vocab = Vocabulary::new();
-        let mut stream = vec![BOUNDARY];
-        let mut files = FxHashMap::default();
-        for file in files_of_repo {
+        let mut model = RepoModel {
+            built_from: FileTable::default(),
+            vocab: Vocabulary::of_sorted(Vec::new()),
+            stream: vec![BOUNDARY],
+            by_context: Vec::new(),
+            files: FxHashMap::default(),
+            unigram: vec![1],
+            first_met: vec![0],
+        };
+        model.update(files_of_repo);
+        model
+    }
+
+    /// Brought up to `files` from the files the statistics were built from: only the files
+    /// that changed or were added are tokenized and only their positions sorted, then merged
+    /// into the suffix array, whose other positions keep their order (token ids follow the
+    /// tokens' strings, so a token gained or lost leaves the others' order alone).
+    pub fn update(&mut self, files: &[SourceFile]) {
+        let changes = FileChanges::between(&self.built_from, files);
+        let tokens_of = |&id: &u32| model_tokens(&files[id as usize].text);
+        let fresh: Vec<Vec<&str>> = if crate::pool::on_pool_thread() {
+            changes.derived_again.iter().map(tokens_of).collect()
+        } else {
+            changes.derived_again.par_iter().map(tokens_of).collect()
+        };
+        let old_ranges: Vec<Range<u32>> = (self.built_from.paths())
+            .map(|path| self.files[path].clone())
+            .collect();
+
+        // Which tokens remain, and the vocabulary they make.
+        let mut count = self.unigram.clone();
+        for (range, kept) in old_ranges.iter().zip(&changes.kept) {
+            if kept.is_none() {
+                for &t in &self.stream[range.start as usize..range.end as usize] {
+                    count[t as usize] -= 1;
+                }
+            }
+        }
+        // Distinct first, then sorted: a fresh build meets every token of the repository here.
+        let mut unseen: FxHashSet<&str> = FxHashSet::default();
+        for &token in fresh.iter().flatten() {
+            match self.vocab.get(token) {
+                Some(id) => count[id as usize] += 1,
+                None => {
+                    unseen.insert(token);
+                }
+            }
+        }
+        let mut unseen: Vec<&str> = unseen.into_iter().collect();
+        unseen.sort_unstable();
+        let remaining = (1..self.vocab.strings.len()).filter(|&id| count[id] > 0);
+        let mut strings: Vec<Box<str>> = Vec::with_capacity(self.vocab.strings.len());
+        let mut renumbered = vec![u32::MAX; self.vocab.strings.len()];
+        renumbered[BOUNDARY as usize] = BOUNDARY;
+        let mut unseen = unseen.into_iter().peekable();
+        for id in remaining {
+            let old = &self.vocab.strings[id];
+            while let Some(new) = unseen.next_if(|new| *new < &**old) {
+                strings.push(new.into());
+            }
+            renumbered[id] = strings.len() as u32 + 1;
+            strings.push(old.clone());
+        }
+        strings.extend(unseen.map(Box::from));
+        let vocab = Vocabulary::of_sorted(strings);
+
+        // The new stream, in the files' order; where each kept position went.
+        let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
+        for (old, kept) in changes.kept.iter().enumerate() {
+            if let Some(new) = kept {
+                kept_from[*new as usize] = Some(old);
+            }
+        }
+        let mut fresh = changes.derived_again.iter().zip(fresh).peekable();
+        let mut moved = vec![u32::MAX; self.stream.len()];
+        let mut stream = Vec::with_capacity(self.stream.len());
+        stream.push(BOUNDARY);
+        let mut ranges = FxHashMap::default();
+        let mut fresh_positions: Vec<u32> = Vec::new();
+        for (id, file) in files.iter().enumerate() {
             let start = stream.len() as u32;
-            stream.extend(
-                model_tokens(&file.text)
-                    .into_iter()
-                    .map(|t| vocab.intern(t)),
-            );
-            files.insert(file.path.clone(), start..stream.len() as u32);
+            if let Some(old) = kept_from[id] {
+                let range = old_ranges[old].clone();
+                for p in range {
+                    moved[p as usize] = stream.len() as u32;
+                    stream.push(renumbered[self.stream[p as usize] as usize]);
+                }
+            } else {
+                let (_, tokens) = fresh.next().expect("every file is kept or derived again");
+                for token in tokens {
+                    let id = vocab.get(token).expect("every token is in the vocabulary");
+                    fresh_positions.push(stream.len() as u32);
+                    stream.push(id);
+                }
+            }
+            ranges.insert(file.path.clone(), start..stream.len() as u32);
             stream.push(BOUNDARY);
         }
+
+        // Kept positions keep their order (their contexts' ids kept theirs, positions too);
+        // the fresh ones are sorted and merged in.
+        let order = |&a: &u32, &b: &u32| context_order(&stream, a, b);
+        if crate::pool::on_pool_thread() {
+            fresh_positions.sort_unstable_by(order);
+        } else {
+            fresh_positions.par_sort_unstable_by(order);
+        }
+        let kept = self.by_context.iter().map(|&p| moved[p as usize]);
+        let kept: Vec<u32> = kept.filter(|&p| p != u32::MAX).collect();
+        let mut by_context = Vec::with_capacity(kept.len() + fresh_positions.len());
+        let mut rest = &kept[..];
+        for p in fresh_positions {
+            let at = rest.partition_point(|q| order(q, &p).is_lt());
+            by_context.extend_from_slice(&rest[..at]);
+            by_context.push(p);
+            rest = &rest[at..];
+        }
+        by_context.extend_from_slice(rest);
+
         let mut unigram = vec![0u32; vocab.strings.len()];
+        let mut first_met = vec![u32::MAX; vocab.strings.len()];
+        let mut met = 0;
         for &t in &stream {
             unigram[t as usize] += 1;
+            if first_met[t as usize] == u32::MAX {
+                first_met[t as usize] = met;
+                met += 1;
+            }
         }
-        let mut by_context: Vec<u32> = (1..stream.len() as u32)
-            .filter(|&p| stream[p as usize] != BOUNDARY)
-            .collect();
-        let order = |&a: &u32, &b: &u32| backward(&stream, a).cmp(backward(&stream, b));
-        if crate::pool::on_pool_thread() {
-            by_context.sort_unstable_by(order);
-        } else {
-            by_context.par_sort_unstable_by(order);
-        }
-        RepoModel {
+        *self = RepoModel {
+            built_from: FileTable::of(files),
             vocab,
             stream,
             by_context,
-            files,
+            files: ranges,
             unigram,
-        }
+            first_met,
+        };
     }
 
     /// The longest suffix of `context` found in the repository outside `exclude`, with the
@@ -251,6 +370,12 @@ impl RepoModel {
 
 /// Marks a prompt token the repository never saw.
 const NOT_IN_REPO: u32 = u32::MAX;
+
+/// The suffix array's order: by the tokens before each position read backwards, then by
+/// position, so that it is one order however the statistics came about.
+fn context_order(stream: &[u32], a: u32, b: u32) -> std::cmp::Ordering {
+    backward(stream, a).cmp(backward(stream, b)).then(a.cmp(&b))
+}
 
 /// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
 fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
@@ -320,6 +445,16 @@ impl<'a> Sequence<'a> {
         self.ids.push(id);
     }
 
+    /// Scored tokens' order: best first; of equal scores, the token the repository met first,
+    /// then the prompt's own tokens in the order the prompt brought them.
+    fn by_score(&self, a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
+        let met = |id: u32| match id {
+            LOCAL_BASE.. => (1, id),
+            _ => (0, self.repo.first_met[id as usize]),
+        };
+        b.1.total_cmp(&a.1).then(met(a.0).cmp(&met(b.0)))
+    }
+
     /// Ids as the repository sees them (local tokens are unknown there).
     fn repo_view(&self, k: usize) -> Vec<u32> {
         let start = self.ids.len().saturating_sub(k);
@@ -375,7 +510,7 @@ impl<'a> Sequence<'a> {
             let fits = |&(id, _): &(u32, f64)| prefix.is_none_or(|p| self.text(id).starts_with(p));
             let mut kept: Vec<(u32, f64)> = scores.into_iter().filter(fits).collect();
             if !kept.is_empty() {
-                kept.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                kept.sort_by(|a, b| self.by_score(a, b));
                 return kept;
             }
             if lp.max(lr) == 0 {
@@ -416,7 +551,7 @@ impl<'a> Sequence<'a> {
             }
         }
         let mut out: Vec<(u32, f64)> = found.into_iter().collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(|a, b| self.by_score(a, b));
         out
     }
 }
@@ -613,6 +748,60 @@ impl Backend for EmbeddedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::testing::{edited, in_memory, java_sample};
+
+    /// Everything the statistics hold, to compare two of them exactly.
+    fn parts(model: &RepoModel) -> String {
+        let mut files: Vec<_> = model
+            .files
+            .iter()
+            .map(|(p, r)| (p, r.start, r.end))
+            .collect();
+        files.sort();
+        format!(
+            "{:?}",
+            (
+                &model.built_from,
+                &model.vocab.strings,
+                &model.stream,
+                &model.by_context,
+                files,
+                &model.unigram,
+                &model.first_met,
+            )
+        )
+    }
+
+    #[test]
+    fn statistics_updated_file_by_file_are_those_built_afresh() {
+        let sources = java_sample();
+        let (before, after) = (in_memory(&sources), in_memory(&edited(&sources)));
+        let mut updated = RepoModel::build(&before.files);
+        updated.update(&after.files);
+        let fresh = RepoModel::build(&after.files);
+        assert_eq!(parts(&updated), parts(&fresh));
+        // Completions read the same statistics, so they are the same.
+        let model = |repo| EmbeddedModel::with(None, OnceLock::from(repo));
+        let (updated, fresh) = (model(updated), model(fresh));
+        for file in after.files.iter().step_by(3) {
+            let prompt = &file.text[..file.text.len() / 2];
+            let request = CompletionRequest {
+                prompt: prompt.to_string(),
+                suffix: None,
+                max_tokens: 24,
+                temperature: 0.0,
+                seed: None,
+                stop: vec!["\n".into()],
+                n: 1,
+                current_file: Some(file.path.clone()),
+                instruction: false,
+            };
+            assert_eq!(updated.generate(&request, 0), fresh.generate(&request, 0));
+        }
+        let mut back = RepoModel::build(&after.files);
+        back.update(&before.files);
+        assert_eq!(parts(&back), parts(&RepoModel::build(&before.files)));
+    }
 
     #[test]
     fn spaces_glue_to_the_next_token_but_indentation_stands_alone() {

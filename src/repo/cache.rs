@@ -5,12 +5,14 @@
 //! its checksum or does not decode is reported and rebuilt; a cache that cannot be written is
 //! reported and the index simply stays in memory.
 //!
-//! What is costly to derive from every file (the sliding-window database, the embedded model's
+//! What is costly to derive from every file (the search indexes, the embedded model's
 //! statistics) is cached beside it as a [`Derived`] file, `<hash of root path>.<name>.bin`,
-//! keyed by every file's path and content hash: any changed, added or removed file, or a new
-//! format of the derived state, makes it stale and it is built again. Answers about one place
-//! (a language server's at a hole) are kept one file each under a key of what they depend on
-//! ([`Keyed`]).
+//! keyed by its format and by every file's path and content hash. State of the same format
+//! derived from other files is stale: its owner updates it file by file ([`FileChanges`]:
+//! only what a changed, added or removed file contributed is derived again). State of another
+//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. Answers
+//! about one place (a language server's at a hole) are kept one file each under a key of what
+//! they depend on ([`Keyed`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -119,17 +121,35 @@ impl Cache {
 /// documentation).
 pub struct Derived {
     path: PathBuf,
-    /// Names what it was derived from: the derived state's format and every file.
-    key: [u8; 32],
+    /// Names the derived state's kind and format: state of another format is never decoded.
+    format: [u8; 32],
+    /// Names what it was derived from: every file's path and content.
+    files_key: [u8; 32],
+}
+
+/// What a [`Derived`] cache holds for the files it was asked about.
+#[derive(Debug, PartialEq)]
+pub enum Cached<T> {
+    /// State derived from exactly these files.
+    Current(T),
+    /// State derived from other files or contents, in this format: to be updated file by file
+    /// ([`FileChanges`]).
+    Stale(T),
+    /// Nothing yet.
+    Missing,
+    /// A cache that cannot be trusted (another format, torn, corrupt), with the one line that
+    /// says so; the state is built afresh.
+    Unusable(String),
 }
 
 impl Derived {
     /// The cache of state `name` (format `version`) derived from `files`, beside the index's
     /// cache file `index_file`.
     pub fn beside(index_file: &Path, name: &str, version: u32, files: &[SourceFile]) -> Self {
+        let mut format = blake3::Hasher::new();
+        format.update(name.as_bytes());
+        format.update(&version.to_le_bytes());
         let mut key = blake3::Hasher::new();
-        key.update(name.as_bytes());
-        key.update(&version.to_le_bytes());
         for file in files {
             key.update(&(file.path.len() as u64).to_le_bytes());
             key.update(file.path.as_bytes());
@@ -137,35 +157,48 @@ impl Derived {
         }
         Derived {
             path: index_file.with_extension(format!("{name}.bin")),
-            key: *key.finalize().as_bytes(),
+            format: *format.finalize().as_bytes(),
+            files_key: *key.finalize().as_bytes(),
         }
     }
 
-    /// The cached state, if there is one for these files; a cache that cannot be read or
-    /// fails its checksum is logged and left to be rebuilt.
-    pub fn load<T: DeserializeOwned>(&self) -> Option<T> {
-        let bytes = match read_bounded(&self.path) {
-            Ok(bytes) => bytes?,
-            Err(why) => {
-                tracing::warn!(path = %self.path.display(), %why, "derived cache; rebuilding it");
-                return None;
-            }
+    /// The cached state: current when it was derived from these files, stale when from
+    /// others; a cache of another format, or one that cannot be read, fails its checksum or
+    /// does not decode, is unusable.
+    pub fn load<T: DeserializeOwned>(&self) -> Cached<T> {
+        let unusable = |why: &str| {
+            Cached::Unusable(format!(
+                "cache {}: {why}; rebuilding it",
+                self.path.display()
+            ))
         };
-        let payload = checked(&bytes)
-            .map_err(|why| tracing::warn!(path = %self.path.display(), why, "derived cache"))
-            .ok()?;
-        // The key leads the payload: read it alone first, as stale state may not decode.
-        let (key, rest) = postcard::take_from_bytes::<[u8; 32]>(payload).ok()?;
-        if key != self.key {
-            return None;
+        let bytes = match read_bounded(&self.path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Cached::Missing,
+            Err(why) => return unusable(&why),
+        };
+        let payload = match checked(&bytes) {
+            Ok(payload) => payload,
+            Err(why) => return unusable(why),
+        };
+        // The format leads the payload: read it alone first, as another format may not decode.
+        let Ok((format, rest)) = postcard::take_from_bytes::<[u8; 32]>(payload) else {
+            return unusable("does not decode (corrupt)");
+        };
+        if format != self.format {
+            return unusable("written by another version");
         }
-        postcard::from_bytes(rest).ok()
+        match postcard::from_bytes::<([u8; 32], T)>(rest) {
+            Ok((key, state)) if key == self.files_key => Cached::Current(state),
+            Ok((_, state)) => Cached::Stale(state),
+            Err(_) => unusable("does not decode (corrupt)"),
+        }
     }
 
     /// Keep `state` for the next run; a warning if it cannot be written (it is then rebuilt
     /// next time).
     pub fn store<T: Serialize>(&self, state: &T) {
-        let written = postcard::to_stdvec(&(self.key, state))
+        let written = postcard::to_stdvec(&(self.format, self.files_key, state))
             .map_err(std::io::Error::other)
             .and_then(|bytes| write_checked(&self.path, &bytes));
         if let Err(e) = written {
@@ -222,6 +255,74 @@ impl Keyed {
         if let Err(e) = written {
             tracing::warn!(path = %path.display(), error = %e, "cannot keep an answer");
         }
+    }
+}
+
+/// Which files derived state was built from: each file's path and content hash, in the
+/// index's order (a [`crate::lang::FileId`] is a position here).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileTable(Vec<(String, [u8; 32])>);
+
+impl FileTable {
+    pub fn of(files: &[SourceFile]) -> FileTable {
+        FileTable(files.iter().map(|f| (f.path.clone(), f.hash)).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Every file's path, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(path, _)| path.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// How the files of a repository changed since derived state was built from them: what the
+/// state keeps of an unchanged file moves to the file's new position, what it holds of a
+/// changed or removed file goes, and a changed or added file is derived again.
+#[derive(Debug, PartialEq)]
+pub struct FileChanges {
+    /// Per file the state was built from: its position among today's files, if it is there
+    /// with the same content. Increasing where present: the index lists files in walk order.
+    pub kept: Vec<Option<u32>>,
+    /// Today's files that are new or changed, in order.
+    pub derived_again: Vec<u32>,
+}
+
+impl FileChanges {
+    pub fn between(built_from: &FileTable, files: &[SourceFile]) -> FileChanges {
+        let today: HashMap<(&str, &[u8; 32]), u32> = (files.iter().enumerate())
+            .map(|(id, f)| ((f.path.as_str(), &f.hash), id as u32))
+            .collect();
+        let kept: Vec<Option<u32>> = (built_from.0.iter())
+            .map(|(path, hash)| today.get(&(path.as_str(), hash)).copied())
+            .collect();
+        let mut is_kept = vec![false; files.len()];
+        for &id in kept.iter().flatten() {
+            is_kept[id as usize] = true;
+        }
+        let derived_again = (0..files.len() as u32)
+            .filter(|&id| !is_kept[id as usize])
+            .collect();
+        FileChanges {
+            kept,
+            derived_again,
+        }
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.derived_again.is_empty()
+            && self
+                .kept
+                .iter()
+                .enumerate()
+                .all(|(old, new)| *new == Some(old as u32))
     }
 }
 

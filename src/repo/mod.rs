@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Derived, Keyed, packed_u32};
+pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
 pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
 pub use scan::{MAX_FILE_BYTES, name_text};
@@ -307,4 +307,56 @@ fn parsed(
 ) -> SourceFile {
     let facts = language.extract(&text);
     SourceFile::new(language, rel, text, hash, facts)
+}
+
+/// Repositories held in memory for the tests of what is derived from an index.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+
+    use super::RepoIndex;
+    use crate::dirs::Dirs;
+    use crate::sample::Sample;
+
+    /// The Java sample's files as (path, text), in the index's order.
+    pub(crate) fn java_sample() -> Vec<(String, String)> {
+        let data = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(data.path().to_path_buf()),
+            config: None,
+            cache: None,
+            state: None,
+        };
+        let root = Sample::Java.materialize(&dirs).unwrap();
+        let index = RepoIndex::open(&root, None).unwrap();
+        (index.files.iter())
+            .map(|f| (f.path.clone(), f.text.clone()))
+            .collect()
+    }
+
+    /// The Java sample after a one-line edit of one file, a rewrite of another, a file removed and
+    /// two added (one a near copy, whose windows the index already holds, one new).
+    pub(crate) fn edited(sources: &[(String, String)]) -> Vec<(String, String)> {
+        let mut after = sources.to_vec();
+        let (path, text) = after[3].clone();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.insert(lines.len() / 2, "        int edited = 1;");
+        after[3] = (path, lines.join("\n") + "\n");
+        after[5].1 = after[5]
+            .1
+            .replace("order", "purchase")
+            .replace("Order", "Purchase");
+        after.remove(7);
+        let copy = sources[4].1.replace("return", "return /* copied */");
+        let (dir, _) = sources[1].0.rsplit_once('/').unwrap();
+        after.insert(2, (format!("{dir}/Aaa.java"), copy));
+        let last = sources.last().unwrap().0.rsplit_once('/').unwrap().0;
+        let new = "class Zzz {\n    int tax(int rate) {\n        return rate * 2;\n    }\n}\n";
+        after.push((format!("{last}/Zzz.java"), new.to_string()));
+        after
+    }
+
+    pub(crate) fn in_memory(sources: &[(String, String)]) -> RepoIndex {
+        RepoIndex::from_sources(Path::new("/nonexistent/sample"), sources.to_vec())
+    }
 }

@@ -95,8 +95,27 @@ fn a_changed_file_makes_the_cached_windows_and_model_stale() {
 }
 
 #[test]
-fn derived_state_is_read_back_only_for_the_files_and_format_it_was_built_from() {
-    use keyhole::repo::RepoIndex;
+fn an_edited_and_a_removed_file_update_the_cached_indexes_as_a_fresh_build_would() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("shop");
+    copy_sample(&repo);
+    let repo_arg = repo.to_string_lossy().into_owned();
+    proposals(&repo_arg, scratch.path(), &[]);
+    let edited = repo.join("src/main/java/com/acme/shop/model/Customer.java");
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replacen('{', "{\n    private int edited;", 1)).unwrap();
+    std::fs::remove_file(repo.join("src/main/java/com/acme/shop/util/TextUtil.java")).unwrap();
+    let after = proposals(&repo_arg, scratch.path(), &[]);
+    let uncached = tempfile::tempdir().unwrap();
+    assert_eq!(
+        after,
+        proposals(&repo_arg, uncached.path(), &["--no-cache"])
+    );
+}
+
+#[test]
+fn derived_state_is_current_for_its_files_stale_for_others_and_never_trusted_otherwise() {
+    use keyhole::repo::{Cached, RepoIndex};
 
     let repo = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -105,9 +124,24 @@ fn derived_state_is_read_back_only_for_the_files_and_format_it_was_built_from() 
     let open = || RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     let state = vec![String::from("derived"), String::from("state")];
     open().derived_cache("test", 1).unwrap().store(&state);
-    let read = |version| open().derived_cache("test", version)?.load::<Vec<String>>();
-    assert_eq!(read(1), Some(state.clone()));
-    assert_eq!(read(2), None, "another format");
+    let read = |version| {
+        open()
+            .derived_cache("test", version)
+            .unwrap()
+            .load::<Vec<String>>()
+    };
+    assert_eq!(read(1), Cached::Current(state.clone()));
+    let one_line = |cached: Cached<Vec<String>>, why: &str| match cached {
+        Cached::Unusable(line) => {
+            assert!(
+                line.contains(why) && line.ends_with("rebuilding it"),
+                "{line}"
+            );
+            assert!(!line.contains('\n'), "{line}");
+        }
+        other => panic!("{why}: {other:?}"),
+    };
+    one_line(read(2), "written by another version");
     assert!(
         RepoIndex::open(repo.path(), None)
             .unwrap()
@@ -125,12 +159,19 @@ fn derived_state_is_read_back_only_for_the_files_and_format_it_was_built_from() 
         .iter()
         .find(|p| p.to_string_lossy().ends_with(".test.bin"))
         .unwrap();
-    let mut bytes = std::fs::read(derived).unwrap();
-    *bytes.last_mut().unwrap() ^= 0xff;
-    std::fs::write(derived, bytes).unwrap();
-    assert_eq!(file.load::<Vec<String>>(), None, "corrupt");
+    let bytes = std::fs::read(derived).unwrap();
+    let mut flipped = bytes.clone();
+    *flipped.last_mut().unwrap() ^= 0xff;
+    std::fs::write(derived, flipped).unwrap();
+    one_line(file.load(), "checksum mismatch");
+    std::fs::write(derived, &bytes[..bytes.len() / 2]).unwrap();
+    one_line(file.load(), "checksum mismatch");
+    std::fs::write(derived, &bytes[..20]).unwrap();
+    one_line(file.load(), "truncated");
 
     file.store(&state);
     write("class A { int changed; }");
-    assert_eq!(read(1), None, "a changed file");
+    assert_eq!(read(1), Cached::Stale(state), "a changed file");
+    std::fs::remove_file(derived).unwrap();
+    assert_eq!(read(1), Cached::Missing);
 }
