@@ -9,6 +9,7 @@
 //! its prompt. The batch runs on a thread of its own so the async runtime keeps serving the
 //! UI; dropping a request's future sets a flag that the batch checks between tokens.
 
+mod attention;
 mod batch;
 #[cfg(test)]
 mod fixture;
