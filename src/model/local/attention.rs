@@ -203,8 +203,16 @@ mod tests {
         head_dim: 20,
     };
 
+    /// A row's random queries and cache.
+    struct Held {
+        queries: Vec<f32>,
+        keys: Vec<f32>,
+        values: Vec<f32>,
+        positions: usize,
+    }
+
     /// Two rows over caches of `positions` and 37 positions, with room for 2,100.
-    fn caches(positions: usize) -> Vec<(Vec<f32>, Vec<f32>, Vec<f32>, usize)> {
+    fn caches(positions: usize) -> Vec<Held> {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let capacity = 2100;
         let mut random = |count: usize, scale: f32| -> Vec<f32> {
@@ -215,26 +223,24 @@ mod tests {
         let size = HEADS.kv_heads * capacity * HEADS.head_dim;
         [positions, 37]
             .into_iter()
-            .map(|held| {
-                (
-                    random(HEADS.heads * HEADS.head_dim, 3.0),
-                    random(size, 1.0),
-                    random(size, 1.0),
-                    held,
-                )
+            .map(|positions| Held {
+                queries: random(HEADS.heads * HEADS.head_dim, 3.0),
+                keys: random(size, 1.0),
+                values: random(size, 1.0),
+                positions,
             })
             .collect()
     }
 
-    fn rows(caches: &[(Vec<f32>, Vec<f32>, Vec<f32>, usize)]) -> Vec<Row<'_>> {
+    fn rows(caches: &[Held]) -> Vec<Row<'_>> {
         caches
             .iter()
-            .map(|(queries, keys, values, positions)| Row {
-                queries,
-                keys,
-                values,
+            .map(|held| Row {
+                queries: &held.queries,
+                keys: &held.keys,
+                values: &held.values,
                 capacity: 2100,
-                positions: *positions,
+                positions: held.positions,
             })
             .collect()
     }

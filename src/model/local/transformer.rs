@@ -1,6 +1,7 @@
 //! The forward pass of the decoder-only transformers keyhole runs: the llama family, Qwen2
 //! (biases on the query, key and value projections) and Qwen3 (each head's queries and keys
-//! normalized), written with candle's tensor operations.
+//! normalized), written with candle's tensor operations, except a generated token's
+//! attention over its cache, which runs by hand on the CPU pool (`attention`).
 //!
 //! Three things candle-transformers' models do not offer are why it is written here: each
 //! weight matrix is multiplied in the representation that is fastest for the rows at hand
