@@ -12,9 +12,13 @@
 //! sequence) over the tokens it wrote beyond the first. Each figure is the median of 3 runs
 //! (`KEYHOLE_BENCH_RUNS`) after one warm-up. `KEYHOLE_BENCH_CHECK=0` skips the check (it
 //! loads the model twice more); `KEYHOLE_BENCH_ONLY=together` times only the requests sent
-//! together.
+//! together; `KEYHOLE_BENCH_ONLY=generation` times only generation after prompts of 100, 1,000
+//! and 3,000 tokens (`KEYHOLE_BENCH_LENGTHS`, comma-separated), from the first streamed token
+//! to the last.
 //! `KEYHOLE_BENCH_SERVER=URL` times a llama.cpp `llama-server` at URL on the same k prompts
-//! (its `/completion`, `cache_prompt` false), for a side-by-side figure.
+//! (its `/completion`, `cache_prompt` false), for a side-by-side figure, and in the generation
+//! mode generates after each same prompt there right after keyhole does (its own `timings`;
+//! both keep the prompt cached between runs, which generation after it does not depend on).
 
 use std::io::{Cursor, Seek};
 use std::path::{Path, PathBuf};
@@ -114,7 +118,12 @@ fn main() {
     );
     println!("load        {:.2} s", load.as_secs_f64());
     let text = java(&backend, &lines, 0, PROMPT_TOKENS);
-    let together_only = std::env::var("KEYHOLE_BENCH_ONLY").as_deref() == Ok("together");
+    let only = std::env::var("KEYHOLE_BENCH_ONLY").ok();
+    if only.as_deref() == Some("generation") {
+        after_prompts(&backend, &runtime, &lines);
+        return;
+    }
+    let together_only = only.as_deref() == Some("together");
     if !together_only {
         one_prompt(&backend, &runtime, &text);
     }
@@ -183,6 +192,96 @@ fn one_prompt(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, text: &
         edit.as_secs_f64(),
         100.0 * edit.as_secs_f64() / prefill.as_secs_f64()
     );
+}
+
+/// Generation speed after prompts of each length: keyhole's from its first streamed token to
+/// its last, and with `KEYHOLE_BENCH_SERVER` llama-server's on the same prompt right after
+/// (its `predicted_per_second`), `KEYHOLE_BENCH_RUNS` runs alternating, medians.
+fn after_prompts(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, lines: &[String]) {
+    let lengths: Vec<usize> = std::env::var("KEYHOLE_BENCH_LENGTHS")
+        .unwrap_or_else(|_| "100,1000,3000".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("KEYHOLE_BENCH_LENGTHS is a list of counts")
+        })
+        .collect();
+    for length in lengths {
+        let text = java(backend, lines, 0, length);
+        let mut own = Vec::new();
+        let mut theirs = Vec::new();
+        // The same prompt every run: only the first reads it, and each generates after it.
+        let prompt = format!("// length {length}\n{text}");
+        let prompt_tokens = backend.model().count_tokens(&prompt).unwrap();
+        for _ in 0..runs() {
+            own.push(generation(backend, runtime, prompt.clone()));
+            #[cfg(feature = "http")]
+            if let Ok(url) = std::env::var("KEYHOLE_BENCH_SERVER") {
+                theirs.push(server_generation(runtime, &url, &prompt));
+            }
+        }
+        let median_rate = |mut rates: Vec<f64>| {
+            rates.sort_by(f64::total_cmp);
+            rates[rates.len() / 2]
+        };
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let load = load.split(' ').next().unwrap_or("?");
+        print!(
+            "after {prompt_tokens:>5}  keyhole {:.1} tokens/s",
+            median_rate(own)
+        );
+        if !theirs.is_empty() {
+            print!(", llama-server {:.1} tokens/s", median_rate(theirs));
+        }
+        println!(" (load {load})");
+    }
+}
+
+/// Tokens a second keyhole generates after `prompt`, from its first streamed token to its
+/// last, greedy and without a stop.
+fn generation(backend: &LocalBackend, runtime: &tokio::runtime::Runtime, prompt: String) -> f64 {
+    let (sender, mut deltas) = tokio::sync::mpsc::unbounded_channel();
+    let request = request(prompt, GENERATED);
+    let (first, text) = runtime.block_on(async {
+        let completing = backend.complete(&request, Some(&sender));
+        tokio::pin!(completing);
+        let mut first = None;
+        loop {
+            tokio::select! {
+                done = &mut completing => break (first, done.unwrap().remove(0).text),
+                Some(delta) = deltas.recv() => {
+                    if first.is_none() && !delta.is_start() {
+                        first = Some(Instant::now());
+                    }
+                }
+            }
+        }
+    });
+    let elapsed = first.expect("a streamed token").elapsed();
+    let tokens = backend.model().count_tokens(&text).unwrap();
+    tokens.saturating_sub(1) as f64 / elapsed.as_secs_f64()
+}
+
+/// Tokens a second llama-server at `url` generates after `prompt` (65, greedy, its prompt
+/// cache off), as its own `timings` say.
+#[cfg(feature = "http")]
+fn server_generation(runtime: &tokio::runtime::Runtime, url: &str, prompt: &str) -> f64 {
+    let body = serde_json::json!({
+        "prompt": prompt,
+        "n_predict": GENERATED,
+        "temperature": 0.0,
+        "ignore_eos": true,
+        "cache_prompt": true,
+    });
+    let answer: serde_json::Value = runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let sent = client.post(format!("{url}/completion")).json(&body).send();
+        sent.await.unwrap().json().await.unwrap()
+    });
+    answer["timings"]["predicted_per_second"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no timings in {answer}"))
 }
 
 /// Times `CARDS` distinct prompts sent together and one prompt's `CARDS` samples, each until

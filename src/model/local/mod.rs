@@ -9,6 +9,7 @@
 //! its prompt. The batch runs on a thread of its own so the async runtime keeps serving the
 //! UI; dropping a request's future sets a flag that the batch checks between tokens.
 
+mod attention;
 mod batch;
 #[cfg(test)]
 mod fixture;
@@ -99,7 +100,8 @@ pub fn shared(path: &Path, matrices: Matrices) -> Result<Arc<LocalModel>, LocalM
 
 /// Sets the compute threads for the whole process: a local backend's `threads` (by default
 /// the machine's physical cores, unless `RAYON_NUM_THREADS` says) multiply prompts and, in
-/// pieces of rows, generated tokens (see `weights::token_pieces`); candle's own pool (its
+/// pieces of rows, generated tokens (see `weights::token_pieces`), and run a generated
+/// token's attention in pieces of its cache (`attention`); candle's own pool (its
 /// element-wise work and a product it runs whole) stays on one thread, unless
 /// `CANDLE_NUM_THREADS` says: its caller spins until every worker is done, so when another
 /// process holds a core each product waits for a descheduled worker, and two threads

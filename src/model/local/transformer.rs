@@ -1,6 +1,7 @@
 //! The forward pass of the decoder-only transformers keyhole runs: the llama family, Qwen2
 //! (biases on the query, key and value projections) and Qwen3 (each head's queries and keys
-//! normalized), written with candle's tensor operations.
+//! normalized), written with candle's tensor operations, except a generated token's
+//! attention over its cache, which runs by hand on the CPU pool (`attention`).
 //!
 //! Three things candle-transformers' models do not offer are why it is written here: each
 //! weight matrix is multiplied in the representation that is fastest for the rows at hand
@@ -10,10 +11,11 @@
 //! step decodes a token for each of several sequences, their rows multiplied together
 //! ([`Transformer::step`]).
 
-use candle_core::{D, DType, Device, Result, Tensor};
+use candle_core::{D, DType, Device, Layout, Result, Storage, StorageRef, Tensor};
 use candle_nn::ops::{rms_norm, silu, softmax_last_dim};
 use candle_nn::rotary_emb::{rope, rope_i};
 
+use super::attention;
 use super::header::Hyperparameters;
 use super::weights::{GgufFile, Kept, Matrix, Pass, is_float, one_line};
 
@@ -394,36 +396,50 @@ impl Layer {
         context: &Context,
     ) -> Result<Tensor> {
         let pass = context.pass;
-        let query = self.query.forward(input, pass)?;
-        let key = self.key.forward(input, pass)?;
-        let value = self.value.forward(input, pass)?;
-        let mixed = context
-            .spans
-            .iter()
-            .zip(caches)
-            .map(|(span, cache)| {
-                let rows = |t: &Tensor| t.narrow(0, span.start, span.count);
-                let projected = (rows(&query)?, rows(&key)?, rows(&value)?);
-                self.attend_span(projected, cache, span, context)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mixed = match mixed.len() {
-            1 => mixed.into_iter().next().expect("one span"),
-            _ => Tensor::cat(&mixed, 0)?,
+        let projections = [&self.query, &self.key, &self.value];
+        let products = Matrix::forward_each(projections.map(|p| &p.matrix), input, pass)?;
+        let [query, key, value] = products;
+        let [query, key, value] = [
+            self.query.add_bias(query)?,
+            self.key.add_bias(key)?,
+            self.value.add_bias(value)?,
+        ];
+        let spans = context.spans.iter().zip(caches);
+        let projected = |span: &Span| {
+            let rows = |t: &Tensor| t.narrow(0, span.start, span.count);
+            Ok::<_, candle_core::Error>((rows(&query)?, rows(&key)?, rows(&value)?))
+        };
+        let mixed = if context.spans.iter().all(|span| span.count == 1) {
+            // A generated token per sequence: by hand, on the CPU pool.
+            let cached = spans
+                .map(|(span, cache)| {
+                    let (query, _, _) = self.cache(projected(span)?, cache, span, context)?;
+                    Ok((query.flatten_all()?.to_vec1::<f32>()?, &**cache))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            attend_rows(&cached, context.shape)?
+        } else {
+            let mixed = spans
+                .map(|(span, cache)| self.attend_span(projected(span)?, cache, span, context))
+                .collect::<Result<Vec<_>>>()?;
+            match mixed.len() {
+                1 => mixed.into_iter().next().expect("one span"),
+                _ => Tensor::cat(&mixed, 0)?,
+            }
         };
         self.attention_output.forward(&mixed, pass)
     }
 
-    /// One span's attention: its projected queries, keys and values (`(tokens, heads x head
-    /// size)`) rotated to its positions, its keys and values appended to its `cache`, and its
-    /// queries over everything the cache holds; `(tokens, heads x head size)`.
-    fn attend_span(
+    /// One span's projected queries, keys and values (`(tokens, heads x head size)`) rotated
+    /// to its positions, its keys and values appended to its `cache`: its queries
+    /// `(heads, tokens, head size)` and every key and value the cache holds.
+    fn cache(
         &self,
         (query, key, value): (Tensor, Tensor, Tensor),
         cache: &mut KvCache,
         span: &Span,
         context: &Context,
-    ) -> Result<Tensor> {
+    ) -> Result<(Tensor, Tensor, Tensor)> {
         let count = span.count;
         let Shape {
             heads,
@@ -445,6 +461,26 @@ impl Layer {
         let key = context.rotary.apply(&key.transpose(0, 1)?, span.position)?;
         let value = value.transpose(0, 1)?.contiguous()?;
         let (keys, values) = cache.append(&key, &value)?;
+        Ok((query, keys, values))
+    }
+
+    /// One span's attention with candle's products (a prompt's rows): its queries over
+    /// everything its cache holds after [`Layer::cache`]; `(tokens, heads x head size)`.
+    fn attend_span(
+        &self,
+        projected: (Tensor, Tensor, Tensor),
+        cache: &mut KvCache,
+        span: &Span,
+        context: &Context,
+    ) -> Result<Tensor> {
+        let count = span.count;
+        let Shape {
+            heads,
+            kv_heads,
+            head_dim,
+            ..
+        } = context.shape;
+        let (query, keys, values) = self.cache(projected, cache, span, context)?;
         let positions = keys.dim(1)?;
         // Each key head serves `group` consecutive query heads: stacking their queries as
         // rows lets one product per key head cover them, without copying the keys.
@@ -469,15 +505,14 @@ impl Layer {
 
     /// The gated feed-forward network (SwiGLU) on `input` (normalized).
     fn feed_forward(&self, input: &Tensor, pass: Pass) -> Result<Tensor> {
-        let gate = silu(&self.gate.forward(input, pass)?)?;
-        self.down
-            .forward(&(gate * self.up.forward(input, pass)?)?, pass)
+        let [gate, up] = Matrix::forward_each([&self.gate, &self.up], input, pass)?;
+        self.down.forward(&(silu(&gate)? * up)?, pass)
     }
 }
 
 impl Projection {
-    fn forward(&self, input: &Tensor, pass: Pass) -> Result<Tensor> {
-        let product = self.matrix.forward(input, pass)?;
+    /// `product`, the matrix's, plus the bias where there is one.
+    fn add_bias(&self, product: Tensor) -> Result<Tensor> {
         match &self.bias {
             Some(bias) => product.broadcast_add(bias),
             None => Ok(product),
@@ -603,6 +638,55 @@ fn grow(
     Ok(buffer)
 }
 
+/// The attention of one new row per sequence (its rotated queries, flattened, and its cache
+/// holding the row's keys and values): `(sequences, heads x head size)`.
+fn attend_rows(cached: &[(Vec<f32>, &KvCache)], shape: Shape) -> Result<Tensor> {
+    let buffers = cached
+        .iter()
+        .map(|(_, cache)| match (&cache.keys, &cache.values) {
+            (Some(keys), Some(values)) => {
+                Ok((keys.storage_and_layout(), values.storage_and_layout()))
+            }
+            _ => candle_core::bail!("attention over an empty cache"),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let rows = cached
+        .iter()
+        .zip(&buffers)
+        .map(|((queries, cache), (keys, values))| {
+            Ok(attention::Row {
+                queries,
+                keys: f32_slice(keys)?,
+                values: f32_slice(values)?,
+                capacity: keys.1.dims()[1],
+                positions: cache.len,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let heads = attention::Heads {
+        heads: shape.heads,
+        kv_heads: shape.kv_heads,
+        head_dim: shape.head_dim,
+    };
+    let mixed = attention::attend(&rows, heads);
+    Tensor::from_vec(
+        mixed,
+        (rows.len(), shape.heads * shape.head_dim),
+        &Device::Cpu,
+    )
+}
+
+/// The f32 values of a contiguous tensor on the CPU, in place.
+fn f32_slice<'a>((storage, layout): &'a (StorageRef<'_>, &Layout)) -> Result<&'a [f32]> {
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("a cache buffer that is not contiguous")
+    };
+    match &**storage {
+        Storage::Cpu(values) => Ok(&values.as_slice::<f32>()?[start..end]),
+        _ => candle_core::bail!("a cache buffer that is not on the CPU"),
+    }
+}
+
 /// Added to the scores of `count` tokens from `position` on: minus infinity where a key comes
 /// after its query, so that no token sees its future.
 fn causal_mask(count: usize, position: usize) -> Result<Tensor> {
@@ -628,7 +712,7 @@ mod tests {
 
     use super::*;
     use crate::model::config::Matrices;
-    use crate::model::local::fixture::{VOCABULARY, tiny};
+    use crate::model::local::fixture::{CONTEXT, VOCABULARY, tiny};
 
     fn own(path: &Path, matrices: Matrices) -> Transformer {
         let mut file = GgufFile::open(path).unwrap();
@@ -868,6 +952,41 @@ mod tests {
             for (a, b) in together.iter().zip(&alone) {
                 assert_eq!(a.tokens, b.tokens);
             }
+        }
+    }
+
+    #[test]
+    fn a_generated_tokens_attention_over_a_long_cache_is_the_prompts_and_alike_on_any_pool() {
+        // f32 matrices throughout, so that a generated token's pass (attention by hand, on the
+        // pool) differs from a prompt's (candle's products) in rounding alone: a wrong
+        // position, a missed piece of the cache or a mixed-up head moves the logits by far
+        // more.
+        let dir = tempfile::tempdir().unwrap();
+        for arch in ["llama", "qwen2", "qwen3"] {
+            let path = tiny(dir.path(), arch, GgmlDType::F32, false);
+            let model = own(&path, Matrices::Auto);
+            let long = prompt(CONTEXT - 20);
+            let (last, before) = long.split_last().unwrap();
+            let generated_on = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| {
+                    let mut sequence = model.sequence();
+                    model.prefill(&mut sequence, before, || false).unwrap();
+                    forward(&model, &mut sequence, *last)
+                })
+            };
+            let alone = generated_on(1);
+            for threads in [2, 3] {
+                let off = relative_difference(&generated_on(threads), &alone);
+                assert_eq!(off, 0.0, "{arch}, {threads} threads");
+            }
+            let mut whole = model.sequence();
+            let read = model.prefill(&mut whole, &long, || false).unwrap().unwrap();
+            let off = relative_difference(&alone, &read.logits);
+            assert!(off < 1e-5, "{arch}: {off}");
         }
     }
 
