@@ -976,17 +976,18 @@ impl Servers {
             .clone();
         let program = self.program(spec, &chosen.servers)?;
         let real = std::fs::canonicalize(&program).unwrap_or(program);
-        let metadata = std::fs::metadata(&real).ok()?;
-        let modified = metadata
-            .modified()
-            .ok()
+        // A named command that is not there still has an identity: starting it then fails,
+        // and that failure is said, not taken for "no server".
+        let metadata = std::fs::metadata(&real).ok();
+        let modified = (metadata.as_ref())
+            .and_then(|m| m.modified().ok())
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
         Some(format!(
             "{} {} {} {modified}",
             spec.command,
             real.display(),
-            metadata.len()
+            metadata.map_or(0, |m| m.len())
         ))
     }
 

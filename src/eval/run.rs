@@ -43,7 +43,7 @@ pub mod batch_files;
 mod report;
 /// Without the HTTP wire formats there are no batch files: a run that names some stops.
 #[cfg(not(feature = "http"))]
-mod batch_files {
+pub(crate) mod batch_files {
     use std::path::{Path, PathBuf};
 
     use anyhow::{Result, bail};

@@ -121,7 +121,8 @@ fn servers_are_chosen_by_the_flag_or_the_variable_the_flag_winning() {
     let named = fake_server(&elsewhere, "my-pyright", TYPING);
     let named_choice = format!("python={}", named.display());
     let path = path_with(&on_path);
-    let prompt = ["prompt", repo, HOLE, "--id", "71"];
+    // Without the cache: a kept answer would start no server, and this is about which starts.
+    let prompt = ["prompt", repo, HOLE, "--id", "71", "--no-cache"];
 
     let typed_by_a_server = |flag: Option<&str>, variable: Option<&str>| {
         for dir in [&on_path, &elsewhere] {
