@@ -16,6 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use super::compose::Composition;
 use super::exchange::{Answered, Sent};
 
 /// The default limit of the whole store.
@@ -92,6 +93,10 @@ pub struct Exchange {
     pub answer_bytes: u64,
     #[serde(skip_serializing_if = "is_false", default)]
     pub answer_cut: bool,
+    /// What `--compose` did: keyhole's prompt in place of the plugin's (`sent` above stays
+    /// what the plugin sent), or why the plugin's went as sent. `None` without `--compose`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub composition: Option<Composition>,
 }
 
 fn is_false(flag: &bool) -> bool {
