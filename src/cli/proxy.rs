@@ -187,7 +187,7 @@ fn composing_settings(repo: &std::path::Path, to: &str) -> Result<Settings> {
         backend: (!to.contains("://")).then(|| to.to_string()),
         ..Choices::default()
     };
-    Ok(super::hole::settings(&choices)?)
+    super::hole::settings(&choices)
 }
 
 /// `--to`: a URL as given, or a configured server backend's URL and key.
