@@ -36,7 +36,7 @@ class Upstream(BaseHTTPRequestHandler):
 
 
 def requests(sample, n):
-    files = sorted(glob.glob(os.path.join(sample, "src/main/java/**/*.java"), recursive=True))
+    files = sorted(glob.glob(os.path.join(sample, "**/*.java"), recursive=True))
     random.seed(7)
     bodies = []
     while len(bodies) < n:

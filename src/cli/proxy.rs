@@ -147,17 +147,18 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
         };
         let mut proxy = Proxy::new(upstream, store, access, bounds)?;
         if let Some((repo, settings)) = &composing {
-            let shown_repo = escape::controls(&repo.display().to_string()).to_string();
+            // Escaped where it is printed, as everything on standard error is.
+            let shown_repo = repo.display().to_string();
             errln!("keyhole proxy: http://{address} -> {shown}, {recording}, composing in {shown_repo} once it is open");
             let announce = move |opened: Result<usize, String>| match opened {
                 // Said from the opening's thread: a closed standard error has nothing to stop.
                 Ok(files) => {
-                    let said = format!("keyhole proxy --compose: {shown_repo} is open ({files} files)\n");
-                    let _ = crate::cli::write_err(format_args!("{said}"));
+                    let _ = crate::cli::write_err(format_args!(
+                        "keyhole proxy --compose: {shown_repo} is open ({files} files)"
+                    ));
                 }
                 Err(why) => escape::warn(&format!(
-                    "proxy --compose: cannot open {shown_repo}, so requests go as sent: {}",
-                    escape::controls(&why)
+                    "proxy --compose: cannot open {shown_repo}, so requests go as sent: {why}"
                 )),
             };
             proxy = proxy.composing(Compose {

@@ -37,7 +37,7 @@ fn composing_proxy(server: &Server, scratch: &std::path::Path, extra: &[&str]) -
     let mut proxy = spawn_proxy(&args, scratch, &[]);
     // Requests before the repository is open go as sent: the tests wait for it.
     let mut line = String::new();
-    while !line.contains("is open") {
+    while !line.contains("is open (") {
         line.clear();
         proxy.stderr.read_line(&mut line).unwrap();
         assert!(!line.is_empty(), "the proxy ended: {:?}", proxy.said);
