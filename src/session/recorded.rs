@@ -108,17 +108,25 @@ impl Session {
             .into_iter()
             .flatten();
         let plugin_tokens: usize = plugin_text.map(|t| self.tokenizer.count(t)).sum();
+        // Ollama asks in its options.
+        let options = sent.parameters.get("options");
         let asked = ["n_predict", "max_tokens", "num_predict"]
             .iter()
             .find_map(|name| {
-                sent.parameters
-                    .get(*name)
-                    .and_then(serde_json::Value::as_u64)
+                let asked = sent.parameters.get(*name);
+                let asked = asked.or_else(|| options.and_then(|o| o.get(*name)));
+                asked.and_then(serde_json::Value::as_u64)
             })
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let left = room.saturating_sub(plugin_tokens.saturating_add(asked));
         // The default context is the plugin's own text before the cursor: it adds nothing.
         let (context, tokens) = match proposals.iter().find(|p| p.id() == first) {
+            // No room: keyhole's prompt would be the plugin's without its own context.
+            Some(_) if left == 0 => {
+                return Err(format!(
+                    "no room for a context: the plugin's text and the {asked} tokens it asks for fill the model's {room}"
+                ));
+            }
             Some(p) => {
                 let allocated = proposal_allocation(self.budget, p.share()).min(left);
                 p.text().truncate(self.tokenizer, allocated, p.keep())

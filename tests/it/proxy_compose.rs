@@ -147,29 +147,62 @@ async fn an_infill_request_reaches_the_server_with_keyholes_context_and_the_plug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_openai_completion_with_a_suffix_gets_the_context_before_its_prompt() {
+async fn openai_and_ollama_completions_with_a_suffix_get_the_context_before_their_prompt() {
     let server = ok_server().await;
     let scratch = tempfile::tempdir().unwrap();
     let proxy = composing_proxy(&server, scratch.path(), &["--compose-deadline-ms", "60000"]);
     let (before, after) = around_cursor();
-    let request = json!({"model": "m", "prompt": before, "suffix": after, "max_tokens": 64});
+    let openai = json!({"model": "m", "prompt": before, "suffix": after, "max_tokens": 64});
+    // Ollama's, as Continue's and Twinny's Ollama providers send it.
+    let ollama = json!({"model": "m", "prompt": before, "suffix": after, "raw": false,
+        "options": {"num_predict": 64}});
     post(
         &proxy,
         "/v1/completions",
-        serde_json::to_vec(&request).unwrap(),
+        serde_json::to_vec(&openai).unwrap(),
     )
     .await;
-    let seen = server.body();
-    assert_eq!(seen["suffix"], request["suffix"]);
-    assert_eq!(seen["max_tokens"], 64);
-    let prompt = seen["prompt"].as_str().unwrap();
-    let context = prompt
-        .strip_suffix(before.as_str())
-        .expect("the plugin's prompt ends keyhole's");
-    assert!(context.ends_with('\n') && context.len() > 1, "{context:?}");
+    post(
+        &proxy,
+        "/api/generate",
+        serde_json::to_vec(&ollama).unwrap(),
+    )
+    .await;
+    let exchanges = recorded(scratch.path());
+    for (i, (request, seen)) in [openai, ollama].iter().zip(server.requests()).enumerate() {
+        let seen = seen.body;
+        assert_eq!(seen["suffix"], request["suffix"]);
+        for (field, value) in request.as_object().unwrap() {
+            if field != "prompt" {
+                assert_eq!(&seen[field], value, "{field} as the plugin sent it");
+            }
+        }
+        let prompt = seen["prompt"].as_str().unwrap();
+        let context = prompt
+            .strip_suffix(before.as_str())
+            .expect("the plugin's prompt ends keyhole's");
+        assert!(context.ends_with('\n') && context.len() > 1, "{context:?}");
+        let e = &exchanges[i];
+        assert_eq!(e["sent"]["prompt"], request["prompt"], "the plugin's, kept");
+        assert_eq!(e["composition"]["sent"]["prompt"], seen["prompt"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_leaves_the_model_no_room_for_a_context_goes_as_sent() {
+    let server = ok_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = composing_proxy(&server, scratch.path(), &["--compose-deadline-ms", "60000"]);
+    let (before, after) = around_cursor();
+    let request = serde_json::to_vec(&json!({
+        "model": "m", "prompt": before, "suffix": after, "max_tokens": 1_000_000,
+    }))
+    .unwrap();
+    post(&proxy, "/v1/completions", request.clone()).await;
+    assert_eq!(server.requests()[0].raw, request);
     let e = &recorded(scratch.path())[0];
-    assert_eq!(e["sent"]["prompt"], request["prompt"], "the plugin's, kept");
-    assert_eq!(e["composition"]["sent"]["prompt"], seen["prompt"]);
+    let why = e["composition"]["forwarded_because"].as_str().unwrap();
+    assert!(why.starts_with("no room for a context"), "{why}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
