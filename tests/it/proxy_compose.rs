@@ -251,3 +251,64 @@ async fn past_the_deadline_a_request_goes_as_sent() {
     let why = e["composition"]["forwarded_because"].as_str().unwrap();
     assert!(why.contains("past the deadline (0 ms)"), "{why}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_written_after_the_repository_opened_is_composed_for_once_it_is_seen() {
+    let server = ok_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("repo");
+    common::copy_sample(&repo);
+    let repo_arg = repo.to_str().unwrap().to_string();
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--to",
+        &server.base,
+        "--compose",
+        "--repo",
+        &repo_arg,
+        "--compose-deadline-ms",
+        "60000",
+    ];
+    let mut proxy = spawn_proxy(&args, scratch.path(), &[]);
+    let mut line = String::new();
+    while !line.contains("is open (") {
+        line.clear();
+        proxy.stderr.read_line(&mut line).unwrap();
+        assert!(!line.is_empty(), "the proxy ended: {:?}", proxy.said);
+    }
+    let new_file = "src/main/java/com/acme/shop/service/Refunds.java";
+    let before = "package com.acme.shop.service;\n\npublic class Refunds {\n    private final long limitCents = 5000;\n\n    public boolean allowed(long cents) {\n        return cents <= ";
+    let after = "limitCents;\n    }\n}\n";
+    let request = serde_json::to_vec(&json!({
+        "input_prefix": before, "prompt": "", "input_suffix": after, "n_predict": 16,
+    }))
+    .unwrap();
+    post(&proxy, "/infill", request.clone()).await;
+    std::fs::write(repo.join(new_file), format!("{before}{after}")).unwrap();
+    // Files are looked at again at most every 2 seconds, off the requests' path: the request
+    // that finds the change goes with the session it finds, a later one with the new one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let composed = loop {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        post(&proxy, "/infill", request.clone()).await;
+        let last = recorded(scratch.path()).pop().unwrap();
+        if last["composition"].get("forwarded_because").is_none() {
+            break last;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never composed: {last}"
+        );
+    };
+    assert!(
+        composed["composition"]["hole"]
+            .as_str()
+            .unwrap()
+            .starts_with(new_file),
+        "{composed}"
+    );
+    let first = &recorded(scratch.path())[0];
+    let why = first["composition"]["forwarded_because"].as_str().unwrap();
+    assert!(why.contains("not in the repository"), "{why}");
+}
