@@ -12,8 +12,8 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
-use keyhole::proxy::{self, Access, Bounds, Exchange, Proxy, RecordStore, Upstream};
-use keyhole::session::{Choices, Settings};
+use keyhole::proxy::{self, Access, Bounds, Compose, Exchange, Proxy, RecordStore, Upstream};
+use keyhole::session::{Choices, ComposingRepo, Settings};
 
 #[derive(Args)]
 pub struct ProxyArgs {
@@ -51,6 +51,18 @@ pub struct ProxyArgs {
     /// oldest exchanges go first, and one exchange takes at most a quarter.
     #[arg(long, default_value_t = proxy::DEFAULT_MAX_BYTES >> 20, value_name = "MIB")]
     log_max_mib: u64,
+    /// Send keyhole's context for each fill-in-the-middle request whose hole is in --repo (the
+    /// ranker's first candidate, within the model's room) in place of the plugin's; anything
+    /// else goes as sent, and the record says why.
+    #[arg(long, requires = "repo")]
+    compose: bool,
+    /// The repository the plugin edits (with --compose).
+    #[arg(long, value_name = "REPO")]
+    repo: Option<PathBuf>,
+    /// The most milliseconds composing may add to a request; past it the request goes as the
+    /// plugin sent it.
+    #[arg(long, default_value_t = 150, value_name = "MS")]
+    compose_deadline_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -98,6 +110,12 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             args.listen
         ));
     }
+    // Resolved before any thread starts; the repository opens while the proxy serves.
+    let composing = match (&args.repo, args.compose) {
+        (Some(repo), true) => Some((repo, composing_settings(repo, &args.to)?)),
+        (Some(_), false) => bail!("--repo is for --compose; give --compose too"),
+        _ => None,
+    };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async {
         // Listening first: a plugin's requests wait in the queue while the store opens (and
@@ -127,12 +145,50 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
             max_connections: args.max_connections.max(1),
         };
-        let proxy = Arc::new(Proxy::new(upstream, store, access, bounds)?);
-        errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
+        let mut proxy = Proxy::new(upstream, store, access, bounds)?;
+        if let Some((repo, settings)) = &composing {
+            // Escaped where it is printed, as everything on standard error is.
+            let shown_repo = repo.display().to_string();
+            errln!("keyhole proxy: http://{address} -> {shown}, {recording}, composing in {shown_repo} once it is open");
+            let announce = move |opened: Result<usize, String>| match opened {
+                // Said from the opening's thread: a closed standard error has nothing to stop.
+                Ok(files) => {
+                    let _ = crate::cli::write_err(format_args!(
+                        "keyhole proxy --compose: {shown_repo} is open ({files} files)"
+                    ));
+                }
+                Err(why) => escape::warn(&format!(
+                    "proxy --compose: cannot open {shown_repo}, so requests go as sent: {why}"
+                )),
+            };
+            proxy = proxy.composing(Compose {
+                source: Arc::new(ComposingRepo::open(repo, settings.clone(), announce)),
+                deadline: Duration::from_millis(args.compose_deadline_ms),
+            });
+        } else {
+            errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
+        }
+        let proxy = Arc::new(proxy);
         // Until interrupted: every exchange is in the store once it ends.
         proxy.serve(listener).await;
         Ok(())
     })
+}
+
+/// `--compose --repo REPO`: the settings the repository opens with, the backend `--to` names
+/// (its tuned classifier, where it has one).
+fn composing_settings(repo: &std::path::Path, to: &str) -> Result<Settings> {
+    if !repo.is_dir() {
+        bail!(
+            "--repo {}: not a directory",
+            escape::controls(&repo.display().to_string())
+        );
+    }
+    let choices = Choices {
+        backend: (!to.contains("://")).then(|| to.to_string()),
+        ..Choices::default()
+    };
+    super::hole::settings(&choices)
 }
 
 /// `--to`: a URL as given, or a configured server backend's URL and key.
@@ -238,11 +294,14 @@ fn summary(e: &Exchange) -> String {
         .into_iter()
         .rev()
         .collect();
+    let composed = e.composition.as_ref().map(proxy::Composition::composed);
     let marks = [
         (e.cancelled, " (cancelled)"),
         (e.refused, " (refused)"),
         (e.sent.context_only(), " (context only)"),
         (e.request_cut || e.answer_cut, " (cut)"),
+        (composed == Some(true), " (composed)"),
+        (composed == Some(false), " (forwarded as sent)"),
     ];
     let marks: String = marks
         .iter()
@@ -377,6 +436,9 @@ fn show(e: &Exchange) -> Result<()> {
             outln!("--- {name} ---\n{}", escape::lines(text));
         }
     }
+    if let Some(composition) = &e.composition {
+        show_composition(composition)?;
+    }
     if let Some(body) = &e.sent.body {
         outln!(
             "--- body{} ---\n{body}",
@@ -401,6 +463,43 @@ fn show(e: &Exchange) -> Result<()> {
         cut_note(e.answer_cut, e.answer_bytes),
         escape::lines(&e.answered.text)
     );
+    Ok(())
+}
+
+/// What `--compose` sent in place of the plugin's prompt, or why it sent the plugin's.
+fn show_composition(composition: &proxy::Composition) -> Result<()> {
+    let Some(instead) = composition.sent.as_ref().filter(|_| composition.composed()) else {
+        let why = composition.forwarded_because.as_deref().unwrap_or_default();
+        outln!(
+            "--- composed: no, forwarded as sent ({:.1} ms): {} ---",
+            composition.compose_ms,
+            escape::controls(why)
+        );
+        return Ok(());
+    };
+    outln!(
+        "--- composed: keyhole sent candidate {} ({}) for {}, {} context tokens, in {:.1} ms ---",
+        composition.candidate.unwrap_or_default(),
+        escape::controls(composition.label.as_deref().unwrap_or_default()),
+        escape::controls(composition.hole.as_deref().unwrap_or_default()),
+        composition.context_tokens.unwrap_or_default(),
+        composition.compose_ms
+    );
+    for chunk in &instead.extra {
+        outln!(
+            "--- keyhole sent instead: extra chunk: {} ---\n{}",
+            escape::controls(&chunk.filename),
+            escape::lines(&chunk.text)
+        );
+    }
+    if instead.prefix.is_none()
+        && let Some(prompt) = &instead.prompt
+    {
+        outln!(
+            "--- keyhole sent instead: prompt ---\n{}",
+            escape::lines(prompt)
+        );
+    }
     Ok(())
 }
 

@@ -163,6 +163,12 @@ fn fim_parts(prompt: &str) -> Option<FimParts> {
     })
 }
 
+/// Where the text before the cursor starts in a prompt the plugin filled a fill-in-the-middle
+/// template in (right after the template's prefix marker), if it filled one.
+pub fn prefix_start(prompt: &str) -> Option<usize> {
+    fim_parts(prompt).map(|fim| fim.before.start)
+}
+
 /// The places a request's hole may have been, surest first; several of equal certainty mean
 /// the request cannot tell them apart.
 pub fn hole_places(index: &RepoIndex, sent: &Sent) -> Vec<Place> {

@@ -4,6 +4,7 @@
 //! each piece of the request came from ([`provenance`]). The record is read without the server
 //! (`keyhole recorded`, the UI's recorded-requests picker).
 
+mod compose;
 mod exchange;
 mod locate;
 mod record;
@@ -13,12 +14,13 @@ mod server;
 
 use std::path::PathBuf;
 
+pub use compose::{Chosen, Composition, ContextSource, FimShape, fim_shape, rewrite};
 pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
 pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
-pub use server::{Access, Bounds, ClientError, Proxy, Upstream};
+pub use server::{Access, Bounds, ClientError, Compose, Proxy, Upstream};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

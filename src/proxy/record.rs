@@ -16,6 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use super::compose::Composition;
 use super::exchange::{Answered, Sent};
 
 /// The default limit of the whole store.
@@ -92,6 +93,10 @@ pub struct Exchange {
     pub answer_bytes: u64,
     #[serde(skip_serializing_if = "is_false", default)]
     pub answer_cut: bool,
+    /// What `--compose` did: keyhole's prompt in place of the plugin's (`sent` above stays
+    /// what the plugin sent), or why the plugin's went as sent. `None` without `--compose`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub composition: Option<Composition>,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -142,6 +147,7 @@ impl RecordStore {
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(named)?;
         connection.execute_batch(SCHEMA).map_err(named)?;
+        add_composed_column(&mut connection).map_err(named)?;
         for name in OLD_LOGS {
             migrate(&mut connection, &dir.join(name)).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()))
@@ -177,7 +183,8 @@ impl RecordStore {
             )));
         }
         let mut connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
-        let id = append_within(&mut connection, exchange.at, &record, self.max_bytes)
+        let composed = exchange.composition.as_ref().map(|c| c.composed());
+        let id = append_within(&mut connection, exchange, &record, composed, self.max_bytes)
             .map_err(|e| self.error(e))?;
         Ok(id)
     }
@@ -238,18 +245,38 @@ impl RecordStore {
     }
 }
 
-/// Insert `record` and delete the oldest others while the total is over `max_bytes`.
+/// The stores of versions before `proxy --compose` have no `composed` column: it is added
+/// once, in a transaction, so that two processes opening such a store at once add it once.
+/// It says whose prompt went to the server (NULL: the proxy composed nothing; 1: keyhole's; 0:
+/// the plugin's, as sent), so that the arms of an A/B can be counted without reading records.
+fn add_composed_column(connection: &mut Connection) -> rusqlite::Result<()> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let has: i64 = transaction.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('exchanges') WHERE name = 'composed'",
+        [],
+        |row| row.get(0),
+    )?;
+    if has == 0 {
+        transaction.execute("ALTER TABLE exchanges ADD COLUMN composed INTEGER", [])?;
+        // Records of earlier versions composed nothing: NULL, as the column starts.
+    }
+    transaction.commit()
+}
+
+/// Insert `record` (`exchange` as JSON) and delete the oldest others while the total is over
+/// `max_bytes`.
 fn append_within(
     connection: &mut Connection,
-    at: f64,
+    exchange: &Exchange,
     record: &str,
+    composed: Option<bool>,
     max_bytes: u64,
 ) -> rusqlite::Result<u64> {
     // IMMEDIATE: the write lock is taken at once, so two writers never both read the total.
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     transaction.execute(
-        "INSERT INTO exchanges (at, bytes, record) VALUES (?1, ?2, ?3)",
-        params![at, record.len() as i64, record],
+        "INSERT INTO exchanges (at, bytes, record, composed) VALUES (?1, ?2, ?3, ?4)",
+        params![exchange.at, record.len() as i64, record, composed],
     )?;
     let id = transaction.last_insert_rowid();
     loop {
@@ -398,6 +425,53 @@ mod tests {
         let (kept, unreadable) = read_log(dir).unwrap();
         assert_eq!(unreadable, 0);
         kept.iter().map(|e| e.id).collect()
+    }
+
+    #[test]
+    fn a_store_of_an_earlier_version_gains_the_composed_column_and_keeps_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DATABASE);
+        {
+            // The schema as #38 wrote it, with one record.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(SCHEMA).unwrap();
+            let record = serde_json::to_string(&exchange("old")).unwrap();
+            old.execute(
+                "INSERT INTO exchanges (at, bytes, record) VALUES (0, ?1, ?2)",
+                params![record.len() as i64, record],
+            )
+            .unwrap();
+        }
+        let store = RecordStore::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let composed = Exchange {
+            composition: Some(crate::proxy::Composition {
+                candidate: Some(3),
+                ..Default::default()
+            }),
+            ..exchange("new")
+        };
+        let forwarded = Exchange {
+            composition: Some(crate::proxy::Composition::forwarded("a chat request", 0.0)),
+            ..exchange("chat")
+        };
+        store.append(&composed).unwrap();
+        store.append(&forwarded).unwrap();
+        drop(store);
+        // Opened again (by a second process, say): the column is there once.
+        let store = RecordStore::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let connection = store.connection.lock().unwrap();
+        let arms: Vec<Option<i64>> = connection
+            .prepare("SELECT composed FROM exchanges ORDER BY id")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(arms, [None, Some(1), Some(0)]);
+        drop(connection);
+        let (all, unreadable) = store.all().unwrap();
+        assert_eq!((all.len(), unreadable), (3, 0));
+        assert_eq!(all[1].composition, composed.composition);
     }
 
     #[test]

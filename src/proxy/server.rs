@@ -29,7 +29,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use super::redact::redact_query;
-use super::{Exchange, RecordStore, read_answer, read_request};
+use super::{
+    Composition, ContextSource, Exchange, RecordStore, fim_shape, read_answer, read_request,
+    rewrite,
+};
 use crate::model::secret;
 
 /// The body of the proxy's answers.
@@ -150,6 +153,17 @@ impl Default for Bounds {
     }
 }
 
+/// `--compose`: where keyhole's contexts come from, and how long a request may wait for one.
+pub struct Compose {
+    pub source: Arc<dyn ContextSource>,
+    /// Counted from the request's arrival; past it the request goes as the plugin sent it.
+    pub deadline: Duration,
+}
+
+/// Contexts chosen at once: a choice that outlives its deadline still runs to its end, and
+/// requests past this many go as sent rather than pile up behind them.
+const COMPOSING_AT_ONCE: usize = 2;
+
 /// The proxy: one upstream, one HTTP client (its connections kept alive), an optional record.
 pub struct Proxy {
     upstream: Upstream,
@@ -159,6 +173,8 @@ pub struct Proxy {
     bounds: Bounds,
     /// The most of a request's body, and of its answer, kept for the record.
     kept_bytes: usize,
+    compose: Option<Compose>,
+    composing: Arc<Semaphore>,
 }
 
 impl Proxy {
@@ -183,7 +199,17 @@ impl Proxy {
             access,
             bounds,
             kept_bytes,
+            compose: None,
+            composing: Arc::new(Semaphore::new(COMPOSING_AT_ONCE)),
         })
+    }
+
+    /// The proxy sends keyhole's context in place of the plugin's where it can (`--compose`).
+    pub fn composing(self, compose: Compose) -> Proxy {
+        Proxy {
+            compose: Some(compose),
+            ..self
+        }
     }
 
     /// Answer every connection `listener` accepts, until the task is dropped; no more than
@@ -280,6 +306,7 @@ impl Proxy {
 
     /// Forward one request and stream its answer back, recording the exchange.
     async fn forward(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<ProxyBody> {
+        let arrived = tokio::time::Instant::now();
         let (parts, mut body) = request.into_parts();
         let endpoint = parts
             .uri
@@ -315,9 +342,20 @@ impl Proxy {
                 }
             }
         }
-        let outgoing = match ended {
-            true => reqwest::Body::from(head.concat()),
-            false => {
+        let outgoing = match (ended, &self.compose) {
+            (true, Some(compose)) => {
+                let (body, composition) = self.compose(compose, head.concat(), arrived).await;
+                pending.exchange.composition = Some(composition);
+                reqwest::Body::from(body)
+            }
+            (true, None) => reqwest::Body::from(head.concat()),
+            (false, compose) => {
+                if compose.is_some() {
+                    pending.exchange.composition = Some(Composition::forwarded(
+                        "the request is larger than the proxy reads before sending it",
+                        0.0,
+                    ));
+                }
                 let rest = rest_of(body, deadline, pending.request_rest.clone());
                 reqwest::Body::wrap_stream(
                     futures_util::stream::iter(head.into_iter().map(Ok)).chain(rest),
@@ -386,6 +424,60 @@ impl Proxy {
         response
             .body(BodyExt::boxed_unsync(body))
             .unwrap_or_else(|err| plain(StatusCode::BAD_GATEWAY, err.to_string()))
+    }
+}
+
+impl Proxy {
+    /// The body to send for `body` (a whole request that came at `arrived`): keyhole's
+    /// context in it where the source chooses one by the deadline, else `body` as it came;
+    /// and what the record says of it.
+    async fn compose(
+        &self,
+        compose: &Compose,
+        body: Vec<u8>,
+        arrived: tokio::time::Instant,
+    ) -> (Vec<u8>, Composition) {
+        let started = Instant::now();
+        let sent = read_request(&body, false);
+        let shape = match fim_shape(&sent) {
+            Ok(shape) => shape,
+            Err(why) => return (body, Composition::forwarded(why, elapsed_ms(started))),
+        };
+        let deadline = arrived + compose.deadline;
+        let deadline_ms = compose.deadline.as_millis();
+        if tokio::time::Instant::now() >= deadline {
+            let why = format!("past the deadline ({deadline_ms} ms) before composing began");
+            return (body, Composition::forwarded(why, elapsed_ms(started)));
+        }
+        let Ok(permit) = self.composing.clone().try_acquire_owned() else {
+            let why = "keyhole was still composing for earlier requests";
+            return (body, Composition::forwarded(why, elapsed_ms(started)));
+        };
+        let source = compose.source.clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            source.choose(&sent)
+        });
+        let chosen = match tokio::time::timeout_at(deadline, job).await {
+            Ok(Ok(Ok(chosen))) => chosen,
+            Ok(Ok(Err(why))) => return (body, Composition::forwarded(why, elapsed_ms(started))),
+            Ok(Err(failed)) => {
+                let why = format!("composing failed: {failed}");
+                return (body, Composition::forwarded(why, elapsed_ms(started)));
+            }
+            Err(_) => {
+                let why = format!("past the deadline ({deadline_ms} ms) while composing");
+                return (body, Composition::forwarded(why, elapsed_ms(started)));
+            }
+        };
+        match rewrite(&body, shape, &chosen) {
+            Ok(composed) => {
+                let instead = read_request(&composed, false);
+                let composition = Composition::sent_instead(chosen, instead, elapsed_ms(started));
+                (composed, composition)
+            }
+            Err(why) => (body, Composition::forwarded(why, elapsed_ms(started))),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
 pub use learning::{BanditLesson, Learning, PickRecorded};
+pub use recorded::ComposingRepo;
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
     apply_ranking, proposal_why_not,

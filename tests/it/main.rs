@@ -36,6 +36,7 @@ mod lsp_client;
 mod proposals;
 mod proxy;
 mod proxy_access;
+mod proxy_compose;
 mod proxy_faults;
 mod proxy_secrets;
 mod proxy_store;

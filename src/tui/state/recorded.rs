@@ -41,7 +41,8 @@ impl OpenRecorded {
 }
 
 /// "12  14:03:07  curl  /infill  Cart.java:3:16", the picker's row for `exchange` (the place
-/// once it is known: the picker lists before locating).
+/// once it is known: the picker lists before locating); "keyhole's:" before the answer where
+/// `proxy --compose` sent keyhole's prompt in place of the plugin's.
 pub fn recorded_row(exchange: &Exchange) -> String {
     let seconds = exchange.at as u64 % 86_400;
     let time = format!(
@@ -60,8 +61,12 @@ pub fn recorded_row(exchange: &Exchange) -> String {
             .unwrap_or_default()
             .to_string(),
     };
+    let whose = match &exchange.composition {
+        Some(composition) if composition.composed() => "keyhole's: ",
+        _ => "",
+    };
     format!(
-        "{:>5}  {time}  {:<12.12}  {:<20.20}  {}",
+        "{:>5}  {time}  {:<12.12}  {:<20.20}  {whose}{}",
         exchange.id,
         escape::controls(exchange.sender()),
         escape::controls(&exchange.endpoint),

@@ -23,6 +23,8 @@ pub struct Recorded {
     /// Header names in lower case.
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// The body as it came.
+    pub raw: Vec<u8>,
 }
 
 /// How the server answers.
@@ -144,13 +146,15 @@ async fn read_request(mut socket: TcpStream) -> Option<(TcpStream, Recorded)> {
         }
         data.extend_from_slice(&buf[..n]);
     }
-    let body = serde_json::from_slice(&data[head_end..head_end + length]).unwrap_or(Value::Null);
+    let raw = data[head_end..head_end + length].to_vec();
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     Some((
         socket,
         Recorded {
             path,
             headers,
             body,
+            raw,
         },
     ))
 }

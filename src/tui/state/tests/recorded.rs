@@ -32,6 +32,20 @@ fn exchange(id: u64, agent: &str) -> Exchange {
     }
 }
 
+#[test]
+fn the_list_says_where_keyhole_sent_its_prompt_in_place_of_the_plugins() {
+    let mut composed = exchange(1, "llama.vim");
+    composed.composition = Some(crate::proxy::Composition {
+        candidate: Some(3),
+        ..Default::default()
+    });
+    assert!(recorded_row(&composed).contains("keyhole's: answer 1"));
+    let mut forwarded = exchange(2, "llama.vim");
+    forwarded.composition = Some(crate::proxy::Composition::forwarded("a chat request", 0.1));
+    assert!(!recorded_row(&forwarded).contains("keyhole's"));
+    assert!(!recorded_row(&exchange(3, "curl")).contains("keyhole's"));
+}
+
 fn place(line: usize) -> Place {
     Place {
         file: "A.java".into(),

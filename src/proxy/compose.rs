@@ -1,0 +1,226 @@
+//! `keyhole proxy --compose`: keyhole's context in place of the plugin's, in the request the
+//! plugin made. Which context is chosen is the session's business ([`ContextSource`]); here is
+//! what each request format has room for ([`FimShape`]), how keyhole's context goes in
+//! ([`rewrite`]) and what the record keeps of it ([`Composition`]). The plugin's text before and
+//! after the cursor always goes through as it sent it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::exchange::{ExtraChunk, Sent};
+use super::locate;
+
+/// The shape of a fill-in-the-middle request, and so where a context goes in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FimShape {
+    /// llama.cpp's `/infill`: context travels as `input_extra` chunks.
+    Infill,
+    /// A prompt and a suffix sent apart (OpenAI's and Ollama's `suffix`, llama.cpp
+    /// `/completion`'s): the context goes before the prompt.
+    PromptAndSuffix,
+    /// One prompt in which the plugin filled a template: the context goes where the text
+    /// before the cursor starts, after the template's prefix marker (byte `at`).
+    Template { at: usize },
+}
+
+/// The shape of `sent`, or why keyhole cannot put a context in it.
+pub fn fim_shape(sent: &Sent) -> Result<FimShape, String> {
+    if !sent.messages.is_empty() {
+        return Err("a chat request: keyhole composes only fill-in-the-middle requests".into());
+    }
+    if sent.body.is_some() {
+        return Err("the body is not a JSON request keyhole can read".into());
+    }
+    if sent.context_only() {
+        return Err("a context-only request: it asks for no completion".into());
+    }
+    if sent.prefix.is_some() {
+        return Ok(FimShape::Infill);
+    }
+    let Some(prompt) = &sent.prompt else {
+        return Err("no prompt to compose".into());
+    };
+    if sent.suffix.is_some() {
+        return Ok(FimShape::PromptAndSuffix);
+    }
+    match locate::prefix_start(prompt) {
+        Some(at) => Ok(FimShape::Template { at }),
+        None => Err(
+            "no suffix and no fill-in-the-middle template: not a fill-in-the-middle request".into(),
+        ),
+    }
+}
+
+/// The context keyhole chose for a request's hole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chosen {
+    /// The candidate's id in the catalogue and its label.
+    pub candidate: u16,
+    pub label: String,
+    /// Where the hole was found (`FILE:LINE:COL`).
+    pub hole: String,
+    /// The context, as chunks of the files it came from, in order (the plugin's framing of
+    /// other files has no place in it: each chunk is one file's text).
+    pub chunks: Vec<ExtraChunk>,
+    /// Its tokens, in the session's tokenizer.
+    pub tokens: usize,
+}
+
+impl Chosen {
+    /// The context as one text, for a prompt: the chunks joined.
+    fn text(&self) -> String {
+        self.chunks.iter().map(|c| c.text.as_str()).collect()
+    }
+}
+
+/// Chooses the context for a request's hole: an open repository with its rankers. Called off
+/// the proxy's async threads, each call bounded by the proxy's deadline.
+pub trait ContextSource: Send + Sync {
+    /// The context for the hole `sent` was made at, or why there is none.
+    fn choose(&self, sent: &Sent) -> Result<Chosen, String>;
+}
+
+/// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,
+/// every other field as sent. For an infill request the chunks replace the plugin's own
+/// `input_extra`; elsewhere the context, then a line break, go before the text before the
+/// cursor.
+pub fn rewrite(body: &[u8], shape: FimShape, chosen: &Chosen) -> Result<Vec<u8>, String> {
+    let mut request: serde_json::Map<String, Value> =
+        serde_json::from_slice(body).map_err(|e| format!("the body cannot be read again: {e}"))?;
+    match shape {
+        FimShape::Infill => {
+            let chunks = serde_json::to_value(&chosen.chunks).map_err(|e| e.to_string())?;
+            request.insert("input_extra".into(), chunks);
+        }
+        FimShape::PromptAndSuffix | FimShape::Template { .. } => {
+            let Some(Value::String(prompt)) = request.get_mut("prompt") else {
+                return Err("the prompt is not one text".into());
+            };
+            let at = match shape {
+                FimShape::Template { at } => at,
+                _ => 0,
+            };
+            let context = chosen.text();
+            if !context.is_empty() {
+                let separated = match context.ends_with('\n') {
+                    true => context,
+                    false => context + "\n",
+                };
+                prompt.insert_str(at, &separated);
+            }
+        }
+    }
+    serde_json::to_vec(&request).map_err(|e| e.to_string())
+}
+
+/// What `--compose` did with one request: whose prompt reached the server, and the candidate
+/// keyhole used. Kept beside what the plugin sent ([`super::Exchange::sent`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Composition {
+    /// Why the plugin's request went as sent, where it did; `None`: keyhole's went instead.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub forwarded_because: Option<String>,
+    /// The candidate whose context keyhole sent (its id and label).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub candidate: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub label: Option<String>,
+    /// Where the hole was found.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub hole: Option<String>,
+    /// The context's tokens.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub context_tokens: Option<usize>,
+    /// What keyhole sent instead, read as the plugin's request is.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sent: Option<Sent>,
+    /// Milliseconds spent choosing and composing (or waiting, up to the deadline).
+    pub compose_ms: f64,
+}
+
+impl Composition {
+    /// Whether keyhole's prompt went to the server.
+    pub fn composed(&self) -> bool {
+        self.forwarded_because.is_none()
+    }
+
+    /// The plugin's request went as sent, for `why`.
+    pub fn forwarded(why: impl Into<String>, compose_ms: f64) -> Composition {
+        Composition {
+            forwarded_because: Some(why.into()),
+            compose_ms,
+            ..Composition::default()
+        }
+    }
+
+    /// keyhole's prompt, `sent`, went with `chosen`'s context.
+    pub fn sent_instead(chosen: Chosen, sent: Sent, compose_ms: f64) -> Composition {
+        Composition {
+            forwarded_because: None,
+            candidate: Some(chosen.candidate),
+            label: Some(chosen.label),
+            hole: Some(chosen.hole),
+            context_tokens: Some(chosen.tokens),
+            sent: Some(sent),
+            compose_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::read_request;
+
+    fn chosen() -> Chosen {
+        Chosen {
+            candidate: 3,
+            label: "import".into(),
+            hole: "src/a.py:2:5".into(),
+            chunks: vec![ExtraChunk {
+                filename: "src/b.py".into(),
+                text: "B = 1".into(),
+            }],
+            tokens: 3,
+        }
+    }
+
+    #[test]
+    fn each_shape_takes_the_context_where_its_format_has_room_and_keeps_the_rest() {
+        let infill = br#"{"input_prefix":"def f(","prompt":"","input_suffix":")\n","input_extra":[{"filename":"x","text":"ring"}],"n_predict":8}"#;
+        let sent = read_request(infill, false);
+        let shape = fim_shape(&sent).unwrap();
+        let out = read_request(&rewrite(infill, shape, &chosen()).unwrap(), false);
+        assert_eq!(out.extra, chosen().chunks);
+        assert_eq!((out.prefix, out.suffix), (sent.prefix, sent.suffix));
+        assert_eq!(out.parameters, sent.parameters);
+
+        let suffixed = br#"{"model":"m","prompt":"def f(","suffix":")\n"}"#;
+        let shape = fim_shape(&read_request(suffixed, false)).unwrap();
+        let out = read_request(&rewrite(suffixed, shape, &chosen()).unwrap(), false);
+        assert_eq!(out.prompt.as_deref(), Some("B = 1\ndef f("));
+
+        let template = br#"{"prompt":"<|fim_prefix|>def f(<|fim_suffix|>)\n<|fim_middle|>"}"#;
+        let shape = fim_shape(&read_request(template, false)).unwrap();
+        assert_eq!(shape, FimShape::Template { at: 14 });
+        let out = read_request(&rewrite(template, shape, &chosen()).unwrap(), false);
+        assert_eq!(
+            out.prompt.as_deref(),
+            Some("<|fim_prefix|>B = 1\ndef f(<|fim_suffix|>)\n<|fim_middle|>")
+        );
+    }
+
+    #[test]
+    fn requests_with_no_place_for_a_context_say_why() {
+        let chat = read_request(br#"{"messages":[{"role":"user","content":"hi"}]}"#, false);
+        assert!(fim_shape(&chat).unwrap_err().contains("chat"));
+        let plain = read_request(br#"{"prompt":"def f("}"#, false);
+        assert!(
+            fim_shape(&plain)
+                .unwrap_err()
+                .contains("not a fill-in-the-middle")
+        );
+        let ring = read_request(br#"{"input_prefix":"","prompt":"","n_predict":0}"#, false);
+        assert!(fim_shape(&ring).unwrap_err().contains("context-only"));
+    }
+}
