@@ -1,6 +1,6 @@
 //! Criterion benchmark of the prompt proposal classifier (issue target: scoring all candidates
-//! of one hole ≤ 5 ms on one core). Run with `RAYON_NUM_THREADS=1` so candle's kernels use one
-//! core; proposals are built beforehand, as the UI and CLI have them already when they rank.
+//! of one hole ≤ 5 ms on one core; the forward pass is plain Rust on one thread). Proposals are
+//! built beforehand, as the UI and CLI have them already when they rank.
 //!
 //! Holes come from `KEYHOLE_BENCH_REPO` (default `/work/corpus/guava-libraries`) when it
 //! exists, else from the bundled sample repository.

@@ -56,10 +56,12 @@
 //!
 //! All on by default: `tui` (the terminal UI, [`tui`]), `local-model` (GGUF models run
 //! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `proxy` (`keyhole
-//! proxy`, [`proxy`], between an editor plugin and its server), `bert` (BERT-family
-//! encoders for the classifier) and `cli` (the `keyhole` binary: all of the above, its flags,
+//! proxy`, [`proxy`], between an editor plugin and its server), `train` (training the
+//! classifier and tuning it for a backend, with candle), `bert` (BERT-family encoders for the
+//! classifier; implies `train`) and `cli` (the `keyhole` binary: all of the above, its flags,
 //! progress bars and allocator). With `default-features = false` the library builds its core
-//! alone: indexing, proposals, retrieval, composing, ranking and the embedded model.
+//! alone, without a tensor library: indexing, proposals, retrieval, composing, ranking (with
+//! the bundled classifier or one `keyhole train` wrote) and the embedded model.
 
 pub mod candidate;
 pub mod compose;

@@ -20,6 +20,8 @@ pub mod report;
 pub mod run;
 pub mod runner;
 pub mod shard;
+/// Tuning trains a classifier, with candle.
+#[cfg(feature = "train")]
 pub mod tune;
 
 pub use crate::label::{LabelRow, RLPG_CANDIDATES, ROWS_PER_HOLE, WRITTEN_ROWS, hole_id};

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
-use super::bert::BertEncoder;
+use super::bert::{BertEncoder, EncoderError};
 use super::{EncoderKind, WINDOW_KEEP, candidate_contexts, features};
 use crate::candidate::CandidateId;
 use crate::context::proposals::build_for_budget;
@@ -184,7 +184,7 @@ impl Rebuild<'_> {
         window: &HoleWindow,
         contexts: &[(&str, Keep)],
         encoded: &Encoded,
-    ) -> candle_core::Result<Inputs> {
+    ) -> Result<Inputs, EncoderError> {
         let Some(encoder) = self.encoder else {
             return Ok(Inputs::Hashed {
                 hole: features::hole_ids(window),
@@ -199,7 +199,7 @@ impl Rebuild<'_> {
             contexts: contexts
                 .iter()
                 .map(|&(text, keep)| encode_once(encoder, encoded, text, keep))
-                .collect::<candle_core::Result<_>>()?,
+                .collect::<Result<_, _>>()?,
         })
     }
 }
@@ -210,7 +210,7 @@ fn encode_once(
     encoded: &Encoded,
     text: &str,
     keep: Keep,
-) -> candle_core::Result<Option<Arc<[f32]>>> {
+) -> Result<Option<Arc<[f32]>>, EncoderError> {
     let key = (blake3::hash(text.as_bytes()), keep == Keep::End);
     if let Some(vector) = encoded.lock().expect("encoded").get(&key) {
         return Ok(vector.clone());

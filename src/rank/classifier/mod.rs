@@ -7,27 +7,34 @@
 //! on a local BERT-family encoder (`keyhole train --encoder-dir DIR`, the paper's frozen
 //! CodeBERT) holds only the heads and a tensor naming the encoder's width, and needs the same
 //! directory to rank.
+//!
+//! The networks are written twice: in candle ([`network`], the `train` feature), because
+//! training needs its autograd, and in plain Rust ([`inference`]), which is what ranks, with or
+//! without that feature, so that the core needs no tensor library. Tests (`agreement`) hold
+//! the two to the same probabilities.
 
+#[cfg(all(test, feature = "train"))]
+mod agreement;
 pub mod bert;
+#[cfg(feature = "train")]
 pub mod dataset;
 mod features;
+mod inference;
+#[cfg(feature = "train")]
 mod network;
+#[cfg(feature = "train")]
 pub mod train;
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
 use serde::Serialize;
 
 use super::{RankInput, Ranked, Ranker, sorted};
 use crate::candidate::CandidateId;
 use crate::hole::HoleWindow;
-use crate::label::RLPG_CANDIDATES;
 use crate::token::Keep;
 use bert::{BertEncoder, EncoderError};
-use network::{Dims, HashedEncoder, HeadH, HeadR};
+use inference::{Dims, HashedEncoder, HeadH, HeadR, Weights};
 
 /// The model trained on the development corpus, shipped inside the binary.
 const BUNDLED: &[u8] = include_bytes!("bundled.safetensors");
@@ -89,13 +96,13 @@ pub enum EncoderKind {
 }
 
 impl EncoderKind {
-    /// What a model file's tensors say.
-    fn of(tensors: &HashMap<String, Tensor>) -> candle_core::Result<EncoderKind> {
-        match tensors.get(BERT_WIDTH) {
-            None => Ok(EncoderKind::Hashed),
-            Some(t) => Ok(EncoderKind::Bert {
-                width: t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?[0] as usize,
-            }),
+    /// What a model file's weights say.
+    fn of(weights: &Weights) -> EncoderKind {
+        match weights.scalar(BERT_WIDTH) {
+            None => EncoderKind::Hashed,
+            Some(width) => EncoderKind::Bert {
+                width: width as usize,
+            },
         }
     }
 
@@ -103,17 +110,6 @@ impl EncoderKind {
         match self {
             EncoderKind::Hashed => Dims::HASHED,
             EncoderKind::Bert { width } => Dims::bert(width),
-        }
-    }
-
-    /// The marker tensor a model file of this kind carries, if any.
-    fn marker(self) -> candle_core::Result<Option<(String, Tensor)>> {
-        match self {
-            EncoderKind::Hashed => Ok(None),
-            EncoderKind::Bert { width } => Ok(Some((
-                BERT_WIDTH.to_string(),
-                Tensor::new(&[width as f32], &Device::Cpu)?,
-            ))),
         }
     }
 
@@ -141,6 +137,10 @@ pub enum ModelError {
         "{file}: trained on a BERT encoder of hidden size {width}; pass its directory with --encoder-dir"
     )]
     NeedsEncoder { file: String, width: usize },
+    #[error(
+        "{file}: trained on a BERT encoder of hidden size {width}; ranking with it needs the `bert` feature, which this keyhole was built without"
+    )]
+    NeedsBertFeature { file: String, width: usize },
     #[error("{file}: trained on {trained}, but --encoder-dir {dir} holds {found}")]
     WrongEncoder {
         file: String,
@@ -159,46 +159,26 @@ enum Encoder {
 }
 
 impl Encoder {
-    /// The hole window's representation `[1, Dims::hole]`.
-    fn hole(&self, window: &HoleWindow) -> candle_core::Result<Tensor> {
-        let dev = &Device::Cpu;
+    /// The hole window's representation (`Dims::hole` wide).
+    fn hole(&self, window: &HoleWindow) -> Result<Vec<f32>, EncoderError> {
         match self {
-            Encoder::Hashed(e) => {
-                e.holes(&Tensor::new(features::hole_ids(window), dev)?.unsqueeze(0)?)
-            }
-            Encoder::Bert(e) => {
-                Tensor::new(e.encode(&window.text(), WINDOW_KEEP)?, dev)?.unsqueeze(0)
-            }
+            Encoder::Hashed(e) => Ok(e.hole(&features::hole_ids(window))),
+            Encoder::Bert(e) => e.encode(&window.text(), WINDOW_KEEP),
         }
     }
 
-    /// Every candidate's chunk vectors `[RLPG_CANDIDATES, c, Dims::chunk]` and their presence
-    /// `[RLPG_CANDIDATES, c]`.
-    fn contexts(&self, input: &RankInput) -> candle_core::Result<(Tensor, Tensor)> {
-        let contexts = candidate_contexts(input);
-        match self {
-            Encoder::Hashed(e) => {
-                let ids: Vec<u32> = contexts
-                    .iter()
-                    .flat_map(|&(text, keep)| {
-                        features::chunked(&features::context_ids(text, keep)).collect::<Vec<_>>()
-                    })
-                    .collect();
-                e.chunks(&Tensor::from_vec(
-                    ids,
-                    (RLPG_CANDIDATES, features::CHUNKS * features::CHUNK_LEN),
-                    &Device::Cpu,
-                )?)
-            }
-            Encoder::Bert(e) => {
-                let vectors = contexts
-                    .iter()
-                    .map(|&(text, keep)| e.encode_context(text, keep))
-                    .collect::<candle_core::Result<Vec<_>>>()?;
-                let borrowed: Vec<Option<&[f32]>> = vectors.iter().map(Option::as_deref).collect();
-                bert::context_chunks(&borrowed, e.width())
-            }
-        }
+    /// Every candidate's chunk vectors (`Dims::chunk` wide), by id; `None` for an empty chunk.
+    fn contexts(&self, input: &RankInput) -> Result<Vec<Vec<Option<Vec<f32>>>>, EncoderError> {
+        candidate_contexts(input)
+            .into_iter()
+            .map(|(text, keep)| match self {
+                Encoder::Hashed(e) => Ok(e.chunks(
+                    &features::chunked(&features::context_ids(text, keep)).collect::<Vec<_>>(),
+                )),
+                // A BERT encoder reads a context as one chunk: its \[CLS\] vector.
+                Encoder::Bert(e) => Ok(vec![e.encode_context(text, keep)?]),
+            })
+            .collect()
     }
 }
 
@@ -252,41 +232,29 @@ impl Classifier {
         source: &str,
         encoder_dir: Option<&Path>,
     ) -> Result<Classifier, ModelError> {
-        let unreadable = |e: candle_core::Error| ModelError::Unreadable {
+        let unreadable = |reason: String| ModelError::Unreadable {
             file: source.to_string(),
-            reason: e.to_string().lines().next().unwrap_or_default().to_string(),
+            reason,
         };
-        let tensors =
-            candle_core::safetensors::load_buffer(bytes, &Device::Cpu).map_err(unreadable)?;
-        // A NaN or infinite weight loads, then gives NaN scores that decide the order.
-        let mut names: Vec<&String> = tensors.keys().collect();
-        names.sort();
-        for name in names {
-            let values = tensors[name]
-                .to_dtype(DType::F32)
-                .and_then(|t| t.flatten_all())
-                .and_then(|t| t.to_vec1::<f32>())
-                .map_err(unreadable)?;
-            if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
-                return Err(ModelError::Unreadable {
-                    file: source.to_string(),
-                    reason: format!("weight {name} holds {bad}, not a finite number"),
-                });
-            }
-        }
-        let kind = EncoderKind::of(&tensors).map_err(unreadable)?;
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
-        let h = match vb.contains_tensor("h.out.weight") {
-            true => Some(HeadH::new(vb.pp("h"), kind.dims()).map_err(unreadable)?),
+        let weights = Weights::read(bytes).map_err(unreadable)?;
+        let kind = EncoderKind::of(&weights);
+        let h = match weights.contains("h.out.weight") {
+            true => Some(HeadH::load(&weights, kind.dims()).map_err(unreadable)?),
             false => None,
         };
-        let r = match vb.contains_tensor("r.out_weight") {
-            true => Some(HeadR::new(vb.pp("r"), kind.dims()).map_err(unreadable)?),
+        let r = match weights.contains("r.out_weight") {
+            true => Some(HeadR::load(&weights, kind.dims()).map_err(unreadable)?),
             false => None,
         };
         let encoder = match (kind, encoder_dir) {
             (EncoderKind::Hashed, None) => {
-                Encoder::Hashed(HashedEncoder::new(vb.pp("encoder")).map_err(unreadable)?)
+                Encoder::Hashed(HashedEncoder::load(&weights).map_err(unreadable)?)
+            }
+            (EncoderKind::Bert { width }, _) if !cfg!(feature = "bert") => {
+                return Err(ModelError::NeedsBertFeature {
+                    file: source.to_string(),
+                    width,
+                });
             }
             (EncoderKind::Bert { width }, None) => {
                 return Err(ModelError::NeedsEncoder {
@@ -328,11 +296,7 @@ impl Classifier {
     /// A ranker with one of this model's heads.
     pub fn ranker(&self, variant: Variant) -> Result<ClassifierRanker<'_>, ModelError> {
         if !self.has(variant) {
-            return Err(ModelError::MissingHead {
-                file: self.source.clone(),
-                variant: variant.name(),
-                flag: variant.prefix(),
-            });
+            return Err(self.missing(variant));
         }
         Ok(ClassifierRanker {
             classifier: self,
@@ -345,17 +309,24 @@ impl Classifier {
         &self,
         variant: Variant,
         input: &RankInput,
-    ) -> candle_core::Result<Vec<f32>> {
-        let holes = self.encoder.hole(&input.window)?;
+    ) -> Result<Vec<f32>, ModelError> {
         let logits = match (variant, &self.h, &self.r) {
-            (Variant::H, Some(h), _) => h.forward(&holes, false)?,
-            (Variant::R, _, Some(r)) => {
-                let (chunks, present) = self.encoder.contexts(input)?;
-                r.forward(&holes, &chunks.unsqueeze(0)?, &present.unsqueeze(0)?, false)?
-            }
-            _ => candle_core::bail!("no {} head", variant.name()),
+            (Variant::H, Some(h), _) => h.logits(&self.encoder.hole(&input.window)?),
+            (Variant::R, _, Some(r)) => r.logits(
+                &self.encoder.hole(&input.window)?,
+                &self.encoder.contexts(input)?,
+            ),
+            _ => return Err(self.missing(variant)),
         };
-        candle_nn::ops::sigmoid(&logits)?.squeeze(0)?.to_vec1()
+        Ok(logits.into_iter().map(inference::sigmoid).collect())
+    }
+
+    fn missing(&self, variant: Variant) -> ModelError {
+        ModelError::MissingHead {
+            file: self.source.clone(),
+            variant: variant.name(),
+            flag: variant.prefix(),
+        }
     }
 }
 
@@ -411,5 +382,93 @@ impl Ranker for ClassifierRanker<'_> {
                 super::FixedRanker.rank(input)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inference::tests::{f32_bytes, safetensors_file};
+    use super::*;
+    use crate::hole::Hole;
+    use crate::label::RLPG_CANDIDATES;
+    use crate::repo::RepoIndex;
+
+    #[test]
+    fn the_bundled_classifier_ranks_a_hole_with_both_heads() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sample-repo");
+        let index = RepoIndex::open(Path::new(dir), None).unwrap();
+        let hole = Hole::parse(&index, crate::sample::DEMO_HOLE).unwrap();
+        let input = RankInput::new(&index, &hole, &[]);
+        let classifier = Classifier::bundled();
+        for variant in [Variant::H, Variant::R] {
+            let p = classifier.probabilities(variant, &input).unwrap();
+            assert_eq!(p.len(), RLPG_CANDIDATES);
+            assert!(p.iter().all(|p| (0.0..=1.0).contains(p)), "{p:?}");
+            assert!(p.iter().any(|q| q != &p[0]), "{p:?}");
+        }
+    }
+
+    /// A model trained on a BERT encoder of hidden size 8: its marker and an RLPG-H head.
+    fn bert_trained() -> Vec<u8> {
+        let dims = Dims::bert(8);
+        let zeros = |n: usize| f32_bytes(&vec![0.0; n]);
+        safetensors_file(&[
+            (BERT_WIDTH, "F32", &[1], f32_bytes(&[8.0])),
+            (
+                "h.hidden.weight",
+                "F32",
+                &[dims.hidden, 8],
+                zeros(dims.hidden * 8),
+            ),
+            ("h.hidden.bias", "F32", &[dims.hidden], zeros(dims.hidden)),
+            (
+                "h.out.weight",
+                "F32",
+                &[RLPG_CANDIDATES, dims.hidden],
+                zeros(RLPG_CANDIDATES * dims.hidden),
+            ),
+            (
+                "h.out.bias",
+                "F32",
+                &[RLPG_CANDIDATES],
+                zeros(RLPG_CANDIDATES),
+            ),
+        ])
+    }
+
+    #[test]
+    fn a_bert_trained_model_says_in_one_line_what_ranking_with_it_needs() {
+        let error = Classifier::from_bytes(&bert_trained(), "m.safetensors", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(error.lines().count(), 1, "{error}");
+        assert!(
+            error.starts_with("m.safetensors: ") && error.contains("8"),
+            "{error}"
+        );
+        match cfg!(feature = "bert") {
+            true => assert!(error.contains("--encoder-dir"), "{error}"),
+            false => assert!(error.contains("the `bert` feature"), "{error}"),
+        }
+    }
+
+    #[test]
+    fn a_model_whose_weights_do_not_fit_names_the_weight() {
+        let mut bad = bert_trained();
+        // The marker says 8; a width of 6 gives every head weight another shape.
+        let at = bad
+            .windows(4)
+            .position(|w| w == 8f32.to_le_bytes())
+            .unwrap();
+        bad[at..at + 4].copy_from_slice(&6f32.to_le_bytes());
+        let error = Classifier::from_bytes(&bad, "m.safetensors", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("m.safetensors: not a keyhole classifier: weight h.hidden.weight"),
+            "{error}"
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! The networks, in candle. With keyhole's own encoder the dimensions are smaller than the
+//! The networks, in candle, for training with its autograd (ranking runs the same networks in
+//! plain Rust, [`super::inference`], which holds the dimensions). With keyhole's own encoder the dimensions are smaller than the
 //! paper's so that training fits in minutes on two CPU cores (appendix C uses CodeBERT's 768;
 //! see each constant); with a local BERT-family encoder ([`super::bert`]) the heads take the
 //! paper's dimensions ([`Dims::bert`]).
@@ -13,53 +14,11 @@ use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{LayerNorm, Linear, VarBuilder, layer_norm, linear, ops};
 
 use super::features::{BUCKETS, CHUNK_LEN, CHUNKS, PAD, PART_LEN, PARTS};
+use super::inference::{Dims, E, HEAD_DIM, HEADS, LAYER_NORM_EPS, Z};
 use crate::label::RLPG_CANDIDATES;
 
-/// Sub-token embedding width (CodeBERT's hidden size is 768).
-pub const E: usize = 32;
-/// Hole-window representation width, the model dimension of RLPG-R (paper: 768).
-pub const Z: usize = 64;
-/// Attention heads and per-head key/value width: the paper's τ = 4 and d_k = d_v = 32.
-const HEADS: usize = 4;
-const HEAD_DIM: usize = 32;
 /// Dropout while training (paper: 0.25).
 pub const DROPOUT: f32 = 0.25;
-const LAYER_NORM_EPS: f64 = 1e-5;
-
-/// The widths the heads are built with, which follow the encoder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Dims {
-    /// Width of a hole-window representation: RLPG-H's input, RLPG-R's query and model width.
-    pub hole: usize,
-    /// Width of a context chunk vector: RLPG-R's keys and values.
-    pub chunk: usize,
-    /// RLPG-H's hidden layer.
-    pub hidden: usize,
-    /// RLPG-R's feed-forward layer.
-    pub feed_forward: usize,
-}
-
-impl Dims {
-    /// With [`HashedEncoder`]: hidden 64 and feed-forward 4 × [`Z`] where the paper has 512
-    /// and 2048, to train in minutes on two cores.
-    pub const HASHED: Dims = Dims {
-        hole: Z,
-        chunk: E,
-        hidden: 64,
-        feed_forward: 4 * Z,
-    };
-
-    /// With a frozen BERT of hidden size `width`: appendix C's W1 ∈ R^{512×768} and
-    /// feed-forward 2048 (the paper's CodeBERT has width 768).
-    pub fn bert(width: usize) -> Dims {
-        Dims {
-            hole: width,
-            chunk: width,
-            hidden: 512,
-            feed_forward: 2048,
-        }
-    }
-}
 
 /// Mean of the embeddings of each row of `ids` (`[n, len]`), padding left out: `[n, E]`.
 fn bag_means(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
@@ -168,10 +127,10 @@ impl HeadR {
             key: linear(dims.chunk, width, vb.pp("key"))?,
             value: linear(dims.chunk, width, vb.pp("value"))?,
             combine: linear(width, model, vb.pp("combine"))?,
-            norm1: layer_norm(model, LAYER_NORM_EPS, vb.pp("norm1"))?,
+            norm1: layer_norm(model, f64::from(LAYER_NORM_EPS), vb.pp("norm1"))?,
             feed1: linear(model, dims.feed_forward, vb.pp("feed1"))?,
             feed2: linear(dims.feed_forward, model, vb.pp("feed2"))?,
-            norm2: layer_norm(model, LAYER_NORM_EPS, vb.pp("norm2"))?,
+            norm2: layer_norm(model, f64::from(LAYER_NORM_EPS), vb.pp("norm2"))?,
             out_weight: vb.get_with_hints(
                 (RLPG_CANDIDATES, model),
                 "out_weight",

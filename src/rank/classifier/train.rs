@@ -20,11 +20,11 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::bert::context_chunks;
 use super::dataset::{Example, Inputs};
 use super::features::{CHUNK_LEN, CHUNKS, PART_LEN, PARTS};
-use super::network::{E, HashedEncoder, HeadH, HeadR, masked_bce};
-use super::{BUNDLED, BUNDLED_NAME, EncoderKind, Variant};
+use super::inference::{E, Weights};
+use super::network::{HashedEncoder, HeadH, HeadR, masked_bce};
+use super::{BERT_WIDTH, BUNDLED, BUNDLED_NAME, EncoderKind, Variant};
 use crate::candidate::CandidateId;
 use crate::label::RLPG_CANDIDATES;
 use crate::rank::FixedRanker;
@@ -306,22 +306,23 @@ fn starting_weights(
     start: Option<&Path>,
     kind: EncoderKind,
 ) -> Result<(HashMap<String, Tensor>, String)> {
-    let (saved, source) = match (start, kind) {
-        (Some(path), _) => (
-            candle_core::safetensors::load(path, &Device::Cpu)
-                .with_context(|| format!("{}: cannot read the starting model", path.display()))?,
-            path.display().to_string(),
-        ),
-        (None, EncoderKind::Hashed) => (
-            candle_core::safetensors::load_buffer(BUNDLED, &Device::Cpu)?,
-            BUNDLED_NAME.to_string(),
-        ),
-        (None, EncoderKind::Bert { .. }) => (HashMap::new(), String::new()),
-    };
-    let saved_kind = match saved.is_empty() {
-        true => kind,
-        false => EncoderKind::of(&saved)?,
-    };
+    let (bytes, source) =
+        match (start, kind) {
+            (Some(path), _) => (
+                std::borrow::Cow::Owned(std::fs::read(path).with_context(|| {
+                    format!("{}: cannot read the starting model", path.display())
+                })?),
+                path.display().to_string(),
+            ),
+            (None, EncoderKind::Hashed) => (
+                std::borrow::Cow::Borrowed(BUNDLED),
+                BUNDLED_NAME.to_string(),
+            ),
+            (None, EncoderKind::Bert { .. }) => return Ok((HashMap::new(), String::new())),
+        };
+    let unreadable =
+        |reason: String| anyhow::anyhow!("{source}: cannot read the starting model: {reason}");
+    let saved_kind = EncoderKind::of(&Weights::read(&bytes).map_err(unreadable)?);
     if saved_kind != kind {
         bail!(
             "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
@@ -329,6 +330,8 @@ fn starting_weights(
             kind.describe()
         );
     }
+    let saved = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        .map_err(|e| unreadable(e.to_string()))?;
     Ok((saved, source))
 }
 
@@ -439,6 +442,30 @@ fn vectors(
         holes: Tensor::from_vec(holes, (b, width), &Device::Cpu)?,
         contexts,
     })
+}
+
+/// Candidate contexts' vectors (`None` where a candidate has no context) as RLPG-R's single
+/// chunk per candidate: vectors `[n, 1, width]` and presence `[n, 1]`.
+fn context_chunks(
+    vectors: &[Option<&[f32]>],
+    width: usize,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let n = vectors.len();
+    let mut flat = Vec::with_capacity(n * width);
+    for vector in vectors {
+        match vector {
+            Some(v) => flat.extend_from_slice(v),
+            None => flat.resize(flat.len() + width, 0.0),
+        }
+    }
+    let present: Vec<f32> = vectors
+        .iter()
+        .map(|v| f32::from(u8::from(v.is_some())))
+        .collect();
+    Ok((
+        Tensor::from_vec(flat, (n, 1, width), &Device::Cpu)?,
+        Tensor::from_vec(present, (n, 1), &Device::Cpu)?,
+    ))
 }
 
 /// Train `options.variant` on `examples`, starting (for RLPG-R) from the model at `start`, and
@@ -587,7 +614,10 @@ fn save(weights: &HashMap<String, Tensor>, kind: EncoderKind, out: &Path) -> Res
     crate::feedback::create_parent(out)?;
     let partial = out.with_extension("safetensors.partial");
     let mut weights = weights.clone();
-    weights.extend(kind.marker()?);
+    if let EncoderKind::Bert { width } = kind {
+        let marker = Tensor::new(&[width as f32], &Device::Cpu)?;
+        weights.insert(BERT_WIDTH.to_string(), marker);
+    }
     candle_core::safetensors::save(&weights, &partial)
         .with_context(|| format!("cannot write {}", partial.display()))?;
     std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))

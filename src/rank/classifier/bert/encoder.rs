@@ -268,18 +268,28 @@ impl BertEncoder {
     }
 
     /// The hidden state at the first position (the \[CLS\] token) of `text`, cut to the model's
-    /// tokens from its `keep` end; a text without tokens gives zeros.
-    pub fn encode(&self, text: &str, keep: Keep) -> Result<Vec<f32>> {
-        let ids = self.token_ids(text, keep)?;
-        if ids.is_empty() {
-            return Ok(vec![0.0; self.width]);
-        }
-        self.forward(&ids)?.to_vec1()
+    /// tokens from its `keep` end; a text without tokens gives zeros. An error names the
+    /// encoder's directory.
+    pub fn encode(&self, text: &str, keep: Keep) -> std::result::Result<Vec<f32>, EncoderError> {
+        let encoded = self
+            .token_ids(text, keep)
+            .and_then(|ids| match ids.is_empty() {
+                true => Ok(vec![0.0; self.width]),
+                false => self.forward(&ids)?.to_vec1(),
+            });
+        encoded.map_err(|e| EncoderError {
+            path: self.dir.display().to_string(),
+            reason: e.to_string().lines().next().unwrap_or_default().to_string(),
+        })
     }
 
     /// A candidate context's vector, `None` when it has no text (RLPG-R then gives it no
     /// attention).
-    pub fn encode_context(&self, text: &str, keep: Keep) -> Result<Option<Vec<f32>>> {
+    pub fn encode_context(
+        &self,
+        text: &str,
+        keep: Keep,
+    ) -> std::result::Result<Option<Vec<f32>>, EncoderError> {
         match text.is_empty() {
             true => Ok(None),
             false => self.encode(text, keep).map(Some),

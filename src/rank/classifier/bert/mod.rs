@@ -14,8 +14,6 @@ pub use encoder::BertEncoder;
 #[cfg(not(feature = "bert"))]
 pub use unavailable::BertEncoder;
 
-use candle_core::{Device, Result, Tensor};
-
 /// Tokens read per text, special tokens included: half of CodeBERT's 512 positions, to halve
 /// the encoding time on a CPU (the paper does not say how it truncated). Hole windows (five
 /// lines) fit; candidate contexts keep the end that survives the prompt's truncation.
@@ -23,6 +21,11 @@ pub const MAX_TOKENS: usize = 256;
 /// Bytes of a text tokenized at most: enough for [`MAX_TOKENS`] tokens of ordinary code.
 #[cfg_attr(not(feature = "bert"), allow(dead_code))]
 const MAX_BYTES: usize = 16 * MAX_TOKENS;
+
+/// What a BERT encoder asked for without the `bert` feature says.
+#[cfg_attr(feature = "bert", allow(dead_code))]
+pub const NEEDS_FEATURE: &str =
+    "BERT encoders need the `bert` feature, which this keyhole was built without";
 
 /// Why an encoder directory cannot be used; `path` names the directory or the file in it.
 #[derive(Debug, thiserror::Error)]
@@ -48,9 +51,7 @@ mod unavailable {
         pub fn load(dir: &Path) -> Result<BertEncoder, EncoderError> {
             Err(EncoderError {
                 path: dir.display().to_string(),
-                reason:
-                    "BERT encoders need the `bert` feature, which this keyhole was built without"
-                        .into(),
+                reason: super::NEEDS_FEATURE.into(),
             })
         }
 
@@ -62,7 +63,7 @@ mod unavailable {
             match *self {}
         }
 
-        pub fn encode(&self, _text: &str, _keep: Keep) -> candle_core::Result<Vec<f32>> {
+        pub fn encode(&self, _text: &str, _keep: Keep) -> Result<Vec<f32>, EncoderError> {
             match *self {}
         }
 
@@ -70,29 +71,8 @@ mod unavailable {
             &self,
             _text: &str,
             _keep: Keep,
-        ) -> candle_core::Result<Option<Vec<f32>>> {
+        ) -> Result<Option<Vec<f32>>, EncoderError> {
             match *self {}
         }
     }
-}
-
-/// Candidate contexts' vectors (`None` where a candidate has no context) as RLPG-R's single
-/// chunk per candidate: vectors `[n, 1, width]` and presence `[n, 1]`.
-pub fn context_chunks(vectors: &[Option<&[f32]>], width: usize) -> Result<(Tensor, Tensor)> {
-    let n = vectors.len();
-    let mut flat = Vec::with_capacity(n * width);
-    for vector in vectors {
-        match vector {
-            Some(v) => flat.extend_from_slice(v),
-            None => flat.resize(flat.len() + width, 0.0),
-        }
-    }
-    let present: Vec<f32> = vectors
-        .iter()
-        .map(|v| f32::from(u8::from(v.is_some())))
-        .collect();
-    Ok((
-        Tensor::from_vec(flat, (n, 1, width), &Device::Cpu)?,
-        Tensor::from_vec(present, (n, 1), &Device::Cpu)?,
-    ))
 }
