@@ -941,6 +941,14 @@ impl Servers {
         drop(stopped);
     }
 
+    /// The person's choice of servers and timeouts, as it stands now.
+    fn chosen(&self) -> Chosen {
+        self.chosen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The executable of the server of `spec` as chosen, `None` where none is chosen or it
     /// is not on the search path.
     fn program(&self, spec: &ServerSpec, servers: &ServerChoice) -> Option<PathBuf> {
@@ -969,12 +977,7 @@ impl Servers {
     /// `None` where none is chosen or it is not on the search path. Answers cached under it
     /// are a new server's to give again.
     pub fn identity(&self, spec: &ServerSpec) -> Option<String> {
-        let chosen = self
-            .chosen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let program = self.program(spec, &chosen.servers)?;
+        let program = self.program(spec, &self.chosen().servers)?;
         let real = std::fs::canonicalize(&program).unwrap_or(program);
         // A named command that is not there still has an identity: starting it then fails,
         // and that failure is said, not taken for "no server".
@@ -1007,11 +1010,7 @@ impl Servers {
             match slots.get(spec.command) {
                 Some(slot) => Arc::clone(slot),
                 None => {
-                    let chosen = self
-                        .chosen
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .clone();
+                    let chosen = self.chosen();
                     let program = self.program(spec, &chosen.servers)?;
                     // The name a person chose it by, or the usual one.
                     let name = program

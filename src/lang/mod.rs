@@ -320,6 +320,23 @@ pub struct TypeOutline {
     pub methods: Vec<MethodOutline>,
 }
 
+impl TypeOutline {
+    /// A module's top level (Python, TypeScript), nothing in it yet: its members are filled
+    /// in as the module's statements are read.
+    pub fn empty_module() -> TypeOutline {
+        TypeOutline {
+            name: String::new(),
+            kind: TypeKind::Module,
+            header: Span::new(0, 0),
+            decl: Span::new(0, 0),
+            supertypes: Vec::new(),
+            constants: Vec::new(),
+            fields: Vec::new(),
+            methods: Vec::new(),
+        }
+    }
+}
+
 /// One field declaration (all its names).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldOutline {

@@ -164,16 +164,7 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
 /// The module's top level as a [`TypeKind::Module`]: its assignments of an annotated or
 /// constructed value, and its functions.
 fn module_outline(root: Node, source: &str) -> TypeOutline {
-    let mut module = TypeOutline {
-        name: String::new(),
-        kind: TypeKind::Module,
-        header: Span::new(0, 0),
-        decl: Span::new(0, 0),
-        supertypes: Vec::new(),
-        constants: Vec::new(),
-        fields: Vec::new(),
-        methods: Vec::new(),
-    };
+    let mut module = TypeOutline::empty_module();
     for (statement, wrapper) in members(root) {
         match statement.kind() {
             "expression_statement" => {

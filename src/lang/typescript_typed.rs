@@ -93,16 +93,7 @@ pub(super) fn outline(root: Node, source: &str) -> Vec<TypeOutline> {
 /// The file's top level as a [`TypeKind::Module`]: its variables with a declared (or
 /// constructed) type, their heads from `const` to the type, and its functions.
 fn module_outline(root: Node, source: &str) -> TypeOutline {
-    let mut module = TypeOutline {
-        name: String::new(),
-        kind: TypeKind::Module,
-        header: Span::new(0, 0),
-        decl: Span::new(0, 0),
-        supertypes: Vec::new(),
-        constants: Vec::new(),
-        fields: Vec::new(),
-        methods: Vec::new(),
-    };
+    let mut module = TypeOutline::empty_module();
     for statement in named_children(root) {
         let statement = match statement.kind() {
             "export_statement" => match statement.child_by_field_name("declaration") {
