@@ -300,6 +300,15 @@ impl BackendConfig {
 }
 
 /// Why `url` cannot be a server root; the URL itself is not echoed (it may hold secrets).
+/// Without the `http` feature no server is ever asked, so a URL is not read at all (a backend
+/// that names one is refused when it is chosen).
+#[cfg(not(feature = "http"))]
+fn url_problem(_: &str) -> Option<String> {
+    None
+}
+
+/// Why `url` cannot be a server root; the URL itself is not echoed (it may hold secrets).
+#[cfg(feature = "http")]
 fn url_problem(url: &str) -> Option<String> {
     match url::Url::parse(url) {
         Err(e) => Some(format!("is not a valid URL ({e})")),

@@ -4,6 +4,7 @@
 /// What a key is replaced with.
 pub const REDACTED: &str = "[redacted]";
 /// What a URL's user info and query are replaced with.
+#[cfg(feature = "http")]
 const MASK: &str = "***";
 /// A key cut off by the end of a text is replaced from this many characters on; shorter
 /// pieces say too little to matter (and would mask ordinary words).
@@ -106,6 +107,7 @@ fn percent_decoded(text: &[u8], i: usize) -> Option<u8> {
 /// the values of its query and fragment, percent-decoded. Values shorter than
 /// [`MIN_URL_SECRET`] are left out: they say too little to matter (`?v=1`), and masking them
 /// would mask ordinary words and numbers.
+#[cfg(feature = "http")]
 pub fn url_secrets(url: &url::Url) -> Vec<String> {
     use base64::Engine;
     let mut secrets = Vec::new();
@@ -128,6 +130,7 @@ pub fn url_secrets(url: &url::Url) -> Vec<String> {
 }
 
 /// `text` with its percent escapes decoded (as a URL's user info holds its text).
+#[cfg(feature = "http")]
 fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut decoded = Vec::with_capacity(bytes.len());
@@ -159,6 +162,7 @@ pub fn redact_all(text: &str, secrets: &[String]) -> String {
 
 /// `url` as it may be shown: user info (`user:password@`), query and fragment replaced by
 /// `***`, since they often carry credentials. Text that is not a URL is not shown at all.
+#[cfg(feature = "http")]
 pub fn shown_url(url: &str) -> String {
     let Ok(mut parsed) = url::Url::parse(url) else {
         return "(not a valid URL)".to_string();
@@ -228,6 +232,7 @@ mod tests {
         assert_eq!(settled_len("é", KEY), "é".len());
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn a_urls_user_info_and_query_values_are_redacted_from_texts() {
         let url = url::Url::parse(
@@ -242,6 +247,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "http")]
     #[test]
     fn urls_are_shown_without_credentials_or_queries() {
         assert_eq!(

@@ -93,7 +93,7 @@ pub fn redact_text(text: &str) -> String {
 
 /// A query's name as its sender meant it (`api%5Fkey`, `api+key`).
 fn decoded(name: &str) -> String {
-    url::form_urlencoded::parse(name.trim().as_bytes())
+    form_urlencoded::parse(name.trim().as_bytes())
         .next()
         .map_or_else(|| name.to_string(), |(name, _)| name.into_owned())
 }
