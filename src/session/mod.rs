@@ -12,6 +12,7 @@
 
 mod fit;
 mod learning;
+mod open;
 mod recorded;
 mod rows;
 mod search;
@@ -22,16 +23,14 @@ use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
 pub use learning::{BanditLesson, Learning, PickRecorded};
+pub use open::{OpenStage, Opening, SessionBuilder, SessionError, search_built};
 pub use recorded::ComposingRepo;
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
     apply_ranking, proposal_why_not,
 };
 pub use search::{SearchIndex, SharedSearch};
-pub use settings::{
-    Choices, OpenStage, Opening, SessionBuilder, SessionError, Settings, SettingsError,
-    read_backends_leniently, search_built,
-};
+pub use settings::{Choices, Settings, SettingsError, read_backends_leniently};
 
 use learning::procc_context;
 use rows::{proposal_row, retrieved_row};
