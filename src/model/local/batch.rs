@@ -21,6 +21,7 @@ use candle_transformers::generation::LogitsProcessor;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
+use super::error::GenerationError;
 use super::transformer::Sequence;
 use super::vocabulary::Vocabulary;
 use super::{LocalModel, header, one_line};
@@ -55,7 +56,7 @@ pub struct Job {
 
 /// A job's texts, one per sample, or why it failed. A cancelled job gets no answer: nobody
 /// waits for it.
-pub type Answer = Result<Vec<String>, String>;
+pub type Answer = Result<Vec<String>, GenerationError>;
 
 /// What a model's requests share: the jobs waiting for the thread that runs them, and the
 /// sequences it keeps between runs.
@@ -115,7 +116,7 @@ pub fn submit(model: &Arc<LocalModel>, job: Job) {
         .name("keyhole-model".into())
         .spawn(move || run(&runner));
     if let Err(e) = spawned {
-        stop_with(model, &format!("cannot start the model's thread: {e}"));
+        stop_with(model, &GenerationError::NoThread(Arc::new(e)));
     }
 }
 
@@ -144,16 +145,16 @@ fn run(model: &LocalModel) {
     }));
     if ran.is_err() {
         // A bug outside the guarded model code: the jobs it held see their replies dropped.
-        stop_with(model, "the model's thread stopped on a panic");
+        stop_with(model, &GenerationError::ThreadPanicked);
     }
 }
 
 /// Marks the batch as not running and fails the jobs waiting for it with `error`.
-fn stop_with(model: &LocalModel, error: &str) {
+fn stop_with(model: &LocalModel, error: &GenerationError) {
     let mut shared = model.batch.shared();
     shared.running = false;
     for job in shared.waiting.drain(..) {
-        let _ = job.reply.send(Err(error.to_string()));
+        let _ = job.reply.send(Err(error.clone()));
     }
 }
 
@@ -180,7 +181,7 @@ struct Begun {
     /// The samples decoding, each a sequence of the batch.
     live: Vec<Sample>,
     /// Why the job failed, once it did.
-    failed: Option<String>,
+    failed: Option<GenerationError>,
 }
 
 /// One sample being decoded.
@@ -487,7 +488,11 @@ impl Begun {
 impl Sample {
     /// Draws the next token: `Some` to feed it, `None` once the sample is done (an end
     /// token, a stop sequence or `max_tokens`).
-    fn draw(&mut self, vocabulary: &Vocabulary, max_tokens: usize) -> Result<Option<u32>, String> {
+    fn draw(
+        &mut self,
+        vocabulary: &Vocabulary,
+        max_tokens: usize,
+    ) -> Result<Option<u32>, GenerationError> {
         if self.generated.len() >= max_tokens {
             return Ok(None);
         }
@@ -504,8 +509,8 @@ impl Sample {
     }
 }
 
-fn failed(error: &candle_core::Error) -> String {
-    format!("generation failed: {}", one_line(error))
+fn failed(error: &candle_core::Error) -> GenerationError {
+    GenerationError::Failed(one_line(error))
 }
 
 /// Passes a sample's text on as deltas, holding back what may still change: an incomplete

@@ -13,6 +13,8 @@ use std::sync::Once;
 
 use candle_core::quantized::gguf_file::{Content, TensorInfo, Value};
 
+use super::error::{GgufError, Panicked};
+
 /// The most positions a model gets, whatever its `context_length` says: the forward pass
 /// precomputes rotary tables for every position (Qwen2.5's longest trained context is 128 Ki).
 pub const MAX_CONTEXT: usize = 1 << 17;
@@ -22,41 +24,42 @@ const TABLES_SLACK: u64 = 64 << 20;
 
 /// Bytes of a tensor as stored: its element count checked against overflow (dimensions of
 /// 2^32 x 2^32 would wrap to 0) and whole blocks of its type.
-pub fn stored_bytes(name: &str, info: &TensorInfo) -> Result<u64, String> {
+pub fn stored_bytes(name: &str, info: &TensorInfo) -> Result<u64, GgufError> {
     let elements = elements(name, info)?;
     if elements == 0 {
         // candle views a tensor's bytes as its element type: an empty Vec's dangling
         // pointer is not aligned for that (undefined behaviour, an abort in debug builds).
-        return Err(format!("tensor `{name}` has no elements"));
+        return Err(GgufError::NoElements(name.to_string()));
     }
     let dtype = info.ggml_dtype;
     let block = dtype.block_size() as u64;
     if !elements.is_multiple_of(block) {
-        return Err(format!(
-            "tensor `{name}` has {elements} elements, not whole blocks of {block} ({dtype:?})"
-        ));
+        return Err(GgufError::PartialBlock {
+            name: name.to_string(),
+            elements,
+            block,
+            dtype,
+        });
     }
     (elements / block)
         .checked_mul(dtype.type_size() as u64)
-        .ok_or_else(|| format!("tensor `{name}` is larger than any file"))
+        .ok_or_else(|| GgufError::TensorTooLarge(name.to_string()))
 }
 
 /// A tensor's element count, or why it has none that fits in 64 bits.
-pub fn elements(name: &str, info: &TensorInfo) -> Result<u64, String> {
+pub fn elements(name: &str, info: &TensorInfo) -> Result<u64, GgufError> {
     info.shape
         .dims()
         .iter()
         .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
-        .ok_or_else(|| {
-            format!(
-                "tensor `{name}` has dimensions {:?}, more elements than 64 bits count",
-                info.shape.dims()
-            )
+        .ok_or_else(|| GgufError::TooManyElements {
+            name: name.to_string(),
+            dims: info.shape.dims().to_vec(),
         })
 }
 
 /// Checks every tensor: its size, and that it lies within the `length` bytes of the file.
-pub fn check_tensors(content: &Content, length: u64) -> Result<(), String> {
+pub fn check_tensors(content: &Content, length: u64) -> Result<(), GgufError> {
     for (name, info) in &content.tensor_infos {
         let bytes = stored_bytes(name, info)?;
         let end = content
@@ -66,15 +69,17 @@ pub fn check_tensors(content: &Content, length: u64) -> Result<(), String> {
         match end {
             Some(end) if end <= length => {}
             Some(end) => {
-                return Err(format!(
-                    "truncated: tensor `{name}` ends at byte {end} but the file has {length} bytes"
-                ));
+                return Err(GgufError::Truncated {
+                    name: name.clone(),
+                    end,
+                    length,
+                });
             }
             None => {
-                return Err(format!(
-                    "tensor `{name}` lies beyond the end of any file (offset {})",
-                    info.offset
-                ));
+                return Err(GgufError::BeyondAnyFile {
+                    name: name.clone(),
+                    offset: info.offset,
+                });
             }
         }
     }
@@ -102,7 +107,7 @@ impl Hyperparameters {
     /// Reads and checks `arch`'s hyperparameters from `content`: counts that divide, sizes
     /// that fit the tensors, and rotary tables within `weights` (the memory the weights take
     /// as loaded).
-    pub fn check(content: &Content, arch: &str, weights: u64) -> Result<Self, String> {
+    pub fn check(content: &Content, arch: &str, weights: u64) -> Result<Self, GgufError> {
         let read = Reader { content, arch };
         let heads = read.at_least("attention.head_count", 1)?;
         let kv_heads = read.at_least("attention.head_count_kv", 1)?;
@@ -189,7 +194,9 @@ impl Hyperparameters {
         }
         let rms_epsilon = read
             .float("attention.layer_norm_rms_epsilon")?
-            .ok_or_else(|| format!("`{arch}.attention.layer_norm_rms_epsilon` is missing"))?;
+            .ok_or_else(|| {
+                GgufError::MissingKey(format!("{arch}.attention.layer_norm_rms_epsilon"))
+            })?;
         if !(rms_epsilon >= 0.0 && rms_epsilon.is_finite()) {
             return Err(read.bad(
                 "attention.layer_norm_rms_epsilon",
@@ -218,34 +225,34 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn bad(&self, key: &str, why: String) -> String {
-        format!("`{}.{key}` is {why}", self.arch)
+    fn bad(&self, key: &str, why: String) -> GgufError {
+        GgufError::metadata(format!("{}.{key}", self.arch), why)
     }
 
-    fn optional(&self, key: &str) -> Result<Option<u64>, String> {
+    fn optional(&self, key: &str) -> Result<Option<u64>, GgufError> {
         let full = format!("{}.{key}", self.arch);
         match self.content.metadata.get(&full) {
             None => Ok(None),
             // GGUF writers store these as u32; anything else is a damaged or crafted file.
             Some(Value::U32(n)) => Ok(Some(u64::from(*n))),
-            Some(other) => Err(format!("`{full}` is {other:?}, not a u32")),
+            Some(other) => Err(GgufError::metadata(full, format!("{other:?}, not a u32"))),
         }
     }
 
     /// A float, which files store as f32 (some as f64).
-    fn float(&self, key: &str) -> Result<Option<f32>, String> {
+    fn float(&self, key: &str) -> Result<Option<f32>, GgufError> {
         let full = format!("{}.{key}", self.arch);
         match self.content.metadata.get(&full) {
             None => Ok(None),
             Some(Value::F32(x)) => Ok(Some(*x)),
             Some(Value::F64(x)) => Ok(Some(*x as f32)),
-            Some(other) => Err(format!("`{full}` is {other:?}, not a float")),
+            Some(other) => Err(GgufError::metadata(full, format!("{other:?}, not a float"))),
         }
     }
 
-    fn at_least(&self, key: &str, least: u64) -> Result<u64, String> {
+    fn at_least(&self, key: &str, least: u64) -> Result<u64, GgufError> {
         match self.optional(key)? {
-            None => Err(format!("`{}.{key}` is missing", self.arch)),
+            None => Err(GgufError::MissingKey(format!("{}.{key}", self.arch))),
             Some(n) if n < least => Err(self.bad(key, format!("{n}, less than {least}"))),
             Some(n) => Ok(n),
         }
@@ -253,27 +260,33 @@ impl Reader<'_> {
 
     /// The most tokens the model attends to: its trained context (4,096 when a llama file
     /// does not say), at most [`MAX_CONTEXT`].
-    fn context_length(&self) -> Result<usize, String> {
+    fn context_length(&self) -> Result<usize, GgufError> {
         let trained = match self.optional("context_length")? {
             Some(n) if n < 2 => return Err(self.bad("context_length", format!("{n}, less than 2"))),
             Some(n) => n,
             None if self.arch == "llama" => 4096,
-            None => return Err(format!("`{}.context_length` is missing", self.arch)),
+            None => {
+                return Err(GgufError::MissingKey(format!(
+                    "{}.context_length",
+                    self.arch
+                )));
+            }
         };
         Ok(trained.min(MAX_CONTEXT as u64) as usize)
     }
 }
 
 /// `general.alignment` as GGUF allows it: a power of two (candle divides by it).
-pub fn check_alignment(alignment: Option<&Value>) -> Result<(), String> {
+pub fn check_alignment(alignment: Option<&Value>) -> Result<(), GgufError> {
     let value = match alignment {
         None => return Ok(()),
         Some(value) => value.to_u64().ok(),
     };
     match value {
         Some(n) if n.is_power_of_two() => Ok(()),
-        _ => Err(format!(
-            "`general.alignment` is {alignment:?}, not a power of two"
+        _ => Err(GgufError::metadata(
+            "general.alignment",
+            format!("{alignment:?}, not a power of two"),
         )),
     }
 }
@@ -294,7 +307,10 @@ pub fn panics_caught() -> usize {
 
 /// Runs `work`, turning a panic in it (candle's tensor code asserts what it assumes about a
 /// file) into an error line that says `what` failed, instead of a message and backtrace.
-pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub fn guarded<T, E: From<Panicked>>(
+    what: &str,
+    work: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
     static QUIET_HOOK: Once = Once::new();
     QUIET_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -309,12 +325,12 @@ pub fn guarded<T>(what: &str, work: impl FnOnce() -> Result<T, String>) -> Resul
     GUARDED.with(|g| g.set(was));
     result.unwrap_or_else(|panic| {
         CAUGHT.with(|c| c.set(c.get() + 1));
-        Err(format!("{what} {PANICKED}: {}", panic_message(&*panic)))
+        Err(E::from(Panicked {
+            what: what.to_string(),
+            message: panic_message(&*panic),
+        }))
     })
 }
-
-/// What `guarded` says of a panic it caught.
-pub const PANICKED: &str = "stopped on a panic";
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
     let text = panic
@@ -345,21 +361,20 @@ pub fn machine_memory() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::error::PANICKED;
     use super::*;
 
     #[test]
     fn a_caught_panic_is_one_line_and_counted_on_its_thread() {
         let before = panics_caught();
-        let ok = guarded("reading", || Ok::<_, String>(1));
-        assert_eq!((ok, panics_caught()), (Ok(1), before));
-        let caught = guarded("reading the weights", || -> Result<(), String> {
+        let ok = guarded("reading", || Ok::<_, Panicked>(1));
+        assert_eq!((ok.unwrap(), panics_caught()), (1, before));
+        let caught = guarded("reading the weights", || -> Result<(), Panicked> {
             panic!("index out of range\nsecond line")
         });
         assert_eq!(
-            caught,
-            Err(format!(
-                "reading the weights {PANICKED}: index out of range"
-            ))
+            caught.unwrap_err().to_string(),
+            format!("reading the weights {PANICKED}: index out of range")
         );
         assert_eq!(panics_caught(), before + 1);
     }

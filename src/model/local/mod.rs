@@ -11,10 +11,12 @@
 
 mod attention;
 mod batch;
+mod error;
 #[cfg(test)]
 mod fixture;
 mod header;
-pub use header::{PANICKED, panics_caught};
+pub use error::{GgufError, PANICKED, Panicked, TokenizerError};
+pub use header::panics_caught;
 mod transformer;
 mod vocabulary;
 mod weights;
@@ -51,11 +53,11 @@ pub enum LocalModelError {
     TooLarge { weights: u64, memory: u64 },
     /// The file is not a model keyhole can run. Names read from the file (tensors, keys) may
     /// hold line breaks or escapes: they are written escaped, so the error stays one line.
-    #[error("{}", crate::escape::controls(.0))]
-    File(String),
+    #[error("{}", crate::escape::controls(&.0.to_string()))]
+    File(#[from] GgufError),
     /// The tokenizer cannot encode or decode a text.
-    #[error("{}", crate::escape::controls(.0))]
-    Tokenizer(String),
+    #[error("{}", crate::escape::controls(&.0.to_string()))]
+    Tokenizer(#[from] TokenizerError),
     #[error("the prompt is empty and the vocabulary has no end-of-text token")]
     EmptyPrompt,
 }
@@ -127,22 +129,19 @@ impl LocalModel {
     /// says).
     pub fn load(path: &Path, matrices: Matrices) -> Result<LocalModel, LocalModelError> {
         // The file's checks live in this module's private parts and say what they found.
-        let mut file = GgufFile::open(path).map_err(LocalModelError::File)?;
-        let architecture = file.architecture().map_err(LocalModelError::File)?;
+        let mut file = GgufFile::open(path)?;
+        let architecture = file.architecture()?;
         let weights = file.loaded_bytes(matrices);
         let memory = header::machine_memory();
         if let Some(memory) = memory.filter(|&m| weights > m) {
             return Err(LocalModelError::TooLarge { weights, memory });
         }
-        let hyper = header::Hyperparameters::check(&file.content, &architecture, weights)
-            .map_err(LocalModelError::File)?;
-        let vocabulary =
-            Vocabulary::load(&file.content.metadata, path).map_err(LocalModelError::File)?;
+        let hyper = header::Hyperparameters::check(&file.content, &architecture, weights)?;
+        let vocabulary = Vocabulary::load(&file.content.metadata, path)?;
         let kept = file.kept(matrices);
         let transformer = header::guarded(&format!("loading the {architecture} weights"), || {
             Transformer::load(&mut file, &architecture, &hyper, kept)
-        })
-        .map_err(LocalModelError::File)?;
+        })?;
         Ok(LocalModel {
             path: path.to_path_buf(),
             architecture,
@@ -185,14 +184,12 @@ impl LocalModel {
         self.vocabulary
             .encode(text)
             .map(|ids| ids.len())
-            .map_err(LocalModelError::Tokenizer)
+            .map_err(LocalModelError::from)
     }
 
     /// The text of token ids, as a completion's tokens decode.
     pub fn decode(&self, ids: &[u32]) -> Result<String, LocalModelError> {
-        self.vocabulary
-            .decode(ids)
-            .map_err(LocalModelError::Tokenizer)
+        self.vocabulary.decode(ids).map_err(LocalModelError::from)
     }
 
     /// The token ids the model sees for `request`, with room left for `max_tokens`: the
@@ -206,7 +203,7 @@ impl LocalModel {
         max_tokens: usize,
     ) -> Result<(Vec<u32>, bool), LocalModelError> {
         let vocabulary = &self.vocabulary;
-        let encode = |text: &str| vocabulary.encode(text).map_err(LocalModelError::Tokenizer);
+        let encode = |text: &str| vocabulary.encode(text).map_err(LocalModelError::from);
         let room = self.context_length.saturating_sub(max_tokens);
         let mut ids: Vec<u32> = vocabulary.bos().into_iter().collect();
         let prefix = encode(&request.prompt)?;
@@ -325,9 +322,7 @@ impl Backend for LocalBackend {
         let submitted = tokio::task::spawn_blocking(move || {
             // Leave the prompt at least one token of the context.
             let max_tokens = request.max_tokens.min(model.context_length - 1);
-            let (prompt, truncated) = model
-                .prompt_ids(&request, max_tokens)
-                .map_err(|e| e.to_string())?;
+            let (prompt, truncated) = model.prompt_ids(&request, max_tokens)?;
             if truncated {
                 tracing::warn!(
                     model = %model.path.display(),
@@ -349,16 +344,16 @@ impl Backend for LocalBackend {
                 reply,
             };
             batch::submit(&model, job);
-            Ok::<_, String>(model_prompt_tokens)
+            Ok::<_, LocalModelError>(model_prompt_tokens)
         });
         let model_prompt_tokens = submitted
             .await
             .map_err(|e| self.error(format!("generation stopped: {e}")))?
-            .map_err(|detail| self.error(detail))?;
+            .map_err(|error| self.error(error.to_string()))?;
         let texts = answer
             .await
             .map_err(|_| self.error("generation stopped: the model's thread ended".into()))?
-            .map_err(|detail| self.error(detail))?;
+            .map_err(|error| self.error(error.to_string()))?;
         let latency = start.elapsed();
         Ok(texts
             .into_iter()

@@ -16,8 +16,9 @@ use candle_nn::ops::{rms_norm, silu, softmax_last_dim};
 use candle_nn::rotary_emb::{rope, rope_i};
 
 use super::attention;
+use super::error::GgufError;
 use super::header::Hyperparameters;
-use super::weights::{GgufFile, Kept, Matrix, Pass, is_float, one_line};
+use super::weights::{GgufFile, Kept, Matrix, Pass, is_float, load_failed, one_line};
 
 /// Prompt tokens fed per forward pass: bounds the attention scores' memory on long prompts
 /// and lets a cancelled request stop between chunks.
@@ -138,7 +139,7 @@ impl Transformer {
         arch: &str,
         hyper: &Hyperparameters,
         kept: Kept,
-    ) -> std::result::Result<Transformer, String> {
+    ) -> std::result::Result<Transformer, GgufError> {
         let embedding = hyper.embedding;
         let shape = Shape {
             heads: hyper.heads,
@@ -147,22 +148,26 @@ impl Transformer {
             context: hyper.context_length,
         };
         let norm = |file: &mut GgufFile, name: &str, size: usize| {
-            Ok::<_, String>(Norm {
+            Ok::<_, GgufError>(Norm {
                 weight: file.vector(name, size)?,
                 epsilon: hyper.rms_epsilon,
             })
         };
         let vocabulary = file.rows("token_embd.weight")?;
         let stored_embeddings = file.tensor("token_embd.weight", &[vocabulary, embedding])?;
-        let embeddings = stored_embeddings
-            .dequantize(&Device::Cpu)
-            .map_err(|e| format!("cannot read `token_embd.weight`: {}", one_line(&e)))?;
+        let embeddings =
+            stored_embeddings
+                .dequantize(&Device::Cpu)
+                .map_err(|e| GgufError::Dequantize {
+                    name: "token_embd.weight".into(),
+                    detail: one_line(&e),
+                })?;
         let output = if file.has("output.weight") {
             file.matrix("output.weight", (vocabulary, embedding), kept.for_output())?
         } else if kept.quantized && !is_float(stored_embeddings.dtype()) {
             // Tied embeddings: the output projection multiplies a quantized copy of them.
             Matrix::new(stored_embeddings, Kept::QUANTIZED)
-                .map_err(|e| format!("cannot load `token_embd.weight`: {}", one_line(&e)))?
+                .map_err(|e| load_failed("token_embd.weight", &e))?
         } else {
             Matrix::from_f32(embeddings.clone())
         };
@@ -175,7 +180,7 @@ impl Transformer {
             let feed_forward = file.rows(&name("ffn_gate.weight"))?;
             let mut projection = |part: &str, rows: usize| {
                 let bias = name(&format!("{part}.bias"));
-                Ok::<_, String>(Projection {
+                Ok::<_, GgufError>(Projection {
                     matrix: file.matrix(
                         &name(&format!("{part}.weight")),
                         (rows, embedding),
@@ -215,7 +220,7 @@ impl Transformer {
             });
         }
         let rotary = Rotary::new(hyper, arch == "llama")
-            .map_err(|e| format!("cannot compute the rotary tables: {}", one_line(&e)))?;
+            .map_err(|e| GgufError::RotaryTables(one_line(&e)))?;
         Ok(Transformer {
             embeddings,
             layers,

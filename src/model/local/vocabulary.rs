@@ -10,6 +10,8 @@ use candle_core::quantized::gguf_file::Value;
 use serde_json::{Map, Value as Json, json};
 use tokenizers::Tokenizer;
 
+use super::error::{GgufError, TokenizerError};
+
 /// GPT-2's pre-tokenizer split, the byte-level default.
 const GPT2_SPLIT: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
@@ -54,14 +56,17 @@ impl Vocabulary {
     pub fn load(
         metadata: &std::collections::HashMap<String, Value>,
         model: &Path,
-    ) -> Result<Vocabulary, String> {
+    ) -> Result<Vocabulary, GgufError> {
         let beside = model.with_file_name("tokenizer.json");
         let tokenizer = if beside.is_file() {
-            Tokenizer::from_file(&beside).map_err(|e| format!("{}: {e}", beside.display()))?
+            Tokenizer::from_file(&beside).map_err(|e| GgufError::TokenizerFile {
+                detail: e.to_string(),
+                path: beside,
+            })?
         } else {
             let json = tokenizer_json(metadata)?;
             Tokenizer::from_str(&json.to_string())
-                .map_err(|e| format!("the tokenizer in the metadata is unusable: {e}"))?
+                .map_err(|e| GgufError::UnusableTokenizer(e.to_string()))?
         };
         let id = |key: &str| metadata.get(key).and_then(|v| v.to_u32().ok());
         let add_bos = metadata
@@ -95,18 +100,18 @@ impl Vocabulary {
     }
 
     /// `text` as token ids, without special tokens.
-    pub fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
         self.tokenizer
             .encode_fast(text, false)
             .map(|e| e.get_ids().to_vec())
-            .map_err(|e| format!("cannot tokenize the prompt: {e}"))
+            .map_err(|e| TokenizerError::Encode(e.to_string()))
     }
 
     /// The text of generated `ids` (incomplete UTF-8 at the end shows as U+FFFD).
-    pub fn decode(&self, ids: &[u32]) -> Result<String, String> {
+    pub fn decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
         self.tokenizer
             .decode(ids, false)
-            .map_err(|e| format!("cannot decode the completion: {e}"))
+            .map_err(|e| TokenizerError::Decode(e.to_string()))
     }
 
     pub fn bos(&self) -> Option<u32> {
@@ -129,32 +134,25 @@ impl Vocabulary {
 
 /// The `tokenizer.json` (Hugging Face's format) that the GGUF metadata describes: a GPT-2
 /// style byte-level BPE with the pre-tokenizer `tokenizer.ggml.pre` names.
-fn tokenizer_json(metadata: &std::collections::HashMap<String, Value>) -> Result<Json, String> {
-    let missing = |key: &str| {
-        format!(
-            "no tokenizer in the metadata ({key} is missing); put the model's tokenizer.json beside the file"
-        )
-    };
+fn tokenizer_json(metadata: &std::collections::HashMap<String, Value>) -> Result<Json, GgufError> {
     let kind = metadata
         .get("tokenizer.ggml.model")
         .and_then(|v| v.to_string().ok())
-        .ok_or_else(|| missing("tokenizer.ggml.model"))?;
+        .ok_or(GgufError::NoTokenizer("tokenizer.ggml.model"))?;
     if kind != "gpt2" {
-        return Err(format!(
-            "the `{kind}` tokenizer in the metadata is not supported (only byte-level BPE, `gpt2`); put the model's tokenizer.json beside the file"
-        ));
+        return Err(GgufError::UnsupportedTokenizer(kind.clone()));
     }
-    let strings = |key: &str| -> Result<Vec<String>, String> {
+    let strings = |key: &'static str| -> Result<Vec<String>, GgufError> {
         let values = metadata
             .get(key)
             .and_then(|v| v.to_vec().ok())
-            .ok_or_else(|| missing(key))?;
+            .ok_or(GgufError::NoTokenizer(key))?;
         values
             .iter()
             .map(|v| {
                 v.to_string()
                     .cloned()
-                    .map_err(|_| format!("{key} holds a non-string"))
+                    .map_err(|_| GgufError::NotStrings(key))
             })
             .collect()
     };
@@ -163,7 +161,7 @@ fn tokenizer_json(metadata: &std::collections::HashMap<String, Value>) -> Result
     let types: Vec<i32> = match metadata.get("tokenizer.ggml.token_type") {
         Some(v) => v
             .to_vec()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| GgufError::TokenTypes(e.to_string()))?
             .iter()
             .map(|t| t.to_i32().unwrap_or(1))
             .collect(),

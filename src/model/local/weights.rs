@@ -10,6 +10,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, Device, Module, Tensor};
 use rayon::prelude::*;
 
+use super::error::GgufError;
 use super::header::{self, guarded};
 use crate::model::config::Matrices;
 
@@ -90,34 +91,34 @@ impl Kept {
 impl GgufFile {
     /// Opens `path` and reads its header; the tensors are read by [`GgufFile::matrix`] and
     /// [`GgufFile::vector`].
-    pub fn open(path: &Path) -> Result<GgufFile, String> {
+    pub fn open(path: &Path) -> Result<GgufFile, GgufError> {
         let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            _ => format!("cannot open: {e}"),
+            std::io::ErrorKind::NotFound => GgufError::NotFound,
+            _ => GgufError::Open(e),
         })?;
-        let metadata = file.metadata().map_err(|e| e.to_string())?;
+        let metadata = file.metadata().map_err(GgufError::Read)?;
         if metadata.is_dir() {
-            return Err("is a directory, not a GGUF file".into());
+            return Err(GgufError::Directory);
         }
         let length = metadata.len();
         let mut reader = BufReader::new(file);
         let mut magic = [0u8; 4];
         if reader.read_exact(&mut magic).is_err() || &magic != MAGIC {
-            return Err("not a GGUF file (it does not start with `GGUF`)".into());
+            return Err(GgufError::NotGguf);
         }
-        reader.rewind().map_err(|e| e.to_string())?;
+        reader.rewind().map_err(GgufError::Read)?;
         // candle divides by `general.alignment` at the end of reading (and by nothing else):
         // a panic there is a zero alignment.
         let content = guarded("reading the GGUF header", || {
-            Content::read(&mut reader)
-                .map_err(|e| format!("truncated or damaged GGUF header: {}", one_line(&e)))
+            Content::read(&mut reader).map_err(|e| GgufError::DamagedHeader {
+                detail: one_line(&e),
+            })
         })
-        .map_err(|e| {
-            if e.contains("divide by zero") {
-                "`general.alignment` is 0, not a power of two".to_string()
-            } else {
-                e
+        .map_err(|e| match e {
+            GgufError::Panicked(panic) if panic.message.contains("divide by zero") => {
+                GgufError::ZeroAlignment
             }
+            e => e,
         })?;
         header::check_alignment(content.metadata.get("general.alignment"))?;
         // A truncated download keeps a whole header: check that every tensor is there.
@@ -185,15 +186,16 @@ impl GgufFile {
     }
 
     /// The architecture, checked to be one keyhole runs.
-    pub fn architecture(&self) -> Result<String, String> {
+    pub fn architecture(&self) -> Result<String, GgufError> {
         let arch = self
             .string("general.architecture")
-            .ok_or("no general.architecture in the metadata")?;
+            .ok_or(GgufError::NoArchitecture)?;
         match arch {
             "llama" | "qwen2" | "qwen3" => Ok(arch.to_string()),
-            other => Err(format!(
-                "unsupported architecture `{other}` (keyhole runs {SUPPORTED})"
-            )),
+            other => Err(GgufError::Architecture {
+                found: other.to_string(),
+                supported: SUPPORTED,
+            }),
         }
     }
 
@@ -204,46 +206,49 @@ impl GgufFile {
 
     /// The tensor `name` as stored, checked to have the dimensions `dims` (GGUF order
     /// reversed: rows first).
-    pub fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<QTensor, String> {
+    pub fn tensor(&mut self, name: &str, dims: &[usize]) -> Result<QTensor, GgufError> {
         let info = self
             .content
             .tensor_infos
             .get(name)
-            .ok_or_else(|| format!("tensor `{name}` is missing"))?;
+            .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
         if info.shape.dims() != dims {
-            return Err(format!(
-                "tensor `{name}` has dimensions {:?}, not {dims:?}",
-                info.shape.dims()
-            ));
+            return Err(GgufError::Dimensions {
+                name: name.to_string(),
+                dims: info.shape.dims().to_vec(),
+                wanted: format!("{dims:?}"),
+            });
         }
         info.read(
             &mut self.reader,
             self.content.tensor_data_offset,
             &Device::Cpu,
         )
-        .map_err(|e| format!("cannot read tensor `{name}`: {}", one_line(&e)))
+        .map_err(|e| read_failed(name, &e))
     }
 
     /// The first dimension of tensor `name` (a matrix's rows).
-    pub fn rows(&self, name: &str) -> Result<usize, String> {
+    pub fn rows(&self, name: &str) -> Result<usize, GgufError> {
         let info = self
             .content
             .tensor_infos
             .get(name)
-            .ok_or_else(|| format!("tensor `{name}` is missing"))?;
+            .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
         match info.shape.dims() {
             &[rows, _] => Ok(rows),
-            dims => Err(format!(
-                "tensor `{name}` has dimensions {dims:?}, not a matrix's"
-            )),
+            dims => Err(GgufError::Dimensions {
+                name: name.to_string(),
+                dims: dims.to_vec(),
+                wanted: "a matrix's".into(),
+            }),
         }
     }
 
     /// The vector `name` (a norm's weights or a bias) of `length` values, as f32.
-    pub fn vector(&mut self, name: &str, length: usize) -> Result<Tensor, String> {
+    pub fn vector(&mut self, name: &str, length: usize) -> Result<Tensor, GgufError> {
         self.tensor(name, &[length])?
             .dequantize(&Device::Cpu)
-            .map_err(|e| format!("cannot read tensor `{name}`: {}", one_line(&e)))
+            .map_err(|e| read_failed(name, &e))
     }
 
     /// The matrix `name` of `rows` x `columns`, held as `kept` says.
@@ -252,9 +257,25 @@ impl GgufFile {
         name: &str,
         (rows, columns): (usize, usize),
         kept: Kept,
-    ) -> Result<Matrix, String> {
+    ) -> Result<Matrix, GgufError> {
         let stored = self.tensor(name, &[rows, columns])?;
-        Matrix::new(stored, kept).map_err(|e| format!("cannot load `{name}`: {}", one_line(&e)))
+        Matrix::new(stored, kept).map_err(|e| load_failed(name, &e))
+    }
+}
+
+/// candle could not read tensor `name`'s values.
+fn read_failed(name: &str, error: &candle_core::Error) -> GgufError {
+    GgufError::ReadTensor {
+        name: name.to_string(),
+        detail: one_line(error),
+    }
+}
+
+/// candle could not hold tensor `name` as the forward pass multiplies it.
+pub fn load_failed(name: &str, error: &candle_core::Error) -> GgufError {
+    GgufError::LoadTensor {
+        name: name.to_string(),
+        detail: one_line(error),
     }
 }
 
@@ -570,8 +591,11 @@ mod tests {
             .matrix("w", (32, 64), Kept::BOTH)
             .err()
             .expect("wrong dimensions");
-        assert_eq!(error, "tensor `w` has dimensions [64, 32], not [32, 64]");
+        assert_eq!(
+            error.to_string(),
+            "tensor `w` has dimensions [64, 32], not [32, 64]"
+        );
         let error = file.vector("gone", 32).expect_err("missing");
-        assert_eq!(error, "tensor `gone` is missing");
+        assert_eq!(error.to_string(), "tensor `gone` is missing");
     }
 }
