@@ -170,7 +170,23 @@ pub trait ImportScope {
 /// (`tsconfig.json`), with what its language made of it, made once.
 pub struct ProjectFile {
     text: String,
-    reading: OnceLock<Result<Box<dyn Any + Send + Sync>, String>>,
+    reading: OnceLock<Result<Box<dyn Any + Send + Sync>, ProjectFileError>>,
+}
+
+/// Why a project file could not be read: it is not the TOML or JSON its name says, where the
+/// message names the line (the repository index shows it among its warnings).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectFileError {
+    /// `pyproject.toml`: the line and key, as every TOML error is said.
+    #[error("{0}")]
+    Toml(String),
+    /// `package.json`.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// `tsconfig.json` (JSON with comments): the parser's message, on one line.
+    #[error("{0}")]
+    Jsonc(String),
 }
 
 impl ProjectFile {
@@ -185,7 +201,7 @@ impl ProjectFile {
     /// says why it cannot ([`ProjectFile::problem`]).
     pub fn reading<T: Any + Send + Sync>(
         &self,
-        read: impl FnOnce(&str) -> Result<T, String>,
+        read: impl FnOnce(&str) -> Result<T, ProjectFileError>,
     ) -> Option<&T> {
         let reading = self
             .reading
@@ -194,8 +210,8 @@ impl ProjectFile {
     }
 
     /// Why the file could not be read, where a language tried and could not.
-    pub fn problem(&self) -> Option<&str> {
-        self.reading.get()?.as_ref().err().map(String::as_str)
+    pub fn problem(&self) -> Option<&ProjectFileError> {
+        self.reading.get()?.as_ref().err()
     }
 }
 

@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::ImportScope;
 use super::tsconfig::{join, normalize};
+use super::{ImportScope, ProjectFileError};
 
 /// The conditions TypeScript matches in `exports` for an import, besides a configuration's
 /// `customConditions` (which come first among equals: the order that counts is the one the
@@ -111,8 +111,8 @@ struct ReadManifest {
 impl Manifest {
     /// Only invalid JSON is an error (the index warns, naming the line); a field of an
     /// unexpected shape is left out.
-    fn read(text: &str) -> Result<ReadManifest, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    fn read(text: &str) -> Result<ReadManifest, ProjectFileError> {
+        let value: Value = serde_json::from_str(text)?;
         let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
         let workspaces = match value.get("workspaces") {
             Some(Value::Array(patterns)) => Some(strings(patterns)),
@@ -303,7 +303,7 @@ struct ReadPnpmWorkspace {
 /// The `packages:` list of a `pnpm-workspace.yaml`, the one key resolution needs: a block
 /// sequence (`- 'packages/*'`) or a flow one (`['a/*', 'b']`). The rest of the file (catalogs,
 /// settings) is left unread, so a YAML feature keyhole does not read there changes nothing.
-fn read_pnpm_workspace(text: &str) -> Result<ReadPnpmWorkspace, String> {
+fn read_pnpm_workspace(text: &str) -> Result<ReadPnpmWorkspace, ProjectFileError> {
     let unquote = |item: &str| {
         let item = item.split(" #").next().unwrap_or_default().trim();
         item.trim_matches(|c| c == '\'' || c == '"').to_string()

@@ -11,7 +11,7 @@ use super::python_typed;
 use super::tree::{DottedUsages, NameUsages, span};
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
-    MethodDecl, Span, SyntaxError, TypeDecl, TypeSyntax,
+    MethodDecl, ProjectFileError, Span, SyntaxError, TypeDecl, TypeSyntax,
 };
 
 pub struct Python;
@@ -421,10 +421,10 @@ fn configured_roots(scope: &dyn ImportScope, dir: &str) -> Vec<String> {
 /// The import roots a `pyproject.toml` names: setuptools' `package-dir` and `packages.find`
 /// `where`, Poetry's `packages` `from`, Hatch's wheel `packages` (`src/pkg`: `src`) and
 /// `sources`, PDM's `package-dir`, and pytest's `pythonpath`.
-fn pyproject_roots(text: &str) -> Result<Vec<String>, String> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| crate::config_file::toml_error_line(text, &e))?;
+fn pyproject_roots(text: &str) -> Result<Vec<String>, ProjectFileError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        ProjectFileError::Toml(crate::config_file::toml_error_line(text, &e))
+    })?;
     let at = |keys: &[&str]| -> Option<&toml::Value> {
         let (last, tables) = keys.split_last()?;
         let mut table = &table;
@@ -496,7 +496,7 @@ fn strings(value: Option<&toml::Value>) -> Vec<String> {
 /// The import roots a `setup.cfg` names: `[options] package_dir` and `[options.packages.find]
 /// where`, and pytest's `pythonpath` under `[tool:pytest]`. INI as setuptools reads it:
 /// `key = value` or `key: value`, a value going on over indented lines, `#` and `;` comments.
-fn setup_cfg_roots(text: &str) -> Result<Vec<String>, String> {
+fn setup_cfg_roots(text: &str) -> Result<Vec<String>, ProjectFileError> {
     let mut section = String::new();
     let mut key = String::new();
     let mut values: Vec<(String, String, String)> = Vec::new();
@@ -1284,7 +1284,7 @@ def helper(x):
         let repo = Paths::new(&[("pyproject.toml", "[tool.setuptools\n")]);
         assert_eq!(import_roots(&repo, "x.py"), ["src", ""]);
         let file = repo.project_file("pyproject.toml").unwrap();
-        let problem = file.problem().expect("a problem");
+        let problem = file.problem().expect("a problem").to_string();
         assert!(
             problem.starts_with("line 1") && !problem.contains('\n'),
             "{problem}"

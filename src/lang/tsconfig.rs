@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use super::ImportScope;
+use super::{ImportScope, ProjectFileError};
 
 /// How many `extends` a configuration may go through: TypeScript has no limit, but a chain
 /// longer than this is a mistake, and resolution must end on any repository.
@@ -71,10 +71,10 @@ struct ReadConfig {
 }
 
 impl ReadConfig {
-    fn read(text: &str) -> Result<ReadConfig, String> {
+    fn read(text: &str) -> Result<ReadConfig, ProjectFileError> {
         let options = jsonc_parser::ParseOptions::default();
         let file: Option<TsConfigFile> = jsonc_parser::parse_to_serde_value(text, &options)
-            .map_err(|e| e.to_string().replace('\n', " "))?;
+            .map_err(|e| ProjectFileError::Jsonc(e.to_string().replace('\n', " ")))?;
         Ok(ReadConfig {
             file: file.unwrap_or_default(),
             resolved: OnceLock::new(),

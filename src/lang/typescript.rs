@@ -1229,7 +1229,7 @@ const fs = require('./fs-shim');
         );
         files.configs = configs(&[("tsconfig.json", "{ not json")]);
         assert!(resolved(&files, "src/main.ts", source).is_empty());
-        let problem = files.configs[0].1.problem().unwrap();
+        let problem = files.configs[0].1.problem().unwrap().to_string();
         assert!(problem.contains("line 1"), "{problem}");
     }
 
