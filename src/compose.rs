@@ -143,10 +143,13 @@ impl Prompt {
     /// context's count, at most its allocation), and every piece's provenance lies inside its
     /// file and is that file's text. Used by tests and by the corpus sweep
     /// (`cargo run --release --example sweep`).
-    pub fn validate(&self, index: &RepoIndex, tok: &dyn Tokenizer) -> Result<(), String> {
+    pub fn validate(&self, index: &RepoIndex, tok: &dyn Tokenizer) -> Result<(), BrokenPromise> {
         let total = self.tokens(tok);
         if total > self.budget {
-            return Err(format!("prompt has {total} tokens, budget {}", self.budget));
+            return Err(BrokenPromise::OverBudget {
+                tokens: total,
+                budget: self.budget,
+            });
         }
         let mut spent = 0;
         let mut left = self.budget;
@@ -155,10 +158,12 @@ impl Prompt {
             let whole_context = matches!(self.assembly, Assembly::RlpgMainLoop { .. })
                 && matches!(segment.kind, SegmentKind::Proposal { .. });
             if (segment.tokens > segment.allocated && !whole_context) || counted != segment.tokens {
-                return Err(format!(
-                    "{:?}: {} tokens ({counted} counted) for {} allocated",
-                    segment.kind, segment.tokens, segment.allocated
-                ));
+                return Err(BrokenPromise::Segment {
+                    kind: segment.kind,
+                    tokens: segment.tokens,
+                    counted,
+                    allocated: segment.allocated,
+                });
             }
             if let (Assembly::RlpgMainLoop { counted, .. }, SegmentKind::Proposal { .. }) =
                 (self.assembly, segment.kind)
@@ -169,25 +174,48 @@ impl Prompt {
                 left = self.budget - spent;
             }
             if segment.kind == SegmentKind::Default && segment.allocated != left {
-                return Err(format!(
-                    "default context got {} of the {left} left",
-                    segment.allocated
-                ));
+                return Err(BrokenPromise::DefaultShare {
+                    allocated: segment.allocated,
+                    left,
+                });
             }
             spent += segment.tokens;
             for piece in &segment.text.pieces {
                 let Some(origin) = piece.origin else { continue };
                 let file = &index.files[origin.file].text;
                 if file.get(origin.span.range()) != segment.text.text.get(piece.range.clone()) {
-                    return Err(format!(
-                        "piece {:?} does not match {}",
-                        piece.range, index.files[origin.file].path
-                    ));
+                    return Err(BrokenPromise::Provenance {
+                        range: piece.range.clone(),
+                        file: index.files[origin.file].path.clone(),
+                    });
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A promise a prompt broke ([`Prompt::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrokenPromise {
+    #[error("prompt has {tokens} tokens, budget {budget}")]
+    OverBudget { tokens: usize, budget: usize },
+    /// A segment counts other than it says, or more than its allocation.
+    #[error("{kind:?}: {tokens} tokens ({counted} counted) for {allocated} allocated")]
+    Segment {
+        kind: SegmentKind,
+        tokens: usize,
+        counted: usize,
+        allocated: usize,
+    },
+    #[error("default context got {allocated} of the {left} left")]
+    DefaultShare { allocated: usize, left: usize },
+    /// A piece's text is not the text of the file it says it came from.
+    #[error("piece {range:?} does not match {file}")]
+    Provenance {
+        range: std::ops::Range<usize>,
+        file: String,
+    },
 }
 
 /// The default context: all code before the hole in the current file.

@@ -13,7 +13,7 @@ use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
 use keyhole::proxy::{self, Access, Bounds, Compose, Exchange, Proxy, RecordStore, Upstream};
-use keyhole::session::{Choices, ComposingRepo, Settings};
+use keyhole::session::{Choices, ComposingRepo, SessionError, Settings};
 
 #[derive(Args)]
 pub struct ProxyArgs {
@@ -150,7 +150,7 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             // Escaped where it is printed, as everything on standard error is.
             let shown_repo = repo.display().to_string();
             errln!("keyhole proxy: http://{address} -> {shown}, {recording}, composing in {shown_repo} once it is open");
-            let announce = move |opened: Result<usize, String>| match opened {
+            let announce = move |opened: Result<usize, Arc<SessionError>>| match opened {
                 // Said from the opening's thread: a closed standard error has nothing to stop.
                 Ok(files) => {
                     let _ = crate::cli::write_err(format_args!(

@@ -34,7 +34,7 @@ use super::runner::{Job, RepoRun, copy_answer, share_identical};
 use crate::context::perspectives::Draft;
 use crate::hole::Hole;
 use crate::model::CompletionRequest;
-use crate::model::http::{BatchCodec, MAX_ANSWER_BYTES, error_message};
+use crate::model::http::{AnswerError, BatchCodec, MAX_ANSWER_BYTES, error_message};
 
 /// Holes whose prompts are built together (in parallel) before their rows are written.
 const CHUNK: usize = 64;
@@ -56,8 +56,35 @@ pub enum BatchError {
     Malformed {
         path: String,
         line: usize,
-        detail: String,
+        detail: MalformedLine,
     },
+}
+
+/// Why a line of a response file is no answer line at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedLine {
+    #[error("not JSON ({0})")]
+    NotJson(serde_json::Error),
+    #[error("no `custom_id`: not a line of a batch output file")]
+    NoCustomId,
+    #[error("neither `response` nor `error`")]
+    NoOutcome,
+}
+
+/// Why a request of a batch has no texts: what its answer line says went wrong (kept as the
+/// file's last error).
+#[derive(Debug, thiserror::Error)]
+enum FailedRequest {
+    /// The line's `error` object.
+    #[error("{0}")]
+    Reported(String),
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
+    #[error("a response without `status_code`")]
+    NoStatus,
+    #[error("status {status}: {detail}")]
+    Status { status: u16, detail: String },
 }
 
 /// An answer as a response file gives it.
@@ -218,7 +245,7 @@ impl Responses {
                     return Err(BatchError::Malformed {
                         path: shown,
                         line: number,
-                        detail: format!("not JSON ({e})"),
+                        detail: MalformedLine::NotJson(e),
                     });
                 }
             };
@@ -232,15 +259,17 @@ impl Responses {
     }
 
     /// One answer line (at `place`, `FILE:LINE`); an error when it is no answer line at all.
-    fn add(&mut self, line: &Value, codec: &BatchCodec, place: &str) -> Result<(), String> {
+    fn add(&mut self, line: &Value, codec: &BatchCodec, place: &str) -> Result<(), MalformedLine> {
         let id = line
             .get("custom_id")
             .and_then(Value::as_str)
-            .ok_or("no `custom_id`: not a line of a batch output file")?;
+            .ok_or(MalformedLine::NoCustomId)?;
         let texts = match (line.get("error"), line.get("response")) {
-            (Some(error), _) if !error.is_null() => Err(error_message(error)),
+            (Some(error), _) if !error.is_null() => {
+                Err(FailedRequest::Reported(error_message(error)))
+            }
             (_, Some(response)) if !response.is_null() => self.answer(response, codec),
-            _ => return Err("neither `response` nor `error`".to_string()),
+            _ => return Err(MalformedLine::NoOutcome),
         };
         let texts = match texts {
             Ok(texts) => texts,
@@ -268,19 +297,23 @@ impl Responses {
     }
 
     /// The texts of a `response` object, or what went wrong.
-    fn answer(&mut self, response: &Value, codec: &BatchCodec) -> Result<Vec<String>, String> {
+    fn answer(
+        &mut self,
+        response: &Value,
+        codec: &BatchCodec,
+    ) -> Result<Vec<String>, FailedRequest> {
         let status = response.get("status_code").and_then(Value::as_u64);
         let body = response.get("body").unwrap_or(&Value::Null);
         let status = match status {
-            Some(200) => return codec.texts(body).map_err(|e| e.to_string()),
+            Some(200) => return Ok(codec.texts(body)?),
             Some(status) => status,
-            None => return Err("a response without `status_code`".to_string()),
+            None => return Err(FailedRequest::NoStatus),
         };
         let detail = body.get("error").unwrap_or(body);
         let detail = error_message(detail);
         let status = u16::try_from(status).unwrap_or(u16::MAX);
         self.left_to_right |= codec.refuses_suffix(status, &detail);
-        Err(format!("status {status}: {detail}"))
+        Err(FailedRequest::Status { status, detail })
     }
 
     /// How many requests have an answer.

@@ -39,8 +39,28 @@ pub enum TaskError {
     Malformed {
         path: PathBuf,
         line: usize,
-        message: String,
+        message: MalformedTask,
     },
+}
+
+/// Why a line of a task file is no task.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedTask {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    /// A row of the style (CrossCodeEval, RepoEval) that lacks or mistypes a field.
+    #[error("{style} row: {source}")]
+    Row {
+        style: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("RepoEval row: metadata.fpath_tuple is empty")]
+    NoPath,
+    #[error(
+        "neither a CrossCodeEval row (no `groundtruth`) nor a RepoEval row (no `metadata.ground_truth`)"
+    )]
+    UnknownStyle,
 }
 
 /// A RepoEval row (RepoCoder's benchmark files).
@@ -98,8 +118,8 @@ pub fn read_tasks(path: &Path) -> Result<Vec<Task>, TaskError> {
 
 /// One row of either style: CrossCodeEval rows have a top-level `groundtruth`, RepoEval rows a
 /// `metadata.ground_truth`.
-fn parse_task(line: &str) -> Result<Task, String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+fn parse_task(line: &str) -> Result<Task, MalformedTask> {
+    let value: Value = serde_json::from_str(line).map_err(MalformedTask::NotJson)?;
     if value.get("groundtruth").is_some() {
         let row: CrossCodeEvalRow = from_value(value, "CrossCodeEval")?;
         return Ok(Task {
@@ -115,7 +135,7 @@ fn parse_task(line: &str) -> Result<Task, String> {
     if value.pointer("/metadata/ground_truth").is_some() {
         let row: RepoEvalRow = from_value(value, "RepoEval")?;
         let Some((repository, path)) = row.metadata.fpath_tuple.split_first() else {
-            return Err("RepoEval row: metadata.fpath_tuple is empty".into());
+            return Err(MalformedTask::NoPath);
         };
         return Ok(Task {
             id: row.metadata.task_id,
@@ -127,15 +147,14 @@ fn parse_task(line: &str) -> Result<Task, String> {
             line: row.metadata.line_no + 1,
         });
     }
-    Err(
-        "neither a CrossCodeEval row (no `groundtruth`) nor a RepoEval row \
-         (no `metadata.ground_truth`)"
-            .into(),
-    )
+    Err(MalformedTask::UnknownStyle)
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(value: Value, style: &str) -> Result<T, String> {
-    serde_json::from_value(value).map_err(|e| format!("{style} row: {e}"))
+fn from_value<T: serde::de::DeserializeOwned>(
+    value: Value,
+    style: &'static str,
+) -> Result<T, MalformedTask> {
+    serde_json::from_value(value).map_err(|source| MalformedTask::Row { style, source })
 }
 
 /// `hole` of `index` as a CrossCodeEval row, with keyhole's `prompt`. The ground truth is the

@@ -11,9 +11,9 @@ pub use pipeline::{Tuned, Tuning, run};
 use serde::Serialize;
 
 use crate::candidate::CandidateId;
-use crate::label::{HoleRows, LabelRow, group};
+use crate::label::{HoleRows, LabelRow, LabelledHoleError, group};
 use crate::rank::classifier::train::{Holdout, TrainReport};
-use crate::rank::classifier::{Classifier, Variant};
+use crate::rank::classifier::{Classifier, ModelError, Variant};
 use crate::rank::{FixedRanker, RankInput};
 use crate::repo::RepoIndex;
 
@@ -78,20 +78,33 @@ pub struct Scored {
     pub before: Vec<f32>,
 }
 
+/// Why a held-out hole could not be scored (a line of what scoring skipped).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unscored {
+    #[error(transparent)]
+    Hole(#[from] LabelledHoleError),
+    #[error("{hole_id}: {source}")]
+    Classifier { hole_id: String, source: ModelError },
+}
+
 /// `rows`, a held-out hole of `index`, scored by RLPG-H of `tuned` and of `before`.
 pub fn score(
     index: &RepoIndex,
     rows: HoleRows,
     tuned: &Classifier,
     before: &Classifier,
-) -> Result<Scored, String> {
-    let hole = rows.hole(index).map_err(|e| e.to_string())?;
+) -> Result<Scored, Unscored> {
+    let hole = rows.hole(index)?;
     // RLPG-H reads the hole window alone.
     let input = RankInput::new(index, &hole, &[]);
     let probabilities = |classifier: &Classifier| {
         classifier
             .probabilities(Variant::H, &input)
-            .map_err(|e| format!("{}: {e}", rows.hole_id))
+            .map_err(|source| Unscored::Classifier {
+                hole_id: rows.hole_id.clone(),
+                source,
+            })
     };
     Ok(Scored {
         tuned: probabilities(tuned)?,
@@ -120,7 +133,7 @@ pub fn score_held_out(
         };
         match score(index, hole, tuned, before) {
             Ok(s) => scored.push(s),
-            Err(why) => skipped.push(why),
+            Err(why) => skipped.push(why.to_string()),
         }
     }
     (scored, skipped)

@@ -4,11 +4,61 @@
 //! ([`rewrite`]) and what the record keeps of it ([`Composition`]). The plugin's text before and
 //! after the cursor always goes through as it sent it.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::exchange::{ExtraChunk, Sent};
 use super::locate;
+use crate::hole::HoleError;
+use crate::rank::classifier::ModelError;
+
+/// Why keyhole cannot put a context in a request: it goes to the server as the plugin sent it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Uncomposable {
+    #[error("a chat request: keyhole composes only fill-in-the-middle requests")]
+    Chat,
+    #[error("the body is not a JSON request keyhole can read")]
+    UnreadableBody,
+    #[error("a context-only request: it asks for no completion")]
+    ContextOnly,
+    #[error("no prompt to compose")]
+    NoPrompt,
+    #[error("no suffix and no fill-in-the-middle template: not a fill-in-the-middle request")]
+    NotFim,
+    #[error("the body cannot be read again: {0}")]
+    Reread(serde_json::Error),
+    #[error("the prompt is not one text")]
+    PromptNotText,
+    #[error(transparent)]
+    Write(#[from] serde_json::Error),
+}
+
+/// Why a [`ContextSource`] has no context for a request's hole.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoContext {
+    #[error("the hole is not in the repository")]
+    NotInRepository,
+    #[error("{0} places in the repository fit the hole as well as each other")]
+    Ambiguous(usize),
+    #[error(transparent)]
+    Hole(#[from] HoleError),
+    #[error("the ranker cannot rank: {0}")]
+    Rank(#[source] ModelError),
+    #[error(
+        "no room for a context: the plugin's text and the {asked} tokens it asks for fill the model's {room}"
+    )]
+    NoRoom { asked: usize, room: usize },
+    #[error("the repository is still opening")]
+    Opening,
+    /// The last opening failed (the source's own error, said to every request until one
+    /// succeeds).
+    #[error("the repository cannot be opened: {0}")]
+    Unopened(Arc<dyn std::error::Error + Send + Sync>),
+}
 
 /// The shape of a fill-in-the-middle request, and so where a context goes in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,30 +74,28 @@ pub enum FimShape {
 }
 
 /// The shape of `sent`, or why keyhole cannot put a context in it.
-pub fn fim_shape(sent: &Sent) -> Result<FimShape, String> {
+pub fn fim_shape(sent: &Sent) -> Result<FimShape, Uncomposable> {
     if !sent.messages.is_empty() {
-        return Err("a chat request: keyhole composes only fill-in-the-middle requests".into());
+        return Err(Uncomposable::Chat);
     }
     if sent.body.is_some() {
-        return Err("the body is not a JSON request keyhole can read".into());
+        return Err(Uncomposable::UnreadableBody);
     }
     if sent.context_only() {
-        return Err("a context-only request: it asks for no completion".into());
+        return Err(Uncomposable::ContextOnly);
     }
     if sent.prefix.is_some() {
         return Ok(FimShape::Infill);
     }
     let Some(prompt) = &sent.prompt else {
-        return Err("no prompt to compose".into());
+        return Err(Uncomposable::NoPrompt);
     };
     if sent.suffix.is_some() {
         return Ok(FimShape::PromptAndSuffix);
     }
     match locate::prefix_start(prompt) {
         Some(at) => Ok(FimShape::Template { at }),
-        None => Err(
-            "no suffix and no fill-in-the-middle template: not a fill-in-the-middle request".into(),
-        ),
+        None => Err(Uncomposable::NotFim),
     }
 }
 
@@ -77,24 +125,24 @@ impl Chosen {
 /// the proxy's async threads, each call bounded by the proxy's deadline.
 pub trait ContextSource: Send + Sync {
     /// The context for the hole `sent` was made at, or why there is none.
-    fn choose(&self, sent: &Sent) -> Result<Chosen, String>;
+    fn choose(&self, sent: &Sent) -> Result<Chosen, NoContext>;
 }
 
 /// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,
 /// every other field as sent. For an infill request the chunks replace the plugin's own
 /// `input_extra`; elsewhere the context, then a line break, go before the text before the
 /// cursor.
-pub fn rewrite(body: &[u8], shape: FimShape, chosen: &Chosen) -> Result<Vec<u8>, String> {
+pub fn rewrite(body: &[u8], shape: FimShape, chosen: &Chosen) -> Result<Vec<u8>, Uncomposable> {
     let mut request: serde_json::Map<String, Value> =
-        serde_json::from_slice(body).map_err(|e| format!("the body cannot be read again: {e}"))?;
+        serde_json::from_slice(body).map_err(Uncomposable::Reread)?;
     match shape {
         FimShape::Infill => {
-            let chunks = serde_json::to_value(&chosen.chunks).map_err(|e| e.to_string())?;
+            let chunks = serde_json::to_value(&chosen.chunks)?;
             request.insert("input_extra".into(), chunks);
         }
         FimShape::PromptAndSuffix | FimShape::Template { .. } => {
             let Some(Value::String(prompt)) = request.get_mut("prompt") else {
-                return Err("the prompt is not one text".into());
+                return Err(Uncomposable::PromptNotText);
             };
             let at = match shape {
                 FimShape::Template { at } => at,
@@ -110,7 +158,7 @@ pub fn rewrite(body: &[u8], shape: FimShape, chosen: &Chosen) -> Result<Vec<u8>,
             }
         }
     }
-    serde_json::to_vec(&request).map_err(|e| e.to_string())
+    Ok(serde_json::to_vec(&request)?)
 }
 
 /// What `--compose` did with one request: whose prompt reached the server, and the candidate
@@ -213,14 +261,11 @@ mod tests {
     #[test]
     fn requests_with_no_place_for_a_context_say_why() {
         let chat = read_request(br#"{"messages":[{"role":"user","content":"hi"}]}"#, false);
-        assert!(fim_shape(&chat).unwrap_err().contains("chat"));
+        let why = |sent| fim_shape(&sent).unwrap_err().to_string();
+        assert!(why(chat).contains("chat"));
         let plain = read_request(br#"{"prompt":"def f("}"#, false);
-        assert!(
-            fim_shape(&plain)
-                .unwrap_err()
-                .contains("not a fill-in-the-middle")
-        );
+        assert!(why(plain).contains("not a fill-in-the-middle"));
         let ring = read_request(br#"{"input_prefix":"","prompt":"","n_predict":0}"#, false);
-        assert!(fim_shape(&ring).unwrap_err().contains("context-only"));
+        assert!(why(ring).contains("context-only"));
     }
 }

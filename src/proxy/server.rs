@@ -441,7 +441,10 @@ impl Proxy {
         let sent = read_request(&body, false);
         let shape = match fim_shape(&sent) {
             Ok(shape) => shape,
-            Err(why) => return (body, Composition::forwarded(why, elapsed_ms(started))),
+            Err(why) => {
+                let why = why.to_string();
+                return (body, Composition::forwarded(why, elapsed_ms(started)));
+            }
         };
         let deadline = arrived + compose.deadline;
         let deadline_ms = compose.deadline.as_millis();
@@ -460,7 +463,10 @@ impl Proxy {
         });
         let chosen = match tokio::time::timeout_at(deadline, job).await {
             Ok(Ok(Ok(chosen))) => chosen,
-            Ok(Ok(Err(why))) => return (body, Composition::forwarded(why, elapsed_ms(started))),
+            Ok(Ok(Err(why))) => {
+                let why = why.to_string();
+                return (body, Composition::forwarded(why, elapsed_ms(started)));
+            }
             Ok(Err(failed)) => {
                 let why = format!("composing failed: {failed}");
                 return (body, Composition::forwarded(why, elapsed_ms(started)));
@@ -476,7 +482,10 @@ impl Proxy {
                 let composition = Composition::sent_instead(chosen, instead, elapsed_ms(started));
                 (composed, composition)
             }
-            Err(why) => (body, Composition::forwarded(why, elapsed_ms(started))),
+            Err(why) => (
+                body,
+                Composition::forwarded(why.to_string(), elapsed_ms(started)),
+            ),
         }
     }
 }
@@ -484,18 +493,27 @@ impl Proxy {
 /// The most of a request's body, and of its answer, the record keeps of one exchange.
 const MAX_KEPT_BYTES: usize = 1 << 20;
 
+/// Why a request's body could not be read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("the body did not come in time (--body-timeout)")]
+    Late,
+    #[error(transparent)]
+    Read(#[from] hyper::Error),
+}
+
 /// The next piece of a request's body (`None` at its end), unless `deadline` passes first.
 async fn next_data(
     body: &mut Incoming,
     deadline: tokio::time::Instant,
-) -> Result<Option<Bytes>, String> {
+) -> Result<Option<Bytes>, BodyError> {
     loop {
         let frame = tokio::time::timeout_at(deadline, body.frame())
             .await
-            .map_err(|_| "the body did not come in time (--body-timeout)".to_string())?;
+            .map_err(|_| BodyError::Late)?;
         match frame {
             None => return Ok(None),
-            Some(Err(err)) => return Err(err.to_string()),
+            Some(Err(err)) => return Err(BodyError::Read(err)),
             // Trailers carry no text.
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
@@ -511,7 +529,7 @@ fn rest_of(
     body: Incoming,
     deadline: tokio::time::Instant,
     size: Arc<AtomicU64>,
-) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
+) -> impl Stream<Item = Result<Bytes, BodyError>> + Send + 'static {
     futures_util::stream::unfold(Some(body), move |body| {
         let size = size.clone();
         async move {

@@ -175,7 +175,7 @@ impl Derived {
         let bytes = match read_bounded(&self.path) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Cached::Missing,
-            Err(why) => return unusable(&why),
+            Err(why) => return unusable(&why.to_string()),
         };
         let payload = match checked(&bytes) {
             Ok(payload) => payload,
@@ -361,11 +361,11 @@ pub mod packed_u32 {
 
 /// The bytes of the cache file at `path`, none when there is no file yet. Only a regular file
 /// of at most [`MAX_CACHE_BYTES`] is read: a FIFO would block and `/dev/zero` never end.
-fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
+fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, Refusal> {
     match super::read::read_regular_file(path, MAX_CACHE_BYTES) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(Refusal::Missing) => Ok(None),
-        Err(why) => Err(why.to_string()),
+        Err(why) => Err(why),
     }
 }
 

@@ -210,12 +210,15 @@ impl Learning {
         offset: usize,
         replace: usize,
         text: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, feedback::ApplyError> {
         let staging = self.dirs.data.as_deref();
         let result = feedback::apply_completion(path, hash, offset, replace, text, staging);
         tracing::info!(path = %path.display(), offset, replace, ok = result.is_ok(), "apply");
-        result.map_err(|e| e.to_string())?;
-        std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+        result?;
+        std::fs::read_to_string(path).map_err(|source| feedback::ApplyError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }
 

@@ -13,12 +13,14 @@ use crate::compose::{
     Assembly, CandidateContext, Prompt, Segment, SegmentKind, proposal_allocation,
 };
 use crate::hole::Hole;
-use crate::proxy::{self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, Place, Sent};
+use crate::proxy::{
+    self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, NoContext, Place, Sent,
+};
 use crate::rank::RankerKind;
 use crate::repo::{FileId, RepoIndex};
 use crate::sourced::SourcedText;
 
-use super::{Availability, CandidateRow, Session, Settings};
+use super::{Availability, CandidateRow, Session, SessionError, Settings};
 
 impl Session {
     /// The prompt `exchange` sent, as the row "as sent by CLIENT", its code matched at `place`
@@ -81,27 +83,25 @@ impl Session {
         sent: &Sent,
         ranker: RankerKind,
         room: usize,
-    ) -> Result<Chosen, String> {
+    ) -> Result<Chosen, NoContext> {
         let places = proxy::hole_places(&self.index, sent);
         let place = match places.as_slice() {
-            [] => return Err("the hole is not in the repository".into()),
+            [] => return Err(NoContext::NotInRepository),
             [first, second, ..] if first.certainty == second.certainty => {
-                return Err(format!(
-                    "{} places in the repository fit the hole as well as each other",
+                return Err(NoContext::Ambiguous(
                     places
                         .iter()
                         .filter(|p| p.certainty == first.certainty)
-                        .count()
+                        .count(),
                 ));
             }
             [first, ..] => first,
         };
-        let hole = Hole::at(&self.index, &place.file, place.line, place.column)
-            .map_err(|e| e.to_string())?;
+        let hole = Hole::at(&self.index, &place.file, place.line, place.column)?;
         let proposals = self.proposals(&hole);
         let ranking = self
             .rank(&hole, &proposals, ranker)
-            .map_err(|e| format!("the ranker cannot rank: {e}"))?;
+            .map_err(NoContext::Rank)?;
         let first = ranking.first().map_or(CandidateId::DEFAULT, |r| r.id);
         // The plugin's own context (an infill's extra chunks) gives way to keyhole's.
         let plugin_text = [&sent.prefix, &sent.prompt, &sent.suffix]
@@ -123,9 +123,7 @@ impl Session {
         let (context, tokens) = match proposals.iter().find(|p| p.id() == first) {
             // No room: keyhole's prompt would be the plugin's without its own context.
             Some(_) if left == 0 => {
-                return Err(format!(
-                    "no room for a context: the plugin's text and the {asked} tokens it asks for fill the model's {room}"
-                ));
+                return Err(NoContext::NoRoom { asked, room });
             }
             Some(p) => {
                 let allocated = proposal_allocation(self.budget, p.share()).min(left);
@@ -184,7 +182,7 @@ struct WarmRepo {
     settings: Settings,
     current: RwLock<Option<Arc<Opened>>>,
     /// Why the last opening failed, said to every request until one succeeds.
-    failed: Mutex<Option<String>>,
+    failed: Mutex<Option<Arc<SessionError>>>,
     /// A check or opening under way; the last check's time.
     checking: AtomicBool,
     checked: Mutex<Instant>,
@@ -207,7 +205,7 @@ impl ComposingRepo {
     pub fn open(
         root: &Path,
         settings: Settings,
-        opened: impl FnOnce(Result<usize, String>) + Send + 'static,
+        opened: impl FnOnce(Result<usize, Arc<SessionError>>) + Send + 'static,
     ) -> ComposingRepo {
         let repo = Arc::new(WarmRepo {
             root: root.to_path_buf(),
@@ -227,7 +225,7 @@ impl ComposingRepo {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .clone()
-                    .unwrap_or_default()),
+                    .expect("an opening that failed says why")),
             });
         });
         ComposingRepo(repo)
@@ -256,7 +254,7 @@ impl WarmRepo {
                 }
                 Err(why) => {
                     tracing::warn!(%why, "proxy --compose: cannot open the repository");
-                    *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+                    *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(why));
                 }
             }
         }
@@ -264,8 +262,8 @@ impl WarmRepo {
         self.checking.store(false, Ordering::Release);
     }
 
-    fn open_now(&self) -> Result<Opened, String> {
-        let session = Session::open(&self.root, &self.settings).map_err(|e| e.to_string())?;
+    fn open_now(&self) -> Result<Opened, SessionError> {
+        let session = Session::open(&self.root, &self.settings)?;
         session.learning.load_now();
         // The model's own room, where the backend knows it (a llama.cpp server's slot).
         let asked = async {
@@ -306,7 +304,7 @@ impl WarmRepo {
 }
 
 impl ContextSource for ComposingRepo {
-    fn choose(&self, sent: &Sent) -> Result<Chosen, String> {
+    fn choose(&self, sent: &Sent) -> Result<Chosen, NoContext> {
         let repo = &self.0;
         repo.check_soon();
         let Some(opened) = repo.read() else {
@@ -315,10 +313,7 @@ impl ContextSource for ComposingRepo {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            return Err(failed.map_or_else(
-                || "the repository is still opening".to_string(),
-                |why| format!("the repository cannot be opened: {why}"),
-            ));
+            return Err(failed.map_or(NoContext::Opening, |why| NoContext::Unopened(why)));
         };
         opened
             .session

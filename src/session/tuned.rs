@@ -9,7 +9,33 @@ use serde::{Deserialize, Serialize};
 use crate::dirs::Dirs;
 use crate::feedback;
 use crate::model::config::{BackendConfig, BackendKind};
-use crate::rank::classifier::{Classifier, Variant};
+use crate::rank::classifier::{Classifier, ModelError, Variant};
+
+/// Why the model `keyhole tune` made is there but cannot be used; each names its file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TunedError {
+    #[error("{}: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a tuned model's description: {source}", .path.display())]
+    Description {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: changed or damaged since `keyhole tune` wrote it (its checksum is not the one {} records)",
+        .0.display(),
+        INFO_FILE
+    )]
+    Changed(PathBuf),
+    #[error(transparent)]
+    Classifier(#[from] ModelError),
+    #[error("{}: has no RLPG-H head", .0.display())]
+    NoHead(PathBuf),
+}
 
 /// Under the data directory: one directory per backend and model.
 pub const DIR: &str = "tuned";
@@ -112,7 +138,7 @@ pub struct Tuned {
 
 /// The model tuned for `entry`'s backend and model, if `keyhole tune` made one; an error names
 /// the file that is there but cannot be used.
-pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, String> {
+pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, TunedError> {
     let Some(dir) = tuned_dir(dirs, entry) else {
         return Ok(None);
     };
@@ -120,35 +146,40 @@ pub fn find(dirs: &Dirs, entry: &BackendConfig) -> Result<Option<Tuned>, String>
     let bytes = match std::fs::read(&info_path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", info_path.display())),
+        Err(source) => {
+            return Err(TunedError::Unreadable {
+                path: info_path,
+                source,
+            });
+        }
     };
     let StoredInfo {
         info,
         classifier_blake3,
-    } = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "{}: not a tuned model's description: {e}",
-            info_path.display()
-        )
+    } = serde_json::from_slice(&bytes).map_err(|source| TunedError::Description {
+        path: info_path.clone(),
+        source,
     })?;
-    feedback::check_version(info.version, VERSION)
-        .map_err(|e| format!("{}: {e}", info_path.display()))?;
+    feedback::check_version(info.version, VERSION).map_err(|source| TunedError::Unreadable {
+        path: info_path,
+        source,
+    })?;
     if info.backend != entry.name || info.model != model_name(entry) {
         return Ok(None);
     }
     let path = dir.join(CLASSIFIER_FILE);
-    let file = path.display();
-    let bytes = std::fs::read(&path).map_err(|e| format!("{file}: {e}"))?;
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(source) => return Err(TunedError::Unreadable { path, source }),
+    };
     if let Some(expected) = classifier_blake3
         && blake3::hash(&bytes).to_hex().as_str() != expected
     {
-        return Err(format!(
-            "{file}: changed or damaged since `keyhole tune` wrote it (its checksum is not the one {INFO_FILE} records)"
-        ));
+        return Err(TunedError::Changed(path));
     }
-    let classifier = Classifier::from_file_bytes(&bytes, &path).map_err(|e| e.to_string())?;
+    let classifier = Classifier::from_file_bytes(&bytes, &path)?;
     if !classifier.has(Variant::H) {
-        return Err(format!("{file}: has no RLPG-H head"));
+        return Err(TunedError::NoHead(path));
     }
     Ok(Some(Tuned { info, classifier }))
 }
@@ -263,7 +294,7 @@ mod tests {
         let mut changed = bundled.to_vec();
         changed[bundled.len() / 2] ^= 1;
         std::fs::write(dir.join(CLASSIFIER_FILE), changed).unwrap();
-        let error = find(&dirs, &entry).err().unwrap();
+        let error = find(&dirs, &entry).err().unwrap().to_string();
         assert!(error.contains("changed or damaged"), "{error}");
     }
 }

@@ -318,7 +318,9 @@ fn write_edit(edit: &FileEdit, learning: &Learning) -> Result<(String, [u8; 32])
         replace,
         text,
     } = edit;
-    let now = learning.apply(path, hash, *offset, *replace, text)?;
+    let now = learning
+        .apply(path, hash, *offset, *replace, text)
+        .map_err(|e| e.to_string())?;
     let hash = *blake3::hash(now.as_bytes()).as_bytes();
     Ok((now, hash))
 }

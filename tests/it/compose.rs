@@ -150,6 +150,7 @@ fn validation_catches_a_prompt_over_its_budget() {
         prompt
             .validate(&SAMPLE, tok)
             .unwrap_err()
+            .to_string()
             .starts_with("prompt has 100 tokens, budget 50")
     );
 }

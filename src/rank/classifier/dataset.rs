@@ -15,7 +15,7 @@ use crate::candidate::CandidateId;
 use crate::context::proposals::build_for_budget;
 use crate::hole::HoleWindow;
 use crate::label::LabelRow;
-use crate::label::{HoleRows, group as group_holes};
+use crate::label::{HoleRows, LabelledHoleError, group as group_holes};
 use crate::rank::RankInput;
 use crate::repo::RepoIndex;
 use crate::token::{Keep, Tokenizer};
@@ -99,6 +99,18 @@ pub struct Rebuild<'a> {
     pub cache: Option<&'a Path>,
 }
 
+/// Why a hole's example could not be rebuilt (a line of [`Examples::skipped`]).
+#[derive(Debug, thiserror::Error)]
+enum Unbuilt {
+    #[error(transparent)]
+    Hole(#[from] LabelledHoleError),
+    #[error("{hole_id}: {source}")]
+    Encoder {
+        hole_id: String,
+        source: EncoderError,
+    },
+}
+
 /// What came out of a rebuild.
 pub struct Examples {
     pub examples: Vec<Example>,
@@ -131,14 +143,14 @@ impl Rebuild<'_> {
                     continue;
                 }
             };
-            let built: Vec<Result<Example, String>> = holes
+            let built: Vec<Result<Example, Unbuilt>> = holes
                 .par_iter()
                 .map(|h| self.example(&index, h, &encoded))
                 .collect();
             for result in built {
                 match result {
                     Ok(example) => out.examples.push(example),
-                    Err(why) => out.skipped.push(why),
+                    Err(why) => out.skipped.push(why.to_string()),
                 }
             }
         }
@@ -150,8 +162,8 @@ impl Rebuild<'_> {
         index: &RepoIndex,
         rows: &HoleRows,
         encoded: &Encoded,
-    ) -> Result<Example, String> {
-        let hole = rows.hole(index).map_err(|e| e.to_string())?;
+    ) -> Result<Example, Unbuilt> {
+        let hole = rows.hole(index)?;
         let proposals = match self.with_contexts {
             // The labels' own profile: its holes and contexts are the ones labelled.
             true => build_for_budget(index, &hole, self.tokenizer, self.budget, rows.fidelity()),
@@ -164,7 +176,10 @@ impl Rebuild<'_> {
         };
         let inputs = self
             .inputs(&input.window, &contexts, encoded)
-            .map_err(|e| format!("{}: {e}", rows.hole_id))?;
+            .map_err(|source| Unbuilt::Encoder {
+                hole_id: rows.hole_id.clone(),
+                source,
+            })?;
         let flag = |yes: bool| if yes { 1.0 } else { 0.0 };
         Ok(Example {
             repository: rows.repository.to_string(),

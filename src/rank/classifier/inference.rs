@@ -59,26 +59,52 @@ impl Dims {
 /// A model file's tensors by name, as `f32`s, each with its shape.
 pub struct Weights(HashMap<String, (Vec<usize>, Vec<f32>)>);
 
+/// Why a file's weights are not a classifier's; each names the weight.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WeightsError {
+    #[error(transparent)]
+    Safetensors(#[from] safetensors::SafeTensorError),
+    #[error("weight {name} is {dtype:?}, not F32")]
+    NotF32 { name: String, dtype: Dtype },
+    #[error("weight {name} holds {value}, not a finite number")]
+    NotFinite { name: String, value: f32 },
+    #[error("weight {0} is missing")]
+    Missing(String),
+    #[error("weight {name} has shape {found:?}, not {wanted:?}")]
+    Shape {
+        name: String,
+        found: Vec<usize>,
+        wanted: Vec<usize>,
+    },
+}
+
 impl Weights {
     /// The tensors of a safetensors file; every one must be `F32` and finite (a NaN weight
     /// would give NaN scores that decide the order). The error names the weight.
-    pub fn read(bytes: &[u8]) -> Result<Weights, String> {
-        let file = SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
+    pub fn read(bytes: &[u8]) -> Result<Weights, WeightsError> {
+        let file = SafeTensors::deserialize(bytes)?;
         let mut tensors = HashMap::new();
         let mut names = file.names();
         names.sort();
         for name in names {
-            let view = file.tensor(name).map_err(|e| e.to_string())?;
+            let view = file.tensor(name)?;
             if view.dtype() != Dtype::F32 {
-                return Err(format!("weight {name} is {:?}, not F32", view.dtype()));
+                return Err(WeightsError::NotF32 {
+                    name: name.to_string(),
+                    dtype: view.dtype(),
+                });
             }
             let values: Vec<f32> = view
                 .data()
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
-                return Err(format!("weight {name} holds {bad}, not a finite number"));
+            if let Some(&value) = values.iter().find(|v| !v.is_finite()) {
+                return Err(WeightsError::NotFinite {
+                    name: name.to_string(),
+                    value,
+                });
             }
             tensors.insert(name.to_string(), (view.shape().to_vec(), values));
         }
@@ -97,12 +123,14 @@ impl Weights {
     }
 
     /// Tensor `name`, which must have `shape`.
-    fn take(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+    fn take(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, WeightsError> {
         match self.0.get(name) {
-            None => Err(format!("weight {name} is missing")),
-            Some((found, _)) if found != shape => {
-                Err(format!("weight {name} has shape {found:?}, not {shape:?}"))
-            }
+            None => Err(WeightsError::Missing(name.to_string())),
+            Some((found, _)) if found != shape => Err(WeightsError::Shape {
+                name: name.to_string(),
+                found: found.clone(),
+                wanted: shape.to_vec(),
+            }),
             Some((_, values)) => Ok(values.clone()),
         }
     }
@@ -116,7 +144,12 @@ struct Linear {
 }
 
 impl Linear {
-    fn load(weights: &Weights, name: &str, inputs: usize, outputs: usize) -> Result<Self, String> {
+    fn load(
+        weights: &Weights,
+        name: &str,
+        inputs: usize,
+        outputs: usize,
+    ) -> Result<Self, WeightsError> {
         Ok(Linear {
             weight: weights.take(&format!("{name}.weight"), &[outputs, inputs])?,
             bias: weights.take(&format!("{name}.bias"), &[outputs])?,
@@ -139,7 +172,7 @@ struct LayerNorm {
 }
 
 impl LayerNorm {
-    fn load(weights: &Weights, name: &str, width: usize) -> Result<Self, String> {
+    fn load(weights: &Weights, name: &str, width: usize) -> Result<Self, WeightsError> {
         Ok(LayerNorm {
             gain: weights.take(&format!("{name}.weight"), &[width])?,
             shift: weights.take(&format!("{name}.bias"), &[width])?,
@@ -193,7 +226,7 @@ pub struct HashedEncoder {
 }
 
 impl HashedEncoder {
-    pub fn load(weights: &Weights) -> Result<Self, String> {
+    pub fn load(weights: &Weights) -> Result<Self, WeightsError> {
         Ok(HashedEncoder {
             table: weights.take("encoder.table", &[BUCKETS, E])?,
             project: Linear::load(weights, "encoder.project", PARTS * E, Z)?,
@@ -240,7 +273,7 @@ pub struct HeadH {
 }
 
 impl HeadH {
-    pub fn load(weights: &Weights, dims: Dims) -> Result<Self, String> {
+    pub fn load(weights: &Weights, dims: Dims) -> Result<Self, WeightsError> {
         Ok(HeadH {
             hidden: Linear::load(weights, "h.hidden", dims.hole, dims.hidden)?,
             out: Linear::load(weights, "h.out", dims.hidden, RLPG_CANDIDATES)?,
@@ -270,7 +303,7 @@ pub struct HeadR {
 }
 
 impl HeadR {
-    pub fn load(weights: &Weights, dims: Dims) -> Result<Self, String> {
+    pub fn load(weights: &Weights, dims: Dims) -> Result<Self, WeightsError> {
         let (width, model) = (HEADS * HEAD_DIM, dims.hole);
         Ok(HeadR {
             query: Linear::load(weights, "r.query", model, width)?,
@@ -375,7 +408,7 @@ pub mod tests {
         let good = safetensors_file(&[("a.weight", "F32", &[2, 2], f32_bytes(&[1., 2., 3., 4.]))]);
         let weights = Weights::read(&good).unwrap();
         assert_eq!(weights.take("a.weight", &[2, 2]).unwrap(), [1., 2., 3., 4.]);
-        let wrong = weights.take("a.weight", &[4]).unwrap_err();
+        let wrong = weights.take("a.weight", &[4]).unwrap_err().to_string();
         assert!(
             wrong.contains("a.weight") && wrong.contains("[2, 2]"),
             "{wrong}"
@@ -384,15 +417,16 @@ pub mod tests {
             weights
                 .take("b.weight", &[4])
                 .unwrap_err()
+                .to_string()
                 .contains("b.weight")
         );
         assert_eq!(weights.scalar("a.weight"), Some(1.0));
 
         let nan = safetensors_file(&[("a.bias", "F32", &[2], f32_bytes(&[0., f32::NAN]))]);
-        let error = Weights::read(&nan).err().unwrap();
+        let error = Weights::read(&nan).err().unwrap().to_string();
         assert!(error.contains("a.bias") && error.contains("NaN"), "{error}");
         let half = safetensors_file(&[("a.bias", "F16", &[2], vec![0; 4])]);
-        let error = Weights::read(&half).err().unwrap();
+        let error = Weights::read(&half).err().unwrap().to_string();
         assert!(error.contains("a.bias") && error.contains("F16"), "{error}");
         assert!(Weights::read(b"not a model").is_err());
     }

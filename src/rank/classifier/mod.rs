@@ -125,8 +125,16 @@ impl EncoderKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelError {
-    #[error("{file}: not a keyhole classifier: {reason}")]
-    Unreadable { file: String, reason: String },
+    #[error("{file}: not a keyhole classifier: {source}")]
+    Unreadable {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: not a keyhole classifier: {source}")]
+    Weights {
+        file: String,
+        source: inference::WeightsError,
+    },
     #[error("{file}: has no {variant} head (train one with `keyhole train --variant {flag}`)")]
     MissingHead {
         file: String,
@@ -206,9 +214,9 @@ impl Classifier {
     /// `encoder_dir` if it was trained on one (and only then may a directory be given).
     pub fn load_with(path: &Path, encoder_dir: Option<&Path>) -> Result<Classifier, ModelError> {
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| ModelError::Unreadable {
+        let bytes = std::fs::read(path).map_err(|source| ModelError::Unreadable {
             file: file.clone(),
-            reason: e.to_string(),
+            source,
         })?;
         Self::from_bytes(&bytes, &file, encoder_dir)
     }
@@ -232,9 +240,9 @@ impl Classifier {
         source: &str,
         encoder_dir: Option<&Path>,
     ) -> Result<Classifier, ModelError> {
-        let unreadable = |reason: String| ModelError::Unreadable {
+        let unreadable = |error| ModelError::Weights {
             file: source.to_string(),
-            reason,
+            source: error,
         };
         let weights = Weights::read(bytes).map_err(unreadable)?;
         let kind = EncoderKind::of(&weights);

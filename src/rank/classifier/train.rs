@@ -322,7 +322,8 @@ fn starting_weights(
         };
     let unreadable =
         |reason: String| anyhow::anyhow!("{source}: cannot read the starting model: {reason}");
-    let saved_kind = EncoderKind::of(&Weights::read(&bytes).map_err(unreadable)?);
+    let saved_kind =
+        EncoderKind::of(&Weights::read(&bytes).map_err(|e| unreadable(e.to_string()))?);
     if saved_kind != kind {
         bail!(
             "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
