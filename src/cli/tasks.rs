@@ -60,7 +60,7 @@ pub fn tasks_command(args: &TasksArgs) -> Result<()> {
         (Some(repo), _) => Session::open(repo, &settings)?.backend,
         (None, config::BackendKind::Embedded) => Arc::new(EmbeddedModel::without_repository()),
         (None, config::BackendKind::Local) => Arc::new(model::local::LocalBackend::open(entry)?),
-        (None, _) => Arc::from(config::build_http(entry)?),
+        (None, _) => Arc::from(model::http::build_http(entry)?),
     };
     let mut done = match &args.out {
         Some(out) => completed(out, &tasks).with_context(|| format!("{}", out.display()))?,

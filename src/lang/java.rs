@@ -4,6 +4,8 @@ use std::sync::LazyLock;
 
 use tree_sitter::{Node, Tree, TreeCursor};
 
+use super::java_tree::header_span;
+pub use super::java_tree::parse;
 use super::java_typed;
 use super::tree::{NameUsages, span};
 use super::{
@@ -12,11 +14,6 @@ use super::{
 };
 
 pub struct Java;
-
-/// Parse Java source; `None` only if tree-sitter refuses the language (a build problem).
-pub fn parse(source: &str) -> Option<Tree> {
-    super::tree::parse("java", || tree_sitter_java::LANGUAGE.into(), source)
-}
 
 impl Language for Java {
     fn name(&self) -> &'static str {
@@ -342,45 +339,10 @@ impl<'a> Extractor<'a> {
     }
 }
 
-/// A declaration from its first modifier to the start of its body, trimmed: a method's
-/// signature, a type's header.
-pub(super) fn header_span(node: Node, source: &str) -> Span {
-    let start = signature_start(node);
-    let body = node.child_by_field_name("body");
-    let end = body.map_or(node.end_byte(), |b| b.start_byte());
-    Span::new(start, start.max(trim_end(source, start, end)))
-}
-
 /// `Map<K, V>` → `Map`, `java.util.List` → `List`.
 pub(super) fn simple_type_name(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text).trim();
     base.rsplit('.').next().unwrap_or(base).trim()
-}
-
-/// Where a method's signature starts: after its annotations (the paper's example signature
-/// is `public void InitializeToAssignment(int[] a)`).
-pub(super) fn signature_start(method: Node) -> usize {
-    let mut cursor = method.walk();
-    for child in method.children(&mut cursor) {
-        if child.kind() != "modifiers" {
-            return child.start_byte();
-        }
-        let mut inner = child.walk();
-        let keyword = child.children(&mut inner).find(|m| {
-            !matches!(
-                m.kind(),
-                "marker_annotation" | "annotation" | "line_comment" | "block_comment"
-            )
-        });
-        if let Some(keyword) = keyword {
-            return keyword.start_byte();
-        }
-    }
-    method.start_byte()
-}
-
-fn trim_end(source: &str, start: usize, end: usize) -> usize {
-    start + source[start..end].trim_end().len()
 }
 
 #[cfg(test)]

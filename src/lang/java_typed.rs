@@ -9,7 +9,7 @@
 use tree_sitter::Node;
 
 use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
-use super::java::{header_span, parse, signature_start};
+use super::java_tree::{header_span, parse, signature_start};
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
     Expectation, FieldOutline, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,

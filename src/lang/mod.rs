@@ -5,13 +5,16 @@
 
 mod hole_grammar;
 pub mod java;
+mod java_tree;
 mod java_typed;
 mod packages;
 pub mod python;
+mod python_tree;
 mod python_typed;
 mod tree;
 mod tsconfig;
 pub mod typescript;
+mod typescript_tree;
 mod typescript_typed;
 
 use std::any::Any;

@@ -5,8 +5,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
+use super::python_tree::{is_self_attribute, parse};
 use super::python_typed;
 use super::tree::{DottedUsages, NameUsages, span};
 use super::{
@@ -15,11 +16,6 @@ use super::{
 };
 
 pub struct Python;
-
-/// Parse Python source; `None` only if tree-sitter refuses the language (a build problem).
-pub(super) fn parse(source: &str) -> Option<Tree> {
-    super::tree::parse("python", || tree_sitter_python::LANGUAGE.into(), source)
-}
 
 impl Language for Python {
     fn name(&self) -> &'static str {
@@ -911,14 +907,6 @@ fn aliased(name: Node) -> (Node, Option<Node>) {
     } else {
         (name, None)
     }
-}
-
-/// `self.x`.
-pub(super) fn is_self_attribute(node: Node, source: &str) -> bool {
-    node.kind() == "attribute"
-        && node
-            .child_by_field_name("object")
-            .is_some_and(|o| o.kind() == "identifier" && &source[o.byte_range()] == "self")
 }
 
 /// The string that is the first statement of a module's or definition's body, if any: its

@@ -11,7 +11,7 @@
 use tree_sitter::Node;
 
 use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
-use super::python::parse;
+use super::python_tree::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
     Expectation, FieldOutline, Local, MethodOutline, Span, TypeKind, TypeOutline, TypeSyntax,
@@ -352,7 +352,7 @@ fn self_fields(method: Node, source: &str) -> Vec<FieldOutline> {
         let Some(left) = assignment.child_by_field_name("left") else {
             continue;
         };
-        if !super::python::is_self_attribute(left, source) {
+        if !super::python_tree::is_self_attribute(left, source) {
             continue;
         }
         let Some(name) = left.child_by_field_name("attribute") else {

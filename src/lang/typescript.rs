@@ -12,19 +12,13 @@ use tree_sitter::{Node, Tree};
 
 use super::tree::{DottedUsages, NameUsages, named_children, span};
 use super::tsconfig::{TsConfig, normalize};
+pub use super::typescript_tree::{Grammar, parse};
+use super::typescript_tree::{header_span, is_parameter_property, type_kind};
 use super::typescript_typed;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
 };
-
-/// One of the two grammars tree-sitter-typescript ships: TypeScript proper, and TSX, which
-/// also reads JavaScript and JSX. Both are the one language "typescript" to the program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grammar {
-    TypeScript,
-    Tsx,
-}
 
 /// TypeScript and JavaScript files of one grammar.
 pub struct TypeScript {
@@ -37,23 +31,6 @@ pub static TYPESCRIPT: TypeScript = TypeScript {
 pub static TSX: TypeScript = TypeScript {
     grammar: Grammar::Tsx,
 };
-
-/// Parse source with `grammar`; `None` only if tree-sitter refuses the grammar (a build
-/// problem).
-pub fn parse(grammar: Grammar, source: &str) -> Option<Tree> {
-    match grammar {
-        Grammar::TypeScript => super::tree::parse(
-            "typescript",
-            || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            source,
-        ),
-        Grammar::Tsx => super::tree::parse(
-            "tsx",
-            || tree_sitter_typescript::LANGUAGE_TSX.into(),
-            source,
-        ),
-    }
-}
 
 /// Extensions TypeScript's module resolution tries after a specifier without one, in its
 /// order: TypeScript sources and declarations first, then JavaScript.
@@ -405,18 +382,6 @@ struct Extractor<'a> {
     local_exports: Vec<(String, String)>,
     /// Dotted names (`core.parse`, `z.ZodType`) with the lines they are used on.
     dotted: DottedUsages,
-}
-
-/// The declarations a node is: a class (also an abstract one or a named class expression),
-/// interface, type alias or enum.
-pub(super) fn type_kind(kind: &str) -> Option<TypeKind> {
-    match kind {
-        "class_declaration" | "abstract_class_declaration" | "class" => Some(TypeKind::Class),
-        // A type alias names a structural type, as an interface does.
-        "interface_declaration" | "type_alias_declaration" => Some(TypeKind::Interface),
-        "enum_declaration" => Some(TypeKind::Enum),
-        _ => None,
-    }
 }
 
 /// Functions and methods with a name field (arrow functions are named by their variable).
@@ -928,15 +893,6 @@ fn pattern_names(pattern: Node, source: &str, names: &mut Vec<String>) {
     }
 }
 
-/// A constructor parameter with `public`, `private`, `protected` or `readonly` declares a
-/// field.
-pub(super) fn is_parameter_property(parameter: Node) -> bool {
-    let mut cursor = parameter.walk();
-    parameter
-        .children(&mut cursor)
-        .any(|c| c.kind() == "accessibility_modifier" || (c.kind() == "readonly" && !c.is_named()))
-}
-
 /// The simple name of the class a class extends: `extends Base<T>` and `extends ns.Base` →
 /// `Base`; none for a computed base (`extends mixin(Base)`).
 pub(super) fn superclass<'a>(class: Node, source: &'a str) -> Option<&'a str> {
@@ -955,25 +911,6 @@ pub(super) fn superclass<'a>(class: Node, source: &'a str) -> Option<&'a str> {
         }
         _ => None,
     }
-}
-
-/// A declaration from its first keyword (decorators left out) to the start of its body,
-/// trimmed: a method's signature, a type's header.
-pub(super) fn header_span(node: Node, source: &str) -> Span {
-    let start = signature_start(node);
-    let body = node.child_by_field_name("body");
-    let end = body.map_or(node.end_byte(), |b| b.start_byte());
-    let end = start + source[start..end.max(start)].trim_end().len();
-    Span::new(start, end)
-}
-
-/// Where a declaration starts after its decorators and comments.
-pub(super) fn signature_start(node: Node) -> usize {
-    let mut cursor = node.walk();
-    let first = node
-        .children(&mut cursor)
-        .find(|c| !matches!(c.kind(), "decorator" | "comment"));
-    first.map_or(node.start_byte(), |c| c.start_byte())
 }
 
 #[cfg(test)]

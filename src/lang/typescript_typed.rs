@@ -12,7 +12,7 @@ use tree_sitter::Node;
 
 use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
 use super::tree::{ancestors, named_children, span, text, type_text};
-use super::typescript::{
+use super::typescript_tree::{
     Grammar, header_span, is_parameter_property, parse, signature_start, type_kind,
 };
 use super::{

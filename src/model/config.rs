@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::CompletionRequest;
-#[cfg(feature = "http")]
-pub use super::http::build_http;
 use crate::config_file::{key_at, key_offset, line_of};
 
 /// Environment variable that replaces the platform's config directory.

@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
 pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
-pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
-pub use scan::{MAX_FILE_BYTES, name_text};
+pub use read::{Refusal, RepoReadError, name_text, read_regular_file, read_repo_file};
+pub use scan::MAX_FILE_BYTES;
 
 use crate::lang::{self, FileFacts, Language};
 

@@ -102,13 +102,13 @@ fn refusal(error: std::io::Error) -> Refusal {
 }
 
 /// `path` as the repository names it: relative to `root`, '/'-separated, each name as
-/// [`super::name_text`] writes it.
+/// [`name_text`] writes it.
 fn repo_name(root: &Path, path: &Path) -> String {
     let relative = path.strip_prefix(root).unwrap_or(path);
     relative
         .components()
         .filter_map(|c| match c {
-            Component::Normal(name) => Some(super::name_text(name).into_owned()),
+            Component::Normal(name) => Some(name_text(name).into_owned()),
             Component::ParentDir => Some("..".to_string()),
             _ => None,
         })
@@ -172,4 +172,21 @@ mod tests {
         std::os::unix::fs::symlink("../fifo.json", root.join("src/fifo.json")).unwrap();
         assert!(matches!(read("src/fifo.json").why, Refusal::NotAFile));
     }
+}
+
+/// A file or directory name as text: as it is where it is UTF-8, else with each byte that is
+/// not written `\xHH`, so that names differing in such bytes stay apart (a lossy reading would
+/// make `A\xff.java` and `A\xfe.java` one file).
+pub fn name_text(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, str> {
+    if let Some(text) = name.to_str() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut text = String::new();
+    for chunk in name.as_encoded_bytes().utf8_chunks() {
+        text.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            text.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    std::borrow::Cow::Owned(text)
 }

@@ -9,7 +9,7 @@ use ignore::WalkBuilder;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::Vendored;
-use super::read::{RepoReadError, read_repo_file};
+use super::read::{RepoReadError, name_text, read_repo_file};
 use crate::lang;
 
 /// Files larger than this are skipped: generated or data files, not code a person completes.
@@ -181,23 +181,6 @@ impl IgnoreFiles {
             })
             .ok()
     }
-}
-
-/// A file or directory name as text: as it is where it is UTF-8, else with each byte that is
-/// not written `\xHH`, so that names differing in such bytes stay apart (a lossy reading would
-/// make `A\xff.java` and `A\xfe.java` one file).
-pub fn name_text(name: &std::ffi::OsStr) -> std::borrow::Cow<'_, str> {
-    if let Some(text) = name.to_str() {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut text = String::new();
-    for chunk in name.as_encoded_bytes().utf8_chunks() {
-        text.push_str(chunk.valid());
-        for byte in chunk.invalid() {
-            text.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    std::borrow::Cow::Owned(text)
 }
 
 /// Why a file was not indexed.

@@ -1,5 +1,6 @@
-//! What keeps the code base and its docs honest: the module graph has no cycles, and the
-//! README and every `--help` say what the candidate catalogue says.
+//! What keeps the code base and its docs honest: the module graph has no cycles, neither
+//! between top-level modules nor between the files of a folder, and the README and every
+//! `--help` say what the candidate catalogue says.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -181,6 +182,181 @@ fn the_ui_modules_depend_only_downwards() {
     assert!(
         !graph["keymap"].contains("state") && !graph["state"].contains("ui"),
         "{graph:?}"
+    );
+}
+
+/// A module's path below `src` from its file: `a/b/mod.rs` and `a/b.rs` are `a::b`.
+fn module_path(rel: &str) -> Vec<String> {
+    let rel = rel.trim_end_matches(".rs");
+    let mut path: Vec<String> = rel.split('/').map(str::to_string).collect();
+    if path
+        .last()
+        .is_some_and(|last| last == "mod" || last == "lib")
+    {
+        path.pop();
+    }
+    path
+}
+
+/// The module paths `code` names (`crate::a::b`, `super::c`, and each item of a braced
+/// list), resolved from the module at `module`. Whole-line comments are left out: a doc link
+/// is no import.
+fn paths_named(module: &[String], code: &str) -> Vec<Vec<String>> {
+    let code: String = code
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let prefix = regex::Regex::new(r"\b(crate|(?:super::)+)((?:::)?(?:\w+::)*)(\{|\w+)").unwrap();
+    let mut paths = Vec::new();
+    for found in prefix.captures_iter(&code) {
+        let start = &found[1];
+        let base: Vec<String> = if start == "crate" {
+            Vec::new()
+        } else {
+            let up = start.matches("super::").count();
+            module[..module.len().saturating_sub(up)].to_vec()
+        };
+        let middle: Vec<String> = found[2]
+            .split("::")
+            .filter(|part| !part.is_empty())
+            .map(str::to_string)
+            .collect();
+        let heads: Vec<String> = if &found[3] == "{" {
+            // The first name of each item of the list, at its top level.
+            let rest = &code[found.get(3).unwrap().end()..];
+            let (mut depth, mut item, mut items) = (0, String::new(), Vec::new());
+            for c in rest.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => items.push(std::mem::take(&mut item)),
+                    _ if depth == 0 => item.push(c),
+                    _ => {}
+                }
+            }
+            items.push(item);
+            items
+                .iter()
+                .filter_map(|item| item.trim().split("::").next().map(str::to_string))
+                .filter(|head| !head.is_empty() && head != "self")
+                .collect()
+        } else {
+            vec![found[3].to_string()]
+        };
+        for head in heads {
+            let mut path = base.clone();
+            path.extend(middle.iter().cloned());
+            path.push(head);
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+/// For each folder of `src` (below the top level, which
+/// `the_library_modules_import_each_other_without_cycles` checks), the files and subfolders
+/// it holds and the siblings each imports. An item `mod.rs` re-exports from a file counts as
+/// that file's; one `mod.rs` defines itself is the folder's own and counts for none. Test
+/// code is left out.
+fn folder_graphs() -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let sources: BTreeMap<Vec<String>, String> = sources_under(&src)
+        .into_iter()
+        .filter(|(rel, _)| !rel.starts_with("cli/") && rel != "main.rs")
+        .map(|(rel, code)| (module_path(&rel), code))
+        .filter(|(module, _)| !module.iter().any(|part| part == "tests"))
+        .collect();
+    let folders: BTreeSet<Vec<String>> = sources
+        .keys()
+        .filter(|module| module.len() > 1)
+        .map(|module| module[..module.len() - 1].to_vec())
+        .collect();
+    // What each folder's mod.rs re-exports: name -> the child it comes from.
+    let reexport = regex::Regex::new(r"pub(?:\([^)]*\))? use (\w+)::(\{[^}]*\}|\w+)").unwrap();
+    let word = regex::Regex::new(r"\w+").unwrap();
+    let reexports = |folder: &Vec<String>| -> BTreeMap<String, String> {
+        let code = sources.get(folder).map_or("", String::as_str);
+        reexport
+            .captures_iter(code)
+            .flat_map(|found| {
+                let child = found[1].to_string();
+                word.find_iter(&found[2])
+                    .map(|name| (name.as_str().to_string(), child.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut graphs = BTreeMap::new();
+    for folder in folders {
+        let reexported = reexports(&folder);
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, code) in &sources {
+            if module.len() <= folder.len() || !module.starts_with(&folder) {
+                continue;
+            }
+            let from = module[folder.len()].clone();
+            let uses = graph.entry(from.clone()).or_default();
+            for path in paths_named(module, code) {
+                if path.len() <= folder.len() || !path.starts_with(&folder) {
+                    continue;
+                }
+                let name = &path[folder.len()];
+                let mut child = folder.clone();
+                child.push(name.clone());
+                let to = match sources.keys().any(|m| m.starts_with(&child)) {
+                    true => Some(name.clone()),
+                    false => reexported.get(name).cloned(),
+                };
+                if let Some(to) = to.filter(|to| *to != from) {
+                    uses.insert(to);
+                }
+            }
+        }
+        graphs.insert(folder, graph);
+    }
+    graphs
+}
+
+#[test]
+fn no_folder_has_files_that_import_each_other_in_a_circle() {
+    let graphs = folder_graphs();
+    for (folder, graph) in &graphs {
+        let folder = folder.join("/");
+        fn visit<'g>(
+            file: &'g str,
+            graph: &'g BTreeMap<String, BTreeSet<String>>,
+            path: &mut Vec<&'g str>,
+            done: &mut BTreeSet<&'g str>,
+            folder: &str,
+        ) {
+            if let Some(at) = path.iter().position(|&f| f == file) {
+                panic!(
+                    "src/{folder}: its files import each other in a circle: {} -> {file} \
+                     (move what they share into a file of its own)",
+                    path[at..].join(" -> ")
+                );
+            }
+            if !done.insert(file) {
+                return;
+            }
+            path.push(file);
+            for next in graph.get(file).into_iter().flatten() {
+                visit(next, graph, path, done, folder);
+            }
+            path.pop();
+        }
+        let mut done = BTreeSet::new();
+        for file in graph.keys() {
+            visit(file, graph, &mut Vec::new(), &mut done, &folder);
+        }
+    }
+    // The imports are read: those of the files whose circles were taken apart among them.
+    assert!(
+        graphs[&vec!["lang".to_string()]]["java_typed"].contains("java_tree")
+            && graphs[&vec!["context".to_string()]]["windows"].contains("profile"),
+        "{graphs:?}"
     );
 }
 

@@ -6,7 +6,8 @@ use crate::backends_support;
 use std::time::Duration;
 
 use backends_support::{Reply, Server, complete_streaming, config, request, sse, texts};
-use keyhole::model::config::{BackendConfig, BackendKind, build_http};
+use keyhole::model::config::{BackendConfig, BackendKind};
+use keyhole::model::http::build_http;
 use keyhole::model::{Delta, TokenCounting};
 use serde_json::json;
 
