@@ -9,10 +9,9 @@
 //! head on the frozen \[CLS\] vectors, as in the paper.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
 use candle_core::{DType, Device, Tensor, Var};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW, VarBuilder, VarMap};
 use rand::SeedableRng;
@@ -144,6 +143,44 @@ impl TrainReport {
     }
 }
 
+/// Why a classifier could not be trained or written. The starting model is named as given
+/// (`start`: its path, or the bundled model's name).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrainError {
+    #[error(
+        "need holes for training and for validation (held out: {held_out}; found {train} and {validation})"
+    )]
+    TooFewHoles {
+        held_out: String,
+        train: usize,
+        validation: usize,
+    },
+    #[error("{start}: cannot read the starting model: {detail}")]
+    UnreadableStart { start: String, detail: String },
+    #[error(
+        "{start}: the starting model was trained on {trained}, not {wanted} (start from a model trained on the same encoder with --start)"
+    )]
+    OtherEncoder {
+        start: String,
+        trained: String,
+        wanted: String,
+    },
+    #[error("{start}: the starting model has no {weight} (is it a keyhole classifier?)")]
+    MissingWeight { start: String, weight: String },
+    #[error("{start}: the starting model does not fit this keyhole: {source}")]
+    Misfit {
+        start: String,
+        source: candle_core::Error,
+    },
+    #[error(transparent)]
+    Tensors(#[from] candle_core::Error),
+    #[error("cannot write {}: {detail}", .path.display())]
+    Write { path: PathBuf, detail: String },
+}
+
+type Result<T> = std::result::Result<T, TrainError>;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub model: f64,
@@ -188,13 +225,15 @@ impl Model {
                     let names: BTreeSet<String> =
                         vars.data().lock().expect("vars").keys().cloned().collect();
                     if let Some(missing) = names.iter().find(|n| !saved.contains_key(*n)) {
-                        bail!(
-                            "{source}: the starting model has no {missing} (is it a keyhole classifier?)"
-                        );
+                        return Err(TrainError::MissingWeight {
+                            start: source,
+                            weight: missing.clone(),
+                        });
                     }
                     vars.set(saved.iter().filter(|(name, _)| names.contains(*name)))
-                        .with_context(|| {
-                            format!("{source}: the starting model does not fit this keyhole")
+                        .map_err(|error| TrainError::Misfit {
+                            start: source,
+                            source: error,
                         })?;
                 }
             }
@@ -208,7 +247,7 @@ impl Model {
                 trained,
             });
         }
-        let (saved, _) = starting_weights(start, kind)?;
+        let (saved, source) = starting_weights(start, kind)?;
         // Keep the start's RLPG-H head, if it has one, so the written model still offers it.
         let h = match saved.contains_key("h.out.weight") {
             true => Some(HeadH::new(vb.pp("h"), kind.dims())?),
@@ -219,14 +258,17 @@ impl Model {
             .iter()
             .filter(|name| !saved.contains_key(*name))
             .collect();
-        if !missing.is_empty() {
-            bail!(
-                "the starting model has no {} (is it a keyhole classifier?)",
-                missing[0]
-            );
+        if let Some(missing) = missing.first() {
+            return Err(TrainError::MissingWeight {
+                start: source,
+                weight: missing.to_string(),
+            });
         }
         vars.set(saved.iter().filter(|(name, _)| kept.contains(*name)))
-            .context("the starting model does not fit this keyhole")?;
+            .map_err(|error| TrainError::Misfit {
+                start: source,
+                source: error,
+            })?;
         let r = Some(HeadR::new(vb.pp("r"), kind.dims())?);
         let trained = vars
             .data()
@@ -306,30 +348,34 @@ fn starting_weights(
     start: Option<&Path>,
     kind: EncoderKind,
 ) -> Result<(HashMap<String, Tensor>, String)> {
-    let (bytes, source) =
-        match (start, kind) {
-            (Some(path), _) => (
-                std::borrow::Cow::Owned(std::fs::read(path).with_context(|| {
-                    format!("{}: cannot read the starting model", path.display())
-                })?),
-                path.display().to_string(),
-            ),
-            (None, EncoderKind::Hashed) => (
-                std::borrow::Cow::Borrowed(BUNDLED),
-                BUNDLED_NAME.to_string(),
-            ),
-            (None, EncoderKind::Bert { .. }) => return Ok((HashMap::new(), String::new())),
-        };
-    let unreadable =
-        |reason: String| anyhow::anyhow!("{source}: cannot read the starting model: {reason}");
+    let (bytes, source) = match (start, kind) {
+        (Some(path), _) => (
+            std::borrow::Cow::Owned(std::fs::read(path).map_err(|e| {
+                TrainError::UnreadableStart {
+                    start: path.display().to_string(),
+                    detail: e.to_string(),
+                }
+            })?),
+            path.display().to_string(),
+        ),
+        (None, EncoderKind::Hashed) => (
+            std::borrow::Cow::Borrowed(BUNDLED),
+            BUNDLED_NAME.to_string(),
+        ),
+        (None, EncoderKind::Bert { .. }) => return Ok((HashMap::new(), String::new())),
+    };
+    let unreadable = |detail: String| TrainError::UnreadableStart {
+        start: source.clone(),
+        detail,
+    };
     let saved_kind =
         EncoderKind::of(&Weights::read(&bytes).map_err(|e| unreadable(e.to_string()))?);
     if saved_kind != kind {
-        bail!(
-            "{source}: the starting model was trained on {}, not {} (start from a model trained on the same encoder with --start)",
-            saved_kind.describe(),
-            kind.describe()
-        );
+        return Err(TrainError::OtherEncoder {
+            start: source,
+            trained: saved_kind.describe(),
+            wanted: kind.describe(),
+        });
     }
     let saved = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
         .map_err(|e| unreadable(e.to_string()))?;
@@ -483,12 +529,11 @@ pub fn train(
         .iter()
         .partition(|e| !options.validation.holds(&e.repository, &e.file));
     if train.is_empty() || validation.is_empty() {
-        bail!(
-            "need holes for training and for validation (held out: {}; found {} and {})",
-            options.validation.describe(),
-            train.len(),
-            validation.len()
-        );
+        return Err(TrainError::TooFewHoles {
+            held_out: options.validation.describe(),
+            train: train.len(),
+            validation: validation.len(),
+        });
     }
     let kind = train[0].inputs.encoder();
     let fine_tune = options.fine_tune && options.variant == Variant::H;
@@ -612,7 +657,11 @@ fn repositories(examples: &[&Example]) -> Vec<String> {
 /// Write the weights (and which encoder they need) next to `out` and rename them into place,
 /// so a crash never leaves a half-written model.
 fn save(weights: &HashMap<String, Tensor>, kind: EncoderKind, out: &Path) -> Result<()> {
-    crate::feedback::create_parent(out)?;
+    let unwritable = |path: &Path, detail: String| TrainError::Write {
+        path: path.to_path_buf(),
+        detail,
+    };
+    crate::feedback::create_parent(out).map_err(|e| unwritable(out, e.to_string()))?;
     let partial = out.with_extension("safetensors.partial");
     let mut weights = weights.clone();
     if let EncoderKind::Bert { width } = kind {
@@ -620,8 +669,8 @@ fn save(weights: &HashMap<String, Tensor>, kind: EncoderKind, out: &Path) -> Res
         weights.insert(BERT_WIDTH.to_string(), marker);
     }
     candle_core::safetensors::save(&weights, &partial)
-        .with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))
+        .map_err(|e| unwritable(&partial, e.to_string()))?;
+    std::fs::rename(&partial, out).map_err(|e| unwritable(out, e.to_string()))
 }
 
 #[cfg(test)]
