@@ -215,7 +215,7 @@ pub fn compose_top(
     if let [only] = top
         && let Some(proposal) = proposals.iter().find(|p| p.spec.id == only.id)
     {
-        return composer.compose(Some(proposal));
+        return composer.compose(proposal);
     }
     let total: f64 = top.iter().map(|r| r.score.max(0.0)).sum();
     let budget = (composer.budget() as f64 * COMPOSED_SHARE).floor();
