@@ -80,6 +80,8 @@ mod compose;
 mod config_file;
 mod context;
 mod dirs;
+// Part of it is for the command line and the UI alone.
+#[cfg_attr(not(any(feature = "cli", feature = "tui")), allow(dead_code))]
 mod escape;
 pub mod eval;
 mod explain;
