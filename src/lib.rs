@@ -73,6 +73,11 @@
 //! indexing, proposals, retrieval, composing, ranking (with the bundled classifier or one
 //! `keyhole train` wrote) and the embedded model.
 
+// A build without the command line (the core, or some features) leaves unused what only the
+// command line, the UI, the proxy or the HTTP backends use; the default build has them all and
+// is where unused code is found.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+
 // What an embedder uses is re-exported below (and `eval`, `tune`, `sample`); the modules
 // themselves are the crate's own, so that their many parts are free to change.
 mod candidate;
@@ -80,8 +85,6 @@ mod compose;
 mod config_file;
 mod context;
 mod dirs;
-// Part of it is for the command line and the UI alone.
-#[cfg_attr(not(any(feature = "cli", feature = "tui")), allow(dead_code))]
 mod escape;
 pub mod eval;
 mod explain;

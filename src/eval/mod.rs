@@ -17,14 +17,9 @@ pub(crate) mod labels;
 // Putting shards' directories together is the command line's alone.
 #[cfg(feature = "cli")]
 pub(crate) mod merge;
-// Some of what these hold only the command line uses (an output directory's records, a plan
-// of holes within a request budget, the shared backend of many repositories).
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) mod outdir;
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) mod plan;
 pub(crate) mod report;
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) mod run;
 pub(crate) mod runner;
 pub(crate) mod shard;

@@ -52,7 +52,6 @@ impl<'a> RankInput<'a> {
 
 /// Orders the applicable proposals of one hole, plus the default context, best first.
 pub trait Ranker {
-    fn name(&self) -> &'static str;
     fn rank(&self, input: &RankInput) -> Vec<Ranked>;
 }
 
@@ -177,10 +176,6 @@ impl FixedRanker {
 }
 
 impl Ranker for FixedRanker {
-    fn name(&self) -> &'static str {
-        "fixed"
-    }
-
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         let order: Vec<CandidateId> = Self::order().filter(|&id| input.applicable(id)).collect();
         let n = order.len() as f64;

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
-pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
-pub use read::{Refusal, RepoReadError, read_regular_file, read_repo_file};
+pub use graph::{Import, ParentLink, RepoGraph};
+pub use read::{Refusal, read_regular_file, read_repo_file};
 pub use scan::{MAX_FILE_BYTES, name_text};
 
 use crate::lang::{self, FileFacts, Language};

@@ -21,7 +21,7 @@ pub mod tuned;
 use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
-pub use learning::{BanditLesson, Learning, PickRecorded};
+pub use learning::{BanditLesson, Learning};
 pub use recorded::ComposingRepo;
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
@@ -30,7 +30,7 @@ pub use rows::{
 pub use search::{SearchIndex, SharedSearch};
 pub use settings::{
     Choices, OpenStage, Opening, SessionBuilder, SessionError, Settings, SettingsError,
-    read_backends_leniently, search_built,
+    read_backends_leniently,
 };
 
 use learning::procc_context;

@@ -14,7 +14,7 @@ mod batch;
 #[cfg(test)]
 mod fixture;
 mod header;
-pub use header::{PANICKED, panics_caught};
+pub use header::panics_caught;
 mod transformer;
 mod vocabulary;
 mod weights;
@@ -30,8 +30,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::{BackendConfig, BackendKind, Matrices};
 use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
+pub use batch::Decoded;
 use batch::{Batch, Job};
-pub use batch::{Decoded, MAX_SEQUENCES};
 use transformer::Transformer;
 pub use vocabulary::Fim;
 use vocabulary::Vocabulary;
