@@ -392,7 +392,7 @@ impl<'a> Composer<'a> {
     /// Compose several candidates' contexts (appendix D.4), each cut to its own allocation and
     /// followed by a separator, in the order given, then the default context. The prompt is
     /// named after the last part, the one nearest the code.
-    pub fn compose_parts(&self, parts: &[Part]) -> Prompt {
+    pub(crate) fn compose_parts(&self, parts: &[Part]) -> Prompt {
         let (tok, budget) = (self.tok, self.budget);
         let mut segments = Vec::new();
         let mut used = 0;

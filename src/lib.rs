@@ -58,8 +58,7 @@
 //! - **Completion and judgement**: a [`Backend`] (from a [`BackendConfig`], [`build_backend`])
 //!   completes a [`CompletionRequest`]; [`score()`] compares the completion with the truth.
 //! - **Evaluation and tuning**: [`eval::run()`] runs RLPG's protocol over many repositories,
-//!   label files and report included, as `keyhole eval` does ([`eval::RepoRun`] over the holes
-//!   of one); `tune::run()` tunes RLPG-H for a backend, as `keyhole tune` does (feature
+//!   label files and report included, as `keyhole eval` does; `tune::run()` tunes RLPG-H for a backend, as `keyhole tune` does (feature
 //!   `train`); [`sample`] is the bundled sample repositories.
 //!
 //! # Features
@@ -120,33 +119,42 @@ pub mod testing;
 // when the command line was the binary's; this keeps those paths working inside the crate.
 extern crate self as keyhole;
 
-pub use candidate::{CandidateId, CandidateInfo, Family, Selection, catalogue};
+pub use candidate::{
+    CandidateId, CandidateInfo, ContextType, Family, Numbering, PromptSource, ProposalSpec,
+    Selection, SelectionError, catalogue,
+};
 pub use compose::{
-    CandidateContext, Composer, DEFAULT_BUDGET, DefaultContext, MAX_BUDGET, Prompt, Segment,
-    SegmentKind,
+    Assembly, CandidateContext, Composer, DEFAULT_BUDGET, DefaultContext, DefaultReading,
+    MAX_BUDGET, Prompt, Segment, SegmentKind,
 };
 pub use context::fidelity::Fidelity;
 pub use context::perspectives::RetrievedContext;
 pub use context::proposals::ProposalContext;
 pub use dirs::Dirs;
-pub use hole::{Hole, HoleError};
+pub use feedback::Pick;
+pub use hole::{Hole, HoleColumn, HoleError};
+pub use lang::Span;
+pub use lsp::{ServerChoice, ServerChoiceError, ServerOptions};
 pub use metrics::{Scores, score};
-pub use model::config::{BackendConfig, BackendKind, ConfigError};
+pub use model::config::{BackendConfig, BackendKind, ConfigError, Matrices};
 pub use model::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, build_backend,
 };
 pub use rank::classifier::ModelError;
 pub use rank::{Ranked, RankerKind};
-pub use repo::{OpenError, RepoIndex};
+pub use repo::{CacheReport, OpenError, RepoIndex, SourceFile, Vendored};
+pub use session::tuned::TunedInfo;
 pub use session::{
-    Analysis, Availability, BuiltContext, CandidateRow, Choices, FitError, HoleCandidates,
-    Learning, Session, SessionBuilder, SessionError, Settings, SettingsError,
+    Analysis, Availability, BanditLesson, BuiltContext, CandidateRow, Choices, FitError,
+    HoleCandidates, Later, Learning, OpenStage, Opening, PickRecorded, Procc, Session,
+    SessionBuilder, SessionError, Settings, SettingsError,
 };
-pub use sourced::SourcedText;
+pub use sourced::{Origin, Piece, SourcedText};
 pub use token::{Keep, Tokenizer, TokenizerKind};
 
 /// Tuning RLPG-H for a person's backend on their repositories, as `keyhole tune` does.
 #[cfg(feature = "train")]
 pub mod tune {
-    pub use crate::eval::tune::{Tuned, Tuning, run};
+    pub use crate::eval::tune::{HeldOut, TuneReport, Tuned, Tuning, run};
+    pub use crate::rank::classifier::train::{Comparison, Epoch, TrainReport};
 }

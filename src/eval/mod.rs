@@ -1,6 +1,6 @@
 //! RLPG's evaluation protocol on real repositories: for every sampled hole, complete with the
 //! default context and with every applicable proposal, and record one label row each.
-//! `runner` produces the rows ([`RepoRun`] over one repository's holes), `labels` keeps them
+//! `runner` produces the rows (over one repository's holes), `labels` keeps them
 //! safe on disk, `outdir` keeps one run at a time in an output directory and its settings,
 //! `report` turns the rows into the paper's tables and plots, `interop` speaks RepoEval /
 //! CrossCodeEval task files. At scale, a run is cut into shards on many machines and their
@@ -28,6 +28,7 @@ pub(crate) mod shard;
 pub(crate) mod tune;
 
 pub use run::{Evaluation, Observer, Outcome, run};
-pub use runner::{EvalOptions, RepoRun};
+pub use runner::RunStats;
+pub use shard::{Shard, ShardError};
 
 pub(crate) use crate::label::{LabelRow, WRITTEN_ROWS, hole_id};

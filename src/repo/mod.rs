@@ -257,7 +257,7 @@ impl RepoIndex {
 
     /// The answers called `name` kept beside the index's own cache, one per key; none when
     /// the index is not cached.
-    pub fn keyed_cache(&self, name: &str) -> Option<Keyed> {
+    pub(crate) fn keyed_cache(&self, name: &str) -> Option<Keyed> {
         Some(Keyed::beside(self.cache.path.as_deref()?, name))
     }
 

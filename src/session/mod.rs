@@ -21,7 +21,7 @@ pub mod tuned;
 use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
-pub use learning::{BanditLesson, Learning};
+pub use learning::{BanditLesson, Learning, PickRecorded};
 pub use recorded::ComposingRepo;
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,

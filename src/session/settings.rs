@@ -417,7 +417,7 @@ impl<'a> SessionBuilder<'a> {
     }
 
     /// Search indexes already built or shared with other sessions on the same index.
-    pub fn search(mut self, search: SharedSearch) -> Self {
+    pub(crate) fn search(mut self, search: SharedSearch) -> Self {
         self.search = Some(search);
         self
     }
