@@ -115,8 +115,8 @@ pub mod cli;
 #[doc(hidden)]
 pub mod testing;
 
-// The command line (and `testing`) name the crate's modules as `keyhole::...`, as they did
-// when the command line was the binary's; this keeps those paths working inside the crate.
+// The command line names the crate's modules as `keyhole::...`, as it did when it was the
+// binary's; this keeps those paths working inside the crate.
 extern crate self as keyhole;
 
 pub use candidate::{
