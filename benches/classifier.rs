@@ -10,13 +10,13 @@ mod support;
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{ProposalContext, build_for_budget};
-use keyhole::hole::{Hole, HoleColumn, sample_holes};
-use keyhole::rank::RankInput;
-use keyhole::rank::classifier::{Classifier, Variant};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::rank::RankInput;
+use keyhole::{Hole, testing::hole::HoleColumn, testing::hole::sample_holes};
+use keyhole::{ProposalContext, testing::context::proposals::build_for_budget};
+use keyhole::{testing::rank::classifier::Classifier, testing::rank::classifier::Variant};
 
 const HOLES: usize = 50;
 const BUDGET: usize = 4072;
@@ -27,8 +27,7 @@ fn repo() -> PathBuf {
 
 fn scoring(c: &mut Criterion) {
     let root = repo();
-    let index =
-        RepoIndex::open(&root, keyhole::dirs::Dirs::from_env().cache.as_deref()).expect("open");
+    let index = RepoIndex::open(&root, keyhole::Dirs::from_env().cache.as_deref()).expect("open");
     let tokenizer = TokenizerKind::Code.tokenizer();
     let holes: Vec<(Hole, Vec<ProposalContext>)> =
         sample_holes(&index, Some(HOLES), 9, HoleColumn::TrimmedMiddle)

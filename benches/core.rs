@@ -9,14 +9,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use keyhole::compose::compose;
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::build_all;
-use keyhole::context::typed::TypedHole;
-use keyhole::hole::{Hole, HoleColumn, sample_holes};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::compose::compose;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::proposals::build_all;
+use keyhole::testing::context::typed::TypedHole;
+use keyhole::{Hole, testing::hole::HoleColumn, testing::hole::sample_holes};
 use rayon::prelude::*;
 
 const ALLOCATION: usize = 2036;
@@ -59,7 +59,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
         b.iter_with_large_drop(|| {
             texts
                 .par_iter()
-                .map(|t| keyhole::lang::java::parse(t))
+                .map(|t| keyhole::testing::lang::java::parse(t))
                 .collect::<Vec<_>>()
         })
     });
@@ -88,7 +88,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
         .max_by_key(|p| p.context.text.len())
         .expect("an applicable proposal");
     group.bench_function("compose_one_prompt", |b| {
-        b.iter_with_large_drop(|| compose(&index, hole, Some(proposal), tokenizer, BUDGET))
+        b.iter_with_large_drop(|| compose(&index, hole, proposal, tokenizer, BUDGET))
     });
     group.finish();
 }

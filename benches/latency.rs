@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use ignore::WalkBuilder;
-use keyhole::compose::{Composer, DefaultReading};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::build_all;
-use keyhole::hole::{HoleColumn, sample_holes};
-use keyhole::lang::{self, FileFacts};
-use keyhole::repo::{MAX_FILE_BYTES, RepoGraph, RepoIndex};
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::proposals::build_all;
+use keyhole::{Composer, testing::compose::DefaultReading};
+use keyhole::{RepoIndex, testing::repo::MAX_FILE_BYTES, testing::repo::RepoGraph};
+use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
+use keyhole::{testing::lang, testing::lang::FileFacts};
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -162,7 +162,7 @@ fn measure(name: &str, root: &Path) -> Row {
         let (t, trees) = time(|| {
             texts
                 .par_iter()
-                .map(|t| keyhole::lang::java::parse(t).is_some())
+                .map(|t| keyhole::testing::lang::java::parse(t).is_some())
                 .filter(|&ok| ok)
                 .count()
         });
@@ -301,7 +301,7 @@ fn measure(name: &str, root: &Path) -> Row {
         let composer = Composer::new(&index, hole, tokenizer, BUDGET, DefaultReading::AsWritten);
         let mut tokens = 0;
         for p in &proposals {
-            tokens += composer.compose(Some(p)).segments.len();
+            tokens += composer.compose(p).segments.len();
         }
         let total = start.elapsed();
         per_hole.push(total);

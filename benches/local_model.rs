@@ -29,9 +29,9 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama;
 use futures_util::future::join_all;
-use keyhole::model::config::{BackendConfig, Matrices};
-use keyhole::model::local::LocalBackend;
-use keyhole::model::{Backend, CompletionRequest};
+use keyhole::testing::model::local::LocalBackend;
+use keyhole::{Backend, CompletionRequest};
+use keyhole::{BackendConfig, testing::model::config::Matrices};
 
 const PROMPT_TOKENS: usize = 1000;
 const GENERATED: usize = 65;
@@ -105,7 +105,7 @@ fn main() {
         ..BackendConfig::local(path.clone())
     };
     // SAFETY: no other thread runs yet.
-    unsafe { keyhole::model::local::use_threads(&config) };
+    unsafe { keyhole::testing::model::local::use_threads(&config) };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let started = Instant::now();
     let backend = LocalBackend::open(&config).unwrap();

@@ -5,16 +5,16 @@
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use keyhole::candidate;
-use keyhole::compose::{self, Composer, DefaultReading};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals;
-use keyhole::hole::{HoleColumn, sample_holes};
-use keyhole::model::CompletionRequest;
-use keyhole::model::ngram::EmbeddedModel;
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::CompletionRequest;
+use keyhole::Fidelity;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::candidate;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::proposals;
+use keyhole::testing::model::ngram::EmbeddedModel;
+use keyhole::{Composer, testing::compose, testing::compose::DefaultReading};
+use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
 
 const BUDGET: usize = 4072;
 /// Proposals that usually fill their share: identifiers of imports, post lines at 75%.
@@ -49,7 +49,7 @@ fn requests(index: &RepoIndex) -> Vec<CompletionRequest> {
                         fidelity: Fidelity::Paper,
                         seed: 9,
                     };
-                    composer.compose(Some(&proposals::build(spec, &req)))
+                    composer.compose(&proposals::build(spec, &req))
                 })
                 .max_by_key(|p| p.tokens(tok))?;
             (prompt.tokens(tok) + 200 >= BUDGET).then(|| CompletionRequest {

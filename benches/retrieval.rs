@@ -13,13 +13,18 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{around_hole, repocoder_query};
-use keyhole::context::windows::{Shown, Similarity, WindowIndex};
-use keyhole::hole::{HoleColumn, sample_holes};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::HoleRequest;
+use keyhole::{
+    testing::context::perspectives::around_hole, testing::context::perspectives::repocoder_query,
+};
+use keyhole::{
+    testing::context::windows::Shown, testing::context::windows::Similarity,
+    testing::context::windows::WindowIndex,
+};
+use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
 
 const ALLOCATION: usize = 2036;
 const HOLES: usize = 64;

@@ -11,11 +11,11 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use keyhole::tui::app::App;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::key_action;
-use keyhole::tui::theme::Theme;
-use keyhole::tui::ui;
+use keyhole::testing::tui::app::App;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::state::key_action;
+use keyhole::testing::tui::theme::Theme;
+use keyhole::testing::tui::ui;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
@@ -75,11 +75,7 @@ async fn bench(root: PathBuf) -> Vec<(KeyCode, Duration)> {
     let file = std::env::var("KEYHOLE_BENCH_FILE").unwrap_or_else(|_| FILE.to_string());
     let position = root.join(&file).is_file().then_some(file);
     println!("opening {} at {position:?}…", root.display());
-    let mut app = App::new(
-        Keymap::builtin(),
-        Theme::dark(),
-        keyhole::dirs::Dirs::from_env(),
-    );
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), keyhole::Dirs::from_env());
     app.open(root, position);
     app.settle(SETTLE).await.expect("the repository opens");
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("a test terminal");

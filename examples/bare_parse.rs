@@ -16,10 +16,10 @@ fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         match entry.file_type() {
-            Ok(kind) if kind.is_dir() && !keyhole::lang::is_vendored_dir(&name) => {
+            Ok(kind) if kind.is_dir() && !keyhole::testing::lang::is_vendored_dir(&name) => {
                 source_files(&path, out)
             }
-            Ok(kind) if kind.is_file() && keyhole::lang::for_path(&path).is_some() => {
+            Ok(kind) if kind.is_file() && keyhole::testing::lang::for_path(&path).is_some() => {
                 out.push(path)
             }
             _ => {}

@@ -49,16 +49,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use keyhole::candidate::{self, CandidateId};
-use keyhole::compose::{self, DEFAULT_BUDGET};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::windows::{MAX_HITS, Shown, Similarity, WindowIndex};
-use keyhole::context::{perspectives, proposals};
-use keyhole::hole::{Hole, sample_holes};
-use keyhole::repo::RepoIndex;
-use keyhole::session::{Session, Settings};
-use keyhole::token::{self, Keep, TokenizerKind};
+use keyhole::Fidelity;
+use keyhole::RepoIndex;
+use keyhole::testing::context::HoleRequest;
+use keyhole::{CandidateId, testing::candidate};
+use keyhole::{DEFAULT_BUDGET, testing::compose};
+use keyhole::{Hole, testing::hole::sample_holes};
+use keyhole::{Keep, TokenizerKind, testing::token};
+use keyhole::{Session, Settings};
+use keyhole::{testing::context::perspectives, testing::context::proposals};
+use keyhole::{
+    testing::context::windows::MAX_HITS, testing::context::windows::Shown,
+    testing::context::windows::Similarity, testing::context::windows::WindowIndex,
+};
 use serde_json::Value;
 
 fn main() {
@@ -211,7 +214,7 @@ fn rlpg_prompt(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
         let theirs = row["codex_prompt"]
             .as_str()
             .expect("a codex_prompt per row");
-        let ours = composer.compose(None).text();
+        let ours = composer.compose(&keyhole::DefaultContext).text();
         codex[0] += 1;
         codex[1] += usize::from(ours == theirs);
         codex[2] += usize::from(words(&ours) == words(theirs));
@@ -220,7 +223,7 @@ fn rlpg_prompt(index: &RepoIndex, rows: &str, fidelity: Fidelity) {
             let theirs = &row["prompts"][&label];
             let c = &mut counts[usize::from(p.spec.id)];
             c[0] += 1;
-            let ours = composer.compose(Some(p)).text();
+            let ours = composer.compose(p).text();
             c[1] += usize::from(p.applicable() == theirs.is_string());
             if verbose && p.applicable() != theirs.is_string() {
                 println!(
@@ -407,18 +410,18 @@ fn completions(index: RepoIndex, holes: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
     let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
     for h in holes["holes"].as_array_mut().expect("a holes array") {
-        let hole = listed_hole(&session.index, h);
+        let hole = listed_hole(session.index(), h);
         let first = session.perspectives().immediate(&hole);
         let composer = session.composer(&hole);
         let prompt = first
             .iter()
             .find(|c| c.id == CandidateId::REPOCODER)
             .and_then(|c| c.compose(&composer))
-            .unwrap_or_else(|| composer.compose(None));
-        let request = perspectives::line_request(&session.index, &hole, &prompt);
+            .unwrap_or_else(|| composer.compose(&keyhole::DefaultContext));
+        let request = perspectives::line_request(session.index(), &hole, &prompt);
         let completion = runtime
             .block_on(perspectives::first_completion(
-                session.backend.as_ref(),
+                session.backend().as_ref(),
                 &request,
             ))
             .unwrap_or_else(|e| panic!("{}:{}: {e}", h["file"], h["line"]));
@@ -455,14 +458,14 @@ fn assembly(index: RepoIndex, holes: &str, fidelity: Fidelity) {
         .unwrap_or_else(|e| panic!("{e}"));
     let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
     let complete = |hole: &Hole, prompt: &compose::Prompt| {
-        let request = perspectives::line_request(&session.index, hole, prompt);
+        let request = perspectives::line_request(session.index(), hole, prompt);
         let text = runtime
             .block_on(perspectives::first_completion(
-                session.backend.as_ref(),
+                session.backend().as_ref(),
                 &request,
             ))
             .unwrap_or_else(|e| panic!("{e}"));
-        keyhole::metrics::score(&text, hole.target.as_deref().unwrap_or("")).exact_match
+        keyhole::score(&text, hole.target.as_deref().unwrap_or("")).exact_match
     };
     let proposals = candidate::proposal_specs().len();
     // Per assembly (main loop, capped): per proposal, its successes; per hole, any success.
@@ -470,14 +473,14 @@ fn assembly(index: RepoIndex, holes: &str, fidelity: Fidelity) {
     let (mut oracle, mut pairs, mut hits) = ([0usize; 2], 0usize, [0usize; 2]);
     let (mut holes_done, mut default_hits) = (0usize, 0usize);
     for h in holes["holes"].as_array().expect("a holes array") {
-        let hole = listed_hole(&session.index, h);
+        let hole = listed_hole(session.index(), h);
         let composer = session.composer(&hole);
         holes_done += 1;
-        default_hits += usize::from(complete(&hole, &composer.compose(None)));
+        default_hits += usize::from(complete(&hole, &composer.compose(&keyhole::DefaultContext)));
         let mut any = [false; 2];
         for p in session.proposals(&hole).iter().filter(|p| p.applicable()) {
             pairs += 1;
-            let sent = composer.compose(Some(p));
+            let sent = composer.compose(p);
             let capped = composer.compose_context(p.spec.id, &p.context, p.spec.share, p.keep);
             for (a, prompt) in [sent, capped].iter().enumerate() {
                 let hit = complete(&hole, prompt);

@@ -87,7 +87,7 @@ async fn main() {
         let _ = child.wait();
     }
     let (exchanges, unreadable) =
-        keyhole::proxy::read_log(&home.path().join("data/proxy")).unwrap();
+        keyhole::testing::proxy::read_log(&home.path().join("data/proxy")).unwrap();
     let ids: BTreeSet<u64> = exchanges.iter().map(|e| e.id).collect();
     let tags: BTreeSet<String> = exchanges
         .iter()

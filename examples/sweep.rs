@@ -15,11 +15,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use keyhole::candidate::CandidateId;
-use keyhole::compose::DEFAULT_BUDGET;
-use keyhole::hole::{Hole, every_line};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::CandidateId;
+use keyhole::DEFAULT_BUDGET;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::{Hole, testing::hole::every_line};
 
 /// Holes before and after every non-ASCII character of every file.
 fn next_to_non_ascii(index: &RepoIndex) -> Vec<Hole> {

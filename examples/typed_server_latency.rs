@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use keyhole::Hole;
 use keyhole::RepoIndex;
-use keyhole::context::typed_server;
-use keyhole::hole::Hole;
-use keyhole::lsp::{self, Client, Timeouts};
+use keyhole::testing::context::typed_server;
+use keyhole::{testing::lsp, testing::lsp::Client, testing::lsp::Timeouts};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0

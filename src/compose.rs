@@ -240,16 +240,16 @@ pub enum DefaultReading {
     RlpgCode,
 }
 
-/// Compose the prompt for `hole` from `proposal` (none: default context alone) within `budget`
-/// tokens of `tok`.
+/// Compose the prompt for `hole` from `context` ([`DefaultContext`]: the default context alone)
+/// within `budget` tokens of `tok`.
 pub fn compose(
     index: &RepoIndex,
     hole: &Hole,
-    proposal: Option<&dyn CandidateContext>,
+    context: &dyn CandidateContext,
     tok: &dyn Tokenizer,
     budget: usize,
 ) -> Prompt {
-    Composer::new(index, hole, tok, budget, DefaultReading::AsWritten).compose(proposal)
+    Composer::new(index, hole, tok, budget, DefaultReading::AsWritten).compose(context)
 }
 
 /// A candidate's context as the composer takes it: whose it is, its text, its share of the
@@ -262,6 +262,29 @@ pub trait CandidateContext {
     /// How the context makes a prompt with the default context.
     fn assembly(&self) -> Assembly {
         Assembly::Capped
+    }
+}
+
+/// The default context's candidate (62), which has no context of its own: composed, it is the
+/// code before the hole alone.
+pub struct DefaultContext;
+
+impl CandidateContext for DefaultContext {
+    fn id(&self) -> CandidateId {
+        CandidateId::DEFAULT
+    }
+    fn text(&self) -> &SourcedText {
+        static NONE: SourcedText = SourcedText {
+            text: String::new(),
+            pieces: Vec::new(),
+        };
+        &NONE
+    }
+    fn share(&self) -> f64 {
+        0.0
+    }
+    fn keep(&self) -> Keep {
+        Keep::Start
     }
 }
 
@@ -338,17 +361,11 @@ impl<'a> Composer<'a> {
         self.budget
     }
 
-    /// The prompt of `candidate`'s context followed by the default context; the default
-    /// context alone for `None`.
-    pub fn compose(&self, candidate: Option<&dyn CandidateContext>) -> Prompt {
-        match candidate {
-            Some(c) => match c.assembly() {
-                Assembly::RlpgMainLoop { counted, separator } if !c.text().is_empty() => {
-                    self.compose_as_rlpg(c.id(), c.text(), c.share(), counted, separator)
-                }
-                _ => self.compose_context(c.id(), c.text(), c.share(), c.keep()),
-            },
-            None => match self.default_reading {
+    /// The prompt of `candidate`'s context (a proposal, a retrieved context) followed by the
+    /// default context; the default context alone for [`DefaultContext`].
+    pub fn compose(&self, candidate: &dyn CandidateContext) -> Prompt {
+        match candidate.id() {
+            CandidateId::DEFAULT => match self.default_reading {
                 DefaultReading::AsWritten => self.compose_context(
                     CandidateId::DEFAULT,
                     &SourcedText::default(),
@@ -364,6 +381,20 @@ impl<'a> Composer<'a> {
                     0,
                     CODEX_SEPARATOR,
                 ),
+            },
+            id => match candidate.assembly() {
+                Assembly::RlpgMainLoop { counted, separator } if !candidate.text().is_empty() => {
+                    self.compose_as_rlpg(
+                        id,
+                        candidate.text(),
+                        candidate.share(),
+                        counted,
+                        separator,
+                    )
+                }
+                _ => {
+                    self.compose_context(id, candidate.text(), candidate.share(), candidate.keep())
+                }
             },
         }
     }
@@ -389,7 +420,7 @@ impl<'a> Composer<'a> {
     /// Compose several candidates' contexts (appendix D.4), each cut to its own allocation and
     /// followed by a separator, in the order given, then the default context. The prompt is
     /// named after the last part, the one nearest the code.
-    pub fn compose_parts(&self, parts: &[Part]) -> Prompt {
+    pub(crate) fn compose_parts(&self, parts: &[Part]) -> Prompt {
         let (tok, budget) = (self.tok, self.budget);
         let mut segments = Vec::new();
         let mut used = 0;

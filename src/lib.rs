@@ -14,7 +14,7 @@
 //! compose one's prompt:
 //!
 //! ```
-//! use keyhole::{Dirs, Hole, Session, Settings};
+//! use keyhole::{DefaultContext, Dirs, Hole, Session, Settings};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The embedded model and the bundled classifier; nothing of the user's is read or written.
@@ -22,7 +22,7 @@
 //! let repo = keyhole::sample::materialize(&Dirs::none())?;
 //! let session = Session::open(&repo, &settings)?;
 //!
-//! let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+//! let hole = Hole::parse(session.index(), keyhole::sample::DEMO_HOLE)?;
 //! let analysis = session.analyse(&hole, settings.ranker);
 //! for row in analysis.candidates.iter().filter(|c| c.score.is_some()).take(3) {
 //!     println!("{:>2} {:<45} {} tokens", row.id, row.label, row.tokens());
@@ -32,78 +32,129 @@
 //! let best = analysis.ranking[0].id;
 //! let composer = session.composer(&hole);
 //! let prompt = match analysis.proposals.iter().find(|p| p.spec.id == best) {
-//!     Some(proposal) => composer.compose(Some(proposal)),
-//!     None => composer.compose(None), // the default context alone
+//!     Some(proposal) => composer.compose(proposal),
+//!     None => composer.compose(&DefaultContext), // the default context alone
 //! };
-//! assert!(prompt.tokens(session.tokenizer) <= settings.budget);
+//! assert!(prompt.tokens(session.tokenizer()) <= settings.budget);
 //! assert_eq!(prompt.text(), analysis.candidates[0].prompt.text());
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! # Where things live
+//! # What is here
 //!
-//! Every candidate context is described once, in the catalogue ([`candidate`]).
-//! Data flows through the modules in this order: a repository is indexed ([`repo`], with the
-//! language seam in [`lang`]); a [`hole`] is chosen; [`context`] builds every candidate context
-//! (RLPG's prompt proposals first), [`rank`] orders them; [`compose`] fits one into a token
-//! budget ([`token`]); a [`model`] backend completes the prompt, and [`metrics`] scores the
-//! completion against the truth. [`session`] ties these together for one repository, and
-//! [`eval`] runs RLPG's protocol over many holes of one ([`RepoRun`]) or over many
-//! repositories, label files and report included, as `keyhole eval` does ([`eval::run()`]).
+//! Everything an embedder uses is at the crate root, in the order a hole flows through it:
+//! - **Settings and the session**: [`Choices`] resolved into [`Settings`], [`Dirs`] (where
+//!   files are kept), [`Session`] ([`SessionBuilder`] to supply parts), with its [`Learning`]
+//!   (rankers, bandit, picks) and the repository's [`RepoIndex`].
+//! - **Holes and candidates**: a [`Hole`]; every candidate is described once in the
+//!   [`catalogue`] ([`CandidateId`], [`CandidateInfo`], [`Selection`]); [`Session::analyse`]
+//!   builds a hole's [`Analysis`]: RLPG's proposals ([`ProposalContext`]), the retrieved
+//!   contexts ([`RetrievedContext`]) and every candidate as a ranked [`CandidateRow`], in the
+//!   order of a [`RankerKind`] ([`Ranked`]); [`Fidelity`] says whose rules build them.
+//! - **Prompts**: a [`Composer`] fits any [`CandidateContext`] (or the [`DefaultContext`]
+//!   alone) into a token budget ([`TokenizerKind`], [`Keep`]) as a [`Prompt`] whose every
+//!   [`Segment`] knows where its bytes came from ([`SourcedText`]).
+//! - **Completion and judgement**: a [`Backend`] (from a [`BackendConfig`], [`build_backend`])
+//!   completes a [`CompletionRequest`]; [`score()`] compares the completion with the truth.
+//! - **Evaluation and tuning**: [`eval::run()`] runs RLPG's protocol over many repositories,
+//!   label files and report included, as `keyhole eval` does; `tune::run()` tunes RLPG-H for a backend, as `keyhole tune` does (feature
+//!   `train`); [`sample`] is the bundled sample repositories.
 //!
 //! # Features
 //!
-//! All on by default: `tui` (the terminal UI, [`tui`]), `local-model` (GGUF models run
-//! in-process), `http` (OpenAI-compatible, Ollama and llama.cpp servers), `proxy` (`keyhole
-//! proxy`, [`proxy`], between an editor plugin and its server), `train` (training the
-//! classifier and tuning it for a backend, with candle), `bert` (BERT-family encoders for the
-//! classifier; implies `train`) and `cli` (the `keyhole` binary: all of the above, its flags,
-//! progress bars and allocator). With `default-features = false` the library builds its core
-//! alone, without a tensor library: indexing, proposals, retrieval, composing, ranking (with
-//! the bundled classifier or one `keyhole train` wrote) and the embedded model.
+//! All on by default: `tui` (the terminal UI), `local-model` (GGUF models run in-process),
+//! `http` (OpenAI-compatible, Ollama and llama.cpp servers), `proxy` (`keyhole proxy`, between
+//! an editor plugin and its server), `train` (training the classifier and tuning it for a
+//! backend, with candle), `bert` (BERT-family encoders for the classifier; implies `train`) and
+//! `cli` (the `keyhole` binary: all of the above, its flags, progress bars and allocator). With
+//! `default-features = false` the library builds its core alone, without a tensor library:
+//! indexing, proposals, retrieval, composing, ranking (with the bundled classifier or one
+//! `keyhole train` wrote) and the embedded model.
 
-pub mod candidate;
-pub mod compose;
-pub(crate) mod config_file;
-pub mod context;
-pub mod dirs;
-// Plumbing the binary and the tests reach, not the library's interface: public, undocumented.
-#[doc(hidden)]
-pub mod escape;
+// A build without the command line (the core, or some features) leaves unused what only the
+// command line, the UI, the proxy or the HTTP backends use; the default build has them all and
+// is where unused code is found.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+
+// What an embedder uses is re-exported below (and `eval`, `tune`, `sample`); the modules
+// themselves are the crate's own, so that their many parts are free to change.
+mod candidate;
+mod compose;
+mod config_file;
+mod context;
+mod dirs;
+mod escape;
 pub mod eval;
-pub mod explain;
-pub mod feedback;
-pub mod hole;
-pub(crate) mod label;
-pub mod lang;
-#[doc(hidden)]
-pub mod lsp;
-pub mod metrics;
-pub mod model;
+mod explain;
+mod feedback;
+mod hole;
+mod label;
+mod lang;
+mod lsp;
+mod metrics;
+mod model;
 mod pool;
-pub mod proxy;
-pub mod rank;
-pub mod repo;
-pub(crate) mod rlpg_text;
+mod proxy;
+mod rank;
+mod repo;
+mod rlpg_text;
 pub mod sample;
-pub mod session;
-pub(crate) mod sourced;
-pub(crate) mod text;
-pub mod token;
+mod session;
+mod sourced;
+mod text;
+mod token;
 #[cfg(feature = "tui")]
-pub mod tui;
+mod tui;
 
-pub use candidate::{CandidateId, catalogue};
-pub use compose::{Composer, DEFAULT_BUDGET, Prompt};
+/// The `keyhole` binary's command line, here rather than in the binary so that it can use the
+/// crate's own modules; not part of the library's interface.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
+#[doc(hidden)]
+pub mod testing;
+
+// The command line names the crate's modules as `keyhole::...`, as it did when it was the
+// binary's; this keeps those paths working inside the crate.
+extern crate self as keyhole;
+
+pub use candidate::{
+    CandidateId, CandidateInfo, ContextType, Family, Numbering, PromptSource, ProposalSpec,
+    Selection, SelectionError, catalogue,
+};
+pub use compose::{
+    Assembly, CandidateContext, Composer, DEFAULT_BUDGET, DefaultContext, DefaultReading,
+    MAX_BUDGET, Prompt, Segment, SegmentKind,
+};
 pub use context::fidelity::Fidelity;
+pub use context::perspectives::RetrievedContext;
+pub use context::proposals::ProposalContext;
 pub use dirs::Dirs;
-pub use eval::runner::{EvalOptions, RepoRun};
-pub use eval::{Evaluation, Observer};
-pub use hole::Hole;
-pub use model::config::BackendConfig;
-pub use model::{Backend, build_backend};
-pub use rank::RankerKind;
-pub use repo::RepoIndex;
-pub use session::{Choices, Learning, Session, SessionBuilder, Settings};
-pub use token::TokenizerKind;
+pub use feedback::Pick;
+pub use hole::{Hole, HoleColumn, HoleError};
+pub use lang::Span;
+pub use lsp::{ServerChoice, ServerChoiceError, ServerOptions};
+pub use metrics::{Scores, score};
+pub use model::config::{BackendConfig, BackendKind, ConfigError, Matrices};
+pub use model::{
+    Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, build_backend,
+};
+pub use rank::classifier::ModelError;
+pub use rank::{Ranked, RankerKind};
+pub use repo::{CacheReport, OpenError, RepoIndex, SourceFile, Vendored};
+pub use session::tuned::TunedInfo;
+pub use session::{
+    Analysis, Availability, BanditLesson, BuiltContext, CandidateRow, Choices, FitError,
+    HoleCandidates, Later, Learning, OpenStage, Opening, PickRecorded, Procc, Session,
+    SessionBuilder, SessionError, Settings, SettingsError,
+};
+pub use sourced::{Origin, Piece, SourcedText};
+pub use token::{Keep, Tokenizer, TokenizerKind};
+
+/// Tuning RLPG-H for a person's backend on their repositories, as `keyhole tune` does.
+#[cfg(feature = "train")]
+pub mod tune {
+    pub use crate::eval::tune::{HeldOut, TuneReport, Tuned, Tuning, run};
+    pub use crate::rank::classifier::train::{Comparison, Epoch, TrainReport};
+}

@@ -69,7 +69,7 @@ pub fn holes_command(args: &HolesArgs) -> Result<()> {
             let default_reading = args.prompt.fidelity.default_reading();
             let composer =
                 compose::Composer::new(&index, h, tok, args.prompt.budget, default_reading);
-            let prompt = composer.compose(None).text();
+            let prompt = composer.compose(&compose::DefaultContext).text();
             interop::export_row(&index, &name, h, &prompt)
         });
         interop::write_jsonl(path, rows).with_context(|| format!("{}", path.display()))?;

@@ -153,7 +153,9 @@ enum Command {
     },
 }
 
+/// The `keyhole` binary's `main`.
 pub fn main() -> ExitCode {
+    report_panics_without_user_text();
     restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -309,4 +311,23 @@ fn run(cli: Cli) -> Result<()> {
         #[cfg(feature = "proxy")]
         Some(Command::Recorded { command }) => proxy::recorded_command(&command),
     }
+}
+
+/// A panic is a bug in keyhole: say where, in one line, but not the message when it is not the
+/// program's own words: a formatted message may quote what keyhole was reading (a slice error
+/// quotes the string, which may be a plugin's prompt or a file's contents).
+/// `RUST_BACKTRACE=1` adds the backtrace, which holds no text from outside.
+fn report_panics_without_user_text() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map_or_else(|| "an unknown place".to_string(), ToString::to_string);
+        let said = escape::panic_message(info.payload());
+        let mut line =
+            format!("keyhole: internal error at {at} ({said}); this is a bug in keyhole\n");
+        if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+            line.push_str(&std::backtrace::Backtrace::force_capture().to_string());
+        }
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    }));
 }

@@ -17,7 +17,7 @@ pub mod windows;
 
 use crate::hole::Hole;
 use crate::repo::RepoIndex;
-pub use crate::sourced::{Origin, Piece, SourcedText};
+pub use crate::sourced::{Origin, SourcedText};
 use crate::token::Tokenizer;
 /// What a candidate's context is built from for one hole: the repository, the hole, the
 /// tokenizer and the tokens its context may take, the profile whose rules build it and the seed

@@ -17,7 +17,7 @@ use super::typed_server;
 use super::windows::{self, Shown, Similarity, WINDOW_LINES, WINDOW_STEP, WindowIndex};
 use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, CandidateId};
-use crate::compose::{Composer, Prompt};
+use crate::compose::{Composer, DefaultContext, Prompt};
 use crate::hole::Hole;
 use crate::model::{Backend, BackendError, CompletionRequest};
 use crate::repo::RepoIndex;
@@ -352,7 +352,7 @@ pub fn line_request(index: &RepoIndex, hole: &Hole, prompt: &Prompt) -> Completi
 fn hypothetical_request(index: &RepoIndex, hole: &Hole, composer: &Composer) -> CompletionRequest {
     CompletionRequest {
         suffix: Some(after_hole(index, hole, WINDOW_LINES).to_string()),
-        ..line_request(index, hole, &composer.compose(None))
+        ..line_request(index, hole, &composer.compose(&DefaultContext))
     }
 }
 
@@ -426,7 +426,7 @@ impl Perspectives<'_> {
             .iter()
             .find(|c| c.id == CandidateId::REPOCODER)
             .and_then(|c| c.compose(composer))
-            .unwrap_or_else(|| composer.compose(None));
+            .unwrap_or_else(|| composer.compose(&DefaultContext));
         let mut drafts = vec![
             (
                 Draft::RepoCoderLine,
@@ -484,7 +484,7 @@ pub async fn build_later(
         let prompt = perspectives
             .repocoder_iteration(hole, &written[line].1)
             .compose(composer)
-            .unwrap_or_else(|| composer.compose(None));
+            .unwrap_or_else(|| composer.compose(&DefaultContext));
         let request = line_request(perspectives.index, hole, &prompt);
         written[line].1 = first_completion(backend, &request).await?;
     }

@@ -316,15 +316,6 @@ impl Responses {
         Err(FailedRequest::Status { status, detail })
     }
 
-    /// How many requests have an answer.
-    pub fn len(&self) -> usize {
-        self.answered.values().map(HashMap::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.answered.is_empty()
-    }
-
     /// Counts `hole_id` as one of the run's holes: its answers are no strangers.
     fn claim_hole(&self, hole_id: &str) {
         let mut claims = self.claims.lock().expect("claims lock");

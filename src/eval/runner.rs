@@ -20,7 +20,7 @@ use super::plan::Plan;
 use super::shard::Shard;
 use super::{LabelRow, hole_id};
 use crate::candidate::{CandidateId, Selection};
-use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::compose::{Composer, DefaultContext, Prompt, SegmentKind};
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Draft, Perspectives, RetrievedContext};
 use crate::context::proposals::ProposalContext;
@@ -664,9 +664,9 @@ impl RepoRun<'_> {
         let mut prompts: Vec<(CandidateId, Prompt)> = built
             .iter()
             .filter(|p| p.applicable())
-            .map(|p| (p.spec.id, composer.compose(Some(p))))
+            .map(|p| (p.spec.id, composer.compose(p)))
             .collect();
-        prompts.push((CandidateId::DEFAULT, composer.compose(None)));
+        prompts.push((CandidateId::DEFAULT, composer.compose(&DefaultContext)));
         let jobs = prompts
             .iter()
             .map(|(id, prompt)| ((), Job::Candidate(*id), self.request(hole, prompt)))
@@ -706,7 +706,7 @@ impl RepoRun<'_> {
             .iter()
             .zip(bm25)
             .map(|(p, score)| {
-                let prompt = p.applicable().then(|| composer.compose(Some(p)));
+                let prompt = p.applicable().then(|| composer.compose(p));
                 HolePrompt {
                     id: p.spec.id,
                     bm25: prompt.as_ref().map(|_| score),
@@ -720,7 +720,7 @@ impl RepoRun<'_> {
             .collect();
         prompts.push(HolePrompt {
             id: CandidateId::DEFAULT,
-            prompt: Some(composer.compose(None)),
+            prompt: Some(composer.compose(&DefaultContext)),
             bm25: None,
             retrieval_score: None,
             retrieval_jaccard: None,

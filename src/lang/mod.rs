@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 pub use java::Java;
 pub use python::Python;
-pub use typescript::TypeScript;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

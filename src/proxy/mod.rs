@@ -14,15 +14,12 @@ mod server;
 
 use std::path::PathBuf;
 
-pub use compose::{
-    Chosen, Composition, ContextSource, FimShape, NoContext, Uncomposable, fim_shape, rewrite,
-};
-pub use exchange::{Answered, ExtraChunk, Message, Sent, read_answer, read_request};
+pub use compose::{Chosen, Composition, ContextSource, NoContext, fim_shape, rewrite};
+pub use exchange::{Answered, ExtraChunk, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
-pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
-pub use server::{Access, Bounds, ClientError, Compose, Proxy, Upstream};
+pub use server::{Access, Bounds, Compose, Proxy, Upstream};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

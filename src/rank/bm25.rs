@@ -15,10 +15,6 @@ pub fn proposal_scores(proposals: &[ProposalContext], window: &str) -> Vec<f64> 
 }
 
 impl Ranker for Bm25Ranker {
-    fn name(&self) -> &'static str {
-        "BM25"
-    }
-
     /// BM25 is fitted over the hole's 62 proposal contexts, as the paper's baseline is; the
     /// default context ranks last with score 0.
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {

@@ -52,7 +52,6 @@ impl<'a> RankInput<'a> {
 
 /// Orders the applicable proposals of one hole, plus the default context, best first.
 pub trait Ranker {
-    fn name(&self) -> &'static str;
     fn rank(&self, input: &RankInput) -> Vec<Ranked>;
 }
 
@@ -177,10 +176,6 @@ impl FixedRanker {
 }
 
 impl Ranker for FixedRanker {
-    fn name(&self) -> &'static str {
-        "fixed"
-    }
-
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         let order: Vec<CandidateId> = Self::order().filter(|&id| input.applicable(id)).collect();
         let n = order.len() as f64;
@@ -215,7 +210,7 @@ pub fn compose_top(
     if let [only] = top
         && let Some(proposal) = proposals.iter().find(|p| p.spec.id == only.id)
     {
-        return composer.compose(Some(proposal));
+        return composer.compose(proposal);
     }
     let total: f64 = top.iter().map(|r| r.score.max(0.0)).sum();
     let budget = (composer.budget() as f64 * COMPOSED_SHARE).floor();

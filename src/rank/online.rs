@@ -142,10 +142,6 @@ impl OnlineRanker {
 }
 
 impl Ranker for OnlineRanker {
-    fn name(&self) -> &'static str {
-        "online"
-    }
-
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         self.rank_from(FixedRanker.rank(input))
     }
@@ -159,10 +155,6 @@ pub struct Starting<'a, R: Ranker> {
 }
 
 impl<R: Ranker> Ranker for Starting<'_, R> {
-    fn name(&self) -> &'static str {
-        "online"
-    }
-
     fn rank(&self, input: &RankInput) -> Vec<Ranked> {
         self.online.rank_from(self.prior.rank(input))
     }
@@ -257,9 +249,6 @@ mod tests {
         /// Ranks the proposals in reverse id order.
         struct Reverse;
         impl Ranker for Reverse {
-            fn name(&self) -> &'static str {
-                "reverse"
-            }
             fn rank(&self, input: &RankInput) -> Vec<Ranked> {
                 let n = input.proposals.len() as f64;
                 (0..input.proposals.len())

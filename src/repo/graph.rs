@@ -9,8 +9,8 @@ use rayon::prelude::*;
 
 use super::read::read_repo_file;
 use super::{FileId, SourceFile};
+pub use crate::lang::Import;
 use crate::lang::{FileFacts, ImportScope, ProjectFile, Span, TypeKind};
-pub use crate::lang::{Import, ImportKind};
 
 /// A class of this file that extends a class declared in another repository file.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
-pub use graph::{Import, ImportKind, ParentLink, RepoGraph, name_parts};
-pub use read::{Refusal, RepoReadError, name_text, read_regular_file, read_repo_file};
+pub use graph::{Import, ParentLink, RepoGraph};
+pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;
 
 use crate::lang::{self, FileFacts, Language};
@@ -257,7 +257,7 @@ impl RepoIndex {
 
     /// The answers called `name` kept beside the index's own cache, one per key; none when
     /// the index is not cached.
-    pub fn keyed_cache(&self, name: &str) -> Option<Keyed> {
+    pub(crate) fn keyed_cache(&self, name: &str) -> Option<Keyed> {
         Some(Keyed::beside(self.cache.path.as_deref()?, name))
     }
 

@@ -72,7 +72,7 @@ impl Learning {
 
     /// Rankers with the classifier `keyhole tune` made for the backend: behind RLPG-H and
     /// RLPG-R, and the prior the online ranker starts from.
-    pub fn with_tuned(tuned: Tuned, dirs: Dirs) -> Learning {
+    pub(crate) fn with_tuned(tuned: Tuned, dirs: Dirs) -> Learning {
         let mut learning = Learning::new(dirs);
         let _ = learning
             .rankers
@@ -130,7 +130,7 @@ impl Learning {
     }
 
     /// What the online ranker has learnt: shows and picks per candidate.
-    pub fn online_counts(&self) -> BTreeMap<CandidateId, online::Counts> {
+    pub(crate) fn online_counts(&self) -> BTreeMap<CandidateId, online::Counts> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
         rankers.online.counts().clone()
     }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
 pub use learning::{BanditLesson, Learning, PickRecorded};
-pub use open::{OpenStage, Opening, SessionBuilder, SessionError, search_built};
+pub use open::{OpenStage, Opening, SessionBuilder, SessionError};
 pub use recorded::ComposingRepo;
 pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
@@ -36,7 +36,7 @@ use learning::procc_context;
 use rows::{proposal_row, retrieved_row};
 
 use crate::candidate::CandidateId;
-use crate::compose::Composer;
+use crate::compose::{Composer, DefaultContext};
 use crate::context::HoleRequest;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
@@ -50,26 +50,53 @@ use crate::repo::RepoIndex;
 use crate::token::Tokenizer;
 
 /// A repository opened for holes, with everything a hole's candidates are built from. Cheap to
-/// clone: the parts are shared.
+/// clone: the parts are shared. Its parts are read through its methods: they belong together
+/// (the search indexes are the index's, the tokenizer the backend's), so they are set only
+/// where a session is opened.
 #[derive(Clone)]
 pub struct Session {
-    pub index: Arc<RepoIndex>,
+    pub(crate) index: Arc<RepoIndex>,
     /// Retrieval state, built when a retrieved candidate first needs it.
-    pub search: SharedSearch,
-    pub backend: Arc<dyn Backend>,
-    pub learning: Learning,
+    pub(crate) search: SharedSearch,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) learning: Learning,
     /// Budgets count in this tokenizer (the backend's where keyhole has it).
-    pub tokenizer: &'static dyn Tokenizer,
-    pub budget: usize,
+    pub(crate) tokenizer: &'static dyn Tokenizer,
+    pub(crate) budget: usize,
     /// RepoCoder's iterations (candidate 67 is the last).
-    pub iterations: u16,
+    pub(crate) iterations: u16,
     /// Seed of the random-context baseline.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Whose rules build the candidates where a paper and its authors' code disagree.
-    pub fidelity: Fidelity,
+    pub(crate) fidelity: Fidelity,
 }
 
 impl Session {
+    /// The open repository's index.
+    pub fn index(&self) -> &Arc<RepoIndex> {
+        &self.index
+    }
+
+    /// The backend that completes prompts.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// The rankers, the bandit and the picks.
+    pub fn learning(&self) -> &Learning {
+        &self.learning
+    }
+
+    /// The tokenizer budgets count in (the backend's where keyhole has it).
+    pub fn tokenizer(&self) -> &'static dyn Tokenizer {
+        self.tokenizer
+    }
+
+    /// Tokens a prompt may take.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     /// The retrieval perspectives over the open repository.
     pub fn perspectives(&self) -> Perspectives<'_> {
         let search = self.search_index();
@@ -156,7 +183,7 @@ impl Session {
         let mut candidates: Vec<CandidateRow> =
             built.iter().map(|p| proposal_row(p, &composer)).collect();
         // The default context alone has no proposal.
-        let default = composer.compose(None);
+        let default = composer.compose(&DefaultContext);
         candidates.push(CandidateRow::new(
             CandidateId::DEFAULT,
             Availability::Applicable,

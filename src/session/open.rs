@@ -63,18 +63,17 @@ impl Session {
     /// a session on it as `settings` say.
     ///
     /// ```
-    /// use keyhole::hole::Hole;
-    /// use keyhole::session::{Session, Settings};
+    /// use keyhole::{Hole, Session, Settings};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let scratch = tempfile::tempdir()?;
-    /// # let dirs = keyhole::dirs::Dirs { data: Some(scratch.path().into()), ..Default::default() };
+    /// # let dirs = keyhole::Dirs { data: Some(scratch.path().into()), ..Default::default() };
     /// // The bundled sample repository; any repository on disk opens the same way.
     /// let repo = keyhole::sample::materialize(&dirs)?;
     /// // The embedded model and the bundled classifier, nothing read from the user's files.
     /// let settings = Settings::default();
     /// let session = Session::open(&repo, &settings)?;
-    /// let hole = Hole::parse(&session.index, keyhole::sample::DEMO_HOLE)?;
+    /// let hole = Hole::parse(session.index(), keyhole::sample::DEMO_HOLE)?;
     /// // Every candidate that needs no backend, ranked by RLPG-H.
     /// let analysis = session.analyse(&hole, settings.ranker);
     /// for row in analysis.candidates.iter().take(5) {
@@ -116,7 +115,7 @@ impl<'a> SessionBuilder<'a> {
     }
 
     /// Search indexes already built or shared with other sessions on the same index.
-    pub fn search(mut self, search: SharedSearch) -> Self {
+    pub(crate) fn search(mut self, search: SharedSearch) -> Self {
         self.search = Some(search);
         self
     }

@@ -27,7 +27,7 @@ impl Session {
     /// (where its hole was found) first. It is sent as the plugin sent it: never cut to the
     /// budget nor composed again, with the plugin's suffix where it sent one. A chat request
     /// does not apply: keyhole's backends continue code, they do not hold conversations.
-    pub fn as_sent(&self, exchange: &Exchange, place: Option<&Place>) -> CandidateRow {
+    pub(crate) fn as_sent(&self, exchange: &Exchange, place: Option<&Place>) -> CandidateRow {
         let sent = proxy::sent_prompt(&self.index, &exchange.sent, place);
         let availability = match &sent {
             Some(_) => Availability::Applicable,
@@ -78,7 +78,7 @@ impl Session {
     /// hole located in the repository, `ranker`'s first candidate there, cut to what `room`
     /// (the prompt tokens the model takes) leaves beside the plugin's own text and the tokens
     /// it asks for. Why there is none where there is none.
-    pub fn context_for(
+    pub(crate) fn context_for(
         &self,
         sent: &Sent,
         ranker: RankerKind,

@@ -2,7 +2,7 @@
 //! the ranker's order, and the contexts they were composed from.
 
 use crate::candidate::CandidateId;
-use crate::compose::{Composer, Prompt, SegmentKind};
+use crate::compose::{Composer, DefaultContext, Prompt, SegmentKind};
 use crate::context::perspectives;
 use crate::context::proposals::ProposalContext;
 use crate::hole::Hole;
@@ -39,11 +39,11 @@ impl BuiltContext {
     /// Its prompt (the default context alone where it does not apply).
     pub fn compose(&self, composer: &Composer) -> Prompt {
         match self {
-            BuiltContext::Proposal(p) => composer.compose(Some(p)),
+            BuiltContext::Proposal(p) => composer.compose(p),
             BuiltContext::Retrieved(c) => c
                 .compose(composer)
-                .unwrap_or_else(|| composer.compose(None)),
-            BuiltContext::Default => composer.compose(None),
+                .unwrap_or_else(|| composer.compose(&DefaultContext)),
+            BuiltContext::Default => composer.compose(&DefaultContext),
         }
     }
 
@@ -56,7 +56,7 @@ impl BuiltContext {
                 CandidateId::DEFAULT,
                 Availability::Applicable,
                 None,
-                composer.compose(None),
+                composer.compose(&DefaultContext),
             ),
         }
     }
@@ -251,7 +251,7 @@ pub(super) fn proposal_row(proposal: &ProposalContext, composer: &Composer) -> C
         proposal.spec.id,
         availability,
         None,
-        composer.compose(Some(proposal)),
+        composer.compose(proposal),
     )
 }
 
@@ -266,7 +266,7 @@ pub(super) fn retrieved_row(
     };
     let prompt = built
         .compose(composer)
-        .unwrap_or_else(|| composer.compose(None));
+        .unwrap_or_else(|| composer.compose(&DefaultContext));
     CandidateRow {
         reader: built.reader.clone(),
         ..CandidateRow::new(built.id, availability, built.score, prompt)

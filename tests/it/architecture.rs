@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use keyhole::candidate::{self, CandidateId};
+use keyhole::{CandidateId, testing::candidate};
 
 /// Every `.rs` file under `root`: its path relative to `root` and its code before any
 /// `#[cfg(test)]`.

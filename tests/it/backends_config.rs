@@ -1,7 +1,8 @@
 //! `backends.toml`: loading, defaults, and errors that name the file, line and key.
 
-use keyhole::model::config::{
-    BACKENDS_FILE, BackendConfig, BackendKind, ConfigError, load_backends,
+use keyhole::{
+    BackendConfig, BackendKind, ConfigError, testing::model::config::BACKENDS_FILE,
+    testing::model::config::load_backends,
 };
 
 /// Writes `text` as a backends file and loads it.

@@ -6,10 +6,9 @@ use crate::backends_support;
 use std::time::{Duration, Instant};
 
 use backends_support::{Reply, Server, complete_streaming, config, request, sse};
-use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::model::http::MAX_ANSWER_BYTES;
-use keyhole::model::http::build_http;
-use keyhole::model::{BackendError, Completion};
+use keyhole::testing::model::http::MAX_ANSWER_BYTES;
+use keyhole::{BackendConfig, BackendKind, testing::model::http::build_http};
+use keyhole::{BackendError, Completion};
 use serde_json::json;
 
 async fn complete(cfg: &BackendConfig) -> Result<Vec<Completion>, BackendError> {

@@ -6,9 +6,8 @@ use crate::backends_support;
 use std::time::Duration;
 
 use backends_support::{Reply, Server, complete_streaming, config, request, sse, texts};
-use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::model::http::build_http;
-use keyhole::model::{Delta, TokenCounting};
+use keyhole::{BackendConfig, BackendKind, testing::model::http::build_http};
+use keyhole::{Delta, TokenCounting};
 use serde_json::json;
 
 fn delta(index: usize, text: &str) -> Delta {
@@ -209,8 +208,8 @@ async fn only_chat_backends_follow_instructions_which_they_get_as_written() {
                 .follows_instructions()
         );
     }
-    let embedded = keyhole::model::ngram::EmbeddedModel::without_repository();
-    assert!(!keyhole::model::Backend::follows_instructions(&embedded));
+    let embedded = keyhole::testing::model::ngram::EmbeddedModel::without_repository();
+    assert!(!keyhole::Backend::follows_instructions(&embedded));
     let mut req = request(1);
     req.prompt = "This code snippet of\nint x = a + b;\nmeans".to_string();
     req.instruction = true;

@@ -46,8 +46,8 @@ fn every_ranker_sorts_the_applicable_candidates_by_its_score() {
 
 #[test]
 fn the_online_ranker_explains_its_order_with_counts() {
-    use keyhole::candidate::CandidateId;
-    use keyhole::rank::online::OnlineRanker;
+    use keyhole::CandidateId;
+    use keyhole::testing::rank::online::OnlineRanker;
     let scratch = tempfile::tempdir().unwrap();
     // Candidate 9 picked 2 of the 3 times it was shown beside 6 and 7.
     let mut ranker = OnlineRanker::default();
@@ -266,9 +266,9 @@ fn complete_takes_the_top_k_of_the_chosen_ranker() {
 /// The bundled model, tuned for the embedded backend as `keyhole tune` leaves it under
 /// `scratch`: its file (written with `bytes`) and the description that makes sessions use it.
 fn tuned_for_the_embedded_backend(scratch: &std::path::Path, bytes: &[u8]) -> std::path::PathBuf {
-    use keyhole::session::tuned;
-    let dirs = keyhole::dirs::Dirs::under(scratch);
-    let entry = keyhole::model::config::BackendConfig::embedded();
+    use keyhole::testing::session::tuned;
+    let dirs = keyhole::Dirs::under(scratch);
+    let entry = keyhole::BackendConfig::embedded();
     let dir = tuned::tuned_dir(&dirs, &entry).unwrap();
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(tuned::CLASSIFIER_FILE);

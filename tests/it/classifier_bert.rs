@@ -14,15 +14,20 @@ use candle_core::{Device, Tensor};
 use common::{keyhole, ok, sample};
 use serde_json::{Value, json};
 
-use keyhole::context::proposals::build_for_budget;
-use keyhole::eval::RLPG_CANDIDATES;
-use keyhole::hole::HoleWindow;
-use keyhole::rank::RankInput;
-use keyhole::rank::classifier::bert::BertEncoder;
-use keyhole::rank::classifier::dataset::{Example, Inputs};
-use keyhole::rank::classifier::train::{Holdout, TrainOptions, train};
-use keyhole::rank::classifier::{Classifier, Variant};
-use keyhole::token::{Keep, TokenizerKind};
+use keyhole::testing::context::proposals::build_for_budget;
+use keyhole::testing::eval::RLPG_CANDIDATES;
+use keyhole::testing::hole::HoleWindow;
+use keyhole::testing::rank::RankInput;
+use keyhole::testing::rank::classifier::bert::BertEncoder;
+use keyhole::{Keep, TokenizerKind};
+use keyhole::{testing::rank::classifier::Classifier, testing::rank::classifier::Variant};
+use keyhole::{
+    testing::rank::classifier::dataset::Example, testing::rank::classifier::dataset::Inputs,
+};
+use keyhole::{
+    testing::rank::classifier::train::Holdout, testing::rank::classifier::train::TrainOptions,
+    testing::rank::classifier::train::train,
+};
 
 const DEMO: &str = "src/main/java/com/acme/shop/service/OrderService.java:94:32";
 const LAYERS: usize = 2;
@@ -289,7 +294,7 @@ fn a_model_trained_on_the_encoder_ranks_holes_with_its_directory_only() {
         &hole,
         TokenizerKind::Code.tokenizer(),
         4072,
-        keyhole::context::fidelity::Fidelity::Paper,
+        keyhole::Fidelity::Paper,
     );
     let input = RankInput::new(&common::SAMPLE, &hole, &proposals);
     for variant in [Variant::H, Variant::R] {

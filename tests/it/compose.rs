@@ -2,15 +2,15 @@
 //! the default context — for any hole, proposal, budget and tokenizer.
 
 use crate::common;
-use keyhole::candidate;
+use keyhole::testing::candidate;
 
 use common::SAMPLE;
-use keyhole::compose::{self, SegmentKind};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals;
-use keyhole::hole::{HoleColumn, sample_holes};
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::proposals;
+use keyhole::{SegmentKind, testing::compose};
+use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
 use proptest::prelude::*;
 
 fn tokenizers() -> impl Strategy<Value = TokenizerKind> {
@@ -39,7 +39,7 @@ proptest! {
             let req = HoleRequest { index: &SAMPLE, hole, tokenizer: tok, allocation: compose::proposal_allocation(budget, spec.share), fidelity: Fidelity::Paper, seed: 9, };
             proposals::build(spec, &req)
         });
-        let context = proposal.as_ref().map(|p| p as &dyn compose::CandidateContext);
+        let context = proposal.as_ref().map_or(&keyhole::DefaultContext as &dyn compose::CandidateContext, |p| p);
         let prompt = compose::compose(&SAMPLE, hole, context, tok, budget);
 
         prop_assert_eq!(prompt.validate(&SAMPLE, tok), Ok(()));
@@ -91,7 +91,7 @@ fn a_short_proposal_hands_its_unused_tokens_to_the_default_context() {
     );
     assert!(default.cut.is_some());
     assert_eq!(
-        prompt.tokens(keyhole::token::TokenizerKind::Code.tokenizer()),
+        prompt.tokens(keyhole::TokenizerKind::Code.tokenizer()),
         1000
     );
 }
@@ -99,7 +99,13 @@ fn a_short_proposal_hands_its_unused_tokens_to_the_default_context() {
 #[test]
 fn the_default_context_alone_is_the_code_before_the_hole() {
     let hole = common::hole("model/Entity.java:14:13");
-    let prompt = compose::compose(&SAMPLE, &hole, None, TokenizerKind::Code.tokenizer(), 4072);
+    let prompt = compose::compose(
+        &SAMPLE,
+        &hole,
+        &keyhole::DefaultContext,
+        TokenizerKind::Code.tokenizer(),
+        4072,
+    );
     assert_eq!(prompt.segments.len(), 1);
     let text = prompt.text();
     assert!(text.starts_with("package com.acme.shop.model;\n"));
@@ -109,7 +115,7 @@ fn the_default_context_alone_is_the_code_before_the_hole() {
 #[test]
 fn every_position_of_the_sample_composes_valid_prompts() {
     let tok = TokenizerKind::Code.tokenizer();
-    let holes = keyhole::hole::every_line(&SAMPLE, 1, 3);
+    let holes = keyhole::testing::hole::every_line(&SAMPLE, 1, 3);
     assert!(holes.len() > 2000);
     for hole in holes.iter().step_by(3) {
         for spec in candidate::proposal_specs() {
@@ -121,13 +127,7 @@ fn every_position_of_the_sample_composes_valid_prompts() {
                 fidelity: Fidelity::Paper,
                 seed: 9,
             };
-            let prompt = compose::compose(
-                &SAMPLE,
-                hole,
-                Some(&proposals::build(*spec, &req)),
-                tok,
-                600,
-            );
+            let prompt = compose::compose(&SAMPLE, hole, &proposals::build(*spec, &req), tok, 600);
             assert_eq!(
                 prompt.validate(&SAMPLE, tok),
                 Ok(()),
@@ -143,7 +143,7 @@ fn every_position_of_the_sample_composes_valid_prompts() {
 fn validation_catches_a_prompt_over_its_budget() {
     let hole = common::hole("model/Entity.java:14:13");
     let tok = TokenizerKind::Code.tokenizer();
-    let mut prompt = compose::compose(&SAMPLE, &hole, None, tok, 100);
+    let mut prompt = compose::compose(&SAMPLE, &hole, &keyhole::DefaultContext, tok, 100);
     assert_eq!(prompt.validate(&SAMPLE, tok), Ok(()));
     prompt.budget = 50;
     assert!(

@@ -115,7 +115,7 @@ fn an_edited_and_a_removed_file_update_the_cached_indexes_as_a_fresh_build_would
 
 #[test]
 fn derived_state_is_current_for_its_files_stale_for_others_and_never_trusted_otherwise() {
-    use keyhole::repo::{Cached, RepoIndex};
+    use keyhole::{RepoIndex, testing::repo::Cached};
 
     let repo = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();

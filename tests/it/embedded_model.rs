@@ -6,11 +6,11 @@ use crate::common;
 use std::sync::LazyLock;
 
 use common::{SAMPLE, hole, proposal};
-use keyhole::compose;
-use keyhole::hole::Hole;
-use keyhole::model::ngram::EmbeddedModel;
-use keyhole::model::{Backend, CompletionRequest};
-use keyhole::token::TokenizerKind;
+use keyhole::Hole;
+use keyhole::TokenizerKind;
+use keyhole::testing::compose;
+use keyhole::testing::model::ngram::EmbeddedModel;
+use keyhole::{Backend, CompletionRequest};
 
 static MODEL: LazyLock<EmbeddedModel> = LazyLock::new(|| EmbeddedModel::new(&SAMPLE));
 
@@ -23,7 +23,13 @@ fn request(hole: &Hole, prompt: String) -> CompletionRequest {
 fn complete(hole: &Hole, id: Option<usize>) -> String {
     let prompt = match id {
         Some(id) => proposal(hole, id, 4072).1,
-        None => compose::compose(&SAMPLE, hole, None, TokenizerKind::Code.tokenizer(), 4072),
+        None => compose::compose(
+            &SAMPLE,
+            hole,
+            &keyhole::DefaultContext,
+            TokenizerKind::Code.tokenizer(),
+            4072,
+        ),
     };
     MODEL.generate(&request(hole, prompt.text()), 0)
 }
@@ -116,11 +122,17 @@ fn a_word_only_the_hole_line_holds_is_never_copied_from_it() {
             "package p;\n\nclass Other {\n    void f() { zqxCountElsewhere(); }\n}\n".to_string(),
         ),
     ];
-    let index = keyhole::repo::RepoIndex::from_sources(std::path::Path::new("/leak"), sources);
+    let index = keyhole::RepoIndex::from_sources(std::path::Path::new("/leak"), sources);
     let model = EmbeddedModel::new(&index);
     let hole = Hole::at(&index, "p/Counter.java", 4, 15).unwrap();
     assert_eq!(hole.target.as_deref(), Some("ntOnlyHere = 0;"));
-    let prompt = compose::compose(&index, &hole, None, TokenizerKind::Code.tokenizer(), 4072);
+    let prompt = compose::compose(
+        &index,
+        &hole,
+        &keyhole::DefaultContext,
+        TokenizerKind::Code.tokenizer(),
+        4072,
+    );
     let mut request = CompletionRequest::single_line(prompt.text());
     request.current_file = Some("p/Counter.java".to_string());
     let completion = model.generate(&request, 0);

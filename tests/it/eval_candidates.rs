@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::common::{self, keyhole};
 
-const NOT_SELECTED: &str = keyhole::eval::runner::NOT_SELECTED;
+const NOT_SELECTED: &str = keyhole::testing::eval::runner::NOT_SELECTED;
 
 fn rows(out: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(out.join("labels/sample-repo.jsonl")).unwrap();

@@ -2,9 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use keyhole::eval::interop::{Task, TaskError, export_row, read_tasks, write_jsonl};
-use keyhole::hole::{HoleColumn, sample_holes};
-use keyhole::repo::RepoIndex;
+use keyhole::RepoIndex;
+use keyhole::{
+    testing::eval::interop::Task, testing::eval::interop::TaskError,
+    testing::eval::interop::export_row, testing::eval::interop::read_tasks,
+    testing::eval::interop::write_jsonl,
+};
+use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
 
 const REPOEVAL: &str = r#"{"prompt": "def f(x):\n    return ", "metadata": {"task_id": "CarperAI--trlx/3", "ground_truth": "x + 1", "fpath_tuple": ["CarperAI_trlx", "trlx", "utils.py"], "line_no": 41, "context_start_lineno": 0}}"#;
 const CROSSCODEEVAL: &str = r#"{"prompt": "int a = ", "groundtruth": "b();", "right_context": "\n}\n", "metadata": {"task_id": "project_cc_java/7", "repository": "acme-shop", "file": "src/Shop.java", "context_start_lineno": 0, "groundtruth_start_lineno": 12, "right_context_start_lineno": 13}, "crossfile_context": {"text": "", "list": []}}"#;

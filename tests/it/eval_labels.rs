@@ -5,10 +5,10 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use keyhole::candidate::CandidateId;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::eval::labels::{LabelFile, read_dir};
-use keyhole::eval::{LabelRow, WRITTEN_ROWS};
+use keyhole::CandidateId;
+use keyhole::Fidelity;
+use keyhole::{testing::eval::LabelRow, testing::eval::WRITTEN_ROWS};
+use keyhole::{testing::eval::labels::LabelFile, testing::eval::labels::read_dir};
 
 fn row(hole: &str, id: usize) -> LabelRow {
     LabelRow {
@@ -218,8 +218,8 @@ fn kill_dash_nine_in_the_middle_of_a_run_loses_nothing() {
 
 #[test]
 fn the_report_reads_a_repaired_label_file_as_the_label_reader_does() {
-    use keyhole::eval::labels::{LabelIndex, read_file};
-    use keyhole::eval::report;
+    use keyhole::testing::eval::report;
+    use keyhole::{testing::eval::labels::LabelIndex, testing::eval::labels::read_file};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.jsonl");
     let lines = |rows: &[LabelRow]| -> String {

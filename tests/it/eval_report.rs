@@ -13,10 +13,13 @@
 //! | b4   | error   | none              | the default row matched but errored    |
 //! | c1   | hit     | 6 hit, 10 hit     |                                        |
 
-use keyhole::candidate::CandidateId;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::eval::report::{self, Builder, MAX_K, Report, Truncation};
-use keyhole::eval::{LabelRow, ROWS_PER_HOLE, hole_id};
+use keyhole::CandidateId;
+use keyhole::Fidelity;
+use keyhole::{testing::eval::LabelRow, testing::eval::ROWS_PER_HOLE, testing::eval::hole_id};
+use keyhole::{
+    testing::eval::report, testing::eval::report::Builder, testing::eval::report::MAX_K,
+    testing::eval::report::Report, testing::eval::report::Truncation,
+};
 
 fn row(repo: &str, n: usize, id: usize, applicable: bool, success: bool) -> LabelRow {
     let file = "src/A.java";
@@ -493,7 +496,7 @@ fn a_report_read_hole_by_hole_from_label_files_is_the_report_of_their_rows() {
     // vary per hole and candidate (ProCC's perspectives with retrieval scores, so its bandit
     // learns): the two passes over the files give the report of the rows held in memory,
     // byte for byte, and the same trained bandit.
-    use keyhole::eval::labels::{LabelIndex, read_all};
+    use keyhole::{testing::eval::labels::LabelIndex, testing::eval::labels::read_all};
     let mut rows = Vec::new();
     for (r, repo) in ["a", "b", "c"].into_iter().enumerate() {
         for n in (1..=25).rev() {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use keyhole::eval::LabelRow;
+use keyhole::testing::eval::LabelRow;
 use serde_json::{Value, json};
 
 use crate::backends_support::{Reply, Server};
@@ -41,7 +41,7 @@ fn eval(scratch: &Path, out: &str, extra: &[&str]) -> PathBuf {
 }
 
 fn rows(dir: &Path) -> Vec<LabelRow> {
-    keyhole::eval::labels::read_dir(&dir.join("labels")).unwrap()
+    keyhole::testing::eval::labels::read_dir(&dir.join("labels")).unwrap()
 }
 
 fn holes(dir: &Path) -> BTreeSet<String> {
@@ -399,7 +399,7 @@ async fn batch_files_label_as_an_online_run_does_and_resume_from_a_cut_response_
     let mut sorted_batch = batch_rows.clone();
     sorted_batch.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     online_rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    assert_eq!(sorted_batch.len(), 3 * keyhole::eval::WRITTEN_ROWS);
+    assert_eq!(sorted_batch.len(), 3 * keyhole::testing::eval::WRITTEN_ROWS);
     assert_eq!(sorted_batch, online_rows);
     assert_eq!(
         batch_bodies, online_bodies,

@@ -3,12 +3,15 @@
 use crate::common;
 
 use common::{SAMPLE, hole, proposal};
-use keyhole::candidate::CandidateId;
-use keyhole::compose::{Prompt, SegmentKind};
-use keyhole::explain::{ExplainedSpan, explain, explained_fraction};
+use keyhole::CandidateId;
+use keyhole::{Prompt, SegmentKind};
+use keyhole::{
+    testing::explain::ExplainedSpan, testing::explain::explain,
+    testing::explain::explained_fraction,
+};
 
 /// The hole after `orderRepository.` in `findOrdersForCustomer`, with current post lines (25%).
-fn post_lines_prompt() -> (keyhole::hole::Hole, Prompt) {
+fn post_lines_prompt() -> (keyhole::Hole, Prompt) {
     let h = hole("service/OrderService.java:94:32");
     let (_, prompt) = proposal(&h, 5, 4072);
     (h, prompt)

@@ -3,8 +3,11 @@
 use std::fs;
 use std::path::Path;
 
-use keyhole::candidate::CandidateId;
-use keyhole::feedback::{ApplyError, Pick, append_pick, apply_completion, prompt_hash};
+use keyhole::CandidateId;
+use keyhole::{
+    testing::feedback::ApplyError, testing::feedback::Pick, testing::feedback::append_pick,
+    testing::feedback::apply_completion, testing::feedback::prompt_hash,
+};
 
 fn pick(picked: usize) -> Pick {
     let picked = CandidateId::nth(picked);

@@ -4,20 +4,23 @@
 use std::path::Path;
 
 use crate::common::{self, SAMPLE, SHOP, hole, keyhole, ok};
-use keyhole::candidate::{self, CandidateId, ContextType, PromptSource};
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::Perspectives;
-use keyhole::context::profile::code::BLOCK_BUDGET;
-use keyhole::context::proposals;
-use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::WindowIndex;
-use keyhole::hole::sample_holes;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::perspectives::Perspectives;
+use keyhole::testing::context::profile::code::BLOCK_BUDGET;
+use keyhole::testing::context::proposals;
+use keyhole::testing::context::retrieval::Retrieval;
+use keyhole::testing::context::windows::WindowIndex;
+use keyhole::testing::hole::sample_holes;
+use keyhole::{
+    CandidateId, testing::candidate, testing::candidate::ContextType,
+    testing::candidate::PromptSource,
+};
 
 const DEMO: &str = "service/OrderService.java:94:32";
 
 /// The sampled hole on 0-based `line` of the shop file `path`.
-fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::hole::Hole {
+fn sampled(fidelity: Fidelity, path: &str, line: usize) -> keyhole::Hole {
     sample_holes(&SAMPLE, None, 9, fidelity.hole_column())
         .into_iter()
         .find(|h| SAMPLE.files[h.file].path == format!("{SHOP}{path}") && h.line == line)
@@ -153,7 +156,7 @@ fn the_holes_command_takes_the_profile_and_refuses_an_unknown_one() {
 
 /// Proposal `source` `context_type` for `hole` under `fidelity`, 4,072 code tokens.
 fn built(
-    hole: &keyhole::hole::Hole,
+    hole: &keyhole::Hole,
     source: PromptSource,
     context_type: ContextType,
     fidelity: Fidelity,
@@ -230,8 +233,8 @@ fn code_lists_siblings_as_the_directory_lists_them() {
         );
         std::fs::write(repo.path().join(format!("{name}.java")), text).unwrap();
     }
-    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
-    let h = keyhole::hole::Hole::parse(&index, "Alpha.java:2:5").unwrap();
+    let index = keyhole::RepoIndex::open(repo.path(), None).unwrap();
+    let h = keyhole::Hole::parse(&index, "Alpha.java:2:5").unwrap();
     let tok = TokenizerKind::Code.tokenizer();
     let sibling = candidate::proposal_specs()
         .iter()
@@ -260,26 +263,22 @@ fn code_lists_siblings_as_the_directory_lists_them() {
 fn temp_repo(
     files: &[(&str, &str)],
     at: &str,
-) -> (
-    tempfile::TempDir,
-    keyhole::repo::RepoIndex,
-    keyhole::hole::Hole,
-) {
+) -> (tempfile::TempDir, keyhole::RepoIndex, keyhole::Hole) {
     let repo = tempfile::tempdir().unwrap();
     for (name, text) in files {
         let path = repo.path().join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
-    let index = keyhole::repo::RepoIndex::open(repo.path(), None).unwrap();
-    let hole = keyhole::hole::Hole::parse(&index, at).unwrap();
+    let index = keyhole::RepoIndex::open(repo.path(), None).unwrap();
+    let hole = keyhole::Hole::parse(&index, at).unwrap();
     (repo, index, hole)
 }
 
 /// The context of proposal `source` `context_type` in a temporary repository.
 fn temp_context(
-    index: &keyhole::repo::RepoIndex,
-    hole: &keyhole::hole::Hole,
+    index: &keyhole::RepoIndex,
+    hole: &keyhole::Hole,
     source: PromptSource,
     context_type: ContextType,
     fidelity: Fidelity,
@@ -490,7 +489,7 @@ fn prompt_id_5_is_the_post_lines_at_half_the_budget_in_the_code_profile() {
         let budget = v["budget"].as_u64().unwrap() as usize;
         assert_eq!(
             segment["allocated"],
-            keyhole::compose::proposal_allocation(budget, share),
+            keyhole::testing::compose::proposal_allocation(budget, share),
             "{fidelity}"
         );
     }
@@ -525,7 +524,7 @@ fn code_label_files_and_reports_number_the_post_lines_as_rlpgs_code() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(rows.len(), 2 * CandidateId::COUNT);
-    let not_selected = keyhole::eval::runner::NOT_SELECTED;
+    let not_selected = keyhole::testing::eval::runner::NOT_SELECTED;
     for hole in rows.chunks(CandidateId::COUNT) {
         for (n, row) in hole.iter().enumerate() {
             assert_eq!(
@@ -783,12 +782,12 @@ fn class_with_fields(name: &str, prefix: &str, fields: usize) -> String {
 
 /// Proposal `source` `context_type` for `hole` and its prompt, 4,072 GPT-2 tokens, `fidelity`.
 fn sent(
-    index: &keyhole::repo::RepoIndex,
-    hole: &keyhole::hole::Hole,
+    index: &keyhole::RepoIndex,
+    hole: &keyhole::Hole,
     source: PromptSource,
     context_type: ContextType,
     fidelity: Fidelity,
-) -> (proposals::ProposalContext, keyhole::compose::Prompt) {
+) -> (proposals::ProposalContext, keyhole::Prompt) {
     let spec = candidate::proposal_specs()
         .iter()
         .find(|s| s.source == source && s.context_type == context_type)
@@ -796,9 +795,8 @@ fn sent(
     let tok = TokenizerKind::R50kBase.tokenizer();
     let proposal =
         proposals::build_for_budget(index, hole, tok, 4072, fidelity)[usize::from(spec.id)].clone();
-    let composer =
-        keyhole::compose::Composer::new(index, hole, tok, 4072, fidelity.default_reading());
-    let prompt = composer.compose(Some(&proposal));
+    let composer = keyhole::Composer::new(index, hole, tok, 4072, fidelity.default_reading());
+    let prompt = composer.compose(&proposal);
     (proposal, prompt)
 }
 
@@ -818,23 +816,26 @@ fn code_sends_the_default_context_alone_after_a_space_cut_again_to_the_budget() 
     let (_repo, index, h) = temp_repo(&[("p/Main.java", &main)], &at);
     let r50k = TokenizerKind::R50kBase.tokenizer();
     let composer = |fidelity: Fidelity, budget: usize| {
-        keyhole::compose::Composer::new(&index, &h, r50k, budget, fidelity.default_reading())
+        keyhole::Composer::new(&index, &h, r50k, budget, fidelity.default_reading())
     };
-    let whole = composer(Fidelity::Code, 4072).compose(None);
+    let whole = composer(Fidelity::Code, 4072).compose(&keyhole::DefaultContext);
     assert!(
         whole.text().starts_with(" package p;"),
         "{:?}",
         whole.text()
     );
-    assert_eq!(
-        whole.segments[0].kind,
-        keyhole::compose::SegmentKind::Separator
-    );
-    let paper = composer(Fidelity::Paper, 4072).compose(None).text();
+    assert_eq!(whole.segments[0].kind, keyhole::SegmentKind::Separator);
+    let paper = composer(Fidelity::Paper, 4072)
+        .compose(&keyhole::DefaultContext)
+        .text();
     assert_eq!(whole.text(), format!(" {paper}"));
     for budget in [63, 64, 65, 66] {
-        let paper = composer(Fidelity::Paper, budget).compose(None).text();
-        let code = composer(Fidelity::Code, budget).compose(None).text();
+        let paper = composer(Fidelity::Paper, budget)
+            .compose(&keyhole::DefaultContext)
+            .text();
+        let code = composer(Fidelity::Code, budget)
+            .compose(&keyhole::DefaultContext)
+            .text();
         assert_eq!(
             r50k.count(&paper),
             budget,
@@ -946,7 +947,7 @@ fn code_cuts_the_joined_prompt_to_its_last_tokens_from_the_rule_contexts_start()
     assert_eq!(prompt.text(), joined[ends[ends.len() - 4073]..]);
     assert!(proposal.context.text.ends_with(&rule.text.text));
     assert!(!rule.text.text.starts_with("[B]"), "the label went first");
-    assert_eq!(rule.cut, Some(keyhole::token::Keep::Start));
+    assert_eq!(rule.cut, Some(keyhole::Keep::Start));
     assert_eq!(rule.tokens, r50k.count(&rule.text.text), "its kept size");
     prompt.validate(&index, r50k).unwrap();
 }

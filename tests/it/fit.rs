@@ -237,7 +237,7 @@ async fn a_server_slot_smaller_than_the_budget_gets_prompts_composed_within_it_a
     // every prompt is composed within 176 tokens as the server counts them, so the server cuts
     // nothing, and the output says the room was smaller than the budget.
     const N_CTX: usize = 200;
-    let room = N_CTX - keyhole::model::DEFAULT_MAX_TOKENS;
+    let room = N_CTX - keyhole::testing::model::DEFAULT_MAX_TOKENS;
     let server = Server::start(move |request, _| match request.path.as_str() {
         "/props" => llama_props(1, N_CTX),
         "/tokenize" => llama_tokens(request, 4),

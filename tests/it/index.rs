@@ -6,8 +6,8 @@ use crate::reliability_support::Tmpfs;
 use std::fs;
 use std::path::Path;
 
-use keyhole::hole::{Hole, HoleColumn, HoleError, sample_holes};
-use keyhole::repo::{RepoIndex, Vendored};
+use keyhole::{Hole, HoleError, testing::hole::HoleColumn, testing::hole::sample_holes};
+use keyhole::{RepoIndex, testing::repo::Vendored};
 
 fn write(root: &Path, rel: &str, content: &[u8]) {
     let path = root.join(rel);

@@ -15,9 +15,9 @@ use crate::reliability_support::fuzz_checks;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
-use keyhole::model::config::{BackendConfig, Matrices};
-use keyhole::model::local::LocalBackend;
-use keyhole::model::{Backend, BackendError, CompletionRequest, TokenCounting};
+use keyhole::testing::model::local::LocalBackend;
+use keyhole::{Backend, BackendError, CompletionRequest, TokenCounting};
+use keyhole::{BackendConfig, testing::model::config::Matrices};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
@@ -886,12 +886,15 @@ fn fuzz_finding_refused(bytes: &[u8]) -> (String, bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("finding.gguf");
     std::fs::write(&path, bytes).unwrap();
-    let caught = keyhole::model::local::panics_caught();
-    let error = keyhole::model::local::LocalModel::load(&path, Matrices::Auto)
+    let caught = keyhole::testing::model::local::panics_caught();
+    let error = keyhole::testing::model::local::LocalModel::load(&path, Matrices::Auto)
         .err()
         .expect("the finding is refused")
         .to_string();
-    (error, keyhole::model::local::panics_caught() > caught)
+    (
+        error,
+        keyhole::testing::model::local::panics_caught() > caught,
+    )
 }
 
 #[test]
@@ -948,7 +951,7 @@ fn a_model_with_a_small_context_gets_prompts_composed_within_it_and_says_so() {
     let (dir, path) = written(&Tiny::LLAMA);
     let json = default_context_json(&path, dir.path());
     let row = &json["completions"][0];
-    let room = CONTEXT - keyhole::model::DEFAULT_MAX_TOKENS - 4;
+    let room = CONTEXT - keyhole::testing::model::DEFAULT_MAX_TOKENS - 4;
     assert_eq!(row["model_room"], room, "{row}");
     let composed = row["prompt_tokens"].as_u64().unwrap();
     assert!(composed > 0 && composed <= room as u64, "{row}");

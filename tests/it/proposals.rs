@@ -2,7 +2,9 @@
 //! exact expected text.
 
 use crate::common;
-use keyhole::candidate::{self, ContextType, PromptSource};
+use keyhole::{
+    testing::candidate, testing::candidate::ContextType, testing::candidate::PromptSource,
+};
 
 use common::{SAMPLE, hole, proposal, proposal_text, ranked_names};
 

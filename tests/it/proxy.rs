@@ -728,18 +728,18 @@ async fn an_empty_authorization_gives_way_to_the_backends_key() {
 // escape sequences, and the record it sits in may be damaged.
 
 /// Record `exchange` (its id given by the log) in the data directory under `scratch`.
-fn record_exchange(scratch: &std::path::Path, exchange: keyhole::proxy::Exchange) -> u64 {
-    let dirs = keyhole::dirs::Dirs::under(scratch);
-    let log = keyhole::proxy::RecordStore::open(
-        &keyhole::proxy::log_dir(&dirs).unwrap(),
-        keyhole::proxy::DEFAULT_MAX_BYTES,
+fn record_exchange(scratch: &std::path::Path, exchange: keyhole::testing::proxy::Exchange) -> u64 {
+    let dirs = keyhole::Dirs::under(scratch);
+    let log = keyhole::testing::proxy::RecordStore::open(
+        &keyhole::testing::proxy::log_dir(&dirs).unwrap(),
+        keyhole::testing::proxy::DEFAULT_MAX_BYTES,
     )
     .unwrap();
     log.append(&exchange).unwrap()
 }
 
-fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
-    keyhole::proxy::Exchange {
+fn exchange_sending(sent: keyhole::testing::proxy::Sent) -> keyhole::testing::proxy::Exchange {
+    keyhole::testing::proxy::Exchange {
         id: 0,
         at: 1_764_000_000.0,
         client: "127.0.0.1:51000".into(),
@@ -749,9 +749,9 @@ fn exchange_sending(sent: keyhole::proxy::Sent) -> keyhole::proxy::Exchange {
         upstream: "http://127.0.0.1:8080/".into(),
         status: 200,
         sent,
-        answered: keyhole::proxy::Answered {
+        answered: keyhole::testing::proxy::Answered {
             text: "1".into(),
-            ..keyhole::proxy::Answered::default()
+            ..keyhole::testing::proxy::Answered::default()
         },
         first_byte_ms: Some(1.0),
         total_ms: 2.0,
@@ -777,11 +777,11 @@ fn a_request_whose_text_before_the_cursor_ends_in_any_character_is_located() {
     ] {
         let id = record_exchange(
             scratch.path(),
-            exchange_sending(keyhole::proxy::Sent {
+            exchange_sending(keyhole::testing::proxy::Sent {
                 prefix: Some(before.into()),
                 prompt: Some(String::new()),
                 suffix: Some(after.into()),
-                ..keyhole::proxy::Sent::default()
+                ..keyhole::testing::proxy::Sent::default()
             }),
         );
         let repo = repo.path().to_str().unwrap();
@@ -806,13 +806,13 @@ fn a_request_whose_text_before_the_cursor_ends_in_any_character_is_located() {
 fn recorded_text_is_shown_with_its_lines_and_without_control_characters() {
     let scratch = tempfile::tempdir().unwrap();
     let hostile = "\u{1b}]0;title\u{7}\u{1b}[2J";
-    let mut exchange = exchange_sending(keyhole::proxy::Sent {
+    let mut exchange = exchange_sending(keyhole::testing::proxy::Sent {
         prompt: Some(format!("first line\nsecond{hostile}\r")),
-        extra: vec![keyhole::proxy::ExtraChunk {
+        extra: vec![keyhole::testing::proxy::ExtraChunk {
             filename: format!("src/a{hostile}.py"),
             text: format!("x = 1\n{hostile}"),
         }],
-        ..keyhole::proxy::Sent::default()
+        ..keyhole::testing::proxy::Sent::default()
     });
     exchange.answered.text = format!("sum;{hostile}\nnext");
     exchange.agent = Some(format!("vim{hostile}/9"));
@@ -868,8 +868,8 @@ pub(crate) fn keyhole_finishing(args: &[&str], scratch: &std::path::Path) -> std
 #[test]
 fn a_record_that_cannot_be_read_is_one_line_and_exit_2_not_a_spin() {
     let scratch = tempfile::tempdir().unwrap();
-    let dirs = keyhole::dirs::Dirs::under(scratch.path());
-    let log_dir = keyhole::proxy::log_dir(&dirs).unwrap();
+    let dirs = keyhole::Dirs::under(scratch.path());
+    let log_dir = keyhole::testing::proxy::log_dir(&dirs).unwrap();
     std::fs::create_dir_all(log_dir.join("exchanges.jsonl")).unwrap();
     for args in [
         &["recorded", "list"][..],

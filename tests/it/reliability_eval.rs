@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use backends_support::{Reply, Server};
-use keyhole::eval::{LabelRow, WRITTEN_ROWS};
+use keyhole::{testing::eval::LabelRow, testing::eval::WRITTEN_ROWS};
 use reliability_support::{keyhole, one_line_error, write_backends};
 use serde_json::json;
 use tempfile::TempDir;

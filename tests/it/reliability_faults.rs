@@ -7,9 +7,8 @@ use crate::backends_support;
 use std::time::{Duration, Instant};
 
 use backends_support::{config, request};
-use keyhole::model::config::BackendKind;
-use keyhole::model::http::build_http;
-use keyhole::model::{BackendError, Completion};
+use keyhole::{BackendError, Completion};
+use keyhole::{BackendKind, testing::model::http::build_http};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

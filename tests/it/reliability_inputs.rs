@@ -7,13 +7,13 @@ use crate::{common, reliability_support};
 
 use std::path::{Path, PathBuf};
 
-use keyhole::compose::DEFAULT_BUDGET;
-use keyhole::hole::{Hole, every_line};
-use keyhole::lang::{Java, Language};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
-use keyhole::tui::keymap::{self, Keymap};
-use keyhole::tui::theme::{self, Theme};
+use keyhole::DEFAULT_BUDGET;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::{Hole, testing::hole::every_line};
+use keyhole::{testing::lang::Java, testing::lang::Language};
+use keyhole::{testing::tui::keymap, testing::tui::keymap::Keymap};
+use keyhole::{testing::tui::theme, testing::tui::theme::Theme};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use reliability_support::fuzz_checks::{self, write};
 use reliability_support::{keyhole, one_line_error, stdout};
@@ -312,10 +312,10 @@ fn a_bad_keymap_file_is_named_with_line_and_key_and_the_defaults_stay() {
         };
         let map = assert_config_warning(keymap::USER_FILE, text, load, line, key);
         let normal = keymap::Layer::Normal;
-        let pane = keyhole::tui::command::Pane::Source;
+        let pane = keyhole::testing::tui::command::Pane::Source;
         assert_eq!(
             map.lookup(normal, pane, quit),
-            Some(keyhole::tui::command::Command::Quit)
+            Some(keyhole::testing::tui::command::Command::Quit)
         );
     }
 }

@@ -3,17 +3,17 @@
 //! other text, and file names holding control characters.
 
 use crate::reliability_support;
-use keyhole::candidate::CandidateId;
+use keyhole::CandidateId;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use keyhole::compose::MAX_BUDGET;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals;
-use keyhole::hole::Hole;
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::Hole;
+use keyhole::MAX_BUDGET;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::proposals;
 use reliability_support::fuzz_checks::write;
 use reliability_support::{Tmpfs, keyhole, one_line_error, stdout};
 
@@ -94,16 +94,10 @@ fn a_huge_budget_given_to_the_library_still_ends() {
 
 #[test]
 fn render_sizes_out_of_range_given_to_the_library_are_errors() {
-    use keyhole::tui::{Format, render_fixture};
+    use keyhole::{testing::tui::Format, testing::tui::render_fixture};
     for (width, height) in [(0, 0), (120, 0), (u16::MAX, u16::MAX)] {
-        let err = render_fixture(
-            "start",
-            Format::Png,
-            width,
-            height,
-            &keyhole::dirs::Dirs::none(),
-        )
-        .unwrap_err();
+        let err = render_fixture("start", Format::Png, width, height, &keyhole::Dirs::none())
+            .unwrap_err();
         assert!(err.to_string().starts_with("cannot render"), "{err}");
     }
 }

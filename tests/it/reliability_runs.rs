@@ -60,7 +60,7 @@ fn merge(scratch: &Path, dirs: &[&Path], out: &str) -> Output {
 }
 
 fn holes(dir: &Path) -> BTreeSet<String> {
-    let rows = keyhole::eval::labels::read_dir(&dir.join("labels")).unwrap();
+    let rows = keyhole::testing::eval::labels::read_dir(&dir.join("labels")).unwrap();
     rows.into_iter().map(|r| r.hole_id).collect()
 }
 
@@ -302,7 +302,7 @@ fn merges_refuse_or_report_what_is_incomplete_and_rerun_after_a_kill() {
     let scratch = scratch.path();
     let one = shard(scratch, &sample(), 1, "one");
     let two = shard(scratch, &sample(), 2, "two");
-    let rows_per_hole = keyhole::eval::WRITTEN_ROWS;
+    let rows_per_hole = keyhole::testing::eval::WRITTEN_ROWS;
 
     // A shard whose eval still runs has not written all its rows.
     let lock = std::fs::File::open(two.join("eval.lock")).unwrap();
@@ -497,7 +497,7 @@ fn file_names_that_are_not_utf8_stay_distinct() {
         let text = format!("{body}// {byte}\n");
         std::fs::write(repo.join(std::ffi::OsStr::from_bytes(&bytes)), text).unwrap();
     }
-    let index = keyhole::repo::RepoIndex::open(&repo, None).unwrap();
+    let index = keyhole::RepoIndex::open(&repo, None).unwrap();
     let paths: BTreeSet<&str> = index.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, BTreeSet::from(["A\\xfe.java", "A\\xff.java"]));
 

@@ -5,9 +5,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use keyhole::candidate::CandidateId;
-use keyhole::feedback::{Pick, append_pick, apply_completion};
-use keyhole::rank::online::OnlineRanker;
+use keyhole::CandidateId;
+use keyhole::testing::rank::online::OnlineRanker;
+use keyhole::{
+    testing::feedback::Pick, testing::feedback::append_pick, testing::feedback::apply_completion,
+};
 
 use crate::reliability_support;
 use reliability_support::Tmpfs;

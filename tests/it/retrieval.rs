@@ -3,11 +3,11 @@
 use crate::common;
 
 use common::{SAMPLE, hole};
-use keyhole::context::HoleRequest;
-use keyhole::context::SourcedText;
-use keyhole::context::retrieval::{Retrieval, hole_window};
-use keyhole::hole::Hole;
-use keyhole::token::TokenizerKind;
+use keyhole::Hole;
+use keyhole::SourcedText;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::HoleRequest;
+use keyhole::{testing::context::retrieval::Retrieval, testing::context::retrieval::hole_window};
 
 fn request(h: &Hole, allocation: usize, seed: u64) -> HoleRequest<'_> {
     HoleRequest {

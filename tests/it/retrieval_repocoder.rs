@@ -6,19 +6,25 @@
 use std::collections::BTreeSet;
 
 use crate::common;
-use keyhole::candidate::CandidateId;
+use keyhole::CandidateId;
 
 use common::{SAMPLE, hole};
-use keyhole::compose::{Composer, DefaultReading};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{self, Perspectives, RetrievedContext};
-use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::{self, MAX_BLOCKS, Shown, Similarity, WindowIndex};
-use keyhole::hole::{Hole, HoleColumn, sample_holes};
-use keyhole::model::ngram::EmbeddedModel;
-use keyhole::rank::bandit::{self, LinUcb};
-use keyhole::token::{Tokenizer, TokenizerKind};
+use keyhole::Fidelity;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::retrieval::Retrieval;
+use keyhole::testing::model::ngram::EmbeddedModel;
+use keyhole::{Composer, testing::compose::DefaultReading};
+use keyhole::{Hole, testing::hole::HoleColumn, testing::hole::sample_holes};
+use keyhole::{
+    RetrievedContext, testing::context::perspectives, testing::context::perspectives::Perspectives,
+};
+use keyhole::{Tokenizer, TokenizerKind};
+use keyhole::{
+    testing::context::windows, testing::context::windows::MAX_BLOCKS,
+    testing::context::windows::Shown, testing::context::windows::Similarity,
+    testing::context::windows::WindowIndex,
+};
+use keyhole::{testing::rank::bandit, testing::rank::bandit::LinUcb};
 
 const DEMO: &str = "service/OrderService.java:94:32";
 

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use keyhole::candidate::CandidateId;
-use keyhole::tui::app::App;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::theme::Theme;
+use keyhole::CandidateId;
+use keyhole::testing::tui::app::App;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::theme::Theme;
 use serde_json::Value;
 
 use crate::common::{self, scratch_dirs};
@@ -69,8 +69,8 @@ async fn proposals_and_the_ui_rank_the_same_candidates_and_pick_the_same_perspec
 /// code, against full signatures).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_ui_and_prompt_build_the_code_profile_alike() {
-    use keyhole::context::fidelity::Fidelity;
-    use keyhole::rank::classifier::Classifier;
+    use keyhole::Fidelity;
+    use keyhole::testing::rank::classifier::Classifier;
 
     let id = CandidateId::nth(9); // parent_class MN
     let scratch = tempfile::tempdir().unwrap();
@@ -93,14 +93,14 @@ async fn the_ui_and_prompt_build_the_code_profile_alike() {
     assert_ne!(paper, code, "the profiles build this proposal differently");
 
     let (_ui_scratch, dirs) = scratch_dirs();
-    let settings = keyhole::session::Settings {
+    let settings = keyhole::Settings {
         profile: Fidelity::Code,
         dirs: dirs.clone(),
         ..Default::default()
     };
-    let options = keyhole::tui::Options {
+    let options = keyhole::testing::tui::Options {
         settings,
-        learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
+        learning: keyhole::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,

@@ -3,20 +3,23 @@
 
 use crate::backends_support;
 use crate::common::scratch_dirs;
-use keyhole::candidate::CandidateId;
+use keyhole::CandidateId;
 
 use std::time::Duration;
 
 use backends_support::{InFlight, Reply, Server, config, llama_props, llama_tokens, sse};
-use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::rank::RankerKind;
-use keyhole::rank::classifier::Classifier;
-use keyhole::tui::app::App;
-use keyhole::tui::command::{Command, Pane};
-use keyhole::tui::driver::Outcome;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Mode, Phase, Setup, key_action};
-use keyhole::tui::theme::Theme;
+use keyhole::RankerKind;
+use keyhole::testing::rank::classifier::Classifier;
+use keyhole::testing::tui::app::App;
+use keyhole::testing::tui::driver::Outcome;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::theme::Theme;
+use keyhole::{BackendConfig, BackendKind};
+use keyhole::{testing::tui::command::Command, testing::tui::command::Pane};
+use keyhole::{
+    testing::tui::state::Action, testing::tui::state::Mode, testing::tui::state::Phase,
+    testing::tui::state::Setup, testing::tui::state::key_action,
+};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
@@ -112,7 +115,7 @@ async fn filter_narrows_the_candidates() {
     let (mut app, _scratch) = opened().await;
     app.dispatch(Action::Command(Command::Filter));
     for c in "sibling".chars() {
-        let key = keyhole::tui::state::key_action(
+        let key = keyhole::testing::tui::state::key_action(
             &app.state,
             ratatui::crossterm::event::KeyEvent::from(ratatui::crossterm::event::KeyCode::Char(c)),
         )
@@ -153,7 +156,7 @@ async fn an_edited_prompt_runs_as_one_more_scored_card() {
     }
     let editor = app.state.editor.as_ref().unwrap();
     assert!(editor.tokens > original, "the count follows the edit");
-    assert!(keyhole::tui::ui::prompt::title(&app.state).contains("editing cand"));
+    assert!(keyhole::testing::tui::ui::prompt::title(&app.state).contains("editing cand"));
     press(
         &mut app,
         KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
@@ -238,11 +241,11 @@ async fn a_position_past_the_end_leaves_the_ui_with_one_line() {
 #[tokio::test]
 async fn cycling_the_ranker_re_ranks_and_names_it() {
     let (mut app, _scratch) = opened().await;
-    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
+    assert!(keyhole::testing::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
     let rlpg_h: Vec<_> = app.state.candidates.iter().map(|c| c.id).collect();
     press(&mut app, KeyEvent::from(KeyCode::Char('o')));
     next(&mut app).await;
-    let title = keyhole::tui::ui::candidates::title(&app.state);
+    let title = keyhole::testing::tui::ui::candidates::title(&app.state);
     assert!(title.contains("ranker RLPG-R"), "{title}");
     let status = &app.state.status;
     assert_eq!(app.state.candidates.len(), CANDIDATES);
@@ -267,7 +270,7 @@ async fn cycling_the_ranker_re_ranks_and_names_it() {
         assert!(app.state.candidates[0].score.is_some());
     }
     press(&mut app, KeyEvent::from(KeyCode::Char('o')));
-    assert!(keyhole::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
+    assert!(keyhole::testing::tui::ui::candidates::title(&app.state).contains("ranker RLPG-H"));
 }
 
 #[tokio::test]
@@ -290,7 +293,7 @@ async fn retrieved_candidates_follow_the_ranked_ones_and_complete_like_them() {
             .all(|c| c.score.is_some())
     );
     let summary = state.candidate(CandidateId::SUMMARY).unwrap();
-    let why = keyhole::tui::ui::candidates::note(state, summary).unwrap();
+    let why = keyhole::testing::tui::ui::candidates::note(state, summary).unwrap();
     assert!(why.contains("does not follow instructions"), "{why}");
     assert!(
         state
@@ -422,7 +425,10 @@ async fn a_server_gets_no_more_cards_at_once_than_it_has_slots_and_the_wait_show
 
 /// `r`'s cards, each checked to have taken at least `pause_ms` and waited that long for each
 /// card before it.
-async fn run_in_turns(app: &mut App, pause_ms: u128) -> Vec<keyhole::tui::state::Finished> {
+async fn run_in_turns(
+    app: &mut App,
+    pause_ms: u128,
+) -> Vec<keyhole::testing::tui::state::Finished> {
     app.dispatch(Action::Command(Command::Run));
     app.settle(LIMIT).await.unwrap();
     let done: Vec<_> = app
@@ -453,12 +459,12 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     let (mut app, _scratch) = on_llama(&server).await;
     // The focused candidate's prompt is fitted as it opens: the pane shows what a run sends, in
     // the words the backend picker uses too.
-    let title = keyhole::tui::ui::prompt::title(&app.state);
+    let title = keyhole::testing::tui::ui::prompt::title(&app.state);
     assert!(
         title.contains("tokens (exact, counted by llama)"),
         "{title}"
     );
-    let summary = keyhole::tui::state::backend_summary(&app.state);
+    let summary = keyhole::testing::tui::state::backend_summary(&app.state);
     assert!(
         summary.contains("budgets exact, counted by llama"),
         "{summary}"
@@ -515,7 +521,7 @@ async fn a_server_that_counts_tokens_itself_gets_prompts_fitted_to_its_count() {
     }
     // Explaining a card shows the prompt it sent, with the server's count.
     app.dispatch(Action::Command(Command::Explain));
-    let title = keyhole::tui::ui::prompt::title(&app.state);
+    let title = keyhole::testing::tui::ui::prompt::title(&app.state);
     assert!(
         title.contains(&format!("/{BUDGET} tokens (exact, counted by llama)")),
         "{title}"
@@ -542,7 +548,7 @@ async fn loopback() -> (Server, BackendConfig) {
 async fn served_app(
     root: std::path::PathBuf,
     position: &str,
-    dirs: keyhole::dirs::Dirs,
+    dirs: keyhole::Dirs,
 ) -> (App, Server) {
     let (server, served) = loopback().await;
     let setup = Setup {
@@ -559,9 +565,9 @@ async fn app_with(
     setup: Setup,
     root: std::path::PathBuf,
     position: &str,
-    dirs: keyhole::dirs::Dirs,
+    dirs: keyhole::Dirs,
 ) -> App {
-    let settings = keyhole::session::Settings {
+    let settings = keyhole::Settings {
         backends: setup.backends,
         chosen: setup.backend,
         budget: setup.budget,
@@ -570,9 +576,9 @@ async fn app_with(
         dirs: dirs.clone(),
         ..Default::default()
     };
-    let options = keyhole::tui::Options {
+    let options = keyhole::testing::tui::Options {
         settings,
-        learning: keyhole::session::Learning::with_classifier(Classifier::bundled(), dirs),
+        learning: keyhole::Learning::with_classifier(Classifier::bundled(), dirs),
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,
@@ -597,7 +603,7 @@ async fn apply_shows_the_change_asks_writes_shows_the_new_file_and_undoes() {
     assert_eq!(app.state.focus, Pane::Completions);
     press(&mut app, KeyEvent::from(KeyCode::Char('a')));
     assert_eq!(app.state.mode, Mode::ConfirmApply);
-    let (line, path, old, new) = keyhole::tui::state::apply_preview(&app.state).unwrap();
+    let (line, path, old, new) = keyhole::testing::tui::state::apply_preview(&app.state).unwrap();
     assert_eq!((line, path.as_str()), (3, "A.java"));
     assert_eq!(old, "        return g();");
     assert_eq!(new, "        return fromServer();");
@@ -685,13 +691,13 @@ struct TakesTurns {
 const PAUSE: Duration = Duration::from_millis(300);
 
 #[async_trait::async_trait]
-impl keyhole::model::Backend for TakesTurns {
+impl keyhole::Backend for TakesTurns {
     fn name(&self) -> &str {
         "takes-turns"
     }
 
-    fn counting(&self) -> keyhole::model::TokenCounting {
-        keyhole::model::TokenCounting::Approximate
+    fn counting(&self) -> keyhole::TokenCounting {
+        keyhole::TokenCounting::Approximate
     }
 
     fn takes_turns(&self) -> bool {
@@ -700,19 +706,19 @@ impl keyhole::model::Backend for TakesTurns {
 
     async fn complete(
         &self,
-        _request: &keyhole::model::CompletionRequest,
-        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::model::Delta>>,
-    ) -> Result<Vec<keyhole::model::Completion>, keyhole::model::BackendError> {
+        _request: &keyhole::CompletionRequest,
+        deltas: Option<&tokio::sync::mpsc::UnboundedSender<keyhole::Delta>>,
+    ) -> Result<Vec<keyhole::Completion>, keyhole::BackendError> {
         let started = std::time::Instant::now();
         let _turn = match &self.lock {
             Some(lock) => Some(lock.lock().await),
             None => None,
         };
         if let Some(deltas) = deltas {
-            let _ = deltas.send(keyhole::model::Delta::started());
+            let _ = deltas.send(keyhole::Delta::started());
         }
         self.in_flight.wait(PAUSE).await;
-        Ok(vec![keyhole::model::Completion {
+        Ok(vec![keyhole::Completion {
             text: "x".into(),
             latency: started.elapsed(),
             model_prompt_tokens: None,

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use keyhole::candidate::CandidateId;
-use keyhole::rank::bandit::{self, LinUcb};
-use keyhole::tui::app::App;
-use keyhole::tui::command::Command;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::Action;
-use keyhole::tui::theme::Theme;
+use keyhole::CandidateId;
+use keyhole::testing::tui::app::App;
+use keyhole::testing::tui::command::Command;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::state::Action;
+use keyhole::testing::tui::theme::Theme;
+use keyhole::{testing::rank::bandit, testing::rank::bandit::LinUcb};
 
 const LIMIT: Duration = Duration::from_secs(120);
 

@@ -5,13 +5,16 @@
 use std::time::Duration;
 
 use crate::common::scratch_dirs;
-use keyhole::candidate::CandidateId;
-use keyhole::proxy::{self, Answered, Exchange, ExtraChunk, RecordStore, Sent};
-use keyhole::tui::app::App;
-use keyhole::tui::command::Command;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::state::{Action, Mode};
-use keyhole::tui::theme::Theme;
+use keyhole::CandidateId;
+use keyhole::testing::tui::app::App;
+use keyhole::testing::tui::command::Command;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::theme::Theme;
+use keyhole::{
+    testing::proxy, testing::proxy::Answered, testing::proxy::Exchange, testing::proxy::ExtraChunk,
+    testing::proxy::RecordStore, testing::proxy::Sent,
+};
+use keyhole::{testing::tui::state::Action, testing::tui::state::Mode};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -48,7 +51,7 @@ fn infill_at_the_demo_hole(text: &str, cursor: usize) -> Sent {
     }
 }
 
-fn record(dirs: &keyhole::dirs::Dirs, sent: Sent) {
+fn record(dirs: &keyhole::Dirs, sent: Sent) {
     let log = RecordStore::open(&proxy::log_dir(dirs).unwrap(), proxy::DEFAULT_MAX_BYTES).unwrap();
     log.append(&Exchange {
         id: 0,
@@ -131,7 +134,7 @@ async fn a_recorded_request_opens_at_its_hole_and_its_prompt_completes_beside_th
     let mut terminal = Terminal::new(TestBackend::new(150, 45)).unwrap();
     terminal
         .draw(|frame| {
-            keyhole::tui::ui::draw(frame, &app.state);
+            keyhole::testing::tui::ui::draw(frame, &app.state);
         })
         .unwrap();
     let cells = terminal.backend().buffer().content();

@@ -1,8 +1,8 @@
 //! Whole-frame snapshots of each main state on a fixed-size TestBackend, and the SVG and PNG
 //! screenshots generated from the same fixtures so they never go stale.
 
-use keyhole::dirs::Dirs;
-use keyhole::tui::{FIXTURES, Format, render_fixture};
+use keyhole::Dirs;
+use keyhole::{testing::tui::FIXTURES, testing::tui::Format, testing::tui::render_fixture};
 
 const WIDTH: u16 = 120;
 const HEIGHT: u16 = 40;

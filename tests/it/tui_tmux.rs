@@ -201,11 +201,14 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
         "class Cart {\n    int total;\n\n    int total() {\n        return total;\n    }\n}\n";
     let (home, repo) = home_with_repo(&[("Cart.java", cart.to_string())]);
     // What llama.vim sent with the cursor after `return ` (it sends curl's User-Agent).
-    let dirs = keyhole::dirs::Dirs::under(home.path());
-    let log_dir = keyhole::proxy::log_dir(&dirs).unwrap();
-    let log =
-        keyhole::proxy::RecordStore::open(&log_dir, keyhole::proxy::DEFAULT_MAX_BYTES).unwrap();
-    log.append(&keyhole::proxy::Exchange {
+    let dirs = keyhole::Dirs::under(home.path());
+    let log_dir = keyhole::testing::proxy::log_dir(&dirs).unwrap();
+    let log = keyhole::testing::proxy::RecordStore::open(
+        &log_dir,
+        keyhole::testing::proxy::DEFAULT_MAX_BYTES,
+    )
+    .unwrap();
+    log.append(&keyhole::testing::proxy::Exchange {
         id: 0,
         at: 1_764_000_000.0,
         client: "127.0.0.1:50000".into(),
@@ -214,13 +217,13 @@ fn r_opens_a_recorded_completion_and_runs_the_plugins_prompt_beside_keyholes() {
         endpoint: "/infill".into(),
         upstream: "http://127.0.0.1:8080/".into(),
         status: 200,
-        sent: keyhole::proxy::Sent {
+        sent: keyhole::testing::proxy::Sent {
             prefix: Some("class Cart {\n    int total;\n\n    int total() {\n".into()),
             prompt: Some("        return ".into()),
             suffix: Some("total;\n    }\n}\n".into()),
             ..Default::default()
         },
-        answered: keyhole::proxy::Answered {
+        answered: keyhole::testing::proxy::Answered {
             text: "total;".into(),
             ..Default::default()
         },

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use backends_support::{Reply, Server};
-use keyhole::eval::LabelRow;
+use keyhole::testing::eval::LabelRow;
 use reliability_support::{keyhole, one_line_error, stdout, write_backends};
 use serde_json::{Value, json};
 

@@ -2,16 +2,19 @@
 //! and the error report, on small repositories written here and on the bundled sample.
 
 use crate::common;
-use keyhole::candidate::CandidateId;
+use keyhole::CandidateId;
 
 use std::path::Path;
 
-use keyhole::compose::{Composer, DefaultReading};
-use keyhole::context::SourcedText;
-use keyhole::context::typed::{MAX_HEADERS, TYPE_DEPTH, TypedHole, completion_errors};
-use keyhole::hole::{self, Hole, HoleColumn};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::RepoIndex;
+use keyhole::SourcedText;
+use keyhole::TokenizerKind;
+use keyhole::{Composer, testing::compose::DefaultReading};
+use keyhole::{Hole, testing::hole, testing::hole::HoleColumn};
+use keyhole::{
+    testing::context::typed::MAX_HEADERS, testing::context::typed::TYPE_DEPTH,
+    testing::context::typed::TypedHole, testing::context::typed::completion_errors,
+};
 
 /// A repository of `files` (path, text) in a temporary directory.
 fn repo(files: &[(&str, &str)]) -> (tempfile::TempDir, RepoIndex) {
@@ -325,7 +328,7 @@ fn assert_no_leak(index: &RepoIndex, hole: &Hole) {
             hole.display(index)
         );
         let prompt = Composer::new(index, hole, tok, 512, DefaultReading::AsWritten)
-            .compose_context(id, &context, 0.5, keyhole::token::Keep::Start);
+            .compose_context(id, &context, 0.5, keyhole::Keep::Start);
         prompt.validate(index, tok).expect("valid prompt");
     }
 }
@@ -382,7 +385,7 @@ fn broken_files_never_panic() {
         for (_, context) in typed.contexts() {
             assert_provenance(&index, &context);
         }
-        let _ = keyhole::context::typed::hole_completion_errors(&index, &hole, "x) {{ \"");
+        let _ = keyhole::testing::context::typed::hole_completion_errors(&index, &hole, "x) {{ \"");
     }
 }
 

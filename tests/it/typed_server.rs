@@ -9,16 +9,19 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use keyhole::candidate::CandidateId;
-use keyhole::context::SourcedText;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::{Perspectives, RetrievedContext};
-use keyhole::context::typed_server::{self, ServerAnswer};
-use keyhole::hole::Hole;
-use keyhole::lsp::{self, Client, LspError, ServerSpec, Servers, Timeouts};
-use keyhole::repo::RepoIndex;
-use keyhole::session::SearchIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::CandidateId;
+use keyhole::Fidelity;
+use keyhole::Hole;
+use keyhole::RepoIndex;
+use keyhole::SourcedText;
+use keyhole::TokenizerKind;
+use keyhole::testing::session::SearchIndex;
+use keyhole::{RetrievedContext, testing::context::perspectives::Perspectives};
+use keyhole::{testing::context::typed_server, testing::context::typed_server::ServerAnswer};
+use keyhole::{
+    testing::lsp, testing::lsp::Client, testing::lsp::LspError, testing::lsp::ServerSpec,
+    testing::lsp::Servers, testing::lsp::Timeouts,
+};
 
 /// Where the test's language servers are installed.
 fn server_bin() -> PathBuf {

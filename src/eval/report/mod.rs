@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use crate::label::{Grouped, Grouping, HoleRows, LabelledHoleError, group as group_holes};
+pub use crate::label::{Grouped, HoleRows};
 pub use holes::Rate;
 pub use methods::{RankFn, by_ranker};
 

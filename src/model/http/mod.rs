@@ -22,7 +22,7 @@ use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, ServerLimits, TokenCounting,
     apply_stop, secret,
 };
-pub use transport::{AnswerError, MAX_ANSWER_BYTES, MAX_RETRY_WAIT};
+pub use transport::{AnswerError, MAX_ANSWER_BYTES};
 use transport::{Framing, StreamReader, Transport};
 
 /// Text for completion `index` of one HTTP answer.

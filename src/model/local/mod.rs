@@ -15,7 +15,7 @@ mod error;
 #[cfg(test)]
 mod fixture;
 mod header;
-pub use error::{GgufError, PANICKED, Panicked, TokenizerError};
+pub use error::{GgufError, TokenizerError};
 pub use header::panics_caught;
 mod transformer;
 mod vocabulary;
@@ -32,8 +32,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::config::{BackendConfig, BackendKind, Matrices};
 use super::{Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting};
+pub use batch::Decoded;
 use batch::{Batch, Job};
-pub use batch::{Decoded, MAX_SEQUENCES};
 use transformer::Transformer;
 pub use vocabulary::Fim;
 use vocabulary::Vocabulary;

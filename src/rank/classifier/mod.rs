@@ -358,10 +358,6 @@ pub struct ClassifierRanker<'a> {
 }
 
 impl Ranker for ClassifierRanker<'_> {
-    fn name(&self) -> &'static str {
-        self.variant.name()
-    }
-
     /// The applicable candidates by probability of success. A model that fails to run (it was
     /// checked when loaded, so this should not happen) ranks as the fixed order, with a warning
     /// in the log.

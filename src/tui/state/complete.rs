@@ -126,7 +126,6 @@ pub(super) fn start_completion(
         file_text: file.text.clone(),
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
-        edited,
         refit: refit(state).filter(|_| !edited),
     };
     state.completion = CompletionPhase::Running {

@@ -254,9 +254,6 @@ pub struct CompleteJob {
     pub file_text: String,
     pub offset: usize,
     pub target: String,
-    /// A run of the prompt just edited (Ctrl-S): its card joins the ones shown instead of
-    /// replacing them.
-    pub edited: bool,
     /// What composing the prompts again needs, so that each fits the budget as the backend's
     /// model counts it; `None` for edits, which are sent as written.
     pub refit: Option<Refit>,

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use keyhole::model::config::{BackendConfig, BackendKind};
-use keyhole::model::{Backend, BackendError, Completion, CompletionRequest, Delta};
+use keyhole::{Backend, BackendError, Completion, CompletionRequest, Delta};
+use keyhole::{BackendConfig, BackendKind};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -9,20 +9,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::LazyLock;
 
-use keyhole::candidate;
-use keyhole::compose::{self, Prompt, SegmentKind};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::proposals::{self, ProposalContext};
-use keyhole::hole::Hole;
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
+use keyhole::Fidelity;
+use keyhole::Hole;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::candidate;
+use keyhole::testing::context::HoleRequest;
+use keyhole::{Prompt, SegmentKind, testing::compose};
+use keyhole::{ProposalContext, testing::context::proposals};
 
 /// Fresh config, cache and data directories for one test: keep the `TempDir` alive as long as
 /// the directories are used.
-pub fn scratch_dirs() -> (tempfile::TempDir, keyhole::dirs::Dirs) {
+pub fn scratch_dirs() -> (tempfile::TempDir, keyhole::Dirs) {
     let root = tempfile::tempdir().unwrap();
-    let dirs = keyhole::dirs::Dirs::under(root.path());
+    let dirs = keyhole::Dirs::under(root.path());
     (root, dirs)
 }
 
@@ -99,7 +99,7 @@ pub fn proposal(hole: &Hole, id: usize, budget: usize) -> (ProposalContext, Prom
         seed: 9,
     };
     let context = proposals::build(spec, &req);
-    let prompt = compose::compose(&SAMPLE, hole, Some(&context), tokenizer, budget);
+    let prompt = compose::compose(&SAMPLE, hole, &context, tokenizer, budget);
     (context, prompt)
 }
 

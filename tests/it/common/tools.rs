@@ -100,7 +100,7 @@ fn require_command(command: &str, packages: &[&str]) -> Result<(), String> {
     let _apt = APT.lock().unwrap_or_else(|e| e.into_inner());
     let on_path = || {
         std::env::var_os("PATH")
-            .is_some_and(|path| keyhole::lsp::find_on_path(command, &path).is_some())
+            .is_some_and(|path| keyhole::testing::lsp::find_on_path(command, &path).is_some())
     };
     if on_path() {
         return Ok(());

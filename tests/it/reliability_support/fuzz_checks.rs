@@ -4,24 +4,26 @@
 
 use std::path::Path;
 
-use keyhole::candidate::{self, CandidateId};
-use keyhole::compose::{self, Composer, DefaultReading};
-use keyhole::context::HoleRequest;
-use keyhole::context::fidelity::Fidelity;
-use keyhole::context::perspectives::Perspectives;
-use keyhole::context::proposals;
-use keyhole::context::retrieval::Retrieval;
-use keyhole::context::windows::WindowIndex;
-use keyhole::hole::Hole;
-use keyhole::lang::{FileFacts, Java, Language, Span};
-use keyhole::lsp;
-use keyhole::model::config::{self, BackendConfig, BackendKind};
-use keyhole::model::http;
-use keyhole::model::local::{self, LocalModel};
-use keyhole::repo::RepoIndex;
-use keyhole::token::TokenizerKind;
-use keyhole::tui::keymap::Keymap;
-use keyhole::tui::theme::Theme;
+use keyhole::Fidelity;
+use keyhole::Hole;
+use keyhole::RepoIndex;
+use keyhole::TokenizerKind;
+use keyhole::testing::context::HoleRequest;
+use keyhole::testing::context::perspectives::Perspectives;
+use keyhole::testing::context::proposals;
+use keyhole::testing::context::retrieval::Retrieval;
+use keyhole::testing::context::windows::WindowIndex;
+use keyhole::testing::lsp;
+use keyhole::testing::model::http;
+use keyhole::testing::tui::keymap::Keymap;
+use keyhole::testing::tui::theme::Theme;
+use keyhole::{BackendConfig, BackendKind, testing::model::config};
+use keyhole::{CandidateId, testing::candidate};
+use keyhole::{Composer, testing::compose, testing::compose::DefaultReading};
+use keyhole::{
+    testing::lang::FileFacts, testing::lang::Java, testing::lang::Language, testing::lang::Span,
+};
+use keyhole::{testing::model::local, testing::model::local::LocalModel};
 
 /// Where the fuzzed file and its fixed sibling live in the scratch repository.
 const FUZZED: &str = "p/Fuzz.java";
@@ -261,7 +263,7 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
             seed: 9,
         };
         let context = proposals::build(*spec, &req);
-        let prompt = composer.compose(Some(&context));
+        let prompt = composer.compose(&context);
         if let Err(e) = prompt.validate(index, tok) {
             panic!(
                 "proposal {} ({}), budget {budget}: {e}",
@@ -270,7 +272,10 @@ pub fn compose_all(index: &RepoIndex, hole: &Hole, kind: TokenizerKind, budget: 
             );
         }
     }
-    if let Err(e) = composer.compose(None).validate(index, tok) {
+    if let Err(e) = composer
+        .compose(&keyhole::DefaultContext)
+        .validate(index, tok)
+    {
         panic!("default context ({}), budget {budget}: {e}", kind.name());
     }
 }
@@ -309,7 +314,7 @@ pub fn compose_retrieved(
         windows: &searches.windows,
         tokenizer: tok,
         budget,
-        seed: keyhole::hole::DEFAULT_SEED,
+        seed: keyhole::testing::hole::DEFAULT_SEED,
         fidelity: Fidelity::Paper,
     };
     let composer = Composer::new(index, hole, tok, budget, DefaultReading::AsWritten);
