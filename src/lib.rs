@@ -81,6 +81,7 @@ pub mod lang;
 pub mod lsp;
 pub mod metrics;
 pub mod model;
+pub mod pin;
 mod pool;
 pub mod proxy;
 pub mod rank;

@@ -110,7 +110,7 @@ async fn sent_prompts(
     join_all(job.prompts.iter().map(|p| async move {
         match &p.fitted {
             // A plugin's prompt goes as the plugin sent it.
-            _ if p.candidate == CandidateId::AS_SENT || p.edited => Ok((p.text.clone(), None)),
+            _ if p.candidate.is_recorded() || p.edited => Ok((p.text.clone(), None)),
             Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
             None => fit_candidate(session, drafted, &refit.hole, p.candidate)
                 .await
@@ -542,8 +542,9 @@ impl Driver {
                         let (session, hole) = job;
                         let mut analysis = session.analyse_before_servers(&hole, ranker);
                         if let Some(recorded) = &recorded {
-                            let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
-                            analysis.candidates.insert(0, sent);
+                            let sent =
+                                session.recorded_rows(&recorded.exchange, Some(&recorded.place));
+                            analysis.candidates.splice(0..0, sent);
                         }
                         analysis
                     });

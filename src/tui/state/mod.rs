@@ -240,11 +240,12 @@ impl State {
         self.numbering.number(id)
     }
 
-    /// How a candidate's number is shown: [`State::shown_id`], or `sent` for the prompt a
-    /// plugin sent, which has none.
+    /// How a candidate's number is shown: [`State::shown_id`]; `sent` for the prompt a plugin
+    /// sent and `comp` for the one `proxy --compose` sent in its place, which have none.
     pub fn shown_number(&self, id: CandidateId) -> String {
         match id {
             CandidateId::AS_SENT => "sent".into(),
+            CandidateId::SENT_BY_KEYHOLE => "comp".into(),
             id => self.shown_id(id).to_string(),
         }
     }

@@ -225,7 +225,7 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
-        Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
+        Availability::Applicable if c.id.is_recorded() => Some(c.label.clone()),
         Availability::Applicable if c.reader.is_some() => {
             c.reader.as_ref().map(|reader| format!("read by {reader}"))
         }
