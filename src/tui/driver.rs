@@ -24,6 +24,7 @@ use crate::metrics;
 use crate::model::Backend;
 use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
+use crate::pin::Pin;
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
 use crate::session::{
@@ -68,11 +69,14 @@ pub fn index(
         tracing::warn!(%warning, "index");
     }
     let hole = Hole::locate(&index, position.unwrap_or_default())?;
+    let (pinned, pin_warning) = Pin::of(&settings.dirs, &index.root).read();
     Ok(Indexed {
         index,
         search: session.search,
         backend: session.backend,
         hole,
+        pinned,
+        pin_warning,
     })
 }
 
@@ -788,6 +792,19 @@ impl Driver {
                     file,
                     result: Err(error),
                 })
+            }
+            Effect::Pin { root, candidate } => {
+                let pin = Pin::of(&self.settings.dirs, &root);
+                let write = move || {
+                    let written = pin.write(candidate).map_err(|e| {
+                        let path = pin
+                            .path()
+                            .map_or(String::new(), |p| p.display().to_string());
+                        format!("{path}: {e}")
+                    });
+                    Action::Pinned(written.map(|()| candidate))
+                };
+                self.blocking(write, |error| Action::Pinned(Err(error)))
             }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Copy(text) => return Outcome::Copy(text),

@@ -265,12 +265,16 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
     };
     // Picks teach the rankers which of keyhole's candidates win; a recorded prompt is none.
     if card.candidate.is_recorded() {
+        let whose = match card.candidate {
+            CandidateId::AS_SENT => "the plugin's prompt",
+            _ => "keyhole's prompt as sent",
+        };
         for (i, card) in state.cards.iter_mut().enumerate() {
             card.picked = i == n;
         }
         state.card_cursor = n;
         state.status = format!(
-            "picked completion {} (a recorded prompt): not recorded, it teaches the rankers nothing",
+            "picked completion {} ({whose}): not recorded, it teaches the rankers nothing",
             n + 1
         );
         return vec![];
