@@ -49,6 +49,9 @@ impl CandidateId {
     /// stands outside the catalogue: it exists only for a recorded request's hole, no one types
     /// its number, and `all()`, selections and evaluation never see it.
     pub const AS_SENT: CandidateId = CandidateId(Self::COUNT as u8);
+    /// The prompt `keyhole proxy --compose` sent in place of the plugin's (`Family::Recorded`),
+    /// shown beside [`Self::AS_SENT`] for a composed request; outside the catalogue as it is.
+    pub const SENT_BY_KEYHOLE: CandidateId = CandidateId(Self::COUNT as u8 + 1);
     /// The first retrieved candidate.
     pub const FIRST_RETRIEVED: CandidateId = CandidateId::FILE_BM25;
     /// The candidates that need the backend to write something first.
@@ -102,9 +105,17 @@ impl CandidateId {
         self.0 as usize
     }
 
-    /// This candidate's entry in the catalogue ([`as_sent_info`] for the recorded prompt).
+    /// This candidate's entry in the catalogue ([`recorded_info`] for a recorded prompt).
     pub fn info(self) -> &'static CandidateInfo {
-        catalogue().get(self.index()).unwrap_or_else(as_sent_info)
+        catalogue()
+            .get(self.index())
+            .unwrap_or_else(|| recorded_info(self))
+    }
+
+    /// Whether it is a prompt recorded by `keyhole proxy` ([`Self::AS_SENT`],
+    /// [`Self::SENT_BY_KEYHOLE`]), sent as it was: never composed again nor learnt from.
+    pub fn is_recorded(self) -> bool {
+        self.index() >= Self::COUNT
     }
 
     /// `import MNB`, `default context`, `RepoCoder`: how people know it.
@@ -559,20 +570,35 @@ pub fn catalogue() -> &'static [CandidateInfo] {
     &TABLE
 }
 
-/// What the catalogue would say of [`CandidateId::AS_SENT`], the prompt a plugin sent: its
-/// label names no plugin (the row of a recorded request names the one that sent it).
-pub fn as_sent_info() -> &'static CandidateInfo {
-    static INFO: LazyLock<CandidateInfo> = LazyLock::new(|| CandidateInfo {
-        id: CandidateId::AS_SENT,
-        label: "as sent by the plugin".into(),
-        source: "recorded",
-        context_type: "as sent",
-        family: Family::Recorded,
-        needs_backend: false,
-        share: 0.0,
-        keep: Keep::End,
+/// What the catalogue would say of a recorded prompt: [`CandidateId::AS_SENT`], the prompt a
+/// plugin sent (its label names no plugin: the row of a recorded request names the one that
+/// sent it), or [`CandidateId::SENT_BY_KEYHOLE`], what `keyhole proxy --compose` sent instead.
+pub fn recorded_info(id: CandidateId) -> &'static CandidateInfo {
+    fn recorded(id: CandidateId, label: &str, context_type: &'static str) -> CandidateInfo {
+        CandidateInfo {
+            id,
+            label: label.into(),
+            source: "recorded",
+            context_type,
+            family: Family::Recorded,
+            needs_backend: false,
+            share: 0.0,
+            keep: Keep::End,
+        }
+    }
+    static AS_SENT: LazyLock<CandidateInfo> =
+        LazyLock::new(|| recorded(CandidateId::AS_SENT, "as sent by the plugin", "as sent"));
+    static BY_KEYHOLE: LazyLock<CandidateInfo> = LazyLock::new(|| {
+        recorded(
+            CandidateId::SENT_BY_KEYHOLE,
+            "as keyhole sent it in the plugin's place",
+            "composed",
+        )
     });
-    &INFO
+    match id {
+        CandidateId::SENT_BY_KEYHOLE => &BY_KEYHOLE,
+        _ => &AS_SENT,
+    }
 }
 
 /// A set of candidates named on a command line: ids and ranges (`62,7,63-66`), and `top:N` for

@@ -94,6 +94,7 @@ mod lang;
 mod lsp;
 mod metrics;
 mod model;
+mod pin;
 mod pool;
 mod proxy;
 mod rank;

@@ -103,9 +103,12 @@ pub mod model {
 }
 pub mod proxy {
     pub use crate::proxy::{
-        Answered, Certainty, DEFAULT_MAX_BYTES, Exchange, ExtraChunk, RecordStore, Sent, log_dir,
-        read_log,
+        Answered, Certainty, Composition, DEFAULT_MAX_BYTES, Exchange, ExtraChunk, RecordStore,
+        Sent, log_dir, read_log,
     };
+}
+pub mod pin {
+    pub use crate::pin::Pin;
 }
 pub mod rank {
     pub use crate::rank::RankInput;
@@ -157,11 +160,12 @@ pub mod tui {
         pub use crate::tui::driver::Outcome;
     }
     pub mod keymap {
-        pub use crate::tui::keymap::{Keymap, Layer, USER_FILE};
+        pub use crate::tui::keymap::{Keymap, Layer, USER_FILE, parse_key};
     }
     pub mod state {
         pub use crate::tui::state::{
-            Action, Finished, Mode, Phase, Setup, apply_preview, backend_summary, key_action,
+            Action, DiffLine, Finished, Mode, Phase, Setup, State, apply_preview, backend_summary,
+            key_action,
         };
     }
     pub mod theme {

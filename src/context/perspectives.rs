@@ -134,6 +134,15 @@ fn approximated_candidates(index: &RepoIndex, hole: &Hole) -> Vec<RetrievedConte
         .collect()
 }
 
+/// The candidates a search of the repository builds at once, in the order they are listed.
+pub const SEARCHED: [CandidateId; 5] = [
+    CandidateId::FILE_BM25,
+    CandidateId::IDENTIFIER_USAGE,
+    CandidateId::RANDOM_CONTEXT,
+    CandidateId::REPOCODER,
+    CandidateId::LEXICAL,
+];
+
 /// What every candidate of a repository shares.
 pub struct Perspectives<'a> {
     pub index: &'a RepoIndex,
@@ -171,35 +180,39 @@ impl<'a> Perspectives<'a> {
     /// [`Self::immediate`] less the typed holes (71, 72), which may wait for a language
     /// server.
     pub fn searched(&self, hole: &Hole) -> Vec<RetrievedContext> {
-        let req = self.request(hole);
-        let plain = |id, context| RetrievedContext {
+        SEARCHED
+            .iter()
+            .filter_map(|&id| self.searched_one(hole, id))
+            .collect()
+    }
+
+    /// One of the candidates [`Self::searched`] builds, alone (`keyhole proxy --compose`
+    /// builds only the one pinned); `None` for any other id.
+    pub fn searched_one(&self, hole: &Hole, id: CandidateId) -> Option<RetrievedContext> {
+        let plain = |context| RetrievedContext {
             id,
             context,
             ..RetrievedContext::default()
         };
-        vec![
-            plain(CandidateId::FILE_BM25, self.retrieval.file_bm25(&req)),
-            plain(
-                CandidateId::IDENTIFIER_USAGE,
-                self.retrieval.identifier_usage(&req),
-            ),
-            plain(
-                CandidateId::RANDOM_CONTEXT,
-                self.retrieval.random_context(&req),
-            ),
-            self.retrieve(
+        let req = self.request(hole);
+        Some(match id {
+            CandidateId::FILE_BM25 => plain(self.retrieval.file_bm25(&req)),
+            CandidateId::IDENTIFIER_USAGE => plain(self.retrieval.identifier_usage(&req)),
+            CandidateId::RANDOM_CONTEXT => plain(self.retrieval.random_context(&req)),
+            CandidateId::REPOCODER => self.retrieve(
                 hole,
-                CandidateId::REPOCODER,
+                id,
                 &repocoder_query(self.index, hole),
                 Similarity::Jaccard,
             ),
-            self.retrieve(
+            CandidateId::LEXICAL => self.retrieve(
                 hole,
-                CandidateId::LEXICAL,
+                id,
                 &around_hole(self.index, hole),
                 Similarity::TfIdfCosine,
             ),
-        ]
+            _ => return None,
+        })
     }
 
     /// RepoCoder's next iteration after one that completed the hole with `previous`.

@@ -112,6 +112,18 @@ pub struct Chosen {
     pub chunks: Vec<ExtraChunk>,
     /// Its tokens, in the session's tokenizer.
     pub tokens: usize,
+    /// The candidate pinned for the repository, where one was.
+    pub pinned: Option<Pinned>,
+}
+
+/// The candidate a person pinned for the repository (`p` in the UI): keyhole sends its context,
+/// or where it cannot (not built in time, no context at this hole) the ranker's first, and
+/// says why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pinned {
+    pub candidate: u16,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub passed_over_because: Option<String>,
 }
 
 impl Chosen {
@@ -124,8 +136,9 @@ impl Chosen {
 /// Chooses the context for a request's hole: an open repository with its rankers. Called off
 /// the proxy's async threads, each call bounded by the proxy's deadline.
 pub trait ContextSource: Send + Sync {
-    /// The context for the hole `sent` was made at, or why there is none.
-    fn choose(&self, sent: &Sent) -> Result<Chosen, NoContext>;
+    /// The context for the hole `sent` was made at, or why there is none; past `deadline`
+    /// the request goes as sent, so a choice that may take longer falls back before it.
+    fn choose(&self, sent: &Sent, deadline: std::time::Instant) -> Result<Chosen, NoContext>;
 }
 
 /// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,
@@ -179,6 +192,10 @@ pub struct Composition {
     /// The context's tokens.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub context_tokens: Option<usize>,
+    /// The candidate pinned for the repository, where one was, and why keyhole did not send
+    /// it where it did not.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pinned: Option<Pinned>,
     /// What keyhole sent instead, read as the plugin's request is.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sent: Option<Sent>,
@@ -209,6 +226,7 @@ impl Composition {
             label: Some(chosen.label),
             hole: Some(chosen.hole),
             context_tokens: Some(chosen.tokens),
+            pinned: chosen.pinned,
             sent: Some(sent),
             compose_ms,
         }
@@ -230,6 +248,7 @@ mod tests {
                 text: "B = 1".into(),
             }],
             tokens: 3,
+            pinned: None,
         }
     }
 

@@ -457,9 +457,10 @@ impl Proxy {
             return (body, Composition::forwarded(why, elapsed_ms(started)));
         };
         let source = compose.source.clone();
+        let by = deadline.into_std();
         let job = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            source.choose(&sent)
+            source.choose(&sent, by)
         });
         let chosen = match tokio::time::timeout_at(deadline, job).await {
             Ok(Ok(Ok(chosen))) => chosen,

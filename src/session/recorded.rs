@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -12,52 +13,30 @@ use crate::candidate::CandidateId;
 use crate::compose::{
     Assembly, CandidateContext, Prompt, Segment, SegmentKind, proposal_allocation,
 };
+use crate::context::perspectives::{self, RetrievedContext};
+use crate::context::proposals::ProposalContext;
 use crate::hole::Hole;
+use crate::pin::{Pin, PinWatch};
 use crate::proxy::{
-    self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, NoContext, Place, Sent,
+    self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, NoContext, Pinned, Place, Sent,
 };
 use crate::rank::RankerKind;
 use crate::repo::{FileId, RepoIndex};
 use crate::sourced::SourcedText;
+use crate::token::Keep;
 
-use super::{Availability, CandidateRow, Session, SessionError, Settings};
+use super::{Availability, CandidateRow, Session, SessionError, Settings, proposal_why_not};
 
 impl Session {
-    /// The prompt `exchange` sent, as the row "as sent by CLIENT", its code matched at `place`
-    /// (where its hole was found) first. It is sent as the plugin sent it: never cut to the
-    /// budget nor composed again, with the plugin's suffix where it sent one. A chat request
-    /// does not apply: keyhole's backends continue code, they do not hold conversations.
-    pub(crate) fn as_sent(&self, exchange: &Exchange, place: Option<&Place>) -> CandidateRow {
-        let sent = proxy::sent_prompt(&self.index, &exchange.sent, place);
-        let availability = match &sent {
-            Some(_) => Availability::Applicable,
-            None => Availability::NotApplicable(Some(format!(
-                "{} sent a chat, not code to continue",
-                exchange.sender()
-            ))),
-        };
-        let sent = sent.unwrap_or_default();
-        let tokens = self.tokenizer.count(&sent.prompt.text);
-        let prompt = Prompt {
-            segments: vec![Segment {
-                kind: SegmentKind::Proposal {
-                    id: CandidateId::AS_SENT,
-                },
-                text: sent.prompt,
-                tokens,
-                // The plugin chose its length: nothing was allotted, nothing cut.
-                allocated: tokens,
-                cut: None,
-            }],
-            budget: self.budget,
-            tokenizer: self.tokenizer.name(),
-            proposal_id: CandidateId::AS_SENT,
-            backend_tokens: None,
-            assembly: Assembly::Capped,
-            model_room: None,
-            suffix: sent.suffix,
-        };
-        // How sure the place is stays in view beside the row.
+    /// The prompts `exchange` sent, as rows to go before keyhole's candidates, their code
+    /// matched at `place` (where its hole was found) first: the plugin's ("as sent by
+    /// CLIENT"), and where `keyhole proxy --compose` sent keyhole's in its place, that one
+    /// ("as keyhole sent it: cand 7 (import MNB)"). Each is sent as it was sent: never cut to
+    /// the budget nor composed again, with the plugin's suffix where it sent one. A chat
+    /// request does not apply: keyhole's backends continue code, they do not hold
+    /// conversations.
+    pub fn recorded_rows(&self, exchange: &Exchange, place: Option<&Place>) -> Vec<CandidateRow> {
+        // How sure the place is stays in view beside the rows.
         let found = match place.map(|p| p.certainty) {
             Some(Certainty::Exact) => ", found exactly".to_string(),
             Some(Certainty::BeforeOnly) => ", found; the file changed after the cursor".to_string(),
@@ -66,23 +45,103 @@ impl Session {
             }
             None => String::new(),
         };
+        let sender = exchange.sender();
+        let mut rows = vec![self.sent_row(
+            CandidateId::AS_SENT,
+            &exchange.sent,
+            place,
+            format!("as sent by {sender}{found}"),
+            sender,
+        )];
+        let composition = exchange.composition.as_ref().filter(|c| c.composed());
+        if let Some((composition, instead)) = composition.and_then(|c| Some((c, c.sent.as_ref()?)))
+        {
+            let candidate = composition.candidate.map_or(String::new(), |id| {
+                let label = composition.label.as_deref().unwrap_or_default();
+                format!(": cand {id} ({label})")
+            });
+            let label = format!("as keyhole sent it{candidate}{found}");
+            rows.push(self.sent_row(
+                CandidateId::SENT_BY_KEYHOLE,
+                instead,
+                place,
+                label,
+                "keyhole",
+            ));
+        }
+        rows
+    }
+
+    /// The prompt `sent` asked for, as the row `id` labelled `label`.
+    fn sent_row(
+        &self,
+        id: CandidateId,
+        sent: &Sent,
+        place: Option<&Place>,
+        label: String,
+        sender: &str,
+    ) -> CandidateRow {
+        let prompt = proxy::sent_prompt(&self.index, sent, place);
+        let availability = match &prompt {
+            Some(_) => Availability::Applicable,
+            None => Availability::NotApplicable(Some(format!(
+                "{sender} sent a chat, not code to continue"
+            ))),
+        };
+        let sent = prompt.unwrap_or_default();
+        let tokens = self.tokenizer.count(&sent.prompt.text);
+        let prompt = Prompt {
+            segments: vec![Segment {
+                kind: SegmentKind::Proposal { id },
+                text: sent.prompt,
+                tokens,
+                // The plugin chose its length: nothing was allotted, nothing cut.
+                allocated: tokens,
+                cut: None,
+            }],
+            budget: self.budget,
+            tokenizer: self.tokenizer.name(),
+            proposal_id: id,
+            backend_tokens: None,
+            assembly: Assembly::Capped,
+            model_room: None,
+            suffix: sent.suffix,
+        };
         CandidateRow {
-            label: format!("as sent by {}{found}", exchange.sender()),
-            ..CandidateRow::new(CandidateId::AS_SENT, availability, None, prompt)
+            label,
+            ..CandidateRow::new(id, availability, None, prompt)
         }
     }
 }
 
+/// How keyhole chooses the context it sends for a request ([`Session::context_for`]).
+pub struct Choosing<'a> {
+    /// Whose first candidate goes where nothing is pinned.
+    pub ranker: RankerKind,
+    /// The prompt tokens the model takes.
+    pub room: usize,
+    /// The candidate pinned for the repository (`p` in the UI), where one is.
+    pub pinned: Option<CandidateId>,
+    /// When the request must go: a pinned retrieved candidate not built a moment before it
+    /// gives way to the ranker's first.
+    pub deadline: Instant,
+    /// Set while a pinned retrieved candidate is being built: one that outlives its request
+    /// runs to its end, and no other starts meanwhile, so slow builds cannot pile up.
+    pub building_pinned: &'a Arc<AtomicBool>,
+}
+
+/// What a request's choice keeps in hand for writing the request after it.
+const WRITING_MARGIN: Duration = Duration::from_millis(10);
+
 impl Session {
     /// The context keyhole sends in place of the plugin's for the hole `sent` was made at: the
-    /// hole located in the repository, `ranker`'s first candidate there, cut to what `room`
-    /// (the prompt tokens the model takes) leaves beside the plugin's own text and the tokens
-    /// it asks for. Why there is none where there is none.
+    /// hole located in the repository, the pinned candidate there (else, or where it cannot be
+    /// built by the deadline, the ranker's first), cut to what the room leaves beside the
+    /// plugin's own text and the tokens it asks for. Why there is none where there is none.
     pub(crate) fn context_for(
         &self,
         sent: &Sent,
-        ranker: RankerKind,
-        room: usize,
+        choosing: &Choosing,
     ) -> Result<Chosen, NoContext> {
         let places = proxy::hole_places(&self.index, sent);
         let place = match places.as_slice() {
@@ -98,11 +157,36 @@ impl Session {
             [first, ..] => first,
         };
         let hole = Hole::at(&self.index, &place.file, place.line, place.column)?;
+        // Started first: it builds while the proposals are.
+        let pinned_build = choosing.pinned.map(|id| {
+            (
+                id,
+                self.start_pinned_build(&hole, id, choosing.building_pinned),
+            )
+        });
         let proposals = self.proposals(&hole);
-        let ranking = self
-            .rank(&hole, &proposals, ranker)
-            .map_err(NoContext::Rank)?;
-        let first = ranking.first().map_or(CandidateId::DEFAULT, |r| r.id);
+        let (first, pinned) = match pinned_build {
+            Some((id, build)) => match pinned_context(&proposals, id, build, choosing.deadline) {
+                Ok(context) => (Some((id, context)), Pinned::used(id)),
+                Err(why) => (None, Pinned::passed_over(id, why)),
+            },
+            None => (None, None),
+        };
+        let (id, context) = match first {
+            Some(pinned) => pinned,
+            None => {
+                let ranking = self
+                    .rank(&hole, &proposals, choosing.ranker)
+                    .map_err(NoContext::Rank)?;
+                let first = ranking.first().map_or(CandidateId::DEFAULT, |r| r.id);
+                let context = proposals.iter().find(|p| p.id() == first);
+                let context = context.map(|p| (p.text().clone(), p.keep()));
+                (
+                    first,
+                    context.unwrap_or((SourcedText::default(), Keep::End)),
+                )
+            }
+        };
         // The plugin's own context (an infill's extra chunks) gives way to keyhole's.
         let plugin_text = [&sent.prefix, &sent.prompt, &sent.suffix]
             .into_iter()
@@ -118,25 +202,160 @@ impl Session {
                 asked.and_then(serde_json::Value::as_u64)
             })
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let left = room.saturating_sub(plugin_tokens.saturating_add(asked));
+        let left = choosing
+            .room
+            .saturating_sub(plugin_tokens.saturating_add(asked));
         // The default context is the plugin's own text before the cursor: it adds nothing.
-        let (context, tokens) = match proposals.iter().find(|p| p.id() == first) {
+        let (context, keep) = context;
+        let (context, tokens) = match id == CandidateId::DEFAULT {
+            true => (SourcedText::default(), 0),
             // No room: keyhole's prompt would be the plugin's without its own context.
-            Some(_) if left == 0 => {
-                return Err(NoContext::NoRoom { asked, room });
+            false if left == 0 => {
+                return Err(NoContext::NoRoom {
+                    asked,
+                    room: choosing.room,
+                });
             }
-            Some(p) => {
-                let allocated = proposal_allocation(self.budget, p.share()).min(left);
-                p.text().truncate(self.tokenizer, allocated, p.keep())
+            false => {
+                let allocated = proposal_allocation(self.budget, id.info().share).min(left);
+                context.truncate(self.tokenizer, allocated, keep)
             }
-            None => (SourcedText::default(), 0),
         };
         Ok(Chosen {
-            candidate: first.index() as u16,
-            label: first.label().to_string(),
+            candidate: id.index() as u16,
+            label: id.label().to_string(),
             hole: place.position(),
             chunks: chunks_by_file(&self.index, &context),
             tokens,
+            pinned,
+        })
+    }
+
+    /// Start building pinned candidate `id` at `hole` where it is a retrieved one that needs
+    /// nothing from the backend, on a thread of its own (`building` says one is under way);
+    /// what it sends, or why none was started.
+    fn start_pinned_build(
+        &self,
+        hole: &Hole,
+        id: CandidateId,
+        building: &Arc<AtomicBool>,
+    ) -> PinnedBuild {
+        if id < CandidateId::FIRST_RETRIEVED {
+            return PinnedBuild::Proposal;
+        }
+        if id.needs_backend() {
+            return PinnedBuild::NotStarted(
+                "it needs the backend to write first, too slow for a request".into(),
+            );
+        }
+        let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS].contains(&id);
+        if needs_search(id) && self.search.get().is_none() {
+            return PinnedBuild::NotStarted("the search indexes are still being built".into());
+        }
+        if building.swap(true, Ordering::AcqRel) {
+            return PinnedBuild::NotStarted(
+                "it is still being built for an earlier request".into(),
+            );
+        }
+        let (session, hole) = (self.clone(), hole.clone());
+        let building = Building(building.clone());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::spawn(move || {
+            let _building = building;
+            let built = match typed {
+                true => perspectives::typed_candidates(&session.index, &hole)
+                    .into_iter()
+                    .find(|c| c.id == id),
+                false => session.perspectives().searched_one(&hole, id),
+            };
+            let _ = tx.send(built);
+        });
+        PinnedBuild::Started(rx)
+    }
+}
+
+/// Held by the thread that builds a pinned candidate: when it ends, however it ends, another
+/// may start.
+struct Building(Arc<AtomicBool>);
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Pinned candidate `id`'s context at the hole of `proposals` (a proposal's, or what its
+/// build sends by `deadline`) and which end of it a cut keeps, or why it cannot be sent.
+fn pinned_context(
+    proposals: &[ProposalContext],
+    id: CandidateId,
+    build: PinnedBuild,
+    deadline: Instant,
+) -> Result<(SourcedText, Keep), String> {
+    let built = match build {
+        PinnedBuild::Proposal if id == CandidateId::DEFAULT => {
+            return Ok((SourcedText::default(), Keep::End));
+        }
+        PinnedBuild::Proposal => {
+            let proposal = proposals.iter().find(|p| p.id() == id);
+            let proposal = proposal.ok_or("it was not built at this hole")?;
+            return match proposal_why_not(proposal) {
+                Some(why) => Err(format!("it does not apply here: {why}")),
+                None => Ok((proposal.text().clone(), proposal.keep())),
+            };
+        }
+        PinnedBuild::NotStarted(why) => return Err(why),
+        PinnedBuild::Started(built) => {
+            let wait = deadline
+                .saturating_duration_since(Instant::now())
+                .saturating_sub(WRITING_MARGIN);
+            match built.recv_timeout(wait) {
+                Ok(built) => built.ok_or("it was not built at this hole")?,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err("it was not built within the deadline".into());
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err("building it failed (the log says why)".into());
+                }
+            }
+        }
+    };
+    match built.applicable() {
+        true => Ok((built.context, id.info().keep)),
+        false => Err(format!(
+            "it does not apply here: {}",
+            built
+                .why_not
+                .unwrap_or_else(|| "it found nothing for this hole".into())
+        )),
+    }
+}
+
+/// How a pinned candidate is being built for a request.
+enum PinnedBuild {
+    /// One of RLPG's: built with the proposals.
+    Proposal,
+    /// A retrieved one, on its thread: it sends what it built.
+    Started(std::sync::mpsc::Receiver<Option<RetrievedContext>>),
+    /// Not built, for this reason.
+    NotStarted(String),
+}
+
+impl Pinned {
+    fn used(id: CandidateId) -> Option<Pinned> {
+        Some(Pinned {
+            candidate: id.index() as u16,
+            passed_over_because: None,
+        })
+    }
+
+    fn passed_over(id: CandidateId, why: String) -> Option<Pinned> {
+        Some(Pinned {
+            candidate: id.index() as u16,
+            passed_over_because: Some(format!(
+                "pinned candidate {id} ({}): {why}; the ranker's first instead",
+                id.label()
+            )),
         })
     }
 }
@@ -186,6 +405,12 @@ struct WarmRepo {
     /// A check or opening under way; the last check's time.
     checking: AtomicBool,
     checked: Mutex<Instant>,
+    /// The candidate pinned for the repository, read again when its file changes.
+    pin: PinWatch,
+    /// A pinned retrieved candidate being built ([`Choosing::building_pinned`]).
+    building_pinned: Arc<AtomicBool>,
+    /// The search indexes being built for a pinned retrieved candidate.
+    warming: Arc<AtomicBool>,
 }
 
 /// One opening of the repository.
@@ -209,11 +434,14 @@ impl ComposingRepo {
     ) -> ComposingRepo {
         let repo = Arc::new(WarmRepo {
             root: root.to_path_buf(),
-            settings,
             current: RwLock::new(None),
             failed: Mutex::new(None),
             checking: AtomicBool::new(true),
             checked: Mutex::new(Instant::now()),
+            pin: PinWatch::new(Pin::of(&settings.dirs, root)),
+            building_pinned: Arc::default(),
+            warming: Arc::default(),
+            settings,
         });
         let opening = repo.clone();
         std::thread::spawn(move || {
@@ -265,6 +493,10 @@ impl WarmRepo {
     fn open_now(&self) -> Result<Opened, SessionError> {
         let session = Session::open(&self.root, &self.settings)?;
         session.learning.load_now();
+        // A pinned search is ready before the session serves.
+        if self.pin.current().is_some_and(needs_search) {
+            session.perspectives();
+        }
         // The model's own room, where the backend knows it (a llama.cpp server's slot).
         let asked = async {
             let room = session.backend.prompt_room();
@@ -304,7 +536,7 @@ impl WarmRepo {
 }
 
 impl ContextSource for ComposingRepo {
-    fn choose(&self, sent: &Sent) -> Result<Chosen, NoContext> {
+    fn choose(&self, sent: &Sent, deadline: Instant) -> Result<Chosen, NoContext> {
         let repo = &self.0;
         repo.check_soon();
         let Some(opened) = repo.read() else {
@@ -315,10 +547,38 @@ impl ContextSource for ComposingRepo {
                 .clone();
             return Err(failed.map_or(NoContext::Opening, |why| NoContext::Unopened(why)));
         };
-        opened
-            .session
-            .context_for(sent, repo.settings.ranker, opened.room)
+        let pinned = repo.pin.current();
+        let session = &opened.session;
+        if pinned.is_some_and(needs_search) && session.search.get().is_none() {
+            repo.warm_search(session);
+        }
+        let choosing = Choosing {
+            ranker: repo.settings.ranker,
+            room: opened.room,
+            pinned,
+            deadline,
+            building_pinned: &repo.building_pinned,
+        };
+        session.context_for(sent, &choosing)
     }
+}
+
+impl WarmRepo {
+    /// Build `session`'s search indexes on a thread of their own, unless one builds them.
+    fn warm_search(&self, session: &Session) {
+        if !self.warming.swap(true, Ordering::AcqRel) {
+            let (session, warming) = (session.clone(), self.warming.clone());
+            std::thread::spawn(move || {
+                session.perspectives();
+                warming.store(false, Ordering::Release);
+            });
+        }
+    }
+}
+
+/// Whether candidate `id` searches the repository's indexes (a pinned one has them built).
+fn needs_search(id: CandidateId) -> bool {
+    perspectives::SEARCHED.contains(&id)
 }
 
 /// What changes when the repository's files do: each indexed file's and each folder's
@@ -346,4 +606,41 @@ fn stamp(root: &Path, index: Option<&Arc<RepoIndex>>) -> u64 {
             .hash(&mut hasher);
     }
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_candidate_not_built_by_the_deadline_gives_way_and_says_why() {
+        let (_building, built) = std::sync::mpsc::sync_channel(1);
+        let started = Instant::now();
+        let why = pinned_context(
+            &[],
+            CandidateId::REPOCODER,
+            PinnedBuild::Started(built),
+            started + WRITING_MARGIN + Duration::from_millis(30),
+        )
+        .unwrap_err();
+        assert_eq!(why, "it was not built within the deadline");
+        assert!(started.elapsed() < Duration::from_secs(60), "it waited on");
+        let (failed, built) = std::sync::mpsc::sync_channel(1);
+        drop(failed);
+        let why = pinned_context(
+            &[],
+            CandidateId::REPOCODER,
+            PinnedBuild::Started(built),
+            Instant::now() + Duration::from_secs(600),
+        )
+        .unwrap_err();
+        assert!(why.starts_with("building it failed"), "{why}");
+        let passed = Pinned::passed_over(CandidateId::REPOCODER, why);
+        let said = passed.unwrap().passed_over_because.unwrap();
+        assert!(
+            said.starts_with("pinned candidate 66 (RepoCoder): building it failed"),
+            "{said}"
+        );
+        assert!(said.ends_with("; the ranker's first instead"), "{said}");
+    }
 }

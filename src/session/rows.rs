@@ -278,17 +278,18 @@ fn retrieved(id: CandidateId) -> bool {
     (CandidateId::FIRST_RETRIEVED..CandidateId::AS_SENT).contains(&id)
 }
 
-/// Score and order the candidates as `ranked` says. A recorded plugin's prompt stays first (it
-/// is what the others are compared with); RLPG's applicable candidates the ranker left out (all
-/// of them when it failed) follow the ranked ones by id, then the retrieved candidates by id (no
-/// ranker scores them, and their similarities are on another scale), then the rest by id.
+/// Score and order the candidates as `ranked` says. The prompts recorded for the hole (the
+/// plugin's, then keyhole's in its place) stay first: they are what the others are compared
+/// with. RLPG's applicable candidates the ranker left out (all of them when it failed) follow
+/// the ranked ones by id, then the retrieved candidates by id (no ranker scores them, and their
+/// similarities are on another scale), then the rest by id.
 pub fn apply_ranking(candidates: &mut [CandidateRow], ranked: &[Ranked]) {
     let place = |id: CandidateId| ranked.iter().position(|r| r.id == id);
     for c in candidates.iter_mut() {
         c.score = place(c.id).map(|i| ranked[i].score);
     }
     candidates.sort_by_key(|c| match place(c.id) {
-        _ if c.id == CandidateId::AS_SENT => (0, 0),
+        _ if c.id.is_recorded() => (0, c.id.index()),
         Some(at) => (1, at),
         None if retrieved(c.id) => (3, c.id.index()),
         None if c.applicable() => (2, c.id.index()),

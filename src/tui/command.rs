@@ -80,6 +80,9 @@ pub enum Command {
     DiffPrompts,
     /// Drop the focused candidate's kept edit: its prompt is the composed one again.
     DiscardEdit,
+    /// Pin the focused candidate for the repository (`keyhole proxy --compose` sends its
+    /// context), or unpin it.
+    Pin,
     /// Jump to a pane (lazygit's numbers).
     FocusSource,
     FocusCandidates,

@@ -24,6 +24,7 @@ use crate::metrics;
 use crate::model::Backend;
 use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
+use crate::pin::Pin;
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
 use crate::session::{
@@ -68,11 +69,14 @@ pub fn index(
         tracing::warn!(%warning, "index");
     }
     let hole = Hole::locate(&index, position.unwrap_or_default())?;
+    let (pinned, pin_warning) = Pin::of(&settings.dirs, &index.root).read();
     Ok(Indexed {
         index,
         search: session.search,
         backend: session.backend,
         hole,
+        pinned,
+        pin_warning,
     })
 }
 
@@ -110,7 +114,7 @@ async fn sent_prompts(
     join_all(job.prompts.iter().map(|p| async move {
         match &p.fitted {
             // A plugin's prompt goes as the plugin sent it.
-            _ if p.candidate == CandidateId::AS_SENT || p.edited => Ok((p.text.clone(), None)),
+            _ if p.candidate.is_recorded() || p.edited => Ok((p.text.clone(), None)),
             Some(fitted) => Ok((fitted.text(), Some(fitted.clone()))),
             None => fit_candidate(session, drafted, &refit.hole, p.candidate)
                 .await
@@ -544,8 +548,9 @@ impl Driver {
                         let (session, hole) = job;
                         let mut analysis = session.analyse_before_servers(&hole, ranker);
                         if let Some(recorded) = &recorded {
-                            let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
-                            analysis.candidates.insert(0, sent);
+                            let sent =
+                                session.recorded_rows(&recorded.exchange, Some(&recorded.place));
+                            analysis.candidates.splice(0..0, sent);
                         }
                         analysis
                     });
@@ -789,6 +794,19 @@ impl Driver {
                     file,
                     result: Err(error),
                 })
+            }
+            Effect::Pin { root, candidate } => {
+                let pin = Pin::of(&self.settings.dirs, &root);
+                let write = move || {
+                    let written = pin.write(candidate).map_err(|e| {
+                        let path = pin
+                            .path()
+                            .map_or(String::new(), |p| p.display().to_string());
+                        format!("{path}: {e}")
+                    });
+                    Action::Pinned(written.map(|()| candidate))
+                };
+                self.blocking(write, |error| Action::Pinned(Err(error)))
             }
             Effect::SetMouse(on) => return Outcome::SetMouse(on),
             Effect::Copy(text) => return Outcome::Copy(text),

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::backends_support::{Reply, Server};
 use crate::common;
 use crate::proxy::{RunningProxy, recorded, spawn_proxy};
+use keyhole::CandidateId;
+use keyhole::testing::pin::Pin;
+use keyhole::{Dirs, Hole, Session, Settings};
 
 const ORDER_SERVICE: &str = "src/main/java/com/acme/shop/service/OrderService.java";
 
@@ -311,4 +314,112 @@ async fn a_file_written_after_the_repository_opened_is_composed_for_once_it_is_s
     let first = &recorded(scratch.path())[0];
     let why = first["composition"]["forwarded_because"].as_str().unwrap();
     assert!(why.contains("not in the repository"), "{why}");
+}
+
+/// An infill request at the cursor of [`around_cursor`], as llama.vim sends one.
+fn infill_at_the_cursor() -> Vec<u8> {
+    let (before, after) = around_cursor();
+    serde_json::to_vec(&json!({
+        "input_prefix": before, "prompt": "", "input_suffix": after, "n_predict": 16,
+    }))
+    .unwrap()
+}
+
+/// Pin `candidate` for the sample in the data directory of the proxy under `scratch`, as `p`
+/// in the UI does.
+fn pin_for_the_sample(scratch: &std::path::Path, candidate: CandidateId) {
+    Pin::of(&Dirs::under(scratch), &common::sample_path())
+        .write(Some(candidate))
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_pinned_for_the_repository_is_sent_in_place_of_the_rankers_first() {
+    let server = ok_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let proxy = composing_proxy(&server, scratch.path(), &["--compose-deadline-ms", "60000"]);
+    post(&proxy, "/infill", infill_at_the_cursor()).await;
+    let first = recorded(scratch.path())[0]["composition"].clone();
+    assert!(first.get("pinned").is_none(), "{first}");
+    let ranked = first["candidate"].as_u64().unwrap() as usize;
+    // Another of RLPG's proposals with a context at this hole.
+    let (_elsewhere, dirs) = common::scratch_dirs();
+    let settings = Settings {
+        dirs,
+        ..Settings::default()
+    };
+    let session = Session::open(&common::sample_path(), &settings).unwrap();
+    let hole = Hole::parse(session.index(), first["hole"].as_str().unwrap()).unwrap();
+    let proposals = session.proposals(&hole);
+    let pinned = proposals
+        .iter()
+        .find(|p| p.applicable() && p.spec.id != ranked)
+        .expect("a second proposal applies")
+        .spec
+        .id;
+
+    // Pinned while the proxy runs: the next request finds it.
+    pin_for_the_sample(scratch.path(), pinned);
+    post(&proxy, "/infill", infill_at_the_cursor()).await;
+    let composition = recorded(scratch.path())[1]["composition"].clone();
+    assert_eq!(composition["candidate"], pinned.index(), "{composition}");
+    assert_eq!(composition["pinned"], json!({"candidate": pinned.index()}));
+    let seen = server.requests()[1].body.clone();
+    assert_eq!(seen["input_extra"], composition["sent"]["extra"]);
+    // A proposal's context may be made of a file's lines (its method headers, say): each chunk
+    // names a file of the repository.
+    let chunks = seen["input_extra"].as_array().unwrap();
+    assert!(!chunks.is_empty());
+    for chunk in chunks {
+        let file = chunk["filename"].as_str().unwrap();
+        assert!(common::sample_path().join(file).is_file(), "{chunk}");
+    }
+
+    // Unpinned: the ranker's first again.
+    Pin::of(&Dirs::under(scratch.path()), &common::sample_path())
+        .write(None)
+        .unwrap();
+    post(&proxy, "/infill", infill_at_the_cursor()).await;
+    let composition = recorded(scratch.path())[2]["composition"].clone();
+    assert_eq!(composition["candidate"], ranked, "{composition}");
+    assert!(composition.get("pinned").is_none(), "{composition}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_retrieved_candidate_is_built_for_the_request_and_one_that_needs_the_backend_gives_way()
+ {
+    let server = ok_server().await;
+    let scratch = tempfile::tempdir().unwrap();
+    pin_for_the_sample(scratch.path(), CandidateId::FILE_BM25);
+    let proxy = composing_proxy(&server, scratch.path(), &["--compose-deadline-ms", "60000"]);
+    post(&proxy, "/infill", infill_at_the_cursor()).await;
+    let composition = recorded(scratch.path())[0]["composition"].clone();
+    assert_eq!(composition["candidate"], 63, "{composition}");
+    assert_eq!(composition["label"], CandidateId::FILE_BM25.label());
+    assert_eq!(composition["pinned"], json!({"candidate": 63}));
+    let seen = server.requests()[0].body.clone();
+    assert_eq!(seen["input_extra"], composition["sent"]["extra"]);
+    assert_chunks_are_the_repositorys(seen["input_extra"].as_array().unwrap());
+
+    // RepoCoder's second iteration needs a completion first: the ranker's first goes, and
+    // the record says why.
+    pin_for_the_sample(scratch.path(), CandidateId::REPOCODER_ITERATION);
+    post(&proxy, "/infill", infill_at_the_cursor()).await;
+    let composition = recorded(scratch.path())[1]["composition"].clone();
+    assert!(
+        composition.get("forwarded_because").is_none(),
+        "{composition}"
+    );
+    assert!(
+        composition["candidate"].as_u64().unwrap() <= 62,
+        "{composition}"
+    );
+    assert_eq!(composition["pinned"]["candidate"], 67);
+    let why = composition["pinned"]["passed_over_because"]
+        .as_str()
+        .unwrap();
+    assert!(
+        why.contains("needs the backend") && why.ends_with("the ranker's first instead"),
+        "{why}"
+    );
 }

@@ -92,6 +92,7 @@ pub(super) fn command_effects(state: &mut State, command: Command) -> Vec<Effect
         }
         Command::DiffPrompts => diff_prompts(state),
         Command::DiscardEdit => discard_edit(state),
+        Command::Pin => pin_focused(state),
         Command::RequestLog => {
             state.mode = Mode::Requests { scroll: 0 };
             vec![]

@@ -182,7 +182,7 @@ pub(super) fn fit_focused(state: &mut State) -> Vec<Effect> {
     let Some(candidate) = state
         .focused_candidate()
         .filter(|c| c.applicable() && c.prompt.backend_tokens.is_none())
-        .filter(|c| c.id != CandidateId::AS_SENT)
+        .filter(|c| !c.id.is_recorded())
         .map(|c| c.id)
     else {
         return vec![];
@@ -262,24 +262,23 @@ pub(super) fn pick(state: &mut State, n: usize) -> Vec<Effect> {
         }
         Some(Ok(_)) => &state.cards[n],
     };
-    // Picks teach the rankers which of keyhole's candidates win; the plugin's prompt is none.
-    if card.candidate == CandidateId::AS_SENT {
+    // Picks teach the rankers which of keyhole's candidates win; a recorded prompt is none.
+    if card.candidate.is_recorded() {
+        let whose = match card.candidate {
+            CandidateId::AS_SENT => "the plugin's prompt",
+            _ => "keyhole's prompt as sent",
+        };
         for (i, card) in state.cards.iter_mut().enumerate() {
             card.picked = i == n;
         }
         state.card_cursor = n;
         state.status = format!(
-            "picked completion {} (the plugin's prompt): not recorded, it teaches the rankers nothing",
+            "picked completion {} ({whose}): not recorded, it teaches the rankers nothing",
             n + 1
         );
         return vec![];
     }
-    let keyholes = || {
-        state
-            .cards
-            .iter()
-            .filter(|c| c.candidate != CandidateId::AS_SENT)
-    };
+    let keyholes = || state.cards.iter().filter(|c| !c.candidate.is_recorded());
     let prompt = card
         .edited
         .clone()

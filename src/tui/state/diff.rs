@@ -63,7 +63,9 @@ impl PromptDiff {
 
 /// `D`: in the completions pane, an edited card's prompt against the one it was edited from;
 /// elsewhere the focused candidate's kept edit against its composed prompt, or the two
-/// selected candidates' prompts (one selected: it against the focused one).
+/// selected candidates' prompts (one selected: it against the focused one), or with nothing
+/// selected at a recorded request `proxy --compose` composed, the plugin's prompt against
+/// keyhole's.
 pub(super) fn diff_prompts(state: &mut State) -> Vec<Effect> {
     let edited = state
         .cards
@@ -72,10 +74,12 @@ pub(super) fn diff_prompts(state: &mut State) -> Vec<Effect> {
         .and_then(|card| Some((card.candidate, card.edited.clone()?)));
     let diff = match edited {
         Some((id, text)) => state.candidate(id).map(|original| {
-            let title = format!("cand {} → edited", state.shown_id(id));
+            let title = format!("cand {} → edited", state.shown_number(id));
             PromptDiff::new(title, &original.prompt.text(), &text)
         }),
-        None => kept_edit(state).or_else(|| two_candidates(state)),
+        None => kept_edit(state)
+            .or_else(|| two_candidates(state))
+            .or_else(|| recorded_pair(state)),
     };
     match diff {
         Some(diff) => {
@@ -97,7 +101,7 @@ fn kept_edit(state: &State) -> Option<PromptDiff> {
         .focused_candidate()
         .filter(|_| state.selected.is_empty())?;
     let edit = state.kept_edit(c.id)?;
-    let title = format!("cand {} → edited", state.shown_id(c.id));
+    let title = format!("cand {} → edited", state.shown_number(c.id));
     Some(PromptDiff::new(title, &c.prompt.text(), edit))
 }
 
@@ -113,11 +117,25 @@ fn two_candidates(state: &State) -> Option<PromptDiff> {
     let [a, b] = ids[..] else {
         return None;
     };
+    candidates_diff(state, a, b)
+}
+
+/// The plugin's prompt against the one keyhole sent in its place, where both are candidates
+/// and nothing is selected.
+fn recorded_pair(state: &State) -> Option<PromptDiff> {
+    if !state.selected.is_empty() {
+        return None;
+    }
+    candidates_diff(state, CandidateId::AS_SENT, CandidateId::SENT_BY_KEYHOLE)
+}
+
+/// Candidate `a`'s prompt against `b`'s.
+fn candidates_diff(state: &State, a: CandidateId, b: CandidateId) -> Option<PromptDiff> {
     let (a, b) = (state.candidate(a)?, state.candidate(b)?);
     let title = format!(
         "cand {} → cand {}",
-        state.shown_id(a.id),
-        state.shown_id(b.id)
+        state.shown_number(a.id),
+        state.shown_number(b.id)
     );
     Some(PromptDiff::new(title, &a.prompt.text(), &b.prompt.text()))
 }

@@ -130,6 +130,9 @@ pub enum Action {
     Edited(Result<(), String>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
+    /// The repository's pin was written (the candidate pinned now; none: unpinned), or why
+    /// not.
+    Pinned(Result<Option<CandidateId>, String>),
 }
 
 pub struct Indexed {
@@ -138,6 +141,9 @@ pub struct Indexed {
     /// The backend built for it, or the one kept.
     pub backend: Arc<dyn Backend>,
     pub hole: Hole,
+    /// The candidate pinned for the repository, and a warning where its file is damaged.
+    pub pinned: Option<CandidateId>,
+    pub pin_warning: Option<String>,
 }
 
 /// The backend a repository opens with.
@@ -218,6 +224,11 @@ pub enum Effect {
     Undo {
         file: FileId,
         edit: FileEdit,
+    },
+    /// Pin `candidate` for the repository at `root` (none: unpin it).
+    Pin {
+        root: PathBuf,
+        candidate: Option<CandidateId>,
     },
     SetMouse(bool),
     /// Put text on the terminal's clipboard.

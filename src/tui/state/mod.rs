@@ -5,8 +5,9 @@
 //! (opening), `input` (modes and how each reads keys), `commands` (the normal mode),
 //! `navigate` (hole, file, cursors, search), `complete` (runs, cards, picks, explain),
 //! `apply` (write, preview, undo), `editor`, `setup` (backends), `recorded` (the requests an
-//! editor plugin made through `keyhole proxy`), `candidate` (cards and the hole view) and
-//! `provenance` (where prompt text came from, in words). The submodules share
+//! editor plugin made through `keyhole proxy`), `pin` (the candidate pinned for the
+//! repository), `candidate` (cards and the hole view) and `provenance` (where prompt text came
+//! from, in words). The submodules share
 //! this module's imports through `use super::*`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,6 +50,7 @@ mod input;
 mod messages;
 mod navigate;
 mod phase;
+mod pin;
 pub mod provenance;
 mod recorded;
 mod setup;
@@ -72,6 +74,7 @@ pub use messages::*;
 pub use navigate::matches;
 use navigate::*;
 pub use phase::*;
+use pin::*;
 use recorded::*;
 pub use recorded::{OpenRecorded, Recorded, recorded_row};
 pub use setup::*;
@@ -167,6 +170,9 @@ pub struct State {
     /// The requests an editor plugin made through `keyhole proxy`, and the one whose hole is
     /// open.
     pub recorded: Recorded,
+    /// The candidate pinned for the open repository (`p`): `keyhole proxy --compose` sends its
+    /// context there.
+    pub pinned: Option<CandidateId>,
 }
 
 impl State {
@@ -232,6 +238,7 @@ impl State {
             pane_rows: [10; 4],
             numbering: Numbering::Table7,
             recorded: Recorded::default(),
+            pinned: None,
         }
     }
 
@@ -240,11 +247,12 @@ impl State {
         self.numbering.number(id)
     }
 
-    /// How a candidate's number is shown: [`State::shown_id`], or `sent` for the prompt a
-    /// plugin sent, which has none.
+    /// How a candidate's number is shown: [`State::shown_id`]; `sent` for the prompt a plugin
+    /// sent and `comp` for the one `proxy --compose` sent in its place, which have none.
     pub fn shown_number(&self, id: CandidateId) -> String {
         match id {
             CandidateId::AS_SENT => "sent".into(),
+            CandidateId::SENT_BY_KEYHOLE => "comp".into(),
             id => self.shown_id(id).to_string(),
         }
     }
@@ -427,6 +435,10 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.index = Some(indexed.index);
             state.search = Some(indexed.search);
             state.backend = Some(indexed.backend);
+            state.pinned = indexed.pinned;
+            if let Some(warning) = indexed.pin_warning {
+                state.warning = Some(warning);
+            }
             // Read again after a write: the file shown comes from the new index.
             if state.on_disk.take().is_some() {
                 state.lines.clear();
@@ -621,6 +633,10 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Message(text) => {
             state.status = text;
+            vec![]
+        }
+        Action::Pinned(pinned) => {
+            pinned_saved(state, pinned);
             vec![]
         }
     }

@@ -1,7 +1,7 @@
 //! Where prompt text came from, said to people: a segment by what it is, an origin as the
 //! file and lines it was copied from.
 
-use crate::candidate::{Family, Numbering};
+use crate::candidate::{CandidateId, Family, Numbering};
 use crate::compose::{Prompt, SegmentKind};
 use crate::context::{Origin, SourcedText};
 use crate::explain::ExplainedSpan;
@@ -15,6 +15,9 @@ pub fn segment_name(kind: SegmentKind, numbering: Numbering) -> String {
         SegmentKind::Proposal { id } => match id.family() {
             Family::Proposal => format!("proposal {} ({})", numbering.number(id), id.label()),
             Family::Default => "the default context".into(),
+            Family::Recorded if id == CandidateId::SENT_BY_KEYHOLE => {
+                "the prompt keyhole sent in the plugin's place".into()
+            }
             Family::Recorded => "the plugin's prompt".into(),
             Family::Retrieved | Family::Typed => {
                 format!(

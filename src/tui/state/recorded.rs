@@ -1,7 +1,8 @@
 //! The recorded-requests picker: the completions an editor plugin asked for through
 //! `keyhole proxy`, newest first; choosing one opens its hole where the repository holds the
 //! text it sent around the cursor (asking which place when several fit as well), with the
-//! plugin's prompt as one more candidate beside keyhole's.
+//! plugin's prompt as one more candidate beside keyhole's (and where `proxy --compose` sent
+//! keyhole's prompt instead, that one too).
 
 use super::*;
 use crate::escape;
@@ -185,6 +186,12 @@ pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) ->
     };
     let id = exchange.id;
     let sender = exchange.sender().to_string();
+    let prompts = match exchange.composition.as_ref().is_some_and(|c| c.composed()) {
+        true => {
+            "its prompt and the one keyhole sent in its place are the first candidates (D diffs them)"
+        }
+        false => "its prompt is the first candidate",
+    };
     state.recorded.open = Some(Arc::new(OpenRecorded {
         exchange,
         file: hole.file,
@@ -194,7 +201,7 @@ pub(super) fn open_place(state: &mut State, exchange: Exchange, place: Place) ->
     state.focus = Pane::Candidates;
     let effects = set_hole(state, hole);
     state.status = format!(
-        "recorded request {id} from {sender} at {} ({sure}) · its prompt is the first candidate",
+        "recorded request {id} from {sender} at {} ({sure}) · {prompts}",
         place.position()
     );
     effects

@@ -24,6 +24,8 @@ const FULL_ROW: usize = 5 + SCORE_WIDTH + 6 + SOURCE + 1 + 9 + 6 + 1;
 const NOTE_MIN: usize = 12;
 /// Marks ProCC's pick among its perspectives.
 pub const PROCC_MARK: &str = "★";
+/// Marks the candidate pinned for the repository (`keyhole proxy --compose` sends it).
+pub const PIN_MARK: &str = "⚑";
 
 pub fn title(state: &State) -> String {
     let filter = match (&state.mode, state.filter.is_empty()) {
@@ -39,8 +41,12 @@ pub fn title(state: &State) -> String {
         Some(id) => format!(" · ProCC {PROCC_MARK}{}", state.shown_id(id)),
         None => String::new(),
     };
+    let pinned = match state.pinned {
+        Some(id) => format!(" · pinned {PIN_MARK}{}", state.shown_id(id)),
+        None => String::new(),
+    };
     format!(
-        "candidates {}/{} · ranker {}{procc}{selected}{filter}",
+        "candidates {}/{} · ranker {}{procc}{pinned}{selected}{filter}",
         state.visible().len(),
         state.candidates.len(),
         ranker_name(state)
@@ -154,6 +160,8 @@ fn row(
     let theme = &state.theme;
     let mark = if state.selected.contains(&c.id) {
         "●"
+    } else if state.pinned == Some(c.id) {
+        PIN_MARK
     } else if state.kept_edit(c.id).is_some() {
         "✎"
     } else {
@@ -225,7 +233,7 @@ pub fn note(state: &State, c: &CandidateRow) -> Option<String> {
         Availability::Applicable if procc_pick(state) == Some(c.id) => {
             Some("ProCC (LinUCB) pick".into())
         }
-        Availability::Applicable if c.id == CandidateId::AS_SENT => Some(c.label.clone()),
+        Availability::Applicable if c.id.is_recorded() => Some(c.label.clone()),
         Availability::Applicable if c.reader.is_some() => {
             c.reader.as_ref().map(|reader| format!("read by {reader}"))
         }

@@ -55,8 +55,12 @@ fn help_groups() -> Vec<(String, Layer, Option<Pane>)> {
 
 /// What the marks and numbers on the screen mean (the context types' abbreviations come from
 /// the candidate catalogue).
-const LEGEND: [(&str, &str); 8] = [
+const LEGEND: [(&str, &str); 9] = [
     ("★", "ProCC's pick among its perspectives (a LinUCB bandit)"),
+    (
+        "⚑",
+        "pinned (p): proxy --compose sends it for this repository",
+    ),
     (
         "✓ ·",
         "applies to this hole / does not (a wide pane says why)",

@@ -210,3 +210,66 @@ fn the_plugins_prompt_stays_first_and_picking_it_teaches_the_rankers_nothing() {
     }
     assert_eq!(s.shown_number(CandidateId::AS_SENT), "sent");
 }
+
+#[test]
+fn p_pins_one_of_keyholes_candidates_and_again_unpins_it() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    let mut sent = candidate(62);
+    sent.id = CandidateId::AS_SENT;
+    let mut composed = candidate(62);
+    composed.id = CandidateId::SENT_BY_KEYHOLE;
+    // Keyhole's prompt as sent follows the plugin's, both before the ranked candidates.
+    let mut cands = vec![candidate(3), composed, candidate(67), sent];
+    let ranked = [Ranked {
+        id: CandidateId::nth(3),
+        score: 0.5,
+    }];
+    apply_ranking(&mut cands, &ranked);
+    let order: Vec<CandidateId> = cands.iter().map(|c| c.id).collect();
+    assert_eq!(
+        order,
+        [
+            CandidateId::AS_SENT,
+            CandidateId::SENT_BY_KEYHOLE,
+            CandidateId::nth(3),
+            CandidateId::nth(67)
+        ]
+    );
+    s.candidates = cands;
+    s.focus = Pane::Candidates;
+    for cursor in [0, 1] {
+        s.candidate_cursor = cursor;
+        assert!(update(&mut s, Action::Command(Command::Pin)).is_empty());
+        assert!(s.status.contains("cannot be pinned"), "{}", s.status);
+    }
+    s.candidate_cursor = 3;
+    assert!(update(&mut s, Action::Command(Command::Pin)).is_empty());
+    assert!(s.status.contains("needs the backend"), "{}", s.status);
+
+    s.candidate_cursor = 2;
+    let root = s.index.as_ref().unwrap().root.clone();
+    match &update(&mut s, Action::Command(Command::Pin))[..] {
+        [
+            Effect::Pin {
+                root: at,
+                candidate,
+            },
+        ] => {
+            assert_eq!((at, *candidate), (&root, Some(CandidateId::nth(3))));
+        }
+        _ => panic!("p pins candidate 3"),
+    }
+    update(&mut s, Action::Pinned(Ok(Some(CandidateId::nth(3)))));
+    assert_eq!(s.pinned, Some(CandidateId::nth(3)));
+    assert!(s.status.starts_with("pinned cand 3"), "{}", s.status);
+    // Again: unpin; a write that fails keeps the pin and says why.
+    match &update(&mut s, Action::Command(Command::Pin))[..] {
+        [Effect::Pin { candidate, .. }] => assert_eq!(*candidate, None),
+        _ => panic!("p again unpins"),
+    }
+    update(&mut s, Action::Pinned(Err("no space left".into())));
+    assert_eq!(s.pinned, Some(CandidateId::nth(3)));
+    assert_eq!(s.status, "cannot pin: no space left");
+    assert_eq!(s.shown_number(CandidateId::SENT_BY_KEYHOLE), "comp");
+}
