@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ab::Arm;
 use super::exchange::{ExtraChunk, Sent};
 use super::locate;
 
@@ -78,6 +79,10 @@ impl Chosen {
 pub trait ContextSource: Send + Sync {
     /// The context for the hole `sent` was made at, or why there is none.
     fn choose(&self, sent: &Sent) -> Result<Chosen, String>;
+
+    /// Learn that the completion of candidate `candidate`'s prompt for `hole` was kept
+    /// (`accepted`) or dropped; what it did, in a line. Called off the proxy's async threads.
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String>;
 }
 
 /// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,
@@ -136,6 +141,13 @@ pub struct Composition {
     pub sent: Option<Sent>,
     /// Milliseconds spent choosing and composing (or waiting, up to the deadline).
     pub compose_ms: f64,
+    /// The arm of the A/B (`--compose-share`) a request keyhole could compose for was in;
+    /// `None` for one it could not (in neither arm).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub arm: Option<Arm>,
+    /// The repository composed in (`--repo`), where the request was in an arm.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub repo: Option<String>,
 }
 
 impl Composition {
@@ -163,6 +175,24 @@ impl Composition {
             context_tokens: Some(chosen.tokens),
             sent: Some(sent),
             compose_ms,
+            arm: Some(Arm::Keyhole),
+            repo: None,
+        }
+    }
+
+    /// The plugin's request went as sent, in the plugin's arm of the A/B, for a hole keyhole
+    /// chose `chosen` for (kept, unsent, so the arms are told apart by the prompt alone).
+    pub fn plugins_arm(chosen: Chosen, compose_ms: f64) -> Composition {
+        Composition {
+            forwarded_because: Some("the plugin's arm of the A/B (--compose-share)".into()),
+            candidate: Some(chosen.candidate),
+            label: Some(chosen.label),
+            hole: Some(chosen.hole),
+            context_tokens: Some(chosen.tokens),
+            sent: None,
+            compose_ms,
+            arm: Some(Arm::Plugin),
+            repo: None,
         }
     }
 }

@@ -2,8 +2,10 @@
 //! `proxy` feature's [`Proxy`]), and what it records of each exchange: the request as the plugin
 //! sent it ([`Sent`]), the answer, and where in a repository the hole was ([`hole_places`]) and
 //! each piece of the request came from ([`provenance`]). The record is read without the server
-//! (`keyhole recorded`, the UI's recorded-requests picker).
+//! (`keyhole recorded`, the UI's recorded-requests picker), and with it the A/B of
+//! `--compose-share` ([`ab`]: arms, outcomes inferred, `keyhole recorded stats`).
 
+pub mod ab;
 mod compose;
 mod exchange;
 mod locate;
@@ -11,6 +13,7 @@ mod record;
 mod redact;
 #[cfg(feature = "proxy")]
 mod server;
+mod stats;
 
 use std::path::PathBuf;
 
@@ -21,6 +24,7 @@ pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};
 pub use redact::REDACTED;
 #[cfg(feature = "proxy")]
 pub use server::{Access, Bounds, ClientError, Compose, Proxy, Upstream};
+pub use stats::{ArmStats, Difference, GroupStats, Interval, difference, stats, wilson};
 
 /// Where the proxy records, in keyhole's data directory; none without one.
 pub fn log_dir(dirs: &crate::dirs::Dirs) -> Option<PathBuf> {

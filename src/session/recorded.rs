@@ -324,6 +324,15 @@ impl ContextSource for ComposingRepo {
             .session
             .context_for(sent, repo.settings.ranker, opened.room)
     }
+
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String> {
+        let Some(opened) = self.0.read() else {
+            return Err("the repository is not open".into());
+        };
+        let used = CandidateId::new(usize::from(candidate))
+            .ok_or_else(|| format!("no candidate {candidate}"))?;
+        opened.session.learning.record_outcome(used, hole, accepted)
+    }
 }
 
 /// What changes when the repository's files do: each indexed file's and each folder's
