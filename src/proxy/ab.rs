@@ -20,7 +20,8 @@
 //! - otherwise none (the person is still at the hole, or typing the completion).
 //!
 //! The first evidence among the later requests decides, within [`WINDOW_REQUESTS`] requests
-//! that hold the hole's lines and [`WINDOW_SECS`] seconds of the answer's end: kept is
+//! sent after the answer began to come that hold the hole's lines, and within [`WINDOW_SECS`]
+//! seconds of it: kept is
 //! **accepted**, moved on is **rejected**. With none, the file on disk decides where it is
 //! read (`keyhole recorded stats --repo`): the hole's lines followed by the first line there is
 //! accepted; else the outcome is **unknown**. An answer with no text is rejected (nothing was
@@ -36,7 +37,7 @@ use super::record::Exchange;
 
 /// The later requests holding a hole's lines that are read for its outcome.
 pub const WINDOW_REQUESTS: usize = 12;
-/// How long after a completion's answer ended later requests are read for its outcome.
+/// How long after a completion's answer began to come later requests are read for its outcome.
 pub const WINDOW_SECS: f64 = 300.0;
 
 /// Which prompt went for a request keyhole could compose for.
@@ -128,8 +129,8 @@ pub struct Awaiting {
     first_line: usize,
     /// The text after the cursor already started with the first line.
     already_there: bool,
-    /// When the answer ended, seconds since the epoch.
-    ended: f64,
+    /// When the answer began to come, seconds since the epoch.
+    shown_at: f64,
     /// Later requests heard that held the hole's lines.
     heard: usize,
 }
@@ -169,18 +170,20 @@ impl Awaiting {
             completion,
             first_line,
             already_there,
-            ended: exchange.at + exchange.total_ms / 1000.0,
+            // The answer could be shown from its first byte: a request sent before that did
+            // not see it.
+            shown_at: exchange.at + exchange.first_byte_ms.unwrap_or(exchange.total_ms) / 1000.0,
             heard: 0,
         })
     }
 
     /// Hear a later request; its outcome where that decides it (or closes its window).
     pub fn hear(&mut self, later: &Exchange) -> Option<Judged> {
-        if later.at - self.ended > WINDOW_SECS {
+        if later.at - self.shown_at > WINDOW_SECS {
             return Some(Judged::of(Outcome::Unknown));
         }
         // Sent before the completion could be shown, or says nothing of a cursor.
-        if later.at < self.ended || later.refused || later.sent.context_only() {
+        if later.at < self.shown_at || later.refused || later.sent.context_only() {
             return None;
         }
         let around = locate::around_cursor(&later.sent);
@@ -196,7 +199,7 @@ impl Awaiting {
 
     /// Whether the window has closed by `now` (seconds since the epoch).
     pub fn expired(&self, now: f64) -> bool {
-        now - self.ended > WINDOW_SECS
+        now - self.shown_at > WINDOW_SECS
     }
 
     /// The outcome the file's text on disk gives, where requests gave none: accepted where the
