@@ -22,15 +22,18 @@ const ORDER_SERVICE: &str = "src/main/java/com/acme/shop/service/OrderService.ja
 /// The three plugins' request shapes.
 #[derive(Clone, Copy, Debug)]
 enum Plugin {
-    /// llama.vim (ggml-org/llama.vim, autoload/llama.vim `llama#fim`): `/infill` with the lines
+    /// llama.vim (ggml-org/llama.vim at a1c8e6e4, autoload/llama.vim, `llama#fim` and
+    /// `s:fim_ctx_local`): `/infill` with the lines
     /// before the cursor's as `input_prefix`, the cursor's line up to the cursor as `prompt`,
     /// the rest as `input_suffix`, its ring of chunks as `input_extra`.
     LlamaVim,
-    /// Continue (continuedev/continue, its OpenAI-compatible and Ollama providers): `prompt`
-    /// (the text before the cursor) and `suffix`.
+    /// Continue (continuedev/continue at d0a3c0b6, core/llm/llms/OpenAI.ts and Ollama.ts,
+    /// `_streamFim`): the text before the cursor as `prompt`, the rest as `suffix`.
     Continue,
-    /// Twinny (twinnydotdev/twinny): the model's FIM template filled in one `prompt`, sent to
-    /// Ollama's `/api/generate`.
+    /// Twinny (twinnydotdev/twinny at 193d14c0, src/extension/fim-templates.ts,
+    /// getFimPromptTemplateLLama, its default): Code Llama's template filled in one `prompt`,
+    /// the file's header first, the markers set apart by spaces, sent to Ollama's
+    /// `/api/generate` (src/extension/provider-options.ts, createStreamRequestBodyFim).
     Twinny,
 }
 
@@ -56,8 +59,10 @@ impl Plugin {
             Plugin::Twinny => (
                 "/api/generate",
                 json!({
-                    "prompt": format!("<|fim_prefix|>{before}<|fim_suffix|>{after}<|fim_middle|>"),
-                    "raw": true, "stream": false, "options": {"num_predict": 128},
+                    "prompt": format!(
+                        "<PRE> \n// Language: Java (java) \n{before} <SUF> {after} <MID>"
+                    ),
+                    "stream": false, "keep_alive": "5m", "options": {"num_predict": 128},
                 }),
             ),
         }
@@ -197,6 +202,18 @@ async fn an_editor_session_through_half_shares_is_judged_learnt_from_and_counted
         let completion = answer_text(&post(&proxy, path, &body).await);
         bodies.push(body);
         id += 1;
+        let primary = id;
+        if let Plugin::LlamaVim = plugin {
+            // llama.vim's look-ahead, sent once it shows a completion, before the person
+            // decides: the cursor after the completion as if kept, the rest of its line left
+            // out (s:fim_ctx_local with `prev`).
+            let line_end = cursor + buffer[cursor..].find('\n').unwrap();
+            let before = format!("{}{completion}", &buffer[..cursor]);
+            let (path, body) = plugin.shaped(&before, &buffer[line_end..]);
+            post(&proxy, path, &body).await;
+            bodies.push(body);
+            id += 1;
+        }
         // Every other completion is kept and written on after; the others give way to code
         // the person writes instead.
         let accept = round % 2 == 0;
@@ -204,7 +221,7 @@ async fn an_editor_session_through_half_shares_is_judged_learnt_from_and_counted
             true => format!("{completion} "),
             false => "audit(order); ".to_string(),
         };
-        kept.insert(id, (accept, completion));
+        kept.insert(primary, (accept, completion));
         buffer.insert_str(cursor, &written);
         let after_it = cursor + written.len();
         let (path, body) = plugin.shaped(&buffer[..after_it], &buffer[after_it..]);
