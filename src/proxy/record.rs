@@ -521,6 +521,48 @@ mod tests {
     }
 
     #[test]
+    fn the_arm_is_kept_at_once_and_an_outcome_once_judged_and_both_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RecordStore::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let in_arm = |arm| Exchange {
+            composition: Some(crate::proxy::Composition {
+                arm: Some(arm),
+                ..Default::default()
+            }),
+            ..exchange("p")
+        };
+        let keyhole = store.append(&in_arm(crate::proxy::ab::Arm::Keyhole)).unwrap();
+        store.append(&in_arm(crate::proxy::ab::Arm::Plugin)).unwrap();
+        store.append(&exchange("in no arm")).unwrap();
+        let judged = Judged {
+            outcome: Outcome::Accepted,
+            accepted_chars: 12,
+        };
+        store.set_judged(keyhole, judged).unwrap();
+        let connection = store.connection.lock().unwrap();
+        let columns: Vec<(Option<String>, Option<String>)> = connection
+            .prepare("SELECT arm, outcome FROM exchanges ORDER BY id")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        drop(connection);
+        let text = |s: &str| Some(s.to_string());
+        assert_eq!(
+            columns,
+            [
+                (text("keyhole"), text("accepted")),
+                (text("plugin"), None),
+                (None, None)
+            ]
+        );
+        let (all, _) = store.all().unwrap();
+        assert_eq!(all[0].judged, Some(judged));
+        assert_eq!(all[1].judged, None);
+    }
+
+    #[test]
     fn ids_go_on_across_reopening_and_the_limit_deletes_the_oldest() {
         let dir = tempfile::tempdir().unwrap();
         let one = serde_json::to_string(&exchange("p00")).unwrap().len() as u64;
