@@ -446,10 +446,14 @@ fn summary(e: &Exchange) -> String {
         (composed == Some(true), " (composed)"),
         (composed == Some(false), " (forwarded as sent)"),
     ];
+    let outcome = e
+        .judged
+        .map_or(String::new(), |j| format!(" ({})", j.outcome.name()));
     let marks: String = marks
         .iter()
         .filter(|(on, _)| *on)
         .map(|(_, m)| *m)
+        .chain([outcome.as_str()])
         .collect();
     format!(
         "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{marks}  \"{}\" -> \"{}\"",
@@ -581,6 +585,17 @@ fn show(e: &Exchange) -> Result<()> {
     }
     if let Some(composition) = &e.composition {
         show_composition(composition)?;
+    }
+    if let Some(judged) = &e.judged {
+        outln!(
+            "--- outcome: {} ({} characters kept), in {}'s arm ---",
+            judged.outcome.name(),
+            judged.accepted_chars,
+            e.composition
+                .as_ref()
+                .and_then(|c| c.arm)
+                .map_or("no", ab::Arm::name)
+        );
     }
     if let Some(body) = &e.sent.body {
         outln!(

@@ -515,9 +515,16 @@ mod tests {
             .collect();
         assert_eq!(arms, [None, Some(1), Some(0)]);
         drop(connection);
+        // The A/B's columns too: an outcome is kept and read back.
+        let judged = Judged {
+            outcome: Outcome::Rejected,
+            accepted_chars: 0,
+        };
+        store.set_judged(2, judged).unwrap();
         let (all, unreadable) = store.all().unwrap();
         assert_eq!((all.len(), unreadable), (3, 0));
         assert_eq!(all[1].composition, composed.composition);
+        assert_eq!((all[0].judged, all[1].judged), (None, Some(judged)));
     }
 
     #[test]
@@ -531,8 +538,12 @@ mod tests {
             }),
             ..exchange("p")
         };
-        let keyhole = store.append(&in_arm(crate::proxy::ab::Arm::Keyhole)).unwrap();
-        store.append(&in_arm(crate::proxy::ab::Arm::Plugin)).unwrap();
+        let keyhole = store
+            .append(&in_arm(crate::proxy::ab::Arm::Keyhole))
+            .unwrap();
+        store
+            .append(&in_arm(crate::proxy::ab::Arm::Plugin))
+            .unwrap();
         store.append(&exchange("in no arm")).unwrap();
         let judged = Judged {
             outcome: Outcome::Accepted,

@@ -369,6 +369,21 @@ async fn an_editor_session_through_half_shares_is_judged_learnt_from_and_counted
         text.lines().any(|l| l.trim_start().starts_with("keyhole ")),
         "{text}"
     );
+    // `recorded list` marks each outcome; `show` says it with the arm.
+    let listed = common::ok(common::keyhole(&["recorded", "list"], scratch.path()));
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        listed.contains("(accepted)") && listed.contains("(rejected)"),
+        "{listed}"
+    );
+    let shown = common::ok(common::keyhole(&["recorded", "show", "1"], scratch.path()));
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    let first_arm = arm(&exchanges[0]).unwrap();
+    assert!(
+        shown.contains("--- outcome: accepted (")
+            && shown.contains(&format!("in {first_arm}'s arm ---")),
+        "{shown}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
