@@ -323,13 +323,16 @@ pub fn judge_recorded(
 /// The most completions a proxy waits on at once; past it the oldest is judged unknown.
 const MAX_AWAITING: usize = 512;
 
+/// What a completion of keyhole's arm teaches once judged: the candidate whose context was
+/// sent, and the hole.
+type Lesson = (u16, String);
+
 /// A proxy's completions in an arm still waiting for their outcome: each exchange the proxy
 /// records is heard by them, then waits itself. Decided outcomes go to the store, and those of
 /// keyhole's arm teach the source's ranker, off the proxy's async threads.
 pub(super) struct Judging {
-    /// Each awaiting completion, with the candidate and hole it teaches about where it was
-    /// keyhole's.
-    awaiting: std::sync::Mutex<Vec<(Awaiting, Option<(u16, String)>)>>,
+    /// Each awaiting completion, with what it teaches where it was keyhole's.
+    awaiting: std::sync::Mutex<Vec<(Awaiting, Option<Lesson>)>>,
     source: std::sync::Arc<dyn super::ContextSource>,
 }
 
