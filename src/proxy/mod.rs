@@ -8,6 +8,8 @@
 pub mod ab;
 mod compose;
 mod exchange;
+#[cfg(feature = "proxy")]
+mod judging;
 mod locate;
 mod record;
 mod redact;

@@ -28,7 +28,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use super::ab::{Arm, Judging};
+use super::ab::Arm;
+use super::judging::Judging;
 use super::redact::redact_query;
 use super::{
     Composition, ContextSource, Exchange, RecordStore, fim_shape, read_answer, read_request,
