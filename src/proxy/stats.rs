@@ -90,12 +90,13 @@ pub struct GroupStats {
 
 /// The backend a request went to, as people read it.
 fn backend(exchange: &Exchange) -> String {
-    match exchange
+    // llama.vim sends an empty model when none is configured.
+    let model = exchange
         .sent
         .parameters
         .get("model")
-        .and_then(|m| m.as_str())
-    {
+        .and_then(|m| m.as_str());
+    match model.filter(|m| !m.is_empty()) {
         Some(model) => format!("{} (model {model})", exchange.upstream),
         None => exchange.upstream.clone(),
     }
@@ -162,6 +163,23 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 5e-4
+    }
+
+    #[test]
+    fn the_backend_is_the_server_and_the_model_named_if_any() {
+        let with = |model: serde_json::Value| Exchange {
+            upstream: "http://127.0.0.1:8080/".into(),
+            sent: crate::proxy::Sent {
+                parameters: [("model".to_string(), model)].into_iter().collect(),
+                ..Default::default()
+            },
+            ..Exchange::default()
+        };
+        assert_eq!(
+            backend(&with("qwen".into())),
+            "http://127.0.0.1:8080/ (model qwen)"
+        );
+        assert_eq!(backend(&with("".into())), "http://127.0.0.1:8080/");
     }
 
     #[test]
