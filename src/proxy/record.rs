@@ -218,14 +218,7 @@ impl RecordStore {
             let mut statement = connection
                 .prepare("SELECT id, record, outcome, accepted_chars FROM exchanges ORDER BY id")?;
             let rows = statement.query_map([], |row| {
-                let outcome = row.get::<_, Option<String>>(2)?;
-                let judged = outcome
-                    .and_then(|o| Outcome::parse(&o))
-                    .map(|outcome| Judged {
-                        outcome,
-                        accepted_chars: row.get::<_, Option<i64>>(3).ok().flatten().unwrap_or(0)
-                            as usize,
-                    });
+                let judged = judged_in(row, 2)?;
                 Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, judged))
             })?;
             let mut exchanges = Vec::new();
@@ -252,19 +245,25 @@ impl RecordStore {
         let Ok(key) = i64::try_from(id) else {
             return Ok(None);
         };
-        let record: Option<String> = connection
-            .query_row("SELECT record FROM exchanges WHERE id = ?1", [key], |row| {
-                row.get(0)
-            })
+        let found: Option<(String, Option<Judged>)> = connection
+            .query_row(
+                "SELECT record, outcome, accepted_chars FROM exchanges WHERE id = ?1",
+                [key],
+                |row| Ok((row.get(0)?, judged_in(row, 1)?)),
+            )
             .optional()
             .map_err(|e| self.error(e))?;
-        let Some(record) = record else {
+        let Some((record, judged)) = found else {
             return Ok(None);
         };
         let exchange: Exchange = serde_json::from_str(&record).map_err(|e| {
             std::io::Error::other(format!("recorded request {id} cannot be read: {e}"))
         })?;
-        Ok(Some(Exchange { id, ..exchange }))
+        Ok(Some(Exchange {
+            id,
+            judged,
+            ..exchange
+        }))
     }
 
     fn error(&self, e: rusqlite::Error) -> std::io::Error {
@@ -273,6 +272,19 @@ impl RecordStore {
             self.dir.join(DATABASE).display()
         ))
     }
+}
+
+/// The outcome a row holds in its `outcome` and `accepted_chars` columns, read from column
+/// `at` on (an outcome a later version named otherwise reads as none).
+fn judged_in(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<Judged>> {
+    let outcome: Option<String> = row.get(at)?;
+    let chars: Option<i64> = row.get(at + 1)?;
+    Ok(outcome
+        .and_then(|o| Outcome::parse(&o))
+        .map(|outcome| Judged {
+            outcome,
+            accepted_chars: usize::try_from(chars.unwrap_or(0)).unwrap_or(0),
+        }))
 }
 
 /// The columns later versions added, each with the type it is added with: added once where a
@@ -571,6 +583,7 @@ mod tests {
         let (all, _) = store.all().unwrap();
         assert_eq!(all[0].judged, Some(judged));
         assert_eq!(all[1].judged, None);
+        assert_eq!(store.get(keyhole).unwrap().unwrap().judged, Some(judged));
     }
 
     #[test]
