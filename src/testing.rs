@@ -106,6 +106,9 @@ pub mod proxy {
         Answered, Certainty, Composition, DEFAULT_MAX_BYTES, Exchange, ExtraChunk, RecordStore,
         Sent, log_dir, read_log,
     };
+    pub mod ab {
+        pub use crate::proxy::ab::{Arm, Judged, Outcome};
+    }
 }
 pub mod pin {
     pub use crate::pin::Pin;

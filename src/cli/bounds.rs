@@ -100,6 +100,18 @@ pub fn temperature(text: &str) -> Result<f32, String> {
     }
 }
 
+/// A share of requests (`--compose-share`): a number from 0 to 1.
+pub fn share(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| "expected a number from 0 to 1".to_string())?;
+    match (0.0..=1.0).contains(&value) {
+        true => Ok(value),
+        false => Err("must be from 0 to 1".into()),
+    }
+}
+
 /// A comma-separated list of composition sizes (`2,5`); an empty value is none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Compositions(pub Vec<usize>);

@@ -12,7 +12,9 @@ use clap::{Args, Subcommand};
 use super::dirs;
 use keyhole::escape;
 use keyhole::model::secret;
+use keyhole::proxy::ab;
 use keyhole::proxy::{self, Access, Bounds, Compose, Exchange, Proxy, RecordStore, Upstream};
+use keyhole::rank::RankerKind;
 use keyhole::session::{Choices, ComposingRepo, SessionError, Settings};
 
 #[derive(Args)]
@@ -63,6 +65,15 @@ pub struct ProxyArgs {
     /// plugin sent it.
     #[arg(long, default_value_t = 150, value_name = "MS")]
     compose_deadline_ms: u64,
+    /// The share of the requests keyhole can compose for that get keyhole's prompt; the rest
+    /// get the plugin's own (an A/B: `keyhole recorded stats` compares what was accepted).
+    #[arg(long, default_value_t = 1.0, value_name = "P", requires = "compose", value_parser = super::bounds::share)]
+    compose_share: f64,
+    /// Which ranker chooses keyhole's context: rlpg-h (the bundled classifier, or the one
+    /// `keyhole tune` made for the backend), rlpg-r, bm25, fixed, online (moved by the
+    /// completions kept and dropped).
+    #[arg(long, default_value = "rlpg-h", requires = "compose")]
+    ranker: RankerKind,
 }
 
 #[derive(Subcommand)]
@@ -79,6 +90,17 @@ pub enum RecordedCommand {
         /// Its number (`keyhole recorded list`).
         id: u64,
         /// The repository the plugin was editing.
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The A/B of `proxy --compose --compose-share`: per repository and backend, how often
+    /// each arm's completions were accepted (with a 95% interval), the difference keyhole −
+    /// plugin, and the characters accepted. Outcomes not yet inferred are inferred and kept.
+    Stats {
+        /// Only this repository's requests; its files on disk decide outcomes the requests
+        /// left unknown.
         #[arg(long)]
         repo: Option<PathBuf>,
         #[arg(long)]
@@ -112,7 +134,7 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
     }
     // Resolved before any thread starts; the repository opens while the proxy serves.
     let composing = match (&args.repo, args.compose) {
-        (Some(repo), true) => Some((repo, composing_settings(repo, &args.to)?)),
+        (Some(repo), true) => Some((repo, composing_settings(repo, &args.to, args.ranker)?)),
         (Some(_), false) => bail!("--repo is for --compose; give --compose too"),
         _ => None,
     };
@@ -164,6 +186,11 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
             proxy = proxy.composing(Compose {
                 source: Arc::new(ComposingRepo::open(repo, settings.clone(), announce)),
                 deadline: Duration::from_millis(args.compose_deadline_ms),
+                share: args.compose_share,
+                seed: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64),
+                repo: repo_name(repo),
             });
         } else {
             errln!("keyhole proxy: http://{address} -> {shown}, {recording}");
@@ -177,7 +204,7 @@ pub fn proxy_command(args: &ProxyArgs) -> Result<()> {
 
 /// `--compose --repo REPO`: the settings the repository opens with, the backend `--to` names
 /// (its tuned classifier, where it has one).
-fn composing_settings(repo: &std::path::Path, to: &str) -> Result<Settings> {
+fn composing_settings(repo: &std::path::Path, to: &str, ranker: RankerKind) -> Result<Settings> {
     if !repo.is_dir() {
         bail!(
             "--repo {}: not a directory",
@@ -186,9 +213,18 @@ fn composing_settings(repo: &std::path::Path, to: &str) -> Result<Settings> {
     }
     let choices = Choices {
         backend: (!to.contains("://")).then(|| to.to_string()),
+        ranker: Some(ranker),
         ..Choices::default()
     };
     super::hole::settings(&choices)
+}
+
+/// How the record names a repository: its absolute path, where it has one.
+fn repo_name(repo: &std::path::Path) -> String {
+    std::fs::canonicalize(repo)
+        .unwrap_or_else(|_| repo.to_path_buf())
+        .display()
+        .to_string()
 }
 
 /// `--to`: a URL as given, or a configured server backend's URL and key.
@@ -235,7 +271,7 @@ fn log_dir() -> Option<PathBuf> {
 }
 
 pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
-    let (exchanges, unreadable) = match log_dir() {
+    let (mut exchanges, unreadable) = match log_dir() {
         Some(dir) => proxy::read_log(&dir)?,
         None => (Vec::new(), 0),
     };
@@ -243,6 +279,9 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
         errln!("keyhole: {unreadable} recorded lines could not be read and are left out");
     }
     match command {
+        RecordedCommand::Stats { repo, json } => {
+            stats_command(&mut exchanges, repo.as_deref(), *json)?;
+        }
         RecordedCommand::List { json: true } => {
             outln!("{}", serde_json::to_string_pretty(&exchanges)?);
         }
@@ -276,6 +315,110 @@ pub fn recorded_command(command: &RecordedCommand) -> Result<()> {
     Ok(())
 }
 
+/// `recorded stats`: the outcomes the store lacks inferred and kept, then the A/B counted.
+fn stats_command(
+    exchanges: &mut [Exchange],
+    repo: Option<&std::path::Path>,
+    json: bool,
+) -> Result<()> {
+    let repo = match repo {
+        Some(repo) if !repo.is_dir() => bail!(
+            "--repo {}: not a directory",
+            escape::controls(&repo.display().to_string())
+        ),
+        Some(repo) => Some((repo, repo_name(repo))),
+        None => None,
+    };
+    // The hole's file in --repo, as it is now.
+    let disk = |exchange: &Exchange| {
+        let (root, name) = repo.as_ref()?;
+        let composition = exchange.composition.as_ref()?;
+        if composition.repo.as_deref() != Some(name.as_str()) {
+            return None;
+        }
+        let hole = composition.hole.as_deref()?;
+        let file = hole.rsplitn(3, ':').last()?;
+        let bytes = keyhole::repo::read_repo_file(root, std::path::Path::new(file), 64 << 20);
+        bytes.ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let found = ab::judge_recorded(exchanges, now, disk);
+    if !found.is_empty()
+        && let Some(dir) = log_dir()
+    {
+        let store = RecordStore::open(&dir, proxy::DEFAULT_MAX_BYTES)?;
+        for (id, judged) in &found {
+            store.set_judged(*id, *judged)?;
+        }
+    }
+    for (id, judged) in found {
+        if let Some(exchange) = exchanges.iter_mut().find(|e| e.id == id) {
+            exchange.judged = Some(judged);
+        }
+    }
+    let chosen: Vec<Exchange> = exchanges
+        .iter()
+        .filter(|e| {
+            repo.as_ref().is_none_or(|(_, name)| {
+                e.composition.as_ref().and_then(|c| c.repo.as_deref()) == Some(name.as_str())
+            })
+        })
+        .cloned()
+        .collect();
+    let groups = proxy::stats(&chosen);
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&groups)?);
+        return Ok(());
+    }
+    if groups.is_empty() {
+        outln!(
+            "no requests in an arm of the A/B are recorded (keyhole proxy --compose --repo REPO --compose-share P records them)"
+        );
+    }
+    let percent = |rate: f64| format!("{:.1}", rate * 100.0);
+    for group in &groups {
+        outln!(
+            "{}  {}",
+            escape::controls(&group.repository),
+            escape::controls(&group.backend)
+        );
+        outln!(
+            "  arm       requests  accepted  rejected  unknown  accepted % (95% CI)    chars accepted"
+        );
+        for arm in &group.arms {
+            let rate = match (arm.rate, arm.interval) {
+                (Some(rate), Some(i)) => {
+                    format!("{} ({}-{})", percent(rate), percent(i.low), percent(i.high))
+                }
+                _ => "-".to_string(),
+            };
+            outln!(
+                "  {:<8} {:>9} {:>9} {:>9} {:>8}  {rate:<22} {:>14}",
+                arm.arm,
+                arm.requests,
+                arm.accepted,
+                arm.rejected,
+                arm.unknown,
+                arm.accepted_chars
+            );
+        }
+        match &group.difference {
+            Some(d) => outln!(
+                "  keyhole - plugin: {:+.1} points (95% CI {:+.1} to {:+.1})",
+                d.rate * 100.0,
+                d.interval.low * 100.0,
+                d.interval.high * 100.0
+            ),
+            None => {
+                outln!("  keyhole - plugin: - (an arm has no accepted or rejected completion yet)")
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One line: number, who sent it, endpoint, status, time, the end of what was sent and the
 /// answer; what the plugin and the server sent escaped, as everywhere.
 fn summary(e: &Exchange) -> String {
@@ -303,10 +446,14 @@ fn summary(e: &Exchange) -> String {
         (composed == Some(true), " (composed)"),
         (composed == Some(false), " (forwarded as sent)"),
     ];
+    let outcome = e
+        .judged
+        .map_or(String::new(), |j| format!(" ({})", j.outcome.name()));
     let marks: String = marks
         .iter()
         .filter(|(on, _)| *on)
         .map(|(_, m)| *m)
+        .chain([outcome.as_str()])
         .collect();
     format!(
         "{:>5}  {:<12.12} {:<22} {:>3} {:>8.1} ms{marks}  \"{}\" -> \"{}\"",
@@ -438,6 +585,17 @@ fn show(e: &Exchange) -> Result<()> {
     }
     if let Some(composition) = &e.composition {
         show_composition(composition)?;
+    }
+    if let Some(judged) = &e.judged {
+        outln!(
+            "--- outcome: {} ({} characters kept), in {}'s arm ---",
+            judged.outcome.name(),
+            judged.accepted_chars,
+            e.composition
+                .as_ref()
+                .and_then(|c| c.arm)
+                .map_or("no", ab::Arm::name)
+        );
     }
     if let Some(body) = &e.sent.body {
         outln!(

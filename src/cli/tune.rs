@@ -55,6 +55,11 @@ pub struct TuneArgs {
     /// Label from the answers in these batch output files (comma-separated, or repeated).
     #[arg(long, value_name = "FILE", value_delimiter = ',')]
     import_responses: Vec<PathBuf>,
+    /// Train on what you kept too: each completion of keyhole's prompt that `keyhole proxy
+    /// --compose` in front of this backend saw you accept or reject in one of REPOS is a label
+    /// for the candidate whose context it sent (docs/proxy.md).
+    #[arg(long)]
+    recorded_outcomes: bool,
 }
 
 pub fn tune_command(args: &TuneArgs) -> Result<()> {
@@ -68,6 +73,7 @@ pub fn tune_command(args: &TuneArgs) -> Result<()> {
         patience: args.patience,
         export_requests: args.export_requests.clone(),
         import_responses: args.import_responses.clone(),
+        recorded_outcomes: args.recorded_outcomes,
     };
     let Some(tuned) = tune::run(&settings, &args.repos, &tuning, &Terminal::default())? else {
         return Ok(()); // requests exported; answers to come

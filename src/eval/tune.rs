@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 mod pipeline;
+mod recorded;
 pub use pipeline::{Tuned, Tuning, run};
 
 use serde::Serialize;

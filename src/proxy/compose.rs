@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ab::Arm;
 use super::exchange::{ExtraChunk, Sent};
 use super::locate;
 use crate::hole::HoleError;
@@ -139,6 +140,10 @@ pub trait ContextSource: Send + Sync {
     /// The context for the hole `sent` was made at, or why there is none; past `deadline`
     /// the request goes as sent, so a choice that may take longer falls back before it.
     fn choose(&self, sent: &Sent, deadline: std::time::Instant) -> Result<Chosen, NoContext>;
+
+    /// Learn that the completion of candidate `candidate`'s prompt for `hole` was kept
+    /// (`accepted`) or dropped; what it did, in a line. Called off the proxy's async threads.
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String>;
 }
 
 /// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,
@@ -201,6 +206,13 @@ pub struct Composition {
     pub sent: Option<Sent>,
     /// Milliseconds spent choosing and composing (or waiting, up to the deadline).
     pub compose_ms: f64,
+    /// The arm of the A/B (`--compose-share`) a request keyhole could compose for was in;
+    /// `None` for one it could not (in neither arm).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub arm: Option<Arm>,
+    /// The repository composed in (`--repo`), where the request was in an arm.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub repo: Option<String>,
 }
 
 impl Composition {
@@ -229,6 +241,25 @@ impl Composition {
             pinned: chosen.pinned,
             sent: Some(sent),
             compose_ms,
+            arm: Some(Arm::Keyhole),
+            repo: None,
+        }
+    }
+
+    /// The plugin's request went as sent, in the plugin's arm of the A/B, for a hole keyhole
+    /// chose `chosen` for (kept, unsent, so the arms are told apart by the prompt alone).
+    pub fn plugins_arm(chosen: Chosen, compose_ms: f64) -> Composition {
+        Composition {
+            forwarded_because: Some("the plugin's arm of the A/B (--compose-share)".into()),
+            candidate: Some(chosen.candidate),
+            label: Some(chosen.label),
+            hole: Some(chosen.hole),
+            context_tokens: Some(chosen.tokens),
+            pinned: chosen.pinned,
+            sent: None,
+            compose_ms,
+            arm: Some(Arm::Plugin),
+            repo: None,
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::repo::{FileId, RepoIndex};
 use crate::sourced::SourcedText;
 
 /// Lines of the text before the cursor that must match (fewer when it has fewer).
-const ANCHOR_LINES: usize = 3;
+pub(super) const ANCHOR_LINES: usize = 3;
 
 /// How sure a place is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -78,14 +78,14 @@ impl Place {
 }
 
 /// The text a request sent before and after its cursor, as ranges of one of its pieces.
-struct AroundCursor<'s> {
+pub(super) struct AroundCursor<'s> {
     /// The text before the cursor; for an infill request, its prefix and middle joined.
-    before: std::borrow::Cow<'s, str>,
-    after: &'s str,
+    pub before: std::borrow::Cow<'s, str>,
+    pub after: &'s str,
 }
 
 /// The text before and after the cursor, whichever shape the request sent it in.
-fn around_cursor(sent: &Sent) -> AroundCursor<'_> {
+pub(super) fn around_cursor(sent: &Sent) -> AroundCursor<'_> {
     let prompt = sent
         .prompt
         .as_deref()
@@ -266,7 +266,7 @@ fn nearest_places(index: &RepoIndex, before: &str, after: &str) -> Vec<Place> {
 }
 
 /// The last [`ANCHOR_LINES`] lines of `before`, the cursor's line up to the cursor included.
-fn anchor(before: &str) -> &str {
+pub(super) fn anchor(before: &str) -> &str {
     let mut start = before.len();
     for _ in 0..ANCHOR_LINES {
         // The break that ends the line before, not the one the text may end with (cut at a

@@ -16,6 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use super::ab::{Judged, Outcome};
 use super::compose::Composition;
 use super::exchange::{Answered, Sent};
 
@@ -97,6 +98,11 @@ pub struct Exchange {
     /// what the plugin sent), or why the plugin's went as sent. `None` without `--compose`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub composition: Option<Composition>,
+    /// Whether the person kept the completion, where the request was in an arm of the A/B
+    /// and its outcome was inferred ([`super::ab`]); kept in the store's own columns, which
+    /// are written after the record.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub judged: Option<Judged>,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -147,7 +153,7 @@ impl RecordStore {
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(named)?;
         connection.execute_batch(SCHEMA).map_err(named)?;
-        add_composed_column(&mut connection).map_err(named)?;
+        add_columns(&mut connection).map_err(named)?;
         for name in OLD_LOGS {
             migrate(&mut connection, &dir.join(name)).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()))
@@ -183,10 +189,25 @@ impl RecordStore {
             )));
         }
         let mut connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
-        let composed = exchange.composition.as_ref().map(|c| c.composed());
-        let id = append_within(&mut connection, exchange, &record, composed, self.max_bytes)
+        let id = append_within(&mut connection, exchange, &record, self.max_bytes)
             .map_err(|e| self.error(e))?;
         Ok(id)
+    }
+
+    /// Keep the outcome inferred for exchange `id` (where the store still has it).
+    pub fn set_judged(&self, id: u64, judged: Judged) -> std::io::Result<()> {
+        let connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
+        connection
+            .execute(
+                "UPDATE exchanges SET outcome = ?1, accepted_chars = ?2 WHERE id = ?3",
+                params![
+                    judged.outcome.name(),
+                    judged.accepted_chars as i64,
+                    id as i64
+                ],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(())
     }
 
     /// Every exchange, oldest first, and how many records could not be read (written by a
@@ -194,18 +215,20 @@ impl RecordStore {
     pub fn all(&self) -> std::io::Result<(Vec<Exchange>, usize)> {
         let connection = self.connection.lock().unwrap_or_else(|e| e.into_inner());
         let read = || -> rusqlite::Result<(Vec<Exchange>, usize)> {
-            let mut statement =
-                connection.prepare("SELECT id, record FROM exchanges ORDER BY id")?;
+            let mut statement = connection
+                .prepare("SELECT id, record, outcome, accepted_chars FROM exchanges ORDER BY id")?;
             let rows = statement.query_map([], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                let judged = judged_in(row, 2)?;
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, judged))
             })?;
             let mut exchanges = Vec::new();
             let mut unreadable = 0;
             for row in rows {
-                let (id, record) = row?;
+                let (id, record, judged) = row?;
                 match serde_json::from_str::<Exchange>(&record) {
                     Ok(exchange) => exchanges.push(Exchange {
                         id: id as u64,
+                        judged,
                         ..exchange
                     }),
                     Err(_) => unreadable += 1,
@@ -222,19 +245,25 @@ impl RecordStore {
         let Ok(key) = i64::try_from(id) else {
             return Ok(None);
         };
-        let record: Option<String> = connection
-            .query_row("SELECT record FROM exchanges WHERE id = ?1", [key], |row| {
-                row.get(0)
-            })
+        let found: Option<(String, Option<Judged>)> = connection
+            .query_row(
+                "SELECT record, outcome, accepted_chars FROM exchanges WHERE id = ?1",
+                [key],
+                |row| Ok((row.get(0)?, judged_in(row, 1)?)),
+            )
             .optional()
             .map_err(|e| self.error(e))?;
-        let Some(record) = record else {
+        let Some((record, judged)) = found else {
             return Ok(None);
         };
         let exchange: Exchange = serde_json::from_str(&record).map_err(|e| {
             std::io::Error::other(format!("recorded request {id} cannot be read: {e}"))
         })?;
-        Ok(Some(Exchange { id, ..exchange }))
+        Ok(Some(Exchange {
+            id,
+            judged,
+            ..exchange
+        }))
     }
 
     fn error(&self, e: rusqlite::Error) -> std::io::Error {
@@ -245,20 +274,47 @@ impl RecordStore {
     }
 }
 
-/// The stores of versions before `proxy --compose` have no `composed` column: it is added
-/// once, in a transaction, so that two processes opening such a store at once add it once.
-/// It says whose prompt went to the server (NULL: the proxy composed nothing; 1: keyhole's; 0:
-/// the plugin's, as sent), so that the arms of an A/B can be counted without reading records.
-fn add_composed_column(connection: &mut Connection) -> rusqlite::Result<()> {
+/// The outcome a row holds in its `outcome` and `accepted_chars` columns, read from column
+/// `at` on (an outcome a later version named otherwise reads as none).
+fn judged_in(row: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<Judged>> {
+    let outcome: Option<String> = row.get(at)?;
+    let chars: Option<i64> = row.get(at + 1)?;
+    Ok(outcome
+        .and_then(|o| Outcome::parse(&o))
+        .map(|outcome| Judged {
+            outcome,
+            accepted_chars: usize::try_from(chars.unwrap_or(0)).unwrap_or(0),
+        }))
+}
+
+/// The columns later versions added, each with the type it is added with: added once where a
+/// store lacks them, in a transaction, so that two processes opening such a store at once add
+/// each once. Records of earlier versions leave them NULL: they composed nothing and were in
+/// no arm. `composed` says whose prompt went to the server (1: keyhole's; 0: the plugin's, as
+/// sent); `arm` which arm of the A/B a request keyhole could compose for was in (`keyhole`,
+/// `plugin`); `outcome` (`accepted`, `rejected`, `unknown`) and `accepted_chars` what became of
+/// its completion, written once inferred. So an A/B is counted without reading records.
+const ADDED_COLUMNS: [(&str, &str); 4] = [
+    ("composed", "INTEGER"),
+    ("arm", "TEXT"),
+    ("outcome", "TEXT"),
+    ("accepted_chars", "INTEGER"),
+];
+
+fn add_columns(connection: &mut Connection) -> rusqlite::Result<()> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let has: i64 = transaction.query_row(
-        "SELECT COUNT(*) FROM pragma_table_info('exchanges') WHERE name = 'composed'",
-        [],
-        |row| row.get(0),
-    )?;
-    if has == 0 {
-        transaction.execute("ALTER TABLE exchanges ADD COLUMN composed INTEGER", [])?;
-        // Records of earlier versions composed nothing: NULL, as the column starts.
+    for (name, kind) in ADDED_COLUMNS {
+        let has: i64 = transaction.query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('exchanges') WHERE name = ?1",
+            [name],
+            |row| row.get(0),
+        )?;
+        if has == 0 {
+            transaction.execute(
+                &format!("ALTER TABLE exchanges ADD COLUMN {name} {kind}"),
+                [],
+            )?;
+        }
     }
     transaction.commit()
 }
@@ -269,14 +325,16 @@ fn append_within(
     connection: &mut Connection,
     exchange: &Exchange,
     record: &str,
-    composed: Option<bool>,
     max_bytes: u64,
 ) -> rusqlite::Result<u64> {
+    let composition = exchange.composition.as_ref();
+    let composed = composition.map(Composition::composed);
+    let arm = composition.and_then(|c| c.arm).map(|arm| arm.name());
     // IMMEDIATE: the write lock is taken at once, so two writers never both read the total.
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     transaction.execute(
-        "INSERT INTO exchanges (at, bytes, record, composed) VALUES (?1, ?2, ?3, ?4)",
-        params![exchange.at, record.len() as i64, record, composed],
+        "INSERT INTO exchanges (at, bytes, record, composed, arm) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![exchange.at, record.len() as i64, record, composed, arm],
     )?;
     let id = transaction.last_insert_rowid();
     loop {
@@ -469,9 +527,63 @@ mod tests {
             .collect();
         assert_eq!(arms, [None, Some(1), Some(0)]);
         drop(connection);
+        // The A/B's columns too: an outcome is kept and read back.
+        let judged = Judged {
+            outcome: Outcome::Rejected,
+            accepted_chars: 0,
+        };
+        store.set_judged(2, judged).unwrap();
         let (all, unreadable) = store.all().unwrap();
         assert_eq!((all.len(), unreadable), (3, 0));
         assert_eq!(all[1].composition, composed.composition);
+        assert_eq!((all[0].judged, all[1].judged), (None, Some(judged)));
+    }
+
+    #[test]
+    fn the_arm_is_kept_at_once_and_an_outcome_once_judged_and_both_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RecordStore::open(dir.path(), DEFAULT_MAX_BYTES).unwrap();
+        let in_arm = |arm| Exchange {
+            composition: Some(crate::proxy::Composition {
+                arm: Some(arm),
+                ..Default::default()
+            }),
+            ..exchange("p")
+        };
+        let keyhole = store
+            .append(&in_arm(crate::proxy::ab::Arm::Keyhole))
+            .unwrap();
+        store
+            .append(&in_arm(crate::proxy::ab::Arm::Plugin))
+            .unwrap();
+        store.append(&exchange("in no arm")).unwrap();
+        let judged = Judged {
+            outcome: Outcome::Accepted,
+            accepted_chars: 12,
+        };
+        store.set_judged(keyhole, judged).unwrap();
+        let connection = store.connection.lock().unwrap();
+        let columns: Vec<(Option<String>, Option<String>)> = connection
+            .prepare("SELECT arm, outcome FROM exchanges ORDER BY id")
+            .unwrap()
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        drop(connection);
+        let text = |s: &str| Some(s.to_string());
+        assert_eq!(
+            columns,
+            [
+                (text("keyhole"), text("accepted")),
+                (text("plugin"), None),
+                (None, None)
+            ]
+        );
+        let (all, _) = store.all().unwrap();
+        assert_eq!(all[0].judged, Some(judged));
+        assert_eq!(all[1].judged, None);
+        assert_eq!(store.get(keyhole).unwrap().unwrap().judged, Some(judged));
     }
 
     #[test]

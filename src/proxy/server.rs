@@ -28,6 +28,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use super::ab::Arm;
+use super::judging::Judging;
 use super::redact::redact_query;
 use super::{
     Composition, ContextSource, Exchange, RecordStore, fim_shape, read_answer, read_request,
@@ -153,11 +155,19 @@ impl Default for Bounds {
     }
 }
 
-/// `--compose`: where keyhole's contexts come from, and how long a request may wait for one.
+/// `--compose`: where keyhole's contexts come from, how long a request may wait for one, and
+/// the A/B between keyhole's prompt and the plugin's.
 pub struct Compose {
     pub source: Arc<dyn ContextSource>,
     /// Counted from the request's arrival; past it the request goes as the plugin sent it.
     pub deadline: Duration,
+    /// The share (0..=1) of the requests keyhole composes for that get keyhole's prompt (its
+    /// arm of the A/B); the rest get the plugin's, after the same wait.
+    pub share: f64,
+    /// Seeds the draws of the arms.
+    pub seed: u64,
+    /// The repository composed in, as the record names it.
+    pub repo: String,
 }
 
 /// Contexts chosen at once: a choice that outlives its deadline still runs to its end, and
@@ -175,6 +185,10 @@ pub struct Proxy {
     kept_bytes: usize,
     compose: Option<Compose>,
     composing: Arc<Semaphore>,
+    /// Draws each request's arm of the A/B.
+    arms: std::sync::Mutex<rand_chacha::ChaCha8Rng>,
+    /// The completions in an arm waiting for their outcome (with `--compose` and a record).
+    judging: Option<Arc<Judging>>,
 }
 
 impl Proxy {
@@ -201,14 +215,32 @@ impl Proxy {
             kept_bytes,
             compose: None,
             composing: Arc::new(Semaphore::new(COMPOSING_AT_ONCE)),
+            arms: std::sync::Mutex::new(rand::SeedableRng::seed_from_u64(0)),
+            judging: None,
         })
     }
 
-    /// The proxy sends keyhole's context in place of the plugin's where it can (`--compose`).
+    /// The proxy sends keyhole's context in place of the plugin's where it can (`--compose`),
+    /// on `compose.share` of those requests, and judges what became of each completion.
     pub fn composing(self, compose: Compose) -> Proxy {
+        let judging = self
+            .log
+            .as_ref()
+            .map(|_| Arc::new(Judging::new(compose.source.clone())));
         Proxy {
+            arms: std::sync::Mutex::new(rand::SeedableRng::seed_from_u64(compose.seed)),
             compose: Some(compose),
+            judging,
             ..self
+        }
+    }
+
+    /// The arm of the A/B the next request keyhole can compose for is in.
+    fn draw_arm(&self, share: f64) -> Arm {
+        let mut arms = self.arms.lock().unwrap_or_else(|e| e.into_inner());
+        match rand::Rng::random::<f64>(&mut *arms) < share {
+            true => Arm::Keyhole,
+            false => Arm::Plugin,
         }
     }
 
@@ -295,6 +327,7 @@ impl Proxy {
             exchange,
             started: Instant::now(),
             log: self.log.clone(),
+            judging: self.judging.clone(),
             request: Vec::new(),
             request_rest: Arc::default(),
             content_type: String::new(),
@@ -446,6 +479,9 @@ impl Proxy {
                 return (body, Composition::forwarded(why, elapsed_ms(started)));
             }
         };
+        // Drawn before composing, so whether keyhole can compose for a request (in time)
+        // decides alike for both arms: a request it cannot serve is in neither.
+        let arm = self.draw_arm(compose.share);
         let deadline = arrived + compose.deadline;
         let deadline_ms = compose.deadline.as_millis();
         if tokio::time::Instant::now() >= deadline {
@@ -477,11 +513,19 @@ impl Proxy {
                 return (body, Composition::forwarded(why, elapsed_ms(started)));
             }
         };
+        let in_repo = |composition: Composition| Composition {
+            repo: Some(compose.repo.clone()),
+            ..composition
+        };
+        if arm == Arm::Plugin {
+            let composition = Composition::plugins_arm(chosen, elapsed_ms(started));
+            return (body, in_repo(composition));
+        }
         match rewrite(&body, shape, &chosen) {
             Ok(composed) => {
                 let instead = read_request(&composed, false);
                 let composition = Composition::sent_instead(chosen, instead, elapsed_ms(started));
-                (composed, composition)
+                (composed, in_repo(composition))
             }
             Err(why) => (
                 body,
@@ -614,6 +658,8 @@ struct Pending {
     started: Instant,
     /// Where it is recorded; `None` once recorded, or with no store.
     log: Option<Arc<RecordStore>>,
+    /// What judges the completions of the A/B, once it is recorded.
+    judging: Option<Arc<Judging>>,
     /// The start of the request's body, and the size of the rest that streamed past.
     request: Vec<u8>,
     request_rest: Arc<AtomicU64>,
@@ -664,11 +710,17 @@ impl Pending {
         e.error = e.error.as_deref().map(redact);
         e.answered.text = redact(&e.answered.text);
         e.sent.body = e.sent.body.as_deref().map(redact);
-        if let Err(err) = log.append(e) {
-            crate::escape::warn(&format!(
+        match log.append(e) {
+            Ok(id) => {
+                e.id = id;
+                if let Some(judging) = &self.judging {
+                    judging.heard(e, &log);
+                }
+            }
+            Err(err) => crate::escape::warn(&format!(
                 "proxy: cannot record an exchange in {}: {err}",
                 log.dir().display()
-            ));
+            )),
         }
     }
 }

@@ -80,6 +80,14 @@ impl OnlineRanker {
         self.counts.entry(picked).or_default().picks += 1;
     }
 
+    /// Learn from one completion of `used`'s prompt that the person used in their editor
+    /// (`keyhole proxy --compose`): shown once, and picked where they kept it.
+    pub fn record_outcome(&mut self, used: CandidateId, kept: bool) {
+        let counts = self.counts.entry(used).or_default();
+        counts.shown += 1;
+        counts.picks += u64::from(kept);
+    }
+
     /// The ranker saved at `path`; a fresh one if there is none. A file that cannot be read or
     /// understood also gives a fresh ranker, with a one-line warning naming the file.
     pub fn load(path: &Path) -> (Self, Option<String>) {
@@ -297,6 +305,27 @@ mod tests {
         }
         assert_eq!(ids(&ranker.rank(&input(&proposals)))[0], last);
         assert_eq!(ranker.counts()[&last], Counts { picks: 2, shown: 3 });
+    }
+
+    #[test]
+    fn kept_completions_move_a_candidate_up_and_dropped_ones_down() {
+        let proposals = all_applicable();
+        let fixed = ids(&FixedRanker.rank(&input(&proposals)));
+        let (first, tenth) = (fixed[0], fixed[9]);
+        let mut ranker = OnlineRanker::default();
+        let place = |ranker: &OnlineRanker, id| {
+            ids(&ranker.rank(&input(&proposals)))
+                .iter()
+                .position(|&r| r == id)
+        };
+        for _ in 0..3 {
+            ranker.record_outcome(tenth, true);
+        }
+        assert_eq!(place(&ranker, tenth), Some(0));
+        assert_eq!(ranker.counts()[&tenth], Counts { picks: 3, shown: 3 });
+        let before = place(&ranker, first);
+        ranker.record_outcome(first, false);
+        assert!(place(&ranker, first) > before, "dropped: it goes down");
     }
 
     #[test]

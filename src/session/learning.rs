@@ -203,6 +203,42 @@ impl Learning {
         }
     }
 
+    /// Teach the online ranker that a completion of `used`'s prompt for `hole` was kept
+    /// (`accepted`) or dropped in the person's editor (`keyhole proxy --compose`); read,
+    /// changed and saved under the pick log's lock, as a pick is. Says what it did.
+    pub fn record_outcome(
+        &self,
+        used: CandidateId,
+        hole: &str,
+        accepted: bool,
+    ) -> Result<String, String> {
+        let Some(dir) = self.dirs.data.clone() else {
+            return Err("no data directory: the outcome teaches nothing".into());
+        };
+        tracing::info!(hole, used = used.index(), accepted, "outcome");
+        let _log = feedback::PickLog::lock(&dir.join(FEEDBACK_FILE))
+            .map_err(|e| format!("cannot lock the pick log: {e}"))?;
+        let path = dir.join(online::FILE);
+        let (mut ranker, warning) = OnlineRanker::load(&path);
+        if let Some(warning) = warning {
+            crate::escape::warn(&format!("online ranker: {warning}"));
+        }
+        ranker.record_outcome(used, accepted);
+        ranker
+            .save(&path)
+            .map_err(|e| format!("cannot save the online ranker: {e}"))?;
+        let mut rankers = self
+            .loaded()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        rankers.online = ranker;
+        let kept = if accepted { "kept" } else { "dropped" };
+        Ok(format!(
+            "{used} {} {kept} at {hole}: online ranker updated",
+            used.label()
+        ))
+    }
+
     pub fn apply(
         &self,
         path: &Path,

@@ -561,6 +561,15 @@ impl ContextSource for ComposingRepo {
         };
         session.context_for(sent, &choosing)
     }
+
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String> {
+        let Some(opened) = self.0.read() else {
+            return Err("the repository is not open".into());
+        };
+        let used = CandidateId::new(usize::from(candidate))
+            .ok_or_else(|| format!("no candidate {candidate}"))?;
+        opened.session.learning.record_outcome(used, hole, accepted)
+    }
 }
 
 impl WarmRepo {

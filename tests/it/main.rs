@@ -35,6 +35,7 @@ mod local_model;
 mod lsp_client;
 mod proposals;
 mod proxy;
+mod proxy_ab;
 mod proxy_access;
 mod proxy_compose;
 mod proxy_faults;

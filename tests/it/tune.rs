@@ -336,3 +336,84 @@ fn tune_labels_from_batch_files_for_a_serving_engine() {
     let labelled = label_rows(&dir).iter().filter(|r| r.applicable).count();
     assert!(labelled > lines.len(), "identical prompts share one answer");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recorded_outcomes_of_keyholes_arm_join_the_labels_when_asked() {
+    use keyhole::testing::proxy::ab::{Arm, Judged, Outcome};
+    use keyhole::testing::proxy::{Composition, Exchange, RecordStore};
+    let server =
+        Server::start(|_, _| Reply::Json(200, json!({"choices": [{"index": 0, "text": "x;"}]})))
+            .await;
+    let scratch = scratch_with_server(&server.base);
+    let s = scratch.path();
+    // What `keyhole proxy --compose --to srv's URL --repo SAMPLE` kept of three completions of
+    // keyhole's prompt, in three files, and one of the plugin's (which teaches nothing).
+    let store = RecordStore::open(&s.join("data/proxy"), 1 << 20).unwrap();
+    let repo = std::fs::canonicalize(common::sample()).unwrap();
+    let holes = [
+        (Arm::Keyhole, HOLE, Outcome::Accepted),
+        (
+            Arm::Keyhole,
+            "src/main/java/com/acme/shop/model/Customer.java:20:9",
+            Outcome::Rejected,
+        ),
+        (
+            Arm::Keyhole,
+            "src/main/java/com/acme/shop/pricing/PriceCalculator.java:20:9",
+            Outcome::Accepted,
+        ),
+        (Arm::Plugin, HOLE, Outcome::Accepted),
+    ];
+    for (arm, hole, outcome) in holes {
+        let exchange = Exchange {
+            upstream: format!("{}/", server.base.trim_end_matches('/')),
+            composition: Some(Composition {
+                arm: Some(arm),
+                candidate: Some(7),
+                hole: Some(hole.into()),
+                repo: Some(repo.display().to_string()),
+                ..Composition::default()
+            }),
+            ..Exchange::default()
+        };
+        let id = store.append(&exchange).unwrap();
+        let judged = Judged {
+            outcome,
+            accepted_chars: 0,
+        };
+        store.set_judged(id, judged).unwrap();
+    }
+    let tune = |extra: &[&str]| {
+        let mut args = vec![
+            "tune",
+            &common::sample(),
+            "--backend",
+            "srv",
+            "--holes",
+            "8",
+            "--max-epochs",
+            "1",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = keyhole(s, &args, &[]);
+        stdout(&output);
+        stderr(&output)
+    };
+    let said = tune(&["--recorded-outcomes"]);
+    let joined = said
+        .lines()
+        .find(|l| l.contains("through keyhole proxy --compose join the labels"))
+        .unwrap_or_else(|| panic!("{said}"));
+    let count = |text: &str| -> usize { text.trim().parse().unwrap() };
+    let (taught, rest) = joined.split_once(" completions").unwrap();
+    let left_out = rest.split('(').nth(1).unwrap().split(' ').next().unwrap();
+    let taught = count(taught.rsplit(' ').next().unwrap());
+    assert_eq!(taught + count(left_out), 3, "{joined}");
+    assert!(taught >= 1, "{joined}");
+    // Without the flag, nothing recorded is read.
+    assert!(!tune(&[]).contains("join the labels"));
+}

@@ -53,6 +53,9 @@ pub struct Tuning {
     pub export_requests: Option<PathBuf>,
     /// Label from the answers in these batch output files.
     pub import_responses: Vec<PathBuf>,
+    /// Train on the completions of `keyhole proxy --compose` a person accepted or rejected
+    /// too ([`super::recorded`]).
+    pub recorded_outcomes: bool,
 }
 
 impl Default for Tuning {
@@ -67,6 +70,7 @@ impl Default for Tuning {
             patience: 5,
             export_requests: None,
             import_responses: Vec::new(),
+            recorded_outcomes: false,
         }
     }
 }
@@ -388,7 +392,19 @@ fn train_and_compare(
         encoder: None,
         cache: settings.dirs.cache.as_deref(),
     };
-    let built = rebuild.examples(&rows);
+    // The person's own outcomes teach; the held-out comparison stays the labelled holes'.
+    let mut taught = rows.clone();
+    if tuning.recorded_outcomes {
+        let (recorded, skipped) =
+            super::recorded::outcome_rows(&settings.dirs, settings.backend(), &corpus, &holdout)?;
+        observer.note(&format!(
+            "{} completions accepted or rejected through keyhole proxy --compose join the labels ({} in held-out files left out)",
+            recorded.len(),
+            skipped.len()
+        ))?;
+        taught.extend(recorded);
+    }
+    let built = rebuild.examples(&taught);
     for line in built.skipped.iter().take(5) {
         observer.note(&format!("skipped: {line}"))?;
     }
