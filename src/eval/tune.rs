@@ -86,7 +86,10 @@ pub enum Unscored {
     #[error(transparent)]
     Hole(#[from] LabelledHoleError),
     #[error("{hole_id}: {source}")]
-    Classifier { hole_id: String, source: ModelError },
+    Classifier {
+        hole_id: String,
+        source: Box<ModelError>,
+    },
 }
 
 /// `rows`, a held-out hole of `index`, scored by RLPG-H of `tuned` and of `before`.
@@ -104,7 +107,7 @@ pub fn score(
             .probabilities(Variant::H, &input)
             .map_err(|source| Unscored::Classifier {
                 hole_id: rows.hole_id.clone(),
-                source,
+                source: Box::new(source),
             })
     };
     Ok(Scored {
