@@ -26,9 +26,7 @@ use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{
-    BuiltContext, CandidateRow, Learning, Opening, Session, Settings, SharedSearch,
-};
+use crate::session::{BuiltContext, Learning, Opening, Session, Settings, SharedSearch};
 use crate::token::TokenizerKind;
 
 /// Open the repository with `backend` as `settings` say, and find the hole (a bare path: its
@@ -54,9 +52,9 @@ pub fn index(
         IndexBackend::Keep(backend) => (settings.clone(), Some(backend)),
     };
     let opening = |opening: Opening| progress(Progress::from(opening));
-    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
+    // The search indexes are built after the hole's ranked proposals show (see
+    // `Effect::Analyse`), so that a person does not wait for them.
     let mut builder = Session::builder(&settings)
-        .search_now()
         .progress(&opening)
         .learning(learning);
     if let Some(backend) = kept {
@@ -378,6 +376,16 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     format!("internal error ({})", crate::text::excerpt(said, 120))
 }
 
+/// `work` on tokio's blocking pool, awaited: its result, or `None` where the task awaiting it
+/// was aborted (the hole moved), or what a panic in it said.
+async fn on_a_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Option<String>> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| (!e.is_cancelled()).then(|| panic_text(e.into_panic())))
+}
+
 /// What only the terminal loop can do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -537,10 +545,11 @@ impl Driver {
                 let drafted = self.drafted.clone();
                 let session = self.session(index.clone(), search, backend, tokenizer, budget);
                 self.analysing = Some(tokio::spawn(async move {
+                    // RLPG's proposals and the default context, ranked: shown at once.
                     let job = (session.clone(), hole.clone());
-                    let analysis = tokio::task::spawn_blocking(move || {
+                    let analysis = on_a_thread(move || {
                         let (session, hole) = job;
-                        let mut analysis = session.analyse_before_servers(&hole, ranker);
+                        let mut analysis = session.analyse_before_search(&hole, ranker);
                         if let Some(recorded) = &recorded {
                             let sent = session.as_sent(&recorded.exchange, Some(&recorded.place));
                             analysis.candidates.insert(0, sent);
@@ -550,19 +559,13 @@ impl Driver {
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
                         // Aborted because the hole moved: nobody waits for it.
-                        Err(e) if e.is_cancelled() => return,
-                        Err(e) => {
-                            let error = panic_text(e.into_panic());
+                        Err(None) => return,
+                        Err(Some(error)) => {
                             tracing::error!(hole = %hole.display(&index), %error, "analysis");
                             let _ = tx.send(Action::AnalysisFailed { generation, error });
                             return;
                         }
                     };
-                    // The typed holes a language server answers fill their rows when it has,
-                    // beside the candidates that wait for the backend.
-                    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
-                    let waiting = |c: &CandidateRow| c.building() && typed.contains(&c.id);
-                    let server_asked = analysis.candidates.iter().any(waiting);
                     let _ = tx.send(Action::Analysed {
                         generation,
                         candidates: analysis.candidates,
@@ -572,17 +575,39 @@ impl Driver {
                     if let Some(warning) = analysis.warning {
                         let _ = tx.send(Action::Message(warning));
                     }
-                    if server_asked {
-                        let (session, hole, tx) = (session.clone(), hole.clone(), tx.clone());
-                        tokio::task::spawn_blocking(move || {
-                            let candidates = session.typed_rows(&hole);
-                            let _ = tx.send(Action::Typed {
+                    // The typed holes fill their rows when the syntax tree is read or the
+                    // language server has answered, beside the others.
+                    let (typed, typed_hole, typed_tx) = (session.clone(), hole.clone(), tx.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let candidates = typed.typed_rows(&typed_hole);
+                        let _ = typed_tx.send(Action::Typed {
+                            generation,
+                            candidates,
+                        });
+                    });
+                    // The candidates that search fill theirs once the search indexes are
+                    // built or brought up to date (seconds on a large repository, the first
+                    // time or after an edit): the screen stays live meanwhile.
+                    let job = (session.clone(), hole.clone());
+                    let searched = on_a_thread(move || job.0.searched(&job.1)).await;
+                    let searched = match searched {
+                        Ok(searched) => searched,
+                        Err(None) => return,
+                        Err(Some(error)) => {
+                            tracing::error!(hole = %hole.display(&index), %error, "search");
+                            let candidates = Err(error);
+                            let _ = tx.send(Action::Searched {
                                 generation,
                                 candidates,
                             });
-                        });
-                    }
-                    let later = session.retrieve_later(&hole, &analysis.retrieved).await;
+                            return;
+                        }
+                    };
+                    let _ = tx.send(Action::Searched {
+                        generation,
+                        candidates: Ok(searched.candidates),
+                    });
+                    let later = session.retrieve_later(&hole, &searched.built).await;
                     *drafted.lock().unwrap_or_else(PoisonError::into_inner) =
                         Some((generation, later.built.clone()));
                     let _ = tx.send(Action::Retrieved {
