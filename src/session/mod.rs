@@ -42,6 +42,7 @@ use crate::context::HoleRequest;
 use crate::context::fidelity::Fidelity;
 use crate::context::perspectives::{self, Perspectives};
 use crate::context::proposals::{self, ProposalContext};
+use crate::context::typed_server;
 use crate::hole::Hole;
 use crate::model::Backend;
 use crate::rank::bandit::{self, LinUcb};
@@ -133,19 +134,26 @@ impl Session {
     pub fn analyse_with(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
         let mut analysis = self.analyse_before_search(hole, ranker);
         let searched = self.searched(hole);
-        let composer = self.composer(hole);
-        let typed = perspectives::typed_candidates(&self.index, hole);
-        let rows = searched.candidates.into_iter();
-        analysis.fill(rows.chain(typed.iter().map(|c| retrieved_row(c, &composer))));
-        analysis.retrieved = searched.built;
-        analysis.retrieved.extend(typed);
+        analysis.fill(searched.candidates);
+        analysis.retrieved.extend(searched.built);
+        if analysis
+            .get(CandidateId::TYPED_TYPES)
+            .is_some_and(CandidateRow::building)
+        {
+            let typed = perspectives::typed_candidates(&self.index, hole);
+            analysis.fill(self.rows(hole, &typed));
+            analysis.retrieved.extend(typed);
+        }
+        analysis.retrieved.sort_by_key(|c| c.id);
         analysis
     }
 
-    /// RLPG's proposals and the default context in `ranker`'s order, with every retrieved
-    /// candidate (63–72) still building: they need the search indexes, a language server or
-    /// the backend, which a person should not wait for to see the ranked proposals. The UI
-    /// fills them from [`Session::searched`], [`Session::typed_rows`] and
+    /// RLPG's proposals and the default context in `ranker`'s order, with the retrieved
+    /// candidates still building: they need the search indexes (built or brought up to date
+    /// first), a language server or the backend, which a person should not wait for to see the
+    /// ranked proposals. The typed holes come with them where no language server would be
+    /// asked (the syntax tree or a kept answer is as quick as a proposal). The UI fills the
+    /// rest from [`Session::searched`], [`Session::typed_rows`] and
     /// [`Session::retrieve_later`] as each is ready.
     pub fn analyse_before_search(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
         let built = self.proposals(hole);
@@ -164,6 +172,11 @@ impl Session {
             CandidateId::retrieved()
                 .map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
         );
+        let typed = match typed_server::would_ask_a_server(&self.index, hole) {
+            true => Vec::new(),
+            false => perspectives::typed_candidates(&self.index, hole),
+        };
+        fill_rows(&mut candidates, self.rows(hole, &typed));
         let (ranking, warning) = match self.rank(hole, &built, ranker) {
             Ok(ranking) => (ranking, None),
             Err(why) => (Vec::new(), Some(why.to_string())),
@@ -172,7 +185,7 @@ impl Session {
         Analysis {
             candidates,
             proposals: built,
-            retrieved: Vec::new(),
+            retrieved: typed,
             ranking,
             warning,
         }
@@ -183,25 +196,21 @@ impl Session {
     /// has yet.
     pub fn searched(&self, hole: &Hole) -> Searched {
         let built = self.perspectives().searched(hole);
-        let composer = self.composer(hole);
         Searched {
-            candidates: built.iter().map(|c| retrieved_row(c, &composer)).collect(),
+            candidates: self.rows(hole, &built),
             built,
         }
     }
 
-    /// Whether the search indexes are built, so that [`Session::searched`] answers at once.
-    pub fn search_ready(&self) -> bool {
-        self.search.get().is_some()
-    }
-
     /// The typed-hole rows (71, 72) of `hole`, from its language server where one answers.
     pub fn typed_rows(&self, hole: &Hole) -> Vec<CandidateRow> {
+        self.rows(hole, &perspectives::typed_candidates(&self.index, hole))
+    }
+
+    /// Retrieved candidates `built` for `hole` as rows.
+    fn rows(&self, hole: &Hole, built: &[perspectives::RetrievedContext]) -> Vec<CandidateRow> {
         let composer = self.composer(hole);
-        perspectives::typed_candidates(&self.index, hole)
-            .iter()
-            .map(|c| retrieved_row(c, &composer))
-            .collect()
+        built.iter().map(|c| retrieved_row(c, &composer)).collect()
     }
 
     /// `ranker`'s order of RLPG's applicable candidates for `hole` (its 62 `proposals` and the

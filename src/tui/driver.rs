@@ -26,7 +26,9 @@ use crate::model::config::BackendConfig;
 use crate::model::{self, Completion, CompletionRequest, Delta};
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
-use crate::session::{BuiltContext, Learning, Opening, Session, Settings, SharedSearch};
+use crate::session::{
+    BuiltContext, CandidateRow, Learning, Opening, Session, Settings, SharedSearch,
+};
 use crate::token::TokenizerKind;
 
 /// Open the repository with `backend` as `settings` say, and find the hole (a bare path: its
@@ -566,6 +568,11 @@ impl Driver {
                             return;
                         }
                     };
+                    // The typed holes a language server answers fill their rows when it has,
+                    // beside the others.
+                    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
+                    let waiting = |c: &CandidateRow| c.building() && typed.contains(&c.id);
+                    let server_asked = analysis.candidates.iter().any(waiting);
                     let _ = tx.send(Action::Analysed {
                         generation,
                         candidates: analysis.candidates,
@@ -575,16 +582,16 @@ impl Driver {
                     if let Some(warning) = analysis.warning {
                         let _ = tx.send(Action::Message(warning));
                     }
-                    // The typed holes fill their rows when the syntax tree is read or the
-                    // language server has answered, beside the others.
-                    let (typed, typed_hole, typed_tx) = (session.clone(), hole.clone(), tx.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let candidates = typed.typed_rows(&typed_hole);
-                        let _ = typed_tx.send(Action::Typed {
-                            generation,
-                            candidates,
+                    if server_asked {
+                        let (session, hole, tx) = (session.clone(), hole.clone(), tx.clone());
+                        tokio::task::spawn_blocking(move || {
+                            let candidates = session.typed_rows(&hole);
+                            let _ = tx.send(Action::Typed {
+                                generation,
+                                candidates,
+                            });
                         });
-                    });
+                    }
                     // The candidates that search fill theirs once the search indexes are
                     // built or brought up to date (seconds on a large repository, the first
                     // time or after an edit): the screen stays live meanwhile.
