@@ -63,6 +63,17 @@ fn main() {
             moments.still.as_secs_f64(),
             moments.statuses,
         );
+        let mut frames = moments.frames;
+        frames.sort();
+        if let Some(max) = frames.last() {
+            let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+            println!(
+                "  key→frame while the search indexes built: {} keys, p50 {:.2} ms  max {:.2} ms",
+                frames.len(),
+                ms(&frames[frames.len() / 2]),
+                ms(max),
+            );
+        }
     }
 }
 
