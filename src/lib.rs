@@ -14,7 +14,7 @@
 //! compose one's prompt:
 //!
 //! ```
-//! use keyhole::{DefaultContext, Dirs, Hole, Session, Settings};
+//! use keyhole::{Dirs, Hole, Session, Settings};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The embedded model and the bundled classifier; nothing of the user's is read or written.
@@ -23,20 +23,16 @@
 //! let session = Session::open(&repo, &settings)?;
 //!
 //! let hole = Hole::parse(session.index(), keyhole::sample::DEMO_HOLE)?;
-//! let analysis = session.analyse(&hole, settings.ranker);
+//! let analysis = session.analyse(&hole);
 //! for row in analysis.candidates.iter().filter(|c| c.score.is_some()).take(3) {
 //!     println!("{:>2} {:<45} {} tokens", row.id, row.label, row.tokens());
 //! }
 //!
-//! // The ranker's favourite, composed: its context, a newline, the code before the hole.
-//! let best = analysis.ranking[0].id;
-//! let composer = session.composer(&hole);
-//! let prompt = match analysis.proposals.iter().find(|p| p.spec.id == best) {
-//!     Some(proposal) => composer.compose(proposal),
-//!     None => composer.compose(&DefaultContext), // the default context alone
-//! };
-//! assert!(prompt.tokens(session.tokenizer()) <= settings.budget);
-//! assert_eq!(prompt.text(), analysis.candidates[0].prompt.text());
+//! // The ranker's favourite (none where it could not rank): its context, a newline, the code
+//! // before the hole, composed within the budget.
+//! let best = analysis.best().ok_or("the ranker could not rank")?;
+//! println!("{}", best.prompt.text());
+//! assert!(best.prompt.tokens(session.tokenizer()) <= settings.budget);
 //! # Ok(())
 //! # }
 //! ```

@@ -167,8 +167,8 @@ pub mod tui {
     }
     pub mod state {
         pub use crate::tui::state::{
-            Action, DiffLine, Finished, Mode, Phase, Setup, State, apply_preview, backend_summary,
-            key_action,
+            Action, AnalysisPhase, DiffLine, Finished, Mode, Phase, Setup, State, apply_preview,
+            backend_summary, key_action,
         };
     }
     pub mod theme {

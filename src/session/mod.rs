@@ -26,8 +26,8 @@ pub use learning::{BanditLesson, Learning, PickRecorded};
 pub use open::{OpenStage, Opening, SessionBuilder, SessionError};
 pub use recorded::ComposingRepo;
 pub use rows::{
-    Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc,
-    apply_ranking, proposal_why_not,
+    Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc, Searched,
+    Waiting, apply_ranking, fill_rows, proposal_why_not,
 };
 pub use search::{SearchIndex, SharedSearch};
 pub use settings::{Choices, Settings, SettingsError, read_backends_leniently};
@@ -69,6 +69,9 @@ pub struct Session {
     pub(crate) seed: u64,
     /// Whose rules build the candidates where a paper and its authors' code disagree.
     pub(crate) fidelity: Fidelity,
+    /// The ranker the session was opened with: [`Session::analyse`] and
+    /// [`Session::candidates`] order by it.
+    pub(crate) ranker: RankerKind,
 }
 
 impl Session {
@@ -148,38 +151,39 @@ impl Session {
     }
 
     /// Every candidate that needs no backend, with placeholders for those that do, in the
-    /// order `ranker` gives.
-    pub fn analyse(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
-        self.analyse_typing(hole, ranker, false)
+    /// order of the session's ranker.
+    pub fn analyse(&self, hole: &Hole) -> Analysis {
+        self.analyse_with(hole, self.ranker)
     }
 
-    /// [`Session::analyse`], the typed holes (71, 72) left building where a language server
-    /// would be asked for them (see [`Session::typed_rows`]), so that a person sees the rest
-    /// at once.
-    pub fn analyse_before_servers(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
-        self.analyse_typing(
-            hole,
-            ranker,
-            typed_server::would_ask_a_server(&self.index, hole),
-        )
+    /// [`Session::analyse`] in the order `ranker` gives.
+    pub fn analyse_with(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
+        let mut analysis = self.analyse_before_search(hole, ranker);
+        let searched = self.searched(hole);
+        analysis.fill(searched.candidates);
+        analysis.retrieved.extend(searched.built);
+        if analysis
+            .get(CandidateId::TYPED_TYPES)
+            .is_some_and(CandidateRow::building)
+        {
+            let typed = perspectives::typed_candidates(&self.index, hole);
+            analysis.fill(self.rows(hole, &typed));
+            analysis.retrieved.extend(typed);
+        }
+        analysis.retrieved.sort_by_key(|c| c.id);
+        analysis
     }
 
-    /// The typed-hole rows (71, 72) of `hole`, from its language server where one answers.
-    pub fn typed_rows(&self, hole: &Hole) -> Vec<CandidateRow> {
-        let composer = self.composer(hole);
-        perspectives::typed_candidates(&self.index, hole)
-            .iter()
-            .map(|c| retrieved_row(c, &composer))
-            .collect()
-    }
-
-    fn analyse_typing(&self, hole: &Hole, ranker: RankerKind, defer_typed: bool) -> Analysis {
+    /// RLPG's proposals and the default context in `ranker`'s order, with the retrieved
+    /// candidates still building: they need the search indexes (built or brought up to date
+    /// first), a language server or the backend, which a person should not wait for to see the
+    /// ranked proposals. The typed holes come with them where no language server would be
+    /// asked (the syntax tree or a kept answer is as quick as a proposal). The UI fills the
+    /// rest from [`Session::searched`], [`Session::typed_rows`] and
+    /// [`Session::retrieve_later`] as each is ready.
+    pub fn analyse_before_search(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
         let built = self.proposals(hole);
         let composer = self.composer(hole);
-        let retrieved = match defer_typed {
-            true => self.perspectives().searched(hole),
-            false => self.perspectives().immediate(hole),
-        };
         let mut candidates: Vec<CandidateRow> =
             built.iter().map(|p| proposal_row(p, &composer)).collect();
         // The default context alone has no proposal.
@@ -190,14 +194,15 @@ impl Session {
             None,
             default.clone(),
         ));
-        candidates.extend(retrieved.iter().map(|c| retrieved_row(c, &composer)));
-        let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
-        let building = CandidateId::NEED_BACKEND
-            .into_iter()
-            .chain(typed.into_iter().filter(|_| defer_typed));
         candidates.extend(
-            building.map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
+            CandidateId::retrieved()
+                .map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
         );
+        let typed = match typed_server::would_ask_a_server(&self.index, hole) {
+            true => Vec::new(),
+            false => perspectives::typed_candidates(&self.index, hole),
+        };
+        fill_rows(&mut candidates, self.rows(hole, &typed));
         let (ranking, warning) = match self.rank(hole, &built, ranker) {
             Ok(ranking) => (ranking, None),
             Err(why) => (Vec::new(), Some(why.to_string())),
@@ -206,10 +211,32 @@ impl Session {
         Analysis {
             candidates,
             proposals: built,
-            retrieved,
+            retrieved: typed,
             ranking,
             warning,
         }
+    }
+
+    /// The retrieved candidates that search the repository (63–66, 68), with their rows; the
+    /// search indexes are built (or brought up to date from their cache) first where nobody
+    /// has yet.
+    pub fn searched(&self, hole: &Hole) -> Searched {
+        let built = self.perspectives().searched(hole);
+        Searched {
+            candidates: self.rows(hole, &built),
+            built,
+        }
+    }
+
+    /// The typed-hole rows (71, 72) of `hole`, from its language server where one answers.
+    pub fn typed_rows(&self, hole: &Hole) -> Vec<CandidateRow> {
+        self.rows(hole, &perspectives::typed_candidates(&self.index, hole))
+    }
+
+    /// Retrieved candidates `built` for `hole` as rows.
+    fn rows(&self, hole: &Hole, built: &[perspectives::RetrievedContext]) -> Vec<CandidateRow> {
+        let composer = self.composer(hole);
+        built.iter().map(|c| retrieved_row(c, &composer)).collect()
     }
 
     /// `ranker`'s order of RLPG's applicable candidates for `hole` (its 62 `proposals` and the
@@ -296,19 +323,12 @@ impl Session {
         self.context(hole, id).await.row(&self.composer(hole))
     }
 
-    /// Both stages: every candidate of the catalogue for `hole`, ranked, the backend asked for
-    /// what the later ones need.
-    pub async fn candidates(&self, hole: &Hole, ranker: RankerKind) -> HoleCandidates {
-        let mut analysis = self.analyse(hole, ranker);
+    /// Both stages: every candidate of the catalogue for `hole`, ranked by the session's
+    /// ranker, the backend asked for what the later ones need.
+    pub async fn candidates(&self, hole: &Hole) -> HoleCandidates {
+        let mut analysis = self.analyse(hole);
         let later = self.retrieve_later(hole, &analysis.retrieved).await;
-        for row in later.candidates {
-            if let Some(slot) = analysis.candidates.iter_mut().find(|c| c.id == row.id) {
-                *slot = CandidateRow {
-                    score: slot.score,
-                    ..row
-                };
-            }
-        }
+        analysis.fill(later.candidates);
         let mut retrieved = analysis.retrieved;
         retrieved.extend(later.built);
         retrieved.sort_by_key(|c| c.id);
@@ -351,6 +371,72 @@ impl Session {
 mod tests {
     use super::*;
     use crate::dirs::Dirs;
+
+    /// The bundled classifier without its RLPG-R head: its safetensors with the head's
+    /// tensors left out.
+    fn without_rlpg_r() -> crate::rank::classifier::Classifier {
+        let bundled = include_bytes!("../rank/classifier/bundled.safetensors");
+        let size = u64::from_le_bytes(bundled[..8].try_into().unwrap()) as usize;
+        let (header, data) = (&bundled[8..8 + size], &bundled[8 + size..]);
+        let mut header: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(header).unwrap();
+        header.retain(|name, _| !name.starts_with("r."));
+        let mut kept: Vec<u8> = Vec::new();
+        for tensor in header.values_mut() {
+            let Some(offsets) = tensor.get_mut("data_offsets") else {
+                continue; // __metadata__
+            };
+            let at = |i: usize| offsets[i].as_u64().unwrap() as usize;
+            let (start, end) = (at(0), at(1));
+            *offsets = serde_json::json!([kept.len(), kept.len() + end - start]);
+            kept.extend(&data[start..end]);
+        }
+        let header = serde_json::to_vec(&header).unwrap();
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header);
+        bytes.extend(kept);
+        let path = std::path::Path::new("h-only.safetensors");
+        crate::rank::classifier::Classifier::from_file_bytes(&bytes, path).unwrap()
+    }
+
+    #[test]
+    fn the_best_candidate_is_the_rankers_first_and_none_where_it_cannot_rank() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = Dirs {
+            data: Some(scratch.path().into()),
+            ..Dirs::none()
+        };
+        let repo = crate::sample::materialize(&dirs).unwrap();
+        let settings = Settings {
+            ranker: RankerKind::RlpgR,
+            ..Settings::default()
+        };
+        let learning = Learning::with_classifier(without_rlpg_r(), Dirs::none());
+        let session = Session::builder(&settings)
+            .learning(learning)
+            .open(&repo)
+            .unwrap();
+        let hole = Hole::parse(&session.index, crate::sample::DEMO_HOLE).unwrap();
+        let failed = session.analyse(&hole);
+        assert!(failed.ranking.is_empty());
+        assert!(failed.best().is_none(), "no ranking, no best candidate");
+        let warning = failed.warning.as_deref().unwrap();
+        assert!(warning.contains("RLPG-R"), "{warning}");
+        // The same session with another ranker chosen explicitly.
+        let ranked = session.analyse_with(&hole, RankerKind::RlpgH);
+        let best = ranked.best().unwrap();
+        assert_eq!(best.id, ranked.ranking[0].id);
+        assert_eq!(best.score, Some(ranked.ranking[0].score));
+        assert_eq!(
+            ranked.candidates[0].id, best.id,
+            "rows in the ranker's order"
+        );
+        assert_eq!(
+            ranked.get(best.id).unwrap().prompt.text(),
+            best.prompt.text()
+        );
+        assert!(ranked.get(CandidateId::AS_SENT).is_none());
+    }
 
     /// Jobs of a small CPU pool, started from outside it one after another as eval starts
     /// holes, all asking for search indexes no one has built: the first builds them while the

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Learning, SearchIndex, Session, Settings, SharedSearch};
+use super::{Learning, Session, Settings, SharedSearch};
 use crate::model::{self, Backend, BackendError};
 use crate::rank::classifier::ModelError;
 use crate::repo::{self, RepoIndex};
@@ -25,13 +25,12 @@ pub enum SessionError {
 
 /// How a session is opened: from [`Settings`], with what the caller already has (an index
 /// opened with progress, a backend or rankers shared with other sessions, search indexes
-/// built while the repository opened).
+/// shared with other sessions on the same index).
 pub struct SessionBuilder<'a> {
     settings: &'a Settings,
     learning: Option<Learning>,
     backend: Option<Arc<dyn Backend>>,
     search: Option<SharedSearch>,
-    search_now: bool,
     progress: Option<&'a (dyn Fn(Opening) + Sync)>,
 }
 
@@ -52,8 +51,6 @@ pub enum OpenStage {
     Files,
     /// Linking files by imports, parents and names.
     Graph,
-    /// Building the search indexes (only when asked for now).
-    Search,
     /// Starting the backend.
     Backend,
 }
@@ -74,13 +71,13 @@ impl Session {
     /// let settings = Settings::default();
     /// let session = Session::open(&repo, &settings)?;
     /// let hole = Hole::parse(session.index(), keyhole::sample::DEMO_HOLE)?;
-    /// // Every candidate that needs no backend, ranked by RLPG-H.
-    /// let analysis = session.analyse(&hole, settings.ranker);
+    /// // Every candidate that needs no backend, ranked by the settings' ranker (RLPG-H).
+    /// let analysis = session.analyse(&hole);
     /// for row in analysis.candidates.iter().take(5) {
     ///     println!("{:>2} {:<32} {:?}", row.id, row.label, row.score);
     /// }
     /// // The best one's prompt, composed within the budget.
-    /// let prompt = analysis.candidates[0].prompt.text();
+    /// let prompt = analysis.best().expect("RLPG-H ranks").prompt.text();
     /// assert!(!prompt.is_empty());
     /// # Ok(()) }
     /// ```
@@ -95,7 +92,6 @@ impl Session {
             learning: None,
             backend: None,
             search: None,
-            search_now: false,
             progress: None,
         }
     }
@@ -117,13 +113,6 @@ impl<'a> SessionBuilder<'a> {
     /// Search indexes already built or shared with other sessions on the same index.
     pub(crate) fn search(mut self, search: SharedSearch) -> Self {
         self.search = Some(search);
-        self
-    }
-
-    /// Build the search indexes while opening rather than on first use (the UI shows
-    /// retrieved candidates for every hole).
-    pub fn search_now(mut self) -> Self {
-        self.search_now = true;
         self
     }
 
@@ -163,10 +152,6 @@ impl<'a> SessionBuilder<'a> {
     /// The session on an index already open.
     pub fn on(mut self, index: Arc<RepoIndex>) -> Result<Session, SessionError> {
         let total = index.files.len();
-        if self.search_now && self.search.is_none() {
-            self.report(OpenStage::Search, total, total);
-            self.search = Some(search_built(&index));
-        }
         let backend = match self.backend.take() {
             Some(backend) => backend,
             None => {
@@ -198,12 +183,7 @@ impl<'a> SessionBuilder<'a> {
             iterations: settings.iterations,
             seed: settings.seed,
             fidelity: settings.profile,
+            ranker: settings.ranker,
         }
     }
-}
-
-/// Search indexes built now rather than on first use (the UI shows retrieved candidates for
-/// every hole, so it builds them while the repository opens).
-pub fn search_built(index: &RepoIndex) -> SharedSearch {
-    Arc::new(std::sync::OnceLock::from(SearchIndex::open(index)))
 }

@@ -77,6 +77,45 @@ pub struct Analysis {
     pub warning: Option<String>,
 }
 
+impl Analysis {
+    /// The ranker's first candidate; none where the ranker could not rank (see
+    /// [`Analysis::warning`]).
+    pub fn best(&self) -> Option<&CandidateRow> {
+        self.get(self.ranking.first()?.id)
+    }
+
+    /// Candidate `id`'s row.
+    pub fn get(&self, id: CandidateId) -> Option<&CandidateRow> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+
+    /// Rows built since, each put in the place of the building row of its id.
+    pub fn fill(&mut self, built: impl IntoIterator<Item = CandidateRow>) {
+        fill_rows(&mut self.candidates, built);
+    }
+}
+
+/// Put each row of `built` in the place of the row of its id in `candidates` (a row still
+/// building, whose place the ranker's order already gave), keeping the ranker's score.
+pub fn fill_rows(candidates: &mut [CandidateRow], built: impl IntoIterator<Item = CandidateRow>) {
+    for row in built {
+        if let Some(slot) = candidates.iter_mut().find(|c| c.id == row.id) {
+            *slot = CandidateRow {
+                score: slot.score,
+                ..row
+            };
+        }
+    }
+}
+
+/// The retrieved candidates that search the repository's indexes (63–66, 68), built.
+pub struct Searched {
+    /// Their rows.
+    pub candidates: Vec<CandidateRow>,
+    /// The same, as built (RepoCoder's second iteration starts from its first).
+    pub built: Vec<perspectives::RetrievedContext>,
+}
+
 /// The candidates built once the backend wrote what they need.
 pub struct Later {
     /// Rows for 67, 69 and 70.
@@ -149,8 +188,28 @@ pub enum Availability {
     Applicable,
     /// Its context is empty for this hole; why, where it is known.
     NotApplicable(Option<String>),
-    /// A retrieved candidate waiting for the backend (67, 69, 70).
+    /// A retrieved candidate still being built: waiting for the search indexes, a language
+    /// server or the backend ([`CandidateRow::waits_for`]).
     Building,
+}
+
+/// What a building candidate waits for; it reads as `the backend` and so on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting {
+    /// BM25's and RepoCoder's indexes of the repository, built or brought up to date.
+    SearchIndexes,
+    LanguageServer,
+    Backend,
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            Waiting::SearchIndexes => "the search indexes",
+            Waiting::LanguageServer => "the language server",
+            Waiting::Backend => "the backend",
+        })
+    }
 }
 
 /// One candidate context, ranked, with the prompt it composes to.
@@ -204,12 +263,13 @@ impl CandidateRow {
         self.availability == Availability::Building
     }
 
-    /// What a building row waits for: a typed hole (71, 72) its language server, the others
-    /// the backend.
-    pub fn waits_for(&self) -> &'static str {
+    /// What a building row waits for: a typed hole (71, 72) its language server, those built
+    /// from the backend's answers (67, 69, 70) the backend, the others the search indexes.
+    pub fn waits_for(&self) -> Waiting {
         match self.id.info().family {
-            crate::candidate::Family::Typed => "the language server",
-            _ => "the backend",
+            crate::candidate::Family::Typed => Waiting::LanguageServer,
+            _ if self.id.needs_backend() => Waiting::Backend,
+            _ => Waiting::SearchIndexes,
         }
     }
 

@@ -70,7 +70,7 @@ impl SearchIndex {
 }
 
 /// Retrieval state shared by the sessions of one open repository, built on first use
-/// (`Session::perspectives`) or while the session opens ([`super::open::search_built`]).
+/// (`Session::perspectives`; the UI asks for it once a hole's ranked proposals show).
 pub type SharedSearch = Arc<OnceLock<SearchIndex>>;
 
 #[cfg(test)]

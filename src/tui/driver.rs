@@ -55,9 +55,9 @@ pub fn index(
         IndexBackend::Keep(backend) => (settings.clone(), Some(backend)),
     };
     let opening = |opening: Opening| progress(Progress::from(opening));
-    // The UI builds retrieval state while it opens: every hole shows retrieved candidates.
+    // The search indexes are built after the hole's ranked proposals show (see
+    // `Effect::Analyse`), so that a person does not wait for them.
     let mut builder = Session::builder(&settings)
-        .search_now()
         .progress(&opening)
         .learning(learning);
     if let Some(backend) = kept {
@@ -384,6 +384,16 @@ fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
     format!("internal error ({})", crate::text::excerpt(said, 120))
 }
 
+/// `work` on tokio's blocking pool, awaited: its result, or `None` where the task awaiting it
+/// was aborted (the hole moved), or what a panic in it said.
+async fn on_a_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Option<String>> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| (!e.is_cancelled()).then(|| panic_text(e.into_panic())))
+}
+
 /// What only the terminal loop can do.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -543,10 +553,11 @@ impl Driver {
                 let drafted = self.drafted.clone();
                 let session = self.session(index.clone(), search, backend, tokenizer, budget);
                 self.analysing = Some(tokio::spawn(async move {
+                    // RLPG's proposals and the default context, ranked: shown at once.
                     let job = (session.clone(), hole.clone());
-                    let analysis = tokio::task::spawn_blocking(move || {
+                    let analysis = on_a_thread(move || {
                         let (session, hole) = job;
-                        let mut analysis = session.analyse_before_servers(&hole, ranker);
+                        let mut analysis = session.analyse_before_search(&hole, ranker);
                         if let Some(recorded) = &recorded {
                             let sent =
                                 session.recorded_rows(&recorded.exchange, Some(&recorded.place));
@@ -557,16 +568,15 @@ impl Driver {
                     let analysis = match analysis.await {
                         Ok(analysis) => analysis,
                         // Aborted because the hole moved: nobody waits for it.
-                        Err(e) if e.is_cancelled() => return,
-                        Err(e) => {
-                            let error = panic_text(e.into_panic());
+                        Err(None) => return,
+                        Err(Some(error)) => {
                             tracing::error!(hole = %hole.display(&index), %error, "analysis");
                             let _ = tx.send(Action::AnalysisFailed { generation, error });
                             return;
                         }
                     };
                     // The typed holes a language server answers fill their rows when it has,
-                    // beside the candidates that wait for the backend.
+                    // beside the others.
                     let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
                     let waiting = |c: &CandidateRow| c.building() && typed.contains(&c.id);
                     let server_asked = analysis.candidates.iter().any(waiting);
@@ -589,7 +599,29 @@ impl Driver {
                             });
                         });
                     }
-                    let later = session.retrieve_later(&hole, &analysis.retrieved).await;
+                    // The candidates that search fill theirs once the search indexes are
+                    // built or brought up to date (seconds on a large repository, the first
+                    // time or after an edit): the screen stays live meanwhile.
+                    let job = (session.clone(), hole.clone());
+                    let searched = on_a_thread(move || job.0.searched(&job.1)).await;
+                    let searched = match searched {
+                        Ok(searched) => searched,
+                        Err(None) => return,
+                        Err(Some(error)) => {
+                            tracing::error!(hole = %hole.display(&index), %error, "search");
+                            let candidates = Err(error);
+                            let _ = tx.send(Action::Searched {
+                                generation,
+                                candidates,
+                            });
+                            return;
+                        }
+                    };
+                    let _ = tx.send(Action::Searched {
+                        generation,
+                        candidates: Ok(searched.candidates),
+                    });
+                    let later = session.retrieve_later(&hole, &searched.built).await;
                     *drafted.lock().unwrap_or_else(PoisonError::into_inner) =
                         Some((generation, later.built.clone()));
                     let _ = tx.send(Action::Retrieved {

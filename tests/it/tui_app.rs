@@ -17,8 +17,8 @@ use keyhole::testing::tui::theme::Theme;
 use keyhole::{BackendConfig, BackendKind};
 use keyhole::{testing::tui::command::Command, testing::tui::command::Pane};
 use keyhole::{
-    testing::tui::state::Action, testing::tui::state::Mode, testing::tui::state::Phase,
-    testing::tui::state::Setup, testing::tui::state::key_action,
+    testing::tui::state::Action, testing::tui::state::AnalysisPhase, testing::tui::state::Mode,
+    testing::tui::state::Phase, testing::tui::state::Setup, testing::tui::state::key_action,
 };
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -191,7 +191,6 @@ async fn opening_reports_indexing_progress() {
     );
     for stage in [
         "repository graph",
-        "search indexes",
         "starting the backend",
         "loading the rankers",
     ] {
@@ -750,4 +749,109 @@ async fn the_cards_requests_reach_a_model_that_takes_turns_together_so_it_can_ba
     assert_eq!(app.state.cards.len(), 3);
     assert!(app.state.cards.iter().all(|c| c.outcome.is_ok()));
     assert_eq!(model.in_flight.most(), 3, "requests in flight at once");
+}
+
+/// The retrieved candidates that search the repository's indexes.
+const SEARCHED: [CandidateId; 5] = [
+    CandidateId::FILE_BM25,
+    CandidateId::IDENTIFIER_USAGE,
+    CandidateId::RANDOM_CONTEXT,
+    CandidateId::REPOCODER,
+    CandidateId::LEXICAL,
+];
+
+/// Actions until a hole after generation `after` shows its ranked candidates; the statuses
+/// shown on the way.
+async fn until_ranked(app: &mut App, after: Option<u64>) -> Vec<String> {
+    let mut statuses = Vec::new();
+    loop {
+        next(app).await;
+        statuses.push(app.state.status.clone());
+        let view = app.state.view.as_ref();
+        let newer = view.is_some_and(|v| after.is_none_or(|after| v.generation > after));
+        if newer && view.is_some_and(|v| v.analysis == AnalysisPhase::Built) {
+            return statuses;
+        }
+    }
+}
+
+/// The ranked proposals show while the searched candidates still wait for the search
+/// indexes, and their rows read as pending.
+fn assert_ranked_before_searched(app: &App) {
+    let state = &app.state;
+    assert_eq!(state.candidates.len(), CANDIDATES);
+    assert!(state.candidates[0].score.is_some(), "ranked at once");
+    for id in SEARCHED {
+        let row = state.candidate(id).unwrap();
+        assert!(row.building(), "{id} shows before its index is ready");
+        let note = keyhole::testing::tui::ui::candidates::note(state, row);
+        assert_eq!(note.as_deref(), Some("waiting for the search indexes"));
+    }
+    assert!(state.busy(), "the spinner runs while they build");
+    assert!(
+        state.status.contains("building the search indexes"),
+        "{}",
+        state.status
+    );
+}
+
+#[tokio::test]
+async fn a_first_open_shows_progress_then_ranked_proposals_before_the_search_indexes() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    let statuses = until_ranked(&mut app, None).await;
+    assert!(
+        statuses
+            .iter()
+            .any(|s| s.starts_with("indexing ") && s.ends_with(" files") && s.contains('/')),
+        "files indexed of total: {statuses:?}"
+    );
+    assert_ranked_before_searched(&app);
+    app.settle(LIMIT).await.unwrap();
+    for id in SEARCHED {
+        assert!(!app.state.candidate(id).unwrap().building(), "{id} filled");
+    }
+    assert!(
+        app.state
+            .candidate(CandidateId::REPOCODER)
+            .unwrap()
+            .applicable()
+    );
+}
+
+#[tokio::test]
+async fn after_an_edit_the_ranked_proposals_show_before_the_updated_search_fills_the_rest() {
+    let (scratch, dirs) = scratch_dirs();
+    let repo = scratch.path().join("repo");
+    crate::common::copy_sample(&repo);
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.open(repo.clone(), Some(keyhole::sample::DEMO_HOLE.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    let before = app.state.view.as_ref().unwrap().generation;
+    // A person's editor (E) changed a file: the hole's, after the hole.
+    let hole_file = keyhole::sample::DEMO_HOLE.split(':').next().unwrap();
+    let mut text = std::fs::read_to_string(repo.join(hole_file)).unwrap();
+    text.push_str("\nclass EditedSince { int editedMarker() { return 1; } }\n");
+    std::fs::write(repo.join(hole_file), text).unwrap();
+    app.dispatch(Action::Edited(Ok(())));
+    until_ranked(&mut app, Some(before)).await;
+    assert_ranked_before_searched(&app);
+    app.settle(LIMIT).await.unwrap();
+    // Filled from the indexes brought up to date: as a session opened afresh on the edited
+    // repository builds them.
+    let (_fresh_scratch, fresh_dirs) = scratch_dirs();
+    let settings = keyhole::Settings {
+        dirs: fresh_dirs,
+        ..Default::default()
+    };
+    let session = keyhole::Session::open(&repo, &settings).unwrap();
+    let hole = keyhole::Hole::parse(session.index(), keyhole::sample::DEMO_HOLE).unwrap();
+    let fresh = session.analyse(&hole);
+    for id in SEARCHED {
+        let (shown, built) = (app.state.candidate(id).unwrap(), fresh.get(id).unwrap());
+        assert_eq!(shown.availability, built.availability, "{id}");
+        assert_eq!(shown.prompt.text(), built.prompt.text(), "{id}");
+    }
 }

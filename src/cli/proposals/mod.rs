@@ -20,7 +20,7 @@ use keyhole::token::Keep;
 pub fn proposals_command(at: &HoleArgs, backend: &BackendArgs, rank: &RankArgs) -> Result<()> {
     let opened = Opened::open(at, backend, Some(rank))?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let mut all = runtime.block_on(opened.session.candidates(&opened.hole, rank.ranker));
+    let mut all = runtime.block_on(opened.session.candidates(&opened.hole));
     if let Some(warning) = &all.warning {
         anyhow::bail!("{warning}");
     }

@@ -61,6 +61,12 @@ pub enum Action {
         candidates: Vec<CandidateRow>,
         procc: Procc,
     },
+    /// The retrieved candidates of hole `generation` that search the repository (63–66, 68),
+    /// once the search indexes were ready, or why they could not be built.
+    Searched {
+        generation: u64,
+        candidates: Result<Vec<CandidateRow>, String>,
+    },
     /// The typed holes (71, 72) of hole `generation`, once its language server answered or
     /// the syntax tree was read in its place.
     Typed {
@@ -163,8 +169,8 @@ pub enum Effect {
         position: Option<String>,
         backend: IndexBackend,
     },
-    /// Build and rank every candidate within `budget` tokens of `tokenizer`; the retrieved
-    /// ones that need `backend` follow.
+    /// Build and rank RLPG's candidates within `budget` tokens of `tokenizer`; the retrieved
+    /// ones follow as the search indexes, the language server and `backend` are ready.
     Analyse {
         index: Arc<RepoIndex>,
         search: SharedSearch,

@@ -59,7 +59,8 @@ mod tests;
 
 use crate::session::Learning;
 pub use crate::session::{
-    Availability, BanditLesson, CandidateRow, Procc, SharedSearch, apply_ranking,
+    Availability, BanditLesson, CandidateRow, Procc, SharedSearch, Waiting, apply_ranking,
+    fill_rows,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
@@ -502,17 +503,22 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             }
             rank(state)
         }
+        Action::Searched {
+            generation,
+            candidates,
+        } => {
+            if current(state, generation) {
+                searched(state, candidates);
+            }
+            vec![]
+        }
         Action::Retrieved {
             generation,
             candidates,
             procc,
         } => {
             if current(state, generation) {
-                for built in candidates {
-                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
-                        *row = built;
-                    }
-                }
+                fill_rows(&mut state.candidates, candidates);
                 state.status = match procc.pick {
                     Some(id) => format!(
                         "retrieved candidates built · ProCC (LinUCB) picks {}",
@@ -529,11 +535,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             candidates,
         } => {
             if current(state, generation) {
-                for built in candidates {
-                    if let Some(row) = state.candidates.iter_mut().find(|c| c.id == built.id) {
-                        *row = built;
-                    }
-                }
+                fill_rows(&mut state.candidates, candidates);
             }
             vec![]
         }
@@ -642,23 +644,41 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
     }
 }
 
+/// The searched candidates' rows are in: the rows still waiting for the search indexes take
+/// them, or, where the indexes could not be built, say why, as do those that would have been
+/// built from them with the backend's answers.
+fn searched(state: &mut State, candidates: Result<Vec<CandidateRow>, String>) {
+    match candidates {
+        Ok(candidates) => fill_rows(&mut state.candidates, candidates),
+        Err(error) => {
+            let failed =
+                |c: &&mut CandidateRow| c.building() && c.waits_for() != Waiting::LanguageServer;
+            for row in state.candidates.iter_mut().filter(failed) {
+                let why = format!("the search indexes could not be built: {error}");
+                row.availability = Availability::NotApplicable(Some(why));
+            }
+        }
+    }
+    state.status = analysed_status(state);
+}
+
 fn analysed_status(state: &State) -> String {
     let ranked = format!(
         "{} candidates, ranked by {}",
         state.candidates.len(),
         state.ranker.name()
     );
-    let building = state.candidates.iter().filter(|c| c.building());
-    let (backend, server): (Vec<_>, Vec<_>) =
-        building.partition(|c| c.waits_for() == "the backend");
+    let building: Vec<&CandidateRow> = state.candidates.iter().filter(|c| c.building()).collect();
+    let waiting = |what| building.iter().filter(|c| c.waits_for() == what).count();
     let asking = [
-        (!backend.is_empty()).then(|| {
-            format!(
-                "asking the backend for {} retrieved candidates",
-                backend.len()
-            )
-        }),
-        (!server.is_empty()).then(|| "the language server for the typed holes".to_string()),
+        Some(waiting(Waiting::SearchIndexes))
+            .filter(|&n| n > 0)
+            .map(|n| format!("building the search indexes for {n} retrieved candidates")),
+        Some(waiting(Waiting::Backend))
+            .filter(|&n| n > 0)
+            .map(|n| format!("asking the backend for {n} retrieved candidates")),
+        (waiting(Waiting::LanguageServer) > 0)
+            .then(|| "the language server for the typed holes".to_string()),
     ];
     match asking
         .into_iter()

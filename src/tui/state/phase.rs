@@ -26,8 +26,6 @@ pub enum Stage {
     Files,
     /// Building the repository graph, once every file is parsed.
     Graph,
-    /// Building the retrieval and window indexes.
-    Search,
     /// Starting the backend that completes.
     Backend,
     /// Loading the rankers: the classifier and the online ranker's picks.
@@ -40,7 +38,6 @@ impl From<crate::session::Opening> for Progress {
         let stage = match opening.stage {
             OpenStage::Files => Stage::Files,
             OpenStage::Graph => Stage::Graph,
-            OpenStage::Search => Stage::Search,
             OpenStage::Backend => Stage::Backend,
         };
         Progress {
@@ -57,7 +54,6 @@ impl std::fmt::Display for Progress {
         match self.stage {
             Stage::Files => write!(f, "indexing {done}/{total} files"),
             Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
-            Stage::Search => write!(f, "{total} files · building the search indexes"),
             Stage::Backend => write!(f, "{total} files · starting the backend"),
             Stage::Rankers => write!(f, "{total} files · loading the rankers"),
         }

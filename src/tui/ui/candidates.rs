@@ -184,6 +184,11 @@ fn row(
         Availability::NotApplicable(_) => ("·", theme.muted),
         Availability::Building => (super::spinner(state), theme.muted),
     };
+    // A row still building has no count yet: pending, not empty.
+    let tokens = match c.building() {
+        true => "…".to_string(),
+        false => c.tokens().to_string(),
+    };
     let source_width = if compact { COMPACT_SOURCE } else { SOURCE };
     let mut spans = vec![
         Span::styled(
@@ -200,7 +205,7 @@ fn row(
             format!("{:<8} ", c.id.info().type_text()),
             base.fg(theme.proposal),
         ),
-        Span::styled(format!("{:>5} ", c.tokens()), base.fg(theme.muted)),
+        Span::styled(format!("{tokens:>5} "), base.fg(theme.muted)),
         Span::styled(ok, base.fg(ok_colour)),
     ];
     if compact {

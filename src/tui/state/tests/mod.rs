@@ -505,6 +505,70 @@ fn retrieved_candidates_arrive_later_without_blocking_and_mark_procc_pick() {
 }
 
 #[test]
+fn searched_candidates_read_as_pending_until_the_search_indexes_are_ready() {
+    let mut s = opened();
+    at_hole(&mut s, 4);
+    let analysed = vec![candidate(6), waiting(63), waiting(65), waiting(67)];
+    update(&mut s, analysed_by_rlpg_h(4, analysed));
+    assert!(s.busy(), "the spinner runs while the indexes build");
+    assert!(
+        s.status.contains("building the search indexes for 2")
+            && s.status.contains("asking the backend for 1"),
+        "{}",
+        s.status
+    );
+    let pending = s.candidate(CandidateId::nth(63)).unwrap();
+    assert_eq!(
+        ui::candidates::note(&s, pending).as_deref(),
+        Some("waiting for the search indexes")
+    );
+    let searched = |generation| Action::Searched {
+        generation,
+        candidates: Ok(vec![candidate(63), candidate(65)]),
+    };
+    update(&mut s, searched(3));
+    assert!(
+        s.candidate(CandidateId::nth(63)).unwrap().building(),
+        "a stale hole's rows are dropped"
+    );
+    update(&mut s, searched(4));
+    let ids: Vec<_> = s.candidates.iter().map(|c| c.id.index()).collect();
+    assert_eq!(ids, [6, 63, 65, 67], "rows keep their places");
+    assert!(s.candidate(CandidateId::nth(65)).unwrap().applicable());
+    assert!(s.candidate(CandidateId::nth(67)).unwrap().building());
+    assert!(
+        !s.status.contains("search indexes") && s.status.contains("asking the backend for 1"),
+        "{}",
+        s.status
+    );
+}
+
+#[test]
+fn search_indexes_that_cannot_be_built_say_why_in_the_rows_that_waited_for_them() {
+    let mut s = opened();
+    at_hole(&mut s, 4);
+    let analysed = vec![candidate(6), waiting(63), waiting(67), waiting(71)];
+    update(&mut s, analysed_by_rlpg_h(4, analysed));
+    let failed = Action::Searched {
+        generation: 4,
+        candidates: Err("internal error (boom)".into()),
+    };
+    update(&mut s, failed);
+    for id in [63, 67] {
+        let row = s.candidate(CandidateId::nth(id)).unwrap();
+        let why = ui::candidates::note(&s, row).unwrap();
+        assert!(
+            why.contains("search indexes could not be built: internal error (boom)"),
+            "{id}: {why}"
+        );
+    }
+    assert!(
+        s.candidate(CandidateId::nth(71)).unwrap().building(),
+        "the typed holes wait for their language server, not the indexes"
+    );
+}
+
+#[test]
 fn typed_holes_a_language_server_answers_fill_their_rows_later() {
     let mut s = opened();
     at_hole(&mut s, 4);
@@ -725,8 +789,8 @@ fn opening_moves_through_its_stages_and_a_failure_leaves_with_the_error() {
         "{}",
         s.status
     );
-    update(&mut s, at(Stage::Search, 1581));
-    assert!(s.status.contains("search indexes"), "{}", s.status);
+    update(&mut s, at(Stage::Backend, 1581));
+    assert!(s.status.contains("starting the backend"), "{}", s.status);
     assert!(s.busy());
     let effects = update(
         &mut s,
