@@ -30,8 +30,7 @@
 //! made, keeping it cannot be seen: only rejected or unknown. Text the person typed themselves
 //! exactly as the completion had it counts as accepted: the proxy cannot tell the two apart.
 
-use serde::{Deserialize, Serialize};
-
+pub use super::arms::{Arm, Judged, Outcome};
 use super::locate;
 use super::record::Exchange;
 
@@ -39,75 +38,6 @@ use super::record::Exchange;
 pub const WINDOW_REQUESTS: usize = 12;
 /// How long after a completion's answer began to come later requests are read for its outcome.
 pub const WINDOW_SECS: f64 = 300.0;
-
-/// Which prompt went for a request keyhole could compose for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Arm {
-    /// keyhole's context, in the plugin's request.
-    Keyhole,
-    /// The plugin's request as it sent it.
-    Plugin,
-}
-
-impl Arm {
-    pub const ALL: [Arm; 2] = [Arm::Keyhole, Arm::Plugin];
-
-    /// Its name in the store and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arm::Keyhole => "keyhole",
-            Arm::Plugin => "plugin",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Arm> {
-        Arm::ALL.into_iter().find(|arm| arm.name() == name)
-    }
-}
-
-/// What became of a completion shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Accepted,
-    Rejected,
-    Unknown,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 3] = [Outcome::Accepted, Outcome::Rejected, Outcome::Unknown];
-
-    /// Its name in the store and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Accepted => "accepted",
-            Outcome::Rejected => "rejected",
-            Outcome::Unknown => "unknown",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Outcome> {
-        Outcome::ALL.into_iter().find(|o| o.name() == name)
-    }
-}
-
-/// An outcome and the characters of the completion the person kept (0 unless accepted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Judged {
-    pub outcome: Outcome,
-    pub accepted_chars: usize,
-}
-
-impl Judged {
-    /// `outcome`, with no characters kept.
-    pub(super) fn of(outcome: Outcome) -> Judged {
-        Judged {
-            outcome,
-            accepted_chars: 0,
-        }
-    }
-}
 
 /// What one later request says of a completion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ab::Arm;
+use super::arms::Arm;
 use super::exchange::{ExtraChunk, Sent};
 use super::locate;
 use crate::hole::HoleError;

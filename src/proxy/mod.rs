@@ -6,6 +6,7 @@
 //! `--compose-share` ([`ab`]: arms, outcomes inferred, `keyhole recorded stats`).
 
 pub mod ab;
+mod arms;
 mod compose;
 mod exchange;
 #[cfg(feature = "proxy")]

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use super::ab::{Judged, Outcome};
+use super::arms::{Judged, Outcome};
 use super::compose::Composition;
 use super::exchange::{Answered, Sent};
 
@@ -551,10 +551,10 @@ mod tests {
             ..exchange("p")
         };
         let keyhole = store
-            .append(&in_arm(crate::proxy::ab::Arm::Keyhole))
+            .append(&in_arm(crate::proxy::arms::Arm::Keyhole))
             .unwrap();
         store
-            .append(&in_arm(crate::proxy::ab::Arm::Plugin))
+            .append(&in_arm(crate::proxy::arms::Arm::Plugin))
             .unwrap();
         store.append(&exchange("in no arm")).unwrap();
         let judged = Judged {

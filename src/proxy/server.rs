@@ -28,7 +28,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use super::ab::Arm;
+use super::arms::Arm;
 use super::judging::Judging;
 use super::redact::redact_query;
 use super::{

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::ab::{Arm, Outcome};
+use super::arms::{Arm, Outcome};
 use super::record::Exchange;
 
 /// The normal quantile of a two-sided 95% interval.
