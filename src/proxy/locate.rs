@@ -214,11 +214,11 @@ const NEAREST_WINDOW: usize = 12;
 
 /// Where the cursor's line (as sent, up to the cursor) begins a line of a file and most of the
 /// lines sent around it are near it: the places with the most such lines, if at least half.
+/// Where no file has the cursor's line as sent (the person edited it, or wrote it, and has not
+/// saved yet), the line after the last one sent above it stands in for it, the cursor after what
+/// the two lines share: a plugin asks on every keystroke, mostly in lines not yet saved.
 fn nearest_places(index: &RepoIndex, before: &str, after: &str) -> Vec<Place> {
     let (earlier, cursor_line) = before.rsplit_once('\n').unwrap_or(("", before));
-    if cursor_line.trim().is_empty() {
-        return Vec::new();
-    }
     let meaningful = |line: &&str| !line.trim().is_empty();
     let sent: Vec<&str> = earlier
         .lines()
@@ -228,41 +228,81 @@ fn nearest_places(index: &RepoIndex, before: &str, after: &str) -> Vec<Place> {
         .filter(meaningful)
         .map(str::trim)
         .collect();
-    let mut best = (0, Vec::new());
-    for (id, file) in index.files.iter().enumerate() {
-        for (at, _) in file.text.match_indices(cursor_line) {
-            if at > 0 && file.text.as_bytes()[at - 1] != b'\n' {
-                continue;
-            }
-            let cursor = at + cursor_line.len();
-            let above = file.text[..at].lines().rev().take(NEAREST_WINDOW);
-            let below = file.text[cursor..].lines().skip(1).take(NEAREST_WINDOW);
-            let near: Vec<&str> = above
-                .chain(below)
-                .filter(meaningful)
-                .map(str::trim)
-                .collect();
-            let matched = sent.iter().filter(|line| near.contains(line)).count();
-            if matched > best.0 {
-                best = (matched, Vec::new());
-            }
-            if matched == best.0 {
-                best.1.push((id, cursor));
+    if sent.is_empty() {
+        return Vec::new();
+    }
+    // How many of the lines sent around the cursor lie near `cursor` in `file`.
+    let matched_near = |text: &str, line_start: usize, cursor: usize| {
+        let above = text[..line_start].lines().rev().take(NEAREST_WINDOW);
+        let below = text[cursor..].lines().skip(1).take(NEAREST_WINDOW);
+        let near: Vec<&str> = above
+            .chain(below)
+            .filter(meaningful)
+            .map(str::trim)
+            .collect();
+        sent.iter().filter(|line| near.contains(line)).count()
+    };
+    let mut candidates = Vec::new();
+    if !cursor_line.trim().is_empty() {
+        for (id, file) in index.files.iter().enumerate() {
+            for (at, _) in file.text.match_indices(cursor_line) {
+                if at == 0 || file.text.as_bytes()[at - 1] == b'\n' {
+                    let cursor = at + cursor_line.len();
+                    candidates.push((matched_near(&file.text, at, cursor), id, cursor));
+                }
             }
         }
     }
-    let (matched, found) = best;
-    if sent.is_empty() || matched * 2 < sent.len() {
+    if candidates.is_empty() {
+        candidates = edited_line_places(index, earlier, cursor_line, &matched_near);
+    }
+    let Some(matched) = candidates.iter().map(|(matched, ..)| *matched).max() else {
+        return Vec::new();
+    };
+    if matched * 2 < sent.len() {
         return Vec::new();
     }
     let certainty = Certainty::Nearest {
         matched: u16::try_from(matched).unwrap_or(u16::MAX),
         sent: u16::try_from(sent.len()).unwrap_or(u16::MAX),
     };
-    found
+    candidates
         .into_iter()
-        .map(|(id, cursor)| place(index, id, cursor, certainty))
+        .filter(|(m, ..)| *m == matched)
+        .map(|(_, id, cursor)| place(index, id, cursor, certainty))
         .collect()
+}
+
+/// The places of a cursor whose line no file holds as sent: after each whole line that equals
+/// the last line sent above the cursor, on the line that follows it, the cursor after what
+/// that line shares with the sent one; each with how many lines sent around it lie near.
+fn edited_line_places(
+    index: &RepoIndex,
+    earlier: &str,
+    cursor_line: &str,
+    matched_near: &dyn Fn(&str, usize, usize) -> usize,
+) -> Vec<(usize, FileId, usize)> {
+    let Some(above) = earlier.lines().rev().map(str::trim).find(|l| !l.is_empty()) else {
+        return Vec::new();
+    };
+    let mut places = Vec::new();
+    for (id, file) in index.files.iter().enumerate() {
+        let text = &file.text;
+        for (at, _) in text.match_indices(above) {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let Some(line_end) = text[at..].find('\n').map(|i| at + i) else {
+                continue; // the file's last line: no line follows it
+            };
+            if text[line_start..line_end].trim() != above {
+                continue;
+            }
+            let next = line_end + 1;
+            let next_end = text[next..].find('\n').map_or(text.len(), |i| next + i);
+            let cursor = next + common_prefix(&text[next..next_end], cursor_line);
+            places.push((matched_near(text, next, cursor), id, cursor));
+        }
+    }
+    places
 }
 
 /// The last [`ANCHOR_LINES`] lines of `before`, the cursor's line up to the cursor included.
@@ -693,6 +733,52 @@ mod tests {
             )],
         );
         assert!(hole_places(&elsewhere, &sent).is_empty());
+    }
+
+    #[test]
+    fn a_hole_in_a_line_not_yet_saved_is_found_on_the_line_the_file_has_there() {
+        // On disk: the method as saved. In the editor: its return line being rewritten, and a
+        // new line typed below it, neither saved (a plugin asks on every keystroke).
+        let file = "class Cart {\n    int total() {\n        int sum = 0;\n        return sum;\n    }\n}\n";
+        let index = RepoIndex::from_sources(
+            std::path::Path::new("/repo"),
+            vec![("src/Cart.java".into(), file.into())],
+        );
+        let editing = Sent {
+            prefix: Some(
+                "class Cart {\n    int total() {\n        int sum = 0;\n        return sum + tax"
+                    .into(),
+            ),
+            prompt: Some(String::new()),
+            suffix: Some("\n    }\n}\n".into()),
+            ..Sent::default()
+        };
+        let places = hole_places(&index, &editing);
+        assert_eq!(places.len(), 1, "{places:?}");
+        // Line 4, after `        return sum` (what the saved line shares with the edited one).
+        assert_eq!((places[0].line, places[0].column), (4, 19));
+        assert!(matches!(places[0].certainty, Certainty::Nearest { .. }));
+        let new_line = Sent {
+            prefix: Some("class Cart {\n    int total() {\n        int sum = 0;\n        return sum;\n        ".into()),
+            prompt: Some(String::new()),
+            suffix: Some("\n    }\n}\n".into()),
+            ..Sent::default()
+        };
+        let places = hole_places(&index, &new_line);
+        assert_eq!(places.len(), 1, "{places:?}");
+        // Line 5 (`    }` on disk), after the indentation the two share.
+        assert_eq!((places[0].line, places[0].column), (5, 5));
+        // Lines around it that the file does not hold: no place.
+        let elsewhere = Sent {
+            prefix: Some(
+                "class Basket {\n    void add() {\n        items.add(x);\n        return sum + tax"
+                    .into(),
+            ),
+            prompt: Some(String::new()),
+            suffix: Some("\n    }\n}\n".into()),
+            ..Sent::default()
+        };
+        assert!(hole_places(&index, &elsewhere).is_empty());
     }
 
     #[test]
