@@ -145,6 +145,11 @@ impl<'a> TypedHole<'a> {
         self.expected.as_ref()
     }
 
+    /// What the hole is in the syntax (an argument, a declaration's value, a returned value).
+    pub fn place(&self) -> lang::HolePlace {
+        self.syntax.place
+    }
+
     /// A line comment of the hole's language.
     fn comment(&self) -> &'static str {
         self.index.files[self.hole.file].language.line_comment()
