@@ -270,7 +270,16 @@ impl<'a> TypedHole<'a> {
                 position,
                 arity,
             } => {
-                let types = self.receiver_types(receiver)?;
+                let mut types = self.receiver_types(receiver)?;
+                // A plain call may be of a function the file imports (`import { f } from`).
+                if *receiver == Receiver::Current {
+                    let imported = self.imported_values().into_iter();
+                    types.extend(
+                        imported
+                            .filter(|(_, names)| names.contains(name))
+                            .map(|(m, _)| m),
+                    );
+                }
                 self.parameter_type(&types, name, *position, *arity)
             }
             Expectation::Constructor {
