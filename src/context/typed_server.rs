@@ -744,7 +744,7 @@ mod tests {
     fn an_arguments_type_is_its_active_parameters() {
         let help = json!({"activeSignature": 0, "activeParameter": 1, "signatures": [{
             "label": "get(url: Input, options?: Options): ResponsePromise<unknown>",
-            "parameters": [{"label": "url: Input"}, {"label": [16, 34]}]}]});
+            "parameters": [{"label": "url: Input"}, {"label": [16, 33]}]}]});
         assert_eq!(
             parameter_type(&help).as_deref(),
             Some("Options | undefined")

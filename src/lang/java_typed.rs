@@ -12,8 +12,8 @@ use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
 use super::java::{header_span, parse, signature_start};
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------

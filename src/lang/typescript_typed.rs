@@ -16,8 +16,8 @@ use super::typescript::{
     Grammar, header_span, is_parameter_property, parse, signature_start, type_kind,
 };
 use super::{
-    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
 
 /// The type of a `type_annotation` field (`: Order` → `Order`).
@@ -1061,7 +1061,10 @@ function ship(order: Order, when: Date): boolean {
         );
         // Without an annotation a declaration expects nothing to ask about.
         assert_eq!(place("const xs = "), HolePlace::Other);
-        assert_eq!(place("function f(): number {\n  return "), HolePlace::Return);
+        assert_eq!(
+            place("function f(): number {\n  return "),
+            HolePlace::Return
+        );
         assert_eq!(place("const f = (): number => "), HolePlace::Return);
         assert_eq!(place("let x: number;\nx = "), HolePlace::Other);
     }
