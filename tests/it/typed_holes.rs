@@ -589,14 +589,6 @@ fn an_argument_of_an_imported_function_expects_its_parameters_type() {
              \n\
              export async function run(t: any) {\n  await createServer(t, 8080);\n}\n",
         ),
-        (
-            "app.py",
-            "from .util import scale\n\ndef main() -> None:\n    scale(2, 3.5)\n",
-        ),
-        (
-            "util.py",
-            "def scale(factor: int, by: float) -> float:\n    return factor * by\n",
-        ),
     ]);
     assert_eq!(
         expected(&index, "test/main.ts", "createServer(").as_deref(),
@@ -605,9 +597,5 @@ fn an_argument_of_an_imported_function_expects_its_parameters_type() {
     assert_eq!(
         expected(&index, "test/main.ts", "createServer(t, ").as_deref(),
         Some("number")
-    );
-    assert_eq!(
-        expected(&index, "app.py", "scale(2, ").as_deref(),
-        Some("float")
     );
 }

@@ -313,7 +313,7 @@ fn typescript_language_server_says_what_an_argument_and_a_return_expect_with_the
     write(
         &root,
         "main.ts",
-        "import { get } from './lib';\n\
+        "import { get, Options } from './lib';\n\
          export function fetchIt(): number | undefined {\n  return get('a', {prefix: 'b'});\n}\n",
     );
     // An argument: its parameter's type in the signature the server resolves through the
