@@ -14,8 +14,7 @@ use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
 use super::python::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline, TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------
@@ -550,7 +549,7 @@ fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
             }
             "assignment" if is("right") => {
                 if let Some(ty) = parent.child_by_field_name("type") {
-                    return Some(Expectation::Type(declared(&type_text(ty, source))));
+                    return Some(Expectation::Type(type_text(ty, source)));
                 }
                 return MEMBERS.assigned(parent.child_by_field_name("left")?, source);
             }
@@ -576,32 +575,8 @@ fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
             )
         })
         .filter(|f| f.kind() == "function_definition")?;
-    let ty = declared(&type_text(
-        function.child_by_field_name("return_type")?,
-        source,
-    ));
+    let ty = type_text(function.child_by_field_name("return_type")?, source);
     (ty != "None").then_some(Expectation::Type(ty))
-}
-
-/// The type an annotation declares, as the checker reads it: forward references without
-/// their quotes (`"Order"`, `List["Order"]`; a `Literal`'s strings are values and stay), and
-/// `ClassVar[T]` and `Final[T]` (how a name is declared) as `T`.
-fn declared(written: &str) -> String {
-    let mut t = match written.contains("Literal[") {
-        true => written.to_string(),
-        false => written.replace(['"', '\''], ""),
-    };
-    for wrapper in ["ClassVar[", "Final["] {
-        for module in ["", "typing.", "t.", "typing_extensions."] {
-            let inner = t
-                .strip_prefix(&format!("{module}{wrapper}"))
-                .and_then(|rest| rest.strip_suffix(']'));
-            if let Some(inner) = inner {
-                t = inner.trim().to_string();
-            }
-        }
-    }
-    t
 }
 
 /// Argument `node` (keyword `keyword`, if it is one) of the call whose argument list is the
@@ -1097,23 +1072,6 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         assert_eq!(probe("        # return ", 17), None);
         // A string being written is closed before the tree is read.
         assert_eq!(probe("        return \"abc", 19), ty("Optional[Line]"));
-    }
-
-    #[test]
-    fn a_declared_type_is_read_as_the_checker_reads_it() {
-        assert_eq!(declared("\"Context\""), "Context");
-        assert_eq!(
-            declared("t.List[\"CompletionItem\"]"),
-            "t.List[CompletionItem]"
-        );
-        assert_eq!(declared("t.ClassVar[str]"), "str");
-        assert_eq!(declared("Final[int]"), "int");
-        assert_eq!(declared("Literal[\"a\", \"b\"]"), "Literal[\"a\", \"b\"]");
-        let returned = Python.hole_syntax("def make() -> \"Order\":\n    return ", 34);
-        assert_eq!(returned.expected, ty("Order"));
-        let class_var = "class A:\n    sep: t.ClassVar[str] = ";
-        let declared_here = Python.hole_syntax(class_var, class_var.len());
-        assert_eq!(declared_here.expected, ty("str"));
     }
 
     #[test]
