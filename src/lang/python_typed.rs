@@ -14,7 +14,8 @@ use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
 use super::python::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline,
+    TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------
