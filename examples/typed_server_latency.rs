@@ -46,13 +46,7 @@ fn main() -> anyhow::Result<()> {
     let program = lsp::find_on_path(spec.command, &std::env::var_os("PATH").unwrap_or_default())
         .ok_or_else(|| anyhow::anyhow!("{} is not on PATH", spec.command))?;
     let started = Instant::now();
-    let mut client = Client::start(
-        spec.command,
-        &program,
-        spec.args,
-        &root,
-        Timeouts::default(),
-    )?;
+    let mut client = Client::start(spec.command, &program, spec, &root, Timeouts::default())?;
     let start = started.elapsed();
     let mut times = Vec::new();
     let (mut typed, mut definitions, mut headers) = (0, 0, 0);

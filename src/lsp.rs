@@ -35,6 +35,8 @@ pub struct ServerSpec {
     /// A line appended to the file that writes a type (`{}`) where the server can be asked
     /// for the definitions of the names in it.
     pub type_probe: &'static str,
+    /// The `initializationOptions` sent to it, as JSON.
+    pub initialization_options: &'static str,
 }
 
 /// `typescript-language-server` (npm `typescript-language-server typescript`).
@@ -45,6 +47,9 @@ pub const TYPESCRIPT: ServerSpec = ServerSpec {
     placeholder: "_()",
     hover_at: 0,
     type_probe: "\ntype __KeyholeProbe = {};\n",
+    // Its syntax-only tsserver (which answers while the project loads, and then for files
+    // outside every tsconfig.json) resolves no import: every imported name would be `any`.
+    initialization_options: r#"{"tsserver": {"useSyntaxServer": "never"}}"#,
 };
 
 /// `pyright-langserver` (npm `pyright`). Its hover over `_` shows the declared `T`, not the
@@ -56,6 +61,7 @@ pub const PYRIGHT: ServerSpec = ServerSpec {
     placeholder: "(__keyhole_hole := _())",
     hover_at: 1,
     type_probe: "\n__keyhole_probe: {}\n",
+    initialization_options: "null",
 };
 
 /// The servers keyhole knows, each with the name of the language whose holes it types
@@ -563,7 +569,7 @@ impl Client {
     pub fn start(
         name: &str,
         program: &Path,
-        args: &[&str],
+        spec: &ServerSpec,
         root: &Path,
         timeouts: Timeouts,
     ) -> Result<Client, LspError> {
@@ -573,7 +579,7 @@ impl Client {
         };
         let mut command = Command::new(program);
         command
-            .args(args)
+            .args(spec.args)
             .current_dir(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -603,9 +609,12 @@ impl Client {
             opened: HashMap::new(),
         };
         let root_uri = file_uri(root);
+        let options: Value = serde_json::from_str(spec.initialization_options)
+            .map_err(|e| start_error(format!("its initialization options: {e}")))?;
         let params = json!({
             "processId": std::process::id(),
             "rootUri": root_uri,
+            "initializationOptions": options,
             "workspaceFolders": [{"uri": root_uri, "name": "repository"}],
             "capabilities": {
                 "textDocument": {
@@ -1016,7 +1025,7 @@ impl Servers {
                     let name = program
                         .file_name()
                         .map_or(spec.command.into(), |n| n.to_string_lossy());
-                    let started = Client::start(&name, &program, spec.args, root, chosen.timeouts)
+                    let started = Client::start(&name, &program, spec, root, chosen.timeouts)
                         .map_err(|e| explained(spec, &program, root, e));
                     tracing::info!(
                         server = spec.command,
@@ -1054,6 +1063,14 @@ impl Servers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_servers_initialization_options_are_json() {
+        for (_, spec) in KNOWN {
+            let options: Result<Value, _> = serde_json::from_str(spec.initialization_options);
+            assert!(options.is_ok(), "{}", spec.command);
+        }
+    }
 
     #[test]
     fn a_message_reads_back_as_written() {

@@ -88,6 +88,12 @@ fn server_candidates(
         .language
         .language_server()
         .map_or("the language server", |s| s.command);
+    // Where the server said nothing of the hole's type, the syntax tree's is shown with the
+    // server's definitions and headers.
+    let reader = match answer.expected_by_syntax {
+        true => format!("{server}, its expected type {TREE_SITTER}'s"),
+        false => server.to_string(),
+    };
     let no_type = answer.expected.is_none();
     typed_server::contexts(answer, index, hole)
         .into_iter()
@@ -103,7 +109,7 @@ fn server_candidates(
                 id,
                 context,
                 why_not,
-                reader: Some(server.to_string()),
+                reader: Some(reader.clone()),
                 ..RetrievedContext::default()
             }
         })

@@ -145,6 +145,11 @@ impl<'a> TypedHole<'a> {
         self.expected.as_ref()
     }
 
+    /// What the hole is in the syntax (an argument, a declaration's value, a returned value).
+    pub fn place(&self) -> lang::HolePlace {
+        self.syntax.place
+    }
+
     /// A line comment of the hole's language.
     fn comment(&self) -> &'static str {
         self.index.files[self.hole.file].language.line_comment()
@@ -265,7 +270,16 @@ impl<'a> TypedHole<'a> {
                 position,
                 arity,
             } => {
-                let types = self.receiver_types(receiver)?;
+                let mut types = self.receiver_types(receiver)?;
+                // A plain call may be of a function the file imports (`import { f } from`).
+                if *receiver == Receiver::Current {
+                    let imported = self.imported_values().into_iter();
+                    types.extend(
+                        imported
+                            .filter(|(_, names)| names.contains(name))
+                            .map(|(m, _)| m),
+                    );
+                }
                 self.parameter_type(&types, name, *position, *arity)
             }
             Expectation::Constructor {

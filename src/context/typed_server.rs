@@ -1,9 +1,14 @@
 //! Typed-hole context from a real language server, as ChatLSP's TypeScript port asks one
 //! (Blinn et al., OOPSLA 2024, sections 2.5, 2.6 and 3.1):
 //!
-//! - the hole is written as a call of a generic function declared for the purpose (`_()`
-//!   after `declare function _<T>(): T`), the hole's line cut there; hovering over it gives
-//!   the type the server inferred for `T`: the expected type;
+//! - the expected type is what the server says the hole's place means: at an argument the
+//!   active parameter's type in its signature help, at an annotated declaration's value the
+//!   declared type its hover gives the name. Elsewhere, and where the server says nothing
+//!   there, the hole is written as a call of a generic function declared for the purpose
+//!   (`_()` after `declare function _<T>(): T`), the hole's line cut there, and hovering over
+//!   it gives the type the server inferred for `T`, ChatLSP's way. That inference loses an
+//!   expected `T | undefined`'s `undefined`, so a return, an argument or a declaration the
+//!   server says nothing of takes the syntax tree's type first (and says so);
 //! - the names in that type are looked up with go-to-definition (from a line that writes the
 //!   type, appended to the file), then the names its definition is written with, to
 //!   [`TYPE_DEPTH`] hops: the relevant type definitions (candidate 71). Only what names a type
@@ -30,7 +35,7 @@ use super::SourcedText;
 use super::typed::{MAX_HEADERS, TYPE_DEPTH, TypeRef, TypedHole};
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
-use crate::lang::DeclarationStyle;
+use crate::lang::{DeclarationStyle, HolePlace};
 use crate::lsp::{Client, LspError, ServerSpec, uri_path};
 use crate::repo::{FileId, RepoIndex};
 
@@ -63,6 +68,9 @@ pub struct ServerHeader {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerAnswer {
     pub expected: Option<String>,
+    /// Whether the expected type is the syntax tree's (the server said nothing at the hole).
+    #[serde(default)]
+    pub expected_by_syntax: bool,
     pub definitions: Vec<Definition>,
     pub headers: Vec<ServerHeader>,
 }
@@ -338,7 +346,7 @@ impl Asking<'_> {
 
 /// Bumped whenever [`ServerAnswer`] or what [`ask`] asks changes, so older answers are not
 /// reused.
-const ANSWER_FORMAT: u32 = 1;
+const ANSWER_FORMAT: u32 = 2;
 
 /// The answer of the server of `spec` at `hole`, asked once per content: kept in the
 /// repository's cache under the server's identity, the hole's file's text, the hole and the
@@ -418,19 +426,46 @@ pub fn ask(
     );
     let id = language_id(&file.path);
     client.open(&path, id, &cut)?;
-    let at_hole = json!({
-        "textDocument": {"uri": crate::lsp::file_uri(&path)},
-        "position": position(&cut, hole_at.prelude + offset + spec.hover_at),
-    });
-    let hover = client.request("textDocument/hover", at_hole.clone())?;
-    let Some(expected) = expected_from_hover(&hover_text(&hover)) else {
-        return Ok(ServerAnswer::default());
+    let document = json!({"uri": crate::lsp::file_uri(&path)});
+    let at = |offset: usize| json!({"textDocument": document, "position": position(&cut, offset)});
+    let at_hole = at(hole_at.prelude + offset + spec.hover_at);
+    let typed = TypedHole::new(index, hole);
+    let by_syntax = typed.expected().map(|e| e.text.clone());
+    let at_place = match typed.place() {
+        HolePlace::Argument => {
+            let params = json!({
+                "textDocument": document,
+                "position": position(&cut, hole_at.prelude + offset),
+                "context": {"triggerKind": 1, "isRetrigger": false},
+            });
+            parameter_type(&client.request("textDocument/signatureHelp", params)?)
+        }
+        HolePlace::Declaration { name } => {
+            let named = &text[name..];
+            let end = named
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+                .unwrap_or(named.len());
+            let hover = client.request("textDocument/hover", at(hole_at.prelude + name))?;
+            declared_type(&hover_text(&hover), &named[..end])
+        }
+        HolePlace::Return | HolePlace::Other => None,
+    };
+    let (expected, expected_by_syntax) = match (at_place, by_syntax) {
+        (Some(t), _) => (t, false),
+        (None, Some(t)) if typed.place() != HolePlace::Other => (t, true),
+        (None, by_syntax) => {
+            let hover = client.request("textDocument/hover", at_hole.clone())?;
+            match (expected_from_hover(&hover_text(&hover)), by_syntax) {
+                (Some(t), _) => (t, false),
+                (None, Some(t)) => (t, true),
+                (None, None) => return Ok(ServerAnswer::default()),
+            }
+        }
     };
     // A line writing the expected type, where its names can be looked up.
     let probed = format!("{cut}{}", spec.type_probe.replace("{}", &expected));
     client.open(&path, id, &probed)?;
     let probe_start = cut.len() + spec.type_probe.find("{}").unwrap_or(0);
-    let typed = TypedHole::new(index, hole);
     let mut asking = Asking {
         client,
         index,
@@ -473,9 +508,82 @@ pub fn ask(
     let headers = headers(asking.client, at_hole, &typed, &expected)?;
     Ok(ServerAnswer {
         expected: Some(expected),
+        expected_by_syntax,
         definitions,
         headers,
     })
+}
+
+/// The type of the active parameter of a signature help answer: `T` of `name: T`, with
+/// `| undefined` for an optional `name?: T` (what the checker expects there), the element
+/// type of a rest parameter `...name: T[]`.
+fn parameter_type(help: &Value) -> Option<String> {
+    let active_signature = help["activeSignature"].as_u64().unwrap_or(0) as usize;
+    let signature = help["signatures"].get(active_signature)?;
+    let active = signature["activeParameter"]
+        .as_u64()
+        .or_else(|| help["activeParameter"].as_u64())? as usize;
+    let parameter = signature["parameters"].get(active)?;
+    let label = match &parameter["label"] {
+        Value::String(label) => label.clone(),
+        // Offsets in UTF-16 units into the signature's label.
+        Value::Array(range) => {
+            let n = |v: &Value| v.as_u64().map(|n| n as usize);
+            let (start, end) = (n(range.first()?)?, n(range.get(1)?)?);
+            let units: Vec<u16> = signature["label"].as_str()?.encode_utf16().collect();
+            String::from_utf16(units.get(start..end)?).ok()?
+        }
+        _ => return None,
+    };
+    written_parameter_type(&label)
+}
+
+/// The expected type of an argument for the parameter written `label`.
+fn written_parameter_type(label: &str) -> Option<String> {
+    let label = label.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut depth = 0i32;
+    let colon = label.char_indices().find_map(|(i, c)| {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ':' if depth == 0 => return Some(i),
+            _ => {}
+        }
+        None
+    })?;
+    let (name, written) = (label[..colon].trim(), label[colon + 1..].trim());
+    if written.is_empty() || written == "any" || written == "unknown" {
+        return None;
+    }
+    if name.starts_with("...") {
+        let element = written.strip_suffix("[]")?;
+        let element = match element.strip_prefix('(') {
+            Some(inner) => inner.strip_suffix(')')?,
+            None => element,
+        };
+        return Some(element.to_string());
+    }
+    let has_undefined = written.split('|').any(|m| m.trim() == "undefined");
+    Some(match name.ends_with('?') && !has_undefined {
+        true => format!("{written} | undefined"),
+        false => written.to_string(),
+    })
+}
+
+/// The type a hover's declaration line (`const name: T`, `(property) C.name: T`) gives
+/// `name`.
+fn declared_type(code: &str, name: &str) -> Option<String> {
+    let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    let found = code.match_indices(name).find_map(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        let rest = &code[i + name.len()..];
+        let written = rest
+            .strip_prefix(": ")
+            .or_else(|| rest.strip_prefix("?: "))?;
+        (!before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$')).then_some(written)
+    })?;
+    let found = found.trim();
+    (!found.is_empty() && found != "any" && found != "unknown").then(|| found.to_string())
 }
 
 /// The type a completion entry's declaration produces: a function's return type, a value's
@@ -630,6 +738,57 @@ mod tests {
         assert_eq!(read("(variable) __keyhole_hole: T@_"), None);
         assert_eq!(read("function _<unknown>(): unknown"), None);
         assert_eq!(read("const x: number"), None);
+    }
+
+    #[test]
+    fn an_arguments_type_is_its_active_parameters() {
+        let help = json!({"activeSignature": 0, "activeParameter": 1, "signatures": [{
+            "label": "get(url: Input, options?: Options): ResponsePromise<unknown>",
+            "parameters": [{"label": "url: Input"}, {"label": [16, 33]}]}]});
+        assert_eq!(
+            parameter_type(&help).as_deref(),
+            Some("Options | undefined")
+        );
+        let first = json!({"signatures": [{"label": "f(t: ExecutionContext)", "activeParameter": 0,
+            "parameters": [{"label": "t: ExecutionContext"}]}]});
+        assert_eq!(parameter_type(&first).as_deref(), Some("ExecutionContext"));
+        assert_eq!(parameter_type(&json!(null)), None);
+        let read = |label: &str| written_parameter_type(label);
+        assert_eq!(
+            read("value: { unicorn: string; }").as_deref(),
+            Some("{ unicorn: string; }")
+        );
+        assert_eq!(
+            read("{ a, b }: { a: A; b: B }").as_deref(),
+            Some("{ a: A; b: B }")
+        );
+        assert_eq!(
+            read("x?: number | undefined").as_deref(),
+            Some("number | undefined")
+        );
+        assert_eq!(read("...rest: (A | B)[]").as_deref(), Some("A | B"));
+        assert_eq!(read("x: any"), None);
+        assert_eq!(read("x"), None);
+    }
+
+    #[test]
+    fn a_declarations_type_is_what_the_hover_gives_its_name() {
+        let read = |code: &str, name: &str| declared_type(code, name);
+        assert_eq!(
+            read("const chunks: string[]", "chunks").as_deref(),
+            Some("string[]")
+        );
+        assert_eq!(
+            read("let defs: Record<string, JSONSchema> | undefined", "defs").as_deref(),
+            Some("Record<string, JSONSchema> | undefined")
+        );
+        assert_eq!(
+            read("(property) Ky.x?: {\n    a: number;\n}", "x").as_deref(),
+            Some("{ a: number; }")
+        );
+        // Not a name that merely ends with it.
+        assert_eq!(read("const prefix: string", "fix"), None);
+        assert_eq!(read("const x: any", "x"), None);
     }
 
     #[test]

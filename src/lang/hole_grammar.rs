@@ -12,7 +12,7 @@ use std::ops::Range;
 use tree_sitter::{Node, Tree};
 
 use super::tree::{ancestors, expression_at, path_to};
-use super::{Expectation, HoleSyntax, Local, Receiver, TypeOutline};
+use super::{Expectation, HolePlace, HoleSyntax, Local, Receiver, TypeOutline};
 use crate::text::identifier_start;
 
 /// The placeholder expression written at the hole.
@@ -121,6 +121,9 @@ pub(super) struct HoleGrammar {
     /// What the syntax around the path's last node (the expression at the hole) expects;
     /// the root is where a called function of the file is looked up.
     pub expectation: fn(&[Node], Node, &str) -> Option<Expectation>,
+    /// What the path's last node (the expression at the hole) is: an argument, a
+    /// declaration's value, a returned value.
+    pub place: fn(&[Node], &str) -> HolePlace,
     /// Parameters and locals with types visible at the path's last node, nearest first.
     pub locals: fn(&[Node], &str) -> Vec<Local>,
     /// Whether the code at the path's last node has no current instance (`this`, `self`).
@@ -144,6 +147,10 @@ pub(super) fn hole_syntax(grammar: &HoleGrammar, source: &str, hole: usize) -> H
     let expected = (!placeholder.is_empty())
         .then(|| (grammar.expectation)(&path, root, &text))
         .flatten();
+    let place = match placeholder.is_empty() {
+        true => HolePlace::Other,
+        false => (grammar.place)(&path, &text),
+    };
     HoleSyntax {
         outline: (grammar.outline)(root, &text),
         expected,
@@ -154,6 +161,7 @@ pub(super) fn hole_syntax(grammar: &HoleGrammar, source: &str, hole: usize) -> H
             .collect(),
         locals: (grammar.locals)(&path, &text),
         is_static: (grammar.in_static_code)(&path, &text),
+        place,
         text,
         inserted,
     }

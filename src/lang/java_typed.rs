@@ -12,8 +12,8 @@ use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
 use super::java_tree::{header_span, parse, signature_start};
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------
@@ -209,6 +209,8 @@ pub(super) const HOLES: HoleGrammar = HoleGrammar {
     is_type_declaration: |kind| type_kind(kind).is_some(),
     outline,
     expectation,
+    // No place asked of a server yet: the generic hole is asked everywhere.
+    place: |_, _| HolePlace::Other,
     locals,
     in_static_code,
 };

@@ -417,6 +417,25 @@ pub struct HoleSyntax {
     pub locals: Vec<Local>,
     /// Whether the hole is in static code (no `this`).
     pub is_static: bool,
+    /// What the hole is in the syntax, for asking a language server what it expects there.
+    pub place: HolePlace,
+}
+
+/// What a hole is in the syntax, as a language server is asked about it: an argument's
+/// expected type is its parameter's (signature help), a declaration's is its name's
+/// declared type (hover).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HolePlace {
+    /// Anything else: an assignment, a condition, a hole outside an expression.
+    #[default]
+    Other,
+    /// An argument of a call or of `new`.
+    Argument,
+    /// The value of a declaration whose name starts at byte `name` (before the hole, so the
+    /// same byte of the file).
+    Declaration { name: usize },
+    /// A value the enclosing function returns.
+    Return,
 }
 
 /// Where the expected type of a hole comes from.

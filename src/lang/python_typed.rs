@@ -14,7 +14,8 @@ use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
 use super::python_tree::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, Local, MethodOutline, Span, TypeKind, TypeOutline, TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline,
+    TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------
@@ -504,6 +505,8 @@ pub(super) const HOLES: HoleGrammar = HoleGrammar {
     is_type_declaration: |kind| kind == "class_definition",
     outline,
     expectation,
+    // No place asked of a server yet: the generic hole is asked everywhere.
+    place: |_, _| HolePlace::Other,
     locals,
     in_static_code,
 };

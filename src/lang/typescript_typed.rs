@@ -16,8 +16,8 @@ use super::typescript_tree::{
     Grammar, header_span, is_parameter_property, parse, signature_start, type_kind,
 };
 use super::{
-    Expectation, FieldOutline, Local, MethodOutline, Receiver, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
 
 /// The type of a `type_annotation` field (`: Order` → `Order`).
@@ -356,6 +356,7 @@ pub(super) const HOLES: HoleGrammar = HoleGrammar {
     is_type_declaration: |kind| type_kind(kind).is_some(),
     outline,
     expectation,
+    place,
     locals,
     in_static_code,
 };
@@ -382,40 +383,82 @@ fn is_function_node(kind: &str) -> bool {
     )
 }
 
-/// Walk up from the expression at the hole through expressions it ends, to the place that
-/// says what type it must have.
-fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
+/// Walk up from the expression at the hole (the path's last node) through expressions it
+/// ends (`a.▮`, `▮()`, `await ▮`, a ternary's branch): the index in the path of the outermost
+/// one, whose parent says what type it must have. `None` at the root.
+fn outermost(path: &[Node]) -> Option<usize> {
     let mut at = path.len().checked_sub(1)?;
     loop {
         let node = path[at];
         let parent = path[at.checked_sub(1)?];
         let grandparent = at.checked_sub(2).map(|g| path[g]);
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
-        match parent.kind() {
-            "parenthesized_expression" => match grandparent.map(|g| g.kind()) {
-                Some("if_statement" | "while_statement" | "do_statement") => return boolean(),
-                _ => at -= 1,
-            },
-            "member_expression" if is("property") => at -= 1,
-            "call_expression" if is("function") => at -= 1,
-            "non_null_expression" | "await_expression" => at -= 1,
-            "ternary_expression" if is("condition") => return boolean(),
-            "ternary_expression" => at -= 1,
-            "unary_expression" => {
-                let op = parent.child_by_field_name("operator").map(|o| o.kind());
-                return (op == Some("!")).then(boolean).flatten();
-            }
-            "variable_declarator" | "public_field_definition" if is("value") => {
-                return annotation(parent, "type").map(|t| Expectation::Type(type_text(t, source)));
-            }
-            "assignment_expression" if is("right") => {
-                return MEMBERS.assigned(parent.child_by_field_name("left")?, source);
-            }
-            "return_statement" => return return_type(&path[..at], source),
-            "arrow_function" if is("body") => return returned(parent, source),
-            "arguments" => return argument(&path[..at], node, root, source),
-            _ => return None,
+        let passes = match parent.kind() {
+            "parenthesized_expression" => !matches!(
+                grandparent.map(|g| g.kind()),
+                Some("if_statement" | "while_statement" | "do_statement")
+            ),
+            "member_expression" => is("property"),
+            "call_expression" => is("function"),
+            "non_null_expression" | "await_expression" => true,
+            "ternary_expression" => !is("condition"),
+            _ => false,
+        };
+        if !passes {
+            return Some(at);
         }
+        at -= 1;
+    }
+}
+
+/// The type the place of the expression at the hole says it must have.
+fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
+    let at = outermost(path)?;
+    let (node, parent) = (path[at], path[at - 1]);
+    let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        // `outermost` stops at these only in conditions.
+        "parenthesized_expression" | "ternary_expression" => boolean(),
+        "unary_expression" => {
+            let op = parent.child_by_field_name("operator").map(|o| o.kind());
+            (op == Some("!")).then(boolean).flatten()
+        }
+        "variable_declarator" | "public_field_definition" if is("value") => {
+            annotation(parent, "type").map(|t| Expectation::Type(type_text(t, source)))
+        }
+        "assignment_expression" if is("right") => {
+            MEMBERS.assigned(parent.child_by_field_name("left")?, source)
+        }
+        "return_statement" => return_type(&path[..at], source),
+        "arrow_function" if is("body") => returned(parent, source),
+        "arguments" => argument(&path[..at], node, root, source),
+        _ => None,
+    }
+}
+
+/// What the expression at the hole is: an argument, an annotated declaration's value (with
+/// where its name starts), a returned value.
+fn place(path: &[Node], _source: &str) -> HolePlace {
+    let Some(at) = outermost(path) else {
+        return HolePlace::Other;
+    };
+    let (node, parent) = (path[at], path[at - 1]);
+    let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        "arguments" => HolePlace::Argument,
+        "variable_declarator" | "public_field_definition"
+            if is("value") && annotation(parent, "type").is_some() =>
+        {
+            match parent.child_by_field_name("name") {
+                Some(name) => HolePlace::Declaration {
+                    name: name.start_byte(),
+                },
+                None => HolePlace::Other,
+            }
+        }
+        "return_statement" => HolePlace::Return,
+        "arrow_function" if is("body") => HolePlace::Return,
+        _ => HolePlace::Other,
     }
 }
 
@@ -1001,6 +1044,29 @@ function ship(order: Order, when: Date): boolean {
         assert_eq!(expected(in_total, "        ship(this, "), ty("Date"));
         let in_ship = "    return true;";
         assert_eq!(expected(in_ship, "    const n = "), None);
+    }
+
+    #[test]
+    fn the_holes_place_is_an_argument_a_declaration_or_a_return() {
+        // The hole at the end of `source`, its line's rest cut.
+        let place = |source: &str| TYPESCRIPT.hole_syntax(source, source.len()).place;
+        assert_eq!(place("f(a, "), HolePlace::Argument);
+        assert_eq!(place("new C("), HolePlace::Argument);
+        let declared = "function f() {\n  const xs: string[] = ";
+        assert_eq!(
+            place(declared),
+            HolePlace::Declaration {
+                name: declared.find("xs").unwrap()
+            }
+        );
+        // Without an annotation a declaration expects nothing to ask about.
+        assert_eq!(place("const xs = "), HolePlace::Other);
+        assert_eq!(
+            place("function f(): number {\n  return "),
+            HolePlace::Return
+        );
+        assert_eq!(place("const f = (): number => "), HolePlace::Return);
+        assert_eq!(place("let x: number;\nx = "), HolePlace::Other);
     }
 
     #[test]

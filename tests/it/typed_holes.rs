@@ -577,3 +577,28 @@ fn typescript_headers_hold_imported_constants_and_functions() {
          function reset(m: Model): Model;  // from model.ts\n"
     );
 }
+
+#[test]
+fn an_argument_of_an_imported_function_expects_its_parameters_type() {
+    let (_dir, index) = repo(&[
+        (
+            "helpers/server.ts",
+            "export interface Context {\n  title: string;\n}\n\
+             export async function createServer(t: Context, port: number): Promise<void> {}\n",
+        ),
+        (
+            "test/main.ts",
+            "import { createServer } from '../helpers/server';\n\
+             \n\
+             export async function run(t: any) {\n  await createServer(t, 8080);\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        expected(&index, "test/main.ts", "createServer(").as_deref(),
+        Some("Context")
+    );
+    assert_eq!(
+        expected(&index, "test/main.ts", "createServer(t, ").as_deref(),
+        Some("number")
+    );
+}

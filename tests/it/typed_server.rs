@@ -221,7 +221,7 @@ fn ask_server(
     index: &RepoIndex,
     hole: &Hole,
 ) -> Result<ServerAnswer, LspError> {
-    let mut client = Client::start(name, program, spec.args, &index.root, Timeouts::default())?;
+    let mut client = Client::start(name, program, spec, &index.root, Timeouts::default())?;
     typed_server::ask(&mut client, spec, index, hole)
 }
 
@@ -302,6 +302,35 @@ fn typescript_language_server_gives_the_expected_type_its_definitions_and_header
         "{headers:?}"
     );
     assert!(!headers.iter().any(|h| h.contains("count")), "{headers:?}");
+}
+
+/// A library of the repository, imported by `main.ts`.
+const LIBRARY: &str = "export interface Options {\n  prefix: string;\n}\n\
+export function get(url: string, options?: Options): number {\n  return 0;\n}\n";
+
+#[test]
+fn typescript_language_server_says_what_an_argument_and_a_return_expect_with_their_undefined() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(&root, "lib.ts", LIBRARY);
+    write(
+        &root,
+        "main.ts",
+        "import { get, Options } from './lib';\n\
+         export function fetchIt(): number | undefined {\n  return get('a', {prefix: 'b'});\n}\n",
+    );
+    // An argument: its parameter's type in the signature the server resolves through the
+    // import, optional, so `undefined` too (a generic hole's inference loses it).
+    let (index, hole) = index_and_hole(&root, "main.ts", "get('a', ");
+    let answer = ask_typescript(&index, &hole).expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("Options | undefined"));
+    assert!(!answer.expected_by_syntax);
+    let hops: Vec<&str> = answer.definitions.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(hops, ["lib.ts"]);
+    // A return keeps the declared `| undefined`.
+    let (index, hole) = index_and_hole(&root, "main.ts", "  return ");
+    let answer = ask_typescript(&index, &hole).expect("the server answers");
+    assert_eq!(answer.expected.as_deref(), Some("number | undefined"));
 }
 
 #[test]
@@ -451,6 +480,7 @@ static FAKE: ServerSpec = ServerSpec {
     placeholder: "_()",
     hover_at: 0,
     type_probe: "{}",
+    initialization_options: "null",
 };
 
 /// Answers `initialize`, then reads everything and answers nothing.
