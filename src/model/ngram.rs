@@ -39,7 +39,7 @@ const PROMPT_WEIGHT: f64 = 2.0;
 const BOUNDARY: u32 = 0;
 /// The statistics' format in their cache beside the repository index: bumped whenever what
 /// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in).
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
