@@ -128,8 +128,11 @@ impl Cache {
         };
         let changed: Vec<&SourceFile> = files.iter().filter(|f| !in_base(f)).collect();
         let stale = self.base.len() - (files.len() - changed.len());
+        if changed.is_empty() && stale == 0 && self.delta.is_empty() {
+            return None;
+        }
         let limit = DELTA_MIN.max(files.len() / DELTA_SHARE);
-        let written = if changed.len() > limit || stale > limit {
+        let written = if self.base.is_empty() || changed.len() > limit || stale > limit {
             write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
         } else {
             let mut delta: Vec<(String, [u8; 32])> =
