@@ -39,7 +39,7 @@ const PROMPT_WEIGHT: f64 = 2.0;
 const BOUNDARY: u32 = 0;
 /// The statistics' format in their cache beside the repository index: bumped whenever what
 /// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in).
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
@@ -71,45 +71,90 @@ pub fn model_tokens(text: &str) -> Vec<&str> {
 
 /// Token strings and their ids: id 0 is the file boundary, the others follow the strings'
 /// order, so that the ids of a repository's tokens do not depend on the order its files came in
-/// and a token gained or lost leaves the others in order ([`RepoModel::update`]).
+/// and a token gained or lost leaves the others in order ([`RepoModel::update`]). Held as one
+/// text and where each string ends in it, and looked up by binary search: loading it from the
+/// cache allocates nothing per token (a map of a large repository's tokens took a tenth of a
+/// warm run to build).
 #[derive(Default)]
 struct Vocabulary {
-    ids: FxHashMap<Box<str>, u32>,
-    strings: Vec<Box<str>>,
+    /// Every token's string, in id order, one after another.
+    text: String,
+    /// Where each id's string ends in `text` (id 0, the boundary, is empty).
+    ends: Vec<u32>,
 }
 
 impl Vocabulary {
     /// The vocabulary of `tokens`, sorted and without repeats.
-    fn of_sorted(tokens: Vec<Box<str>>) -> Self {
-        let strings: Vec<Box<str>> = std::iter::once("".into()).chain(tokens).collect();
-        let ids = (strings.iter().enumerate().skip(1))
-            .map(|(id, s)| (s.clone(), id as u32))
-            .collect();
-        Vocabulary { ids, strings }
+    fn of_sorted<'s>(tokens: impl IntoIterator<Item = &'s str>) -> Self {
+        let mut vocab = Vocabulary {
+            text: String::new(),
+            ends: vec![0],
+        };
+        for token in tokens {
+            vocab.text.push_str(token);
+            vocab.ends.push(vocab.text.len() as u32);
+        }
+        vocab
+    }
+
+    /// Ids in all, the boundary's included.
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn string(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.text[start as usize..self.ends[id] as usize]
+    }
+
+    /// Every token's id and string, the boundary's left out.
+    fn strings(&self) -> impl Iterator<Item = (u32, &str)> {
+        (1..self.len() as u32).map(|id| (id, self.string(id)))
     }
 
     fn get(&self, token: &str) -> Option<u32> {
-        self.ids.get(token).copied()
+        if token.is_empty() {
+            return None;
+        }
+        let (mut lo, mut hi) = (1, self.len() as u32);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.string(mid).cmp(token) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 }
 
-/// Cached as its strings alone; the ids are rebuilt from them.
+/// Cached as its text and ends; one out of order or cutting a character is refused.
 impl Serialize for Vocabulary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.strings.serialize(serializer)
+        #[derive(Serialize)]
+        struct Packed<'a>(&'a str, #[serde(with = "packed_u32")] &'a Vec<u32>);
+        Packed(&self.text, &self.ends).serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for Vocabulary {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut strings = Vec::<Box<str>>::deserialize(deserializer)?;
-        let sorted = strings.first().is_some_and(|s| s.is_empty())
-            && strings[1..].windows(2).all(|w| w[0] < w[1]);
+        #[derive(Deserialize)]
+        struct Packed(String, #[serde(with = "packed_u32")] Vec<u32>);
+        let Packed(text, ends) = Packed::deserialize(deserializer)?;
+        let cuts_well = ends.first() == Some(&0)
+            && ends.windows(2).all(|w| w[0] < w[1])
+            && ends.last().is_some_and(|&end| end as usize == text.len())
+            && ends.iter().all(|&end| text.is_char_boundary(end as usize));
+        let vocab = Vocabulary { text, ends };
+        let sorted =
+            cuts_well && (2..vocab.len() as u32).all(|id| vocab.string(id - 1) < vocab.string(id));
         if !sorted {
             return Err(serde::de::Error::custom("a vocabulary out of order"));
         }
-        strings.remove(0);
-        Ok(Vocabulary::of_sorted(strings))
+        Ok(vocab)
     }
 }
 
@@ -169,7 +214,7 @@ impl RepoModel {
     pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
         let mut model = RepoModel {
             built_from: FileTable::default(),
-            vocab: Vocabulary::of_sorted(Vec::new()),
+            vocab: Vocabulary::of_sorted([]),
             stream: vec![BOUNDARY],
             by_context: Vec::new(),
             files: FxHashMap::default(),
@@ -217,23 +262,40 @@ impl RepoModel {
         }
         let mut unseen: Vec<&str> = unseen.into_iter().collect();
         unseen.sort_unstable();
-        let remaining = (1..self.vocab.strings.len()).filter(|&id| count[id] > 0);
-        let mut strings: Vec<Box<str>> = Vec::with_capacity(self.vocab.strings.len());
-        let mut renumbered = vec![u32::MAX; self.vocab.strings.len()];
-        renumbered[BOUNDARY as usize] = BOUNDARY;
-        let mut unseen = unseen.into_iter().peekable();
-        for id in remaining {
-            let old = &self.vocab.strings[id];
-            while let Some(new) = unseen.next_if(|new| *new < &**old) {
-                strings.push(new.into());
+        let old_vocab = std::mem::take(&mut self.vocab);
+        let gone = (1..old_vocab.len()).any(|id| count[id] == 0);
+        // Where each old id went: none while no token came or went (the common small edit).
+        let (vocab, renumbered) = if unseen.is_empty() && !gone {
+            (old_vocab, None)
+        } else {
+            let mut strings: Vec<&str> = Vec::with_capacity(old_vocab.len() + unseen.len());
+            let mut renumbered = vec![u32::MAX; old_vocab.len()];
+            renumbered[BOUNDARY as usize] = BOUNDARY;
+            let mut unseen = unseen.into_iter().peekable();
+            for (id, old) in old_vocab
+                .strings()
+                .filter(|&(id, _)| count[id as usize] > 0)
+            {
+                while let Some(new) = unseen.next_if(|new| *new < old) {
+                    strings.push(new);
+                }
+                renumbered[id as usize] = strings.len() as u32 + 1;
+                strings.push(old);
             }
-            renumbered[id] = strings.len() as u32 + 1;
-            strings.push(old.clone());
-        }
-        strings.extend(unseen.map(Box::from));
-        let vocab = Vocabulary::of_sorted(strings);
+            strings.extend(unseen);
+            (Vocabulary::of_sorted(strings), Some(renumbered))
+        };
+        // Many fresh tokens (a first build) are looked up through a map, a few by search.
+        let by_string: Option<FxHashMap<&str, u32>> = (fresh.iter().map(Vec::len).sum::<usize>()
+            > vocab.len())
+        .then(|| vocab.strings().map(|(id, s)| (s, id)).collect());
+        let id_of = |token: &str| match &by_string {
+            Some(ids) => ids.get(token).copied(),
+            None => vocab.get(token),
+        };
 
-        // The new stream, in the files' order; where each kept position went.
+        // The new stream, in the files' order, and how far each old file's positions moved
+        // (runs of files that moved alike are one shift: see `Shifts`).
         let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
         for (old, kept) in changes.kept.iter().enumerate() {
             if let Some(new) = kept {
@@ -241,7 +303,7 @@ impl RepoModel {
             }
         }
         let mut fresh = changes.derived_again.iter().zip(fresh).peekable();
-        let mut moved = vec![u32::MAX; self.stream.len()];
+        let mut shifts = Shifts::default();
         let mut stream = Vec::with_capacity(self.stream.len());
         stream.push(BOUNDARY);
         let mut ranges = FxHashMap::default();
@@ -250,14 +312,18 @@ impl RepoModel {
             let start = stream.len() as u32;
             if let Some(old) = kept_from[id] {
                 let range = old_ranges[old].clone();
-                for p in range {
-                    moved[p as usize] = stream.len() as u32;
-                    stream.push(renumbered[self.stream[p as usize] as usize]);
+                shifts.moved(range.clone(), start);
+                let tokens = &self.stream[range.start as usize..range.end as usize];
+                match &renumbered {
+                    Some(renumbered) => {
+                        stream.extend(tokens.iter().map(|&t| renumbered[t as usize]));
+                    }
+                    None => stream.extend_from_slice(tokens),
                 }
             } else {
                 let (_, tokens) = fresh.next().expect("every file is kept or derived again");
                 for token in tokens {
-                    let id = vocab.get(token).expect("every token is in the vocabulary");
+                    let id = id_of(token).expect("every token is in the vocabulary");
                     fresh_positions.push(stream.len() as u32);
                     stream.push(id);
                 }
@@ -265,6 +331,7 @@ impl RepoModel {
             ranges.insert(file.path.clone(), start..stream.len() as u32);
             stream.push(BOUNDARY);
         }
+        drop(by_string);
 
         // Kept positions keep their order (their contexts' ids kept theirs, positions too);
         // the fresh ones are sorted and merged in.
@@ -274,8 +341,9 @@ impl RepoModel {
         } else {
             fresh_positions.par_sort_unstable_by(order);
         }
-        let kept = self.by_context.iter().map(|&p| moved[p as usize]);
-        let kept: Vec<u32> = kept.filter(|&p| p != u32::MAX).collect();
+        let kept: Vec<u32> = (self.by_context.iter())
+            .filter_map(|&p| shifts.new_position(p))
+            .collect();
         let mut by_context = Vec::with_capacity(kept.len() + fresh_positions.len());
         let mut rest = &kept[..];
         for p in fresh_positions {
@@ -286,8 +354,8 @@ impl RepoModel {
         }
         by_context.extend_from_slice(rest);
 
-        let mut unigram = vec![0u32; vocab.strings.len()];
-        let mut first_met = vec![u32::MAX; vocab.strings.len()];
+        let mut unigram = vec![0u32; vocab.len()];
+        let mut first_met = vec![u32::MAX; vocab.len()];
         let mut met = 0;
         for &t in &stream {
             unigram[t as usize] += 1;
@@ -368,6 +436,48 @@ impl RepoModel {
     }
 }
 
+/// Where the positions of an old stream went: per run of old positions, how far it moved, or
+/// that it went (a changed or removed file). Consecutive files that moved alike make one run,
+/// so a one-file edit is three runs, and moving every position of the suffix array costs a
+/// short search each rather than a read of a table as long as the stream.
+#[derive(Default)]
+struct Shifts {
+    /// Old start of each run, increasing.
+    starts: Vec<u32>,
+    /// Per run: what to add to an old position (wrapping), or none where it went.
+    by: Vec<Option<u32>>,
+}
+
+impl Shifts {
+    /// The old positions `range` (a kept file's, after every earlier file's) are now at `to..`;
+    /// the positions between the previous run and `range` went. A file right after the
+    /// previous one (only the boundary between them) that moved alike extends its run.
+    fn moved(&mut self, range: Range<u32>, to: u32) {
+        let by = to.wrapping_sub(range.start);
+        let runs = self.by.len();
+        let extends = runs >= 2
+            && self.by[runs - 2] == Some(by)
+            && self.starts.last() == Some(&range.start.wrapping_sub(1));
+        if extends {
+            self.starts.pop();
+            self.by.pop();
+        } else {
+            self.starts.push(range.start);
+            self.by.push(Some(by));
+        }
+        self.starts.push(range.end);
+        self.by.push(None);
+    }
+
+    fn new_position(&self, old: u32) -> Option<u32> {
+        let run = self
+            .starts
+            .partition_point(|&start| start <= old)
+            .checked_sub(1)?;
+        self.by[run].map(|by| old.wrapping_add(by))
+    }
+}
+
 /// Marks a prompt token the repository never saw.
 const NOT_IN_REPO: u32 = u32::MAX;
 
@@ -434,7 +544,7 @@ impl<'a> Sequence<'a> {
         if id >= LOCAL_BASE {
             &self.local[(id - LOCAL_BASE) as usize]
         } else {
-            &self.repo.vocab.strings[id as usize]
+            self.repo.vocab.string(id)
         }
     }
 
@@ -537,12 +647,11 @@ impl<'a> Sequence<'a> {
             let repo = self.repo;
             let mut in_current_file: FxHashMap<u32, u32> = FxHashMap::default();
             for &id in &repo.stream[exclude.start as usize..exclude.end as usize] {
-                if completes(&repo.vocab.strings[id as usize]) {
+                if completes(repo.vocab.string(id)) {
                     *in_current_file.entry(id).or_default() += 1;
                 }
             }
-            for (id, s) in repo.vocab.strings.iter().enumerate() {
-                let id = id as u32;
+            for (id, s) in repo.vocab.strings() {
                 let elsewhere = repo.unigram[id as usize]
                     - in_current_file.get(&id).copied().unwrap_or_default();
                 if completes(s) && elsewhere > 0 {
@@ -762,7 +871,7 @@ mod tests {
             "{:?}",
             (
                 &model.built_from,
-                &model.vocab.strings,
+                model.vocab.strings().collect::<Vec<_>>(),
                 &model.stream,
                 &model.by_context,
                 files,
@@ -770,6 +879,25 @@ mod tests {
                 &model.first_met,
             )
         )
+    }
+
+    #[test]
+    fn an_edit_with_no_new_token_keeps_the_vocabulary_and_moves_the_rest_alike() {
+        let before = java_sample();
+        // One line of a middle file doubled: every token is known and none goes, while the
+        // files after it move by the line's tokens.
+        let mut after = before.clone();
+        let (path, text) = after[3].clone();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let doubled = lines.iter().position(|l| l.contains('(')).unwrap();
+        lines.insert(doubled, lines[doubled]);
+        after[3] = (path, lines.join("\n") + "\n");
+        let (before, after) = (in_memory(&before), in_memory(&after));
+        let mut updated = RepoModel::build(&before.files);
+        updated.update(&after.files);
+        assert_eq!(parts(&updated), parts(&RepoModel::build(&after.files)));
+        updated.update(&before.files);
+        assert_eq!(parts(&updated), parts(&RepoModel::build(&before.files)));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! about one place (a language server's at a hole) are kept one file each under a key of what
 //! they depend on ([`Keyed`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -59,61 +59,124 @@ struct EntryRef<'a> {
 
 pub struct Cache {
     path: Option<PathBuf>,
-    entries: HashMap<String, Entry>,
+    /// Per path: the cached entries (the base file's, then the delta's), whichever matches the
+    /// file's content is used.
+    entries: HashMap<String, Vec<Entry>>,
+    /// The content hash of every file in the base cache file, by path.
+    base: HashMap<String, [u8; 32]>,
+    /// The files the delta beside it holds, sorted: written again only when they change.
+    delta: Vec<(String, [u8; 32])>,
 }
+
+/// When the delta beside the base cache holds more than this share of the repository's files
+/// (or the base this many stale ones), the base is written afresh with every file and the delta
+/// goes: a delta is rewritten whole on every change, so it is kept small.
+const DELTA_SHARE: usize = 16;
+/// Below this many changed files the delta is kept whatever the repository's size.
+const DELTA_MIN: usize = 32;
 
 impl Cache {
     /// The cache for `root`, empty when there is none yet or it cannot be used.
     pub fn load(root: &Path, dir: Option<&Path>, warnings: &mut Vec<String>) -> Cache {
+        let mut cache = Cache {
+            path: None,
+            entries: HashMap::new(),
+            base: HashMap::new(),
+            delta: Vec::new(),
+        };
         let Some(dir) = dir else {
-            return Cache {
-                path: None,
-                entries: HashMap::new(),
-            };
+            return cache;
         };
         let key = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
         let path = dir.join("index").join(format!("{}.bin", &key[..32]));
-        let entries = match read_bounded(&path) {
-            Ok(Some(bytes)) => decode(&bytes).unwrap_or_else(|why| {
-                warnings.push(format!("cache {}: {why}; rebuilding it", path.display()));
-                Vec::new()
-            }),
-            Ok(None) => Vec::new(),
-            Err(why) => {
-                warnings.push(format!("cache {}: {why}; rebuilding it", path.display()));
-                Vec::new()
-            }
-        };
-        let entries = entries.into_iter().map(|e| (e.path.clone(), e)).collect();
-        Cache {
-            path: Some(path),
-            entries,
+        let base = load_entries(&path, warnings);
+        let delta = load_entries(&delta_path(&path), warnings);
+        cache.base = (base.iter()).map(|e| (e.path.clone(), e.hash)).collect();
+        cache.delta = delta.iter().map(|e| (e.path.clone(), e.hash)).collect();
+        cache.delta.sort_unstable();
+        for entry in base.into_iter().chain(delta) {
+            cache
+                .entries
+                .entry(entry.path.clone())
+                .or_default()
+                .push(entry);
         }
+        cache.path = Some(path);
+        cache
     }
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
-    /// The cached entry for a path, if any (its hash still has to be checked).
-    pub fn take(&mut self, rel: &str) -> Option<Entry> {
-        self.entries.remove(rel)
+    /// The cached entries for a path (none, or those of the base and the delta: the one whose
+    /// hash is the file's is to be used).
+    pub fn take(&mut self, rel: &str) -> Vec<Entry> {
+        self.entries.remove(rel).unwrap_or_default()
     }
 
-    /// Whether entries remain for files that are gone, so the cache should be rewritten.
-    pub fn had_stale_entries(&self) -> bool {
-        !self.entries.is_empty()
-    }
-
-    /// Write the facts of `files`, atomically (temp file + rename); a warning if it fails.
-    pub fn store(&self, files: &[SourceFile]) -> Option<String> {
+    /// Keep the facts of `files` for the next open, writing only what changed: the files whose
+    /// facts the base does not hold (new, changed, or `reparsed` as its facts did not fit) go to
+    /// the small delta beside it, and the base is written afresh once the delta or its stale
+    /// entries grow past a share of the repository. Nothing is written when the cache already
+    /// holds every file as it is. Each write is atomic (temp file + rename), so processes
+    /// sharing the cache never see a torn file; a warning if it fails.
+    pub fn store(&self, files: &[SourceFile], reparsed: &HashSet<&str>) -> Option<String> {
         let path = self.path.as_ref()?;
-        write(path, files).err().map(|err| {
+        let in_base = |f: &SourceFile| {
+            self.base.get(&f.path) == Some(&f.hash) && !reparsed.contains(f.path.as_str())
+        };
+        let changed: Vec<&SourceFile> = files.iter().filter(|f| !in_base(f)).collect();
+        let stale = self.base.len() - (files.len() - changed.len());
+        if changed.is_empty() && stale == 0 && self.delta.is_empty() {
+            return None;
+        }
+        let limit = DELTA_MIN.max(files.len() / DELTA_SHARE);
+        let written = if self.base.is_empty() || changed.len() > limit || stale > limit {
+            write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
+        } else {
+            let mut delta: Vec<(String, [u8; 32])> =
+                changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
+            delta.sort_unstable();
+            if delta == self.delta && reparsed.is_empty() {
+                return None;
+            }
+            write(&delta_path(path), changed.into_iter())
+        };
+        written.err().map(|err| {
             format!(
                 "cache {}: cannot write ({err}); running without a cache",
                 path.display()
             )
         })
+    }
+}
+
+/// The delta beside the base cache file `path`: the facts of the files changed since the base
+/// was written.
+fn delta_path(path: &Path) -> PathBuf {
+    path.with_extension("delta")
+}
+
+/// The entries of the cache file at `path`, none when it is missing or unusable (with one
+/// warning line saying why).
+fn load_entries(path: &Path, warnings: &mut Vec<String>) -> Vec<Entry> {
+    let why = match read_bounded(path) {
+        Ok(Some(bytes)) => match decode(&bytes) {
+            Ok(entries) => return entries,
+            Err(why) => why.to_string(),
+        },
+        Ok(None) => return Vec::new(),
+        Err(why) => why.to_string(),
+    };
+    warnings.push(format!("cache {}: {why}; rebuilding it", path.display()));
+    Vec::new()
+}
+
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -359,14 +422,28 @@ pub mod packed_u32 {
     }
 }
 
-/// The bytes of the cache file at `path`, none when there is no file yet. Only a regular file
-/// of at most [`MAX_CACHE_BYTES`] is read: a FIFO would block and `/dev/zero` never end.
-fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, Refusal> {
-    match super::read::read_regular_file(path, MAX_CACHE_BYTES) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(Refusal::Missing) => Ok(None),
-        Err(why) => Err(why),
-    }
+/// The bytes of the cache file at `path`, mapped (none when there is no file yet). Only a
+/// regular file of at most [`MAX_CACHE_BYTES`] is mapped: a FIFO would block and `/dev/zero`
+/// never end. Mapped rather than read: a cache of tens of megabytes is decoded straight from
+/// the page cache, without copying it into fresh memory first (which cost a quarter of a warm
+/// run on guava).
+fn read_bounded(path: &Path) -> Result<Option<memmap2::Mmap>, Refusal> {
+    let file = match super::read::open_regular_file(path, MAX_CACHE_BYTES) {
+        // An empty file cannot be mapped, and no cache is empty: one cut short.
+        Ok((_, 0)) => {
+            return Err(Refusal::Unreadable(
+                std::io::ErrorKind::UnexpectedEof.into(),
+            ));
+        }
+        Ok((file, _)) => file,
+        Err(Refusal::Missing) => return Ok(None),
+        Err(why) => return Err(why),
+    };
+    // SAFETY: keyhole never writes a cache file in place: every write goes to a fresh file
+    // renamed over the old one (`write_checked`), so the mapped file keeps its contents while
+    // it is mapped. Only another program truncating it meanwhile could make a read fault.
+    let mapped = unsafe { memmap2::Mmap::map(&file) };
+    mapped.map(Some).map_err(Refusal::Unreadable)
 }
 
 /// Whether cached `facts` can describe `text`: every span lies inside it on character
@@ -455,11 +532,10 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     Ok(payload.entries)
 }
 
-fn write(path: &Path, files: &[SourceFile]) -> std::io::Result<()> {
+fn write<'a>(path: &Path, files: impl Iterator<Item = &'a SourceFile>) -> std::io::Result<()> {
     let payload = PayloadRef {
         version: FORMAT_VERSION,
         entries: files
-            .iter()
             .map(|f| EntryRef {
                 path: &f.path,
                 hash: &f.hash,

@@ -187,6 +187,7 @@ impl RepoIndex {
             path: cache.path().map(Path::to_path_buf),
             ..Default::default()
         };
+        let mut reparsed = Vec::new();
         for result in results {
             match result {
                 Ok((file, from)) => {
@@ -194,6 +195,7 @@ impl RepoIndex {
                         FactsFrom::Cache => report.reused += 1,
                         FactsFrom::Parser => report.parsed += 1,
                         FactsFrom::ParserOverBadCache => {
+                            reparsed.push(file.path.clone());
                             warnings.push(format!(
                                 "cache {}: its facts of {} do not fit the file; parsed it again",
                                 report.path.as_deref().unwrap_or(Path::new("")).display(),
@@ -208,10 +210,10 @@ impl RepoIndex {
             }
         }
         // The cache is written while the graph is built: both only read the files.
-        let must_store = report.parsed > 0 || cache.had_stale_entries();
+        let reparsed = reparsed.iter().map(String::as_str).collect();
         let (graph, store_warning) = rayon::join(
             || RepoGraph::build(&root, &files),
-            || must_store.then(|| cache.store(&files)).flatten(),
+            || cache.store(&files, &reparsed),
         );
         warnings.extend(store_warning);
         warnings.extend(graph.warnings.iter().cloned());
@@ -282,12 +284,12 @@ enum FactsFrom {
 fn index_file(
     root: &Path,
     found: scan::Found,
-    cached: Option<cache::Entry>,
+    cached: Vec<cache::Entry>,
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
     let text = scan::read_source(root, &found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
     let language = found.language;
-    let Some(entry) = cached.filter(|e| e.hash == hash) else {
+    let Some(entry) = cached.into_iter().find(|e| e.hash == hash) else {
         return Ok((parsed(language, found.rel, text, hash), FactsFrom::Parser));
     };
     let file = SourceFile::new(language, found.rel, text, hash, entry.facts);

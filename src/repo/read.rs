@@ -67,6 +67,21 @@ pub fn read_repo_file(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, Rep
 /// so a device without end cannot grow memory. For files keyhole keeps itself (its cache) as
 /// much as for a repository's, through [`read_repo_file`].
 pub fn read_regular_file(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
+    let (file, len) = open_regular_file(path, cap)?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Refusal::Unreadable)?;
+    // A file that grew since it was measured.
+    if bytes.len() as u64 > cap {
+        return Err(Refusal::TooLarge(cap));
+    }
+    Ok(bytes)
+}
+
+/// The regular file at `path` opened for reading, with its length, if it is at most `cap`
+/// bytes (see [`read_regular_file`]).
+pub fn open_regular_file(path: &Path, cap: u64) -> Result<(std::fs::File, u64), Refusal> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     // Opening a FIFO for reading waits for a writer, unless non-blocking.
@@ -82,15 +97,7 @@ pub fn read_regular_file(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
     if meta.len() > cap {
         return Err(Refusal::TooLarge(cap));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(Refusal::Unreadable)?;
-    // A file that grew since it was measured.
-    if bytes.len() as u64 > cap {
-        return Err(Refusal::TooLarge(cap));
-    }
-    Ok(bytes)
+    Ok((file, meta.len()))
 }
 
 fn refusal(error: std::io::Error) -> Refusal {

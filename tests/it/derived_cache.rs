@@ -175,3 +175,54 @@ fn derived_state_is_current_for_its_files_stale_for_others_and_never_trusted_oth
     std::fs::remove_file(derived).unwrap();
     assert_eq!(read(1), Cached::Missing);
 }
+
+#[test]
+fn processes_sharing_the_caches_while_a_file_changes_leave_them_whole() {
+    let scratch = tempfile::tempdir().unwrap();
+    let repo = scratch.path().join("shop");
+    copy_sample(&repo);
+    let repo_arg = repo.to_string_lossy().into_owned();
+    let edited = repo.join("src/main/java/com/acme/shop/model/Customer.java");
+    let text = std::fs::read_to_string(&edited).unwrap();
+    for round in 0..3 {
+        // Each round three processes at once read, update and write the same caches.
+        let running: Vec<_> = (0..3)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_keyhole"))
+                    .args(["proposals", &repo_arg, DEMO_HOLE, "--json"])
+                    .envs(common::hermetic_env(scratch.path()))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for process in running {
+            let output = process.wait_with_output().unwrap();
+            assert!(output.status.success());
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!stderr.contains("rebuilding"), "round {round}: {stderr}");
+        }
+        let changed = text.replacen('{', &format!("{{\n    private int edited{round};"), 1);
+        let tmp = repo.join("Customer.tmp");
+        std::fs::write(&tmp, changed).unwrap();
+        std::fs::rename(tmp, &edited).unwrap();
+    }
+    // Every cache file is whole: its checksum is that of what follows it.
+    let caches = std::fs::read_dir(scratch.path().join("cache/index")).unwrap();
+    for path in caches.map(|e| e.unwrap().path()).filter(|p| p.is_file()) {
+        let bytes = std::fs::read(&path).unwrap();
+        let (sum, payload) = bytes.split_at(32);
+        assert_eq!(blake3::hash(payload).as_bytes(), sum, "{}", path.display());
+    }
+    let output = ok(keyhole(
+        &["proposals", &repo_arg, DEMO_HOLE, "--json"],
+        scratch.path(),
+    ));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("rebuilding"));
+    let uncached = tempfile::tempdir().unwrap();
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        proposals(&repo_arg, uncached.path(), &["--no-cache"])
+    );
+}

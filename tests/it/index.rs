@@ -102,7 +102,8 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     bytes[last] ^= 0xff;
     fs::write(&cache_file, bytes).unwrap();
     let fourth = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
-    assert_eq!((fourth.cache.reused, fourth.cache.parsed), (0, 2));
+    // The changed file's facts are in the delta beside the corrupt base, and still good.
+    assert_eq!((fourth.cache.reused, fourth.cache.parsed), (1, 1));
     assert!(
         fourth
             .warnings
@@ -113,6 +114,117 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     );
     let fifth = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!(fifth.cache.reused, 2, "the rebuilt cache is good again");
+}
+
+/// The index's cache files in `cache`: the base (`<key>.bin`) and the delta beside it
+/// (`<key>.delta`), each with its bytes, if there.
+fn facts_cache_files(cache: &Path) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let dir = cache.join("index");
+    let file = |suffix: &str| {
+        let entries = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path());
+        let mut found = entries.filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.len() == 32 + suffix.len() && name.ends_with(suffix)
+        });
+        found.next().map(|p| fs::read(p).unwrap())
+    };
+    (file(".bin"), file(".delta"))
+}
+
+fn java_files(repo: &Path, count: usize, body: &str) {
+    for i in 0..count {
+        let text = format!("package p; class C{i} {{ {body} int f{i}; }}");
+        write(repo, &format!("p/C{i}.java"), text.as_bytes());
+    }
+}
+
+#[test]
+fn an_edit_writes_only_a_delta_beside_the_cache_until_the_delta_grows() {
+    let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    java_files(repo.path(), 40, "");
+    RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    let (base, delta) = facts_cache_files(cache.path());
+    let base = base.expect("a base is written");
+    assert_eq!(delta, None);
+
+    write(
+        repo.path(),
+        "p/C3.java",
+        b"package p; class C3 { int edited; }",
+    );
+    fs::remove_file(repo.path().join("p/C5.java")).unwrap();
+    let edited = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!((edited.cache.reused, edited.cache.parsed), (38, 1));
+    let (base_after, delta) = facts_cache_files(cache.path());
+    assert_eq!(
+        base_after.as_ref(),
+        Some(&base),
+        "the base is not written again"
+    );
+    let delta = delta.expect("the edited file's facts go to a delta");
+    assert!(delta.len() * 10 < base.len(), "{} bytes", delta.len());
+
+    // Read back from base and delta, as a fresh parse would make them.
+    let again = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!((again.cache.reused, again.cache.parsed), (39, 0));
+    let fresh = RepoIndex::open(repo.path(), None).unwrap();
+    for (cached, parsed) in again.files.iter().zip(&fresh.files) {
+        assert_eq!((&cached.path, &cached.facts), (&parsed.path, &parsed.facts));
+    }
+    assert_eq!(
+        facts_cache_files(cache.path()),
+        (Some(base.clone()), Some(delta))
+    );
+
+    // Once more files changed than the delta keeps, the base is written afresh.
+    java_files(repo.path(), 40, "int more;");
+    let rewritten = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!(rewritten.cache.parsed, 40);
+    let (base_after, delta) = facts_cache_files(cache.path());
+    assert_ne!(base_after, Some(base));
+    assert_eq!(delta, None, "the delta goes with the rewrite");
+    let last = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!((last.cache.reused, last.cache.parsed), (40, 0));
+}
+
+#[test]
+fn opens_sharing_a_cache_while_files_change_never_corrupt_it() {
+    let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    java_files(repo.path(), 60, "");
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let (repo, cache) = (repo.path(), cache.path());
+            scope.spawn(move || {
+                for round in 0..6 {
+                    // Some rounds change a few files (the delta), some many (a rewrite).
+                    let changed = if round % 3 == 2 { 50 } else { 2 };
+                    for i in 0..changed {
+                        let text =
+                            format!("package p; class C{i} {{ int t{thread}r{round}; int f{i}; }}");
+                        // Whole files only: an editor saves by renaming too.
+                        let (path, tmp) = (
+                            repo.join(format!("p/C{i}.java")),
+                            repo.join(format!("t{thread}")),
+                        );
+                        fs::write(&tmp, text).unwrap();
+                        fs::rename(tmp, path).unwrap();
+                    }
+                    let index = RepoIndex::open(repo, Some(cache)).unwrap();
+                    assert!(
+                        index.warnings.is_empty(),
+                        "thread {thread} round {round}: {:?}",
+                        index.warnings
+                    );
+                }
+            });
+        }
+    });
+    let cached = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert!(cached.warnings.is_empty(), "{:?}", cached.warnings);
+    let fresh = RepoIndex::open(repo.path(), None).unwrap();
+    for (cached, parsed) in cached.files.iter().zip(&fresh.files) {
+        assert_eq!((&cached.path, &cached.facts), (&parsed.path, &parsed.facts));
+    }
 }
 
 #[cfg(unix)]
