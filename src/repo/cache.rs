@@ -116,9 +116,9 @@ impl Cache {
     }
 
     /// Keep the facts of `files` for the next open, writing only what changed: the files whose
-    /// facts the base does not hold (new, changed, or `reparsed` as its facts did not fit) go to
-    /// the small delta beside it, and the base is written afresh once the delta or its stale
-    /// entries grow past a share of the repository. Nothing is written when the cache already
+    /// facts the base does not hold (new or changed) go to the small delta beside it, and the
+    /// base is written afresh once the delta or its stale entries grow past a share of the
+    /// repository, or when some of its facts did not fit their file (`reparsed`). Nothing is written when the cache already
     /// holds every file as it is. Each write is atomic (temp file + rename), so processes
     /// sharing the cache never see a torn file; a warning if it fails.
     pub fn store(&self, files: &[SourceFile], reparsed: &HashSet<&str>) -> Option<String> {
@@ -132,17 +132,22 @@ impl Cache {
             return None;
         }
         let limit = DELTA_MIN.max(files.len() / DELTA_SHARE);
-        let written = if self.base.is_empty() || changed.len() > limit || stale > limit {
-            write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
-        } else {
-            let mut delta: Vec<(String, [u8; 32])> =
-                changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
-            delta.sort_unstable();
-            if delta == self.delta && reparsed.is_empty() {
-                return None;
-            }
-            write(&delta_path(path), changed.into_iter())
-        };
+        // Facts that did not fit their file stay wherever they were read from (the base or the
+        // delta) until a new base replaces both: a delta beside them would leave them to be
+        // read, and found wrong, again.
+        let base_wrong = !reparsed.is_empty();
+        let written =
+            if self.base.is_empty() || base_wrong || changed.len() > limit || stale > limit {
+                write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
+            } else {
+                let mut delta: Vec<(String, [u8; 32])> =
+                    changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
+                delta.sort_unstable();
+                if delta == self.delta {
+                    return None;
+                }
+                write(&delta_path(path), changed.into_iter())
+            };
         written.err().map(|err| {
             format!(
                 "cache {}: cannot write ({err}); running without a cache",

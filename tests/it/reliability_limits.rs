@@ -303,10 +303,12 @@ fn a_cache_with_facts_of_other_text_is_parsed_again_with_a_warning() {
         stderr.contains("its facts of A.java do not fit the file; parsed it again"),
         "{stderr}"
     );
-    // Rewritten with the right facts: no warning the next time.
-    let again = keyhole(scratch.path(), &["index", arg(&repo)], &[]);
-    assert!(stdout(&again).contains("1 reused, 0 parsed"));
-    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+    // Rewritten with the right facts: no warning the next times.
+    for _ in 0..2 {
+        let again = keyhole(scratch.path(), &["index", arg(&repo)], &[]);
+        assert!(stdout(&again).contains("1 reused, 0 parsed"));
+        assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+    }
 }
 
 #[cfg(unix)]
