@@ -32,6 +32,19 @@ struct PinFile {
     candidate: usize,
 }
 
+/// Why a pin file was not taken (then nothing is pinned).
+#[derive(Debug, thiserror::Error)]
+enum BadPin {
+    #[error("{0}")]
+    Unreadable(io::Error),
+    #[error("{0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("it pins for {}", .0.display())]
+    OtherRepository(PathBuf),
+    #[error("{0} is not a candidate id")]
+    NoCandidate(usize),
+}
+
 /// A repository's pin: where it is kept, and reading and writing it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
@@ -76,20 +89,20 @@ impl Pin {
         }
     }
 
-    fn read_file(&self, path: &Path) -> Result<Option<CandidateId>, String> {
+    fn read_file(&self, path: &Path) -> Result<Option<CandidateId>, BadPin> {
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(BadPin::Unreadable(e)),
         };
-        let file: PinFile = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-        feedback::check_version(file.version, VERSION).map_err(|e| e.to_string())?;
+        let file: PinFile = serde_json::from_slice(&bytes)?;
+        feedback::check_version(file.version, VERSION).map_err(BadPin::Unreadable)?;
         if file.repo != self.repo {
-            return Err(format!("it pins for {}", file.repo.display()));
+            return Err(BadPin::OtherRepository(file.repo));
         }
         CandidateId::new(file.candidate)
             .map(Some)
-            .ok_or_else(|| format!("{} is not a candidate id", file.candidate))
+            .ok_or(BadPin::NoCandidate(file.candidate))
     }
 
     /// Pin `candidate` (replacing any pin), or with `None` unpin.

@@ -61,6 +61,22 @@ pub enum NoContext {
     Unopened(Arc<dyn std::error::Error + Send + Sync>),
 }
 
+/// Why a judged completion taught the ranker nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotLearnt {
+    #[error("the repository is not open")]
+    NotOpen,
+    #[error("no candidate {0}")]
+    NoCandidate(u16),
+    #[error("no data directory: the outcome teaches nothing")]
+    NoDataDirectory,
+    #[error("cannot lock the pick log: {0}")]
+    Lock(std::io::Error),
+    #[error("cannot save the online ranker: {0}")]
+    Save(std::io::Error),
+}
+
 /// The shape of a fill-in-the-middle request, and so where a context goes in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FimShape {
@@ -143,7 +159,7 @@ pub trait ContextSource: Send + Sync {
 
     /// Learn that the completion of candidate `candidate`'s prompt for `hole` was kept
     /// (`accepted`) or dropped; what it did, in a line. Called off the proxy's async threads.
-    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String>;
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, NotLearnt>;
 }
 
 /// `body` (the JSON object the plugin sent) with `chosen` in the place `shape` has for it,

@@ -42,7 +42,7 @@ impl Certainty {
                 "the text before the cursor matches; the file changed after it".into()
             }
             Certainty::Nearest { matched, sent } => format!(
-                "the file changed near the cursor: its line and {matched} of the {sent} lines sent around it match"
+                "the file changed near the cursor: {matched} of the {sent} lines sent around it match"
             ),
         }
     }

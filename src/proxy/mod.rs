@@ -20,7 +20,9 @@ mod stats;
 
 use std::path::PathBuf;
 
-pub use compose::{Chosen, Composition, ContextSource, NoContext, Pinned, fim_shape, rewrite};
+pub use compose::{
+    Chosen, Composition, ContextSource, NoContext, NotLearnt, Pinned, fim_shape, rewrite,
+};
 pub use exchange::{Answered, ExtraChunk, Sent, read_answer, read_request};
 pub use locate::{Certainty, Place, Provenance, hole_places, provenance, sent_prompt};
 pub use record::{DEFAULT_MAX_BYTES, Exchange, RecordStore, read_log};

@@ -10,6 +10,7 @@ use crate::candidate::CandidateId;
 use crate::context::perspectives;
 use crate::dirs::Dirs;
 use crate::feedback;
+use crate::proxy::NotLearnt;
 use crate::rank::bandit::{self, LinUcb};
 use crate::rank::classifier::{Classifier, ModelError};
 use crate::rank::online::{self, OnlineRanker};
@@ -211,22 +212,19 @@ impl Learning {
         used: CandidateId,
         hole: &str,
         accepted: bool,
-    ) -> Result<String, String> {
+    ) -> Result<String, NotLearnt> {
         let Some(dir) = self.dirs.data.clone() else {
-            return Err("no data directory: the outcome teaches nothing".into());
+            return Err(NotLearnt::NoDataDirectory);
         };
         tracing::info!(hole, used = used.index(), accepted, "outcome");
-        let _log = feedback::PickLog::lock(&dir.join(FEEDBACK_FILE))
-            .map_err(|e| format!("cannot lock the pick log: {e}"))?;
+        let _log = feedback::PickLog::lock(&dir.join(FEEDBACK_FILE)).map_err(NotLearnt::Lock)?;
         let path = dir.join(online::FILE);
         let (mut ranker, warning) = OnlineRanker::load(&path);
         if let Some(warning) = warning {
             crate::escape::warn(&format!("online ranker: {warning}"));
         }
         ranker.record_outcome(used, accepted);
-        ranker
-            .save(&path)
-            .map_err(|e| format!("cannot save the online ranker: {e}"))?;
+        ranker.save(&path).map_err(NotLearnt::Save)?;
         let mut rankers = self
             .loaded()
             .write()

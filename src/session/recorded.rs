@@ -18,7 +18,8 @@ use crate::context::proposals::ProposalContext;
 use crate::hole::Hole;
 use crate::pin::{Pin, PinWatch};
 use crate::proxy::{
-    self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, NoContext, Pinned, Place, Sent,
+    self, Certainty, Chosen, ContextSource, Exchange, ExtraChunk, NoContext, NotLearnt, Pinned,
+    Place, Sent,
 };
 use crate::rank::RankerKind;
 use crate::repo::{FileId, RepoIndex};
@@ -244,18 +245,14 @@ impl Session {
             return PinnedBuild::Proposal;
         }
         if id.needs_backend() {
-            return PinnedBuild::NotStarted(
-                "it needs the backend to write first, too slow for a request".into(),
-            );
+            return PinnedBuild::NotStarted(PassedOver::NeedsBackend);
         }
         let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS].contains(&id);
         if needs_search(id) && self.search.get().is_none() {
-            return PinnedBuild::NotStarted("the search indexes are still being built".into());
+            return PinnedBuild::NotStarted(PassedOver::SearchBuilding);
         }
         if building.swap(true, Ordering::AcqRel) {
-            return PinnedBuild::NotStarted(
-                "it is still being built for an earlier request".into(),
-            );
+            return PinnedBuild::NotStarted(PassedOver::StillBuilding);
         }
         let (session, hole) = (self.clone(), hole.clone());
         let building = Building(building.clone());
@@ -291,16 +288,16 @@ fn pinned_context(
     id: CandidateId,
     build: PinnedBuild,
     deadline: Instant,
-) -> Result<(SourcedText, Keep), String> {
+) -> Result<(SourcedText, Keep), PassedOver> {
     let built = match build {
         PinnedBuild::Proposal if id == CandidateId::DEFAULT => {
             return Ok((SourcedText::default(), Keep::End));
         }
         PinnedBuild::Proposal => {
             let proposal = proposals.iter().find(|p| p.id() == id);
-            let proposal = proposal.ok_or("it was not built at this hole")?;
+            let proposal = proposal.ok_or(PassedOver::NotBuilt)?;
             return match proposal_why_not(proposal) {
-                Some(why) => Err(format!("it does not apply here: {why}")),
+                Some(why) => Err(PassedOver::NotApplicable(why)),
                 None => Ok((proposal.text().clone(), proposal.keep())),
             };
         }
@@ -310,23 +307,18 @@ fn pinned_context(
                 .saturating_duration_since(Instant::now())
                 .saturating_sub(WRITING_MARGIN);
             match built.recv_timeout(wait) {
-                Ok(built) => built.ok_or("it was not built at this hole")?,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err("it was not built within the deadline".into());
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err("building it failed (the log says why)".into());
-                }
+                Ok(built) => built.ok_or(PassedOver::NotBuilt)?,
+                Err(RecvTimeoutError::Timeout) => return Err(PassedOver::Late),
+                Err(RecvTimeoutError::Disconnected) => return Err(PassedOver::BuildFailed),
             }
         }
     };
     match built.applicable() {
         true => Ok((built.context, id.info().keep)),
-        false => Err(format!(
-            "it does not apply here: {}",
+        false => Err(PassedOver::NotApplicable(
             built
                 .why_not
-                .unwrap_or_else(|| "it found nothing for this hole".into())
+                .unwrap_or_else(|| "it found nothing for this hole".into()),
         )),
     }
 }
@@ -338,7 +330,26 @@ enum PinnedBuild {
     /// A retrieved one, on its thread: it sends what it built.
     Started(std::sync::mpsc::Receiver<Option<RetrievedContext>>),
     /// Not built, for this reason.
-    NotStarted(String),
+    NotStarted(PassedOver),
+}
+
+/// Why a pinned candidate gave way to the ranker's first for a request (said in the record).
+#[derive(Debug, thiserror::Error)]
+enum PassedOver {
+    #[error("it needs the backend to write first, too slow for a request")]
+    NeedsBackend,
+    #[error("the search indexes are still being built")]
+    SearchBuilding,
+    #[error("it is still being built for an earlier request")]
+    StillBuilding,
+    #[error("it was not built at this hole")]
+    NotBuilt,
+    #[error("it does not apply here: {0}")]
+    NotApplicable(String),
+    #[error("it was not built within the deadline")]
+    Late,
+    #[error("building it failed (the log says why)")]
+    BuildFailed,
 }
 
 impl Pinned {
@@ -349,7 +360,7 @@ impl Pinned {
         })
     }
 
-    fn passed_over(id: CandidateId, why: String) -> Option<Pinned> {
+    fn passed_over(id: CandidateId, why: PassedOver) -> Option<Pinned> {
         Some(Pinned {
             candidate: id.index() as u16,
             passed_over_because: Some(format!(
@@ -562,12 +573,12 @@ impl ContextSource for ComposingRepo {
         session.context_for(sent, &choosing)
     }
 
-    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, String> {
+    fn learn(&self, candidate: u16, hole: &str, accepted: bool) -> Result<String, NotLearnt> {
         let Some(opened) = self.0.read() else {
-            return Err("the repository is not open".into());
+            return Err(NotLearnt::NotOpen);
         };
-        let used = CandidateId::new(usize::from(candidate))
-            .ok_or_else(|| format!("no candidate {candidate}"))?;
+        let used =
+            CandidateId::new(usize::from(candidate)).ok_or(NotLearnt::NoCandidate(candidate))?;
         opened.session.learning.record_outcome(used, hole, accepted)
     }
 }
@@ -632,7 +643,7 @@ mod tests {
             started + WRITING_MARGIN + Duration::from_millis(30),
         )
         .unwrap_err();
-        assert_eq!(why, "it was not built within the deadline");
+        assert_eq!(why.to_string(), "it was not built within the deadline");
         assert!(started.elapsed() < Duration::from_secs(60), "it waited on");
         let (failed, built) = std::sync::mpsc::sync_channel(1);
         drop(failed);
@@ -643,7 +654,7 @@ mod tests {
             Instant::now() + Duration::from_secs(600),
         )
         .unwrap_err();
-        assert!(why.starts_with("building it failed"), "{why}");
+        assert!(why.to_string().starts_with("building it failed"), "{why}");
         let passed = Pinned::passed_over(CandidateId::REPOCODER, why);
         let said = passed.unwrap().passed_over_because.unwrap();
         assert!(
