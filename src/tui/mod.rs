@@ -43,15 +43,20 @@ pub enum Format {
     Txt,
 }
 
-impl std::str::FromStr for Format {
-    type Err = String;
+/// A `--format` that is not one of [`Format`]'s.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a format (svg, png, txt)")]
+pub struct UnknownFormat(String);
 
-    fn from_str(text: &str) -> Result<Format, String> {
+impl std::str::FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(text: &str) -> Result<Format, UnknownFormat> {
         match text {
             "svg" => Ok(Format::Svg),
             "png" => Ok(Format::Png),
             "txt" => Ok(Format::Txt),
-            _ => Err(format!("'{text}' is not a format (svg, png, txt)")),
+            _ => Err(UnknownFormat(text.into())),
         }
     }
 }
@@ -354,9 +359,24 @@ fn set_mouse(on: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why the user's editor did not return cleanly (the status line shows it).
+#[derive(Debug, thiserror::Error)]
+pub enum EditorError {
+    #[error("cannot run the editor `{program}`: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the editor `{program}` exited with {status}")]
+    Failed {
+        program: String,
+        status: std::process::ExitStatus,
+    },
+}
+
 /// The user's editor (`$VISUAL`, else `$EDITOR`, else vi; words after the first are its
-/// arguments) on `path` at `line`, waited for; why not, in a line.
-fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
+/// arguments) on `path` at `line`, waited for; why not.
+fn run_editor(path: &std::path::Path, line: usize) -> Result<(), EditorError> {
     let editor = ["VISUAL", "EDITOR"]
         .iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
@@ -368,10 +388,16 @@ fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
         .arg(format!("+{line}"))
         .arg(path)
         .status()
-        .map_err(|e| format!("cannot run the editor `{program}`: {e}"))?;
+        .map_err(|source| EditorError::Start {
+            program: program.into(),
+            source,
+        })?;
     match status.success() {
         true => Ok(()),
-        false => Err(format!("the editor `{program}` exited with {status}")),
+        false => Err(EditorError::Failed {
+            program: program.into(),
+            status,
+        }),
     }
 }
 

@@ -133,7 +133,7 @@ pub enum Action {
         places: Vec<crate::proxy::Place>,
     },
     /// The user's editor returned (or could not start: why): files may have changed.
-    Edited(Result<(), String>),
+    Edited(Result<(), crate::tui::EditorError>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
     /// The repository's pin was written (the candidate pinned now; none: unpinned), or why

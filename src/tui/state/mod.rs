@@ -630,7 +630,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             read_again(state)
         }
         Action::Edited(Err(why)) => {
-            state.status = why;
+            state.status = why.to_string();
             vec![]
         }
         Action::Message(text) => {
