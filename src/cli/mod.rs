@@ -242,7 +242,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None if ui => {
             let options = cli.ui.options()?;
-            keyhole::tui::run(cli.repo, cli.position, options)
+            Ok(keyhole::tui::run(cli.repo, cli.position, options)?)
         }
         None if cli.ui.recorded.is_some() => {
             // Not a terminal: what the UI would open, as `keyhole recorded show` prints it.

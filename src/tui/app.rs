@@ -12,6 +12,15 @@ use super::state::{self, Action, Effect, IndexBackend, State};
 use super::theme::Theme;
 use crate::dirs::Dirs;
 
+/// The app still had work in flight when [`App::settle`]'s time ran out, and what its status
+/// line said.
+#[derive(Debug, thiserror::Error)]
+#[error("still busy after {limit:?}: {status}")]
+pub struct StillBusy {
+    pub limit: Duration,
+    pub status: String,
+}
+
 pub struct App {
     pub state: State,
     driver: Driver,
@@ -95,7 +104,7 @@ impl App {
     }
 
     /// Process actions until nothing is in flight and the channel is empty; fail after `limit`.
-    pub async fn settle(&mut self, limit: Duration) -> anyhow::Result<()> {
+    pub async fn settle(&mut self, limit: Duration) -> Result<(), StillBusy> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             while let Some(action) = self.try_next() {
@@ -106,8 +115,9 @@ impl App {
             }
             let action = tokio::time::timeout_at(deadline, self.next())
                 .await
-                .map_err(|_| {
-                    anyhow::anyhow!("still busy after {limit:?}: {}", self.state.status)
+                .map_err(|_| StillBusy {
+                    limit,
+                    status: self.state.status.clone(),
                 })?;
             if let Some(action) = action {
                 self.dispatch(action);

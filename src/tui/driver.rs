@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::state::{
     Action, Applied, Card, CompleteJob, Effect, FileEdit, Finished, IndexBackend, Indexed,
-    LoggedRequest, Progress, Stage,
+    JobError, LoggedRequest, Progress, Stage,
 };
 use crate::candidate::CandidateId;
 use crate::compose::Prompt;
@@ -42,7 +42,7 @@ pub fn index(
     settings: &Settings,
     learning: Learning,
     progress: &(dyn Fn(Progress) + Sync),
-) -> anyhow::Result<Indexed> {
+) -> Result<Indexed, StartError> {
     let (settings, kept) = match backend {
         IndexBackend::Build(entry) => (
             Settings {
@@ -80,6 +80,30 @@ pub fn index(
     })
 }
 
+/// Why the repository could not be opened at the hole asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Repository(#[from] crate::repo::OpenError),
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    #[error(transparent)]
+    Hole(#[from] crate::hole::HoleError),
+}
+
+/// A backend answered a request with no completion at all.
+#[derive(Debug, thiserror::Error)]
+#[error("no completion")]
+struct NoCompletion;
+
+/// The repository's pin file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+struct PinNotWritten {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
 /// Report about every hundredth file (and every stage change), so a huge repository does not
 /// flood the action channel.
 fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
@@ -100,7 +124,7 @@ type Fit<'a> = (&'a Session, &'a [perspectives::RetrievedContext]);
 async fn sent_prompts(
     job: &CompleteJob,
     fit: Option<Fit<'_>>,
-) -> Vec<Result<(String, Option<Prompt>), String>> {
+) -> Vec<Result<(String, Option<Prompt>), JobError>> {
     let refit = job.refit.as_ref().zip(fit);
     let Some((refit, (session, drafted))) =
         refit.filter(|(_, (session, _))| !session.counts_exactly())
@@ -132,18 +156,18 @@ async fn fit_candidate(
     drafted: &[perspectives::RetrievedContext],
     hole: &Hole,
     id: CandidateId,
-) -> Result<Prompt, String> {
+) -> Result<Prompt, JobError> {
     let context = match drafted.iter().find(|c| c.id == id) {
         Some(built) => BuiltContext::Retrieved(built.clone()),
         None => session.context(hole, id).await,
     };
     let fitted = session.fit(hole, |composer| context.compose(composer));
-    fitted.await.map_err(|e| e.to_string())
+    fitted.await.map_err(JobError::failed)
 }
 
 /// One card's request: the completion, how long it waited for its turn first and how long it
 /// took from then.
-type Answered = Result<(Completion, Duration, Duration), String>;
+type Answered = Result<(Completion, Duration, Duration), JobError>;
 
 /// Complete every prompt of `job`, each fitted by `session` where the backend counts tokens
 /// itself (see `sent_prompts`), and score each; streamed text goes to `stream` as it
@@ -204,9 +228,10 @@ pub async fn complete(
             let completions = tokio::join!(request, forward).0.map_err(|e| {
                 let candidate = job.prompts[card].candidate.index();
                 tracing::warn!(candidate, error = %e, "backend");
-                e.to_string()
+                JobError::failed(e)
             })?;
-            let first = completions.into_iter().next().ok_or("no completion")?;
+            let first = completions.into_iter().next();
+            let first = first.ok_or_else(|| JobError::failed(NoCompletion))?;
             let started = *started.lock().unwrap_or_else(PoisonError::into_inner);
             Ok((first, started - begun, started.elapsed()))
         }
@@ -314,7 +339,7 @@ pub fn syntax_errors(job: &CompleteJob, completion: &str) -> usize {
 }
 
 /// Make `edit` on disk; the file's text afterwards and its hash, or why not (one line).
-fn write_edit(edit: &FileEdit, learning: &Learning) -> Result<(String, [u8; 32]), String> {
+fn write_edit(edit: &FileEdit, learning: &Learning) -> Result<(String, [u8; 32]), JobError> {
     let FileEdit {
         path,
         hash,
@@ -324,7 +349,7 @@ fn write_edit(edit: &FileEdit, learning: &Learning) -> Result<(String, [u8; 32])
     } = edit;
     let now = learning
         .apply(path, hash, *offset, *replace, text)
-        .map_err(|e| e.to_string())?;
+        .map_err(JobError::failed)?;
     let hash = *blake3::hash(now.as_bytes()).as_bytes();
     Ok((now, hash))
 }
@@ -379,19 +404,19 @@ fn save_prompt_in(dir: &Path, stem: &str, text: &str) -> String {
 }
 
 /// What a panic said, for one line on the screen.
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> JobError {
     let said = crate::escape::panic_message(payload.as_ref());
-    format!("internal error ({})", crate::text::excerpt(said, 120))
+    JobError::Panicked(crate::text::excerpt(said, 120).to_string())
 }
 
 /// `work` on tokio's blocking pool, awaited: its result, or `None` where the task awaiting it
 /// was aborted (the hole moved), or what a panic in it said.
 async fn on_a_thread<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, Option<String>> {
+) -> Result<T, Option<JobError>> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| (!e.is_cancelled()).then(|| panic_text(e.into_panic())))
+        .map_err(|e| (!e.is_cancelled()).then(|| panicked(e.into_panic())))
 }
 
 /// What only the terminal loop can do.
@@ -480,12 +505,12 @@ impl Driver {
     fn blocking(
         &self,
         work: impl FnOnce() -> Action + Send + 'static,
-        failed: impl FnOnce(String) -> Action + Send + 'static,
+        failed: impl FnOnce(JobError) -> Action + Send + 'static,
     ) {
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
             let action = std::panic::catch_unwind(AssertUnwindSafe(work))
-                .unwrap_or_else(|payload| failed(panic_text(payload)));
+                .unwrap_or_else(|payload| failed(panicked(payload)));
             let _ = tx.send(action);
         });
     }
@@ -526,10 +551,9 @@ impl Driver {
                             );
                             let _ = tx.send(Action::OnlineLearnt(learning.online_counts()));
                         }
-                        Action::Indexed(indexed.map_err(|e| {
-                            let error = format!("{e:#}");
+                        Action::Indexed(indexed.map_err(|error| {
                             tracing::error!(root = %root.display(), %error, "open");
-                            error
+                            JobError::failed(error)
                         }))
                     },
                     |error| Action::Indexed(Err(error)),
@@ -645,7 +669,7 @@ impl Driver {
                         ranker,
                         ranked: learning
                             .rank(ranker, &RankInput::new(&index, &hole, &proposals))
-                            .map_err(|e| e.to_string()),
+                            .map_err(JobError::failed),
                     },
                     move |error| Action::Ranked {
                         generation,
@@ -681,7 +705,7 @@ impl Driver {
                     let prompt = AssertUnwindSafe(fit)
                         .catch_unwind()
                         .await
-                        .unwrap_or_else(|payload| Err(panic_text(payload)));
+                        .unwrap_or_else(|payload| Err(panicked(payload)));
                     let _ = tx.send(Action::Fitted {
                         generation,
                         candidate,
@@ -716,7 +740,7 @@ impl Driver {
                     let sent_at = SystemTime::now();
                     let run = AssertUnwindSafe(complete(&job, fit, Some(&tx))).catch_unwind();
                     let cards = run.await.unwrap_or_else(|payload| {
-                        let _ = tx.send(Action::Message(panic_text(payload)));
+                        let _ = tx.send(Action::Message(panicked(payload).to_string()));
                         Vec::new()
                     });
                     let _ = tx.send(Action::Logged(request_log(&job, &cards, sent_at)));
@@ -768,7 +792,7 @@ impl Driver {
                     move || {
                         let backend = model::build_backend(&entry, &index)
                             .map(Arc::from)
-                            .map_err(|e| e.to_string());
+                            .map_err(JobError::failed);
                         let learning = backend
                             .is_ok()
                             .then(|| learning_for(&settings, &entry, &current))
@@ -799,7 +823,7 @@ impl Driver {
                         }
                         Action::Message(recorded.said)
                     },
-                    Action::Message,
+                    |error| Action::Message(error.to_string()),
                 )
             }
             Effect::Apply {
@@ -830,11 +854,9 @@ impl Driver {
             Effect::Pin { root, candidate } => {
                 let pin = Pin::of(&self.settings.dirs, &root);
                 let write = move || {
-                    let written = pin.write(candidate).map_err(|e| {
-                        let path = pin
-                            .path()
-                            .map_or(String::new(), |p| p.display().to_string());
-                        format!("{path}: {e}")
+                    let written = pin.write(candidate).map_err(|source| {
+                        let path = pin.path().map(Path::to_path_buf).unwrap_or_default();
+                        JobError::failed(PinNotWritten { path, source })
                     });
                     Action::Pinned(written.map(|()| candidate))
                 };
@@ -863,7 +885,7 @@ impl Driver {
             }
             Effect::SavePrompt { stem, text } => self.blocking(
                 move || Action::Message(save_prompt(&stem, &text)),
-                Action::Message,
+                |error| Action::Message(error.to_string()),
             ),
             Effect::OpenInEditor { path, line } => return Outcome::Editor { path, line },
             Effect::Suspend => return Outcome::Suspend,

@@ -84,16 +84,21 @@ pub struct Binding {
     pub pane: Option<Pane>,
 }
 
+/// What is wrong with a `[[bind]]` entry of keys.toml: one line naming its line and key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadBinding(String);
+
 /// The keys a `[[bind]]` entry may have.
 const FIELDS: [&str; 6] = ["on", "run", "desc", "hint", "mode", "pane"];
 
 impl Binding {
     /// The binding `table` (at byte `at` of `text`) describes, or one line naming the line
     /// and key of what is wrong with it.
-    fn parse(text: &str, at: usize, table: &toml::Table) -> Result<Binding, String> {
+    fn parse(text: &str, at: usize, table: &toml::Table) -> Result<Binding, BadBinding> {
         let problem = |key: &str, message: &str| {
             let line = config_file::key_offset(text, at, key).unwrap_or(at);
-            config_file::problem_line(text, line, Some(key), message)
+            BadBinding(config_file::problem_line(text, line, Some(key), message))
         };
         if let Some(key) = table.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             let known = FIELDS.join(", ");
@@ -102,8 +107,8 @@ impl Binding {
         fn field<T: serde::de::DeserializeOwned>(
             table: &toml::Table,
             key: &str,
-            problem: &dyn Fn(&str, &str) -> String,
-        ) -> Result<Option<T>, String> {
+            problem: &dyn Fn(&str, &str) -> BadBinding,
+        ) -> Result<Option<T>, BadBinding> {
             table
                 .get(key)
                 .map(|v| {
@@ -199,7 +204,7 @@ impl Keymap {
                     self.bindings.retain(|old| !old.same_place(&binding));
                     self.bindings.push(binding);
                 }
-                Err(problem) => problems.push(problem),
+                Err(problem) => problems.push(problem.to_string()),
             }
         }
         problems

@@ -19,7 +19,6 @@ pub mod ui;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
 use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use ratatui::Terminal;
@@ -31,6 +30,7 @@ use ratatui::layout::{Position, Rect};
 use app::App;
 use command::{Command, Pane};
 use driver::Outcome;
+pub use driver::StartError;
 use keymap::Keymap;
 use state::Action;
 use theme::Theme;
@@ -43,15 +43,20 @@ pub enum Format {
     Txt,
 }
 
-impl std::str::FromStr for Format {
-    type Err = String;
+/// A `--format` that is not one of [`Format`]'s.
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a format (svg, png, txt)")]
+pub struct UnknownFormat(String);
 
-    fn from_str(text: &str) -> Result<Format, String> {
+impl std::str::FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(text: &str) -> Result<Format, UnknownFormat> {
         match text {
             "svg" => Ok(Format::Svg),
             "png" => Ok(Format::Png),
             "txt" => Ok(Format::Txt),
-            _ => Err(format!("'{text}' is not a format (svg, png, txt)")),
+            _ => Err(UnknownFormat(text.into())),
         }
     }
 }
@@ -90,12 +95,49 @@ pub struct Options {
     pub recorded: Option<u64>,
 }
 
+/// Why the UI stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot unpack the bundled sample")]
+    Sample(#[source] std::io::Error),
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error(transparent)]
+    Theme(#[from] theme::UnknownTheme),
+    #[error(transparent)]
+    Terminal(#[from] std::io::Error),
+    /// The status line the failed opening left: the error the driver met, as it showed it.
+    #[error("{0}")]
+    Opening(String),
+}
+
+/// Why a fixture could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    #[error("unknown state '{state}' (known: {})", FIXTURES.join(", "))]
+    UnknownState { state: String },
+    #[error(
+        "cannot render {width}x{height} cells (widths {RENDER_WIDTHS:?}, heights {RENDER_HEIGHTS:?})"
+    )]
+    Size { width: u16, height: u16 },
+    #[error("cannot unpack the bundled sample")]
+    Sample(#[source] std::io::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("the driver stopped")]
+    DriverStopped,
+    #[error(transparent)]
+    StillBusy(#[from] app::StillBusy),
+}
+
 /// Run the TUI on the real terminal. `repo: None` opens the bundled sample at its demo hole.
 pub fn run(
     repo: Option<PathBuf>,
     position: Option<String>,
     mut options: Options,
-) -> anyhow::Result<()> {
+) -> Result<(), RunError> {
     let shared_sample = repo.is_none();
     let (root, position) = match repo {
         Some(root) => (root, position),
@@ -103,20 +145,19 @@ pub fn run(
             options
                 .sample
                 .materialize(&options.settings.dirs)
-                .context("cannot unpack the bundled sample")?,
+                .map_err(RunError::Sample)?,
             Some(options.sample.demo_hole().to_string()),
         ),
     };
     check_start(&root, position.as_deref())?;
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Runtime::new().map_err(RunError::Runtime)?;
     let config = options.settings.dirs.config.clone();
-    let (mut theme, theme_warning) =
-        Theme::load(config.as_deref(), options.theme.as_deref()).map_err(anyhow::Error::msg)?;
+    let (mut theme, theme_warning) = Theme::load(config.as_deref(), options.theme.as_deref())?;
     theme.monochrome = theme::no_color_asked();
     let (keymap, keymap_warnings) = Keymap::load(config.as_deref());
     let log_warning = log::init(&options.settings.dirs)
         .err()
-        .map(|e| format!("{e:#}"));
+        .map(|e| e.to_string());
     let warnings: Vec<String> = std::mem::take(&mut options.warnings)
         .into_iter()
         .chain(keymap_warnings)
@@ -145,7 +186,7 @@ pub fn run(
         app.open(root, position);
         event_loop(&mut terminal, &mut app).await?;
         match app.state.phase {
-            state::Phase::Failed(e) => Err(anyhow::anyhow!(e)),
+            state::Phase::Failed(e) => Err(RunError::Opening(e)),
             _ => Ok(()),
         }
     });
@@ -161,13 +202,13 @@ pub fn run(
 /// What can be told wrong before the screen is taken over: a repository that is not a
 /// directory, a position that is malformed, names no file or lies past its file's end. The
 /// index checks the rest (files it skips) once open; either way the error is one line.
-pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Result<()> {
+pub fn check_start(root: &std::path::Path, position: Option<&str>) -> Result<(), StartError> {
     use crate::hole::HoleError;
     if !root.exists() {
-        bail!(crate::repo::OpenError::Missing(root.to_path_buf()));
+        return Err(crate::repo::OpenError::Missing(root.to_path_buf()).into());
     }
     if !root.is_dir() {
-        bail!(crate::repo::OpenError::NotADirectory(root.to_path_buf()));
+        return Err(crate::repo::OpenError::NotADirectory(root.to_path_buf()).into());
     }
     let Some(spec) = position else {
         return Ok(());
@@ -194,20 +235,22 @@ pub fn check_start(root: &std::path::Path, position: Option<&str>) -> anyhow::Re
     // As the index counts: a final line break ends the last line, an empty file has one.
     let lines = text.lines().count().max(1);
     if line == 0 || line > lines {
-        bail!(HoleError::LineOutOfRange {
+        return Err(HoleError::LineOutOfRange {
             file: path.into(),
             line,
             lines,
-        });
+        }
+        .into());
     }
     let chars = text.lines().nth(line - 1).unwrap_or("").chars().count();
     if column == 0 || column > chars + 1 {
-        bail!(HoleError::ColumnOutOfRange {
+        return Err(HoleError::ColumnOutOfRange {
             file: path.into(),
             line,
             column,
             chars,
-        });
+        }
+        .into());
     }
     Ok(())
 }
@@ -294,7 +337,7 @@ mod signals {
 }
 
 /// Draw; wait for input, an action or a spinner tick; apply everything queued; repeat.
-async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> anyhow::Result<()> {
+async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> std::io::Result<()> {
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut panes: Vec<(Pane, Rect)> = Vec::new();
@@ -345,7 +388,7 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> a
     }
 }
 
-fn set_mouse(on: bool) -> anyhow::Result<()> {
+fn set_mouse(on: bool) -> std::io::Result<()> {
     if on {
         execute!(std::io::stdout(), event::EnableMouseCapture)?;
     } else {
@@ -354,9 +397,24 @@ fn set_mouse(on: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why the user's editor did not return cleanly (the status line shows it).
+#[derive(Debug, thiserror::Error)]
+pub enum EditorError {
+    #[error("cannot run the editor `{program}`: {source}")]
+    Start {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the editor `{program}` exited with {status}")]
+    Failed {
+        program: String,
+        status: std::process::ExitStatus,
+    },
+}
+
 /// The user's editor (`$VISUAL`, else `$EDITOR`, else vi; words after the first are its
-/// arguments) on `path` at `line`, waited for; why not, in a line.
-fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
+/// arguments) on `path` at `line`, waited for; why not.
+fn run_editor(path: &std::path::Path, line: usize) -> Result<(), EditorError> {
     let editor = ["VISUAL", "EDITOR"]
         .iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
@@ -368,15 +426,21 @@ fn run_editor(path: &std::path::Path, line: usize) -> Result<(), String> {
         .arg(format!("+{line}"))
         .arg(path)
         .status()
-        .map_err(|e| format!("cannot run the editor `{program}`: {e}"))?;
+        .map_err(|source| EditorError::Start {
+            program: program.into(),
+            source,
+        })?;
     match status.success() {
         true => Ok(()),
-        false => Err(format!("the editor `{program}` exited with {status}")),
+        false => Err(EditorError::Failed {
+            program: program.into(),
+            status,
+        }),
     }
 }
 
 /// Give the terminal back and stop until the shell continues the process (Ctrl-Z).
-fn suspend() -> anyhow::Result<()> {
+fn suspend() -> std::io::Result<()> {
     set_mouse(false)?;
     ratatui::restore();
     #[cfg(unix)]
@@ -435,7 +499,7 @@ pub fn render_fixture(
     width: u16,
     height: u16,
     dirs: &crate::dirs::Dirs,
-) -> anyhow::Result<Vec<u8>> {
+) -> Result<Vec<u8>, FixtureError> {
     let mut theme = Theme::dark();
     theme.monochrome = theme::no_color_asked();
     let background = theme.background;
@@ -454,16 +518,16 @@ fn fixture_buffer(
     width: u16,
     height: u16,
     dirs: &crate::dirs::Dirs,
-) -> anyhow::Result<ratatui::buffer::Buffer> {
+) -> Result<ratatui::buffer::Buffer, FixtureError> {
     if !FIXTURES.contains(&state) {
-        bail!("unknown state '{state}' (known: {})", FIXTURES.join(", "));
+        return Err(FixtureError::UnknownState {
+            state: state.into(),
+        });
     }
     if !RENDER_WIDTHS.contains(&width) || !RENDER_HEIGHTS.contains(&height) {
-        bail!(
-            "cannot render {width}x{height} cells (widths {RENDER_WIDTHS:?}, heights {RENDER_HEIGHTS:?})"
-        );
+        return Err(FixtureError::Size { width, height });
     }
-    let root = crate::sample::materialize(dirs).context("cannot unpack the bundled sample")?;
+    let root = crate::sample::materialize(dirs).map_err(FixtureError::Sample)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -471,27 +535,28 @@ fn fixture_buffer(
         let mut app = App::new(Keymap::builtin(), theme, dirs.clone());
         app.open(root, Some(crate::sample::DEMO_HOLE.to_string()));
         drive_to(&mut app, state).await?;
-        let mut terminal = Terminal::new(TestBackend::new(width, height))?;
-        terminal.draw(|f| {
+        // A test backend cannot fail (its error is `Infallible`).
+        let Ok(mut terminal) = Terminal::new(TestBackend::new(width, height));
+        let Ok(_) = terminal.draw(|f| {
             ui::draw(f, &app.state);
-        })?;
+        });
         Ok(terminal.backend().buffer().clone())
     })
 }
 
 /// Send the commands a user would to reach state `name`, letting results arrive in between.
-async fn drive_to(app: &mut App, name: &str) -> anyhow::Result<()> {
+async fn drive_to(app: &mut App, name: &str) -> Result<(), FixtureError> {
     const LIMIT: Duration = Duration::from_secs(120);
     if name == "start" {
         // The first frame after indexing: the hole shown, candidates still being built.
         while app.state.index.is_none() {
-            let action = app.next().await.context("the driver stopped")?;
+            let action = app.next().await.ok_or(FixtureError::DriverStopped)?;
             app.dispatch(action);
         }
         // With its highlighting; the candidates that may arrive first are left out, so the
         // picture is the same every time.
         while app.state.highlighting.is_some() {
-            let action = app.next().await.context("the driver stopped")?;
+            let action = app.next().await.ok_or(FixtureError::DriverStopped)?;
             if let Action::Highlighted { .. } = action {
                 app.dispatch(action);
             }

@@ -75,13 +75,13 @@ impl Theme {
     }
 
     /// The built-in theme called `name` (`--theme NAME`, `theme = "NAME"` in theme.toml).
-    pub fn named(name: &str) -> Result<Theme, String> {
+    pub fn named(name: &str) -> Result<Theme, UnknownTheme> {
         builtin(name).map(|text| toml::from_str(text).expect("embedded themes parse"))
     }
 
     /// The theme the text of a user's theme file makes, or the one line that says what is
     /// wrong with it.
-    pub fn from_user_text(user: &str) -> Result<Theme, String> {
+    pub fn from_user_text(user: &str) -> Result<Theme, BadThemeFile> {
         overlay(None, user)
     }
 
@@ -91,7 +91,7 @@ impl Theme {
     pub fn load(
         config_dir: Option<&Path>,
         name: Option<&str>,
-    ) -> Result<(Theme, Option<String>), String> {
+    ) -> Result<(Theme, Option<String>), UnknownTheme> {
         let chosen = name.map(Theme::named).transpose()?;
         let Some(path) = config_dir
             .map(|d| d.join(USER_FILE))
@@ -100,7 +100,7 @@ impl Theme {
             return Ok((chosen.unwrap_or_else(Theme::dark), None));
         };
         let merged = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
+            .map_err(|e| BadThemeFile(e.to_string()))
             .and_then(|user| overlay(name, &user));
         Ok(match merged {
             Ok(theme) => (theme, None),
@@ -135,35 +135,46 @@ pub fn monochrome(buffer: &mut Buffer, background: Color) {
 /// The built-in themes' names.
 pub const NAMES: [&str; 2] = ["dark", "light"];
 
-fn builtin(name: &str) -> Result<&'static str, String> {
+/// A theme name (`--theme`, `theme = ` in theme.toml) that is not built in.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown theme '{name}' (built in: {})", NAMES.join(", "))]
+pub struct UnknownTheme {
+    pub name: String,
+}
+
+/// What is wrong with a user's theme file: one line naming the line and key (the status bar
+/// shows it).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadThemeFile(String);
+
+fn builtin(name: &str) -> Result<&'static str, UnknownTheme> {
     match name {
         "dark" => Ok(DARK),
         "light" => Ok(LIGHT),
-        _ => Err(format!(
-            "unknown theme '{name}' (built in: {})",
-            NAMES.join(", ")
-        )),
+        _ => Err(UnknownTheme { name: name.into() }),
     }
 }
 
 /// The built-in theme `name` (else the one `user` names by `theme = ` or the older `base = `,
 /// else dark) with the other keys of `user` replaced. Errors are one line naming the line and
 /// key: the status bar shows them.
-fn overlay(name: Option<&str>, user: &str) -> Result<Theme, String> {
+fn overlay(name: Option<&str>, user: &str) -> Result<Theme, BadThemeFile> {
+    let problem = |key: &str, message: &str| {
+        let at = config_file::key_offset(user, 0, key).unwrap_or(0);
+        BadThemeFile(config_file::problem_line(user, at, Some(key), message))
+    };
     let roles: toml::Table =
-        toml::from_str(user).map_err(|e| config_file::toml_error_line(user, &e))?;
+        toml::from_str(user).map_err(|e| BadThemeFile(config_file::toml_error_line(user, &e)))?;
     let named_in_file = ["theme", "base"]
         .into_iter()
         .find_map(|key| Some((key, roles.get(key)?.as_str()?)));
     let base = match (name, named_in_file) {
-        (Some(name), _) => builtin(name)?,
-        (None, Some((key, name))) => builtin(name).map_err(|e| {
-            let at = config_file::key_offset(user, 0, key).unwrap_or(0);
-            config_file::problem_line(user, at, Some(key), &e)
-        })?,
+        (Some(name), _) => builtin(name).map_err(|e| BadThemeFile(e.to_string()))?,
+        (None, Some((key, name))) => builtin(name).map_err(|e| problem(key, &e.to_string()))?,
         (None, None) => DARK,
     };
-    let mut table: toml::Table = toml::from_str(base).map_err(|e| e.to_string())?;
+    let mut table: toml::Table = toml::from_str(base).expect("embedded themes parse");
     for (key, value) in roles
         .into_iter()
         .filter(|(k, _)| k != "base" && k != "theme")
@@ -171,11 +182,12 @@ fn overlay(name: Option<&str>, user: &str) -> Result<Theme, String> {
         table.insert(key.clone(), value);
         // Checked role by role: the merged table has no positions to point at.
         if let Err(e) = table.clone().try_into::<Theme>() {
-            let at = config_file::key_offset(user, 0, &key).unwrap_or(0);
-            return Err(config_file::problem_line(user, at, Some(&key), e.message()));
+            return Err(problem(&key, e.message()));
         }
     }
-    table.try_into().map_err(|e: toml::de::Error| e.to_string())
+    table
+        .try_into()
+        .map_err(|e: toml::de::Error| BadThemeFile(e.to_string()))
 }
 
 mod color {
@@ -238,11 +250,15 @@ mod tests {
         let t = overlay(Some("dark"), "theme = \"light\"\n").unwrap();
         assert_eq!(t.background, Theme::dark().background, "the flag wins");
         let e = overlay(None, "\ntheme = \"solarized\"\n").unwrap_err();
+        let e = e.to_string();
         assert!(
             e.contains("line 2") && e.contains("unknown theme 'solarized'"),
             "{e}"
         );
         let e = Theme::load(None, Some("neon")).unwrap_err();
-        assert_eq!(e, "unknown theme 'neon' (built in: dark, light)");
+        assert_eq!(
+            e.to_string(),
+            "unknown theme 'neon' (built in: dark, light)"
+        );
     }
 }

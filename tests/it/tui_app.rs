@@ -350,7 +350,7 @@ async fn completes_with_the_chosen_backend_and_switches_backends_inside() {
             .map(|c| {
                 c.outcome
                     .as_ref()
-                    .map_or_else(|e| e.clone(), |d| d.text.clone())
+                    .map_or_else(|e| e.to_string(), |d| d.text.clone())
             })
             .collect()
     };

@@ -92,7 +92,7 @@ pub(super) fn apply(state: &mut State) -> Vec<Effect> {
 pub(super) fn written(
     state: &mut State,
     file: FileId,
-    result: Result<(String, Option<Applied>), String>,
+    result: Result<(String, Option<Applied>), JobError>,
 ) -> Vec<Effect> {
     let written_now;
     let applied = match result {
@@ -102,7 +102,7 @@ pub(super) fn written(
             applied
         }
         Err(e) => {
-            state.status = e;
+            state.status = e.to_string();
             return vec![];
         }
     };

@@ -63,7 +63,7 @@ pub struct LoggedRequest {
     pub prompt_tokens: Option<usize>,
     pub prompt_bytes: usize,
     /// The completion with its queued and own time (ms), or why it failed.
-    pub outcome: Result<(String, u128, u128), String>,
+    pub outcome: Result<(String, u128, u128), JobError>,
 }
 
 /// The most requests the log keeps (the oldest go first).
@@ -80,7 +80,7 @@ pub struct Card {
     /// The prompt as sent, where it was composed again to fit the backend's own token count
     /// (it then differs from the candidate's prompt in the list).
     pub fitted: Option<Prompt>,
-    pub outcome: Result<Finished, String>,
+    pub outcome: Result<Finished, JobError>,
     /// The person picked it (a pick, or writing it into the file).
     pub picked: bool,
 }

@@ -34,6 +34,7 @@ pub(super) fn not_completed(state: &State, c: &CandidateRow) -> String {
 /// top k applicable ones in rank order (`r`), or the focused one and then the best others
 /// (`focused_first`, Enter); a candidate the user edited sends its kept edit. A candidate whose
 /// prompt is the very text of one taken joins its request instead of taking a card. An error for a focused candidate that does not apply.
+// The error is the status line `not_completed` builds from the state: no library error to type.
 pub(super) fn run_prompts(state: &State, focused_first: bool) -> Result<Vec<RunPrompt>, String> {
     let (order, limit): (Vec<&CandidateRow>, usize) = if state.selected.is_empty() {
         let first = match state.focused_candidate().filter(|_| focused_first) {
@@ -204,7 +205,7 @@ pub(super) fn fitted(
     state: &mut State,
     generation: u64,
     candidate: CandidateId,
-    prompt: Result<Prompt, String>,
+    prompt: Result<Prompt, JobError>,
 ) {
     state.fitting = None;
     if state

@@ -5,6 +5,22 @@ use std::time::Instant;
 
 use super::*;
 
+/// Why a job the driver ran for the state came back without its result: the library's error
+/// (the status line or card shows its one line), or a panic the driver caught (a bug).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum JobError {
+    #[error(transparent)]
+    Failed(Arc<dyn std::error::Error + Send + Sync>),
+    #[error("internal error ({0})")]
+    Panicked(String),
+}
+
+impl JobError {
+    pub fn failed(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> JobError {
+        JobError::Failed(Arc::from(error.into()))
+    }
+}
+
 pub enum Action {
     Command(Command),
     /// A key typed while a text field or question has the focus.
@@ -28,7 +44,7 @@ pub enum Action {
     Tick(Instant),
     /// How far opening the repository has come.
     Progress(Progress),
-    Indexed(Result<Indexed, String>),
+    Indexed(Result<Indexed, JobError>),
     Analysed {
         generation: u64,
         candidates: Vec<CandidateRow>,
@@ -47,13 +63,13 @@ pub enum Action {
     /// for it where they change (`keyhole tune` made a classifier for one of the two).
     BackendSwitched {
         chosen: usize,
-        backend: Result<Arc<dyn Backend>, String>,
+        backend: Result<Arc<dyn Backend>, JobError>,
         learning: Option<Learning>,
     },
     /// Building the candidates of hole `generation` failed (a bug: the driver caught a panic).
     AnalysisFailed {
         generation: u64,
-        error: String,
+        error: JobError,
     },
     /// The retrieved candidates that needed the backend, built after the others.
     Retrieved {
@@ -65,7 +81,7 @@ pub enum Action {
     /// once the search indexes were ready, or why they could not be built.
     Searched {
         generation: u64,
-        candidates: Result<Vec<CandidateRow>, String>,
+        candidates: Result<Vec<CandidateRow>, JobError>,
     },
     /// The typed holes (71, 72) of hole `generation`, once its language server answered or
     /// the syntax tree was read in its place.
@@ -77,7 +93,7 @@ pub enum Action {
     Ranked {
         generation: u64,
         ranker: RankerKind,
-        ranked: Result<Vec<Ranked>, String>,
+        ranked: Result<Vec<Ranked>, JobError>,
     },
     /// Card slot `card`'s request was taken up by the backend at `at`.
     CardStarted {
@@ -89,7 +105,7 @@ pub enum Action {
     Fitted {
         generation: u64,
         candidate: CandidateId,
-        prompt: Result<Prompt, String>,
+        prompt: Result<Prompt, JobError>,
     },
     /// Text streamed so far for card slot `card` of a running completion.
     Streamed {
@@ -119,7 +135,7 @@ pub enum Action {
     Written {
         file: FileId,
         /// The file's text now, and what undoes the write (none for an undo).
-        result: Result<(String, Option<Applied>), String>,
+        result: Result<(String, Option<Applied>), JobError>,
     },
     /// The proxy's record as read: every exchange, oldest first, and how many lines could not
     /// be read.
@@ -133,12 +149,12 @@ pub enum Action {
         places: Vec<crate::proxy::Place>,
     },
     /// The user's editor returned (or could not start: why): files may have changed.
-    Edited(Result<(), String>),
+    Edited(Result<(), crate::tui::EditorError>),
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
     /// The repository's pin was written (the candidate pinned now; none: unpinned), or why
     /// not.
-    Pinned(Result<Option<CandidateId>, String>),
+    Pinned(Result<Option<CandidateId>, JobError>),
 }
 
 pub struct Indexed {

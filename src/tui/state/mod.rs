@@ -464,8 +464,8 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
         }
         // Nothing to show without a repository: leave, and let the CLI say why.
         Action::Indexed(Err(e)) => {
-            state.status = e.clone();
-            state.phase = Phase::Failed(e);
+            state.status = e.to_string();
+            state.phase = Phase::Failed(e.to_string());
             vec![Effect::Quit]
         }
         Action::BackendSwitched {
@@ -477,7 +477,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
         Action::AnalysisFailed { generation, error } => {
             if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
                 state.status = format!("cannot build the candidates: {error}");
-                view.analysis = AnalysisPhase::Failed(error);
+                view.analysis = AnalysisPhase::Failed(error.to_string());
             }
             vec![]
         }
@@ -630,7 +630,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             read_again(state)
         }
         Action::Edited(Err(why)) => {
-            state.status = why;
+            state.status = why.to_string();
             vec![]
         }
         Action::Message(text) => {
@@ -647,7 +647,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
 /// The searched candidates' rows are in: the rows still waiting for the search indexes take
 /// them, or, where the indexes could not be built, say why, as do those that would have been
 /// built from them with the backend's answers.
-fn searched(state: &mut State, candidates: Result<Vec<CandidateRow>, String>) {
+fn searched(state: &mut State, candidates: Result<Vec<CandidateRow>, JobError>) {
     match candidates {
         Ok(candidates) => fill_rows(&mut state.candidates, candidates),
         Err(error) => {

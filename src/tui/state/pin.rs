@@ -28,7 +28,7 @@ pub(super) fn pin_focused(state: &mut State) -> Vec<Effect> {
 }
 
 /// The pin as written, or why it could not be.
-pub(super) fn pinned_saved(state: &mut State, pinned: Result<Option<CandidateId>, String>) {
+pub(super) fn pinned_saved(state: &mut State, pinned: Result<Option<CandidateId>, JobError>) {
     match pinned {
         Ok(Some(id)) => {
             state.pinned = Some(id);

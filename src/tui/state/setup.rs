@@ -92,7 +92,7 @@ pub(super) fn choose_backend(state: &mut State, cursor: usize) -> Vec<Effect> {
 pub(super) fn switch_backend(
     state: &mut State,
     chosen: usize,
-    backend: Result<Arc<dyn Backend>, String>,
+    backend: Result<Arc<dyn Backend>, JobError>,
     learning: Option<Learning>,
 ) -> Vec<Effect> {
     state.starting_backend = None;

@@ -159,7 +159,7 @@ fn draw_card(frame: &mut Frame, area: Rect, state: &State, n: usize, card: &Card
             }
             lines
         }
-        Err(e) => vec![Line::styled(e.clone(), Style::new().fg(theme.bad))],
+        Err(e) => vec![Line::styled(e.to_string(), Style::new().fg(theme.bad))],
     };
     let paragraph = Paragraph::new(lines).wrap(Wrap { trim: false });
     frame.render_widget(paragraph.block(block), area);

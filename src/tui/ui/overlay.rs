@@ -268,7 +268,7 @@ fn logged_line(state: &State, r: &LoggedRequest) -> Line<'static> {
             format!("{text:?}"),
             theme.text,
         ),
-        Err(why) => ("failed".to_string(), why.clone(), theme.bad),
+        Err(why) => ("failed".to_string(), why.to_string(), theme.bad),
     };
     Line::from(vec![
         Span::styled(format!("{} ", r.at), Style::new().fg(theme.muted)),

@@ -420,7 +420,7 @@ pub fn check_config(data: &[u8]) {
         one_line(&problem);
     }
     if let Err(e) = Theme::from_user_text(&text) {
-        one_line(&e);
+        one_line(&e.to_string());
     }
 }
 

@@ -284,7 +284,7 @@ fn a_backend_that_cannot_start_keeps_the_current_one_and_says_why() {
     assert!(s.busy(), "starting it");
     let failed = Action::BackendSwitched {
         chosen: 1,
-        backend: Err("other: cannot read model.gguf".into()),
+        backend: Err(JobError::failed("other: cannot read model.gguf")),
         learning: None,
     };
     assert!(update(&mut s, failed).is_empty());
@@ -336,7 +336,7 @@ fn a_failed_analysis_stops_the_spinner_and_says_why() {
     assert!(s.busy(), "building the candidates");
     let failed = |generation| Action::AnalysisFailed {
         generation,
-        error: "internal error (boom)".into(),
+        error: JobError::Panicked("boom".into()),
     };
     update(&mut s, failed(2));
     assert!(s.busy(), "a stale failure is ignored");
@@ -394,7 +394,7 @@ fn cycling_the_ranker_asks_for_a_ranking_and_drops_an_overtaken_one() {
     let failed = Action::Ranked {
         generation: 2,
         ranker: RankerKind::RlpgR,
-        ranked: Err("no RLPG-R head".into()),
+        ranked: Err(JobError::failed("no RLPG-R head")),
     };
     update(&mut s, failed);
     assert_eq!(s.candidates[0].score, None, "no score is shown as RLPG-R's");
@@ -551,7 +551,7 @@ fn search_indexes_that_cannot_be_built_say_why_in_the_rows_that_waited_for_them(
     update(&mut s, analysed_by_rlpg_h(4, analysed));
     let failed = Action::Searched {
         generation: 4,
-        candidates: Err("internal error (boom)".into()),
+        candidates: Err(JobError::Panicked("boom".into())),
     };
     update(&mut s, failed);
     for id in [63, 67] {
@@ -759,7 +759,7 @@ fn ctrl_s_closes_the_editor_and_edited_cards_join_the_shown_ones() {
         candidate: CandidateId::nth(7),
         same: Vec::new(),
         edited: edited.map(String::from),
-        outcome: Err("offline".into()),
+        outcome: Err(JobError::failed("offline")),
         picked: false,
     };
     s.cards = (0..MAX_K).map(|_| card(None)).collect();
@@ -794,7 +794,7 @@ fn opening_moves_through_its_stages_and_a_failure_leaves_with_the_error() {
     assert!(s.busy());
     let effects = update(
         &mut s,
-        Action::Indexed(Err("A.java:99: line out of range".into())),
+        Action::Indexed(Err(JobError::failed("A.java:99: line out of range"))),
     );
     assert!(
         matches!(effects[..], [Effect::Quit]),
@@ -955,7 +955,7 @@ fn a_pick_marks_its_card_a_failed_card_says_why_nothing_is_picked() {
     let mut s = opened();
     at_hole(&mut s, 1);
     let failed = Card {
-        outcome: Err("connection refused".into()),
+        outcome: Err(JobError::failed("connection refused")),
         ..card(7)
     };
     s.cards = vec![card(6), failed];

@@ -343,7 +343,10 @@ fn a_write_reads_the_repository_again_and_waits_for_it_before_undo() {
     );
     assert!(press(&mut s, key('u')).is_empty());
     assert!(s.status.contains("a moment"), "{}", s.status);
-    let effects = update(&mut s, Action::Indexed(Err("A.java: gone".into())));
+    let effects = update(
+        &mut s,
+        Action::Indexed(Err(JobError::failed("A.java: gone"))),
+    );
     assert!(effects.is_empty(), "a failed re-read does not leave the UI");
     assert_eq!(s.phase, Phase::Ready);
     assert!(s.status.contains("cannot read the repository again"));

@@ -268,7 +268,10 @@ fn p_pins_one_of_keyholes_candidates_and_again_unpins_it() {
         [Effect::Pin { candidate, .. }] => assert_eq!(*candidate, None),
         _ => panic!("p again unpins"),
     }
-    update(&mut s, Action::Pinned(Err("no space left".into())));
+    update(
+        &mut s,
+        Action::Pinned(Err(JobError::failed("no space left"))),
+    );
     assert_eq!(s.pinned, Some(CandidateId::nth(3)));
     assert_eq!(s.status, "cannot pin: no space left");
     assert_eq!(s.shown_number(CandidateId::SENT_BY_KEYHOLE), "comp");
