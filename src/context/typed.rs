@@ -128,7 +128,11 @@ impl<'a> TypedHole<'a> {
             .take(MAX_ENCLOSING)
             .filter_map(|name| typed.find(hole.file, name))
             .collect();
-        typed.expected = typed.expected_type_of_syntax();
+        // Stated as the language's checker states it (`"Context"` as `Context`).
+        typed.expected = typed.expected_type_of_syntax().map(|e| ExpectedType {
+            text: typed.types.normal_form(&e.text),
+            file: e.file,
+        });
         typed
     }
 
@@ -575,11 +579,12 @@ impl<'a> TypedHole<'a> {
     }
 
     fn targets_of(&self, expected: &ExpectedType) -> Vec<Target> {
-        std::iter::once(expected.text.as_str())
-            .chain(self.types.components(&expected.text))
+        let text = self.types.normal_form(&expected.text);
+        std::iter::once(text.as_str())
+            .chain(self.types.components(&text))
             .filter(|t| !self.types.is_base_type(t) && !self.types.is_type_variable(t))
             .map(|t| Target {
-                text: normalize(&self.types.non_null(t)),
+                text: self.comparable(&self.types.non_null(t)),
                 definition: self.resolve(expected.file, t),
             })
             .collect()
@@ -727,10 +732,18 @@ impl<'a> TypedHole<'a> {
         found.into_iter().map(|(_, e)| e)
     }
 
+    /// A type in the one form types are compared in: as the language's checker writes it
+    /// (a value's type as written, `params: t.List["Parameter"]`, meets a stated
+    /// `t.List[Parameter]`), white space left out.
+    fn comparable(&self, written: &str) -> String {
+        self.types.normal_form(written).split_whitespace().collect()
+    }
+
     /// Whether a value of type `written` (in `file`) is consistent with `target`: the same
     /// type, the same class with other type arguments, or a repository subtype of it.
     fn consistent(&self, written: &str, file: FileId, target: &Target) -> bool {
-        if normalize(&self.types.non_null(written)) == target.text {
+        let written = &self.types.normal_form(written);
+        if self.comparable(&self.types.non_null(written)) == target.text {
             return true;
         }
         let found = self.resolve(file, written);
@@ -743,7 +756,7 @@ impl<'a> TypedHole<'a> {
                     self.types
                         .components(t)
                         .into_iter()
-                        .map(normalize)
+                        .map(|c| self.comparable(c))
                         .collect()
                 };
                 let (ours, theirs) = (arguments(written), arguments(&target.text));
@@ -803,7 +816,7 @@ impl<'a> TypedHole<'a> {
         if direct(written, file) {
             return 1.0;
         }
-        let Some(t) = self.resolve(file, written) else {
+        let Some(t) = self.resolve(file, &self.types.normal_form(written)) else {
             return 0.0;
         };
         let outline = self.type_at(t);
@@ -1012,11 +1025,6 @@ impl<'a> TypedHole<'a> {
             );
         }
     }
-}
-
-/// A type without whitespace, for comparing.
-fn normalize(written: &str) -> String {
-    written.split_whitespace().collect()
 }
 
 // ----- Error round ----------------------------------------------------------------------------

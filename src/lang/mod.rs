@@ -249,6 +249,12 @@ pub trait TypeSyntax: Send + Sync {
     fn non_null(&self, written: &str) -> String {
         written.trim().to_string()
     }
+    /// The type a value declared `written` holds, in the one spelling typed holes state and
+    /// compare types in, as the language's checker writes it: Python's forward references
+    /// without their quotes and `ClassVar[T]`/`Final[T]` as `T`; white space as written.
+    fn normal_form(&self, written: &str) -> String {
+        written.trim().to_string()
+    }
     /// How the language writes the declarations a typed hole shows.
     fn declaration_style(&self) -> DeclarationStyle;
 }

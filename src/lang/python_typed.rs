@@ -787,6 +787,48 @@ fn unquoted(written: &str) -> &str {
     w
 }
 
+/// Forward references' quotes left out wherever they are: `t.List["Segment"]` →
+/// `t.List[Segment]`, `"Optional['Context']"` → `Optional[Context]`. The strings of a
+/// `Literal[...]` are values, not types, and keep theirs.
+fn without_forward_quotes(written: &str) -> String {
+    let mut out = String::with_capacity(written.len());
+    // Per open bracket, whether it is inside a `Literal[`.
+    let mut in_literal: Vec<bool> = Vec::new();
+    let mut rest = written;
+    while let Some(c) = rest.chars().next() {
+        match c {
+            '[' => {
+                let head = out.trim_end();
+                let name_start = head
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .map_or(0, |i| i + 1);
+                let literal = head[name_start..].rsplit('.').next() == Some("Literal");
+                in_literal.push(literal || in_literal.last() == Some(&true));
+            }
+            ']' => {
+                in_literal.pop();
+            }
+            '"' | '\'' if in_literal.last() != Some(&true) => {
+                // A quoted type holds no quote of its own kind, so each level is shorter and
+                // of the other kind: two levels at most.
+                if let Some(end) = rest[1..].find(c) {
+                    out.push_str(&without_forward_quotes(&rest[1..1 + end]));
+                    rest = &rest[end + 2..];
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Wrappers that say how a declaration is read, not what its value is: a `ClassVar[int]`
+/// attribute, a `Final[int]` constant and an `Annotated[int, meta]` name hold an `int`.
+const QUALIFIERS: [&str; 3] = ["ClassVar", "Final", "Annotated"];
+
 /// `written` split at top-level occurrences of `separator` (outside brackets).
 fn split_top(written: &str, separator: char) -> Vec<&str> {
     let mut out = Vec::new();
@@ -812,6 +854,23 @@ fn split_top(written: &str, separator: char) -> Vec<&str> {
 impl TypeSyntax for PythonTypes {
     fn declaration_style(&self) -> super::DeclarationStyle {
         super::DeclarationStyle::Python
+    }
+
+    /// Quotes left out, then qualifiers unwrapped: `t.ClassVar["Style"]` → `Style`,
+    /// `"Context"` → `Context`, pyright's spelling of the declared type.
+    fn normal_form(&self, written: &str) -> String {
+        let mut normal = without_forward_quotes(written.trim());
+        while let Some((head, arguments)) = normal.split_once('[') {
+            let qualifier = QUALIFIERS.contains(&self.simple_name(head.trim()));
+            let Some(arguments) = arguments.strip_suffix(']').filter(|_| qualifier) else {
+                break;
+            };
+            let Some(&value) = split_top(arguments, ',').first() else {
+                break;
+            };
+            normal = value.to_string();
+        }
+        normal
     }
 
     fn non_null(&self, written: &str) -> String {
@@ -1154,5 +1213,26 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
             "dict[str, Order | None]"
         );
         assert_eq!(t.non_null("None"), "None");
+        assert_eq!(t.normal_form(" \"Context\" "), "Context");
+        assert_eq!(
+            t.normal_form("t.Optional[t.List[\"Parameter\"]]"),
+            "t.Optional[t.List[Parameter]]"
+        );
+        assert_eq!(
+            t.normal_form("\"Optional['Context']\""),
+            "Optional[Context]"
+        );
+        assert_eq!(t.normal_form("t.ClassVar[\"Style\"]"), "Style");
+        assert_eq!(t.normal_form("Final[ClassVar[int]]"), "int");
+        assert_eq!(t.normal_form("Annotated[list[int], \"meta\"]"), "list[int]");
+        assert_eq!(t.normal_form("Literal['a', \"b\"]"), "Literal['a', \"b\"]");
+        assert_eq!(
+            t.normal_form("dict[\"Key\", Literal[\"x\"]]"),
+            "dict[Key, Literal[\"x\"]]"
+        );
+        // What is no type is left as written: an unclosed quote, a bare qualifier.
+        assert_eq!(t.normal_form("\"Order"), "\"Order");
+        assert_eq!(t.normal_form("Final"), "Final");
+        assert_eq!(t.normal_form("ClassVar[int"), "ClassVar[int");
     }
 }

@@ -602,3 +602,84 @@ fn an_argument_of_an_imported_function_expects_its_parameters_type() {
         Some("number")
     );
 }
+
+/// A module as click and rich write them: forward references in quotes (`"Context"`,
+/// `t.List["Segment"]`) and class constants as `t.ClassVar[...]`.
+const PY_CONTEXT: &str = r#"import typing as t
+
+from .style import Style
+from .segment import Segment
+
+
+class Context:
+    max_width: t.ClassVar[int] = 80
+    default_style: t.ClassVar["Style"] = Style()
+    choices: t.ClassVar[t.List[t.Literal["auto", 'never']]] = []
+
+    def __init__(self, parent: t.Optional["Context"] = None) -> None:
+        self.parent = parent
+
+    def find_root(self) -> "Context":
+        node: "Context" = self
+        return node
+
+    def style(self) -> Style:
+        return self.default_style
+
+    def render(self, parts: t.List["Segment"]) -> None:
+        segments: t.List["Segment"] = parts
+"#;
+
+#[test]
+fn python_expected_types_read_forward_references_and_class_variables_as_pyright_does() {
+    let (_dir, index) = repo(&[
+        ("pkg/__init__.py", ""),
+        ("pkg/style.py", "class Style:\n    color: str\n"),
+        ("pkg/segment.py", "class Segment:\n    text: str\n"),
+        ("pkg/context.py", PY_CONTEXT),
+    ]);
+    let at = |marker| expected(&index, "pkg/context.py", marker);
+    // The type a value must have, without the quotes and the `ClassVar` that only say how
+    // the declaration is read; a `Literal`'s strings are values and keep theirs.
+    assert_eq!(at("node: \"Context\" = ").as_deref(), Some("Context"));
+    assert_eq!(at("max_width: t.ClassVar[int] = ").as_deref(), Some("int"));
+    assert_eq!(
+        at("choices: t.ClassVar[t.List[t.Literal[\"auto\", 'never']]] = ").as_deref(),
+        Some("t.List[t.Literal[\"auto\", 'never']]")
+    );
+    assert_eq!(
+        at("segments: t.List[\"Segment\"] = ").as_deref(),
+        Some("t.List[Segment]")
+    );
+    // The headers compare that type with the values' types as written: an attribute of a
+    // quoted parameter's type (`find_root`, being written, is none), a class variable (and,
+    // after it, what gives a `Style` through a method: a `"Context"`).
+    assert_eq!(
+        headers_text(
+            &index,
+            "pkg/context.py",
+            "        node: \"Context\" = ▮self"
+        ),
+        "# Consider using these variables relevant to the expected type:\n\
+         parent: t.Optional[\"Context\"]\n"
+    );
+    assert_eq!(
+        headers_text(
+            &index,
+            "pkg/context.py",
+            "        return ▮self.default_style"
+        ),
+        "# Consider using these variables relevant to the expected type:\n\
+         default_style: t.ClassVar[\"Style\"]\n\
+         def find_root(self) -> \"Context\": ...\n"
+    );
+    assert_eq!(
+        headers_text(
+            &index,
+            "pkg/context.py",
+            "        segments: t.List[\"Segment\"] = ▮parts"
+        ),
+        "# Consider using these variables relevant to the expected type:\n\
+         parts: t.List[\"Segment\"]\n"
+    );
+}
