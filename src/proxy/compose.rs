@@ -249,16 +249,8 @@ impl Composition {
     /// keyhole's prompt, `sent`, went with `chosen`'s context.
     pub fn sent_instead(chosen: Chosen, sent: Sent, compose_ms: f64) -> Composition {
         Composition {
-            forwarded_because: None,
-            candidate: Some(chosen.candidate),
-            label: Some(chosen.label),
-            hole: Some(chosen.hole),
-            context_tokens: Some(chosen.tokens),
-            pinned: chosen.pinned,
             sent: Some(sent),
-            compose_ms,
-            arm: Some(Arm::Keyhole),
-            repo: None,
+            ..Composition::chose(chosen, Arm::Keyhole, compose_ms)
         }
     }
 
@@ -267,15 +259,21 @@ impl Composition {
     pub fn plugins_arm(chosen: Chosen, compose_ms: f64) -> Composition {
         Composition {
             forwarded_because: Some("the plugin's arm of the A/B (--compose-share)".into()),
+            ..Composition::chose(chosen, Arm::Plugin, compose_ms)
+        }
+    }
+
+    /// What keyhole chose for a request in `arm`: the candidate, the hole and the pin.
+    fn chose(chosen: Chosen, arm: Arm, compose_ms: f64) -> Composition {
+        Composition {
             candidate: Some(chosen.candidate),
             label: Some(chosen.label),
             hole: Some(chosen.hole),
             context_tokens: Some(chosen.tokens),
             pinned: chosen.pinned,
-            sent: None,
             compose_ms,
-            arm: Some(Arm::Plugin),
-            repo: None,
+            arm: Some(arm),
+            ..Composition::default()
         }
     }
 }
