@@ -13,6 +13,7 @@ use tree_sitter::{Node, Tree};
 use super::tree::{DottedUsages, NameUsages, named_children, span};
 use super::tsconfig::{TsConfig, normalize};
 pub use super::typescript_tree::{Grammar, parse};
+pub use super::typescript_typed::union_members;
 use super::typescript_tree::{header_span, is_parameter_property, type_kind};
 use super::typescript_typed;
 use super::{

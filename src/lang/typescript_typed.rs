@@ -677,18 +677,31 @@ pub struct TypeScriptTypes;
 
 /// `Order | undefined` → `Order`, `Order`... the members of a top-level union or intersection.
 fn members(written: &str) -> Vec<&str> {
+    split_top(written, &['|', '&'])
+}
+
+/// The members of a top-level union (`A<B | C> | (x: D) => E` → `A<B | C>`, `(x: D) => E`).
+pub fn union_members(written: &str) -> Vec<&str> {
+    split_top(written, &['|'])
+}
+
+/// `written` split at the `separators` outside brackets (an arrow's `=>` is none).
+fn split_top<'t>(written: &'t str, separators: &[char]) -> Vec<&'t str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
+    let mut previous = ' ';
     for (i, c) in written.char_indices() {
         match c {
             '<' | '(' | '[' | '{' => depth += 1,
+            '>' if previous == '=' => {}
             '>' | ')' | ']' | '}' => depth -= 1,
-            '|' | '&' if depth == 0 => {
+            c if depth == 0 && separators.contains(&c) => {
                 out.push(written[start..i].trim());
                 start = i + 1;
             }
             _ => {}
         }
+        previous = c;
     }
     out.push(written[start..].trim());
     out.retain(|m| !m.is_empty());
@@ -1122,6 +1135,17 @@ function ship(order: Order, when: Date): boolean {
             expected("        return this.price;", "        // x = "),
             None
         );
+    }
+
+    #[test]
+    fn a_union_splits_at_its_top_level_bars_only() {
+        assert_eq!(
+            union_members("Map<string, A | B> | ((x: C) => D | E) | undefined"),
+            ["Map<string, A | B>", "((x: C) => D | E)", "undefined"]
+        );
+        // An arrow's `=>` closes no bracket.
+        assert_eq!(union_members("(() => A) | B"), ["(() => A)", "B"]);
+        assert_eq!(union_members("A & B"), ["A & B"]);
     }
 
     #[test]
