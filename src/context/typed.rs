@@ -335,7 +335,8 @@ impl<'a> TypedHole<'a> {
 
     /// Parameter `position` of the first method `name` (constructors: the type's name) that a
     /// call with at least `arity` arguments reaches; one taking exactly `arity` arguments
-    /// wins. The rest of the hole's line is unseen, so the call may have more arguments.
+    /// wins, unless the language takes the first that accepts them. The rest of the hole's
+    /// line is unseen, so the call may have more arguments.
     fn parameter_type(
         &self,
         types: &[TypeRef],
@@ -350,7 +351,7 @@ impl<'a> TypedHole<'a> {
             .collect();
         let (t, method) = candidates
             .iter()
-            .find(|(_, m)| m.params.len() == arity)
+            .find(|(_, m)| !self.types.first_overload_wins() && m.params.len() == arity)
             .or_else(|| candidates.first())?;
         Some(ExpectedType {
             text: method.param(position)?.to_string(),

@@ -257,6 +257,12 @@ pub trait TypeSyntax: Send + Sync {
     }
     /// How the language writes the declarations a typed hole shows.
     fn declaration_style(&self) -> DeclarationStyle;
+    /// Whether a call takes the first overload, in the order declared, that accepts its
+    /// arguments (TypeScript's rule), rather than one with exactly as many parameters as
+    /// the call has arguments.
+    fn first_overload_wins(&self) -> bool {
+        false
+    }
 }
 
 /// How a language writes the declarations typed-hole context shows: ChatLSP reproduces

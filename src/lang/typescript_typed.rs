@@ -717,6 +717,12 @@ impl TypeSyntax for TypeScriptTypes {
         super::DeclarationStyle::TypeScript
     }
 
+    /// TypeScript tries a call's overloads in the order declared and takes the first that
+    /// fits; the hole's line is cut, so the arguments seen are a lower bound.
+    fn first_overload_wins(&self) -> bool {
+        true
+    }
+
     /// `T | undefined | null` → `T`; an intersection is left as written.
     fn non_null(&self, written: &str) -> String {
         let written = written.trim();

@@ -603,6 +603,33 @@ fn an_argument_of_an_imported_function_expects_its_parameters_type() {
     );
 }
 
+#[test]
+fn a_typescript_call_takes_the_first_overload_that_accepts_its_arguments() {
+    // As ky's test helper declares it: the overload with the context comes first.
+    let (_dir, index) = repo(&[
+        (
+            "helpers/server.ts",
+            "export interface Context {\n  title: string;\n}\n\
+             export interface ServerOptions {\n  port: number;\n}\n\
+             export async function createServer(t: Context, options?: ServerOptions): Promise<void>;\n\
+             export async function createServer(options?: ServerOptions): Promise<void>;\n\
+             export async function createServer(a?: Context | ServerOptions, b?: ServerOptions): Promise<void> {}\n",
+        ),
+        (
+            "test/main.ts",
+            "import { createServer } from '../helpers/server';\n\
+             \n\
+             export async function run(t: any) {\n  await createServer(t);\n}\n",
+        ),
+    ]);
+    // One argument seen fits both; TypeScript takes the first declared, not the one with
+    // exactly one parameter.
+    assert_eq!(
+        expected(&index, "test/main.ts", "createServer(").as_deref(),
+        Some("Context")
+    );
+}
+
 /// A module as click and rich write them: forward references in quotes (`"Context"`,
 /// `t.List["Segment"]`) and class constants as `t.ClassVar[...]`.
 const PY_CONTEXT: &str = r#"import typing as t
