@@ -329,6 +329,10 @@ pub struct FileFacts {
     /// sampling steps over as it steps over comment lines.
     #[serde(default)]
     pub documentation: Vec<Span>,
+    /// The modules the file declares for others by name (TypeScript's `declare module "x"`
+    /// in a declaration file), which an import of that name reaches.
+    #[serde(default)]
+    pub ambient_modules: Vec<String>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,
