@@ -664,6 +664,59 @@ fn a_server_that_says_it_loads_forever_is_stopped_after_the_load_limit_in_one_li
     assert!(started.elapsed() < Duration::from_secs(120));
 }
 
+/// Answers signature help at any argument with `handle(result: Payload)`, as zod's
+/// `handlePropertyResult` is declared, and the hole's hover with TypeScript's instantiation of
+/// it; everything else with nothing.
+const DECLARED_WITHOUT_DEFAULTS: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+help = {"activeSignature": 0, "activeParameter": 0, "signatures": [
+    {"label": "handle(result: Payload): void", "parameters": [{"label": "result: Payload"}]}]}
+hover = {"contents": {"kind": "markdown", "value": "```typescript\nfunction _<Payload<unknown>>(): Payload<unknown>\n```"}}
+while True:
+    message = read()
+    if "id" not in message or "method" not in message:
+        continue
+    result = {"initialize": {"capabilities": {}}, "textDocument/signatureHelp": help,
+              "textDocument/hover": hover}.get(message["method"])
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+#[test]
+fn an_arguments_parameter_declared_without_its_type_arguments_is_stated_as_typescript_instantiates_it()
+ {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let servers = pool(fake_server(bin.path(), DECLARED_WITHOUT_DEFAULTS));
+    let sources = vec![(
+        "main.ts".to_string(),
+        "declare function handle(result: Payload): void;\nhandle(payload);\n".to_string(),
+    )];
+    let index = RepoIndex::from_sources(root.path(), sources);
+    let hole = Hole::at(&index, "main.ts", 2, 8).unwrap();
+    let answer = servers
+        .with(&FAKE, root.path(), |client| {
+            typed_server::ask(client, &FAKE, &index, &hole)
+        })
+        .unwrap()
+        .expect("it answers");
+    assert_eq!(answer.expected.as_deref(), Some("Payload<unknown>"), "{answer:?}");
+}
+
 #[test]
 fn no_installed_server_means_no_answer() {
     let empty = tempfile::tempdir().unwrap();
