@@ -128,12 +128,24 @@ impl<'a> TypedHole<'a> {
             .take(MAX_ENCLOSING)
             .filter_map(|name| typed.find(hole.file, name))
             .collect();
-        // Stated as the language's checker states it (`"Context"` as `Context`).
+        // Stated as the language's checker states it (`"Context"` as `Context`,
+        // `ParsePayload` as `ParsePayload<unknown>`).
         typed.expected = typed.expected_type_of_syntax().map(|e| ExpectedType {
-            text: typed.types.normal_form(&e.text),
+            text: typed.with_default_arguments(&typed.types.normal_form(&e.text), e.file),
             file: e.file,
         });
         typed
+    }
+
+    /// `written` (in `file`) with the default type arguments of the repository's generic
+    /// types it names without any.
+    fn with_default_arguments(&self, written: &str, file: FileId) -> String {
+        self.types.with_default_arguments(written, &|name| {
+            let t = self.resolve(file, name)?;
+            let declared = self.type_at(t);
+            let header = self.index.files[t.file].text.get(declared.header.range())?;
+            self.types.default_arguments(header, &declared.name)
+        })
     }
 
     /// Both candidates' contexts by id; an empty context is not applicable.

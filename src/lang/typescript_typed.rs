@@ -717,6 +717,74 @@ impl TypeSyntax for TypeScriptTypes {
         super::DeclarationStyle::TypeScript
     }
 
+    /// Each name of a type (not a member, not after `typeof`) written without `<...>`.
+    fn with_default_arguments(
+        &self,
+        written: &str,
+        defaults: &dyn Fn(&str) -> Option<String>,
+    ) -> String {
+        let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
+        let mut out = String::with_capacity(written.len());
+        let mut rest = written;
+        while let Some(start) = rest.find(|c: char| is_part(c) && c != '.') {
+            let end = rest[start..].find(|c: char| !is_part(c)).map_or(rest.len(), |e| start + e);
+            let (before, name, after) = (&rest[..start], &rest[start..end], &rest[end..]);
+            out.push_str(before);
+            out.push_str(name);
+            let next = after.trim_start().chars().next();
+            let named_type = !matches!(next, Some('<' | ':' | '(' | '?'))
+                && !out[..out.len() - name.len()].trim_end().ends_with("typeof")
+                && name.starts_with(|c: char| !c.is_ascii_digit());
+            if let Some(arguments) = named_type.then(|| defaults(name)).flatten() {
+                out.push_str(&arguments);
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// `interface ParsePayload<T = unknown>` → `<unknown>`; none where a parameter has no
+    /// default (`<T, U = T>`).
+    fn default_arguments(&self, header: &str, name: &str) -> Option<String> {
+        let at = header.find(&format!("{name}<"))? + name.len();
+        let list = &header[at + 1..];
+        let (mut depth, mut previous) = (1i32, ' ');
+        let mut end = None;
+        for (i, c) in list.char_indices() {
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' if previous == '=' => {}
+                '>' | ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                end = Some(i);
+                break;
+            }
+            previous = c;
+        }
+        let parameters = split_top(&list[..end?], &[',']);
+        let defaults: Vec<&str> = parameters
+            .iter()
+            .map(|p| {
+                // The `=` of the default, not one of an arrow's `=>`.
+                let bytes = p.as_bytes();
+                let eq = (0..bytes.len()).find(|&i| {
+                    bytes[i] == b'=' && bytes.get(i + 1) != Some(&b'>') && {
+                        let before = &p[..i];
+                        let open = before.matches(['<', '(', '[', '{']).count();
+                        let close = before.matches(['>', ')', ']', '}']).count()
+                            - before.matches("=>").count();
+                        open == close
+                    }
+                })?;
+                Some(p[eq + 1..].trim())
+            })
+            .collect::<Option<_>>()?;
+        (!defaults.is_empty()).then(|| format!("<{}>", defaults.join(", ")))
+    }
+
     /// TypeScript tries a call's overloads in the order declared and takes the first that
     /// fits; the hole's line is cut, so the arguments seen are a lower bound.
     fn first_overload_wins(&self) -> bool {
@@ -1140,6 +1208,30 @@ function ship(order: Order, when: Date): boolean {
         assert_eq!(
             expected("        return this.price;", "        // x = "),
             None
+        );
+    }
+
+    #[test]
+    fn generic_types_written_bare_take_their_default_type_arguments() {
+        let t = TypeScriptTypes;
+        let read = |header: &str, name: &str| t.default_arguments(header, name);
+        assert_eq!(
+            read("export interface ParsePayload<T = unknown>", "ParsePayload").as_deref(),
+            Some("<unknown>")
+        );
+        assert_eq!(
+            read("class Box<T extends (x: A) => B = () => C, U = Map<K, V>>", "Box").as_deref(),
+            Some("<() => C, Map<K, V>>")
+        );
+        assert_eq!(read("interface Pair<T, U = T>", "Pair"), None);
+        assert_eq!(read("interface Plain", "Plain"), None);
+        let defaults = |name: &str| (name == "ParsePayload").then(|| "<unknown>".to_string());
+        assert_eq!(
+            t.with_default_arguments(
+                "ParsePayload | ParsePayload<string> | { ParsePayload: ParsePayload[] } | typeof ParsePayload",
+                &defaults
+            ),
+            "ParsePayload<unknown> | ParsePayload<string> | { ParsePayload: ParsePayload<unknown>[] } | typeof ParsePayload"
         );
     }
 

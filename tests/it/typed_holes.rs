@@ -630,6 +630,32 @@ fn a_typescript_call_takes_the_first_overload_that_accepts_its_arguments() {
     );
 }
 
+#[test]
+fn a_typescript_generic_type_written_bare_is_stated_with_its_default_type_arguments() {
+    // As zod's `handlePropertyResult(result: ParsePayload, ...)`: TypeScript's checker
+    // expects `ParsePayload<unknown>` there.
+    let (_dir, index) = repo(&[
+        (
+            "core/payload.ts",
+            "export interface ParsePayload<T = unknown> {\n  value: T;\n}\n",
+        ),
+        (
+            "core/run.ts",
+            "import { ParsePayload } from './payload';\n\n\
+             export function handle(result: ParsePayload, key: string): void {}\n\n\
+             export function run(p: ParsePayload<string>) {\n  handle(p, 'k');\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        expected(&index, "core/run.ts", "  handle(").as_deref(),
+        Some("ParsePayload<unknown>")
+    );
+    assert_eq!(
+        expected(&index, "core/run.ts", "  handle(p, ").as_deref(),
+        Some("string")
+    );
+}
+
 /// A module as click and rich write them: forward references in quotes (`"Context"`,
 /// `t.List["Segment"]`) and class constants as `t.ClassVar[...]`.
 const PY_CONTEXT: &str = r#"import typing as t
