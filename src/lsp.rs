@@ -6,8 +6,8 @@
 //! The messages are few (initialize, didOpen, didChange, hover, definition, completion), so
 //! they are built as JSON values; a crate of protocol types would add more than it saves.
 
-use std::collections::{HashMap, HashSet};
 use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

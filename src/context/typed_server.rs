@@ -816,7 +816,11 @@ mod tests {
             Some("ParsePayload<unknown>")
         );
         assert_eq!(
-            read("ParsePayload | undefined", "undefined | ParsePayload<unknown>").as_deref(),
+            read(
+                "ParsePayload | undefined",
+                "undefined | ParsePayload<unknown>"
+            )
+            .as_deref(),
             Some("ParsePayload<unknown> | undefined")
         );
         // Nothing to take, or a type other than the parameter's: the parameter as written.

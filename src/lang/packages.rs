@@ -508,7 +508,16 @@ mod tests {
     #[test]
     fn types_versions_ranges_hold_as_semver_says() {
         let v = [5, 9, 3];
-        for holds in ["*", ">=3.1", ">4", "<6", ">=5.9 <6", "5", "5.9", "<4 || >=5.0"] {
+        for holds in [
+            "*",
+            ">=3.1",
+            ">4",
+            "<6",
+            ">=5.9 <6",
+            "5",
+            "5.9",
+            "<4 || >=5.0",
+        ] {
             assert!(in_version_range(holds, v), "{holds}");
         }
         for fails in ["<4.0", ">=6", "5.8", "<=5.9.2", ">=5 <5.9", "beta"] {

@@ -15,9 +15,9 @@ use tree_sitter::{Node, Tree};
 use super::tree::{DottedUsages, NameUsages, named_children, span};
 use super::tsconfig::{TsConfig, normalize};
 pub use super::typescript_tree::{Grammar, parse};
-pub use super::typescript_typed::union_members;
 use super::typescript_tree::{header_span, is_parameter_property, type_kind};
 use super::typescript_typed;
+pub use super::typescript_typed::union_members;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
@@ -549,7 +549,9 @@ impl<'a> Extractor<'a> {
             "module" => {
                 let name = node.child_by_field_name("name");
                 let declared = name.and_then(|n| string_value(n, self.source));
-                self.facts.ambient_modules.extend(declared.map(str::to_string));
+                self.facts
+                    .ambient_modules
+                    .extend(declared.map(str::to_string));
             }
             // `const x = require('./e')` is an import line: its names are not usages.
             "variable_declarator" => return self.note_require(node),
@@ -753,7 +755,8 @@ impl<'a> Extractor<'a> {
     /// (re-exported), else a value of the file's own.
     fn commonjs_value(&mut self, name: String, value: Node) {
         if value.kind() == "identifier" {
-            self.local_exports.push((self.text(value).to_string(), name));
+            self.local_exports
+                .push((self.text(value).to_string(), name));
             return;
         }
         if let Some(specifier) = self.loaded_module(value) {

@@ -727,7 +727,9 @@ impl TypeSyntax for TypeScriptTypes {
         let mut out = String::with_capacity(written.len());
         let mut rest = written;
         while let Some(start) = rest.find(|c: char| is_part(c) && c != '.') {
-            let end = rest[start..].find(|c: char| !is_part(c)).map_or(rest.len(), |e| start + e);
+            let end = rest[start..]
+                .find(|c: char| !is_part(c))
+                .map_or(rest.len(), |e| start + e);
             let (before, name, after) = (&rest[..start], &rest[start..end], &rest[end..]);
             out.push_str(before);
             out.push_str(name);
@@ -1220,7 +1222,11 @@ function ship(order: Order, when: Date): boolean {
             Some("<unknown>")
         );
         assert_eq!(
-            read("class Box<T extends (x: A) => B = () => C, U = Map<K, V>>", "Box").as_deref(),
+            read(
+                "class Box<T extends (x: A) => B = () => C, U = Map<K, V>>",
+                "Box"
+            )
+            .as_deref(),
             Some("<() => C, Map<K, V>>")
         );
         assert_eq!(read("interface Pair<T, U = T>", "Pair"), None);

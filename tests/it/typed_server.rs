@@ -641,7 +641,9 @@ fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout(
     // Silent for twice the start timeout, its progress open.
     let script = LOADING.replace("{load}", "4").replace("{ends}", "True");
     let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
-    let answer = hover(&servers, root.path()).unwrap().expect("it answers once loaded");
+    let answer = hover(&servers, root.path())
+        .unwrap()
+        .expect("it answers once loaded");
     assert_eq!(answer.expected.as_deref(), Some("Loaded"), "{answer:?}");
 }
 
@@ -714,7 +716,11 @@ fn an_arguments_parameter_declared_without_its_type_arguments_is_stated_as_types
         })
         .unwrap()
         .expect("it answers");
-    assert_eq!(answer.expected.as_deref(), Some("Payload<unknown>"), "{answer:?}");
+    assert_eq!(
+        answer.expected.as_deref(),
+        Some("Payload<unknown>"),
+        "{answer:?}"
+    );
 }
 
 #[test]

@@ -307,9 +307,15 @@ fn commonjs_exports_and_requires_reach_the_files_that_declare_what_is_used() {
     write_tree(
         &repo,
         &[
-            ("package.json", r#"{ "name": "textkit", "main": "lib/index.js" }"#),
+            (
+                "package.json",
+                r#"{ "name": "textkit", "main": "lib/index.js" }"#,
+            ),
             // The entry is another module as a whole; that module gathers the others.
-            ("lib/index.js", "'use strict';\n\nmodule.exports = require('./core');\n"),
+            (
+                "lib/index.js",
+                "'use strict';\n\nmodule.exports = require('./core');\n",
+            ),
             (
                 "lib/core.js",
                 "'use strict';\nconst helpers = require('./helpers');\n\nexports.Parser = require('./parser').Parser;\nexports.format = require('./format');\nmodule.exports.helpers = helpers;\n",
