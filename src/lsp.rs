@@ -977,7 +977,7 @@ fn tsserver_found(program: &Path, root: &Path) -> bool {
 /// A server of the pool: running, or why it is not (a failed server is not started again
 /// for the rest of the session, so every hole does not wait for it anew).
 enum Slot {
-    Running(Client),
+    Running(Box<Client>),
     Failed(LspError),
 }
 
@@ -1120,7 +1120,7 @@ impl Servers {
                         "language server"
                     );
                     let slot = Arc::new(Mutex::new(match started {
-                        Ok(client) => Slot::Running(client),
+                        Ok(client) => Slot::Running(Box::new(client)),
                         Err(e) => Slot::Failed(e),
                     }));
                     slots.insert(spec.command, Arc::clone(&slot));

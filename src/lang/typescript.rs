@@ -1437,7 +1437,9 @@ const fs = require('./fs-shim');
             ["Local", "kebab-name", "version"],
             "only the top level's exports"
         );
-        let reexports: Vec<(&str, bool, Vec<(&str, &str)>)> = facts
+        // (module, whether all of it, (name here, name there)).
+        type Reexport<'f> = (&'f str, bool, Vec<(&'f str, &'f str)>);
+        let reexports: Vec<Reexport> = facts
             .imports
             .iter()
             .filter(|i| i.reexport)

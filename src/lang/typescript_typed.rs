@@ -734,7 +734,11 @@ impl TypeSyntax for TypeScriptTypes {
             out.push_str(before);
             out.push_str(name);
             let next = after.trim_start().chars().next();
+            // An indexed access (`ZodType["encode"]`) is a member's type, not the generic's.
+            let indexed =
+                after.trim_start().starts_with('[') && !after.trim_start().starts_with("[]");
             let named_type = !matches!(next, Some('<' | ':' | '(' | '?'))
+                && !indexed
                 && !out[..out.len() - name.len()].trim_end().ends_with("typeof")
                 && name.starts_with(|c: char| !c.is_ascii_digit());
             if let Some(arguments) = named_type.then(|| defaults(name)).flatten() {
@@ -1234,10 +1238,10 @@ function ship(order: Order, when: Date): boolean {
         let defaults = |name: &str| (name == "ParsePayload").then(|| "<unknown>".to_string());
         assert_eq!(
             t.with_default_arguments(
-                "ParsePayload | ParsePayload<string> | { ParsePayload: ParsePayload[] } | typeof ParsePayload",
+                "ParsePayload | ParsePayload<string> | { ParsePayload: ParsePayload[] } | typeof ParsePayload | ParsePayload[\"value\"]",
                 &defaults
             ),
-            "ParsePayload<unknown> | ParsePayload<string> | { ParsePayload: ParsePayload<unknown>[] } | typeof ParsePayload"
+            "ParsePayload<unknown> | ParsePayload<string> | { ParsePayload: ParsePayload<unknown>[] } | typeof ParsePayload | ParsePayload[\"value\"]"
         );
     }
 
