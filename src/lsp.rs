@@ -6,8 +6,8 @@
 //! The messages are few (initialize, didOpen, didChange, hover, definition, completion), so
 //! they are built as JSON values; a crate of protocol types would add more than it saves.
 
-use std::collections::HashMap;
 use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -167,10 +167,23 @@ pub struct ServerOptions {
 /// How long a server may take to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
-    /// `initialize`, and the first request after it, while the server loads the project.
+    /// Until the server first answers a request after `initialize` (while it loads the
+    /// project): the longest it may stay silent, unless it said it is working (a work-done
+    /// progress begun and not ended). [`Timeouts::loading`] bounds the whole wait.
     pub start: Duration,
     /// Any later request.
     pub request: Duration,
+}
+
+/// How many start timeouts a server that keeps showing signs of life may take to load.
+const LOADING_STARTS: u32 = 10;
+
+impl Timeouts {
+    /// The longest wait for an answer while the project loads, however busy the server says
+    /// it is: a server that begins a progress and then hangs still falls back.
+    pub fn loading(&self) -> Duration {
+        self.start * LOADING_STARTS
+    }
 }
 
 impl Default for Timeouts {
@@ -183,6 +196,17 @@ impl Default for Timeouts {
         }
     }
 }
+/// How an answer is waited for.
+#[derive(Clone, Copy, Debug)]
+enum Wait {
+    /// At most this long from the request.
+    Within(Duration),
+    /// While the server loads the project: as long as it shows signs of life (any message
+    /// within [`Timeouts::start`] of the last, or an open work-done progress), up to
+    /// [`Timeouts::loading`] from the request.
+    Loading,
+}
+
 /// How long a server may take to answer `shutdown` before it is killed.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -515,6 +539,9 @@ pub struct Client {
     timeouts: Timeouts,
     /// Whether a request after `initialize` was answered (the project is loaded).
     loaded: bool,
+    /// The tokens of the work-done progresses the server began and has not ended (it loads a
+    /// project, indexes): while one is open, its silence is not a hang.
+    working: HashSet<String>,
     /// Documents opened, with their version.
     opened: HashMap<String, i64>,
 }
@@ -606,6 +633,7 @@ impl Client {
             next_id: 0,
             timeouts,
             loaded: false,
+            working: HashSet::new(),
             opened: HashMap::new(),
         };
         let root_uri = file_uri(root);
@@ -624,10 +652,12 @@ impl Client {
                     "completion": {"completionItem": {"snippetSupport": false}},
                     "synchronization": {"didSave": false}
                 },
-                "workspace": {"configuration": true, "workspaceFolders": true}
+                "workspace": {"configuration": true, "workspaceFolders": true},
+                // typescript-language-server says so while tsserver loads the project.
+                "window": {"workDoneProgress": true}
             }
         });
-        client.request_within("initialize", params, timeouts.start)?;
+        client.answer("initialize", params, Wait::Loading)?;
         client.notify("initialized", json!({}))?;
         Ok(client)
     }
@@ -644,11 +674,48 @@ impl Client {
         }
     }
 
-    /// How long the next answer may take: the start timeout until the project is loaded.
+    /// How long the next write may take: the start timeout until the project is loaded.
     fn timeout(&self) -> Duration {
         match self.loaded {
             true => self.timeouts.request,
             false => self.timeouts.start,
+        }
+    }
+
+    /// How the next answer is waited for: as the project loads until one is answered.
+    fn wait(&self) -> Wait {
+        match self.loaded {
+            true => Wait::Within(self.timeouts.request),
+            false => Wait::Loading,
+        }
+    }
+
+    /// When waiting for an answer to a request written at `sent` ends, the server last heard
+    /// from at `heard`.
+    fn deadline(&self, wait: Wait, sent: Instant, heard: Instant) -> Instant {
+        match wait {
+            Wait::Within(timeout) => sent + timeout,
+            Wait::Loading => {
+                let longest = sent + self.timeouts.loading();
+                match self.working.is_empty() {
+                    true => longest.min(heard + self.timeouts.start),
+                    false => longest,
+                }
+            }
+        }
+    }
+
+    /// Note what a `$/progress` notification says: a work-done progress begun or ended.
+    fn progress(&mut self, params: &Value) {
+        let token = params["token"].to_string();
+        match params["value"]["kind"].as_str() {
+            Some("begin") => {
+                self.working.insert(token);
+            }
+            Some("end") => {
+                self.working.remove(&token);
+            }
+            _ => {}
         }
     }
 
@@ -702,37 +769,54 @@ impl Client {
         self.send(method, &message, deadline)
     }
 
-    /// A request answered within the request timeout (the start timeout for the first).
+    /// A request answered within the request timeout; the first, while the server loads
+    /// the project, as [`Wait::Loading`] waits.
     pub fn request(&mut self, method: &str, params: Value) -> Result<Value, LspError> {
-        let answer = self.request_within(method, params, self.timeout())?;
+        let answer = self.answer(method, params, self.wait())?;
         self.loaded = true;
         Ok(answer)
     }
 
-    /// A request's result, written and answered within `timeout`. The server's own requests
-    /// in between (configuration, progress) are answered with nothing.
+    /// A request's result, written and answered within `timeout`.
     pub fn request_within(
         &mut self,
         method: &str,
         params: Value,
         timeout: Duration,
     ) -> Result<Value, LspError> {
+        self.answer(method, params, Wait::Within(timeout))
+    }
+
+    /// A request's result, written within the write timeout and waited for as `wait` says.
+    /// The server's own requests in between (configuration, progress) are answered with
+    /// nothing.
+    fn answer(&mut self, method: &str, params: Value, wait: Wait) -> Result<Value, LspError> {
         self.next_id += 1;
         let id = self.next_id;
-        let deadline = Instant::now() + timeout;
+        let sent = Instant::now();
+        let write_deadline = match wait {
+            Wait::Within(timeout) => sent + timeout,
+            Wait::Loading => sent + self.timeouts.start,
+        };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send(method, &message, deadline)?;
+        self.send(method, &message, write_deadline)?;
+        // The request itself is the last exchange until the server writes.
+        let mut heard = sent;
         loop {
+            let deadline = self.deadline(wait, sent, heard);
             let message = match self.inbox.take(deadline) {
-                Ok(body) => parse(&body).map_err(|e| LspError::Broken {
-                    server: self.name.clone(),
-                    reason: format!("it wrote {e}"),
-                })?,
+                Ok(body) => {
+                    heard = Instant::now();
+                    parse(&body).map_err(|e| LspError::Broken {
+                        server: self.name.clone(),
+                        reason: format!("it wrote {e}"),
+                    })?
+                }
                 Err(NoMessage::TimedOut) => {
                     return Err(LspError::Timeout {
                         server: self.name.clone(),
                         method: method.to_string(),
-                        seconds: seconds(timeout),
+                        seconds: seconds(deadline - sent),
                     });
                 }
                 Err(NoMessage::Ended(None)) => return Err(self.exited(method)),
@@ -754,6 +838,9 @@ impl Client {
                     };
                     let answer = json!({"jsonrpc": "2.0", "id": their_id, "result": result});
                     self.send(method, &answer, deadline)?;
+                }
+                (None, Some(their_method)) if their_method == "$/progress" => {
+                    self.progress(&message["params"]);
                 }
                 (Some(their_id), None) if their_id.as_u64() == Some(id) => {
                     if let Some(error) = message.get("error") {
@@ -890,7 +977,7 @@ fn tsserver_found(program: &Path, root: &Path) -> bool {
 /// A server of the pool: running, or why it is not (a failed server is not started again
 /// for the rest of the session, so every hole does not wait for it anew).
 enum Slot {
-    Running(Client),
+    Running(Box<Client>),
     Failed(LspError),
 }
 
@@ -1033,7 +1120,7 @@ impl Servers {
                         "language server"
                     );
                     let slot = Arc::new(Mutex::new(match started {
-                        Ok(client) => Slot::Running(client),
+                        Ok(client) => Slot::Running(Box::new(client)),
                         Err(e) => Slot::Failed(e),
                     }));
                     slots.insert(spec.command, Arc::clone(&slot));

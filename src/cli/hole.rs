@@ -52,8 +52,9 @@ pub struct ServerArgs {
     /// KEYHOLE_LANGUAGE_SERVERS, else auto].
     #[arg(long, value_name = "SERVERS")]
     pub language_servers: Option<ServerChoice>,
-    /// Seconds a language server may take for any answer, its start included [default: 60
-    /// to start, 10 a request].
+    /// Seconds a language server may take for any answer, its start included; while it
+    /// loads the project, the longest it may stay silent, and one that says it is loading
+    /// may take ten times as long [default: 60 to start, 10 a request].
     #[arg(long, value_name = "SECS", value_parser = bounds::server_timeout)]
     pub language_server_timeout: Option<Duration>,
 }

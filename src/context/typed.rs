@@ -128,12 +128,24 @@ impl<'a> TypedHole<'a> {
             .take(MAX_ENCLOSING)
             .filter_map(|name| typed.find(hole.file, name))
             .collect();
-        // Stated as the language's checker states it (`"Context"` as `Context`).
+        // Stated as the language's checker states it (`"Context"` as `Context`,
+        // `ParsePayload` as `ParsePayload<unknown>`).
         typed.expected = typed.expected_type_of_syntax().map(|e| ExpectedType {
-            text: typed.types.normal_form(&e.text),
+            text: typed.with_default_arguments(&typed.types.normal_form(&e.text), e.file),
             file: e.file,
         });
         typed
+    }
+
+    /// `written` (in `file`) with the default type arguments of the repository's generic
+    /// types it names without any.
+    fn with_default_arguments(&self, written: &str, file: FileId) -> String {
+        self.types.with_default_arguments(written, &|name| {
+            let t = self.resolve(file, name)?;
+            let declared = self.type_at(t);
+            let header = self.index.files[t.file].text.get(declared.header.range())?;
+            self.types.default_arguments(header, &declared.name)
+        })
     }
 
     /// Both candidates' contexts by id; an empty context is not applicable.
@@ -335,7 +347,8 @@ impl<'a> TypedHole<'a> {
 
     /// Parameter `position` of the first method `name` (constructors: the type's name) that a
     /// call with at least `arity` arguments reaches; one taking exactly `arity` arguments
-    /// wins. The rest of the hole's line is unseen, so the call may have more arguments.
+    /// wins, unless the language takes the first that accepts them. The rest of the hole's
+    /// line is unseen, so the call may have more arguments.
     fn parameter_type(
         &self,
         types: &[TypeRef],
@@ -350,7 +363,7 @@ impl<'a> TypedHole<'a> {
             .collect();
         let (t, method) = candidates
             .iter()
-            .find(|(_, m)| m.params.len() == arity)
+            .find(|(_, m)| !self.types.first_overload_wins() && m.params.len() == arity)
             .or_else(|| candidates.first())?;
         Some(ExpectedType {
             text: method.param(position)?.to_string(),

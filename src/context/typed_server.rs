@@ -35,6 +35,7 @@ use super::SourcedText;
 use super::typed::{MAX_HEADERS, TYPE_DEPTH, TypeRef, TypedHole};
 use crate::candidate::CandidateId;
 use crate::hole::Hole;
+use crate::lang::typescript::union_members;
 use crate::lang::{DeclarationStyle, HolePlace};
 use crate::lsp::{Client, LspError, ServerSpec, uri_path};
 use crate::repo::{FileId, RepoIndex};
@@ -438,7 +439,11 @@ pub fn ask(
                 "position": position(&cut, hole_at.prelude + offset),
                 "context": {"triggerKind": 1, "isRetrigger": false},
             });
-            parameter_type(&client.request("textDocument/signatureHelp", params)?)
+            let written = parameter_type(&client.request("textDocument/signatureHelp", params)?);
+            match written {
+                Some(written) => Some(instantiated(client, at_hole.clone(), written)?),
+                None => None,
+            }
         }
         HolePlace::Declaration { name } => {
             let named = &text[name..];
@@ -538,6 +543,37 @@ fn parameter_type(help: &Value) -> Option<String> {
     written_parameter_type(&label)
 }
 
+/// The parameter type `written` as the checker instantiates it at the hole: signature help
+/// writes a parameter as declared (`final: ParsePayload`), while TypeScript expects the type
+/// with its default type arguments (`ParsePayload<unknown>`), which the hole's own inference
+/// (hovering over it) shows.
+fn instantiated(client: &mut Client, at_hole: Value, written: String) -> Result<String, LspError> {
+    let hover = client.request("textDocument/hover", at_hole)?;
+    Ok(match expected_from_hover(&hover_text(&hover)) {
+        Some(inferred) => with_type_arguments(&written, &inferred).unwrap_or(written),
+        None => written,
+    })
+}
+
+/// `written` with each member of its union that `inferred` writes with type arguments
+/// (`ParsePayload` → `ParsePayload<unknown>`) taken from `inferred`; none where a member of
+/// `written` is not in `inferred`, so nothing but type arguments is ever taken from it.
+fn with_type_arguments(written: &str, inferred: &str) -> Option<String> {
+    let inferred = union_members(inferred);
+    let members = union_members(written);
+    let taken: Vec<&str> = members
+        .iter()
+        .map(|&member| {
+            inferred.iter().copied().find(|&i| {
+                i == member
+                    || (i.strip_prefix(member))
+                        .is_some_and(|args| args.starts_with('<') && args.ends_with('>'))
+            })
+        })
+        .collect::<Option<_>>()?;
+    (taken != members).then(|| taken.join(" | "))
+}
+
 /// The expected type of an argument for the parameter written `label`.
 fn written_parameter_type(label: &str) -> Option<String> {
     let label = label.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -563,7 +599,7 @@ fn written_parameter_type(label: &str) -> Option<String> {
         };
         return Some(element.to_string());
     }
-    let has_undefined = written.split('|').any(|m| m.trim() == "undefined");
+    let has_undefined = union_members(written).contains(&"undefined");
     Some(match name.ends_with('?') && !has_undefined {
         true => format!("{written} | undefined"),
         false => written.to_string(),
@@ -769,6 +805,29 @@ mod tests {
         assert_eq!(read("...rest: (A | B)[]").as_deref(), Some("A | B"));
         assert_eq!(read("x: any"), None);
         assert_eq!(read("x"), None);
+    }
+
+    #[test]
+    fn a_parameter_takes_only_type_arguments_from_the_holes_inference() {
+        let read = |written: &str, inferred: &str| with_type_arguments(written, inferred);
+        // Declared without its default type argument, which TypeScript fills in.
+        assert_eq!(
+            read("ParsePayload", "ParsePayload<unknown>").as_deref(),
+            Some("ParsePayload<unknown>")
+        );
+        assert_eq!(
+            read(
+                "ParsePayload | undefined",
+                "undefined | ParsePayload<unknown>"
+            )
+            .as_deref(),
+            Some("ParsePayload<unknown> | undefined")
+        );
+        // Nothing to take, or a type other than the parameter's: the parameter as written.
+        assert_eq!(read("Options | undefined", "Options | undefined"), None);
+        assert_eq!(read("KyHeadersInit | undefined", "KyHeadersInit"), None);
+        assert_eq!(read("T", "unknown"), None);
+        assert_eq!(read("Payload", "PayloadOf<unknown>"), None);
     }
 
     #[test]

@@ -257,6 +257,30 @@ pub trait TypeSyntax: Send + Sync {
     }
     /// How the language writes the declarations a typed hole shows.
     fn declaration_style(&self) -> DeclarationStyle;
+    /// `written` with each generic type it names without type arguments given those
+    /// `defaults` says it takes (TypeScript's checker writes `ParsePayload` declared
+    /// `interface ParsePayload<T = unknown>` as `ParsePayload<unknown>`); as written where the
+    /// language writes no defaults.
+    fn with_default_arguments(
+        &self,
+        written: &str,
+        defaults: &dyn Fn(&str) -> Option<String>,
+    ) -> String {
+        let _ = defaults;
+        written.to_string()
+    }
+    /// The type arguments the type `name` declared with `header` takes when it is written
+    /// without any (`<unknown>`), where every type parameter has a default.
+    fn default_arguments(&self, header: &str, name: &str) -> Option<String> {
+        let _ = (header, name);
+        None
+    }
+    /// Whether a call takes the first overload, in the order declared, that accepts its
+    /// arguments (TypeScript's rule), rather than one with exactly as many parameters as
+    /// the call has arguments.
+    fn first_overload_wins(&self) -> bool {
+        false
+    }
 }
 
 /// How a language writes the declarations typed-hole context shows: ChatLSP reproduces
@@ -323,6 +347,10 @@ pub struct FileFacts {
     /// sampling steps over as it steps over comment lines.
     #[serde(default)]
     pub documentation: Vec<Span>,
+    /// The modules the file declares for others by name (TypeScript's `declare module "x"`
+    /// in a declaration file), which an import of that name reaches.
+    #[serde(default)]
+    pub ambient_modules: Vec<String>,
 }
 
 /// A declared type as a language server sees it: its header and its members' declarations,

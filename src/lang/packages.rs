@@ -5,8 +5,9 @@
 //! field), which the package manager links into `node_modules` where TypeScript finds them.
 //! Inside a package, `exports` (subpaths, `*` patterns, conditions in the order written: the
 //! `tsconfig.json`'s `customConditions`, `types`, `import`, `node`, `default`), else `types`,
-//! `typings`, `main` and `index`, each target taken only where it is a repository file, as
-//! TypeScript falls through to the next condition when one names no file. A `#` specifier
+//! `typings`, `main` and `index` (a subpath as a path inside the package), each mapped
+//! through `typesVersions` first where it maps them, each target taken only where it is a
+//! repository file, as TypeScript falls through to the next condition when one names no file. A `#` specifier
 //! (`#internal/log`) is a subpath import of the file's own package, through its `imports`
 //! by the same rules.
 //!
@@ -19,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::tsconfig::{join, normalize};
+use super::tsconfig::{join, normalize, substitutions};
 use super::{ImportScope, ProjectFileError};
 
 /// The conditions TypeScript matches in `exports` for an import, besides a configuration's
@@ -99,6 +100,61 @@ struct Manifest {
     entries: Vec<String>,
     /// The `workspaces` field's patterns (npm, yarn: an array, or `{ "packages": [...] }`).
     workspaces: Option<Vec<String>>,
+    /// The `typesVersions` paths for the TypeScript keyhole reads as (the first version range
+    /// it is in): `paths`-style patterns over the package's own paths.
+    types_versions: Vec<(String, Vec<String>)>,
+}
+
+/// The TypeScript whose resolution keyhole follows, for a package's `typesVersions` (the one
+/// the tests pin, `tests/language-servers.txt`).
+const TYPESCRIPT_VERSION: [u64; 3] = [5, 9, 3];
+
+/// The paths of the first entry of a `typesVersions` object whose version range TypeScript
+/// [`TYPESCRIPT_VERSION`] is in, as TypeScript takes the first that matches.
+fn types_versions(value: Option<&Value>) -> Vec<(String, Vec<String>)> {
+    let Some(Value::Object(ranges)) = value else {
+        return Vec::new();
+    };
+    let paths = ranges
+        .iter()
+        .find(|(range, _)| in_version_range(range, TYPESCRIPT_VERSION));
+    match paths {
+        Some((_, Value::Object(paths))) => paths.iter().map(super::tsconfig::pattern).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `version` is in a semver range as `typesVersions` writes them: `*`, comparators
+/// (`>=3.1`, `<4`) that all hold, alternatives joined by `||`; a bare version (`4.1`) holds
+/// for the versions it begins.
+fn in_version_range(range: &str, version: [u64; 3]) -> bool {
+    range.split("||").any(|alternative| {
+        alternative.split_whitespace().all(|comparator| {
+            let operators = [">=", "<=", ">", "<", "="];
+            let (operator, written) = operators
+                .iter()
+                .find_map(|o| comparator.strip_prefix(o).map(|rest| (*o, rest)))
+                .unwrap_or(("", comparator));
+            if written == "*" {
+                return true;
+            }
+            let parts: Vec<Option<u64>> = written.split('.').map(|p| p.parse().ok()).collect();
+            let Some(parts) = parts.into_iter().collect::<Option<Vec<u64>>>() else {
+                return false;
+            };
+            let mut bound = [0; 3];
+            for (b, p) in bound.iter_mut().zip(&parts) {
+                *b = *p;
+            }
+            match operator {
+                ">=" => version >= bound,
+                ">" => version > bound,
+                "<=" => version <= bound,
+                "<" => version < bound,
+                _ => version[..parts.len().min(3)] == bound[..parts.len().min(3)],
+            }
+        })
+    })
 }
 
 /// A `package.json` as its project file holds it, with (for a workspace root, once a source
@@ -131,6 +187,7 @@ impl Manifest {
                 .filter_map(string)
                 .collect(),
             workspaces,
+            types_versions: types_versions(value.get("typesVersions")),
         };
         Ok(ReadManifest {
             manifest,
@@ -151,12 +208,21 @@ impl Manifest {
             // Where `exports` is given, it is all the package offers.
             return Targets { dir, conditions }.resolve(exports, subpath, load);
         }
+        // `typesVersions` maps a path inside the package (a subpath, or the entry a field
+        // names) first, as TypeScript maps it before it looks there.
+        let mapped = |path: &str| {
+            let relative = normalize("", path)?;
+            substitutions(&self.types_versions, &relative)
+                .iter()
+                .find_map(|target| at(target))
+        };
         if subpath != "." {
-            return at(subpath);
+            return mapped(subpath).or_else(|| at(subpath));
         }
         self.entries
             .iter()
-            .find_map(|entry| at(entry))
+            .find_map(|entry| mapped(entry).or_else(|| at(entry)))
+            .or_else(|| mapped("index"))
             .or_else(|| at("."))
     }
 }
@@ -438,6 +504,26 @@ fn strings(values: &[Value]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn types_versions_ranges_hold_as_semver_says() {
+        let v = [5, 9, 3];
+        for holds in [
+            "*",
+            ">=3.1",
+            ">4",
+            "<6",
+            ">=5.9 <6",
+            "5",
+            "5.9",
+            "<4 || >=5.0",
+        ] {
+            assert!(in_version_range(holds, v), "{holds}");
+        }
+        for fails in ["<4.0", ">=6", "5.8", "<=5.9.2", ">=5 <5.9", "beta"] {
+            assert!(!in_version_range(fails, v), "{fails}");
+        }
+    }
 
     #[test]
     fn specifiers_split_into_package_and_subpath() {

@@ -128,25 +128,8 @@ impl TsConfig {
     /// (an exact pattern, then the longest prefix before `*`), then under `baseUrl`.
     pub(super) fn candidates(&self, specifier: &str) -> Vec<String> {
         let base = self.base_url.as_deref().unwrap_or(&self.paths_dir);
-        let mut matched: Vec<(usize, &[String], &str)> = Vec::new();
-        for (pattern, targets) in &self.paths {
-            match pattern.split_once('*') {
-                None if pattern == specifier => matched.push((usize::MAX, targets, "")),
-                Some((prefix, suffix))
-                    if specifier.len() >= prefix.len() + suffix.len()
-                        && specifier.starts_with(prefix)
-                        && specifier.ends_with(suffix) =>
-                {
-                    let star = &specifier[prefix.len()..specifier.len() - suffix.len()];
-                    matched.push((prefix.len(), targets, star));
-                }
-                _ => {}
-            }
-        }
-        matched.sort_by_key(|(specificity, _, _)| std::cmp::Reverse(*specificity));
-        let mut out: Vec<String> = matched
+        let mut out: Vec<String> = substitutions(&self.paths, specifier)
             .into_iter()
-            .flat_map(|(_, targets, star)| targets.iter().map(move |t| t.replacen('*', star, 1)))
             .filter_map(|t| normalize(base, &t))
             .collect();
         if let Some(base_url) = &self.base_url {
@@ -154,6 +137,32 @@ impl TsConfig {
         }
         out
     }
+}
+
+/// What `paths`-style patterns (`@app/*` → `src/app/*`; also a package's `typesVersions`)
+/// make of `name`: the targets of the patterns it matches, `*` replaced, the most specific
+/// pattern first (an exact one, then the longest prefix before `*`).
+pub(super) fn substitutions(patterns: &[(String, Vec<String>)], name: &str) -> Vec<String> {
+    let mut matched: Vec<(usize, &[String], &str)> = Vec::new();
+    for (pattern, targets) in patterns {
+        match pattern.split_once('*') {
+            None if pattern == name => matched.push((usize::MAX, targets, "")),
+            Some((prefix, suffix))
+                if name.len() >= prefix.len() + suffix.len()
+                    && name.starts_with(prefix)
+                    && name.ends_with(suffix) =>
+            {
+                let star = &name[prefix.len()..name.len() - suffix.len()];
+                matched.push((prefix.len(), targets, star));
+            }
+            _ => {}
+        }
+    }
+    matched.sort_by_key(|(specificity, _, _)| std::cmp::Reverse(*specificity));
+    matched
+        .into_iter()
+        .flat_map(|(_, targets, star)| targets.iter().map(move |t| t.replacen('*', star, 1)))
+        .collect()
 }
 
 /// One resolution of a configuration with what it extends.
@@ -260,7 +269,7 @@ impl<'s> Resolution<'s> {
 }
 
 /// A `paths` entry with its substitutions (those that are not strings left out).
-fn pattern((pattern, targets): (&String, &serde_json::Value)) -> (String, Vec<String>) {
+pub(super) fn pattern((pattern, targets): (&String, &serde_json::Value)) -> (String, Vec<String>) {
     let targets = targets
         .as_array()
         .into_iter()

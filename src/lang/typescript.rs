@@ -1,9 +1,11 @@
 //! TypeScript, TSX and JavaScript facts through tree-sitter-typescript, in one pass over the
 //! syntax tree, and ES imports resolved to repository files as TypeScript's module resolution
-//! finds them: relative specifiers by path, others through the `baseUrl` and `paths` of the
-//! file's nearest `tsconfig.json`, then the repository's own packages by name
+//! finds them: relative specifiers by path, others as a module a declaration file of the
+//! repository declares by name (`declare module "x"`), else through the `baseUrl` and `paths`
+//! of the file's nearest `tsconfig.json`, then the repository's own packages by name
 //! ([`super::packages`]). A name imported from a barrel is followed to the file that declares
-//! it, and a namespace's members used through it (`core.parse`) to theirs.
+//! it, and a namespace's members used through it (`core.parse`) to theirs; CommonJS exports
+//! (`module.exports = ...`, `exports.x = ...`) read as ES exports, `require` as an import.
 
 use std::cell::RefCell;
 
@@ -15,6 +17,7 @@ use super::tsconfig::{TsConfig, normalize};
 pub use super::typescript_tree::{Grammar, parse};
 use super::typescript_tree::{header_span, is_parameter_property, type_kind};
 use super::typescript_typed;
+pub use super::typescript_typed::union_members;
 use super::{
     FileFacts, FileId, HoleSyntax, Import, ImportDecl, ImportKind, ImportScope, Language,
     MethodDecl, Span, SyntaxError, TypeDecl, TypeKind, TypeSyntax,
@@ -99,6 +102,13 @@ impl Language for TypeScript {
             "\"use strict\"" | "'use strict'"
         );
         trimmed.starts_with("import ") || reexport || directive
+    }
+
+    /// The modules the file declares by name (`declare module "legacy-charts"`), under
+    /// [`ambient_module`]'s key.
+    fn qualified_names(&self, _path: &str, facts: &FileFacts) -> Vec<(String, bool)> {
+        let names = facts.ambient_modules.iter();
+        names.map(|name| (ambient_module(name), true)).collect()
     }
 
     /// npm's, pnpm's and yarn's installs: TypeScript resolves a bare specifier there only
@@ -307,10 +317,17 @@ fn resolve_specifier(
         || specifier.starts_with("./")
         || specifier.starts_with("../");
     if relative {
-        return resolve_path(&normalize(dir, specifier)?, scope);
+        return normalize(dir, specifier)
+            .and_then(|path| resolve_path(&path, scope))
+            .or_else(|| module_pattern(specifier, scope));
     }
     if specifier.starts_with('/') {
         return None;
+    }
+    // A module a file of the repository declares by this name: TypeScript looks for such
+    // ambient modules before it resolves a name to a path.
+    if let Some(declared) = declared_module(specifier, scope) {
+        return Some(declared);
     }
     let config = TsConfig::of_file(from, scope);
     let load = |path: &str| resolve_path(path, scope);
@@ -322,6 +339,31 @@ fn resolve_specifier(
             let conditions = config.custom_conditions();
             super::packages::resolve(dir, specifier, conditions, scope, &load)
         })
+        .or_else(|| module_pattern(specifier, scope))
+}
+
+/// The file that declares the module `name` (`declare module "name"`), with its path.
+fn declared_module(name: &str, scope: &dyn ImportScope) -> Option<(FileId, String)> {
+    let declared = scope.declaring(&ambient_module(name))?;
+    let (path, _) = scope.source(declared)?;
+    Some((declared, path.to_string()))
+}
+
+/// The file declaring a module pattern (`declare module "*.svg"`, `"virtual:*"`) that
+/// `specifier` matches, which TypeScript tries where nothing else resolved: the `*` standing
+/// for what comes before a `.`, `/`, `:`, `?` or `!` of it, or for what follows one.
+fn module_pattern(specifier: &str, scope: &dyn ImportScope) -> Option<(FileId, String)> {
+    let mut marks = specifier.match_indices(['.', '/', ':', '?', '!']);
+    marks.find_map(|(at, mark)| {
+        declared_module(&format!("*{}", &specifier[at..]), scope)
+            .or_else(|| declared_module(&format!("{}*", &specifier[..at + mark.len()]), scope))
+    })
+}
+
+/// The name under which a file's `declare module "name"` is found
+/// ([`Language::qualified_names`]): quoted, so it is no other language's qualified name.
+fn ambient_module(name: &str) -> String {
+    format!("declare module {name:?}")
 }
 
 /// A module path as TypeScript resolves it: a `.js`-family specifier names its TypeScript
@@ -382,6 +424,9 @@ struct Extractor<'a> {
     local_exports: Vec<(String, String)>,
     /// Dotted names (`core.parse`, `z.ZodType`) with the lines they are used on.
     dotted: DottedUsages,
+    /// Whether the file imports or exports at its top level (an ES module): there a
+    /// `declare module "x"` augments the module `x` is, and declares none.
+    es_module: bool,
 }
 
 /// Functions and methods with a name field (arrow functions are named by their variable).
@@ -412,6 +457,7 @@ impl<'a> Extractor<'a> {
             pending_names: None,
             local_exports: Vec::new(),
             dotted: DottedUsages::default(),
+            es_module: false,
         }
     }
 
@@ -456,6 +502,9 @@ impl<'a> Extractor<'a> {
         if node.is_error() || node.is_missing() {
             self.facts.syntax_errors += 1;
         }
+        if matches!(node.kind(), "import_statement" | "export_statement") && kinds.len() == 1 {
+            self.es_module = true;
+        }
         match node.kind() {
             "identifier"
             | "property_identifier"
@@ -494,6 +543,16 @@ impl<'a> Extractor<'a> {
                 self.dotted_usage(node)
             }
             "lexical_declaration" | "variable_declaration" => self.function_variables(node),
+            "assignment_expression" if matches!(kinds, [_, "expression_statement"]) => {
+                self.commonjs_export(node)
+            }
+            "module" => {
+                let name = node.child_by_field_name("name");
+                let declared = name.and_then(|n| string_value(n, self.source));
+                self.facts
+                    .ambient_modules
+                    .extend(declared.map(str::to_string));
+            }
             // `const x = require('./e')` is an import line: its names are not usages.
             "variable_declarator" => return self.note_require(node),
             "call_expression" => self.dynamic_import(node),
@@ -629,6 +688,92 @@ impl<'a> Extractor<'a> {
                     .collect();
                 self.local_exports.extend(listed);
             }
+        }
+    }
+
+    /// A top-level CommonJS export: `module.exports = { a, b: require('./b') }`,
+    /// `module.exports = require('./c')` (the module is that one), `exports.d = ...` and
+    /// `module.exports.d = ...`. What it exports is the file's, or re-exported from the
+    /// module a `require` names, as ES exports are.
+    fn commonjs_export(&mut self, node: Node) {
+        let (Some(left), Some(right)) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let left: String = self.text(left).split_whitespace().collect();
+        let named = left
+            .strip_prefix("module.exports.")
+            .or_else(|| left.strip_prefix("exports."));
+        if let Some(name) = named {
+            if !name.contains('.') {
+                self.commonjs_value(name.to_string(), right);
+            }
+            return;
+        }
+        if left != "module.exports" {
+            return;
+        }
+        if let Some(specifier) = self.loaded_module(right) {
+            self.push_import(Some(specifier), true, Vec::new(), true);
+            return;
+        }
+        if right.kind() != "object" {
+            self.commonjs_value("default".to_string(), right);
+            return;
+        }
+        for property in named_children(right) {
+            match property.kind() {
+                "shorthand_property_identifier" => {
+                    let name = self.text(property).to_string();
+                    self.local_exports.push((name.clone(), name));
+                }
+                "pair" => {
+                    let (Some(key), Some(value)) = (
+                        property.child_by_field_name("key"),
+                        property.child_by_field_name("value"),
+                    ) else {
+                        continue;
+                    };
+                    let key = match key.kind() {
+                        "string" => string_value(key, self.source),
+                        "property_identifier" => Some(self.text(key)),
+                        _ => None,
+                    };
+                    if let Some(key) = key {
+                        self.commonjs_value(key.to_string(), value);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `value` exported as `name`: a local name (sorted out with the file's imports, as
+    /// `export { a as name }` is), a module `require` loads or one of its members
+    /// (re-exported), else a value of the file's own.
+    fn commonjs_value(&mut self, name: String, value: Node) {
+        if value.kind() == "identifier" {
+            self.local_exports
+                .push((self.text(value).to_string(), name));
+            return;
+        }
+        if let Some(specifier) = self.loaded_module(value) {
+            self.push_import(Some(specifier), false, vec![(name, "*".into())], true);
+            return;
+        }
+        let member = (value.kind() == "member_expression")
+            .then(|| value.child_by_field_name("object"))
+            .flatten()
+            .and_then(|object| self.loaded_module(object))
+            .zip(value.child_by_field_name("property"));
+        match member {
+            Some((specifier, property)) => {
+                let taken = self.text(property).to_string();
+                self.push_import(Some(specifier), false, vec![(name, taken)], true);
+            }
+            None => self.facts.top_level_names.push(name),
         }
     }
 
@@ -801,6 +946,11 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
+        if self.es_module {
+            // Augmentations (`declare module "vue" { ... }` in a module) add to a module
+            // found elsewhere.
+            self.facts.ambient_modules.clear();
+        }
         self.facts.name_usages = self.usages.into_sorted();
         // `import { a } from './x'; export { a as b }` re-exports `x`'s `a` as `b`, as
         // `export { a as b } from './x'` would; a listed name the file declares is its own.
@@ -1274,6 +1424,62 @@ const fs = require('./fs-shim');
             vec![("c/x.ts", vec![])]
         );
     }
+    #[test]
+    fn commonjs_exports_read_as_the_es_exports_they_stand_for() {
+        let source = "const helpers = require('./helpers');\nclass Local {}\n\
+                      exports.Parser = require('./parser').Parser;\nexports.format = require('./format');\n\
+                      module.exports.helpers = helpers;\nmodule.exports.Local = Local;\nexports.version = '1';\n\
+                      module.exports = { Local, tokens: require('./tokens'), 'kebab-name': 1 };\n\
+                      module.exports = require('./all');\nif (ready) {\n  exports.hidden = 1;\n}\n";
+        let facts = TSX.extract(source);
+        assert_eq!(
+            facts.top_level_names,
+            ["Local", "kebab-name", "version"],
+            "only the top level's exports"
+        );
+        // (module, whether all of it, (name here, name there)).
+        type Reexport<'f> = (&'f str, bool, Vec<(&'f str, &'f str)>);
+        let reexports: Vec<Reexport> = facts
+            .imports
+            .iter()
+            .filter(|i| i.reexport)
+            .map(|i| {
+                let members = i.members.iter();
+                let members = members.map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                (i.path.as_str(), i.wildcard, members)
+            })
+            .collect();
+        assert_eq!(
+            reexports,
+            vec![
+                ("./parser", false, vec![("Parser", "Parser")]),
+                ("./format", false, vec![("format", "*")]),
+                ("./tokens", false, vec![("tokens", "*")]),
+                ("./all", true, vec![]),
+                ("./helpers", false, vec![("helpers", "*")]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_declaration_file_names_the_modules_it_declares() {
+        let source = "declare module \"legacy\" {\n  export function f(): void;\n}\n\
+                      declare module '*.svg' {\n  const url: string;\n  export default url;\n}\n\
+                      declare namespace Inner {\n  const x: number;\n}\nmodule Old {}\n";
+        let facts = TYPESCRIPT.extract(source);
+        assert_eq!(facts.ambient_modules, ["legacy", "*.svg"]);
+        // In a module, `declare module` augments a module that is elsewhere.
+        let augmenting = format!("import {{ App }} from 'vue';\n{source}");
+        assert!(TYPESCRIPT.extract(&augmenting).ambient_modules.is_empty());
+        assert_eq!(
+            TYPESCRIPT.qualified_names("types/vendor.d.ts", &facts),
+            vec![
+                ("declare module \"legacy\"".to_string(), true),
+                ("declare module \"*.svg\"".to_string(), true)
+            ]
+        );
+    }
+
     /// A repository of sources (with their facts) and project files, for the rules that read
     /// other files: barrels, packages, workspaces.
     struct Repo {

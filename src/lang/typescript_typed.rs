@@ -677,18 +677,31 @@ pub struct TypeScriptTypes;
 
 /// `Order | undefined` → `Order`, `Order`... the members of a top-level union or intersection.
 fn members(written: &str) -> Vec<&str> {
+    split_top(written, &['|', '&'])
+}
+
+/// The members of a top-level union (`A<B | C> | (x: D) => E` → `A<B | C>`, `(x: D) => E`).
+pub fn union_members(written: &str) -> Vec<&str> {
+    split_top(written, &['|'])
+}
+
+/// `written` split at the `separators` outside brackets (an arrow's `=>` is none).
+fn split_top<'t>(written: &'t str, separators: &[char]) -> Vec<&'t str> {
     let mut out = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
+    let mut previous = ' ';
     for (i, c) in written.char_indices() {
         match c {
             '<' | '(' | '[' | '{' => depth += 1,
+            '>' if previous == '=' => {}
             '>' | ')' | ']' | '}' => depth -= 1,
-            '|' | '&' if depth == 0 => {
+            c if depth == 0 && separators.contains(&c) => {
                 out.push(written[start..i].trim());
                 start = i + 1;
             }
             _ => {}
         }
+        previous = c;
     }
     out.push(written[start..].trim());
     out.retain(|m| !m.is_empty());
@@ -702,6 +715,86 @@ fn is_nullish(written: &str) -> bool {
 impl TypeSyntax for TypeScriptTypes {
     fn declaration_style(&self) -> super::DeclarationStyle {
         super::DeclarationStyle::TypeScript
+    }
+
+    /// Each name of a type (not a member, not after `typeof`) written without `<...>`.
+    fn with_default_arguments(
+        &self,
+        written: &str,
+        defaults: &dyn Fn(&str) -> Option<String>,
+    ) -> String {
+        let is_part = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
+        let mut out = String::with_capacity(written.len());
+        let mut rest = written;
+        while let Some(start) = rest.find(|c: char| is_part(c) && c != '.') {
+            let end = rest[start..]
+                .find(|c: char| !is_part(c))
+                .map_or(rest.len(), |e| start + e);
+            let (before, name, after) = (&rest[..start], &rest[start..end], &rest[end..]);
+            out.push_str(before);
+            out.push_str(name);
+            let next = after.trim_start().chars().next();
+            // An indexed access (`ZodType["encode"]`) is a member's type, not the generic's.
+            let indexed =
+                after.trim_start().starts_with('[') && !after.trim_start().starts_with("[]");
+            let named_type = !matches!(next, Some('<' | ':' | '(' | '?'))
+                && !indexed
+                && !out[..out.len() - name.len()].trim_end().ends_with("typeof")
+                && name.starts_with(|c: char| !c.is_ascii_digit());
+            if let Some(arguments) = named_type.then(|| defaults(name)).flatten() {
+                out.push_str(&arguments);
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// `interface ParsePayload<T = unknown>` → `<unknown>`; none where a parameter has no
+    /// default (`<T, U = T>`).
+    fn default_arguments(&self, header: &str, name: &str) -> Option<String> {
+        let at = header.find(&format!("{name}<"))? + name.len();
+        let list = &header[at + 1..];
+        let (mut depth, mut previous) = (1i32, ' ');
+        let mut end = None;
+        for (i, c) in list.char_indices() {
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' if previous == '=' => {}
+                '>' | ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                end = Some(i);
+                break;
+            }
+            previous = c;
+        }
+        let parameters = split_top(&list[..end?], &[',']);
+        let defaults: Vec<&str> = parameters
+            .iter()
+            .map(|p| {
+                // The `=` of the default, not one of an arrow's `=>`.
+                let bytes = p.as_bytes();
+                let eq = (0..bytes.len()).find(|&i| {
+                    bytes[i] == b'=' && bytes.get(i + 1) != Some(&b'>') && {
+                        let before = &p[..i];
+                        let open = before.matches(['<', '(', '[', '{']).count();
+                        let close = before.matches(['>', ')', ']', '}']).count()
+                            - before.matches("=>").count();
+                        open == close
+                    }
+                })?;
+                Some(p[eq + 1..].trim())
+            })
+            .collect::<Option<_>>()?;
+        (!defaults.is_empty()).then(|| format!("<{}>", defaults.join(", ")))
+    }
+
+    /// TypeScript tries a call's overloads in the order declared and takes the first that
+    /// fits; the hole's line is cut, so the arguments seen are a lower bound.
+    fn first_overload_wins(&self) -> bool {
+        true
     }
 
     /// `T | undefined | null` → `T`; an intersection is left as written.
@@ -1122,6 +1215,45 @@ function ship(order: Order, when: Date): boolean {
             expected("        return this.price;", "        // x = "),
             None
         );
+    }
+
+    #[test]
+    fn generic_types_written_bare_take_their_default_type_arguments() {
+        let t = TypeScriptTypes;
+        let read = |header: &str, name: &str| t.default_arguments(header, name);
+        assert_eq!(
+            read("export interface ParsePayload<T = unknown>", "ParsePayload").as_deref(),
+            Some("<unknown>")
+        );
+        assert_eq!(
+            read(
+                "class Box<T extends (x: A) => B = () => C, U = Map<K, V>>",
+                "Box"
+            )
+            .as_deref(),
+            Some("<() => C, Map<K, V>>")
+        );
+        assert_eq!(read("interface Pair<T, U = T>", "Pair"), None);
+        assert_eq!(read("interface Plain", "Plain"), None);
+        let defaults = |name: &str| (name == "ParsePayload").then(|| "<unknown>".to_string());
+        assert_eq!(
+            t.with_default_arguments(
+                "ParsePayload | ParsePayload<string> | { ParsePayload: ParsePayload[] } | typeof ParsePayload | ParsePayload[\"value\"]",
+                &defaults
+            ),
+            "ParsePayload<unknown> | ParsePayload<string> | { ParsePayload: ParsePayload<unknown>[] } | typeof ParsePayload | ParsePayload[\"value\"]"
+        );
+    }
+
+    #[test]
+    fn a_union_splits_at_its_top_level_bars_only() {
+        assert_eq!(
+            union_members("Map<string, A | B> | ((x: C) => D | E) | undefined"),
+            ["Map<string, A | B>", "((x: C) => D | E)", "undefined"]
+        );
+        // An arrow's `=>` closes no bracket.
+        assert_eq!(union_members("(() => A) | B"), ["(() => A)", "B"]);
+        assert_eq!(union_members("A & B"), ["A & B"]);
     }
 
     #[test]

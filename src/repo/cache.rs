@@ -29,7 +29,7 @@ use crate::lang::{FileFacts, MethodDecl, Span};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 7;
+const FORMAT_VERSION: u32 = 8;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
@@ -473,6 +473,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
         wildcard_names: _,
         dotted_usages,
         documentation,
+        ambient_modules: _,
     } = facts;
     let mut spans: Vec<Span> = Vec::new();
     spans.extend(types.iter().map(|t| t.name_span));

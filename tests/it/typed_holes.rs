@@ -603,6 +603,59 @@ fn an_argument_of_an_imported_function_expects_its_parameters_type() {
     );
 }
 
+#[test]
+fn a_typescript_call_takes_the_first_overload_that_accepts_its_arguments() {
+    // As ky's test helper declares it: the overload with the context comes first.
+    let (_dir, index) = repo(&[
+        (
+            "helpers/server.ts",
+            "export interface Context {\n  title: string;\n}\n\
+             export interface ServerOptions {\n  port: number;\n}\n\
+             export async function createServer(t: Context, options?: ServerOptions): Promise<void>;\n\
+             export async function createServer(options?: ServerOptions): Promise<void>;\n\
+             export async function createServer(a?: Context | ServerOptions, b?: ServerOptions): Promise<void> {}\n",
+        ),
+        (
+            "test/main.ts",
+            "import { createServer } from '../helpers/server';\n\
+             \n\
+             export async function run(t: any) {\n  await createServer(t);\n}\n",
+        ),
+    ]);
+    // One argument seen fits both; TypeScript takes the first declared, not the one with
+    // exactly one parameter.
+    assert_eq!(
+        expected(&index, "test/main.ts", "createServer(").as_deref(),
+        Some("Context")
+    );
+}
+
+#[test]
+fn a_typescript_generic_type_written_bare_is_stated_with_its_default_type_arguments() {
+    // As zod's `handlePropertyResult(result: ParsePayload, ...)`: TypeScript's checker
+    // expects `ParsePayload<unknown>` there.
+    let (_dir, index) = repo(&[
+        (
+            "core/payload.ts",
+            "export interface ParsePayload<T = unknown> {\n  value: T;\n}\n",
+        ),
+        (
+            "core/run.ts",
+            "import { ParsePayload } from './payload';\n\n\
+             export function handle(result: ParsePayload, key: string): void {}\n\n\
+             export function run(p: ParsePayload<string>) {\n  handle(p, 'k');\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        expected(&index, "core/run.ts", "  handle(").as_deref(),
+        Some("ParsePayload<unknown>")
+    );
+    assert_eq!(
+        expected(&index, "core/run.ts", "  handle(p, ").as_deref(),
+        Some("string")
+    );
+}
+
 /// A module as click and rich write them: forward references in quotes (`"Context"`,
 /// `t.List["Segment"]`) and class constants as `t.ClassVar[...]`.
 const PY_CONTEXT: &str = r#"import typing as t

@@ -583,6 +583,146 @@ fn a_server_that_stops_answering_after_start_is_stopped_and_said_so_for_every_la
     assert!(!why.contains('\n'));
 }
 
+/// Answers `initialize`; at the first request says it loads the project (a work-done
+/// progress begun, then silence for `{load}` seconds); then, where `{ends}`, ends the progress
+/// and answers every request (a hover as `let x: Loaded`).
+const LOADING: &str = r#"
+import json, sys, time
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+def answer(message):
+    result = {"contents": "let x: Loaded"} if message["method"] == "textDocument/hover" else None
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+message = read()
+send({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}})
+message = read()
+while "id" not in message:
+    message = read()
+send({"jsonrpc": "2.0", "id": "p", "method": "window/workDoneProgress/create", "params": {"token": 7}})
+send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": 7, "value": {"kind": "begin", "title": "Loading"}}})
+time.sleep({load})
+if not {ends}:
+    while True:
+        read()
+send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": 7, "value": {"kind": "end"}}})
+answer(message)
+while True:
+    message = read()
+    if "method" in message and "id" in message:
+        answer(message)
+"#;
+
+/// A pool whose servers may stay silent for 2 s while they start.
+fn pool_starting_within_two_seconds(search_path: OsString) -> Servers {
+    let timeouts = Timeouts {
+        start: Duration::from_secs(2),
+        request: Duration::from_secs(2),
+    };
+    Servers::new(Some(search_path), timeouts)
+}
+
+#[test]
+fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout() {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    // Silent for twice the start timeout, its progress open.
+    let script = LOADING.replace("{load}", "4").replace("{ends}", "True");
+    let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
+    let answer = hover(&servers, root.path())
+        .unwrap()
+        .expect("it answers once loaded");
+    assert_eq!(answer.expected.as_deref(), Some("Loaded"), "{answer:?}");
+}
+
+#[test]
+fn a_server_that_says_it_loads_forever_is_stopped_after_the_load_limit_in_one_line() {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let script = LOADING.replace("{load}", "0").replace("{ends}", "False");
+    let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
+    let started = std::time::Instant::now();
+    let why = hover(&servers, root.path())
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    // Ten start timeouts, then the syntax tree's reading; never a hang.
+    assert_eq!(
+        why,
+        "keyhole-fake-lsp did not answer `textDocument/hover` within 20 s, so it was stopped"
+    );
+    assert!(started.elapsed() < Duration::from_secs(120));
+}
+
+/// Answers signature help at any argument with `handle(result: Payload)`, as zod's
+/// `handlePropertyResult` is declared, and the hole's hover with TypeScript's instantiation of
+/// it; everything else with nothing.
+const DECLARED_WITHOUT_DEFAULTS: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+help = {"activeSignature": 0, "activeParameter": 0, "signatures": [
+    {"label": "handle(result: Payload): void", "parameters": [{"label": "result: Payload"}]}]}
+hover = {"contents": {"kind": "markdown", "value": "```typescript\nfunction _<Payload<unknown>>(): Payload<unknown>\n```"}}
+while True:
+    message = read()
+    if "id" not in message or "method" not in message:
+        continue
+    result = {"initialize": {"capabilities": {}}, "textDocument/signatureHelp": help,
+              "textDocument/hover": hover}.get(message["method"])
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"#;
+
+#[test]
+fn an_arguments_parameter_declared_without_its_type_arguments_is_stated_as_typescript_instantiates_it()
+ {
+    let bin = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let servers = pool(fake_server(bin.path(), DECLARED_WITHOUT_DEFAULTS));
+    let sources = vec![(
+        "main.ts".to_string(),
+        "declare function handle(result: Payload): void;\nhandle(payload);\n".to_string(),
+    )];
+    let index = RepoIndex::from_sources(root.path(), sources);
+    let hole = Hole::at(&index, "main.ts", 2, 8).unwrap();
+    let answer = servers
+        .with(&FAKE, root.path(), |client| {
+            typed_server::ask(client, &FAKE, &index, &hole)
+        })
+        .unwrap()
+        .expect("it answers");
+    assert_eq!(
+        answer.expected.as_deref(),
+        Some("Payload<unknown>"),
+        "{answer:?}"
+    );
+}
+
 #[test]
 fn no_installed_server_means_no_answer() {
     let empty = tempfile::tempdir().unwrap();

@@ -223,3 +223,129 @@ fn a_malformed_package_json_is_one_warning_naming_it_and_resolution_goes_on() {
     let files = imported(&repo, "packages/app/main.ts:4:13", dir.path());
     assert_eq!(files, set(&["packages/ok/src/index.ts"]));
 }
+
+#[test]
+fn a_packages_types_versions_map_its_subpaths_and_its_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[
+            ("pnpm-workspace.yaml", "packages:\n  - packages/*\n"),
+            // No `exports`; its `types` names a build that is not there. The first range is
+            // for TypeScripts before 4, so the `*` entry maps.
+            (
+                "packages/ui/package.json",
+                r#"{
+  "name": "@acme/ui",
+  "main": "dist/index.js",
+  "types": "dist/index.d.ts",
+  "typesVersions": {
+    "<4.0": { "*": ["ts3/*"] },
+    "*": { "dist/index.d.ts": ["./src/index.ts"], "v2": ["./src/v2/index.ts"], "*": ["./src/*"] }
+  }
+}"#,
+            ),
+            ("packages/ui/src/index.ts", "export const VERSION = '1';\n"),
+            (
+                "packages/ui/src/v2/index.ts",
+                "export function card(): string {\n  return 'card';\n}\n",
+            ),
+            (
+                "packages/ui/src/button.ts",
+                "export function button(): string {\n  return 'button';\n}\n",
+            ),
+            ("packages/ui/ts3/button.ts", "export function button() {}\n"),
+            (
+                "packages/app/src/main.ts",
+                "import { VERSION } from '@acme/ui';\nimport { card } from '@acme/ui/v2';\nimport { button } from '@acme/ui/button';\n\nconsole.log(VERSION, card(), button());\n",
+            ),
+        ],
+    );
+    let files = imported(&repo, "packages/app/src/main.ts:5:13", dir.path());
+    assert_eq!(
+        files,
+        set(&[
+            "packages/ui/src/index.ts",
+            "packages/ui/src/v2/index.ts",
+            "packages/ui/src/button.ts",
+        ])
+    );
+}
+
+#[test]
+fn a_module_a_declaration_file_declares_by_name_is_what_the_name_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[
+            ("tsconfig.json", r#"{ "include": ["src", "types"] }"#),
+            (
+                "types/vendor.d.ts",
+                "declare module \"legacy-charts\" {\n  export interface Chart {\n    draw(): void;\n  }\n  export function render(id: string): Chart;\n}\n",
+            ),
+            // A pattern: what matches no file is taken from it.
+            (
+                "types/assets.d.ts",
+                "declare module \"*.svg\" {\n  const url: string;\n  export default url;\n}\n",
+            ),
+            (
+                "src/app.ts",
+                "import { render } from \"legacy-charts\";\nimport logo from \"./logo.svg\";\n\nconst chart = render(logo);\nchart.draw();\n",
+            ),
+        ],
+    );
+    let files = imported(&repo, "src/app.ts:5:7", dir.path());
+    assert_eq!(files, set(&["types/vendor.d.ts", "types/assets.d.ts"]));
+}
+
+#[test]
+fn commonjs_exports_and_requires_reach_the_files_that_declare_what_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write_tree(
+        &repo,
+        &[
+            (
+                "package.json",
+                r#"{ "name": "textkit", "main": "lib/index.js" }"#,
+            ),
+            // The entry is another module as a whole; that module gathers the others.
+            (
+                "lib/index.js",
+                "'use strict';\n\nmodule.exports = require('./core');\n",
+            ),
+            (
+                "lib/core.js",
+                "'use strict';\nconst helpers = require('./helpers');\n\nexports.Parser = require('./parser').Parser;\nexports.format = require('./format');\nmodule.exports.helpers = helpers;\n",
+            ),
+            (
+                "lib/parser.js",
+                "class Parser {\n  parse(text) {\n    return text.split(' ');\n  }\n}\n\nmodule.exports = { Parser };\n",
+            ),
+            (
+                "lib/format.js",
+                "module.exports = function format(words) {\n  return words.join(' ');\n};\n",
+            ),
+            (
+                "lib/helpers.js",
+                "exports.slug = function slug(text) {\n  return text.toLowerCase();\n};\n",
+            ),
+            (
+                "test/parse.test.js",
+                "const textkit = require('../lib');\nconst { Parser } = require('../lib');\n\nconst words = new Parser().parse('A b');\nconsole.log(textkit.format(words), textkit.helpers.slug('A'));\n",
+            ),
+        ],
+    );
+    let files = imported(&repo, "test/parse.test.js:5:13", dir.path());
+    assert_eq!(
+        files,
+        set(&[
+            "lib/index.js",
+            "lib/parser.js",
+            "lib/format.js",
+            "lib/helpers.js",
+        ])
+    );
+}
