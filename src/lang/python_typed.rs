@@ -10,7 +10,7 @@
 
 use tree_sitter::Node;
 
-use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
+use super::hole_grammar::{self, HoleGrammar, Lexicon, MemberSyntax};
 use super::python_tree::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
@@ -526,16 +526,12 @@ const MEMBERS: MemberSyntax = MemberSyntax {
     },
 };
 
-/// Walk up from the expression at the hole (the path's last node) through expressions it
-/// ends (`a.▮`, `▮()`, `▮[i]`, a conditional's branch): the index in the path of the
-/// outermost one, whose parent says what type it must have. `None` at the root.
+/// [`hole_grammar::outermost`] through Python's `a.▮`, `▮()`, `▮[i]`, `(▮)` and a
+/// conditional's branch.
 fn outermost(path: &[Node]) -> Option<usize> {
-    let mut at = path.len().checked_sub(1)?;
-    loop {
-        let node = path[at];
-        let parent = path[at.checked_sub(1)?];
+    hole_grammar::outermost(path, |node, parent, _| {
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
-        let passes = match parent.kind() {
+        match parent.kind() {
             "parenthesized_expression" => true,
             "attribute" => is("attribute"),
             "call" => is("function"),
@@ -543,12 +539,8 @@ fn outermost(path: &[Node]) -> Option<usize> {
             // `a if cond else b`: the condition is the second part.
             "conditional_expression" => code_children(parent).get(1) != Some(&node),
             _ => false,
-        };
-        if !passes {
-            return Some(at);
         }
-        at -= 1;
-    }
+    })
 }
 
 /// The type the place of the expression at the hole says it must have. A condition expects

@@ -464,12 +464,33 @@ fn a_hole_without_an_expected_type_is_said_so() {
 
 // ----- Servers that misbehave ------------------------------------------------------------------
 
+/// What a fake server that reads starts with: `read()`, the next message from keyhole (the
+/// process ends when keyhole stops writing).
+const FAKE_FRAMING: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+"#;
+
+/// `script` as an executable Python server at `path`.
+fn write_fake(path: &Path, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/usr/bin/env python3\n{script}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// A fake server, in Python, named `keyhole-fake-lsp` in a directory of its own.
 fn fake_server(dir: &Path, script: &str) -> OsString {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(FAKE.command);
-    std::fs::write(&path, format!("#!/usr/bin/env python3\n{script}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_fake(&dir.join(FAKE.command), script);
     dir.as_os_str().to_owned()
 }
 
@@ -485,18 +506,6 @@ static FAKE: ServerSpec = ServerSpec {
 
 /// Answers `initialize`, then reads everything and answers nothing.
 const SILENT_AFTER_START: &str = r#"
-import json, sys
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        if line.strip() == b"":
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
 message = read()
 body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}}).encode()
 sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -566,7 +575,8 @@ fn a_server_that_never_answers_at_start_is_stopped_after_the_timeout() {
 fn a_server_that_stops_answering_after_start_is_stopped_and_said_so_for_every_later_hole() {
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let servers = pool(fake_server(bin.path(), SILENT_AFTER_START));
+    let script = format!("{FAKE_FRAMING}{SILENT_AFTER_START}");
+    let servers = pool(fake_server(bin.path(), &script));
     let why = hover(&servers, root.path())
         .unwrap()
         .unwrap_err()
@@ -630,18 +640,6 @@ fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_b
 /// spells it (`((TextIO) -> TextIO) | None`), and the generic hole's solved type where the
 /// place is not asked.
 const FAKE_PYRIGHT: &str = r#"
-import json, sys
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        if line.strip() == b"":
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
 def send(id, result):
     body = json.dumps({"jsonrpc": "2.0", "id": id, "result": result}).encode()
     sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -697,9 +695,7 @@ fn pyright_is_asked_by_place_and_its_types_read_as_python_writes_them() {
     );
     let bin = tempfile::tempdir().unwrap();
     let fake = bin.path().join("pyright-langserver");
-    std::fs::write(&fake, format!("#!/usr/bin/env python3\n{FAKE_PYRIGHT}")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_fake(&fake, &format!("{FAKE_FRAMING}{FAKE_PYRIGHT}"));
     let ask = |marker: &str| {
         let (index, hole) = index_and_hole(&root, "main.py", marker);
         ask_server("pyright-langserver", &fake, &lsp::PYRIGHT, &index, &hole)
