@@ -140,6 +140,8 @@ fn hover_text(hover: &Value) -> String {
 /// The expected type in the hover text of the hole: TypeScript's `function _<X>(): X`,
 /// pyright's `(variable) __keyhole_hole: X`. Unknown types say nothing.
 pub fn expected_from_hover(signature: &str) -> Option<String> {
+    // pyright's plain text goes on with the type's documentation after a blank line.
+    let signature = signature.split("\n\n").next().unwrap_or(signature);
     let signature = signature.split_whitespace().collect::<Vec<_>>().join(" ");
     let ts = signature.strip_prefix("function _<").and_then(|inner| {
         // `X>(): X`: the argument and the return type are the same text.
@@ -824,6 +826,10 @@ mod tests {
         assert_eq!(
             read("(variable) __keyhole_hole: list[Order]").as_deref(),
             Some("list[Order]")
+        );
+        assert_eq!(
+            read("(variable) __keyhole_hole: MultiCommand\n\nAlias for :meth:`main`.").as_deref(),
+            Some("MultiCommand")
         );
         assert_eq!(read("(variable) __keyhole_hole: T@_"), None);
         assert_eq!(read("function _<unknown>(): unknown"), None);
