@@ -348,7 +348,7 @@ impl Asking<'_> {
 
 /// Bumped whenever [`ServerAnswer`] or what [`ask`] asks changes, so older answers are not
 /// reused.
-const ANSWER_FORMAT: u32 = 2;
+const ANSWER_FORMAT: u32 = 3;
 
 /// The answer of the server of `spec` at `hole`, asked once per content: kept in the
 /// repository's cache under the server's identity, the hole's file's text, the hole and the
