@@ -12,7 +12,8 @@ KEYHOLE_LSP_BIN first). Each keyhole runs with its own scratch config, cache and
 directories. Types are compared after white space and `;`/`,` in object types are ignored,
 with a union's members as a set (inside type arguments too) and, for Python, `Optional[X]`
 and `Union[...]` written as `X | None` and `A | B` (pyright's way) with `typing.`/`t.`
-prefixes dropped.
+prefixes dropped, and pyright's `(A) -> B` and `(A | B)` as Python writes them
+(`Callable[[A], B]`, `A | B`).
 
 Prints one line a hole (OK/NO, kind, position, reader, checker's and keyhole's types) and a
 last line with the agreement by kind.
@@ -39,8 +40,84 @@ def split_top(t, sep="|"):
     return out + [t[start:]]
 
 
+def callables_as_python(t):
+    """pyright's `(A, B) -> C` as `Callable[[A, B], C]` (parameter names and defaults left
+    out), grouping parentheses (`(A | B)`) dropped; the text unchanged where it reads as no
+    type."""
+    tokens = re.findall(r"->|\.\.\.|'[^']*'|\"[^\"]*\"|[\w.@-]+|\S", t)
+    at = [0]
+
+    def peek():
+        return tokens[at[0]] if at[0] < len(tokens) else None
+
+    def take(mark=None):
+        token = peek()
+        if token is None or (mark is not None and token != mark):
+            raise ValueError(t)
+        at[0] += 1
+        return token
+
+    def items(close, parameters):
+        out = []
+        while peek() != close:
+            if parameters and peek() in ("/", "*") and at[0] + 1 < len(tokens) and tokens[at[0] + 1] in (",", close):
+                take()
+            else:
+                if parameters and at[0] + 1 < len(tokens) and tokens[at[0] + 1] == ":":
+                    take()
+                    take(":")
+                out.append(union())
+                if parameters and peek() == "=":
+                    take()
+                    atom()
+            if peek() == ",":
+                take()
+            elif peek() != close:
+                raise ValueError(t)
+        take(close)
+        return out
+
+    def atom():
+        token = take()
+        if token == "(":
+            inner = items(")", True)
+            if peek() == "->":
+                take()
+                returned = atom()
+                listed = inner[0] if inner == ["..."] else "[" + ", ".join(inner) + "]"
+                return f"Callable[{listed}, {returned}]"
+            if len(inner) != 1:
+                raise ValueError(t)
+            return inner[0]
+        if token == "[":
+            return "[" + ", ".join(items("]", False)) + "]"
+        if token == "*" and peek() == "*":
+            token += take()
+        if token in ("*", "**"):
+            return token + atom()
+        if peek() == "[":
+            take()
+            return token + "[" + ", ".join(items("]", False)) + "]"
+        return token
+
+    def union():
+        members = [atom()]
+        while peek() == "|":
+            take()
+            members.append(atom())
+        return " | ".join(members)
+
+    try:
+        read = union()
+        return read if peek() is None else t
+    except ValueError:
+        return t
+
+
 def python_spelling(t):
-    """Optional[X] -> X | None, Union[A, B] -> A | B, module prefixes of typing dropped."""
+    """Optional[X] -> X | None, Union[A, B] -> A | B, module prefixes of typing dropped, and
+    pyright's callables and groups as Python writes them."""
+    t = callables_as_python(t)
     t = re.sub(r"\b(?:typing|t|te|typing_extensions)\.", "", t)
     while True:
         m = re.search(r"\b(Optional|Union)\[", t)

@@ -298,6 +298,25 @@ impl<'a> TypedHole<'a> {
                 }
                 self.parameter_type(&types, name, *position, *arity)
             }
+            Expectation::Keyword {
+                receiver,
+                name,
+                keyword,
+            } => {
+                // The first method of that name whose signature says (an override taking
+                // `**kwargs` passes the keyword on to its parent's).
+                let types = self.receiver_types(receiver)?;
+                types.into_iter().find_map(|t| {
+                    let methods = self.type_at(t).methods.iter();
+                    methods.filter(|m| &m.name == name).find_map(|m| {
+                        let signature = self.span_text(t.file, m.signature);
+                        Some(typed(
+                            &self.types.keyword_parameter(signature, keyword)?,
+                            t.file,
+                        ))
+                    })
+                })
+            }
             Expectation::Constructor {
                 type_name,
                 position,
@@ -338,7 +357,12 @@ impl<'a> TypedHole<'a> {
                 let t = match declared {
                     Some((type_name, file)) => self.resolve(file, &type_name)?,
                     // Not a variable: a type, for a static call.
-                    None => self.resolve(self.hole.file, name)?,
+                    None => match self.resolve(self.hole.file, name) {
+                        Some(t) => t,
+                        // Else a module, or a function, an import binds (`click.echo`,
+                        // `click.utils.f`, `echo`): the top levels of the modules imported.
+                        None => return self.modules_binding(name),
+                    },
                 };
                 Some(self.lineage(t))
             }
@@ -677,6 +701,20 @@ impl<'a> TypedHole<'a> {
             .filter_map(|i| self.module_of(i.file))
             .map(|module| (module, names.clone()))
             .collect()
+    }
+
+    /// The top levels of the repository modules the current file imports, where one of its
+    /// imports binds the first part of `dotted` (`click` of `click.utils`); `None` where none
+    /// does.
+    fn modules_binding(&self, dotted: &str) -> Option<Vec<TypeRef>> {
+        let first = dotted.split('.').next().unwrap_or(dotted);
+        let modules: Vec<TypeRef> = self
+            .imported_values()
+            .into_iter()
+            .filter(|(_, names)| names.iter().any(|n| n == first))
+            .map(|(module, _)| module)
+            .collect();
+        (!modules.is_empty()).then_some(modules)
     }
 
     /// Repository types the current file imports (single-type and static imports), with the

@@ -141,6 +141,8 @@ fn hover_text(hover: &Value) -> String {
 /// The expected type in the hover text of the hole: TypeScript's `function _<X>(): X`,
 /// pyright's `(variable) __keyhole_hole: X`. Unknown types say nothing.
 pub fn expected_from_hover(signature: &str) -> Option<String> {
+    // pyright's plain text goes on with the type's documentation after a blank line.
+    let signature = signature.split("\n\n").next().unwrap_or(signature);
     let signature = signature.split_whitespace().collect::<Vec<_>>().join(" ");
     let ts = signature.strip_prefix("function _<").and_then(|inner| {
         // `X>(): X`: the argument and the return type are the same text.
@@ -347,7 +349,7 @@ impl Asking<'_> {
 
 /// Bumped whenever [`ServerAnswer`] or what [`ask`] asks changes, so older answers are not
 /// reused.
-const ANSWER_FORMAT: u32 = 2;
+const ANSWER_FORMAT: u32 = 3;
 
 /// The answer of the server of `spec` at `hole`, asked once per content: kept in the
 /// repository's cache under the server's identity, the hole's file's text, the hole and the
@@ -432,6 +434,8 @@ pub fn ask(
     let at_hole = at(hole_at.prelude + offset + spec.hover_at);
     let typed = TypedHole::new(index, hole);
     let by_syntax = typed.expected().map(|e| e.text.clone());
+    let types = file.language.types();
+    let python = types.declaration_style() == DeclarationStyle::Python;
     let at_place = match typed.place() {
         HolePlace::Argument => {
             let params = json!({
@@ -439,28 +443,42 @@ pub fn ask(
                 "position": position(&cut, hole_at.prelude + offset),
                 "context": {"triggerKind": 1, "isRetrigger": false},
             });
-            let written = parameter_type(&client.request("textDocument/signatureHelp", params)?);
-            match written {
-                Some(written) => Some(instantiated(client, at_hole.clone(), written)?),
-                None => None,
+            let help = client.request("textDocument/signatureHelp", params)?;
+            match python {
+                true => active_parameter(&help).and_then(|label| pyright_parameter_type(&label)),
+                false => match parameter_type(&help) {
+                    Some(written) => Some(instantiated(client, at_hole.clone(), written)?),
+                    None => None,
+                },
             }
         }
+        HolePlace::Declaration { name } if python => {
+            let declared = format!(
+                "{}{}{}",
+                spec.prelude,
+                without_value(&text[..offset], name),
+                &text[line_end..]
+            );
+            client.open(&path, id, &declared)?;
+            let hover = client.request("textDocument/hover", at(hole_at.prelude + name));
+            client.open(&path, id, &cut)?;
+            pyright_declared_type(&hover_text(&hover?), name_at(text, name))
+        }
         HolePlace::Declaration { name } => {
-            let named = &text[name..];
-            let end = named
-                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-                .unwrap_or(named.len());
             let hover = client.request("textDocument/hover", at(hole_at.prelude + name))?;
-            declared_type(&hover_text(&hover), &named[..end])
+            declared_type(&hover_text(&hover), name_at(text, name))
         }
         HolePlace::Return | HolePlace::Other => None,
     };
+    // In the one normal form the syntax tree's types are stated in.
+    let at_place = at_place.map(|t| types.normal_form(&t));
     let (expected, expected_by_syntax) = match (at_place, by_syntax) {
         (Some(t), _) => (t, false),
         (None, Some(t)) if typed.place() != HolePlace::Other => (t, true),
         (None, by_syntax) => {
             let hover = client.request("textDocument/hover", at_hole.clone())?;
-            match (expected_from_hover(&hover_text(&hover)), by_syntax) {
+            let inferred = expected_from_hover(&hover_text(&hover)).map(|t| types.normal_form(&t));
+            match (inferred, by_syntax) {
                 (Some(t), _) => (t, false),
                 (None, Some(t)) => (t, true),
                 (None, None) => return Ok(ServerAnswer::default()),
@@ -523,6 +541,11 @@ pub fn ask(
 /// `| undefined` for an optional `name?: T` (what the checker expects there), the element
 /// type of a rest parameter `...name: T[]`.
 fn parameter_type(help: &Value) -> Option<String> {
+    written_parameter_type(&active_parameter(help)?)
+}
+
+/// The label of the active parameter of a signature help answer (`name: T`).
+fn active_parameter(help: &Value) -> Option<String> {
     let active_signature = help["activeSignature"].as_u64().unwrap_or(0) as usize;
     let signature = help["signatures"].get(active_signature)?;
     let active = signature["activeParameter"]
@@ -540,7 +563,7 @@ fn parameter_type(help: &Value) -> Option<String> {
         }
         _ => return None,
     };
-    written_parameter_type(&label)
+    Some(label)
 }
 
 /// The parameter type `written` as the checker instantiates it at the hole: signature help
@@ -620,6 +643,74 @@ fn declared_type(code: &str, name: &str) -> Option<String> {
     })?;
     let found = found.trim();
     (!found.is_empty() && found != "any" && found != "unknown").then(|| found.to_string())
+}
+
+/// The name that starts at byte `start` of `text`.
+fn name_at(text: &str, start: usize) -> &str {
+    let named = &text[start..];
+    let end = named
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(named.len());
+    &named[..end]
+}
+
+// ----- pyright ----------------------------------------------------------------------------------
+
+/// The index of the first `wanted` in a pyright label or Python line outside brackets and
+/// strings.
+fn top_level(text: &str, wanted: impl Fn(&str) -> bool) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote = None;
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth = depth.saturating_sub(1),
+            (None, _) if depth == 0 && wanted(&text[i..]) => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The type pyright's signature help gives the parameter labelled `label`: `T` of `name: T
+/// = default`, of `*args: T` and of `**kwargs: T` (the type of each argument they take).
+/// A parameter without an annotation, or one pyright cannot name (`Unknown`), says nothing.
+fn pyright_parameter_type(label: &str) -> Option<String> {
+    let label = label.split_whitespace().collect::<Vec<_>>().join(" ");
+    let colon = top_level(&label, |rest| rest.starts_with(':'))?;
+    let written = &label[colon + 1..];
+    let default = top_level(written, |rest| rest.starts_with(" = "));
+    let written = written[..default.unwrap_or(written.len())].trim();
+    let unknown = written.is_empty() || written.contains("Unknown") || written == "Any";
+    (!unknown).then(|| written.to_string())
+}
+
+/// The line before the hole without the value of the annotated assignment declaring the name
+/// at byte `name` (`x: T = ▮` as `x: T`): pyright's hover over a name with a value shows the
+/// type narrowed to the value's, without one the declared type.
+fn without_value(before_hole: &str, name: usize) -> &str {
+    let declaration = &before_hole[name..];
+    let assignment = top_level(declaration, |rest| {
+        rest.starts_with('=') && !rest.starts_with("==")
+    });
+    match assignment {
+        Some(at) => before_hole[..name + at].trim_end(),
+        None => before_hole,
+    }
+}
+
+/// The declared type pyright's hover gives `name`: `T` of `(variable) name: T`; a callable
+/// (`(variable) def name(A) -> B`) as `(A) -> B`. Unknown types say nothing.
+fn pyright_declared_type(code: &str, name: &str) -> Option<String> {
+    let code = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    let callable = code
+        .split_once(&format!("def {name}("))
+        .map(|(_, rest)| format!("({rest}"));
+    let found = callable.or_else(|| declared_type(&code, name))?;
+    (!found.contains("Unknown")).then_some(found)
 }
 
 /// The type a completion entry's declaration produces: a function's return type, a value's
@@ -771,6 +862,10 @@ mod tests {
             read("(variable) __keyhole_hole: list[Order]").as_deref(),
             Some("list[Order]")
         );
+        assert_eq!(
+            read("(variable) __keyhole_hole: MultiCommand\n\nAlias for :meth:`main`.").as_deref(),
+            Some("MultiCommand")
+        );
         assert_eq!(read("(variable) __keyhole_hole: T@_"), None);
         assert_eq!(read("function _<unknown>(): unknown"), None);
         assert_eq!(read("const x: number"), None);
@@ -848,6 +943,54 @@ mod tests {
         // Not a name that merely ends with it.
         assert_eq!(read("const prefix: string", "fix"), None);
         assert_eq!(read("const x: any", "x"), None);
+    }
+
+    #[test]
+    fn pyright_labels_and_hovers_give_the_declared_type() {
+        let read = |label: &str| pyright_parameter_type(label);
+        assert_eq!(
+            read("color: bool | None = None").as_deref(),
+            Some("bool | None")
+        );
+        assert_eq!(
+            read("choice: Literal['a = b', \"c:d\"] = 'a = b'").as_deref(),
+            Some("Literal['a = b', \"c:d\"]")
+        );
+        assert_eq!(
+            read("callback: (Context) -> None").as_deref(),
+            Some("(Context) -> None")
+        );
+        assert_eq!(read("*args: int").as_deref(), Some("int"));
+        assert_eq!(read("**extra: str").as_deref(), Some("str"));
+        assert_eq!(read("file: Unknown | None = None"), None);
+        assert_eq!(read("file=None"), None);
+        assert_eq!(read("file"), None);
+        let hover = |code: &str, name: &str| pyright_declared_type(code, name);
+        assert_eq!(
+            hover("(variable) cb: ((TextIO) -> TextIO) | None", "cb").as_deref(),
+            Some("((TextIO) -> TextIO) | None")
+        );
+        assert_eq!(
+            hover("(variable) def w(\n    int\n) -> (int | None)", "w").as_deref(),
+            Some("( int ) -> (int | None)")
+        );
+        assert_eq!(hover("(variable) n: Unknown", "n"), None);
+        assert_eq!(hover("(variable) bar: int", "b"), None);
+    }
+
+    #[test]
+    fn a_declarations_value_is_left_out_for_pyright() {
+        let line = "x = 1\n    opener: t.Dict[str, \"a=b\"] = self.";
+        let name = line.find("opener").unwrap();
+        assert_eq!(
+            without_value(line, name),
+            "x = 1\n    opener: t.Dict[str, \"a=b\"]"
+        );
+        let typed = "    self.width: int = ";
+        assert_eq!(
+            without_value(typed, typed.find("width").unwrap()),
+            "    self.width: int"
+        );
     }
 
     #[test]

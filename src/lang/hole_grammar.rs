@@ -103,6 +103,25 @@ impl MemberSyntax {
     }
 }
 
+/// Walk up from the expression at the hole (the path's last node) through the expressions
+/// it ends (`a.▮`, `▮()`, a conditional's branch), as `passes(node, parent, grandparent)`
+/// says of each: the index in the path of the outermost one, whose parent says what type it
+/// must have (and what a language server is asked there). `None` at the root.
+pub(super) fn outermost(
+    path: &[Node],
+    passes: impl Fn(Node, Node, Option<Node>) -> bool,
+) -> Option<usize> {
+    let mut at = path.len().checked_sub(1)?;
+    loop {
+        let parent = path[at.checked_sub(1)?];
+        let grandparent = at.checked_sub(2).map(|g| path[g]);
+        if !passes(path[at], parent, grandparent) {
+            return Some(at);
+        }
+        at -= 1;
+    }
+}
+
 /// What a condition expects in a language whose conditions are booleans.
 pub(super) fn boolean() -> Option<Expectation> {
     Some(Expectation::Type("boolean".into()))

@@ -281,6 +281,13 @@ pub trait TypeSyntax: Send + Sync {
     fn first_overload_wins(&self) -> bool {
         false
     }
+    /// The type a function's signature, as outlined ([`MethodOutline::signature`]), gives the
+    /// argument a call passes as `keyword=`: Python's keyword arguments. `None` where the
+    /// language has none, or the signature does not say.
+    fn keyword_parameter(&self, signature: &str, keyword: &str) -> Option<String> {
+        let _ = (signature, keyword);
+        None
+    }
 }
 
 /// How a language writes the declarations typed-hole context shows: ChatLSP reproduces
@@ -486,6 +493,13 @@ pub enum Expectation {
         name: String,
         position: usize,
         arity: usize,
+    },
+    /// The argument a call of `name` on `receiver` passes as `keyword=` (Python; a class's
+    /// name called by its own name is its constructor).
+    Keyword {
+        receiver: Receiver,
+        name: String,
+        keyword: String,
     },
     /// Argument `position` of `new type_name(...)` with at least `arity` arguments.
     Constructor {

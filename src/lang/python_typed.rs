@@ -10,12 +10,12 @@
 
 use tree_sitter::Node;
 
-use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax};
+use super::hole_grammar::{self, HoleGrammar, Lexicon, MemberSyntax};
 use super::python_tree::parse;
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::{
-    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Span, TypeKind, TypeOutline,
-    TypeSyntax,
+    Expectation, FieldOutline, HolePlace, Local, MethodOutline, Receiver, Span, TypeKind,
+    TypeOutline, TypeSyntax,
 };
 
 // ----- Outlines -------------------------------------------------------------------------------
@@ -505,8 +505,7 @@ pub(super) const HOLES: HoleGrammar = HoleGrammar {
     is_type_declaration: |kind| kind == "class_definition",
     outline,
     expectation,
-    // No place asked of a server yet: the generic hole is asked everywhere.
-    place: |_, _| HolePlace::Other,
+    place,
     locals,
     in_static_code,
 };
@@ -527,41 +526,74 @@ const MEMBERS: MemberSyntax = MemberSyntax {
     },
 };
 
-/// Walk up from the expression at the hole (the path's last node) through expressions it
-/// ends, to the place that says what type it must have. A condition expects nothing: any
-/// Python value is true or false.
-fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
-    let mut at = path.len().checked_sub(1)?;
-    loop {
-        let node = path[at];
-        let parent = path[at.checked_sub(1)?];
+/// [`hole_grammar::outermost`] through Python's `a.▮`, `▮()`, `▮[i]`, `(▮)` and a
+/// conditional's branch.
+fn outermost(path: &[Node]) -> Option<usize> {
+    hole_grammar::outermost(path, |node, parent, _| {
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
         match parent.kind() {
-            "parenthesized_expression" => at -= 1,
-            "attribute" if is("attribute") => at -= 1,
-            "call" if is("function") => at -= 1,
-            "subscript" if is("value") => at -= 1,
-            "conditional_expression" => {
-                // `a if cond else b`: the condition is the second part.
-                if code_children(parent).get(1) == Some(&node) {
-                    return None;
-                }
-                at -= 1;
-            }
-            "assignment" if is("right") => {
-                if let Some(ty) = parent.child_by_field_name("type") {
-                    return Some(Expectation::Type(type_text(ty, source)));
-                }
-                return MEMBERS.assigned(parent.child_by_field_name("left")?, source);
-            }
-            "return_statement" => return return_type(&path[..at], source),
-            "keyword_argument" if is("value") => {
-                let name = text(parent.child_by_field_name("name")?, source);
-                return argument(&path[..at - 1], node, Some(name), root, source);
-            }
-            "argument_list" => return argument(&path[..at], node, None, root, source),
-            _ => return None,
+            "parenthesized_expression" => true,
+            "attribute" => is("attribute"),
+            "call" => is("function"),
+            "subscript" => is("value"),
+            // `a if cond else b`: the condition is the second part.
+            "conditional_expression" => code_children(parent).get(1) != Some(&node),
+            _ => false,
         }
+    })
+}
+
+/// The type the place of the expression at the hole says it must have. A condition expects
+/// nothing: any Python value is true or false.
+fn expectation(path: &[Node], root: Node, source: &str) -> Option<Expectation> {
+    let at = outermost(path)?;
+    let (node, parent) = (path[at], path[at - 1]);
+    let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        "assignment" if is("right") => {
+            if let Some(ty) = parent.child_by_field_name("type") {
+                return Some(Expectation::Type(type_text(ty, source)));
+            }
+            MEMBERS.assigned(parent.child_by_field_name("left")?, source)
+        }
+        "return_statement" => return_type(&path[..at], source),
+        "keyword_argument" if is("value") => {
+            let name = text(parent.child_by_field_name("name")?, source);
+            argument(&path[..at - 1], node, Some(name), root, source)
+        }
+        "argument_list" => argument(&path[..at], node, None, root, source),
+        _ => None,
+    }
+}
+
+/// What the expression at the hole is: an argument (by position or keyword), an annotated
+/// assignment's value (with where the name it declares starts), a returned value.
+fn place(path: &[Node], _source: &str) -> HolePlace {
+    let Some(at) = outermost(path) else {
+        return HolePlace::Other;
+    };
+    let (node, parent) = (path[at], path[at - 1]);
+    let is = |field: &str| parent.child_by_field_name(field) == Some(node);
+    match parent.kind() {
+        "argument_list" => HolePlace::Argument,
+        "keyword_argument" if is("value") => HolePlace::Argument,
+        "assignment" if is("right") && parent.child_by_field_name("type").is_some() => {
+            // `x: T = ▮`, `self.x: T = ▮`: the name declared.
+            let left = parent.child_by_field_name("left");
+            let name = left.and_then(|l| match l.kind() {
+                "identifier" => Some(l),
+                "attribute" => l.child_by_field_name("attribute"),
+                _ => None,
+            });
+            match name {
+                Some(name) => HolePlace::Declaration {
+                    name: name.start_byte(),
+                },
+                None => HolePlace::Other,
+            }
+        }
+        "return_statement" => HolePlace::Return,
+        _ => HolePlace::Other,
     }
 }
 
@@ -581,7 +613,10 @@ fn return_type(statement: &[Node], source: &str) -> Option<Expectation> {
 }
 
 /// Argument `node` (keyword `keyword`, if it is one) of the call whose argument list is the
-/// path's last node.
+/// path's last node. A function of this file answers at once; any other callee is named for
+/// the repository to resolve: a class (its constructor), a function the file imports, a
+/// method of `self`, of a value or of a class, a function of a module the file imports
+/// (`click.echo`, `click.utils.f`).
 fn argument(
     list_path: &[Node],
     node: Node,
@@ -599,33 +634,66 @@ fn argument(
     let position = positional.iter().position(|a| **a == node);
     let call = *call_path.last()?;
     let function = call.child_by_field_name("function")?;
-    if function.kind() == "identifier" {
-        let name = text(function, source);
-        // A function of this module: its annotation is the answer.
-        if let Some(def) = module_function(root, name, source) {
-            return parameter_type(def, position, keyword, source).map(Expectation::Type);
+    let (receiver, name) = match function.kind() {
+        "identifier" => {
+            let name = text(function, source);
+            // A function of this module: its annotation is the answer.
+            if let Some(def) = module_function(root, name, source) {
+                return parameter_type(def, position, keyword, source).map(Expectation::Type);
+            }
+            // Called by its own name: a class (its constructor is outlined under it) or a
+            // function the file imports.
+            (Receiver::Name(name.into()), name)
         }
-        // A class (named like one): its `__init__`'s parameter.
-        let is_class = name.chars().next().is_some_and(char::is_uppercase);
-        if !is_class || keyword.is_some() {
-            return None;
+        "attribute" => {
+            let object = function.child_by_field_name("object")?;
+            let receiver = MEMBERS
+                .receiver(object, source)
+                .or_else(|| dotted_name(object, source).map(Receiver::Name))?;
+            (
+                receiver,
+                text(function.child_by_field_name("attribute")?, source),
+            )
         }
-        return Some(Expectation::Constructor {
-            type_name: name.to_string(),
-            position: position?,
-            arity,
+        _ => return None,
+    };
+    if let Some(keyword) = keyword {
+        return Some(Expectation::Keyword {
+            receiver,
+            name: name.into(),
+            keyword: keyword.into(),
         });
     }
-    if function.kind() != "attribute" || keyword.is_some() {
-        return None;
-    }
-    let object = function.child_by_field_name("object")?;
-    Some(Expectation::Argument {
-        receiver: MEMBERS.receiver(object, source)?,
-        name: text(function.child_by_field_name("attribute")?, source).into(),
-        position: position?,
-        arity,
+    let position = position?;
+    // A class is named like one.
+    let is_class = name.starts_with(char::is_uppercase);
+    Some(match receiver {
+        Receiver::Name(class) if class == name && is_class => Expectation::Constructor {
+            type_name: class,
+            position,
+            arity,
+        },
+        receiver => Expectation::Argument {
+            receiver,
+            name: name.into(),
+            position,
+            arity,
+        },
     })
+}
+
+/// A name of dotted identifiers as written (`click.utils`), nothing else.
+fn dotted_name(node: Node, source: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    let mut at = node;
+    while at.kind() == "attribute" {
+        parts.push(text(at.child_by_field_name("attribute")?, source));
+        at = at.child_by_field_name("object")?;
+    }
+    (at.kind() == "identifier").then_some(())?;
+    parts.push(text(at, source));
+    parts.reverse();
+    Some(parts.join("."))
 }
 
 /// The module-level function `name`, if this file defines one.
@@ -651,10 +719,19 @@ fn parameter_type(
     source: &str,
 ) -> Option<String> {
     if let Some(keyword) = keyword {
-        let param = parameters(function, source)
+        let named = parameters(function, source)
             .into_iter()
-            .find(|p| p.name == keyword)?;
-        return Some(type_text(param.type_node, source));
+            .find(|p| p.name == keyword)
+            .map(|p| p.type_node);
+        // Else `**kwargs: T` takes it, as a `T`.
+        let rest = || {
+            let list = function.child_by_field_name("parameters")?;
+            code_children(list).into_iter().find_map(|p| {
+                let splat = p.named_child(0)?.kind() == "dictionary_splat_pattern";
+                p.child_by_field_name("type").filter(|_| splat)
+            })
+        };
+        return named.or_else(rest).map(|t| type_text(t, source));
     }
     let (params, varargs) = positional_params(function, false, source);
     let position = position?;
@@ -851,6 +928,125 @@ fn split_top(written: &str, separator: char) -> Vec<&str> {
         .collect()
 }
 
+/// A type as pyright prints it, read into Python's own spelling: a callable `(A, B) -> C` as
+/// `Callable[[A, B], C]` (`(...) -> C` as `Callable[..., C]`, parameter names and defaults
+/// left out), grouping parentheses (`(A | B)`, pyright's union in a return) dropped. What
+/// does not read as a type (a call in `Annotated`'s metadata) gives `None`.
+struct PrintedType<'t> {
+    rest: &'t str,
+}
+
+impl<'t> PrintedType<'t> {
+    fn new(printed: &'t str) -> Self {
+        PrintedType { rest: printed }
+    }
+
+    /// The whole text as one type.
+    fn python(mut self) -> Option<String> {
+        let read = self.union()?;
+        self.rest.trim().is_empty().then_some(read)
+    }
+
+    /// Whether the next token is `mark` (taken if so).
+    fn eat(&mut self, mark: &str) -> bool {
+        let trimmed = self.rest.trim_start();
+        match trimmed.strip_prefix(mark) {
+            Some(rest) => {
+                self.rest = rest;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn union(&mut self) -> Option<String> {
+        let mut members = vec![self.atom()?];
+        while self.eat("|") {
+            members.push(self.atom()?);
+        }
+        Some(members.join(" | "))
+    }
+
+    /// A name with its arguments, a string or a number (`Literal`'s), `...`, a list of types
+    /// (`Callable`'s parameters as written), a group, or a callable.
+    fn atom(&mut self) -> Option<String> {
+        if self.eat("(") {
+            let (parameters, closed) = self.list(")", true)?;
+            if !closed {
+                return None;
+            }
+            if self.eat("->") {
+                let returned = self.atom()?;
+                let parameters = match parameters.as_slice() {
+                    [only] if only == "..." => only.clone(),
+                    _ => format!("[{}]", parameters.join(", ")),
+                };
+                return Some(format!("Callable[{parameters}, {returned}]"));
+            }
+            return match parameters.as_slice() {
+                [grouped] => Some(grouped.clone()),
+                _ => None,
+            };
+        }
+        if self.eat("[") {
+            let (items, closed) = self.list("]", false)?;
+            return closed.then(|| format!("[{}]", items.join(", ")));
+        }
+        let trimmed = self.rest.trim_start();
+        let quote = trimmed.chars().next().filter(|c| matches!(c, '"' | '\''));
+        let end = match quote {
+            Some(q) => trimmed[1..].find(q)? + 2,
+            None => trimmed
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | '@')))
+                .unwrap_or(trimmed.len()),
+        };
+        let name = &trimmed[..end];
+        // `-` belongs to a number, never to `->`.
+        if name.is_empty() || name.ends_with('-') {
+            return None;
+        }
+        self.rest = &trimmed[end..];
+        if self.eat("[") {
+            let (arguments, closed) = self.list("]", false)?;
+            return closed.then(|| format!("{name}[{}]", arguments.join(", ")));
+        }
+        Some(name.to_string())
+    }
+
+    /// Types separated by commas up to `close` (taken), and whether it was there; a callable's
+    /// `parameters` without their names, defaults and `/`, `*` markers.
+    fn list(&mut self, close: &str, parameters: bool) -> Option<(Vec<String>, bool)> {
+        let mut items = Vec::new();
+        loop {
+            if self.eat(close) {
+                return Some((items, true));
+            }
+            if parameters {
+                if self.eat("/") || self.eat("*,") {
+                    self.eat(",");
+                    continue;
+                }
+                // `name: T` or `*args: T`: the type.
+                let trimmed = self.rest.trim_start();
+                let named = trimmed
+                    .find(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '*')))
+                    .filter(|&i| i > 0 && trimmed[i..].starts_with(':'));
+                if let Some(colon) = named {
+                    self.rest = &trimmed[colon + 1..];
+                }
+            }
+            items.push(self.union()?);
+            if parameters && self.eat("=") {
+                // A default: `...` in pyright's printing.
+                self.atom()?;
+            }
+            if !self.eat(",") {
+                return Some((items, self.eat(close)));
+            }
+        }
+    }
+}
+
 impl TypeSyntax for PythonTypes {
     fn declaration_style(&self) -> super::DeclarationStyle {
         super::DeclarationStyle::Python
@@ -870,7 +1066,20 @@ impl TypeSyntax for PythonTypes {
             };
             normal = value.to_string();
         }
-        normal
+        match normal.contains('(') {
+            true => PrintedType::new(&normal).python().unwrap_or(normal),
+            false => normal,
+        }
+    }
+
+    /// The annotation of the parameter named `keyword` (else of `**kwargs`) in `def f(...)`.
+    fn keyword_parameter(&self, signature: &str, keyword: &str) -> Option<String> {
+        let source = format!("{signature}:\n    ...\n");
+        let tree = parse(&source)?;
+        let function = code_children(tree.root_node())
+            .into_iter()
+            .find(|d| d.kind() == "function_definition")?;
+        parameter_type(function, None, Some(keyword), &source)
     }
 
     fn non_null(&self, written: &str) -> String {
@@ -1132,6 +1341,147 @@ def price_of(line: Line, *, rounding: Rounding) -> Money:
         assert_eq!(probe("        # return ", 17), None);
         // A string being written is closed before the tree is read.
         assert_eq!(probe("        return \"abc", 19), ty("Optional[Line]"));
+    }
+
+    #[test]
+    fn the_holes_place_is_an_argument_a_declaration_or_a_return() {
+        // The hole at the end of `source`, its line's rest cut.
+        let place = |source: &str| Python.hole_syntax(source, source.len()).place;
+        assert_eq!(place("f(a, "), HolePlace::Argument);
+        assert_eq!(place("f(a, color="), HolePlace::Argument);
+        assert_eq!(place("Order(a, self."), HolePlace::Argument);
+        let declared = "def f():\n    xs: list[str] = ";
+        assert_eq!(
+            place(declared),
+            HolePlace::Declaration {
+                name: declared.find("xs").unwrap()
+            }
+        );
+        let attribute = "class A:\n    def f(self):\n        self.xs: list[str] = ";
+        assert_eq!(
+            place(attribute),
+            HolePlace::Declaration {
+                name: attribute.find("xs").unwrap()
+            }
+        );
+        // Without an annotation an assignment declares no type to ask about.
+        assert_eq!(place("xs = "), HolePlace::Other);
+        assert_eq!(place("def f() -> int:\n    return "), HolePlace::Return);
+        assert_eq!(place("def f() -> int:\n    return a if "), HolePlace::Other);
+        assert_eq!(place("if "), HolePlace::Other);
+    }
+
+    #[test]
+    fn calls_of_other_files_name_their_callee_by_position_or_keyword() {
+        let expected = |line: &str| {
+            let source = format!(
+                "import click\nimport click.utils\n\n\nclass Pager:\n    def show(self, text):\n{line}"
+            );
+            Python.hole_syntax(&source, source.len()).expected
+        };
+        let keyword = |receiver: Receiver, name: &str, keyword: &str| {
+            Some(Expectation::Keyword {
+                receiver,
+                name: name.into(),
+                keyword: keyword.into(),
+            })
+        };
+        let name = |n: &str| Receiver::Name(n.into());
+        // An imported function, a module's, a class's method, a method of `self`.
+        assert_eq!(
+            expected("        echo(text, color="),
+            keyword(name("echo"), "echo", "color")
+        );
+        assert_eq!(
+            expected("        click.echo(text, file=f, color="),
+            keyword(name("click"), "echo", "color")
+        );
+        assert_eq!(
+            expected("        Align.center(text, height="),
+            keyword(name("Align"), "center", "height")
+        );
+        assert_eq!(
+            expected("        self.render(text, markup="),
+            keyword(Receiver::Current, "render", "markup")
+        );
+        // A class called by keyword: its constructor.
+        assert_eq!(
+            expected("        Panel(text, title="),
+            keyword(name("Panel"), "Panel", "title")
+        );
+        let argument = |receiver: Receiver, name: &str, position: usize, arity: usize| {
+            Some(Expectation::Argument {
+                receiver,
+                name: name.into(),
+                position,
+                arity,
+            })
+        };
+        assert_eq!(
+            expected("        echo("),
+            argument(name("echo"), "echo", 0, 1)
+        );
+        assert_eq!(
+            expected("        click.utils.make_default_short_help(text, "),
+            argument(name("click.utils"), "make_default_short_help", 1, 2)
+        );
+        // Not a dotted name: nothing to resolve.
+        assert_eq!(expected("        f()(text, color="), None);
+    }
+
+    #[test]
+    fn a_keyword_argument_takes_its_parameters_annotation_else_kwargs() {
+        let signature = "def isolation(self, input: t.Optional[t.Union[str, bytes]] = None, \
+                         *, color: bool = False, **extra: \"Style\") -> t.Iterator[int]";
+        let read = |keyword| PythonTypes.keyword_parameter(signature, keyword);
+        assert_eq!(
+            read("input").as_deref(),
+            Some("t.Optional[t.Union[str, bytes]]")
+        );
+        assert_eq!(read("color").as_deref(), Some("bool"));
+        assert_eq!(read("anything").as_deref(), Some("\"Style\""));
+        let plain = "async def echo(message=None, *args: int, nl: bool = True)";
+        assert_eq!(
+            PythonTypes.keyword_parameter(plain, "nl").as_deref(),
+            Some("bool")
+        );
+        assert_eq!(PythonTypes.keyword_parameter(plain, "message"), None);
+        assert_eq!(PythonTypes.keyword_parameter(plain, "other"), None);
+        assert_eq!(PythonTypes.keyword_parameter("class Line", "x"), None);
+    }
+
+    #[test]
+    fn pyrights_callables_and_groups_read_in_pythons_spelling() {
+        let t = PythonTypes;
+        assert_eq!(
+            t.normal_form("((TextIO) -> TextIO) | None"),
+            "Callable[[TextIO], TextIO] | None"
+        );
+        assert_eq!(t.normal_form("(BinaryIO | TextIO)"), "BinaryIO | TextIO");
+        assert_eq!(
+            t.normal_form("(...) -> (int | None)"),
+            "Callable[..., int | None]"
+        );
+        assert_eq!(
+            t.normal_form("( int, (str) -> int ) -> (() -> None)"),
+            "Callable[[int, Callable[[str], int]], Callable[[], None]]"
+        );
+        assert_eq!(
+            t.normal_form(
+                "(x: int, /, *, y: str = ..., **kw: Any) -> dict[str, Literal['a,b', -1]]"
+            ),
+            "Callable[[int, str, Any], dict[str, Literal['a,b', -1]]]"
+        );
+        // What reads as no type stays as written.
+        assert_eq!(
+            t.normal_form("list[Annotated[int, Field(gt=0)]]"),
+            "list[Annotated[int, Field(gt=0)]]"
+        );
+        assert_eq!(t.normal_form("(int"), "(int");
+        assert_eq!(
+            t.normal_form("t.Callable[[t.TextIO], t.TextIO]"),
+            "t.Callable[[t.TextIO], t.TextIO]"
+        );
     }
 
     #[test]

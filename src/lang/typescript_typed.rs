@@ -10,7 +10,7 @@
 
 use tree_sitter::Node;
 
-use super::hole_grammar::{HoleGrammar, Lexicon, MemberSyntax, boolean};
+use super::hole_grammar::{self, HoleGrammar, Lexicon, MemberSyntax, boolean};
 use super::tree::{ancestors, named_children, span, text, type_text};
 use super::typescript_tree::{
     Grammar, header_span, is_parameter_property, parse, signature_start, type_kind,
@@ -383,17 +383,12 @@ fn is_function_node(kind: &str) -> bool {
     )
 }
 
-/// Walk up from the expression at the hole (the path's last node) through expressions it
-/// ends (`a.▮`, `▮()`, `await ▮`, a ternary's branch): the index in the path of the outermost
-/// one, whose parent says what type it must have. `None` at the root.
+/// [`hole_grammar::outermost`] through TypeScript's `a.▮`, `▮()`, `await ▮`, `▮!` and a
+/// ternary's branch.
 fn outermost(path: &[Node]) -> Option<usize> {
-    let mut at = path.len().checked_sub(1)?;
-    loop {
-        let node = path[at];
-        let parent = path[at.checked_sub(1)?];
-        let grandparent = at.checked_sub(2).map(|g| path[g]);
+    hole_grammar::outermost(path, |node, parent, grandparent| {
         let is = |field: &str| parent.child_by_field_name(field) == Some(node);
-        let passes = match parent.kind() {
+        match parent.kind() {
             "parenthesized_expression" => !matches!(
                 grandparent.map(|g| g.kind()),
                 Some("if_statement" | "while_statement" | "do_statement")
@@ -403,12 +398,8 @@ fn outermost(path: &[Node]) -> Option<usize> {
             "non_null_expression" | "await_expression" => true,
             "ternary_expression" => !is("condition"),
             _ => false,
-        };
-        if !passes {
-            return Some(at);
         }
-        at -= 1;
-    }
+    })
 }
 
 /// The type the place of the expression at the hole says it must have.

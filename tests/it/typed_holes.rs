@@ -656,6 +656,55 @@ fn a_typescript_generic_type_written_bare_is_stated_with_its_default_type_argume
     );
 }
 
+#[test]
+fn python_arguments_of_other_files_functions_expect_their_parameters_type() {
+    let (_dir, index) = repo(&[
+        ("pkg/__init__.py", "from .utils import echo\n"),
+        (
+            "pkg/utils.py",
+            "import typing as t\n\n\n\
+             def echo(message: t.Optional[t.Any] = None, *, color: t.Optional[bool] = None) -> None:\n    pass\n\n\n\
+             def short_help(help: str, max_length: int = 45) -> str:\n    return help\n",
+        ),
+        (
+            "pkg/align.py",
+            "import typing as t\n\n\nclass Align:\n    \
+             def __init__(self, text: str, vertical: t.Optional[str] = None) -> None:\n        \
+             self.text = text\n\n    \
+             @classmethod\n    def center(cls, text: str, height: t.Optional[int] = None) -> \"Align\":\n        \
+             return cls(text)\n",
+        ),
+        (
+            "tests/test_show.py",
+            "import pkg\nimport pkg.utils\nfrom pkg.align import Align\nfrom pkg.utils import echo\n\n\n\
+             def test_show(text: str) -> None:\n    echo(text, color=True)\n    echo(text)\n    \
+             pkg.echo(text)\n    pkg.utils.short_help(text, 10)\n    Align.center(text, height=3)\n    \
+             Align(text, vertical=\"top\")\n    aligned = Align(text)\n    aligned.center(text, height=1)\n",
+        ),
+    ]);
+    let at = |marker| expected(&index, "tests/test_show.py", marker);
+    // A keyword argument of a function imported by name.
+    assert_eq!(at("echo(text, color=").as_deref(), Some("t.Optional[bool]"));
+    // A position of a function imported by name, and of functions reached through modules
+    // the file imports (a package's re-export, a submodule).
+    assert_eq!(at("    echo(").as_deref(), Some("t.Optional[t.Any]"));
+    assert_eq!(at("pkg.echo(").as_deref(), Some("t.Optional[t.Any]"));
+    assert_eq!(at("short_help(text, ").as_deref(), Some("int"));
+    // Keywords of a class's method, of its constructor, of a method of a value.
+    assert_eq!(
+        at("Align.center(text, height=").as_deref(),
+        Some("t.Optional[int]")
+    );
+    assert_eq!(
+        at("Align(text, vertical=").as_deref(),
+        Some("t.Optional[str]")
+    );
+    assert_eq!(
+        at("aligned.center(text, height=").as_deref(),
+        Some("t.Optional[int]")
+    );
+}
+
 /// A module as click and rich write them: forward references in quotes (`"Context"`,
 /// `t.List["Segment"]`) and class constants as `t.ClassVar[...]`.
 const PY_CONTEXT: &str = r#"import typing as t

@@ -464,12 +464,33 @@ fn a_hole_without_an_expected_type_is_said_so() {
 
 // ----- Servers that misbehave ------------------------------------------------------------------
 
+/// What a fake server that reads starts with: `read()`, the next message from keyhole (the
+/// process ends when keyhole stops writing).
+const FAKE_FRAMING: &str = r#"
+import json, sys
+def read():
+    length = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line.strip() == b"":
+            break
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return json.loads(sys.stdin.buffer.read(length))
+"#;
+
+/// `script` as an executable Python server at `path`.
+fn write_fake(path: &Path, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/usr/bin/env python3\n{script}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// A fake server, in Python, named `keyhole-fake-lsp` in a directory of its own.
 fn fake_server(dir: &Path, script: &str) -> OsString {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(FAKE.command);
-    std::fs::write(&path, format!("#!/usr/bin/env python3\n{script}")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_fake(&dir.join(FAKE.command), script);
     dir.as_os_str().to_owned()
 }
 
@@ -485,18 +506,6 @@ static FAKE: ServerSpec = ServerSpec {
 
 /// Answers `initialize`, then reads everything and answers nothing.
 const SILENT_AFTER_START: &str = r#"
-import json, sys
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        if line.strip() == b"":
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
 message = read()
 body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}}).encode()
 sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -566,7 +575,8 @@ fn a_server_that_never_answers_at_start_is_stopped_after_the_timeout() {
 fn a_server_that_stops_answering_after_start_is_stopped_and_said_so_for_every_later_hole() {
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let servers = pool(fake_server(bin.path(), SILENT_AFTER_START));
+    let script = format!("{FAKE_FRAMING}{SILENT_AFTER_START}");
+    let servers = pool(fake_server(bin.path(), &script));
     let why = hover(&servers, root.path())
         .unwrap()
         .unwrap_err()
@@ -762,6 +772,93 @@ fn pyright_headers_hold_an_imported_constant_of_a_subtype_and_not_the_function_b
     );
     assert!(!headers.text.contains("default_type"), "{}", headers.text);
     assert!(!headers.text.contains(';'), "Python: {}", headers.text);
+}
+
+/// A stand-in for pyright that answers as pyright 1.1.414 does: signature help with the
+/// parameters' label offsets, a hover over a name declared with a value showing the type
+/// narrowed to the value's (`cb: None`), without one the declared type, spelled as pyright
+/// spells it (`((TextIO) -> TextIO) | None`), and the generic hole's solved type where the
+/// place is not asked.
+const FAKE_PYRIGHT: &str = r#"
+def send(id, result):
+    body = json.dumps({"jsonrpc": "2.0", "id": id, "result": result}).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+texts = {}
+ECHO = "(message: str, *, color: bool | None = None) -> None"
+while True:
+    message = read()
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "textDocument/didOpen":
+        texts[params["textDocument"]["uri"]] = params["textDocument"]["text"]
+    elif method == "textDocument/didChange":
+        texts[params["textDocument"]["uri"]] = params["contentChanges"][-1]["text"]
+    if "id" not in message:
+        continue
+    result = None
+    if method == "initialize":
+        result = {"capabilities": {}}
+    elif method in ("textDocument/hover", "textDocument/signatureHelp"):
+        line = texts[params["textDocument"]["uri"]].split("\n")[params["position"]["line"]]
+        at = line[params["position"]["character"]:]
+        if method == "textDocument/signatureHelp" and "echo(" in line:
+            result = {"signatures": [{"label": ECHO, "parameters": [
+                {"label": [1, 13]}, {"label": [18, 43]}], "activeParameter": 1}]}
+        elif method == "textDocument/hover":
+            generic = "None" if line.lstrip().startswith("cb") else "bool"
+            if at.startswith("__keyhole_hole"):
+                value = "(variable) __keyhole_hole: " + generic
+            elif "__keyhole_hole" in line:
+                value = "(variable) cb: None"
+            else:
+                value = "(variable) cb: ((TextIO) -> TextIO) | None"
+            result = {"contents": {"kind": "plaintext", "value": value}}
+    elif method == "textDocument/completion":
+        result = []
+    send(message["id"], result)
+"#;
+
+#[test]
+fn pyright_is_asked_by_place_and_its_types_read_as_python_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    write(
+        &root,
+        "util.py",
+        "import typing as t\n\n\ndef echo(message: str, *, color: t.Optional[bool] = None) -> None:\n    pass\n",
+    );
+    write(
+        &root,
+        "main.py",
+        "import typing as t\nfrom util import echo\n\n\ndef run(text: str) -> None:\n    \
+         cb: t.Optional[t.Callable[[t.TextIO], t.TextIO]] = None\n    echo(text, color=None)\n",
+    );
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("pyright-langserver");
+    write_fake(&fake, &format!("{FAKE_FRAMING}{FAKE_PYRIGHT}"));
+    let ask = |marker: &str| {
+        let (index, hole) = index_and_hole(&root, "main.py", marker);
+        ask_server("pyright-langserver", &fake, &lsp::PYRIGHT, &index, &hole)
+            .expect("the server answers")
+    };
+    // An annotated declaration: its name's declared type, asked with the value left out (with
+    // it, pyright narrows to the value's `None`), the callable as Python writes it.
+    let declared = ask("]] = ");
+    assert_eq!(
+        declared.expected.as_deref(),
+        Some("Callable[[TextIO], TextIO] | None"),
+        "{declared:?}"
+    );
+    assert!(!declared.expected_by_syntax);
+    // A keyword argument: its parameter's type in signature help, not the generic hole's
+    // `bool`.
+    let argument = ask("color=");
+    assert_eq!(
+        argument.expected.as_deref(),
+        Some("bool | None"),
+        "{argument:?}"
+    );
+    assert!(!argument.expected_by_syntax);
 }
 
 // ----- Answers kept by content -------------------------------------------------------------
