@@ -6,6 +6,7 @@
 
 mod codex_tokens;
 pub mod fidelity;
+mod items;
 pub mod perspectives;
 pub mod profile;
 pub mod proposals;

@@ -1,15 +1,18 @@
 //! RLPG's repo-level prompt proposals (paper section 2.1, appendix B): a prompt source (where
 //! in the repository to look) crossed with a prompt context type (what to take from there).
-//! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5. Where the
-//! paper and its authors' code differ, the chosen profile decides ([`super::profile`]).
+//! Ids and order follow Table 7, file ranking Table 6, truncation B.3, formatting B.5. This file
+//! is the algorithm, per prompt source; what a file offers per context type is in `items.rs`.
+//! Where the paper and its authors' code differ, it reads the chosen profile's table of rules
+//! ([`super::profile::Rules`]: [`super::profile::paper::RULES`], [`super::profile::code::RULES`]).
 
 use super::fidelity::Fidelity;
+use super::items::{file_items, item_spans, join_items};
+use super::profile::{ClassLine, Cutting};
 use super::{HoleRequest, SourcedText};
 use crate::candidate::{self, ContextType, PromptSource, ProposalSpec};
 use crate::compose::Assembly;
 use crate::hole::Hole;
-use crate::lang::Span;
-
+use crate::lang::{Span, TypeKind};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
@@ -62,19 +65,20 @@ pub fn build(spec: ProposalSpec, req: &HoleRequest) -> ProposalContext {
     // `counted`: the context's tokens where the profile counts them as RLPG's code does.
     let (context, ranked_files, counted) = match spec.source {
         PromptSource::Current => {
-            let (context, from_before_hole, counted) = current_context(spec.context_type, req);
+            let (context, from_before_hole) = current_items(spec.context_type, req);
             if from_before_hole {
                 // Items from before the hole keep those nearest to it, as the authors' code does.
                 keep = Keep::End;
             }
+            let (context, counted) = cut_alone(context, keep, req);
             (context, vec![req.hole.file], counted)
         }
         PromptSource::ParentClass => {
-            keep = rules.parent_keep();
+            keep = rules.parent_keep;
             parent_context(spec.context_type, req)
         }
         source => {
-            let files = rules.rank_files(source, req);
+            let files = (rules.rank_files)(source, req);
             let (context, counted) = multi_file_context(&files, spec.context_type, req);
             (context, files, Some(counted))
         }
@@ -84,7 +88,36 @@ pub fn build(spec: ProposalSpec, req: &HoleRequest) -> ProposalContext {
         context,
         ranked_files,
         keep,
-        assembly: rules.assembly(spec.context_type, counted),
+        assembly: assembly(rules.cutting, spec.context_type, counted),
+    }
+}
+
+/// How a proposal's context of `context_type` makes a prompt with the default context, given
+/// its tokens where the profile counted them (`counted`). RLPG's main loop sends the context
+/// whole with the separator its rule configuration names (`space` for post lines, else
+/// `newline`) and sizes the default context from the context's own count (`rule_prompt_len`).
+fn assembly(cutting: Cutting, context_type: ContextType, counted: Option<usize>) -> Assembly {
+    match (cutting, counted) {
+        (Cutting::RlpgCode, Some(counted)) => Assembly::RlpgMainLoop {
+            counted,
+            separator: match context_type {
+                ContextType::PostLines => " ",
+                _ => "\n",
+            },
+        },
+        _ => Assembly::Capped,
+    }
+}
+
+/// A single file's context as the profile sends it: whole, for the composer to cut; or cut to
+/// the allocation from the `keep` end and decoded as RLPG's code cuts it, with its tokens.
+fn cut_alone(text: SourcedText, keep: Keep, req: &HoleRequest) -> (SourcedText, Option<usize>) {
+    match req.fidelity.rules().cutting {
+        Cutting::Composer => (text, None),
+        cutting @ Cutting::RlpgCode => {
+            let (text, tokens) = cutting.cut(&text, req.tokenizer, req.allocation, keep);
+            (text, Some(tokens))
+        }
     }
 }
 
@@ -126,17 +159,7 @@ pub fn build_for_budget(
 
 /// Current: post lines are the lines after the hole line; other types are taken from after the
 /// hole line first and only when there are none from before the hole (B.3). Says whether the
-/// context came from before the hole, and gives its tokens where the profile counts them.
-fn current_context(
-    context_type: ContextType,
-    req: &HoleRequest,
-) -> (SourcedText, bool, Option<usize>) {
-    let (text, before) = current_items(context_type, req);
-    let (text, counted) = req.fidelity.rules().finish_current(text, before, req);
-    (text, before, counted)
-}
-
-/// [`current_context`] before the profile finishes it.
+/// context came from before the hole.
 fn current_items(context_type: ContextType, req: &HoleRequest) -> (SourcedText, bool) {
     let index = req.index;
     let file = &index.files[req.hole.file];
@@ -148,7 +171,8 @@ fn current_items(context_type: ContextType, req: &HoleRequest) -> (SourcedText, 
         }
         return (text, false);
     }
-    let spans = item_spans(req, req.hole.file, context_type);
+    let rules = req.fidelity.rules();
+    let spans = item_spans(rules, file, context_type);
     let after: Vec<Span> = spans
         .iter()
         .copied()
@@ -157,8 +181,11 @@ fn current_items(context_type: ContextType, req: &HoleRequest) -> (SourcedText, 
     if !after.is_empty() {
         return (join_items(req, req.hole.file, &after, Keep::Start), false);
     }
-    let rules = req.fidelity.rules();
-    let ends_before = |s: &Span| rules.ends_before_hole(s.end as usize, req.hole.offset);
+    let hole = req.hole.offset;
+    let ends_before = |s: &Span| {
+        let end = s.end as usize;
+        end < hole || (end == hole && rules.item_ending_at_hole_is_before)
+    };
     let before: Vec<Span> = spans.iter().copied().filter(ends_before).collect();
     (join_items(req, req.hole.file, &before, Keep::End), true)
 }
@@ -175,7 +202,7 @@ fn parent_context(
     let index = req.index;
     let file = &index.files[req.hole.file];
     let rules = req.fidelity.rules();
-    let links = rules.parents(index, req.hole.file);
+    let links = (rules.parents)(index, req.hole.file);
     let nearest = links
         .into_iter()
         .filter(|link| file.line_of(link.class_name_span.start as usize) < req.hole.line)
@@ -183,15 +210,12 @@ fn parent_context(
     let Some(link) = nearest else {
         return (SourcedText::default(), Vec::new(), Some(0));
     };
-    let keep = rules.parent_keep();
-    let (items, counted) = match context_type {
-        ContextType::MethodNamesAndBodies => {
-            let (items, tokens) = method_bodies(req, link.file);
-            (items, Some(tokens))
-        }
-        _ => (file_items(req, link.file, context_type, keep), None),
+    let keep = rules.parent_keep;
+    let (items, counted) = match file_items(req, link.file, context_type, keep) {
+        // Method bodies were cut one by one.
+        (items, Some(counted)) => (items, Some(counted)),
+        (items, None) => cut_alone(items, keep, req),
     };
-    let (items, counted) = rules.finish_parent_items(items, counted, keep, req);
     if items.is_empty() {
         return (items, vec![link.file], counted);
     }
@@ -204,14 +228,17 @@ fn parent_context(
 
 /// `\n[Name]` for the class the hole is in (the type declared nearest above it), if any;
 /// says whether there was one.
-pub(super) fn push_current_class(text: &mut SourcedText, req: &HoleRequest) -> bool {
+fn push_current_class(text: &mut SourcedText, req: &HoleRequest) -> bool {
     let file = &req.index.files[req.hole.file];
     let current = file
         .facts
         .types
         .iter()
         .filter(|t| file.line_of(t.name_span.start as usize) < req.hole.line)
-        .filter(|t| req.fidelity.rules().names_in_class_line(t.kind))
+        .filter(|t| match req.fidelity.rules().class_line {
+            ClassLine::AnyType => true,
+            ClassLine::Classes => t.kind == TypeKind::Class,
+        })
         .max_by_key(|t| t.name_span.start);
     if let Some(class) = current {
         text.push_plain(&format!("\n[{}]", class.name));
@@ -238,14 +265,14 @@ fn multi_file_context(
         if total >= req.allocation {
             break;
         }
-        let (items, counted) = rules.file_context(req, file, context_type);
-        if items.is_empty() && !rules.keeps_empty_file_labels() {
+        let (items, counted) = file_items(req, file, context_type, Keep::Start);
+        if items.is_empty() && !rules.keeps_empty_file_labels {
             continue;
         }
         any_items |= counted.map_or(!items.is_empty(), |n| n > 0);
         let mut label = SourcedText::default();
         label.push_plain(&format!("[{}] ", req.index.files[file].stem()));
-        let (part, tokens) = rules.file_part(label, items, counted, req);
+        let (part, tokens) = file_part(label, items, counted, req);
         total += tokens;
         parts.push(part);
     }
@@ -259,100 +286,42 @@ fn multi_file_context(
         }
         text.append(part);
     }
-    rules.close_files(&mut text, req);
+    if rules.pads_file_list {
+        // A space after the last file's context, a line break even without a class line.
+        text.push_plain(" ");
+        if !push_current_class(&mut text, req) {
+            text.push_plain("\n");
+        }
+    } else {
+        push_current_class(&mut text, req);
+    }
     (text, total)
 }
 
-// ----- What a file offers for each context type ----------------------------------------------
-
-/// Spans of a file's items of one context type (not post lines), as the profile reads them.
-fn item_spans(req: &HoleRequest, file: FileId, context_type: ContextType) -> Vec<Span> {
-    req.fidelity
-        .rules()
-        .item_spans(&req.index.files[file], context_type)
-}
-
-/// Everything of `context_type` in another file, items joined by spaces (B.5: "all" of them),
-/// as many from the `keep` end as the allocation can hold. Method bodies get `[name]` before
-/// each (class_method_name) and, as in the authors' code, an equal share of the allocation
-/// each.
-pub(super) fn file_items(
+/// A file's part of a multi-file context: its `label` followed by its `items` (whose tokens are
+/// `counted` where known), cut to the allocation; and the tokens the part counts towards filling
+/// it. The composer's profile cuts the label with the items; RLPG's code cuts and counts the
+/// items alone.
+fn file_part(
+    mut label: SourcedText,
+    items: SourcedText,
+    counted: Option<usize>,
     req: &HoleRequest,
-    file: FileId,
-    context_type: ContextType,
-    keep: Keep,
-) -> SourcedText {
-    if context_type != ContextType::MethodNamesAndBodies {
-        let spans = item_spans(req, file, context_type);
-        return join_items(req, file, &spans, keep);
-    }
-    method_bodies(req, file).0
-}
-
-/// A file's methods as `[name] body`, each body cut to its share, and the bodies' tokens.
-pub(super) fn method_bodies(req: &HoleRequest, file: FileId) -> (SourcedText, usize) {
-    let rules = req.fidelity.rules();
-    let methods = &req.index.files[file].facts.methods;
-    let mut total = 0;
-    let mut share = req.allocation / methods.len().max(1);
-    let mut text = SourcedText::default();
-    for (i, method) in methods.iter().enumerate() {
-        if i > 0 {
-            text.push_plain(" ");
+) -> (SourcedText, usize) {
+    let cutting = req.fidelity.rules().cutting;
+    match (cutting, counted) {
+        (Cutting::Composer, _) => {
+            label.append(items);
+            cutting.cut(&label, req.tokenizer, req.allocation, Keep::Start)
         }
-        text.push_plain("[");
-        text.push_span(req.index, file, method.name);
-        text.push_plain("] ");
-        let mut body = SourcedText::default();
-        let source = &req.index.files[file];
-        body.push_span(req.index, file, rules.method_text(source, method));
-        let (cut, tokens, next_share) = rules.cut_body(&body, req.tokenizer, share);
-        text.append(cut);
-        total += tokens;
-        share = next_share;
-    }
-    (text, total)
-}
-
-/// Items joined by single spaces. Only as many items as can matter are joined: enough from the
-/// kept end to exceed the allocation, checked in tokens, so huge files cost no more than
-/// small ones.
-fn join_items(req: &HoleRequest, file: FileId, spans: &[Span], keep: Keep) -> SourcedText {
-    // Saturating: a huge allocation then takes every item at once instead of wrapping round.
-    let mut byte_limit = req.allocation.max(16).saturating_mul(8);
-    loop {
-        let chosen = take_from_end(spans, keep, byte_limit);
-        let mut text = SourcedText::default();
-        for (i, span) in chosen.iter().enumerate() {
-            if i > 0 {
-                text.push_plain(" ");
-            }
-            text.push_span(req.index, file, *span);
+        (Cutting::RlpgCode, Some(tokens)) => {
+            label.append(items);
+            (label, tokens)
         }
-        if chosen.len() == spans.len() || req.tokenizer.count(&text.text) > req.allocation {
-            return text;
+        (Cutting::RlpgCode, None) => {
+            let (cut, tokens) = cutting.cut(&items, req.tokenizer, req.allocation, Keep::Start);
+            label.append(cut);
+            (label, tokens)
         }
-        byte_limit = byte_limit.saturating_mul(4);
-    }
-}
-
-/// The items at the kept end of `spans` whose text adds up to at least `byte_limit` bytes.
-fn take_from_end(spans: &[Span], keep: Keep, byte_limit: usize) -> &[Span] {
-    let mut bytes = 0;
-    let mut n = 0;
-    let iter: Box<dyn Iterator<Item = &Span>> = match keep {
-        Keep::Start => Box::new(spans.iter()),
-        Keep::End => Box::new(spans.iter().rev()),
-    };
-    for span in iter {
-        if bytes >= byte_limit {
-            break;
-        }
-        bytes += span.range().len() + 1;
-        n += 1;
-    }
-    match keep {
-        Keep::Start => &spans[..n],
-        Keep::End => &spans[spans.len() - n..],
     }
 }

@@ -1,6 +1,7 @@
-//! RLPG's file lists as its published code builds them, for `--fidelity code`: which files
+//! RLPG's file lists and text readings as its published code builds them, for `--fidelity
+//! code` (the code profile's table, [`super::profile::code::RULES`], names them): which files
 //! each multi-file prompt source offers and in what order (the paper's Table 6 in the letter
-//! of `parse_tree.py` and `context.py`).
+//! of `parse_tree.py` and `context.py`), and how it slices, cuts and decodes items.
 //!
 //! - Imports: import declarations whose dotted path, rooted where the first part of the path
 //!   last occurs in the current file's path, names a repository file; kept only when the
@@ -24,8 +25,7 @@ use super::HoleRequest;
 use super::SourcedText;
 use crate::candidate::PromptSource;
 use crate::hole::takes_hole;
-use crate::lang::Span;
-use crate::lang::TypeKind;
+use crate::lang::{MethodDecl, Span, TypeKind};
 use crate::repo::listing;
 use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
 use crate::rlpg_text;
@@ -388,6 +388,25 @@ pub fn attribute_span(file: &SourceFile, span: Span) -> Span {
         start,
         start.max(span.start as usize + text.trim_end().len()),
     )
+}
+
+/// A method's text in a method-bodies context as RLPG's code takes it: from the start of the
+/// line where the body opens to its end when that is the line of the method's name, else the
+/// name's line alone (its `method_body[0][0] == method_name[0][0]` match).
+pub fn method_lines(source: &SourceFile, method: &MethodDecl) -> Span {
+    let name_line = source.line_of(method.name.start as usize);
+    let after_signature =
+        &source.text[method.signature.end as usize..method.with_body.end as usize];
+    let body_line = after_signature
+        .find('{')
+        .map(|i| source.line_of(method.signature.end as usize + i));
+    let line_start = source.line_start(name_line);
+    if body_line == Some(name_line) {
+        let end = rlpg_span(source, method.with_body).end as usize;
+        Span::new(line_start, end)
+    } else {
+        Span::new(line_start, source.line_start(name_line + 1))
+    }
 }
 
 /// `text` as RLPG's code reads it (Python's universal newlines: CRLF as LF), cut to

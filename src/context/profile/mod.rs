@@ -1,8 +1,8 @@
-//! The two readings of RLPG's proposals side by side: where the paper's text and its authors'
-//! published code build a proposal's context differently, the algorithm in
-//! [`super::proposals`] asks the profile ([`Profile`]); the paper profile ([`paper`]) and the
-//! code profile ([`code`]) each answer in one file. [`Fidelity`] names the profile a person
-//! chose.
+//! The two readings of RLPG's proposals and RepoCoder's prompts, as data: where the paper's text
+//! and its authors' published code build a context differently, the algorithms
+//! ([`super::proposals`] with its `items`, and [`super::windows`]) read the chosen
+//! profile's [`Rules`]. Each profile is one table: [`paper::RULES`] and [`code::RULES`], a row
+//! per rule saying which source it follows. [`Fidelity`] names the profile a person chose.
 
 pub mod code;
 pub mod paper;
@@ -10,96 +10,146 @@ pub mod paper;
 use super::HoleRequest;
 use super::SourcedText;
 use super::fidelity::Fidelity;
-use crate::candidate::{ContextType, PromptSource};
-use crate::compose::Assembly;
-use crate::lang::{MethodDecl, Span, TypeKind};
-use crate::repo::{FileId, ParentLink, RepoIndex, SourceFile};
+use super::rlpg_files;
+use crate::candidate::PromptSource;
+use crate::repo::{FileId, ParentLink, RepoIndex};
 use crate::token::{Keep, Tokenizer};
 
 /// How a profile builds RLPG's proposal contexts and RepoCoder's prompts where the papers and
-/// their authors' code differ.
-pub trait Profile: Sync {
-    /// How RepoCoder's prompt is made of retrieved windows.
-    fn windows(&self) -> &'static WindowRules;
+/// their authors' code differ. What every proposal takes (a prompt source crossed with a
+/// context type) and their ids are the same in both (see [`crate::candidate::proposal_specs`]).
+pub struct Rules {
+    // ----- Where a source looks
+    /// The files a multi-file prompt source offers, best first (Table 6).
+    pub rank_files: fn(PromptSource, &HoleRequest) -> Vec<FileId>,
+    /// The parent classes of the classes declared in a file (the Parent Class source).
+    pub parents: fn(&RepoIndex, FileId) -> Vec<ParentLink>,
 
-    /// The current file's context as gathered (`before`: from before the hole), as the
-    /// profile finishes it, and its tokens where the profile counts them as RLPG's code does.
-    fn finish_current(
-        &self,
-        text: SourcedText,
-        before: bool,
-        req: &HoleRequest,
-    ) -> (SourcedText, Option<usize>);
+    // ----- What a file's items are
+    /// What a method-names item (MN) is.
+    pub method_names: MethodNames,
+    /// What the identifiers (I) of a file are.
+    pub identifiers: Identifiers,
+    /// How an item's text is taken from its span.
+    pub item_text: ItemText,
+    /// The text of a method in a method-bodies context (MNB).
+    pub method_text: MethodText,
 
-    /// Whether an item of the current file ending at byte `end` is before the hole.
-    fn ends_before_hole(&self, end: usize, hole_offset: usize) -> bool;
-
-    /// The parent classes of the classes declared in `file`.
-    fn parents(&self, index: &RepoIndex, file: FileId) -> Vec<ParentLink>;
-
+    // ----- Which items survive, and how texts are cut
+    /// Whether an item of the current file ending right at the hole counts as before it.
+    pub item_ending_at_hole_is_before: bool,
     /// Which end of a parent class's context survives a cut.
-    fn parent_keep(&self) -> Keep;
+    pub parent_keep: Keep,
+    /// Which end of a method body survives a cut.
+    pub body_keep: Keep,
+    /// How many tokens each method body of a method-bodies context gets.
+    pub body_share: BodyShare,
+    /// Who cuts a proposal's texts, and how a proposal's context makes a prompt.
+    pub cutting: Cutting,
 
-    /// A parent class's items as the profile cuts them (`counted`: method bodies, cut one by
-    /// one, with their tokens), and their tokens where the profile counts them as RLPG's code
-    /// does.
-    fn finish_parent_items(
-        &self,
-        items: SourcedText,
-        counted: Option<usize>,
-        keep: Keep,
-        req: &HoleRequest,
-    ) -> (SourcedText, Option<usize>);
+    // ----- How a context is laid out
+    /// Which types the `[CurrentClass]` line can name.
+    pub class_line: ClassLine,
+    /// Whether a file without items still shows its `[FileName]` label in a multi-file context.
+    pub keeps_empty_file_labels: bool,
+    /// Whether a multi-file context ends with a space, and with a line break where there is no
+    /// class line.
+    pub pads_file_list: bool,
 
-    /// Whether the `[CurrentClass]` line can name a type of `kind`.
-    fn names_in_class_line(&self, kind: TypeKind) -> bool;
+    // ----- RepoCoder
+    /// How RepoCoder's prompt is made of retrieved windows.
+    pub windows: WindowRules,
+}
 
-    /// The files a multi-file `source` takes context from, best first.
-    fn rank_files(&self, source: PromptSource, req: &HoleRequest) -> Vec<FileId>;
+impl Rules {
+    /// How RepoCoder's prompt is made of retrieved windows.
+    pub fn windows(&self) -> &WindowRules {
+        &self.windows
+    }
+}
 
-    /// A file's items of `context_type` for a multi-file source, and the tokens they count
-    /// where the profile counts them itself (method bodies cut one by one).
-    fn file_context(
-        &self,
-        req: &HoleRequest,
-        file: FileId,
-        context_type: ContextType,
-    ) -> (SourcedText, Option<usize>);
+/// What a method-names item (MN) is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodNames {
+    /// The whole signature.
+    Signatures,
+    /// The name alone.
+    Names,
+}
 
-    /// Whether a file without items still shows its `[FileName]` label.
-    fn keeps_empty_file_labels(&self) -> bool;
+/// What the identifiers (I) of a file are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identifiers {
+    /// Its identifiers.
+    Identifiers,
+    /// Its identifiers, then its type identifiers.
+    WithTypeIdentifiers,
+}
 
-    /// A file's part of a multi-file context: its `label` followed by its `items` (whose
-    /// tokens are `counted` where known), cut to the allocation; and the tokens the part
-    /// counts towards filling it.
-    fn file_part(
-        &self,
-        label: SourcedText,
-        items: SourcedText,
-        counted: Option<usize>,
-        req: &HoleRequest,
-    ) -> (SourcedText, usize);
+/// How an item's text is taken from its span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemText {
+    /// The span's bytes.
+    Span,
+    /// As RLPG's `get_string` slices it ([`rlpg_files::attribute_span`]).
+    RlpgSlice,
+}
 
-    /// What follows a multi-file context's files: the class line and the separators.
-    fn close_files(&self, text: &mut SourcedText, req: &HoleRequest);
+/// The text of a method in a method-bodies context (MNB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodText {
+    /// The whole declaration, from its signature.
+    Declaration,
+    /// The lines RLPG's code takes ([`rlpg_files::method_lines`]).
+    RlpgLines,
+}
 
-    /// A file's items of `context_type`: spans of the text (not post lines).
-    fn item_spans(&self, source: &SourceFile, context_type: ContextType) -> Vec<Span>;
+/// How many tokens each method body of a method-bodies context gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyShare {
+    /// An equal share of the allocation each.
+    Equal,
+    /// The first an equal share, each later one the tokens the one before it kept.
+    PreviousTokens,
+}
 
-    /// The text of a method in a method-bodies context.
-    fn method_text(&self, source: &SourceFile, method: &MethodDecl) -> Span;
+/// Who cuts a proposal's texts, and how a proposal's context makes a prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cutting {
+    /// keyhole's composer: a single file's context is sent whole for the composer to cut to its
+    /// allocation, the default context given what it leaves (section 2.3); a file of a
+    /// multi-file context is cut with its label; method bodies are cut to their share.
+    Composer,
+    /// RLPG's main loop: every text (each context, each file's context without its label, each
+    /// method body) is cut to its allocation and decoded ([`rlpg_files::cut_and_decode`]), its
+    /// tokens counted; the context is sent whole with the separator its rule names and the
+    /// default context sized from that count ([`crate::compose::Assembly::RlpgMainLoop`]).
+    RlpgCode,
+}
 
-    /// How a proposal's context of `context_type` makes a prompt with the default context,
-    /// given the context's tokens where the profile counted them (`counted`).
-    fn assembly(&self, context_type: ContextType, counted: Option<usize>) -> Assembly;
-
-    /// A method body cut to `share` tokens, its tokens, and the next method's share.
-    fn cut_body(
-        &self,
-        body: &SourcedText,
+impl Cutting {
+    /// `text` cut to `max_tokens` from the `keep` end, and the tokens it counts.
+    pub fn cut(
+        self,
+        text: &SourcedText,
         tokenizer: &dyn Tokenizer,
-        share: usize,
-    ) -> (SourcedText, usize, usize);
+        max_tokens: usize,
+        keep: Keep,
+    ) -> (SourcedText, usize) {
+        match self {
+            Cutting::Composer => text.truncate(tokenizer, max_tokens, keep),
+            Cutting::RlpgCode => rlpg_files::cut_and_decode(text, tokenizer, max_tokens, keep),
+        }
+    }
+}
+
+/// Which types the `[CurrentClass]` line can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassLine {
+    /// Classes, interfaces, enums and records.
+    AnyType,
+    /// Classes only.
+    Classes,
 }
 
 /// How a profile builds RepoCoder's prompt from retrieved windows (see [`super::windows`]).
@@ -143,25 +193,10 @@ pub enum WindowOrder {
 
 impl Fidelity {
     /// The rules of this profile.
-    pub fn rules(self) -> &'static dyn Profile {
+    pub fn rules(self) -> &'static Rules {
         match self {
-            Fidelity::Paper => &paper::Paper,
-            Fidelity::Code => &code::Code,
+            Fidelity::Paper => &paper::RULES,
+            Fidelity::Code => &code::RULES,
         }
-    }
-}
-
-/// A file's items of `context_type` as its facts list them, the way both profiles read them
-/// unless they say otherwise: method names are whole signatures.
-pub(super) fn fact_spans(source: &SourceFile, context_type: ContextType) -> Vec<Span> {
-    let facts = &source.facts;
-    match context_type {
-        ContextType::Identifiers => facts.identifiers.clone(),
-        ContextType::TypeIdentifiers => facts.type_identifiers.clone(),
-        ContextType::FieldDeclarations => facts.field_declarations.clone(),
-        ContextType::StringLiterals => facts.string_literals.clone(),
-        ContextType::MethodNames => facts.methods.iter().map(|m| m.signature).collect(),
-        ContextType::MethodNamesAndBodies => facts.methods.iter().map(|m| m.with_body).collect(),
-        ContextType::PostLines => Vec::new(),
     }
 }

@@ -1,162 +1,95 @@
 //! The paper profile (`--fidelity paper`, the default): RLPG's proposals as the paper describes
 //! them (section 2.1, appendix B), with keyhole's judgment where the paper is silent or a quirk
-//! of the code would mislead.
+//! of the code would mislead; RepoCoder's prompt as its paper describes it. One row per rule;
+//! the code profile's rows ([`super::code`]) say where the authors' code differs.
 
-use super::{BlockBudget, Profile, WindowOrder, WindowRules, fact_spans};
-use crate::candidate::{ContextType, PromptSource};
-use crate::compose::Assembly;
+use super::{
+    BlockBudget, BodyShare, ClassLine, Cutting, Identifiers, ItemText, MethodNames, MethodText,
+    Rules, WindowOrder, WindowRules,
+};
+use crate::candidate::PromptSource;
 use crate::context::HoleRequest;
-use crate::context::SourcedText;
-use crate::context::proposals::{file_items, push_current_class};
-use crate::lang::{MethodDecl, Span, TypeKind};
-use crate::repo::{FileId, Import, ParentLink, RepoIndex, SourceFile};
-use crate::token::{Keep, Tokenizer};
+use crate::repo::{FileId, Import, ParentLink, RepoIndex};
+use crate::token::Keep;
 
 /// The paper's reading.
-pub struct Paper;
-
-/// RepoCoder's blocks as its paper describes them, commented in the hole's language: half of
-/// the budget, in its tokenizer.
-static WINDOWS: WindowRules = WindowRules {
-    comment: None,
-    budget: BlockBudget::Allocation,
-    skips_repeated_code: true,
-    order: WindowOrder::Path,
-    shows_first_place: false,
-    splits_windows_again: false,
+pub static RULES: Rules = Rules {
+    // Table 6's file ranking, on keyhole's repository graph (`rank_files` below).
+    rank_files,
+    // Parents resolved through imports and packages (the repository graph's).
+    parents,
+    // Whole signatures (appendix B.2's example).
+    method_names: MethodNames::Signatures,
+    // Identifiers alone (I): type identifiers are a context type of their own (TI).
+    identifiers: Identifiers::Identifiers,
+    // An item is its own bytes.
+    item_text: ItemText::Span,
+    // The whole declaration, from its signature.
+    method_text: MethodText::Declaration,
+    // An item ending where the hole starts is wholly before it.
+    item_ending_at_hole_is_before: true,
+    // B.3: the start of a parent class, its first members.
+    parent_keep: Keep::Start,
+    // The start of a body: its signature and first statements.
+    body_keep: Keep::Start,
+    // An equal share of the allocation each (the share the authors' code starts from).
+    body_share: BodyShare::Equal,
+    // Section 2.3: the composer cuts the context to its allocation, the default context gets
+    // what it leaves. RLPG's code sends the context whole and cuts the joined prompt (see
+    // [`crate::context::fidelity`]).
+    cutting: Cutting::Composer,
+    // B.5 class_name: any type, classes, interfaces, enums and records.
+    class_line: ClassLine::AnyType,
+    // A label without context is noise.
+    keeps_empty_file_labels: false,
+    // B.5: the files' contexts, then the class line.
+    pads_file_list: false,
+    // RepoCoder's blocks as its paper describes them, commented in the hole's language: half of
+    // the budget, in its tokenizer.
+    windows: WindowRules {
+        comment: None,
+        budget: BlockBudget::Allocation,
+        skips_repeated_code: true,
+        order: WindowOrder::Path,
+        shows_first_place: false,
+        splits_windows_again: false,
+    },
 };
 
-impl Profile for Paper {
-    fn windows(&self) -> &'static WindowRules {
-        &WINDOWS
-    }
+/// Parents resolved through imports and packages (the repository graph's).
+fn parents(index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
+    index.graph.parents[file].clone()
+}
 
-    fn finish_current(
-        &self,
-        text: SourcedText,
-        _before: bool,
-        _req: &HoleRequest,
-    ) -> (SourcedText, Option<usize>) {
-        (text, None)
-    }
-
-    fn ends_before_hole(&self, end: usize, hole_offset: usize) -> bool {
-        end <= hole_offset
-    }
-
-    /// Parents resolved through imports and packages (the repository graph's).
-    fn parents(&self, index: &RepoIndex, file: FileId) -> Vec<ParentLink> {
-        index.graph.parents[file].clone()
-    }
-
-    /// The start: the class's first members.
-    fn parent_keep(&self) -> Keep {
-        Keep::Start
-    }
-
-    fn finish_parent_items(
-        &self,
-        items: SourcedText,
-        _counted: Option<usize>,
-        _keep: Keep,
-        _req: &HoleRequest,
-    ) -> (SourcedText, Option<usize>) {
-        (items, None)
-    }
-
-    /// Any type: classes, interfaces, enums and records.
-    fn names_in_class_line(&self, _kind: TypeKind) -> bool {
-        true
-    }
-
-    /// Table 6's file ranking; the current file never feeds another source, as its text holds
-    /// the hole's answer.
-    fn rank_files(&self, source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
-        let index = req.index;
-        let graph = &index.graph;
-        let id = req.hole.file;
-        let ranked = match source {
-            PromptSource::Import => rank_imports(req),
-            PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),
-            PromptSource::SimilarName => {
-                rank_by_common_imports(req, graph.similar_names(&index.files, id))
-            }
-            PromptSource::ChildClass => rank_by_common_imports(req, graph.children[id].clone()),
-            PromptSource::ImportOfSibling => {
-                rank_imports_by_frequency(req, &graph.siblings(&index.files, id))
-            }
-            PromptSource::ImportOfSimilarName => {
-                rank_imports_by_frequency(req, &graph.similar_names(&index.files, id))
-            }
-            PromptSource::ImportOfParentClass => {
-                let parents: Vec<FileId> = graph.parents[id].iter().map(|l| l.file).collect();
-                rank_imports_by_frequency(req, &parents)
-            }
-            PromptSource::ImportOfChildClass => rank_imports_by_frequency(req, &graph.children[id]),
-            PromptSource::Current | PromptSource::ParentClass => {
-                unreachable!("single-file sources")
-            }
-        };
-        ranked.into_iter().filter(|&f| f != id).collect()
-    }
-
-    fn file_context(
-        &self,
-        req: &HoleRequest,
-        file: FileId,
-        context_type: ContextType,
-    ) -> (SourcedText, Option<usize>) {
-        (file_items(req, file, context_type, Keep::Start), None)
-    }
-
-    /// A label without context is noise.
-    fn keeps_empty_file_labels(&self) -> bool {
-        false
-    }
-
-    /// The label and its items cut together.
-    fn file_part(
-        &self,
-        mut label: SourcedText,
-        items: SourcedText,
-        _counted: Option<usize>,
-        req: &HoleRequest,
-    ) -> (SourcedText, usize) {
-        label.append(items);
-        label.truncate(req.tokenizer, req.allocation, Keep::Start)
-    }
-
-    fn close_files(&self, text: &mut SourcedText, req: &HoleRequest) {
-        push_current_class(text, req);
-    }
-
-    /// keyhole's composer: the context cut to its allocation, the default context given what
-    /// it leaves (section 2.3). RLPG's code sends the context whole and cuts the joined prompt
-    /// (see [`crate::context::fidelity`]).
-    fn assembly(&self, _context_type: ContextType, _counted: Option<usize>) -> Assembly {
-        Assembly::Capped
-    }
-
-    /// Method names are whole signatures (the paper's appendix B.2 example).
-    fn item_spans(&self, source: &SourceFile, context_type: ContextType) -> Vec<Span> {
-        fact_spans(source, context_type)
-    }
-
-    /// The whole declaration, from its signature.
-    fn method_text(&self, _source: &SourceFile, method: &MethodDecl) -> Span {
-        method.with_body
-    }
-
-    /// Keeps the start (the signature and first statements), each method an equal share.
-    fn cut_body(
-        &self,
-        body: &SourcedText,
-        tokenizer: &dyn Tokenizer,
-        share: usize,
-    ) -> (SourcedText, usize, usize) {
-        let (cut, tokens) = body.truncate(tokenizer, share, Keep::Start);
-        (cut, tokens, share)
-    }
+/// Table 6's file ranking; the current file never feeds another source, as its text holds
+/// the hole's answer.
+fn rank_files(source: PromptSource, req: &HoleRequest) -> Vec<FileId> {
+    let index = req.index;
+    let graph = &index.graph;
+    let id = req.hole.file;
+    let ranked = match source {
+        PromptSource::Import => rank_imports(req),
+        PromptSource::Sibling => rank_by_common_imports(req, graph.siblings(&index.files, id)),
+        PromptSource::SimilarName => {
+            rank_by_common_imports(req, graph.similar_names(&index.files, id))
+        }
+        PromptSource::ChildClass => rank_by_common_imports(req, graph.children[id].clone()),
+        PromptSource::ImportOfSibling => {
+            rank_imports_by_frequency(req, &graph.siblings(&index.files, id))
+        }
+        PromptSource::ImportOfSimilarName => {
+            rank_imports_by_frequency(req, &graph.similar_names(&index.files, id))
+        }
+        PromptSource::ImportOfParentClass => {
+            let parents: Vec<FileId> = graph.parents[id].iter().map(|l| l.file).collect();
+            rank_imports_by_frequency(req, &parents)
+        }
+        PromptSource::ImportOfChildClass => rank_imports_by_frequency(req, &graph.children[id]),
+        PromptSource::Current | PromptSource::ParentClass => {
+            unreachable!("single-file sources")
+        }
+    };
+    ranked.into_iter().filter(|&f| f != id).collect()
 }
 
 /// Distance in lines from the hole to the nearest usage of each import of the current file.
