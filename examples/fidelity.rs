@@ -411,7 +411,7 @@ fn completions(index: RepoIndex, holes: &str) {
     let runtime = tokio::runtime::Runtime::new().expect("an async runtime");
     for h in holes["holes"].as_array_mut().expect("a holes array") {
         let hole = listed_hole(session.index(), h);
-        let first = session.perspectives().immediate(&hole);
+        let first = keyhole::testing::session::perspectives(&session).immediate(&hole);
         let composer = session.composer(&hole);
         let prompt = first
             .iter()

@@ -17,7 +17,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let root = Path::new(args.get(1).map_or(".", String::as_str)).canonicalize()?;
     let wanted: usize = args.get(2).map_or(Ok(50), |n| n.parse())?;
@@ -44,7 +44,7 @@ fn main() -> anyhow::Result<()> {
     holes.truncate(wanted);
     let spec = &lsp::TYPESCRIPT;
     let program = lsp::find_on_path(spec.command, &std::env::var_os("PATH").unwrap_or_default())
-        .ok_or_else(|| anyhow::anyhow!("{} is not on PATH", spec.command))?;
+        .ok_or_else(|| format!("{} is not on PATH", spec.command))?;
     let started = Instant::now();
     let mut client = Client::start(spec.command, &program, spec, &root, Timeouts::default())?;
     let start = started.elapsed();

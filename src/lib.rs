@@ -121,8 +121,8 @@ pub use candidate::{
     Selection, SelectionError, catalogue,
 };
 pub use compose::{
-    Assembly, CandidateContext, Composer, DEFAULT_BUDGET, DefaultContext, DefaultReading,
-    MAX_BUDGET, Prompt, Segment, SegmentKind,
+    Assembly, BrokenPromise, CandidateContext, Composer, DEFAULT_BUDGET, DefaultContext,
+    DefaultReading, MAX_BUDGET, Prompt, Segment, SegmentKind,
 };
 pub use context::fidelity::Fidelity;
 pub use context::perspectives::RetrievedContext;
@@ -137,7 +137,7 @@ pub use model::config::{BackendConfig, BackendKind, ConfigError, Matrices};
 pub use model::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, build_backend,
 };
-pub use rank::classifier::ModelError;
+pub use rank::classifier::{Classifier, ModelError};
 pub use rank::{Ranked, RankerKind};
 pub use repo::{CacheReport, OpenError, RepoIndex, SourceFile, Vendored};
 pub use session::tuned::TunedInfo;

@@ -115,6 +115,12 @@ pub mod pin {
 }
 pub mod rank {
     pub use crate::rank::RankInput;
+    use crate::session::Procc;
+
+    /// The features ProCC's bandit chose `procc`'s candidate from.
+    pub fn procc_context(procc: &Procc) -> &bandit::Context {
+        &procc.context
+    }
     pub mod bandit {
         pub use crate::rank::bandit::{Context, FILE, LinUcb, context};
     }
@@ -137,10 +143,40 @@ pub mod rank {
     }
 }
 pub mod repo {
-    pub use crate::repo::{Cached, MAX_FILE_BYTES, RepoGraph, Vendored};
+    use crate::lang::FileFacts;
+    use crate::lsp::Servers;
+    pub use crate::repo::{Cached, Derived, MAX_FILE_BYTES, RepoGraph, Vendored};
+    use crate::repo::{RepoIndex, SourceFile};
+
+    /// What the parse of `file` found (the field is the crate's: it must match the file).
+    pub fn facts(file: &SourceFile) -> &FileFacts {
+        &file.facts
+    }
+
+    /// How `index`'s files import and extend each other.
+    pub fn graph(index: &RepoIndex) -> &RepoGraph {
+        &index.graph
+    }
+
+    /// `index`'s language servers, to point at pinned or fake ones.
+    pub fn language_servers(index: &mut RepoIndex) -> &mut Servers {
+        &mut index.language_servers
+    }
+
+    /// `index`'s cache named `name` at `version`, as a derived index keeps its state.
+    pub fn derived_cache(index: &RepoIndex, name: &str, version: u32) -> Option<Derived> {
+        index.derived_cache(name, version)
+    }
 }
 pub mod session {
+    use crate::context::perspectives::Perspectives;
     pub use crate::session::SearchIndex;
+    use crate::session::Session;
+
+    /// The retrieval perspectives over `session`'s repository.
+    pub fn perspectives(session: &Session) -> Perspectives<'_> {
+        session.perspectives()
+    }
     pub mod tuned {
         pub use crate::session::tuned::{
             CLASSIFIER_FILE, TunedInfo, model_name, record, tuned_dir,

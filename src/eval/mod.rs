@@ -27,7 +27,7 @@ pub(crate) mod shard;
 #[cfg(feature = "train")]
 pub(crate) mod tune;
 
-pub use run::{Evaluation, Observer, Outcome, run};
+pub use run::{EvalError, Evaluation, Observer, Outcome, run};
 pub use runner::RunStats;
 pub use shard::{Shard, ShardError};
 

@@ -35,20 +35,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-
 /// Batch files speak the HTTP backends' wire formats.
 #[cfg(feature = "http")]
 pub mod batch_files;
+mod error;
 mod report;
 /// Without the HTTP wire formats there are no batch files: a run that names some stops.
 #[cfg(not(feature = "http"))]
 pub(crate) mod batch_files {
     use std::path::{Path, PathBuf};
 
-    use anyhow::{Result, bail};
-
-    use super::Observer;
+    use super::{EvalError, Observer};
     use crate::eval::labels::LabelFile;
     use crate::eval::runner::{RepoRun, RunStats};
     use crate::model::config::BackendConfig;
@@ -61,24 +58,26 @@ pub(crate) mod batch_files {
             import_responses: &[PathBuf],
             _: &BackendConfig,
             _: &dyn Observer,
-        ) -> Result<Option<BatchFiles>> {
+        ) -> Result<Option<BatchFiles>, EvalError> {
             if export_requests.is_some() || !import_responses.is_empty() {
-                bail!("batch files need keyhole built with the `http` feature");
+                return Err(EvalError::NoBatchFiles);
             }
             Ok(None)
         }
 
-        pub fn label(&mut self, _: &RepoRun, _: &mut LabelFile) -> Result<RunStats> {
+        pub fn label(&mut self, _: &RepoRun, _: &mut LabelFile) -> Result<RunStats, EvalError> {
             match *self {}
         }
 
-        pub fn finish(self, _: &dyn Observer) -> Result<bool> {
+        pub fn finish(self, _: &dyn Observer) -> Result<bool, EvalError> {
             match self {}
         }
     }
 }
 
 use self::batch_files::BatchFiles;
+pub(crate) use self::error::At;
+pub use self::error::EvalError;
 use super::WRITTEN_ROWS;
 use super::labels::{self, LabelFile};
 use super::outdir::{LabelSettings, OutDir, ReportSettings};
@@ -91,7 +90,7 @@ use crate::candidate::Selection;
 use crate::model::config::{BackendConfig, BackendKind, MAX_CONCURRENCY};
 use crate::model::{self, Backend, BackendError};
 use crate::rank::RankerKind;
-use crate::repo::RepoIndex;
+use crate::repo::{OpenError, RepoIndex};
 use crate::session::{Session, Settings};
 
 /// Holes per repository at most unless asked otherwise: RLPG's cap.
@@ -208,7 +207,7 @@ pub fn run(
     repos: &[PathBuf],
     evaluation: &Evaluation,
     observer: &dyn Observer,
-) -> Result<Outcome> {
+) -> Result<Outcome, EvalError> {
     let entry = settings.backend();
     let mut options = EvalOptions {
         holes: Some(evaluation.holes),
@@ -229,16 +228,14 @@ pub fn run(
     let located: Vec<(String, PathBuf)> = names.iter().cloned().zip(repos.to_vec()).collect();
     let train = evaluation.train.iter().map(|given| {
         let meant = repository_meant(given, &located).map(str::to_string);
-        meant.with_context(|| {
-            format!(
-                "--train {given}: no repository of this run is at that path or has that name ({})",
-                names.join(", ")
-            )
+        meant.ok_or_else(|| EvalError::UnknownTrain {
+            given: given.clone(),
+            names: names.join(", "),
         })
     });
     // The training split by the names label files and reports give the repositories.
     let evaluation = &Evaluation {
-        train: train.collect::<Result<_>>()?,
+        train: train.collect::<Result<_, _>>()?,
         ..evaluation.clone()
     };
     let mut out = OutDir::open(
@@ -345,8 +342,8 @@ pub fn run(
 pub struct Runtime(Option<tokio::runtime::Runtime>);
 
 impl Runtime {
-    pub fn start() -> Result<Runtime> {
-        let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    pub fn start() -> Result<Runtime, EvalError> {
+        let runtime = tokio::runtime::Runtime::new().map_err(EvalError::Runtime)?;
         Ok(Runtime(Some(runtime)))
     }
 }
@@ -369,7 +366,7 @@ impl Drop for Runtime {
 
 /// What `backend` changed of what was asked, as notes.
 /// The index of the repository at `path`, as the settings open one for a run.
-pub(crate) fn open_index(settings: &Settings, path: &Path) -> Result<Arc<RepoIndex>> {
+pub(crate) fn open_index(settings: &Settings, path: &Path) -> Result<Arc<RepoIndex>, OpenError> {
     Ok(Arc::new(RepoIndex::open_with_progress(
         path,
         settings.dirs.cache.as_deref(),
@@ -384,10 +381,9 @@ pub(crate) fn open_labels(
     label_dir: &Path,
     name: &str,
     observer: &dyn Observer,
-) -> Result<LabelFile> {
+) -> Result<LabelFile, EvalError> {
     let label_path = label_dir.join(format!("{name}.jsonl"));
-    let (labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS)
-        .with_context(|| format!("{}", label_path.display()))?;
+    let (labels, _) = LabelFile::open(&label_path, WRITTEN_ROWS).at(&label_path)?;
     if labels.removed_lines() > 0 {
         observer.note(&format!(
             "{name}: {} lines of holes cut short or written twice were moved to {} (holes cut short are redone)",
@@ -407,20 +403,19 @@ pub(crate) fn note_backend(backend: &dyn Backend, observer: &dyn Observer) -> io
 
 /// The names of `repos` in label files and reports (their directories'), checked to be
 /// distinct: two repositories of one name would share a label file.
-pub fn repository_names(repos: &[PathBuf]) -> Result<Vec<String>> {
+pub fn repository_names(repos: &[PathBuf]) -> Result<Vec<String>, EvalError> {
     let names: Vec<String> = repos.iter().map(|p| repository_name(p)).collect();
     for (i, name) in names.iter().enumerate() {
         let Some(first) = names[..i].iter().position(|n| n == name) else {
             continue;
         };
         if canonical(&repos[first]) == canonical(&repos[i]) {
-            bail!(
-                "{} and {} are one repository: give it once",
-                repos[first].display(),
-                repos[i].display()
-            );
+            return Err(EvalError::RepositoryTwice {
+                first: repos[first].clone(),
+                second: repos[i].clone(),
+            });
         }
-        bail!("two repositories are named {name}: their label files would be one");
+        return Err(EvalError::SameName(name.clone()));
     }
     Ok(names)
 }
@@ -453,7 +448,11 @@ pub fn repository_name(path: &Path) -> String {
 
 /// Completions an evaluation keeps in flight: `asked`, but no more than an HTTP backend's own
 /// limit (requests beyond it would wait for a turn within their deadline and time out).
-pub fn in_flight(asked: usize, entry: &BackendConfig, observer: &dyn Observer) -> Result<usize> {
+pub fn in_flight(
+    asked: usize,
+    entry: &BackendConfig,
+    observer: &dyn Observer,
+) -> io::Result<usize> {
     if !entry.kind.is_http() || asked <= entry.concurrency {
         return Ok(asked);
     }
@@ -474,7 +473,7 @@ pub fn within_server_limits(
     options: &EvalOptions,
     runtime: &tokio::runtime::Runtime,
     observer: &dyn Observer,
-) -> Result<usize> {
+) -> io::Result<usize> {
     let Some(Ok(limits)) = runtime.block_on(backend.limits()) else {
         return Ok(options.concurrency);
     };

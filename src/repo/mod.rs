@@ -29,7 +29,7 @@ pub struct SourceFile {
     /// Byte offset where each line starts.
     pub line_starts: Vec<u32>,
     pub hash: [u8; 32],
-    pub facts: FileFacts,
+    pub(crate) facts: FileFacts,
     /// The language the file is written in (by its name).
     pub language: &'static dyn Language,
 }
@@ -113,14 +113,14 @@ pub struct CacheReport {
 pub struct RepoIndex {
     pub root: PathBuf,
     pub files: Vec<SourceFile>,
-    pub graph: RepoGraph,
+    pub(crate) graph: RepoGraph,
     /// Files skipped, project files that could not be read and cache problems, one line each;
     /// the index is usable regardless.
     pub warnings: Vec<String>,
     pub cache: CacheReport,
     /// The language servers typed holes ask, one per language, started on the first hole
     /// that needs one and stopped with the index.
-    pub language_servers: crate::lsp::Servers,
+    pub(crate) language_servers: crate::lsp::Servers,
 }
 
 /// Whether the folders a language installs dependencies into (`node_modules`, `.venv`:
@@ -252,7 +252,7 @@ impl RepoIndex {
 
     /// The cache of state `name` (format `version`) derived from every file, beside the index's
     /// own cache; none when the index is not cached.
-    pub fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
+    pub(crate) fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
         let index_file = self.cache.path.as_deref()?;
         Some(Derived::beside(index_file, name, version, &self.files))
     }

@@ -24,7 +24,7 @@ const FEEDBACK_FILE: &str = "feedback.jsonl";
 /// What a pick teaches ProCC's bandit: in `context`, each (arm, reward).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BanditLesson {
-    pub context: bandit::Context,
+    pub(crate) context: bandit::Context,
     /// The perspectives that applied to the hole: the bandit chooses among them again once
     /// taught.
     pub available: [bool; bandit::ARMS],
@@ -137,7 +137,11 @@ impl Learning {
     }
 
     /// The order `kind` gives the proposals, or why it cannot rank.
-    pub fn rank(&self, kind: RankerKind, input: &RankInput) -> Result<Vec<Ranked>, ModelError> {
+    pub(crate) fn rank(
+        &self,
+        kind: RankerKind,
+        input: &RankInput,
+    ) -> Result<Vec<Ranked>, ModelError> {
         let rankers = self.loaded().read().unwrap_or_else(PoisonError::into_inner);
         let ranker = rankers.get(kind)?;
         Ok(ranker.rank(input))
@@ -207,7 +211,7 @@ impl Learning {
     /// Teach the online ranker that a completion of `used`'s prompt for `hole` was kept
     /// (`accepted`) or dropped in the person's editor (`keyhole proxy --compose`); read,
     /// changed and saved under the pick log's lock, as a pick is. Says what it did.
-    pub fn record_outcome(
+    pub(crate) fn record_outcome(
         &self,
         used: CandidateId,
         hole: &str,
@@ -237,7 +241,7 @@ impl Learning {
         ))
     }
 
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         path: &Path,
         hash: &[u8; 32],

@@ -101,7 +101,7 @@ impl Session {
     }
 
     /// The retrieval perspectives over the open repository.
-    pub fn perspectives(&self) -> Perspectives<'_> {
+    pub(crate) fn perspectives(&self) -> Perspectives<'_> {
         let search = self.search_index();
         Perspectives {
             index: &self.index,
@@ -220,7 +220,7 @@ impl Session {
     /// The retrieved candidates that search the repository (63–66, 68), with their rows; the
     /// search indexes are built (or brought up to date from their cache) first where nobody
     /// has yet.
-    pub fn searched(&self, hole: &Hole) -> Searched {
+    pub(crate) fn searched(&self, hole: &Hole) -> Searched {
         let built = self.perspectives().searched(hole);
         Searched {
             candidates: self.rows(hole, &built),

@@ -36,7 +36,11 @@ impl Session {
     /// the budget nor composed again, with the plugin's suffix where it sent one. A chat
     /// request does not apply: keyhole's backends continue code, they do not hold
     /// conversations.
-    pub fn recorded_rows(&self, exchange: &Exchange, place: Option<&Place>) -> Vec<CandidateRow> {
+    pub(crate) fn recorded_rows(
+        &self,
+        exchange: &Exchange,
+        place: Option<&Place>,
+    ) -> Vec<CandidateRow> {
         // How sure the place is stays in view beside the rows.
         let found = match place.map(|p| p.certainty) {
             Some(Certainty::Exact) => ", found exactly".to_string(),

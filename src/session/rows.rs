@@ -265,7 +265,7 @@ impl CandidateRow {
 
     /// What a building row waits for: a typed hole (71, 72) its language server, those built
     /// from the backend's answers (67, 69, 70) the backend, the others the search indexes.
-    pub fn waits_for(&self) -> Waiting {
+    pub(crate) fn waits_for(&self) -> Waiting {
         match self.id.info().family {
             crate::candidate::Family::Typed => Waiting::LanguageServer,
             _ if self.id.needs_backend() => Waiting::Backend,
@@ -360,7 +360,7 @@ pub fn apply_ranking(candidates: &mut [CandidateRow], ranked: &[Ranked]) {
 /// ProCC's choice among its perspectives (68–70) for the hole, kept to teach its bandit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Procc {
-    pub context: bandit::Context,
+    pub(crate) context: bandit::Context,
     pub available: [bool; bandit::ARMS],
     /// The candidate LinUCB picks; none when no perspective applies.
     pub pick: Option<CandidateId>,

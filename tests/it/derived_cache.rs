@@ -123,10 +123,11 @@ fn derived_state_is_current_for_its_files_stale_for_others_and_never_trusted_oth
     write("class A {}");
     let open = || RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     let state = vec![String::from("derived"), String::from("state")];
-    open().derived_cache("test", 1).unwrap().store(&state);
+    keyhole::testing::repo::derived_cache(&open(), "test", 1)
+        .unwrap()
+        .store(&state);
     let read = |version| {
-        open()
-            .derived_cache("test", version)
+        keyhole::testing::repo::derived_cache(&open(), "test", version)
             .unwrap()
             .load::<Vec<String>>()
     };
@@ -143,13 +144,15 @@ fn derived_state_is_current_for_its_files_stale_for_others_and_never_trusted_oth
     };
     one_line(read(2), "written by another version");
     assert!(
-        RepoIndex::open(repo.path(), None)
-            .unwrap()
-            .derived_cache("test", 1)
-            .is_none()
+        keyhole::testing::repo::derived_cache(
+            &RepoIndex::open(repo.path(), None).unwrap(),
+            "test",
+            1
+        )
+        .is_none()
     );
 
-    let file = open().derived_cache("test", 1).unwrap();
+    let file = keyhole::testing::repo::derived_cache(&open(), "test", 1).unwrap();
     let path = cache.path().join("index");
     let written: Vec<_> = std::fs::read_dir(&path)
         .unwrap()

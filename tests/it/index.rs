@@ -45,7 +45,7 @@ fn bad_files_are_skipped_with_a_warning_naming_them() {
     ] {
         assert!(warnings.contains(name), "missing '{name}' in:\n{warnings}");
     }
-    assert!(index.files[0].facts.syntax_errors > 0);
+    assert!(keyhole::testing::repo::facts(&index.files[0]).syntax_errors > 0);
 }
 
 #[cfg(unix)]
@@ -81,9 +81,12 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     assert_eq!((first.cache.reused, first.cache.parsed), (0, 2));
     let second = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
     assert_eq!((second.cache.reused, second.cache.parsed), (2, 0));
-    assert_eq!(second.files[0].facts, first.files[0].facts);
     assert_eq!(
-        second.graph.children[1],
+        keyhole::testing::repo::facts(&second.files[0]),
+        keyhole::testing::repo::facts(&first.files[0])
+    );
+    assert_eq!(
+        keyhole::testing::repo::graph(&second).children[1],
         vec![0],
         "graph rebuilt from cached facts"
     );
@@ -169,7 +172,10 @@ fn an_edit_writes_only_a_delta_beside_the_cache_until_the_delta_grows() {
     assert_eq!((again.cache.reused, again.cache.parsed), (39, 0));
     let fresh = RepoIndex::open(repo.path(), None).unwrap();
     for (cached, parsed) in again.files.iter().zip(&fresh.files) {
-        assert_eq!((&cached.path, &cached.facts), (&parsed.path, &parsed.facts));
+        assert_eq!(
+            (&cached.path, keyhole::testing::repo::facts(cached)),
+            (&parsed.path, keyhole::testing::repo::facts(parsed))
+        );
     }
     assert_eq!(
         facts_cache_files(cache.path()),
@@ -223,7 +229,10 @@ fn opens_sharing_a_cache_while_files_change_never_corrupt_it() {
     assert!(cached.warnings.is_empty(), "{:?}", cached.warnings);
     let fresh = RepoIndex::open(repo.path(), None).unwrap();
     for (cached, parsed) in cached.files.iter().zip(&fresh.files) {
-        assert_eq!((&cached.path, &cached.facts), (&parsed.path, &parsed.facts));
+        assert_eq!(
+            (&cached.path, keyhole::testing::repo::facts(cached)),
+            (&parsed.path, keyhole::testing::repo::facts(parsed))
+        );
     }
 }
 

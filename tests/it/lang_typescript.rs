@@ -329,7 +329,7 @@ fn extends_arrays_that_reach_each_other_index_without_hanging_and_say_where_they
     let index =
         common::index_within_minutes(root).expect("extends arrays must not take exponential time");
     let m0 = index.file_id("src/m0.ts").unwrap();
-    let imported: Vec<&str> = index.graph.imports[m0]
+    let imported: Vec<&str> = keyhole::testing::repo::graph(&index).imports[m0]
         .iter()
         .map(|i| index.files[i.file].path.as_str())
         .collect();

@@ -316,7 +316,7 @@ fn duplicates_are_flagged_both_ways() {
     let dup: Vec<&str> = SAMPLE
         .files
         .iter()
-        .zip(&SAMPLE.graph.duplicated)
+        .zip(&keyhole::testing::repo::graph(&SAMPLE).duplicated)
         .filter(|(_, d)| **d)
         .map(|(f, _)| f.path.as_str())
         .collect();

@@ -121,7 +121,12 @@ fn syntax_errors_everywhere_still_give_62_valid_prompts() {
     }
     let broken = RepoIndex::open(scratch.path(), None).unwrap();
     assert_eq!(broken.files.len(), sample.files.len());
-    assert!(broken.files.iter().all(|f| f.facts.syntax_errors > 0));
+    assert!(
+        broken
+            .files
+            .iter()
+            .all(|f| keyhole::testing::repo::facts(f).syntax_errors > 0)
+    );
 
     let holes = every_line(&broken, 1, 7);
     for hole in holes.iter().step_by((holes.len() / 40).max(1)) {
@@ -478,7 +483,7 @@ fn fuzz_invariants_hold_on_awkward_inputs() {
 /// The repository files the imports of the file at `path` reach.
 fn imported(index: &RepoIndex, path: &str) -> Vec<String> {
     let id = index.file_id(path).unwrap();
-    let files = index.graph.imports[id].iter();
+    let files = keyhole::testing::repo::graph(index).imports[id].iter();
     files.map(|i| index.files[i.file].path.clone()).collect()
 }
 

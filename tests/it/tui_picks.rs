@@ -57,7 +57,10 @@ fn picking_a_procc_perspective_updates_the_bandit_and_the_online_ranker() {
         }
         let picked_arm = CandidateId::PROCC.iter().position(|&id| id == shown[1]);
         assert_eq!(
-            saved.choose(&procc.context, procc.available),
+            saved.choose(
+                keyhole::testing::rank::procc_context(&procc),
+                procc.available
+            ),
             picked_arm,
             "rewarded 1, the picked perspective now leads at this hole"
         );

@@ -45,7 +45,8 @@ fn typed_rows(
         .map(|(p, t)| (p.to_string(), t.to_string()))
         .collect();
     let mut index = RepoIndex::from_sources(root, sources);
-    index.language_servers = Servers::new(Some(search_path), timeouts);
+    *keyhole::testing::repo::language_servers(&mut index) =
+        Servers::new(Some(search_path), timeouts);
     let search = SearchIndex::build(&index);
     let perspectives = Perspectives {
         index: &index,
@@ -865,7 +866,7 @@ fn pyright_is_asked_by_place_and_its_types_read_as_python_writes_them() {
 
 fn cached_index(root: &Path, cache: &Path, search_path: &Path) -> RepoIndex {
     let mut index = RepoIndex::open(root, Some(cache)).unwrap();
-    index.language_servers = Servers::new(
+    *keyhole::testing::repo::language_servers(&mut index) = Servers::new(
         Some(search_path.as_os_str().to_owned()),
         Timeouts::default(),
     );

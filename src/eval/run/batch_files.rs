@@ -5,9 +5,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
-
-use super::{Observer, canonical};
+use super::{At, EvalError, Observer, canonical};
 use crate::eval::batch::{BatchRun, BatchStats, Responses};
 use crate::eval::labels::LabelFile;
 use crate::eval::runner::{RepoRun, RunStats};
@@ -31,7 +29,7 @@ impl BatchFiles {
         import_responses: &[PathBuf],
         entry: &BackendConfig,
         observer: &dyn Observer,
-    ) -> Result<Option<BatchFiles>> {
+    ) -> Result<Option<BatchFiles>, EvalError> {
         if export_requests.is_none() && import_responses.is_empty() {
             return Ok(None);
         }
@@ -40,10 +38,7 @@ impl BatchFiles {
                 .iter()
                 .find(|import| same_file(export, import))
         {
-            bail!(
-                "--export-requests {} is also a response file to import: writing the requests would overwrite its answers; export to another file",
-                import.display()
-            );
+            return Err(EvalError::ExportOverImport(import.clone()));
         }
         let codec = BatchCodec::new(entry)?;
         let responses = Responses::read(import_responses, &codec)?;
@@ -71,8 +66,7 @@ impl BatchFiles {
                 let mut partial = path.as_os_str().to_owned();
                 partial.push(".partial");
                 let partial = PathBuf::from(partial);
-                let file =
-                    File::create(&partial).with_context(|| format!("{}", partial.display()))?;
+                let file = File::create(&partial).at(&partial)?;
                 Some((path.to_path_buf(), partial, BufWriter::new(file)))
             }
             None => None,
@@ -86,16 +80,14 @@ impl BatchFiles {
     }
 
     /// Labels the holes of `run` the responses answer, and exports what the others need.
-    pub fn label(&mut self, run: &RepoRun, labels: &mut LabelFile) -> Result<RunStats> {
+    pub fn label(&mut self, run: &RepoRun, labels: &mut LabelFile) -> Result<RunStats, EvalError> {
         let batch = BatchRun {
             run,
             codec: &self.codec,
             responses: &self.responses,
         };
         let export = self.export.as_mut().map(|(_, _, w)| w as &mut dyn Write);
-        let stats = batch
-            .run(labels, export)
-            .with_context(|| format!("{}", labels.path().display()))?;
+        let stats = batch.run(labels, export).at(labels.path())?;
         self.stats.add(&stats);
         Ok(RunStats {
             holes: stats.holes,
@@ -106,7 +98,7 @@ impl BatchFiles {
     }
 
     /// Finishes the export; true when every hole is labelled (the report can be written).
-    pub fn finish(self, observer: &dyn Observer) -> Result<bool> {
+    pub fn finish(self, observer: &dyn Observer) -> Result<bool, EvalError> {
         let unknown = self.responses.unknown();
         if !unknown.is_empty() {
             observer.note(&format!(
@@ -135,22 +127,21 @@ impl BatchFiles {
             written
                 .and_then(|file| file.sync_all())
                 .and_then(|()| std::fs::rename(&partial, &path))
-                .with_context(|| format!("{}", path.display()))?;
+                .at(&path)?;
             observer.note(&self.stats.export_summary(&path))?;
         }
         if !stale.is_empty() {
-            bail!(
-                "{} answers in the response files answer requests this run does not send (made with other settings, such as another --budget, model or candidate set, or by an older keyhole), so they label nothing ({}); answer the requests --export-requests writes with this run's settings",
-                stale.len(),
-                named(&stale)
-            );
+            return Err(EvalError::StaleAnswers {
+                count: stale.len(),
+                named: named(&stale),
+            });
         }
         if waiting > 0 && !exported {
-            bail!(
-                "{waiting} holes have no answers in the response files yet ({} of round 1, {} of round 2); --export-requests FILE writes their requests",
-                self.stats.first_holes,
-                self.stats.second_holes
-            );
+            return Err(EvalError::AnswersToCome {
+                waiting,
+                first_round: self.stats.first_holes,
+                second_round: self.stats.second_holes,
+            });
         }
         Ok(waiting == 0)
     }

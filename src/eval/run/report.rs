@@ -5,9 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-
-use super::{Backends, Evaluation, Observer, repository_name};
+use super::{At, Backends, EvalError, Evaluation, Observer, repository_name};
 use crate::candidate::{CandidateId, Selection};
 use crate::eval::classified::{self, Classified, ClassifierEval, CompositionTally};
 use crate::eval::labels::LabelIndex;
@@ -38,13 +36,11 @@ pub(super) fn write_report(
     failures: &mut Failures,
     total: RunStats,
     observer: &dyn Observer,
-) -> Result<()> {
+) -> Result<(), EvalError> {
     let label_dir = out.label_dir();
-    let index = LabelIndex::read(&out.label_files()?)
-        .with_context(|| format!("{}", label_dir.display()))?;
+    let index = LabelIndex::read(&out.label_files()?).at(&label_dir)?;
     let (classifier, tuned) = settings.classifier()?;
-    let choices = report::Choices::learn(&index, &args.train)
-        .with_context(|| format!("{}", label_dir.display()))?;
+    let choices = report::Choices::learn(&index, &args.train).at(&label_dir)?;
     let variants: Vec<Variant> = [Variant::H, Variant::R]
         .into_iter()
         .filter(|&v| classifier.has(v))
@@ -78,9 +74,7 @@ pub(super) fn write_report(
     let holes = index.holes(&|_| true);
     // Rows of the holes of one repository are ranked together, then scored in hole id order.
     for hole in holes.map(Some).chain([None]) {
-        let hole = hole
-            .transpose()
-            .with_context(|| format!("{}", label_dir.display()))?;
+        let hole = hole.transpose().at(&label_dir)?;
         let full = together.len() == CLASSIFIED_TOGETHER;
         let other_repository = hole
             .as_ref()
@@ -162,7 +156,7 @@ pub(super) fn write_report(
     }
     let report = scoring.finish(notes, missing);
     save_procc_bandit(&choices.bandit, args, settings, observer)?;
-    report::write(&report, out.root()).with_context(|| format!("{}", out.root().display()))?;
+    report::write(&report, out.root()).at(out.root())?;
     append_compositions(out.root(), &compositions.rows())?;
     observer.report(&std::fs::read_to_string(out.root().join("report.md")).unwrap_or_default())?;
     observer.note(&format!(
@@ -173,21 +167,20 @@ pub(super) fn write_report(
     // A partial run must not look like success: the report covers what completed, and the
     // exit code says that something did not.
     if let Some(last) = total.last_error {
-        bail!(
-            "{} of {} holes failed and have no label rows (the last: {last}); the report covers the complete ones, and running the same command again retries the failed ones",
-            total.failed,
-            total.holes
-        );
+        return Err(EvalError::HolesFailed {
+            failed: total.failed,
+            holes: total.holes,
+            last: last.to_string(),
+        });
     }
     if let Some(unlabelled) = unlabelled {
-        bail!(
-            "{unlabelled}; the report covers the others, and labelling them (or merging every shard) completes it"
-        );
+        return Err(EvalError::HolesUnlabelled(unlabelled));
     }
     if let (uncomposed, Some(last)) = compositions.failures() {
-        bail!(
-            "Table 10 leaves out {uncomposed} holes whose composition requests failed (the last: {last}); running the same command again completes them"
-        );
+        return Err(EvalError::CompositionsFailed {
+            uncomposed,
+            last: last.to_string(),
+        });
     }
     Ok(())
 }
@@ -213,7 +206,7 @@ impl Ranking<'_, '_> {
         choices: &report::Choices,
         holes: &[HoleRows],
         failures: &mut Failures,
-    ) -> Result<Vec<Option<Classified>>> {
+    ) -> Result<Vec<Option<Classified>>, EvalError> {
         let mut out: Vec<Option<Classified>> = holes.iter().map(|_| None).collect();
         let Some(first) = holes.first() else {
             return Ok(out);
@@ -256,17 +249,20 @@ impl Ranking<'_, '_> {
 }
 
 /// Table 10 goes at the end of report.md and into compositions.json.
-fn append_compositions(out: &std::path::Path, table: &[classified::CompositionRow]) -> Result<()> {
+fn append_compositions(
+    out: &std::path::Path,
+    table: &[classified::CompositionRow],
+) -> Result<(), EvalError> {
     if table.is_empty() {
         return Ok(());
     }
     let md = out.join("report.md");
-    let mut text = std::fs::read_to_string(&md).with_context(|| format!("{}", md.display()))?;
+    let mut text = std::fs::read_to_string(&md).at(&md)?;
     text.push_str(&classified::composition_markdown(table));
-    std::fs::write(&md, text).with_context(|| format!("{}", md.display()))?;
+    std::fs::write(&md, text).at(&md)?;
     let json = out.join("compositions.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(table)?)
-        .with_context(|| format!("{}", json.display()))
+    let rows = serde_json::to_vec_pretty(table).at(&json)?;
+    std::fs::write(&json, rows).at(&json)
 }
 
 /// Write ProCC's bandit, trained on these rows as the report trains it, beside the report and,
@@ -276,21 +272,19 @@ fn save_procc_bandit(
     args: &Evaluation,
     settings: &Settings,
     observer: &dyn Observer,
-) -> Result<()> {
+) -> Result<(), EvalError> {
     let path = args.out.join(bandit::FILE);
-    bandit
-        .save(&path)
-        .with_context(|| format!("{}", path.display()))?;
+    bandit.save(&path).at(&path)?;
     if args.keep_bandit {
         let dir = settings
             .dirs
             .data
             .clone()
-            .context("no data directory for --keep-bandit")?;
+            .ok_or(EvalError::NoDataDirectory {
+                purpose: "for --keep-bandit",
+            })?;
         let path = dir.join(bandit::FILE);
-        bandit
-            .save(&path)
-            .with_context(|| format!("{}", path.display()))?;
+        bandit.save(&path).at(&path)?;
         observer.note(&format!("ProCC bandit kept in {}", path.display()))?;
     }
     Ok(())

@@ -8,18 +8,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-
 use super::{TuneReport, compare, holdout, score_held_out};
 use crate::candidate::{CandidateId, Selection};
 use crate::context::fidelity::Fidelity;
 use crate::eval::labels::{self, LabelFile};
-use crate::eval::outdir::{LabelSettings, OutDir, OutDirError, ReportSettings};
+use crate::eval::outdir::{LabelSettings, OutDir, ReportSettings};
 use crate::eval::plan::{self, HoleCost};
 use crate::eval::run::batch_files::BatchFiles;
 use crate::eval::run::{
-    Backends, Observer, Runtime, canonical, in_flight, note_backend, open_index, open_labels,
-    repository_names, within_server_limits,
+    At, Backends, EvalError, Observer, Runtime, canonical, in_flight, note_backend, open_index,
+    open_labels, repository_names, within_server_limits,
 };
 use crate::eval::runner::{
     DEFAULT_MAX_FAILURES, DEFAULT_STAGE_DEADLINE, EvalOptions, Failures, RepoRun, RunStats,
@@ -101,10 +99,12 @@ pub fn run(
     repos: &[PathBuf],
     tuning: &Tuning,
     observer: &dyn Observer,
-) -> Result<Option<Tuned>> {
+) -> Result<Option<Tuned>, EvalError> {
     let entry = settings.backend().clone();
     let Some(dir) = tuned::tuned_dir(&settings.dirs, &entry) else {
-        bail!("no data directory to keep the tuned classifier in (set KEYHOLE_DATA_DIR)");
+        return Err(EvalError::NoDataDirectory {
+            purpose: "to keep the tuned classifier in (set KEYHOLE_DATA_DIR)",
+        });
     };
     let names = repository_names(repos)?;
     let mut options = EvalOptions {
@@ -135,7 +135,7 @@ pub fn run(
         },
         &paths,
     )
-    .map_err(in_tune_terms)?;
+    .map_err(EvalError::of_tune_directory)?;
     // The classifier that ranks now: the plan weighs its doubts, the report compares with it.
     let learning = settings.learning()?;
     let before = match learning.tuned() {
@@ -146,7 +146,8 @@ pub fn run(
     let mut opened = Vec::new();
     for (path, name) in paths.iter().zip(&names) {
         let index = open_index(settings, path)?;
-        out.check_sources(name, &index).map_err(in_tune_terms)?;
+        out.check_sources(name, &index)
+            .map_err(EvalError::of_tune_directory)?;
         let session = Session::builder(settings)
             .learning(learning.clone())
             .backend(backends.for_index(&index)?)
@@ -201,35 +202,13 @@ pub fn run(
             .map_or(0, |d| d.as_secs()),
     };
     write_report(&report, &dir)?;
-    tuned::record(&dir, &info).with_context(|| format!("cannot write {}", dir.display()))?;
+    tuned::record(&dir, &info).writing(&dir)?;
     Ok(Some(Tuned { info, report, dir }))
-}
-
-/// `error` said for tune, whose directory is the data directory's, not an --out.
-fn in_tune_terms(error: OutDirError) -> anyhow::Error {
-    match error {
-        OutDirError::Settings { dir, differences } => anyhow::anyhow!(
-            "{dir} holds labels made with {differences}: tune with the same settings to go on, or move the directory away to start over"
-        ),
-        OutDirError::Locked { dir, holder } => {
-            anyhow::anyhow!(
-                "{dir} is in use by another keyhole run ({holder}); wait for it to finish"
-            )
-        }
-        OutDirError::SourcesChanged {
-            dir,
-            repository,
-            changes,
-        } => anyhow::anyhow!(
-            "the sources of {repository} changed since its holes were labelled ({changes}): move {dir} away to tune on the repository as it is now"
-        ),
-        other => other.into(),
-    }
 }
 
 /// The held-out holes, chosen among every sampled hole (labelled or not) so that each run
 /// holds out the same.
-fn held_out(repos: &[Repo], options: &EvalOptions) -> Result<Holdout> {
+fn held_out(repos: &[Repo], options: &EvalOptions) -> Result<Holdout, EvalError> {
     let files: Vec<(String, Vec<String>)> = repos
         .iter()
         .map(|r| {
@@ -260,7 +239,7 @@ fn plan_labels(
     holdout: &Holdout,
     budget: Option<usize>,
     observer: &dyn Observer,
-) -> Result<plan::Plan> {
+) -> Result<plan::Plan, EvalError> {
     let mut holes = Vec::new();
     let mut labelled = Vec::new();
     let mut held_out_done = false;
@@ -301,7 +280,7 @@ fn label(
     options: &mut EvalOptions,
     repos: &mut [Repo],
     observer: &dyn Observer,
-) -> Result<Option<RunStats>> {
+) -> Result<Option<RunStats>, EvalError> {
     let mut batch = BatchFiles::open(
         tuning.export_requests.as_deref(),
         &tuning.import_responses,
@@ -378,7 +357,7 @@ fn train_and_compare(
     before: String,
     stats: &RunStats,
     observer: &dyn Observer,
-) -> Result<TuneReport> {
+) -> Result<TuneReport, EvalError> {
     let rows = labels::read_all(&out.label_files()?)?;
     let corpus: Vec<(String, PathBuf)> = repos
         .iter()
@@ -441,8 +420,7 @@ fn train_and_compare(
     for line in skipped.iter().take(5) {
         observer.note(&format!("skipped: {line}"))?;
     }
-    std::fs::rename(&trained_path, &model_path)
-        .with_context(|| format!("cannot write {}", model_path.display()))?;
+    std::fs::rename(&trained_path, &model_path).writing(&model_path)?;
     Ok(TuneReport {
         backend: settings.backend().name.clone(),
         model: tuned::model_name(settings.backend()),
@@ -457,10 +435,10 @@ fn train_and_compare(
     })
 }
 
-fn write_report(report: &TuneReport, dir: &Path) -> Result<()> {
+fn write_report(report: &TuneReport, dir: &Path) -> Result<(), EvalError> {
     let json = dir.join("report.json");
     let md = dir.join("report.md");
-    std::fs::write(&json, serde_json::to_vec_pretty(report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    std::fs::write(&md, report.markdown()).with_context(|| format!("cannot write {}", md.display()))
+    let text = serde_json::to_vec_pretty(report).writing(&json)?;
+    std::fs::write(&json, text).writing(&json)?;
+    std::fs::write(&md, report.markdown()).writing(&md)
 }

@@ -196,7 +196,11 @@ pub fn check_tsconfig(data: &[u8]) {
             "a warning of several lines: {warning:?}"
         );
     }
-    for (id, imports) in index.graph.imports.iter().enumerate() {
+    for (id, imports) in keyhole::testing::repo::graph(&index)
+        .imports
+        .iter()
+        .enumerate()
+    {
         assert!(
             imports
                 .iter()
