@@ -137,7 +137,7 @@ pub use model::config::{BackendConfig, BackendKind, ConfigError, Matrices};
 pub use model::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, build_backend,
 };
-pub use rank::classifier::{Classifier, ModelError};
+pub use rank::classifier::ModelError;
 pub use rank::{Ranked, RankerKind};
 pub use repo::{CacheReport, OpenError, RepoIndex, SourceFile, Vendored};
 pub use session::tuned::TunedInfo;

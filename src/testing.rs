@@ -173,6 +173,14 @@ pub mod session {
     pub use crate::session::SearchIndex;
     use crate::session::Session;
 
+    /// Learning that ranks with `classifier`, keeping what it learns in `dirs`.
+    pub fn learning_with(
+        classifier: crate::rank::classifier::Classifier,
+        dirs: crate::Dirs,
+    ) -> crate::Learning {
+        crate::Learning::with_classifier(classifier, dirs)
+    }
+
     /// The retrieval perspectives over `session`'s repository.
     pub fn perspectives(session: &Session) -> Perspectives<'_> {
         session.perspectives()

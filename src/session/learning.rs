@@ -62,7 +62,7 @@ impl Learning {
     }
 
     /// Rankers with `classifier` behind RLPG-H and RLPG-R.
-    pub fn with_classifier(classifier: Classifier, dirs: Dirs) -> Learning {
+    pub(crate) fn with_classifier(classifier: Classifier, dirs: Dirs) -> Learning {
         let learning = Learning::new(dirs);
         // Freshly made, so nothing has filled it yet.
         let _ = learning

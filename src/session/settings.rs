@@ -218,7 +218,7 @@ impl Settings {
     /// one: the one asked for (read now: a bad file is an error before any work); without
     /// one, the classifier `keyhole tune` made for the chosen backend and its model; else the
     /// bundled one.
-    pub fn classifier(&self) -> Result<(Classifier, Option<TunedInfo>), ModelError> {
+    pub(crate) fn classifier(&self) -> Result<(Classifier, Option<TunedInfo>), ModelError> {
         Ok(match self.chosen_classifier()? {
             ChosenClassifier::Asked(classifier) => (classifier, None),
             ChosenClassifier::Tuned(tuned) => (tuned.classifier, Some(tuned.info)),

@@ -100,7 +100,7 @@ async fn the_ui_and_prompt_build_the_code_profile_alike() {
     };
     let options = keyhole::testing::tui::Options {
         settings,
-        learning: keyhole::Learning::with_classifier(Classifier::bundled(), dirs),
+        learning: keyhole::testing::session::learning_with(Classifier::bundled(), dirs),
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,

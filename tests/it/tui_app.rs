@@ -577,7 +577,7 @@ async fn app_with(
     };
     let options = keyhole::testing::tui::Options {
         settings,
-        learning: keyhole::Learning::with_classifier(Classifier::bundled(), dirs),
+        learning: keyhole::testing::session::learning_with(Classifier::bundled(), dirs),
         theme: None,
         warnings: Vec::new(),
         sample: keyhole::sample::Sample::Java,

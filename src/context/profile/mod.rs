@@ -193,7 +193,7 @@ pub enum WindowOrder {
 
 impl Fidelity {
     /// The rules of this profile.
-    pub fn rules(self) -> &'static Rules {
+    pub(crate) fn rules(self) -> &'static Rules {
         match self {
             Fidelity::Paper => &paper::RULES,
             Fidelity::Code => &code::RULES,
