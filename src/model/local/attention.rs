@@ -215,7 +215,7 @@ fn exp_at_most_zero(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 0.5;
     let e_r = p * r * r + r + 1.0;
     // n + 127 in the exponent's bits is 2^n; n is the low bits of `shifted`.
     let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
