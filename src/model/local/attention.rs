@@ -115,11 +115,9 @@ fn partial_any(row: &Row, piece: Piece, heads: Heads) -> Partial {
             *score = dot(query, key) * scale;
         }
         let most = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let total = exponentials(&mut scores, most);
         let out = &mut weighted[member * head_dim..(member + 1) * head_dim];
-        let mut total = 0.0;
-        for (score, value) in scores.iter().zip(values.chunks_exact(head_dim)) {
-            let weight = (score - most).exp();
-            total += weight;
+        for (weight, value) in scores.iter().zip(values.chunks_exact(head_dim)) {
             for (o, v) in out.iter_mut().zip(value) {
                 *o += weight * v;
             }
@@ -172,6 +170,56 @@ fn combine(rows: &[Row], pieces: &[Piece], partials: &[Partial], heads: Heads) -
         at += count;
     }
     out
+}
+
+/// Turns each score into e^(score - `most`) and returns their sum, eight lanes at a time.
+#[inline(always)]
+fn exponentials(scores: &mut [f32], most: f32) -> f32 {
+    const LANES: usize = 8;
+    let (blocks, rest) = scores.as_chunks_mut::<LANES>();
+    let mut lanes = [0.0f32; LANES];
+    for block in blocks {
+        for (lane, score) in lanes.iter_mut().zip(block) {
+            *score = exp_at_most_zero(*score - most);
+            *lane += *score;
+        }
+    }
+    let mut total: f32 = lanes.iter().sum();
+    for score in rest {
+        *score = exp_at_most_zero(*score - most);
+        total += *score;
+    }
+    total
+}
+
+/// e^x for a score less the largest (x <= 0), as Cephes' `expf` computes it: x = n ln 2 + r
+/// with n whole and |r| <= ln 2 / 2, e^r by its polynomial, 2^n written into the exponent's
+/// bits. Plain arithmetic on one lane, so that a loop over eight of them compiles to vector
+/// instructions where libm's `expf` is a call per score (4.8% of a generated token's samples
+/// after 1,000 tokens); within a unit in the last place of the exact value, and the same on
+/// every thread.
+#[inline(always)]
+fn exp_at_most_zero(x: f32) -> f32 {
+    // Adding 1.5 x 2^23 rounds to the nearest whole number, which lands in the low bits.
+    const ROUND: f32 = 12_582_912.0;
+    // ln 2 in two parts, the first exact in few bits, so that n ln 2 loses nothing.
+    const LN2_HIGH: f32 = 0.693_359_4;
+    const LN2_LOW: f32 = -2.121_944_4e-4;
+    // Below this e^x is no longer a normal float; it is nothing beside the largest's 1.
+    let x = x.max(-87.0);
+    let shifted = x * std::f32::consts::LOG2_E + ROUND;
+    let n = shifted - ROUND;
+    let r = x - n * LN2_HIGH - n * LN2_LOW;
+    let p = 1.987_569_2e-4;
+    let p = p * r + 1.398_199_9e-3;
+    let p = p * r + 8.333_452e-3;
+    let p = p * r + 4.166_579_6e-2;
+    let p = p * r + 1.666_666_5e-1;
+    let p = p * r + 0.5;
+    let e_r = p * r * r + r + 1.0;
+    // n + 127 in the exponent's bits is 2^n; n is the low bits of `shifted`.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    e_r * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
 
 /// `a . b`, summed in eight lanes so that the compiler keeps them in vector registers.
@@ -303,6 +351,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_exponential_of_a_score_less_the_largest_is_within_a_unit_in_the_last_place() {
+        let mut x = 0.0f32;
+        while x > -87.0 {
+            let (got, exact) = (exp_at_most_zero(x) as f64, (x as f64).exp());
+            let nearest = exact as f32;
+            let unit = (f32::from_bits(nearest.to_bits() + 1) - nearest) as f64;
+            assert!((got - exact).abs() <= unit, "e^{x}: {got} against {exact}");
+            x -= 0.000_731;
+        }
+        assert_eq!(exp_at_most_zero(0.0), 1.0);
+        assert!(exp_at_most_zero(f32::NEG_INFINITY) < 1e-37);
     }
 
     #[test]

@@ -297,7 +297,7 @@ impl Engine<'_> {
                 };
                 let prompt = begun.job.prompt.len();
                 let forked = header::guarded("generation", || {
-                    source.sequence.fork(prompt).map_err(|e| failed(&e))
+                    Ok::<_, GenerationError>(source.sequence.fork(prompt))
                 });
                 match forked {
                     Ok(sequence) => begun.begin_sample(sequence),

@@ -84,8 +84,6 @@ pub enum GgufError {
     LoadTensor { name: String, detail: String },
     #[error("cannot read `{name}`: {detail}")]
     Dequantize { name: String, detail: String },
-    #[error("cannot compute the rotary tables: {0}")]
-    RotaryTables(String),
     /// The `tokenizer.json` beside the file cannot be read.
     #[error("{}: {detail}", .path.display())]
     TokenizerFile { path: PathBuf, detail: String },

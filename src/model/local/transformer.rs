@@ -1,7 +1,10 @@
 //! The forward pass of the decoder-only transformers keyhole runs: the llama family, Qwen2
 //! (biases on the query, key and value projections) and Qwen3 (each head's queries and keys
-//! normalized), written with candle's tensor operations, except a generated token's
-//! attention over its cache, which runs by hand on the CPU pool (`attention`).
+//! normalized). Its matrix products are candle's, and a prompt's attention; a generated
+//! token's attention over its cache runs by hand on the CPU pool (`attention`), and the
+//! element-wise work between the products (norms, rotation, the gated activation) runs by
+//! hand on the rows' values, which for a generated token are a few thousand numbers a layer:
+//! candle's operations allocated a tensor for each step of each.
 //!
 //! Three things candle-transformers' models do not offer are why it is written here: each
 //! weight matrix is multiplied in the representation that is fastest for the rows at hand
@@ -11,9 +14,8 @@
 //! step decodes a token for each of several sequences, their rows multiplied together
 //! ([`Transformer::step`]).
 
-use candle_core::{D, DType, Device, Layout, Result, Storage, StorageRef, Tensor};
-use candle_nn::ops::{rms_norm, silu, softmax_last_dim};
-use candle_nn::rotary_emb::{rope, rope_i};
+use candle_core::{Device, Result, Tensor};
+use candle_nn::ops::softmax_last_dim;
 
 use super::attention;
 use super::error::GgufError;
@@ -104,31 +106,34 @@ struct Projection {
     bias: Option<Tensor>,
 }
 
-/// Root-mean-square normalization over the last dimension, then a per-channel scale.
+/// Root-mean-square normalization of rows as long as its weights, then a per-channel scale.
 struct Norm {
-    weight: Tensor,
+    weight: Vec<f32>,
     epsilon: f32,
 }
 
 /// Rotary position embedding: cosines and sines for every position, and which dimensions
 /// pair up (llama's GGUF files interleave them; Qwen's pair each half with the other).
 struct Rotary {
-    cos: Tensor,
-    sin: Tensor,
+    /// `context x dims / 2`: each position's angles.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
     /// Leading dimensions of each head that turn; the rest pass unchanged.
     dims: usize,
     interleaved: bool,
 }
 
-/// One layer's keys and values, `(kv heads, positions, head size)`, in buffers with room to
-/// grow.
+/// One layer's keys and values, each `kv heads x capacity x head size` of which the first
+/// `len` positions of each head are held, in buffers with room to grow.
 struct KvCache {
-    keys: Option<Tensor>,
-    values: Option<Tensor>,
-    /// Positions held.
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    capacity: usize,
     len: usize,
     /// The most positions it ever holds: the model's context.
     limit: usize,
+    heads: usize,
+    head_dim: usize,
 }
 
 impl Transformer {
@@ -148,8 +153,9 @@ impl Transformer {
             context: hyper.context_length,
         };
         let norm = |file: &mut GgufFile, name: &str, size: usize| {
+            let weight = file.vector(name, size)?;
             Ok::<_, GgufError>(Norm {
-                weight: file.vector(name, size)?,
+                weight: weight.to_vec1().map_err(|e| load_failed(name, &e))?,
                 epsilon: hyper.rms_epsilon,
             })
         };
@@ -219,8 +225,7 @@ impl Transformer {
                 down: file.matrix(&name("ffn_down.weight"), (embedding, feed_forward), kept)?,
             });
         }
-        let rotary = Rotary::new(hyper, arch == "llama")
-            .map_err(|e| GgufError::RotaryTables(one_line(&e)))?;
+        let rotary = Rotary::new(hyper, arch == "llama");
         Ok(Transformer {
             embeddings,
             layers,
@@ -236,7 +241,7 @@ impl Transformer {
         Sequence {
             tokens: Vec::new(),
             caches: (0..self.layers.len())
-                .map(|_| KvCache::new(self.shape.context))
+                .map(|_| KvCache::new(self.shape))
                 .collect(),
         }
     }
@@ -377,17 +382,12 @@ impl Sequence {
 
     /// A new sequence holding a copy of the first `len` tokens of this one (a prompt that
     /// several samples continue).
-    pub fn fork(&self, len: usize) -> Result<Sequence> {
+    pub fn fork(&self, len: usize) -> Sequence {
         let len = len.min(self.tokens.len());
-        let caches = self
-            .caches
-            .iter()
-            .map(|cache| cache.copy(len))
-            .collect::<Result<_>>()?;
-        Ok(Sequence {
+        Sequence {
             tokens: self.tokens[..len].to_vec(),
-            caches,
-        })
+            caches: self.caches.iter().map(|cache| cache.copy(len)).collect(),
+        }
     }
 }
 
@@ -411,15 +411,19 @@ impl Layer {
         ];
         let spans = context.spans.iter().zip(caches);
         let projected = |span: &Span| {
-            let rows = |t: &Tensor| t.narrow(0, span.start, span.count);
+            let rows = |t: &Tensor| {
+                t.narrow(0, span.start, span.count)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()
+            };
             Ok::<_, candle_core::Error>((rows(&query)?, rows(&key)?, rows(&value)?))
         };
         let mixed = if context.spans.iter().all(|span| span.count == 1) {
             // A generated token per sequence: by hand, on the CPU pool.
             let cached = spans
                 .map(|(span, cache)| {
-                    let (query, _, _) = self.cache(projected(span)?, cache, span, context)?;
-                    Ok((query.flatten_all()?.to_vec1::<f32>()?, &**cache))
+                    let query = self.cache(projected(span)?, cache, span, context);
+                    Ok((query, &**cache))
                 })
                 .collect::<Result<Vec<_>>>()?;
             attend_rows(&cached, context.shape)?
@@ -435,45 +439,38 @@ impl Layer {
         self.attention_output.forward(&mixed, pass)
     }
 
-    /// One span's projected queries, keys and values (`(tokens, heads x head size)`) rotated
-    /// to its positions, its keys and values appended to its `cache`: its queries
-    /// `(heads, tokens, head size)` and every key and value the cache holds.
+    /// One span's projected queries, keys and values (`tokens x heads x head size` each),
+    /// each head normalized where the model says and rotated to its token's position; the
+    /// keys and values appended to its `cache`. Returns the queries.
     fn cache(
         &self,
-        (query, key, value): (Tensor, Tensor, Tensor),
+        (mut query, mut key, value): (Vec<f32>, Vec<f32>, Vec<f32>),
         cache: &mut KvCache,
         span: &Span,
         context: &Context,
-    ) -> Result<(Tensor, Tensor, Tensor)> {
-        let count = span.count;
+    ) -> Vec<f32> {
         let Shape {
             heads,
             kv_heads,
             head_dim,
             ..
         } = context.shape;
-        let query = query.reshape((count, heads, head_dim))?;
-        let key = key.reshape((count, kv_heads, head_dim))?;
-        let value = value.reshape((count, kv_heads, head_dim))?;
-        let (query, key) = match &self.head_norms {
-            Some((query_norm, key_norm)) => (query_norm.forward(&query)?, key_norm.forward(&key)?),
-            None => (query, key),
-        };
-        // Heads first: (heads, tokens, head size).
-        let query = context
-            .rotary
-            .apply(&query.transpose(0, 1)?, span.position)?;
-        let key = context.rotary.apply(&key.transpose(0, 1)?, span.position)?;
-        let value = value.transpose(0, 1)?.contiguous()?;
-        let (keys, values) = cache.append(&key, &value)?;
-        Ok((query, keys, values))
+        if let Some((query_norm, key_norm)) = &self.head_norms {
+            query_norm.normalize(&mut query);
+            key_norm.normalize(&mut key);
+        }
+        let rotary = context.rotary;
+        rotary.apply(&mut query, (heads, head_dim), span.position);
+        rotary.apply(&mut key, (kv_heads, head_dim), span.position);
+        cache.append(&key, &value);
+        query
     }
 
     /// One span's attention with candle's products (a prompt's rows): its queries over
     /// everything its cache holds after [`Layer::cache`]; `(tokens, heads x head size)`.
     fn attend_span(
         &self,
-        projected: (Tensor, Tensor, Tensor),
+        projected: (Vec<f32>, Vec<f32>, Vec<f32>),
         cache: &mut KvCache,
         span: &Span,
         context: &Context,
@@ -485,8 +482,13 @@ impl Layer {
             head_dim,
             ..
         } = context.shape;
-        let (query, keys, values) = self.cache(projected, cache, span, context)?;
-        let positions = keys.dim(1)?;
+        let query = self.cache(projected, cache, span, context);
+        // Heads first: (heads, tokens, head size).
+        let query = Tensor::from_vec(query, (count, heads, head_dim), &Device::Cpu)?
+            .transpose(0, 1)?
+            .contiguous()?;
+        let (keys, values) = cache.held()?;
+        let positions = cache.len;
         // Each key head serves `group` consecutive query heads: stacking their queries as
         // rows lets one product per key head cover them, without copying the keys.
         let group = heads / kv_heads;
@@ -511,7 +513,15 @@ impl Layer {
     /// The gated feed-forward network (SwiGLU) on `input` (normalized).
     fn feed_forward(&self, input: &Tensor, pass: Pass) -> Result<Tensor> {
         let [gate, up] = Matrix::forward_each([&self.gate, &self.up], input, pass)?;
-        self.down.forward(&(silu(&gate)? * up)?, pass)
+        let shape = gate.shape().clone();
+        let mut gated = gate.flatten_all()?.to_vec1::<f32>()?;
+        let up = up.flatten_all()?.to_vec1::<f32>()?;
+        for (gate, up) in gated.iter_mut().zip(up) {
+            // SiLU (gate / (1 + e^-gate), as candle computes it) times the up projection.
+            *gate = *gate / (1.0 + (-*gate).exp()) * up;
+        }
+        self.down
+            .forward(&Tensor::from_vec(gated, shape, &Device::Cpu)?, pass)
     }
 }
 
@@ -526,13 +536,29 @@ impl Projection {
 }
 
 impl Norm {
+    /// `input`'s rows normalized.
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        rms_norm(input, &self.weight, self.epsilon)
+        let mut rows = input.flatten_all()?.to_vec1::<f32>()?;
+        self.normalize(&mut rows);
+        Tensor::from_vec(rows, input.shape(), &Device::Cpu)
+    }
+
+    /// Normalizes each row of `rows` in place, in the order of candle's `rms_norm` (the same
+    /// values to the bit).
+    fn normalize(&self, rows: &mut [f32]) {
+        let size = self.weight.len();
+        for row in rows.chunks_exact_mut(size) {
+            let squares: f32 = row.iter().map(|v| v * v).sum();
+            let root = (squares / size as f32 + self.epsilon).sqrt();
+            for (value, weight) in row.iter_mut().zip(&self.weight) {
+                *value = *value / root * weight;
+            }
+        }
     }
 }
 
 impl Rotary {
-    fn new(hyper: &Hyperparameters, interleaved: bool) -> Result<Rotary> {
+    fn new(hyper: &Hyperparameters, interleaved: bool) -> Rotary {
         let half = hyper.rotary / 2;
         let frequencies: Vec<f32> = (0..half)
             .map(|i| 1.0 / hyper.rope_base.powf((2 * i) as f32 / hyper.rotary as f32))
@@ -540,134 +566,127 @@ impl Rotary {
         let angles: Vec<f32> = (0..hyper.context_length)
             .flat_map(|position| frequencies.iter().map(move |f| position as f32 * f))
             .collect();
-        let angles = Tensor::from_vec(angles, (hyper.context_length, half), &Device::Cpu)?;
-        Ok(Rotary {
-            cos: angles.cos()?,
-            sin: angles.sin()?,
+        Rotary {
+            cos: angles.iter().map(|a| a.cos()).collect(),
+            sin: angles.iter().map(|a| a.sin()).collect(),
             dims: hyper.rotary,
             interleaved,
-        })
+        }
     }
 
-    /// `heads` (`(heads, tokens, head size)`) turned by their positions from `position` on.
-    fn apply(&self, heads: &Tensor, position: usize) -> Result<Tensor> {
-        let (_, count, head_dim) = heads.dims3()?;
-        let cos = self.cos.narrow(0, position, count)?;
-        let sin = self.sin.narrow(0, position, count)?;
-        let turn = |x: &Tensor| {
-            let x = x.contiguous()?.unsqueeze(0)?;
-            let turned = match self.interleaved {
-                true => rope_i(&x, &cos, &sin)?,
-                false => rope(&x, &cos, &sin)?,
-            };
-            turned.squeeze(0)
-        };
-        if self.dims == head_dim {
-            return turn(heads);
+    /// Turns each head of `rows` (`tokens x heads x head size`, the first token at
+    /// `position`) by its token's position, in place, as candle's `rope_i` and `rope` do.
+    fn apply(&self, rows: &mut [f32], (heads, head_dim): (usize, usize), position: usize) {
+        let half = self.dims / 2;
+        for (index, head) in rows.chunks_exact_mut(head_dim).enumerate() {
+            let at = (position + index / heads) * half;
+            let (cos, sin) = (&self.cos[at..at + half], &self.sin[at..at + half]);
+            let turned = &mut head[..self.dims];
+            if self.interleaved {
+                for ((pair, cos), sin) in turned.chunks_exact_mut(2).zip(cos).zip(sin) {
+                    let (x, y) = (pair[0], pair[1]);
+                    pair[0] = x * cos - y * sin;
+                    pair[1] = x * sin + y * cos;
+                }
+            } else {
+                let (first, second) = turned.split_at_mut(half);
+                for (((x, y), cos), sin) in first.iter_mut().zip(second).zip(cos).zip(sin) {
+                    let (a, b) = (*x, *y);
+                    *x = a * cos - b * sin;
+                    *y = a * sin + b * cos;
+                }
+            }
         }
-        let turned = turn(&heads.narrow(D::Minus1, 0, self.dims)?)?;
-        let rest = heads.narrow(D::Minus1, self.dims, head_dim - self.dims)?;
-        Tensor::cat(&[&turned, &rest.contiguous()?], D::Minus1)
     }
 }
 
 impl KvCache {
-    fn new(limit: usize) -> KvCache {
+    fn new(shape: Shape) -> KvCache {
         KvCache {
-            keys: None,
-            values: None,
+            keys: Vec::new(),
+            values: Vec::new(),
+            capacity: 0,
             len: 0,
-            limit,
+            limit: shape.context,
+            heads: shape.kv_heads,
+            head_dim: shape.head_dim,
         }
     }
 
-    /// Appends `key` and `value` (`(kv heads, tokens, head size)`) and returns every position
-    /// held, as views of the buffers.
-    fn append(&mut self, key: &Tensor, value: &Tensor) -> Result<(Tensor, Tensor)> {
-        let needed = self.len + key.dim(1)?;
-        let capacity = match &self.keys {
-            Some(keys) => keys.dim(1)?,
-            None => 0,
-        };
-        if needed > capacity {
+    /// Appends `keys` and `values` (`tokens x kv heads x head size`) after the positions held.
+    fn append(&mut self, keys: &[f32], values: &[f32]) {
+        let head_dim = self.head_dim;
+        let tokens = keys.len() / (self.heads * head_dim);
+        let needed = self.len + tokens;
+        if needed > self.capacity {
             let grown = needed
-                .max(2 * capacity)
+                .max(2 * self.capacity)
                 .next_multiple_of(CACHE_GROWTH)
                 .min(self.limit)
                 .max(needed);
-            let heads = (key.dim(0)?, key.dim(2)?);
-            self.keys = Some(grow(self.keys.take(), heads, self.len, grown)?);
-            self.values = Some(grow(self.values.take(), heads, self.len, grown)?);
+            *self = self.copy_into(self.len, grown);
         }
-        let (Some(keys), Some(values)) = (&self.keys, &self.values) else {
-            unreachable!("allocated above")
-        };
-        keys.slice_set(key, 1, self.len)?;
-        values.slice_set(value, 1, self.len)?;
+        let (held, capacity, heads) = (self.len, self.capacity, self.heads);
+        for (buffer, rows) in [(&mut self.keys, keys), (&mut self.values, values)] {
+            for (index, head_row) in rows.chunks_exact(head_dim).enumerate() {
+                let (token, head) = (index / heads, index % heads);
+                let at = (head * capacity + held + token) * head_dim;
+                buffer[at..at + head_dim].copy_from_slice(head_row);
+            }
+        }
         self.len = needed;
-        Ok((keys.narrow(1, 0, needed)?, values.narrow(1, 0, needed)?))
+    }
+
+    /// Every position held, `(kv heads, positions, head size)`, for candle's products.
+    fn held(&self) -> Result<(Tensor, Tensor)> {
+        let shape = (self.heads, self.capacity, self.head_dim);
+        let held = |buffer: &[f32]| {
+            Tensor::from_slice(buffer, shape, &Device::Cpu)?.narrow(1, 0, self.len)
+        };
+        Ok((held(&self.keys)?, held(&self.values)?))
     }
 
     /// A cache holding a copy of the first `len` positions of this one, with room to grow.
-    fn copy(&self, len: usize) -> Result<KvCache> {
+    fn copy(&self, len: usize) -> KvCache {
         let len = len.min(self.len);
-        let capacity = len.next_multiple_of(CACHE_GROWTH).min(self.limit);
-        let copy = |buffer: &Option<Tensor>| match buffer {
-            Some(buffer) if len > 0 => {
-                let heads = (buffer.dim(0)?, buffer.dim(2)?);
-                grow(Some(buffer.clone()), heads, len, capacity).map(Some)
+        self.copy_into(len, len.next_multiple_of(CACHE_GROWTH).min(self.limit))
+    }
+
+    /// A cache with room for `capacity` positions holding the first `len` of this one.
+    fn copy_into(&self, len: usize, capacity: usize) -> KvCache {
+        let head_dim = self.head_dim;
+        let copy = |buffer: &[f32]| {
+            let mut copied = vec![0.0; self.heads * capacity * head_dim];
+            for head in 0..self.heads {
+                let (from, to) = (head * self.capacity * head_dim, head * capacity * head_dim);
+                copied[to..to + len * head_dim]
+                    .copy_from_slice(&buffer[from..from + len * head_dim]);
             }
-            _ => Ok(None),
+            copied
         };
-        Ok(KvCache {
-            keys: copy(&self.keys)?,
-            values: copy(&self.values)?,
+        KvCache {
+            keys: copy(&self.keys),
+            values: copy(&self.values),
+            capacity,
             len,
-            limit: self.limit,
-        })
+            ..*self
+        }
     }
 }
 
-/// A buffer of `capacity` positions for `(kv heads, head size)`, holding the first `len` of
-/// `old`.
-fn grow(
-    old: Option<Tensor>,
-    (heads, head_dim): (usize, usize),
-    len: usize,
-    capacity: usize,
-) -> Result<Tensor> {
-    let buffer = Tensor::zeros((heads, capacity, head_dim), DType::F32, &Device::Cpu)?;
-    if let Some(old) = old.filter(|_| len > 0) {
-        buffer.slice_set(&old.narrow(1, 0, len)?.contiguous()?, 1, 0)?;
-    }
-    Ok(buffer)
-}
-
-/// The attention of one new row per sequence (its rotated queries, flattened, and its cache
-/// holding the row's keys and values): `(sequences, heads x head size)`.
+/// The attention of one new row per sequence (its rotated queries, `heads x head size`, and
+/// its cache holding the row's keys and values): `(sequences, heads x head size)`.
 fn attend_rows(cached: &[(Vec<f32>, &KvCache)], shape: Shape) -> Result<Tensor> {
-    let buffers = cached
+    let rows: Vec<attention::Row> = cached
         .iter()
-        .map(|(_, cache)| match (&cache.keys, &cache.values) {
-            (Some(keys), Some(values)) => {
-                Ok((keys.storage_and_layout(), values.storage_and_layout()))
-            }
-            _ => candle_core::bail!("attention over an empty cache"),
+        .map(|(queries, cache)| attention::Row {
+            queries,
+            keys: &cache.keys,
+            values: &cache.values,
+            capacity: cache.capacity,
+            positions: cache.len,
         })
-        .collect::<Result<Vec<_>>>()?;
-    let rows = cached
-        .iter()
-        .zip(&buffers)
-        .map(|((queries, cache), (keys, values))| {
-            Ok(attention::Row {
-                queries,
-                keys: f32_slice(keys)?,
-                values: f32_slice(values)?,
-                capacity: keys.1.dims()[1],
-                positions: cache.len,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let heads = attention::Heads {
         heads: shape.heads,
         kv_heads: shape.kv_heads,
@@ -679,17 +698,6 @@ fn attend_rows(cached: &[(Vec<f32>, &KvCache)], shape: Shape) -> Result<Tensor> 
         (rows.len(), shape.heads * shape.head_dim),
         &Device::Cpu,
     )
-}
-
-/// The f32 values of a contiguous tensor on the CPU, in place.
-fn f32_slice<'a>((storage, layout): &'a (StorageRef<'_>, &Layout)) -> Result<&'a [f32]> {
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("a cache buffer that is not contiguous")
-    };
-    match &**storage {
-        Storage::Cpu(values) => Ok(&values.as_slice::<f32>()?[start..end]),
-        _ => candle_core::bail!("a cache buffer that is not on the CPU"),
-    }
 }
 
 /// Added to the scores of `count` tokens from `position` on: minus infinity where a key comes
@@ -996,6 +1004,44 @@ mod tests {
     }
 
     #[test]
+    fn greedy_tokens_after_a_long_prompt_are_candle_transformers_on_one_thread_and_on_two() {
+        // Several hundred positions of cache, so that a generated token's attention spans
+        // several of its pieces, and every element-wise step of the token's pass in each
+        // architecture; quantized throughout, as the reference is.
+        const GREEDY: usize = 32;
+        let dir = tempfile::tempdir().unwrap();
+        let long = prompt(450);
+        for arch in ["llama", "qwen2", "qwen3"] {
+            let path = tiny(dir.path(), arch, GgmlDType::Q8_0, false);
+            let mut reference = Reference::load(&path, arch);
+            let mut expected = vec![argmax(&reference.forward(&long, 0))];
+            while expected.len() < GREEDY {
+                let position = long.len() + expected.len() - 1;
+                let last = *expected.last().unwrap();
+                expected.push(argmax(&reference.forward(&[last], position)));
+            }
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let generated = pool.install(|| {
+                    let model = own(&path, Matrices::Quantized);
+                    let mut sequence = model.sequence();
+                    let read = model.prefill(&mut sequence, &long, || false).unwrap();
+                    let mut tokens = vec![argmax(&read.unwrap().logits)];
+                    while tokens.len() < GREEDY {
+                        let last = *tokens.last().unwrap();
+                        tokens.push(argmax(&forward(&model, &mut sequence, last)));
+                    }
+                    tokens
+                });
+                assert_eq!(generated, expected, "{arch}, {threads} threads");
+            }
+        }
+    }
+
+    #[test]
     fn a_forked_sequence_continues_as_the_original_would() {
         let dir = tempfile::tempdir().unwrap();
         let path = tiny(dir.path(), "llama", GgmlDType::Q8_0, false);
@@ -1003,11 +1049,11 @@ mod tests {
         let mut original = model.sequence();
         let prompt = prompt(260);
         model.prefill(&mut original, &prompt, || false).unwrap();
-        let mut fork = original.fork(prompt.len()).unwrap();
+        let mut fork = original.fork(prompt.len());
         // The original goes on past the prompt; the fork keeps the prompt alone.
         forward(&model, &mut original, 1);
         assert_eq!(fork.tokens, prompt);
-        let mut again = original.fork(prompt.len()).unwrap();
+        let mut again = original.fork(prompt.len());
         let expected = forward(&model, &mut fork, 2);
         assert_eq!(
             relative_difference(&forward(&model, &mut again, 2), &expected),
