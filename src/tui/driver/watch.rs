@@ -20,7 +20,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::repo::{MAX_FILE_BYTES, RepoIndex, read_repo_file};
 use crate::tui::state::Action;
 
-/// How often the stamps are read.
+/// How often the stamps are read, at most.
 pub const POLL: Duration = Duration::from_millis(500);
 
 /// Files and folders modified this close before the index read them may have changed after it
@@ -31,17 +31,15 @@ const SLACK: Duration = Duration::from_secs(2);
 /// The most entries read below a folder that appeared, looking for source files in it.
 const NEW_FOLDER_ENTRIES: usize = 10_000;
 
-/// Poll `index`'s files every [`POLL`] on a blocking thread, sending what changed to the UI,
-/// until aborted (another index is watched) or the UI is gone.
+/// Poll `index`'s files every [`POLL`] (less often where a poll is slow) on a blocking thread,
+/// sending what changed to the UI, until aborted (another index is watched) or the UI is gone.
 pub async fn run(index: Arc<RepoIndex>, read_at: SystemTime, ui: UnboundedSender<Action>) {
     let mut watch = Watch::new(index.clone(), read_at);
-    let mut tick = tokio::time::interval(POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
         if ui.is_closed() {
             return;
         }
+        let started = std::time::Instant::now();
         let polled = tokio::task::spawn_blocking(move || {
             let changed = watch.poll();
             (watch, changed)
@@ -63,6 +61,9 @@ pub async fn run(index: Arc<RepoIndex>, read_at: SystemTime, ui: UnboundedSender
                 return;
             }
         }
+        // A repository whose poll is slow (very many files, a slow file system) is polled
+        // less often: the watch takes at most a twentieth of a core.
+        tokio::time::sleep(POLL.max(started.elapsed() * 20)).await;
     }
 }
 
