@@ -205,6 +205,9 @@ pub mod tui {
     }
     pub mod driver {
         pub use crate::tui::driver::Outcome;
+        pub mod watch {
+            pub use crate::tui::driver::watch::Watch;
+        }
     }
     pub mod keymap {
         pub use crate::tui::keymap::{Keymap, Layer, USER_FILE, parse_key};
@@ -225,6 +228,9 @@ pub mod tui {
         }
         pub mod prompt {
             pub use crate::tui::ui::prompt::title;
+        }
+        pub mod source {
+            pub use crate::tui::ui::source::title;
         }
     }
 }

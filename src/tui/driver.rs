@@ -1,5 +1,8 @@
 //! The effect driver: runs what `update` asks for on tokio and reports back as actions. The
 //! work itself is library calls; the functions here only shape their results for the state.
+//! Beside it: `watch` (changes other programs make to the open repository).
+
+pub mod watch;
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -54,6 +57,7 @@ pub fn index(
         ),
         IndexBackend::Keep(backend) => (settings.clone(), Some(backend)),
     };
+    let read_at = SystemTime::now();
     let opening = |opening: Opening| progress(Progress::from(opening));
     // The search indexes are built after the hole's ranked proposals show (see
     // `Effect::Analyse`), so that a person does not wait for them.
@@ -77,6 +81,7 @@ pub fn index(
         hole,
         pinned,
         pin_warning,
+        read_at,
     })
 }
 
@@ -102,6 +107,24 @@ struct NoCompletion;
 struct PinNotWritten {
     path: PathBuf,
     source: std::io::Error,
+}
+
+/// The hole's file at `position` as it is on disk, sent to the UI to show while the
+/// repository is indexed (parsing a large one the first time takes seconds); nothing where
+/// the position names no readable text file (opening says why).
+fn preview(root: &Path, position: Option<&str>, tx: &UnboundedSender<Action>) {
+    let Some(spec) = position else {
+        return;
+    };
+    let (path, at) = match crate::hole::split_position(spec) {
+        Ok((path, line, column)) => (path, (line.saturating_sub(1), column.saturating_sub(1))),
+        Err(_) => (spec, (0, 0)),
+    };
+    let read = crate::repo::read_repo_file(root, Path::new(path), crate::repo::MAX_FILE_BYTES);
+    if let Some(text) = read.ok().and_then(|bytes| String::from_utf8(bytes).ok()) {
+        let path = path.trim_start_matches("./").to_string();
+        let _ = tx.send(Action::Previewed { path, text, at });
+    }
 }
 
 /// Report about every hundredth file (and every stage change), so a huge repository does not
@@ -444,6 +467,8 @@ pub struct Driver {
     learning: Learning,
     running: Option<JoinHandle<()>>,
     analysing: Option<JoinHandle<()>>,
+    /// The watch on the open repository's files.
+    watching: Option<JoinHandle<()>>,
     /// The contexts built from the backend's answers (67, 69, 70) for the latest hole, by
     /// generation: fitting a card composes them again rather than asking the backend anew.
     drafted: Drafted,
@@ -475,6 +500,7 @@ impl Driver {
             learning,
             running: None,
             analysing: None,
+            watching: None,
             drafted: Drafted::default(),
         }
     }
@@ -526,6 +552,8 @@ impl Driver {
                 let settings = self.settings.clone();
                 self.blocking(
                     move || {
+                        // Shown while opening; a re-read keeps the index it has on screen.
+                        preview(&root, position.as_deref(), &tx);
                         let progress = |progress| report_progress(&tx, progress);
                         let position = position.as_deref();
                         let indexed = index(
@@ -749,6 +777,13 @@ impl Driver {
                 }));
             }
             Effect::CancelCompletions => self.cancel(),
+            Effect::Watch { index, read_at } => {
+                if let Some(task) = self.watching.take() {
+                    task.abort();
+                }
+                let watching = watch::run(index, read_at, self.tx.clone());
+                self.watching = Some(tokio::spawn(watching));
+            }
             Effect::ReadRecorded => {
                 let dir = crate::proxy::log_dir(&self.settings.dirs);
                 self.blocking(

@@ -822,6 +822,31 @@ async fn a_first_open_shows_progress_then_ranked_proposals_before_the_search_ind
 }
 
 #[tokio::test]
+async fn a_first_open_shows_the_hole_s_file_before_the_repository_is_indexed() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    within("the file shown", async {
+        while app.state.lines.is_empty() {
+            next(&mut app).await;
+        }
+    })
+    .await;
+    assert!(app.state.index.is_none(), "shown before the index is ready");
+    assert_eq!(app.state.cursor, (93, 31), "the cursor on the hole");
+    let title = keyhole::testing::tui::ui::source::title(&app.state);
+    assert_eq!(title, "OrderService.java  94:32");
+    let line: String = app.state.lines[93]
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert!(line.contains("findByCustomerId"), "{line}");
+    app.settle(LIMIT).await.unwrap();
+    assert!(app.state.opening_file.is_none() && app.state.index.is_some());
+}
+
+#[tokio::test]
 async fn after_an_edit_the_ranked_proposals_show_before_the_updated_search_fills_the_rest() {
     let (scratch, dirs) = scratch_dirs();
     let repo = scratch.path().join("repo");
@@ -841,12 +866,18 @@ async fn after_an_edit_the_ranked_proposals_show_before_the_updated_search_fills
     app.settle(LIMIT).await.unwrap();
     // Filled from the indexes brought up to date: as a session opened afresh on the edited
     // repository builds them.
+    assert_searched_as_a_fresh_session_builds_them(&app, &repo);
+}
+
+/// The searched rows shown are those a session opened afresh on `repo` builds at the demo
+/// hole.
+fn assert_searched_as_a_fresh_session_builds_them(app: &App, repo: &std::path::Path) {
     let (_fresh_scratch, fresh_dirs) = scratch_dirs();
     let settings = keyhole::Settings {
         dirs: fresh_dirs,
         ..Default::default()
     };
-    let session = keyhole::Session::open(&repo, &settings).unwrap();
+    let session = keyhole::Session::open(repo, &settings).unwrap();
     let hole = keyhole::Hole::parse(session.index(), keyhole::sample::DEMO_HOLE).unwrap();
     let fresh = session.analyse(&hole);
     for id in SEARCHED {
@@ -854,4 +885,122 @@ async fn after_an_edit_the_ranked_proposals_show_before_the_updated_search_fills
         assert_eq!(shown.availability, built.availability, "{id}");
         assert_eq!(shown.prompt.text(), built.prompt.text(), "{id}");
     }
+}
+
+/// The app on a copy of the sample (which a test may change) at its demo hole, settled; the
+/// copy's root.
+async fn opened_copy() -> (App, std::path::PathBuf, tempfile::TempDir) {
+    let (scratch, dirs) = scratch_dirs();
+    let repo = scratch.path().join("repo");
+    crate::common::copy_sample(&repo);
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.open(repo.clone(), Some(keyhole::sample::DEMO_HOLE.to_string()));
+    app.settle(LIMIT).await.unwrap();
+    (app, repo, scratch)
+}
+
+/// What another program's save puts in the hole's file: a line right after the hole's line
+/// (so the hole stays where it is, and RLPG's lines after the hole read it).
+const MARKER: &str = "        // savedByAnotherEditor";
+
+/// Save the demo hole's file in `repo` as another editor would, with [`MARKER`] after the hole.
+fn save_from_another_editor(repo: &std::path::Path) {
+    let (file, line) = keyhole::sample::DEMO_HOLE
+        .split_once(':')
+        .map(|(file, at)| {
+            (
+                file,
+                at.split(':').next().unwrap().parse::<usize>().unwrap(),
+            )
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(repo.join(file)).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(line, MARKER);
+    std::fs::write(repo.join(file), lines.join("\n") + "\n").unwrap();
+}
+
+fn shows_the_saved_text(app: &App) -> bool {
+    let marker = MARKER.trim();
+    app.state
+        .candidates
+        .iter()
+        .any(|c| c.prompt.text().contains(marker))
+}
+
+/// `work` on the app, failing the test rather than hanging where it never ends.
+async fn within<T>(what: &str, work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, work)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within {LIMIT:?}"))
+}
+
+#[tokio::test]
+async fn a_file_another_program_saves_is_read_again_and_the_rows_show_it() {
+    let (mut app, repo, _scratch) = opened_copy().await;
+    let before = app.state.view.as_ref().unwrap().generation;
+    assert!(!shows_the_saved_text(&app));
+    // Nobody tells the app: it notices the save itself.
+    save_from_another_editor(&repo);
+    let statuses = within("the save noticed", until_ranked(&mut app, Some(before))).await;
+    assert!(
+        statuses.iter().any(|s| s.contains("changed on disk")),
+        "{statuses:?}"
+    );
+    assert!(app.state.candidates[0].score.is_some(), "ranked at once");
+    assert!(
+        shows_the_saved_text(&app),
+        "a proposal reads the saved line"
+    );
+    let shown: String = app.state.lines[94]
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert_eq!(
+        shown.trim_end(),
+        MARKER,
+        "the source pane shows the file as saved"
+    );
+    app.settle(LIMIT).await.unwrap();
+    assert_searched_as_a_fresh_session_builds_them(&app, &repo);
+}
+
+#[tokio::test]
+async fn a_save_under_a_prompt_being_edited_waits_for_the_editor_and_keeps_the_edit() {
+    let (mut app, repo, _scratch) = opened_copy().await;
+    let before = app.state.view.as_ref().unwrap().generation;
+    press(&mut app, KeyEvent::from(KeyCode::Char('i')));
+    let id = app.state.editor.as_ref().unwrap().candidate;
+    for c in " // typed by hand".chars() {
+        press(&mut app, KeyEvent::from(KeyCode::Char(c)));
+    }
+    save_from_another_editor(&repo);
+    within("the save noticed", async {
+        while !app.state.status.contains("changed on disk") {
+            next(&mut app).await;
+        }
+    })
+    .await;
+    // Said, not done: the editor and what was typed in it stay, the candidates as they were.
+    let status = app.state.status.clone();
+    let hole_file = keyhole::sample::DEMO_HOLE.split(':').next().unwrap();
+    assert!(status.contains(hole_file), "{status}");
+    assert!(status.contains("leave the prompt editor"), "{status}");
+    assert_eq!(app.state.mode, Mode::Edit);
+    assert!(
+        app.state
+            .editor
+            .as_ref()
+            .unwrap()
+            .text()
+            .contains("typed by hand")
+    );
+    assert_eq!(app.state.view.as_ref().unwrap().generation, before);
+    assert!(!shows_the_saved_text(&app));
+    // Leaving the editor keeps the edit, and the repository is read again.
+    press(&mut app, KeyEvent::from(KeyCode::Esc));
+    within("read again", until_ranked(&mut app, Some(before))).await;
+    assert!(shows_the_saved_text(&app));
+    let kept = app.state.kept_edit(id).expect("the edit kept at the hole");
+    assert!(kept.contains("typed by hand"), "{kept}");
 }

@@ -134,6 +134,8 @@ pub(super) fn written(
 /// The candidates are built from the index: read the repository again (its cache makes that
 /// quick), keeping the backend, and come back to the hole.
 pub(super) fn read_again(state: &mut State) -> Vec<Effect> {
+    // Whatever changed on disk so far, this reading reads.
+    state.changed_on_disk.clear();
     let mut effects = Vec::new();
     if let (Some(index), Some(view)) = (&state.index, &state.view) {
         state.phase = Phase::Rereading;
@@ -147,6 +149,18 @@ pub(super) fn read_again(state: &mut State) -> Vec<Effect> {
         });
     }
     effects
+}
+
+/// The writes to undo, their files numbered as in `new`, the index read again after `old`
+/// (files added or removed renumber the rest); a write into a file gone since is dropped.
+pub(super) fn carry_applied(applied: &mut Vec<Applied>, old: &RepoIndex, new: &RepoIndex) {
+    applied.retain_mut(|a| match new.file_id(&old.files[a.file].path) {
+        Some(file) => {
+            a.file = file;
+            true
+        }
+        None => false,
+    });
 }
 
 /// `u`: put the file back as it was before the last apply.

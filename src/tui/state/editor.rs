@@ -34,6 +34,22 @@ impl KeptEdits {
     fn discard(&mut self, hole: &Hole, id: CandidateId) -> bool {
         self.0.remove(&(hole.file, hole.offset, id)).is_some()
     }
+
+    /// The edits made on `old`, on `new`, the repository read again: those of the hole shown
+    /// (`hole`, now `moved_to`) go with it, the others keep their place in their file, which
+    /// files added or removed may have renumbered. A file gone takes its edits with it.
+    pub(super) fn carry(&mut self, old: &RepoIndex, hole: &Hole, new: &RepoIndex, moved_to: &Hole) {
+        self.0 = std::mem::take(&mut self.0)
+            .into_iter()
+            .filter_map(|((file, offset, id), text)| {
+                if (file, offset) == (hole.file, hole.offset) {
+                    return Some(((moved_to.file, moved_to.offset, id), text));
+                }
+                let file = new.file_id(&old.files.get(file)?.path)?;
+                Some(((file, offset, id), text))
+            })
+            .collect();
+    }
 }
 
 /// The tokenizer `prompt` was counted in.

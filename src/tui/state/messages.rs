@@ -44,6 +44,13 @@ pub enum Action {
     Tick(Instant),
     /// How far opening the repository has come.
     Progress(Progress),
+    /// The hole's file, read from disk as opening begins, so that it shows before the index is
+    /// ready; the hole's (line, column), 0-based.
+    Previewed {
+        path: String,
+        text: String,
+        at: (usize, usize),
+    },
     Indexed(Result<Indexed, JobError>),
     Analysed {
         generation: u64,
@@ -150,6 +157,13 @@ pub enum Action {
     },
     /// The user's editor returned (or could not start: why): files may have changed.
     Edited(Result<(), crate::tui::EditorError>),
+    /// Files of `index` another program changed on disk (their content is not the index's:
+    /// changed, added or removed), or none where they were changed back; the watch on
+    /// `index` reports whenever they differ from its last report.
+    ChangedOnDisk {
+        index: Arc<RepoIndex>,
+        paths: Vec<String>,
+    },
     /// A one-line report from the driver (pick logged, file written, errors).
     Message(String),
     /// The repository's pin was written (the candidate pinned now; none: unpinned), or why
@@ -166,6 +180,9 @@ pub struct Indexed {
     /// The candidate pinned for the repository, and a warning where its file is damaged.
     pub pinned: Option<CandidateId>,
     pub pin_warning: Option<String>,
+    /// When reading the repository began: a file changed after that may not be what the
+    /// index holds.
+    pub read_at: std::time::SystemTime,
 }
 
 /// The backend a repository opens with.
@@ -198,6 +215,12 @@ pub enum Effect {
         budget: usize,
         /// The recorded request whose hole this is: its prompt joins the candidates.
         recorded: Option<Arc<OpenRecorded>>,
+    },
+    /// Watch the files of `index`, read from `read_at` on, for changes other programs make
+    /// ([`Action::ChangedOnDisk`]), instead of the index watched before.
+    Watch {
+        index: Arc<RepoIndex>,
+        read_at: std::time::SystemTime,
     },
     /// Read the proxy's record (the recorded-requests picker opens on it).
     ReadRecorded,

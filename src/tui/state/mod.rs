@@ -56,6 +56,7 @@ mod recorded;
 mod setup;
 #[cfg(test)]
 mod tests;
+mod watched;
 
 use crate::session::Learning;
 pub use crate::session::{
@@ -79,6 +80,7 @@ use pin::*;
 use recorded::*;
 pub use recorded::{OpenRecorded, Recorded, recorded_row};
 pub use setup::*;
+use watched::*;
 
 pub const DEFAULT_K: usize = 3;
 /// The most cards side by side (and the pick keys 1..5).
@@ -95,6 +97,9 @@ pub struct State {
     pub search: Option<SharedSearch>,
     pub backend: Option<Arc<dyn Backend>>,
     pub view: Option<HoleView>,
+    /// The hole's file while the repository is being opened: its lines show, read from disk,
+    /// before the index is ready.
+    pub opening_file: Option<String>,
     /// The file shown in the source pane, its highlighted lines and the cursor (line, column).
     pub file: FileId,
     pub lines: Vec<StyledLine>,
@@ -155,6 +160,9 @@ pub struct State {
     pub applied: Vec<Applied>,
     /// A file's text on disk after a write, until the repository has been read again.
     pub on_disk: Option<(FileId, String)>,
+    /// Files another program changed on disk, not yet read again: the reading waits while
+    /// the person edits a prompt, answers a question or completions run.
+    pub changed_on_disk: Vec<String>,
     /// The repository is the bundled sample, which apply leaves alone.
     pub shared_sample: bool,
     /// The column the source cursor was last put in: moving up and down keeps to it.
@@ -192,6 +200,7 @@ impl State {
             search: None,
             backend: None,
             view: None,
+            opening_file: None,
             file: 0,
             lines: Vec::new(),
             cursor: (0, 0),
@@ -231,6 +240,7 @@ impl State {
             request_log: Vec::new(),
             diff: None,
             on_disk: None,
+            changed_on_disk: Vec::new(),
             shared_sample: false,
             column_goal: 0,
             search_query: String::new(),
@@ -389,6 +399,8 @@ impl State {
 /// Apply one action; return the effects it asks for.
 pub fn update(state: &mut State, action: Action) -> Vec<Effect> {
     let mut effects = react(state, action);
+    // Files changed on disk are read as soon as nothing the person does waits for them.
+    effects.extend(read_changes(state));
     // Whatever moved the focus, the prompt shown is the one a run would send.
     effects.extend(fit_focused(state));
     effects
@@ -424,6 +436,15 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.now = Some(now);
             vec![]
         }
+        Action::Previewed { path, text, at } => {
+            // Only while nothing better shows.
+            if matches!(state.phase, Phase::Opening(_)) && state.index.is_none() {
+                state.lines = highlight::plain(&text);
+                state.cursor = at;
+                state.opening_file = Some(path);
+            }
+            vec![]
+        }
         Action::Progress(progress) => {
             if matches!(state.phase, Phase::Opening(_)) {
                 state.phase = Phase::Opening(progress);
@@ -432,19 +453,40 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::Indexed(Ok(indexed)) => {
+            let read_again = state.phase == Phase::Rereading;
+            let before = (
+                state.index.take(),
+                state.view.as_ref().map(|v| v.hole.clone()),
+            );
+            let selected = std::mem::take(&mut state.selected);
+            let watch = Effect::Watch {
+                index: indexed.index.clone(),
+                read_at: indexed.read_at,
+            };
             state.phase = Phase::Ready;
-            state.index = Some(indexed.index);
+            state.index = Some(indexed.index.clone());
             state.search = Some(indexed.search);
             state.backend = Some(indexed.backend);
             state.pinned = indexed.pinned;
             if let Some(warning) = indexed.pin_warning {
                 state.warning = Some(warning);
             }
-            // Read again after a write: the file shown comes from the new index.
-            if state.on_disk.take().is_some() {
-                state.lines.clear();
-            }
+            // The file shown comes from the new index, as it is on disk now (not as opening or
+            // a write showed it).
+            state.on_disk = None;
+            state.opening_file = None;
+            state.lines.clear();
             let mut effects = set_hole(state, indexed.hole);
+            effects.push(watch);
+            // What the person chose and typed at the hole stays with it.
+            if let ((Some(old), Some(hole)), true) = (before, read_again) {
+                state.selected = selected;
+                let new = (state.view.as_ref()).map(|v| (&indexed.index, &v.hole));
+                if let Some((index, moved_to)) = new {
+                    state.edits.carry(&old, &hole, index, moved_to);
+                    carry_applied(&mut state.applied, &old, index);
+                }
+            }
             // `--recorded N`: its hole opens once the record is read.
             if state.recorded.pending.is_some() {
                 effects.push(Effect::ReadRecorded);
@@ -633,6 +675,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.status = why.to_string();
             vec![]
         }
+        Action::ChangedOnDisk { index, paths } => changed_on_disk(state, &index, paths),
         Action::Message(text) => {
             state.status = text;
             vec![]

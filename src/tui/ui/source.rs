@@ -10,9 +10,13 @@ use crate::tui::layout::{first_column, scroll_top};
 use crate::tui::state::State;
 
 pub fn title(state: &State) -> String {
-    match &state.index {
-        Some(index) => {
-            let path = &index.files[state.file].path;
+    // While opening, the hole's file as read from disk.
+    let path = match &state.index {
+        Some(index) => Some(index.files[state.file].path.as_str()),
+        None => state.opening_file.as_deref(),
+    };
+    match path {
+        Some(path) => {
             let name = path.rsplit('/').next().unwrap_or(path);
             format!("{name}  {}:{}", state.cursor.0 + 1, state.cursor.1 + 1)
         }
@@ -22,7 +26,7 @@ pub fn title(state: &State) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
     let theme = &state.theme;
-    if state.index.is_none() {
+    if state.index.is_none() && state.lines.is_empty() {
         let text = format!("{} indexing the repository…", super::spinner(state));
         frame.render_widget(
             Paragraph::new(text).style(Style::new().fg(theme.muted)),
@@ -30,11 +34,15 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         );
         return;
     }
-    let hole = state
-        .view
-        .as_ref()
-        .map(|v| &v.hole)
-        .filter(|h| h.file == state.file);
+    // (line, column)
+    let hole = match &state.index {
+        Some(_) => (state.view.as_ref())
+            .map(|v| &v.hole)
+            .filter(|h| h.file == state.file)
+            .map(|h| (h.line, h.column)),
+        // Opening: the hole's file as read from disk, the hole where its position puts it.
+        None => Some(state.cursor),
+    };
     let top = scroll_top(state.cursor.0, area.height as usize);
     let left = first_column(state.cursor.1, area.width);
     let lines: Vec<Line> = state
@@ -44,7 +52,7 @@ pub fn draw(frame: &mut Frame, area: Rect, state: &State) {
         .skip(top)
         .take(area.height as usize)
         .map(|(n, runs)| {
-            let hole_col = hole.filter(|h| h.line == n).map(|h| h.column);
+            let hole_col = hole.filter(|h| h.0 == n).map(|h| h.1);
             let cursor_col = (state.cursor.0 == n).then_some(state.cursor.1);
             let number = if hole_col.is_some() {
                 theme.hole

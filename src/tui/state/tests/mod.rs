@@ -1182,3 +1182,45 @@ fn d_diffs_two_selected_prompts_or_an_edited_prompt_against_its_original() {
     assert_eq!(diff.title, "cand 7 → edited");
     assert!(diff.lines.contains(&DiffLine::Added("d".into())));
 }
+
+#[test]
+fn a_change_on_disk_is_read_at_once_waits_for_a_run_and_a_report_on_an_older_index_is_dropped() {
+    let mut s = opened();
+    at_hole(&mut s, 1);
+    let index = s.index.clone().unwrap();
+    let changed = |index: &Arc<RepoIndex>, paths: &[&str]| Action::ChangedOnDisk {
+        index: index.clone(),
+        paths: paths.iter().map(|p| p.to_string()).collect(),
+    };
+    // A report on an index the UI no longer shows (read again since) reads nothing.
+    let sources = vec![("A.java".to_string(), "class A {}\n".to_string())];
+    let older = Arc::new(RepoIndex::from_sources(&index.root, sources));
+    assert!(update(&mut s, changed(&older, &["A.java"])).is_empty());
+    assert!(s.changed_on_disk.is_empty());
+    // While completions run, the reading waits, and says so.
+    s.completion = CompletionPhase::Running { cards: Vec::new() };
+    assert!(update(&mut s, changed(&index, &["A.java", "B.java"])).is_empty());
+    assert_eq!(
+        s.status,
+        "the hole's file A.java and 1 more file changed on disk: the candidates are built \
+         again once the completions are in"
+    );
+    assert_eq!(s.phase, Phase::Ready);
+    // The run ends: the repository is read again, once.
+    s.completion = CompletionPhase::Idle;
+    let effects = update(&mut s, Action::Tick(Instant::now()));
+    assert!(matches!(&effects[..], [Effect::Index { .. }]), "read again");
+    assert_eq!(s.phase, Phase::Rereading);
+    assert!(
+        s.status
+            .contains("changed on disk: reading the repository again")
+    );
+    assert!(update(&mut s, Action::Tick(Instant::now())).is_empty());
+    // Changed back before it could be read: nothing to read.
+    s.phase = Phase::Ready;
+    s.completion = CompletionPhase::Running { cards: Vec::new() };
+    update(&mut s, changed(&index, &["A.java"]));
+    update(&mut s, changed(&index, &[]));
+    s.completion = CompletionPhase::Idle;
+    assert!(update(&mut s, Action::Tick(Instant::now())).is_empty());
+}
