@@ -110,6 +110,54 @@ pub struct WindowIndex {
     repocoder_order: OnceLock<RepoCoderOrder>,
 }
 
+/// The Codex token sets of window texts, by the texts' keys: what a layered cache keeps of the
+/// windows its base does not hold, so that opening it again tokenizes none of them.
+#[derive(Default, Serialize, Deserialize)]
+pub struct TokenSets {
+    keys: Vec<[u8; 16]>,
+    /// The sets one after another (flattened; `ends` delimits them).
+    #[serde(with = "packed_u32")]
+    ids: Vec<u32>,
+    #[serde(with = "packed_u32")]
+    ends: Vec<u32>,
+    /// Per key: its set, made on first use.
+    #[serde(skip)]
+    by_key: OnceLock<FxHashMap<[u8; 16], usize>>,
+}
+
+impl TokenSets {
+    fn push(&mut self, key: [u8; 16], ids: &[u32]) {
+        self.keys.push(key);
+        self.ids.extend_from_slice(ids);
+        self.ends.push(self.ids.len() as u32);
+    }
+
+    /// The token set of the text whose key is `key`, if held.
+    fn get(&self, key: &[u8; 16]) -> Option<&[u32]> {
+        let by_key = self.by_key.get_or_init(|| {
+            (self.keys.iter().enumerate())
+                .map(|(set, &key)| (key, set))
+                .collect()
+        });
+        // A segment that passed its checksum yet does not hold together (written by hand, or
+        // by a bug) has its sets tokenized again rather than read out of bounds.
+        let set = *by_key.get(key)?;
+        let start = match set.checked_sub(1) {
+            Some(before) => *self.ends.get(before)?,
+            None => 0,
+        };
+        self.ids.get(start as usize..*self.ends.get(set)? as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
 /// The windows' `items` (one per window) of the windows `kept` says to keep, in order.
 fn keep_windows<T>(items: Vec<T>, kept: impl Fn(usize) -> bool) -> Vec<T> {
     let items = items.into_iter().enumerate();
@@ -158,6 +206,7 @@ impl WindowIndex {
         built.update(
             &FileChanges::between(&FileTable::default(), &index.files),
             index,
+            &TokenSets::default(),
         );
         built
     }
@@ -166,8 +215,14 @@ impl WindowIndex {
     /// files move to their new positions, those of changed and removed files go, and the
     /// windows of changed and added files are cut again; a window whose text is already
     /// known only gains a place, a window left with none goes, and only windows of new text
-    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says).
-    pub fn update(&mut self, changes: &FileChanges, index: &RepoIndex) {
+    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says), unless `known` holds
+    /// their tokens. Returns the tokens of the windows of new text.
+    pub fn update(
+        &mut self,
+        changes: &FileChanges,
+        index: &RepoIndex,
+        known: &TokenSets,
+    ) -> TokenSets {
         for places in &mut self.places {
             places.retain_mut(|place| match changes.kept[place.file] {
                 Some(new) => {
@@ -181,7 +236,7 @@ impl WindowIndex {
             .enumerate()
             .map(|(id, key)| (key, id))
             .collect();
-        let known = self.places.len();
+        let known_windows = self.places.len();
         let mut new_texts: Vec<String> = Vec::new();
         for &file in &changes.derived_again {
             let (file, source) = (file as FileId, &index.files[file as usize]);
@@ -208,23 +263,40 @@ impl WindowIndex {
                 places.insert(at, place);
             }
         }
-        self.drop_windows_without_places(known);
-        let token_sets: Vec<Vec<u32>> = if crate::pool::on_pool_thread() {
+        self.drop_windows_without_places(known_windows);
+        let first_new = self.len() - new_texts.len();
+        let keys = &self.text_keys[first_new..];
+        let unknown: Vec<&str> = (new_texts.iter().zip(keys))
+            .filter(|(_, key)| known.get(key).is_none())
+            .map(|(text, _)| text.as_str())
+            .collect();
+        let mut tokenized = if crate::pool::on_pool_thread() {
             let mut tokens = CodexTokens::default();
-            new_texts.iter().map(|text| tokens.distinct(text)).collect()
+            unknown.iter().map(|text| tokens.distinct(text)).collect()
         } else {
-            new_texts
-                .par_iter()
+            (unknown.par_iter())
                 .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
-                .collect()
-        };
-        for (text, ids) in new_texts.iter().zip(token_sets) {
+                .collect::<Vec<_>>()
+        }
+        .into_iter();
+        let keys = keys.to_vec();
+        for (text, key) in new_texts.iter().zip(&keys) {
             self.add_terms(text);
-            self.token_ids.extend(ids);
+            match known.get(key) {
+                Some(ids) => self.token_ids.extend_from_slice(ids),
+                None => self
+                    .token_ids
+                    .extend(tokenized.next().expect("one set per text")),
+            }
             self.token_starts.push(self.token_ids.len() as u32);
         }
         self.norms = self.compute_norms();
         self.repocoder_order = OnceLock::new();
+        let mut added = TokenSets::default();
+        for window in first_new..self.len() {
+            added.push(self.text_keys[window], self.window_token_ids(window));
+        }
+        added
     }
 
     /// Drop the windows among the first `known` that have no place left, renumbering the rest
