@@ -19,7 +19,8 @@ use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::terms;
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing, packed_u32};
+use crate::repo::packed::{self, Fixed};
+use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -43,6 +44,21 @@ pub struct Window {
     pub file: FileId,
     pub first: u32,
     pub end: u32,
+}
+
+impl Fixed for Window {
+    const BYTES: usize = 12;
+    fn put(&self, out: &mut Vec<u8>) {
+        ((self.file as u32, self.first), self.end).put(out);
+    }
+    fn take(bytes: &[u8]) -> Self {
+        let ((file, first), end) = <((u32, u32), u32)>::take(bytes);
+        Window {
+            file: file as FileId,
+            first,
+            end,
+        }
+    }
 }
 
 /// How a query is compared with the windows. A dense encoder (an embedding model) would be a
@@ -83,27 +99,32 @@ pub struct Hit {
 #[derive(Serialize, Deserialize)]
 pub struct WindowIndex {
     /// Per window: every place its text occurs, in file and line order.
+    #[serde(with = "packed::nested")]
     places: Vec<Vec<Window>>,
     /// Per window: the key of its text (what identical windows share).
+    #[serde(with = "packed")]
     text_keys: Vec<[u8; 16]>,
     /// Every term met, by id; a term no window holds any more has no postings.
     vocabulary: FxHashMap<String, u32>,
     /// Per term id: the windows holding it and how often, in no particular order.
+    #[serde(with = "packed::nested")]
     postings: Vec<Vec<(u32, u16)>>,
     /// Per window: its distinct term ids, in the order the window's text first uses them
     /// (flattened; `term_starts` delimits them), and how often it uses each.
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     window_terms: Vec<u32>,
+    #[serde(with = "packed")]
     window_term_counts: Vec<u16>,
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
+    #[serde(with = "packed")]
     norms: Vec<f32>,
     /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
     /// them).
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     token_ids: Vec<u32>,
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     token_starts: Vec<u32>,
     /// RepoCoder's order of the windows and of their places ([`WindowOrder::RepoCoder`]).
     #[serde(skip)]
@@ -114,11 +135,12 @@ pub struct WindowIndex {
 /// windows its base does not hold, so that opening it again tokenizes none of them.
 #[derive(Default, Serialize, Deserialize)]
 pub struct TokenSets {
+    #[serde(with = "packed")]
     keys: Vec<[u8; 16]>,
     /// The sets one after another (flattened; `ends` delimits them).
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     ids: Vec<u32>,
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     ends: Vec<u32>,
     /// Per key: its set, made on first use.
     #[serde(skip)]

@@ -486,39 +486,6 @@ impl FileChanges {
     }
 }
 
-/// Serde for the large `Vec<u32>`s of derived state (`#[serde(with = "packed_u32")]`): their
-/// little-endian bytes in one piece, which decode many times faster than one varint each.
-pub mod packed_u32 {
-    use serde::{Deserializer, Serializer, de};
-
-    pub fn serialize<S: Serializer>(values: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        serializer.serialize_bytes(&bytes)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
-        deserializer.deserialize_bytes(Packed)
-    }
-
-    struct Packed;
-
-    impl de::Visitor<'_> for Packed {
-        type Value = Vec<u32>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("little-endian u32s")
-        }
-
-        fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u32>, E> {
-            if !bytes.len().is_multiple_of(4) {
-                return Err(E::invalid_length(bytes.len(), &self));
-            }
-            let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            Ok(bytes.chunks_exact(4).map(word).collect())
-        }
-    }
-}
-
 /// The bytes of the cache file at `path`, mapped (none when there is no file yet). Only a
 /// regular file of at most [`MAX_CACHE_BYTES`] is mapped: a FIFO would block and `/dev/zero`
 /// never end. Mapped rather than read: a cache of tens of megabytes is decoded straight from
