@@ -189,6 +189,28 @@ fn keep_windows<T>(items: Vec<T>, kept: impl Fn(usize) -> bool) -> Vec<T> {
         .collect()
 }
 
+/// The lists flattened in `values` and delimited by `starts` (one more than the lists) with
+/// those `kept` does not keep taken out in place, the rest moved down (fresh memory for a copy
+/// of every window's terms and tokens cost more than the update's own work); returns the
+/// kept lists' starts.
+fn keep_lists<T: Copy>(
+    values: &mut Vec<T>,
+    starts: &[u32],
+    kept: impl Fn(usize) -> bool,
+) -> Vec<u32> {
+    let mut kept_starts = vec![0];
+    let mut end = 0;
+    for list in (0..starts.len() - 1).filter(|&list| kept(list)) {
+        let range = starts[list] as usize..starts[list + 1] as usize;
+        let len = range.len();
+        values.copy_within(range, end);
+        end += len;
+        kept_starts.push(end as u32);
+    }
+    values.truncate(end);
+    kept_starts
+}
+
 /// What identical windows share: the start of their text's hash.
 fn text_key(text: &str) -> [u8; 16] {
     let hash = blake3::hash(text.as_bytes());
@@ -345,20 +367,11 @@ impl WindowIndex {
                 None => false,
             });
         }
-        let (mut terms, mut counts, mut term_starts) = (Vec::new(), Vec::new(), vec![0]);
-        let (mut tokens, mut token_starts) = (Vec::new(), vec![0]);
-        for window in (0..known).filter(|&w| renumbered[w].is_some()) {
-            let term_range =
-                self.term_starts[window] as usize..self.term_starts[window + 1] as usize;
-            terms.extend_from_slice(&self.window_terms[term_range.clone()]);
-            counts.extend_from_slice(&self.window_term_counts[term_range]);
-            term_starts.push(terms.len() as u32);
-            tokens.extend_from_slice(self.window_token_ids(window));
-            token_starts.push(tokens.len() as u32);
-        }
-        (self.window_terms, self.window_term_counts, self.term_starts) =
-            (terms, counts, term_starts);
-        (self.token_ids, self.token_starts) = (tokens, token_starts);
+        let has_place = |window: usize| renumbered[window].is_some();
+        let term_starts = keep_lists(&mut self.window_terms, &self.term_starts, has_place);
+        keep_lists(&mut self.window_term_counts, &self.term_starts, has_place);
+        self.term_starts = term_starts;
+        self.token_starts = keep_lists(&mut self.token_ids, &self.token_starts, has_place);
         let kept = |window: usize| window >= known || renumbered[window].is_some();
         self.places = keep_windows(std::mem::take(&mut self.places), kept);
         self.text_keys = keep_windows(std::mem::take(&mut self.text_keys), kept);
