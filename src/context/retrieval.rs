@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{HoleRequest, SourcedText};
 use crate::hole::{Hole, HoleWindow};
 use crate::lang::Span;
-use crate::repo::{FileChanges, FileId, RepoIndex};
+use crate::repo::{FileChanges, FileId, RepoIndex, packed};
 use crate::token::Keep;
 
 /// Lines above and below a usage in an identifier usage window.
@@ -30,8 +30,10 @@ pub fn terms(text: &str) -> impl Iterator<Item = &str> {
 #[derive(Serialize, Deserialize)]
 pub struct Bm25 {
     /// Per term: the documents holding it and how often, in no particular order.
+    #[serde(with = "packed::by_string")]
     postings: FxHashMap<String, Vec<(u32, u32)>>,
     /// Per document: its number of terms.
+    #[serde(with = "packed")]
     doc_len: Vec<u32>,
     /// The sum of `doc_len`, kept exact so that the mean does not depend on the order of
     /// updates.

@@ -19,7 +19,8 @@ use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::terms;
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing, packed_u32};
+use crate::repo::packed::{self, Fixed};
+use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -43,6 +44,21 @@ pub struct Window {
     pub file: FileId,
     pub first: u32,
     pub end: u32,
+}
+
+impl Fixed for Window {
+    const BYTES: usize = 12;
+    fn put(&self, out: &mut Vec<u8>) {
+        ((self.file as u32, self.first), self.end).put(out);
+    }
+    fn take(bytes: &[u8]) -> Self {
+        let ((file, first), end) = <((u32, u32), u32)>::take(bytes);
+        Window {
+            file: file as FileId,
+            first,
+            end,
+        }
+    }
 }
 
 /// How a query is compared with the windows. A dense encoder (an embedding model) would be a
@@ -83,31 +99,85 @@ pub struct Hit {
 #[derive(Serialize, Deserialize)]
 pub struct WindowIndex {
     /// Per window: every place its text occurs, in file and line order.
+    #[serde(with = "packed::nested")]
     places: Vec<Vec<Window>>,
     /// Per window: the key of its text (what identical windows share).
+    #[serde(with = "packed")]
     text_keys: Vec<[u8; 16]>,
     /// Every term met, by id; a term no window holds any more has no postings.
     vocabulary: FxHashMap<String, u32>,
     /// Per term id: the windows holding it and how often, in no particular order.
+    #[serde(with = "packed::nested")]
     postings: Vec<Vec<(u32, u16)>>,
     /// Per window: its distinct term ids, in the order the window's text first uses them
     /// (flattened; `term_starts` delimits them), and how often it uses each.
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     window_terms: Vec<u32>,
+    #[serde(with = "packed")]
     window_term_counts: Vec<u16>,
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     term_starts: Vec<u32>,
     /// Per window: the norm of its TF-IDF vector.
+    #[serde(with = "packed")]
     norms: Vec<f32>,
     /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
     /// them).
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     token_ids: Vec<u32>,
-    #[serde(with = "packed_u32")]
+    #[serde(with = "packed")]
     token_starts: Vec<u32>,
     /// RepoCoder's order of the windows and of their places ([`WindowOrder::RepoCoder`]).
     #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
+}
+
+/// The Codex token sets of window texts, by the texts' keys: what a layered cache keeps of the
+/// windows its base does not hold, so that opening it again tokenizes none of them.
+#[derive(Default, Serialize, Deserialize)]
+pub struct TokenSets {
+    #[serde(with = "packed")]
+    keys: Vec<[u8; 16]>,
+    /// The sets one after another (flattened; `ends` delimits them).
+    #[serde(with = "packed")]
+    ids: Vec<u32>,
+    #[serde(with = "packed")]
+    ends: Vec<u32>,
+    /// Per key: its set, made on first use.
+    #[serde(skip)]
+    by_key: OnceLock<FxHashMap<[u8; 16], usize>>,
+}
+
+impl TokenSets {
+    fn push(&mut self, key: [u8; 16], ids: &[u32]) {
+        self.keys.push(key);
+        self.ids.extend_from_slice(ids);
+        self.ends.push(self.ids.len() as u32);
+    }
+
+    /// The token set of the text whose key is `key`, if held.
+    fn get(&self, key: &[u8; 16]) -> Option<&[u32]> {
+        let by_key = self.by_key.get_or_init(|| {
+            (self.keys.iter().enumerate())
+                .map(|(set, &key)| (key, set))
+                .collect()
+        });
+        // A segment that passed its checksum yet does not hold together (written by hand, or
+        // by a bug) has its sets tokenized again rather than read out of bounds.
+        let set = *by_key.get(key)?;
+        let start = match set.checked_sub(1) {
+            Some(before) => *self.ends.get(before)?,
+            None => 0,
+        };
+        self.ids.get(start as usize..*self.ends.get(set)? as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
 }
 
 /// The windows' `items` (one per window) of the windows `kept` says to keep, in order.
@@ -117,6 +187,28 @@ fn keep_windows<T>(items: Vec<T>, kept: impl Fn(usize) -> bool) -> Vec<T> {
         .filter(|(window, _)| kept(*window))
         .map(|(_, item)| item)
         .collect()
+}
+
+/// The lists flattened in `values` and delimited by `starts` (one more than the lists) with
+/// those `kept` does not keep taken out in place, the rest moved down (fresh memory for a copy
+/// of every window's terms and tokens cost more than the update's own work); returns the
+/// kept lists' starts.
+fn keep_lists<T: Copy>(
+    values: &mut Vec<T>,
+    starts: &[u32],
+    kept: impl Fn(usize) -> bool,
+) -> Vec<u32> {
+    let mut kept_starts = vec![0];
+    let mut end = 0;
+    for list in (0..starts.len() - 1).filter(|&list| kept(list)) {
+        let range = starts[list] as usize..starts[list + 1] as usize;
+        let len = range.len();
+        values.copy_within(range, end);
+        end += len;
+        kept_starts.push(end as u32);
+    }
+    values.truncate(end);
+    kept_starts
 }
 
 /// What identical windows share: the start of their text's hash.
@@ -158,6 +250,7 @@ impl WindowIndex {
         built.update(
             &FileChanges::between(&FileTable::default(), &index.files),
             index,
+            &TokenSets::default(),
         );
         built
     }
@@ -166,8 +259,14 @@ impl WindowIndex {
     /// files move to their new positions, those of changed and removed files go, and the
     /// windows of changed and added files are cut again; a window whose text is already
     /// known only gains a place, a window left with none goes, and only windows of new text
-    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says).
-    pub fn update(&mut self, changes: &FileChanges, index: &RepoIndex) {
+    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says), unless `known` holds
+    /// their tokens. Returns the tokens of the windows of new text.
+    pub fn update(
+        &mut self,
+        changes: &FileChanges,
+        index: &RepoIndex,
+        known: &TokenSets,
+    ) -> TokenSets {
         for places in &mut self.places {
             places.retain_mut(|place| match changes.kept[place.file] {
                 Some(new) => {
@@ -181,7 +280,7 @@ impl WindowIndex {
             .enumerate()
             .map(|(id, key)| (key, id))
             .collect();
-        let known = self.places.len();
+        let known_windows = self.places.len();
         let mut new_texts: Vec<String> = Vec::new();
         for &file in &changes.derived_again {
             let (file, source) = (file as FileId, &index.files[file as usize]);
@@ -208,23 +307,40 @@ impl WindowIndex {
                 places.insert(at, place);
             }
         }
-        self.drop_windows_without_places(known);
-        let token_sets: Vec<Vec<u32>> = if crate::pool::on_pool_thread() {
+        self.drop_windows_without_places(known_windows);
+        let first_new = self.len() - new_texts.len();
+        let keys = &self.text_keys[first_new..];
+        let unknown: Vec<&str> = (new_texts.iter().zip(keys))
+            .filter(|(_, key)| known.get(key).is_none())
+            .map(|(text, _)| text.as_str())
+            .collect();
+        let mut tokenized = if crate::pool::on_pool_thread() {
             let mut tokens = CodexTokens::default();
-            new_texts.iter().map(|text| tokens.distinct(text)).collect()
+            unknown.iter().map(|text| tokens.distinct(text)).collect()
         } else {
-            new_texts
-                .par_iter()
+            (unknown.par_iter())
                 .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
-                .collect()
-        };
-        for (text, ids) in new_texts.iter().zip(token_sets) {
+                .collect::<Vec<_>>()
+        }
+        .into_iter();
+        let keys = keys.to_vec();
+        for (text, key) in new_texts.iter().zip(&keys) {
             self.add_terms(text);
-            self.token_ids.extend(ids);
+            match known.get(key) {
+                Some(ids) => self.token_ids.extend_from_slice(ids),
+                None => self
+                    .token_ids
+                    .extend(tokenized.next().expect("one set per text")),
+            }
             self.token_starts.push(self.token_ids.len() as u32);
         }
         self.norms = self.compute_norms();
         self.repocoder_order = OnceLock::new();
+        let mut added = TokenSets::default();
+        for window in first_new..self.len() {
+            added.push(self.text_keys[window], self.window_token_ids(window));
+        }
+        added
     }
 
     /// Drop the windows among the first `known` that have no place left, renumbering the rest
@@ -251,20 +367,11 @@ impl WindowIndex {
                 None => false,
             });
         }
-        let (mut terms, mut counts, mut term_starts) = (Vec::new(), Vec::new(), vec![0]);
-        let (mut tokens, mut token_starts) = (Vec::new(), vec![0]);
-        for window in (0..known).filter(|&w| renumbered[w].is_some()) {
-            let term_range =
-                self.term_starts[window] as usize..self.term_starts[window + 1] as usize;
-            terms.extend_from_slice(&self.window_terms[term_range.clone()]);
-            counts.extend_from_slice(&self.window_term_counts[term_range]);
-            term_starts.push(terms.len() as u32);
-            tokens.extend_from_slice(self.window_token_ids(window));
-            token_starts.push(tokens.len() as u32);
-        }
-        (self.window_terms, self.window_term_counts, self.term_starts) =
-            (terms, counts, term_starts);
-        (self.token_ids, self.token_starts) = (tokens, token_starts);
+        let has_place = |window: usize| renumbered[window].is_some();
+        let term_starts = keep_lists(&mut self.window_terms, &self.term_starts, has_place);
+        keep_lists(&mut self.window_term_counts, &self.term_starts, has_place);
+        self.term_starts = term_starts;
+        self.token_starts = keep_lists(&mut self.token_ids, &self.token_starts, has_place);
         let kept = |window: usize| window >= known || renumbered[window].is_some();
         self.places = keep_windows(std::mem::take(&mut self.places), kept);
         self.text_keys = keep_windows(std::mem::take(&mut self.text_keys), kept);

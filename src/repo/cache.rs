@@ -10,7 +10,11 @@
 //! keyed by its format and by every file's path and content hash. State of the same format
 //! derived from other files is stale: its owner updates it file by file ([`FileChanges`]:
 //! only what a changed, added or removed file contributed is derived again). State of another
-//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. Answers
+//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. A derived
+//! cache can be kept in layers ([`Layers`]): a base, and a small segment beside it
+//! (`<hash of root path>.<name>.delta`) of what the files changed since the base brought, so
+//! that an edit writes only the segment; the base is written afresh once the changed files pass
+//! a share of the repository, as the facts' base is ([`base_outgrown`]). Answers
 //! about one place (a language server's at a hole) are kept one file each under a key of what
 //! they depend on ([`Keyed`]).
 
@@ -68,12 +72,20 @@ pub struct Cache {
     delta: Vec<(String, [u8; 32])>,
 }
 
-/// When the delta beside the base cache holds more than this share of the repository's files
-/// (or the base this many stale ones), the base is written afresh with every file and the delta
-/// goes: a delta is rewritten whole on every change, so it is kept small.
+/// When the delta beside a base cache (the facts', or a derived cache's segment) holds more
+/// than this share of the repository's files (or the base this many stale ones), the base is
+/// written afresh with every file and the delta goes: a delta is rewritten whole on every
+/// change, so it is kept small.
 const DELTA_SHARE: usize = 16;
 /// Below this many changed files the delta is kept whatever the repository's size.
 const DELTA_MIN: usize = 32;
+
+/// Whether a base cache is due to be written afresh, with `delta` of the repository's `files`
+/// kept in the delta beside it and `stale` of its own files changed or gone.
+pub(crate) fn base_outgrown(delta: usize, stale: usize, files: usize) -> bool {
+    let limit = DELTA_MIN.max(files / DELTA_SHARE);
+    delta > limit || stale > limit
+}
 
 impl Cache {
     /// The cache for `root`, empty when there is none yet or it cannot be used.
@@ -131,23 +143,22 @@ impl Cache {
         if changed.is_empty() && stale == 0 && self.delta.is_empty() {
             return None;
         }
-        let limit = DELTA_MIN.max(files.len() / DELTA_SHARE);
         // Facts that did not fit their file stay wherever they were read from (the base or the
         // delta) until a new base replaces both: a delta beside them would leave them to be
         // read, and found wrong, again.
         let base_wrong = !reparsed.is_empty();
-        let written =
-            if self.base.is_empty() || base_wrong || changed.len() > limit || stale > limit {
-                write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
-            } else {
-                let mut delta: Vec<(String, [u8; 32])> =
-                    changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
-                delta.sort_unstable();
-                if delta == self.delta {
-                    return None;
-                }
-                write(&delta_path(path), changed.into_iter())
-            };
+        let outgrown = base_outgrown(changed.len(), stale, files.len());
+        let written = if self.base.is_empty() || base_wrong || outgrown {
+            write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
+        } else {
+            let mut delta: Vec<(String, [u8; 32])> =
+                changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
+            delta.sort_unstable();
+            if delta == self.delta {
+                return None;
+            }
+            write(&delta_path(path), changed.into_iter())
+        };
         written.err().map(|err| {
             format!(
                 "cache {}: cannot write ({err}); running without a cache",
@@ -210,6 +221,26 @@ pub enum Cached<T> {
     Unusable(String),
 }
 
+/// A derived cache kept as a base and a segment beside it: the segment holds what the files
+/// changed since the base was written brought (so an edit writes only the segment), and names
+/// the base it goes with by the base's checksum.
+pub struct Layers<B, S> {
+    pub base: B,
+    /// The segment written over this base, if any. One written over another base (a process
+    /// wrote a new base since) is left out; a torn one is left out with one line in the log.
+    pub segment: Option<S>,
+    /// Which base this is: what a segment written over it names.
+    pub stamp: BaseStamp,
+}
+
+/// The checksum of a derived cache's base file, which a segment beside it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseStamp([u8; 32]);
+
+/// What a cache file holds once its checksum and format are checked: its checksum, the files
+/// key it was derived from and the state.
+type Checked<T> = Result<Option<([u8; 32], [u8; 32], T)>, String>;
+
 impl Derived {
     /// The cache of state `name` (format `version`) derived from `files`, beside the index's
     /// cache file `index_file`.
@@ -230,48 +261,104 @@ impl Derived {
         }
     }
 
+    /// Where the segment of a layered cache lies: beside its base, `<name>.delta`.
+    fn segment_path(&self) -> PathBuf {
+        self.path.with_extension("delta")
+    }
+
     /// The cached state: current when it was derived from these files, stale when from
     /// others; a cache of another format, or one that cannot be read, fails its checksum or
     /// does not decode, is unusable.
     pub fn load<T: DeserializeOwned>(&self) -> Cached<T> {
-        let unusable = |why: &str| {
-            Cached::Unusable(format!(
-                "cache {}: {why}; rebuilding it",
-                self.path.display()
-            ))
-        };
-        let bytes = match read_bounded(&self.path) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Cached::Missing,
-            Err(why) => return unusable(&why.to_string()),
-        };
-        let payload = match checked(&bytes) {
-            Ok(payload) => payload,
-            Err(why) => return unusable(why),
-        };
-        // The format leads the payload: read it alone first, as another format may not decode.
-        let Ok((format, rest)) = postcard::take_from_bytes::<[u8; 32]>(payload) else {
-            return unusable("does not decode (corrupt)");
-        };
-        if format != self.format {
-            return unusable("written by another version");
-        }
-        match postcard::from_bytes::<([u8; 32], T)>(rest) {
-            Ok((key, state)) if key == self.files_key => Cached::Current(state),
-            Ok((_, state)) => Cached::Stale(state),
-            Err(_) => unusable("does not decode (corrupt)"),
+        match self.read::<T>(&self.path) {
+            Ok(Some((_, key, state))) if key == self.files_key => Cached::Current(state),
+            Ok(Some((_, _, state))) => Cached::Stale(state),
+            Ok(None) => Cached::Missing,
+            Err(why) => Cached::Unusable(why),
         }
     }
 
-    /// Keep `state` for the next run; a warning if it cannot be written (it is then rebuilt
-    /// next time).
+    /// The cached base and the segment written over it: current when the newest of the two was
+    /// derived from these files, stale when from others; unusable as [`Derived::load`] says of
+    /// the base.
+    pub fn load_layers<B: DeserializeOwned, S: DeserializeOwned>(&self) -> Cached<Layers<B, S>> {
+        let (sum, base_key, base) = match self.read::<B>(&self.path) {
+            Ok(Some(base)) => base,
+            Ok(None) => return Cached::Missing,
+            Err(why) => return Cached::Unusable(why),
+        };
+        let stamp = BaseStamp(sum);
+        let segment = match self.read::<(BaseStamp, S)>(&self.segment_path()) {
+            Ok(Some((_, key, (over, segment)))) if over == stamp => Some((key, segment)),
+            Ok(_) => None,
+            Err(why) => {
+                tracing::warn!("{why}");
+                None
+            }
+        };
+        let key = segment.as_ref().map_or(base_key, |(key, _)| *key);
+        let layers = Layers {
+            base,
+            segment: segment.map(|(_, segment)| segment),
+            stamp,
+        };
+        if key == self.files_key {
+            Cached::Current(layers)
+        } else {
+            Cached::Stale(layers)
+        }
+    }
+
+    /// The cache file at `path`, once its checksum and format say it can be decoded (the line
+    /// saying why not otherwise).
+    fn read<T: DeserializeOwned>(&self, path: &Path) -> Checked<T> {
+        let unusable = |why: &str| format!("cache {}: {why}; rebuilding it", path.display());
+        let bytes = match read_bounded(path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(why) => return Err(unusable(&why.to_string())),
+        };
+        let payload = checked(&bytes).map_err(unusable)?;
+        // The format leads the payload: read it alone first, as another format may not decode.
+        let Ok((format, rest)) = postcard::take_from_bytes::<[u8; 32]>(payload) else {
+            return Err(unusable("does not decode (corrupt)"));
+        };
+        if format != self.format {
+            return Err(unusable("written by another version"));
+        }
+        let sum: [u8; 32] = bytes[..32]
+            .try_into()
+            .expect("a checked file has a checksum");
+        match postcard::from_bytes::<([u8; 32], T)>(rest) {
+            Ok((key, state)) => Ok(Some((sum, key, state))),
+            Err(_) => Err(unusable("does not decode (corrupt)")),
+        }
+    }
+
+    /// Keep `state` for the next run (as the base of a layered cache: a segment beside it
+    /// goes); a warning if it cannot be written (it is then rebuilt next time).
     pub fn store<T: Serialize>(&self, state: &T) {
-        let written = postcard::to_stdvec(&(self.format, self.files_key, state))
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| write_checked(&self.path, &bytes));
+        let written = self
+            .write(&self.path, state)
+            .and_then(|()| remove_if_there(&self.segment_path()));
         if let Err(e) = written {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write a derived cache");
         }
+    }
+
+    /// Keep `segment` beside the base `over` for the next run, the base left as it is; a
+    /// warning if it cannot be written (the next run then updates the base again).
+    pub fn store_segment<S: Serialize>(&self, over: BaseStamp, segment: &S) {
+        let path = self.segment_path();
+        if let Err(e) = self.write(&path, &(over, segment)) {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write a derived cache");
+        }
+    }
+
+    fn write<T: Serialize>(&self, path: &Path, state: &T) -> std::io::Result<()> {
+        let bytes = postcard::to_stdvec(&(self.format, self.files_key, state))
+            .map_err(std::io::Error::other)?;
+        write_checked(path, &bytes)
     }
 }
 
@@ -383,6 +470,11 @@ impl FileChanges {
         }
     }
 
+    /// How many of the files the state was built from are changed or gone.
+    pub fn dropped(&self) -> usize {
+        self.kept.iter().filter(|new| new.is_none()).count()
+    }
+
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
         self.derived_again.is_empty()
@@ -391,39 +483,6 @@ impl FileChanges {
                 .iter()
                 .enumerate()
                 .all(|(old, new)| *new == Some(old as u32))
-    }
-}
-
-/// Serde for the large `Vec<u32>`s of derived state (`#[serde(with = "packed_u32")]`): their
-/// little-endian bytes in one piece, which decode many times faster than one varint each.
-pub mod packed_u32 {
-    use serde::{Deserializer, Serializer, de};
-
-    pub fn serialize<S: Serializer>(values: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        serializer.serialize_bytes(&bytes)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
-        deserializer.deserialize_bytes(Packed)
-    }
-
-    struct Packed;
-
-    impl de::Visitor<'_> for Packed {
-        type Value = Vec<u32>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("little-endian u32s")
-        }
-
-        fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<u32>, E> {
-            if !bytes.len().is_multiple_of(4) {
-                return Err(E::invalid_length(bytes.len(), &self));
-            }
-            let word = |c: &[u8]| u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            Ok(bytes.chunks_exact(4).map(word).collect())
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 mod cache;
 mod graph;
 pub mod listing;
+pub mod packed;
 mod read;
 mod scan;
 
@@ -12,8 +13,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
+pub(crate) use cache::base_outgrown;
+pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, Layers};
 pub use graph::{Import, ParentLink, RepoGraph};
+/// [`packed`] under the name the embedded model's statistics use it by.
+pub use packed as packed_u32;
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;
 
