@@ -75,6 +75,15 @@ const DELTA_SHARE: usize = 16;
 /// Below this many changed files the delta is kept whatever the repository's size.
 const DELTA_MIN: usize = 32;
 
+/// Whether what is kept beside a base of cached state (the facts' delta, the embedded model's
+/// segment) has outgrown it, so that the base is written afresh: `changed` files not in the base
+/// as they are, or `stale` files of the base no longer there as they were, past a share of the
+/// repository's `files`.
+pub fn delta_outgrown(files: usize, changed: usize, stale: usize) -> bool {
+    let limit = DELTA_MIN.max(files / DELTA_SHARE);
+    changed > limit || stale > limit
+}
+
 impl Cache {
     /// The cache for `root`, empty when there is none yet or it cannot be used.
     pub fn load(root: &Path, dir: Option<&Path>, warnings: &mut Vec<String>) -> Cache {
@@ -131,23 +140,24 @@ impl Cache {
         if changed.is_empty() && stale == 0 && self.delta.is_empty() {
             return None;
         }
-        let limit = DELTA_MIN.max(files.len() / DELTA_SHARE);
         // Facts that did not fit their file stay wherever they were read from (the base or the
         // delta) until a new base replaces both: a delta beside them would leave them to be
         // read, and found wrong, again.
         let base_wrong = !reparsed.is_empty();
-        let written =
-            if self.base.is_empty() || base_wrong || changed.len() > limit || stale > limit {
-                write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
-            } else {
-                let mut delta: Vec<(String, [u8; 32])> =
-                    changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
-                delta.sort_unstable();
-                if delta == self.delta {
-                    return None;
-                }
-                write(&delta_path(path), changed.into_iter())
-            };
+        let written = if self.base.is_empty()
+            || base_wrong
+            || delta_outgrown(files.len(), changed.len(), stale)
+        {
+            write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
+        } else {
+            let mut delta: Vec<(String, [u8; 32])> =
+                changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
+            delta.sort_unstable();
+            if delta == self.delta {
+                return None;
+            }
+            write(&delta_path(path), changed.into_iter())
+        };
         written.err().map(|err| {
             format!(
                 "cache {}: cannot write ({err}); running without a cache",
@@ -217,16 +227,10 @@ impl Derived {
         let mut format = blake3::Hasher::new();
         format.update(name.as_bytes());
         format.update(&version.to_le_bytes());
-        let mut key = blake3::Hasher::new();
-        for file in files {
-            key.update(&(file.path.len() as u64).to_le_bytes());
-            key.update(file.path.as_bytes());
-            key.update(&file.hash);
-        }
         Derived {
             path: index_file.with_extension(format!("{name}.bin")),
             format: *format.finalize().as_bytes(),
-            files_key: *key.finalize().as_bytes(),
+            files_key: files_key(files.iter().map(|f| (f.path.as_str(), &f.hash))),
         }
     }
 
@@ -348,6 +352,22 @@ impl FileTable {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Names these files and contents: the same key as state derived from them has.
+    pub fn key(&self) -> [u8; 32] {
+        files_key(self.0.iter().map(|(path, hash)| (path.as_str(), hash)))
+    }
+}
+
+/// Names a list of files (path, content hash), in order.
+fn files_key<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) -> [u8; 32] {
+    let mut key = blake3::Hasher::new();
+    for (path, hash) in files {
+        key.update(&(path.len() as u64).to_le_bytes());
+        key.update(path.as_bytes());
+        key.update(hash);
+    }
+    *key.finalize().as_bytes()
 }
 
 /// How the files of a repository changed since derived state was built from them: what the
@@ -432,7 +452,7 @@ pub mod packed_u32 {
 /// never end. Mapped rather than read: a cache of tens of megabytes is decoded straight from
 /// the page cache, without copying it into fresh memory first (which cost a quarter of a warm
 /// run on guava).
-fn read_bounded(path: &Path) -> Result<Option<memmap2::Mmap>, Refusal> {
+pub(super) fn read_bounded(path: &Path) -> Result<Option<memmap2::Mmap>, Refusal> {
     let file = match super::read::open_regular_file(path, MAX_CACHE_BYTES) {
         // An empty file cannot be mapped, and no cache is empty: one cut short.
         Ok((_, 0)) => {
@@ -512,7 +532,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
 }
 
 /// The payload of a cache file, once its checksum says it is what was written.
-fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
+pub(super) fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
     if bytes.len() < 32 {
         return Err("truncated");
     }
@@ -553,7 +573,7 @@ fn write<'a>(path: &Path, files: impl Iterator<Item = &'a SourceFile>) -> std::i
 }
 
 /// Write `bytes` after their checksum to `path`, atomically (temp file + rename).
-fn write_checked(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_checked(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache path has a parent");
     std::fs::create_dir_all(dir)?;
     let (tmp_path, mut tmp) = tempfile_in(dir)?;

@@ -4,6 +4,7 @@
 mod cache;
 mod graph;
 pub mod listing;
+pub(crate) mod mapped;
 mod read;
 mod scan;
 
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, packed_u32};
+pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, delta_outgrown, packed_u32};
 pub use graph::{Import, ParentLink, RepoGraph};
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;
@@ -255,6 +256,12 @@ impl RepoIndex {
     pub fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
         let index_file = self.cache.path.as_deref()?;
         Some(Derived::beside(index_file, name, version, &self.files))
+    }
+
+    /// The file `extension` beside the index's own cache (`<hash of root>.<extension>`), for
+    /// state kept in a layout of its own; none when the index is not cached.
+    pub(crate) fn beside_cache(&self, extension: &str) -> Option<PathBuf> {
+        Some(self.cache.path.as_deref()?.with_extension(extension))
     }
 
     /// The answers called `name` kept beside the index's own cache, one per key; none when
