@@ -237,9 +237,9 @@ impl Base {
         stream.push(BOUNDARY);
         let mut ranges = Vec::with_capacity(2 * files.len());
         let mut fresh_positions: Vec<u32> = Vec::new();
-        for id in 0..files.len() {
+        for kept in kept_from {
             let start = stream.len() as u32;
-            if let Some(old) = kept_from[id] {
+            if let Some(old) = kept {
                 let range = old_ranges[old].clone();
                 shifts.moved(range.clone(), start);
                 let tokens = &self.stream[range.start as usize..range.end as usize];
