@@ -11,6 +11,9 @@
 //! Model tokens are keyhole's code tokens with a space before a token glued to it (`" x"`), so
 //! an n-gram spans more code; indentation stays a token of its own.
 
+mod base;
+mod segment;
+
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -18,15 +21,16 @@ use std::time::Instant;
 use async_trait::async_trait;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rayon::prelude::*;
-use rustc_hash::{FxHashMap, FxHashSet};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use rustc_hash::FxHashMap;
 use tokio::sync::mpsc::UnboundedSender;
 
+use self::base::{Base, Shifts};
+use self::segment::{Segment, order_key};
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::{Cached, FileChanges, FileTable, RepoIndex, SourceFile, packed_u32};
+use crate::repo::mapped::{Opened, Sections, format_id};
+use crate::repo::{FileChanges, FileTable, RepoIndex, SourceFile, base_outgrown};
 use crate::token::{CodeTokenizer, Tokenizer};
 
 /// Longest context, in model tokens, either source matches.
@@ -38,8 +42,9 @@ const PROMPT_WEIGHT: f64 = 2.0;
 /// Token id marking the boundary between files in the repository stream.
 const BOUNDARY: u32 = 0;
 /// The statistics' format in their cache beside the repository index: bumped whenever what
-/// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in).
-const CACHE_VERSION: u32 = 3;
+/// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in)
+/// or how the cache lays it out.
+const CACHE_VERSION: u32 = 4;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
@@ -69,310 +74,468 @@ pub fn model_tokens(text: &str) -> Vec<&str> {
     out
 }
 
-/// Token strings and their ids: id 0 is the file boundary, the others follow the strings'
-/// order, so that the ids of a repository's tokens do not depend on the order its files came in
-/// and a token gained or lost leaves the others in order ([`RepoModel::update`]). Held as one
-/// text and where each string ends in it, and looked up by binary search: loading it from the
-/// cache allocates nothing per token (a map of a large repository's tokens took a tenth of a
-/// warm run to build).
-#[derive(Default)]
-struct Vocabulary {
-    /// Every token's string, in id order, one after another.
-    text: String,
-    /// Where each id's string ends in `text` (id 0, the boundary, is empty).
-    ends: Vec<u32>,
-}
-
-impl Vocabulary {
-    /// The vocabulary of `tokens`, sorted and without repeats.
-    fn of_sorted<'s>(tokens: impl IntoIterator<Item = &'s str>) -> Self {
-        let mut vocab = Vocabulary {
-            text: String::new(),
-            ends: vec![0],
-        };
-        for token in tokens {
-            vocab.text.push_str(token);
-            vocab.ends.push(vocab.text.len() as u32);
-        }
-        vocab
-    }
-
-    /// Ids in all, the boundary's included.
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn string(&self, id: u32) -> &str {
-        let id = id as usize;
-        let start = if id == 0 { 0 } else { self.ends[id - 1] };
-        &self.text[start as usize..self.ends[id] as usize]
-    }
-
-    /// Every token's id and string, the boundary's left out.
-    fn strings(&self) -> impl Iterator<Item = (u32, &str)> {
-        (1..self.len() as u32).map(|id| (id, self.string(id)))
-    }
-
-    fn get(&self, token: &str) -> Option<u32> {
-        if token.is_empty() {
-            return None;
-        }
-        let (mut lo, mut hi) = (1, self.len() as u32);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.string(mid).cmp(token) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
-    }
-}
-
-/// Cached as its text and ends; one out of order or cutting a character is refused.
-impl Serialize for Vocabulary {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Packed<'a>(&'a str, #[serde(with = "packed_u32")] &'a Vec<u32>);
-        Packed(&self.text, &self.ends).serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Vocabulary {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Packed(String, #[serde(with = "packed_u32")] Vec<u32>);
-        let Packed(text, ends) = Packed::deserialize(deserializer)?;
-        let cuts_well = ends.first() == Some(&0)
-            && ends.windows(2).all(|w| w[0] < w[1])
-            && ends.last().is_some_and(|&end| end as usize == text.len())
-            && ends.iter().all(|&end| text.is_char_boundary(end as usize));
-        let vocab = Vocabulary { text, ends };
-        let sorted =
-            cuts_well && (2..vocab.len() as u32).all(|id| vocab.string(id - 1) < vocab.string(id));
-        if !sorted {
-            return Err(serde::de::Error::custom("a vocabulary out of order"));
-        }
-        Ok(vocab)
-    }
-}
-
-/// Repository statistics: every file's tokens in one stream and a suffix array over it. Files
-/// can come and go ([`RepoModel::update`]); the statistics are then exactly those built afresh.
-#[derive(Serialize, Deserialize)]
+/// The repository's statistics as a fresh build of today's files would hold them: the base
+/// (as of the files it was built from) and, where files changed since, a segment of the changed
+/// and added files, read together. A suffix-array range is a range of the base's, less its
+/// positions in files that changed or went, merged in order with a range of the segment's
+/// ([`Occurrences`]): what a completion reads is exactly what a fresh build gives.
 pub struct RepoModel {
-    /// The files the statistics were built from, in the index's order.
-    built_from: FileTable,
-    vocab: Vocabulary,
-    /// All files' tokens, each file followed by `BOUNDARY`.
-    #[serde(with = "packed_u32")]
-    stream: Vec<u32>,
-    /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
-    /// before `p` read backwards, then by position ([`context_order`]).
-    #[serde(with = "packed_u32")]
-    by_context: Vec<u32>,
-    /// Each file's range in the stream, by repository path.
-    files: FxHashMap<String, Range<u32>>,
-    /// How often each token occurs, for the last resort.
-    #[serde(with = "packed_u32")]
-    unigram: Vec<u32>,
-    /// Per token: where it first occurs among the repository's tokens, by rank. Equal scores
-    /// go to the token met first, as they did when ids were given in that order.
-    #[serde(with = "packed_u32")]
-    first_met: Vec<u32>,
+    base: Base,
+    segment: Option<Segment>,
+    /// Today's files in the index's order: each one's path, its tokens' range in the stream a
+    /// fresh build would lay out, and where they lie.
+    files: Vec<(String, Range<u32>, Place)>,
+    /// Where the base's positions are in today's stream (none for a file that changed or went).
+    base_moves: Shifts,
+    /// Where the segment's positions are in today's stream.
+    segment_moves: Shifts,
+    /// How often each token occurs today, for the last resort; counted when first needed where
+    /// there is a segment (the base's own otherwise).
+    unigram: OnceLock<Vec<u32>>,
+}
+
+/// Where a file's tokens lie: from this position of the base's stream or the segment's.
+#[derive(Clone, Copy)]
+enum Place {
+    Base(u32),
+    Segment(u32),
+}
+
+/// A range of the suffix array as a fresh build would hold it: the positions of `base` (an index
+/// range of the base's suffix array) that still count, merged in order with `segment` (one of
+/// the segment's).
+#[derive(Clone, Debug)]
+struct Occurrences {
+    base: Range<usize>,
+    segment: Range<usize>,
+}
+
+/// One position of a merged suffix-array range: an index into the base's suffix array or the
+/// segment's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum At {
+    Base(usize),
+    Segment(usize),
+}
+
+/// How the positions at a few ranks of a merged range are found ([`RepoModel::sample`]).
+#[derive(Clone, Copy, Debug)]
+enum Merge {
+    /// Place every segment position among the base's (few segment positions).
+    PlaceSegment,
+    /// Search for each rank (many segment positions).
+    SearchEachRank,
 }
 
 impl RepoModel {
     /// The statistics of `index`, from the cache beside the repository index (the build takes
-    /// seconds on a large repository, most of it the sort): as they are while every file is as
-    /// it was, updated for the files that changed, were added or removed otherwise, and kept
-    /// for the next run. A cache that cannot be trusted is rebuilt, with one line in the log.
+    /// seconds on a large repository, most of it the sort): the base as it is while every file
+    /// is as it was; else the base and a segment of the files that changed, were added or
+    /// removed, the segment kept beside the base (only it is written after an edit); once the
+    /// segment outgrows its share of the repository ([`base_outgrown`]), a new base. A cache that
+    /// cannot be trusted is rebuilt, with one line in the log.
     pub fn open(index: &RepoIndex) -> RepoModel {
-        let Some(cache) = index.derived_cache("embedded-model", CACHE_VERSION) else {
-            return RepoModel::build(&index.files);
+        let files = &index.files;
+        let (Some(base_path), Some(segment_path)) = (
+            index.beside_cache("embedded-model.bin"),
+            index.beside_cache("embedded-model.segment"),
+        ) else {
+            return RepoModel::build(files);
         };
-        let model = match cache.load::<RepoModel>() {
-            Cached::Current(model) => return model,
-            Cached::Stale(mut model) => {
-                model.update(&index.files);
-                model
-            }
-            Cached::Missing => RepoModel::build(&index.files),
-            Cached::Unusable(why) => {
+        let base_format = format_id("embedded-model", CACHE_VERSION);
+        let base = match Sections::open(&base_path, &base_format) {
+            Opened::Found(sections) => Base::load(&sections).or_else(|| {
+                let path = base_path.display();
+                tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
+                None
+            }),
+            Opened::Missing => None,
+            Opened::Unusable(why) => {
                 tracing::warn!("{why}");
-                RepoModel::build(&index.files)
+                None
             }
         };
-        cache.store(&model);
-        model
+        let keep_base = |base: &Base| {
+            if let Err(error) = base.store(&base_path, &base_format) {
+                tracing::warn!(path = %base_path.display(), %error, "cannot write a derived cache");
+            }
+        };
+        let Some(mut base) = base else {
+            let base = Base::build(files);
+            keep_base(&base);
+            return RepoModel::of(base, None, files);
+        };
+        let today = FileTable::of(files);
+        if base.built_from == today {
+            return RepoModel::of(base, None, files);
+        }
+        let changes = FileChanges::between(&base.built_from, files);
+        let stale = changes.kept.iter().filter(|kept| kept.is_none()).count();
+        if base_outgrown(changes.derived_again.len(), stale, files.len()) {
+            base.update(files);
+            keep_base(&base);
+            let _ = std::fs::remove_file(&segment_path);
+            return RepoModel::of(base, None, files);
+        }
+        // The segment goes with one base and one set of files.
+        let mut key = blake3::Hasher::new();
+        key.update(&base.built_from.key());
+        key.update(&today.key());
+        let key = *key.finalize().as_bytes();
+        let segment_format = format_id("embedded-model segment", CACHE_VERSION);
+        let kept = match Sections::open(&segment_path, &segment_format) {
+            Opened::Found(sections) if sections.key() == &key => {
+                Segment::load(&sections, &base, changes.derived_again.len()).or_else(|| {
+                    let path = segment_path.display();
+                    tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
+                    None
+                })
+            }
+            Opened::Found(_) | Opened::Missing => None,
+            Opened::Unusable(why) => {
+                tracing::warn!("{why}");
+                None
+            }
+        };
+        let segment = kept.unwrap_or_else(|| {
+            let segment = Segment::build(&base, files, &changes);
+            if let Err(error) = segment.store(&segment_path, &segment_format, &key) {
+                tracing::warn!(path = %segment_path.display(), %error, "cannot write a derived cache");
+            }
+            segment
+        });
+        RepoModel::of(base, Some(segment), files)
     }
 
-    /// Build from a repository's files (a few seconds for a large repository): sorted on the
-    /// CPU pool, or by the caller alone where it is a thread of the pool, which must not take
-    /// up other jobs while it waits for a piece: jobs of the pool may wait for these statistics.
-    pub fn build(files_of_repo: &[SourceFile]) -> RepoModel {
-        let mut model = RepoModel {
-            built_from: FileTable::default(),
-            vocab: Vocabulary::of_sorted([]),
-            stream: vec![BOUNDARY],
-            by_context: Vec::new(),
-            files: FxHashMap::default(),
-            unigram: vec![1],
-            first_met: vec![0],
-        };
-        model.update(files_of_repo);
-        model
+    /// Build from a repository's files (a few seconds for a large repository; see
+    /// [`Base::build`]).
+    pub fn build(files: &[SourceFile]) -> RepoModel {
+        RepoModel::of(Base::build(files), None, files)
     }
 
-    /// Brought up to `files` from the files the statistics were built from: only the files
-    /// that changed or were added are tokenized and only their positions sorted, then merged
-    /// into the suffix array, whose other positions keep their order (token ids follow the
-    /// tokens' strings, so a token gained or lost leaves the others' order alone).
-    pub fn update(&mut self, files: &[SourceFile]) {
-        let changes = FileChanges::between(&self.built_from, files);
-        let tokens_of = |&id: &u32| model_tokens(&files[id as usize].text);
-        let fresh: Vec<Vec<&str>> = if crate::pool::on_pool_thread() {
-            changes.derived_again.iter().map(tokens_of).collect()
-        } else {
-            changes.derived_again.par_iter().map(tokens_of).collect()
-        };
-        let old_ranges: Vec<Range<u32>> = (self.built_from.paths())
-            .map(|path| self.files[path].clone())
-            .collect();
-
-        // Which tokens remain, and the vocabulary they make.
-        let mut count = self.unigram.clone();
-        for (range, kept) in old_ranges.iter().zip(&changes.kept) {
-            if kept.is_none() {
-                for &t in &self.stream[range.start as usize..range.end as usize] {
-                    count[t as usize] -= 1;
-                }
-            }
-        }
-        // Distinct first, then sorted: a fresh build meets every token of the repository here.
-        let mut unseen: FxHashSet<&str> = FxHashSet::default();
-        for &token in fresh.iter().flatten() {
-            match self.vocab.get(token) {
-                Some(id) => count[id as usize] += 1,
-                None => {
-                    unseen.insert(token);
-                }
-            }
-        }
-        let mut unseen: Vec<&str> = unseen.into_iter().collect();
-        unseen.sort_unstable();
-        let old_vocab = std::mem::take(&mut self.vocab);
-        let gone = (1..old_vocab.len()).any(|id| count[id] == 0);
-        // Where each old id went: none while no token came or went (the common small edit).
-        let (vocab, renumbered) = if unseen.is_empty() && !gone {
-            (old_vocab, None)
-        } else {
-            let mut strings: Vec<&str> = Vec::with_capacity(old_vocab.len() + unseen.len());
-            let mut renumbered = vec![u32::MAX; old_vocab.len()];
-            renumbered[BOUNDARY as usize] = BOUNDARY;
-            let mut unseen = unseen.into_iter().peekable();
-            for (id, old) in old_vocab
-                .strings()
-                .filter(|&(id, _)| count[id as usize] > 0)
-            {
-                while let Some(new) = unseen.next_if(|new| *new < old) {
-                    strings.push(new);
-                }
-                renumbered[id as usize] = strings.len() as u32 + 1;
-                strings.push(old);
-            }
-            strings.extend(unseen);
-            (Vocabulary::of_sorted(strings), Some(renumbered))
-        };
-        // Many fresh tokens (a first build) are looked up through a map, a few by search.
-        let by_string: Option<FxHashMap<&str, u32>> = (fresh.iter().map(Vec::len).sum::<usize>()
-            > vocab.len())
-        .then(|| vocab.strings().map(|(id, s)| (s, id)).collect());
-        let id_of = |token: &str| match &by_string {
-            Some(ids) => ids.get(token).copied(),
-            None => vocab.get(token),
-        };
-
-        // The new stream, in the files' order, and how far each old file's positions moved
-        // (runs of files that moved alike are one shift: see `Shifts`).
+    /// `base` and `segment` read together as the statistics of `files`: the segment holds
+    /// every file the base does not hold as it is (none when the base holds them all).
+    fn of(base: Base, segment: Option<Segment>, files: &[SourceFile]) -> RepoModel {
+        let changes = FileChanges::between(&base.built_from, files);
         let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
         for (old, kept) in changes.kept.iter().enumerate() {
             if let Some(new) = kept {
                 kept_from[*new as usize] = Some(old);
             }
         }
-        let mut fresh = changes.derived_again.iter().zip(fresh).peekable();
-        let mut shifts = Shifts::default();
-        let mut stream = Vec::with_capacity(self.stream.len());
-        stream.push(BOUNDARY);
-        let mut ranges = FxHashMap::default();
-        let mut fresh_positions: Vec<u32> = Vec::new();
-        for (id, file) in files.iter().enumerate() {
-            let start = stream.len() as u32;
-            if let Some(old) = kept_from[id] {
-                let range = old_ranges[old].clone();
-                shifts.moved(range.clone(), start);
-                let tokens = &self.stream[range.start as usize..range.end as usize];
-                match &renumbered {
-                    Some(renumbered) => {
-                        stream.extend(tokens.iter().map(|&t| renumbered[t as usize]));
-                    }
-                    None => stream.extend_from_slice(tokens),
+        let (mut base_moves, mut segment_moves) = (Shifts::default(), Shifts::default());
+        let mut laid_out = Vec::with_capacity(files.len());
+        let mut derived = 0;
+        let mut at = 1;
+        for (file, kept) in files.iter().zip(kept_from) {
+            let (range, place) = match (kept, &segment) {
+                (Some(old), _) => {
+                    let range = base.range(old);
+                    base_moves.moved(range.clone(), at);
+                    (range.clone(), Place::Base(range.start))
                 }
-            } else {
-                let (_, tokens) = fresh.next().expect("every file is kept or derived again");
-                for token in tokens {
-                    let id = id_of(token).expect("every token is in the vocabulary");
-                    fresh_positions.push(stream.len() as u32);
-                    stream.push(id);
+                (None, Some(segment)) => {
+                    let range = segment.range(derived);
+                    derived += 1;
+                    segment_moves.moved(range.clone(), at);
+                    (range.clone(), Place::Segment(range.start))
                 }
-            }
-            ranges.insert(file.path.clone(), start..stream.len() as u32);
-            stream.push(BOUNDARY);
+                (None, None) => unreachable!("a segment holds every file the base lacks"),
+            };
+            let end = at + range.len() as u32;
+            laid_out.push((file.path.clone(), at..end, place));
+            at = end + 1;
         }
-        drop(by_string);
+        RepoModel {
+            base,
+            segment,
+            files: laid_out,
+            base_moves,
+            segment_moves,
+            unigram: OnceLock::new(),
+        }
+    }
 
-        // Kept positions keep their order (their contexts' ids kept theirs, positions too);
-        // the fresh ones are sorted and merged in.
-        let order = |&a: &u32, &b: &u32| context_order(&stream, a, b);
-        if crate::pool::on_pool_thread() {
-            fresh_positions.sort_unstable_by(order);
-        } else {
-            fresh_positions.par_sort_unstable_by(order);
-        }
-        let kept: Vec<u32> = (self.by_context.iter())
-            .filter_map(|&p| shifts.new_position(p))
-            .collect();
-        let mut by_context = Vec::with_capacity(kept.len() + fresh_positions.len());
-        let mut rest = &kept[..];
-        for p in fresh_positions {
-            let at = rest.partition_point(|q| order(q, &p).is_lt());
-            by_context.extend_from_slice(&rest[..at]);
-            by_context.push(p);
-            rest = &rest[at..];
-        }
-        by_context.extend_from_slice(rest);
+    /// Token ids in all: the base's, then the segment's new ones.
+    fn vocab_len(&self) -> usize {
+        self.base.vocab.len() + self.segment.as_ref().map_or(0, |s| s.after.len())
+    }
 
-        let mut unigram = vec![0u32; vocab.len()];
-        let mut first_met = vec![u32::MAX; vocab.len()];
-        let mut met = 0;
-        for &t in &stream {
-            unigram[t as usize] += 1;
-            if first_met[t as usize] == u32::MAX {
-                first_met[t as usize] = met;
-                met += 1;
-            }
+    fn string(&self, id: u32) -> &str {
+        let base_len = self.base.vocab.len() as u32;
+        match (id.checked_sub(base_len), &self.segment) {
+            (Some(new), Some(segment)) => segment.extra.string(new + 1),
+            _ => self.base.vocab.string(id),
         }
-        *self = RepoModel {
-            built_from: FileTable::of(files),
-            vocab,
-            stream,
-            by_context,
-            files: ranges,
-            unigram,
-            first_met,
+    }
+
+    /// Every token's id and string, the boundary's left out.
+    fn strings(&self) -> impl Iterator<Item = (u32, &str)> {
+        (1..self.vocab_len() as u32).map(|id| (id, self.string(id)))
+    }
+
+    /// The id of a token some file holds today.
+    fn token_id(&self, token: &str) -> Option<u32> {
+        let live = |&id: &u32| self.first_met(id) != u32::MAX;
+        let base_len = self.base.vocab.len() as u32;
+        (self.base.vocab.get(token).filter(live)).or_else(|| {
+            let segment = self.segment.as_ref()?;
+            Some(base_len + segment.extra.get(token)? - 1)
+        })
+    }
+
+    /// Where token `id` is first met among today's files, by rank.
+    fn first_met(&self, id: u32) -> u32 {
+        match &self.segment {
+            Some(segment) => segment.first_met[id as usize],
+            None => self.base.first_met[id as usize],
+        }
+    }
+
+    /// How often token `id` occurs today.
+    fn unigram(&self, id: u32) -> u32 {
+        let Some(segment) = &self.segment else {
+            return self.base.unigram[id as usize];
         };
+        let counts = self.unigram.get_or_init(|| {
+            let mut counts = self.base.unigram.to_vec();
+            counts.resize(self.vocab_len(), 0);
+            for &at in segment.removed.iter() {
+                let p = self.base.by_context[at as usize];
+                counts[self.base.stream[p as usize] as usize] -= 1;
+            }
+            for &q in segment.by_context.iter() {
+                counts[segment.stream[q as usize] as usize] += 1;
+            }
+            counts
+        });
+        counts[id as usize]
+    }
+
+    /// The tokens of today's file at `range` (a range of [`RepoModel::file_range`]).
+    fn tokens_in(&self, range: &Range<u32>) -> &[u32] {
+        let file = self
+            .files
+            .partition_point(|(_, r, _)| r.start < range.start);
+        let Some((_, _, place)) = self.files.get(file).filter(|_| !range.is_empty()) else {
+            return &[];
+        };
+        let (stream, start) = match (place, &self.segment) {
+            (Place::Segment(start), Some(segment)) => (&segment.stream, start),
+            (Place::Base(start), _) | (Place::Segment(start), None) => (&self.base.stream, start),
+        };
+        &stream[*start as usize..*start as usize + range.len()]
+    }
+
+    /// The range of today's file `path` in the stream a fresh build would lay out.
+    fn file_range(&self, path: &str) -> Option<Range<u32>> {
+        (self.files.iter())
+            .find(|(p, _, _)| p == path)
+            .map(|(_, range, _)| range.clone())
+    }
+
+    /// A number that orders token ids as their strings.
+    fn key(&self, id: u32) -> u64 {
+        match &self.segment {
+            Some(segment) => order_key(self.base.vocab.len() as u32, &segment.after, id),
+            None => u64::from(id) << 32,
+        }
+    }
+
+    /// Where base position `p` (of a file kept as it was) is today.
+    fn base_new(&self, p: u32) -> u32 {
+        self.base_moves
+            .new_position(p)
+            .expect("only positions that still count are read")
+    }
+
+    /// Where segment position `q` is today.
+    fn segment_new(&self, q: u32) -> u32 {
+        self.segment_moves
+            .new_position(q)
+            .expect("every segment position is today's")
+    }
+
+    /// The suffix array as a whole.
+    fn everything(&self) -> Occurrences {
+        Occurrences {
+            base: 0..self.base.by_context.len(),
+            segment: 0..self.segment.as_ref().map_or(0, |s| s.by_context.len()),
+        }
+    }
+
+    fn segment_positions(&self, range: &Range<usize>) -> &[u32] {
+        match &self.segment {
+            Some(segment) => &segment.by_context[range.clone()],
+            None => &[],
+        }
+    }
+
+    /// The indices of `base` (a range of the base's suffix array) that no longer count.
+    fn removed_in(&self, base: &Range<usize>) -> &[u32] {
+        let Some(segment) = &self.segment else {
+            return &[];
+        };
+        let removed = &segment.removed[..];
+        let lo = removed.partition_point(|&at| (at as usize) < base.start);
+        let hi = removed.partition_point(|&at| (at as usize) < base.end);
+        &removed[lo..hi]
+    }
+
+    /// How many of the base's positions in `base` still count.
+    fn live(&self, base: &Range<usize>) -> usize {
+        base.len() - self.removed_in(base).len()
+    }
+
+    fn len(&self, occurrences: &Occurrences) -> usize {
+        self.live(&occurrences.base) + occurrences.segment.len()
+    }
+
+    /// The index into the base's suffix array of the `a`th position of `base` that counts.
+    fn live_at(&self, base: &Range<usize>, a: usize) -> usize {
+        let removed = self.removed_in(base);
+        // Removed indices before the answer: those with at most `a` live ones before them.
+        let before =
+            partition_by_index(removed.len(), |m| removed[m] as usize - base.start - m <= a);
+        base.start + a + before
+    }
+
+    /// `occurrences` narrowed to those whose `k`th token back is `want` (the first `k - 1`
+    /// already agree).
+    fn narrow(&self, occurrences: &Occurrences, k: usize, want: u32) -> Occurrences {
+        let base = if (want as usize) < self.base.vocab.len() {
+            let slice = &self.base.by_context[occurrences.base.clone()];
+            let token_at = |p: u32| self.base.back_token(p, k);
+            let lo = slice.partition_point(|&p| token_at(p) < Some(want));
+            let hi = slice.partition_point(|&p| token_at(p) <= Some(want));
+            occurrences.base.start + lo..occurrences.base.start + hi
+        } else {
+            occurrences.base.start..occurrences.base.start
+        };
+        let segment = match &self.segment {
+            Some(segment) => {
+                let slice = &segment.by_context[occurrences.segment.clone()];
+                let want = Some(self.key(want));
+                let key_at = |q: u32| segment.back_token(q, k).map(|t| self.key(t));
+                let lo = slice.partition_point(|&q| key_at(q) < want);
+                let hi = slice.partition_point(|&q| key_at(q) <= want);
+                occurrences.segment.start + lo..occurrences.segment.start + hi
+            }
+            None => 0..0,
+        };
+        Occurrences { base, segment }
+    }
+
+    /// The order of base position `p` and segment position `q` by their contexts alone, which
+    /// agree on their first `from` tokens.
+    fn context_cmp(&self, p: u32, q: u32, from: usize) -> std::cmp::Ordering {
+        let segment = self.segment.as_ref().expect("a segment");
+        for k in from + 1..=MAX_ORDER {
+            let a = self.base.back_token(p, k).map(|t| self.key(t));
+            let b = segment.back_token(q, k).map(|t| self.key(t));
+            if a != b || a.is_none() {
+                return a.cmp(&b);
+            }
+        }
+        std::cmp::Ordering::Equal
+    }
+
+    /// How many segment positions of `segment` come before base position `p` (one that counts).
+    fn segment_below(&self, segment: &Range<usize>, p: u32, from: usize) -> usize {
+        let p_new = self.base_new(p);
+        self.segment_positions(segment).partition_point(|&q| {
+            let order = self.context_cmp(p, q, from);
+            order.then(p_new.cmp(&self.segment_new(q))).is_gt()
+        })
+    }
+
+    /// How many positions of `base` that count come before segment position `q`: those of a
+    /// smaller context, and of the same context those before it today (kept positions keep their
+    /// order, so that is an old position below a bound).
+    fn base_below(&self, base: &Range<usize>, q: u32, from: usize) -> usize {
+        let slice = &self.base.by_context[base.clone()];
+        let lo = slice.partition_point(|&p| self.context_cmp(p, q, from).is_lt());
+        let same = slice[lo..].partition_point(|&p| self.context_cmp(p, q, from).is_eq());
+        let bound = self.base_moves.first_moved_past(self.segment_new(q));
+        let below = lo + slice[lo..lo + same].partition_point(|&p| p < bound);
+        below - self.removed_in(&(base.start..base.start + below)).len()
+    }
+
+    /// The positions at ranks `0, step, 2 step, …` of `occurrences` (whose contexts agree on
+    /// their first `from` tokens).
+    fn sample(&self, occurrences: &Occurrences, step: usize, from: usize) -> Vec<At> {
+        let (live, segment) = (self.live(&occurrences.base), occurrences.segment.len());
+        let samples = (live + segment).div_ceil(step);
+        // Placing every segment position costs a search of the base's range each; searching
+        // for each rank, a search of the base's range of searches of the segment's.
+        let log = |n: usize| n.max(2).ilog2() as usize;
+        let how = if segment <= samples * log(segment) {
+            Merge::PlaceSegment
+        } else {
+            Merge::SearchEachRank
+        };
+        self.sample_by(occurrences, step, from, how)
+    }
+
+    fn sample_by(&self, occ: &Occurrences, step: usize, from: usize, how: Merge) -> Vec<At> {
+        let (live, segment) = (self.live(&occ.base), occ.segment.len());
+        let ranks = (0..live + segment).step_by(step);
+        let base_at = |a: usize| At::Base(self.live_at(&occ.base, a));
+        let segment_at = |b: usize| At::Segment(occ.segment.start + b);
+        if segment == 0 {
+            return ranks.map(base_at).collect();
+        }
+        if live == 0 {
+            return ranks.map(segment_at).collect();
+        }
+        let positions = self.segment_positions(&occ.segment);
+        match how {
+            Merge::PlaceSegment => {
+                let placed: Vec<usize> = (positions.iter().enumerate())
+                    .map(|(b, &q)| b + self.base_below(&occ.base, q, from))
+                    .collect();
+                let mut before = 0;
+                ranks
+                    .map(|rank| {
+                        before += placed[before..].partition_point(|&r| r < rank);
+                        match placed.get(before) {
+                            Some(&r) if r == rank => segment_at(before),
+                            _ => base_at(rank - before),
+                        }
+                    })
+                    .collect()
+            }
+            Merge::SearchEachRank => {
+                let rank_of_base = |a: usize| {
+                    let p = self.base.by_context[self.live_at(&occ.base, a)];
+                    a + self.segment_below(&occ.segment, p, from)
+                };
+                ranks
+                    .map(|rank| {
+                        let bases = partition_by_index(live, |a| rank_of_base(a) <= rank);
+                        if bases > 0 && rank_of_base(bases - 1) == rank {
+                            base_at(bases - 1)
+                        } else {
+                            segment_at(rank - bases)
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The position `at` points to, where it is today, and the token there.
+    fn read(&self, at: At) -> (u32, u32) {
+        match (at, &self.segment) {
+            (At::Segment(i), Some(segment)) => {
+                let q = segment.by_context[i];
+                (self.segment_new(q), segment.stream[q as usize])
+            }
+            (At::Base(i), _) | (At::Segment(i), None) => {
+                let p = self.base.by_context[i];
+                (self.base_new(p), self.base.stream[p as usize])
+            }
+        }
     }
 
     /// The longest suffix of `context` found in the repository outside `exclude`, with the
@@ -383,119 +546,76 @@ impl RepoModel {
         exclude: &Range<u32>,
         max_order: usize,
     ) -> (usize, Vec<(u32, u32)>) {
-        let by_context = &self.by_context;
-        let mut range = 0..by_context.len();
+        let mut occurrences = self.everything();
         let mut order = 0;
         for k in 1..=max_order.min(context.len()).min(MAX_ORDER) {
             let want = context[context.len() - k];
             if want == NOT_IN_REPO {
                 break;
             }
-            let slice = &by_context[range.clone()];
-            let token_at = |p: u32| self.back_token(p, k);
-            let lo = slice.partition_point(|&p| token_at(p) < Some(want));
-            let hi = slice.partition_point(|&p| token_at(p) <= Some(want));
-            let narrowed = range.start + lo..range.start + hi;
+            let narrowed = self.narrow(&occurrences, k, want);
             if !self.has_outside(&narrowed, exclude) {
                 break;
             }
-            range = narrowed;
+            occurrences = narrowed;
             order = k;
         }
-        (order, self.count_next(range, exclude))
+        (order, self.count_next(&occurrences, order, exclude))
     }
 
-    /// The token `k` places before position `p`, or `None` past a file boundary.
-    fn back_token(&self, p: u32, k: usize) -> Option<u32> {
-        let idx = (p as usize).checked_sub(k)?;
-        let t = self.stream[idx];
-        (t != BOUNDARY).then_some(t)
-    }
-
-    fn has_outside(&self, range: &Range<usize>, exclude: &Range<u32>) -> bool {
-        if range.is_empty() {
+    fn has_outside(&self, occurrences: &Occurrences, exclude: &Range<u32>) -> bool {
+        let len = self.len(occurrences);
+        if len == 0 {
             return false;
         }
-        if range.len() > exclude.len() {
+        if len > exclude.len() {
             return true;
         }
-        self.by_context[range.clone()]
-            .iter()
-            .any(|p| !exclude.contains(p))
+        let mut removed = self.removed_in(&occurrences.base).iter().peekable();
+        let base = (occurrences.base.clone())
+            .filter(|&at| removed.next_if_eq(&&(at as u32)).is_none())
+            .map(|at| self.base_new(self.base.by_context[at]));
+        let segment =
+            (self.segment_positions(&occurrences.segment).iter()).map(|&q| self.segment_new(q));
+        { base }.chain(segment).any(|p| !exclude.contains(&p))
     }
 
-    fn count_next(&self, range: Range<usize>, exclude: &Range<u32>) -> Vec<(u32, u32)> {
-        let step = range.len().div_ceil(MAX_CONTINUATIONS).max(1);
+    /// What follows the positions of `occurrences` outside `exclude` (at most
+    /// [`MAX_CONTINUATIONS`] of them, evenly spread).
+    fn count_next(
+        &self,
+        occurrences: &Occurrences,
+        from: usize,
+        exclude: &Range<u32>,
+    ) -> Vec<(u32, u32)> {
+        let step = self.len(occurrences).div_ceil(MAX_CONTINUATIONS).max(1);
         let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
-        for &p in self.by_context[range].iter().step_by(step) {
+        for at in self.sample(occurrences, step, from) {
+            let (p, next) = self.read(at);
             if !exclude.contains(&p) {
-                *counts.entry(self.stream[p as usize]).or_default() += 1;
+                *counts.entry(next).or_default() += 1;
             }
         }
         counts.into_iter().collect()
     }
 }
 
-/// Where the positions of an old stream went: per run of old positions, how far it moved, or
-/// that it went (a changed or removed file). Consecutive files that moved alike make one run,
-/// so a one-file edit is three runs, and moving every position of the suffix array costs a
-/// short search each rather than a read of a table as long as the stream.
-#[derive(Default)]
-struct Shifts {
-    /// Old start of each run, increasing.
-    starts: Vec<u32>,
-    /// Per run: what to add to an old position (wrapping), or none where it went.
-    by: Vec<Option<u32>>,
-}
-
-impl Shifts {
-    /// The old positions `range` (a kept file's, after every earlier file's) are now at `to..`;
-    /// the positions between the previous run and `range` went. A file right after the
-    /// previous one (only the boundary between them) that moved alike extends its run.
-    fn moved(&mut self, range: Range<u32>, to: u32) {
-        let by = to.wrapping_sub(range.start);
-        let runs = self.by.len();
-        let extends = runs >= 2
-            && self.by[runs - 2] == Some(by)
-            && self.starts.last() == Some(&range.start.wrapping_sub(1));
-        if extends {
-            self.starts.pop();
-            self.by.pop();
+/// The number of indices `i` in `0..n` for which `below(i)` holds, which holds for a prefix.
+fn partition_by_index(n: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
         } else {
-            self.starts.push(range.start);
-            self.by.push(Some(by));
+            hi = mid;
         }
-        self.starts.push(range.end);
-        self.by.push(None);
     }
-
-    fn new_position(&self, old: u32) -> Option<u32> {
-        let run = self
-            .starts
-            .partition_point(|&start| start <= old)
-            .checked_sub(1)?;
-        self.by[run].map(|by| old.wrapping_add(by))
-    }
+    lo
 }
 
 /// Marks a prompt token the repository never saw.
 const NOT_IN_REPO: u32 = u32::MAX;
-
-/// The suffix array's order: by the tokens before each position read backwards, then by
-/// position, so that it is one order however the statistics came about.
-fn context_order(stream: &[u32], a: u32, b: u32) -> std::cmp::Ordering {
-    backward(stream, a).cmp(backward(stream, b)).then(a.cmp(&b))
-}
-
-/// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
-fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
-    stream[..p as usize]
-        .iter()
-        .rev()
-        .take(MAX_ORDER)
-        .take_while(|&&t| t != BOUNDARY)
-        .copied()
-}
 
 /// One request's view: prompt tokens (plus what has been generated) with their strings.
 struct Sequence<'a> {
@@ -528,7 +648,7 @@ impl<'a> Sequence<'a> {
     }
 
     fn id_of(&mut self, token: &str) -> u32 {
-        if let Some(id) = self.repo.vocab.get(token) {
+        if let Some(id) = self.repo.token_id(token) {
             return id;
         }
         if let Some(&id) = self.local_ids.get(token) {
@@ -544,7 +664,7 @@ impl<'a> Sequence<'a> {
         if id >= LOCAL_BASE {
             &self.local[(id - LOCAL_BASE) as usize]
         } else {
-            self.repo.vocab.string(id)
+            self.repo.string(id)
         }
     }
 
@@ -560,7 +680,7 @@ impl<'a> Sequence<'a> {
     fn by_score(&self, a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
         let met = |id: u32| match id {
             LOCAL_BASE.. => (1, id),
-            _ => (0, self.repo.first_met[id as usize]),
+            _ => (0, self.repo.first_met(id)),
         };
         b.1.total_cmp(&a.1).then(met(a.0).cmp(&met(b.0)))
     }
@@ -646,14 +766,14 @@ impl<'a> Sequence<'a> {
         if found.is_empty() {
             let repo = self.repo;
             let mut in_current_file: FxHashMap<u32, u32> = FxHashMap::default();
-            for &id in &repo.stream[exclude.start as usize..exclude.end as usize] {
-                if completes(repo.vocab.string(id)) {
+            for &id in repo.tokens_in(exclude) {
+                if completes(repo.string(id)) {
                     *in_current_file.entry(id).or_default() += 1;
                 }
             }
-            for (id, s) in repo.vocab.strings() {
-                let elsewhere = repo.unigram[id as usize]
-                    - in_current_file.get(&id).copied().unwrap_or_default();
+            for (id, s) in repo.strings() {
+                let elsewhere =
+                    repo.unigram(id) - in_current_file.get(&id).copied().unwrap_or_default();
                 if completes(s) && elsewhere > 0 {
                     found.insert(id, f64::from(elsewhere));
                 }
@@ -740,8 +860,7 @@ impl EmbeddedModel {
         let exclude = request
             .current_file
             .as_ref()
-            .and_then(|f| repo.files.get(f))
-            .cloned()
+            .and_then(|f| repo.file_range(f))
             .unwrap_or(0..0);
         let mut rng = ChaCha8Rng::seed_from_u64(request.seed.unwrap_or(0).wrapping_add(sample));
         let mut out = String::new();
@@ -859,26 +978,173 @@ mod tests {
     use super::*;
     use crate::repo::testing::{edited, in_memory, java_sample};
 
-    /// Everything the statistics hold, to compare two of them exactly.
-    fn parts(model: &RepoModel) -> String {
-        let mut files: Vec<_> = model
-            .files
-            .iter()
-            .map(|(p, r)| (p, r.start, r.end))
-            .collect();
-        files.sort();
+    /// Everything base statistics hold, to compare two of them exactly.
+    fn parts(base: &Base) -> String {
         format!(
             "{:?}",
             (
-                &model.built_from,
-                model.vocab.strings().collect::<Vec<_>>(),
-                &model.stream,
-                &model.by_context,
-                files,
-                &model.unigram,
-                &model.first_met,
+                &base.built_from,
+                base.vocab.strings().collect::<Vec<_>>(),
+                &base.stream,
+                &base.by_context,
+                &base.rank,
+                (0..base.built_from.len())
+                    .map(|f| base.range(f))
+                    .collect::<Vec<_>>(),
+                &base.unigram,
+                &base.first_met,
             )
         )
+    }
+
+    fn embedded(repo: RepoModel) -> EmbeddedModel {
+        EmbeddedModel::with(None, OnceLock::from(repo))
+    }
+
+    /// Completions of prompts cut from every third file, at a few places of each.
+    fn answers(model: &EmbeddedModel, index: &RepoIndex) -> Vec<String> {
+        let mut answers = Vec::new();
+        for file in index.files.iter().step_by(3) {
+            for cut in [3, 2] {
+                let mut at = file.text.len() / cut;
+                while !file.text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let request = CompletionRequest {
+                    prompt: file.text[..at].to_string(),
+                    suffix: None,
+                    max_tokens: 24,
+                    temperature: 0.0,
+                    seed: None,
+                    stop: vec!["\n".into()],
+                    n: 1,
+                    current_file: Some(file.path.clone()),
+                    instruction: false,
+                };
+                answers.push(model.generate(&request, 0));
+            }
+        }
+        answers
+    }
+
+    /// The suffix array as `model` reads it (today's position and the token there), merged the
+    /// way `how` merges.
+    fn suffix_array(model: &RepoModel, how: Merge, step: usize) -> Vec<(u32, &str)> {
+        let all = model.sample_by(&model.everything(), step, 0, how);
+        (all.into_iter())
+            .map(|at| model.read(at))
+            .map(|(p, token)| (p, model.string(token)))
+            .collect()
+    }
+
+    /// Where two lists first differ, to say so in a line.
+    fn first_difference<T: PartialEq + std::fmt::Debug>(a: &[T], b: &[T]) -> Option<String> {
+        let at = (a.iter().zip(b)).position(|(x, y)| x != y);
+        let at = at.or((a.len() != b.len()).then(|| a.len().min(b.len())))?;
+        Some(format!(
+            "at {at} of {}/{}: {:?} vs {:?}",
+            a.len(),
+            b.len(),
+            a.get(at),
+            b.get(at)
+        ))
+    }
+
+    /// That `model` reads as `fresh` does: the same suffix array (merged either way), and at
+    /// contexts taken from every `every`th file the same ranges, samples of them and
+    /// continuations.
+    fn assert_reads_as(model: &RepoModel, fresh: &RepoModel, every: usize) {
+        // Every position placing the segment's; every 17th searching (slower).
+        for (how, step) in [(Merge::PlaceSegment, 1), (Merge::SearchEachRank, 17)] {
+            let got = suffix_array(model, how, step);
+            let want = suffix_array(fresh, Merge::PlaceSegment, step);
+            assert_eq!(first_difference(&got, &want), None, "{how:?}");
+        }
+        let named = |(token, count): (u32, u32), model: &RepoModel| {
+            (model.string(token).to_string(), count)
+        };
+        for (path, range, _) in fresh.files.iter().step_by(every) {
+            let exclude = fresh.file_range(path).unwrap();
+            assert_eq!(model.file_range(path), Some(exclude.clone()));
+            assert_eq!(
+                model
+                    .tokens_in(range)
+                    .iter()
+                    .map(|&t| model.string(t))
+                    .collect::<Vec<_>>(),
+                fresh
+                    .tokens_in(range)
+                    .iter()
+                    .map(|&t| fresh.string(t))
+                    .collect::<Vec<_>>()
+            );
+            let tokens = fresh.tokens_in(range);
+            for end in (1..tokens.len()).step_by(29) {
+                let context: Vec<&str> = (tokens[end.saturating_sub(8)..end].iter())
+                    .map(|&t| fresh.string(t))
+                    .collect();
+                let ids = |m: &RepoModel| -> Vec<u32> {
+                    (context.iter())
+                        .map(|t| m.token_id(t).unwrap_or(NOT_IN_REPO))
+                        .collect()
+                };
+                let (mut got, mut want) = (
+                    model.continuations(&ids(model), &exclude, MAX_ORDER),
+                    fresh.continuations(&ids(fresh), &exclude, MAX_ORDER),
+                );
+                let mut got: Vec<_> = got.1.drain(..).map(|c| named(c, model)).collect();
+                let mut want: Vec<_> = want.1.drain(..).map(|c| named(c, fresh)).collect();
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "{path} at {end}");
+                // Narrowed ranges sampled either way, at a step that skips.
+                let (mut at_model, mut at_fresh) = (model.everything(), fresh.everything());
+                for (k, t) in context.iter().rev().enumerate().take(3) {
+                    let (Some(a), Some(b)) = (model.token_id(t), fresh.token_id(t)) else {
+                        break;
+                    };
+                    at_model = model.narrow(&at_model, k + 1, a);
+                    at_fresh = fresh.narrow(&at_fresh, k + 1, b);
+                    assert_eq!(model.len(&at_model), fresh.len(&at_fresh));
+                    let step = fresh.len(&at_fresh).div_ceil(40).max(3);
+                    let want: Vec<_> =
+                        (fresh.sample_by(&at_fresh, step, k + 1, Merge::PlaceSegment))
+                            .into_iter()
+                            .map(|at| fresh.read(at).0)
+                            .collect();
+                    for how in [Merge::PlaceSegment, Merge::SearchEachRank] {
+                        let got: Vec<_> = (model.sample_by(&at_model, step, k + 1, how))
+                            .into_iter()
+                            .map(|at| model.read(at).0)
+                            .collect();
+                        assert_eq!(got, want, "{path} at {end}, order {}", k + 1);
+                    }
+                }
+            }
+        }
+        let order = |m: &RepoModel| {
+            let mut ids: Vec<(u32, &str)> = m
+                .strings()
+                .filter(|&(id, _)| m.first_met(id) != u32::MAX)
+                .map(|(id, s)| (m.first_met(id), s))
+                .collect();
+            ids.sort();
+            ids.into_iter()
+                .map(|(_, s)| s.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(model), order(fresh));
+        for (id, s) in fresh.strings() {
+            let id_there = model.token_id(s).expect("every token is known");
+            assert_eq!(model.unigram(id_there), fresh.unigram(id), "{s}");
+        }
+    }
+
+    /// `base` and the segment that brings it up to `files`, read together.
+    fn with_segment(base: Base, files: &[SourceFile]) -> RepoModel {
+        let changes = FileChanges::between(&base.built_from, files);
+        let segment = Segment::build(&base, files, &changes);
+        RepoModel::of(base, Some(segment), files)
     }
 
     #[test]
@@ -893,42 +1159,135 @@ mod tests {
         lines.insert(doubled, lines[doubled]);
         after[3] = (path, lines.join("\n") + "\n");
         let (before, after) = (in_memory(&before), in_memory(&after));
-        let mut updated = RepoModel::build(&before.files);
+        let mut updated = Base::build(&before.files);
         updated.update(&after.files);
-        assert_eq!(parts(&updated), parts(&RepoModel::build(&after.files)));
+        assert_eq!(parts(&updated), parts(&Base::build(&after.files)));
         updated.update(&before.files);
-        assert_eq!(parts(&updated), parts(&RepoModel::build(&before.files)));
+        assert_eq!(parts(&updated), parts(&Base::build(&before.files)));
+        // The same edit as a segment over the base.
+        let fresh = RepoModel::build(&after.files);
+        assert_reads_as(&with_segment(updated, &after.files), &fresh, 1);
     }
 
     #[test]
     fn statistics_updated_file_by_file_are_those_built_afresh() {
         let sources = java_sample();
         let (before, after) = (in_memory(&sources), in_memory(&edited(&sources)));
-        let mut updated = RepoModel::build(&before.files);
+        let mut updated = Base::build(&before.files);
         updated.update(&after.files);
-        let fresh = RepoModel::build(&after.files);
+        let fresh = Base::build(&after.files);
         assert_eq!(parts(&updated), parts(&fresh));
         // Completions read the same statistics, so they are the same.
-        let model = |repo| EmbeddedModel::with(None, OnceLock::from(repo));
-        let (updated, fresh) = (model(updated), model(fresh));
-        for file in after.files.iter().step_by(3) {
-            let prompt = &file.text[..file.text.len() / 2];
-            let request = CompletionRequest {
-                prompt: prompt.to_string(),
-                suffix: None,
-                max_tokens: 24,
-                temperature: 0.0,
-                seed: None,
-                stop: vec!["\n".into()],
-                n: 1,
-                current_file: Some(file.path.clone()),
-                instruction: false,
-            };
-            assert_eq!(updated.generate(&request, 0), fresh.generate(&request, 0));
-        }
-        let mut back = RepoModel::build(&after.files);
+        let model = |base| embedded(RepoModel::of(base, None, &after.files));
+        assert_eq!(
+            answers(&model(updated), &after),
+            answers(&model(fresh), &after)
+        );
+        let mut back = Base::build(&after.files);
         back.update(&before.files);
-        assert_eq!(parts(&back), parts(&RepoModel::build(&before.files)));
+        assert_eq!(parts(&back), parts(&Base::build(&before.files)));
+    }
+
+    #[test]
+    fn a_base_and_a_segment_read_as_statistics_built_afresh() {
+        let sources = java_sample();
+        let (before, after) = (in_memory(&sources), in_memory(&edited(&sources)));
+        for (from, to) in [(&before, &after), (&after, &before)] {
+            let fresh = RepoModel::build(&to.files);
+            let model = with_segment(Base::build(&from.files), &to.files);
+            assert!(
+                model.segment.as_ref().unwrap().extra.len() > 1
+                    || from.files.len() > to.files.len()
+            );
+            assert_reads_as(&model, &fresh, 1);
+            assert_eq!(answers(&embedded(model), to), answers(&embedded(fresh), to));
+        }
+    }
+
+    /// Writes `sources` under `root` as the only files there.
+    fn on_disk(root: &std::path::Path, sources: &[(String, String)]) {
+        let _ = std::fs::remove_dir_all(root);
+        for (path, text) in sources {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    }
+
+    #[test]
+    fn statistics_kept_as_a_base_and_a_segment_answer_as_ones_built_afresh() {
+        // Three copies of the sample, so that a few changed files stay under the segment's
+        // share of the repository, and forty do not.
+        let sample = java_sample();
+        let mut sources: Vec<(String, String)> = Vec::new();
+        for copy in ["a", "b", "c"] {
+            sources.extend(
+                sample
+                    .iter()
+                    .map(|(p, t)| (format!("{copy}/{p}"), t.clone())),
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (root, cache) = (dir.path().join("repo"), dir.path().join("cache"));
+        let open = |sources: &[(String, String)]| {
+            on_disk(&root, sources);
+            let index = RepoIndex::open(&root, Some(&cache)).unwrap();
+            let model = RepoModel::open(&index);
+            (index, model)
+        };
+        let check = |index: &RepoIndex, model: RepoModel| {
+            let fresh = RepoModel::build(&index.files);
+            assert_reads_as(&model, &fresh, 9);
+            assert_eq!(
+                answers(&embedded(model), index),
+                answers(&embedded(fresh), index)
+            );
+        };
+        let (index, model) = open(&sources);
+        assert!(model.segment.is_none());
+        let base_path = index.beside_cache("embedded-model.bin").unwrap();
+        let segment_path = index.beside_cache("embedded-model.segment").unwrap();
+        let base_bytes = std::fs::read(&base_path).unwrap();
+        assert!(!segment_path.exists());
+
+        // An edit writes a segment and leaves the base alone; the next run reads both.
+        let edited_sources = edited(&sources);
+        let (index, model) = open(&edited_sources);
+        assert!(model.segment.is_some());
+        assert!(segment_path.exists());
+        assert_eq!(std::fs::read(&base_path).unwrap(), base_bytes);
+        check(&index, model);
+        let segment_bytes = std::fs::read(&segment_path).unwrap();
+        let (index, model) = open(&edited_sources);
+        assert!(matches!(
+            model.segment.as_ref().unwrap().stream,
+            crate::repo::mapped::Words::Mapped { .. }
+        ));
+        assert_eq!(std::fs::read(&segment_path).unwrap(), segment_bytes);
+        check(&index, model);
+
+        // A torn segment is rebuilt.
+        std::fs::write(&segment_path, &segment_bytes[..segment_bytes.len() / 2]).unwrap();
+        let (index, model) = open(&edited_sources);
+        assert_eq!(std::fs::read(&segment_path).unwrap(), segment_bytes);
+        check(&index, model);
+
+        // Past its share of the repository, the segment goes into a new base.
+        let mut many = edited_sources.clone();
+        for (_, text) in many.iter_mut().take(40) {
+            text.push_str("// one more line\n");
+        }
+        let (index, model) = open(&many);
+        assert!(model.segment.is_none());
+        assert!(!segment_path.exists());
+        assert_ne!(std::fs::read(&base_path).unwrap(), base_bytes);
+        check(&index, model);
+        let (index, model) = open(&many);
+        assert!(matches!(
+            model.base.stream,
+            crate::repo::mapped::Words::Mapped { .. }
+        ));
+        check(&index, model);
     }
 
     #[test]

@@ -248,16 +248,10 @@ impl Derived {
         let mut format = blake3::Hasher::new();
         format.update(name.as_bytes());
         format.update(&version.to_le_bytes());
-        let mut key = blake3::Hasher::new();
-        for file in files {
-            key.update(&(file.path.len() as u64).to_le_bytes());
-            key.update(file.path.as_bytes());
-            key.update(&file.hash);
-        }
         Derived {
             path: index_file.with_extension(format!("{name}.bin")),
             format: *format.finalize().as_bytes(),
-            files_key: *key.finalize().as_bytes(),
+            files_key: files_key(files.iter().map(|f| (f.path.as_str(), &f.hash))),
         }
     }
 
@@ -435,6 +429,22 @@ impl FileTable {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Names these files and contents: the same key as state derived from them has.
+    pub fn key(&self) -> [u8; 32] {
+        files_key(self.0.iter().map(|(path, hash)| (path.as_str(), hash)))
+    }
+}
+
+/// Names a list of files (path, content hash), in order.
+fn files_key<'a>(files: impl Iterator<Item = (&'a str, &'a [u8; 32])>) -> [u8; 32] {
+    let mut key = blake3::Hasher::new();
+    for (path, hash) in files {
+        key.update(&(path.len() as u64).to_le_bytes());
+        key.update(path.as_bytes());
+        key.update(hash);
+    }
+    *key.finalize().as_bytes()
 }
 
 /// How the files of a repository changed since derived state was built from them: what the
@@ -491,7 +501,7 @@ impl FileChanges {
 /// never end. Mapped rather than read: a cache of tens of megabytes is decoded straight from
 /// the page cache, without copying it into fresh memory first (which cost a quarter of a warm
 /// run on guava).
-fn read_bounded(path: &Path) -> Result<Option<memmap2::Mmap>, Refusal> {
+pub(super) fn read_bounded(path: &Path) -> Result<Option<memmap2::Mmap>, Refusal> {
     let file = match super::read::open_regular_file(path, MAX_CACHE_BYTES) {
         // An empty file cannot be mapped, and no cache is empty: one cut short.
         Ok((_, 0)) => {
@@ -572,7 +582,7 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
 }
 
 /// The payload of a cache file, once its checksum says it is what was written.
-fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
+pub(super) fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
     if bytes.len() < 32 {
         return Err("truncated");
     }
@@ -613,7 +623,7 @@ fn write<'a>(path: &Path, files: impl Iterator<Item = &'a SourceFile>) -> std::i
 }
 
 /// Write `bytes` after their checksum to `path`, atomically (temp file + rename).
-fn write_checked(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_checked(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().expect("cache path has a parent");
     std::fs::create_dir_all(dir)?;
     let (tmp_path, mut tmp) = tempfile_in(dir)?;

@@ -4,6 +4,7 @@
 mod cache;
 mod graph;
 pub mod listing;
+pub(crate) mod mapped;
 pub mod packed;
 mod read;
 mod scan;
@@ -16,8 +17,6 @@ use rayon::prelude::*;
 pub(crate) use cache::base_outgrown;
 pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, Layers};
 pub use graph::{Import, ParentLink, RepoGraph};
-/// [`packed`] under the name the embedded model's statistics use it by.
-pub use packed as packed_u32;
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;
 
@@ -259,6 +258,12 @@ impl RepoIndex {
     pub(crate) fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
         let index_file = self.cache.path.as_deref()?;
         Some(Derived::beside(index_file, name, version, &self.files))
+    }
+
+    /// The file `extension` beside the index's own cache (`<hash of root>.<extension>`), for
+    /// state kept in a layout of its own; none when the index is not cached.
+    pub(crate) fn beside_cache(&self, extension: &str) -> Option<PathBuf> {
+        Some(self.cache.path.as_deref()?.with_extension(extension))
     }
 
     /// The answers called `name` kept beside the index's own cache, one per key; none when

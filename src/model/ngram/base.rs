@@ -1,0 +1,432 @@
+//! The embedded model's base statistics: every file's tokens in one stream, a suffix array over
+//! it, and the vocabulary, as of the files they were last built from; kept in a cache file whose
+//! arrays are used where they lie ([`crate::repo::mapped`]).
+
+use std::ops::Range;
+use std::path::Path;
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{BOUNDARY, MAX_ORDER, model_tokens};
+use crate::repo::mapped::{Sections, Text, Words, word_bytes, write_sections};
+use crate::repo::{FileChanges, FileTable, SourceFile};
+
+/// Token strings and their ids: id 0 is the file boundary, the others follow the strings'
+/// order, so that the ids of a repository's tokens do not depend on the order its files came in
+/// and a token gained or lost leaves the others in order ([`Base::update`]). Held as one
+/// text and where each string ends in it, and looked up by binary search: loading it from the
+/// cache allocates nothing per token (a map of a large repository's tokens took a tenth of a
+/// warm run to build).
+#[derive(Default)]
+pub(super) struct Vocabulary {
+    /// Every token's string, in id order, one after another.
+    text: Text,
+    /// Where each id's string ends in `text` (id 0, the boundary, is empty).
+    ends: Words,
+}
+
+impl Vocabulary {
+    /// The vocabulary of `tokens`, sorted and without repeats.
+    pub(super) fn of_sorted<'s>(tokens: impl IntoIterator<Item = &'s str>) -> Self {
+        let mut text = String::new();
+        let mut ends = vec![0];
+        for token in tokens {
+            text.push_str(token);
+            ends.push(text.len() as u32);
+        }
+        Vocabulary {
+            text: Text::Owned(text),
+            ends: ends.into(),
+        }
+    }
+
+    /// A vocabulary read from a cache; none when its ends are out of order, cut a character,
+    /// or its strings are out of order.
+    pub(super) fn checked(text: Text, ends: Words) -> Option<Self> {
+        let cuts_well = ends.first() == Some(&0)
+            && ends.windows(2).all(|w| w[0] < w[1])
+            && ends.last().is_some_and(|&end| end as usize == text.len())
+            && ends.iter().all(|&end| text.is_char_boundary(end as usize));
+        let vocab = Vocabulary { text, ends };
+        let sorted =
+            cuts_well && (2..vocab.len() as u32).all(|id| vocab.string(id - 1) < vocab.string(id));
+        sorted.then_some(vocab)
+    }
+
+    /// The strings, one after another, as the cache holds them.
+    pub(super) fn text_bytes(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+
+    /// Where each id's string ends in the text.
+    pub(super) fn ends(&self) -> &[u32] {
+        &self.ends
+    }
+
+    /// Ids in all, the boundary's included.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(super) fn string(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = if id == 0 { 0 } else { self.ends[id - 1] };
+        &self.text[start as usize..self.ends[id] as usize]
+    }
+
+    /// Every token's id and string, the boundary's left out.
+    pub(super) fn strings(&self) -> impl Iterator<Item = (u32, &str)> {
+        (1..self.len() as u32).map(|id| (id, self.string(id)))
+    }
+
+    /// How many tokens sort before `token` (the boundary left out).
+    pub(super) fn count_below(&self, token: &str) -> u32 {
+        let (mut lo, mut hi) = (1, self.len() as u32);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.string(mid) < token {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo - 1
+    }
+
+    pub(super) fn get(&self, token: &str) -> Option<u32> {
+        let id = self.count_below(token) + 1;
+        (!token.is_empty() && (id as usize) < self.len() && self.string(id) == token).then_some(id)
+    }
+}
+
+/// Statistics of a set of files: every file's tokens in one stream and a suffix array over it.
+/// Files can come and go ([`Base::update`]); the statistics are then exactly those built afresh.
+pub(super) struct Base {
+    /// The files the statistics were built from, in the index's order.
+    pub(super) built_from: FileTable,
+    pub(super) vocab: Vocabulary,
+    /// All files' tokens, each file followed by `BOUNDARY`.
+    pub(super) stream: Words,
+    /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
+    /// before `p` read backwards, then by position ([`context_order`]).
+    pub(super) by_context: Words,
+    /// Per stream position, its index in `by_context` (`u32::MAX` at a boundary): where a
+    /// changed file's positions lie in the suffix array, without searching for them.
+    pub(super) rank: Words,
+    /// Per file of `built_from`: the start and end of its tokens in the stream.
+    ranges: Words,
+    /// How often each token occurs, for the last resort.
+    pub(super) unigram: Words,
+    /// Per token: where it first occurs among the repository's tokens, by rank. Equal scores
+    /// go to the token met first, as they did when ids were given in that order.
+    pub(super) first_met: Words,
+}
+
+/// The base's sections in its cache file, in order.
+const SECTIONS: usize = 9;
+
+impl Base {
+    /// Build from a repository's files (a few seconds for a large repository): sorted on the
+    /// CPU pool, or by the caller alone where it is a thread of the pool, which must not take
+    /// up other jobs while it waits for a piece: jobs of the pool may wait for these statistics.
+    pub(super) fn build(files_of_repo: &[SourceFile]) -> Base {
+        let mut base = Base {
+            built_from: FileTable::default(),
+            vocab: Vocabulary::of_sorted([]),
+            stream: vec![BOUNDARY].into(),
+            by_context: Words::default(),
+            rank: vec![u32::MAX].into(),
+            ranges: Words::default(),
+            unigram: vec![1].into(),
+            first_met: vec![0].into(),
+        };
+        base.update(files_of_repo);
+        base
+    }
+
+    /// The tokens of file `file` of `built_from`: their range in the stream.
+    pub(super) fn range(&self, file: usize) -> Range<u32> {
+        self.ranges[2 * file]..self.ranges[2 * file + 1]
+    }
+
+    /// The token `k` places before position `p`, or `None` past a file boundary.
+    pub(super) fn back_token(&self, p: u32, k: usize) -> Option<u32> {
+        back_token(&self.stream, p, k)
+    }
+
+    /// Brought up to `files` from the files the statistics were built from: only the files
+    /// that changed or were added are tokenized and only their positions sorted, then merged
+    /// into the suffix array, whose other positions keep their order (token ids follow the
+    /// tokens' strings, so a token gained or lost leaves the others' order alone).
+    pub(super) fn update(&mut self, files: &[SourceFile]) {
+        let changes = FileChanges::between(&self.built_from, files);
+        let tokens_of = |&id: &u32| model_tokens(&files[id as usize].text);
+        let fresh: Vec<Vec<&str>> = if crate::pool::on_pool_thread() {
+            changes.derived_again.iter().map(tokens_of).collect()
+        } else {
+            changes.derived_again.par_iter().map(tokens_of).collect()
+        };
+        let old_ranges: Vec<Range<u32>> =
+            (0..self.built_from.len()).map(|f| self.range(f)).collect();
+
+        // Which tokens remain, and the vocabulary they make.
+        let mut count = self.unigram.to_vec();
+        for (range, kept) in old_ranges.iter().zip(&changes.kept) {
+            if kept.is_none() {
+                for &t in &self.stream[range.start as usize..range.end as usize] {
+                    count[t as usize] -= 1;
+                }
+            }
+        }
+        // Distinct first, then sorted: a fresh build meets every token of the repository here.
+        let mut unseen: FxHashSet<&str> = FxHashSet::default();
+        for &token in fresh.iter().flatten() {
+            match self.vocab.get(token) {
+                Some(id) => count[id as usize] += 1,
+                None => {
+                    unseen.insert(token);
+                }
+            }
+        }
+        let mut unseen: Vec<&str> = unseen.into_iter().collect();
+        unseen.sort_unstable();
+        let old_vocab = std::mem::take(&mut self.vocab);
+        let gone = (1..old_vocab.len()).any(|id| count[id] == 0);
+        // Where each old id went: none while no token came or went (the common small edit).
+        let (vocab, renumbered) = if unseen.is_empty() && !gone {
+            (old_vocab, None)
+        } else {
+            let mut strings: Vec<&str> = Vec::with_capacity(old_vocab.len() + unseen.len());
+            let mut renumbered = vec![u32::MAX; old_vocab.len()];
+            renumbered[BOUNDARY as usize] = BOUNDARY;
+            let mut unseen = unseen.into_iter().peekable();
+            for (id, old) in old_vocab
+                .strings()
+                .filter(|&(id, _)| count[id as usize] > 0)
+            {
+                while let Some(new) = unseen.next_if(|new| *new < old) {
+                    strings.push(new);
+                }
+                renumbered[id as usize] = strings.len() as u32 + 1;
+                strings.push(old);
+            }
+            strings.extend(unseen);
+            (Vocabulary::of_sorted(strings), Some(renumbered))
+        };
+        // Many fresh tokens (a first build) are looked up through a map, a few by search.
+        let by_string: Option<FxHashMap<&str, u32>> = (fresh.iter().map(Vec::len).sum::<usize>()
+            > vocab.len())
+        .then(|| vocab.strings().map(|(id, s)| (s, id)).collect());
+        let id_of = |token: &str| match &by_string {
+            Some(ids) => ids.get(token).copied(),
+            None => vocab.get(token),
+        };
+
+        // The new stream, in the files' order, and how far each old file's positions moved
+        // (runs of files that moved alike are one shift: see `Shifts`).
+        let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
+        for (old, kept) in changes.kept.iter().enumerate() {
+            if let Some(new) = kept {
+                kept_from[*new as usize] = Some(old);
+            }
+        }
+        let mut fresh = changes.derived_again.iter().zip(fresh).peekable();
+        let mut shifts = Shifts::default();
+        let mut stream = Vec::with_capacity(self.stream.len());
+        stream.push(BOUNDARY);
+        let mut ranges = Vec::with_capacity(2 * files.len());
+        let mut fresh_positions: Vec<u32> = Vec::new();
+        for kept in kept_from {
+            let start = stream.len() as u32;
+            if let Some(old) = kept {
+                let range = old_ranges[old].clone();
+                shifts.moved(range.clone(), start);
+                let tokens = &self.stream[range.start as usize..range.end as usize];
+                match &renumbered {
+                    Some(renumbered) => {
+                        stream.extend(tokens.iter().map(|&t| renumbered[t as usize]));
+                    }
+                    None => stream.extend_from_slice(tokens),
+                }
+            } else {
+                let (_, tokens) = fresh.next().expect("every file is kept or derived again");
+                for token in tokens {
+                    let id = id_of(token).expect("every token is in the vocabulary");
+                    fresh_positions.push(stream.len() as u32);
+                    stream.push(id);
+                }
+            }
+            ranges.extend([start, stream.len() as u32]);
+            stream.push(BOUNDARY);
+        }
+        drop(by_string);
+
+        // Kept positions keep their order (their contexts' ids kept theirs, positions too);
+        // the fresh ones are sorted and merged in.
+        let order = |&a: &u32, &b: &u32| context_order(&stream, a, b);
+        if crate::pool::on_pool_thread() {
+            fresh_positions.sort_unstable_by(order);
+        } else {
+            fresh_positions.par_sort_unstable_by(order);
+        }
+        let kept: Vec<u32> = (self.by_context.iter())
+            .filter_map(|&p| shifts.new_position(p))
+            .collect();
+        let mut by_context = Vec::with_capacity(kept.len() + fresh_positions.len());
+        let mut rest = &kept[..];
+        for p in fresh_positions {
+            let at = rest.partition_point(|q| order(q, &p).is_lt());
+            by_context.extend_from_slice(&rest[..at]);
+            by_context.push(p);
+            rest = &rest[at..];
+        }
+        by_context.extend_from_slice(rest);
+        let mut rank = vec![u32::MAX; stream.len()];
+        for (at, &p) in by_context.iter().enumerate() {
+            rank[p as usize] = at as u32;
+        }
+
+        let mut unigram = vec![0u32; vocab.len()];
+        let mut first_met = vec![u32::MAX; vocab.len()];
+        let mut met = 0;
+        for &t in &stream {
+            unigram[t as usize] += 1;
+            if first_met[t as usize] == u32::MAX {
+                first_met[t as usize] = met;
+                met += 1;
+            }
+        }
+        *self = Base {
+            built_from: FileTable::of(files),
+            vocab,
+            stream: stream.into(),
+            by_context: by_context.into(),
+            rank: rank.into(),
+            ranges: ranges.into(),
+            unigram: unigram.into(),
+            first_met: first_met.into(),
+        };
+    }
+
+    /// Keep the statistics in `path` under `format`, keyed by the files they were built from.
+    pub(super) fn store(&self, path: &Path, format: &[u8; 32]) -> std::io::Result<()> {
+        let built_from = postcard::to_stdvec(&self.built_from).map_err(std::io::Error::other)?;
+        let sections: [&[u8]; SECTIONS] = [
+            &built_from,
+            self.vocab.text_bytes(),
+            &word_bytes(self.vocab.ends()),
+            &word_bytes(&self.stream),
+            &word_bytes(&self.by_context),
+            &word_bytes(&self.rank),
+            &word_bytes(&self.ranges),
+            &word_bytes(&self.unigram),
+            &word_bytes(&self.first_met),
+        ];
+        write_sections(path, format, &self.built_from.key(), &sections)
+    }
+
+    /// The statistics in a cache file's sections, used where they lie; none when they do not
+    /// fit together.
+    pub(super) fn load(sections: &Sections) -> Option<Base> {
+        if sections.len() != SECTIONS {
+            return None;
+        }
+        let built_from: FileTable = postcard::from_bytes(sections.bytes(0)).ok()?;
+        let vocab = Vocabulary::checked(sections.text(1)?, sections.words(2)?)?;
+        let base = Base {
+            vocab,
+            stream: sections.words(3)?,
+            by_context: sections.words(4)?,
+            rank: sections.words(5)?,
+            ranges: sections.words(6)?,
+            unigram: sections.words(7)?,
+            first_met: sections.words(8)?,
+            built_from,
+        };
+        let fits = base.stream.len() == base.rank.len()
+            && base.by_context.len() < base.stream.len()
+            && base.ranges.len() == 2 * base.built_from.len()
+            && base
+                .ranges
+                .iter()
+                .all(|&at| (at as usize) < base.stream.len())
+            && base.unigram.len() == base.vocab.len()
+            && base.first_met.len() == base.vocab.len()
+            && base.built_from.key() == *sections.key();
+        fits.then_some(base)
+    }
+}
+
+/// Where the positions of an old stream went: per run of old positions, how far it moved, or
+/// that it went (a changed or removed file). Consecutive files that moved alike make one run,
+/// so a one-file edit is three runs, and moving every position of the suffix array costs a
+/// short search each rather than a read of a table as long as the stream.
+#[derive(Default)]
+pub(super) struct Shifts {
+    /// Old start of each run, increasing.
+    starts: Vec<u32>,
+    /// Per run: what to add to an old position (wrapping), or none where it went.
+    by: Vec<Option<u32>>,
+}
+
+impl Shifts {
+    /// The old positions `range` (a kept file's, after every earlier file's) are now at `to..`;
+    /// the positions between the previous run and `range` went. A file right after the
+    /// previous one (only the boundary between them) that moved alike extends its run.
+    pub(super) fn moved(&mut self, range: Range<u32>, to: u32) {
+        let by = to.wrapping_sub(range.start);
+        let runs = self.by.len();
+        let extends = runs >= 2
+            && self.by[runs - 2] == Some(by)
+            && self.starts.last() == Some(&range.start.wrapping_sub(1));
+        if extends {
+            self.starts.pop();
+            self.by.pop();
+        } else {
+            self.starts.push(range.start);
+            self.by.push(Some(by));
+        }
+        self.starts.push(range.end);
+        self.by.push(None);
+    }
+
+    pub(super) fn new_position(&self, old: u32) -> Option<u32> {
+        let run = self
+            .starts
+            .partition_point(|&start| start <= old)
+            .checked_sub(1)?;
+        self.by[run].map(|by| old.wrapping_add(by))
+    }
+
+    /// The first old position whose run moved past `new` (`u32::MAX` if none did): a kept
+    /// position comes before new position `new` exactly when it is below this.
+    pub(super) fn first_moved_past(&self, new: u32) -> u32 {
+        (self.starts.iter().zip(&self.by))
+            .find(|&(&start, by)| by.is_some_and(|by| start.wrapping_add(by) > new))
+            .map_or(u32::MAX, |(&start, _)| start)
+    }
+}
+
+/// The token `k` places before position `p` of `stream`, or `None` past a file boundary.
+pub(super) fn back_token(stream: &[u32], p: u32, k: usize) -> Option<u32> {
+    let idx = (p as usize).checked_sub(k)?;
+    let t = stream[idx];
+    (t != BOUNDARY).then_some(t)
+}
+
+/// The suffix array's order: by the tokens before each position read backwards, then by
+/// position, so that it is one order however the statistics came about.
+pub(super) fn context_order(stream: &[u32], a: u32, b: u32) -> std::cmp::Ordering {
+    backward(stream, a).cmp(backward(stream, b)).then(a.cmp(&b))
+}
+
+/// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
+fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
+    stream[..p as usize]
+        .iter()
+        .rev()
+        .take(MAX_ORDER)
+        .take_while(|&&t| t != BOUNDARY)
+        .copied()
+}
