@@ -13,27 +13,13 @@ use serde::Serialize;
 
 use crate::candidate::CandidateId;
 use crate::label::{HoleRows, LabelRow, LabelledHoleError, group};
-use crate::rank::classifier::train::{Holdout, TrainReport};
+use crate::rank::classifier::train::{Holdout, HoldoutError, TrainReport};
 use crate::rank::classifier::{Classifier, ModelError, Variant};
 use crate::rank::{FixedRanker, RankInput};
 use crate::repo::RepoIndex;
 
 /// Share of a single repository's holes held out, as whole files.
 const HELD_OUT_FILES: f64 = 0.2;
-
-/// Why no holes can be held out.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum HoldoutError {
-    #[error("no repositories")]
-    NoRepositories,
-    /// One repository whose sampled holes lie in fewer than two files.
-    #[error(
-        "{repository}: its sampled holes are in {files} file{}; tune holds whole files out, so it needs two, or another repository",
-        if *files == 1 { "" } else { "s" }
-    )]
-    TooFewFiles { repository: String, files: usize },
-}
 
 /// The holes held out for validation and the report, given each repository's name and the
 /// files of its sampled holes (one entry per hole): the last repository, or with one

@@ -64,18 +64,22 @@ fn fake_server(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
-/// A Python repository whose hole (`HOLE`) both readings type.
+/// A Python repository whose hole (`HOLE`, a return) both readings type.
 fn python_repo(root: &Path) -> PathBuf {
     let repo = root.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     std::fs::write(
         repo.join("app.py"),
-        "class Money:\n    cents: int\n\n\ndef make() -> Money:\n    return Money()\n",
+        "class Money:\n    cents: int\n\n\ndef make() -> Money:\n    return Money()\n\n\n\
+         def keep():\n    kept = make()\n    return kept\n",
     )
     .unwrap();
     repo
 }
 const HOLE: &str = "app.py:6:12";
+/// A value assigned to an unannotated name: a place the server is asked ChatLSP's generic
+/// hole (a return takes the declared type from the syntax tree, so no server is asked there).
+const SERVER_HOLE: &str = "app.py:10:12";
 
 /// `PATH` with `dir` first.
 fn path_with(dir: &Path) -> OsString {
@@ -122,7 +126,7 @@ fn servers_are_chosen_by_the_flag_or_the_variable_the_flag_winning() {
     let named_choice = format!("python={}", named.display());
     let path = path_with(&on_path);
     // Without the cache: a kept answer would start no server, and this is about which starts.
-    let prompt = ["prompt", repo, HOLE, "--id", "71", "--no-cache"];
+    let prompt = ["prompt", repo, SERVER_HOLE, "--id", "71", "--no-cache"];
 
     let typed_by_a_server = |flag: Option<&str>, variable: Option<&str>| {
         for dir in [&on_path, &elsewhere] {
@@ -475,7 +479,7 @@ fn processes_a_server_starts_end_with_it() {
         &[
             "prompt",
             repo.to_str().unwrap(),
-            HOLE,
+            SERVER_HOLE,
             "--id",
             "71",
             "--language-servers",

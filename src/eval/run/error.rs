@@ -10,13 +10,11 @@ use crate::eval::batch::BatchError;
 use crate::eval::outdir::OutDirError;
 use crate::eval::plan::PlanError;
 use crate::eval::runner::RunError;
-#[cfg(feature = "train")]
-use crate::eval::tune::HoldoutError;
 use crate::model::BackendError;
 use crate::model::config::ConfigError;
 use crate::rank::classifier::ModelError;
 #[cfg(feature = "train")]
-use crate::rank::classifier::train::TrainError;
+use crate::rank::classifier::train::{HoldoutError, TrainError};
 use crate::repo::OpenError;
 use crate::session::tuned::TunedError;
 use crate::session::{SessionError, SettingsError};

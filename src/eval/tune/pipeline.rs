@@ -358,7 +358,7 @@ fn train_and_compare(
     stats: &RunStats,
     observer: &dyn Observer,
 ) -> Result<TuneReport, EvalError> {
-    let rows = labels::read_all(&out.label_files()?)?;
+    let rows = labels::read_all(&out.label_files()?).at(&out.label_dir())?;
     let corpus: Vec<(String, PathBuf)> = repos
         .iter()
         .map(|r| (r.name.clone(), r.path.clone()))

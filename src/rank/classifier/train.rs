@@ -143,6 +143,20 @@ impl TrainReport {
     }
 }
 
+/// Why no holes can be held out.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HoldoutError {
+    #[error("no repositories")]
+    NoRepositories,
+    /// One repository whose sampled holes lie in fewer than two files.
+    #[error(
+        "{repository}: its sampled holes are in {files} file{}; tune holds whole files out, so it needs two, or another repository",
+        if *files == 1 { "" } else { "s" }
+    )]
+    TooFewFiles { repository: String, files: usize },
+}
+
 /// Why a classifier could not be trained or written. The starting model is named as given
 /// (`start`: its path, or the bundled model's name).
 #[derive(Debug, thiserror::Error)]
