@@ -466,7 +466,7 @@ fn a_hole_without_an_expected_type_is_said_so() {
 // ----- Servers that misbehave ------------------------------------------------------------------
 
 /// What a fake server that reads starts with: `read()`, the next message from keyhole (the
-/// process ends when keyhole stops writing).
+/// process ends when keyhole stops writing), and `send(message)`.
 const FAKE_FRAMING: &str = r#"
 import json, sys
 def read():
@@ -480,6 +480,10 @@ def read():
         if line.lower().startswith(b"content-length:"):
             length = int(line.split(b":")[1])
     return json.loads(sys.stdin.buffer.read(length))
+def send(message):
+    body = json.dumps(message).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
 "#;
 
 /// `script` as an executable Python server at `path`.
@@ -594,26 +598,11 @@ fn a_server_that_stops_answering_after_start_is_stopped_and_said_so_for_every_la
     assert!(!why.contains('\n'));
 }
 
-/// Answers `initialize`; at the first request says it loads the project (a work-done
-/// progress begun, then silence for `{load}` seconds); then, where `{ends}`, ends the progress
-/// and answers every request (a hover as `let x: Loaded`).
+/// After [`FAKE_FRAMING`]: answers `initialize`; at the first request says it loads the
+/// project (a work-done progress begun, then silence for `{load}` seconds); then, where
+/// `{ends}`, ends the progress and answers every request (a hover as `let x: Loaded`).
 const LOADING: &str = r#"
-import json, sys, time
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        if line.strip() == b"":
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
-def send(message):
-    body = json.dumps(message).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
+import time
 def answer(message):
     result = {"contents": "let x: Loaded"} if message["method"] == "textDocument/hover" else None
     send({"jsonrpc": "2.0", "id": message["id"], "result": result})
@@ -650,7 +639,8 @@ fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout(
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     // Silent for twice the start timeout, its progress open.
-    let script = LOADING.replace("{load}", "4").replace("{ends}", "True");
+    let loading = LOADING.replace("{load}", "4").replace("{ends}", "True");
+    let script = format!("{FAKE_FRAMING}{loading}");
     let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
     let answer = hover(&servers, root.path())
         .unwrap()
@@ -662,7 +652,8 @@ fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout(
 fn a_server_that_says_it_loads_forever_is_stopped_after_the_load_limit_in_one_line() {
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let script = LOADING.replace("{load}", "0").replace("{ends}", "False");
+    let loading = LOADING.replace("{load}", "0").replace("{ends}", "False");
+    let script = format!("{FAKE_FRAMING}{loading}");
     let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
     let started = std::time::Instant::now();
     let why = hover(&servers, root.path())
@@ -677,26 +668,10 @@ fn a_server_that_says_it_loads_forever_is_stopped_after_the_load_limit_in_one_li
     assert!(started.elapsed() < Duration::from_secs(120));
 }
 
-/// Answers signature help at any argument with `handle(result: Payload)`, as zod's
-/// `handlePropertyResult` is declared, and the hole's hover with TypeScript's instantiation of
-/// it; everything else with nothing.
+/// After [`FAKE_FRAMING`]: answers signature help at any argument with `handle(result:
+/// Payload)`, as zod's `handlePropertyResult` is declared, and the hole's hover with
+/// TypeScript's instantiation of it; everything else with nothing.
 const DECLARED_WITHOUT_DEFAULTS: &str = r#"
-import json, sys
-def read():
-    length = 0
-    while True:
-        line = sys.stdin.buffer.readline()
-        if not line:
-            sys.exit(0)
-        if line.strip() == b"":
-            break
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    return json.loads(sys.stdin.buffer.read(length))
-def send(message):
-    body = json.dumps(message).encode()
-    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    sys.stdout.buffer.flush()
 help = {"activeSignature": 0, "activeParameter": 0, "signatures": [
     {"label": "handle(result: Payload): void", "parameters": [{"label": "result: Payload"}]}]}
 hover = {"contents": {"kind": "markdown", "value": "```typescript\nfunction _<Payload<unknown>>(): Payload<unknown>\n```"}}
@@ -714,7 +689,8 @@ fn an_arguments_parameter_declared_without_its_type_arguments_is_stated_as_types
  {
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let servers = pool(fake_server(bin.path(), DECLARED_WITHOUT_DEFAULTS));
+    let script = format!("{FAKE_FRAMING}{DECLARED_WITHOUT_DEFAULTS}");
+    let servers = pool(fake_server(bin.path(), &script));
     let sources = vec![(
         "main.ts".to_string(),
         "declare function handle(result: Payload): void;\nhandle(payload);\n".to_string(),
