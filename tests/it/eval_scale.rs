@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use keyhole::testing::eval::LabelRow;
 use serde_json::{Value, json};
@@ -604,43 +606,76 @@ async fn merge_can_leave_table_10_out_when_the_backend_is_gone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_request_holds_up_only_its_own_hole() {
-    // The server's first completion request is answered after a long pause (as a request told
-    // to come back after a Retry-After would be), every other one at once: meanwhile the other
-    // holes go through both stages (RepoCoder's second iteration needs the first's answers),
-    // so what comes after the pause is the slow hole's own second request only.
-    const PAUSE: std::time::Duration = std::time::Duration::from_secs(8);
-    let arrived = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = arrived.clone();
+    // The server's first completion request is answered only once every request but two has
+    // come (as a request told to come back after a Retry-After would be), every other one at
+    // once: meanwhile the other holes go through both stages (RepoCoder's second iteration
+    // needs the first's answers), so what comes after the slow answer is the slow hole's own
+    // second request only. Counting requests, not seconds, keeps this true on a loaded machine.
+    let answer = |text: &str| Reply::Json(200, json!({"choices": [{"index": 0, "text": text}]}));
+    let more = |out: &Path| {
+        let out = out.to_str().unwrap().to_string();
+        [
+            "--candidates".to_string(),
+            "7,63,67".to_string(),
+            "--out".to_string(),
+            out,
+        ]
+    };
+    let all_at_once = Server::start(move |_, _| answer("x;")).await;
+    let scratch = completions_scratch(&all_at_once.base, 8);
+    let more_args = more(&scratch.path().join("all-at-once"));
+    let more_args: Vec<&str> = more_args.iter().map(String::as_str).collect();
+    let output = eval_srv(scratch.path(), "40", &more_args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let total = all_at_once.requests().len();
+
+    // A hole held up by the slow one would keep the count from growing until the longest
+    // pause is over, and then come after the slow answer.
+    const LONGEST: Duration = Duration::from_secs(120);
+    let arrived = Arc::new(Mutex::new(Vec::new()));
+    let signalled = Arc::new(Mutex::new(None));
+    let signal = Arc::new(tokio::sync::Notify::new());
+    let (log, signal_log, slow_signal) = (arrived.clone(), signalled.clone(), signal.clone());
     let server = Server::start(move |_, n| {
-        log.lock().unwrap().push(std::time::Instant::now());
-        let answer =
-            |text: &str| Reply::Json(200, json!({"choices": [{"index": 0, "text": text}]}));
+        let mut arrived = log.lock().unwrap();
+        arrived.push(Instant::now());
+        if arrived.len() == total - 2 {
+            *signal_log.lock().unwrap() = Some(Instant::now());
+            slow_signal.notify_one();
+        }
         match n {
-            0 => Reply::After(PAUSE, Box::new(answer("slow;"))),
+            0 => Reply::WhenNotified(slow_signal.clone(), LONGEST, Box::new(answer("slow;"))),
             _ => answer("x;"),
         }
     })
     .await;
     let scratch = completions_scratch(&server.base, 8);
     let out = scratch.path().join("out");
-    let more = ["--candidates", "7,63,67", "--out", out.to_str().unwrap()];
-    let output = eval_srv(scratch.path(), "40", &more);
+    let more_args = more(&out);
+    let more_args: Vec<&str> = more_args.iter().map(String::as_str).collect();
+    let output = eval_srv(scratch.path(), "40", &more_args);
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let arrived = arrived.lock().unwrap().clone();
-    let answered = arrived[0] + PAUSE;
-    let after: Vec<usize> = (0..arrived.len())
-        .filter(|&i| arrived[i] >= answered)
-        .collect();
-    assert!(
-        after.len() <= 2,
-        "{} of {} came after the pause",
-        after.len(),
-        arrived.len()
+    assert_eq!(
+        arrived.len(),
+        total,
+        "the slow answer changed what was sent"
     );
+    let answered = arrived[0] + LONGEST;
+    let answered = signalled
+        .lock()
+        .unwrap()
+        .map_or(answered, |at| at.min(answered));
+    let after = arrived.iter().filter(|&&at| at > answered).count();
+    assert!(after <= 2, "{after} of {total} came after the slow answer");
     // The label file keeps the sampled order all the same (what a merge of shards writes).
     let rows = rows(&out);
     let mut order: Vec<(&str, usize, usize)> = rows

@@ -45,6 +45,8 @@ pub enum Reply {
     Hang,
     /// Another reply, after a pause.
     After(Duration, Box<Reply>),
+    /// Another reply, once the test says so or the pause is over, whichever comes first.
+    WhenNotified(Arc<tokio::sync::Notify>, Duration, Box<Reply>),
 }
 
 type Handler = dyn Fn(&Recorded, usize) -> Reply + Send + Sync;
@@ -161,10 +163,19 @@ async fn read_request(mut socket: TcpStream) -> Option<(TcpStream, Recorded)> {
 
 async fn write_reply(socket: &mut TcpStream, reply: Reply) {
     let mut reply = reply;
-    while let Reply::After(pause, next) = reply {
-        tokio::time::sleep(pause).await;
-        reply = *next;
-    }
+    let reply = loop {
+        reply = match reply {
+            Reply::After(pause, next) => {
+                tokio::time::sleep(pause).await;
+                *next
+            }
+            Reply::WhenNotified(signal, longest, next) => {
+                let _ = tokio::time::timeout(longest, signal.notified()).await;
+                *next
+            }
+            other => break other,
+        };
+    };
     // Write errors mean the client gave up, which some tests intend.
     let _ = match reply {
         Reply::Json(status, value) => {
@@ -187,7 +198,7 @@ async fn write_reply(socket: &mut TcpStream, reply: Reply) {
             tokio::time::sleep(Duration::from_secs(30)).await;
             Ok(())
         }
-        Reply::After(..) => unreachable!("unwrapped above"),
+        Reply::After(..) | Reply::WhenNotified(..) => unreachable!("unwrapped above"),
     };
     let _ = socket.shutdown().await;
 }
