@@ -47,9 +47,14 @@ fn typed_rows(
     let mut index = RepoIndex::from_sources(root, sources);
     *keyhole::testing::repo::language_servers(&mut index) =
         Servers::new(Some(search_path), timeouts);
-    let search = SearchIndex::build(&index);
+    typed_rows_of(&index, hole)
+}
+
+/// The candidate rows 71 and 72 of the hole at (path, line, column) of `index`.
+fn typed_rows_of(index: &RepoIndex, hole: (&str, usize, usize)) -> Vec<RetrievedContext> {
+    let search = SearchIndex::build(index);
     let perspectives = Perspectives {
-        index: &index,
+        index,
         retrieval: &search.retrieval,
         windows: &search.windows,
         tokenizer: TokenizerKind::Code.tokenizer(),
@@ -57,7 +62,7 @@ fn typed_rows(
         seed: 9,
         fidelity: Fidelity::Paper,
     };
-    let hole = Hole::at(&index, hole.0, hole.1, hole.2).unwrap();
+    let hole = Hole::at(index, hole.0, hole.1, hole.2).unwrap();
     let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
     perspectives
         .immediate(&hole)
@@ -859,24 +864,10 @@ fn would_ask(root: &Path, cache: &Path, search_path: &Path) -> bool {
 /// The typed rows of the hole after `return ` in `make` of `orders.py` under `root`, the index
 /// cached in `cache`, pyright found in `search_path`.
 fn cached_rows(root: &Path, cache: &Path, search_path: &Path) -> Vec<RetrievedContext> {
-    let index = cached_index(root, cache, search_path);
-    let search = SearchIndex::build(&index);
-    let perspectives = Perspectives {
-        index: &index,
-        retrieval: &search.retrieval,
-        windows: &search.windows,
-        tokenizer: TokenizerKind::Code.tokenizer(),
-        budget: 4072,
-        seed: 9,
-        fidelity: Fidelity::Paper,
-    };
-    let hole = Hole::at(&index, "orders.py", 14, 12).unwrap();
-    let typed = [CandidateId::TYPED_TYPES, CandidateId::TYPED_HEADERS];
-    perspectives
-        .immediate(&hole)
-        .into_iter()
-        .filter(|c| typed.contains(&c.id))
-        .collect()
+    typed_rows_of(
+        &cached_index(root, cache, search_path),
+        ("orders.py", 14, 12),
+    )
 }
 
 #[test]
