@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -355,12 +355,8 @@ impl TokenSets {
         Some(list(&self.ids, &self.starts, *by_key.get(key)?))
     }
 
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.keys.len() / 4
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
     }
 
     /// The sets as the sections of a cache file.
@@ -488,16 +484,22 @@ impl WindowChanges {
     /// again.
     fn norms_today(&self, base: &WindowBase) -> Vec<f32> {
         let count = base.lists.len();
-        let idf = |term| idf_of(self.live, self.df(base, term));
+        let mut dfs: Vec<usize> = (0..base.terms.len() + self.new_terms.len())
+            .map(|term| base.df(term as u32))
+            .collect();
+        for &term in self.gone_df.keys().chain(self.postings.keys()) {
+            dfs[term as usize] = self.df(base, term);
+        }
+        let idf: Vec<f32> = dfs.iter().map(|&df| idf_of(self.live, df)).collect();
         let norm_of = |lists: &WindowLists, w| {
             let (terms, counts) = lists.terms(w);
-            norm(terms, counts, idf)
+            norm(terms, counts, |term| idf.get(term as usize).copied().unwrap_or(0.0))
         };
         let mut norms: Vec<f32> = base.norms.iter().map(|&n| f32::from_bits(n)).collect();
         let mut again = vec![self.live != count; count];
         if self.live == count {
             let terms = self.gone_df.keys().chain(self.postings.keys());
-            let changed = terms.filter(|&&t| self.df(base, t) != base.df(t));
+            let changed = terms.filter(|&&t| dfs[t as usize] != base.df(t));
             for &term in changed {
                 for (w, _) in base.postings(term) {
                     if let Some(again) = again.get_mut(w as usize) {
@@ -580,13 +582,13 @@ impl WindowIndex {
             lists.push(key, &places[window], &terms, &tokens[window]);
         }
         let lists = lists.done();
-        let dfs: Vec<usize> = (posting_starts.windows(2))
-            .map(|w| (w[1] - w[0]) as usize)
+        let idf: Vec<f32> = (posting_starts.windows(2))
+            .map(|w| idf_of(lists.len(), (w[1] - w[0]) as usize))
             .collect();
         let norms: Vec<u32> = (0..lists.len())
             .map(|window| {
                 let (terms, counts) = lists.terms(window);
-                norm(terms, counts, |t| idf_of(lists.len(), dfs[t as usize])).to_bits()
+                norm(terms, counts, |t| idf[t as usize]).to_bits()
             })
             .collect();
         let mut by_key: Vec<u32> = (0..lists.len() as u32).collect();
@@ -1196,7 +1198,14 @@ struct QueryTerms {
 }
 
 fn tf_weight(tf: u16) -> f32 {
-    1.0 + f32::from(tf).ln()
+    // The weights of small counts, worked out once: summing every window's norm again after
+    // an edit took a logarithm per term of every window.
+    static SMALL: LazyLock<[f32; 64]> =
+        LazyLock::new(|| std::array::from_fn(|tf| 1.0 + (tf as f32).ln()));
+    match SMALL.get(usize::from(tf)) {
+        Some(&weight) => weight,
+        None => 1.0 + f32::from(tf).ln(),
+    }
 }
 
 /// The distinct Codex token ids of `text`, sorted: what RepoCoder's Jaccard compares.

@@ -260,6 +260,16 @@ mod tests {
         // And back: the edits undone over a base of the edited files.
         let back = SearchIndex::build(&after).changed_to(&before);
         answers_as(&back, &SearchIndex::build(&before), &before, 4);
+
+        // One word changed: as many windows as before, so only the norms of windows holding a
+        // term whose document frequency changed are summed again.
+        let mut renamed = sources.clone();
+        renamed[2].1 = renamed[2].1.replacen("return", "return /* renamed */", 1);
+        let renamed = index(&renamed);
+        let updated = SearchIndex::build(&before).changed_to(&renamed);
+        let fresh = SearchIndex::build(&renamed);
+        assert_eq!(fresh.windows.len(), SearchIndex::build(&before).windows.len());
+        answers_as(&updated, &fresh, &renamed, 3);
     }
 
     /// `sources` written out as the only files under `root`.
