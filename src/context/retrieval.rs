@@ -2,16 +2,18 @@
 //! from the repository without prompt proposals, and BM25, which also ranks proposals
 //! (RLPG-BM25). Each context takes half the budget, like a proposal.
 
+use std::borrow::Cow;
+
 use rand::SeedableRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::{Deserialize, Serialize};
 
 use super::{HoleRequest, SourcedText};
 use crate::hole::{Hole, HoleWindow};
 use crate::lang::Span;
-use crate::repo::{FileChanges, FileId, RepoIndex, packed};
+use crate::repo::mapped::{Sections, Vocabulary, Words, list, push_list, word_bytes};
+use crate::repo::{FileChanges, FileId, RepoIndex};
 use crate::token::Keep;
 
 /// Lines above and below a usage in an identifier usage window.
@@ -24,134 +26,316 @@ pub fn terms(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Okapi BM25 with the defaults of the `rank-bm25` package RLPG used (k1 1.5, b 0.75, and
-/// negative idf replaced by 0.25 × the mean idf). Documents can be added, dropped and
-/// renumbered ([`Bm25::update`]); what is global (document frequencies, the mean length and
-/// idf) follows, and scores are exactly those of an index built afresh from the same documents.
-#[derive(Serialize, Deserialize)]
+/// negative idf replaced by 0.25 × the mean idf). Its base is built from some documents or read
+/// in place from a cache file ([`Bm25::load`]); the documents changed, added or removed since
+/// ([`Bm25::changed`]) are laid over it: the base's postings of a document that is no longer
+/// there are passed over, the others renumbered, and what is global (document frequencies, the
+/// mean length and idf) follows, so that scores are exactly those of an index built afresh from
+/// today's documents.
 pub struct Bm25 {
-    /// Per term: the documents holding it and how often, in no particular order.
-    #[serde(with = "packed::by_string")]
-    postings: FxHashMap<String, Vec<(u32, u32)>>,
-    /// Per document: its number of terms.
-    #[serde(with = "packed")]
-    doc_len: Vec<u32>,
-    /// The sum of `doc_len`, kept exact so that the mean does not depend on the order of
-    /// updates.
+    base: Bm25Base,
+    changes: Option<Bm25Changes>,
+    /// Today's documents, the sum of their lengths (exact, so that the mean does not depend on
+    /// how the index came about), and what a term held by more than half of them weighs (0.25 ×
+    /// the mean idf).
+    docs: usize,
     total_len: u64,
-    /// What a term held by more than half of the documents weighs: 0.25 × the mean idf.
     floor_idf: f64,
 }
+
+/// The documents an index was built from, as arrays a cache file holds in place.
+struct Bm25Base {
+    /// Every term, by id (id 0, the empty string, is no term).
+    terms: Vocabulary,
+    /// Per term id: the documents holding it and how often (`posting_starts` delimits them).
+    posting_starts: Words,
+    posting_docs: Words,
+    posting_tfs: Words,
+    /// Per document: its number of terms, and its distinct terms (`doc_term_starts` delimits
+    /// them): what a document that goes takes from the document frequencies.
+    doc_len: Words,
+    doc_term_starts: Words,
+    doc_terms: Words,
+}
+
+/// What changed since the base was built.
+struct Bm25Changes {
+    /// Per document of the base: its number today, none when it changed or went.
+    kept: Vec<Option<u32>>,
+    /// Per document today: its number of terms.
+    doc_len: Vec<u32>,
+    /// Terms no document of the base holds, with ids from the base's last on.
+    new_terms: FxHashMap<String, u32>,
+    /// Per term: the changed and added documents holding it, and how often.
+    postings: FxHashMap<u32, Vec<(u32, u32)>>,
+    /// Per term of the base: how many of the documents holding it changed or went.
+    gone: FxHashMap<u32, u32>,
+}
+
+/// The sections of [`Bm25Base`] in a cache file.
+pub const BM25_SECTIONS: usize = 8;
 
 const K1: f64 = 1.5;
 const B: f64 = 0.75;
 const EPSILON: f64 = 0.25;
 
-impl Bm25 {
-    pub fn new<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
-        let mut bm25 = Bm25 {
-            postings: FxHashMap::default(),
-            doc_len: Vec::new(),
-            total_len: 0,
-            floor_idf: 0.0,
-        };
-        for text in docs {
-            bm25.doc_len.push(0);
-            bm25.add(bm25.doc_len.len() - 1, text);
+/// Each document's distinct terms and how often it uses each.
+fn term_counts(text: &str) -> FxHashMap<&str, u32> {
+    let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
+    for term in terms(text) {
+        *tf.entry(term).or_default() += 1;
+    }
+    tf
+}
+
+fn raw_idf(docs: usize, df: usize) -> f64 {
+    let (n, df) = (docs as f64, df as f64);
+    ((n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// 0.25 × the mean idf of terms held by `dfs` documents each (every term some document holds),
+/// summed by document frequency so that it does not depend on the order the terms come in.
+fn floor_idf(docs: usize, dfs: impl Iterator<Item = usize>) -> f64 {
+    let mut counts: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut terms = 0;
+    for df in dfs {
+        *counts.entry(df).or_default() += 1;
+        terms += 1;
+    }
+    let mut terms_by_df: Vec<(usize, usize)> = counts.into_iter().collect();
+    terms_by_df.sort_unstable();
+    let idf_sum: f64 = (terms_by_df.iter())
+        .map(|&(df, terms)| terms as f64 * raw_idf(docs, df))
+        .sum();
+    EPSILON * idf_sum / terms.max(1) as f64
+}
+
+impl Bm25Base {
+    fn build<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25Base {
+        let mut by_term: FxHashMap<&str, Vec<(u32, u32)>> = FxHashMap::default();
+        let mut doc_len = Vec::new();
+        for (doc, text) in docs.into_iter().enumerate() {
+            let tf = term_counts(text);
+            doc_len.push(tf.values().sum::<u32>());
+            for (term, n) in tf {
+                by_term.entry(term).or_default().push((doc as u32, n));
+            }
         }
-        bm25.settle();
-        bm25
+        let mut sorted: Vec<&str> = by_term.keys().copied().collect();
+        sorted.sort_unstable();
+        let (mut posting_starts, mut posting_docs, mut posting_tfs) = (vec![0, 0], vec![], vec![]);
+        let mut doc_terms: Vec<Vec<u32>> = vec![Vec::new(); doc_len.len()];
+        for (id, term) in (1..).zip(&sorted) {
+            let postings = &by_term[term];
+            for &(doc, _) in postings {
+                doc_terms[doc as usize].push(id);
+            }
+            posting_tfs.extend(postings.iter().map(|&(_, tf)| tf));
+            push_list(
+                &mut posting_starts,
+                &mut posting_docs,
+                postings.iter().map(|&(doc, _)| doc),
+            );
+        }
+        let (mut doc_term_starts, mut flat_terms) = (vec![0], vec![]);
+        for terms in doc_terms {
+            push_list(&mut doc_term_starts, &mut flat_terms, terms);
+        }
+        Bm25Base {
+            terms: Vocabulary::of_sorted(sorted),
+            posting_starts: posting_starts.into(),
+            posting_docs: posting_docs.into(),
+            posting_tfs: posting_tfs.into(),
+            doc_len: doc_len.into(),
+            doc_term_starts: doc_term_starts.into(),
+            doc_terms: flat_terms.into(),
+        }
     }
 
-    /// Keep document `old` as document `kept[old]`, or drop it where that is `None`; then make
-    /// room for `count` documents in all and add `added` (document, text) to them. Only the
-    /// kept documents' postings are visited, and only the added texts are read.
-    pub fn update<'a>(
-        &mut self,
+    /// How many of the base's documents hold term `id`.
+    fn df(&self, id: u32) -> usize {
+        list(&self.posting_docs, &self.posting_starts, id as usize).len()
+    }
+
+    /// Term `id`'s postings: the documents and how often each holds it.
+    fn postings(&self, id: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let docs = list(&self.posting_docs, &self.posting_starts, id as usize);
+        let tfs = list(&self.posting_tfs, &self.posting_starts, id as usize);
+        docs.iter().copied().zip(tfs.iter().copied())
+    }
+}
+
+impl Bm25 {
+    pub fn new<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
+        Bm25::of(Bm25Base::build(docs), None)
+    }
+
+    /// `base` with `changes` laid over it, and the global statistics of both together.
+    fn of(base: Bm25Base, changes: Option<Bm25Changes>) -> Bm25 {
+        let terms = 1..base.terms.len() as u32;
+        let (docs, total_len, floor) = match &changes {
+            None => {
+                let docs = base.doc_len.len();
+                let dfs = terms.map(|id| base.df(id));
+                let total = base.doc_len.iter().map(|&l| u64::from(l)).sum();
+                (docs, total, floor_idf(docs, dfs))
+            }
+            Some(changes) => {
+                let docs = changes.doc_len.len();
+                let ids = terms.chain(changes.new_terms.values().copied());
+                let dfs = ids.map(|id| changes.df(&base, id)).filter(|&df| df > 0);
+                let total = changes.doc_len.iter().map(|&l| u64::from(l)).sum();
+                (docs, total, floor_idf(docs, dfs))
+            }
+        };
+        Bm25 {
+            base,
+            changes,
+            docs,
+            total_len,
+            floor_idf: floor,
+        }
+    }
+
+    /// The index of today's documents: this one's base with the documents changed, added and
+    /// removed since laid over it. `kept` maps each of the base's documents to its number
+    /// today (none where it changed or went); `added` are today's changed and added documents
+    /// (number and text), of `count` in all. Only the added texts are read.
+    pub fn changed<'a>(
+        self,
         kept: &[Option<u32>],
         count: usize,
         added: impl IntoIterator<Item = (usize, &'a str)>,
-    ) {
-        self.postings.retain(|_, docs| {
-            docs.retain_mut(|(doc, _)| match kept[*doc as usize] {
-                Some(new) => {
-                    *doc = new;
-                    true
-                }
-                None => false,
-            });
-            !docs.is_empty()
-        });
-        let mut doc_len = vec![0; count];
-        for (old, new) in kept.iter().enumerate() {
-            if let Some(new) = new {
-                doc_len[*new as usize] = self.doc_len[old];
-            }
-        }
-        self.doc_len = doc_len;
-        for (doc, text) in added {
-            self.add(doc, text);
-        }
-        self.settle();
-    }
-
-    fn add(&mut self, doc: usize, text: &str) {
-        let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
-        for term in terms(text) {
-            *tf.entry(term).or_default() += 1;
-        }
-        self.doc_len[doc] = tf.values().sum::<u32>();
-        for (term, n) in tf {
-            let docs = match self.postings.get_mut(term) {
-                Some(docs) => docs,
-                None => self.postings.entry(term.to_string()).or_default(),
-            };
-            docs.push((doc as u32, n));
-        }
-    }
-
-    /// The global statistics, once the documents are all there. The mean idf is summed by
-    /// document frequency, so it does not depend on the order the terms were met in.
-    fn settle(&mut self) {
-        self.total_len = self.doc_len.iter().map(|&l| u64::from(l)).sum();
-        let mut terms_by_df: Vec<(usize, usize)> = {
-            let mut counts: FxHashMap<usize, usize> = FxHashMap::default();
-            for docs in self.postings.values() {
-                *counts.entry(docs.len()).or_default() += 1;
-            }
-            counts.into_iter().collect()
+    ) -> Bm25 {
+        let base = self.base;
+        let mut changes = Bm25Changes {
+            kept: kept.to_vec(),
+            doc_len: vec![0; count],
+            new_terms: FxHashMap::default(),
+            postings: FxHashMap::default(),
+            gone: FxHashMap::default(),
         };
-        terms_by_df.sort_unstable();
-        let idf_sum: f64 = (terms_by_df.iter())
-            .map(|&(df, terms)| terms as f64 * self.raw_idf(df))
-            .sum();
-        self.floor_idf = EPSILON * idf_sum / self.postings.len().max(1) as f64;
+        for (old, new) in kept.iter().enumerate() {
+            match new {
+                Some(new) => changes.doc_len[*new as usize] = base.doc_len[old],
+                None => {
+                    for &term in list(&base.doc_terms, &base.doc_term_starts, old) {
+                        *changes.gone.entry(term).or_default() += 1;
+                    }
+                }
+            }
+        }
+        for (doc, text) in added {
+            let tf = term_counts(text);
+            changes.doc_len[doc] = tf.values().sum::<u32>();
+            for (term, n) in tf {
+                let id = base.terms.get(term).unwrap_or_else(|| {
+                    let next = base.terms.len() as u32 + changes.new_terms.len() as u32;
+                    *changes.new_terms.entry(term.to_string()).or_insert(next)
+                });
+                changes
+                    .postings
+                    .entry(id)
+                    .or_default()
+                    .push((doc as u32, n));
+            }
+        }
+        Bm25::of(base, Some(changes))
     }
 
-    fn raw_idf(&self, df: usize) -> f64 {
-        let (n, df) = (self.doc_len.len() as f64, df as f64);
-        ((n - df + 0.5) / (df + 0.5)).ln()
+    /// The base's sections, to keep in a cache file.
+    pub fn sections(&self) -> [Cow<'_, [u8]>; BM25_SECTIONS] {
+        let base = &self.base;
+        [
+            Cow::Borrowed(base.terms.text_bytes()),
+            word_bytes(base.terms.ends()),
+            word_bytes(&base.posting_starts),
+            word_bytes(&base.posting_docs),
+            word_bytes(&base.posting_tfs),
+            word_bytes(&base.doc_len),
+            word_bytes(&base.doc_term_starts),
+            word_bytes(&base.doc_terms),
+        ]
+    }
+
+    /// The base held by sections `first..` of a cache file, read where it lies; none when
+    /// its arrays do not fit together.
+    pub fn load(sections: &Sections, first: usize) -> Option<Bm25> {
+        let words = |at: usize| sections.words(first + at);
+        let base = Bm25Base {
+            terms: Vocabulary::checked(sections.text(first)?, words(1)?)?,
+            posting_starts: words(2)?,
+            posting_docs: words(3)?,
+            posting_tfs: words(4)?,
+            doc_len: words(5)?,
+            doc_term_starts: words(6)?,
+            doc_terms: words(7)?,
+        };
+        let fits = base.posting_starts.len() == base.terms.len() + 1
+            && base.posting_starts.last() == Some(&(base.posting_docs.len() as u32))
+            && base.posting_tfs.len() == base.posting_docs.len()
+            && base.doc_term_starts.len() == base.doc_len.len() + 1
+            && base.doc_term_starts.last() == Some(&(base.doc_terms.len() as u32));
+        fits.then(|| Bm25::of(base, None))
+    }
+
+    /// How many documents the index holds.
+    pub fn docs(&self) -> usize {
+        self.docs
     }
 
     /// Every document's score for `query`.
     pub fn scores(&self, query: &str) -> Vec<f64> {
-        let mut scores = vec![0.0; self.doc_len.len()];
-        let mean_len = self.total_len as f64 / (self.doc_len.len() as f64).max(1.0);
+        let mut scores = vec![0.0; self.docs];
+        let mean_len = self.total_len as f64 / (self.docs as f64).max(1.0);
+        let doc_len = |doc: usize| match &self.changes {
+            None => self.base.doc_len.get(doc).copied(),
+            Some(changes) => changes.doc_len.get(doc).copied(),
+        };
         for term in terms(query) {
-            let Some(postings) = self.postings.get(term) else {
-                continue;
+            let base_id = self.base.terms.get(term);
+            let (df, added) = match &self.changes {
+                None => (base_id.map_or(0, |id| self.base.df(id)), None),
+                Some(changes) => {
+                    let id = base_id.or_else(|| changes.new_terms.get(term).copied());
+                    let df = id.map_or(0, |id| changes.df(&self.base, id));
+                    (df, id.and_then(|id| changes.postings.get(&id)))
+                }
             };
-            let idf = match self.raw_idf(postings.len()) {
+            if df == 0 {
+                continue;
+            }
+            let idf = match raw_idf(self.docs, df) {
                 idf if idf < 0.0 => self.floor_idf,
                 idf => idf,
             };
-            for &(doc, tf) in postings {
+            let kept = base_id.into_iter().flat_map(|id| self.base.postings(id));
+            let kept = kept.filter_map(|(doc, tf)| match &self.changes {
+                None => Some((doc, tf)),
+                Some(changes) => Some((changes.kept.get(doc as usize).copied()??, tf)),
+            });
+            for (doc, tf) in kept.chain(added.into_iter().flatten().copied()) {
+                // A document past the last is one of a cache that does not hold together.
+                let (Some(len), Some(score)) =
+                    (doc_len(doc as usize), scores.get_mut(doc as usize))
+                else {
+                    continue;
+                };
                 let tf = f64::from(tf);
-                let norm =
-                    K1 * (1.0 - B + B * f64::from(self.doc_len[doc as usize]) / mean_len.max(1.0));
-                scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+                let norm = K1 * (1.0 - B + B * f64::from(len) / mean_len.max(1.0));
+                *score += idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
         scores
+    }
+}
+
+impl Bm25Changes {
+    /// How many of today's documents hold term `id`.
+    fn df(&self, base: &Bm25Base, id: u32) -> usize {
+        let gone = self.gone.get(&id).copied().unwrap_or(0) as usize;
+        let added = self.postings.get(&id).map_or(0, Vec::len);
+        base.df(id).saturating_sub(gone) + added
     }
 }
 
@@ -162,7 +346,6 @@ pub fn hole_window(index: &RepoIndex, hole: &Hole) -> String {
 }
 
 /// What the baselines share for one repository: BM25 over its files.
-#[derive(Serialize, Deserialize)]
 pub struct Retrieval {
     files: Bm25,
 }
@@ -174,12 +357,31 @@ impl Retrieval {
         }
     }
 
-    /// Brought up to `index`'s files from the files it was built from: only what `changes`
-    /// says is new or changed is read (see [`Bm25::update`]).
-    pub fn update(&mut self, changes: &FileChanges, index: &RepoIndex) {
+    /// For `index`'s files, from the files it was built from: only what `changes` says is new
+    /// or changed is read (see [`Bm25::changed`]).
+    pub fn changed(self, changes: &FileChanges, index: &RepoIndex) -> Retrieval {
         let added = (changes.derived_again.iter())
             .map(|&id| (id as usize, index.files[id as usize].text.as_str()));
-        self.files.update(&changes.kept, index.files.len(), added);
+        Retrieval {
+            files: self.files.changed(&changes.kept, index.files.len(), added),
+        }
+    }
+
+    /// BM25's base, as the sections of a cache file.
+    pub fn sections(&self) -> [Cow<'_, [u8]>; BM25_SECTIONS] {
+        self.files.sections()
+    }
+
+    /// The base held by sections `first..` of a cache file, read where it lies.
+    pub fn load(sections: &Sections, first: usize) -> Option<Retrieval> {
+        Some(Retrieval {
+            files: Bm25::load(sections, first)?,
+        })
+    }
+
+    /// How many files it answers for.
+    pub fn files(&self) -> usize {
+        self.files.docs()
     }
 
     /// File-level BM25: whole other files, most similar to the hole window first, until the
@@ -305,6 +507,7 @@ fn fill(req: &HoleRequest, spans: impl Iterator<Item = (FileId, Span)>) -> Sourc
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::mapped::Opened;
 
     #[test]
     fn bm25_prefers_documents_sharing_rare_terms() {
@@ -348,31 +551,39 @@ mod tests {
             "customer order id",
         ];
         let kept = [Some(0), None, Some(2), None, Some(4), Some(6)];
-        let mut updated = Bm25::new(before);
-        updated.update(
-            &kept,
-            after.len(),
-            [(1, after[1]), (3, after[3]), (5, after[5])],
-        );
+        let added = [(1, after[1]), (3, after[3]), (5, after[5])];
+        // The base as built, and as read in place from a cache file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bm25.bin");
+        let format = crate::repo::mapped::format_id("bm25 test", 1);
+        let built = Bm25::new(before);
+        let sections = built.sections();
+        let sections: Vec<&[u8]> = sections.iter().map(|s| &s[..]).collect();
+        crate::repo::mapped::write_sections(&path, &format, &[0; 32], &sections).unwrap();
+        let Opened::Found(file) = Sections::open(&path, &format) else {
+            panic!("written");
+        };
+        let mapped = Bm25::load(&file, 0).unwrap();
+        assert!(matches!(mapped.base.posting_docs, Words::Mapped { .. }));
         let fresh = Bm25::new(after);
         let bits = |scores: Vec<f64>| scores.into_iter().map(f64::to_bits).collect::<Vec<_>>();
-        for query in [
-            "order",
-            "customer order tax",
-            "rate words new",
-            "email",
-            "order order id",
-        ] {
-            assert_eq!(
-                bits(updated.scores(query)),
-                bits(fresh.scores(query)),
-                "{query}"
-            );
+        for base in [built, mapped] {
+            let updated = base.changed(&kept, after.len(), added);
+            assert_eq!(updated.floor_idf.to_bits(), fresh.floor_idf.to_bits());
+            for query in [
+                "order",
+                "customer order tax",
+                "rate words new",
+                "email",
+                "order order id",
+                "brand new",
+            ] {
+                assert_eq!(
+                    bits(updated.scores(query)),
+                    bits(fresh.scores(query)),
+                    "{query}"
+                );
+            }
         }
-        assert_eq!(updated.floor_idf.to_bits(), fresh.floor_idf.to_bits());
-        assert!(
-            !updated.postings.contains_key("email"),
-            "a term no document holds is gone"
-        );
     }
 }

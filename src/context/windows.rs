@@ -6,7 +6,8 @@
 //! [`WindowIndex::blocks`] lays the hits out as RepoCoder's prompt (Figure 3).
 
 use rayon::prelude::*;
-use std::sync::OnceLock;
+use std::borrow::Cow;
+use std::sync::{LazyLock, OnceLock};
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -19,8 +20,8 @@ use super::profile::{BlockBudget, WindowOrder};
 use super::retrieval::terms;
 use crate::hole::Hole;
 use crate::lang::Span;
-use crate::repo::packed::{self, Fixed};
-use crate::repo::{FileChanges, FileId, FileTable, RepoIndex, SourceFile, listing};
+use crate::repo::mapped::{Sections, Vocabulary, Words, list, push_list, word_bytes};
+use crate::repo::{FileChanges, FileId, RepoIndex, SourceFile, listing};
 use crate::token::{self, Tokenizer};
 
 /// RepoCoder's window size S_w and sliding size S_s for line completion (section 4,
@@ -44,21 +45,6 @@ pub struct Window {
     pub file: FileId,
     pub first: u32,
     pub end: u32,
-}
-
-impl Fixed for Window {
-    const BYTES: usize = 12;
-    fn put(&self, out: &mut Vec<u8>) {
-        ((self.file as u32, self.first), self.end).put(out);
-    }
-    fn take(bytes: &[u8]) -> Self {
-        let ((file, first), end) = <((u32, u32), u32)>::take(bytes);
-        Window {
-            file: file as FileId,
-            first,
-            end,
-        }
-    }
 }
 
 /// How a query is compared with the windows. A dense encoder (an embedding model) would be a
@@ -91,124 +77,314 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// Every window of a repository, indexed by term. Files can come and go
-/// ([`WindowIndex::update`]): a window is tokenized once, when its text first appears, and what
-/// is global (the number of windows, document frequencies, the norms) follows. Searches answer
-/// exactly as an index built afresh from the same files does: ties are broken by the windows'
-/// first places, never by their ids, which depend on the order files came.
-#[derive(Serialize, Deserialize)]
+/// Every window of a repository, indexed by term. Its base is built from some files or read in
+/// place from a cache file ([`WindowIndex::load`]); the files changed, added or removed since
+/// are laid over it ([`WindowIndex::changed`]): a window of the base keeps the places of kept
+/// files (renumbered) and gains those in changed and added files, a window left with none is
+/// passed over, a window of new text is tokenized once (unless a segment of the cache holds its
+/// tokens), and what is global (the number of windows, document frequencies, the norms)
+/// follows. Searches answer exactly as an index built afresh from the same files does: ties are
+/// broken by the windows' first places, never by their ids, which depend on the order files
+/// came.
 pub struct WindowIndex {
-    /// Per window: every place its text occurs, in file and line order.
-    #[serde(with = "packed::nested")]
-    places: Vec<Vec<Window>>,
-    /// Per window: the key of its text (what identical windows share).
-    #[serde(with = "packed")]
-    text_keys: Vec<[u8; 16]>,
-    /// Every term met, by id; a term no window holds any more has no postings.
-    vocabulary: FxHashMap<String, u32>,
-    /// Per term id: the windows holding it and how often, in no particular order.
-    #[serde(with = "packed::nested")]
-    postings: Vec<Vec<(u32, u16)>>,
-    /// Per window: its distinct term ids, in the order the window's text first uses them
-    /// (flattened; `term_starts` delimits them), and how often it uses each.
-    #[serde(with = "packed")]
-    window_terms: Vec<u32>,
-    #[serde(with = "packed")]
-    window_term_counts: Vec<u16>,
-    #[serde(with = "packed")]
-    term_starts: Vec<u32>,
-    /// Per window: the norm of its TF-IDF vector.
-    #[serde(with = "packed")]
-    norms: Vec<f32>,
-    /// Per window: its distinct Codex token ids, sorted (flattened; `token_starts` delimits
-    /// them).
-    #[serde(with = "packed")]
-    token_ids: Vec<u32>,
-    #[serde(with = "packed")]
-    token_starts: Vec<u32>,
+    base: WindowBase,
+    changes: Option<WindowChanges>,
     /// RepoCoder's order of the windows and of their places ([`WindowOrder::RepoCoder`]).
-    #[serde(skip)]
     repocoder_order: OnceLock<RepoCoderOrder>,
 }
 
-/// The Codex token sets of window texts, by the texts' keys: what a layered cache keeps of the
-/// windows its base does not hold, so that opening it again tokenizes none of them.
-#[derive(Default, Serialize, Deserialize)]
+/// Windows' own lists, as arrays a cache file holds in place.
+#[derive(Default)]
+struct WindowLists {
+    /// Per window: every place its text occurs, in file and line order, as three words (file,
+    /// first line, end line); `place_starts` delimits them (in words).
+    place_starts: Words,
+    places: Words,
+    /// Per window: the key of its text (what identical windows share), as four words.
+    text_keys: Words,
+    /// Per window: its distinct term ids, in the order its text first uses them, and how often
+    /// it uses each (`term_starts` delimits them).
+    term_starts: Words,
+    terms: Words,
+    term_counts: Words,
+    /// Per window: its distinct Codex token ids, sorted (`token_starts` delimits them).
+    token_starts: Words,
+    tokens: Words,
+}
+
+/// [`WindowLists`] built one window at a time.
+struct ListsBuilder {
+    place_starts: Vec<u32>,
+    places: Vec<u32>,
+    text_keys: Vec<u32>,
+    term_starts: Vec<u32>,
+    terms: Vec<u32>,
+    term_counts: Vec<u32>,
+    token_starts: Vec<u32>,
+    tokens: Vec<u32>,
+}
+
+impl ListsBuilder {
+    fn new() -> ListsBuilder {
+        ListsBuilder {
+            place_starts: vec![0],
+            places: Vec::new(),
+            text_keys: Vec::new(),
+            term_starts: vec![0],
+            terms: Vec::new(),
+            term_counts: Vec::new(),
+            token_starts: vec![0],
+            tokens: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: &[u8; 16], places: &[Window], terms: &[(u32, u16)], tokens: &[u32]) {
+        let words = places.iter().flat_map(|p| [p.file as u32, p.first, p.end]);
+        push_list(&mut self.place_starts, &mut self.places, words);
+        self.text_keys.extend(key_words(key));
+        self.term_counts
+            .extend(terms.iter().map(|&(_, n)| u32::from(n)));
+        push_list(
+            &mut self.term_starts,
+            &mut self.terms,
+            terms.iter().map(|&(t, _)| t),
+        );
+        push_list(
+            &mut self.token_starts,
+            &mut self.tokens,
+            tokens.iter().copied(),
+        );
+    }
+
+    fn done(self) -> WindowLists {
+        WindowLists {
+            place_starts: self.place_starts.into(),
+            places: self.places.into(),
+            text_keys: self.text_keys.into(),
+            term_starts: self.term_starts.into(),
+            terms: self.terms.into(),
+            term_counts: self.term_counts.into(),
+            token_starts: self.token_starts.into(),
+            tokens: self.tokens.into(),
+        }
+    }
+}
+
+/// A text key as the four words a cache file holds.
+fn key_words(key: &[u8; 16]) -> impl Iterator<Item = u32> + '_ {
+    key.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+}
+
+impl WindowLists {
+    fn len(&self) -> usize {
+        self.text_keys.len() / 4
+    }
+
+    fn key(&self, window: usize) -> [u8; 16] {
+        let mut key = [0; 16];
+        for (bytes, word) in key.chunks_exact_mut(4).zip(&self.text_keys[4 * window..]) {
+            bytes.copy_from_slice(&word.to_le_bytes());
+        }
+        key
+    }
+
+    fn places(&self, window: usize) -> impl Iterator<Item = Window> + '_ {
+        (list(&self.places, &self.place_starts, window).chunks_exact(3)).map(|p| Window {
+            file: p[0] as FileId,
+            first: p[1],
+            end: p[2],
+        })
+    }
+
+    /// Window `window`'s distinct terms in the order its text first uses them, and how often
+    /// it uses each.
+    fn terms(&self, window: usize) -> (&[u32], &[u32]) {
+        let terms = list(&self.terms, &self.term_starts, window);
+        let counts = list(&self.term_counts, &self.term_starts, window);
+        (terms, counts)
+    }
+
+    fn tokens(&self, window: usize) -> &[u32] {
+        list(&self.tokens, &self.token_starts, window)
+    }
+
+    fn sections(&self) -> [Cow<'_, [u8]>; 8] {
+        [
+            word_bytes(&self.place_starts),
+            word_bytes(&self.places),
+            word_bytes(&self.text_keys),
+            word_bytes(&self.term_starts),
+            word_bytes(&self.terms),
+            word_bytes(&self.term_counts),
+            word_bytes(&self.token_starts),
+            word_bytes(&self.tokens),
+        ]
+    }
+
+    /// The lists in sections `first..first + 8`; none when they do not fit together.
+    fn load(sections: &Sections, first: usize) -> Option<WindowLists> {
+        let words = |at: usize| sections.words(first + at);
+        let lists = WindowLists {
+            place_starts: words(0)?,
+            places: words(1)?,
+            text_keys: words(2)?,
+            term_starts: words(3)?,
+            terms: words(4)?,
+            term_counts: words(5)?,
+            token_starts: words(6)?,
+            tokens: words(7)?,
+        };
+        let delimits = |starts: &[u32], values: &[u32]| {
+            starts.len() == lists.len() + 1 && starts.last() == Some(&(values.len() as u32))
+        };
+        let fits = lists.text_keys.len().is_multiple_of(4)
+            && delimits(&lists.place_starts, &lists.places)
+            && delimits(&lists.term_starts, &lists.terms)
+            && lists.term_counts.len() == lists.terms.len()
+            && delimits(&lists.token_starts, &lists.tokens);
+        fits.then_some(lists)
+    }
+}
+
+/// The windows of the files an index was built from, as arrays a cache file holds in place.
+struct WindowBase {
+    lists: WindowLists,
+    /// The windows in the order of their text keys: where a text's window is found.
+    by_key: Words,
+    /// Every term, by id (id 0, the empty string, is no term).
+    terms: Vocabulary,
+    /// Per term id: the windows holding it and how often (`posting_starts` delimits them).
+    posting_starts: Words,
+    posting_windows: Words,
+    posting_counts: Words,
+    /// Per window: the norm of its TF-IDF vector (an `f32`'s bits).
+    norms: Words,
+    /// Per file the base was built from: the windows with a place in it.
+    file_starts: Words,
+    file_windows: Words,
+}
+
+/// The sections of a [`WindowIndex`]'s base in a cache file.
+pub const WINDOW_SECTIONS: usize = 17;
+
+impl WindowBase {
+    /// The base window whose text has key `key`, if any.
+    fn find(&self, key: &[u8; 16]) -> Option<usize> {
+        let at = self
+            .by_key
+            .partition_point(|&w| self.lists.key(w as usize) < *key);
+        let window = *self.by_key.get(at)? as usize;
+        (self.lists.key(window) == *key).then_some(window)
+    }
+
+    fn df(&self, term: u32) -> usize {
+        list(&self.posting_windows, &self.posting_starts, term as usize).len()
+    }
+
+    fn postings(&self, term: u32) -> impl Iterator<Item = (u32, u16)> + '_ {
+        let windows = list(&self.posting_windows, &self.posting_starts, term as usize);
+        let counts = list(&self.posting_counts, &self.posting_starts, term as usize);
+        (windows.iter().copied()).zip(counts.iter().map(|&n| n as u16))
+    }
+}
+
+/// What changed since the base was built.
+struct WindowChanges {
+    /// Per file of the base: its position today, none when it changed or went.
+    kept: Vec<Option<u32>>,
+    /// Per window of the base: whether it has no place left.
+    gone: Vec<bool>,
+    /// Windows of the base that occur in changed or added files: their places there, in order.
+    more_places: FxHashMap<u32, Vec<Window>>,
+    /// Windows of text the base does not hold, numbered from the base's last on.
+    new: WindowLists,
+    /// Terms the base does not hold, numbered from the base's last on.
+    new_terms: FxHashMap<String, u32>,
+    /// Per term: the new windows holding it and how often.
+    postings: FxHashMap<u32, Vec<(u32, u16)>>,
+    /// Per term of the base: how many of the windows holding it have gone.
+    gone_df: FxHashMap<u32, u32>,
+    /// Per window: the norm of its TF-IDF vector today.
+    norms: Vec<f32>,
+    /// Windows that have a place today.
+    live: usize,
+}
+
+/// The Codex token sets of window texts, by the texts' keys: what the segment of a cache keeps
+/// of the windows its base does not hold, so that opening it again tokenizes none of them.
+#[derive(Default)]
 pub struct TokenSets {
-    #[serde(with = "packed")]
-    keys: Vec<[u8; 16]>,
-    /// The sets one after another (flattened; `ends` delimits them).
-    #[serde(with = "packed")]
-    ids: Vec<u32>,
-    #[serde(with = "packed")]
-    ends: Vec<u32>,
+    /// Per set: the key of its text, as four words.
+    keys: Words,
+    /// The sets one after another (`starts` delimits them).
+    ids: Words,
+    starts: Words,
     /// Per key: its set, made on first use.
-    #[serde(skip)]
     by_key: OnceLock<FxHashMap<[u8; 16], usize>>,
 }
 
 impl TokenSets {
-    fn push(&mut self, key: [u8; 16], ids: &[u32]) {
-        self.keys.push(key);
-        self.ids.extend_from_slice(ids);
-        self.ends.push(self.ids.len() as u32);
+    fn of<'a>(sets: impl Iterator<Item = ([u8; 16], &'a [u32])>) -> TokenSets {
+        let (mut keys, mut ids, mut starts) = (Vec::new(), Vec::new(), vec![0]);
+        for (key, set) in sets {
+            keys.extend(key_words(&key));
+            push_list(&mut starts, &mut ids, set.iter().copied());
+        }
+        TokenSets {
+            keys: keys.into(),
+            ids: ids.into(),
+            starts: starts.into(),
+            by_key: OnceLock::new(),
+        }
     }
 
     /// The token set of the text whose key is `key`, if held.
     fn get(&self, key: &[u8; 16]) -> Option<&[u32]> {
         let by_key = self.by_key.get_or_init(|| {
-            (self.keys.iter().enumerate())
-                .map(|(set, &key)| (key, set))
-                .collect()
+            let keys = self.keys.chunks_exact(4).enumerate();
+            keys.map(|(set, words)| {
+                let mut key = [0; 16];
+                for (bytes, word) in key.chunks_exact_mut(4).zip(words) {
+                    bytes.copy_from_slice(&word.to_le_bytes());
+                }
+                (key, set)
+            })
+            .collect()
         });
-        // A segment that passed its checksum yet does not hold together (written by hand, or
-        // by a bug) has its sets tokenized again rather than read out of bounds.
-        let set = *by_key.get(key)?;
-        let start = match set.checked_sub(1) {
-            Some(before) => *self.ends.get(before)?,
-            None => 0,
+        Some(list(&self.ids, &self.starts, *by_key.get(key)?))
+    }
+
+    fn len(&self) -> usize {
+        self.keys.len() / 4
+    }
+
+    /// The sets as the sections of a cache file.
+    pub fn sections(&self) -> [Cow<'_, [u8]>; 3] {
+        [
+            word_bytes(&self.keys),
+            word_bytes(&self.ids),
+            word_bytes(&self.starts),
+        ]
+    }
+
+    /// The sets a cache file's sections hold, read where they lie; none when they do not fit
+    /// together.
+    pub fn load(sections: &Sections) -> Option<TokenSets> {
+        if sections.len() != 3 {
+            return None;
+        }
+        let sets = TokenSets {
+            keys: sections.words(0)?,
+            ids: sections.words(1)?,
+            starts: sections.words(2)?,
+            by_key: OnceLock::new(),
         };
-        self.ids.get(start as usize..*self.ends.get(set)? as usize)
+        let fits = sets.keys.len().is_multiple_of(4)
+            && sets.starts.len() == sets.len() + 1
+            && sets.starts.last() == Some(&(sets.ids.len() as u32));
+        fits.then_some(sets)
     }
-
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-}
-
-/// The windows' `items` (one per window) of the windows `kept` says to keep, in order.
-fn keep_windows<T>(items: Vec<T>, kept: impl Fn(usize) -> bool) -> Vec<T> {
-    let items = items.into_iter().enumerate();
-    items
-        .filter(|(window, _)| kept(*window))
-        .map(|(_, item)| item)
-        .collect()
-}
-
-/// The lists flattened in `values` and delimited by `starts` (one more than the lists) with
-/// those `kept` does not keep taken out in place, the rest moved down (fresh memory for a copy
-/// of every window's terms and tokens cost more than the update's own work); returns the
-/// kept lists' starts.
-fn keep_lists<T: Copy>(
-    values: &mut Vec<T>,
-    starts: &[u32],
-    kept: impl Fn(usize) -> bool,
-) -> Vec<u32> {
-    let mut kept_starts = vec![0];
-    let mut end = 0;
-    for list in (0..starts.len() - 1).filter(|&list| kept(list)) {
-        let range = starts[list] as usize..starts[list + 1] as usize;
-        let len = range.len();
-        values.copy_within(range, end);
-        end += len;
-        kept_starts.push(end as u32);
-    }
-    values.truncate(end);
-    kept_starts
 }
 
 /// What identical windows share: the start of their text's hash.
@@ -217,6 +393,127 @@ fn text_key(text: &str) -> [u8; 16] {
     hash.as_bytes()[..16]
         .try_into()
         .expect("a hash is 32 bytes")
+}
+
+/// Every window of `source` (file `file`): its place and its text.
+fn cut(file: FileId, source: &SourceFile) -> impl Iterator<Item = (Window, String)> + '_ {
+    let lines = if source.text.is_empty() {
+        0
+    } else {
+        source.line_count()
+    };
+    window_lines(lines).map(move |(first, end)| {
+        let place = Window {
+            file,
+            first: first as u32,
+            end: end as u32,
+        };
+        (place, lines_text(source, first, end))
+    })
+}
+
+/// The distinct terms of `text` in the order it first uses them, and how often it uses each.
+fn term_counts(text: &str) -> Vec<(&str, u16)> {
+    let mut at: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut counts: Vec<(&str, u16)> = Vec::new();
+    for term in terms(text) {
+        let i = *at.entry(term).or_insert_with(|| {
+            counts.push((term, 0));
+            counts.len() - 1
+        });
+        counts[i].1 = counts[i].1.saturating_add(1);
+    }
+    counts
+}
+
+/// The Codex token sets of `texts`, on the CPU pool, or by the caller alone where it is a
+/// thread of the pool: other jobs of the pool may wait for this index (built on first use),
+/// and a thread of the pool that split the work could take up one of them while it waits for a
+/// piece; that job would then wait, on top of the same stack, for the build it buries (#36).
+fn tokenize(texts: &[&str]) -> Vec<Vec<u32>> {
+    if crate::pool::on_pool_thread() {
+        let mut tokens = CodexTokens::default();
+        texts.iter().map(|text| tokens.distinct(text)).collect()
+    } else {
+        (texts.par_iter())
+            .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
+            .collect()
+    }
+}
+
+/// The token sets of `texts` (by key): those `known` holds, the others tokenized.
+fn token_sets(texts: &[(String, [u8; 16])], known: &TokenSets) -> Vec<Vec<u32>> {
+    let unknown: Vec<&str> = (texts.iter())
+        .filter(|(_, key)| known.get(key).is_none())
+        .map(|(text, _)| text.as_str())
+        .collect();
+    let mut tokenized = tokenize(&unknown).into_iter();
+    (texts.iter())
+        .map(|(_, key)| match known.get(key) {
+            Some(ids) => ids.to_vec(),
+            None => tokenized.next().expect("one set per text"),
+        })
+        .collect()
+}
+
+/// ProCC's smoothed idf of a term `df` of `windows` windows hold.
+fn idf_of(windows: usize, df: usize) -> f32 {
+    ((windows as f32 + 1.0) / (df as f32 + 1.0)).ln() + 1.0
+}
+
+/// The norm of a window's TF-IDF vector, summed over its terms in the order its text uses them
+/// (so it is the same however the index came about).
+fn norm(terms: &[u32], counts: &[u32], idf: impl Fn(u32) -> f32) -> f32 {
+    let squares = terms.iter().zip(counts).map(|(&term, &tf)| {
+        let weight = tf_weight(tf as u16) * idf(term);
+        weight * weight
+    });
+    squares.fold(0.0f32, |sum, square| sum + square).sqrt()
+}
+
+impl WindowChanges {
+    /// How many windows hold term `term` today.
+    fn df(&self, base: &WindowBase, term: u32) -> usize {
+        let gone = self.gone_df.get(&term).copied().unwrap_or(0) as usize;
+        let added = self.postings.get(&term).map_or(0, Vec::len);
+        base.df(term).saturating_sub(gone) + added
+    }
+
+    /// Every window's norm today: a window of the base keeps its norm while the number of
+    /// windows and its terms' document frequencies are as they were; the others are summed
+    /// again.
+    fn norms_today(&self, base: &WindowBase) -> Vec<f32> {
+        let count = base.lists.len();
+        let mut dfs: Vec<usize> = (0..base.terms.len() + self.new_terms.len())
+            .map(|term| base.df(term as u32))
+            .collect();
+        for &term in self.gone_df.keys().chain(self.postings.keys()) {
+            dfs[term as usize] = self.df(base, term);
+        }
+        let idf: Vec<f32> = dfs.iter().map(|&df| idf_of(self.live, df)).collect();
+        let norm_of = |lists: &WindowLists, w| {
+            let (terms, counts) = lists.terms(w);
+            norm(terms, counts, |term| idf.get(term as usize).copied().unwrap_or(0.0))
+        };
+        let mut norms: Vec<f32> = base.norms.iter().map(|&n| f32::from_bits(n)).collect();
+        let mut again = vec![self.live != count; count];
+        if self.live == count {
+            let terms = self.gone_df.keys().chain(self.postings.keys());
+            let changed = terms.filter(|&&t| dfs[t as usize] != base.df(t));
+            for &term in changed {
+                for (w, _) in base.postings(term) {
+                    if let Some(again) = again.get_mut(w as usize) {
+                        *again = true;
+                    }
+                }
+            }
+        }
+        for w in (0..count).filter(|&w| again[w] && !self.gone[w]) {
+            norms[w] = norm_of(&base.lists, w);
+        }
+        norms.extend((0..self.new.len()).map(|w| norm_of(&self.new, w)));
+        norms
+    }
 }
 
 /// Windows as RepoCoder's code lists them.
@@ -228,234 +525,348 @@ struct RepoCoderOrder {
 }
 
 impl WindowIndex {
-    /// Every window of `index`, tokenized on the CPU pool, or by the caller alone where it is
-    /// a thread of the pool: other jobs of the pool may wait for this index (built on first
-    /// use), and a thread of the pool that split the work could take up one of them while it
-    /// waits for a piece; that job would then wait, on top of the same stack, for the build it
-    /// buries (#36).
+    /// Every window of `index`, tokenized on the CPU pool (see [`tokenize`]).
     pub fn new(index: &RepoIndex) -> WindowIndex {
-        let mut built = WindowIndex {
-            places: Vec::new(),
-            text_keys: Vec::new(),
-            vocabulary: FxHashMap::default(),
-            postings: Vec::new(),
-            window_terms: Vec::new(),
-            window_term_counts: Vec::new(),
-            term_starts: vec![0],
-            norms: Vec::new(),
-            token_ids: Vec::new(),
-            token_starts: vec![0],
-            repocoder_order: OnceLock::new(),
-        };
-        built.update(
-            &FileChanges::between(&FileTable::default(), &index.files),
-            index,
-            &TokenSets::default(),
-        );
-        built
+        WindowIndex::build(index, &TokenSets::default())
     }
 
-    /// Brought up to `index`'s files from the files it was built from: the places of kept
-    /// files move to their new positions, those of changed and removed files go, and the
-    /// windows of changed and added files are cut again; a window whose text is already
-    /// known only gains a place, a window left with none goes, and only windows of new text
-    /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says), unless `known` holds
-    /// their tokens. Returns the tokens of the windows of new text.
-    pub fn update(
-        &mut self,
+    /// Every window of `index`, tokenizing only those whose tokens `known` does not hold.
+    pub fn build(index: &RepoIndex, known: &TokenSets) -> WindowIndex {
+        let mut by_text: FxHashMap<[u8; 16], usize> = FxHashMap::default();
+        let mut texts: Vec<(String, [u8; 16])> = Vec::new();
+        let mut places: Vec<Vec<Window>> = Vec::new();
+        let (mut file_starts, mut file_windows) = (vec![0], Vec::new());
+        for (file, source) in index.files.iter().enumerate() {
+            let mut windows = Vec::new();
+            for (place, text) in cut(file, source) {
+                let key = text_key(&text);
+                let id = *by_text.entry(key).or_insert(texts.len());
+                if id == texts.len() {
+                    texts.push((text, key));
+                    places.push(Vec::new());
+                }
+                places[id].push(place);
+                windows.push(id as u32);
+            }
+            push_list(&mut file_starts, &mut file_windows, windows);
+        }
+        let tokens = token_sets(&texts, known);
+        let counts: Vec<Vec<(&str, u16)>> =
+            texts.iter().map(|(text, _)| term_counts(text)).collect();
+        let mut by_term: FxHashMap<&str, Vec<(u32, u16)>> = FxHashMap::default();
+        for (window, counts) in counts.iter().enumerate() {
+            for &(term, n) in counts {
+                by_term.entry(term).or_default().push((window as u32, n));
+            }
+        }
+        let mut sorted: Vec<&str> = by_term.keys().copied().collect();
+        sorted.sort_unstable();
+        let ids: FxHashMap<&str, u32> = sorted.iter().copied().zip(1..).collect();
+        let (mut posting_starts, mut posting_windows) = (vec![0, 0], Vec::new());
+        let mut posting_counts = Vec::new();
+        for term in &sorted {
+            let postings = &by_term[term];
+            posting_counts.extend(postings.iter().map(|&(_, n)| u32::from(n)));
+            push_list(
+                &mut posting_starts,
+                &mut posting_windows,
+                postings.iter().map(|&(w, _)| w),
+            );
+        }
+        let mut lists = ListsBuilder::new();
+        for (window, (_, key)) in texts.iter().enumerate() {
+            let terms: Vec<(u32, u16)> = counts[window]
+                .iter()
+                .map(|&(term, n)| (ids[term], n))
+                .collect();
+            lists.push(key, &places[window], &terms, &tokens[window]);
+        }
+        let lists = lists.done();
+        let idf: Vec<f32> = (posting_starts.windows(2))
+            .map(|w| idf_of(lists.len(), (w[1] - w[0]) as usize))
+            .collect();
+        let norms: Vec<u32> = (0..lists.len())
+            .map(|window| {
+                let (terms, counts) = lists.terms(window);
+                norm(terms, counts, |t| idf[t as usize]).to_bits()
+            })
+            .collect();
+        let mut by_key: Vec<u32> = (0..lists.len() as u32).collect();
+        by_key.sort_unstable_by_key(|&w| texts[w as usize].1);
+        WindowIndex {
+            base: WindowBase {
+                lists,
+                by_key: by_key.into(),
+                terms: Vocabulary::of_sorted(sorted),
+                posting_starts: posting_starts.into(),
+                posting_windows: posting_windows.into(),
+                posting_counts: posting_counts.into(),
+                norms: norms.into(),
+                file_starts: file_starts.into(),
+                file_windows: file_windows.into(),
+            },
+            changes: None,
+            repocoder_order: OnceLock::new(),
+        }
+    }
+
+    /// The windows of `index`'s files: this index's base with the files `changes` says changed,
+    /// were added or removed since laid over it. Only the windows of changed and added files
+    /// are cut, and only those of text neither the base nor `known` holds are tokenized (on the
+    /// CPU pool, as [`tokenize`] says). Returns the tokens of the windows of text the base does
+    /// not hold.
+    pub fn changed(
+        self,
         changes: &FileChanges,
         index: &RepoIndex,
         known: &TokenSets,
-    ) -> TokenSets {
-        for places in &mut self.places {
-            places.retain_mut(|place| match changes.kept[place.file] {
-                Some(new) => {
-                    place.file = new as FileId;
-                    true
-                }
-                None => false,
-            });
-        }
-        let mut by_text: FxHashMap<[u8; 16], usize> = (self.text_keys.iter().copied())
-            .enumerate()
-            .map(|(id, key)| (key, id))
-            .collect();
-        let known_windows = self.places.len();
-        let mut new_texts: Vec<String> = Vec::new();
+    ) -> (WindowIndex, TokenSets) {
+        let base = self.base;
+        let count = base.lists.len();
+        let mut more_places: FxHashMap<u32, Vec<Window>> = FxHashMap::default();
+        let mut by_text: FxHashMap<[u8; 16], usize> = FxHashMap::default();
+        let mut texts: Vec<(String, [u8; 16])> = Vec::new();
+        let mut places: Vec<Vec<Window>> = Vec::new();
         for &file in &changes.derived_again {
-            let (file, source) = (file as FileId, &index.files[file as usize]);
-            if source.text.is_empty() {
-                continue;
-            }
-            for (first, end) in window_lines(source.line_count()) {
-                let place = Window {
-                    file,
-                    first: first as u32,
-                    end: end as u32,
-                };
-                let text = lines_text(source, first, end);
+            let source = &index.files[file as usize];
+            for (place, text) in cut(file as FileId, source) {
                 let key = text_key(&text);
-                let next = self.places.len();
-                let id = *by_text.entry(key).or_insert(next);
-                if id == next {
-                    self.places.push(Vec::new());
-                    self.text_keys.push(key);
-                    new_texts.push(text);
+                if let Some(window) = base.find(&key) {
+                    more_places.entry(window as u32).or_default().push(place);
+                    continue;
                 }
-                let places = &mut self.places[id];
-                let at = places.partition_point(|p| (p.file, p.first) < (file, place.first));
-                places.insert(at, place);
+                let id = *by_text.entry(key).or_insert(texts.len());
+                if id == texts.len() {
+                    texts.push((text, key));
+                    places.push(Vec::new());
+                }
+                places[id].push(place);
             }
         }
-        self.drop_windows_without_places(known_windows);
-        let first_new = self.len() - new_texts.len();
-        let keys = &self.text_keys[first_new..];
-        let unknown: Vec<&str> = (new_texts.iter().zip(keys))
-            .filter(|(_, key)| known.get(key).is_none())
-            .map(|(text, _)| text.as_str())
-            .collect();
-        let mut tokenized = if crate::pool::on_pool_thread() {
-            let mut tokens = CodexTokens::default();
-            unknown.iter().map(|text| tokens.distinct(text)).collect()
-        } else {
-            (unknown.par_iter())
-                .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
-                .collect::<Vec<_>>()
-        }
-        .into_iter();
-        let keys = keys.to_vec();
-        for (text, key) in new_texts.iter().zip(&keys) {
-            self.add_terms(text);
-            match known.get(key) {
-                Some(ids) => self.token_ids.extend_from_slice(ids),
-                None => self
-                    .token_ids
-                    .extend(tokenized.next().expect("one set per text")),
+        let kept = &changes.kept;
+        let mut gone = vec![false; count];
+        let mut gone_df: FxHashMap<u32, u32> = FxHashMap::default();
+        let dropped = (kept.iter().enumerate()).filter(|(_, new)| new.is_none());
+        for (old, _) in dropped {
+            for &window in list(&base.file_windows, &base.file_starts, old) {
+                let w = window as usize;
+                let placeless = !more_places.contains_key(&window)
+                    && (base.lists.places(w)).all(|p| kept.get(p.file).is_none_or(Option::is_none));
+                if w < count && !gone[w] && placeless {
+                    gone[w] = true;
+                    for &term in base.lists.terms(w).0 {
+                        *gone_df.entry(term).or_default() += 1;
+                    }
+                }
             }
-            self.token_starts.push(self.token_ids.len() as u32);
         }
-        self.norms = self.compute_norms();
-        self.repocoder_order = OnceLock::new();
-        let mut added = TokenSets::default();
-        for window in first_new..self.len() {
-            added.push(self.text_keys[window], self.window_token_ids(window));
+        let tokens = token_sets(&texts, known);
+        let mut new_terms: FxHashMap<String, u32> = FxHashMap::default();
+        let mut postings: FxHashMap<u32, Vec<(u32, u16)>> = FxHashMap::default();
+        let mut lists = ListsBuilder::new();
+        for (i, (text, key)) in texts.iter().enumerate() {
+            let terms: Vec<(u32, u16)> = (term_counts(text).into_iter())
+                .map(|(term, n)| {
+                    let id = base.terms.get(term).unwrap_or_else(|| {
+                        let next = base.terms.len() + new_terms.len();
+                        *new_terms.entry(term.to_string()).or_insert(next as u32)
+                    });
+                    postings
+                        .entry(id)
+                        .or_default()
+                        .push(((count + i) as u32, n));
+                    (id, n)
+                })
+                .collect();
+            lists.push(key, &places[i], &terms, &tokens[i]);
         }
-        added
+        let added = TokenSets::of(
+            texts
+                .iter()
+                .map(|(_, key)| *key)
+                .zip(tokens.iter().map(Vec::as_slice)),
+        );
+        let live = count - gone.iter().filter(|&&g| g).count() + texts.len();
+        let mut changes = WindowChanges {
+            kept: kept.clone(),
+            gone,
+            more_places,
+            new: lists.done(),
+            new_terms,
+            postings,
+            gone_df,
+            norms: Vec::new(),
+            live,
+        };
+        changes.norms = changes.norms_today(&base);
+        let index = WindowIndex {
+            base,
+            changes: Some(changes),
+            repocoder_order: OnceLock::new(),
+        };
+        (index, added)
     }
 
-    /// Drop the windows among the first `known` that have no place left, renumbering the rest
-    /// (those from `known` on have places and no terms yet: they keep their order after
-    /// the known ones).
-    fn drop_windows_without_places(&mut self, known: usize) {
-        let mut renumbered: Vec<Option<u32>> = Vec::with_capacity(known);
-        let mut next = 0u32;
-        for places in &self.places[..known] {
-            renumbered.push((!places.is_empty()).then(|| {
-                next += 1;
-                next - 1
-            }));
-        }
-        if renumbered.iter().all(Option::is_some) {
-            return;
-        }
-        for postings in &mut self.postings {
-            postings.retain_mut(|(window, _)| match renumbered[*window as usize] {
-                Some(new) => {
-                    *window = new;
-                    true
-                }
-                None => false,
-            });
-        }
-        let has_place = |window: usize| renumbered[window].is_some();
-        let term_starts = keep_lists(&mut self.window_terms, &self.term_starts, has_place);
-        keep_lists(&mut self.window_term_counts, &self.term_starts, has_place);
-        self.term_starts = term_starts;
-        self.token_starts = keep_lists(&mut self.token_ids, &self.token_starts, has_place);
-        let kept = |window: usize| window >= known || renumbered[window].is_some();
-        self.places = keep_windows(std::mem::take(&mut self.places), kept);
-        self.text_keys = keep_windows(std::mem::take(&mut self.text_keys), kept);
+    /// The base's sections, to keep in a cache file.
+    pub fn sections(&self) -> Vec<Cow<'_, [u8]>> {
+        let base = &self.base;
+        let mut sections: Vec<Cow<'_, [u8]>> = base.lists.sections().into();
+        sections.extend([
+            word_bytes(&base.by_key),
+            Cow::Borrowed(base.terms.text_bytes()),
+            word_bytes(base.terms.ends()),
+            word_bytes(&base.posting_starts),
+            word_bytes(&base.posting_windows),
+            word_bytes(&base.posting_counts),
+            word_bytes(&base.norms),
+            word_bytes(&base.file_starts),
+            word_bytes(&base.file_windows),
+        ]);
+        sections
     }
 
-    fn add_terms(&mut self, text: &str) {
-        let id = (self.term_starts.len() - 1) as u32;
-        let mut tf: FxHashMap<u32, u16> = FxHashMap::default();
-        let mut in_order: Vec<u32> = Vec::new();
-        for term in terms(text) {
-            let term = match self.vocabulary.get(term) {
-                Some(&term) => term,
-                None => {
-                    let next = self.vocabulary.len() as u32;
-                    self.vocabulary.insert(term.to_string(), next);
-                    self.postings.push(Vec::new());
-                    next
-                }
-            };
-            let n = tf.entry(term).or_insert_with(|| {
-                in_order.push(term);
-                0
-            });
-            *n = n.saturating_add(1);
+    /// The base held by sections `first..` of a cache file, read where it lies; none when
+    /// its arrays do not fit together.
+    pub fn load(sections: &Sections, first: usize) -> Option<WindowIndex> {
+        let lists = WindowLists::load(sections, first)?;
+        let words = |at: usize| sections.words(first + 8 + at);
+        let base = WindowBase {
+            by_key: words(0)?,
+            terms: Vocabulary::checked(sections.text(first + 9)?, words(2)?)?,
+            posting_starts: words(3)?,
+            posting_windows: words(4)?,
+            posting_counts: words(5)?,
+            norms: words(6)?,
+            file_starts: words(7)?,
+            file_windows: words(8)?,
+            lists,
+        };
+        let windows = base.lists.len();
+        let fits = base.by_key.len() == windows
+            && base.norms.len() == windows
+            && base.posting_starts.len() == base.terms.len() + 1
+            && base.posting_starts.last() == Some(&(base.posting_windows.len() as u32))
+            && base.posting_counts.len() == base.posting_windows.len()
+            && base.file_starts.last() == Some(&(base.file_windows.len() as u32));
+        fits.then(|| WindowIndex {
+            base,
+            changes: None,
+            repocoder_order: OnceLock::new(),
+        })
+    }
+
+    /// The token sets of every window today: what a base written afresh need not tokenize
+    /// again.
+    pub fn token_sets(&self) -> TokenSets {
+        let live = (0..self.slots()).filter(|&w| !self.is_gone(w));
+        TokenSets::of(live.map(|w| (self.key(w), self.window_token_ids(w))))
+    }
+
+    /// Window ids in all: the base's and the new windows', those gone included.
+    fn slots(&self) -> usize {
+        self.base.lists.len() + self.changes.as_ref().map_or(0, |c| c.new.len())
+    }
+
+    /// Whether window `w` of the base has no place left.
+    fn is_gone(&self, w: usize) -> bool {
+        self.changes
+            .as_ref()
+            .is_some_and(|c| c.gone.get(w).copied().unwrap_or(false))
+    }
+
+    /// Window `w`'s lists and its number among them.
+    fn lists_of(&self, w: usize) -> (&WindowLists, usize) {
+        let count = self.base.lists.len();
+        match &self.changes {
+            Some(changes) if w >= count => (&changes.new, w - count),
+            _ => (&self.base.lists, w),
         }
-        for &term in &in_order {
-            self.postings[term as usize].push((id, tf[&term]));
-            self.window_term_counts.push(tf[&term]);
+    }
+
+    fn key(&self, w: usize) -> [u8; 16] {
+        let (lists, w) = self.lists_of(w);
+        lists.key(w)
+    }
+
+    fn norm(&self, w: usize) -> f32 {
+        match &self.changes {
+            Some(changes) => changes.norms[w],
+            None => f32::from_bits(self.base.norms[w]),
         }
-        self.window_terms.extend(in_order);
-        self.term_starts.push(self.window_terms.len() as u32);
+    }
+
+    /// Term `term`'s id, if some window of the base or a new one held it.
+    fn term_id(&self, term: &str) -> Option<u32> {
+        let new = |changes: &WindowChanges| changes.new_terms.get(term).copied();
+        (self.base.terms.get(term)).or_else(|| self.changes.as_ref().and_then(new))
+    }
+
+    /// How many windows hold term `term` today.
+    fn df(&self, term: u32) -> usize {
+        match &self.changes {
+            Some(changes) => changes.df(&self.base, term),
+            None => self.base.df(term),
+        }
+    }
+
+    /// The windows holding term `term` and how often (a window gone among them).
+    fn postings(&self, term: u32) -> impl Iterator<Item = (u32, u16)> + '_ {
+        let new = (self.changes.as_ref())
+            .and_then(|c| c.postings.get(&term))
+            .into_iter()
+            .flatten()
+            .copied();
+        self.base.postings(term).chain(new)
     }
 
     fn idf(&self, term: u32) -> f32 {
-        let n = self.len() as f32;
-        let df = self.postings[term as usize].len() as f32;
-        ((n + 1.0) / (df + 1.0)).ln() + 1.0
+        idf_of(self.len(), self.df(term))
     }
 
-    /// Every window's norm, each summed over its terms in the order its text uses them (so it
-    /// is the same however the index came about).
-    fn compute_norms(&self) -> Vec<f32> {
-        let idf: Vec<f32> = (0..self.postings.len() as u32)
-            .map(|t| self.idf(t))
-            .collect();
-        (0..self.len())
-            .map(|window| {
-                let range =
-                    self.term_starts[window] as usize..self.term_starts[window + 1] as usize;
-                let terms = self.window_terms[range.clone()].iter();
-                let squares = terms
-                    .zip(&self.window_term_counts[range])
-                    .map(|(&term, &tf)| {
-                        let weight = tf_weight(tf) * idf[term as usize];
-                        weight * weight
-                    });
-                squares.fold(0.0f32, |sum, square| sum + square).sqrt()
-            })
-            .collect()
-    }
-
+    /// Windows in all.
     pub fn len(&self) -> usize {
-        self.places.len()
+        self.changes
+            .as_ref()
+            .map_or(self.base.lists.len(), |c| c.live)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        self.len() == 0
     }
 
     /// The first place window `id` occurs.
     pub fn window(&self, id: usize) -> Window {
-        self.places[id][0]
+        self.places(id)[0]
     }
 
-    /// Where window `id` first occurs, as (file, line): windows are in this order in a fresh
-    /// index, and ties are broken in it.
-    fn first_place(&self, id: usize) -> (FileId, u32) {
-        let place = self.places[id][0];
-        (place.file, place.first)
+    /// Where window `id` first occurs, as (file, first line, end line): windows are in this
+    /// order in a fresh index, and ties are broken in it (two windows may start at one line,
+    /// the head window and the next, but never end there too).
+    fn first_place(&self, id: usize) -> (FileId, u32, u32) {
+        let place = self.place_iter(id).min_by_key(|p| (p.file, p.first));
+        place.map_or((FileId::MAX, 0, 0), |p| (p.file, p.first, p.end))
+    }
+
+    /// Every place window `id` occurs today, in no particular order.
+    fn place_iter(&self, id: usize) -> impl Iterator<Item = Window> + '_ {
+        let (lists, w) = self.lists_of(id);
+        let changes = self.changes.as_ref();
+        let kept = lists.places(w).filter_map(move |place| match changes {
+            Some(changes) if id < self.base.lists.len() => {
+                let file = (*changes.kept.get(place.file)?)? as FileId;
+                Some(Window { file, ..place })
+            }
+            _ => Some(place),
+        });
+        let more = changes.and_then(|c| c.more_places.get(&(id as u32)));
+        kept.chain(more.into_iter().flatten().copied())
     }
 
     /// Every place window `id` occurs, in file and line order.
-    pub fn places(&self, id: usize) -> &[Window] {
-        &self.places[id]
+    pub fn places(&self, id: usize) -> Vec<Window> {
+        let mut places: Vec<Window> = self.place_iter(id).collect();
+        places.sort_by_key(|p| (p.file, p.first));
+        places
     }
 
     /// The [`MAX_HITS`] windows most similar to `query`, best first (ties in window order),
@@ -506,7 +917,7 @@ impl WindowIndex {
             Similarity::Jaccard => self.jaccard(&token_set(query)),
             Similarity::TfIdfCosine => self.cosine(&self.query_terms(query)),
         };
-        hits.retain(|h| !excluded(index, hole, &self.places[h.window]));
+        hits.retain(|h| !excluded(index, hole, self.place_iter(h.window)));
         let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then_with(|| tie(a, b));
         if hits.len() > MAX_HITS {
             hits.select_nth_unstable_by(MAX_HITS, order);
@@ -518,8 +929,7 @@ impl WindowIndex {
 
     /// RepoCoder's window list order (files as `glob` lists them, which is `os.walk` order for
     /// files that are not hidden; then windows down each file), built on first use by the
-    /// thread that asks, alone (holes' jobs on the CPU pool wait for it: see
-    /// [`WindowIndex::new`]).
+    /// thread that asks, alone (holes' jobs on the CPU pool wait for it: see [`tokenize`]).
     fn repocoder_order(&self, index: &RepoIndex) -> &RepoCoderOrder {
         self.repocoder_order.get_or_init(|| {
             let walk = listing::walk_order(&index.root);
@@ -530,18 +940,18 @@ impl WindowIndex {
                     .unwrap_or(usize::MAX);
                 (file, p.end)
             };
-            let places: Vec<Vec<Window>> = self
-                .places
-                .iter()
-                .map(|places| {
-                    let mut places = places.clone();
+            let places: Vec<Vec<Window>> = (0..self.slots())
+                .map(|w| {
+                    let mut places = self.places(w);
                     places.sort_by_key(key);
                     places
                 })
                 .collect();
-            let mut windows: Vec<usize> = (0..places.len()).collect();
+            let mut windows: Vec<usize> = (0..places.len())
+                .filter(|&w| !places[w].is_empty())
+                .collect();
             windows.sort_by_key(|&w| (key(&places[w][0]), self.first_place(w)));
-            let mut rank = vec![0; places.len()];
+            let mut rank = vec![usize::MAX; places.len()];
             for (position, w) in windows.into_iter().enumerate() {
                 rank[w] = position;
             }
@@ -554,26 +964,14 @@ impl WindowIndex {
     /// how many distinct terms no window holds.
     fn query_terms(&self, query: &str) -> QueryTerms {
         let mut known: Vec<(u32, u16)> = Vec::new();
-        let mut position: FxHashMap<u32, usize> = FxHashMap::default();
-        let mut unknown: Vec<&str> = Vec::new();
-        for term in terms(query) {
-            let held = self.vocabulary.get(term).copied();
-            match held.filter(|&id| !self.postings[id as usize].is_empty()) {
-                Some(id) => {
-                    let at = *position.entry(id).or_insert_with(|| {
-                        known.push((id, 0));
-                        known.len() - 1
-                    });
-                    known[at].1 = known[at].1.saturating_add(1);
-                }
-                None if !unknown.contains(&term) => unknown.push(term),
-                None => {}
+        let mut unknown = 0;
+        for (term, n) in term_counts(query) {
+            match self.term_id(term).filter(|&id| self.df(id) > 0) {
+                Some(id) => known.push((id, n)),
+                None => unknown += 1,
             }
         }
-        QueryTerms {
-            known,
-            unknown: unknown.len(),
-        }
+        QueryTerms { known, unknown }
     }
 
     /// Jaccard similarity of the token set `query` with every window (RepoCoder scores every
@@ -583,7 +981,8 @@ impl WindowIndex {
         for &t in query {
             in_query[t as usize] = true;
         }
-        (0..self.len())
+        (0..self.slots())
+            .filter(|&window| !self.is_gone(window))
             .map(|window| {
                 let ids = self.window_token_ids(window);
                 let shared = ids
@@ -602,14 +1001,16 @@ impl WindowIndex {
     }
 
     fn cosine(&self, query: &QueryTerms) -> Vec<Hit> {
-        let mut dot = vec![0.0f32; self.len()];
+        let mut dot = vec![0.0f32; self.slots()];
         let mut query_norm = 0.0f32;
         for &(term, tf) in &query.known {
             let idf = self.idf(term);
             let q = tf_weight(tf) * idf;
             query_norm += q * q;
-            for &(w, wtf) in &self.postings[term as usize] {
-                dot[w as usize] += q * tf_weight(wtf) * idf;
+            for (w, wtf) in self.postings(term) {
+                if let Some(dot) = dot.get_mut(w as usize) {
+                    *dot += q * tf_weight(wtf) * idf;
+                }
             }
         }
         // Terms the repository never saw weigh as if they had df 0.
@@ -618,20 +1019,22 @@ impl WindowIndex {
         let query_norm = query_norm.sqrt();
         dot.into_iter()
             .enumerate()
-            .filter(|&(_, d)| d > 0.0)
+            .filter(|&(window, d)| d > 0.0 && !self.is_gone(window))
             .map(|(window, d)| Hit {
                 window,
-                score: f64::from(d / (query_norm * self.norms[window])),
+                score: f64::from(d / (query_norm * self.norm(window))),
             })
             .collect()
     }
 
     fn window_term_ids(&self, window: usize) -> &[u32] {
-        &self.window_terms[self.term_starts[window] as usize..self.term_starts[window + 1] as usize]
+        let (lists, w) = self.lists_of(window);
+        lists.terms(w).0
     }
 
     fn window_token_ids(&self, window: usize) -> &[u32] {
-        &self.token_ids[self.token_starts[window] as usize..self.token_starts[window + 1] as usize]
+        let (lists, w) = self.lists_of(window);
+        lists.tokens(w)
     }
 
     /// Jaccard similarity of `text`'s terms and window `window`'s (a ProCC bandit feature).
@@ -693,7 +1096,7 @@ impl WindowIndex {
                 continue;
             }
             let places = self.places_as(req.index, hit.window, fidelity);
-            let block = block(req.index, places, place, &comment);
+            let block = block(req.index, &places, place, &comment);
             let tokens = tokenizer.count(&block.text);
             if fits(used, tokens) {
                 used += tokens;
@@ -757,10 +1160,10 @@ impl WindowIndex {
 
     /// Window `window`'s places in file and line order, or under the code profile in
     /// RepoCoder's order.
-    fn places_as(&self, index: &RepoIndex, window: usize, fidelity: Fidelity) -> &[Window] {
+    fn places_as(&self, index: &RepoIndex, window: usize, fidelity: Fidelity) -> Cow<'_, [Window]> {
         match fidelity.rules().windows().order {
-            WindowOrder::Path => &self.places[window],
-            WindowOrder::RepoCoder => &self.repocoder_order(index).places[window],
+            WindowOrder::Path => Cow::Owned(self.places(window)),
+            WindowOrder::RepoCoder => Cow::Borrowed(&self.repocoder_order(index).places[window]),
         }
     }
 }
@@ -795,7 +1198,14 @@ struct QueryTerms {
 }
 
 fn tf_weight(tf: u16) -> f32 {
-    1.0 + f32::from(tf).ln()
+    // The weights of small counts, worked out once: summing every window's norm again after
+    // an edit took a logarithm per term of every window.
+    static SMALL: LazyLock<[f32; 64]> =
+        LazyLock::new(|| std::array::from_fn(|tf| 1.0 + (tf as f32).ln()));
+    match SMALL.get(usize::from(tf)) {
+        Some(&weight) => weight,
+        None => 1.0 + f32::from(tf).ln(),
+    }
 }
 
 /// The distinct Codex token ids of `text`, sorted: what RepoCoder's Jaccard compares.
@@ -860,12 +1270,11 @@ pub fn query_first_line(hole: &Hole) -> usize {
 /// (`_is_context_after_hole` keeps a window with a place elsewhere). A copy of the hole's file
 /// under another path stays, as there. Windows only in files of another language are left out
 /// too: RepoCoder's code globs the files of one language.
-pub fn excluded(index: &RepoIndex, hole: &Hole, places: &[Window]) -> bool {
+pub fn excluded(index: &RepoIndex, hole: &Hole, places: impl IntoIterator<Item = Window>) -> bool {
     let current = &index.files[hole.file];
-    let elsewhere = |p: &&Window| p.file != hole.file;
     !places
-        .iter()
-        .filter(elsewhere)
+        .into_iter()
+        .filter(|p| p.file != hole.file)
         .any(|p| index.files[p.file].same_language(current))
 }
 

@@ -10,9 +10,9 @@
 //! keyed by its format and by every file's path and content hash. State of the same format
 //! derived from other files is stale: its owner updates it file by file ([`FileChanges`]:
 //! only what a changed, added or removed file contributed is derived again). State of another
-//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. A derived
-//! cache can be kept in layers ([`Layers`]): a base, and a small segment beside it
-//! (`<hash of root path>.<name>.delta`) of what the files changed since the base brought, so
+//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. State
+//! whose arrays are read where they lie is kept in files of sections ([`super::mapped`]), as a
+//! base and a small segment beside it of what the files changed since the base brought, so
 //! that an edit writes only the segment; the base is written afresh once the changed files pass
 //! a share of the repository, as the facts' base is ([`base_outgrown`]). Answers
 //! about one place (a language server's at a hole) are kept one file each under a key of what
@@ -221,22 +221,6 @@ pub enum Cached<T> {
     Unusable(String),
 }
 
-/// A derived cache kept as a base and a segment beside it: the segment holds what the files
-/// changed since the base was written brought (so an edit writes only the segment), and names
-/// the base it goes with by the base's checksum.
-pub struct Layers<B, S> {
-    pub base: B,
-    /// The segment written over this base, if any. One written over another base (a process
-    /// wrote a new base since) is left out; a torn one is left out with one line in the log.
-    pub segment: Option<S>,
-    /// Which base this is: what a segment written over it names.
-    pub stamp: BaseStamp,
-}
-
-/// The checksum of a derived cache's base file, which a segment beside it names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BaseStamp([u8; 32]);
-
 /// What a cache file holds once its checksum and format are checked: its checksum, the files
 /// key it was derived from and the state.
 type Checked<T> = Result<Option<([u8; 32], [u8; 32], T)>, String>;
@@ -255,11 +239,6 @@ impl Derived {
         }
     }
 
-    /// Where the segment of a layered cache lies: beside its base, `<name>.delta`.
-    fn segment_path(&self) -> PathBuf {
-        self.path.with_extension("delta")
-    }
-
     /// The cached state: current when it was derived from these files, stale when from
     /// others; a cache of another format, or one that cannot be read, fails its checksum or
     /// does not decode, is unusable.
@@ -269,37 +248,6 @@ impl Derived {
             Ok(Some((_, _, state))) => Cached::Stale(state),
             Ok(None) => Cached::Missing,
             Err(why) => Cached::Unusable(why),
-        }
-    }
-
-    /// The cached base and the segment written over it: current when the newest of the two was
-    /// derived from these files, stale when from others; unusable as [`Derived::load`] says of
-    /// the base.
-    pub fn load_layers<B: DeserializeOwned, S: DeserializeOwned>(&self) -> Cached<Layers<B, S>> {
-        let (sum, base_key, base) = match self.read::<B>(&self.path) {
-            Ok(Some(base)) => base,
-            Ok(None) => return Cached::Missing,
-            Err(why) => return Cached::Unusable(why),
-        };
-        let stamp = BaseStamp(sum);
-        let segment = match self.read::<(BaseStamp, S)>(&self.segment_path()) {
-            Ok(Some((_, key, (over, segment)))) if over == stamp => Some((key, segment)),
-            Ok(_) => None,
-            Err(why) => {
-                tracing::warn!("{why}");
-                None
-            }
-        };
-        let key = segment.as_ref().map_or(base_key, |(key, _)| *key);
-        let layers = Layers {
-            base,
-            segment: segment.map(|(_, segment)| segment),
-            stamp,
-        };
-        if key == self.files_key {
-            Cached::Current(layers)
-        } else {
-            Cached::Stale(layers)
         }
     }
 
@@ -329,23 +277,11 @@ impl Derived {
         }
     }
 
-    /// Keep `state` for the next run (as the base of a layered cache: a segment beside it
-    /// goes); a warning if it cannot be written (it is then rebuilt next time).
+    /// Keep `state` for the next run; a warning if it cannot be written (it is then rebuilt
+    /// next time).
     pub fn store<T: Serialize>(&self, state: &T) {
-        let written = self
-            .write(&self.path, state)
-            .and_then(|()| remove_if_there(&self.segment_path()));
-        if let Err(e) = written {
+        if let Err(e) = self.write(&self.path, state) {
             tracing::warn!(path = %self.path.display(), error = %e, "cannot write a derived cache");
-        }
-    }
-
-    /// Keep `segment` beside the base `over` for the next run, the base left as it is; a
-    /// warning if it cannot be written (the next run then updates the base again).
-    pub fn store_segment<S: Serialize>(&self, over: BaseStamp, segment: &S) {
-        let path = self.segment_path();
-        if let Err(e) = self.write(&path, &(over, segment)) {
-            tracing::warn!(path = %path.display(), error = %e, "cannot write a derived cache");
         }
     }
 

@@ -5,7 +5,6 @@ mod cache;
 mod graph;
 pub mod listing;
 pub(crate) mod mapped;
-pub mod packed;
 mod read;
 mod scan;
 
@@ -15,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 
 pub(crate) use cache::base_outgrown;
-pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed, Layers};
+pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed};
 pub use graph::{Import, ParentLink, RepoGraph};
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;

@@ -2,18 +2,19 @@
 //! first use and cached beside the repository index as a base and a segment: a later open
 //! updates the base file by file, and an edit writes only the segment.
 
+use std::borrow::Cow;
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use crate::context::retrieval::Retrieval;
-use crate::context::windows::{TokenSets, WindowIndex};
-use crate::repo::{Cached, FileChanges, FileTable, Layers, RepoIndex, base_outgrown};
+use crate::context::retrieval::{BM25_SECTIONS, Retrieval};
+use crate::context::windows::{TokenSets, WINDOW_SECTIONS, WindowIndex};
+use crate::repo::mapped::{Opened, Sections, format_id, write_sections};
+use crate::repo::{FileChanges, FileTable, RepoIndex, base_outgrown};
 
 /// What retrieval searches in the open repository: built on first use (a proposal or the
 /// default context needs none of it), then kept.
-#[derive(serde::Serialize, serde::Deserialize)]
 pub struct SearchIndex {
-    /// The files both indexes were built from, in the order of the index they were built
-    /// for: what a later open compares its files with.
+    /// The files both indexes answer for, in the order of the index they were opened for.
     built_from: FileTable,
     pub retrieval: Retrieval,
     pub windows: WindowIndex,
@@ -22,49 +23,92 @@ pub struct SearchIndex {
 /// The search indexes' format in their cache beside the repository index: bumped whenever what
 /// [`SearchIndex::build`] builds changes (BM25's terms, the window shape, the tokenizer), or
 /// what the cache keeps of it.
-const SEARCH_CACHE_VERSION: u32 = 3;
+const SEARCH_CACHE_VERSION: u32 = 4;
+
+/// The sections of the base's cache file: the files it was built from, BM25's, the windows'.
+const SECTIONS: usize = 1 + BM25_SECTIONS + WINDOW_SECTIONS;
 
 impl SearchIndex {
     /// The search indexes of `index`, from the cache beside the repository index (tokenizing
     /// every window with p50k_base takes seconds on a large repository). The cache is a base,
-    /// the indexes of some earlier files, and a segment beside it: the Codex tokens of the
-    /// windows the base does not hold. Opening it updates the base for the files that changed,
-    /// were added or removed since it was written, tokenizing only windows of text neither
-    /// holds; an edit then writes only the segment, and the base is written afresh once the
-    /// changed files pass a share of the repository ([`base_outgrown`]). A cache that cannot
-    /// be trusted is rebuilt, with one line in the log.
+    /// the indexes of some earlier files whose arrays are read where they lie in the mapped
+    /// file, and a segment beside it: the Codex tokens of the windows of text the base does not
+    /// hold. The files that changed, were added or removed since the base was written are laid
+    /// over it, tokenizing only windows of text neither holds; an edit then writes only the
+    /// segment, and the base is written afresh once the changed files pass a share of the
+    /// repository ([`base_outgrown`]). A cache that cannot be trusted is rebuilt, with one line
+    /// in the log.
     pub fn open(index: &RepoIndex) -> SearchIndex {
-        let Some(cache) = index.derived_cache("search", SEARCH_CACHE_VERSION) else {
+        let (Some(base_path), Some(segment_path)) = (
+            index.beside_cache("search.bin"),
+            index.beside_cache("search.segment"),
+        ) else {
             return SearchIndex::build(index);
         };
-        let (layers, current) = match cache.load_layers::<SearchIndex, TokenSets>() {
-            Cached::Current(layers) => (layers, true),
-            Cached::Stale(layers) => (layers, false),
-            Cached::Missing => {
-                let search = SearchIndex::build(index);
-                cache.store(&search);
-                return search;
-            }
-            Cached::Unusable(why) => {
+        let format = format_id("search", SEARCH_CACHE_VERSION);
+        let base = match Sections::open(&base_path, &format) {
+            Opened::Found(sections) => SearchIndex::load(&sections).or_else(|| {
+                let path = base_path.display();
+                tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
+                None
+            }),
+            Opened::Missing => None,
+            Opened::Unusable(why) => {
                 tracing::warn!("{why}");
-                let search = SearchIndex::build(index);
-                cache.store(&search);
-                return search;
+                None
             }
         };
-        let Layers {
-            base: mut search,
-            segment,
-            stamp,
-        } = layers;
-        let changes = FileChanges::between(&search.built_from, &index.files);
-        let added = search.update(&changes, index, &segment.unwrap_or_default());
+        let keep_base = |search: &SearchIndex| {
+            if let Err(error) = search.store(&base_path, &format) {
+                tracing::warn!(path = %base_path.display(), %error, "cannot write a derived cache");
+            }
+            // A segment names the base it goes with: one left behind is never read.
+            let _ = std::fs::remove_file(&segment_path);
+        };
+        let Some(base) = base else {
+            let search = SearchIndex::build(index);
+            keep_base(&search);
+            return search;
+        };
+        let changes = FileChanges::between(&base.built_from, &index.files);
+        if changes.is_empty() {
+            return base;
+        }
+        // The segment goes with one base and one set of files.
+        let mut key = blake3::Hasher::new();
+        key.update(&base.built_from.key());
+        key.update(&FileTable::of(&index.files).key());
+        let key = *key.finalize().as_bytes();
+        let segment_format = format_id("search segment", SEARCH_CACHE_VERSION);
+        let known = match Sections::open(&segment_path, &segment_format) {
+            Opened::Found(sections) if sections.key() == &key => TokenSets::load(&sections)
+                .or_else(|| {
+                    let path = segment_path.display();
+                    tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
+                    None
+                }),
+            Opened::Found(_) | Opened::Missing => None,
+            Opened::Unusable(why) => {
+                tracing::warn!("{why}");
+                None
+            }
+        };
+        let current = known.is_some();
+        let (search, added) = base.changed(&changes, index, &known.unwrap_or_default());
+        if base_outgrown(
+            changes.derived_again.len(),
+            changes.dropped(),
+            index.files.len(),
+        ) {
+            let search = SearchIndex::build_with(index, &search.windows.token_sets());
+            keep_base(&search);
+            return search;
+        }
         if !current {
-            let (delta, stale) = (changes.derived_again.len(), changes.dropped());
-            if base_outgrown(delta, stale, index.files.len()) {
-                cache.store(&search);
-            } else {
-                cache.store_segment(stamp, &added);
+            let sections = added.sections();
+            let sections: Vec<&[u8]> = sections.iter().map(|s| &s[..]).collect();
+            if let Err(error) = write_sections(&segment_path, &segment_format, &key, &sections) {
+                tracing::warn!(path = %segment_path.display(), %error, "cannot write a derived cache");
             }
         }
         search
@@ -73,25 +117,62 @@ impl SearchIndex {
     /// The search indexes of `index`, built afresh (by the caller alone where it is a thread
     /// of the CPU pool: see [`WindowIndex::new`]).
     pub fn build(index: &RepoIndex) -> SearchIndex {
+        SearchIndex::build_with(index, &TokenSets::default())
+    }
+
+    /// [`SearchIndex::build`], tokenizing only the windows whose tokens `known` does not hold.
+    fn build_with(index: &RepoIndex, known: &TokenSets) -> SearchIndex {
         SearchIndex {
             built_from: FileTable::of(&index.files),
             retrieval: Retrieval::new(index),
-            windows: WindowIndex::new(index),
+            windows: WindowIndex::build(index, known),
         }
     }
 
-    /// Brought up to `index`'s files from those they were built from by `changes`: only what
-    /// changed, was added or removed is read and indexed again, and only windows of text
-    /// neither the indexes nor `known` hold are tokenized. Returns the tokens of the windows
-    /// of text the indexes did not hold.
-    fn update(&mut self, changes: &FileChanges, index: &RepoIndex, known: &TokenSets) -> TokenSets {
-        if changes.is_empty() {
-            return TokenSets::default();
+    /// For `index`'s files, from those this base was built from: `changes` laid over it, only
+    /// what changed or was added read and indexed, and only windows of text neither the base
+    /// nor `known` holds tokenized. Returns the tokens of the windows of text the base does
+    /// not hold.
+    fn changed(
+        self,
+        changes: &FileChanges,
+        index: &RepoIndex,
+        known: &TokenSets,
+    ) -> (SearchIndex, TokenSets) {
+        let (windows, added) = self.windows.changed(changes, index, known);
+        let search = SearchIndex {
+            built_from: FileTable::of(&index.files),
+            retrieval: self.retrieval.changed(changes, index),
+            windows,
+        };
+        (search, added)
+    }
+
+    /// Keep this index (a base, built afresh) in `path` under `format`, keyed by its files.
+    fn store(&self, path: &Path, format: &[u8; 32]) -> std::io::Result<()> {
+        let built_from = postcard::to_stdvec(&self.built_from).map_err(std::io::Error::other)?;
+        let mut sections: Vec<Cow<'_, [u8]>> = vec![Cow::Owned(built_from)];
+        sections.extend(self.retrieval.sections());
+        sections.extend(self.windows.sections());
+        let sections: Vec<&[u8]> = sections.iter().map(|s| &s[..]).collect();
+        write_sections(path, format, &self.built_from.key(), &sections)
+    }
+
+    /// The base in a cache file's sections, read where it lies; none when they do not fit
+    /// together.
+    fn load(sections: &Sections) -> Option<SearchIndex> {
+        if sections.len() != SECTIONS {
+            return None;
         }
-        self.retrieval.update(changes, index);
-        let added = self.windows.update(changes, index, known);
-        self.built_from = FileTable::of(&index.files);
-        added
+        let built_from: FileTable = postcard::from_bytes(sections.bytes(0)).ok()?;
+        let search = SearchIndex {
+            retrieval: Retrieval::load(sections, 1)?,
+            windows: WindowIndex::load(sections, 1 + BM25_SECTIONS)?,
+            built_from,
+        };
+        let fits = search.built_from.key() == *sections.key()
+            && search.retrieval.files() == search.built_from.len();
+        fits.then_some(search)
     }
 }
 
@@ -112,10 +193,11 @@ mod tests {
     use std::path::Path;
 
     impl SearchIndex {
-        /// Brought up to `index`'s files, tokenizing every window of new text.
-        fn update_to(&mut self, index: &RepoIndex) {
+        /// For `index`'s files, this base's changes laid over it, tokenizing every window of
+        /// new text.
+        fn changed_to(self, index: &RepoIndex) -> SearchIndex {
             let changes = FileChanges::between(&self.built_from, &index.files);
-            self.update(&changes, index, &TokenSets::default());
+            self.changed(&changes, index, &TokenSets::default()).0
         }
     }
 
@@ -151,41 +233,43 @@ mod tests {
         answers
     }
 
-    #[test]
-    fn indexes_updated_file_by_file_answer_as_ones_built_afresh() {
-        let sources = java_sample();
-        let (before, after) = (index(&sources), index(&edited(&sources)));
-        let mut updated = SearchIndex::build(&before);
-        updated.update_to(&after);
-        let fresh = SearchIndex::build(&after);
-        assert_eq!(updated.built_from, fresh.built_from);
-        assert_eq!(updated.windows.len(), fresh.windows.len());
-        let holes = sample_holes(&after, Some(60), 3, HoleColumn::TrimmedMiddle);
-        assert!(holes.len() >= 30, "{} holes", holes.len());
+    /// Whether `got` answers as `want` (built afresh for `index`) for the holes of `index`
+    /// sampled every `every` lines.
+    fn answers_as(got: &SearchIndex, want: &SearchIndex, index: &RepoIndex, every: u64) {
+        assert_eq!(got.built_from, want.built_from);
+        assert_eq!(got.windows.len(), want.windows.len());
+        let holes = sample_holes(index, Some(60), every, HoleColumn::TrimmedMiddle);
+        assert!(holes.len() >= 10, "{} holes", holes.len());
         for hole in &holes {
-            let (got, want) = (
-                answers(&updated, &after, hole),
-                answers(&fresh, &after, hole),
-            );
-            for (got, want) in got.iter().zip(&want) {
-                assert_eq!(
-                    got,
-                    want,
-                    "{}:{}",
-                    after.files[hole.file].path,
-                    hole.line + 1
-                );
+            let at = format!("{}:{}", index.files[hole.file].path, hole.line + 1);
+            for (got, want) in answers(got, index, hole)
+                .iter()
+                .zip(answers(want, index, hole))
+            {
+                assert_eq!(got, &want, "{at}");
             }
         }
-        // And back: the edits undone, the index answers as it did.
-        updated.update_to(&before);
-        let fresh = SearchIndex::build(&before);
-        for hole in sample_holes(&before, Some(20), 4, HoleColumn::TrimmedMiddle) {
-            assert_eq!(
-                answers(&updated, &before, &hole),
-                answers(&fresh, &before, &hole)
-            );
-        }
+    }
+
+    #[test]
+    fn indexes_with_changed_files_laid_over_them_answer_as_ones_built_afresh() {
+        let sources = java_sample();
+        let (before, after) = (index(&sources), index(&edited(&sources)));
+        let updated = SearchIndex::build(&before).changed_to(&after);
+        answers_as(&updated, &SearchIndex::build(&after), &after, 3);
+        // And back: the edits undone over a base of the edited files.
+        let back = SearchIndex::build(&after).changed_to(&before);
+        answers_as(&back, &SearchIndex::build(&before), &before, 4);
+
+        // One word changed: as many windows as before, so only the norms of windows holding a
+        // term whose document frequency changed are summed again.
+        let mut renamed = sources.clone();
+        renamed[2].1 = renamed[2].1.replacen("return", "return /* renamed */", 1);
+        let renamed = index(&renamed);
+        let updated = SearchIndex::build(&before).changed_to(&renamed);
+        let fresh = SearchIndex::build(&renamed);
+        assert_eq!(fresh.windows.len(), SearchIndex::build(&before).windows.len());
+        answers_as(&updated, &fresh, &renamed, 3);
     }
 
     /// `sources` written out as the only files under `root`.
@@ -227,17 +311,9 @@ mod tests {
             write_repo(&root, sources);
             let index = RepoIndex::open(&root, Some(&cache)).unwrap();
             let (opened, fresh) = (SearchIndex::open(&index), SearchIndex::build(&index));
-            assert_eq!(opened.windows.len(), fresh.windows.len());
-            for hole in sample_holes(&index, Some(12), 5, HoleColumn::TrimmedMiddle) {
-                let at = format!("{}:{}", index.files[hole.file].path, hole.line + 1);
-                let (got, want) = (
-                    answers(&opened, &index, &hole),
-                    answers(&fresh, &index, &hole),
-                );
-                assert_eq!(got, want, "{at}");
-            }
+            answers_as(&opened, &fresh, &index, 5);
         };
-        let (base, segment) = (".search.bin", ".search.delta");
+        let (base, segment) = (".search.bin", ".search.segment");
         open(&sources);
         let first_base = cache_file(&cache, base).expect("the base is written");
         assert!(cache_file(&cache, segment).is_none());

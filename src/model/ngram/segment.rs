@@ -8,9 +8,9 @@ use std::path::Path;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-use super::base::{Base, Vocabulary, back_token, context_order};
+use super::base::{Base, back_token, context_order};
 use super::{BOUNDARY, model_tokens};
-use crate::repo::mapped::{Sections, Words, word_bytes, write_sections};
+use crate::repo::mapped::{Sections, Vocabulary, Words, word_bytes, write_sections};
 use crate::repo::{FileChanges, SourceFile};
 
 /// The changed and added files' statistics, over the base's token ids (and new ids, from the
