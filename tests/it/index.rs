@@ -364,6 +364,8 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
     write(root, ".gitignore", b"*.gen.ts\nout/\n");
     write(root, ".git/info/exclude", b"local.ts\n");
     write(root, "src/.gitignore", b"!keep.gen.ts\n");
+    // Rules reach through folders without ignore files, the nearest folder's first.
+    write(root, "src/deep/er/.gitignore", b"c.ts\n");
     for file in [
         "a.ts",
         "local.ts",
@@ -372,11 +374,25 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
         "src/keep.gen.ts",
         "src/other.gen.ts",
         "src/c.ts",
+        "src/deep/keep.gen.ts",
+        "src/deep/other.gen.ts",
+        "src/deep/out/d.ts",
+        "src/deep/er/c.ts",
+        "src/deep/er/keep.gen.ts",
     ] {
         write(root, file, b"export const a = 1;\n");
     }
     let index = RepoIndex::open(root, None).unwrap();
-    assert_eq!(paths(&index), ["a.ts", "src/c.ts", "src/keep.gen.ts"]);
+    assert_eq!(
+        paths(&index),
+        [
+            "a.ts",
+            "src/c.ts",
+            "src/deep/er/keep.gen.ts",
+            "src/deep/keep.gen.ts",
+            "src/keep.gen.ts"
+        ]
+    );
     assert!(index.warnings.is_empty(), "{:?}", index.warnings);
 }
 
