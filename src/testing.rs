@@ -148,6 +148,12 @@ pub mod repo {
     pub use crate::repo::{Cached, Derived, MAX_FILE_BYTES, RepoGraph, Vendored};
     use crate::repo::{RepoIndex, SourceFile};
 
+    /// The 32 bytes a cache file holds before `payload`: its checksum, for tests that damage
+    /// a cache file and seal it again.
+    pub fn cache_seal(payload: &[u8]) -> [u8; 32] {
+        crate::repo::seal(payload)
+    }
+
     /// What the parse of `file` found (the field is the crate's: it must match the file).
     pub fn facts(file: &SourceFile) -> &FileFacts {
         &file.facts

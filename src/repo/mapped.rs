@@ -3,7 +3,7 @@
 //! `u32`s is read in place. Loading such a file costs its checksum and a few pages of header,
 //! whatever its size; a decoded cache of tens of megabytes cost a tenth of a warm run.
 //!
-//! Layout: the blake3 checksum of everything after it (32 bytes), the format (32), the key
+//! Layout: the checksum of everything after it (32 bytes: [`super::cache::seal`]), the format (32), the key
 //! (32), the number of sections (u64), each section's offset and length (u64s), then the
 //! sections, each starting at a multiple of 8 bytes. Integers are little-endian.
 

@@ -50,6 +50,11 @@ pub fn read_repo_file(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, Rep
         file: repo_name(root, path),
         why,
     };
+    #[cfg(target_os = "linux")]
+    if let Some(opened) = beneath::open(root, path) {
+        let file = opened.map_err(refused)?;
+        return read_opened(file, cap).map_err(refused);
+    }
     let joined = root.join(path);
     let resolved = joined.canonicalize().map_err(|e| refused(refusal(e)))?;
     let inside = resolved.starts_with(root)
@@ -62,12 +67,95 @@ pub fn read_repo_file(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, Rep
     read_regular_file(&resolved, cap).map_err(refused)
 }
 
+/// Opening a file of a repository by the kernel's own resolution beneath the root (Linux's
+/// `openat2` with `RESOLVE_BENEATH`): links are followed while they stay inside, and one that
+/// leaves fails, without the `readlink` per path component that canonicalizing a path costs
+/// (a fifth of a warm open of guava went there).
+#[cfg(target_os = "linux")]
+mod beneath {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+
+    use super::Refusal;
+
+    /// `struct open_how` of `linux/openat2.h`.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+
+    /// The file at `path` (relative to `root`, or absolute under it) opened for reading
+    /// without waiting (a FIFO), if it lies inside `root` once links are resolved; missing
+    /// when it is not there. None where the kernel cannot say: no `openat2` (before Linux 5.6,
+    /// or refused by a sandbox), a link or `..` that leaves the root, an absolute link (which
+    /// `RESOLVE_BENEATH` refuses even when it points inside), a path not under `root`. The
+    /// caller then resolves the path itself.
+    pub(super) fn open(root: &Path, path: &Path) -> Option<Result<std::fs::File, Refusal>> {
+        let relative = match path.is_absolute() {
+            true => path.strip_prefix(root).ok()?,
+            false => path,
+        };
+        if relative.as_os_str().is_empty() {
+            return None;
+        }
+        let root = CString::new(root.as_os_str().as_bytes()).ok()?;
+        let relative = CString::new(relative.as_os_str().as_bytes()).ok()?;
+        // SAFETY: a NUL-terminated path; the descriptor returned is owned here alone.
+        let dir = unsafe {
+            libc::open(
+                root.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if dir < 0 {
+            return None;
+        }
+        // SAFETY: `dir` was just opened and is closed by nothing else.
+        let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+        let how = OpenHow {
+            flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64,
+            mode: 0,
+            resolve: libc::RESOLVE_BENEATH,
+        };
+        // SAFETY: `openat2(dirfd, path, how, size)` with a live directory descriptor, a
+        // NUL-terminated path and `how` of the size passed.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                relative.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: the kernel returned a new descriptor, owned by the file alone.
+            return Some(Ok(unsafe { std::fs::File::from_raw_fd(fd as i32) }));
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            // Resolution stays beneath the root until it fails, so what is missing is inside.
+            Some(libc::ENOENT | libc::ENOTDIR) => Some(Err(Refusal::Missing)),
+            _ => None,
+        }
+    }
+}
+
 /// The bytes of the regular file at `path`, of at most `cap` bytes, whatever else is there: a
 /// FIFO is opened without waiting and refused, and no more than `cap + 1` bytes are ever read,
 /// so a device without end cannot grow memory. For files keyhole keeps itself (its cache) as
 /// much as for a repository's, through [`read_repo_file`].
 pub fn read_regular_file(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
-    let (file, len) = open_regular_file(path, cap)?;
+    read_opened(open_nonblocking(path)?, cap)
+}
+
+/// The bytes of the opened `file`, if it is a regular file of at most `cap` bytes (opened
+/// without waiting, as [`open_regular_file`] opens it).
+fn read_opened(file: std::fs::File, cap: u64) -> Result<Vec<u8>, Refusal> {
+    let len = regular_len(&file, cap)?;
     let mut bytes = Vec::with_capacity(len as usize);
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -82,14 +170,24 @@ pub fn read_regular_file(path: &Path, cap: u64) -> Result<Vec<u8>, Refusal> {
 /// The regular file at `path` opened for reading, with its length, if it is at most `cap`
 /// bytes (see [`read_regular_file`]).
 pub fn open_regular_file(path: &Path, cap: u64) -> Result<(std::fs::File, u64), Refusal> {
+    let file = open_nonblocking(path)?;
+    let len = regular_len(&file, cap)?;
+    Ok((file, len))
+}
+
+/// The file at `path` opened for reading, whatever it is.
+fn open_nonblocking(path: &Path) -> Result<std::fs::File, Refusal> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     // Opening a FIFO for reading waits for a writer, unless non-blocking.
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path).map_err(refusal)?;
-    // Checked on the opened file, so that it is the file that is read, whatever the path
-    // names by now.
+    options.open(path).map_err(refusal)
+}
+
+/// The length of the opened `file`, if it is a regular file of at most `cap` bytes. Checked
+/// on the opened file, so that it is the file that is read, whatever the path names by now.
+fn regular_len(file: &std::fs::File, cap: u64) -> Result<u64, Refusal> {
     let meta = file.metadata().map_err(Refusal::Unreadable)?;
     if !meta.is_file() {
         return Err(Refusal::NotAFile);
@@ -97,7 +195,7 @@ pub fn open_regular_file(path: &Path, cap: u64) -> Result<(std::fs::File, u64), 
     if meta.len() > cap {
         return Err(Refusal::TooLarge(cap));
     }
-    Ok((file, meta.len()))
+    Ok(meta.len())
 }
 
 fn refusal(error: std::io::Error) -> Refusal {
@@ -178,6 +276,42 @@ mod tests {
         // A link that stays inside is followed.
         std::os::unix::fs::symlink("../fifo.json", root.join("src/fifo.json")).unwrap();
         assert!(matches!(read("src/fifo.json").why, Refusal::NotAFile));
+    }
+
+    #[test]
+    fn links_inside_are_followed_however_written_and_folders_out_refused() {
+        let (dir, root) = repo();
+        std::fs::write(root.join("src/a.ts"), "let a = 1;\n").unwrap();
+        // Relative and absolute links to a file inside, a link to a folder inside, `..` that
+        // stays inside: the same file.
+        std::os::unix::fs::symlink("src/a.ts", root.join("rel.ts")).unwrap();
+        std::os::unix::fs::symlink(root.join("src/a.ts"), root.join("abs.ts")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("lib")).unwrap();
+        std::os::unix::fs::symlink(root.join("src"), root.join("abslib")).unwrap();
+        for name in [
+            "rel.ts",
+            "abs.ts",
+            "lib/a.ts",
+            "abslib/a.ts",
+            "src/../src/a.ts",
+        ] {
+            let bytes = read_repo_file(&root, Path::new(name), 100);
+            assert_eq!(bytes.unwrap(), b"let a = 1;\n", "{name}");
+        }
+        // A folder out of the repository, by a relative or an absolute link.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        std::fs::write(dir.path().join("out/b.ts"), "outside").unwrap();
+        std::os::unix::fs::symlink("../out", root.join("up")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("out"), root.join("absup")).unwrap();
+        for name in ["up/b.ts", "absup/b.ts", "src/../../out/b.ts"] {
+            let err = read_repo_file(&root, Path::new(name), 100).unwrap_err();
+            assert!(matches!(err.why, Refusal::Outside), "{name}: {err}");
+        }
+        // Missing, through a link or not.
+        for name in ["lib/none.ts", "src/a.ts/x", "none/a.ts"] {
+            let err = read_repo_file(&root, Path::new(name), 100).unwrap_err();
+            assert!(err.is_missing(), "{name}: {err}");
+        }
     }
 }
 

@@ -104,8 +104,10 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
 /// outside the repository (a global excludes file, a parent folder's) are not read.
 struct IgnoreFiles {
     root: PathBuf,
-    /// Each folder's rules, none where it has no ignore file.
-    by_dir: HashMap<PathBuf, Option<Gitignore>>,
+    /// Per folder the walk reached: the rules that apply inside it, nearest folder first
+    /// (its own ignore files', then each parent's up to the root), only folders that have
+    /// ignore files listed. Kept per folder so that each entry costs one lookup of its parent.
+    in_dir: HashMap<PathBuf, Arc<[Arc<Gitignore>]>>,
     warnings: Vec<String>,
 }
 
@@ -113,7 +115,7 @@ impl IgnoreFiles {
     fn new(root: &Path) -> IgnoreFiles {
         IgnoreFiles {
             root: root.to_path_buf(),
-            by_dir: HashMap::new(),
+            in_dir: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -121,26 +123,39 @@ impl IgnoreFiles {
     /// Whether `path` (under the root) is ignored: the nearest folder whose rules match it
     /// decides, as git has it, and within a folder the last matching rule.
     fn ignored(&mut self, path: &Path, is_dir: bool) -> bool {
-        for dir in path.ancestors().skip(1) {
-            if !dir.starts_with(&self.root) {
-                break;
-            }
-            match self.rules(dir).map(|rules| rules.matched(path, is_dir)) {
-                Some(Match::Ignore(_)) => return true,
-                Some(Match::Whitelist(_)) => return false,
-                _ => {}
+        let Some(dir) = path.parent() else {
+            return false;
+        };
+        for rules in self.rules_in(dir).iter() {
+            match rules.matched(path, is_dir) {
+                Match::Ignore(_) => return true,
+                Match::Whitelist(_) => return false,
+                Match::None => {}
             }
         }
         false
     }
 
-    /// The rules of the ignore files in `dir`, read the first time.
-    fn rules(&mut self, dir: &Path) -> Option<&Gitignore> {
-        if !self.by_dir.contains_key(dir) {
-            let rules = self.read_rules(dir);
-            self.by_dir.insert(dir.to_path_buf(), rules);
+    /// The rules that apply inside `dir`, nearest first; its ignore files are read the first
+    /// time.
+    fn rules_in(&mut self, dir: &Path) -> Arc<[Arc<Gitignore>]> {
+        if let Some(rules) = self.in_dir.get(dir) {
+            return Arc::clone(rules);
         }
-        self.by_dir[dir].as_ref()
+        let outer = match dir.parent() {
+            Some(parent) if dir != self.root && dir.starts_with(&self.root) => {
+                self.rules_in(parent)
+            }
+            _ => Arc::from([]),
+        };
+        let rules: Arc<[Arc<Gitignore>]> = match self.read_rules(dir) {
+            Some(own) => (std::iter::once(Arc::new(own)))
+                .chain(outer.iter().cloned())
+                .collect(),
+            None => outer,
+        };
+        self.in_dir.insert(dir.to_path_buf(), Arc::clone(&rules));
+        rules
     }
 
     fn read_rules(&mut self, dir: &Path) -> Option<Gitignore> {

@@ -119,6 +119,32 @@ fn the_cache_is_reused_refreshed_by_content_and_rebuilt_when_corrupt() {
     assert_eq!(fifth.cache.reused, 2, "the rebuilt cache is good again");
 }
 
+#[test]
+fn a_cache_sealed_by_an_earlier_version_is_rebuilt_with_one_line() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(repo.path(), "p/A.java", b"package p; class A extends B {}");
+    write(repo.path(), "p/B.java", b"package p; class B {}");
+    let first = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    // Sealed as keyhole sealed its caches before: a blake3 sum of the payload. The payload is
+    // whole, but nothing says so in this version's terms.
+    let cache_file = first.cache.path.clone().unwrap();
+    let mut bytes = fs::read(&cache_file).unwrap();
+    let sum = *blake3::hash(&bytes[32..]).as_bytes();
+    bytes[..32].copy_from_slice(&sum);
+    fs::write(&cache_file, bytes).unwrap();
+    let second = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!((second.cache.reused, second.cache.parsed), (0, 2));
+    assert_eq!(second.warnings.len(), 1, "{:?}", second.warnings);
+    assert!(
+        second.warnings[0].ends_with("written by another version; rebuilding it"),
+        "{:?}",
+        second.warnings
+    );
+    let third = RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    assert_eq!((third.cache.reused, third.warnings.len()), (2, 0));
+}
+
 /// The index's cache files in `cache`: the base (`<key>.bin`) and the delta beside it
 /// (`<key>.delta`), each with its bytes, if there.
 fn facts_cache_files(cache: &Path) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
@@ -364,6 +390,8 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
     write(root, ".gitignore", b"*.gen.ts\nout/\n");
     write(root, ".git/info/exclude", b"local.ts\n");
     write(root, "src/.gitignore", b"!keep.gen.ts\n");
+    // Rules reach through folders without ignore files, the nearest folder's first.
+    write(root, "src/deep/er/.gitignore", b"c.ts\n");
     for file in [
         "a.ts",
         "local.ts",
@@ -372,11 +400,25 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
         "src/keep.gen.ts",
         "src/other.gen.ts",
         "src/c.ts",
+        "src/deep/keep.gen.ts",
+        "src/deep/other.gen.ts",
+        "src/deep/out/d.ts",
+        "src/deep/er/c.ts",
+        "src/deep/er/keep.gen.ts",
     ] {
         write(root, file, b"export const a = 1;\n");
     }
     let index = RepoIndex::open(root, None).unwrap();
-    assert_eq!(paths(&index), ["a.ts", "src/c.ts", "src/keep.gen.ts"]);
+    assert_eq!(
+        paths(&index),
+        [
+            "a.ts",
+            "src/c.ts",
+            "src/deep/er/keep.gen.ts",
+            "src/deep/keep.gen.ts",
+            "src/keep.gen.ts"
+        ]
+    );
     assert!(index.warnings.is_empty(), "{:?}", index.warnings);
 }
 
