@@ -18,6 +18,10 @@ use half::f16;
 
 /// Weights in a block, of a Q4_1 matrix row as of an activation row.
 pub const BLOCK: usize = 32;
+/// Matrix rows the vector kernel multiplies at once: four rows' sums and the constants fit in
+/// the 16 vector registers.
+#[cfg(target_arch = "x86_64")]
+const ROWS_AT_ONCE: usize = 4;
 /// A Q4_1 block's bytes: its scale `d` and minimum `m` as f16, then 32 four-bit values, the
 /// first 16 in the low halves of 16 bytes and the last 16 in their high halves.
 const BLOCK_BYTES: usize = 4 + BLOCK / 2;
@@ -30,13 +34,12 @@ pub struct Q4_1Matrix {
 }
 
 /// Rows of activations rounded to 8 bits a block of [`BLOCK`] values at a time: block `b`
-/// holds `scales[b] * values[32 b + i]`, and `sums[b]` is `scales[b]` times the sum of its
-/// values.
+/// holds `scales[b][0] * values[32 b + i]`, and `scales[b][1]` is `scales[b][0]` times the
+/// sum of its values (side by side, so that one load reads both).
 pub struct Activations {
     rows: usize,
     columns: usize,
-    scales: Vec<f32>,
-    sums: Vec<f32>,
+    scales: Vec<[f32; 2]>,
     values: Vec<i8>,
 }
 
@@ -122,26 +125,41 @@ impl Q4_1Matrix {
             );
         }
         let row_bytes = self.columns / BLOCK * BLOCK_BYTES;
-        let blocks = self.columns / BLOCK;
+        let weights = |row: usize| &self.blocks[row * row_bytes..(row + 1) * row_bytes];
         let width = rows.len();
-        for (r, row) in rows.enumerate() {
-            let weights = &self.blocks[row * row_bytes..(row + 1) * row_bytes];
-            // Every input row against this matrix row while its bytes are in the cache.
+        let first = rows.start;
+        // A few matrix rows at a time, against every input row while their bytes are in the
+        // cache.
+        let mut row = rows.start;
+        while row < rows.end {
+            let together = match kernel {
+                Kernel::Plain => 1,
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx2 => match rows.end - row >= ROWS_AT_ONCE {
+                    true => ROWS_AT_ONCE,
+                    false => 1,
+                },
+            };
             for i in 0..input.rows {
-                let at = i * blocks..(i + 1) * blocks;
-                let block = Block {
-                    scales: &input.scales[at.clone()],
-                    sums: &input.sums[at],
-                    values: &input.values[i * self.columns..(i + 1) * self.columns],
-                };
-                out[i * width + r] = match kernel {
-                    Kernel::Plain => dot_plain(weights, block),
-                    // SAFETY: `Kernel::Avx2` is only chosen, or tested, where the processor
-                    // has AVX2, FMA and F16C.
+                let input = input.row(i);
+                let products = &mut out[i * width + row - first..][..together];
+                match kernel {
+                    Kernel::Plain => products[0] = dot_plain(weights(row), input),
+                    // SAFETY (both): `Kernel::Avx2` is only chosen, or tested, where the
+                    // processor has AVX2, FMA and F16C.
                     #[cfg(target_arch = "x86_64")]
-                    Kernel::Avx2 => unsafe { dot_avx2(weights, block) },
-                };
+                    Kernel::Avx2 if together == ROWS_AT_ONCE => {
+                        let rows = std::array::from_fn(|r| weights(row + r));
+                        products
+                            .copy_from_slice(&unsafe { dots_avx2::<ROWS_AT_ONCE>(rows, input) });
+                    }
+                    #[cfg(target_arch = "x86_64")]
+                    Kernel::Avx2 => {
+                        products[0] = unsafe { dots_avx2::<1>([weights(row)], input)[0] }
+                    }
+                }
             }
+            row += together;
         }
         Ok(())
     }
@@ -162,7 +180,6 @@ impl Activations {
             rows: values.len() / columns,
             columns,
             scales: Vec::with_capacity(blocks),
-            sums: Vec::with_capacity(blocks),
             values: Vec::with_capacity(values.len()),
         };
         for block in values.chunks_exact(BLOCK) {
@@ -175,8 +192,7 @@ impl Activations {
                 sum += i32::from(q);
                 rounded.values.push(q);
             }
-            rounded.scales.push(scale);
-            rounded.sums.push(sum as f32 * scale);
+            rounded.scales.push([scale, sum as f32 * scale]);
         }
         Ok(rounded)
     }
@@ -184,18 +200,26 @@ impl Activations {
     pub fn rows(&self) -> usize {
         self.rows
     }
+
+    /// Row `i`'s blocks.
+    fn row(&self, i: usize) -> Row<'_> {
+        let blocks = self.columns / BLOCK;
+        Row {
+            scales: &self.scales[i * blocks..(i + 1) * blocks],
+            values: &self.values[i * self.columns..(i + 1) * self.columns],
+        }
+    }
 }
 
-/// One activation row's blocks: their scales, scaled sums and values.
+/// One activation row's blocks: their scales and scaled sums, and their values.
 #[derive(Clone, Copy)]
-struct Block<'a> {
-    scales: &'a [f32],
-    sums: &'a [f32],
+struct Row<'a> {
+    scales: &'a [[f32; 2]],
     values: &'a [i8],
 }
 
 /// A Q4_1 matrix row (`weights`, its blocks' bytes) times an activation row.
-fn dot_plain(weights: &[u8], input: Block) -> f32 {
+fn dot_plain(weights: &[u8], input: Row) -> f32 {
     let mut total = 0.0f32;
     for (b, block) in weights.chunks_exact(BLOCK_BYTES).enumerate() {
         let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
@@ -207,70 +231,67 @@ fn dot_plain(weights: &[u8], input: Block) -> f32 {
             products += i32::from(byte & 0x0F) * i32::from(*l);
             products += i32::from(byte >> 4) * i32::from(*h);
         }
-        total += products as f32 * d * input.scales[b] + m * input.sums[b];
+        let [scale, sum] = input.scales[b];
+        total += products as f32 * d * scale + m * sum;
     }
     total
 }
 
-/// As [`dot_plain`], a block's 32 products in one multiply-add of bytes, two blocks at a time
-/// into separate sums so that each addition need not wait for the one before.
+/// As [`dot_plain`] for `R` matrix rows at once, which share each activation block's loads
+/// and add into sums of their own (so that no addition waits for the one before): a block's
+/// 32 products in one multiply-add of bytes.
 ///
 /// # Safety
 /// The processor must have AVX2, FMA and F16C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn dot_avx2(weights: &[u8], input: Block) -> f32 {
+unsafe fn dots_avx2<const R: usize>(weights: [&[u8]; R], input: Row) -> [f32; R] {
     use std::arch::x86_64::*;
 
-    let blocks = weights.len() / BLOCK_BYTES;
-    assert!(
-        input.values.len() == blocks * BLOCK
-            && input.scales.len() == blocks
-            && input.sums.len() == blocks
-    );
+    let blocks = input.scales.len();
+    assert!(input.values.len() == blocks * BLOCK);
+    assert!(weights.iter().all(|row| row.len() == blocks * BLOCK_BYTES));
     let low_nibbles = _mm256_set1_epi8(0x0F);
     let ones = _mm256_set1_epi16(1);
-    // One block's `d * a * sum(q * p)` in eight lanes and its `m * a * sum(p)`.
-    let block = |b: usize| {
-        // SAFETY: `b < blocks`, so the block's 20 bytes and 32 values are in bounds (checked
-        // above); the loads are unaligned.
+    // Each row's `d * a * sum(q * p)` in eight lanes, and `m * a * sum(p)` in the second lane
+    // of four (the first adds up junk).
+    let mut sums = [_mm256_setzero_ps(); R];
+    let mut minimums = [_mm_setzero_ps(); R];
+    for b in 0..blocks {
+        // SAFETY: `b < blocks`, so the activations' block and each row's 20 bytes are in
+        // bounds (checked above); the loads are unaligned.
         unsafe {
-            let at = weights.as_ptr().add(b * BLOCK_BYTES);
-            let halves = _mm_cvtsi32_si128(std::ptr::read_unaligned(at as *const i32));
-            // [d, m, 0, 0]
-            let scale_and_minimum = _mm_cvtph_ps(halves);
-            let packed = _mm_loadu_si128(at.add(4) as *const __m128i);
-            let nibbles = _mm256_and_si256(
-                _mm256_set_m128i(_mm_srli_epi16::<4>(packed), packed),
-                low_nibbles,
-            );
             let values = _mm256_loadu_si256(input.values.as_ptr().add(b * BLOCK) as *const __m256i);
-            let products = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles, values), ones);
-            let scale = _mm256_set1_ps(_mm_cvtss_f32(scale_and_minimum) * input.scales[b]);
-            let minimum = _mm_cvtss_f32(_mm_movehdup_ps(scale_and_minimum)) * input.sums[b];
-            (scale, _mm256_cvtepi32_ps(products), minimum)
+            // [a, a * sum(p), 0, 0]
+            let scale_and_sum =
+                _mm_castpd_ps(_mm_load_sd(input.scales.as_ptr().add(b) as *const f64));
+            for r in 0..R {
+                let at = weights[r].as_ptr().add(b * BLOCK_BYTES);
+                let halves = _mm_cvtsi32_si128(std::ptr::read_unaligned(at as *const i32));
+                // [d * a, m * a * sum(p), 0, 0]
+                let scaled = _mm_mul_ps(_mm_cvtph_ps(halves), scale_and_sum);
+                minimums[r] = _mm_add_ps(minimums[r], scaled);
+                let packed = _mm_loadu_si128(at.add(4) as *const __m128i);
+                let nibbles = _mm256_and_si256(
+                    _mm256_set_m128i(_mm_srli_epi16::<4>(packed), packed),
+                    low_nibbles,
+                );
+                let products = _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles, values), ones);
+                sums[r] = _mm256_fmadd_ps(
+                    _mm256_broadcastss_ps(scaled),
+                    _mm256_cvtepi32_ps(products),
+                    sums[r],
+                );
+            }
         }
-    };
-    let (mut even, mut odd) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-    let mut minimums = [0.0f32; 2];
-    for b in (0..blocks.saturating_sub(1)).step_by(2) {
-        let (scale, products, minimum) = block(b);
-        even = _mm256_fmadd_ps(scale, products, even);
-        minimums[0] += minimum;
-        let (scale, products, minimum) = block(b + 1);
-        odd = _mm256_fmadd_ps(scale, products, odd);
-        minimums[1] += minimum;
     }
-    if blocks % 2 == 1 {
-        let (scale, products, minimum) = block(blocks - 1);
-        even = _mm256_fmadd_ps(scale, products, even);
-        minimums[0] += minimum;
-    }
-    let sum = _mm256_add_ps(even, odd);
-    let quarter = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps::<1>(sum));
-    let half = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
-    let one = _mm_add_ss(half, _mm_movehdup_ps(half));
-    _mm_cvtss_f32(one) + minimums[0] + minimums[1]
+    std::array::from_fn(|r| {
+        let sum = sums[r];
+        let quarter = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps::<1>(sum));
+        let half = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+        let one = _mm_add_ss(half, _mm_movehdup_ps(half));
+        _mm_cvtss_f32(one) + _mm_cvtss_f32(_mm_movehdup_ps(minimums[r]))
+    })
 }
 
 #[cfg(test)]
@@ -324,7 +345,7 @@ mod tests {
                 .values
                 .iter()
                 .enumerate()
-                .map(|(i, &q)| f32::from(q) * activations.scales[i / BLOCK])
+                .map(|(i, &q)| f32::from(q) * activations.scales[i / BLOCK][0])
                 .collect();
             for (value, rounded) in input.iter().zip(&rounded) {
                 assert!((value - rounded).abs() <= 1.0 / 254.0 + 1e-6);
