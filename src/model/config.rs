@@ -125,8 +125,8 @@ pub enum Matrices {
     /// As f32 alone: fast prompts, slow generation, four to eight times the memory of a 4- or
     /// 8-bit file.
     F32,
-    /// Quantized alone, as stored except the types candle has no fast kernel for (Q4_1, Q5_0,
-    /// Q5_1), which run as Q8_0: least memory, slower prompts.
+    /// Quantized alone, as stored except the types neither candle nor keyhole has a fast
+    /// kernel for (Q5_0, Q5_1), which run as Q8_0: least memory, slower prompts.
     Quantized,
 }
 

@@ -293,7 +293,7 @@ async fn greedy_decoding_is_deterministic_and_ends_at_end_of_text() {
 
 #[tokio::test]
 async fn q4_1_matrices_run_as_well() {
-    // candle has no SIMD kernel for Q4_1, so the backend converts such matrices at load.
+    // candle has no SIMD kernel for Q4_1: keyhole multiplies such matrices with its own.
     let (_dir, path) = written(&Tiny {
         matrices: GgmlDType::Q4_1,
         ..Tiny::LLAMA

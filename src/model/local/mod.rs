@@ -15,6 +15,7 @@ mod error;
 #[cfg(test)]
 mod fixture;
 mod header;
+mod q4_1;
 pub use error::{GgufError, TokenizerError};
 pub use header::panics_caught;
 mod transformer;

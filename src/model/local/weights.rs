@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek};
+use std::ops::Range;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file::{self, Content};
@@ -12,6 +13,7 @@ use rayon::prelude::*;
 
 use super::error::GgufError;
 use super::header::{self, guarded};
+use super::q4_1::{Activations, Q4_1Matrix};
 use crate::model::config::Matrices;
 
 /// The first bytes of every GGUF file.
@@ -21,10 +23,11 @@ const MAGIC: &[u8; 4] = b"GGUF";
 const SUPPORTED: &str = "llama, qwen2, qwen3";
 
 /// Quantizations that candle 0.11 multiplies with scalar code only on x86 (it has no SIMD
-/// dot product for them): SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0.
-/// Their quantized copies are Q8_0, which keeps every value to within 8-bit rounding of the
-/// original at 1.7 times the memory.
-const SLOW: [GgmlDType; 3] = [GgmlDType::Q4_1, GgmlDType::Q5_0, GgmlDType::Q5_1];
+/// dot product for them; SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0) and
+/// keyhole has no kernel of its own for. Their quantized copies are Q8_0, which keeps every
+/// value to within 8-bit rounding of the original at 1.7 times the memory. Q4_1 is
+/// multiplied as stored, by keyhole's kernel (`q4_1`).
+const SLOW: [GgmlDType; 2] = [GgmlDType::Q5_0, GgmlDType::Q5_1];
 
 /// Models whose matrices take at most this much memory as f32 keep them twice, as f32 and
 /// quantized (1.25 to 1.5 times the f32 size): candle multiplies f32 with an optimized GEMM,
@@ -284,9 +287,23 @@ pub fn load_failed(name: &str, error: &candle_core::Error) -> GgufError {
 pub struct Matrix {
     /// `(rows, columns)` f32 values.
     dense: Option<Tensor>,
-    /// The quantized rows, in consecutive pieces that multiply in parallel (see
-    /// [`token_pieces`]).
-    quantized: Option<Vec<QMatMul>>,
+    quantized: Option<Quantized>,
+}
+
+/// A matrix's quantized rows, in consecutive pieces that multiply in parallel (see
+/// [`token_pieces`]).
+enum Quantized {
+    /// Multiplied by candle's kernels, each piece a matrix of its own.
+    Candle(Vec<QMatMul>),
+    /// Q4_1 as stored, multiplied by keyhole's kernel a range of rows at a time.
+    Q4_1(Q4_1Matrix, Vec<Range<usize>>),
+}
+
+/// One piece of a product: rows of a quantized matrix.
+#[derive(Clone)]
+enum Piece<'a> {
+    Candle(&'a QMatMul),
+    Q4_1(&'a Q4_1Matrix, Range<usize>),
 }
 
 /// Pieces a quantized matrix's rows are held in, so that a generated token's products run on
@@ -299,19 +316,27 @@ fn token_pieces() -> usize {
     rayon::current_num_threads()
 }
 
+/// `rows` rows in `pieces` consecutive ranges as even as can be (fewer for fewer rows).
+fn row_ranges(rows: usize, pieces: usize) -> Vec<Range<usize>> {
+    let pieces = pieces.clamp(1, rows.max(1));
+    (0..pieces)
+        .map(|piece| piece * rows / pieces..(piece + 1) * rows / pieces)
+        .collect()
+}
+
 /// `stored`'s rows in `pieces` consecutive pieces (fewer for a matrix of fewer rows), each
 /// the stored bytes of its rows: the same values, in the same type.
 fn row_pieces(stored: QTensor, pieces: usize) -> candle_core::Result<Vec<QMatMul>> {
     let (rows, columns) = stored.shape().dims2()?;
-    let pieces = pieces.clamp(1, rows.max(1));
-    if pieces == 1 {
+    let ranges = row_ranges(rows, pieces);
+    if ranges.len() == 1 {
         return Ok(vec![QMatMul::from_qtensor(stored)?]);
     }
     let bytes = stored.data()?;
     let row_bytes = bytes.len() / rows;
-    (0..pieces)
-        .map(|piece| {
-            let (start, end) = (piece * rows / pieces, (piece + 1) * rows / pieces);
+    ranges
+        .into_iter()
+        .map(|Range { start, end }| {
             let part = candle_core::quantized::ggml_file::qtensor_from_ggml(
                 stored.dtype(),
                 &bytes[start * row_bytes..end * row_bytes],
@@ -336,6 +361,11 @@ impl Matrix {
         };
         let quantized = match kept.quantized {
             false => None,
+            true if dtype == GgmlDType::Q4_1 => {
+                let (rows, columns) = stored.shape().dims2()?;
+                let matrix = Q4_1Matrix::new(&stored.data()?, rows, columns)?;
+                Some(Quantized::Q4_1(matrix, row_ranges(rows, token_pieces())))
+            }
             true => {
                 let fast = quantized_dtype(dtype, stored.shape().dims());
                 let stored = if fast == dtype {
@@ -347,7 +377,7 @@ impl Matrix {
                     };
                     QTensor::quantize(&values, fast)?
                 };
-                Some(row_pieces(stored, token_pieces())?)
+                Some(Quantized::Candle(row_pieces(stored, token_pieces())?))
             }
         };
         Ok(Matrix { dense, quantized })
@@ -370,29 +400,41 @@ impl Matrix {
 
     /// `input` times each of `matrices` (as [`Matrix::forward`]), their quantized pieces all
     /// in one job on the CPU pool: a generated token's query, key and value (or gate and up)
-    /// products wait for the pool's threads once instead of once each.
+    /// products wait for the pool's threads once instead of once each, and `input` is
+    /// rounded to 8 bits for the Q4_1 kernel once for all of them.
     pub fn forward_each<const N: usize>(
         matrices: [&Matrix; N],
         input: &Tensor,
         pass: Pass,
     ) -> candle_core::Result<[Tensor; N]> {
-        let pieces: Vec<(usize, &QMatMul)> = matrices
+        let pieces: Vec<(usize, Piece)> = matrices
             .iter()
             .enumerate()
-            .filter_map(|(index, matrix)| matrix.pieces_for(pass).map(|pieces| (index, pieces)))
-            .flat_map(|(index, pieces)| pieces.iter().map(move |piece| (index, piece)))
+            .filter_map(|(index, matrix)| matrix.quantized_for(pass).map(|q| (index, q)))
+            .flat_map(|(index, quantized)| quantized.pieces().map(move |piece| (index, piece)))
             .collect();
+        let rounded = match pieces.iter().any(|(_, p)| matches!(p, Piece::Q4_1(..))) {
+            true => {
+                let (_, columns) = input.dims2()?;
+                let values = input.flatten_all()?.to_vec1::<f32>()?;
+                Some(Activations::quantize(&values, columns)?)
+            }
+            false => None,
+        };
+        let forward = |(index, piece): &(usize, Piece)| {
+            Ok::<_, candle_core::Error>((*index, piece.forward(input, rounded.as_ref())?))
+        };
         let parts: Vec<(usize, Tensor)> = match pieces.len() {
             0 => Vec::new(),
-            1 => vec![(pieces[0].0, pieces[0].1.forward(input)?)],
+            1 => vec![forward(&pieces[0])?],
             _ => pieces
                 .par_iter()
-                .map(|(index, piece)| Ok((*index, piece.forward(input)?)))
+                .map(forward)
                 .collect::<candle_core::Result<_>>()?,
         };
         let mut products = Vec::with_capacity(N);
         for (index, matrix) in matrices.iter().enumerate() {
-            let product = match matrix.pieces_for(pass) {
+            let product = match matrix.quantized_for(pass) {
                 None => {
                     let dense = matrix
                         .dense
@@ -419,14 +461,45 @@ impl Matrix {
             .unwrap_or_else(|_| unreachable!("a product per matrix")))
     }
 
-    /// The quantized pieces a product for `pass` multiplies, or `None` where it multiplies
+    /// The quantized rows a product for `pass` multiplies, or `None` where it multiplies
     /// the f32 matrix.
-    fn pieces_for(&self, pass: Pass) -> Option<&[QMatMul]> {
+    fn quantized_for(&self, pass: Pass) -> Option<&Quantized> {
         match (&self.dense, &self.quantized) {
             (Some(_), Some(_)) if pass == Pass::Prompt => None,
-            (_, Some(pieces)) => Some(pieces),
+            (_, Some(quantized)) => Some(quantized),
             (Some(_), None) => None,
             (None, None) => unreachable!("a matrix holds at least one representation"),
+        }
+    }
+}
+
+impl Quantized {
+    fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + '_> {
+        match self {
+            Quantized::Candle(pieces) => Box::new(pieces.iter().map(Piece::Candle)),
+            Quantized::Q4_1(matrix, ranges) => {
+                Box::new(ranges.iter().map(|rows| Piece::Q4_1(matrix, rows.clone())))
+            }
+        }
+    }
+}
+
+impl Piece<'_> {
+    /// `input` times the piece's rows, transposed: `(input rows, piece rows)`. A Q4_1 piece
+    /// multiplies `rounded`, the input rounded to 8 bits.
+    fn forward(
+        &self,
+        input: &Tensor,
+        rounded: Option<&Activations>,
+    ) -> candle_core::Result<Tensor> {
+        match self {
+            Piece::Candle(piece) => piece.forward(input),
+            Piece::Q4_1(matrix, rows) => {
+                let rounded = rounded.expect("the input is rounded for every Q4_1 piece");
+                let mut products = vec![0.0; rounded.rows() * rows.len()];
+                matrix.multiply(rounded, rows.clone(), &mut products)?;
+                Tensor::from_vec(products, (rounded.rows(), rows.len()), &Device::Cpu)
+            }
         }
     }
 }
@@ -539,23 +612,24 @@ mod tests {
         assert_eq!(file.kept(Matrices::Auto), Kept::BOTH);
         assert_eq!(file.kept(Matrices::F32), Kept::DENSE);
         assert_eq!(file.kept(Matrices::Quantized), Kept::QUANTIZED);
-        // f32 and Q8_0 copies of the 64x32 matrix, and the f32 norm.
-        let q8_0 = 64 * 32 / 32 * 34;
+        // The 64x32 matrix as f32 and as stored (Q4_1), and the f32 norm.
+        let q4_1 = 64 * 32 / 32 * 20;
         assert_eq!(
             file.loaded_bytes(Matrices::Auto),
-            64 * 32 * 4 + q8_0 + 32 * 4
+            64 * 32 * 4 + q4_1 + 32 * 4
         );
-        assert_eq!(file.loaded_bytes(Matrices::Quantized), q8_0 + 32 * 4);
+        assert_eq!(file.loaded_bytes(Matrices::Quantized), q4_1 + 32 * 4);
         let both = file.matrix("w", (64, 32), Kept::BOTH).unwrap();
         let quantized = file.matrix("w", (64, 32), Kept::QUANTIZED).unwrap();
         let dense = file.matrix("w", (64, 32), Kept::DENSE).unwrap();
+        assert!(matches!(both.quantized, Some(Quantized::Q4_1(..))));
         let exact = |rows| activations(rows).matmul(&stored.t().unwrap()).unwrap();
         // A prompt's rows, however few, multiply the exact values.
         for rows in [1, 3] {
             let prompt = both.forward(&activations(rows), Pass::Prompt).unwrap();
             assert_eq!(largest_difference(&prompt, &exact(rows)), 0.0);
         }
-        // A new token multiplies the Q8_0 copy (with its activations rounded to 8 bits too).
+        // A new token multiplies the Q4_1 blocks (with its activations rounded to 8 bits).
         let token = both.forward(&activations(1), Pass::Token).unwrap();
         let off = largest_difference(&token, &exact(1));
         assert!(off > 0.0 && off < 0.5, "{off}");
@@ -574,13 +648,41 @@ mod tests {
         // 64 rows in 3 uneven pieces (21, 21, 22), multiplied on the CPU pool.
         let pieces = Matrix {
             dense: None,
-            quantized: Some(row_pieces(quantized(), 3).unwrap()),
+            quantized: Some(Quantized::Candle(row_pieces(quantized(), 3).unwrap())),
         };
         for rows in [1, 4] {
             let expected = whole.forward(&activations(rows)).unwrap();
             let got = pieces.forward(&activations(rows), Pass::Token).unwrap();
             assert_eq!(got.dims(), &[rows, 64]);
             assert_eq!(largest_difference(&got, &expected), 0.0);
+        }
+    }
+
+    #[test]
+    fn a_q4_1_matrix_multiplied_in_row_pieces_gets_the_whole_matrix_values_on_any_pool() {
+        let (mut file, _) = q4_1_file();
+        let stored = file.tensor("w", &[64, 32]).unwrap();
+        // 64 rows whole, and in 3 uneven pieces (21, 21, 22), on pools of 1 and 3 threads.
+        let in_pieces = |pieces| Matrix {
+            dense: None,
+            quantized: Some(Quantized::Q4_1(
+                Q4_1Matrix::new(&stored.data().unwrap(), 64, 32).unwrap(),
+                row_ranges(64, pieces),
+            )),
+        };
+        let (whole, pieces) = (in_pieces(1), in_pieces(3));
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            for rows in [1, 4] {
+                let expected = pool.install(|| whole.forward(&activations(rows), Pass::Token));
+                let got = pool.install(|| pieces.forward(&activations(rows), Pass::Token));
+                let (expected, got) = (expected.unwrap(), got.unwrap());
+                assert_eq!(got.dims(), &[rows, 64]);
+                assert_eq!(largest_difference(&got, &expected), 0.0);
+            }
         }
     }
 
