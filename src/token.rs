@@ -10,6 +10,10 @@ use std::str::FromStr;
 use serde::Serialize;
 use tiktoken_rs::CoreBPE;
 
+mod gpt2;
+
+pub use gpt2::{Gpt2Bpe, pieces};
+
 /// Splits text into tokens; all budgets and truncation go through this.
 pub trait Tokenizer: Send + Sync {
     /// The name shown to users and written into reports.
@@ -79,8 +83,8 @@ impl TokenizerKind {
         static CODE: CodeTokenizer = CodeTokenizer;
         match self {
             Self::Code => &CODE,
-            Self::R50kBase => &R50K,
-            Self::P50kBase => &P50K,
+            Self::R50kBase => &gpt2::R50K,
+            Self::P50kBase => &gpt2::P50K,
             Self::Cl100kBase => &CL100K,
             Self::O200kBase => &O200K,
         }
@@ -188,14 +192,6 @@ pub struct Bpe {
     load: fn() -> &'static CoreBPE,
 }
 
-static R50K: Bpe = Bpe {
-    name: "r50k_base",
-    load: tiktoken_rs::r50k_base_singleton,
-};
-static P50K: Bpe = Bpe {
-    name: "p50k_base",
-    load: tiktoken_rs::p50k_base_singleton,
-};
 static CL100K: Bpe = Bpe {
     name: "cl100k_base",
     load: tiktoken_rs::cl100k_base_singleton,
@@ -205,16 +201,9 @@ static O200K: Bpe = Bpe {
     load: tiktoken_rs::o200k_base_singleton,
 };
 
-impl Bpe {
-    /// The token ids of `text`, special tokens read as plain text.
-    pub fn ids(&self, text: &str) -> Vec<u32> {
-        (self.load)().encode_ordinary(text)
-    }
-}
-
 /// Codex's BPE, whose token ids RepoCoder's code compares (its `CodexTokenizer`).
-pub fn p50k() -> &'static Bpe {
-    &P50K
+pub fn p50k() -> &'static Gpt2Bpe {
+    &gpt2::P50K
 }
 
 impl Tokenizer for Bpe {

@@ -89,10 +89,21 @@ impl Language for Java {
     ) -> Vec<Import> {
         let mut found = Vec::new();
         let used_types = || facts.name_usages.iter().filter(|(n, _)| starts_upper(n));
+        // One buffer for every qualified name asked for (a file asks for hundreds).
+        let mut qualified = String::new();
+        let mut declaring = |package: Option<&str>, name: &str| {
+            qualified.clear();
+            if let Some(package) = package {
+                qualified.push_str(package);
+                qualified.push('.');
+            }
+            qualified.push_str(name);
+            scope.declaring(&qualified)
+        };
         for import in &facts.imports {
             if import.wildcard {
                 for (name, lines) in used_types() {
-                    if let Some(target) = scope.declaring(&format!("{}.{name}", import.path)) {
+                    if let Some(target) = declaring(Some(&import.path), name) {
                         super::add_import(&mut found, target, ImportKind::Wildcard, lines);
                     }
                 }
@@ -103,7 +114,7 @@ impl Language for Java {
             }
         }
         for (name, lines) in used_types() {
-            if let Some(target) = scope.declaring(&qualify(facts.package.as_deref(), name)) {
+            if let Some(target) = declaring(facts.package.as_deref(), name) {
                 super::add_import(&mut found, target, ImportKind::SamePackage, lines);
             }
         }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::read::read_repo_file;
 use super::{FileId, SourceFile};
@@ -22,15 +23,15 @@ pub struct ParentLink {
 }
 
 pub struct RepoGraph {
-    pub by_path: HashMap<String, FileId>,
+    pub by_path: FxHashMap<String, FileId>,
     /// A language's qualified names ([`crate::lang::Language::qualified_names`]) → file.
-    types: HashMap<String, FileId>,
+    types: FxHashMap<String, FileId>,
     /// The project files import resolution asked for.
     project_files: ProjectFiles,
     /// Simple class name → files declaring a class of that name.
-    classes: HashMap<String, Vec<FileId>>,
-    dirs: HashMap<String, Vec<FileId>>,
-    parts: HashMap<String, Vec<FileId>>,
+    classes: FxHashMap<String, Vec<FileId>>,
+    dirs: FxHashMap<String, Vec<FileId>>,
+    parts: FxHashMap<String, Vec<FileId>>,
     pub imports: Vec<Vec<Import>>,
     pub parents: Vec<Vec<ParentLink>>,
     pub children: Vec<Vec<FileId>>,
@@ -92,15 +93,15 @@ impl RepoGraph {
                 .enumerate()
                 .map(|(i, f)| (f.path.clone(), i))
                 .collect(),
-            types: HashMap::new(),
+            types: FxHashMap::default(),
             project_files: ProjectFiles {
                 root: root.to_path_buf(),
                 read: Mutex::default(),
                 notes: Mutex::default(),
             },
-            classes: HashMap::new(),
-            dirs: HashMap::new(),
-            parts: HashMap::new(),
+            classes: FxHashMap::default(),
+            dirs: FxHashMap::default(),
+            parts: FxHashMap::default(),
             imports: Vec::new(),
             parents: Vec::new(),
             children: vec![Vec::new(); files.len()],
@@ -206,7 +207,7 @@ impl RepoGraph {
     }
 
     fn mark_duplicates(&mut self, files: &[SourceFile]) {
-        let mut by_hash: HashMap<&[u8; 32], Vec<FileId>> = HashMap::new();
+        let mut by_hash: FxHashMap<&[u8; 32], Vec<FileId>> = FxHashMap::default();
         for (id, file) in files.iter().enumerate() {
             by_hash.entry(&file.hash).or_default().push(id);
         }
