@@ -493,7 +493,9 @@ impl WindowChanges {
         let idf: Vec<f32> = dfs.iter().map(|&df| idf_of(self.live, df)).collect();
         let norm_of = |lists: &WindowLists, w| {
             let (terms, counts) = lists.terms(w);
-            norm(terms, counts, |term| idf.get(term as usize).copied().unwrap_or(0.0))
+            norm(terms, counts, |term| {
+                idf.get(term as usize).copied().unwrap_or(0.0)
+            })
         };
         let mut norms: Vec<f32> = base.norms.iter().map(|&n| f32::from_bits(n)).collect();
         let mut again = vec![self.live != count; count];

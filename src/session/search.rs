@@ -268,7 +268,10 @@ mod tests {
         let renamed = index(&renamed);
         let updated = SearchIndex::build(&before).changed_to(&renamed);
         let fresh = SearchIndex::build(&renamed);
-        assert_eq!(fresh.windows.len(), SearchIndex::build(&before).windows.len());
+        assert_eq!(
+            fresh.windows.len(),
+            SearchIndex::build(&before).windows.len()
+        );
         answers_as(&updated, &fresh, &renamed, 3);
     }
 
