@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -234,6 +235,15 @@ impl WindowIndex {
     /// waits for a piece; that job would then wait, on top of the same stack, for the build it
     /// buries (#36).
     pub fn new(index: &RepoIndex) -> WindowIndex {
+        WindowIndex::new_with_progress(index, &|_, _| ())
+    }
+
+    /// [`WindowIndex::new`], telling `progress` as windows are tokenized (see
+    /// [`WindowIndex::update`]).
+    pub fn new_with_progress(
+        index: &RepoIndex,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> WindowIndex {
         let mut built = WindowIndex {
             places: Vec::new(),
             text_keys: Vec::new(),
@@ -251,6 +261,7 @@ impl WindowIndex {
             &FileChanges::between(&FileTable::default(), &index.files),
             index,
             &TokenSets::default(),
+            progress,
         );
         built
     }
@@ -260,12 +271,14 @@ impl WindowIndex {
     /// windows of changed and added files are cut again; a window whose text is already
     /// known only gains a place, a window left with none goes, and only windows of new text
     /// are tokenized (on the CPU pool, as [`WindowIndex::new`] says), unless `known` holds
-    /// their tokens. Returns the tokens of the windows of new text.
+    /// their tokens. Returns the tokens of the windows of new text. `progress` hears (windows
+    /// tokenized, of all to tokenize) as each is.
     pub fn update(
         &mut self,
         changes: &FileChanges,
         index: &RepoIndex,
         known: &TokenSets,
+        progress: &(dyn Fn(usize, usize) + Sync),
     ) -> TokenSets {
         for places in &mut self.places {
             places.retain_mut(|place| match changes.kept[place.file] {
@@ -314,12 +327,21 @@ impl WindowIndex {
             .filter(|(_, key)| known.get(key).is_none())
             .map(|(text, _)| text.as_str())
             .collect();
+        let done = AtomicUsize::new(0);
+        let counted = |ids: Vec<u32>| {
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, unknown.len());
+            ids
+        };
         let mut tokenized = if crate::pool::on_pool_thread() {
             let mut tokens = CodexTokens::default();
-            unknown.iter().map(|text| tokens.distinct(text)).collect()
+            (unknown.iter())
+                .map(|text| counted(tokens.distinct(text)))
+                .collect()
         } else {
             (unknown.par_iter())
-                .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
+                .map_init(CodexTokens::default, |tokens, text| {
+                    counted(tokens.distinct(text))
+                })
                 .collect::<Vec<_>>()
         }
         .into_iter();

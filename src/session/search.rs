@@ -33,21 +33,23 @@ impl SearchIndex {
     /// holds; an edit then writes only the segment, and the base is written afresh once the
     /// changed files pass a share of the repository ([`base_outgrown`]). A cache that cannot
     /// be trusted is rebuilt, with one line in the log.
-    pub fn open(index: &RepoIndex) -> SearchIndex {
+    /// `progress` hears how far the work that takes seconds has come: BM25's files and the
+    /// windows tokenized (none where the cache is current).
+    pub fn open(index: &RepoIndex, progress: &(dyn Fn(SearchProgress) + Sync)) -> SearchIndex {
         let Some(cache) = index.derived_cache("search", SEARCH_CACHE_VERSION) else {
-            return SearchIndex::build(index);
+            return SearchIndex::build_reporting(index, progress);
         };
         let (layers, current) = match cache.load_layers::<SearchIndex, TokenSets>() {
             Cached::Current(layers) => (layers, true),
             Cached::Stale(layers) => (layers, false),
             Cached::Missing => {
-                let search = SearchIndex::build(index);
+                let search = SearchIndex::build_reporting(index, progress);
                 cache.store(&search);
                 return search;
             }
             Cached::Unusable(why) => {
                 tracing::warn!("{why}");
-                let search = SearchIndex::build(index);
+                let search = SearchIndex::build_reporting(index, progress);
                 cache.store(&search);
                 return search;
             }
@@ -58,7 +60,7 @@ impl SearchIndex {
             stamp,
         } = layers;
         let changes = FileChanges::between(&search.built_from, &index.files);
-        let added = search.update(&changes, index, &segment.unwrap_or_default());
+        let added = search.update(&changes, index, &segment.unwrap_or_default(), progress);
         if !current {
             let (delta, stale) = (changes.derived_again.len(), changes.dropped());
             if base_outgrown(delta, stale, index.files.len()) {
@@ -73,10 +75,21 @@ impl SearchIndex {
     /// The search indexes of `index`, built afresh (by the caller alone where it is a thread
     /// of the CPU pool: see [`WindowIndex::new`]).
     pub fn build(index: &RepoIndex) -> SearchIndex {
+        SearchIndex::build_reporting(index, &|_| ())
+    }
+
+    /// [`SearchIndex::build`], telling `progress` how far it has come.
+    fn build_reporting(
+        index: &RepoIndex,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> SearchIndex {
         SearchIndex {
             built_from: FileTable::of(&index.files),
-            retrieval: Retrieval::new(index),
-            windows: WindowIndex::new(index),
+            retrieval: Retrieval::new_with_progress(index, &SearchStage::Files.reporting(progress)),
+            windows: WindowIndex::new_with_progress(
+                index,
+                &SearchStage::Windows.reporting(progress),
+            ),
         }
     }
 
@@ -84,14 +97,55 @@ impl SearchIndex {
     /// changed, was added or removed is read and indexed again, and only windows of text
     /// neither the indexes nor `known` hold are tokenized. Returns the tokens of the windows
     /// of text the indexes did not hold.
-    fn update(&mut self, changes: &FileChanges, index: &RepoIndex, known: &TokenSets) -> TokenSets {
+    fn update(
+        &mut self,
+        changes: &FileChanges,
+        index: &RepoIndex,
+        known: &TokenSets,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> TokenSets {
         if changes.is_empty() {
             return TokenSets::default();
         }
         self.retrieval.update(changes, index);
-        let added = self.windows.update(changes, index, known);
+        let windows = SearchStage::Windows.reporting(progress);
+        let added = self.windows.update(changes, index, known, &windows);
         self.built_from = FileTable::of(&index.files);
         added
+    }
+}
+
+/// How far building the search indexes has come, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchProgress {
+    pub stage: SearchStage,
+    /// Files or windows done so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The parts of building the search indexes that take seconds on a large repository, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchStage {
+    /// BM25's terms of every file.
+    Files,
+    /// RepoCoder's windows of new text, each tokenized with p50k_base.
+    Windows,
+}
+
+impl SearchStage {
+    /// `progress` told of this stage's counts as (done, total).
+    fn reporting(
+        self,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> impl Fn(usize, usize) + Sync + '_ {
+        move |done, total| {
+            progress(SearchProgress {
+                stage: self,
+                done,
+                total,
+            })
+        }
     }
 }
 
@@ -115,7 +169,7 @@ mod tests {
         /// Brought up to `index`'s files, tokenizing every window of new text.
         fn update_to(&mut self, index: &RepoIndex) {
             let changes = FileChanges::between(&self.built_from, &index.files);
-            self.update(&changes, index, &TokenSets::default());
+            self.update(&changes, index, &TokenSets::default(), &|_| ());
         }
     }
 
@@ -226,7 +280,10 @@ mod tests {
         let open = |sources: &[(String, String)]| {
             write_repo(&root, sources);
             let index = RepoIndex::open(&root, Some(&cache)).unwrap();
-            let (opened, fresh) = (SearchIndex::open(&index), SearchIndex::build(&index));
+            let (opened, fresh) = (
+                SearchIndex::open(&index, &|_| ()),
+                SearchIndex::build(&index),
+            );
             assert_eq!(opened.windows.len(), fresh.windows.len());
             for hole in sample_holes(&index, Some(12), 5, HoleColumn::TrimmedMiddle) {
                 let at = format!("{}:{}", index.files[hole.file].path, hole.line + 1);
