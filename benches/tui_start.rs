@@ -6,8 +6,10 @@
 //! candidates included). Once with an empty cache (cold), then with the cache that run wrote
 //! (warm; `KEYHOLE_BENCH_WARM_RUNS` times, 1 unless set, for a profiler). Also the longest the
 //! status stood still before the first ranked candidates (what a person sees as a frozen
-//! screen), and, while the search indexes build, a key press (the cursor moving) and a full
+//! screen) and while the searched rows were pending, and, while the search indexes build, a key press (the cursor moving) and a full
 //! 200x60 frame every 16 ms, timed from the key to the finished frame (the target is 16 ms).
+//! Beside each warm run, the same without the UI: the session opened on the same cache and
+//! the hole's proposals ranked, what the UI adds on top of them told apart.
 //! Then another program saves the hole's file with one more line: timed from the save to the
 //! UI noticing it, to the re-ranked proposals, to the searched rows filled again and to
 //! everything settled; and one poll of the watch on the repository's files. The repository is
@@ -49,6 +51,10 @@ struct Moments {
     still: Duration,
     /// Status changes before the first ranked candidates.
     statuses: usize,
+    /// The longest the status stood still while the searched rows were pending, and how many
+    /// times it changed meanwhile (the search indexes' counts).
+    still_searching: Duration,
+    search_statuses: usize,
     /// Key to finished frame while the searched rows were pending.
     frames: Vec<Duration>,
 }
@@ -77,10 +83,34 @@ fn main() {
     for (run, cache) in runs.enumerate() {
         let (moments, app) = runtime.block_on(open(&root, &dirs));
         report(&format!("tui start, {name}, {cache} cache"), &moments);
+        if run > 0 {
+            headless(&root, &dirs);
+        }
         if run == last {
             runtime.block_on(saved(app, &name));
         }
     }
+}
+
+/// What the UI's first ranked candidates cost without the UI, on the same cache: the session
+/// opened as the UI opens it and the hole's ranked proposals, in this process.
+fn headless(root: &Path, dirs: &keyhole::Dirs) {
+    let start = Instant::now();
+    let settings = keyhole::Settings {
+        dirs: dirs.clone(),
+        ..keyhole::Settings::default()
+    };
+    let session = keyhole::Session::open(root, &settings).expect("the session opens");
+    let file = std::env::var("KEYHOLE_BENCH_FILE").unwrap_or_else(|_| FILE.to_string());
+    let position = root.join(&file).is_file().then_some(file);
+    let hole = keyhole::Hole::locate(session.index(), position.as_deref().unwrap_or_default())
+        .expect("the hole");
+    let analysis = session.analyse_before_search(&hole, settings.ranker);
+    assert!(analysis.candidates.iter().any(|c| c.score.is_some()));
+    println!(
+        "  headless, same cache: session opened and the hole's proposals ranked {}",
+        secs(Some(start.elapsed()))
+    );
 }
 
 fn secs(d: Option<Duration>) -> String {
@@ -96,6 +126,11 @@ fn report(what: &str, moments: &Moments) {
         secs(moments.settled),
         moments.still.as_secs_f64(),
         moments.statuses,
+    );
+    println!(
+        "  while the search indexes built: longest still status {:.2} s over {} statuses",
+        moments.still_searching.as_secs_f64(),
+        moments.search_statuses,
     );
     let mut frames = moments.frames.clone();
     frames.sort();
@@ -208,9 +243,14 @@ async fn follow(app: &mut App, start: Instant, after: Option<u64>) -> Moments {
         if moments.shown.is_none() && shows {
             moments.shown = Some(now - start);
         }
-        if moments.ranked.is_none() && state.status != status {
-            moments.still = moments.still.max(now - since);
-            moments.statuses += 1;
+        if state.status != status {
+            if moments.ranked.is_none() {
+                moments.still = moments.still.max(now - since);
+                moments.statuses += 1;
+            } else if moments.searched.is_none() {
+                moments.still_searching = moments.still_searching.max(now - since);
+                moments.search_statuses += 1;
+            }
             (status, since) = (state.status.clone(), now);
         }
         let built = newer
@@ -228,6 +268,7 @@ async fn follow(app: &mut App, start: Instant, after: Option<u64>) -> Moments {
             .all(|&id| state.candidate(id).is_some_and(|c| !c.building()));
         if built && moments.searched.is_none() && filled {
             moments.searched = Some(now - start);
+            moments.still_searching = moments.still_searching.max(now - since);
         }
         if built && !state.busy() {
             moments.settled = Some(now - start);

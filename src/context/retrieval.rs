@@ -352,9 +352,19 @@ pub struct Retrieval {
 
 impl Retrieval {
     pub fn new(index: &RepoIndex) -> Retrieval {
-        Retrieval {
-            files: Bm25::new(index.files.iter().map(|f| f.text.as_str())),
-        }
+        Retrieval::new_with_progress(index, &|_, _| ())
+    }
+
+    /// [`Retrieval::new`], telling `progress` (files done, of all) as each file is read.
+    pub fn new_with_progress(index: &RepoIndex, progress: &dyn Fn(usize, usize)) -> Retrieval {
+        let total = index.files.len();
+        let texts = (index.files.iter().enumerate()).map(|(n, f)| {
+            progress(n, total);
+            f.text.as_str()
+        });
+        let files = Bm25::new(texts);
+        progress(total, total);
+        Retrieval { files }
     }
 
     /// For `index`'s files, from the files it was built from: only what `changes` says is new

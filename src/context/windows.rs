@@ -7,6 +7,7 @@
 
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, OnceLock};
 
 use rustc_hash::FxHashMap;
@@ -430,24 +431,39 @@ fn term_counts(text: &str) -> Vec<(&str, u16)> {
 /// thread of the pool: other jobs of the pool may wait for this index (built on first use),
 /// and a thread of the pool that split the work could take up one of them while it waits for a
 /// piece; that job would then wait, on top of the same stack, for the build it buries (#36).
-fn tokenize(texts: &[&str]) -> Vec<Vec<u32>> {
+/// `progress` hears (texts tokenized, of all) as each is.
+fn tokenize(texts: &[&str], progress: &(dyn Fn(usize, usize) + Sync)) -> Vec<Vec<u32>> {
+    let done = AtomicUsize::new(0);
+    let counted = |ids: Vec<u32>| {
+        progress(done.fetch_add(1, Ordering::Relaxed) + 1, texts.len());
+        ids
+    };
     if crate::pool::on_pool_thread() {
         let mut tokens = CodexTokens::default();
-        texts.iter().map(|text| tokens.distinct(text)).collect()
+        (texts.iter())
+            .map(|text| counted(tokens.distinct(text)))
+            .collect()
     } else {
         (texts.par_iter())
-            .map_init(CodexTokens::default, |tokens, text| tokens.distinct(text))
+            .map_init(CodexTokens::default, |tokens, text| {
+                counted(tokens.distinct(text))
+            })
             .collect()
     }
 }
 
-/// The token sets of `texts` (by key): those `known` holds, the others tokenized.
-fn token_sets(texts: &[(String, [u8; 16])], known: &TokenSets) -> Vec<Vec<u32>> {
+/// The token sets of `texts` (by key): those `known` holds, the others tokenized (`progress`
+/// hears of those).
+fn token_sets(
+    texts: &[(String, [u8; 16])],
+    known: &TokenSets,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Vec<Vec<u32>> {
     let unknown: Vec<&str> = (texts.iter())
         .filter(|(_, key)| known.get(key).is_none())
         .map(|(text, _)| text.as_str())
         .collect();
-    let mut tokenized = tokenize(&unknown).into_iter();
+    let mut tokenized = tokenize(&unknown, progress).into_iter();
     (texts.iter())
         .map(|(_, key)| match known.get(key) {
             Some(ids) => ids.to_vec(),
@@ -529,11 +545,16 @@ struct RepoCoderOrder {
 impl WindowIndex {
     /// Every window of `index`, tokenized on the CPU pool (see [`tokenize`]).
     pub fn new(index: &RepoIndex) -> WindowIndex {
-        WindowIndex::build(index, &TokenSets::default())
+        WindowIndex::build(index, &TokenSets::default(), &|_, _| ())
     }
 
-    /// Every window of `index`, tokenizing only those whose tokens `known` does not hold.
-    pub fn build(index: &RepoIndex, known: &TokenSets) -> WindowIndex {
+    /// Every window of `index`, tokenizing only those whose tokens `known` does not hold;
+    /// `progress` hears (windows tokenized, of all to tokenize) as each is.
+    pub fn build(
+        index: &RepoIndex,
+        known: &TokenSets,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> WindowIndex {
         let mut by_text: FxHashMap<[u8; 16], usize> = FxHashMap::default();
         let mut texts: Vec<(String, [u8; 16])> = Vec::new();
         let mut places: Vec<Vec<Window>> = Vec::new();
@@ -552,7 +573,7 @@ impl WindowIndex {
             }
             push_list(&mut file_starts, &mut file_windows, windows);
         }
-        let tokens = token_sets(&texts, known);
+        let tokens = token_sets(&texts, known, progress);
         let counts: Vec<Vec<(&str, u16)>> =
             texts.iter().map(|(text, _)| term_counts(text)).collect();
         let mut by_term: FxHashMap<&str, Vec<(u32, u16)>> = FxHashMap::default();
@@ -616,12 +637,13 @@ impl WindowIndex {
     /// were added or removed since laid over it. Only the windows of changed and added files
     /// are cut, and only those of text neither the base nor `known` holds are tokenized (on the
     /// CPU pool, as [`tokenize`] says). Returns the tokens of the windows of text the base does
-    /// not hold.
+    /// not hold. `progress` hears of the windows tokenized, as [`WindowIndex::build`] says.
     pub fn changed(
         self,
         changes: &FileChanges,
         index: &RepoIndex,
         known: &TokenSets,
+        progress: &(dyn Fn(usize, usize) + Sync),
     ) -> (WindowIndex, TokenSets) {
         let base = self.base;
         let count = base.lists.len();
@@ -662,7 +684,7 @@ impl WindowIndex {
                 }
             }
         }
-        let tokens = token_sets(&texts, known);
+        let tokens = token_sets(&texts, known, progress);
         let mut new_terms: FxHashMap<String, u32> = FxHashMap::default();
         let mut postings: FxHashMap<u32, Vec<(u32, u16)>> = FxHashMap::default();
         let mut lists = ListsBuilder::new();

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub(crate) use cache::{base_outgrown, seal};
 pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed};
+pub(crate) use cache::{base_outgrown, seal};
 pub use graph::{Import, ParentLink, RepoGraph};
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;

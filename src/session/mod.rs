@@ -29,7 +29,7 @@ pub use rows::{
     Analysis, Availability, BuiltContext, CandidateRow, HoleCandidates, Later, Procc, Searched,
     Waiting, apply_ranking, fill_rows, proposal_why_not,
 };
-pub use search::{SearchIndex, SharedSearch};
+pub use search::{SearchIndex, SearchProgress, SearchStage, SharedSearch};
 pub use settings::{Choices, Settings, SettingsError, read_backends_leniently};
 
 use learning::procc_context;
@@ -117,7 +117,16 @@ impl Session {
     /// The search indexes, built now if nobody has built them yet; holes' jobs on the CPU pool
     /// wait for them, so they are built by the pool's rule ([`crate::pool::get_or_build`]).
     fn search_index(&self) -> &SearchIndex {
-        crate::pool::get_or_build(&self.search, || SearchIndex::open(&self.index))
+        self.search_index_reporting(&|_| ())
+    }
+
+    /// [`Session::search_index`], telling `progress` how far their building has come where it
+    /// builds them (a front end shows it: seconds on a large repository the first time).
+    pub(crate) fn search_index_reporting(
+        &self,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> &SearchIndex {
+        crate::pool::get_or_build(&self.search, || SearchIndex::open(&self.index, progress))
     }
 
     /// Builds now what every hole of the session shares and would otherwise build on first

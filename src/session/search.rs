@@ -38,12 +38,14 @@ impl SearchIndex {
     /// segment, and the base is written afresh once the changed files pass a share of the
     /// repository ([`base_outgrown`]). A cache that cannot be trusted is rebuilt, with one line
     /// in the log.
-    pub fn open(index: &RepoIndex) -> SearchIndex {
+    /// `progress` hears how far the work that takes seconds has come: BM25's files and the
+    /// windows tokenized (none where the cache is current).
+    pub fn open(index: &RepoIndex, progress: &(dyn Fn(SearchProgress) + Sync)) -> SearchIndex {
         let (Some(base_path), Some(segment_path)) = (
             index.beside_cache("search.bin"),
             index.beside_cache("search.segment"),
         ) else {
-            return SearchIndex::build(index);
+            return SearchIndex::build_with(index, &TokenSets::default(), progress);
         };
         let format = format_id("search", SEARCH_CACHE_VERSION);
         let base = match Sections::open(&base_path, &format) {
@@ -66,7 +68,7 @@ impl SearchIndex {
             let _ = std::fs::remove_file(&segment_path);
         };
         let Some(base) = base else {
-            let search = SearchIndex::build(index);
+            let search = SearchIndex::build_with(index, &TokenSets::default(), progress);
             keep_base(&search);
             return search;
         };
@@ -94,13 +96,14 @@ impl SearchIndex {
             }
         };
         let current = known.is_some();
-        let (search, added) = base.changed(&changes, index, &known.unwrap_or_default());
+        let known = known.unwrap_or_default();
+        let (search, added) = base.changed(&changes, index, &known, progress);
         if base_outgrown(
             changes.derived_again.len(),
             changes.dropped(),
             index.files.len(),
         ) {
-            let search = SearchIndex::build_with(index, &search.windows.token_sets());
+            let search = SearchIndex::build_with(index, &search.windows.token_sets(), progress);
             keep_base(&search);
             return search;
         }
@@ -117,15 +120,20 @@ impl SearchIndex {
     /// The search indexes of `index`, built afresh (by the caller alone where it is a thread
     /// of the CPU pool: see [`WindowIndex::new`]).
     pub fn build(index: &RepoIndex) -> SearchIndex {
-        SearchIndex::build_with(index, &TokenSets::default())
+        SearchIndex::build_with(index, &TokenSets::default(), &|_| ())
     }
 
-    /// [`SearchIndex::build`], tokenizing only the windows whose tokens `known` does not hold.
-    fn build_with(index: &RepoIndex, known: &TokenSets) -> SearchIndex {
+    /// [`SearchIndex::build`], tokenizing only the windows whose tokens `known` does not hold,
+    /// telling `progress` how far it has come.
+    fn build_with(
+        index: &RepoIndex,
+        known: &TokenSets,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> SearchIndex {
         SearchIndex {
             built_from: FileTable::of(&index.files),
-            retrieval: Retrieval::new(index),
-            windows: WindowIndex::build(index, known),
+            retrieval: Retrieval::new_with_progress(index, &SearchStage::Files.reporting(progress)),
+            windows: WindowIndex::build(index, known, &SearchStage::Windows.reporting(progress)),
         }
     }
 
@@ -138,8 +146,10 @@ impl SearchIndex {
         changes: &FileChanges,
         index: &RepoIndex,
         known: &TokenSets,
+        progress: &(dyn Fn(SearchProgress) + Sync),
     ) -> (SearchIndex, TokenSets) {
-        let (windows, added) = self.windows.changed(changes, index, known);
+        let windows = SearchStage::Windows.reporting(progress);
+        let (windows, added) = self.windows.changed(changes, index, known, &windows);
         let search = SearchIndex {
             built_from: FileTable::of(&index.files),
             retrieval: self.retrieval.changed(changes, index),
@@ -176,6 +186,40 @@ impl SearchIndex {
     }
 }
 
+/// How far building the search indexes has come, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchProgress {
+    pub stage: SearchStage,
+    /// Files or windows done so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The parts of building the search indexes that take seconds on a large repository, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchStage {
+    /// BM25's terms of every file.
+    Files,
+    /// RepoCoder's windows of new text, each tokenized with p50k_base.
+    Windows,
+}
+
+impl SearchStage {
+    /// `progress` told of this stage's counts as (done, total).
+    fn reporting(
+        self,
+        progress: &(dyn Fn(SearchProgress) + Sync),
+    ) -> impl Fn(usize, usize) + Sync + '_ {
+        move |done, total| {
+            progress(SearchProgress {
+                stage: self,
+                done,
+                total,
+            })
+        }
+    }
+}
+
 /// Retrieval state shared by the sessions of one open repository, built on first use
 /// (`Session::perspectives`; the UI asks for it once a hole's ranked proposals show).
 pub type SharedSearch = Arc<OnceLock<SearchIndex>>;
@@ -197,7 +241,8 @@ mod tests {
         /// new text.
         fn changed_to(self, index: &RepoIndex) -> SearchIndex {
             let changes = FileChanges::between(&self.built_from, &index.files);
-            self.changed(&changes, index, &TokenSets::default()).0
+            self.changed(&changes, index, &TokenSets::default(), &|_| ())
+                .0
         }
     }
 
@@ -313,7 +358,10 @@ mod tests {
         let open = |sources: &[(String, String)]| {
             write_repo(&root, sources);
             let index = RepoIndex::open(&root, Some(&cache)).unwrap();
-            let (opened, fresh) = (SearchIndex::open(&index), SearchIndex::build(&index));
+            let (opened, fresh) = (
+                SearchIndex::open(&index, &|_| ()),
+                SearchIndex::build(&index),
+            );
             answers_as(&opened, &fresh, &index, 5);
         };
         let (base, segment) = (".search.bin", ".search.segment");

@@ -85,7 +85,7 @@ impl App {
         self.run_effects(effects)
     }
 
-    fn run_effects(&mut self, effects: Vec<Effect>) -> Vec<Outcome> {
+    pub(super) fn run_effects(&mut self, effects: Vec<Effect>) -> Vec<Outcome> {
         effects
             .into_iter()
             .map(|e| self.driver.run(e))

@@ -31,7 +31,7 @@ use crate::pin::Pin;
 use crate::rank::RankInput;
 use crate::repo::{FileId, RepoIndex};
 use crate::session::{
-    BuiltContext, CandidateRow, Learning, Opening, Session, Settings, SharedSearch,
+    BuiltContext, CandidateRow, Learning, Opening, SearchProgress, Session, Settings, SharedSearch,
 };
 use crate::token::TokenizerKind;
 
@@ -131,9 +131,22 @@ fn preview(root: &Path, position: Option<&str>, tx: &UnboundedSender<Action>) {
 /// flood the action channel.
 fn report_progress(tx: &UnboundedSender<Action>, progress: Progress) {
     let Progress { stage, done, total } = progress;
-    if stage != Stage::Files || done == total || done.is_multiple_of((total / 100).max(1)) {
+    if stage != Stage::Files || a_hundredth(done, total) {
         let _ = tx.send(Action::Progress(progress));
     }
+}
+
+/// Report building the search indexes about every hundredth file or window.
+fn report_search(tx: &UnboundedSender<Action>, progress: SearchProgress) {
+    if a_hundredth(progress.done, progress.total) {
+        let _ = tx.send(Action::SearchProgress(progress));
+    }
+}
+
+/// Whether `done` of `total` is a count worth showing: the first, the last, and one in about
+/// every hundredth of them.
+fn a_hundredth(done: usize, total: usize) -> bool {
+    done == total || done.is_multiple_of((total / 100).max(1))
 }
 
 /// A session to fit prompts with, and the contexts already built from the backend's answers
@@ -550,6 +563,10 @@ impl Driver {
             } => {
                 let (tx, learning) = (self.tx.clone(), self.learning.clone());
                 let settings = self.settings.clone();
+                // The classifier and the online ranker load beside the repository's reading,
+                // not after it: the ranking waits for both.
+                let rankers = learning.clone();
+                tokio::task::spawn_blocking(move || rankers.load_now());
                 self.blocking(
                     move || {
                         // Shown while opening; a re-read keeps the index it has on screen.
@@ -565,8 +582,6 @@ impl Driver {
                             &progress,
                         );
                         if let Ok(indexed) = &indexed {
-                            // The classifier and the online ranker load now, not on the
-                            // first key press.
                             let total = indexed.index.files.len();
                             let stage = Stage::Rankers;
                             report_progress(
@@ -654,8 +669,13 @@ impl Driver {
                     // The candidates that search fill theirs once the search indexes are
                     // built or brought up to date (seconds on a large repository, the first
                     // time or after an edit): the screen stays live meanwhile.
-                    let job = (session.clone(), hole.clone());
-                    let searched = on_a_thread(move || job.0.searched(&job.1)).await;
+                    let job = (session.clone(), hole.clone(), tx.clone());
+                    let searched = on_a_thread(move || {
+                        let (session, hole, tx) = job;
+                        session.search_index_reporting(&|progress| report_search(&tx, progress));
+                        session.searched(&hole)
+                    });
+                    let searched = searched.await;
                     let searched = match searched {
                         Ok(searched) => searched,
                         Err(None) => return,

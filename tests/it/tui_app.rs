@@ -822,6 +822,60 @@ async fn a_first_open_shows_progress_then_ranked_proposals_before_the_search_ind
 }
 
 #[tokio::test]
+async fn a_first_open_counts_the_search_indexes_in_the_status_line_while_they_build() {
+    let (_scratch, dirs) = scratch_dirs();
+    let root = keyhole::sample::materialize(&dirs).unwrap();
+    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
+    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    until_ranked(&mut app, None).await;
+    // The statuses shown from the ranked candidates until the searched rows are filled.
+    let mut statuses = Vec::new();
+    let searched = |app: &App| {
+        SEARCHED
+            .iter()
+            .all(|&id| !app.state.candidate(id).unwrap().building())
+    };
+    within("the searched rows filled", async {
+        while !searched(&app) {
+            next(&mut app).await;
+            statuses.push(app.state.status.clone());
+        }
+    })
+    .await;
+    // "RepoCoder: N/M windows tokenized", counting up to all of them.
+    let counts: Vec<(usize, usize)> = statuses
+        .iter()
+        .filter_map(|s| {
+            let count = s
+                .split("RepoCoder: ")
+                .nth(1)?
+                .split(" windows tokenized")
+                .next()?;
+            let (done, total) = count.split_once('/')?;
+            Some((done.parse().ok()?, total.parse().ok()?))
+        })
+        .collect();
+    assert!(counts.len() > 1, "counts while they build: {statuses:?}");
+    assert!(counts.is_sorted(), "{counts:?}");
+    let total = counts[0].1;
+    assert!(total > 10 && counts.iter().all(|&(done, all)| done < all && all == total));
+    let indexing = format!("(RepoCoder: {total} windows tokenized, indexing them)");
+    assert!(
+        statuses.iter().any(|s| s.contains(&indexing)),
+        "then all of them: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().any(|s| s.contains("(BM25: ")),
+        "files counted too: {statuses:?}"
+    );
+    assert!(
+        !app.state.status.contains("tokenized"),
+        "{}",
+        app.state.status
+    );
+}
+
+#[tokio::test]
 async fn a_first_open_shows_the_hole_s_file_before_the_repository_is_indexed() {
     let (_scratch, dirs) = scratch_dirs();
     let root = keyhole::sample::materialize(&dirs).unwrap();

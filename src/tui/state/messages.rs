@@ -84,6 +84,8 @@ pub enum Action {
         candidates: Vec<CandidateRow>,
         procc: Procc,
     },
+    /// How far building the search indexes has come (the first time, or after an edit).
+    SearchProgress(SearchProgress),
     /// The retrieved candidates of hole `generation` that search the repository (63–66, 68),
     /// once the search indexes were ready, or why they could not be built.
     Searched {

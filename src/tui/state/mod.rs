@@ -60,8 +60,8 @@ mod watched;
 
 use crate::session::Learning;
 pub use crate::session::{
-    Availability, BanditLesson, CandidateRow, Procc, SharedSearch, Waiting, apply_ranking,
-    fill_rows,
+    Availability, BanditLesson, CandidateRow, Procc, SearchProgress, SearchStage, SharedSearch,
+    Waiting, apply_ranking, fill_rows,
 };
 use apply::*;
 pub use apply::{Applied, FileEdit, apply_preview};
@@ -151,6 +151,13 @@ pub struct State {
     /// made (its plain lines show meanwhile).
     pub shown: u64,
     pub highlighting: Option<u64>,
+    /// Work held until the hole's ranked candidates show: highlighting its file and the watch
+    /// on the repository's files would take the CPU the ranking needs (syntect alone takes
+    /// longer than the ranking on a large file), while the plain file shows meanwhile and the
+    /// watch misses nothing (it compares with when the index read the files).
+    pub after_ranked: Vec<Effect>,
+    /// How far building the search indexes has come, while rows wait for them.
+    pub search_progress: Option<SearchProgress>,
     /// The prompt diff shown (`D`).
     pub diff: Option<PromptDiff>,
     /// The requests runs sent this session, oldest first (at most [`REQUEST_LOG_KEEPS`]).
@@ -236,6 +243,8 @@ impl State {
             warning: None,
             shown: 0,
             highlighting: None,
+            after_ranked: Vec::new(),
+            search_progress: None,
             applied: Vec::new(),
             request_log: Vec::new(),
             diff: None,
@@ -292,6 +301,11 @@ impl State {
     /// Whether retrieved candidates are still waiting for the backend.
     pub fn retrieving(&self) -> bool {
         self.candidates.iter().any(CandidateRow::building)
+    }
+
+    /// Whether rows of the hole shown wait for the search indexes.
+    fn waits_for_search(&self) -> bool {
+        (self.candidates.iter()).any(|c| c.building() && c.waits_for() == Waiting::SearchIndexes)
     }
 
     pub fn analysing(&self) -> bool {
@@ -477,7 +491,7 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.opening_file = None;
             state.lines.clear();
             let mut effects = set_hole(state, indexed.hole);
-            effects.push(watch);
+            hold_until_ranked(state, watch);
             // What the person chose and typed at the hole stays with it.
             if let ((Some(old), Some(hole)), true) = (before, read_again) {
                 state.selected = selected;
@@ -517,11 +531,12 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
         } => switch_backend(state, chosen, backend, learning),
         Action::BackendsRead { backends, warnings } => backends_read(state, backends, warnings),
         Action::AnalysisFailed { generation, error } => {
-            if let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) {
-                state.status = format!("cannot build the candidates: {error}");
-                view.analysis = AnalysisPhase::Failed(error.to_string());
-            }
-            vec![]
+            let Some(view) = state.view.as_mut().filter(|v| v.generation == generation) else {
+                return vec![];
+            };
+            state.status = format!("cannot build the candidates: {error}");
+            view.analysis = AnalysisPhase::Failed(error.to_string());
+            std::mem::take(&mut state.after_ranked)
         }
         Action::Analysed {
             generation,
@@ -539,16 +554,30 @@ fn react(state: &mut State, action: Action) -> Vec<Effect> {
             state.prompt_scroll = 0;
             state.prompt_left = 0;
             state.status = analysed_status(state);
+            let mut effects = std::mem::take(&mut state.after_ranked);
             // The ranker changed while the candidates were being built.
-            if ranker == state.ranker {
-                return vec![];
+            if ranker != state.ranker {
+                effects.extend(rank(state));
             }
-            rank(state)
+            effects
+        }
+        Action::SearchProgress(progress) => {
+            // Shown while rows wait for the indexes (a count that comes later is of an index
+            // read before, whose rows are gone). Windows are tokenized on several threads, so
+            // a count may come after a higher one: the higher stays.
+            let behind = (state.search_progress)
+                .is_some_and(|shown| shown.stage == progress.stage && shown.done > progress.done);
+            if state.waits_for_search() && !behind {
+                state.search_progress = Some(progress);
+                state.status = analysed_status(state);
+            }
+            vec![]
         }
         Action::Searched {
             generation,
             candidates,
         } => {
+            state.search_progress = None;
             if current(state, generation) {
                 searched(state, candidates);
             }
@@ -716,7 +745,12 @@ fn analysed_status(state: &State) -> String {
     let asking = [
         Some(waiting(Waiting::SearchIndexes))
             .filter(|&n| n > 0)
-            .map(|n| format!("building the search indexes for {n} retrieved candidates")),
+            .map(|n| match &state.search_progress {
+                Some(progress) => {
+                    format!("building the search indexes ({progress}) for {n} retrieved candidates")
+                }
+                None => format!("building the search indexes for {n} retrieved candidates"),
+            }),
         Some(waiting(Waiting::Backend))
             .filter(|&n| n > 0)
             .map(|n| format!("asking the backend for {n} retrieved candidates")),

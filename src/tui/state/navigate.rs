@@ -16,9 +16,10 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     };
     let generation = state.view.as_ref().map_or(0, |v| v.generation + 1);
     // Within the file the highlighting is unchanged.
-    let mut effects = vec![Effect::CancelCompletions];
     if state.lines.is_empty() || hole.file != state.file {
-        effects.extend(show_file(state, hole.file));
+        for highlight in show_file(state, hole.file) {
+            hold_until_ranked(state, highlight);
+        }
     }
     state.cursor = (hole.line, hole.column);
     state.view = Some(HoleView {
@@ -27,6 +28,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         analysis: AnalysisPhase::Building,
     });
     state.candidates.clear();
+    state.search_progress = None;
     state.procc = None;
     state.selected.clear();
     state.cards.clear();
@@ -36,7 +38,7 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
     // A recorded request's prompt belongs to its hole alone.
     let recorded = state.recorded.open.take().filter(|r| r.at(&hole));
     state.recorded.open = recorded.clone();
-    effects.push(Effect::Analyse {
+    let analyse = Effect::Analyse {
         index,
         search,
         backend,
@@ -46,8 +48,18 @@ pub(super) fn set_hole(state: &mut State, hole: Hole) -> Vec<Effect> {
         tokenizer: state.setup.tokenizer(),
         budget: state.setup.budget,
         recorded,
-    });
-    effects
+    };
+    vec![Effect::CancelCompletions, analyse]
+}
+
+/// Run `effect` once the hole's ranked candidates show (see [`State::after_ranked`]), in
+/// place of one of its kind held before (a file shown since, or an index read again).
+pub(super) fn hold_until_ranked(state: &mut State, effect: Effect) {
+    let kind = std::mem::discriminant(&effect);
+    state
+        .after_ranked
+        .retain(|held| std::mem::discriminant(held) != kind);
+    state.after_ranked.push(effect);
 }
 
 /// Show `file` in the source pane: its plain text at once, highlighted when the driver has
@@ -63,6 +75,8 @@ pub(super) fn show_file(state: &mut State, file: FileId) -> Vec<Effect> {
         _ => &source.text,
     };
     state.lines = highlight::plain(text);
+    // Highlighting held for a file shown before is no longer wanted.
+    (state.after_ranked).retain(|held| !matches!(held, Effect::Highlight { .. }));
     let effect = Effect::Highlight {
         shown: state.shown + 1,
         path: source.path.clone(),

@@ -1,4 +1,7 @@
-//! Where opening the repository is: phases and the stages of opening, with counts.
+//! Where opening the repository is: phases and the stages of opening, with counts; and how
+//! far the search indexes built after it have come.
+
+use super::{SearchProgress, SearchStage};
 
 /// Where opening the repository is: the screen shows progress, then the hole, or the UI
 /// leaves with the error (the CLI prints it as one line and exits 2).
@@ -56,6 +59,21 @@ impl std::fmt::Display for Progress {
             Stage::Graph => write!(f, "{total} files parsed · building the repository graph"),
             Stage::Backend => write!(f, "{total} files · starting the backend"),
             Stage::Rankers => write!(f, "{total} files · loading the rankers"),
+        }
+    }
+}
+
+impl std::fmt::Display for SearchProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let SearchProgress { done, total, .. } = self;
+        match self.stage {
+            SearchStage::Files => write!(f, "BM25: {done}/{total} files"),
+            // Indexing the windows' terms and writing the cache follow (seconds on a large
+            // repository): said, so the count standing still does not look stuck.
+            SearchStage::Windows if done == total => {
+                write!(f, "RepoCoder: {total} windows tokenized, indexing them")
+            }
+            SearchStage::Windows => write!(f, "RepoCoder: {done}/{total} windows tokenized"),
         }
     }
 }

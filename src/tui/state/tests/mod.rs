@@ -245,15 +245,20 @@ fn opened() -> State {
     s
 }
 
+/// The hole at the start of the first file.
+fn first_hole() -> Hole {
+    Hole {
+        file: 0,
+        line: 0,
+        column: 0,
+        offset: 0,
+        target: None,
+    }
+}
+
 fn at_hole(s: &mut State, generation: u64) {
     s.view = Some(HoleView {
-        hole: Hole {
-            file: 0,
-            line: 0,
-            column: 0,
-            offset: 0,
-            target: None,
-        },
+        hole: first_hole(),
         generation,
         analysis: AnalysisPhase::Building,
     });
@@ -541,6 +546,91 @@ fn searched_candidates_read_as_pending_until_the_search_indexes_are_ready() {
         "{}",
         s.status
     );
+}
+
+/// The status after the driver counted `done` of `total` in building the search indexes.
+fn counted(s: &mut State, stage: SearchStage, done: usize, total: usize) -> String {
+    let progress = SearchProgress { stage, done, total };
+    update(s, Action::SearchProgress(progress));
+    s.status.clone()
+}
+
+#[test]
+fn the_status_counts_the_search_indexes_as_they_build_and_drops_the_count_once_they_are() {
+    let mut s = opened();
+    at_hole(&mut s, 4);
+    let analysed = analysed_by_rlpg_h(4, vec![candidate(6), waiting(63)]);
+    update(&mut s, analysed);
+    let status = counted(&mut s, SearchStage::Files, 10, 20);
+    let files = "building the search indexes (BM25: 10/20 files) for 1 retrieved";
+    assert!(status.contains(files), "{status}");
+    let status = counted(&mut s, SearchStage::Windows, 300, 1200);
+    assert!(
+        status.contains("(RepoCoder: 300/1200 windows tokenized)"),
+        "{status}"
+    );
+    let status = counted(&mut s, SearchStage::Windows, 290, 1200);
+    assert!(status.contains("300/1200"), "a count behind: {status}");
+    let status = counted(&mut s, SearchStage::Windows, 1200, 1200);
+    let indexing = "(RepoCoder: 1200 windows tokenized, indexing them)";
+    assert!(status.contains(indexing), "{status}");
+    let searched = Action::Searched {
+        generation: 4,
+        candidates: Ok(vec![candidate(63)]),
+    };
+    update(&mut s, searched);
+    assert!(!s.status.contains("search indexes"), "{}", s.status);
+    // A count that comes after the rows are in (an index read before) shows nothing.
+    let status = counted(&mut s, SearchStage::Windows, 400, 1200);
+    assert!(!status.contains("windows"), "{status}");
+    assert_eq!(s.search_progress, None);
+}
+
+/// What opening `s` at a hole of its index gives, as the driver reports it.
+fn indexed(s: &State) -> Action {
+    let index = s.index.clone().unwrap();
+    let backend = Arc::new(crate::model::ngram::EmbeddedModel::open(index.clone()));
+    Action::Indexed(Ok(Indexed {
+        index,
+        search: SharedSearch::default(),
+        backend,
+        hole: first_hole(),
+        pinned: None,
+        pin_warning: None,
+        read_at: std::time::SystemTime::now(),
+    }))
+}
+
+#[test]
+fn highlighting_and_the_watch_wait_until_the_ranked_candidates_show() {
+    let kinds = |effects: &[Effect]| -> Vec<&'static str> {
+        (effects.iter())
+            .map(|e| match e {
+                Effect::Analyse { .. } => "analyse",
+                Effect::Highlight { .. } => "highlight",
+                Effect::Watch { .. } => "watch",
+                _ => "other",
+            })
+            .collect()
+    };
+    let mut s = opened();
+    let opening = indexed(&s);
+    let effects = update(&mut s, opening);
+    assert_eq!(kinds(&effects), ["other", "analyse"], "the ranking alone");
+    assert!(!s.lines.is_empty(), "the file shows plain meanwhile");
+    let generation = s.view.as_ref().unwrap().generation;
+    let effects = update(&mut s, analysed_by_rlpg_h(generation, vec![candidate(6)]));
+    assert_eq!(kinds(&effects), ["highlight", "watch"]);
+    assert!(s.after_ranked.is_empty());
+    // Read again: held once more, and let go where the ranking fails too.
+    let reading_again = indexed(&s);
+    update(&mut s, reading_again);
+    let generation = s.view.as_ref().unwrap().generation;
+    let failed = Action::AnalysisFailed {
+        generation,
+        error: JobError::failed("no classifier"),
+    };
+    assert_eq!(kinds(&update(&mut s, failed)), ["highlight", "watch"]);
 }
 
 #[test]
