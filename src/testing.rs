@@ -145,7 +145,7 @@ pub mod rank {
 pub mod repo {
     use crate::lang::FileFacts;
     use crate::lsp::Servers;
-    pub use crate::repo::{Cached, Derived, MAX_FILE_BYTES, RepoGraph, Vendored};
+    pub use crate::repo::{MAX_FILE_BYTES, RepoGraph, Vendored};
     use crate::repo::{RepoIndex, SourceFile};
 
     /// The 32 bytes a cache file holds before `payload`: its checksum, for tests that damage
@@ -167,11 +167,6 @@ pub mod repo {
     /// `index`'s language servers, to point at pinned or fake ones.
     pub fn language_servers(index: &mut RepoIndex) -> &mut Servers {
         &mut index.language_servers
-    }
-
-    /// `index`'s cache named `name` at `version`, as a derived index keeps its state.
-    pub fn derived_cache(index: &RepoIndex, name: &str, version: u32) -> Option<Derived> {
-        index.derived_cache(name, version)
     }
 }
 pub mod session {

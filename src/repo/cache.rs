@@ -6,15 +6,14 @@
 //! reported and the index simply stays in memory.
 //!
 //! What is costly to derive from every file (the search indexes, the embedded model's
-//! statistics) is cached beside it as a [`Derived`] file, `<hash of root path>.<name>.bin`,
-//! keyed by its format and by every file's path and content hash. State of the same format
-//! derived from other files is stale: its owner updates it file by file ([`FileChanges`]:
-//! only what a changed, added or removed file contributed is derived again). State of another
-//! format, or a torn file, is never decoded: it is rebuilt with one line saying why. State
-//! whose arrays are read where they lie is kept in files of sections ([`super::mapped`]), as a
-//! base and a small segment beside it of what the files changed since the base brought, so
-//! that an edit writes only the segment; the base is written afresh once the changed files pass
-//! a share of the repository, as the facts' base is ([`base_outgrown`]). Answers
+//! statistics) is cached beside it, `<hash of root path>.<name>.bin`, in a file of sections
+//! read where they lie ([`super::mapped`]), with the files it was derived from. State derived
+//! from other files is brought up to today's file by file ([`FileChanges`]: only what a
+//! changed, added or removed file contributed is derived again), and what that brought is kept
+//! as a small segment beside the base, so that an edit writes only the segment; the base is
+//! written afresh once the changed files pass a share of the repository, as the facts' base is
+//! ([`base_outgrown`]). State of another format, or a torn file, is never decoded: it is
+//! rebuilt with one line saying why. Answers
 //! about one place (a language server's at a hole) are kept one file each under a key of what
 //! they depend on ([`Keyed`]).
 
@@ -193,102 +192,6 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
-    }
-}
-
-/// State derived from every file of a repository, cached beside its index (see the module
-/// documentation).
-pub struct Derived {
-    path: PathBuf,
-    /// Names the derived state's kind and format: state of another format is never decoded.
-    format: [u8; 32],
-    /// Names what it was derived from: every file's path and content.
-    files_key: [u8; 32],
-}
-
-/// What a [`Derived`] cache holds for the files it was asked about.
-#[derive(Debug, PartialEq)]
-pub enum Cached<T> {
-    /// State derived from exactly these files.
-    Current(T),
-    /// State derived from other files or contents, in this format: to be updated file by file
-    /// ([`FileChanges`]).
-    Stale(T),
-    /// Nothing yet.
-    Missing,
-    /// A cache that cannot be trusted (another format, torn, corrupt), with the one line that
-    /// says so; the state is built afresh.
-    Unusable(String),
-}
-
-/// What a cache file holds once its checksum and format are checked: its checksum, the files
-/// key it was derived from and the state.
-type Checked<T> = Result<Option<([u8; 32], [u8; 32], T)>, String>;
-
-impl Derived {
-    /// The cache of state `name` (format `version`) derived from `files`, beside the index's
-    /// cache file `index_file`.
-    pub fn beside(index_file: &Path, name: &str, version: u32, files: &[SourceFile]) -> Self {
-        let mut format = blake3::Hasher::new();
-        format.update(name.as_bytes());
-        format.update(&version.to_le_bytes());
-        Derived {
-            path: index_file.with_extension(format!("{name}.bin")),
-            format: *format.finalize().as_bytes(),
-            files_key: files_key(files.iter().map(|f| (f.path.as_str(), &f.hash))),
-        }
-    }
-
-    /// The cached state: current when it was derived from these files, stale when from
-    /// others; a cache of another format, or one that cannot be read, fails its checksum or
-    /// does not decode, is unusable.
-    pub fn load<T: DeserializeOwned>(&self) -> Cached<T> {
-        match self.read::<T>(&self.path) {
-            Ok(Some((_, key, state))) if key == self.files_key => Cached::Current(state),
-            Ok(Some((_, _, state))) => Cached::Stale(state),
-            Ok(None) => Cached::Missing,
-            Err(why) => Cached::Unusable(why),
-        }
-    }
-
-    /// The cache file at `path`, once its checksum and format say it can be decoded (the line
-    /// saying why not otherwise).
-    fn read<T: DeserializeOwned>(&self, path: &Path) -> Checked<T> {
-        let unusable = |why: &str| format!("cache {}: {why}; rebuilding it", path.display());
-        let bytes = match read_bounded(path) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Ok(None),
-            Err(why) => return Err(unusable(&why.to_string())),
-        };
-        let payload = checked(&bytes).map_err(unusable)?;
-        // The format leads the payload: read it alone first, as another format may not decode.
-        let Ok((format, rest)) = postcard::take_from_bytes::<[u8; 32]>(payload) else {
-            return Err(unusable("does not decode (corrupt)"));
-        };
-        if format != self.format {
-            return Err(unusable("written by another version"));
-        }
-        let sum: [u8; 32] = bytes[..32]
-            .try_into()
-            .expect("a checked file has a checksum");
-        match postcard::from_bytes::<([u8; 32], T)>(rest) {
-            Ok((key, state)) => Ok(Some((sum, key, state))),
-            Err(_) => Err(unusable("does not decode (corrupt)")),
-        }
-    }
-
-    /// Keep `state` for the next run; a warning if it cannot be written (it is then rebuilt
-    /// next time).
-    pub fn store<T: Serialize>(&self, state: &T) {
-        if let Err(e) = self.write(&self.path, state) {
-            tracing::warn!(path = %self.path.display(), error = %e, "cannot write a derived cache");
-        }
-    }
-
-    fn write<T: Serialize>(&self, path: &Path, state: &T) -> std::io::Result<()> {
-        let bytes = postcard::to_stdvec(&(self.format, self.files_key, state))
-            .map_err(std::io::Error::other)?;
-        write_checked(path, &bytes)
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-pub use cache::{Cached, Derived, FileChanges, FileTable, Keyed};
+pub use cache::{FileChanges, FileTable, Keyed};
 pub(crate) use cache::{base_outgrown, seal};
 pub use graph::{Import, ParentLink, RepoGraph};
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
@@ -250,13 +250,6 @@ impl RepoIndex {
             cache: CacheReport::default(),
             language_servers: Default::default(),
         }
-    }
-
-    /// The cache of state `name` (format `version`) derived from every file, beside the index's
-    /// own cache; none when the index is not cached.
-    pub(crate) fn derived_cache(&self, name: &str, version: u32) -> Option<Derived> {
-        let index_file = self.cache.path.as_deref()?;
-        Some(Derived::beside(index_file, name, version, &self.files))
     }
 
     /// The file `extension` beside the index's own cache (`<hash of root>.<extension>`), for
