@@ -383,36 +383,40 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
         documentation,
         ambient_modules: _,
     } = facts;
-    let mut spans: Vec<Span> = Vec::new();
-    spans.extend(types.iter().map(|t| t.name_span));
-    spans.extend(identifiers);
-    spans.extend(type_identifiers);
-    spans.extend(field_declarations);
-    spans.extend(string_literals);
-    spans.extend(documentation);
-    for MethodDecl {
-        name,
-        signature,
-        with_body,
-    } in methods
-    {
-        spans.extend([*name, *signature, *with_body]);
-    }
-    for t in outline {
-        spans.extend([t.header, t.decl]);
-        spans.extend(&t.constants);
-        for field in &t.fields {
-            spans.extend([field.head, field.decl]);
-            spans.extend(field.names.iter().map(|(_, span)| *span));
-        }
-        spans.extend(t.methods.iter().flat_map(|m| [m.signature, m.decl]));
-    }
-    let span_fits = |span: &Span| {
+    // Walked in place, not gathered first: gathering them cost fresh memory for every file.
+    let method_spans = methods.iter().flat_map(
+        |MethodDecl {
+             name,
+             signature,
+             with_body,
+         }| [*name, *signature, *with_body],
+    );
+    let outline_spans = outline.iter().flat_map(|t| {
+        let fields = t.fields.iter().flat_map(|field| {
+            let names = field.names.iter().map(|(_, span)| *span);
+            [field.head, field.decl].into_iter().chain(names)
+        });
+        let type_methods = t.methods.iter().flat_map(|m| [m.signature, m.decl]);
+        [t.header, t.decl]
+            .into_iter()
+            .chain(t.constants.iter().copied())
+            .chain(fields)
+            .chain(type_methods)
+    });
+    let mut spans = (types.iter().map(|t| t.name_span))
+        .chain(identifiers.iter().copied())
+        .chain(type_identifiers.iter().copied())
+        .chain(field_declarations.iter().copied())
+        .chain(string_literals.iter().copied())
+        .chain(documentation.iter().copied())
+        .chain(method_spans)
+        .chain(outline_spans);
+    let span_fits = |span: Span| {
         span.start <= span.end
             && text.is_char_boundary(span.start as usize)
             && text.is_char_boundary(span.end as usize)
     };
-    spans.iter().all(span_fits)
+    spans.all(span_fits)
         && name_usages
             .iter()
             .chain(dotted_usages)

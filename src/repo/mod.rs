@@ -174,11 +174,12 @@ impl RepoIndex {
         let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
         let (total, done) = (jobs.len(), AtomicUsize::new(0));
+        let dir = read::RepoDir::open(&root);
         progress(0, total);
         let results: Vec<_> = jobs
             .into_par_iter()
             .map(|(cached, found)| {
-                let result = index_file(&root, found, cached);
+                let result = index_file(&dir, found, cached);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                 result
             })
@@ -283,11 +284,11 @@ enum FactsFrom {
 
 /// Read, hash and (unless the cache has facts of this content) parse one file.
 fn index_file(
-    root: &Path,
+    dir: &read::RepoDir,
     found: scan::Found,
     cached: Vec<cache::Entry>,
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
-    let text = scan::read_source(root, &found)?;
+    let text = scan::read_source(dir, &found)?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
     let language = found.language;
     let Some(entry) = cached.into_iter().find(|e| e.hash == hash) else {

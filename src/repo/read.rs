@@ -44,27 +44,53 @@ impl RepoReadError {
 /// The bytes of the file at `path` (relative to `root`, or absolute under it), if it is a
 /// regular file inside the repository at `root` once links are resolved, of at most `cap`
 /// bytes. `root` should be canonical (as [`super::RepoIndex`] holds it); one that is not is
-/// made so.
+/// made so. To read many files of one repository, open it once: [`RepoDir`].
 pub fn read_repo_file(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, RepoReadError> {
-    let refused = |why| RepoReadError {
-        file: repo_name(root, path),
-        why,
-    };
+    RepoDir::open(root).read(path, cap)
+}
+
+/// A repository's root folder, held open where the kernel resolves paths beneath it (Linux),
+/// so that reading many of its files opens the root once, not once per file.
+pub struct RepoDir {
+    root: std::path::PathBuf,
     #[cfg(target_os = "linux")]
-    if let Some(opened) = beneath::open(root, path) {
-        let file = opened.map_err(refused)?;
-        return read_opened(file, cap).map_err(refused);
+    beneath: Option<std::os::fd::OwnedFd>,
+}
+
+impl RepoDir {
+    /// The repository at `root` (see [`read_repo_file`] for what `root` should be).
+    pub fn open(root: &Path) -> RepoDir {
+        RepoDir {
+            root: root.to_path_buf(),
+            #[cfg(target_os = "linux")]
+            beneath: beneath::root(root),
+        }
     }
-    let joined = root.join(path);
-    let resolved = joined.canonicalize().map_err(|e| refused(refusal(e)))?;
-    let inside = resolved.starts_with(root)
-        || root
-            .canonicalize()
-            .is_ok_and(|root| resolved.starts_with(root));
-    if !inside {
-        return Err(refused(Refusal::Outside));
+
+    /// The bytes of the file at `path`, as [`read_repo_file`] reads it.
+    pub fn read(&self, path: &Path, cap: u64) -> Result<Vec<u8>, RepoReadError> {
+        let root = self.root.as_path();
+        let refused = |why| RepoReadError {
+            file: repo_name(root, path),
+            why,
+        };
+        #[cfg(target_os = "linux")]
+        if let Some(opened) = (self.beneath.as_ref()).and_then(|dir| beneath::open(dir, root, path))
+        {
+            let file = opened.map_err(refused)?;
+            return read_opened(file, cap).map_err(refused);
+        }
+        let joined = root.join(path);
+        let resolved = joined.canonicalize().map_err(|e| refused(refusal(e)))?;
+        let inside = resolved.starts_with(root)
+            || root
+                .canonicalize()
+                .is_ok_and(|root| resolved.starts_with(root));
+        if !inside {
+            return Err(refused(Refusal::Outside));
+        }
+        read_regular_file(&resolved, cap).map_err(refused)
     }
-    read_regular_file(&resolved, cap).map_err(refused)
 }
 
 /// Opening a file of a repository by the kernel's own resolution beneath the root (Linux's
@@ -88,22 +114,10 @@ mod beneath {
         resolve: u64,
     }
 
-    /// The file at `path` (relative to `root`, or absolute under it) opened for reading
-    /// without waiting (a FIFO), if it lies inside `root` once links are resolved; missing
-    /// when it is not there. None where the kernel cannot say: no `openat2` (before Linux 5.6,
-    /// or refused by a sandbox), a link or `..` that leaves the root, an absolute link (which
-    /// `RESOLVE_BENEATH` refuses even when it points inside), a path not under `root`. The
-    /// caller then resolves the path itself.
-    pub(super) fn open(root: &Path, path: &Path) -> Option<Result<std::fs::File, Refusal>> {
-        let relative = match path.is_absolute() {
-            true => path.strip_prefix(root).ok()?,
-            false => path,
-        };
-        if relative.as_os_str().is_empty() {
-            return None;
-        }
+    /// The folder `root`, held to resolve paths beneath it; none where it cannot be opened
+    /// (paths are then resolved as without `openat2`).
+    pub(super) fn root(root: &Path) -> Option<OwnedFd> {
         let root = CString::new(root.as_os_str().as_bytes()).ok()?;
-        let relative = CString::new(relative.as_os_str().as_bytes()).ok()?;
         // SAFETY: a NUL-terminated path; the descriptor returned is owned here alone.
         let dir = unsafe {
             libc::open(
@@ -111,11 +125,29 @@ mod beneath {
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
             )
         };
-        if dir < 0 {
+        // SAFETY: `dir` was just opened and is closed by nothing else.
+        (dir >= 0).then(|| unsafe { OwnedFd::from_raw_fd(dir) })
+    }
+
+    /// The file at `path` (relative to `root`, held open as `dir`, or absolute under it)
+    /// opened for reading without waiting (a FIFO), if it lies inside `root` once links are
+    /// resolved; missing when it is not there. None where the kernel cannot say: no `openat2`
+    /// (before Linux 5.6, or refused by a sandbox), a link or `..` that leaves the root, an
+    /// absolute link (which `RESOLVE_BENEATH` refuses even when it points inside), a path not
+    /// under `root`. The caller then resolves the path itself.
+    pub(super) fn open(
+        dir: &OwnedFd,
+        root: &Path,
+        path: &Path,
+    ) -> Option<Result<std::fs::File, Refusal>> {
+        let relative = match path.is_absolute() {
+            true => path.strip_prefix(root).ok()?,
+            false => path,
+        };
+        if relative.as_os_str().is_empty() {
             return None;
         }
-        // SAFETY: `dir` was just opened and is closed by nothing else.
-        let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+        let relative = CString::new(relative.as_os_str().as_bytes()).ok()?;
         let how = OpenHow {
             flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64,
             mode: 0,

@@ -9,7 +9,7 @@ use ignore::WalkBuilder;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::Vendored;
-use super::read::{RepoReadError, name_text, read_repo_file};
+use super::read::{RepoDir, RepoReadError, name_text};
 use crate::lang;
 
 /// Files larger than this are skipped: generated or data files, not code a person completes.
@@ -98,12 +98,13 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
 }
 
 /// The ignore files of a repository as git reads them (each folder's `.gitignore`, and
-/// `.git/info/exclude` at the root) with ripgrep's `.ignore` beside them, each read through
-/// [`read_repo_file`] when the walk first reaches its folder: left to the `ignore` crate, a
-/// FIFO there would hang the walk and a link to `/dev/zero` grow memory without end. Files
-/// outside the repository (a global excludes file, a parent folder's) are not read.
+/// `.git/info/exclude` at the root) with ripgrep's `.ignore` beside them, each read as
+/// [`super::read_repo_file`] reads when the walk first reaches its folder: left to the `ignore`
+/// crate, a FIFO there would hang the walk and a link to `/dev/zero` grow memory without end.
+/// Files outside the repository (a global excludes file, a parent folder's) are not read.
 struct IgnoreFiles {
     root: PathBuf,
+    dir: RepoDir,
     /// Per folder the walk reached: the rules that apply inside it, nearest folder first
     /// (its own ignore files', then each parent's up to the root), only folders that have
     /// ignore files listed. Kept per folder so that each entry costs one lookup of its parent.
@@ -115,6 +116,7 @@ impl IgnoreFiles {
     fn new(root: &Path) -> IgnoreFiles {
         IgnoreFiles {
             root: root.to_path_buf(),
+            dir: RepoDir::open(root),
             in_dir: HashMap::new(),
             warnings: Vec::new(),
         }
@@ -168,7 +170,7 @@ impl IgnoreFiles {
         let mut any = false;
         for name in names {
             let file = dir.join(name);
-            let bytes = match read_repo_file(&self.root, &file, MAX_FILE_BYTES) {
+            let bytes = match self.dir.read(&file, MAX_FILE_BYTES) {
                 Ok(bytes) => bytes,
                 Err(e) if e.is_missing() => continue,
                 Err(e) => {
@@ -209,9 +211,9 @@ pub enum SkipReason {
     NotUtf8(String),
 }
 
-/// Read a source file of the repository at `root` as text, or say why not.
-pub fn read_source(root: &Path, found: &Found) -> Result<String, SkipReason> {
-    let bytes = read_repo_file(root, &found.abs, MAX_FILE_BYTES)?;
+/// Read a source file of the repository `dir` as text, or say why not.
+pub fn read_source(dir: &RepoDir, found: &Found) -> Result<String, SkipReason> {
+    let bytes = dir.read(&found.abs, MAX_FILE_BYTES)?;
     if bytes.contains(&0) {
         return Err(SkipReason::Binary(found.rel.clone()));
     }
