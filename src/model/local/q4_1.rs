@@ -27,6 +27,12 @@ const ROWS_AT_ONCE: usize = 4;
 /// A Q4_1 block's bytes: its scale `d` and minimum `m` as f16, then 32 four-bit values, the
 /// first 16 in the low halves of 16 bytes and the last 16 in their high halves.
 const BLOCK_BYTES: usize = 4 + BLOCK / 2;
+/// How far ahead of the block it multiplies the vector kernels ask for each matrix row's
+/// bytes, in bytes: a generated token reads every matrix once from memory, and the hint
+/// raised SmolLM2's rate at 1 thread after a 113-token prompt from 79% of llama-server's to
+/// 94% (medians of five alternations, load 5-8).
+#[cfg(target_arch = "x86_64")]
+pub const PREFETCH: usize = 512;
 
 /// How a [`BlockMatrix`]'s blocks hold their 32 weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +315,8 @@ unsafe fn dots_avx2<const R: usize>(weights: [&[u8]; R], input: Row) -> [f32; R]
                 _mm_castpd_ps(_mm_load_sd(input.scales.as_ptr().add(b) as *const f64));
             for r in 0..R {
                 let at = weights[r].as_ptr().add(b * BLOCK_BYTES);
+                // Past the row's end the hint reads nothing.
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(PREFETCH) as *const i8);
                 let halves = _mm_cvtsi32_si128(std::ptr::read_unaligned(at as *const i32));
                 // [d * a, m * a * sum(p), 0, 0]
                 let scaled = _mm_mul_ps(_mm_cvtph_ps(halves), scale_and_sum);

@@ -11,9 +11,9 @@
 
 use half::f16;
 
-#[cfg(target_arch = "x86_64")]
-use super::q4_1::lane_sum;
 use super::q4_1::{BLOCK, Row};
+#[cfg(target_arch = "x86_64")]
+use super::q4_1::{PREFETCH, lane_sum};
 
 /// A Q8_0 block's bytes: its scale `d` as f16, then 32 signed bytes.
 pub const BLOCK_BYTES: usize = 2 + BLOCK;
@@ -57,6 +57,8 @@ pub unsafe fn dots_avx2<const R: usize>(weights: [&[u8]; R], input: Row) -> [f32
             let a = _mm_load_ss(input.scales.as_ptr().add(b) as *const f32);
             for r in 0..R {
                 let at = weights[r].as_ptr().add(b * BLOCK_BYTES);
+                // Past the row's end the hint reads nothing.
+                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(PREFETCH) as *const i8);
                 let d = _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(std::ptr::read_unaligned(
                     at as *const u16,
                 ))));
