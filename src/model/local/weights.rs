@@ -649,6 +649,22 @@ mod tests {
     }
 
     #[test]
+    fn a_q8_0_matrix_is_multiplied_as_stored_by_keyholes_kernel() {
+        let (_, stored) = q4_1_file();
+        let q8_0 = QTensor::quantize(&stored, GgmlDType::Q8_0).unwrap();
+        let exact = q8_0.dequantize(&Device::Cpu).unwrap();
+        let matrix = Matrix::new(q8_0, Kept::QUANTIZED).unwrap();
+        assert!(matches!(matrix.quantized, Some(Quantized::Blocks(..))));
+        // Within the activations' rounding to 8 bits of the stored values' product.
+        for rows in [1, 3] {
+            let got = matrix.forward(&activations(rows), Pass::Token).unwrap();
+            let expected = activations(rows).matmul(&exact.t().unwrap()).unwrap();
+            let off = largest_difference(&got, &expected);
+            assert!(off < 0.1, "{off}");
+        }
+    }
+
+    #[test]
     fn a_token_multiplied_in_row_pieces_on_several_threads_gets_the_whole_matrix_values() {
         let (_, stored) = q4_1_file();
         // Q4_0, a type candle's kernels multiply.
