@@ -16,6 +16,7 @@ mod error;
 mod fixture;
 mod header;
 mod q4_1;
+mod q8_0;
 pub use error::{GgufError, TokenizerError};
 pub use header::panics_caught;
 mod transformer;

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::error::GgufError;
 use super::header::{self, guarded};
-use super::q4_1::{Activations, Q4_1Matrix};
+use super::q4_1::{Activations, BlockMatrix, Format};
 use crate::model::config::Matrices;
 
 /// The first bytes of every GGUF file.
@@ -25,8 +25,8 @@ const SUPPORTED: &str = "llama, qwen2, qwen3";
 /// Quantizations that candle 0.11 multiplies with scalar code only on x86 (it has no SIMD
 /// dot product for them; SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0) and
 /// keyhole has no kernel of its own for. Their quantized copies are Q8_0, which keeps every
-/// value to within 8-bit rounding of the original at 1.7 times the memory. Q4_1 is
-/// multiplied as stored, by keyhole's kernel (`q4_1`).
+/// value to within 8-bit rounding of the original at 1.7 times the memory. Q4_1 and Q8_0 are
+/// multiplied as stored, by keyhole's kernels (`q4_1`, `q8_0`).
 const SLOW: [GgmlDType; 2] = [GgmlDType::Q5_0, GgmlDType::Q5_1];
 
 /// Models whose matrices take at most this much memory as f32 keep them twice, as f32 and
@@ -295,15 +295,15 @@ pub struct Matrix {
 enum Quantized {
     /// Multiplied by candle's kernels, each piece a matrix of its own.
     Candle(Vec<QMatMul>),
-    /// Q4_1 as stored, multiplied by keyhole's kernel a range of rows at a time.
-    Q4_1(Q4_1Matrix, Vec<Range<usize>>),
+    /// Q4_1 or Q8_0 as stored, multiplied by keyhole's kernels a range of rows at a time.
+    Blocks(BlockMatrix, Vec<Range<usize>>),
 }
 
 /// One piece of a product: rows of a quantized matrix.
 #[derive(Clone)]
 enum Piece<'a> {
     Candle(&'a QMatMul),
-    Q4_1(&'a Q4_1Matrix, Range<usize>),
+    Blocks(&'a BlockMatrix, Range<usize>),
 }
 
 /// Pieces a quantized matrix's rows are held in, so that a generated token's products run on
@@ -361,11 +361,6 @@ impl Matrix {
         };
         let quantized = match kept.quantized {
             false => None,
-            true if dtype == GgmlDType::Q4_1 => {
-                let (rows, columns) = stored.shape().dims2()?;
-                let matrix = Q4_1Matrix::new(&stored.data()?, rows, columns)?;
-                Some(Quantized::Q4_1(matrix, row_ranges(rows, token_pieces())))
-            }
             true => {
                 let fast = quantized_dtype(dtype, stored.shape().dims());
                 let stored = if fast == dtype {
@@ -377,7 +372,19 @@ impl Matrix {
                     };
                     QTensor::quantize(&values, fast)?
                 };
-                Some(Quantized::Candle(row_pieces(stored, token_pieces())?))
+                let format = match fast {
+                    GgmlDType::Q4_1 => Some(Format::Q4_1),
+                    GgmlDType::Q8_0 => Some(Format::Q8_0),
+                    _ => None,
+                };
+                Some(match format {
+                    Some(format) => {
+                        let (rows, columns) = stored.shape().dims2()?;
+                        let matrix = BlockMatrix::new(format, &stored.data()?, rows, columns)?;
+                        Quantized::Blocks(matrix, row_ranges(rows, token_pieces()))
+                    }
+                    None => Quantized::Candle(row_pieces(stored, token_pieces())?),
+                })
             }
         };
         Ok(Matrix { dense, quantized })
@@ -401,7 +408,7 @@ impl Matrix {
     /// `input` times each of `matrices` (as [`Matrix::forward`]), their quantized pieces all
     /// in one job on the CPU pool: a generated token's query, key and value (or gate and up)
     /// products wait for the pool's threads once instead of once each, and `input` is
-    /// rounded to 8 bits for the Q4_1 kernel once for all of them.
+    /// rounded to 8 bits for keyhole's kernels once for all of them.
     pub fn forward_each<const N: usize>(
         matrices: [&Matrix; N],
         input: &Tensor,
@@ -413,7 +420,7 @@ impl Matrix {
             .filter_map(|(index, matrix)| matrix.quantized_for(pass).map(|q| (index, q)))
             .flat_map(|(index, quantized)| quantized.pieces().map(move |piece| (index, piece)))
             .collect();
-        let rounded = match pieces.iter().any(|(_, p)| matches!(p, Piece::Q4_1(..))) {
+        let rounded = match pieces.iter().any(|(_, p)| matches!(p, Piece::Blocks(..))) {
             true => {
                 let (_, columns) = input.dims2()?;
                 let values = input.flatten_all()?.to_vec1::<f32>()?;
@@ -477,16 +484,18 @@ impl Quantized {
     fn pieces(&self) -> Box<dyn Iterator<Item = Piece<'_>> + '_> {
         match self {
             Quantized::Candle(pieces) => Box::new(pieces.iter().map(Piece::Candle)),
-            Quantized::Q4_1(matrix, ranges) => {
-                Box::new(ranges.iter().map(|rows| Piece::Q4_1(matrix, rows.clone())))
-            }
+            Quantized::Blocks(matrix, ranges) => Box::new(
+                ranges
+                    .iter()
+                    .map(|rows| Piece::Blocks(matrix, rows.clone())),
+            ),
         }
     }
 }
 
 impl Piece<'_> {
-    /// `input` times the piece's rows, transposed: `(input rows, piece rows)`. A Q4_1 piece
-    /// multiplies `rounded`, the input rounded to 8 bits.
+    /// `input` times the piece's rows, transposed: `(input rows, piece rows)`. A piece of
+    /// keyhole's blocks multiplies `rounded`, the input rounded to 8 bits.
     fn forward(
         &self,
         input: &Tensor,
@@ -494,8 +503,8 @@ impl Piece<'_> {
     ) -> candle_core::Result<Tensor> {
         match self {
             Piece::Candle(piece) => piece.forward(input),
-            Piece::Q4_1(matrix, rows) => {
-                let rounded = rounded.expect("the input is rounded for every Q4_1 piece");
+            Piece::Blocks(matrix, rows) => {
+                let rounded = rounded.expect("the input is rounded for every block piece");
                 let mut products = vec![0.0; rounded.rows() * rows.len()];
                 matrix.multiply(rounded, rows.clone(), &mut products)?;
                 Tensor::from_vec(products, (rounded.rows(), rows.len()), &Device::Cpu)
@@ -622,7 +631,7 @@ mod tests {
         let both = file.matrix("w", (64, 32), Kept::BOTH).unwrap();
         let quantized = file.matrix("w", (64, 32), Kept::QUANTIZED).unwrap();
         let dense = file.matrix("w", (64, 32), Kept::DENSE).unwrap();
-        assert!(matches!(both.quantized, Some(Quantized::Q4_1(..))));
+        assert!(matches!(both.quantized, Some(Quantized::Blocks(..))));
         let exact = |rows| activations(rows).matmul(&stored.t().unwrap()).unwrap();
         // A prompt's rows, however few, multiply the exact values.
         for rows in [1, 3] {
@@ -640,10 +649,26 @@ mod tests {
     }
 
     #[test]
+    fn a_q8_0_matrix_is_multiplied_as_stored_by_keyholes_kernel() {
+        let (_, stored) = q4_1_file();
+        let q8_0 = QTensor::quantize(&stored, GgmlDType::Q8_0).unwrap();
+        let exact = q8_0.dequantize(&Device::Cpu).unwrap();
+        let matrix = Matrix::new(q8_0, Kept::QUANTIZED).unwrap();
+        assert!(matches!(matrix.quantized, Some(Quantized::Blocks(..))));
+        // Within the activations' rounding to 8 bits of the stored values' product.
+        for rows in [1, 3] {
+            let got = matrix.forward(&activations(rows), Pass::Token).unwrap();
+            let expected = activations(rows).matmul(&exact.t().unwrap()).unwrap();
+            let off = largest_difference(&got, &expected);
+            assert!(off < 0.1, "{off}");
+        }
+    }
+
+    #[test]
     fn a_token_multiplied_in_row_pieces_on_several_threads_gets_the_whole_matrix_values() {
         let (_, stored) = q4_1_file();
-        // Q8_0, the type generated tokens multiply.
-        let quantized = || QTensor::quantize(&stored, GgmlDType::Q8_0).unwrap();
+        // Q4_0, a type candle's kernels multiply.
+        let quantized = || QTensor::quantize(&stored, GgmlDType::Q4_0).unwrap();
         let whole = QMatMul::from_qtensor(quantized()).unwrap();
         // 64 rows in 3 uneven pieces (21, 21, 22), multiplied on the CPU pool.
         let pieces = Matrix {
@@ -665,8 +690,8 @@ mod tests {
         // 64 rows whole, and in 3 uneven pieces (21, 21, 22), on pools of 1 and 3 threads.
         let in_pieces = |pieces| Matrix {
             dense: None,
-            quantized: Some(Quantized::Q4_1(
-                Q4_1Matrix::new(&stored.data().unwrap(), 64, 32).unwrap(),
+            quantized: Some(Quantized::Blocks(
+                BlockMatrix::new(Format::Q4_1, &stored.data().unwrap(), 64, 32).unwrap(),
                 row_ranges(64, pieces),
             )),
         };
