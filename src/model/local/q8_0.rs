@@ -1,5 +1,5 @@
 //! The dot products of Q8_0 matrix rows with activation rows rounded to 8 bits
-//! ([`Activations`](super::q4_1::Activations)), for [`BlockMatrix`](super::q4_1::BlockMatrix):
+//! ([`Activations`](super::block_matrix::Activations)), for [`BlockMatrix`](super::block_matrix::BlockMatrix):
 //! the output projection SmolLM2 ties to its Q8_0 embeddings (30 MB read a generated token)
 //! and any other Q8_0 matrix.
 //!
@@ -11,9 +11,9 @@
 
 use half::f16;
 
-use super::q4_1::{BLOCK, Row};
+use super::block_matrix::{BLOCK, Row};
 #[cfg(target_arch = "x86_64")]
-use super::q4_1::{PREFETCH, lane_sum};
+use super::block_matrix::{PREFETCH, lane_sum};
 
 /// A Q8_0 block's bytes: its scale `d` as f16, then 32 signed bytes.
 pub const BLOCK_BYTES: usize = 2 + BLOCK;
