@@ -29,7 +29,7 @@ use self::segment::{Segment, order_key};
 use super::{
     Backend, BackendError, Completion, CompletionRequest, Delta, TokenCounting, apply_stop,
 };
-use crate::repo::mapped::{Opened, Sections, format_id};
+use crate::repo::mapped::{Sections, format_id};
 use crate::repo::{FileChanges, FileTable, RepoIndex, SourceFile, base_outgrown};
 use crate::token::{CodeTokenizer, Tokenizer};
 
@@ -143,18 +143,7 @@ impl RepoModel {
             return RepoModel::build(files);
         };
         let base_format = format_id("embedded-model", CACHE_VERSION);
-        let base = match Sections::open(&base_path, &base_format) {
-            Opened::Found(sections) => Base::load(&sections).or_else(|| {
-                let path = base_path.display();
-                tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
-                None
-            }),
-            Opened::Missing => None,
-            Opened::Unusable(why) => {
-                tracing::warn!("{why}");
-                None
-            }
-        };
+        let base = Sections::read(&base_path, &base_format, None, Base::load);
         let keep_base = |base: &Base| {
             if let Err(error) = base.store(&base_path, &base_format) {
                 tracing::warn!(path = %base_path.display(), %error, "cannot write a derived cache");
@@ -177,26 +166,12 @@ impl RepoModel {
             let _ = std::fs::remove_file(&segment_path);
             return RepoModel::of(base, None, files);
         }
-        // The segment goes with one base and one set of files.
-        let mut key = blake3::Hasher::new();
-        key.update(&base.built_from.key());
-        key.update(&today.key());
-        let key = *key.finalize().as_bytes();
+        let key = base.built_from.segment_key(&today);
         let segment_format = format_id("embedded-model segment", CACHE_VERSION);
-        let kept = match Sections::open(&segment_path, &segment_format) {
-            Opened::Found(sections) if sections.key() == &key => {
-                Segment::load(&sections, &base, changes.derived_again.len()).or_else(|| {
-                    let path = segment_path.display();
-                    tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
-                    None
-                })
-            }
-            Opened::Found(_) | Opened::Missing => None,
-            Opened::Unusable(why) => {
-                tracing::warn!("{why}");
-                None
-            }
-        };
+        let derived_again = changes.derived_again.len();
+        let kept = Sections::read(&segment_path, &segment_format, Some(&key), |sections| {
+            Segment::load(sections, &base, derived_again)
+        });
         let segment = kept.unwrap_or_else(|| {
             let segment = Segment::build(&base, files, &changes);
             if let Err(error) = segment.store(&segment_path, &segment_format, &key) {

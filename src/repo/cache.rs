@@ -273,6 +273,15 @@ impl FileTable {
     pub fn key(&self) -> [u8; 32] {
         files_key(self.0.iter().map(|(path, hash)| (path.as_str(), hash)))
     }
+
+    /// The key of a segment laid over a base derived from these files for `today`'s: a
+    /// segment goes with one base and one set of files.
+    pub fn segment_key(&self, today: &FileTable) -> [u8; 32] {
+        let mut key = blake3::Hasher::new();
+        key.update(&self.key());
+        key.update(&today.key());
+        *key.finalize().as_bytes()
+    }
 }
 
 /// Names a list of files (path, content hash), in order.

@@ -309,6 +309,32 @@ impl Sections {
         })
     }
 
+    /// What `decode` reads from the sections of the file at `path`, if it is there, of
+    /// `format`, whole and written under `key` (any key when none is asked for); a file that
+    /// cannot be trusted or does not decode is reported with one line in the log, to be
+    /// rebuilt.
+    pub fn read<T>(
+        path: &Path,
+        format: &[u8; 32],
+        key: Option<&[u8; 32]>,
+        decode: impl FnOnce(&Sections) -> Option<T>,
+    ) -> Option<T> {
+        match Sections::open(path, format) {
+            Opened::Found(sections) if key.is_none_or(|key| sections.key() == key) => {
+                decode(&sections).or_else(|| {
+                    let path = path.display();
+                    tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
+                    None
+                })
+            }
+            Opened::Found(_) | Opened::Missing => None,
+            Opened::Unusable(why) => {
+                tracing::warn!("{why}");
+                None
+            }
+        }
+    }
+
     /// The key the file was written under.
     pub fn key(&self) -> &[u8; 32] {
         &self.key

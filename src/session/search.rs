@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::context::retrieval::{BM25_SECTIONS, Retrieval};
 use crate::context::windows::{TokenSets, WINDOW_SECTIONS, WindowIndex};
-use crate::repo::mapped::{Opened, Sections, format_id, write_sections};
+use crate::repo::mapped::{Sections, format_id, write_sections};
 use crate::repo::{FileChanges, FileTable, RepoIndex, base_outgrown};
 
 /// What retrieval searches in the open repository: built on first use (a proposal or the
@@ -48,18 +48,7 @@ impl SearchIndex {
             return SearchIndex::build_with(index, &TokenSets::default(), progress);
         };
         let format = format_id("search", SEARCH_CACHE_VERSION);
-        let base = match Sections::open(&base_path, &format) {
-            Opened::Found(sections) => SearchIndex::load(&sections).or_else(|| {
-                let path = base_path.display();
-                tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
-                None
-            }),
-            Opened::Missing => None,
-            Opened::Unusable(why) => {
-                tracing::warn!("{why}");
-                None
-            }
-        };
+        let base = Sections::read(&base_path, &format, None, SearchIndex::load);
         let keep_base = |search: &SearchIndex| {
             if let Err(error) = search.store(&base_path, &format) {
                 tracing::warn!(path = %base_path.display(), %error, "cannot write a derived cache");
@@ -76,25 +65,9 @@ impl SearchIndex {
         if changes.is_empty() {
             return base;
         }
-        // The segment goes with one base and one set of files.
-        let mut key = blake3::Hasher::new();
-        key.update(&base.built_from.key());
-        key.update(&FileTable::of(&index.files).key());
-        let key = *key.finalize().as_bytes();
+        let key = base.built_from.segment_key(&FileTable::of(&index.files));
         let segment_format = format_id("search segment", SEARCH_CACHE_VERSION);
-        let known = match Sections::open(&segment_path, &segment_format) {
-            Opened::Found(sections) if sections.key() == &key => TokenSets::load(&sections)
-                .or_else(|| {
-                    let path = segment_path.display();
-                    tracing::warn!("cache {path}: does not decode (corrupt); rebuilding it");
-                    None
-                }),
-            Opened::Found(_) | Opened::Missing => None,
-            Opened::Unusable(why) => {
-                tracing::warn!("{why}");
-                None
-            }
-        };
+        let known = Sections::read(&segment_path, &segment_format, Some(&key), TokenSets::load);
         let current = known.is_some();
         let known = known.unwrap_or_default();
         let (search, added) = base.changed(&changes, index, &known, progress);
