@@ -12,10 +12,12 @@
 mod attention;
 mod batch;
 mod block_matrix;
+mod blocks;
 mod error;
 #[cfg(test)]
 mod fixture;
 mod header;
+mod q4_1;
 mod q8_0;
 pub use error::{GgufError, TokenizerError};
 pub use header::panics_caught;

@@ -11,9 +11,9 @@
 
 use half::f16;
 
-use super::block_matrix::{BLOCK, Row};
+use super::blocks::{BLOCK, Row};
 #[cfg(target_arch = "x86_64")]
-use super::block_matrix::{PREFETCH, lane_sum};
+use super::blocks::{PREFETCH, lane_sum};
 
 /// A Q8_0 block's bytes: its scale `d` as f16, then 32 signed bytes.
 pub const BLOCK_BYTES: usize = 2 + BLOCK;

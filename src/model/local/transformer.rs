@@ -1,7 +1,7 @@
 //! The forward pass of the decoder-only transformers keyhole runs: the llama family, Qwen2
 //! (biases on the query, key and value projections) and Qwen3 (each head's queries and keys
 //! normalized). Its matrix products are candle's (those of Q4_1 and Q8_0 matrices keyhole's
-//! own, `block_matrix` and `q8_0`), and a prompt's attention; a generated
+//! own, `block_matrix`, `q4_1` and `q8_0`), and a prompt's attention; a generated
 //! token's attention over its cache runs by hand on the CPU pool (`attention`), and the
 //! element-wise work between the products (norms, rotation, the gated activation) runs by
 //! hand on the rows' values, which for a generated token are a few thousand numbers a layer:

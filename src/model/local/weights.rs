@@ -26,7 +26,7 @@ const SUPPORTED: &str = "llama, qwen2, qwen3";
 /// dot product for them; SmolLM2's Q4_1 file ran about 4 times slower than as Q8_0) and
 /// keyhole has no kernel of its own for. Their quantized copies are Q8_0, which keeps every
 /// value to within 8-bit rounding of the original at 1.7 times the memory. Q4_1 and Q8_0 are
-/// multiplied as stored, by keyhole's kernels (`block_matrix`, `q8_0`).
+/// multiplied as stored, by keyhole's kernels (`block_matrix` with `q4_1` and `q8_0`).
 const SLOW: [GgmlDType; 2] = [GgmlDType::Q5_0, GgmlDType::Q5_1];
 
 /// Models whose matrices take at most this much memory as f32 keep them twice, as f32 and
