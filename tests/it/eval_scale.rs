@@ -612,25 +612,21 @@ async fn a_slow_request_holds_up_only_its_own_hole() {
     // needs the first's answers), so what comes after the slow answer is the slow hole's own
     // second request only. Counting requests, not seconds, keeps this true on a loaded machine.
     let answer = |text: &str| Reply::Json(200, json!({"choices": [{"index": 0, "text": text}]}));
-    let more = |out: &Path| {
-        let out = out.to_str().unwrap().to_string();
-        [
-            "--candidates".to_string(),
-            "7,63,67".to_string(),
-            "--out".to_string(),
-            out,
-        ]
+    // Eval of 40 holes against the server at `base`: its scratch folder and label folder.
+    let eval = |base: &str| {
+        let scratch = completions_scratch(base, 8);
+        let out = scratch.path().join("out");
+        let more = ["--candidates", "7,63,67", "--out", out.to_str().unwrap()];
+        let output = eval_srv(scratch.path(), "40", &more);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (scratch, out)
     };
     let all_at_once = Server::start(move |_, _| answer("x;")).await;
-    let scratch = completions_scratch(&all_at_once.base, 8);
-    let more_args = more(&scratch.path().join("all-at-once"));
-    let more_args: Vec<&str> = more_args.iter().map(String::as_str).collect();
-    let output = eval_srv(scratch.path(), "40", &more_args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    eval(&all_at_once.base);
     let total = all_at_once.requests().len();
 
     // A hole held up by the slow one would keep the count from growing until the longest
@@ -653,16 +649,7 @@ async fn a_slow_request_holds_up_only_its_own_hole() {
         }
     })
     .await;
-    let scratch = completions_scratch(&server.base, 8);
-    let out = scratch.path().join("out");
-    let more_args = more(&out);
-    let more_args: Vec<&str> = more_args.iter().map(String::as_str).collect();
-    let output = eval_srv(scratch.path(), "40", &more_args);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (_scratch, out) = eval(&server.base);
     let arrived = arrived.lock().unwrap().clone();
     assert_eq!(
         arrived.len(),
