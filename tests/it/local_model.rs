@@ -542,8 +542,9 @@ async fn a_prompt_longer_than_the_context_keeps_its_end() {
 }
 
 #[tokio::test]
-async fn q4_1_matrices_kept_quantized_run_as_q8_0_and_give_the_same_chain() {
-    // `matrices = "quantized"`: the Q4_1 matrices become Q8_0 rather than f32 (least memory).
+async fn q4_1_matrices_kept_quantized_run_as_stored_and_give_the_same_chain() {
+    // `matrices = "quantized"`: the Q4_1 matrices are kept as stored, not as f32 (least
+    // memory), prompts and tokens alike multiplied by keyhole's Q4_1 kernel.
     let (_dir, path) = written(&Tiny {
         matrices: GgmlDType::Q4_1,
         ..Tiny::LLAMA
