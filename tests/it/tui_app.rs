@@ -27,12 +27,19 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// RLPG's 62 proposals, the default context and the retrieved candidates 63–72.
 const CANDIDATES: usize = 73;
 
-/// The app on the sample's demo hole, with its own directories (kept alive beside it).
-async fn opened() -> (App, tempfile::TempDir) {
+/// The app opening the sample's demo hole on a first run, with its own directories (kept
+/// alive beside it).
+fn opening() -> (App, tempfile::TempDir) {
     let (scratch, dirs) = scratch_dirs();
     let root = keyhole::sample::materialize(&dirs).unwrap();
     let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
     app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    (app, scratch)
+}
+
+/// The app on the sample's demo hole once it has settled.
+async fn opened() -> (App, tempfile::TempDir) {
+    let (mut app, scratch) = opening();
     app.settle(LIMIT).await.unwrap();
     (app, scratch)
 }
@@ -797,10 +804,7 @@ fn assert_ranked_before_searched(app: &App) {
 
 #[tokio::test]
 async fn a_first_open_shows_progress_then_ranked_proposals_before_the_search_indexes() {
-    let (_scratch, dirs) = scratch_dirs();
-    let root = keyhole::sample::materialize(&dirs).unwrap();
-    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    let (mut app, _scratch) = opening();
     let statuses = until_ranked(&mut app, None).await;
     assert!(
         statuses
@@ -823,10 +827,7 @@ async fn a_first_open_shows_progress_then_ranked_proposals_before_the_search_ind
 
 #[tokio::test]
 async fn a_first_open_counts_the_search_indexes_in_the_status_line_while_they_build() {
-    let (_scratch, dirs) = scratch_dirs();
-    let root = keyhole::sample::materialize(&dirs).unwrap();
-    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    let (mut app, _scratch) = opening();
     until_ranked(&mut app, None).await;
     // The statuses shown from the ranked candidates until the searched rows are filled.
     let mut statuses = Vec::new();
@@ -877,10 +878,7 @@ async fn a_first_open_counts_the_search_indexes_in_the_status_line_while_they_bu
 
 #[tokio::test]
 async fn a_first_open_shows_the_hole_s_file_before_the_repository_is_indexed() {
-    let (_scratch, dirs) = scratch_dirs();
-    let root = keyhole::sample::materialize(&dirs).unwrap();
-    let mut app = App::new(Keymap::builtin(), Theme::dark(), dirs);
-    app.open(root, Some(keyhole::sample::DEMO_HOLE.to_string()));
+    let (mut app, _scratch) = opening();
     within("the file shown", async {
         while app.state.lines.is_empty() {
             next(&mut app).await;

@@ -630,8 +630,11 @@ while True:
         answer(message)
 "#;
 
-/// A pool whose servers may stay silent for 2 s while they start.
-fn pool_starting_within_two_seconds(search_path: OsString) -> Servers {
+/// A pool, whose servers may stay silent for 2 s while they start, of a fake server in `bin`
+/// that reports loading the project for `load` seconds (`ends`: whether the report ends).
+fn pool_of_a_loading_server(bin: &Path, load: &str, ends: &str) -> Servers {
+    let loading = LOADING.replace("{load}", load).replace("{ends}", ends);
+    let search_path = fake_server(bin, &format!("{FAKE_FRAMING}{loading}"));
     let timeouts = Timeouts {
         start: Duration::from_secs(2),
         request: Duration::from_secs(2),
@@ -644,9 +647,7 @@ fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout(
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
     // Silent for twice the start timeout, its progress open.
-    let loading = LOADING.replace("{load}", "4").replace("{ends}", "True");
-    let script = format!("{FAKE_FRAMING}{loading}");
-    let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
+    let servers = pool_of_a_loading_server(bin.path(), "4", "True");
     let answer = hover(&servers, root.path())
         .unwrap()
         .expect("it answers once loaded");
@@ -657,9 +658,7 @@ fn a_server_that_says_it_loads_the_project_is_waited_for_past_the_start_timeout(
 fn a_server_that_says_it_loads_forever_is_stopped_after_the_load_limit_in_one_line() {
     let bin = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();
-    let loading = LOADING.replace("{load}", "0").replace("{ends}", "False");
-    let script = format!("{FAKE_FRAMING}{loading}");
-    let servers = pool_starting_within_two_seconds(fake_server(bin.path(), &script));
+    let servers = pool_of_a_loading_server(bin.path(), "0", "False");
     let started = std::time::Instant::now();
     let why = hover(&servers, root.path())
         .unwrap()
