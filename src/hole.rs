@@ -258,11 +258,9 @@ fn documentation_lines(file: &SourceFile) -> Vec<bool> {
 /// For each line of `file`, whether a name is used on it (import lines use none).
 fn lines_using_names_of(file: &SourceFile) -> Vec<bool> {
     let mut lines = vec![false; file.line_count()];
-    for (_, used) in &file.facts.name_usages {
-        for &line in used {
-            if let Some(slot) = lines.get_mut(line as usize) {
-                *slot = true;
-            }
+    for &line in file.facts.name_usages.all_lines() {
+        if let Some(slot) = lines.get_mut(line as usize) {
+            *slot = true;
         }
     }
     lines

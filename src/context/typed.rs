@@ -177,7 +177,7 @@ impl<'a> TypedHole<'a> {
         if file == self.hole.file {
             &self.syntax.outline
         } else {
-            &self.index.files[file].facts.outline
+            self.index.files[file].outline()
         }
     }
 

@@ -32,7 +32,7 @@ impl Language for Java {
         match parse(source) {
             Some(tree) => {
                 let mut facts = Extractor::new(source).run(&tree);
-                facts.outline = java_typed::outline(tree.root_node(), source);
+                facts.outline = super::Outlines::of(java_typed::outline(tree.root_node(), source));
                 facts
             }
             None => FileFacts::default(),
@@ -345,7 +345,7 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        self.facts.name_usages = self.usages.into_sorted();
+        self.facts.name_usages = self.usages.into_usages();
         self.facts
     }
 }

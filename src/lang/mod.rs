@@ -7,6 +7,7 @@ mod hole_grammar;
 pub mod java;
 mod java_tree;
 mod java_typed;
+mod outlines;
 mod packages;
 pub mod python;
 mod python_tree;
@@ -16,6 +17,7 @@ mod tsconfig;
 pub mod typescript;
 mod typescript_tree;
 mod typescript_typed;
+mod usages;
 
 use std::any::Any;
 use std::ops::Range;
@@ -26,6 +28,8 @@ use serde::{Deserialize, Serialize};
 
 pub use java::Java;
 pub use python::Python;
+pub use outlines::Outlines;
+pub use usages::Usages;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +47,14 @@ impl Span {
     }
     pub fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
+    }
+
+    /// Whether the span cuts `text` where it can be cut: in order, inside it, on character
+    /// boundaries.
+    pub fn fits(self, text: &str) -> bool {
+        self.start <= self.end
+            && text.is_char_boundary(self.start as usize)
+            && text.is_char_boundary(self.end as usize)
     }
 }
 
@@ -331,11 +343,12 @@ pub struct FileFacts {
     pub methods: Vec<MethodDecl>,
     /// Every simple name used in the code outside import and package declarations, with the
     /// 0-based lines it is used on; import usage is looked up here.
-    pub name_usages: Vec<(String, Vec<u32>)>,
+    pub name_usages: Usages,
     /// Number of syntax errors the parser recovered from.
     pub syntax_errors: u32,
-    /// Every declared type with its members, for typed-hole context.
-    pub outline: Vec<TypeOutline>,
+    /// Every declared type with its members, for typed-hole context: read through
+    /// [`crate::repo::SourceFile::outline`], which decodes a cached file's on first use.
+    pub outline: Outlines,
     /// The names a module declares at its top level (Python's classes, functions and
     /// assigned names), which a wildcard import brings in; empty where a language reads
     /// them elsewhere (Java: `types`).
@@ -349,7 +362,7 @@ pub struct FileFacts {
     /// call or subscript), with the 0-based lines it is used on, sorted by name: how a file
     /// uses a module it imports whole (`import pkg` then `pkg.Name`).
     #[serde(default)]
-    pub dotted_usages: Vec<(String, Vec<u32>)>,
+    pub dotted_usages: Usages,
     /// Documentation the grammar reads as code (Python's docstrings), which the paper's hole
     /// sampling steps over as it steps over comment lines.
     #[serde(default)]
@@ -538,24 +551,15 @@ pub struct SyntaxError {
 impl FileFacts {
     /// Lines on which `name` is used, if it is.
     pub fn usages_of(&self, name: &str) -> &[u32] {
-        self.name_usages
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .map_or(&[], |i| &self.name_usages[i].1)
+        self.name_usages.lines_of(name)
     }
 
     /// The dotted uses of `bound` in the file: for `pkg` of `pkg.core.Name` on line 3,
     /// (`core.Name`, `[3]`).
     pub fn dotted_uses_of<'f>(&'f self, bound: &str) -> impl Iterator<Item = (&'f str, &'f [u32])> {
         let prefix = format!("{bound}.");
-        let start = self
-            .dotted_usages
-            .partition_point(|(name, _)| name.as_str() < prefix.as_str());
-        self.dotted_usages[start..]
-            .iter()
-            .map_while(move |(name, lines)| {
-                let rest = name.strip_prefix(&prefix)?;
-                Some((rest, lines.as_slice()))
-            })
+        (self.dotted_usages.from_name(&prefix))
+            .map_while(move |(name, lines)| Some((name.strip_prefix(&prefix)?, lines)))
     }
 }
 

@@ -45,7 +45,7 @@ impl Language for Python {
         match parse(source) {
             Some(tree) => {
                 let mut facts = Extractor::new(source).run(tree.root_node());
-                facts.outline = python_typed::outline(tree.root_node(), source);
+                facts.outline = super::Outlines::of(python_typed::outline(tree.root_node(), source));
                 facts
             }
             None => FileFacts::default(),
@@ -228,7 +228,7 @@ impl<'s> Modules<'s> {
         };
         let mut through: Vec<u32> = Vec::new();
         let mut homes: Vec<(FileId, &[u32])> = Vec::new();
-        for (name, used) in &facts.name_usages {
+        for (name, used) in facts.name_usages.iter() {
             if !self.brings_in(module, name) {
                 continue;
             }
@@ -877,8 +877,8 @@ impl<'a> Extractor<'a> {
     }
 
     fn finish(mut self) -> FileFacts {
-        self.facts.name_usages = self.usages.into_sorted();
-        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
+        self.facts.name_usages = self.usages.into_usages();
+        self.facts.dotted_usages = self.dotted.into_usages(&self.facts.imports);
         self.facts
     }
 }
@@ -1296,7 +1296,7 @@ def helper(x):
         // Only names an import binds start a recorded dotted name; a call ends it.
         assert_eq!(
             facts.dotted_usages,
-            vec![("pkg.core.Name".to_string(), vec![8])]
+            crate::lang::Usages::of([("pkg.core.Name", vec![8])])
         );
         let computed = Python.extract("__all__ = [n for n in names]\n");
         assert_eq!(

@@ -76,16 +76,9 @@ impl<'a> NameUsages<'a> {
         }
     }
 
-    /// Every name with its lines, sorted by name: `FileFacts::usages_of` looks names up by
-    /// binary search.
-    pub(super) fn into_sorted(self) -> Vec<(String, Vec<u32>)> {
-        let mut usages: Vec<(String, Vec<u32>)> = self
-            .lines
-            .into_iter()
-            .map(|(name, lines)| (name.to_string(), lines))
-            .collect();
-        usages.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        usages
+    /// Every name with its lines.
+    pub(super) fn into_usages(self) -> super::Usages {
+        super::Usages::of(self.lines)
     }
 }
 
@@ -114,21 +107,18 @@ impl DottedUsages {
     }
 
     /// The names that start with a name one of `imports` binds, which alone say which module
-    /// is used, sorted by name ([`super::FileFacts::dotted_uses_of`] looks them up in order).
-    pub(super) fn into_sorted(self, imports: &[super::ImportDecl]) -> Vec<(String, Vec<u32>)> {
+    /// is used.
+    pub(super) fn into_usages(self, imports: &[super::ImportDecl]) -> super::Usages {
         let bound: rustc_hash::FxHashSet<&str> = imports
             .iter()
             .flat_map(|i| i.names.iter().map(String::as_str))
             .collect();
-        let mut dotted: Vec<(String, Vec<u32>)> = self
-            .lines
-            .into_iter()
-            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()))
-            .collect();
-        dotted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        dotted
+        let kept = (self.lines.into_iter())
+            .filter(|(name, _)| bound.contains(name.split('.').next().unwrap_or_default()));
+        super::Usages::of(kept)
     }
 }
+
 
 /// Climb the path to the expression the placeholder is: the contents of a string (nodes of
 /// the grammar's `string_parts` kinds) are their literal.

@@ -64,7 +64,7 @@ impl Language for TypeScript {
         match parse(self.grammar, source) {
             Some(tree) => {
                 let mut facts = Extractor::new(source).run(&tree);
-                facts.outline = typescript_typed::outline(tree.root_node(), source);
+                facts.outline = super::Outlines::of(typescript_typed::outline(tree.root_node(), source));
                 facts
             }
             None => FileFacts::default(),
@@ -951,7 +951,7 @@ impl<'a> Extractor<'a> {
             // found elsewhere.
             self.facts.ambient_modules.clear();
         }
-        self.facts.name_usages = self.usages.into_sorted();
+        self.facts.name_usages = self.usages.into_usages();
         // `import { a } from './x'; export { a as b }` re-exports `x`'s `a` as `b`, as
         // `export { a as b } from './x'` would; a listed name the file declares is its own.
         for (local, exported) in std::mem::take(&mut self.local_exports) {
@@ -971,7 +971,7 @@ impl<'a> Extractor<'a> {
         }
         self.facts.top_level_names.sort_unstable();
         self.facts.top_level_names.dedup();
-        self.facts.dotted_usages = self.dotted.into_sorted(&self.facts.imports);
+        self.facts.dotted_usages = self.dotted.into_usages(&self.facts.imports);
         self.facts
     }
 }
@@ -1574,7 +1574,7 @@ const fs = require('./fs-shim');
         let dotted: Vec<_> = facts
             .dotted_usages
             .iter()
-            .map(|(n, l)| (n.as_str(), l.clone()))
+            .map(|(n, l)| (n, l.to_vec()))
             .collect();
         // Cut at a call and at `?.`; only names an import binds.
         assert_eq!(

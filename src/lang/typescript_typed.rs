@@ -990,7 +990,7 @@ function ship(order: Order, when: Date): boolean {
 "#;
 
     fn outline() -> Vec<TypeOutline> {
-        TYPESCRIPT.extract(SOURCE).outline
+        TYPESCRIPT.extract(SOURCE).outline.into_types()
     }
 
     fn at(span: Span) -> &'static str {

@@ -26,13 +26,13 @@ use serde::{Deserialize, Serialize};
 
 use super::SourceFile;
 use super::read::Refusal;
-use crate::lang::{FileFacts, MethodDecl, Span};
+use crate::lang::{FileFacts, MethodDecl};
 
 /// The largest cache file read; a larger one is rebuilt.
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 8;
+const FORMAT_VERSION: u32 = 9;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
@@ -385,7 +385,8 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
         methods,
         name_usages,
         syntax_errors: _,
-        outline,
+        // Checked when first decoded, against the text then ([`crate::lang::Outlines`]).
+        outline: _,
         top_level_names: _,
         wildcard_names: _,
         dotted_usages,
@@ -400,36 +401,16 @@ pub fn facts_fit(facts: &FileFacts, text: &str, line_count: usize) -> bool {
              with_body,
          }| [*name, *signature, *with_body],
     );
-    let outline_spans = outline.iter().flat_map(|t| {
-        let fields = t.fields.iter().flat_map(|field| {
-            let names = field.names.iter().map(|(_, span)| *span);
-            [field.head, field.decl].into_iter().chain(names)
-        });
-        let type_methods = t.methods.iter().flat_map(|m| [m.signature, m.decl]);
-        [t.header, t.decl]
-            .into_iter()
-            .chain(t.constants.iter().copied())
-            .chain(fields)
-            .chain(type_methods)
-    });
     let mut spans = (types.iter().map(|t| t.name_span))
         .chain(identifiers.iter().copied())
         .chain(type_identifiers.iter().copied())
         .chain(field_declarations.iter().copied())
         .chain(string_literals.iter().copied())
         .chain(documentation.iter().copied())
-        .chain(method_spans)
-        .chain(outline_spans);
-    let span_fits = |span: Span| {
-        span.start <= span.end
-            && text.is_char_boundary(span.start as usize)
-            && text.is_char_boundary(span.end as usize)
-    };
-    spans.all(span_fits)
-        && name_usages
-            .iter()
-            .chain(dotted_usages)
-            .flat_map(|(_, lines)| lines)
+        .chain(method_spans);
+    spans.all(|span| span.fits(text))
+        && (name_usages.all_lines().iter())
+            .chain(dotted_usages.all_lines())
             .all(|&line| (line as usize) < line_count.max(1))
 }
 

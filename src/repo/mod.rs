@@ -69,6 +69,13 @@ impl SourceFile {
         self.line_starts.len()
     }
 
+    /// The file's type outlines, for typed-hole context (decoded from the cache the first
+    /// time they are asked for, extracted again if those do not fit the text).
+    pub fn outline(&self) -> &[crate::lang::TypeOutline] {
+        let extract = || self.language.extract(&self.text).outline.into_types();
+        self.facts.outline.of_text(&self.text, extract)
+    }
+
     /// 0-based line containing byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
         self.line_starts.partition_point(|&s| s as usize <= offset) - 1

@@ -59,10 +59,11 @@ fn check_facts(text: &str, facts: &FileFacts) {
     }
     // tree-sitter counts rows by '\n' alone.
     let last_row = text.matches('\n').count() as u32;
-    for pair in facts.name_usages.windows(2) {
-        assert!(pair[0].0 < pair[1].0, "name_usages not sorted: {pair:?}");
+    let names: Vec<&str> = facts.name_usages.iter().map(|(name, _)| name).collect();
+    for pair in names.windows(2) {
+        assert!(pair[0] < pair[1], "name_usages not sorted: {pair:?}");
     }
-    for (name, used_on) in &facts.name_usages {
+    for (name, used_on) in facts.name_usages.iter() {
         assert!(
             used_on.windows(2).all(|w| w[0] < w[1]),
             "{name}: {used_on:?}"
@@ -71,7 +72,7 @@ fn check_facts(text: &str, facts: &FileFacts) {
             used_on.iter().all(|&l| l <= last_row),
             "{name}: {used_on:?}"
         );
-        assert_eq!(facts.usages_of(name), used_on.as_slice());
+        assert_eq!(facts.usages_of(name), used_on);
     }
 }
 

@@ -1,0 +1,184 @@
+//! Names with the lines each is used on ([`super::FileFacts::name_usages`],
+//! [`super::FileFacts::dotted_usages`]), kept as one text of names and one array of lines
+//! rather than a string and a vector per name: a warm open decodes every file's usages from the
+//! cache (about 100,000 names on guava), and an allocation per name was most of that cost.
+
+use serde::{Deserialize, Serialize};
+
+/// Names, sorted, each with the 0-based lines it is used on (ascending, no repeats).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Parts")]
+pub struct Usages {
+    /// Every name, one after another.
+    names: String,
+    /// Where each name ends in `names`.
+    name_ends: Vec<u32>,
+    /// Every name's lines, one name's after another.
+    lines: Vec<u32>,
+    /// Where each name's lines end in `lines`.
+    line_ends: Vec<u32>,
+}
+
+/// What a cache holds of [`Usages`], checked before it is used (ends in order and in bounds,
+/// on character boundaries, names sorted), so that a damaged cache cannot cut a name apart.
+#[derive(Deserialize)]
+struct Parts {
+    names: String,
+    name_ends: Vec<u32>,
+    lines: Vec<u32>,
+    line_ends: Vec<u32>,
+}
+
+impl TryFrom<Parts> for Usages {
+    type Error = &'static str;
+
+    fn try_from(parts: Parts) -> Result<Usages, Self::Error> {
+        let Parts {
+            names,
+            name_ends,
+            lines,
+            line_ends,
+        } = parts;
+        let ends_fit = |ends: &[u32], len: usize| {
+            ends.is_sorted() && ends.last().is_none_or(|&end| end as usize == len)
+        };
+        let usages = Usages {
+            names,
+            name_ends,
+            lines,
+            line_ends,
+        };
+        let fits = usages.name_ends.len() == usages.line_ends.len()
+            && ends_fit(&usages.name_ends, usages.names.len())
+            && ends_fit(&usages.line_ends, usages.lines.len())
+            && (usages.name_ends.iter()).all(|&end| usages.names.is_char_boundary(end as usize))
+            && (0..usages.len()).all(|i| i == 0 || usages.name(i - 1) < usages.name(i));
+        if fits {
+            Ok(usages)
+        } else {
+            Err("name usages out of order")
+        }
+    }
+}
+
+impl Usages {
+    /// Usages from names with their lines, in any order (each name once).
+    pub fn of<N: AsRef<str>>(usages: impl IntoIterator<Item = (N, Vec<u32>)>) -> Usages {
+        let mut usages: Vec<(N, Vec<u32>)> = usages.into_iter().collect();
+        usages.sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+        let mut all = Usages::default();
+        for (name, lines) in usages {
+            all.names.push_str(name.as_ref());
+            all.name_ends.push(all.names.len() as u32);
+            all.lines.extend(lines);
+            all.line_ends.push(all.lines.len() as u32);
+        }
+        all
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.name_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.name_ends.is_empty()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.name_ends[i - 1] };
+        &self.names[start as usize..self.name_ends[i] as usize]
+    }
+
+    fn lines_at(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.line_ends[i - 1] };
+        &self.lines[start as usize..self.line_ends[i] as usize]
+    }
+
+    /// The lines `name` is used on (none when it is not).
+    pub fn lines_of(&self, name: &str) -> &[u32] {
+        let at = self.first_not_before(name);
+        if at < self.len() && self.name(at) == name {
+            self.lines_at(at)
+        } else {
+            &[]
+        }
+    }
+
+    /// Every name with its lines, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &[u32])> {
+        (0..self.len()).map(|i| (self.name(i), self.lines_at(i)))
+    }
+
+    /// The names from `least` on (those not sorting before it), with their lines, in name
+    /// order.
+    pub fn from_name<'u>(
+        &'u self,
+        least: &str,
+    ) -> impl Iterator<Item = (&'u str, &'u [u32])> + use<'u> {
+        (self.first_not_before(least)..self.len()).map(|i| (self.name(i), self.lines_at(i)))
+    }
+
+    /// Every line of every name.
+    pub fn all_lines(&self) -> &[u32] {
+        &self.lines
+    }
+
+    /// The index of the first name that does not sort before `name`.
+    fn first_not_before(&self, name: &str) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.name(mid) < name {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+}
+
+impl std::fmt::Debug for Usages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_found_with_their_own_lines_whatever_order_they_came_in() {
+        let usages = Usages::of([("b", vec![2, 5]), ("a", vec![1]), ("ab", vec![3, 4])]);
+        assert_eq!(usages.lines_of("a"), &[1]);
+        assert_eq!(usages.lines_of("ab"), &[3, 4]);
+        assert_eq!(usages.lines_of("b"), &[2, 5]);
+        assert_eq!(usages.lines_of("c"), &[] as &[u32]);
+        assert_eq!(usages.lines_of(""), &[] as &[u32]);
+        let names: Vec<&str> = usages.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["a", "ab", "b"]);
+        let from_ab: Vec<&str> = usages.from_name("aa").map(|(n, _)| n).collect();
+        assert_eq!(from_ab, ["ab", "b"]);
+    }
+
+    #[test]
+    fn a_cache_whose_ends_do_not_fit_is_refused_not_used() {
+        let good = Usages::of([("a", vec![1]), ("é", vec![2])]);
+        let bytes = postcard::to_allocvec(&good).unwrap();
+        assert_eq!(postcard::from_bytes::<Usages>(&bytes).unwrap(), good);
+
+        let refused = |names: &str, name_ends: Vec<u32>, lines: Vec<u32>, line_ends: Vec<u32>| {
+            let parts = (names.to_string(), name_ends, lines, line_ends);
+            let bytes = postcard::to_allocvec(&parts).unwrap();
+            postcard::from_bytes::<Usages>(&bytes).is_err()
+        };
+        assert!(!refused("aé", vec![1, 3], vec![1, 2], vec![1, 2]));
+        // "é" cut in half, an end past the lines, names out of order, counts that differ.
+        assert!(refused("aé", vec![1, 2], vec![1, 2], vec![1, 2]));
+        assert!(refused("aé", vec![1, 3], vec![1, 2], vec![1, 3]));
+        assert!(refused("ba", vec![1, 2], vec![1, 2], vec![1, 2]));
+        assert!(refused("ab", vec![1, 2], vec![1, 2], vec![2]));
+    }
+}
