@@ -347,7 +347,7 @@ pub struct FileFacts {
     /// Number of syntax errors the parser recovered from.
     pub syntax_errors: u32,
     /// Every declared type with its members, for typed-hole context: read through
-    /// [`crate::repo::SourceFile::outline`], which decodes a cached file's on first use.
+    /// `SourceFile::outline` of the index, which decodes a cached file's on first use.
     pub outline: Outlines,
     /// The names a module declares at its top level (Python's classes, functions and
     /// assigned names), which a wildcard import brings in; empty where a language reads
