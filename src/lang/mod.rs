@@ -8,6 +8,7 @@ pub mod java;
 mod java_tree;
 mod java_typed;
 mod outlines;
+mod packed;
 mod packages;
 pub mod python;
 mod python_tree;
@@ -336,9 +337,13 @@ pub struct FileFacts {
     pub package: Option<String>,
     pub types: Vec<TypeDecl>,
     pub imports: Vec<ImportDecl>,
+    #[serde(with = "packed::spans")]
     pub identifiers: Vec<Span>,
+    #[serde(with = "packed::spans")]
     pub type_identifiers: Vec<Span>,
+    #[serde(with = "packed::spans")]
     pub field_declarations: Vec<Span>,
+    #[serde(with = "packed::spans")]
     pub string_literals: Vec<Span>,
     pub methods: Vec<MethodDecl>,
     /// Every simple name used in the code outside import and package declarations, with the
@@ -365,7 +370,7 @@ pub struct FileFacts {
     pub dotted_usages: Usages,
     /// Documentation the grammar reads as code (Python's docstrings), which the paper's hole
     /// sampling steps over as it steps over comment lines.
-    #[serde(default)]
+    #[serde(default, with = "packed::spans")]
     pub documentation: Vec<Span>,
     /// The modules the file declares for others by name (TypeScript's `declare module "x"`
     /// in a declaration file), which an import of that name reaches.

@@ -12,10 +12,13 @@ pub struct Usages {
     /// Every name, one after another.
     names: String,
     /// Where each name ends in `names`.
+    #[serde(with = "super::packed::words")]
     name_ends: Vec<u32>,
     /// Every name's lines, one name's after another.
+    #[serde(with = "super::packed::words")]
     lines: Vec<u32>,
     /// Where each name's lines end in `lines`.
+    #[serde(with = "super::packed::words")]
     line_ends: Vec<u32>,
 }
 
@@ -24,8 +27,11 @@ pub struct Usages {
 #[derive(Deserialize)]
 struct Parts {
     names: String,
+    #[serde(with = "super::packed::words")]
     name_ends: Vec<u32>,
+    #[serde(with = "super::packed::words")]
     lines: Vec<u32>,
+    #[serde(with = "super::packed::words")]
     line_ends: Vec<u32>,
 }
 
@@ -170,7 +176,13 @@ mod tests {
         assert_eq!(postcard::from_bytes::<Usages>(&bytes).unwrap(), good);
 
         let refused = |names: &str, name_ends: Vec<u32>, lines: Vec<u32>, line_ends: Vec<u32>| {
-            let parts = (names.to_string(), name_ends, lines, line_ends);
+            let names = names.to_string();
+            let parts = Usages {
+                names,
+                name_ends,
+                lines,
+                line_ends,
+            };
             let bytes = postcard::to_allocvec(&parts).unwrap();
             postcard::from_bytes::<Usages>(&bytes).is_err()
         };

@@ -32,7 +32,7 @@ use crate::lang::{FileFacts, MethodDecl};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 9;
+const FORMAT_VERSION: u32 = 10;
 
 #[derive(Serialize, Deserialize)]
 pub struct Entry {
