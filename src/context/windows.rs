@@ -1001,18 +1001,21 @@ impl WindowIndex {
     /// Jaccard similarity of the token set `query` with every window (RepoCoder scores every
     /// window, sharing a token or not).
     fn jaccard(&self, query: &[u32]) -> Vec<Hit> {
-        let mut in_query = vec![false; query.last().map_or(0, |&t| t as usize + 1)];
+        // A bit per token id: the whole set stays in the first-level cache while every window's
+        // ids are looked up in it (some ten million lookups on guava).
+        let mut in_query = vec![0u64; query.last().map_or(0, |&t| t as usize / 64 + 1)];
         for &t in query {
-            in_query[t as usize] = true;
+            in_query[t as usize / 64] |= 1 << (t % 64);
         }
+        let shared_with = |t: u32| {
+            let word = in_query.get(t as usize / 64).copied().unwrap_or(0);
+            (word >> (t % 64)) & 1
+        };
         (0..self.slots())
             .filter(|&window| !self.is_gone(window))
             .map(|window| {
                 let ids = self.window_token_ids(window);
-                let shared = ids
-                    .iter()
-                    .filter(|&&t| in_query.get(t as usize).copied().unwrap_or(false))
-                    .count();
+                let shared = ids.iter().map(|&t| shared_with(t)).sum::<u64>() as usize;
                 let union = query.len() + ids.len() - shared;
                 let score = if union == 0 {
                     0.0

@@ -45,8 +45,9 @@ impl SourceFile {
         facts: FileFacts,
     ) -> Self {
         // A final line break ends the last line; it does not start another.
+        // memchr's vector search: a warm open finds every line of every file (14 MB on guava).
         let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i as u32 + 1))
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i as u32 + 1))
             .filter(|&start| start == 0 || (start as usize) < text.len())
             .collect();
         SourceFile {

@@ -214,7 +214,7 @@ pub enum SkipReason {
 /// Read a source file of the repository `dir` as text, or say why not.
 pub fn read_source(dir: &RepoDir, found: &Found) -> Result<String, SkipReason> {
     let bytes = dir.read(&found.abs, MAX_FILE_BYTES)?;
-    if bytes.contains(&0) {
+    if memchr::memchr(0, &bytes).is_some() {
         return Err(SkipReason::Binary(found.rel.clone()));
     }
     String::from_utf8(bytes).map_err(|_| SkipReason::NotUtf8(found.rel.clone()))
