@@ -147,23 +147,20 @@ impl<'s> Modules<'s> {
             .split('.')
             .filter(|p| !p.is_empty())
             .collect();
-        let bases: Vec<String> = if dots > 0 {
+        let bases: Rc<[String]> = if dots > 0 {
             // Relative: one dot is the importing file's package, each further dot one level up.
             let mut dir: Vec<&str> = from.split('/').collect();
             dir.pop();
             for _ in 1..dots {
                 dir.pop()?;
             }
-            vec![dir.join("/")]
+            Rc::from([dir.join("/")])
         } else {
-            self.roots(from).to_vec()
+            self.roots(from)
         };
-        let paths = module_paths(&parts);
-        bases.iter().find_map(|base| {
-            paths
-                .iter()
-                .find_map(|p| self.scope.file_at(&join(base, p)))
-        })
+        bases
+            .iter()
+            .find_map(|base| module_file(base, &parts, |path| self.scope.file_at(path)))
     }
 
     /// `import a.b`, `import a.b as s`, `from m import x as y`: the module named, and the
@@ -269,9 +266,7 @@ impl<'s> Modules<'s> {
             return None;
         }
         let dir = &path[..path.len() - file_name.len()];
-        module_paths(&[name])
-            .iter()
-            .find_map(|p| self.scope.file_at(&format!("{dir}{p}")))
+        module_file(dir.trim_end_matches('/'), &[name], |path| self.scope.file_at(path))
     }
 
     /// The module declaring `name` as `module` offers it: `module` itself where the name is one
@@ -576,19 +571,37 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// The files a module's parts may be, in the order Python prefers them: `a/b.py`, the
-/// package `a/b/__init__.py`, then stubs. No parts: the package itself (`from . import x`).
-fn module_paths(parts: &[&str]) -> Vec<String> {
-    if parts.is_empty() {
-        return vec!["__init__.py".into(), "__init__.pyi".into()];
+/// The first of the files a module's parts may be under `base` that `file_at` finds, in the
+/// order Python prefers them: `a/b.py`, the package `a/b/__init__.py`, then stubs. No parts:
+/// the package itself (`from . import x`). Each candidate is written into one buffer: import
+/// resolution asks this for every import of every file, and a string per candidate was most
+/// of its cost on Django.
+fn module_file(
+    base: &str,
+    parts: &[&str],
+    file_at: impl Fn(&str) -> Option<FileId>,
+) -> Option<FileId> {
+    let mut path = String::with_capacity(128);
+    path.push_str(base);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 || !base.is_empty() {
+            path.push('/');
+        }
+        path.push_str(part);
     }
-    let base = parts.join("/");
-    vec![
-        format!("{base}.py"),
-        format!("{base}/__init__.py"),
-        format!("{base}.pyi"),
-        format!("{base}/__init__.pyi"),
-    ]
+    let module_len = path.len();
+    let endings: &[&str] = match parts.is_empty() {
+        true => &["__init__.py", "__init__.pyi"],
+        false => &[".py", "/__init__.py", ".pyi", "/__init__.pyi"],
+    };
+    endings.iter().find_map(|ending| {
+        path.truncate(module_len);
+        if parts.is_empty() && !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(ending);
+        file_at(&path)
+    })
 }
 
 /// What the extractor is inside of while it walks.
