@@ -8,8 +8,8 @@ pub mod java;
 mod java_tree;
 mod java_typed;
 mod outlines;
-mod packed;
 mod packages;
+mod packed;
 pub mod python;
 mod python_tree;
 mod python_typed;
@@ -28,8 +28,8 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 pub use java::Java;
-pub use python::Python;
 pub use outlines::Outlines;
+pub use python::Python;
 pub use usages::Usages;
 
 /// A byte range in a file. Lines are derived from the file's line index when needed.

@@ -31,7 +31,11 @@ impl Outlines {
     /// The outlines of `text`, decoded the first time they are asked for. Outlines a cache
     /// held that do not decode or do not fit `text` (a span out of it or off a character
     /// boundary) are not used: `extract` gives them afresh from the text.
-    pub fn of_text(&self, text: &str, extract: impl FnOnce() -> Vec<TypeOutline>) -> &[TypeOutline] {
+    pub fn of_text(
+        &self,
+        text: &str,
+        extract: impl FnOnce() -> Vec<TypeOutline>,
+    ) -> &[TypeOutline] {
         self.decoded.get_or_init(|| {
             let cached = (self.encoded.as_deref())
                 .and_then(|bytes| postcard::from_bytes::<Vec<TypeOutline>>(bytes).ok());
@@ -142,7 +146,9 @@ mod tests {
         let extracted = Java.extract(SOURCE).outline;
         let read = cached(SOURCE);
         assert_eq!(read, extracted);
-        let types = read.of_text(SOURCE, || panic!("outlines that fit are not extracted again"));
+        let types = read.of_text(SOURCE, || {
+            panic!("outlines that fit are not extracted again")
+        });
         assert_eq!(types.len(), 1);
         assert_eq!(types[0].name, "Order");
         assert_eq!(types[0].methods[0].name, "total");

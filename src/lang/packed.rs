@@ -2,8 +2,8 @@
 //! little-endian, rather than number by number: every open decodes every file's facts
 //! (some 700,000 spans on guava), and a copy of bytes costs a fraction of decoding each number.
 
-use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
+use serde::de::{self, Deserializer, Visitor};
 
 use super::Span;
 
@@ -17,7 +17,9 @@ pub mod words {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
-        deserializer.deserialize_bytes(Words(4, |word| u32::from_le_bytes(word.try_into().unwrap())))
+        deserializer.deserialize_bytes(Words(4, |word| {
+            u32::from_le_bytes(word.try_into().unwrap())
+        }))
     }
 }
 

@@ -45,7 +45,8 @@ impl Language for Python {
         match parse(source) {
             Some(tree) => {
                 let mut facts = Extractor::new(source).run(tree.root_node());
-                facts.outline = super::Outlines::of(python_typed::outline(tree.root_node(), source));
+                facts.outline =
+                    super::Outlines::of(python_typed::outline(tree.root_node(), source));
                 facts
             }
             None => FileFacts::default(),
@@ -266,7 +267,9 @@ impl<'s> Modules<'s> {
             return None;
         }
         let dir = &path[..path.len() - file_name.len()];
-        module_file(dir.trim_end_matches('/'), &[name], |path| self.scope.file_at(path))
+        module_file(dir.trim_end_matches('/'), &[name], |path| {
+            self.scope.file_at(path)
+        })
     }
 
     /// The module declaring `name` as `module` offers it: `module` itself where the name is one

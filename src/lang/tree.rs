@@ -119,7 +119,6 @@ impl DottedUsages {
     }
 }
 
-
 /// Climb the path to the expression the placeholder is: the contents of a string (nodes of
 /// the grammar's `string_parts` kinds) are their literal.
 pub(super) fn expression_at(path: &mut Vec<Node>, string_parts: &[&str]) {

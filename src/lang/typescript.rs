@@ -64,7 +64,8 @@ impl Language for TypeScript {
         match parse(self.grammar, source) {
             Some(tree) => {
                 let mut facts = Extractor::new(source).run(&tree);
-                facts.outline = super::Outlines::of(typescript_typed::outline(tree.root_node(), source));
+                facts.outline =
+                    super::Outlines::of(typescript_typed::outline(tree.root_node(), source));
                 facts
             }
             None => FileFacts::default(),
