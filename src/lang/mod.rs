@@ -563,7 +563,7 @@ impl FileFacts {
     /// (`core.Name`, `[3]`).
     pub fn dotted_uses_of<'f>(&'f self, bound: &str) -> impl Iterator<Item = (&'f str, &'f [u32])> {
         let prefix = format!("{bound}.");
-        (self.dotted_usages.from_name(&prefix))
+        (self.dotted_usages.starting_at(&prefix))
             .map_while(move |(name, lines)| Some((name.strip_prefix(&prefix)?, lines)))
     }
 }

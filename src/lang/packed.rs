@@ -55,7 +55,7 @@ impl<T> Visitor<'_> for Words<T> {
 
     fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<Vec<T>, E> {
         let Words(size, item) = self;
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(E::custom("packed numbers cut short"));
         }
         Ok(bytes.chunks_exact(size).map(item).collect())

@@ -118,7 +118,7 @@ impl Usages {
 
     /// The names from `least` on (those not sorting before it), with their lines, in name
     /// order.
-    pub fn from_name<'u>(
+    pub fn starting_at<'u>(
         &'u self,
         least: &str,
     ) -> impl Iterator<Item = (&'u str, &'u [u32])> + use<'u> {
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(usages.lines_of(""), &[] as &[u32]);
         let names: Vec<&str> = usages.iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["a", "ab", "b"]);
-        let from_ab: Vec<&str> = usages.from_name("aa").map(|(n, _)| n).collect();
+        let from_ab: Vec<&str> = usages.starting_at("aa").map(|(n, _)| n).collect();
         assert_eq!(from_ab, ["ab", "b"]);
     }
 
