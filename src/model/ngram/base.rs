@@ -30,8 +30,8 @@ pub(super) struct Base {
     ranges: Words,
     /// How often each token occurs, for the last resort.
     pub(super) unigram: Words,
-    /// Per token: where it first occurs among the repository's tokens, by rank. Equal scores
-    /// go to the token met first, as they did when ids were given in that order.
+    /// Per token: the stream position where it first occurs. Equal scores go to the token met
+    /// first, as they did when ids were given in that order.
     pub(super) first_met: Words,
 }
 
@@ -176,12 +176,9 @@ impl Base {
 
         // Kept positions keep their order (their contexts' ids kept theirs, positions too);
         // the fresh ones are sorted and merged in.
+        let on_pool = crate::pool::on_pool_thread();
+        sort_by_context(&stream, &mut fresh_positions, vocab.len() as u32, on_pool);
         let order = |&a: &u32, &b: &u32| context_order(&stream, a, b);
-        if crate::pool::on_pool_thread() {
-            fresh_positions.sort_unstable_by(order);
-        } else {
-            fresh_positions.par_sort_unstable_by(order);
-        }
         let kept: Vec<u32> = (self.by_context.iter())
             .filter_map(|&p| shifts.new_position(p))
             .collect();
@@ -201,12 +198,10 @@ impl Base {
 
         let mut unigram = vec![0u32; vocab.len()];
         let mut first_met = vec![u32::MAX; vocab.len()];
-        let mut met = 0;
-        for &t in &stream {
+        for (p, &t) in stream.iter().enumerate() {
             unigram[t as usize] += 1;
             if first_met[t as usize] == u32::MAX {
-                first_met[t as usize] = met;
-                met += 1;
+                first_met[t as usize] = p as u32;
             }
         }
         *self = Base {
@@ -333,6 +328,54 @@ pub(super) fn context_order(stream: &[u32], a: u32, b: u32) -> std::cmp::Orderin
     backward(stream, a).cmp(backward(stream, b)).then(a.cmp(&b))
 }
 
+/// `positions` of `stream` put in the suffix array's order ([`context_order`]); every token of
+/// `stream` is below `tokens`. Each position is given one number, the first tokens of its context
+/// packed above the position, so that the sort compares plain numbers; positions whose packed
+/// tokens agree and whose contexts go on are then sorted alike by the next tokens.
+pub(super) fn sort_by_context(stream: &[u32], positions: &mut [u32], tokens: u32, on_pool: bool) {
+    let bits = u32::BITS - (tokens.max(2) - 1).leading_zeros();
+    sort_from(stream, positions, 0, bits, !on_pool);
+}
+
+/// [`sort_by_context`] for `positions` whose contexts agree on their first `skip` tokens, each
+/// token `bits` wide.
+fn sort_from(stream: &[u32], positions: &mut [u32], skip: usize, bits: u32, parallel: bool) {
+    // 96 bits of tokens above the 32 of the position.
+    let packed = (96 / bits as usize).min(MAX_ORDER - skip);
+    let mut keys: Vec<u128> = (positions.iter())
+        .map(|&p| {
+            let mut key = 0u128;
+            let mut context = backward(stream, p).skip(skip);
+            for _ in 0..packed {
+                // A context that ended reads as tokens below every token (0, the boundary).
+                key = (key << bits) | u128::from(context.next().unwrap_or(BOUNDARY));
+            }
+            (key << 32) | u128::from(p)
+        })
+        .collect();
+    if parallel {
+        keys.par_sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
+    for (at, key) in positions.iter_mut().zip(&keys) {
+        *at = *key as u32;
+    }
+    if skip + packed == MAX_ORDER {
+        return;
+    }
+    // Runs of contexts that agree on every packed token and go on past them.
+    let last_token = (1u128 << bits) - 1;
+    let mut start = 0;
+    for run in keys.chunk_by(|a, b| a >> 32 == b >> 32) {
+        if run.len() > 1 && (run[0] >> 32) & last_token != BOUNDARY as u128 {
+            let positions = &mut positions[start..start + run.len()];
+            sort_from(stream, positions, skip + packed, bits, false);
+        }
+        start += run.len();
+    }
+}
+
 /// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
 fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
     stream[..p as usize]
@@ -341,4 +384,45 @@ fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
         .take(MAX_ORDER)
         .take_while(|&&t| t != BOUNDARY)
         .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    #[test]
+    fn sorting_by_packed_contexts_gives_the_suffix_arrays_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        // Few tokens (long runs of contexts that agree past the packed ones), and many (few
+        // packed per number).
+        for tokens in [3u32, 40, 70_000, 300_000] {
+            let mut stream = vec![BOUNDARY];
+            for _ in 0..6_000 {
+                // Files of repeated lines, so that long contexts recur.
+                let line: Vec<u32> = (0..rng.random_range(1..12))
+                    .map(|_| rng.random_range(1..tokens))
+                    .collect();
+                for _ in 0..rng.random_range(1..5) {
+                    stream.extend(&line);
+                }
+                if rng.random_range(0..8) == 0 {
+                    stream.push(BOUNDARY);
+                }
+            }
+            stream.push(BOUNDARY);
+            let mut want: Vec<u32> = (0..stream.len() as u32)
+                .filter(|&p| stream[p as usize] != BOUNDARY)
+                .collect();
+            let mut got = want.clone();
+            want.sort_by(|&a, &b| context_order(&stream, a, b));
+            for on_pool in [false, true] {
+                sort_by_context(&stream, &mut got, tokens, on_pool);
+                assert_eq!(got, want, "{tokens} tokens");
+                got.reverse();
+            }
+        }
+    }
 }
