@@ -48,10 +48,12 @@ const CACHE_VERSION: u32 = 5;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
+    let ends = CodeTokenizer.token_ends(text);
+    // At most one model token per code token: never grown (and copied) on a large file.
+    let mut out: Vec<&str> = Vec::with_capacity(ends.len());
     let mut start = 0;
     let mut pending_space: Option<usize> = None;
-    for end in CodeTokenizer.token_ends(text) {
+    for end in ends {
         let piece = &text[start..end];
         let at_line_start = out.last().is_none_or(|t| t.ends_with('\n'));
         if piece.starts_with([' ', '\t']) && !at_line_start {
@@ -1008,7 +1010,6 @@ mod tests {
                 base.vocab.strings().collect::<Vec<_>>(),
                 &base.stream,
                 &base.by_context,
-                &base.rank,
                 (0..base.built_from.len())
                     .map(|f| base.range(f))
                     .collect::<Vec<_>>(),

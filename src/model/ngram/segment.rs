@@ -102,14 +102,27 @@ impl Segment {
         drop(ranked);
         let stream: Vec<u32> = local.iter().map(|&n| id_of[n as usize]).collect();
 
-        let mut removed: Vec<u32> = Vec::new();
-        for (old, kept) in changes.kept.iter().enumerate() {
-            if kept.is_none() {
-                let range = base.range(old);
-                removed.extend(&base.rank[range.start as usize..range.end as usize]);
-            }
+        // The base's suffix-array indices of the positions of files that changed or went: one
+        // read of the suffix array (cheaper than keeping an index of it that every open checks),
+        // against a bitmap of those positions spanning only the changed files.
+        let gone: Vec<Range<u32>> = (changes.kept.iter().enumerate())
+            .filter(|(_, kept)| kept.is_none())
+            .map(|(old, _)| base.range(old))
+            .collect();
+        let from = gone.first().map_or(0, |range| range.start);
+        let span = gone.last().map_or(0, |range| range.end) - from;
+        let mut marked = vec![0u64; span.div_ceil(64) as usize];
+        for p in gone.into_iter().flatten() {
+            let bit = p - from;
+            marked[bit as usize / 64] |= 1 << (bit % 64);
         }
-        removed.sort_unstable();
+        let removed: Vec<u32> = (base.by_context.iter().enumerate())
+            .filter(|&(_, &p)| {
+                let bit = p.wrapping_sub(from);
+                bit < span && marked[bit as usize / 64] & (1 << (bit % 64)) != 0
+            })
+            .map(|(at, _)| at as u32)
+            .collect();
 
         let layout = Layout::of(base, changes, files.len(), |i| {
             ranges[2 * i]..ranges[2 * i + 1]
