@@ -44,14 +44,16 @@ const BOUNDARY: u32 = 0;
 /// The statistics' format in their cache beside the repository index: bumped whenever what
 /// [`RepoModel::build`] computes changes (model tokens, [`MAX_ORDER`], the order it sorts in)
 /// or how the cache lays it out.
-const CACHE_VERSION: u32 = 4;
+const CACHE_VERSION: u32 = 5;
 
 /// Split text into model tokens.
 pub fn model_tokens(text: &str) -> Vec<&str> {
-    let mut out: Vec<&str> = Vec::new();
+    let ends = CodeTokenizer.token_ends(text);
+    // At most one model token per code token: never grown (and copied) on a large file.
+    let mut out: Vec<&str> = Vec::with_capacity(ends.len());
     let mut start = 0;
     let mut pending_space: Option<usize> = None;
-    for end in CodeTokenizer.token_ends(text) {
+    for end in ends {
         let piece = &text[start..end];
         let at_line_start = out.last().is_none_or(|t| t.ends_with('\n'));
         if piece.starts_with([' ', '\t']) && !at_line_start {
@@ -82,16 +84,83 @@ pub fn model_tokens(text: &str) -> Vec<&str> {
 pub struct RepoModel {
     base: Base,
     segment: Option<Segment>,
-    /// Today's files in the index's order: each one's path, its tokens' range in the stream a
-    /// fresh build would lay out, and where they lie.
-    files: Vec<(String, Range<u32>, Place)>,
+    /// Today's files' paths, in the index's order.
+    paths: Vec<String>,
+    /// Where today's files lie in the stream a fresh build would lay out.
+    layout: Layout,
+    /// How often each token occurs today, for the last resort; counted when first needed where
+    /// there is a segment (the base's own otherwise).
+    unigram: OnceLock<Vec<u32>>,
+}
+
+/// Today's stream as a fresh build would lay it out, read from the base and the segment.
+struct Layout {
+    /// Today's files in the index's order: each one's tokens' range in that stream, and where
+    /// they lie.
+    files: Vec<(Range<u32>, Place)>,
     /// Where the base's positions are in today's stream (none for a file that changed or went).
     base_moves: Shifts,
     /// Where the segment's positions are in today's stream.
     segment_moves: Shifts,
-    /// How often each token occurs today, for the last resort; counted when first needed where
-    /// there is a segment (the base's own otherwise).
-    unigram: OnceLock<Vec<u32>>,
+}
+
+impl Layout {
+    /// Today's `files` files, changed from the base's as `changes` says: a kept one where the
+    /// base has it, the others in order from the segment, the `i`th at `segment_range(i)`.
+    fn of(
+        base: &Base,
+        changes: &FileChanges,
+        files: usize,
+        segment_range: impl Fn(usize) -> Range<u32>,
+    ) -> Layout {
+        let mut kept_from: Vec<Option<usize>> = vec![None; files];
+        for (old, kept) in changes.kept.iter().enumerate() {
+            if let Some(new) = kept {
+                kept_from[*new as usize] = Some(old);
+            }
+        }
+        let (mut base_moves, mut segment_moves) = (Shifts::default(), Shifts::default());
+        let mut laid_out = Vec::with_capacity(files);
+        let mut derived = 0;
+        let mut at = 1;
+        for kept in kept_from {
+            let (range, place) = match kept {
+                Some(old) => {
+                    let range = base.range(old);
+                    base_moves.moved(range.clone(), at);
+                    (range.clone(), Place::Base(range.start))
+                }
+                None => {
+                    let range = segment_range(derived);
+                    derived += 1;
+                    segment_moves.moved(range.clone(), at);
+                    (range.clone(), Place::Segment(range.start))
+                }
+            };
+            let end = at + range.len() as u32;
+            laid_out.push((at..end, place));
+            at = end + 1;
+        }
+        Layout {
+            files: laid_out,
+            base_moves,
+            segment_moves,
+        }
+    }
+
+    /// Where base position `p` (of a file kept as it was) is today.
+    fn base_new(&self, p: u32) -> u32 {
+        self.base_moves
+            .new_position(p)
+            .expect("only positions that still count are read")
+    }
+
+    /// Where segment position `q` is today.
+    fn segment_new(&self, q: u32) -> u32 {
+        self.segment_moves
+            .new_position(q)
+            .expect("every segment position is today's")
+    }
 }
 
 /// Where a file's tokens lie: from this position of the base's stream or the segment's.
@@ -152,19 +221,18 @@ impl RepoModel {
         let Some(mut base) = base else {
             let base = Base::build(files);
             keep_base(&base);
-            return RepoModel::of(base, None, files);
+            return RepoModel::of(base, None, files, &FileChanges::none(files.len()));
         };
         let today = FileTable::of(files);
         if base.built_from == today {
-            return RepoModel::of(base, None, files);
+            return RepoModel::of(base, None, files, &FileChanges::none(files.len()));
         }
         let changes = FileChanges::between(&base.built_from, files);
-        let stale = changes.kept.iter().filter(|kept| kept.is_none()).count();
-        if base_outgrown(changes.derived_again.len(), stale, files.len()) {
+        if base_outgrown(changes.derived_again.len(), changes.dropped(), files.len()) {
             base.update(files);
             keep_base(&base);
             let _ = std::fs::remove_file(&segment_path);
-            return RepoModel::of(base, None, files);
+            return RepoModel::of(base, None, files, &FileChanges::none(files.len()));
         }
         let key = base.built_from.segment_key(&today);
         let segment_format = format_id("embedded-model segment", CACHE_VERSION);
@@ -179,54 +247,40 @@ impl RepoModel {
             }
             segment
         });
-        RepoModel::of(base, Some(segment), files)
+        RepoModel::of(base, Some(segment), files, &changes)
     }
 
     /// Build from a repository's files (a few seconds for a large repository; see
     /// [`Base::build`]).
     pub fn build(files: &[SourceFile]) -> RepoModel {
-        RepoModel::of(Base::build(files), None, files)
+        RepoModel::of(
+            Base::build(files),
+            None,
+            files,
+            &FileChanges::none(files.len()),
+        )
     }
 
-    /// `base` and `segment` read together as the statistics of `files`: the segment holds
-    /// every file the base does not hold as it is (none when the base holds them all).
-    fn of(base: Base, segment: Option<Segment>, files: &[SourceFile]) -> RepoModel {
-        let changes = FileChanges::between(&base.built_from, files);
-        let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
-        for (old, kept) in changes.kept.iter().enumerate() {
-            if let Some(new) = kept {
-                kept_from[*new as usize] = Some(old);
-            }
-        }
-        let (mut base_moves, mut segment_moves) = (Shifts::default(), Shifts::default());
-        let mut laid_out = Vec::with_capacity(files.len());
-        let mut derived = 0;
-        let mut at = 1;
-        for (file, kept) in files.iter().zip(kept_from) {
-            let (range, place) = match (kept, &segment) {
-                (Some(old), _) => {
-                    let range = base.range(old);
-                    base_moves.moved(range.clone(), at);
-                    (range.clone(), Place::Base(range.start))
-                }
-                (None, Some(segment)) => {
-                    let range = segment.range(derived);
-                    derived += 1;
-                    segment_moves.moved(range.clone(), at);
-                    (range.clone(), Place::Segment(range.start))
-                }
-                (None, None) => unreachable!("a segment holds every file the base lacks"),
-            };
-            let end = at + range.len() as u32;
-            laid_out.push((file.path.clone(), at..end, place));
-            at = end + 1;
-        }
+    /// `base` and `segment` read together as the statistics of `files`, changed from the base's
+    /// as `changes` says: the segment holds every file the base does not hold as it is (none
+    /// when the base holds them all).
+    fn of(
+        base: Base,
+        segment: Option<Segment>,
+        files: &[SourceFile],
+        changes: &FileChanges,
+    ) -> RepoModel {
+        let layout = Layout::of(&base, changes, files.len(), |i| {
+            let segment = segment.as_ref();
+            segment
+                .expect("a segment holds every file the base lacks")
+                .range(i)
+        });
         RepoModel {
             base,
             segment,
-            files: laid_out,
-            base_moves,
-            segment_moves,
+            paths: files.iter().map(|file| file.path.clone()).collect(),
+            layout,
             unigram: OnceLock::new(),
         }
     }
@@ -259,12 +313,12 @@ impl RepoModel {
         })
     }
 
-    /// Where token `id` is first met among today's files, by rank.
+    /// Where token `id` is first met among today's files: a position of today's stream,
+    /// `u32::MAX` for a token no file holds now.
     fn first_met(&self, id: u32) -> u32 {
-        match &self.segment {
-            Some(segment) => segment.first_met[id as usize],
-            None => self.base.first_met[id as usize],
-        }
+        let segment = self.segment.as_ref();
+        let changed = segment.and_then(|segment| segment.first_met(id));
+        changed.unwrap_or_else(|| self.base_new(self.base.first_met[id as usize]))
     }
 
     /// How often token `id` occurs today.
@@ -289,10 +343,9 @@ impl RepoModel {
 
     /// The tokens of today's file at `range` (a range of [`RepoModel::file_range`]).
     fn tokens_in(&self, range: &Range<u32>) -> &[u32] {
-        let file = self
-            .files
-            .partition_point(|(_, r, _)| r.start < range.start);
-        let Some((_, _, place)) = self.files.get(file).filter(|_| !range.is_empty()) else {
+        let files = &self.layout.files;
+        let file = files.partition_point(|(r, _)| r.start < range.start);
+        let Some((_, place)) = files.get(file).filter(|_| !range.is_empty()) else {
             return &[];
         };
         let (stream, start) = match (place, &self.segment) {
@@ -304,9 +357,8 @@ impl RepoModel {
 
     /// The range of today's file `path` in the stream a fresh build would lay out.
     fn file_range(&self, path: &str) -> Option<Range<u32>> {
-        (self.files.iter())
-            .find(|(p, _, _)| p == path)
-            .map(|(_, range, _)| range.clone())
+        let file = self.paths.iter().position(|p| p == path)?;
+        Some(self.layout.files[file].0.clone())
     }
 
     /// A number that orders token ids as their strings.
@@ -319,16 +371,12 @@ impl RepoModel {
 
     /// Where base position `p` (of a file kept as it was) is today.
     fn base_new(&self, p: u32) -> u32 {
-        self.base_moves
-            .new_position(p)
-            .expect("only positions that still count are read")
+        self.layout.base_new(p)
     }
 
     /// Where segment position `q` is today.
     fn segment_new(&self, q: u32) -> u32 {
-        self.segment_moves
-            .new_position(q)
-            .expect("every segment position is today's")
+        self.layout.segment_new(q)
     }
 
     /// The suffix array as a whole.
@@ -431,7 +479,7 @@ impl RepoModel {
         let slice = &self.base.by_context[base.clone()];
         let lo = slice.partition_point(|&p| self.context_cmp(p, q, from).is_lt());
         let same = slice[lo..].partition_point(|&p| self.context_cmp(p, q, from).is_eq());
-        let bound = self.base_moves.first_moved_past(self.segment_new(q));
+        let bound = self.layout.base_moves.first_moved_past(self.segment_new(q));
         let below = lo + slice[lo..lo + same].partition_point(|&p| p < bound);
         below - self.removed_in(&(base.start..base.start + below)).len()
     }
@@ -962,7 +1010,6 @@ mod tests {
                 base.vocab.strings().collect::<Vec<_>>(),
                 &base.stream,
                 &base.by_context,
-                &base.rank,
                 (0..base.built_from.len())
                     .map(|f| base.range(f))
                     .collect::<Vec<_>>(),
@@ -1038,7 +1085,7 @@ mod tests {
         let named = |(token, count): (u32, u32), model: &RepoModel| {
             (model.string(token).to_string(), count)
         };
-        for (path, range, _) in fresh.files.iter().step_by(every) {
+        for (path, (range, _)) in (fresh.paths.iter().zip(&fresh.layout.files)).step_by(every) {
             let exclude = fresh.file_range(path).unwrap();
             assert_eq!(model.file_range(path), Some(exclude.clone()));
             assert_eq!(
@@ -1097,18 +1144,13 @@ mod tests {
                 }
             }
         }
-        let order = |m: &RepoModel| {
-            let mut ids: Vec<(u32, &str)> = m
-                .strings()
-                .filter(|&(id, _)| m.first_met(id) != u32::MAX)
-                .map(|(id, s)| (m.first_met(id), s))
-                .collect();
-            ids.sort();
-            ids.into_iter()
-                .map(|(_, s)| s.to_string())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(order(model), order(fresh));
+        // Where each token is first met today, exactly; a token no file holds, nowhere.
+        for (id, s) in model.strings() {
+            let want = fresh
+                .token_id(s)
+                .map_or(u32::MAX, |there| fresh.first_met(there));
+            assert_eq!(model.first_met(id), want, "{s}");
+        }
         for (id, s) in fresh.strings() {
             let id_there = model.token_id(s).expect("every token is known");
             assert_eq!(model.unigram(id_there), fresh.unigram(id), "{s}");
@@ -1119,7 +1161,7 @@ mod tests {
     fn with_segment(base: Base, files: &[SourceFile]) -> RepoModel {
         let changes = FileChanges::between(&base.built_from, files);
         let segment = Segment::build(&base, files, &changes);
-        RepoModel::of(base, Some(segment), files)
+        RepoModel::of(base, Some(segment), files, &changes)
     }
 
     #[test]
@@ -1153,7 +1195,8 @@ mod tests {
         let fresh = Base::build(&after.files);
         assert_eq!(parts(&updated), parts(&fresh));
         // Completions read the same statistics, so they are the same.
-        let model = |base| embedded(RepoModel::of(base, None, &after.files));
+        let unchanged = FileChanges::none(after.files.len());
+        let model = |base| embedded(RepoModel::of(base, None, &after.files, &unchanged));
         assert_eq!(
             answers(&model(updated), &after),
             answers(&model(fresh), &after)
@@ -1177,6 +1220,43 @@ mod tests {
             assert_reads_as(&model, &fresh, 1);
             assert_eq!(answers(&embedded(model), to), answers(&embedded(fresh), to));
         }
+    }
+
+    #[test]
+    fn where_a_token_is_first_met_after_an_edit_is_where_a_fresh_build_meets_it() {
+        let file = |name: &str, body: &str| (format!("src/{name}.java"), format!("{body}\n"));
+        let before = vec![
+            file("b", "class B { int alpha; int beta; int delta; }"),
+            file("c", "class C { int gamma; int epsilon; }"),
+            file(
+                "d",
+                "class D { int alpha; int delta; int epsilon; int zeta; }",
+            ),
+            file("e", "class E { int gamma; }"),
+        ];
+        let after = vec![
+            // Added before the rest: `gamma` is met here first now.
+            file("a", "class A { int gamma; int omega; }"),
+            // Edited: `alpha` is next met in D, after files that moved; `beta` is met nowhere;
+            // `delta` is still met here first; `zeta` comes earlier.
+            file("b", "class B { int delta; int zeta; }"),
+            // C is gone: `epsilon` is next met in D.
+            file(
+                "d",
+                "class D { int alpha; int delta; int epsilon; int zeta; }",
+            ),
+            file("e", "class E { int gamma; }"),
+        ];
+        let (before, after) = (in_memory(&before), in_memory(&after));
+        for (from, to) in [(&before, &after), (&after, &before)] {
+            let model = with_segment(Base::build(&from.files), &to.files);
+            let fresh = RepoModel::build(&to.files);
+            assert_reads_as(&model, &fresh, 1);
+        }
+        let model = with_segment(Base::build(&before.files), &after.files);
+        let beta = model.base.vocab.get(" beta").unwrap();
+        assert_eq!(model.first_met(beta), u32::MAX);
+        assert_eq!(model.token_id(" beta"), None);
     }
 
     /// Writes `sources` under `root` as the only files there.

@@ -328,6 +328,14 @@ impl FileChanges {
         }
     }
 
+    /// No change to `files` files: each kept where it was.
+    pub fn none(files: usize) -> FileChanges {
+        FileChanges {
+            kept: (0..files as u32).map(Some).collect(),
+            derived_again: Vec::new(),
+        }
+    }
+
     /// How many of the files the state was built from are changed or gone.
     pub fn dropped(&self) -> usize {
         self.kept.iter().filter(|new| new.is_none()).count()

@@ -23,20 +23,17 @@ pub(super) struct Base {
     /// Stream positions `p` (of a token that has a preceding context), sorted by the tokens
     /// before `p` read backwards, then by position ([`context_order`]).
     pub(super) by_context: Words,
-    /// Per stream position, its index in `by_context` (`u32::MAX` at a boundary): where a
-    /// changed file's positions lie in the suffix array, without searching for them.
-    pub(super) rank: Words,
     /// Per file of `built_from`: the start and end of its tokens in the stream.
     ranges: Words,
     /// How often each token occurs, for the last resort.
     pub(super) unigram: Words,
-    /// Per token: where it first occurs among the repository's tokens, by rank. Equal scores
-    /// go to the token met first, as they did when ids were given in that order.
+    /// Per token: the stream position where it first occurs. Equal scores go to the token met
+    /// first, as they did when ids were given in that order.
     pub(super) first_met: Words,
 }
 
 /// The base's sections in its cache file, in order.
-const SECTIONS: usize = 9;
+const SECTIONS: usize = 8;
 
 impl Base {
     /// Build from a repository's files (a few seconds for a large repository): sorted on the
@@ -48,7 +45,6 @@ impl Base {
             vocab: Vocabulary::of_sorted([]),
             stream: vec![BOUNDARY].into(),
             by_context: Words::default(),
-            rank: vec![u32::MAX].into(),
             ranges: Words::default(),
             unigram: vec![1].into(),
             first_met: vec![0].into(),
@@ -176,12 +172,9 @@ impl Base {
 
         // Kept positions keep their order (their contexts' ids kept theirs, positions too);
         // the fresh ones are sorted and merged in.
+        let on_pool = crate::pool::on_pool_thread();
+        sort_by_context(&stream, &mut fresh_positions, vocab.len() as u32, on_pool);
         let order = |&a: &u32, &b: &u32| context_order(&stream, a, b);
-        if crate::pool::on_pool_thread() {
-            fresh_positions.sort_unstable_by(order);
-        } else {
-            fresh_positions.par_sort_unstable_by(order);
-        }
         let kept: Vec<u32> = (self.by_context.iter())
             .filter_map(|&p| shifts.new_position(p))
             .collect();
@@ -194,19 +187,13 @@ impl Base {
             rest = &rest[at..];
         }
         by_context.extend_from_slice(rest);
-        let mut rank = vec![u32::MAX; stream.len()];
-        for (at, &p) in by_context.iter().enumerate() {
-            rank[p as usize] = at as u32;
-        }
 
         let mut unigram = vec![0u32; vocab.len()];
         let mut first_met = vec![u32::MAX; vocab.len()];
-        let mut met = 0;
-        for &t in &stream {
+        for (p, &t) in stream.iter().enumerate() {
             unigram[t as usize] += 1;
             if first_met[t as usize] == u32::MAX {
-                first_met[t as usize] = met;
-                met += 1;
+                first_met[t as usize] = p as u32;
             }
         }
         *self = Base {
@@ -214,7 +201,6 @@ impl Base {
             vocab,
             stream: stream.into(),
             by_context: by_context.into(),
-            rank: rank.into(),
             ranges: ranges.into(),
             unigram: unigram.into(),
             first_met: first_met.into(),
@@ -230,7 +216,6 @@ impl Base {
             &word_bytes(self.vocab.ends()),
             &word_bytes(&self.stream),
             &word_bytes(&self.by_context),
-            &word_bytes(&self.rank),
             &word_bytes(&self.ranges),
             &word_bytes(&self.unigram),
             &word_bytes(&self.first_met),
@@ -250,14 +235,12 @@ impl Base {
             vocab,
             stream: sections.words(3)?,
             by_context: sections.words(4)?,
-            rank: sections.words(5)?,
-            ranges: sections.words(6)?,
-            unigram: sections.words(7)?,
-            first_met: sections.words(8)?,
+            ranges: sections.words(5)?,
+            unigram: sections.words(6)?,
+            first_met: sections.words(7)?,
             built_from,
         };
-        let fits = base.stream.len() == base.rank.len()
-            && base.by_context.len() < base.stream.len()
+        let fits = base.by_context.len() < base.stream.len()
             && base.ranges.len() == 2 * base.built_from.len()
             && base
                 .ranges
@@ -330,15 +313,133 @@ pub(super) fn back_token(stream: &[u32], p: u32, k: usize) -> Option<u32> {
 /// The suffix array's order: by the tokens before each position read backwards, then by
 /// position, so that it is one order however the statistics came about.
 pub(super) fn context_order(stream: &[u32], a: u32, b: u32) -> std::cmp::Ordering {
-    backward(stream, a).cmp(backward(stream, b)).then(a.cmp(&b))
+    context_order_after(stream, a, b, 0)
 }
 
-/// The tokens before `p`, backwards, up to the file start or `MAX_ORDER`.
-fn backward(stream: &[u32], p: u32) -> impl Iterator<Item = u32> + '_ {
-    stream[..p as usize]
-        .iter()
-        .rev()
-        .take(MAX_ORDER)
-        .take_while(|&&t| t != BOUNDARY)
-        .copied()
+/// [`context_order`] of `a` and `b`, whose contexts agree on their first `agreed` tokens (none
+/// of them a boundary). A context that ends (at the boundary, token 0) before the other comes
+/// first.
+fn context_order_after(stream: &[u32], a: u32, b: u32, agreed: usize) -> std::cmp::Ordering {
+    let (a_at, b_at) = (a as usize, b as usize);
+    for k in agreed + 1..=MAX_ORDER {
+        // Stream position 0 is a boundary: neither index goes below it.
+        let (x, y) = (stream[a_at - k], stream[b_at - k]);
+        if x != y || x == BOUNDARY {
+            return x.cmp(&y).then(a.cmp(&b));
+        }
+    }
+    a.cmp(&b)
+}
+
+/// `positions` of `stream` put in the suffix array's order ([`context_order`]); every token of
+/// `stream` is below `tokens`. Each position is given one number, the first tokens of its context
+/// packed above the position, so that the sort compares plain numbers; positions whose packed
+/// tokens agree and whose contexts go on are then sorted alike by the next tokens.
+pub(super) fn sort_by_context(stream: &[u32], positions: &mut [u32], tokens: u32, on_pool: bool) {
+    let bits = u32::BITS - (tokens.max(2) - 1).leading_zeros();
+    sort_from(stream, positions, 0, bits, !on_pool);
+}
+
+/// [`sort_by_context`] for `positions` whose contexts agree on their first `skip` tokens, each
+/// token `bits` wide.
+fn sort_from(stream: &[u32], positions: &mut [u32], skip: usize, bits: u32, parallel: bool) {
+    // 96 bits of tokens above the 32 of the position.
+    let packed = (96 / bits as usize).min(MAX_ORDER - skip);
+    let mut keys: Vec<u128> = (positions.iter())
+        .map(|&p| {
+            // The tokens before `p` from the `skip`th back, which are no boundary; once one is,
+            // the context ended, and reads as tokens below every token (0, the boundary).
+            let mut key = 0u128;
+            let mut at = p as usize - skip;
+            let mut ended = false;
+            for _ in 0..packed {
+                let token = if ended { BOUNDARY } else { stream[at - 1] };
+                ended |= token == BOUNDARY;
+                at -= usize::from(!ended);
+                key = (key << bits) | u128::from(token);
+            }
+            (key << 32) | u128::from(p)
+        })
+        .collect();
+    if parallel {
+        keys.par_sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
+    for (at, key) in positions.iter_mut().zip(&keys) {
+        *at = *key as u32;
+    }
+    if skip + packed == MAX_ORDER {
+        return;
+    }
+    // Runs of contexts that agree on every packed token and go on past them: a short one
+    // (most are) compared token by token, a longer one sorted alike by the next tokens.
+    let last_token = (1u128 << bits) - 1;
+    let agreed = skip + packed;
+    let mut start = 0;
+    for run in keys.chunk_by(|a, b| a >> 32 == b >> 32) {
+        if run.len() > 1 && (run[0] >> 32) & last_token != BOUNDARY as u128 {
+            let positions = &mut positions[start..start + run.len()];
+            if run.len() <= SHORT_RUN {
+                positions.sort_unstable_by(|&a, &b| context_order_after(stream, a, b, agreed));
+            } else {
+                sort_from(stream, positions, agreed, bits, false);
+            }
+        }
+        start += run.len();
+    }
+}
+
+/// Runs of up to this many positions that agree on their packed tokens are compared token by
+/// token rather than packed again.
+const SHORT_RUN: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    #[test]
+    fn sorting_by_packed_contexts_gives_the_suffix_arrays_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        // Few tokens (long runs of contexts that agree past the packed ones), and many (few
+        // packed per number).
+        for tokens in [3u32, 40, 70_000, 300_000] {
+            let mut stream = vec![BOUNDARY];
+            for _ in 0..6_000 {
+                // Files of repeated lines, so that long contexts recur.
+                let line: Vec<u32> = (0..rng.random_range(1..12))
+                    .map(|_| rng.random_range(1..tokens))
+                    .collect();
+                // Now and then many times, for long runs of contexts that agree.
+                let times = [rng.random_range(1..5), 40][usize::from(rng.random_range(0..50) == 0)];
+                for _ in 0..times {
+                    stream.extend(&line);
+                }
+                if rng.random_range(0..8) == 0 {
+                    stream.push(BOUNDARY);
+                }
+            }
+            stream.push(BOUNDARY);
+            let mut want: Vec<u32> = (0..stream.len() as u32)
+                .filter(|&p| stream[p as usize] != BOUNDARY)
+                .collect();
+            let mut got = want.clone();
+            // The order as it is defined: by the tokens before each position read backwards,
+            // up to a boundary or `MAX_ORDER` of them, then by position.
+            let backward = |p: u32| {
+                let before = stream[..p as usize].iter().rev().take(MAX_ORDER);
+                before.take_while(|&&t| t != BOUNDARY).copied()
+            };
+            want.sort_by(|&a, &b| backward(a).cmp(backward(b)).then(a.cmp(&b)));
+            for on_pool in [false, true] {
+                sort_by_context(&stream, &mut got, tokens, on_pool);
+                let differs = got.iter().zip(&want).position(|(a, b)| a != b);
+                assert_eq!(differs, None, "{tokens} tokens");
+                got.reverse();
+            }
+        }
+    }
 }
