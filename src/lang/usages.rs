@@ -5,10 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Names, sorted, each with the 0-based lines it is used on (ascending, no repeats).
+/// Names, sorted, each with the 0-based lines it is used on (ascending, no repeats). Read from a
+/// cache only once its lists are checked (ends in order and in bounds, on character boundaries,
+/// names sorted), so that a damaged cache cannot cut a name apart.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Parts")]
-pub struct Usages {
+#[serde(try_from = "Lists")]
+pub struct Usages(Lists);
+
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Lists {
     /// Every name, one after another.
     names: String,
     /// Where each name ends in `names`.
@@ -22,44 +27,19 @@ pub struct Usages {
     line_ends: Vec<u32>,
 }
 
-/// What a cache holds of [`Usages`], checked before it is used (ends in order and in bounds,
-/// on character boundaries, names sorted), so that a damaged cache cannot cut a name apart.
-#[derive(Deserialize)]
-struct Parts {
-    names: String,
-    #[serde(with = "super::packed::words")]
-    name_ends: Vec<u32>,
-    #[serde(with = "super::packed::words")]
-    lines: Vec<u32>,
-    #[serde(with = "super::packed::words")]
-    line_ends: Vec<u32>,
-}
-
-impl TryFrom<Parts> for Usages {
+impl TryFrom<Lists> for Usages {
     type Error = &'static str;
 
-    fn try_from(parts: Parts) -> Result<Usages, Self::Error> {
-        let Parts {
-            names,
-            name_ends,
-            lines,
-            line_ends,
-        } = parts;
+    fn try_from(lists: Lists) -> Result<Usages, Self::Error> {
         let ends_fit = |ends: &[u32], len: usize| {
             ends.is_sorted() && ends.last().is_none_or(|&end| end as usize == len)
         };
-        let usages = Usages {
-            names,
-            name_ends,
-            lines,
-            line_ends,
-        };
-        let fits = usages.name_ends.len() == usages.line_ends.len()
-            && ends_fit(&usages.name_ends, usages.names.len())
-            && ends_fit(&usages.line_ends, usages.lines.len())
-            && (usages.name_ends.iter()).all(|&end| usages.names.is_char_boundary(end as usize))
-            && (0..usages.len()).all(|i| i == 0 || usages.name(i - 1) < usages.name(i));
-        if fits {
+        let fits = lists.name_ends.len() == lists.line_ends.len()
+            && ends_fit(&lists.name_ends, lists.names.len())
+            && ends_fit(&lists.line_ends, lists.lines.len())
+            && (lists.name_ends.iter()).all(|&end| lists.names.is_char_boundary(end as usize));
+        let usages = Usages(lists);
+        if fits && (1..usages.len()).all(|i| usages.name(i - 1) < usages.name(i)) {
             Ok(usages)
         } else {
             Err("name usages out of order")
@@ -74,31 +54,31 @@ impl Usages {
         usages.sort_unstable_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
         let mut all = Usages::default();
         for (name, lines) in usages {
-            all.names.push_str(name.as_ref());
-            all.name_ends.push(all.names.len() as u32);
-            all.lines.extend(lines);
-            all.line_ends.push(all.lines.len() as u32);
+            all.0.names.push_str(name.as_ref());
+            all.0.name_ends.push(all.0.names.len() as u32);
+            all.0.lines.extend(lines);
+            all.0.line_ends.push(all.0.lines.len() as u32);
         }
         all
     }
 
     /// How many names.
     pub fn len(&self) -> usize {
-        self.name_ends.len()
+        self.0.name_ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.name_ends.is_empty()
+        self.0.name_ends.is_empty()
     }
 
     fn name(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.name_ends[i - 1] };
-        &self.names[start as usize..self.name_ends[i] as usize]
+        let start = if i == 0 { 0 } else { self.0.name_ends[i - 1] };
+        &self.0.names[start as usize..self.0.name_ends[i] as usize]
     }
 
     fn lines_at(&self, i: usize) -> &[u32] {
-        let start = if i == 0 { 0 } else { self.line_ends[i - 1] };
-        &self.lines[start as usize..self.line_ends[i] as usize]
+        let start = if i == 0 { 0 } else { self.0.line_ends[i - 1] };
+        &self.0.lines[start as usize..self.0.line_ends[i] as usize]
     }
 
     /// The lines `name` is used on (none when it is not).
@@ -127,7 +107,7 @@ impl Usages {
 
     /// Every line of every name.
     pub fn all_lines(&self) -> &[u32] {
-        &self.lines
+        &self.0.lines
     }
 
     /// The index of the first name that does not sort before `name`.
@@ -177,12 +157,12 @@ mod tests {
 
         let refused = |names: &str, name_ends: Vec<u32>, lines: Vec<u32>, line_ends: Vec<u32>| {
             let names = names.to_string();
-            let parts = Usages {
+            let parts = Usages(Lists {
                 names,
                 name_ends,
                 lines,
                 line_ends,
-            };
+            });
             let bytes = postcard::to_allocvec(&parts).unwrap();
             postcard::from_bytes::<Usages>(&bytes).is_err()
         };
