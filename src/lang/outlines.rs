@@ -95,14 +95,16 @@ impl std::fmt::Debug for Outlines {
 }
 
 /// Written as bytes holding the encoded outlines, so that a reader can keep them undecoded.
+/// Outlines in hand are encoded afresh (those extracted again over cached ones that did not fit
+/// replace them), cached ones never asked for are written back as they were read.
 impl Serialize for Outlines {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match (&self.encoded, self.decoded.get()) {
-            (Some(bytes), _) => serializer.serialize_bytes(bytes),
-            (None, Some(types)) => {
+        match (self.decoded.get(), &self.encoded) {
+            (Some(types), _) => {
                 let bytes = postcard::to_allocvec(types).map_err(serde::ser::Error::custom)?;
                 serializer.serialize_bytes(&bytes)
             }
+            (None, Some(bytes)) => serializer.serialize_bytes(bytes),
             (None, None) => serializer.serialize_bytes(&[]),
         }
     }
@@ -161,6 +163,12 @@ mod tests {
         let short = "class A {}\n";
         let types = read.of_text(short, || Java.extract(short).outline.into_types());
         assert_eq!(types.len(), 1);
+        assert_eq!(types[0].name, "A");
+
+        // What is kept for the next open is the outline extracted again, not the one that did
+        // not fit.
+        let kept: Outlines = postcard::from_bytes(&postcard::to_allocvec(&read).unwrap()).unwrap();
+        let types = kept.of_text(short, || panic!("the kept outline fits"));
         assert_eq!(types[0].name, "A");
 
         let damaged = Outlines {
