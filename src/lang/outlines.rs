@@ -31,12 +31,9 @@ impl Outlines {
     /// The outlines of `text`, decoded the first time they are asked for. Outlines a cache
     /// held that do not decode or do not fit `text` (a span out of it or off a character
     /// boundary) are not used: `extract` gives them afresh from the text.
-    pub fn of_text(
-        &self,
-        text: &str,
-        extract: impl FnOnce() -> Vec<TypeOutline>,
-    ) -> &[TypeOutline] {
-        self.decoded.get_or_init(|| {
+    pub fn of_text(&self, text: &str, extract: impl Fn() -> Vec<TypeOutline>) -> &[TypeOutline] {
+        // Typed-hole context may ask from jobs of the CPU pool: built by the pool's rule.
+        crate::pool::get_or_build(&self.decoded, || {
             let cached = (self.encoded.as_deref())
                 .and_then(|bytes| postcard::from_bytes::<Vec<TypeOutline>>(bytes).ok());
             match cached {
@@ -44,6 +41,7 @@ impl Outlines {
                 _ => extract(),
             }
         })
+        .as_slice()
     }
 
     /// The outlines as decoded or extracted, ignoring any that do not decode (for comparing

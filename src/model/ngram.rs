@@ -113,12 +113,7 @@ impl Layout {
         files: usize,
         segment_range: impl Fn(usize) -> Range<u32>,
     ) -> Layout {
-        let mut kept_from: Vec<Option<usize>> = vec![None; files];
-        for (old, kept) in changes.kept.iter().enumerate() {
-            if let Some(new) = kept {
-                kept_from[*new as usize] = Some(old);
-            }
-        }
+        let kept_from = changes.kept_from(files);
         let (mut base_moves, mut segment_moves) = (Shifts::default(), Shifts::default());
         let mut laid_out = Vec::with_capacity(files);
         let mut derived = 0;

@@ -336,6 +336,18 @@ impl FileChanges {
         }
     }
 
+    /// Per today's file (of `files`): the position it had among the files the state was built
+    /// from, if it is kept as it was (the inverse of `kept`).
+    pub fn kept_from(&self, files: usize) -> Vec<Option<usize>> {
+        let mut kept_from = vec![None; files];
+        for (old, kept) in self.kept.iter().enumerate() {
+            if let Some(new) = kept {
+                kept_from[*new as usize] = Some(old);
+            }
+        }
+        kept_from
+    }
+
     /// How many of the files the state was built from are changed or gone.
     pub fn dropped(&self) -> usize {
         self.kept.iter().filter(|new| new.is_none()).count()

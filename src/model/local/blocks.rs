@@ -18,6 +18,17 @@ pub struct Row<'a> {
     pub values: &'a [i8],
 }
 
+impl Row<'_> {
+    /// How many blocks the row holds, checked against `weights`' rows of blocks stored in
+    /// `block_bytes` each: the bounds a kernel's unchecked loads rely on.
+    pub fn blocks_against(&self, weights: &[&[u8]], block_bytes: usize) -> usize {
+        let blocks = self.scales.len();
+        assert!(self.values.len() == blocks * BLOCK);
+        assert!(weights.iter().all(|row| row.len() == blocks * block_bytes));
+        blocks
+    }
+}
+
 /// The sum of `lanes`' eight values.
 ///
 /// # Safety

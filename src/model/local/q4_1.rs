@@ -50,9 +50,7 @@ pub fn dot_plain(weights: &[u8], input: Row) -> f32 {
 pub unsafe fn dots_avx2<const R: usize>(weights: [&[u8]; R], input: Row) -> [f32; R] {
     use std::arch::x86_64::*;
 
-    let blocks = input.scales.len();
-    assert!(input.values.len() == blocks * BLOCK);
-    assert!(weights.iter().all(|row| row.len() == blocks * BLOCK_BYTES));
+    let blocks = input.blocks_against(&weights, BLOCK_BYTES);
     let low_nibbles = _mm256_set1_epi8(0x0F);
     let ones = _mm256_set1_epi16(1);
     // Each row's `d * a * sum(q * p)` in eight lanes, and `m * a * sum(p)` in the second lane

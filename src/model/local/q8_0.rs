@@ -44,9 +44,7 @@ pub fn dot_plain(weights: &[u8], input: Row) -> f32 {
 pub unsafe fn dots_avx2<const R: usize>(weights: [&[u8]; R], input: Row) -> [f32; R] {
     use std::arch::x86_64::*;
 
-    let blocks = input.scales.len();
-    assert!(input.values.len() == blocks * BLOCK);
-    assert!(weights.iter().all(|row| row.len() == blocks * BLOCK_BYTES));
+    let blocks = input.blocks_against(&weights, BLOCK_BYTES);
     let ones = _mm256_set1_epi16(1);
     let mut sums = [_mm256_setzero_ps(); R];
     for b in 0..blocks {

@@ -133,12 +133,7 @@ impl Base {
 
         // The new stream, in the files' order, and how far each old file's positions moved
         // (runs of files that moved alike are one shift: see `Shifts`).
-        let mut kept_from: Vec<Option<usize>> = vec![None; files.len()];
-        for (old, kept) in changes.kept.iter().enumerate() {
-            if let Some(new) = kept {
-                kept_from[*new as usize] = Some(old);
-            }
-        }
+        let kept_from = changes.kept_from(files.len());
         let mut fresh = changes.derived_again.iter().zip(fresh).peekable();
         let mut shifts = Shifts::default();
         let mut stream = Vec::with_capacity(self.stream.len());
