@@ -937,18 +937,14 @@ impl WindowIndex {
         similarity: Similarity,
         tie: impl Fn(&Hit, &Hit) -> std::cmp::Ordering,
     ) -> Vec<Hit> {
-        let mut hits = match similarity {
-            Similarity::Jaccard => self.jaccard(&token_set(query)),
-            Similarity::TfIdfCosine => self.cosine(&self.query_terms(query)),
-        };
-        hits.retain(|h| !excluded(index, hole, self.place_iter(h.window)));
         let order = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then_with(|| tie(a, b));
-        if hits.len() > MAX_HITS {
-            hits.select_nth_unstable_by(MAX_HITS, order);
-            hits.truncate(MAX_HITS);
+        let usable = |hit: &Hit| !excluded(index, hole, self.place_iter(hit.window));
+        match similarity {
+            Similarity::Jaccard => best_hits(self.jaccard(&token_set(query)), order, usable),
+            Similarity::TfIdfCosine => {
+                best_hits(self.cosine(&self.query_terms(query)), order, usable)
+            }
         }
-        hits.sort_by(order);
-        hits
     }
 
     /// RepoCoder's window list order (files as `glob` lists them, which is `os.walk` order for
@@ -1000,23 +996,24 @@ impl WindowIndex {
 
     /// Jaccard similarity of the token set `query` with every window (RepoCoder scores every
     /// window, sharing a token or not).
-    fn jaccard(&self, query: &[u32]) -> Vec<Hit> {
+    fn jaccard(&self, query: &[u32]) -> impl Iterator<Item = Hit> + '_ {
         // A bit per token id: the whole set stays in the first-level cache while every window's
         // ids are looked up in it (some ten million lookups on guava).
         let mut in_query = vec![0u64; query.last().map_or(0, |&t| t as usize / 64 + 1)];
         for &t in query {
             in_query[t as usize / 64] |= 1 << (t % 64);
         }
-        let shared_with = |t: u32| {
+        let shared_with = move |t: u32| {
             let word = in_query.get(t as usize / 64).copied().unwrap_or(0);
             (word >> (t % 64)) & 1
         };
+        let query_len = query.len();
         (0..self.slots())
             .filter(|&window| !self.is_gone(window))
-            .map(|window| {
+            .map(move |window| {
                 let ids = self.window_token_ids(window);
                 let shared = ids.iter().map(|&t| shared_with(t)).sum::<u64>() as usize;
-                let union = query.len() + ids.len() - shared;
+                let union = query_len + ids.len() - shared;
                 let score = if union == 0 {
                     0.0
                 } else {
@@ -1024,10 +1021,10 @@ impl WindowIndex {
                 };
                 Hit { window, score }
             })
-            .collect()
     }
 
-    fn cosine(&self, query: &QueryTerms) -> Vec<Hit> {
+    /// TF-IDF cosine similarity of `query` with every window sharing a term with it.
+    fn cosine(&self, query: &QueryTerms) -> impl Iterator<Item = Hit> + '_ {
         let mut dot = vec![0.0f32; self.slots()];
         let mut query_norm = 0.0f32;
         for &(term, tf) in &query.known {
@@ -1047,11 +1044,10 @@ impl WindowIndex {
         dot.into_iter()
             .enumerate()
             .filter(|&(window, d)| d > 0.0 && !self.is_gone(window))
-            .map(|(window, d)| Hit {
+            .map(move |(window, d)| Hit {
                 window,
                 score: f64::from(d / (query_norm * self.norm(window))),
             })
-            .collect()
     }
 
     fn window_term_ids(&self, window: usize) -> &[u32] {
@@ -1290,6 +1286,28 @@ pub fn query_first_line(hole: &Hole) -> usize {
     hole.line.saturating_sub(WINDOW_LINES)
 }
 
+/// The best [`MAX_HITS`] of `hits` that are `usable`, best first under `order`, kept as they
+/// stream past: holding a hit for every window (some 40,000 on guava) cost fresh memory on
+/// every search. Only a hit good enough to enter is checked for use.
+fn best_hits(
+    hits: impl Iterator<Item = Hit>,
+    order: impl Fn(&Hit, &Hit) -> std::cmp::Ordering,
+    usable: impl Fn(&Hit) -> bool,
+) -> Vec<Hit> {
+    let mut best: Vec<Hit> = Vec::with_capacity(MAX_HITS + 1);
+    for hit in hits {
+        let enters =
+            best.len() < MAX_HITS || best.last().is_some_and(|worst| order(&hit, worst).is_lt());
+        if !enters || !usable(&hit) {
+            continue;
+        }
+        let at = best.partition_point(|kept| order(kept, &hit).is_le());
+        best.insert(at, hit);
+        best.truncate(MAX_HITS);
+    }
+    best
+}
+
 /// Whether a window with these places is left out of a search for `hole`: when it occurs only
 /// in the hole's file. RepoCoder's code keeps a window of the hole's file only if it ends
 /// before `context_start_lineno`, the first line of the prompt; its prompts are whole file
@@ -1335,5 +1353,31 @@ mod tests {
         assert_eq!(extended(place(0, 10), 100), place(0, 20), "the head window");
         assert_eq!(extended(place(30, 45), 45), place(25, 45), "cut at the end");
         assert_eq!(extended(place(0, 5), 5), place(0, 5));
+    }
+
+    #[test]
+    fn the_best_hits_streamed_are_the_best_usable_hits_sorted() {
+        // Scores from a small generator, with ties, some windows unusable.
+        let mut state = 7u64;
+        let hits: Vec<Hit> = (0..5_000)
+            .map(|window| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let score = (state >> 33) as f64 % 50.0 / 50.0;
+                Hit { window, score }
+            })
+            .collect();
+        let order =
+            |a: &Hit, b: &Hit| (b.score.total_cmp(&a.score)).then_with(|| b.window.cmp(&a.window));
+        let usable = |hit: &Hit| hit.window % 3 != 0;
+        let mut expected: Vec<Hit> = hits.iter().copied().filter(usable).collect();
+        expected.sort_by(order);
+        expected.truncate(MAX_HITS);
+        assert_eq!(best_hits(hits.iter().copied(), order, usable), expected);
+        let few = &hits[..7];
+        let mut all_few: Vec<Hit> = few.iter().copied().filter(usable).collect();
+        all_few.sort_by(order);
+        assert_eq!(best_hits(few.iter().copied(), order, usable), all_few);
     }
 }
