@@ -54,7 +54,7 @@ fn bench_repo(c: &mut Criterion, name: &str, root: &Path, large: bool) {
     });
 
     // The same files, read beforehand; only the parse is timed.
-    let texts: Vec<&str> = index.files.iter().map(|f| f.text.as_str()).collect();
+    let texts: Vec<&str> = index.files.iter().map(|f| &*f.text).collect();
     group.bench_function("bare_parse", |b| {
         b.iter_with_large_drop(|| {
             texts

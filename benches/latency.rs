@@ -140,7 +140,7 @@ fn measure(name: &str, root: &Path) -> Row {
     // every variant once, so a burst of load from other processes hits all of them alike.
     let cache = tempfile::tempdir().expect("temp dir");
     let index = RepoIndex::open(root, Some(cache.path())).expect("open");
-    let texts: Vec<&str> = index.files.iter().map(|f| f.text.as_str()).collect();
+    let texts: Vec<&str> = index.files.iter().map(|f| &*f.text).collect();
     let (mut cold, mut nocache, mut warm, mut parse) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {

@@ -46,9 +46,10 @@ pub fn index_command(repo: &Path, json: bool, cache: &CacheArgs) -> Result<()> {
             out.syntax_errors
         );
         outln!(
-            "cache       {} reused, {} parsed",
+            "cache       {} reused, {} parsed, {} texts kept (unchanged on disk)",
             out.cache.reused,
-            out.cache.parsed
+            out.cache.parsed,
+            out.cache.texts_kept
         );
         outln!("warnings    {}", out.warnings.len());
     }

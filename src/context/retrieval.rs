@@ -360,7 +360,7 @@ impl Retrieval {
         let total = index.files.len();
         let texts = (index.files.iter().enumerate()).map(|(n, f)| {
             progress(n, total);
-            f.text.as_str()
+            &*f.text
         });
         let files = Bm25::new(texts);
         progress(total, total);
@@ -371,7 +371,7 @@ impl Retrieval {
     /// or changed is read (see [`Bm25::changed`]).
     pub fn changed(self, changes: &FileChanges, index: &RepoIndex) -> Retrieval {
         let added = (changes.derived_again.iter())
-            .map(|&id| (id as usize, index.files[id as usize].text.as_str()));
+            .map(|&id| (id as usize, &*index.files[id as usize].text));
         Retrieval {
             files: self.files.changed(&changes.kept, index.files.len(), added),
         }

@@ -491,7 +491,7 @@ impl<'a> TypedHole<'a> {
         let text = if file == self.hole.file {
             &self.syntax.text
         } else {
-            &self.index.files[file].text
+            &*self.index.files[file].text
         };
         let rest = text.get(at..)?;
         let word = &rest[..rest

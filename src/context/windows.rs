@@ -1370,7 +1370,7 @@ mod tests {
             .collect();
         let order =
             |a: &Hit, b: &Hit| (b.score.total_cmp(&a.score)).then_with(|| b.window.cmp(&a.window));
-        let usable = |hit: &Hit| hit.window % 3 != 0;
+        let usable = |hit: &Hit| !hit.window.is_multiple_of(3);
         let mut expected: Vec<Hit> = hits.iter().copied().filter(usable).collect();
         expected.sort_by(order);
         expected.truncate(MAX_HITS);

@@ -5,6 +5,9 @@
 //! its checksum or does not decode is reported and rebuilt; a cache that cannot be written is
 //! reported and the index simply stays in memory.
 //!
+//! The files' texts are kept beside it too ([`super::texts`]), so that a file unchanged on disk
+//! is not read again.
+//!
 //! What is costly to derive from every file (the search indexes, the embedded model's
 //! statistics) is cached beside it, `<hash of root path>.<name>.bin`, in a file of sections
 //! read where they lie ([`super::mapped`]), with the files it was derived from. State derived

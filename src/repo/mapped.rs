@@ -27,6 +27,7 @@ pub fn format_id(name: &str, version: u32) -> [u8; 32] {
 }
 
 /// An array of `u32`s, built in memory or lying in a mapped cache file.
+#[derive(Clone)]
 pub enum Words {
     Owned(Vec<u32>),
     /// `len` words from byte `start` of `file` (aligned; checked when made).
@@ -65,6 +66,24 @@ impl Deref for Words {
     }
 }
 
+impl Words {
+    /// The words `range` of these (empty where `range` is not inside them), in place where
+    /// they are mapped.
+    pub fn part(&self, range: Range<usize>) -> Words {
+        if self.get(range.clone()).is_none() {
+            return Words::default();
+        }
+        match self {
+            Words::Owned(words) => Words::Owned(words[range].to_vec()),
+            Words::Mapped { file, start, .. } => Words::Mapped {
+                file: Arc::clone(file),
+                start: start + 4 * range.start,
+                len: range.len(),
+            },
+        }
+    }
+}
+
 impl std::fmt::Debug for Words {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -72,6 +91,7 @@ impl std::fmt::Debug for Words {
 }
 
 /// Text built in memory or lying in a mapped cache file (checked to be UTF-8 when made).
+#[derive(Clone)]
 pub enum Text {
     Owned(String),
     Mapped {
@@ -83,6 +103,33 @@ pub enum Text {
 impl Default for Text {
     fn default() -> Self {
         Text::Owned(String::new())
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        Text::Owned(text)
+    }
+}
+
+impl Text {
+    /// The part `range` of this text, in place where it is mapped; none when `range` is not
+    /// inside it on character boundaries.
+    pub fn part(&self, range: Range<usize>) -> Option<Text> {
+        self.get(range.clone())?;
+        Some(match self {
+            Text::Owned(text) => Text::Owned(text[range].to_string()),
+            Text::Mapped { file, range: whole } => Text::Mapped {
+                file: Arc::clone(file),
+                range: whole.start + range.start..whole.start + range.end,
+            },
+        })
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod listing;
 pub(crate) mod mapped;
 mod read;
 mod scan;
+mod texts;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use rayon::prelude::*;
 pub use cache::{FileChanges, FileTable, Keyed};
 pub(crate) use cache::{base_outgrown, seal};
 pub use graph::{Import, ParentLink, RepoGraph};
+pub use mapped::Text;
 pub use read::{Refusal, name_text, read_regular_file, read_repo_file};
 pub use scan::MAX_FILE_BYTES;
 
@@ -27,29 +29,42 @@ pub use crate::lang::FileId;
 pub struct SourceFile {
     /// Path relative to the repository root, '/'-separated.
     pub path: String,
-    pub text: String,
+    /// The file's text as read when the index was opened (or as last read, kept in the cache,
+    /// while the file is unchanged on disk).
+    pub text: Text,
     /// Byte offset where each line starts.
-    pub line_starts: Vec<u32>,
+    line_starts: mapped::Words,
     pub hash: [u8; 32],
     pub(crate) facts: FileFacts,
     /// The language the file is written in (by its name).
     pub language: &'static dyn Language,
+    /// The sum of the file's metadata when its text was read, where it can show a change
+    /// ([`texts::Metadata`]): what keeps its text for the next open.
+    metadata: texts::Metadata,
 }
 
 impl SourceFile {
     fn new(
         language: &'static dyn Language,
         path: String,
-        text: String,
-        hash: [u8; 32],
+        read: ReadText,
         facts: FileFacts,
     ) -> Self {
+        let ReadText {
+            text,
+            line_starts,
+            hash,
+            metadata,
+        } = read;
         // A final line break ends the last line; it does not start another.
         // memchr's vector search: a warm open finds every line of every file (14 MB on guava).
-        let line_starts = std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i as u32 + 1))
+        let line_starts = line_starts.unwrap_or_else(|| {
+            (std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i as u32 + 1)))
             .filter(|&start| start == 0 || (start as usize) < text.len())
-            .collect();
+            .collect::<Vec<u32>>()
+            .into()
+        });
         SourceFile {
             path,
             text,
@@ -57,6 +72,7 @@ impl SourceFile {
             hash,
             facts,
             language,
+            metadata,
         }
     }
 
@@ -115,6 +131,8 @@ pub struct CacheReport {
     pub reused: usize,
     /// Files parsed afresh.
     pub parsed: usize,
+    /// Files unchanged on disk since their text was kept in the cache, which were not read.
+    pub texts_kept: usize,
     /// Where the cache lives, if caching is on.
     pub path: Option<PathBuf>,
 }
@@ -178,8 +196,11 @@ impl RepoIndex {
         }
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let mut warnings = Vec::new();
+        // Taken before any file's metadata: a file changed since may not keep its text.
+        let settled_before = std::time::SystemTime::now() - texts::SETTLED;
         let found = scan::find_sources(&root, vendored, &mut warnings);
         let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
+        let kept = texts::KeptTexts::load(cache.path(), &mut warnings);
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
         let (total, done) = (jobs.len(), AtomicUsize::new(0));
         let dir = read::RepoDir::open(&root);
@@ -187,7 +208,7 @@ impl RepoIndex {
         let results: Vec<_> = jobs
             .into_par_iter()
             .map(|(cached, found)| {
-                let result = index_file(&dir, found, cached);
+                let result = index_file(&dir, found, cached, &kept, settled_before);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
                 result
             })
@@ -202,6 +223,7 @@ impl RepoIndex {
         for result in results {
             match result {
                 Ok((file, from)) => {
+                    report.texts_kept += usize::from(matches!(file.text, Text::Mapped { .. }));
                     match from {
                         FactsFrom::Cache => report.reused += 1,
                         FactsFrom::Parser => report.parsed += 1,
@@ -222,11 +244,11 @@ impl RepoIndex {
         }
         // The cache is written while the graph is built: both only read the files.
         let reparsed = reparsed.iter().map(String::as_str).collect();
-        let (graph, store_warning) = rayon::join(
+        let (graph, (store_warning, texts_warning)) = rayon::join(
             || RepoGraph::build(&root, &files),
-            || cache.store(&files, &reparsed),
+            || (cache.store(&files, &reparsed), kept.store(&files)),
         );
-        warnings.extend(store_warning);
+        warnings.extend(store_warning.into_iter().chain(texts_warning));
         warnings.extend(graph.warnings.iter().cloned());
         Ok(RepoIndex {
             root,
@@ -246,9 +268,7 @@ impl RepoIndex {
             .into_iter()
             .filter_map(|(path, text)| {
                 let language = lang::for_path(Path::new(&path))?;
-                let hash = *blake3::hash(text.as_bytes()).as_bytes();
-                let facts = language.extract(&text);
-                Some(SourceFile::new(language, path, text, hash, facts))
+                Some(parsed(language, path, ReadText::fresh(text, None)))
             })
             .collect();
         RepoIndex {
@@ -290,35 +310,70 @@ enum FactsFrom {
     ParserOverBadCache,
 }
 
-/// Read, hash and (unless the cache has facts of this content) parse one file.
+/// A file's text, as read or kept from an earlier read.
+struct ReadText {
+    text: Text,
+    /// Where its lines start, if kept.
+    line_starts: Option<mapped::Words>,
+    hash: [u8; 32],
+    metadata: texts::Metadata,
+}
+
+impl ReadText {
+    /// `text` as just read (or given), with the file's `metadata` when it was read.
+    fn fresh(text: String, metadata: texts::Metadata) -> ReadText {
+        ReadText {
+            hash: *blake3::hash(text.as_bytes()).as_bytes(),
+            text: text.into(),
+            line_starts: None,
+            metadata,
+        }
+    }
+}
+
+/// The text of one file (kept, if its metadata is as it was, else read and hashed) with its
+/// facts (cached for this content, else parsed).
 fn index_file(
     dir: &read::RepoDir,
     found: scan::Found,
     cached: Vec<cache::Entry>,
+    kept: &texts::KeptTexts,
+    settled_before: std::time::SystemTime,
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
-    let text = scan::read_source(dir, &found)?;
-    let hash = *blake3::hash(text.as_bytes()).as_bytes();
-    let language = found.language;
-    let Some(entry) = cached.into_iter().find(|e| e.hash == hash) else {
-        return Ok((parsed(language, found.rel, text, hash), FactsFrom::Parser));
+    let metadata = texts::metadata_sum(&found.abs, settled_before);
+    let read = match metadata.and_then(|sum| kept.get(&found.rel, sum)) {
+        Some(kept) => ReadText {
+            text: kept.text,
+            line_starts: Some(kept.line_starts),
+            hash: kept.hash,
+            metadata,
+        },
+        None => ReadText::fresh(scan::read_source(dir, &found)?, metadata),
     };
-    let file = SourceFile::new(language, found.rel, text, hash, entry.facts);
+    let language = found.language;
+    let Some(entry) = cached.into_iter().find(|e| e.hash == read.hash) else {
+        return Ok((parsed(language, found.rel, read), FactsFrom::Parser));
+    };
+    let file = SourceFile::new(language, found.rel, read, entry.facts);
     if cache::facts_fit(&file.facts, &file.text, file.line_count()) {
         return Ok((file, FactsFrom::Cache));
     }
-    let file = parsed(language, file.path, file.text, hash);
-    Ok((file, FactsFrom::ParserOverBadCache))
+    let read = ReadText {
+        text: file.text,
+        line_starts: Some(file.line_starts),
+        hash: file.hash,
+        metadata: file.metadata,
+    };
+    Ok((
+        parsed(language, file.path, read),
+        FactsFrom::ParserOverBadCache,
+    ))
 }
 
 /// The file with facts freshly extracted from its text.
-fn parsed(
-    language: &'static dyn Language,
-    rel: String,
-    text: String,
-    hash: [u8; 32],
-) -> SourceFile {
-    let facts = language.extract(&text);
-    SourceFile::new(language, rel, text, hash, facts)
+fn parsed(language: &'static dyn Language, rel: String, read: ReadText) -> SourceFile {
+    let facts = language.extract(&read.text);
+    SourceFile::new(language, rel, read, facts)
 }
 
 /// Repositories held in memory for the tests of what is derived from an index.
@@ -342,7 +397,7 @@ pub(crate) mod testing {
         let root = Sample::Java.materialize(&dirs).unwrap();
         let index = RepoIndex::open(&root, None).unwrap();
         (index.files.iter())
-            .map(|f| (f.path.clone(), f.text.clone()))
+            .map(|f| (f.path.clone(), f.text.to_string()))
             .collect()
     }
 

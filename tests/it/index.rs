@@ -219,6 +219,87 @@ fn an_edit_writes_only_a_delta_beside_the_cache_until_the_delta_grows() {
     assert_eq!((last.cache.reused, last.cache.parsed), (40, 0));
 }
 
+/// The kept-texts file beside the index's cache in `cache` (`<key>.texts`).
+fn kept_texts_file(cache: &Path) -> std::path::PathBuf {
+    let entries = fs::read_dir(cache.join("index"))
+        .unwrap()
+        .map(|e| e.unwrap().path());
+    let mut found = entries.filter(|p| p.extension().is_some_and(|e| e == "texts"));
+    found.next().expect("texts are kept beside the cache")
+}
+
+#[test]
+fn texts_are_kept_while_files_are_unchanged_and_read_again_once_written_whatever_their_times() {
+    let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write(
+        repo.path(),
+        "p/A.java",
+        b"package p; class A extends B {}\n",
+    );
+    write(
+        repo.path(),
+        "p/B.java",
+        b"package p; class B { int old; }\n",
+    );
+    let written = fs::metadata(repo.path().join("p/B.java"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let open = || RepoIndex::open(repo.path(), Some(cache.path())).unwrap();
+    // Just written, a file's times could still miss a write in the same tick of the clock.
+    assert_eq!(open().cache.texts_kept, 0);
+    assert_eq!(
+        open().cache.texts_kept,
+        0,
+        "nothing kept while the times are fresh"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    assert_eq!(open().cache.texts_kept, 0, "kept now, read this time");
+    let kept = open();
+    assert_eq!((kept.cache.texts_kept, kept.cache.reused), (2, 2));
+    assert_eq!(&*kept.files[1].text, "package p; class B { int old; }\n");
+    assert!(kept.warnings.is_empty(), "{:?}", kept.warnings);
+
+    // Written in place to the same length, its modification time set back: still seen.
+    write(
+        repo.path(),
+        "p/B.java",
+        b"package p; class B { int new; }\n",
+    );
+    let file = fs::File::options()
+        .write(true)
+        .open(repo.path().join("p/B.java"))
+        .unwrap();
+    file.set_modified(written).unwrap();
+    drop(file);
+    // Once its times have stood as long, only its change time tells.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    let after = open();
+    assert_eq!((after.cache.texts_kept, after.cache.parsed), (1, 1));
+    assert_eq!(&*after.files[1].text, "package p; class B { int new; }\n");
+    let fresh = RepoIndex::open(repo.path(), None).unwrap();
+    for (kept, read) in after.files.iter().zip(&fresh.files) {
+        assert_eq!(
+            (&*kept.text, keyhole::testing::repo::facts(kept)),
+            (&*read.text, keyhole::testing::repo::facts(read))
+        );
+    }
+
+    // A damaged file of kept texts is never used: one line, and its files are read (the
+    // rewritten file is kept in the delta beside it, which is whole).
+    let texts = kept_texts_file(cache.path());
+    let mut bytes = fs::read(&texts).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&texts, bytes).unwrap();
+    let damaged = open();
+    assert_eq!(damaged.cache.texts_kept, 1);
+    assert_eq!(damaged.warnings.len(), 1, "{:?}", damaged.warnings);
+    assert!(damaged.warnings[0].ends_with("checksum mismatch (corrupt); rebuilding it"));
+    assert_eq!(&*damaged.files[0].text, "package p; class A extends B {}\n");
+    assert_eq!(&*damaged.files[1].text, "package p; class B { int new; }\n");
+}
+
 #[test]
 fn opens_sharing_a_cache_while_files_change_never_corrupt_it() {
     let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

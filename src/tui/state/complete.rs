@@ -124,7 +124,7 @@ pub(super) fn start_completion(
         backend: backend.clone(),
         prompts,
         current_file: file.path.clone(),
-        file_text: file.text.clone(),
+        file_text: file.text.to_string(),
         offset: hole.offset,
         target: hole.target.clone().unwrap_or_default(),
         refit: refit(state).filter(|_| !edited),

@@ -72,7 +72,7 @@ pub(super) fn show_file(state: &mut State, file: FileId) -> Vec<Effect> {
     // A file written since the index read it shows as it is on disk now.
     let text = match &state.on_disk {
         Some((written, text)) if *written == file => text,
-        _ => &source.text,
+        _ => &*source.text,
     };
     state.lines = highlight::plain(text);
     // Highlighting held for a file shown before is no longer wanted.
@@ -80,7 +80,7 @@ pub(super) fn show_file(state: &mut State, file: FileId) -> Vec<Effect> {
     let effect = Effect::Highlight {
         shown: state.shown + 1,
         path: source.path.clone(),
-        text: text.clone(),
+        text: text.to_string(),
         theme: state.theme.code.clone(),
     };
     state.shown += 1;
