@@ -1,6 +1,6 @@
 //! Finding and reading the source files of a repository.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -29,18 +29,31 @@ pub struct Found {
 pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>) -> Vec<Found> {
     let ignore_files = Arc::new(Mutex::new(IgnoreFiles::new(root)));
     let kept = ignore_files.clone();
+    // Hidden entries are left out here rather than by the walker, so that a folder's ignore
+    // files are seen in its listing: in name order they come before any other entry but those
+    // whose names start with a byte below '.', so only a folder with such an entry is asked
+    // for them by name (one open per name and folder was a tenth of a warm run on Django).
     let walker = WalkBuilder::new(root)
         .standard_filters(false)
-        .hidden(true)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            let name = entry.file_name();
+            let mut ignore_files = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            let first = name.as_encoded_bytes().first().copied().unwrap_or(0);
+            if first == b'.' {
+                ignore_files.note(entry.path());
+                return false;
+            }
             let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
             let vendored_dir = is_dir
                 && vendored == Vendored::Skipped
-                && lang::is_vendored_dir(&entry.file_name().to_string_lossy());
-            let mut ignore_files = kept.lock().unwrap_or_else(PoisonError::into_inner);
-            entry.depth() == 0 || !(vendored_dir || ignore_files.ignored(entry.path(), is_dir))
+                && lang::is_vendored_dir(&name.to_string_lossy());
+            let listed = first > b'.';
+            !(vendored_dir || ignore_files.ignored(entry.path(), is_dir, listed))
         })
         .build();
     let mut found = Vec::new();
@@ -109,8 +122,13 @@ struct IgnoreFiles {
     /// (its own ignore files', then each parent's up to the root), only folders that have
     /// ignore files listed. Kept per folder so that each entry costs one lookup of its parent.
     in_dir: HashMap<PathBuf, Arc<[Arc<Gitignore>]>>,
+    /// The ignore files met in folder listings so far ([`IgnoreFiles::note`]).
+    listed: HashSet<PathBuf>,
     warnings: Vec<String>,
 }
+
+/// The names of the ignore files in each folder, lowest precedence first.
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 impl IgnoreFiles {
     fn new(root: &Path) -> IgnoreFiles {
@@ -118,17 +136,27 @@ impl IgnoreFiles {
             root: root.to_path_buf(),
             dir: RepoDir::open(root),
             in_dir: HashMap::new(),
+            listed: HashSet::new(),
             warnings: Vec::new(),
         }
     }
 
+    /// Notes a hidden entry of a folder's listing that is one of its ignore files.
+    fn note(&mut self, path: &Path) {
+        let name = path.file_name().unwrap_or_default();
+        if IGNORE_FILES.iter().any(|ignore| name == *ignore) {
+            self.listed.insert(path.to_path_buf());
+        }
+    }
+
     /// Whether `path` (under the root) is ignored: the nearest folder whose rules match it
-    /// decides, as git has it, and within a folder the last matching rule.
-    fn ignored(&mut self, path: &Path, is_dir: bool) -> bool {
+    /// decides, as git has it, and within a folder the last matching rule. `listed`: its
+    /// folder's ignore files, if any, have been met in the listing already ([`Self::note`]).
+    fn ignored(&mut self, path: &Path, is_dir: bool, listed: bool) -> bool {
         let Some(dir) = path.parent() else {
             return false;
         };
-        for rules in self.rules_in(dir).iter() {
+        for rules in self.rules_in(dir, listed).iter() {
             match rules.matched(path, is_dir) {
                 Match::Ignore(_) => return true,
                 Match::Whitelist(_) => return false,
@@ -139,18 +167,19 @@ impl IgnoreFiles {
     }
 
     /// The rules that apply inside `dir`, nearest first; its ignore files are read the first
-    /// time.
-    fn rules_in(&mut self, dir: &Path) -> Arc<[Arc<Gitignore>]> {
+    /// time (those met in its listing where it has been `listed`, else any there).
+    fn rules_in(&mut self, dir: &Path, listed: bool) -> Arc<[Arc<Gitignore>]> {
         if let Some(rules) = self.in_dir.get(dir) {
             return Arc::clone(rules);
         }
         let outer = match dir.parent() {
+            // A parent was listed before the walk entered `dir`, unless it is above the root.
             Some(parent) if dir != self.root && dir.starts_with(&self.root) => {
-                self.rules_in(parent)
+                self.rules_in(parent, true)
             }
             _ => Arc::from([]),
         };
-        let rules: Arc<[Arc<Gitignore>]> = match self.read_rules(dir) {
+        let rules: Arc<[Arc<Gitignore>]> = match self.read_rules(dir, listed) {
             Some(own) => (std::iter::once(Arc::new(own)))
                 .chain(outer.iter().cloned())
                 .collect(),
@@ -160,16 +189,16 @@ impl IgnoreFiles {
         rules
     }
 
-    fn read_rules(&mut self, dir: &Path) -> Option<Gitignore> {
+    fn read_rules(&mut self, dir: &Path, listed: bool) -> Option<Gitignore> {
         // Lowest precedence first: a later rule overrides an earlier one.
-        let names: &[&str] = match dir == self.root {
-            true => &[".git/info/exclude", ".gitignore", ".ignore"],
-            false => &[".gitignore", ".ignore"],
-        };
+        let exclude = (dir == self.root).then_some(".git/info/exclude");
         let mut builder = GitignoreBuilder::new(dir);
         let mut any = false;
-        for name in names {
+        for name in exclude.into_iter().chain(IGNORE_FILES) {
             let file = dir.join(name);
+            if listed && IGNORE_FILES.contains(&name) && !self.listed.contains(&file) {
+                continue;
+            }
             let bytes = match self.dir.read(&file, MAX_FILE_BYTES) {
                 Ok(bytes) => bytes,
                 Err(e) if e.is_missing() => continue,

@@ -472,7 +472,7 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
     write(root, ".git/info/exclude", b"local.ts\n");
     write(root, "src/.gitignore", b"!keep.gen.ts\n");
     // Rules reach through folders without ignore files, the nearest folder's first.
-    write(root, "src/deep/er/.gitignore", b"c.ts\n");
+    write(root, "src/deep/er/.gitignore", b"c.ts\n-early.ts\n");
     for file in [
         "a.ts",
         "local.ts",
@@ -486,6 +486,10 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
         "src/deep/out/d.ts",
         "src/deep/er/c.ts",
         "src/deep/er/keep.gen.ts",
+        // Listed before the folder's ignore files ('-' and '+' sort below '.').
+        "src/deep/er/-early.ts",
+        "src/deep/er/+kept.ts",
+        "src/.hidden.ts",
     ] {
         write(root, file, b"export const a = 1;\n");
     }
@@ -495,6 +499,7 @@ fn ignore_files_apply_from_the_nearest_folder_and_the_git_exclude_file() {
         [
             "a.ts",
             "src/c.ts",
+            "src/deep/er/+kept.ts",
             "src/deep/er/keep.gen.ts",
             "src/deep/keep.gen.ts",
             "src/keep.gen.ts"
