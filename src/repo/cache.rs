@@ -98,11 +98,9 @@ impl Cache {
             base: HashMap::new(),
             delta: Vec::new(),
         };
-        let Some(dir) = dir else {
+        let Some(path) = Cache::path_for(root, dir) else {
             return cache;
         };
-        let key = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
-        let path = dir.join("index").join(format!("{}.bin", &key[..32]));
         let base = load_entries(&path, warnings);
         let delta = load_entries(&delta_path(&path), warnings);
         cache.base = (base.iter()).map(|e| (e.path.clone(), e.hash)).collect();
@@ -117,6 +115,13 @@ impl Cache {
         }
         cache.path = Some(path);
         cache
+    }
+
+    /// Where the cache of the repository at `root` lives in the cache folder `dir` (none: no
+    /// cache).
+    pub fn path_for(root: &Path, dir: Option<&Path>) -> Option<PathBuf> {
+        let key = blake3::hash(root.to_string_lossy().as_bytes()).to_hex();
+        Some(dir?.join("index").join(format!("{}.bin", &key[..32])))
     }
 
     pub fn path(&self) -> Option<&Path> {

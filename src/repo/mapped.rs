@@ -415,6 +415,32 @@ impl Sections {
         })
     }
 
+    /// Section `section` as text, in place, cut into parts that end at `ends` (the last at the
+    /// section's end), each checked on the CPU pool; none when a part is not UTF-8 or the ends
+    /// are out of order. Checked part by part, a text of tens of megabytes costs its check
+    /// split over the cores.
+    pub fn text_in_parts(&self, section: usize, ends: &[u32]) -> Option<Text> {
+        use rayon::prelude::*;
+        let range = self.ranges[section].clone();
+        let bytes = &self.file[range.clone()];
+        let in_order = ends.windows(2).all(|w| w[0] <= w[1])
+            && ends.last().map_or(0, |&end| end as usize) == bytes.len();
+        let part = |i: usize| {
+            let start = i.checked_sub(1).map_or(0, |before| ends[before]);
+            &bytes[start as usize..ends[i] as usize]
+        };
+        let utf8 = || {
+            (0..ends.len())
+                .into_par_iter()
+                .all(|i| std::str::from_utf8(part(i)).is_ok())
+        };
+        // Parts that are each UTF-8 make a UTF-8 whole.
+        (in_order && utf8()).then(|| Text::Mapped {
+            file: Arc::clone(&self.file),
+            range,
+        })
+    }
+
     /// Section `section` as text, in place; none when it is not UTF-8.
     pub fn text(&self, section: usize) -> Option<Text> {
         let range = self.ranges[section].clone();

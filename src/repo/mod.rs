@@ -198,9 +198,18 @@ impl RepoIndex {
         let mut warnings = Vec::new();
         // Taken before any file's metadata: a file changed since may not keep its text.
         let settled_before = std::time::SystemTime::now() - texts::SETTLED;
-        let found = scan::find_sources(&root, vendored, &mut warnings);
-        let mut cache = cache::Cache::load(&root, cache_dir, &mut warnings);
-        let kept = texts::KeptTexts::load(cache.path(), &mut warnings);
+        // The walk (one thread, mostly waiting on the file system) beside the caches' loading.
+        let cache_path = cache::Cache::path_for(&root, cache_dir);
+        let ((found, walked), ((mut cache, loaded), (kept, kept_loaded))) = rayon::join(
+            || warned(|warnings| scan::find_sources(&root, vendored, warnings)),
+            || {
+                rayon::join(
+                    || warned(|warnings| cache::Cache::load(&root, cache_dir, warnings)),
+                    || warned(|warnings| texts::KeptTexts::load(cache_path.as_deref(), warnings)),
+                )
+            },
+        );
+        warnings.extend(walked.into_iter().chain(loaded).chain(kept_loaded));
         let jobs: Vec<_> = found.into_iter().map(|f| (cache.take(&f.rel), f)).collect();
         let (total, done) = (jobs.len(), AtomicUsize::new(0));
         let dir = read::RepoDir::open(&root);
@@ -300,6 +309,13 @@ impl RepoIndex {
             .get(path.trim_start_matches("./"))
             .copied()
     }
+}
+
+/// What `work` returns, with the warnings it gave: for work run beside other work, whose
+/// warnings are then told in a fixed order.
+fn warned<T>(work: impl FnOnce(&mut Vec<String>) -> T) -> (T, Vec<String>) {
+    let mut warnings = Vec::new();
+    (work(&mut warnings), warnings)
 }
 
 /// Where the facts of an indexed file came from.

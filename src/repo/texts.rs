@@ -21,6 +21,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use rayon::prelude::*;
+
 use super::SourceFile;
 use super::cache::base_outgrown;
 use super::mapped::{
@@ -115,10 +117,11 @@ impl Kept {
         };
         let kept = (|| {
             let paths = Vocabulary::checked(sections.text(0)?, sections.words(1)?)?;
+            let text_ends = sections.words(2)?;
             let kept = Kept {
                 paths,
-                text_ends: sections.words(2)?,
-                texts: sections.text(3)?,
+                texts: sections.text_in_parts(3, &text_ends)?,
+                text_ends,
                 line_ends: sections.words(4)?,
                 line_starts: sections.words(5)?,
                 sums: sections.words(6)?,
@@ -135,22 +138,19 @@ impl Kept {
         kept
     }
 
-    /// Whether the parts hold together: one of each per path, texts cut on character
-    /// boundaries, and every line start in its text, just after a line break.
+    /// Whether the parts hold together: one of each per path (the texts were cut where
+    /// their ends say when checked), and every line start in its text, just after a line
+    /// break (checked on the CPU pool).
     fn fits(&self) -> bool {
         let files = self.paths.len() - 1;
-        let in_order = |ends: &[u32], end: usize| {
-            ends.windows(2).all(|w| w[0] <= w[1]) && ends.last().map_or(0, |&e| e as usize) == end
-        };
         let sized = self.text_ends.len() == files
             && self.line_ends.len() == files
             && self.sums.len() == 2 * files
             && self.hashes.len() == 8 * files
-            && in_order(&self.text_ends, self.texts.len())
-            && in_order(&self.line_ends, self.line_starts.len())
-            && (self.text_ends.iter()).all(|&end| self.texts.is_char_boundary(end as usize));
+            && self.line_ends.windows(2).all(|w| w[0] <= w[1])
+            && self.line_ends.last().map_or(0, |&end| end as usize) == self.line_starts.len();
         sized
-            && (0..files).all(|file| {
+            && (0..files).into_par_iter().all(|file| {
                 let text = &self.texts.as_bytes()[self.text_range(file)];
                 let starts = &self.line_starts[self.line_range(file)];
                 starts.first() == Some(&0)
