@@ -15,6 +15,7 @@ use crate::hole::Hole;
 use crate::lang::{Span, TypeKind};
 use crate::repo::{FileId, RepoIndex};
 use crate::token::{Keep, Tokenizer};
+use rayon::prelude::*;
 
 /// The context a proposal offers for one hole, before the composer fits it to the budget.
 #[derive(Clone, Debug)]
@@ -138,8 +139,9 @@ pub fn build_for_budget(
     budget: usize,
     fidelity: Fidelity,
 ) -> Vec<ProposalContext> {
+    // Each proposal alone on the CPU pool: a person waits for all 62 before the ranked list.
     candidate::proposal_specs()
-        .iter()
+        .par_iter()
         .map(|&spec| {
             // No proposal draws at random.
             let req = HoleRequest::new(

@@ -19,6 +19,7 @@ mod search;
 mod settings;
 pub mod tuned;
 
+use rayon::prelude::*;
 use std::sync::Arc;
 
 pub use fit::{FitError, FitTarget, counting_words, counts_exactly, fit};
@@ -191,10 +192,19 @@ impl Session {
     /// rest from [`Session::searched`], [`Session::typed_rows`] and
     /// [`Session::retrieve_later`] as each is ready.
     pub fn analyse_before_search(&self, hole: &Hole, ranker: RankerKind) -> Analysis {
-        let built = self.proposals(hole);
+        // Both read the hole's file and the index only; the UI waits for them.
+        let (built, typed) = rayon::join(
+            || self.proposals(hole),
+            || match typed_server::would_ask_a_server(&self.index, hole) {
+                true => Vec::new(),
+                false => perspectives::typed_candidates(&self.index, hole),
+            },
+        );
         let composer = self.composer(hole);
-        let mut candidates: Vec<CandidateRow> =
-            built.iter().map(|p| proposal_row(p, &composer)).collect();
+        let mut candidates: Vec<CandidateRow> = built
+            .par_iter()
+            .map(|p| proposal_row(p, &composer))
+            .collect();
         // The default context alone has no proposal.
         let default = composer.compose(&DefaultContext);
         candidates.push(CandidateRow::new(
@@ -207,10 +217,6 @@ impl Session {
             CandidateId::retrieved()
                 .map(|id| CandidateRow::new(id, Availability::Building, None, default.clone())),
         );
-        let typed = match typed_server::would_ask_a_server(&self.index, hole) {
-            true => Vec::new(),
-            false => perspectives::typed_candidates(&self.index, hole),
-        };
         fill_rows(&mut candidates, self.rows(hole, &typed));
         let (ranking, warning) = match self.rank(hole, &built, ranker) {
             Ok(ranking) => (ranking, None),
