@@ -22,7 +22,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -35,19 +37,46 @@ use crate::lang::{FileFacts, MethodDecl};
 const MAX_CACHE_BYTES: u64 = 1 << 30;
 
 /// Bumped whenever [`FileFacts`] or extraction changes, so stale caches are ignored.
-const FORMAT_VERSION: u32 = 10;
+const FORMAT_VERSION: u32 = 11;
 
-#[derive(Serialize, Deserialize)]
+/// One file's cached facts, left encoded where they lie in the mapped cache file until the job
+/// that indexes the file decodes them: decoded all at once when the cache was loaded, on one
+/// thread, they were the longest step of a warm open.
 pub struct Entry {
     pub path: String,
     pub hash: [u8; 32],
-    pub facts: FileFacts,
+    facts: Encoded,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Payload {
-    version: u32,
-    entries: Vec<Entry>,
+/// Bytes of a mapped cache file.
+struct Encoded {
+    file: Arc<memmap2::Mmap>,
+    range: Range<usize>,
+}
+
+impl Entry {
+    /// The facts; none when they do not decode (written so by hand, or by a bug: the file
+    /// passed its checksum).
+    pub fn facts(&self) -> Option<FileFacts> {
+        postcard::from_bytes(&self.facts.file[self.facts.range.clone()]).ok()
+    }
+}
+
+/// A cache file's payload as written: each file's facts encoded apart (as bytes: their length,
+/// then them), to be decoded later.
+#[derive(Deserialize)]
+struct Payload<'a> {
+    /// Read alone before the rest ([`decode`]).
+    _version: u32,
+    #[serde(borrow)]
+    entries: Vec<StoredEntry<'a>>,
+}
+
+#[derive(Deserialize)]
+struct StoredEntry<'a> {
+    path: String,
+    hash: [u8; 32],
+    facts: &'a [u8],
 }
 
 #[derive(Serialize)]
@@ -60,7 +89,16 @@ struct PayloadRef<'a> {
 struct EntryRef<'a> {
     path: &'a str,
     hash: &'a [u8; 32],
-    facts: &'a FileFacts,
+    facts: Bytes,
+}
+
+/// Bytes written as bytes (a length, then them), which a borrowed `&[u8]` reads back in place.
+struct Bytes(Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(&self.0)
+    }
 }
 
 pub struct Cache {
@@ -185,7 +223,7 @@ fn delta_path(path: &Path) -> PathBuf {
 /// warning line saying why).
 fn load_entries(path: &Path, warnings: &mut Vec<String>) -> Vec<Entry> {
     let why = match read_bounded(path) {
-        Ok(Some(bytes)) => match decode(&bytes) {
+        Ok(Some(bytes)) => match decode(Arc::new(bytes)) {
             Ok(entries) => return entries,
             Err(why) => why.to_string(),
         },
@@ -473,8 +511,8 @@ pub(super) fn checked(bytes: &[u8]) -> Result<&[u8], &'static str> {
     Ok(payload)
 }
 
-fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
-    let payload = checked(bytes)?;
+fn decode(file: Arc<memmap2::Mmap>) -> Result<Vec<Entry>, &'static str> {
+    let payload = checked(&file)?;
     // The version leads the payload; read it alone first, as another version's entries may
     // not decode at all.
     let (version, _) =
@@ -484,19 +522,35 @@ fn decode(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     }
     let payload: Payload =
         postcard::from_bytes(payload).map_err(|_| "does not decode (corrupt)")?;
-    Ok(payload.entries)
+    let start = file.as_ptr() as usize;
+    let entries = payload.entries.into_iter().map(|entry| {
+        // Read in place: the facts' bytes lie inside the mapped file.
+        let at = entry.facts.as_ptr() as usize - start;
+        Entry {
+            path: entry.path,
+            hash: entry.hash,
+            facts: Encoded {
+                file: Arc::clone(&file),
+                range: at..at + entry.facts.len(),
+            },
+        }
+    });
+    Ok(entries.collect())
 }
 
 fn write<'a>(path: &Path, files: impl Iterator<Item = &'a SourceFile>) -> std::io::Result<()> {
     let payload = PayloadRef {
         version: FORMAT_VERSION,
         entries: files
-            .map(|f| EntryRef {
-                path: &f.path,
-                hash: &f.hash,
-                facts: &f.facts,
+            .map(|f| {
+                let facts = postcard::to_stdvec(&f.facts).map_err(std::io::Error::other)?;
+                Ok(EntryRef {
+                    path: &f.path,
+                    hash: &f.hash,
+                    facts: Bytes(facts),
+                })
             })
-            .collect(),
+            .collect::<std::io::Result<_>>()?,
     };
     let bytes = postcard::to_stdvec(&payload).map_err(std::io::Error::other)?;
     write_checked(path, &bytes)
@@ -529,4 +583,37 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     let path = dir.join(name.replace(['(', ')'], ""));
     let file = std::fs::File::create(&path)?;
     Ok((path, file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_files_facts_decode_alone_and_those_that_do_not_are_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache.bin");
+        let java = crate::lang::for_path(Path::new("A.java")).unwrap();
+        let facts = java.extract("package p;\nclass A extends B { int x; void f() {} }\n");
+        let entry = |path, hash, facts| EntryRef {
+            path,
+            hash,
+            facts: Bytes(facts),
+        };
+        let payload = PayloadRef {
+            version: FORMAT_VERSION,
+            entries: vec![
+                entry("p/A.java", &[1; 32], postcard::to_stdvec(&facts).unwrap()),
+                entry("p/B.java", &[2; 32], vec![0xff; 7]),
+            ],
+        };
+        write_checked(&path, &postcard::to_stdvec(&payload).unwrap()).unwrap();
+        let mut warnings = Vec::new();
+        let entries = load_entries(&path, &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let read: Vec<_> = (entries.iter())
+            .map(|e| (e.path.as_str(), e.hash[0], e.facts()))
+            .collect();
+        assert_eq!(read, [("p/A.java", 1, Some(facts)), ("p/B.java", 2, None)]);
+    }
 }

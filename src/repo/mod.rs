@@ -370,7 +370,13 @@ fn index_file(
     let Some(entry) = cached.into_iter().find(|e| e.hash == read.hash) else {
         return Ok((parsed(language, found.rel, read), FactsFrom::Parser));
     };
-    let file = SourceFile::new(language, found.rel, read, entry.facts);
+    let Some(facts) = entry.facts() else {
+        return Ok((
+            parsed(language, found.rel, read),
+            FactsFrom::ParserOverBadCache,
+        ));
+    };
+    let file = SourceFile::new(language, found.rel, read, facts);
     if cache::facts_fit(&file.facts, &file.text, file.line_count()) {
         return Ok((file, FactsFrom::Cache));
     }
