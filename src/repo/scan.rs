@@ -36,7 +36,9 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
     let walker = WalkBuilder::new(root)
         .standard_filters(false)
         .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
+        // By the bytes of the whole path, which share their folder's: the same order as by
+        // name, without parsing each name out of its path at every comparison.
+        .sort_by_file_path(|a, b| a.as_os_str().cmp(b.as_os_str()))
         .filter_entry(move |entry| {
             if entry.depth() == 0 {
                 return true;
@@ -57,6 +59,8 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
         })
         .build();
     let mut found = Vec::new();
+    // Where in `found` the files whose names are not UTF-8 are.
+    let mut escaped: Vec<usize> = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
@@ -72,14 +76,26 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
         let Some(language) = lang::for_path(path) else {
             continue;
         };
-        let Ok(rel) = path.strip_prefix(root) else {
-            continue;
+        // A UTF-8 path is cut as text, without parsing it into components first.
+        let as_text = (path.to_str().zip(root.to_str()))
+            .and_then(|(path, root)| path.strip_prefix(root)?.strip_prefix('/'))
+            .filter(|_| std::path::MAIN_SEPARATOR == '/');
+        let (rel, utf8) = match as_text {
+            Some(rel) => (rel.to_string(), true),
+            None => {
+                let Ok(rel) = path.strip_prefix(root) else {
+                    continue;
+                };
+                let text = (rel.components())
+                    .map(|c| name_text(c.as_os_str()))
+                    .collect::<Vec<_>>()
+                    .join("/");
+                (text, rel.to_str().is_some())
+            }
         };
-        let rel = rel
-            .components()
-            .map(|c| name_text(c.as_os_str()))
-            .collect::<Vec<_>>()
-            .join("/");
+        if !utf8 {
+            escaped.push(found.len());
+        }
         found.push(Found {
             rel,
             abs: path.to_path_buf(),
@@ -88,23 +104,25 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
     }
     // A name that is not UTF-8 reads as text with escapes, which a UTF-8 name could spell out
     // too; two files must never share a path (and so hole ids), so the escaped one goes.
-    let utf8_name = |f: &Found| f.abs.strip_prefix(root).is_ok_and(|r| r.to_str().is_some());
-    let utf8: std::collections::HashSet<String> = found
-        .iter()
-        .filter(|f| utf8_name(f))
-        .map(|f| f.rel.clone())
-        .collect();
-    let mut escaped = std::collections::HashSet::new();
-    found.retain(|f| {
-        let distinct = utf8_name(f) || (!utf8.contains(&f.rel) && escaped.insert(f.rel.clone()));
-        if !distinct {
-            warnings.push(format!(
-                "skipped {}: its name is not UTF-8 and reads as another file's",
-                crate::escape::controls(&f.rel)
-            ));
-        }
-        distinct
-    });
+    if !escaped.is_empty() {
+        let mut taken: HashSet<String> = (found.iter().enumerate())
+            .filter(|(i, _)| escaped.binary_search(i).is_err())
+            .map(|(_, f)| f.rel.clone())
+            .collect();
+        let mut at = 0;
+        found.retain(|f| {
+            let is_escaped = escaped.binary_search(&at).is_ok();
+            at += 1;
+            let distinct = !is_escaped || taken.insert(f.rel.clone());
+            if !distinct {
+                warnings.push(format!(
+                    "skipped {}: its name is not UTF-8 and reads as another file's",
+                    crate::escape::controls(&f.rel)
+                ));
+            }
+            distinct
+        });
+    }
     let mut ignore_files = ignore_files.lock().unwrap_or_else(PoisonError::into_inner);
     warnings.append(&mut ignore_files.warnings);
     found
@@ -122,6 +140,8 @@ struct IgnoreFiles {
     /// (its own ignore files', then each parent's up to the root), only folders that have
     /// ignore files listed. Kept per folder so that each entry costs one lookup of its parent.
     in_dir: HashMap<PathBuf, Arc<[Arc<Gitignore>]>>,
+    /// The folder whose rules were last asked for, and its rules.
+    last: Option<(PathBuf, Arc<[Arc<Gitignore>]>)>,
     /// The ignore files met in folder listings so far ([`IgnoreFiles::note`]).
     listed: HashSet<PathBuf>,
     warnings: Vec<String>,
@@ -136,6 +156,7 @@ impl IgnoreFiles {
             root: root.to_path_buf(),
             dir: RepoDir::open(root),
             in_dir: HashMap::new(),
+            last: None,
             listed: HashSet::new(),
             warnings: Vec::new(),
         }
@@ -156,7 +177,16 @@ impl IgnoreFiles {
         let Some(dir) = path.parent() else {
             return false;
         };
-        for rules in self.rules_in(dir, listed).iter() {
+        // Entries come folder by folder: the last folder's rules are most often the ones.
+        let rules = match &self.last {
+            Some((last, rules)) if last.as_os_str() == dir.as_os_str() => Arc::clone(rules),
+            _ => {
+                let rules = self.rules_in(dir, listed);
+                self.last = Some((dir.to_path_buf(), Arc::clone(&rules)));
+                rules
+            }
+        };
+        for rules in rules.iter() {
             match rules.matched(path, is_dir) {
                 Match::Ignore(_) => return true,
                 Match::Whitelist(_) => return false,

@@ -300,6 +300,35 @@ fn texts_are_kept_while_files_are_unchanged_and_read_again_once_written_whatever
     assert_eq!(&*damaged.files[1].text, "package p; class B { int new; }\n");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_name_not_utf8_that_reads_as_another_files_is_skipped_with_a_warning() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = tempfile::tempdir().unwrap();
+    write(repo.path(), "p/A\\xff.java", b"class Spelled {}");
+    write(repo.path(), "p/B.java", b"class B {}");
+    let raw = repo
+        .path()
+        .join("p")
+        .join(std::ffi::OsStr::from_bytes(b"A\xff.java"));
+    fs::write(&raw, "class Raw {}").unwrap();
+    let raw = repo
+        .path()
+        .join("p")
+        .join(std::ffi::OsStr::from_bytes(b"C\xfe.java"));
+    fs::write(&raw, "class C {}").unwrap();
+    let index = RepoIndex::open(repo.path(), None).unwrap();
+    assert_eq!(
+        paths(&index),
+        ["p/A\\xff.java", "p/B.java", "p/C\\xfe.java"]
+    );
+    assert_eq!(&*index.files[0].text, "class Spelled {}");
+    assert_eq!(
+        index.warnings,
+        ["skipped p/A\\xff.java: its name is not UTF-8 and reads as another file's"]
+    );
+}
+
 #[test]
 fn opens_sharing_a_cache_while_files_change_never_corrupt_it() {
     let (repo, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
