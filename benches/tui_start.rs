@@ -114,7 +114,7 @@ fn headless(root: &Path, dirs: &keyhole::Dirs) {
 }
 
 fn secs(d: Option<Duration>) -> String {
-    d.map_or("never".into(), |d| format!("{:.2} s", d.as_secs_f64()))
+    d.map_or("never".into(), |d| format!("{:.3} s", d.as_secs_f64()))
 }
 
 fn report(what: &str, moments: &Moments) {
