@@ -234,7 +234,8 @@ fn load_entries(path: &Path, warnings: &mut Vec<String>) -> Vec<Entry> {
     Vec::new()
 }
 
-fn remove_if_there(path: &Path) -> std::io::Result<()> {
+/// Remove the file at `path`, if there is one.
+pub(super) fn remove_if_there(path: &Path) -> std::io::Result<()> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),

@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime};
 use rayon::prelude::*;
 
 use super::SourceFile;
-use super::cache::base_outgrown;
+use super::cache::{base_outgrown, remove_if_there};
 use super::mapped::{
     Opened, Sections, Text, Vocabulary, Words, format_id, word_bytes, write_sections,
 };
@@ -273,13 +273,6 @@ impl KeptTexts {
 
 fn delta_path(path: &Path) -> PathBuf {
     path.with_extension("texts-delta")
-}
-
-fn remove_if_there(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// The most text kept: a repository with more (some hundred times Django's) reads its files.
