@@ -19,9 +19,8 @@ use keyhole::testing::context::proposals::build_all;
 use keyhole::{Composer, testing::compose::DefaultReading};
 use keyhole::{RepoIndex, testing::repo::MAX_FILE_BYTES, testing::repo::RepoGraph};
 use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
-use keyhole::{testing::lang, testing::lang::FileFacts};
+use keyhole::testing::lang;
 use rayon::prelude::*;
-use serde::Deserialize;
 
 const THREADS: usize = 2;
 const RUNS: usize = 5;
@@ -59,29 +58,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-// Mirror of the cache file's payload (src/repo/cache.rs), to time the decode on its own.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct Entry {
-    path: String,
-    hash: [u8; 32],
-    facts: FileFacts,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct Payload {
-    version: u32,
-    entries: Vec<Entry>,
-}
-
-/// The walk `RepoIndex::open` does (src/repo/scan.rs), re-done with the same settings.
+/// The walk `RepoIndex::open` does (src/repo/scan.rs) without its ignore files: hidden
+/// entries left out, links not followed, entries sorted by their paths' bytes.
 fn walk(root: &Path) -> Vec<PathBuf> {
     WalkBuilder::new(root)
+        .standard_filters(false)
         .hidden(true)
-        .require_git(false)
         .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
+        .sort_by_file_path(|a, b| a.as_os_str().cmp(b.as_os_str()))
         .build()
         .filter_map(Result::ok)
         .filter(|e| {
@@ -104,14 +88,6 @@ fn read_hash(path: &Path) -> Option<(String, [u8; 32])> {
     let text = String::from_utf8(bytes).ok()?;
     let hash = *blake3::hash(text.as_bytes()).as_bytes();
     Some((text, hash))
-}
-
-fn cache_file(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir.join("index"))
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "bin"))
 }
 
 struct Row {
@@ -176,9 +152,6 @@ fn measure(name: &str, root: &Path) -> Row {
     let mut read_t = Vec::new();
     let mut extract_t = Vec::new();
     let mut graph_t = Vec::new();
-    let mut decode_t = Vec::new();
-    let cache_path = cache_file(cache.path()).expect("cache file written");
-    let cache_bytes = std::fs::metadata(&cache_path).map(|m| m.len()).unwrap_or(0);
     for _ in 0..RUNS {
         let (t, paths) = time(|| walk(&index.root));
         walk_t.push(t);
@@ -201,22 +174,12 @@ fn measure(name: &str, root: &Path) -> Row {
         let (t, graph) = time(|| RepoGraph::build(&index.root, &index.files));
         graph_t.push(t);
         drop(graph);
-        let (t, entries) = time(|| {
-            let bytes = std::fs::read(&cache_path).expect("read cache");
-            let (sum, payload) = bytes.split_at(32);
-            assert_eq!(blake3::hash(payload).as_bytes(), sum);
-            let payload: Payload = postcard::from_bytes(payload).expect("decode cache");
-            payload.entries.len()
-        });
-        assert_eq!(entries, index.files.len());
-        decode_t.push(t);
     }
-    let (walk_m, read_m, extract_m, graph_m, decode_m) = (
+    let (walk_m, read_m, extract_m, graph_m) = (
         median(walk_t),
         median(read_t),
         median(extract_t),
         median(graph_t),
-        median(decode_t),
     );
     let parse_m = median(parse.clone());
     let (cold_m, nocache_m, warm_m) = (
@@ -226,7 +189,7 @@ fn measure(name: &str, root: &Path) -> Row {
     );
     eprintln!("[{name}] breakdown (median of {RUNS}, {THREADS} threads):");
     eprintln!(
-        "  walk (ignore crate, same settings)    {:>9.1} ms",
+        "  walk (ignore crate, no ignore files)  {:>9.1} ms",
         ms(walk_m)
     );
     eprintln!(
@@ -248,11 +211,6 @@ fn measure(name: &str, root: &Path) -> Row {
     eprintln!(
         "  graph build (RepoGraph::build)        {:>9.1} ms",
         ms(graph_m)
-    );
-    eprintln!(
-        "  cache read + checksum + decode        {:>9.1} ms  ({:.1} MB file)",
-        ms(decode_m),
-        cache_bytes as f64 / 1e6
     );
     eprintln!(
         "  open, no cache                        {:>9.1} ms",
