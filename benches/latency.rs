@@ -16,10 +16,10 @@ use keyhole::Fidelity;
 use keyhole::TokenizerKind;
 use keyhole::testing::context::HoleRequest;
 use keyhole::testing::context::proposals::build_all;
+use keyhole::testing::lang;
 use keyhole::{Composer, testing::compose::DefaultReading};
 use keyhole::{RepoIndex, testing::repo::MAX_FILE_BYTES, testing::repo::RepoGraph};
 use keyhole::{testing::hole::HoleColumn, testing::hole::sample_holes};
-use keyhole::testing::lang;
 use rayon::prelude::*;
 
 const THREADS: usize = 2;
