@@ -2,7 +2,7 @@
 //! they lie in the mapped file: while a file's metadata is what it was when its text was kept,
 //! the kept text (with its line starts and content hash) is the file's, and the file is neither
 //! read nor hashed again. Reading and hashing every file was a fifth of a warm open on guava,
-//! and copying the texts into fresh memory cost as much again in page faults.
+//! before the page faults of copying the texts into fresh memory.
 //!
 //! A file's metadata is summed ([`Metadata`]: device, inode, size, modification and change
 //! times, mode) only once its change time has stood for [`SETTLED`]: a file written again
@@ -101,14 +101,7 @@ impl Kept {
     /// not hold together (with the one line saying why).
     fn open(path: &Path, warnings: &mut Vec<String>) -> Option<Kept> {
         let sections = match Sections::open(path, &format_id("texts", VERSION)) {
-            Opened::Found(sections) if sections.len() == 8 => sections,
-            Opened::Found(_) => {
-                warnings.push(format!(
-                    "cache {}: does not decode (corrupt); rebuilding it",
-                    path.display()
-                ));
-                return None;
-            }
+            Opened::Found(sections) => sections,
             Opened::Missing => return None,
             Opened::Unusable(why) => {
                 warnings.push(why);
@@ -116,6 +109,7 @@ impl Kept {
             }
         };
         let kept = (|| {
+            (sections.len() == 8).then_some(())?;
             let paths = Vocabulary::checked(sections.text(0)?, sections.words(1)?)?;
             let text_ends = sections.words(2)?;
             let kept = Kept {
