@@ -127,6 +127,37 @@ pub(crate) fn base_outgrown(delta: usize, stale: usize, files: usize) -> bool {
     delta > limit || stale > limit
 }
 
+/// What keeping files as a base cache file with a small delta beside it needs written now.
+pub(super) enum Rewrite {
+    Nothing,
+    Base,
+    Delta,
+}
+
+impl Rewrite {
+    /// Of the `files` to keep, `changed` are not in the base as they are and `stale` of the
+    /// base's own are gone or changed; `delta_holds_changed`: the delta beside it already holds
+    /// exactly the changed ones; `base_usable`: there is a base a delta can go beside.
+    pub(super) fn due(
+        files: usize,
+        changed: usize,
+        stale: usize,
+        delta_holds_changed: bool,
+        base_usable: bool,
+    ) -> Rewrite {
+        if changed == 0 && stale == 0 && delta_holds_changed {
+            return Rewrite::Nothing;
+        }
+        if !base_usable || base_outgrown(changed, stale, files) {
+            return Rewrite::Base;
+        }
+        match delta_holds_changed {
+            true => Rewrite::Nothing,
+            false => Rewrite::Delta,
+        }
+    }
+}
+
 impl Cache {
     /// The cache for `root`, empty when there is none yet or it cannot be used.
     pub fn load(root: &Path, dir: Option<&Path>, warnings: &mut Vec<String>) -> Cache {
@@ -185,32 +216,38 @@ impl Cache {
         };
         let changed: Vec<&SourceFile> = files.iter().filter(|f| !in_base(f)).collect();
         let stale = self.base.len() - (files.len() - changed.len());
-        if changed.is_empty() && stale == 0 && self.delta.is_empty() {
-            return None;
-        }
+        let mut delta: Vec<(String, [u8; 32])> =
+            changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
+        delta.sort_unstable();
         // Facts that did not fit their file stay wherever they were read from (the base or the
         // delta) until a new base replaces both: a delta beside them would leave them to be
         // read, and found wrong, again.
-        let base_wrong = !reparsed.is_empty();
-        let outgrown = base_outgrown(changed.len(), stale, files.len());
-        let written = if self.base.is_empty() || base_wrong || outgrown {
-            write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
-        } else {
-            let mut delta: Vec<(String, [u8; 32])> =
-                changed.iter().map(|f| (f.path.clone(), f.hash)).collect();
-            delta.sort_unstable();
-            if delta == self.delta {
-                return None;
+        let base_usable = !self.base.is_empty() && reparsed.is_empty();
+        let due = Rewrite::due(
+            files.len(),
+            changed.len(),
+            stale,
+            delta == self.delta,
+            base_usable,
+        );
+        let written = match due {
+            Rewrite::Nothing => return None,
+            Rewrite::Base => {
+                write(path, files.iter()).and_then(|()| remove_if_there(&delta_path(path)))
             }
-            write(&delta_path(path), changed.into_iter())
+            Rewrite::Delta => write(&delta_path(path), changed.into_iter()),
         };
-        written.err().map(|err| {
-            format!(
-                "cache {}: cannot write ({err}); running without a cache",
-                path.display()
-            )
-        })
+        not_written(path, written, "running without a cache")
     }
+}
+
+/// The one warning line for the cache file `path` when `written` failed, saying what follows.
+pub(super) fn not_written(path: &Path, written: std::io::Result<()>, so: &str) -> Option<String> {
+    let err = written.err()?;
+    Some(format!(
+        "cache {}: cannot write ({err}); {so}",
+        path.display()
+    ))
 }
 
 /// The delta beside the base cache file `path`: the facts of the files changed since the base

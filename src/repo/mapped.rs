@@ -254,6 +254,12 @@ pub fn list<'a>(values: &'a [u32], starts: &[u32], list: usize) -> &'a [u32] {
     values.get(start as usize..end as usize).unwrap_or(&[])
 }
 
+/// Where part `part` lies of parts laid one after another that end at `ends`.
+pub fn part_range(ends: &[u32], part: usize) -> Range<usize> {
+    let start = part.checked_sub(1).map_or(0, |before| ends[before]);
+    start as usize..ends[part] as usize
+}
+
 /// The bytes of `words` as the file holds them (little-endian).
 pub fn word_bytes(words: &[u32]) -> std::borrow::Cow<'_, [u8]> {
     if cfg!(target_endian = "little") {
@@ -425,14 +431,10 @@ impl Sections {
         let bytes = &self.file[range.clone()];
         let in_order = ends.windows(2).all(|w| w[0] <= w[1])
             && ends.last().map_or(0, |&end| end as usize) == bytes.len();
-        let part = |i: usize| {
-            let start = i.checked_sub(1).map_or(0, |before| ends[before]);
-            &bytes[start as usize..ends[i] as usize]
-        };
         let utf8 = || {
             (0..ends.len())
                 .into_par_iter()
-                .all(|i| std::str::from_utf8(part(i)).is_ok())
+                .all(|i| std::str::from_utf8(&bytes[part_range(ends, i)]).is_ok())
         };
         // Parts that are each UTF-8 make a UTF-8 whole.
         (in_order && utf8()).then(|| Text::Mapped {

@@ -356,7 +356,9 @@ fn index_file(
     kept: &texts::KeptTexts,
     settled_before: std::time::SystemTime,
 ) -> Result<(SourceFile, FactsFrom), scan::SkipReason> {
-    let metadata = texts::metadata_sum(&found.abs, settled_before);
+    let metadata = (kept.keeps())
+        .then(|| texts::metadata_sum(&found.abs, settled_before))
+        .flatten();
     let read = match metadata.and_then(|sum| kept.get(&found.rel, sum)) {
         Some(kept) => ReadText {
             text: kept.text,

@@ -59,8 +59,8 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
         })
         .build();
     let mut found = Vec::new();
-    // Where in `found` the files whose names are not UTF-8 are.
-    let mut escaped: Vec<usize> = Vec::new();
+    // Per file of `found`: whether its name is UTF-8.
+    let mut utf8_names: Vec<bool> = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
@@ -93,9 +93,7 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
                 (text, rel.to_str().is_some())
             }
         };
-        if !utf8 {
-            escaped.push(found.len());
-        }
+        utf8_names.push(utf8);
         found.push(Found {
             rel,
             abs: path.to_path_buf(),
@@ -104,16 +102,15 @@ pub fn find_sources(root: &Path, vendored: Vendored, warnings: &mut Vec<String>)
     }
     // A name that is not UTF-8 reads as text with escapes, which a UTF-8 name could spell out
     // too; two files must never share a path (and so hole ids), so the escaped one goes.
-    if !escaped.is_empty() {
-        let mut taken: HashSet<String> = (found.iter().enumerate())
-            .filter(|(i, _)| escaped.binary_search(i).is_err())
-            .map(|(_, f)| f.rel.clone())
+    if utf8_names.contains(&false) {
+        let mut taken: HashSet<String> = (found.iter().zip(&utf8_names))
+            .filter(|(_, utf8)| **utf8)
+            .map(|(f, _)| f.rel.clone())
             .collect();
-        let mut at = 0;
+        let mut utf8_names = utf8_names.into_iter();
         found.retain(|f| {
-            let is_escaped = escaped.binary_search(&at).is_ok();
-            at += 1;
-            let distinct = !is_escaped || taken.insert(f.rel.clone());
+            let utf8 = utf8_names.next().unwrap_or(true);
+            let distinct = utf8 || taken.insert(f.rel.clone());
             if !distinct {
                 warnings.push(format!(
                     "skipped {}: its name is not UTF-8 and reads as another file's",

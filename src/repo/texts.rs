@@ -24,9 +24,9 @@ use std::time::{Duration, SystemTime};
 use rayon::prelude::*;
 
 use super::SourceFile;
-use super::cache::{base_outgrown, remove_if_there};
+use super::cache::{Rewrite, not_written, remove_if_there};
 use super::mapped::{
-    Opened, Sections, Text, Vocabulary, Words, format_id, word_bytes, write_sections,
+    Opened, Sections, Text, Vocabulary, Words, format_id, part_range, word_bytes, write_sections,
 };
 
 /// Bumped whenever the layout changes, so that another version's file is never read.
@@ -156,17 +156,11 @@ impl Kept {
     }
 
     fn text_range(&self, file: usize) -> Range<usize> {
-        let start = file
-            .checked_sub(1)
-            .map_or(0, |before| self.text_ends[before]);
-        start as usize..self.text_ends[file] as usize
+        part_range(&self.text_ends, file)
     }
 
     fn line_range(&self, file: usize) -> Range<usize> {
-        let start = file
-            .checked_sub(1)
-            .map_or(0, |before| self.line_ends[before]);
-        start as usize..self.line_ends[file] as usize
+        part_range(&self.line_ends, file)
     }
 
     /// File `rel`'s place, if kept.
@@ -217,6 +211,12 @@ impl KeptTexts {
         }
     }
 
+    /// Whether texts are kept at all (not without a cache): else a file's metadata is not
+    /// worth summing.
+    pub fn keeps(&self) -> bool {
+        self.path.is_some()
+    }
+
     /// File `rel`'s kept text, if its metadata still sums to `sum`.
     pub fn get(&self, rel: &str, sum: u64) -> Option<KeptText> {
         let delta = self.delta.as_ref().and_then(|kept| kept.get(rel, sum));
@@ -241,27 +241,25 @@ impl KeptTexts {
             .collect();
         let base_files = self.base.as_ref().map_or(0, |kept| kept.paths.len() - 1);
         let stale = base_files.saturating_sub(summed.len() - changed.len());
-        let written = if self.base.is_none() || base_outgrown(changed.len(), stale, files.len()) {
-            if summed.is_empty() {
-                return None;
-            }
-            write(path, summed).and_then(|()| remove_if_there(&delta_path(path)))
-        } else {
-            let delta_files = self.delta.as_ref().map_or(0, |kept| kept.paths.len() - 1);
-            if changed.len() == delta_files && changed.iter().all(|f| kept(&self.delta, f)) {
-                return None;
-            }
-            match changed.is_empty() {
-                true => remove_if_there(&delta_path(path)),
-                false => write(&delta_path(path), changed),
-            }
+        let delta_files = self.delta.as_ref().map_or(0, |kept| kept.paths.len() - 1);
+        let delta_holds_changed =
+            changed.len() == delta_files && changed.iter().all(|f| kept(&self.delta, f));
+        let due = Rewrite::due(
+            files.len(),
+            changed.len(),
+            stale,
+            delta_holds_changed,
+            self.base.is_some(),
+        );
+        let written = match due {
+            Rewrite::Nothing => return None,
+            // No base of nothing: every file's times may still be settling.
+            Rewrite::Base if summed.is_empty() => return None,
+            Rewrite::Base => write(path, summed).and_then(|()| remove_if_there(&delta_path(path))),
+            Rewrite::Delta if changed.is_empty() => remove_if_there(&delta_path(path)),
+            Rewrite::Delta => write(&delta_path(path), changed),
         };
-        written.err().map(|err| {
-            format!(
-                "cache {}: cannot write ({err}); texts are read again next time",
-                path.display()
-            )
-        })
+        not_written(path, written, "texts are read again next time")
     }
 }
 
